@@ -1,0 +1,84 @@
+"""The `fabricbench` command: a click group whose subcommands load only when invoked.
+
+    fabricbench --help            (answers without importing torch, CUDA or any subcommand)
+    fabricbench sweep --gpus 0-7
+
+Adding a command is one module in this package plus one row in COMMANDS. Every error a user can cause
+ends as one line `Error: ...` and exit status 2; nothing already written to --out is lost.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import click
+
+# name -> (module:function, one-line help shown by `fabricbench --help`)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "sweep": ("fabricbench.cli.sweep:sweep", "Time NCCL collectives over a GPU set and a range of sizes."),
+    "topo": ("fabricbench.cli.topo:topo", "Show GPU links, NVLink islands and placement advice."),
+    "fabrics": ("fabricbench.cli.fabrics:fabrics", "List the fabrics (NCCL environments) a run can use."),
+    "compare": ("fabricbench.cli.compare:compare", "Run the same sweep on several fabrics, side by side."),
+    "scaling": ("fabricbench.cli.scaling:scaling", "Bus bandwidth against GPU count, inside and across islands."),
+    "p2p": ("fabricbench.cli.p2p:p2p", "Copy-bandwidth matrix: GPU to GPU and host to GPU."),
+    "train": ("fabricbench.cli.train:train", "Train a model under DDP, ZeRO-1/2/3 or FSDP and measure it."),
+    "estimate": ("fabricbench.cli.estimate:estimate", "Memory per GPU of each strategy for a model."),
+}
+
+
+def register(name: str, target: str, help_text: str) -> None:
+    assert name not in COMMANDS, f"duplicate command {name!r}"
+    COMMANDS[name] = (target, help_text)
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in COMMANDS:
+            return None
+        module, _, attr = COMMANDS[name][0].partition(":")
+        return getattr(importlib.import_module(module), attr)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        # Short help from the table, so `--help` imports no subcommand module.
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, text) for name, (_, text) in COMMANDS.items()])
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="fabricbench")
+def cli() -> None:
+    """fabricbench: measure NCCL collectives over your GPUs and fabrics, and what they do to training."""
+
+
+def fail(message: str) -> "NoReturn":  # noqa: F821
+    """Print one line and exit 2: for what the user got wrong."""
+    click.echo(f"Error: {message}", err=True)
+    sys.exit(2)
+
+
+def main(argv: list[str] | None = None) -> None:
+    from fabricbench.errors import EngineUnavailable, FabricbenchError, UsageError
+
+    try:
+        rv = cli.main(args=argv, prog_name="fabricbench", standalone_mode=False)
+    except click.exceptions.NoSuchOption as e:
+        fail(e.format_message())
+    except click.UsageError as e:  # click's own parse errors: one line, not the usage block
+        fail(e.format_message())
+    except click.exceptions.Abort:
+        click.echo("Aborted.", err=True)
+        sys.exit(130)
+    except (UsageError, EngineUnavailable) as e:
+        fail(str(e))
+    except KeyboardInterrupt:
+        click.echo("Interrupted; results measured so far were written.", err=True)
+        sys.exit(130)
+    except FabricbenchError as e:  # a measurement failed (CUDA, NCCL, timeout, check): not the user's input
+        click.echo(f"Error: {type(e).__name__}: {e}", err=True)
+        sys.exit(1)
+    if isinstance(rv, int) and rv:
+        sys.exit(rv)

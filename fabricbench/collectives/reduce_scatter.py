@@ -1,0 +1,13 @@
+"""reduce_scatter (sum): rank r ends with part r of the sum. ZeRO-2/3 and FSDP shard gradients so."""
+
+from fabricbench.collectives.base import Collective, ring_factor
+
+REDUCE_SCATTER = Collective(
+    name="reduce_scatter",
+    description="part r of the sum of every rank's buffer, on rank r (ZeRO/FSDP gradient shard)",
+    busbw_factor=ring_factor,
+    factor_text="(n-1)/n",
+    split=True,
+    recv_parts=1,
+    nccl_call="ncclReduceScatter",
+)

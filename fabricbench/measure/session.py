@@ -1,0 +1,84 @@
+"""The contract between the sweep runner and an engine: a Session times one Case at a time.
+
+    fabricbench sweep --engine native --gpus 0-7      (one process drives all GPUs)
+    torchrun --nproc-per-node 8 -m fabricbench sweep  (one rank per process; each opens its own Session)
+
+An engine module (fabricbench/measure/engines/<name>.py) provides `open_session(config, dist)`; the runner
+(fabricbench/measure/runner.py) turns each Timing into a Result with the shared statistics and the
+bandwidth formulas of fabricbench/collectives. Engines never compute bandwidth themselves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Protocol
+
+
+@dataclass(frozen=True, kw_only=True)
+class Case:
+    """One measurement: an op at one size, dtype and placement mode, fully resolved."""
+
+    op: str  # key in fabricbench.collectives.COLLECTIVES
+    dtype: str  # key in fabricbench.dtypes.DTYPES
+    requested_bytes: int  # the size the sweep asked for
+    bytes: int  # S after rounding (Collective.size)
+    count: int  # S / element size
+    nccl_count: int  # count argument of the NCCL call
+    send_bytes: int  # per-rank send buffer
+    recv_bytes: int  # per-rank receive buffer
+    inplace: bool
+    graph: bool  # capture `graph_iters` iterations in a CUDA graph, time replays
+    check: bool  # verify the result against exactly known values
+    warmup: int  # untimed iterations first
+    iters: int  # timed iterations (or replays in graph mode); the adaptive mode may ask for more
+    graph_iters: int = 100  # iterations per graph replay
+    seed: int = 0  # seed of the --check inputs (fresh each run)
+
+
+@dataclass(kw_only=True)
+class Timing:
+    """What an engine returns for one Case on this process."""
+
+    times_us: list[float]  # one per timed iteration: the slowest GPU of this process for that iteration
+    wrong: int | None = None  # elements that differ from the exact result; None when not checked
+    extra: dict[str, Any] = field(default_factory=dict)  # engine notes (e.g. "rotate": 4 buffer sets)
+
+
+@dataclass(frozen=True, kw_only=True)
+class DistContext:
+    """This process's place in a multi-process run (torchrun, srun, or `--nprocs N`)."""
+
+    rank: int
+    world_size: int
+    local_rank: int
+    store: Any  # a torch.distributed Store shared by all ranks (ids, barriers, gathering timings)
+
+    def barrier(self, key: str) -> None:
+        """All ranks arrive before any leaves; uses the store, so it works before any communicator."""
+        self.store.add(f"{key}/arrived", 1)
+        self.store.wait([f"{key}/go"]) if self.rank else self._release(key)
+
+    def _release(self, key: str) -> None:
+        import time
+
+        while int(self.store.add(f"{key}/arrived", 0)) < self.world_size:
+            time.sleep(0.0005)
+        self.store.set(f"{key}/go", b"1")
+
+
+class Session(Protocol):
+    """A communicator over the chosen GPUs (or gloo ranks), ready to time Cases."""
+
+    nranks: int  # ranks in the communicator (all processes together)
+    info: dict[str, Any]  # facts for every record: nccl_version, nccl_library, driver/runtime, gpu_names
+
+    def measure(self, case: Case) -> Timing: ...
+
+    def free_bytes(self) -> int | None:
+        """Smallest free device memory over this process's GPUs, or None where it does not apply."""
+        ...
+
+    def close(self) -> None: ...
+
+
+OpenSession = Callable[..., Session]  # open_session(config: SweepConfig, dist: DistContext | None)

@@ -1,0 +1,91 @@
+"""SizeSweep: the message sizes a sweep runs, as a value object that expands to an explicit list.
+
+    fabricbench sweep --sizes 8-8G          (doubling from 8 B to 8 GiB)
+    fabricbench sweep --sizes 1M-1G:x4      (factor 4)
+    fabricbench sweep --sizes 64K,1M,256M   (an explicit list)
+
+Suffixes are binary (1K = 1024 B, 1M = 2^20 B, 1G = 2^30 B), as in nccl-tests. `--dry-run` prints the
+expansion and every results file stores the spec it came from.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from fabricbench.errors import UsageError
+
+_SUFFIX = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:I?B)?\s*$", re.IGNORECASE)
+
+
+def parse_size(text: str) -> int:
+    """'8', '64K', '1M', '1.5G', '8GiB' -> bytes (binary suffixes)."""
+    m = _SIZE.match(text)
+    if not m:
+        raise UsageError(f"cannot read size {text!r}; write e.g. 8, 64K, 1M, 8G (binary: 1K = 1024 B)")
+    value = float(m.group(1)) * _SUFFIX[m.group(2).upper()]
+    if value != int(value):
+        raise UsageError(f"size {text!r} is not a whole number of bytes")
+    if int(value) <= 0:
+        raise UsageError(f"size {text!r} is zero; sizes start at 1 B")
+    return int(value)
+
+
+def format_size(nbytes: int) -> str:
+    """Shortest exact binary form: 8 -> '8B', 1048576 -> '1M', 1536 -> '1.5K'."""
+    for suffix in ("T", "G", "M", "K"):
+        unit = _SUFFIX[suffix]
+        if nbytes >= unit and (nbytes * 4) % unit == 0:
+            value = nbytes / unit
+            return f"{value:g}{suffix}"
+    return f"{nbytes}B"
+
+
+@dataclass(frozen=True, kw_only=True)
+class SizeSweep:
+    """Either a geometric range (min, max, factor) or an explicit list of sizes in bytes."""
+
+    min_bytes: int | None = None
+    max_bytes: int | None = None
+    factor: int = 2
+    explicit: tuple[int, ...] = ()
+    spec: str = ""  # the text it was parsed from, stored with results
+
+    @classmethod
+    def parse(cls, text: str) -> "SizeSweep":
+        text = text.strip()
+        if not text:
+            raise UsageError("--sizes is empty; write e.g. 8-8G, 1M-1G:x2 or 64K,1M")
+        if "," in text:
+            sizes = tuple(parse_size(part) for part in text.split(",") if part.strip())
+            return cls(explicit=sizes, spec=text)
+        rng, _, fac = text.partition(":")
+        factor = 2
+        if fac:
+            m = re.fullmatch(r"\s*[x*]?(\d+)\s*", fac)
+            if not m or int(m.group(1)) < 2:
+                raise UsageError(f"bad factor {fac!r} in --sizes {text!r}; write e.g. 1M-1G:x2 (factor >= 2)")
+            factor = int(m.group(1))
+        lo_text, dash, hi_text = rng.partition("-")
+        if not dash:
+            return cls(explicit=(parse_size(rng),), spec=text)
+        lo, hi = parse_size(lo_text), parse_size(hi_text)
+        if hi < lo:
+            raise UsageError(f"--sizes {text!r} descends ({format_size(lo)} > {format_size(hi)}); "
+                             f"write the smaller size first")
+        return cls(min_bytes=lo, max_bytes=hi, factor=factor, spec=text)
+
+    def expand(self) -> list[int]:
+        """The sizes that will run, in order, without duplicates."""
+        if self.explicit:
+            return list(dict.fromkeys(self.explicit))
+        assert self.min_bytes is not None and self.max_bytes is not None
+        out, size = [], self.min_bytes
+        while size <= self.max_bytes:
+            out.append(size)
+            size *= self.factor
+        return out
+
+    def __str__(self) -> str:
+        return self.spec or ",".join(format_size(s) for s in self.expand())
