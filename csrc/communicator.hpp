@@ -1,0 +1,67 @@
+// A clique of NCCL communicators driven by this process (one per local GPU) and the timed run of one
+// collective over it. Non-blocking communicators throughout, so set-up and every wait honour a deadline
+// and can be aborted (see nccl_api.hpp).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "nccl_api.hpp"
+#include "timing.hpp"
+
+namespace fb {
+
+struct RunArgs {
+  std::string op, dtype;
+  size_t count = 0;  // the NCCL call's count argument
+  bool inplace = false;
+  int warmup = 5, iters = 20;
+  bool graph = false;
+  int graph_iters = 100;
+  bool check = false;
+  uint64_t seed = 0;
+  double timeout_s = 300;
+};
+
+struct RunResult {
+  std::vector<double> times_us;  // per timed iteration: the slowest local GPU
+  std::optional<long long> wrong;
+  int rotate = 1;  // buffer sets cycled through
+};
+
+class Communicator {
+ public:
+  static Communicator* single_process(const std::string& nccl_path, const std::vector<int>& devices, double timeout_s,
+                                      const Hooks& hooks);
+  static Communicator* per_rank(const std::string& nccl_path, int device, int rank, int nranks,
+                                const std::string& unique_id, double timeout_s, const Hooks& hooks);
+  ~Communicator();
+
+  RunResult run(const RunArgs& a, const Hooks& hooks);
+  void close();
+  void abort() noexcept;
+
+  int nranks() const { return nranks_; }
+  const std::vector<int>& devices() const { return devices_; }
+  const std::vector<int>& ranks() const { return ranks_; }
+
+ private:
+  Communicator(const NcclLib& lib, std::vector<int> devices, std::vector<int> ranks, int nranks);
+  void init(const ncclUniqueId& id, double timeout_s, const Hooks& hooks, const std::string& what);
+  void ensure_usable() const;
+  void poll_async();  // throws NcclError for an asynchronous failure
+  void settle(double timeout_s, const std::string& what, const Hooks& hooks);  // wait out ncclInProgress
+
+  const NcclLib& nccl_;
+  std::vector<int> devices_, ranks_;
+  int nranks_;
+  std::vector<ncclComm_t> comms_;
+  std::vector<cudaStream_t> streams_;
+  bool aborted_ = false, closed_ = false;
+};
+
+std::string unique_id(const std::string& nccl_path);
+
+}  // namespace fb
