@@ -3,6 +3,9 @@
 #include <pybind11/stl.h>
 
 #include <cstdio>
+#include <optional>
+#include <stdexcept>
+#include <vector>
 
 #include "bindings.hpp"
 #include "errors.hpp"
@@ -51,10 +54,17 @@ void register_runtime(py::module_& m) {
 
   m.def(
       "devices",
-      [] {
+      [](const std::optional<std::vector<int>>& indices) {
         py::list out;
         int n = device_count_or_zero();
-        for (int i = 0; i < n; ++i) {
+        std::vector<int> which;
+        if (indices) which = *indices;
+        else
+          for (int i = 0; i < n; ++i) which.push_back(i);
+        for (int i : which) {
+          if (i < 0 || i >= n)
+            throw std::invalid_argument("device " + std::to_string(i) + " is not visible (" + std::to_string(n) +
+                                        " visible)");
           cudaDeviceProp p;
           FB_CUDA_CHECK(cudaGetDeviceProperties(&p, i));
           char bus[32] = {0};
@@ -76,7 +86,8 @@ void register_runtime(py::module_& m) {
         }
         return out;
       },
-      "One dict per visible device: index, name, uuid, pci_bus_id, total_bytes, free_bytes, "
+      py::arg("indices") = py::none(),
+      "One dict per visible device (or per device in `indices`; only those get a CUDA context): index, name, uuid, pci_bus_id, total_bytes, free_bytes, "
       "multiprocessors, l2_bytes, cc ('9.0'). Empty where there is no GPU.");
 }
 
