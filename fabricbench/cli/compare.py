@@ -1,0 +1,157 @@
+"""`fabricbench compare`: the same sweep on several fabrics, each in a fresh process, side by side.
+
+    fabricbench compare --fabrics default,p2p-off --gpus 0,1 --ops all_reduce --sizes 1M-1G:x4 --plot cmp.png
+    fabricbench compare --fabrics default,lo:GLOO_SOCKET_IFNAME=lo --engine torch --backend gloo --nprocs 2
+
+Ratio per size = busbw on the fabric / busbw on the first fabric named (algbw when n = 1, where the
+busbw factor is 0). Records: the common schema, with `fabric` and the transport NCCL really used.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import click
+
+from fabricbench.fabrics.study import sweep_options
+
+
+@click.command()
+@click.option("--fabrics", "fabric_list", default="default,p2p-off", show_default=True,
+              help="Comma list: built-in names (see `fabricbench fabrics`) or name:VAR=VAL[,VAR=VAL].")
+@click.option("--gpus", default=None, help="GPU list for every fabric: 0,1 or 0-7. Default: all visible.")
+@click.option("--ops", default="all_reduce", show_default=True, help="Comma list of collectives.")
+@click.option("--sizes", default="1M-1G:x4", show_default=True, help="Sizes: 8-8G, 1M-1G:x2 or 64K,1M.")
+@click.option("--nprocs", type=int, default=None, help="Local ranks per run (one process each).")
+@sweep_options
+def compare(fabric_list, gpus, ops, sizes, nprocs, dtype, iters, warmup, engine, backend, timeout_s, out_path,
+            plot_path, as_json):
+    """Run the same sweep on each fabric and show busbw side by side with the ratio."""
+    from fabricbench.fabrics import parse_fabric_list
+    from fabricbench.fabrics.child import run_child
+    from fabricbench.fabrics.study import SweepOptions, adopt, check_plot_path, open_output
+    from fabricbench.gpus import parse_gpus
+    from fabricbench.measure.runner import new_run_id
+
+    fabrics = parse_fabric_list(fabric_list)
+    gpu_t = parse_gpus(gpus) if gpus is not None else None
+    opts = SweepOptions(ops=ops, sizes=sizes, dtype=dtype, iters=iters, warmup=warmup, engine=engine,
+                        backend=backend, nprocs=nprocs, timeout_s=timeout_s)
+    opts.validate(gpu_t)
+    check_plot_path(plot_path)
+    run_id = new_run_id()
+    writer = open_output(out_path, run_id, fabrics[0].name)
+    runs = []
+    try:
+        for fab in fabrics:
+            if not as_json:
+                click.echo(f"fabric {fab.name}: {fab.description or fab.name}", err=True)
+            run = run_child(fab, opts.args(gpu_t))
+            for w in run.warnings:
+                click.echo(f"warning: {w}", err=True)
+            if run.error:
+                click.echo(f"fabric {fab.name} failed: {run.error} (other fabrics' results are kept)", err=True)
+            if run.mismatch:
+                click.echo(f"warning: {run.mismatch}", err=True)
+            run.records = [adopt(r, run_id) for r in run.records]
+            for rec in run.records:
+                writer.write(rec)
+            runs.append(run)
+    finally:
+        writer.close()
+    table = comparison(runs)
+    if plot_path:
+        plot(table, runs, plot_path)
+    if as_json:
+        click.echo(json.dumps({
+            "run_id": run_id, "fabrics": [r.fabric.to_dict() for r in runs],
+            "transport": {r.fabric.name: r.transport for r in runs},
+            "failures": {r.fabric.name: r.error for r in runs if r.error},
+            "mismatches": {r.fabric.name: r.mismatch for r in runs if r.mismatch},
+            "comparison": table["rows"], "metric": table["metric"], "note": table["note"],
+            "records": [rec for r in runs for rec in r.records]}, indent=2))
+    else:
+        render(table, runs)
+    if any(r.error for r in runs):
+        sys.exit(1)
+
+
+def comparison(runs) -> dict[str, Any]:
+    """Rows keyed by (op, dtype, inplace, bytes): the metric per fabric and its ratio to the first fabric."""
+    from fabricbench.fabrics.study import metric_for
+
+    records = [rec for r in runs for rec in r.records]
+    metric, note = metric_for(records)
+    names = [r.fabric.name for r in runs]
+    rows: dict[tuple, dict[str, Any]] = {}
+    for r in runs:
+        for rec in r.records:
+            key = (rec["op"], rec["dtype"], bool(rec.get("inplace")), rec["bytes"])
+            row = rows.setdefault(key, {"op": key[0], "dtype": key[1], "inplace": key[2], "bytes": key[3],
+                                        metric: {}, "ratio": {}})
+            row[metric][r.fabric.name] = rec.get(metric)
+    base = names[0]
+    for row in rows.values():
+        b = row[metric].get(base)
+        for n in names:
+            v = row[metric].get(n)
+            row["ratio"][n] = (v / b) if (v is not None and b) else None
+    ordered = sorted(rows.values(), key=lambda x: (x["op"], x["inplace"], x["bytes"]))
+    return {"metric": metric, "note": note, "fabrics": names, "rows": ordered}
+
+
+def render(table, runs) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from fabricbench.sizes import format_size
+
+    console = Console()
+    metric, names = table["metric"], table["fabrics"]
+    short = metric.replace("_gbps", "")
+    for op in dict.fromkeys(r["op"] for r in table["rows"]):
+        t = Table(title=f"{op}: {short} (GB/s) per fabric; ratio vs {names[0]}")
+        t.add_column("size", justify="right")
+        for n in names:
+            t.add_column(n, justify="right")
+        for n in names[1:]:
+            t.add_column(f"{n}/{names[0]}", justify="right")
+        for row in (r for r in table["rows"] if r["op"] == op):
+            vals = [_f(row[metric].get(n)) for n in names]
+            ratios = [_r(row["ratio"].get(n)) for n in names[1:]]
+            size = format_size(row["bytes"]) + (" (in)" if row["inplace"] else "")
+            t.add_row(size, *vals, *ratios)
+        console.print(t)
+    if table["note"]:
+        console.print(table["note"])
+    for r in runs:
+        line = f"{r.fabric.name}: transport {r.transport}"
+        if r.mismatch:
+            line += f" [red]MISMATCH: {r.mismatch}[/red]"
+        if r.error:
+            line += f" [red]FAILED: {r.error}[/red]"
+        console.print(line)
+
+
+def plot(table, runs, path: str) -> None:
+    from fabricbench.report.plot import busbw_vs_size
+
+    metric = table["metric"]
+    series: dict[str, dict[str, list]] = {}
+    for row in table["rows"]:
+        op = row["op"] + (" (in-place)" if row["inplace"] else "")
+        for n in table["fabrics"]:
+            series.setdefault(op, {}).setdefault(n, []).append((row["bytes"], row[metric].get(n)))
+    busbw_vs_size(series, path, title=f"{metric.replace('_gbps', '')} vs size per fabric")
+
+
+def _f(v) -> str:
+    if v is None:
+        return "-"
+    return f"{v:.2f}" if abs(v) >= 1 else f"{v:.3g}"
+
+
+def _r(v) -> str:
+    return "-" if v is None else f"{v:.3f}"

@@ -1,0 +1,179 @@
+"""`fabricbench scaling`: busbw against GPU count, with GPU sets chosen from the topology.
+
+    fabricbench scaling --gpus 0-7 --counts 2,4,8 --ops all_reduce --sizes 1G --plot scaling.png
+    fabricbench scaling --topo-file box.txt --engine torch --backend gloo --counts 2,4   (CPU ranks)
+
+For each count: a set inside one NVLink island where one is large enough, and a set across islands
+where there are several (labels "intra-island" / "cross-island"; "uniform" on NVSwitch); see
+fabricbench/topology/placement.py. Each set runs in its own `fabricbench sweep` process.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import click
+
+from fabricbench.errors import UsageError
+from fabricbench.fabrics.study import sweep_options
+
+
+def parse_counts(text: str | None, n: int, gpus_text: str) -> list[int]:
+    if text is None:
+        counts = sorted({c for c in (2, 4, 8, 16, 32, 64) if c <= n} | ({n} if n >= 2 else set()))
+        if not counts:
+            raise UsageError(f"--gpus {gpus_text} names {n} GPU; scaling needs at least 2")
+        return counts
+    counts = []
+    for item in text.split(","):
+        item = item.strip()
+        if not item.isdigit():
+            raise UsageError(f"--counts {text}: {item!r} is not a whole number; write e.g. 2,4,8")
+        counts.append(int(item))
+    bad = [c for c in counts if c < 2]
+    if bad:
+        raise UsageError(f"--counts {text}: {bad[0]} GPU(s) has no bus bandwidth (factor 0); start at 2")
+    big = [c for c in counts if c > n]
+    if big:
+        raise UsageError(f"--counts {text}: {max(big)} is more than the {n} GPUs of --gpus {gpus_text}")
+    if len(set(counts)) != len(counts):
+        raise UsageError(f"--counts {text} names a count twice")
+    return sorted(counts)
+
+
+@click.command()
+@click.option("--gpus", default=None, help="GPUs to draw the sets from (CUDA ordinals). Default: all.")
+@click.option("--counts", default=None, help="GPU counts: 2,4,8. Default: powers of 2 up to all GPUs.")
+@click.option("--ops", default="all_reduce", show_default=True, help="Comma list of collectives.")
+@click.option("--sizes", default="1G", show_default=True, help="Sizes: 1G, 64M-1G:x4 or 64K,1M.")
+@click.option("--fabric", "fabric_spec", default="default", show_default=True, help="Fabric for every set.")
+@click.option("--topo-file", default=None, help="Choose sets from a saved `nvidia-smi topo -m` output.")
+@sweep_options
+def scaling(gpus, counts, ops, sizes, fabric_spec, topo_file, dtype, iters, warmup, engine, backend, timeout_s,
+            out_path, plot_path, as_json):
+    """Bus bandwidth against GPU count, inside one NVLink island and across islands."""
+    from fabricbench.fabrics import get_fabric
+    from fabricbench.fabrics.child import run_child
+    from fabricbench.fabrics.study import SweepOptions, adopt, check_plot_path, open_output
+    from fabricbench.gpus import parse_gpus
+    from fabricbench.measure.runner import new_run_id
+    from fabricbench.topology import cuda_to_nvml, read_topology
+    from fabricbench.topology.placement import scaling_sets
+
+    fabric = get_fabric(fabric_spec)
+    opts = SweepOptions(ops=ops, sizes=sizes, dtype=dtype, iters=iters, warmup=warmup, engine=engine,
+                        backend=backend, nprocs=None, timeout_s=timeout_s)
+    topo = read_topology(topo_file)
+    if topo is None:
+        if not opts.cpu_ranks:
+            raise UsageError("no GPU topology here (NVML and nvidia-smi did not answer): pass --topo-file "
+                             "with a saved `nvidia-smi topo -m`, or run CPU ranks (--engine torch --backend gloo)")
+        from fabricbench.topology.model import Gpu, Topology
+
+        n = len(parse_gpus(gpus)) if gpus else max(int(c) for c in (counts or "2").split(",") if c.isdigit())
+        topo = Topology(gpus=tuple(Gpu(index=i) for i in range(n)),  # CPU ranks: all alike
+                        links=tuple(tuple("X" if i == j else "SYS" for j in range(n)) for i in range(n)),
+                        source="cpu ranks (no GPU topology)")
+    ordinals = parse_gpus(gpus) if gpus is not None else tuple(range(len(topo.gpus)))
+    # CUDA ordinals -> topology indices (CUDA_VISIBLE_DEVICES may reorder); a saved file is taken as is.
+    to_topo = dict(zip(ordinals, ordinals if topo_file or topo.source.startswith("cpu") else
+                       cuda_to_nvml(ordinals, topo)))
+    from_topo = {v: k for k, v in to_topo.items()}
+    count_list = parse_counts(counts, len(ordinals), gpus or _ranges(ordinals))
+    opts.validate(None if opts.cpu_ranks else ordinals)
+    check_plot_path(plot_path)
+    placements = scaling_sets(topo, count_list, tuple(to_topo[g] for g in ordinals))
+
+    run_id = new_run_id()
+    writer = open_output(out_path, run_id, fabric.name, topo=topo if topo_file else None)
+    results: list[tuple[Any, Any]] = []
+    try:
+        for p in placements:
+            cuda_set = tuple(from_topo[g] for g in p.gpus)
+            if not as_json:
+                click.echo(f"{p.count} GPUs {p.label} {list(cuda_set)} (slowest hop {p.worst_link})", err=True)
+            extra = {"placement": p.label, "placement_gpus": list(cuda_set), "topology_gpus": list(p.gpus),
+                     "slowest_link": p.worst_link, "count": p.count}
+            args = opts.args(cuda_set, nprocs=p.count if opts.cpu_ranks else None)
+            run = run_child(fabric, args, extra=extra)
+            for w in run.warnings:
+                click.echo(f"warning: {w}", err=True)
+            if run.error:
+                click.echo(f"{p.count} GPUs {p.label} failed: {run.error} (the other sets are kept)", err=True)
+            run.records = [adopt(r, run_id) for r in run.records]
+            for rec in run.records:
+                writer.write(rec)
+            results.append((p, run))
+    finally:
+        writer.close()
+    rows = table_rows(results)
+    if plot_path:
+        plot(rows, plot_path)
+    if as_json:
+        click.echo(json.dumps({"run_id": run_id, "fabric": fabric.to_dict(), "topology": topo.summary(),
+                               "rows": rows, "failures": [{"count": p.count, "placement": p.label,
+                                                           "gpus": list(p.gpus), "error": r.error}
+                                                          for p, r in results if r.error]}, indent=2))
+    else:
+        render(rows, topo)
+    if any(r.error for _, r in results):
+        sys.exit(1)
+
+
+def table_rows(results) -> list[dict[str, Any]]:
+    rows = []
+    for p, run in results:
+        for rec in run.records:
+            rows.append({"op": rec["op"], "bytes": rec["bytes"], "inplace": bool(rec.get("inplace")),
+                         "count": p.count, "placement": p.label, "gpus": rec["extra"]["placement_gpus"],
+                         "slowest_link": p.worst_link, "nranks": rec.get("nranks"),
+                         "busbw_gbps": rec.get("busbw_gbps"), "algbw_gbps": rec.get("algbw_gbps"),
+                         "time_us": rec.get("time_us"), "transport": rec.get("transport")})
+    return sorted(rows, key=lambda r: (r["op"], r["inplace"], r["bytes"], r["count"], r["placement"]))
+
+
+def render(rows, topo) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from fabricbench.sizes import format_size
+
+    console = Console()
+    console.print(topo.summary())
+    t = Table(title="busbw (GB/s) against GPU count, per placement")
+    for col in ("op", "size", "GPUs", "placement", "set", "slowest hop", "busbw", "algbw", "transport"):
+        t.add_column(col, justify="right" if col in ("size", "GPUs", "busbw", "algbw") else "left")
+    for r in rows:
+        t.add_row(r["op"] + (" (in)" if r["inplace"] else ""), format_size(r["bytes"]), str(r["count"]),
+                  r["placement"], ",".join(map(str, r["gpus"])), r["slowest_link"] or "-",
+                  _f(r["busbw_gbps"]), _f(r["algbw_gbps"]), r["transport"] or "-")
+    console.print(t)
+
+
+def plot(rows, path: str) -> None:
+    from fabricbench.report.plot import busbw_vs_count
+
+    series: dict[str, dict[str, list]] = {}
+    for op in dict.fromkeys(r["op"] for r in rows):
+        largest = max(r["bytes"] for r in rows if r["op"] == op)
+        for r in rows:
+            if r["op"] == op and r["bytes"] == largest and not r["inplace"]:
+                from fabricbench.sizes import format_size
+
+                key = f"{op} {format_size(largest)}"
+                series.setdefault(key, {}).setdefault(r["placement"], []).append((r["count"], r["busbw_gbps"]))
+    busbw_vs_count(series, path, title="busbw vs GPU count per placement")
+
+
+def _f(v) -> str:
+    if v is None:
+        return "-"
+    return f"{v:.2f}" if abs(v) >= 1 else f"{v:.3g}"
+
+
+def _ranges(gpus) -> str:
+    from fabricbench.topology.model import _ranges as r
+
+    return r(list(gpus))

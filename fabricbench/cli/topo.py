@@ -1,0 +1,102 @@
+"""`fabricbench topo`: GPU links, NVLink islands and placement advice.
+
+    fabricbench topo                              (NVML; `nvidia-smi topo -m` if NVML fails)
+    fabricbench topo --gpus 0-3 --json
+    fabricbench topo --from-file saved-topo-m.txt (an output saved on another machine)
+"""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+
+def load_topology(from_file: str | None):
+    """The topology from a file or this machine; UsageError when neither answers."""
+    from fabricbench.errors import UsageError
+    from fabricbench.topology import read_topology
+
+    topo = read_topology(from_file)
+    if topo is None:
+        raise UsageError("no GPU topology here: NVML did not answer and `nvidia-smi topo -m` is not "
+                         "available; pass --from-file with a saved `nvidia-smi topo -m` output")
+    return topo
+
+
+def select(topo, gpus: str | None):
+    from fabricbench.gpus import parse_gpus
+
+    return topo if gpus is None else topo.subset(parse_gpus(gpus))
+
+
+@click.command()
+@click.option("--gpus", default=None, help="GPU list to show (NVML indices): 0-7, 0,2,5. Default: all.")
+@click.option("--json", "as_json", is_flag=True, help="Print the topology as one JSON object.")
+@click.option("--from-file", "from_file", default=None, help="Parse a saved `nvidia-smi topo -m` output.")
+@click.option("--out", "out_path", default=None, help="Append the topology record to this JSONL file.")
+def topo(gpus, as_json, from_file, out_path):
+    """Show GPU links, NVLink islands, and which GPU sets stay on NVLink."""
+    from fabricbench.measure.runner import new_run_id
+    from fabricbench.results.writer import ResultWriter
+    from fabricbench.topology import snapshot_record
+
+    t = select(load_topology(from_file), gpus)
+    writer = ResultWriter(out_path) if out_path else None
+    doc = {**t.to_dict(), "advice": t.advice(), "summary": t.summary()}
+    if writer is not None:
+        rec = snapshot_record(new_run_id(), topo=t)
+        rec["advice"] = doc["advice"]
+        writer.write(rec)
+        writer.close()
+    if as_json:
+        click.echo(json.dumps(doc, indent=2))
+        return
+    render(t, doc["advice"])
+
+
+def render(t, advice) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    labels = [f"GPU{g}" for g in t.indices]
+    m = Table(title=f"GPU links ({t.source})", show_lines=False)
+    m.add_column("")
+    for lab in labels:
+        m.add_column(lab, justify="center")
+    for i, lab in enumerate(labels):
+        row = [_style(v) for v in t.links[i]]
+        m.add_row(lab, *row)
+    console.print(m)
+    if any(g.name or g.bus_id for g in t.gpus):
+        info = Table(title="GPUs")
+        for col in ("GPU", "name", "bus id", "PCIe (cur/max)", "NUMA", "CPUs", "UUID"):
+            info.add_column(col)
+        for g in t.gpus:
+            pcie = (f"Gen{g.pcie_gen} x{g.pcie_width} / Gen{g.pcie_gen_max} x{g.pcie_width_max}"
+                    if g.pcie_gen is not None else "-")
+            info.add_row(str(g.index), g.name or "-", g.bus_id or "-", pcie,
+                         "-" if g.numa_node is None else str(g.numa_node), g.cpu_affinity or "-", g.uuid or "-")
+        console.print(info)
+    console.print(f"[bold]{t.summary()}[/bold]")
+    for isl in t.islands():
+        console.print(f"  island: {isl}")
+    if advice:
+        a = Table(title="Placement advice (job of k GPUs)")
+        a.add_column("k", justify="right")
+        a.add_column("inside one island")
+        a.add_column("advice")
+        for row in advice:
+            a.add_row(str(row["k"]), "yes" if row["inside_island"] else "no", row["text"])
+        console.print(a)
+
+
+def _style(v: str) -> str:
+    if v == "X":
+        return "[dim]X[/dim]"
+    if v.startswith("NV"):
+        return f"[green]{v}[/green]"
+    if v == "SYS":
+        return f"[red]{v}[/red]"
+    return f"[yellow]{v}[/yellow]"

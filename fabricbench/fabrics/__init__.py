@@ -1,0 +1,58 @@
+"""Fabrics: named NCCL environments a measurement reruns under, and the transport NCCL really used.
+
+    fabricbench fabrics [--json]
+    fabricbench compare --fabrics default,p2p-off,net --gpus 0,1
+
+A fabric is a built-in (FABRICS below) or a custom `name:VAR=VAL,VAR=VAL` from the command line.
+"""
+
+from __future__ import annotations
+
+from fabricbench.errors import UsageError
+from fabricbench.fabrics.builtin import DEFAULT, NET, P2P_OFF
+from fabricbench.fabrics.env import FabricEnv, fabric_env
+from fabricbench.fabrics.model import Fabric, parse_custom
+from fabricbench.registry import Registry
+
+FABRICS: Registry[Fabric] = Registry("fabric")
+FABRICS.register("default", DEFAULT)
+FABRICS.register("p2p-off", P2P_OFF)
+FABRICS.register("net", NET)
+
+
+def get_fabric(spec: str) -> Fabric:
+    """A built-in name, or a custom 'name:VAR=VAL,VAR=VAL'."""
+    spec = spec.strip()
+    if ":" not in spec:
+        if spec in FABRICS:
+            return FABRICS.get(spec)
+        raise UsageError(f"unknown fabric {spec!r}; choose from {', '.join(FABRICS.names())} "
+                         f"or define one as name:VAR=VAL[,VAR=VAL]")
+    return parse_custom(spec, FABRICS.names())
+
+
+def parse_fabric_list(text: str) -> list[Fabric]:
+    """'default,p2p-off,lo:A=1,B=2' -> fabrics; a VAR=VAL item continues the custom fabric before it."""
+    if text is None or not text.strip():
+        raise UsageError(f"--fabrics is empty; choose from {', '.join(FABRICS.names())}")
+    specs: list[str] = []
+    for item in text.split(","):
+        item = item.strip()
+        if not item:
+            raise UsageError(f"--fabrics {text!r} has an empty item")
+        if "=" in item and ":" not in item:
+            if not specs or ":" not in specs[-1]:
+                raise UsageError(f"--fabrics {text!r}: {item!r} belongs to no custom fabric; "
+                                 f"write name:VAR=VAL[,VAR=VAL]")
+            specs[-1] += "," + item
+        else:
+            specs.append(item)
+    fabrics = [get_fabric(s) for s in specs]
+    names = [f.name for f in fabrics]
+    dups = sorted({n for n in names if names.count(n) > 1})
+    if dups:
+        raise UsageError(f"--fabrics names {', '.join(dups)} more than once")
+    return fabrics
+
+
+__all__ = ["FABRICS", "Fabric", "FabricEnv", "fabric_env", "get_fabric", "parse_fabric_list"]

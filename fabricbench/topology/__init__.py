@@ -1,0 +1,115 @@
+"""GPU topology: links per pair, NVLink islands, placement advice; the snapshot every results file holds.
+
+    fabricbench topo [--gpus 0-7] [--json] [--from-file saved-topo-m.txt]
+
+The sweep calls two functions from here, both cheap and never raising (None when NVML and nvidia-smi
+cannot answer): `islands_warning(gpus)` and `snapshot()`. Nothing heavy is imported at module import.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from typing import Any
+
+from fabricbench.topology.model import Gpu, Nic, Topology
+
+__all__ = ["Gpu", "Nic", "Topology", "read_topology", "snapshot", "islands_warning", "cuda_to_nvml"]
+
+
+@functools.lru_cache(maxsize=1)
+def _machine() -> Topology | None:
+    from fabricbench.topology.nvml import read_nvml
+    from fabricbench.topology.smi import read_nvidia_smi
+
+    return read_nvml() or read_nvidia_smi()
+
+
+def read_topology(from_file: str | None = None) -> Topology | None:
+    """The topology of a saved `nvidia-smi topo -m` output, or of this machine (NVML, then nvidia-smi)."""
+    if from_file is not None:
+        from fabricbench.topology.smi import read_file
+
+        return read_file(from_file)
+    return _machine()
+
+
+def cuda_to_nvml(gpus: tuple[int, ...], topo: Topology | None = None) -> tuple[int, ...]:
+    """CUDA ordinals (as --gpus names them) -> NVML indices, through CUDA_VISIBLE_DEVICES when it is set."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if not visible:
+        return tuple(gpus)
+    ids = [v.strip() for v in visible.split(",") if v.strip()]
+    out = []
+    for g in gpus:
+        if g >= len(ids):
+            out.append(g)
+            continue
+        ident = ids[g]
+        if ident.isdigit():
+            out.append(int(ident))
+            continue
+        match = None
+        if topo is not None:  # a UUID (GPU-xxxx), possibly abbreviated
+            match = next((x.index for x in topo.gpus if x.uuid and x.uuid.startswith(ident)), None)
+        out.append(match if match is not None else g)
+    return tuple(out)
+
+
+def snapshot() -> dict[str, Any] | None:
+    """This machine's topology as the body of a "topology" record (the caller adds header()), or None."""
+    try:
+        topo = _machine()
+        if topo is None:
+            return None
+        d = topo.to_dict()
+        return {"gpus": d["gpus"], "links": d["links"], "islands": d["islands"], "uniform": d["uniform"],
+                "nics": d["nics"], "source": d["source"],
+                "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")}
+    except Exception:  # a snapshot is a courtesy: never fail a measurement for it
+        return None
+
+
+def islands_warning(gpus: tuple[int, ...], topo: Topology | None = None) -> str | None:
+    """One line when these GPUs (CUDA ordinals) span NVLink islands, else None. Never raises."""
+    try:
+        topo = topo if topo is not None else _machine()
+        if topo is None or len(gpus) < 2:
+            return None
+        nvml = cuda_to_nvml(tuple(gpus), topo)
+        if any(g not in topo.indices for g in nvml):
+            return None
+        sub = topo.subset(nvml)
+        if topo.uniform or topo.island_of(nvml) is not None:
+            return None
+        if not any(sub.nvlinks(a, b) for a, b in sub.pairs()) and not any(
+                topo.nvlinks(a, b) for a, b in topo.pairs()):
+            return None  # no NVLink on this machine at all: nothing to warn about
+        parts = [sorted(set(i) & set(nvml)) for i in topo.islands()]
+        parts = [p for p in parts if p]
+        seen: list[list[int]] = []
+        for p in parts:  # overlapping cliques: keep each GPU once, in its first island
+            q = [g for g in p if not any(g in s for s in seen)]
+            if q:
+                seen.append(q)
+        from fabricbench.topology.model import _ranges
+
+        shown = ", ".join("[" + ",".join(map(str, s)) + "]" for s in seen)
+        return (f"GPUs {_ranges(list(gpus))} span {len(seen)} NVLink islands ({shown}): collectives run "
+                f"at the speed of the {sub.worst_link(nvml)} link between them")
+    except Exception:
+        return None
+
+
+def snapshot_record(run_id: str, fabric: str = "default", topo: Topology | None = None) -> dict[str, Any] | None:
+    """A whole "topology" record (header + snapshot) for the start of a results file, or None."""
+    from fabricbench.results.schema import header
+
+    if topo is not None:
+        d = topo.to_dict()
+        body = {k: d[k] for k in ("gpus", "links", "islands", "uniform", "nics", "source")}
+    else:
+        body = snapshot()
+    if body is None:
+        return None
+    return {**header("topology", run_id=run_id, fabric=fabric), **body}
