@@ -149,3 +149,31 @@ def test_devices_report(engine):
     (d,) = engine.devices([0])
     assert d["uuid"].startswith("GPU-") and d["cc"].count(".") == 1 and d["l2_bytes"] > 0
     assert 0 < d["free_bytes"] <= d["total_bytes"]
+
+
+CTRL_C = """
+import os, signal, sys, threading, time
+import fabricbench._engine as e
+from fabricbench.measure.nccl_lib import resolve_nccl_library
+path = resolve_nccl_library(None)
+uid = e.unique_id(path)
+threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+start = time.monotonic()
+try:
+    e.Communicator.per_rank(path, 0, 0, 2, uid, 60.0)
+except KeyboardInterrupt:
+    print(f"interrupted after {time.monotonic() - start:.1f} s")
+    sys.exit(0)
+sys.exit(1)
+"""
+
+
+def test_ctrl_c_interrupts_a_wait():
+    import subprocess
+    import sys
+
+    start = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", CTRL_C], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "interrupted after" in done.stdout
+    assert time.monotonic() - start < 30
