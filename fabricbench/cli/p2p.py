@@ -1,0 +1,108 @@
+"""`fabricbench p2p`: copy-bandwidth matrix, GPU to GPU (uni- and bidirectional) and host to/from GPU.
+
+    fabricbench p2p --gpus 0-7 --size 256M --plot p2p.png --out p2p.jsonl
+
+Measured by the compiled engine (cudaMemcpyPeerAsync; pinned host memory). GB/s = bytes / median time,
+bidirectional 2 x bytes / time (fabricbench/fabrics/copy.py). Records: kind "copy" in the common header.
+"""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+
+@click.command()
+@click.option("--gpus", default=None, help="GPU list: 0-7, 0,2,5. Default: all visible.")
+@click.option("--size", default="256M", show_default=True, help="Bytes per copy (binary K/M/G).")
+@click.option("--iters", type=int, default=20, show_default=True, help="Timed copies per measurement.")
+@click.option("--warmup", type=int, default=5, show_default=True, help="Untimed copies first.")
+@click.option("--no-host", is_flag=True, help="Skip host<->GPU copies.")
+@click.option("--no-peer", is_flag=True, help="Skip GPU<->GPU copies.")
+@click.option("--out", "out_path", default=None, help="Append JSONL records (kind 'copy') here.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
+@click.option("--plot", "plot_path", default=None, help="Write a heat-map PNG here.")
+def p2p(gpus, size, iters, warmup, no_host, no_peer, out_path, as_json, plot_path):
+    """Copy bandwidth between every GPU pair and between host and each GPU."""
+    from fabricbench.errors import UsageError
+    from fabricbench.fabrics.copy import engine, matrix, measure_all
+    from fabricbench.fabrics.study import check_plot_path, open_output
+    from fabricbench.gpus import check_visible, parse_gpus, visible_gpu_count
+    from fabricbench.measure.runner import new_run_id
+    from fabricbench.results.schema import header
+    from fabricbench.sizes import format_size, parse_size
+
+    nbytes = parse_size(size)
+    if iters <= 0:
+        raise UsageError(f"--iters {iters}: need at least 1 timed copy")
+    if warmup < 0:
+        raise UsageError(f"--warmup {warmup}: cannot be negative")
+    if no_host and no_peer:
+        raise UsageError("--no-host and --no-peer together leave nothing to measure")
+    check_plot_path(plot_path)
+    eng = engine()
+    visible = visible_gpu_count()
+    gpu_t = parse_gpus(gpus) if gpus is not None else tuple(range(visible))
+    check_visible(gpu_t, visible, gpus)
+    run_id = new_run_id()
+    writer = open_output(out_path, run_id, "default")
+    head = header("copy", run_id=run_id, fabric="default")
+    try:
+        results = measure_all(gpu_t, nbytes, warmup, iters, peers=not no_peer, host=not no_host, eng=eng,
+                              on_result=lambda r: writer.write(r.to_record(head, list(gpu_t))))
+    finally:
+        writer.close()
+    uni, bi = matrix(results, gpu_t, "uni"), matrix(results, gpu_t, "bidir")
+    host = [r for r in results if r.copy_kind == "host"]
+    if plot_path:
+        from fabricbench.report.plot import heatmaps
+
+        labels = [f"GPU{g}" for g in gpu_t]
+        panels = []
+        if not no_peer:
+            panels += [("GPU->GPU unidirectional (GB/s)", uni, labels, labels),
+                       ("GPU<->GPU bidirectional (GB/s)", bi, labels, labels)]
+        if not no_host:
+            hm = [[_host(host, g, d) for d in ("h2d", "d2h", "bidir")] for g in gpu_t]
+            panels.append(("host<->GPU (GB/s)", hm, labels, ["h2d", "d2h", "bidir"]))
+        heatmaps(panels, plot_path, title=f"copy bandwidth, {format_size(nbytes)} per copy")
+    if as_json:
+        click.echo(json.dumps({"run_id": run_id, "bytes": nbytes, "gpus": list(gpu_t),
+                               "unidirectional_gbps": uni, "bidirectional_gbps": bi,
+                               "host_gbps": {f"GPU{g}": {d: _host(host, g, d) for d in ("h2d", "d2h", "bidir")}
+                                             for g in gpu_t} if not no_host else {},
+                               "records": [r.__dict__ for r in results]}, indent=2))
+        return
+    render(gpu_t, uni, bi, host, nbytes, no_peer, no_host)
+
+
+def _host(host, g: int, direction: str):
+    return next((r.gbps for r in host if r.direction == direction and f"GPU{g}" in (r.src, r.dst)), None)
+
+
+def render(gpu_t, uni, bi, host, nbytes, no_peer, no_host) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from fabricbench.sizes import format_size
+
+    console = Console()
+    labels = [f"GPU{g}" for g in gpu_t]
+    if not no_peer:
+        for name, m in (("unidirectional", uni), ("bidirectional", bi)):
+            t = Table(title=f"GPU->GPU {name} copy GB/s ({format_size(nbytes)}; rows src, columns dst; "
+                            f"diagonal: inside one GPU)")
+            t.add_column("src\\dst")
+            for lab in labels:
+                t.add_column(lab, justify="right")
+            for lab, row in zip(labels, m):
+                t.add_row(lab, *["-" if v is None else f"{v:.1f}" for v in row])
+            console.print(t)
+    if not no_host:
+        t = Table(title=f"host<->GPU copy GB/s ({format_size(nbytes)}, pinned host memory)")
+        for col in ("GPU", "h2d", "d2h", "bidir"):
+            t.add_column(col, justify="right")
+        for g in gpu_t:
+            t.add_row(f"GPU{g}", *[f"{_host(host, g, d):.1f}" for d in ("h2d", "d2h", "bidir")])
+        console.print(t)
