@@ -43,6 +43,13 @@ class Collective:
     recv_parts: int | None = None  # parts of S each rank receives: None = likewise
     supports_inplace: bool = True
     nccl_call: str = ""  # the NCCL function it times, for reports
+    # The torch engine's launch: torch_call(send, recv, group) with torch.distributed imported lazily.
+    # Where torch only has an in-place form (all_reduce, broadcast) send and recv are one tensor.
+    torch_call: Callable[..., None] | None = None
+    torch_inplace_only: bool = False
+    # The exact result on `rank` (float64 tensor) for --check, from inputs(src_rank, offset, length) that
+    # give src_rank's input elements [offset, offset + length); `part` is the per-rank element count.
+    expected: Callable[..., object] | None = None
 
     def size(self, requested_bytes: int, elem_size: int, nranks: int) -> Sizing:
         """Round `requested_bytes` down to what every rank can hold; count may come out 0."""

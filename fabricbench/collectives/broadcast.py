@@ -2,6 +2,17 @@
 
 from fabricbench.collectives.base import Collective, unit_factor
 
+
+def _torch_call(send, recv, group=None):
+    import torch.distributed as dist
+
+    dist.broadcast(recv, src=0, group=group)
+
+
+def _expected(inputs, rank, nranks, part):
+    return inputs(0, 0, part)
+
+
 BROADCAST = Collective(
     name="broadcast",
     description="rank 0's buffer, everywhere",
@@ -9,4 +20,7 @@ BROADCAST = Collective(
     factor_text="1",
     split=False,
     nccl_call="ncclBroadcast",
+    torch_call=_torch_call,
+    torch_inplace_only=True,
+    expected=_expected,
 )

@@ -2,6 +2,17 @@
 
 from fabricbench.collectives.base import Collective, ring_factor
 
+
+def _torch_call(send, recv, group=None):
+    import torch.distributed as dist
+
+    (getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor)(recv, send, group=group)
+
+
+def _expected(inputs, rank, nranks, part):
+    return sum(inputs(r, rank * part, part) for r in range(nranks))
+
+
 REDUCE_SCATTER = Collective(
     name="reduce_scatter",
     description="part r of the sum of every rank's buffer, on rank r (ZeRO/FSDP gradient shard)",
@@ -10,4 +21,6 @@ REDUCE_SCATTER = Collective(
     split=True,
     recv_parts=1,
     nccl_call="ncclReduceScatter",
+    torch_call=_torch_call,
+    expected=_expected,
 )

@@ -68,9 +68,18 @@ class CollectiveResult:
     gpu_names: list[str] = field(default_factory=list)
     transport: str | None = None  # what NCCL actually used (filled where the NCCL log was read)
     extra: dict[str, Any] = field(default_factory=dict)
+    context: dict[str, Any] = field(default_factory=dict)  # the header(): schema, kind, host, env, ...
 
-    def to_dict(self, head: dict[str, Any]) -> dict[str, Any]:
-        return {**head, **{k: _clean(v) for k, v in dataclasses.asdict(self).items()}}
+    def to_dict(self) -> dict[str, Any]:
+        """The flat JSON record: header first, then the measurement."""
+        body = {k: _clean(v) for k, v in dataclasses.asdict(self).items() if k != "context"}
+        return {**self.context, **body}
+
+    @classmethod
+    def from_dict(cls, record: dict[str, Any]) -> "CollectiveResult":
+        names = {f.name for f in dataclasses.fields(cls)} - {"context"}
+        body = {k: v for k, v in record.items() if k in names}
+        return cls(**body, context={k: v for k, v in record.items() if k not in names})
 
 
 def _clean(v: Any) -> Any:
