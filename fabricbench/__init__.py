@@ -1,0 +1,39 @@
+"""fabricbench: measure NCCL collectives over any GPU set and fabric, and what they do to training.
+
+    import fabricbench
+    r = fabricbench.measure("all_reduce", "1G", gpus=[0, 1])        # one CollectiveResult
+    rs = fabricbench.sweep(ops=["all_gather"], sizes="1M-1G:x4")     # a list of them
+    fabricbench.to_dataframe(rs)                                      # pandas, if installed
+
+Importing needs no GPU and no torch: everything heavy loads on first use.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "measure": "fabricbench.measure.api",
+    "sweep": "fabricbench.measure.api",
+    "to_dataframe": "fabricbench.measure.api",
+    "SweepConfig": "fabricbench.measure.config",
+    "SizeSweep": "fabricbench.sizes",
+    "CollectiveResult": "fabricbench.results.schema",
+    "COLLECTIVES": "fabricbench.collectives",
+    "ENGINES": "fabricbench.measure.engines",
+    "read_results": "fabricbench.results.writer",
+}
+
+__all__ = sorted(_LAZY) + ["__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'fabricbench' has no attribute {name!r}")
