@@ -1,0 +1,218 @@
+"""`fabricbench sweep`: time collectives over a GPU set and a range of sizes.
+
+    fabricbench sweep --gpus 0-7 --ops all_reduce,all_gather --sizes 8-8G --check --out run.jsonl
+    fabricbench sweep --engine torch --backend gloo --nprocs 2 --sizes 1K-1M    (no GPU)
+    fabricbench sweep --dry-run                                                  (the expanded plan)
+
+This module only maps flags onto SweepConfig (fabricbench/measure/config.py); validation lives in
+fabricbench/measure/api.py and the measuring in fabricbench/measure/runner.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import click
+
+from fabricbench.collectives import DEFAULT_OPS
+
+
+@click.command(context_settings={"show_default": True})
+@click.option("--gpus", default=None, help="GPU list: 0-7, 0,2,5, 0-3,6 (rank order). Default: all visible.")
+@click.option("--ops", default=",".join(DEFAULT_OPS), help="Comma list of collectives (see --list-ops).")
+@click.option("--sizes", default="8-8G:x4", help="8-8G, 1M-1G:x2 (factor) or a list 64K,1M; binary K/M/G.")
+@click.option("--dtype", default="float32", help="float32, bfloat16, float16, float64, int32, int8, uint8.")
+@click.option("--iters", type=int, default=20, help="Timed iterations per size (graph mode: replays).")
+@click.option("--warmup", type=int, default=5, help="Untimed iterations per size.")
+@click.option("--adaptive", type=float, default=None,
+              help="Iterate until the median's 95%% CI half-width is within this fraction (e.g. 0.02).")
+@click.option("--max-iters", type=int, default=1000, help="Cap on iterations in the adaptive mode.")
+@click.option("--inplace", "mode", flag_value="inplace", help="In-place only.")
+@click.option("--out-of-place", "mode", flag_value="out-of-place", default=True, help="Out-of-place only.")
+@click.option("--both", "mode", flag_value="both", help="Out-of-place and in-place.")
+@click.option("--graph", is_flag=True, help="Time CUDA-graph replays (small-message latency).")
+@click.option("--graph-iters", type=int, default=100, help="Iterations captured in one graph.")
+@click.option("--check", is_flag=True, help="Verify results on exactly known inputs; wrong fails the run.")
+@click.option("--engine", default="native", help="native (compiled, NCCL) or torch (torch.distributed).")
+@click.option("--backend", default=None, help="torch engine: nccl or gloo. Default: nccl with GPUs, else gloo.")
+@click.option("--nprocs", type=int, default=None, help="Start N local ranks, one process each.")
+@click.option("--timeout", "timeout_s", type=float, default=300.0, help="Seconds before a hung step is aborted.")
+@click.option("--nccl-lib", default=None, help="libnccl.so.2 to load (else $FABRICBENCH_NCCL_LIBRARY, torch's, system).")
+@click.option("--fabric", default="default", help="Fabric label recorded in every result.")
+@click.option("--seed", type=int, default=None, help="Seed of the --check inputs (default: fresh).")
+@click.option("--out", "out_path", default=None, help="Append JSONL records here, one per measurement.")
+@click.option("--json", "as_json", is_flag=True, help="Print records as JSON lines instead of the table.")
+@click.option("--csv", "csv_path", default=None, help="Also write a CSV of the results here.")
+@click.option("--dry-run", is_flag=True, help="Print the expanded plan and exit.")
+@click.option("--quiet", is_flag=True, help="No table (records still go to --out).")
+@click.option("--list-ops", is_flag=True, help="List the collectives and exit.")
+def sweep(gpus, ops, sizes, dtype, iters, warmup, adaptive, max_iters, mode, graph, graph_iters, check, engine,
+          backend, nprocs, timeout_s, nccl_lib, fabric, seed, out_path, as_json, csv_path, dry_run, quiet,
+          list_ops):
+    """Time NCCL collectives over a GPU set and a range of sizes (nccl-tests' algbw and busbw)."""
+    from fabricbench.measure.api import make_config
+
+    if list_ops:
+        _list_ops()
+        return
+    config = make_config(
+        gpus=gpus, ops=ops, sizes=sizes, dtype=dtype, iters=iters, warmup=warmup, adaptive=adaptive,
+        max_iters=max_iters, inplace=mode, graph=graph, graph_iters=graph_iters, check=check, engine=engine,
+        backend=backend, nprocs=nprocs, timeout_s=timeout_s, nccl_lib=nccl_lib, fabric=fabric, seed=seed)
+    if not (dry_run and config.gpus is not None):  # a plan for named GPUs needs no GPU here
+        config = _with_gpus(config, gpus)
+    if dry_run:
+        _print_plan(config)
+        return
+    _run(config, out_path=out_path, as_json=as_json, csv_path=csv_path, quiet=quiet)
+
+
+def _uses_gpus(config) -> bool:
+    return config.engine == "native" or (config.engine == "torch" and config.backend == "nccl")
+
+
+def _with_gpus(config, gpus_text=None):
+    """Fill in and check --gpus against what is visible (engines that drive GPUs only)."""
+    import dataclasses
+
+    from fabricbench.errors import UsageError
+    from fabricbench.gpus import check_visible, visible_gpu_count
+
+    if config.engine == "torch" and config.backend is None:
+        visible = visible_gpu_count()
+        config = dataclasses.replace(config, backend="nccl" if visible else "gloo")
+    if not _uses_gpus(config):
+        if config.gpus is not None:
+            click.echo(f"warning: --gpus is ignored by --backend {config.backend} (CPU ranks)", err=True)
+        if config.graph:
+            click.echo("warning: --graph is ignored on CPU ranks (no CUDA graphs)", err=True)
+        return config
+    visible = visible_gpu_count()
+    if visible == 0:
+        raise UsageError(f"no CUDA GPU is visible for --engine {config.engine}"
+                         f"{' --backend nccl' if config.engine == 'torch' else ''}; on CPU run "
+                         f"--engine torch --backend gloo --nprocs 2")
+    gpus = config.gpus if config.gpus is not None else tuple(range(visible))
+    check_visible(gpus, visible, gpus_text)
+    if config.engine == "torch" and len(gpus) > 1 and not config.nprocs and "WORLD_SIZE" not in os.environ:
+        config = dataclasses.replace(config, nprocs=len(gpus))  # torch drives one GPU per process
+    return dataclasses.replace(config, gpus=gpus)
+
+
+def _nranks(config) -> int:
+    if config.nprocs:
+        return config.nprocs
+    if "WORLD_SIZE" in os.environ:
+        return int(os.environ["WORLD_SIZE"])
+    return len(config.gpus) if config.gpus else 1
+
+
+def _list_ops() -> None:
+    from fabricbench.collectives import COLLECTIVES
+
+    for c in COLLECTIVES:
+        click.echo(f"{c.name:16s} busbw = algbw x {c.factor_text:9s} {c.description}")
+
+
+def _print_plan(config) -> None:
+    from fabricbench.measure.plan import build_plan
+    from fabricbench.sizes import format_size
+
+    n = _nranks(config)
+    plan = build_plan(config, n)
+    click.echo(f"plan: engine {config.engine}{'/' + config.backend if config.backend else ''}, {n} rank(s)"
+               f"{', GPUs ' + ','.join(map(str, config.gpus)) if config.gpus else ''}, dtype {config.dtype}, "
+               f"sizes {config.sizes} -> {len(config.sizes.expand())} sizes, {len(plan)} measurements, "
+               f"{config.iters} iters + {config.warmup} warm-up{', graph' if config.graph else ''}"
+               f"{', check' if config.check else ''}")
+    for p in plan:
+        place = "in " if p.inplace else "out"
+        if p.case is None:
+            click.echo(f"  {p.op:15s} {place} {format_size(p.requested_bytes):>6s}  waived: {p.waived}")
+        else:
+            c = p.case
+            click.echo(f"  {p.op:15s} {place} {format_size(p.requested_bytes):>6s}  S={c.bytes} B count={c.count} "
+                       f"nccl_count={c.nccl_count} send={c.send_bytes} recv={c.recv_bytes}")
+
+
+def _run(config, *, out_path, as_json, csv_path, quiet) -> None:
+    from fabricbench.errors import CheckFailed
+    from fabricbench.measure.plan import build_plan
+    from fabricbench.measure.runner import new_run_id, run_sweep
+    from fabricbench.report.table import CsvSink, SweepTable
+    from fabricbench.results.schema import header
+    from fabricbench.results.writer import ResultWriter
+
+    root = int(os.environ.get("RANK", "0")) == 0
+    run_id = new_run_id()
+    # Open every output before measuring: an unwritable path fails now, not after an hour of sweeping.
+    writer = ResultWriter(out_path if root else None)
+    csv_fh = None
+    if csv_path and root:
+        try:
+            csv_fh = open(csv_path, "w", newline="", encoding="utf-8")
+        except OSError as e:
+            from fabricbench.errors import UsageError
+
+            raise UsageError(f"--csv {csv_path}: cannot write there ({e.strerror})") from None
+    csv_sink = CsvSink(csv_fh) if csv_fh else None
+    if root and config.gpus:
+        warning = _islands_warning(config.gpus)
+        if warning:
+            click.echo(f"warning: {warning}", err=True)
+    if root and out_path:
+        snap = _topology_snapshot()
+        if snap is not None:
+            writer.write({**header("topology", run_id=run_id, fabric=config.fabric), **snap})
+    table = None
+    if root and not quiet and not as_json:
+        total = len(build_plan(config, _nranks(config)))
+        title = (f"fabricbench sweep: {config.engine}{'/' + config.backend if config.backend else ''}, "
+                 f"{_nranks(config)} rank(s), fabric {config.fabric}")
+        table = SweepTable(total, title, progress=True)
+
+    def on_result(res) -> None:
+        rec = res.to_dict()
+        if as_json:
+            click.echo(json.dumps(rec))
+        if table is not None:
+            table.add(rec)
+        if csv_sink is not None:
+            csv_sink.add(rec)
+
+    try:
+        results = run_sweep(config, writer=writer, on_result=on_result, run_id=run_id)
+    finally:
+        if table is not None:
+            table.close()
+        writer.close()
+        if csv_fh is not None:
+            csv_fh.close()
+    bad = [r for r in results if r.status == "wrong"]
+    if bad:
+        worst = ", ".join(f"{r.op} {r.bytes} B: {r.wrong}" for r in bad[:4])
+        raise CheckFailed(f"--check found wrong elements in {len(bad)} measurement(s) ({worst})")
+
+
+def _islands_warning(gpus):
+    try:
+        from fabricbench import topology
+    except ImportError:  # the topology layer is optional for a sweep
+        return None
+    fn = getattr(topology, "islands_warning", None)
+    return fn(tuple(gpus)) if fn else None
+
+
+def _topology_snapshot():
+    try:
+        from fabricbench import topology
+    except ImportError:
+        return None
+    fn = getattr(topology, "snapshot", None)
+    return fn() if fn else None
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(sweep())

@@ -1,0 +1,1 @@
+"""Presenting results: terminal tables (rich), CSV, plots."""
