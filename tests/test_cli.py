@@ -1,0 +1,108 @@
+"""The command-line surface: frozen option names, --help speed, and one line + exit 2 for bad input."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from fabricbench.cli import COMMANDS, main
+
+SWEEP_OPTIONS = {"--gpus", "--ops", "--sizes", "--dtype", "--iters", "--warmup", "--adaptive", "--max-iters",
+                 "--inplace", "--out-of-place", "--both", "--graph", "--graph-iters", "--check", "--engine",
+                 "--backend", "--nprocs", "--timeout", "--nccl-lib", "--fabric", "--seed", "--out", "--json",
+                 "--csv", "--dry-run", "--quiet", "--list-ops", "--help", "-h"}
+
+
+def test_sweep_surface_is_frozen():
+    from fabricbench.cli.sweep import sweep
+
+    names = {opt for p in sweep.params for opt in p.opts + p.secondary_opts}
+    assert names | {"--help", "-h"} == SWEEP_OPTIONS, "options changed: update this list on purpose"
+
+
+def test_commands_table():
+    assert {"sweep", "topo", "fabrics", "compare", "scaling", "p2p", "train", "estimate"} <= set(COMMANDS)
+
+
+def _run(args, env=None):
+    e = dict(os.environ)
+    e.update(env or {})
+    return subprocess.run([sys.executable, "-m", "fabricbench", *args], capture_output=True, text=True,
+                          timeout=120, env=e)
+
+
+def test_help_is_fast_and_imports_no_torch():
+    code = ("import sys, time; t = time.perf_counter(); from fabricbench.cli import main\n"
+            "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+            "assert 'torch' not in sys.modules, 'torch imported by --help'\n"
+            "assert 'fabricbench.cli.sweep' not in sys.modules\n"
+            "print(time.perf_counter() - t)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert float(out.stdout.strip().splitlines()[-1]) < 0.5
+
+
+def test_import_fabricbench_is_light():
+    code = "import sys, fabricbench; assert 'torch' not in sys.modules; assert 'numpy' not in sys.modules"
+    assert subprocess.run([sys.executable, "-c", code], timeout=60).returncode == 0
+
+
+BAD = [
+    (["sweep", "--gpus", "0,0", "--dry-run"], "more than once"),
+    (["sweep", "--gpus", "", "--dry-run"], "--gpus is empty"),
+    (["sweep", "--gpus", "x", "--dry-run"], "cannot read GPU list"),
+    (["sweep", "--sizes", "abc"], "cannot read size"),
+    (["sweep", "--sizes", "0"], "zero"),
+    (["sweep", "--sizes", "1G-1M"], "descends"),
+    (["sweep", "--ops", "allreduce"], "unknown op"),
+    (["sweep", "--dtype", "float8"], "unknown dtype"),
+    (["sweep", "--iters", "0"], "at least 1 timed iteration"),
+    (["sweep", "--iters", "-3"], "at least 1 timed iteration"),
+    (["sweep", "--engine", "foo"], "unknown engine"),
+    (["sweep", "--nprocs", "0", "--engine", "torch"], "at least 1 process"),
+    (["sweep", "--timeout", "0"], "must be positive"),
+    (["sweep", "--adaptive", "2"], "fraction"),
+    (["sweep", "--bogus"], "No such option"),
+    (["sweep", "--iters", "many"], "is not a valid integer"),
+    (["sweep", "--engine", "torch", "--backend", "gloo", "--nprocs", "2", "--out", "/proc/nope/x.jsonl"],
+     "cannot write"),
+    (["nosuchcommand"], "No such command"),
+]
+
+
+@pytest.mark.parametrize("args,msg", BAD, ids=[" ".join(a) for a, _ in BAD])
+def test_bad_input_is_one_line_exit_2(args, msg):
+    out = _run(args)
+    assert out.returncode == 2, out.stderr
+    lines = [ln for ln in out.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("Error: "), out.stderr
+    assert msg in lines[0]
+    assert "Traceback" not in out.stderr
+
+
+def test_no_gpu_visible_names_the_cpu_alternative():
+    out = _run(["sweep", "--sizes", "8"], env={"CUDA_VISIBLE_DEVICES": ""})
+    assert out.returncode == 2
+    assert out.stderr.strip() == ("Error: no CUDA GPU is visible for --engine native; on CPU run "
+                                  "--engine torch --backend gloo --nprocs 2")
+
+
+def test_gpus_out_of_range_shows_arithmetic(monkeypatch, capsys):
+    import fabricbench.gpus
+
+    monkeypatch.setattr(fabricbench.gpus, "visible_gpu_count", lambda: 8)
+    with pytest.raises(SystemExit) as e:
+        main(["sweep", "--gpus", "0-9", "--sizes", "8"])
+    assert e.value.code == 2
+    assert capsys.readouterr().err.strip() == \
+        "Error: --gpus 0-9 names 10 GPU(s) up to 9 but 8 are visible (0-7)"
+
+
+def test_dry_run_prints_plan_without_gpu():
+    out = _run(["sweep", "--gpus", "0-3", "--sizes", "8-1K:x4", "--ops", "all_gather", "--dry-run"],
+               env={"CUDA_VISIBLE_DEVICES": ""})
+    assert out.returncode == 0, out.stderr
+    assert "4 rank(s)" in out.stdout and "4 measurements" in out.stdout
+    assert "waived" in out.stdout  # 8 B of float32 cannot give 4 ranks an element each
+    assert "S=128 B count=32 nccl_count=8" in out.stdout

@@ -1,0 +1,84 @@
+"""The result schema, the JSONL writer and the allow-listed environment."""
+
+import json
+
+import pytest
+
+from fabricbench.errors import UsageError
+from fabricbench.measure.config import SweepConfig
+from fabricbench.measure.plan import build_plan, check_fits
+from fabricbench.measure.runner import make_result
+from fabricbench.results.context import allowed_env
+from fabricbench.results.writer import ResultWriter, read_results
+from fabricbench.sizes import SizeSweep
+
+REQUIRED = {"schema", "op", "dtype", "bytes", "count", "nranks", "gpus", "inplace", "time_us", "mean_us",
+            "min_us", "max_us", "p95_us", "cv", "algbw_gbps", "busbw_gbps", "wrong", "engine", "nccl_version",
+            "nccl_library", "cuda_driver", "cuda_runtime", "gpu_names", "host", "timestamp", "env", "status"}
+
+
+def _result(times, nranks=4, op="all_reduce", size=1 << 20):
+    config = SweepConfig(gpus=tuple(range(nranks)), ops=(op,), sizes=SizeSweep(explicit=(size,)))
+    item = build_plan(config, nranks)[0]
+    info = {"nccl_version": "2.28.9", "nccl_library": "/x/libnccl.so.2", "cuda_driver": "13.0",
+            "cuda_runtime": "13.0", "gpu_names": ["NVIDIA H200"] * nranks}
+    return make_result(item=item, times=times, wrong=0, nranks=nranks, config=config, info=info, extra={},
+                       run_id="r1")
+
+
+def test_record_has_every_key_and_right_values():
+    rec = _result([100.0, 200.0, 300.0]).to_dict()
+    assert REQUIRED <= set(rec)
+    assert rec["schema"] == "fabricbench/1" and rec["kind"] == "collective"
+    assert rec["time_us"] == 200.0
+    assert rec["algbw_gbps"] == pytest.approx((1 << 20) / 200e-6 / 1e9)
+    assert rec["busbw_gbps"] == pytest.approx(rec["algbw_gbps"] * 2 * 3 / 4)
+    json.dumps(rec)  # plain JSON
+
+
+def test_single_rank_busbw_is_explained_not_zero():
+    rec = _result([10.0], nranks=1).to_dict()
+    assert rec["busbw_gbps"] is None and "factor" in rec["busbw_note"]
+    assert rec["algbw_gbps"] > 0
+
+
+def test_env_is_allow_listed():
+    env = {"NCCL_P2P_DISABLE": "1", "CUDA_VISIBLE_DEVICES": "0,1", "AWS_SECRET_ACCESS_KEY": "x", "HOME": "/r",
+           "HF_TOKEN": "y"}
+    assert allowed_env(env) == {"CUDA_VISIBLE_DEVICES": "0,1", "NCCL_P2P_DISABLE": "1"}
+
+
+def test_writer_flushes_each_record_and_reader_skips_torn_line(tmp_path):
+    path = tmp_path / "sub" / "r.jsonl"
+    w = ResultWriter(path)
+    w.write({"kind": "collective", "a": 1})
+    # before close, the line is already on disk
+    assert json.loads(path.read_text().splitlines()[0]) == {"kind": "collective", "a": 1}
+    w.write({"kind": "topology", "b": 2})
+    w.close()
+    with open(path, "a") as fh:
+        fh.write('{"kind": "collective", "tor')  # a crash mid-write
+    assert [r.get("a") for r in read_results(path, kind="collective")] == [1]
+
+
+def test_unwritable_out_is_usage_error(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(UsageError, match="cannot write"):
+        ResultWriter(blocker / "x.jsonl")
+
+
+def test_roundtrip_dataclass():
+    from fabricbench.results.schema import CollectiveResult
+
+    res = _result([1.0, 2.0])
+    back = CollectiveResult.from_dict(res.to_dict())
+    assert back.to_dict() == res.to_dict()
+
+
+def test_memory_check_names_what_fits():
+    config = SweepConfig(gpus=(0,), ops=("all_reduce",), sizes=SizeSweep.parse("1G-8G"))
+    plan = build_plan(config, 1)
+    msg = check_fits(plan, free_bytes=10 << 30)
+    assert "8G" in msg and "16.0 GiB per GPU" in msg and "sizes up to 4G fit" in msg
+    assert check_fits(plan, free_bytes=40 << 30) is None
