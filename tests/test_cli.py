@@ -1,5 +1,6 @@
 """The command-line surface: frozen option names, --help speed, and one line + exit 2 for bad input."""
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -68,6 +69,7 @@ BAD = [
     (["sweep", "--engine", "torch", "--backend", "gloo", "--nprocs", "2", "--out", "/proc/nope/x.jsonl"],
      "cannot write"),
     (["nosuchcommand"], "No such command"),
+    (["sweep", "--nccl-lib", "/nonexistent/libnccl.so.2"], "no such file"),
 ]
 
 
@@ -106,3 +108,15 @@ def test_dry_run_prints_plan_without_gpu():
     assert "4 rank(s)" in out.stdout and "4 measurements" in out.stdout
     assert "waived" in out.stdout  # 8 B of float32 cannot give 4 ranks an element each
     assert "S=128 B count=32 nccl_count=8" in out.stdout
+
+
+@pytest.mark.skipif(importlib.util.find_spec("fabricbench._engine") is None, reason="native engine not built")
+def test_nccl_lib_that_is_not_nccl(tmp_path):
+    import ctypes.util
+
+    libm = ctypes.util.find_library("m")
+    path = next(p for p in ("/lib/x86_64-linux-gnu/libm.so.6", "/usr/lib64/libm.so.6", "/lib64/libm.so.6")
+                if os.path.exists(p)) if libm else None
+    out = _run(["sweep", "--nccl-lib", path])
+    assert out.returncode == 2
+    assert out.stderr.startswith("Error: --nccl-lib: ") and "not an NCCL library" in out.stderr

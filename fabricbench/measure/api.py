@@ -78,9 +78,28 @@ def validate(config: SweepConfig) -> None:
         raise UsageError("--ops is empty; name at least one op, e.g. all_reduce")
     if config.backend is not None and config.engine != "torch":
         raise UsageError(f"--backend {config.backend} applies to --engine torch only")
+    if config.nccl_lib:
+        _check_nccl_lib(config.nccl_lib)
     if config.nprocs and config.gpus and config.nprocs != len(config.gpus):
         raise UsageError(f"--nprocs {config.nprocs} but --gpus names {len(config.gpus)} GPUs; "
                          f"one process drives one GPU, so give as many of each")
+
+
+def _check_nccl_lib(path: str) -> None:
+    """A given --nccl-lib must exist and, where the engine is built, really be NCCL (dlopen + version)."""
+    import importlib
+    import importlib.util
+
+    from fabricbench.errors import NcclError, UsageError
+    from fabricbench.measure.nccl_lib import resolve_nccl_library
+
+    resolved = resolve_nccl_library(path)
+    if importlib.util.find_spec("fabricbench._engine") is None:
+        return
+    try:
+        importlib.import_module("fabricbench._engine").load_nccl(resolved)
+    except NcclError as e:
+        raise UsageError(f"--nccl-lib: {e}") from None
 
 
 def sweep(*, out: str | None = None, **fields: Any) -> list[CollectiveResult]:

@@ -1,0 +1,84 @@
+"""One-GPU tier for the sweep command: every op and dtype from 8 B to 8 GiB with --check, graph mode,
+in-place, the torch engine on nccl beside the native one, and the errors a GPU run can hit."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from fabricbench.results.writer import read_results
+
+pytestmark = pytest.mark.gpu(1)
+
+
+def _sweep(*args, timeout=900):
+    return subprocess.run([sys.executable, "-m", "fabricbench", "sweep", "--gpus", "0", *args],
+                          capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])
+def test_every_op_8B_to_8G_checked(dtype, tmp_path):
+    out = tmp_path / "r.jsonl"
+    proc = _sweep("--ops", "all_reduce,all_gather,reduce_scatter,broadcast,all_to_all", "--sizes", "8-8G:x8",
+                  "--dtype", dtype, "--both", "--check", "--iters", "5", "--warmup", "2", "--quiet",
+                  "--out", str(out))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    recs = list(read_results(out, kind="collective"))
+    ran = [r for r in recs if r["status"] != "waived"]
+    assert {r["op"] for r in ran} == {"all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all"}
+    assert max(r["bytes"] for r in ran) == 8 << 30 and min(r["requested_bytes"] for r in ran) == 8
+    for r in ran:
+        assert r["status"] == "ok" and r["wrong"] == 0, r
+        assert r["time_us"] > 0 and r["nccl_version"] and r["gpu_names"] == [r["gpu_names"][0]]
+        assert r["algbw_gbps"] == pytest.approx(r["bytes"] / (r["time_us"] * 1e-6) / 1e9)
+        assert r["busbw_gbps"] is None and "factor" in r["busbw_note"]  # one rank
+    waived = [r for r in recs if r["status"] == "waived"]
+    assert all(r["op"] == "all_to_all" and r["inplace"] for r in waived)
+    # a topology snapshot heads the file, so it can be read without the machine
+    assert next(read_results(out))["kind"] == "topology"
+
+
+def test_graph_mode_is_faster_at_8B(tmp_path):
+    eager = _sweep("--ops", "all_reduce", "--sizes", "8", "--iters", "200", "--json")
+    graph = _sweep("--ops", "all_reduce", "--sizes", "8", "--iters", "50", "--graph", "--json")
+    assert eager.returncode == 0 and graph.returncode == 0, eager.stderr + graph.stderr
+    e = json.loads(eager.stdout.strip().splitlines()[-1])
+    g = json.loads(graph.stdout.strip().splitlines()[-1])
+    assert g["graph"] is True and 0 < g["time_us"] < e["time_us"]
+
+
+def test_torch_engine_on_nccl_checks(tmp_path):
+    proc = _sweep("--engine", "torch", "--backend", "nccl", "--ops", "all_reduce,all_gather,reduce_scatter",
+                  "--sizes", "8,1M,256M", "--check", "--iters", "5", "--json")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    recs = [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    assert len(recs) == 9 and all(r["wrong"] == 0 and r["backend"] == "nccl" for r in recs)
+
+
+def test_sizes_larger_than_free_memory_say_what_fits():
+    proc = _sweep("--ops", "all_reduce", "--sizes", "1G,512G")
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("Error: --sizes up to 512G: all_reduce out-of-place needs 1024.0 GiB per GPU")
+    assert "sizes up to 1G fit" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_gpu_out_of_range():
+    proc = _sweep("--ops", "all_reduce", "--sizes", "8", timeout=120)  # sanity: GPU 0 works
+    assert proc.returncode == 0
+    bad = subprocess.run([sys.executable, "-m", "fabricbench", "sweep", "--gpus", "0-63", "--sizes", "8"],
+                         capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "names 64 GPU(s) up to 63 but" in bad.stderr
+
+
+def test_timeout_keeps_what_was_measured(tmp_path):
+    """A sweep whose first sizes finish and whose last cannot within --timeout keeps the first ones."""
+    out = tmp_path / "r.jsonl"
+    # A 32 GiB all_gather on one rank is a 32 GiB copy (~16 ms): 200 timed iterations take ~3 s, past
+    # a 2 s deadline, while communicator set-up and the 8 B case finish well within it.
+    proc = _sweep("--ops", "all_gather", "--sizes", "8,32G", "--iters", "200", "--timeout", "2", "--quiet",
+                  "--out", str(out))
+    assert proc.returncode == 1, proc.stderr
+    assert "CollectiveTimeout" in proc.stderr
+    recs = list(read_results(out, kind="collective"))
+    assert [r["status"] for r in recs] == ["ok", "timeout"]
