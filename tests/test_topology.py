@@ -230,3 +230,11 @@ def test_topo_cli_errors_are_one_line(args, msg):
     p = subprocess.run([sys.executable, "-m", "fabricbench", "topo", *args], capture_output=True, text=True)
     assert p.returncode == 2
     assert msg in p.stderr and len(p.stderr.strip().splitlines()) == 1 and "Traceback" not in p.stderr
+
+
+def test_real_one_gpu_h200_output():
+    """Saved verbatim from the one-H200 machine: escape codes, the empty column, no NICs."""
+    t = read_file(str(DATA / "h200_1gpu_real.txt"))
+    assert t.indices == (0,) and t.links == (("X",),) and t.nics == ()
+    assert t.gpus[0].cpu_affinity == "0-15" and t.gpus[0].numa_node == 0
+    assert t.islands() == [[0]] and t.uniform is True
