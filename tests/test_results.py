@@ -44,7 +44,7 @@ def test_single_rank_busbw_is_explained_not_zero():
 
 def test_env_is_allow_listed():
     env = {"NCCL_P2P_DISABLE": "1", "CUDA_VISIBLE_DEVICES": "0,1", "AWS_SECRET_ACCESS_KEY": "x", "HOME": "/r",
-           "HF_TOKEN": "y"}
+           "HF_TOKEN": "y", "NCCL_DEBUG_FILE": "/tmp/x"}
     assert allowed_env(env) == {"CUDA_VISIBLE_DEVICES": "0,1", "NCCL_P2P_DISABLE": "1"}
 
 

@@ -19,10 +19,14 @@ ENV_NAMES = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "TORCH_NCCL_ASYNC_ERRO
              "GLOO_SOCKET_IFNAME", "OMP_NUM_THREADS")
 
 
+# Set by fabricbench itself to capture NCCL's log (a temporary path): noise, not a setting of the run.
+ENV_EXCLUDED = ("NCCL_DEBUG_FILE",)
+
+
 def allowed_env(environ: dict[str, str] | None = None) -> dict[str, str]:
     env = os.environ if environ is None else environ
     return {k: v for k, v in sorted(env.items())
-            if k.startswith(ENV_PREFIXES) or k in ENV_NAMES}
+            if (k.startswith(ENV_PREFIXES) or k in ENV_NAMES) and k not in ENV_EXCLUDED}
 
 
 def now_iso() -> str:
