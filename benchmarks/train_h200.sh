@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# One H200: every strategy at world size 1 on dinov2-base and mistral-1b, and mistral-7b under DDP.
+#   bash benchmarks/train_h200.sh OUTDIR      (DeepSpeed and its missing dependencies as wheels in .whl/)
+# Records (kind "train") go to OUTDIR/train.jsonl; the console lines to OUTDIR/train.log.
+set -uo pipefail
+out=${1:?usage: train_h200.sh OUTDIR}
+mkdir -p "$out"
+if ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+    && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+fi
+export PYTHONUNBUFFERED=1
+common=(--gpus 0 --steps 8 --warmup-steps 3 --timeout 240 --out "$out/train.jsonl")
+python3 -m fabricbench train --strategy all --model dinov2-base --batch-size 32 "${common[@]}" 2>&1 | tee -a "$out/train.log"
+python3 -m fabricbench train --strategy all --model mistral-1b --batch-size 8 --seq-len 512 "${common[@]}" 2>&1 | tee -a "$out/train.log"
+python3 -m fabricbench train --strategy ddp --model mistral-7b --batch-size 1 --seq-len 512 "${common[@]}" 2>&1 | tee -a "$out/train.log"

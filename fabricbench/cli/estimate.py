@@ -1,0 +1,48 @@
+"""`fabricbench estimate`: model-state memory per GPU of ddp, zero1, zero2, zero3 and fsdp.
+
+    fabricbench estimate --model mistral-7b --num-gpus 4
+    fabricbench estimate --model dinov2-large --num-gpus 4 --recipe zero-paper --batch-size 256 --json
+
+The recipes and the formulas are in fabricbench/training/estimate.py.
+"""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+
+@click.command()
+@click.option("--model", default=None, help="A model name (fabricbench train --list).")
+@click.option("--model-config", type=click.Path(dir_okay=False), default=None, help="A transformers config JSON.")
+@click.option("--num-gpus", type=int, required=True, help="GPUs the model states are divided over.")
+@click.option("--recipe", default="framework", show_default=True, help="framework, zero-paper or fp32.")
+@click.option("--batch-size", type=int, default=None, help="Per-GPU batch, for the activation estimate.")
+@click.option("--seq-len", type=int, default=512, show_default=True, help="Tokens per sample (causal LM).")
+@click.option("--image-size", type=int, default=224, show_default=True, help="Pixels per side (images).")
+@click.option("--json", "as_json", is_flag=True, help="Print the estimate as one JSON object.")
+def estimate(model, model_config, num_gpus, recipe, batch_size, seq_len, image_size, as_json) -> None:
+    """Bytes per GPU of parameters, gradients, optimizer states and fp32 master weights, per strategy."""
+    from fabricbench.training import estimate as est
+    from fabricbench.training import models
+
+    est.RECIPES.get(recipe)  # an unknown recipe fails before the model is built
+    resolved = models.resolve(name=model, config_file=model_config)
+    psi = models.count_params(resolved)
+    act = None
+    if batch_size is not None:
+        act = est.activation_bytes(resolved.config, task=resolved.task, batch_size=batch_size, seq_len=seq_len,
+                                   image_size=image_size)
+    doc = est.estimate(model=resolved.name, psi=psi, num_gpus=num_gpus, recipe=recipe, activations=act)
+    if as_json:
+        click.echo(json.dumps(doc))
+        return
+    click.echo(f"{resolved.name}: {psi:,} parameters ({psi / 1e9:.3f}e9), {num_gpus} GPU(s), recipe {recipe}")
+    click.echo(f"{'strategy':<8} {'params':>10} {'grads':>10} {'optimizer':>10} {'master':>10} {'total':>10}  GiB")
+    for name, row in doc["strategies"].items():
+        cells = [f"{row[k] / 2**30:10.2f}" for k in ("params_bytes", "grads_bytes", "optimizer_bytes",
+                                                     "master_bytes", "total_bytes")]
+        click.echo(f"{name:<8} " + " ".join(cells))
+    if act is not None:
+        click.echo(f"activations (not sharded, per GPU): {act / 2**30:.2f} GiB")

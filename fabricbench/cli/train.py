@@ -1,0 +1,101 @@
+"""`fabricbench train`: DDP, ZeRO-1/2/3 and FSDP on the same model and batch, one record per strategy.
+
+    fabricbench train --strategy all --model dinov2-base --gpus 0-3 --steps 8 --warmup-steps 3 --out t.jsonl
+    fabricbench train --strategy zero2 --model tiny-mistral --device cpu --nprocs 2
+    fabricbench train --list
+
+This layer only maps flags to TrainConfig (fabricbench/training/launch.py), which validates them.
+"""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from fabricbench.errors import UsageError
+
+
+def _gib(v: object) -> str:
+    return f"{v / 2**30:.2f}" if isinstance(v, (int, float)) else "-"
+
+
+def _line(rec: dict) -> str:
+    thr = rec.get("throughput") or {}
+    mem = rec.get("memory") or {}
+    sps = thr.get("samples_per_s")
+    parts = [f"{rec['strategy']:<6}", f"{rec['status']:<7}", f"{sps:10.2f} samples/s" if sps else " " * 20,
+             f"peak alloc {_gib(mem.get('max_allocated_bytes'))} GiB",
+             f"reserved {_gib(mem.get('max_reserved_bytes'))} GiB",
+             f"estimate {_gib(rec['estimate']['with_activations_bytes'])} GiB"]
+    if rec.get("message"):
+        parts.append(f"({rec['message']})")
+    return "  ".join(parts)
+
+
+@click.command()
+@click.option("--strategy", "strategy", default="all", show_default=True,
+              help="ddp, zero1, zero2, zero3, fsdp, a comma list of them, or all.")
+@click.option("--model", default=None, help="A model name (see --list).")
+@click.option("--model-config", type=click.Path(dir_okay=False), default=None,
+              help="A transformers config JSON; random weights.")
+@click.option("--model-path", type=click.Path(file_okay=False), default=None, help="Local pretrained weights.")
+@click.option("--gpus", default=None, help="GPU list, one process each, e.g. 0-3 (default: all visible).")
+@click.option("--device", type=click.Choice(["cuda", "cpu"]), default="cuda", show_default=True)
+@click.option("--nprocs", type=int, default=2, show_default=True, help="Processes with --device cpu (gloo).")
+@click.option("--steps", type=int, default=8, show_default=True, help="Steps in all, warm-up included.")
+@click.option("--warmup-steps", type=int, default=3, show_default=True, help="Untimed first steps.")
+@click.option("--batch-size", type=int, default=8, show_default=True, help="Samples per GPU per step.")
+@click.option("--seq-len", type=int, default=512, show_default=True, help="Tokens per sample (causal LM).")
+@click.option("--image-size", type=int, default=224, show_default=True, help="Pixels per side (images).")
+@click.option("--lr", type=float, default=1e-4, show_default=True, help="AdamW learning rate.")
+@click.option("--dataset", type=click.Path(exists=True), default=None,
+              help="Local data: DIR/<class>/<image>, or *.txt / *.npy tokens. Default: synthetic.")
+@click.option("--fabric", default="default", show_default=True, help="The NCCL environment to run under.")
+@click.option("--out", type=click.Path(dir_okay=False), default=None, help="Append records to this JSONL.")
+@click.option("--nnodes", type=int, default=1, show_default=True, help="torchrun pass-through.")
+@click.option("--node-rank", type=int, default=0, show_default=True, help="torchrun pass-through.")
+@click.option("--master-addr", default="127.0.0.1", show_default=True, help="torchrun pass-through.")
+@click.option("--master-port", type=int, default=None, help="torchrun pass-through (default: a free port).")
+@click.option("--timeout", "timeout_s", type=float, default=1800.0, show_default=True,
+              help="Seconds one strategy may take.")
+@click.option("--json", "as_json", is_flag=True, help="Print each record as JSON instead of a line.")
+@click.option("--list", "list_", is_flag=True, help="List strategies and models, then exit.")
+def train(strategy, model, model_config, model_path, gpus, device, nprocs, steps, warmup_steps, batch_size,
+          seq_len, image_size, lr, dataset, fabric, out, nnodes, node_rank, master_addr, master_port, timeout_s,
+          as_json, list_) -> None:
+    """Train one model under each strategy, in fresh processes, and measure throughput and memory."""
+    from fabricbench.results import ResultWriter
+    from fabricbench.training.launch import TrainConfig, run
+    from fabricbench.training.models import MODELS
+    from fabricbench.training.strategies import STRATEGIES
+
+    if list_:
+        for s in STRATEGIES:
+            why = s.unavailable()
+            click.echo(f"strategy {s.name:<6} {s.description}" + (f"  [{why}]" if why else ""))
+        for m in MODELS:
+            click.echo(f"model    {m.name:<13} {m.task:<9} {m.description}")
+        return
+    names = STRATEGIES.names() if strategy == "all" else [s.strip() for s in strategy.split(",") if s.strip()]
+    if not names:
+        raise UsageError("--strategy is empty; choose from " + ", ".join(STRATEGIES.names()) + " or all")
+    gpu_list: tuple[int, ...] = ()
+    if device == "cuda":
+        from fabricbench.gpus import check_visible, parse_gpus, visible_gpu_count
+
+        visible = visible_gpu_count()
+        if visible == 0:
+            raise UsageError("no CUDA GPU is visible here; train on CPU with --device cpu --nprocs 2")
+        gpu_list = parse_gpus(gpus) if gpus else tuple(range(visible))
+        check_visible(gpu_list, visible, gpus)
+    elif gpus:
+        click.echo("warning: --gpus is ignored with --device cpu (use --nprocs)", err=True)
+    config = TrainConfig(strategies=names, model=model, model_config=model_config, model_path=model_path,
+                         device=device, gpus=gpu_list, nprocs=nprocs, steps=steps, warmup_steps=warmup_steps,
+                         batch_size=batch_size, seq_len=seq_len, image_size=image_size, lr=lr, dataset=dataset,
+                         fabric=fabric, nnodes=nnodes, node_rank=node_rank, master_addr=master_addr,
+                         master_port=master_port, timeout_s=timeout_s)
+    echo = (lambda r: click.echo(json.dumps(r))) if as_json else (lambda r: click.echo(_line(r)))
+    with ResultWriter(out) as writer:
+        run(config, writer, echo=echo)

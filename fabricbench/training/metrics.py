@@ -1,0 +1,60 @@
+"""Throughput, step-time statistics and MFU of a training run.
+
+    fabricbench train --strategy ddp --model mistral-1b --gpus 0 --steps 8 --warmup-steps 3
+
+Steps after the warm-up are timed; each step's time is the slowest rank's (ranks wait for each other in
+the collectives anyway). samples/s = global batch × timed steps / Σ step times; tokens/s = samples/s ×
+tokens per sample. MFU = model FLOPs per step / step time / (peak bf16 FLOP/s × ranks), with model FLOPs
+= 6·Ψ·tokens (forward 2, backward 4 per parameter per token; Kaplan et al. 2020). For a causal LM that is
+the usual estimate without attention's s² term; for a ViT it is approximate (the classifier head sees one
+token, not all). Peaks are dense bf16 tensor-core figures from the vendors' data sheets, by GPU name.
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+# dense bf16 peak FLOP/s (no sparsity); matched by substring of torch.cuda.get_device_name, first wins
+PEAK_BF16_FLOPS: tuple[tuple[str, float], ...] = (
+    ("H200", 989e12),
+    ("H100", 989e12),
+    ("GH200", 989e12),
+    ("A100", 312e12),
+    ("L40S", 362e12),
+    ("A10G", 70e12),
+)
+
+
+def peak_flops(gpu_name: str | None) -> float | None:
+    if not gpu_name:
+        return None
+    for key, value in PEAK_BF16_FLOPS:
+        if key in gpu_name:
+            return value
+    return None
+
+
+def step_stats(times_s: list[float]) -> dict[str, float | None]:
+    """median, mean, p95 (nearest rank), cv = stdev / mean of step times in seconds."""
+    if not times_s:
+        return {"median_s": None, "mean_s": None, "p95_s": None, "cv": None}
+    ordered = sorted(times_s)
+    mean = statistics.fmean(ordered)
+    p95 = ordered[min(len(ordered) - 1, max(0, -(-95 * len(ordered) // 100) - 1))]
+    cv = statistics.stdev(ordered) / mean if len(ordered) > 1 and mean > 0 else None
+    return {"median_s": statistics.median(ordered), "mean_s": mean, "p95_s": p95, "cv": cv}
+
+
+def throughput(*, times_s: list[float], global_batch: int, tokens_per_sample: int, psi: int, nranks: int,
+               gpu_name: str | None) -> dict[str, Any]:
+    total = sum(times_s)
+    if not times_s or total <= 0:
+        return {"samples_per_s": None, "tokens_per_s": None, "mfu": None, "model_flops_per_step": None,
+                "peak_flops_per_gpu": peak_flops(gpu_name)}
+    samples_per_s = global_batch * len(times_s) / total
+    flops_step = 6 * psi * global_batch * tokens_per_sample
+    peak = peak_flops(gpu_name)
+    mfu = flops_step * len(times_s) / total / (peak * nranks) if peak else None
+    return {"samples_per_s": samples_per_s, "tokens_per_s": samples_per_s * tokens_per_sample, "mfu": mfu,
+            "model_flops_per_step": flops_step, "peak_flops_per_gpu": peak}

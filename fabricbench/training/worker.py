@@ -1,0 +1,127 @@
+"""One rank of one strategy run; started by the launcher (fabricbench/training/launch.py), never by hand.
+
+    python -m torch.distributed.run --nproc-per-node 2 -m fabricbench.training.worker SPEC.json
+
+Builds the Accelerator of the strategy, a randomly initialised model, AdamW, and trains --steps steps on
+its batches, timing each step (device synchronised on both ends). Between backward and the optimizer
+step of step 1 it counts what it holds (verify.py). It writes everything to <run_dir>/rank-<r>.json; the
+launcher joins the ranks into one record. Out of memory is written as status "oom" and the process exits
+with OOM_EXIT so that the launcher tears the other ranks down instead of letting them wait.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+OOM_EXIT = 3
+FAKE_OOM_ENV = "FABRICBENCH_FAKE_OOM"  # test hook: a strategy name whose first step raises OutOfMemoryError
+VERIFY_STEP = 1  # the second step: Adam's state exists, gradients are alive before step()
+
+
+def _sync(device: Any) -> None:
+    import torch
+
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _memory(device: Any) -> dict[str, int | None]:
+    import torch
+
+    if device.type != "cuda":
+        return {"peak_allocated_bytes": None, "peak_reserved_bytes": None}
+    return {"peak_allocated_bytes": int(torch.cuda.max_memory_allocated(device)),
+            "peak_reserved_bytes": int(torch.cuda.max_memory_reserved(device))}
+
+
+def run(spec: dict[str, Any], rank_file: Path) -> int:
+    import torch
+
+    from fabricbench.training import data, models, verify
+    from fabricbench.training.strategies import STRATEGIES
+
+    strategy = STRATEGIES.get(spec["strategy"])
+    resolved = models.resolve(name=spec.get("model"), config_file=spec.get("model_config"),
+                              path=spec.get("model_path"))
+    out: dict[str, Any] = {"rank": int(os.environ.get("RANK", 0)), "status": "ok", "message": None}
+    device = torch.device("cpu")
+    try:
+        torch.manual_seed(spec.get("seed", 0))
+        on_gpu = spec["device"] == "cuda"
+        if on_gpu:  # initialise on the GPU: a 7e9 model takes minutes on the host and 29 GB of its memory
+            torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", 0)))
+        module = models.build(resolved, device=torch.device("cuda", torch.cuda.current_device()) if on_gpu else None)
+        models.freeze_unused(module)
+        layer_classes = models.block_class_names(module, resolved.layer_class)
+        acc = strategy.make_accelerator(batch_size=spec["batch_size"], layer_classes=layer_classes,
+                                        device=spec["device"])
+        device = acc.device
+        # The world the collectives span. On CPU Accelerate hands DeepSpeed the process group but keeps
+        # num_processes = 1 for itself (accelerate/state.py, no backend for cpu=False), so ask torch.
+        dist = torch.distributed
+        rank, world = (dist.get_rank(), dist.get_world_size()) if dist.is_initialized() else (0, 1)
+        out.update(world_size=world, accelerate_num_processes=acc.num_processes,
+                   distributed_type=str(acc.distributed_type))
+        # fused on GPU: the foreach form makes whole-model temporaries (sqrt of v...), which alone would
+        # push mistral-7b under DDP out of memory; the update is the same AdamW
+        optimizer = torch.optim.AdamW(module.parameters(), lr=spec["lr"], weight_decay=0.0, fused=on_gpu)
+        model, optimizer = acc.prepare(module, optimizer)
+        engine = verify.engine_of(model)
+        out.update(engine=engine[0], zero_stage=engine[1], wrapper=type(model).__name__)
+        if device.type == "cuda":
+            out["gpu_name"] = torch.cuda.get_device_name(device)
+        feed = data.batches(task=resolved.task, config=resolved.config, batch_size=spec["batch_size"],
+                            seq_len=spec["seq_len"], image_size=spec["image_size"], dataset=spec.get("dataset"),
+                            rank=rank, world=world, device=device,
+                            seed=spec.get("seed", 0))
+        times, losses = [], []
+        for step in range(spec["steps"]):
+            batch = next(feed)
+            _sync(device)
+            t0 = time.perf_counter()
+            if os.environ.get(FAKE_OOM_ENV) == strategy.name:
+                raise torch.cuda.OutOfMemoryError(f"{FAKE_OOM_ENV}={strategy.name}: injected out of memory")
+            loss = model(**batch).loss
+            if engine[0] == "deepspeed":  # what Accelerate's DeepSpeedEngineWrapper.backward does, split
+                model.backward(loss)
+                if step == VERIFY_STEP:
+                    out["holdings"] = verify.holdings(model, optimizer).as_dict()
+                model.step()
+            else:
+                acc.backward(loss)
+                if step == VERIFY_STEP:
+                    out["holdings"] = verify.holdings(model, optimizer).as_dict()
+                optimizer.step()
+                optimizer.zero_grad(set_to_none=True)
+            _sync(device)
+            times.append(time.perf_counter() - t0)
+            losses.append(float(loss.detach().float().item()))
+        out.update(step_times_s=times, losses=losses, **_memory(device))
+        code = 0
+    except torch.cuda.OutOfMemoryError as e:
+        out.update(status="oom", message=str(e).splitlines()[0][:300], **_memory(device))
+        code = OOM_EXIT
+    except Exception as e:  # noqa: BLE001 - any failure of a rank becomes the record's message
+        out.update(status="error", message=f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:500],
+                   traceback=traceback.format_exc()[-4000:])
+        code = 1
+    rank_file.write_text(json.dumps(out))
+    return code
+
+
+def main() -> None:
+    spec = json.loads(Path(sys.argv[1]).read_text())
+    rank = int(os.environ.get("RANK", 0))
+    code = run(spec, Path(spec["run_dir"]) / f"rank-{rank}.json")
+    sys.stdout.flush()
+    os._exit(code)  # skip interpreter teardown: NCCL/DeepSpeed atexit hooks can hang after an OOM
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,180 @@
+"""Training on CPU: every strategy on 2 gloo processes, really sharded (bytes per rank), loss falling;
+the OOM path; the strategy check catching a fallback.
+
+The end-to-end matrix is data (MATRIX); each model runs its strategies once (module fixture), through the
+same launcher as `fabricbench train --device cpu`, and the assertions are parametrized over it.
+"""
+
+import pytest
+
+from fabricbench.results import ResultWriter
+from fabricbench.training import estimate as est
+from fabricbench.training import launch, models, verify
+from fabricbench.training.strategies import STRATEGIES
+
+NPROCS = 2
+# model -> strategies run on NPROCS gloo processes
+MATRIX = {
+    "tiny-mistral": ["ddp", "zero1", "zero2", "zero3", "fsdp"],
+    "tiny-dinov2": ["ddp", "zero3", "fsdp"],
+}
+CASES = [(m, s) for m, names in MATRIX.items() for s in names]
+
+
+def _config(model, strategies, **kw):
+    base = dict(strategies=strategies, model=model, device="cpu", nprocs=NPROCS, steps=5, warmup_steps=2,
+                batch_size=2, seq_len=32, image_size=32, lr=1e-3, timeout_s=600)
+    base.update(kw)
+    return launch.TrainConfig(**base)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    out = {}
+    for model, names in MATRIX.items():
+        path = tmp_path_factory.mktemp("train") / f"{model}.jsonl"
+        with ResultWriter(path) as w:
+            for rec in launch.run(_config(model, names), w):
+                out[(model, rec["strategy"])] = rec
+    return out
+
+
+@pytest.mark.parametrize("model, strategy", CASES)
+def test_strategy_ran_as_asked_and_trained(runs, model, strategy):
+    rec = runs[(model, strategy)]
+    s = STRATEGIES.get(strategy)
+    assert rec["status"] == "ok", rec["message"]
+    assert rec["kind"] == "train" and rec["schema"].startswith("fabricbench/")
+    assert (rec["engine"], rec["zero_stage"], rec["world_size"], rec["nranks"]) == (s.engine, s.zero_stage,
+                                                                                     NPROCS, NPROCS)
+    assert rec["last_loss"] < rec["first_loss"] and rec["loss_decreased"] is True
+    assert rec["step_time"]["timed_steps"] == 3 and rec["throughput"]["samples_per_s"] > 0
+    assert rec["global_batch"] == 2 * NPROCS
+    assert set(rec["versions"]) == {"torch", "accelerate", "transformers", "deepspeed"}
+
+
+@pytest.mark.parametrize("model, strategy", CASES)
+def test_bytes_held_per_rank(runs, model, strategy):
+    """Count what each rank holds against Ψ and the framework recipe's bytes."""
+    rec = runs[(model, strategy)]
+    psi = rec["params"]
+    expect = est.model_states(psi=psi, num_gpus=NPROCS)[strategy]
+    s = STRATEGIES.get(strategy)
+    for h in rec["holdings"]:
+        for kind, whole in (("params", psi), ("grads", psi), ("optimizer", 2 * psi)):
+            frac = h[f"{kind}_numel"] / whole
+            if kind in s.shards:
+                assert 0.45 < frac <= 0.55, (kind, frac)
+        if "params" not in s.shards:
+            assert h["params_numel"] == psi  # every element, on every rank
+        # m and v of this rank's elements, fp32
+        assert h["optimizer_bytes"] == pytest.approx(expect["optimizer_bytes"], rel=0.02)
+        assert h["params_bytes"] == pytest.approx(expect["params_bytes"], rel=0.02)
+        assert h["master_bytes"] == pytest.approx(expect["master_bytes"], rel=0.02)
+    # the ranks' shares add up to the whole model, plus padding: FSDP2 pads dim 0 to a multiple of n
+    # (tiny-dinov2's (1, 17, 64) position embeddings become two rows), DeepSpeed pads its flat partitions
+    if "params" in s.shards:
+        assert psi <= sum(h["params_numel"] for h in rec["holdings"]) <= 1.03 * psi
+
+
+def test_sharding_order_along_the_dial(runs):
+    held = {s: runs[("tiny-mistral", s)]["holdings"][0] for s in MATRIX["tiny-mistral"]}
+    total = {s: h["params_bytes"] + h["grads_bytes"] + h["optimizer_bytes"] + h["master_bytes"]
+             for s, h in held.items()}
+    assert total["ddp"] > total["zero1"] >= total["zero2"] > total["zero3"]
+    assert total["fsdp"] < total["ddp"] / 1.9
+
+
+def test_a_fallback_to_ddp_is_an_error(runs):
+    """The ranks of the DDP run, presented as if fsdp or zero2 had been asked for."""
+    ddp = runs[("tiny-mistral", "ddp")]
+    ranks = [{"rank": i, "status": "ok", "engine": "ddp", "zero_stage": None, "wrapper": "DistributedDataParallel",
+              "world_size": NPROCS, "holdings": h, "step_times_s": [0.1] * 5, "losses": [2.0, 1.0, 1, 1, 1]}
+             for i, h in enumerate(ddp["holdings"])]
+    for asked in ("fsdp", "zero2"):
+        out = launch.join_ranks(_config("tiny-mistral", [asked]), asked, ranks, rc=0, log="", psi=ddp["params"])
+        assert out["status"] == "error"
+        assert f"asked for {asked}" in out["message"] and "what ran is ddp" in out["message"]
+        assert "not sharded" in out["message"]
+
+
+def test_check_catches_wrong_stage_world_and_bytes():
+    psi = 1000
+    whole = verify.Holdings(params_bytes=4000, grads_bytes=4000, optimizer_bytes=8000, master_bytes=0,
+                            params_numel=psi, grads_numel=psi, optimizer_numel=2 * psi)
+    half = verify.Holdings(params_bytes=1000, grads_bytes=1000, optimizer_bytes=4000, master_bytes=2000,
+                           params_numel=psi // 2, grads_numel=psi // 2, optimizer_numel=psi)
+    z3 = STRATEGIES.get("zero3")
+    assert verify.check(z3, engine=("deepspeed", 3), world_size=2, expected_world=2, psi=psi,
+                        held=[half, half]) == []
+    stage = verify.check(z3, engine=("deepspeed", 2), world_size=2, expected_world=2, psi=psi, held=[half, half])
+    assert stage == ["asked for zero3 but DeepSpeed runs ZeRO stage 2"]
+    one = verify.check(z3, engine=("deepspeed", 3), world_size=1, expected_world=2, psi=psi, held=[whole])
+    assert "asked for 2 processes but the world size is 1" in one
+    assert any(p.startswith("params not sharded: rank 0 holds 1000 elements = 1.000") for p in one)
+    # ddp alone may be unwrapped, and only in one process
+    ddp = STRATEGIES.get("ddp")
+    assert verify.check(ddp, engine=("none", None), world_size=1, expected_world=1, psi=psi, held=[whole]) == []
+    assert verify.check(ddp, engine=("none", None), world_size=2, expected_world=2, psi=psi,
+                        held=[whole, whole]) == ["asked for ddp (ddp) but what ran is none"]
+
+
+def test_engine_of_a_real_ddp_module(tmp_path):
+    import torch
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path}/store", rank=0, world_size=1)
+    try:
+        wrapped = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 4))
+        assert verify.engine_of(wrapped) == ("ddp", None)
+        assert verify.engine_of(torch.nn.Linear(4, 4)) == ("none", None)
+        opt = torch.optim.AdamW(wrapped.parameters())
+        wrapped(torch.randn(3, 4)).sum().backward()
+        opt.step()
+        h = verify.holdings(wrapped, opt)
+        assert (h.params_numel, h.grads_numel, h.optimizer_numel) == (20, 20, 40)
+        assert (h.params_bytes, h.optimizer_bytes) == (80, 160)
+    finally:
+        dist.destroy_process_group()
+
+
+def test_oom_is_a_result_and_all_goes_on(tmp_path):
+    cfg = _config("tiny-mistral", ["ddp", "fsdp"], extra_env={"FABRICBENCH_FAKE_OOM": "ddp"})
+    with ResultWriter(tmp_path / "oom.jsonl") as w:
+        recs = launch.run(cfg, w)
+    assert [r["status"] for r in recs] == ["oom", "ok"]
+    assert "injected out of memory" in recs[0]["message"]
+    psi = recs[0]["params"]
+    assert recs[0]["estimate"]["total_bytes"] == 16 * psi  # the estimate beside it
+    assert recs[0]["estimate"]["recipe"] == "framework"
+    from fabricbench.results import read_results
+
+    assert [r["status"] for r in read_results(tmp_path / "oom.jsonl", kind="train")] == ["oom", "ok"]
+
+
+def test_rank_crash_is_an_error_not_a_result():
+    cfg = _config("tiny-mistral", ["ddp"])
+    out = launch.join_ranks(cfg, "ddp", [], rc=1, log="Traceback ... boom", psi=10)
+    assert out["status"] == "error" and "launcher exit 1, 0 of 2 rank(s) reported" in out["message"]
+
+
+def test_flat_loss_is_flagged():
+    psi = 1000
+    h = dict(params_bytes=4000, grads_bytes=4000, optimizer_bytes=8000, master_bytes=0, params_numel=psi,
+             grads_numel=psi, optimizer_numel=2 * psi)
+    ranks = [{"rank": i, "status": "ok", "engine": "ddp", "zero_stage": None, "wrapper": "DistributedDataParallel",
+              "world_size": 2, "holdings": h, "step_times_s": [0.1] * 5, "losses": [2.0, 2.1, 2.0, 2.2, 2.05]}
+             for i in range(2)]
+    out = launch.join_ranks(_config("tiny-mistral", ["ddp"]), "ddp", ranks, rc=0, log="", psi=psi)
+    assert out["status"] == "flagged" and out["message"] == "loss did not decrease: 2.0000 -> 2.0500"
+
+
+def test_models_resolve_and_freeze():
+    spec = models.resolve(name="tiny-dinov2")
+    assert spec.task == models.IMAGE_CLS and spec.config.num_labels == 101
+    m = models.build(spec)
+    assert models.freeze_unused(m) == ["dinov2.embeddings.mask_token"]
+    assert models.block_class_names(m, None) == ["Dinov2Layer", "Dinov2SwiGLUFFN"] or \
+        "Dinov2Layer" in models.block_class_names(m, None)
+    with pytest.raises(ValueError, match="name exactly one of"):
+        models.resolve(name="tiny-dinov2", config_file="x.json")

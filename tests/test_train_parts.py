@@ -1,0 +1,126 @@
+"""Training parts without processes: data, step statistics, throughput and MFU, the train CLI surface."""
+
+import json
+
+import pytest
+
+from fabricbench.training import data, metrics, models
+
+
+def test_step_stats_values():
+    st = metrics.step_stats([0.4, 0.1, 0.2, 0.3])
+    assert st["median_s"] == pytest.approx(0.25)
+    assert st["mean_s"] == pytest.approx(0.25)
+    assert st["p95_s"] == pytest.approx(0.4)
+    assert st["cv"] == pytest.approx(0.12909944 / 0.25, rel=1e-6)  # sample stdev / mean
+
+
+def test_throughput_and_mfu_arithmetic():
+    out = metrics.throughput(times_s=[0.5, 0.5], global_batch=8, tokens_per_sample=512, psi=10**9, nranks=1,
+                             gpu_name="NVIDIA H200")
+    assert out["samples_per_s"] == pytest.approx(16.0)  # 8 x 2 / 1.0 s
+    assert out["tokens_per_s"] == pytest.approx(16 * 512)
+    assert out["model_flops_per_step"] == 6 * 10**9 * 8 * 512
+    assert out["mfu"] == pytest.approx(6e9 * 8 * 512 / 0.5 / 989e12)
+    assert metrics.throughput(times_s=[1.0], global_batch=1, tokens_per_sample=1, psi=1, nranks=1,
+                              gpu_name="Some GPU")["mfu"] is None
+    assert metrics.peak_flops("NVIDIA A100-SXM4-80GB") == 312e12
+
+
+def test_synthetic_batches_are_fixed_per_rank():
+    spec = models.resolve(name="tiny-mistral")
+    kw = dict(task=spec.task, config=spec.config, batch_size=3, seq_len=16, image_size=0, dataset=None,
+              world=2, device="cpu")
+    a, b = iter(data.batches(rank=0, **kw)), iter(data.batches(rank=1, **kw))
+    a0, a1, b0 = next(a), next(a), next(b)
+    assert a0["input_ids"].shape == (3, 16) and int(a0["input_ids"].max()) < 256
+    assert (a0["input_ids"] == a1["input_ids"]).all()  # the same batch again: the loss must fall
+    assert not (a0["input_ids"] == b0["input_ids"]).all()  # ranks differ
+
+
+def test_image_folder_dataset(tmp_path):
+    from PIL import Image
+
+    for cls, colour in (("apple_pie", (255, 0, 0)), ("sushi", (0, 0, 255))):
+        (tmp_path / cls).mkdir()
+        for i in range(3):
+            Image.new("RGB", (40, 30), colour).save(tmp_path / cls / f"{i}.png")
+    (tmp_path / "sushi" / "notes.txt").write_text("not an image")
+    spec = models.resolve(name="tiny-dinov2")
+    it = data.batches(task=spec.task, config=spec.config, batch_size=3, seq_len=0, image_size=32,
+                      dataset=str(tmp_path), rank=0, world=1, device="cpu")
+    b = next(it)
+    assert b["pixel_values"].shape == (3, 3, 32, 32)
+    assert b["labels"].tolist() == [0, 0, 0]
+    # red, normalised with the ImageNet mean and std
+    assert float(b["pixel_values"][0, 0, 0, 0]) == pytest.approx((1 - 0.485) / 0.229, rel=1e-5)
+    assert float(b["pixel_values"][0, 2, 0, 0]) == pytest.approx((0 - 0.406) / 0.225, rel=1e-5)
+    assert next(it)["labels"].tolist() == [1, 1, 1]
+
+
+def test_text_dataset_is_byte_tokens(tmp_path):
+    (tmp_path / "a.txt").write_bytes(bytes(range(64)))
+    spec = models.resolve(name="tiny-mistral")
+    b = next(data.batches(task=spec.task, config=spec.config, batch_size=2, seq_len=16, image_size=0,
+                          dataset=str(tmp_path), rank=1, world=2, device="cpu"))
+    # 4 windows of 16; rank 1 of 2 takes windows 1 and 3
+    assert b["input_ids"][:, 0].tolist() == [16, 48]
+    with pytest.raises(ValueError, match="64 tokens in \\*.txt/\\*.npy make no window of --seq-len 100"):
+        next(data.batches(task=spec.task, config=spec.config, batch_size=2, seq_len=100, image_size=0,
+                          dataset=str(tmp_path), rank=0, world=1, device="cpu"))
+
+
+TRAIN_OPTIONS = {"--strategy", "--model", "--model-config", "--model-path", "--gpus", "--device", "--nprocs",
+                 "--steps", "--warmup-steps", "--batch-size", "--seq-len", "--image-size", "--lr", "--dataset",
+                 "--fabric", "--out", "--nnodes", "--node-rank", "--master-addr", "--master-port", "--timeout",
+                 "--json", "--list"}
+
+
+def test_train_surface_is_frozen():
+    from fabricbench.cli.train import train
+
+    assert {o for p in train.params for o in p.opts} == TRAIN_OPTIONS, "options changed: update on purpose"
+
+
+@pytest.mark.parametrize("args, msg", [
+    (["--device", "cpu", "--model", "tiny-mistral", "--strategy", "zero4"], "Error: unknown strategy 'zero4'"),
+    (["--device", "cpu", "--model", "tiny-mistral", "--steps", "4", "--warmup-steps", "3"],
+     "Error: --steps 4 with --warmup-steps 3 leaves 1 timed step(s)"),
+    (["--device", "cpu", "--model", "nope"], "Error: unknown model 'nope'"),
+    (["--device", "cpu", "--model", "tiny-mistral", "--fabric", "warp-drive"], "Error: unknown fabric"),
+])
+def test_train_errors_are_one_line_exit_2(args, msg, capsys):
+    from fabricbench.cli import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["train", *args])
+    assert e.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(msg) and "\n" not in err
+
+
+def test_train_list(capsys):
+    from fabricbench.cli import main
+
+    main(["train", "--list"])
+    out = capsys.readouterr().out.splitlines()
+    assert [line.split()[1] for line in out if line.startswith("strategy")] == ["ddp", "zero1", "zero2", "zero3",
+                                                                                 "fsdp"]
+    assert "mistral-7b" in {line.split()[1] for line in out if line.startswith("model")}
+
+
+def test_launch_command_passes_rendezvous_through(tmp_path):
+    from fabricbench.training.launch import TrainConfig, launch_command, worker_env
+
+    cfg = TrainConfig(strategies=["ddp"], model="tiny-mistral", device="cuda", gpus=(2, 3), nnodes=2,
+                      node_rank=1, master_addr="10.0.0.1", master_port=29555)
+    cmd = launch_command(cfg, tmp_path / "spec.json")
+    assert cmd[1:3] == ["-m", "torch.distributed.run"]
+    assert {"--nproc-per-node=2", "--nnodes=2", "--node-rank=1", "--master-addr=10.0.0.1",
+            "--master-port=29555"} <= set(cmd)
+    assert cfg.world_size == 4
+    assert worker_env(cfg)["CUDA_VISIBLE_DEVICES"] == "2,3"
+    cpu = TrainConfig(strategies=["zero1"], model="tiny-mistral", device="cpu", nprocs=2)
+    env = worker_env(cpu)
+    assert (env["DS_ACCELERATOR"], env["CUDA_VISIBLE_DEVICES"]) == ("cpu", "")
+    json.dumps(env)  # plain strings only
