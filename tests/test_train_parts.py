@@ -124,3 +124,48 @@ def test_launch_command_passes_rendezvous_through(tmp_path):
     env = worker_env(cpu)
     assert (env["DS_ACCELERATOR"], env["CUDA_VISIBLE_DEVICES"]) == ("cpu", "")
     json.dumps(env)  # plain strings only
+
+
+def test_model_config_and_model_path(tmp_path):
+    cfg_file = tmp_path / "vit.json"
+    cfg_file.write_text(json.dumps({"model_type": "dinov2", "hidden_size": 32, "num_hidden_layers": 1,
+                                    "num_attention_heads": 2, "image_size": 16, "patch_size": 8,
+                                    "num_labels": 5, "architectures": ["Dinov2ForImageClassification"]}))
+    spec = models.resolve(config_file=str(cfg_file))
+    assert (spec.name, spec.task, spec.config.num_labels) == ("vit", models.IMAGE_CLS, 5)
+    m = models.build(spec)
+    assert type(m).__name__ == "Dinov2ForImageClassification"
+    m.save_pretrained(tmp_path / "weights")
+    local = models.resolve(path=str(tmp_path / "weights"))
+    loaded = models.build(local)
+    first = next(iter(m.state_dict()))
+    assert (loaded.state_dict()[first] == m.state_dict()[first]).all()  # the saved weights, not fresh ones
+    assert models.count_params(local) == sum(p.numel() for p in m.parameters())
+    with pytest.raises(ValueError, match="no \"model_type\" field"):
+        (tmp_path / "bad.json").write_text("{}")
+        models.resolve(config_file=str(tmp_path / "bad.json"))
+
+
+def test_cli_trains_on_an_image_folder(tmp_path, capsys):
+    """`fabricbench train` end to end: 2 gloo processes, FSDP, a local dataset, --out and --json."""
+    from PIL import Image
+
+    from fabricbench.cli import main
+    from fabricbench.results import read_results
+
+    rng = __import__("random").Random(7)
+    for cls in ("a", "b", "c"):
+        (tmp_path / "data" / cls).mkdir(parents=True)
+        for i in range(4):
+            Image.new("RGB", (32, 32), tuple(rng.randrange(256) for _ in range(3))).save(
+                tmp_path / "data" / cls / f"{i}.png")
+    out = tmp_path / "t.jsonl"
+    main(["train", "--strategy", "fsdp", "--model", "tiny-dinov2", "--device", "cpu", "--nprocs", "2",
+          "--steps", "5", "--warmup-steps", "2", "--batch-size", "6", "--image-size", "32", "--lr", "1e-3",
+          "--dataset", str(tmp_path / "data"), "--out", str(out), "--json"])
+    printed = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    (rec,) = list(read_results(out, kind="train"))
+    assert rec["run_id"] == printed["run_id"]
+    assert (rec["status"], rec["engine"], rec["world_size"]) == ("ok", "fsdp", 2), rec["message"]
+    assert rec["dataset"] == str(tmp_path / "data") and rec["image_size"] == 32 and rec["seq_len"] is None
+    assert rec["last_loss"] < rec["first_loss"]
