@@ -55,14 +55,20 @@ def main() -> int:
     writer = ResultWriter(args.out)
     common = dict(gpus=args.gpus, ops=args.ops, sizes=args.sizes, iters=args.iters, warmup=5)
     ngpus = len(make_config(**common).gpus)
-    native = run_sweep(make_config(engine="native", **common), writer=writer)
+    # Both placements on the native side: torch.distributed's all_reduce and broadcast are in-place only,
+    # so those rows compare against the native engine's in-place run (on one rank both are no-ops).
+    native = run_sweep(make_config(engine="native", inplace="both", **common), writer=writer)
     graph = run_sweep(make_config(engine="native", graph=True, **{**common, "sizes": "8,1K,64K"}), writer=writer)
     torch_cfg = make_config(engine="torch", backend="nccl", nprocs=ngpus if ngpus > 1 else None, **common)
     torch_res = run_sweep(torch_cfg, writer=writer)
     writer.close()
 
-    by = lambda rs: {(r.op, r.bytes): r for r in rs if r.time_us is not None}  # noqa: E731
-    n, t, g = by(native), by(torch_res), by(graph)
+    def by(rs, inplace=False):
+        return {(r.op, r.bytes): r for r in rs if r.time_us is not None and r.inplace == inplace}
+
+    n, n_in, g = by(native), by(native, True), by(graph)
+    t = {(r.op, r.bytes): r for r in torch_res if r.time_us is not None}
+    torch_inplace = {op for (op, _), r in t.items() if r.extra.get("torch_inplace")}
     sizes = sorted({b for _, b in n})
     nt: dict[tuple[str, int], float] = {}
     if args.nccl_tests:
@@ -73,14 +79,15 @@ def main() -> int:
             for size, us in nccl_tests(args.nccl_tests, op, make_config(**common).gpus, min(sizes), max(sizes),
                                        args.iters).items():
                 nt[(op, size)] = us
-    hdr = f"{'op':15s} {'size':>6s} {'native us':>11s} {'graph us':>9s} {'torch us':>11s} {'torch/nat':>9s}"
+    hdr = f"{'op':15s} {'place':5s} {'size':>6s} {'native us':>11s} {'graph(out)':>10s} {'torch us':>11s} {'torch/nat':>9s}"
     hdr += f" {'nccl-tests us':>13s} {'nt/nat':>7s}" if nt else ""
     hdr += f" {'native algbw':>12s} {'torch algbw':>11s}"
     print(hdr)
-    for (op, size), r in sorted(n.items(), key=lambda kv: (kv[0][0], kv[0][1])):
+    for (op, size), r_out in sorted(n.items(), key=lambda kv: (kv[0][0], kv[0][1])):
         tr = t.get((op, size))
+        r = n_in.get((op, size), r_out) if op in torch_inplace else r_out
         gr = g.get((op, size))
-        line = (f"{op:15s} {format_size(size):>6s} {r.time_us:11.2f} {gr.time_us if gr else float('nan'):9.2f} "
+        line = (f"{op:15s} {'in' if r.inplace else 'out':5s} {format_size(size):>6s} {r.time_us:11.2f} {gr.time_us if gr else float('nan'):10.2f} "
                 f"{tr.time_us if tr else float('nan'):11.2f} "
                 f"{(tr.time_us / r.time_us) if tr else float('nan'):9.2f}")
         if nt:
@@ -89,6 +96,7 @@ def main() -> int:
         line += f" {r.algbw_gbps:12.1f} {tr.algbw_gbps if tr else float('nan'):11.1f}"
         print(line)
     summary = {}
+    print("torch.distributed has no out-of-place all_reduce/broadcast: those rows pair with native in-place")
     ar8 = n.get(("all_reduce", 8))
     ar8g = g.get(("all_reduce", 8))
     big = n.get(("all_reduce", 8 << 30))

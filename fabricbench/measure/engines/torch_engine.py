@@ -29,6 +29,7 @@ TORCH_DTYPES = {"float32": "float32", "bfloat16": "bfloat16", "float16": "float1
 ROTATE_TARGET_BYTES = 128 << 20  # rotate buffer sets until they span this much: past any L2 / LLC
 MAX_ROTATE = 16
 CHUNK = 200  # iterations queued behind one device sleep
+SLEEP_CYCLES_PER_ITER = 100_000  # GPU clock cycles (~50 us at ~2 GHz) of stream hold per queued iteration
 
 
 def default_backend() -> str:
@@ -169,7 +170,9 @@ class TorchSession:
             n = min(CHUNK, case.iters - done)
             events = [torch.cuda.Event(enable_timing=True) for _ in range(n + 1)]
             self.dist.barrier()
-            torch.cuda._sleep(int(2e6))  # ~1 ms of device spin while the host queues n iterations
+            # Hold the stream while the host queues n iterations (~20-40 us of launch each through
+            # c10d), so that launch gaps stay out of device time: ~50 us of spin per iteration.
+            torch.cuda._sleep(int(max(2e6, n * SLEEP_CYCLES_PER_ITER)))
             events[0].record()
             for i in range(n):
                 s, r = sets[(done + i) % k]
