@@ -5,6 +5,8 @@ The end-to-end matrix is data (MATRIX); each model runs its strategies once (mod
 same launcher as `fabricbench train --device cpu`, and the assertions are parametrized over it.
 """
 
+import importlib.util
+
 import pytest
 
 from fabricbench.results import ResultWriter
@@ -18,7 +20,10 @@ MATRIX = {
     "tiny-mistral": ["ddp", "zero1", "zero2", "zero3", "fsdp"],
     "tiny-dinov2": ["ddp", "zero3", "fsdp"],
 }
-CASES = [(m, s) for m, names in MATRIX.items() for s in names]
+HAS_DEEPSPEED = importlib.util.find_spec("deepspeed") is not None  # the optional [train] extra
+CASES = [pytest.param(m, s, marks=pytest.mark.skipif(
+    STRATEGIES.get(s).engine == "deepspeed" and not HAS_DEEPSPEED, reason="DeepSpeed is not installed"))
+    for m, names in MATRIX.items() for s in names]
 
 
 def _config(model, strategies, **kw):
@@ -77,6 +82,7 @@ def test_bytes_held_per_rank(runs, model, strategy):
         assert psi <= sum(h["params_numel"] for h in rec["holdings"]) <= 1.03 * psi
 
 
+@pytest.mark.skipif(not HAS_DEEPSPEED, reason="DeepSpeed is not installed")
 def test_sharding_order_along_the_dial(runs):
     held = {s: runs[("tiny-mistral", s)]["holdings"][0] for s in MATRIX["tiny-mistral"]}
     total = {s: h["params_bytes"] + h["grads_bytes"] + h["optimizer_bytes"] + h["master_bytes"]
@@ -178,3 +184,15 @@ def test_models_resolve_and_freeze():
         "Dinov2Layer" in models.block_class_names(m, None)
     with pytest.raises(ValueError, match="name exactly one of"):
         models.resolve(name="tiny-dinov2", config_file="x.json")
+
+
+def test_missing_deepspeed_is_waived_not_launched(monkeypatch):
+    import importlib.util as iu
+
+    real = iu.find_spec
+    monkeypatch.setattr(iu, "find_spec", lambda name, *a: None if name == "deepspeed" else real(name, *a))
+    resolved = models.resolve(name="tiny-mistral")
+    body = launch.run_strategy(_config("tiny-mistral", ["zero2"]), "zero2", resolved, 106_816)
+    assert body["status"] == "waived"
+    assert body["message"] == "waived: DeepSpeed is not installed (pip install 'fabricbench[train]')"
+    assert body["estimate"]["total_bytes"] == est.model_states(psi=106_816, num_gpus=2)["zero2"]["total_bytes"]

@@ -89,6 +89,8 @@ def train(strategy, model, model_config, model_path, gpus, device, nprocs, steps
             raise UsageError("no CUDA GPU is visible here; train on CPU with --device cpu --nprocs 2")
         gpu_list = parse_gpus(gpus) if gpus else tuple(range(visible))
         check_visible(gpu_list, visible, gpus)
+        if click.get_current_context().get_parameter_source("nprocs").name != "DEFAULT":
+            click.echo("warning: --nprocs is ignored with --device cuda (one process per --gpus entry)", err=True)
     elif gpus:
         click.echo("warning: --gpus is ignored with --device cpu (use --nprocs)", err=True)
     config = TrainConfig(strategies=names, model=model, model_config=model_config, model_path=model_path,
