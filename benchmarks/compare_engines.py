@@ -17,8 +17,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from fabricbench.measure.api import make_config
-from fabricbench.measure.runner import run_sweep
+from fabricbench.measuring.api import make_config
+from fabricbench.measuring.runner import run_sweep
 from fabricbench.results.writer import ResultWriter
 from fabricbench.sizes import format_size
 

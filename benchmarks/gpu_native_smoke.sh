@@ -9,7 +9,7 @@ python3 -m pip install -q --no-build-isolation --no-deps -e . 2>&1 | tail -3 | t
 python3 - <<'PY' 2>&1 | tee "$OUT/smoke.json"
 import json, os, statistics
 import fabricbench._engine as e
-from fabricbench.measure.nccl_lib import resolve_nccl_library
+from fabricbench.measuring.nccl_lib import resolve_nccl_library
 path = resolve_nccl_library(None)
 lib = e.load_nccl(path)
 c = e.Communicator.single_process(path, [0], 120.0)

@@ -1,5 +1,5 @@
 // fabricbench._engine: the compiled measurement core (NCCL loaded at run time, CUDA runtime linked
-// statically, so it imports on a machine with no driver). Private; fabricbench/measure/engines/native.py
+// statically, so it imports on a machine with no driver). Private; fabricbench/measuring/engines/native.py
 // is its one user, and fabricbench/_engine.pyi documents it.
 #include <pybind11/pybind11.h>
 

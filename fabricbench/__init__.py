@@ -15,14 +15,14 @@ from typing import Any
 __version__ = "0.1.0"
 
 _LAZY = {
-    "measure": "fabricbench.measure.api",
-    "sweep": "fabricbench.measure.api",
-    "to_dataframe": "fabricbench.measure.api",
-    "SweepConfig": "fabricbench.measure.config",
+    "measure": "fabricbench.measuring.api",
+    "sweep": "fabricbench.measuring.api",
+    "to_dataframe": "fabricbench.measuring.api",
+    "SweepConfig": "fabricbench.measuring.config",
     "SizeSweep": "fabricbench.sizes",
     "CollectiveResult": "fabricbench.results.schema",
     "COLLECTIVES": "fabricbench.collectives",
-    "ENGINES": "fabricbench.measure.engines",
+    "ENGINES": "fabricbench.measuring.engines",
     "read_results": "fabricbench.results.writer",
 }
 

@@ -1,5 +1,5 @@
 """Stubs of fabricbench._engine, the compiled measurement core (csrc/). Private: use it through
-fabricbench/measure/engines/native.py. Errors arrive as fabricbench.errors classes: CudaError, NcclError,
+fabricbench/measuring/engines/native.py. Errors arrive as fabricbench.errors classes: CudaError, NcclError,
 CollectiveTimeout, else FabricbenchError; bad arguments as ValueError."""
 
 from typing import Callable, Literal, TypedDict

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from fabricbench import errors
-from fabricbench.measure import nccl_lib
-from fabricbench.measure.config import SweepConfig
-from fabricbench.measure.nccl_lib import ENV_VAR, resolve_nccl_library
+from fabricbench.measuring import nccl_lib
+from fabricbench.measuring.config import SweepConfig
+from fabricbench.measuring.nccl_lib import ENV_VAR, resolve_nccl_library
 
 BUILT = importlib.util.find_spec("fabricbench._engine") is not None
 needs_ext = pytest.mark.skipif(not BUILT, reason="fabricbench._engine not built (no CUDA toolkit at install time)")
@@ -150,7 +150,7 @@ def test_wheel_library_finds_each_nvidia_namespace_layout(layout, tmp_path, monk
 def test_native_session_without_gpu_names_the_torch_engine(engine):
     if engine.runtime_info()["device_count"]:
         pytest.skip("a GPU is visible here")
-    from fabricbench.measure.engines.native import open_session
+    from fabricbench.measuring.engines.native import open_session
 
     with pytest.raises(errors.EngineUnavailable, match="--engine torch"):
         open_session(SweepConfig(), None)
@@ -158,5 +158,5 @@ def test_native_session_without_gpu_names_the_torch_engine(engine):
 
 def test_native_module_imports_without_the_extension():
     # The engine module never imports the extension at import time.
-    mod = importlib.import_module("fabricbench.measure.engines.native")
+    mod = importlib.import_module("fabricbench.measuring.engines.native")
     assert "--engine torch" in mod.NOT_BUILT and "--engine torch" in mod.NO_GPU

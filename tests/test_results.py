@@ -5,9 +5,9 @@ import json
 import pytest
 
 from fabricbench.errors import UsageError
-from fabricbench.measure.config import SweepConfig
-from fabricbench.measure.plan import build_plan, check_fits
-from fabricbench.measure.runner import make_result
+from fabricbench.measuring.config import SweepConfig
+from fabricbench.measuring.plan import build_plan, check_fits
+from fabricbench.measuring.runner import make_result
 from fabricbench.results.context import allowed_env
 from fabricbench.results.writer import ResultWriter, read_results
 from fabricbench.sizes import SizeSweep

@@ -9,8 +9,8 @@ import sys
 import pytest
 
 from fabricbench.collectives import COLLECTIVES
-from fabricbench.measure.api import make_config
-from fabricbench.measure.runner import run_sweep
+from fabricbench.measuring.api import make_config
+from fabricbench.measuring.runner import run_sweep
 from fabricbench.results.writer import ResultWriter, read_results
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all")
@@ -61,8 +61,8 @@ def test_records_are_in_the_file_in_the_common_schema(gloo_results):
 
 def test_check_catches_a_wrong_result():
     """A collective whose expectation is off by one must report every element wrong."""
-    from fabricbench.measure.engines.torch_engine import TorchSession
-    from fabricbench.measure.plan import build_plan
+    from fabricbench.measuring.engines.torch_engine import TorchSession
+    from fabricbench.measuring.plan import build_plan
 
     config = make_config(engine="torch", backend="gloo", ops=["all_reduce"], sizes="4K", check=True)
     session = TorchSession(config, None)
@@ -133,3 +133,16 @@ def test_json_output_is_one_object_per_line(tmp_path):
     assert proc.returncode == 0, proc.stderr
     lines = [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
     assert len(lines) == 1 and lines[0]["op"] == "reduce_scatter" and lines[0]["bytes"] == 8192
+
+
+def test_library_api_measure_sweep_dataframe():
+    import fabricbench
+
+    r = fabricbench.measure("all_gather", "64K", engine="torch", backend="gloo", nprocs=2, check=True, iters=3)
+    assert isinstance(r, fabricbench.CollectiveResult) and r.op == "all_gather" and r.bytes == 65536
+    assert r.wrong == 0 and r.to_dict()["schema"] == "fabricbench/1"
+    rows = fabricbench.sweep(engine="torch", backend="gloo", nprocs=2, sizes="1K,4K", ops="all_reduce", iters=3)
+    assert [x.bytes for x in rows] == [1024, 4096]
+    pd = pytest.importorskip("pandas")
+    df = fabricbench.to_dataframe(rows)
+    assert isinstance(df, pd.DataFrame) and list(df["bytes"]) == [1024, 4096]

@@ -33,7 +33,7 @@ def compare(fabric_list, gpus, ops, sizes, nprocs, dtype, iters, warmup, engine,
     from fabricbench.fabrics.child import run_child
     from fabricbench.fabrics.study import SweepOptions, adopt, check_plot_path, open_output
     from fabricbench.gpus import parse_gpus
-    from fabricbench.measure.runner import new_run_id
+    from fabricbench.measuring.runner import new_run_id
 
     fabrics = parse_fabric_list(fabric_list)
     gpu_t = parse_gpus(gpus) if gpus is not None else None

@@ -29,7 +29,7 @@ def p2p(gpus, size, iters, warmup, no_host, no_peer, out_path, as_json, plot_pat
     from fabricbench.fabrics.copy import engine, matrix, measure_all
     from fabricbench.fabrics.study import check_plot_path, open_output
     from fabricbench.gpus import check_visible, parse_gpus, visible_gpu_count
-    from fabricbench.measure.runner import new_run_id
+    from fabricbench.measuring.runner import new_run_id
     from fabricbench.results.schema import header
     from fabricbench.sizes import format_size, parse_size
 

@@ -58,7 +58,7 @@ def scaling(gpus, counts, ops, sizes, fabric_spec, topo_file, dtype, iters, warm
     from fabricbench.fabrics.child import run_child
     from fabricbench.fabrics.study import SweepOptions, adopt, check_plot_path, open_output
     from fabricbench.gpus import parse_gpus
-    from fabricbench.measure.runner import new_run_id
+    from fabricbench.measuring.runner import new_run_id
     from fabricbench.topology import cuda_to_nvml, read_topology
     from fabricbench.topology.placement import scaling_sets
 

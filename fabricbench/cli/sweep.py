@@ -4,8 +4,8 @@
     fabricbench sweep --engine torch --backend gloo --nprocs 2 --sizes 1K-1M    (no GPU)
     fabricbench sweep --dry-run                                                  (the expanded plan)
 
-This module only maps flags onto SweepConfig (fabricbench/measure/config.py); validation lives in
-fabricbench/measure/api.py and the measuring in fabricbench/measure/runner.py.
+This module only maps flags onto SweepConfig (fabricbench/measuring/config.py); validation lives in
+fabricbench/measuring/api.py and the measuring in fabricbench/measuring/runner.py.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def sweep(gpus, ops, sizes, dtype, iters, warmup, adaptive, max_iters, mode, gra
           backend, nprocs, timeout_s, nccl_lib, fabric, seed, out_path, as_json, csv_path, dry_run, quiet,
           list_ops):
     """Time NCCL collectives over a GPU set and a range of sizes (nccl-tests' algbw and busbw)."""
-    from fabricbench.measure.api import make_config
+    from fabricbench.measuring.api import make_config
 
     if list_ops:
         _list_ops()
@@ -117,7 +117,7 @@ def _list_ops() -> None:
 
 
 def _print_plan(config) -> None:
-    from fabricbench.measure.plan import build_plan
+    from fabricbench.measuring.plan import build_plan
     from fabricbench.sizes import format_size
 
     n = _nranks(config)
@@ -139,8 +139,8 @@ def _print_plan(config) -> None:
 
 def _run(config, *, out_path, as_json, csv_path, quiet) -> None:
     from fabricbench.errors import CheckFailed
-    from fabricbench.measure.plan import build_plan
-    from fabricbench.measure.runner import new_run_id, run_sweep
+    from fabricbench.measuring.plan import build_plan
+    from fabricbench.measuring.runner import new_run_id, run_sweep
     from fabricbench.report.table import CsvSink, SweepTable
     from fabricbench.results.schema import header
     from fabricbench.results.writer import ResultWriter

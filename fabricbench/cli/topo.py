@@ -37,7 +37,7 @@ def select(topo, gpus: str | None):
 @click.option("--out", "out_path", default=None, help="Append the topology record to this JSONL file.")
 def topo(gpus, as_json, from_file, out_path):
     """Show GPU links, NVLink islands, and which GPU sets stay on NVLink."""
-    from fabricbench.measure.runner import new_run_id
+    from fabricbench.measuring.runner import new_run_id
     from fabricbench.results.writer import ResultWriter
     from fabricbench.topology import snapshot_record
 

@@ -29,7 +29,7 @@ class SweepOptions:
 
     def validate(self, gpus: tuple[int, ...] | None) -> None:
         """The checks the sweep would make, made before any child starts."""
-        from fabricbench.measure.api import make_config
+        from fabricbench.measuring.api import make_config
 
         make_config(gpus=gpus, ops=self.ops, sizes=self.sizes, dtype=self.dtype, iters=self.iters,
                     warmup=self.warmup, engine=self.engine, backend=self.backend, nprocs=self.nprocs,

@@ -16,10 +16,10 @@ import pytest
 from fabricbench import errors
 from fabricbench.collectives import COLLECTIVES
 from fabricbench.dtypes import elem_size
-from fabricbench.measure.config import SweepConfig
-from fabricbench.measure.engines.native import open_session
-from fabricbench.measure.nccl_lib import resolve_nccl_library
-from fabricbench.measure.session import Case
+from fabricbench.measuring.config import SweepConfig
+from fabricbench.measuring.engines.native import open_session
+from fabricbench.measuring.nccl_lib import resolve_nccl_library
+from fabricbench.measuring.session import Case
 
 pytestmark = pytest.mark.gpu(1)
 
@@ -154,7 +154,7 @@ def test_devices_report(engine):
 CTRL_C = """
 import os, signal, sys, threading, time
 import fabricbench._engine as e
-from fabricbench.measure.nccl_lib import resolve_nccl_library
+from fabricbench.measuring.nccl_lib import resolve_nccl_library
 path = resolve_nccl_library(None)
 uid = e.unique_id(path)
 threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT)).start()

@@ -3,8 +3,8 @@
     fabricbench sweep --engine native --gpus 0-7      (one process drives all GPUs)
     torchrun --nproc-per-node 8 -m fabricbench sweep  (one rank per process; each opens its own Session)
 
-An engine module (fabricbench/measure/engines/<name>.py) provides `open_session(config, dist)`; the runner
-(fabricbench/measure/runner.py) turns each Timing into a Result with the shared statistics and the
+An engine module (fabricbench/measuring/engines/<name>.py) provides `open_session(config, dist)`; the runner
+(fabricbench/measuring/runner.py) turns each Timing into a Result with the shared statistics and the
 bandwidth formulas of fabricbench/collectives. Engines never compute bandwidth themselves.
 """
 

@@ -1,7 +1,7 @@
 """Running a sweep: open a Session, time each Case, turn Timings into CollectiveResults.
 
     fabricbench sweep ...                 -> run_sweep() in this process (native: one process, all GPUs)
-    fabricbench sweep --nprocs 4 ...      -> run_sweep() starts 4 local ranks (fabricbench/measure/launch.py)
+    fabricbench sweep --nprocs 4 ...      -> run_sweep() starts 4 local ranks (fabricbench/measuring/launch.py)
     torchrun ... -m fabricbench sweep     -> every rank runs run_rank(); rank 0 writes
 
 Only rank 0 emits records. Per iteration the slowest rank's time is kept (stats.combine_slowest), wrong
@@ -18,11 +18,11 @@ from typing import Any, Callable
 
 from fabricbench.collectives import COLLECTIVES
 from fabricbench.errors import CollectiveTimeout, UsageError
-from fabricbench.measure.config import SweepConfig
-from fabricbench.measure.engines import ENGINES
-from fabricbench.measure.plan import PlanItem, build_plan, check_fits
-from fabricbench.measure.session import Case, DistContext, Session, Timing
-from fabricbench.measure.stats import combine_slowest, summarize
+from fabricbench.measuring.config import SweepConfig
+from fabricbench.measuring.engines import ENGINES
+from fabricbench.measuring.plan import PlanItem, build_plan, check_fits
+from fabricbench.measuring.session import Case, DistContext, Session, Timing
+from fabricbench.measuring.stats import combine_slowest, summarize
 from fabricbench.results.schema import CollectiveResult, header
 
 Emit = Callable[[dict[str, Any]], None]
@@ -182,7 +182,7 @@ def run_sweep(config: SweepConfig, *, writer=None, on_result: Callable[[Collecti
             on_result(res)
 
     if config.nprocs:
-        from fabricbench.measure.launch import launch_local
+        from fabricbench.measuring.launch import launch_local
 
         launch_local(config, emit, run_id=run_id, seed=seed)
     else:

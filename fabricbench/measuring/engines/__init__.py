@@ -3,7 +3,7 @@
     fabricbench sweep --engine native      (compiled core, NCCL loaded at run time)
     fabricbench sweep --engine torch       (torch.distributed: nccl or gloo)
 
-Each module provides `open_session(config, dist) -> Session` (fabricbench/measure/session.py) and is
+Each module provides `open_session(config, dist) -> Session` (fabricbench/measuring/session.py) and is
 imported only when a sweep uses it, so `import fabricbench` stays free of torch and CUDA.
 """
 
@@ -27,8 +27,8 @@ class EngineSpec:
 
 ENGINES: Registry[EngineSpec] = Registry("engine")
 ENGINES.register("native", EngineSpec(
-    name="native", module="fabricbench.measure.engines.native",
+    name="native", module="fabricbench.measuring.engines.native",
     description="compiled C++/CUDA core: one process drives any GPU list, CUDA-event timing per GPU"))
 ENGINES.register("torch", EngineSpec(
-    name="torch", module="fabricbench.measure.engines.torch_engine",
+    name="torch", module="fabricbench.measuring.engines.torch_engine",
     description="torch.distributed (nccl or gloo): what a PyTorch user measures; runs without a GPU"))

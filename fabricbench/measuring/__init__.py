@@ -9,7 +9,7 @@ from typing import Any
 
 
 def run_sweep(config, **kwargs: Any):
-    """See fabricbench.measure.runner.run_sweep (imported lazily: it pulls in no engine until it runs)."""
-    from fabricbench.measure.runner import run_sweep as _run
+    """See fabricbench.measuring.runner.run_sweep (imported lazily: it pulls in no engine until it runs)."""
+    from fabricbench.measuring.runner import run_sweep as _run
 
     return _run(config, **kwargs)

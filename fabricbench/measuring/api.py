@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Iterable
 
-from fabricbench.measure.config import SweepConfig
+from fabricbench.measuring.config import SweepConfig
 from fabricbench.results.schema import CollectiveResult
 from fabricbench.sizes import SizeSweep, format_size, parse_size
 
@@ -57,7 +57,7 @@ def make_config(**fields: Any) -> SweepConfig:
 def validate(config: SweepConfig) -> None:
     """Everything that can be checked before a GPU is touched; the message says what to do."""
     from fabricbench.errors import UsageError
-    from fabricbench.measure.engines import ENGINES
+    from fabricbench.measuring.engines import ENGINES
 
     ENGINES.get(config.engine)
     if config.iters <= 0:
@@ -91,7 +91,7 @@ def _check_nccl_lib(path: str) -> None:
     import importlib.util
 
     from fabricbench.errors import NcclError, UsageError
-    from fabricbench.measure.nccl_lib import resolve_nccl_library
+    from fabricbench.measuring.nccl_lib import resolve_nccl_library
 
     resolved = resolve_nccl_library(path)
     if importlib.util.find_spec("fabricbench._engine") is None:
@@ -104,7 +104,7 @@ def _check_nccl_lib(path: str) -> None:
 
 def sweep(*, out: str | None = None, **fields: Any) -> list[CollectiveResult]:
     """Run a sweep (fields as SweepConfig, friendly types allowed) and return its results."""
-    from fabricbench.measure.runner import run_sweep
+    from fabricbench.measuring.runner import run_sweep
     from fabricbench.results.writer import ResultWriter
 
     config = make_config(**fields)

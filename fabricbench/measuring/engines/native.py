@@ -16,9 +16,9 @@ import itertools
 from typing import Any
 
 from fabricbench.errors import EngineUnavailable
-from fabricbench.measure.config import SweepConfig
-from fabricbench.measure.nccl_lib import resolve_nccl_library
-from fabricbench.measure.session import Case, DistContext, Timing
+from fabricbench.measuring.config import SweepConfig
+from fabricbench.measuring.nccl_lib import resolve_nccl_library
+from fabricbench.measuring.session import Case, DistContext, Timing
 
 NOT_BUILT = ("the native engine was not built (no CUDA toolkit at install time); install the CUDA toolkit "
              "and reinstall with `pip install -e .`, or use --engine torch")

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 from fabricbench import dtypes
 from fabricbench.collectives import COLLECTIVES
-from fabricbench.measure.config import SweepConfig
-from fabricbench.measure.session import Case
+from fabricbench.measuring.config import SweepConfig
+from fabricbench.measuring.session import Case
 from fabricbench.sizes import format_size
 
 

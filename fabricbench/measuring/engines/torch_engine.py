@@ -20,9 +20,9 @@ from typing import Any
 
 from fabricbench.collectives import COLLECTIVES
 from fabricbench.errors import EngineUnavailable, UsageError
-from fabricbench.measure.check import count_wrong, input_values
-from fabricbench.measure.config import SweepConfig
-from fabricbench.measure.session import Case, DistContext, Timing
+from fabricbench.measuring.check import count_wrong, input_values
+from fabricbench.measuring.config import SweepConfig
+from fabricbench.measuring.session import Case, DistContext, Timing
 
 TORCH_DTYPES = {"float32": "float32", "bfloat16": "bfloat16", "float16": "float16", "float64": "float64",
                 "int32": "int32", "int8": "int8", "uint8": "uint8"}

@@ -19,7 +19,7 @@ import traceback
 from typing import Any, Callable
 
 from fabricbench import errors
-from fabricbench.measure.config import SweepConfig
+from fabricbench.measuring.config import SweepConfig
 
 SILENCE_GRACE_S = 120.0  # beyond --timeout: start-up, imports and communicator creation
 
@@ -36,8 +36,8 @@ def _rank_main(config: SweepConfig, rank: int, nprocs: int, port: int, q, run_id
 
         import torch.distributed as tdist
 
-        from fabricbench.measure.runner import run_rank
-        from fabricbench.measure.session import DistContext
+        from fabricbench.measuring.runner import run_rank
+        from fabricbench.measuring.session import DistContext
 
         store = tdist.TCPStore("127.0.0.1", port, None, False,
                                timeout=datetime.timedelta(seconds=config.timeout_s + SILENCE_GRACE_S))
