@@ -112,7 +112,7 @@ def main() -> int:
         print(f"target {k}: {v:.2f} ({'<=' if not k.startswith('algbw') else '>='} {target}) "
               f"{'PASS' if ok else 'MISS'}")
     print(json.dumps({"gpus": args.gpus, "summary": summary,
-                      "torch_8B_us": t.get(("all_reduce", 8)).time_us if t.get(("all_reduce", 8)) else None}))
+                      "torch_all_gather_8B_us": t.get(("all_gather", 8)).time_us if t.get(("all_gather", 8)) else None}))
     return 0
 
 
