@@ -53,17 +53,14 @@ class DistContext:
     local_rank: int
     store: Any  # a torch.distributed Store shared by all ranks (ids, barriers, gathering timings)
 
-    def barrier(self, key: str) -> None:
-        """All ranks arrive before any leaves; uses the store, so it works before any communicator."""
-        self.store.add(f"{key}/arrived", 1)
-        self.store.wait([f"{key}/go"]) if self.rank else self._release(key)
-
-    def _release(self, key: str) -> None:
+    def barrier(self, key: str, poll_s: float = 0.0005) -> None:
+        """All ranks arrive before any leaves. Uses the store, so it works before any communicator exists;
+        `key` must be new for every barrier (callers number them)."""
         import time
 
+        self.store.add(f"{key}/arrived", 1)
         while int(self.store.add(f"{key}/arrived", 0)) < self.world_size:
-            time.sleep(0.0005)
-        self.store.set(f"{key}/go", b"1")
+            time.sleep(poll_s)
 
 
 class Session(Protocol):
