@@ -94,7 +94,7 @@ class SweepTable:
         if self._live is not None:
             self._live.update(self._table())
             self._live.stop()
-        else:
+        elif self.rows:  # a run that failed before its first result prints its error alone
             self.console.print(self._table())
         for n in self.notes:
             self.console.print(f"[dim]note: {n}[/dim]")
