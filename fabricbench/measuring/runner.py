@@ -10,6 +10,7 @@ elements are summed over ranks, and bandwidth comes from the collective's own fo
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import random
@@ -108,13 +109,11 @@ def _measure(session: Session, case: Case, config: SweepConfig, gather: _Gather,
         if more == 0:
             break
         rounds += 1
-        extra_case = Case(**{**case.__dict__, "iters": more, "warmup": 0, "check": False})
-        t = session.measure(extra_case)
+        t = session.measure(dataclasses.replace(case, iters=more, warmup=0, check=False))
         more_times, _ = gather.combine(f"{key}/{rounds}", t)
         times = times + more_times
     extra["adaptive_target"] = config.adaptive
-    extra["adaptive_converged"] = bool(summarize(times).ci95_rel is not None
-                                       and summarize(times).ci95_rel <= config.adaptive)
+    extra["adaptive_converged"] = enough
     return times, wrong, extra
 
 
