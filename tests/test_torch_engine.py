@@ -3,6 +3,7 @@
 import dataclasses
 import json
 import os
+import socket
 import subprocess
 import sys
 
@@ -36,6 +37,7 @@ def test_every_case_measured_and_checked(gloo_results):
     for r in ran:
         assert r.status == "ok" and r.wrong == 0, (r.op, r.bytes, r.inplace, r.wrong)
         assert r.nranks == 2 and r.iters == 6 and r.engine == "torch" and r.backend == "gloo"
+        assert r.gpus == [] and r.extra["hosts"] == [socket.gethostname()]  # CPU ranks, one host
 
 
 def test_bandwidth_formulas_hold_on_every_record(gloo_results):

@@ -49,7 +49,9 @@ def make_result(*, item: PlanItem, times: list[float] | None, wrong: int | None,
         busbw = None
     if status is None:
         status = "wrong" if wrong else "ok"
-    gpus = list(config.gpus) if config.gpus is not None else info.get("gpus", [])
+    if "hosts" in info:
+        extra = {**extra, "hosts": info["hosts"]}
+    gpus = info["gpus"] if "gpus" in info else list(config.gpus or info.get("devices", []))
     return CollectiveResult(
         op=item.op, dtype=item.dtype, bytes=case.bytes if case else 0, requested_bytes=item.requested_bytes,
         count=case.count if case else 0, nranks=nranks, gpus=gpus, inplace=item.inplace,
@@ -124,6 +126,7 @@ def run_rank(config: SweepConfig, dist: DistContext | None, emit: Emit, *, run_i
     session = engine.open_session(config, dist)
     is_root = dist is None or dist.rank == 0
     try:
+        info = _all_ranks_info(dist, run_id, session.info)
         plan = build_plan(config, session.nranks, seed=seed)
         reason = check_fits(plan, session.free_bytes())
         if reason:
@@ -133,7 +136,7 @@ def run_rank(config: SweepConfig, dist: DistContext | None, emit: Emit, *, run_i
             if item.case is None:
                 if is_root:
                     emit(make_result(item=item, times=None, wrong=None, nranks=session.nranks, config=config,
-                                     info=session.info, extra={}, run_id=run_id, status="waived",
+                                     info=info, extra={}, run_id=run_id, status="waived",
                                      message=item.waived).to_dict())
                 continue
             try:
@@ -141,14 +144,31 @@ def run_rank(config: SweepConfig, dist: DistContext | None, emit: Emit, *, run_i
             except CollectiveTimeout as e:
                 if is_root:
                     emit(make_result(item=item, times=None, wrong=None, nranks=session.nranks, config=config,
-                                     info=session.info, extra={}, run_id=run_id, status="timeout",
+                                     info=info, extra={}, run_id=run_id, status="timeout",
                                      message=str(e)).to_dict())
                 raise
             if is_root:
                 emit(make_result(item=item, times=times, wrong=wrong, nranks=session.nranks, config=config,
-                                 info=session.info, extra=extra, run_id=run_id).to_dict())
+                                 info=info, extra=extra, run_id=run_id).to_dict())
     finally:
         session.close()
+
+
+def _all_ranks_info(dist: DistContext | None, run_id: str, info: dict[str, Any]) -> dict[str, Any]:
+    """With one rank per process, rank 0 learns every rank's GPUs and host, so records name them all."""
+    if dist is None or dist.world_size == 1:
+        return info
+    import socket
+
+    mine = {"devices": info.get("devices", []), "gpu_names": info.get("gpu_names", []),
+            "host": socket.gethostname()}
+    dist.store.set(f"{run_id}/info/{dist.rank}", json.dumps(mine))
+    if dist.rank != 0:
+        return info
+    ranks = [json.loads(dist.store.get(f"{run_id}/info/{r}")) for r in range(dist.world_size)]
+    return {**info, "gpus": [d for r in ranks for d in r["devices"]],
+            "gpu_names": [n for r in ranks for n in r["gpu_names"]],
+            "hosts": sorted({r["host"] for r in ranks})}
 
 
 def dist_from_env() -> DistContext | None:

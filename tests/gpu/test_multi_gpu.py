@@ -34,6 +34,7 @@ def test_two_gpus_checked(mode):
                   *MODES[mode])
     ran = [r for r in recs if r["status"] != "waived"]
     assert ran and all(r["wrong"] == 0 and r["nranks"] == 2 for r in ran)
+    assert all(r["gpus"] == [0, 1] and len(r["gpu_names"]) == 2 for r in ran)  # every rank's GPU named
     for r in ran:
         factor = {"all_reduce": 1.0, "broadcast": 1.0}.get(r["op"], 0.5)
         assert r["busbw_gbps"] == pytest.approx(r["algbw_gbps"] * factor)

@@ -86,8 +86,10 @@ class TorchSession:
             info["nccl_library"] = "torch (bundled)"
             info["cuda_runtime"] = torch.version.cuda
             info["gpu_names"] = [torch.cuda.get_device_name(self.device)]
+            info["devices"] = [self.device.index]
         else:
             info["gpu_names"] = []
+            info["devices"] = []
         return info
 
     def free_bytes(self) -> int | None:
