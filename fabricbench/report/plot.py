@@ -33,49 +33,24 @@ def _save(fig, path: str) -> None:
         raise UsageError(f"--plot {path}: cannot write there ({e.strerror})") from None
 
 
-def busbw_vs_size(series: dict[str, dict[str, list[tuple[int, float]]]], path: str, title: str) -> None:
-    """series[op][line label] = [(bytes, busbw GB/s), ...]: one subplot per op, log2 x axis."""
-    from fabricbench.sizes import format_size
-
+def _lines(series: dict[str, dict[str, list[tuple[int, float]]]], path: str, title: str, *, xlabel: str,
+           xticks, log2_x: bool) -> None:
+    """One subplot per op, one busbw line per label; points with no value are dropped."""
     plt = _pyplot()
     ops = list(series)
     fig, axes = plt.subplots(1, len(ops), figsize=(6 * len(ops), 4.2), squeeze=False)
     for ax, op in zip(axes[0], ops):
-        ticks: set[int] = set()
-        for label, pts in series[op].items():
-            pts = sorted(p for p in pts if p[1] is not None)
-            if not pts:
-                continue
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label)
-            ticks.update(p[0] for p in pts)
-        ax.set_xscale("log", base=2)
-        if ticks:
-            shown = sorted(ticks)[:: max(1, len(ticks) // 8)]
-            ax.set_xticks(shown, [format_size(t) for t in shown])
-        ax.set_xlabel("size S (bytes, log2)")
-        ax.set_ylabel("busbw (GB/s)")
-        ax.set_title(op)
-        ax.grid(True, alpha=0.3)
-        ax.legend()
-    fig.suptitle(title)
-    _save(fig, path)
-    plt.close(fig)
-
-
-def busbw_vs_count(series: dict[str, dict[str, list[tuple[int, float]]]], path: str, title: str) -> None:
-    """series[op][placement] = [(GPU count, busbw GB/s), ...]."""
-    plt = _pyplot()
-    ops = list(series)
-    fig, axes = plt.subplots(1, len(ops), figsize=(6 * len(ops), 4.2), squeeze=False)
-    for ax, op in zip(axes[0], ops):
-        counts: set[int] = set()
+        xs: set[int] = set()
         for label, pts in series[op].items():
             pts = sorted(p for p in pts if p[1] is not None)
             if pts:
                 ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label)
-                counts.update(p[0] for p in pts)
-        ax.set_xticks(sorted(counts))
-        ax.set_xlabel("GPUs")
+                xs.update(p[0] for p in pts)
+        if log2_x:
+            ax.set_xscale("log", base=2)
+        if xs:
+            xticks(ax, sorted(xs))
+        ax.set_xlabel(xlabel)
         ax.set_ylabel("busbw (GB/s)")
         ax.set_title(op)
         ax.grid(True, alpha=0.3)
@@ -83,6 +58,22 @@ def busbw_vs_count(series: dict[str, dict[str, list[tuple[int, float]]]], path: 
     fig.suptitle(title)
     _save(fig, path)
     plt.close(fig)
+
+
+def busbw_vs_size(series: dict[str, dict[str, list[tuple[int, float]]]], path: str, title: str) -> None:
+    """series[op][line label] = [(bytes, busbw GB/s), ...]: one subplot per op, log2 x axis."""
+    from fabricbench.sizes import format_size
+
+    def ticks(ax, sizes):
+        shown = sizes[:: max(1, len(sizes) // 8)]
+        ax.set_xticks(shown, [format_size(t) for t in shown])
+
+    _lines(series, path, title, xlabel="size S (bytes, log2)", xticks=ticks, log2_x=True)
+
+
+def busbw_vs_count(series: dict[str, dict[str, list[tuple[int, float]]]], path: str, title: str) -> None:
+    """series[op][placement] = [(GPU count, busbw GB/s), ...]."""
+    _lines(series, path, title, xlabel="GPUs", xticks=lambda ax, counts: ax.set_xticks(counts), log2_x=False)
 
 
 def heatmaps(panels: list[tuple[str, list[list[float | None]], Sequence[str], Sequence[str]]],
