@@ -30,8 +30,7 @@ def compare(fabric_list, gpus, ops, sizes, nprocs, dtype, iters, warmup, engine,
             plot_path, as_json):
     """Run the same sweep on each fabric and show busbw side by side with the ratio."""
     from fabricbench.fabrics import parse_fabric_list
-    from fabricbench.fabrics.child import run_child
-    from fabricbench.fabrics.study import SweepOptions, adopt, check_plot_path, open_output
+    from fabricbench.fabrics.study import SweepOptions, check_plot_path, open_output, run_and_keep
     from fabricbench.gpus import parse_gpus
     from fabricbench.measuring.runner import new_run_id
 
@@ -48,17 +47,8 @@ def compare(fabric_list, gpus, ops, sizes, nprocs, dtype, iters, warmup, engine,
         for fab in fabrics:
             if not as_json:
                 click.echo(f"fabric {fab.name}: {fab.description or fab.name}", err=True)
-            run = run_child(fab, opts.args(gpu_t))
-            for w in run.warnings:
-                click.echo(f"warning: {w}", err=True)
-            if run.error:
-                click.echo(f"fabric {fab.name} failed: {run.error} (other fabrics' results are kept)", err=True)
-            if run.mismatch:
-                click.echo(f"warning: {run.mismatch}", err=True)
-            run.records = [adopt(r, run_id) for r in run.records]
-            for rec in run.records:
-                writer.write(rec)
-            runs.append(run)
+            runs.append(run_and_keep(fab, opts.args(gpu_t), writer, run_id, what=f"fabric {fab.name}",
+                                     kept="other fabrics' results"))
     finally:
         writer.close()
     table = comparison(runs)

@@ -55,8 +55,7 @@ def scaling(gpus, counts, ops, sizes, fabric_spec, topo_file, dtype, iters, warm
             out_path, plot_path, as_json):
     """Bus bandwidth against GPU count, inside one NVLink island and across islands."""
     from fabricbench.fabrics import get_fabric
-    from fabricbench.fabrics.child import run_child
-    from fabricbench.fabrics.study import SweepOptions, adopt, check_plot_path, open_output
+    from fabricbench.fabrics.study import SweepOptions, check_plot_path, open_output, run_and_keep
     from fabricbench.gpus import parse_gpus
     from fabricbench.measuring.runner import new_run_id
     from fabricbench.topology import cuda_to_nvml, read_topology
@@ -97,14 +96,8 @@ def scaling(gpus, counts, ops, sizes, fabric_spec, topo_file, dtype, iters, warm
             extra = {"placement": p.label, "placement_gpus": list(cuda_set), "topology_gpus": list(p.gpus),
                      "slowest_link": p.worst_link, "count": p.count}
             args = opts.args(cuda_set, nprocs=p.count if opts.cpu_ranks else None)
-            run = run_child(fabric, args, extra=extra)
-            for w in run.warnings:
-                click.echo(f"warning: {w}", err=True)
-            if run.error:
-                click.echo(f"{p.count} GPUs {p.label} failed: {run.error} (the other sets are kept)", err=True)
-            run.records = [adopt(r, run_id) for r in run.records]
-            for rec in run.records:
-                writer.write(rec)
+            run = run_and_keep(fabric, args, writer, run_id, what=f"{p.count} GPUs {p.label}",
+                               kept="the other sets", extra=extra)
             results.append((p, run))
     finally:
         writer.close()

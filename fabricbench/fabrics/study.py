@@ -97,6 +97,28 @@ def adopt(rec: dict[str, Any], run_id: str) -> dict[str, Any]:
     return rec
 
 
+def run_and_keep(fabric, args: list[str], writer, run_id: str, *, what: str, kept: str,
+                 extra: dict[str, Any] | None = None):
+    """One child sweep under `fabric`: report its warnings and failure, write its records into this run.
+
+    `what` names the run in messages ("fabric p2p-off", "4 GPUs cross-island"); `kept` says what survives
+    a failure ("other fabrics' results"). Returns the ChildRun with its records adopted.
+    """
+    from fabricbench.fabrics.child import run_child
+
+    run = run_child(fabric, args, extra=extra)
+    for w in run.warnings:
+        click.echo(f"warning: {w}", err=True)
+    if run.error:
+        click.echo(f"{what} failed: {run.error} ({kept} are kept)", err=True)
+    if run.mismatch:
+        click.echo(f"warning: {run.mismatch}", err=True)
+    run.records = [adopt(r, run_id) for r in run.records]
+    for rec in run.records:
+        writer.write(rec)
+    return run
+
+
 def metric_for(records: list[dict[str, Any]]) -> tuple[str, str | None]:
     """busbw, unless every record is single-rank (busbw factor 0): then algbw, with the reason."""
     if records and all((r.get("nranks") or 0) <= 1 for r in records):
