@@ -24,6 +24,10 @@ _LAZY = {
     "COLLECTIVES": "fabricbench.collectives",
     "ENGINES": "fabricbench.measuring.engines",
     "read_results": "fabricbench.results.writer",
+    "relate": "fabricbench.relating.api",
+    "study": "fabricbench.study.api",
+    "advise": "fabricbench.advise.api",
+    "qualify": "fabricbench.qualifying.api",
 }
 
 __all__ = sorted(_LAZY) + ["__version__"]

@@ -24,6 +24,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "p2p": ("fabricbench.cli.p2p:p2p", "Copy-bandwidth matrix: GPU to GPU and host to GPU."),
     "train": ("fabricbench.cli.train:train", "Train a model under DDP, ZeRO-1/2/3 or FSDP and measure it."),
     "estimate": ("fabricbench.cli.estimate:estimate", "Memory per GPU of each strategy for a model."),
+    "relate": ("fabricbench.cli.relate:relate", "Predicted against observed training slowdown per fabric."),
+    "study": ("fabricbench.cli.study:study", "The whole comparison on this node in one command, with a report."),
+    "report": ("fabricbench.cli.report:report", "Rebuild a study's report from its results, measuring nothing."),
+    "advise": ("fabricbench.cli.advise:advise", "Which GPUs and which strategy for a job, with the reasons."),
+    "qualify": ("fabricbench.cli.qualify:qualify", "Check a node against a spec: verdicts, JUnit, fleets."),
 }
 
 
