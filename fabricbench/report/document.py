@@ -1,0 +1,243 @@
+"""A report as data: sections of text, tables, figures and commands, written as Markdown and as one HTML file.
+
+    fabricbench study --out run/        -> run/report.md, run/report.html (this module writes both)
+    fabricbench qualify --spec s.toml --out q/
+
+    doc = Document("fabricbench study", subtitle="host, date")
+    s = doc.section("The machine", intro="What was measured, where.")
+    s.table(["op", "busbw (GB/s)"], rows, status_col=None)
+    s.figure("busbw.png", "busbw against size, per fabric")
+    s.code("fabricbench study --gpus 0-3")
+    md_path, html_path = doc.write("run/")
+
+The HTML is self-contained: figures are embedded as data: URIs and the style sheet is inline, so the file
+opens anywhere with no network and can be mailed or attached to a CI run as is. The Markdown references
+copies of the figures in `<stem>_figures/` beside it, so it renders on GitHub and in editors. Both come
+from the same blocks, so they never disagree.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import os
+import re
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+# Cells whose text is one of these get a colour in HTML (and keep their text in both formats).
+STATUS_CLASSES = {"pass": "ok", "ok": "ok", "fail": "bad", "failed": "bad", "error": "bad", "wrong": "bad",
+                  "timeout": "bad", "oom": "warn", "flagged": "warn", "waived": "muted", "skipped": "muted",
+                  "predicted-only": "muted"}
+
+_CSS = """
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-serif;margin:0;color:#1d2733;
+background:#f6f7f9;line-height:1.45}
+main{max-width:1180px;margin:0 auto;padding:24px 28px 60px;background:#fff;min-height:100vh}
+h1{font-size:1.9em;margin:.2em 0 .1em}.subtitle{color:#5a6572;margin:0 0 1.2em}
+h2{font-size:1.35em;border-bottom:2px solid #e3e7ec;padding-bottom:.2em;margin-top:2em}
+nav ol{columns:2;color:#33506e;padding-left:1.4em}nav a{color:#1f5fa8;text-decoration:none}
+table{border-collapse:collapse;margin:.6em 0 1.2em;font-size:.92em;display:block;overflow-x:auto;max-width:100%}
+th,td{border:1px solid #d9dee4;padding:4px 9px;text-align:right;white-space:nowrap}
+th{background:#eef1f5;text-align:center}td:first-child,th:first-child{text-align:left}
+tr:nth-child(even) td{background:#fafbfc}
+td.ok{background:#e3f5e6!important;color:#17632a;font-weight:600}
+td.bad{background:#fde4e4!important;color:#9c1c1c;font-weight:600}
+td.warn{background:#fff3d6!important;color:#7a5200;font-weight:600}
+td.muted{color:#6b7580;font-style:italic}
+figure{margin:1em 0 1.6em}figure img{max-width:100%;height:auto;border:1px solid #e3e7ec}
+figcaption,.caption{color:#4d5863;font-size:.9em;margin-top:.3em}
+pre{background:#1f2630;color:#e8edf2;padding:10px 14px;border-radius:4px;overflow-x:auto;font-size:.88em}
+.intro{color:#2c3a48}ul{margin:.3em 0 1em}
+"""
+
+
+@dataclass
+class _Block:
+    kind: str  # "text", "bullets", "code", "table", "figure"
+    data: dict[str, Any]
+
+
+@dataclass
+class Section:
+    title: str
+    intro: str | None = None
+    blocks: list[_Block] = field(default_factory=list)
+
+    def text(self, paragraph: str) -> "Section":
+        self.blocks.append(_Block("text", {"text": paragraph}))
+        return self
+
+    def bullets(self, items: Sequence[str]) -> "Section":
+        self.blocks.append(_Block("bullets", {"items": [str(i) for i in items]}))
+        return self
+
+    def code(self, text: str) -> "Section":
+        self.blocks.append(_Block("code", {"text": text}))
+        return self
+
+    def table(self, headers: Sequence[str], rows: Sequence[Sequence[Any]], *, caption: str | None = None,
+              status_col: int | None = None) -> "Section":
+        """Cells are formatted once here (floats to 4 significant digits), so both formats agree."""
+        assert status_col is None or 0 <= status_col < len(headers)
+        cells = [[_cell(v) for v in row] for row in rows]
+        for row in cells:
+            assert len(row) == len(headers), f"row of {len(row)} cells under {len(headers)} headers"
+        self.blocks.append(_Block("table", {"headers": [str(h) for h in headers], "rows": cells,
+                                            "caption": caption, "status_col": status_col}))
+        return self
+
+    def figure(self, png: str | os.PathLike | bytes, caption: str) -> "Section":
+        """A PNG file (or its bytes); a missing file is a bug in the caller, so it fails now, not at write."""
+        data = png if isinstance(png, bytes) else Path(png).read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n", "figures are PNG"
+        self.blocks.append(_Block("figure", {"png": data, "caption": caption}))
+        return self
+
+
+class Document:
+    def __init__(self, title: str, *, subtitle: str | None = None) -> None:
+        self.title, self.subtitle = title, subtitle
+        self.sections: list[Section] = []
+
+    def section(self, title: str, *, intro: str | None = None) -> Section:
+        s = Section(title, intro)
+        self.sections.append(s)
+        return s
+
+    def write(self, out_dir: str | os.PathLike, *, stem: str = "report") -> tuple[Path, Path]:
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        fig_dir = out / f"{stem}_figures"
+        if fig_dir.exists():  # a rebuilt report must not keep figures of an earlier one
+            shutil.rmtree(fig_dir)
+        md_path, html_path = out / f"{stem}.md", out / f"{stem}.html"
+        md_path.write_text(self.markdown(fig_dir), encoding="utf-8")
+        html_path.write_text(self.html(), encoding="utf-8")
+        return md_path, html_path
+
+    # -- Markdown -----------------------------------------------------------------------------------
+    def markdown(self, fig_dir: Path | None = None) -> str:
+        lines = [f"# {self.title}", ""]
+        if self.subtitle:
+            lines += [f"_{self.subtitle}_", ""]
+        n_fig = 0
+        for s in self.sections:
+            lines += [f"## {s.title}", ""]
+            if s.intro:
+                lines += [s.intro, ""]
+            for b in s.blocks:
+                if b.kind == "text":
+                    lines += [b.data["text"], ""]
+                elif b.kind == "bullets":
+                    lines += [f"- {i}" for i in b.data["items"]] + [""]
+                elif b.kind == "code":
+                    lines += ["```", b.data["text"].rstrip("\n"), "```", ""]
+                elif b.kind == "table":
+                    lines += _md_table(b.data)
+                elif b.kind == "figure":
+                    n_fig += 1
+                    if fig_dir is not None:
+                        fig_dir.mkdir(parents=True, exist_ok=True)
+                        name = f"fig{n_fig:02d}.png"
+                        (fig_dir / name).write_bytes(b.data["png"])
+                        lines += [f"![{_md_escape(b.data['caption'])}]({fig_dir.name}/{name})", ""]
+                    lines += [f"*Figure {n_fig}: {b.data['caption']}*", ""]
+        return "\n".join(lines).rstrip() + "\n"
+
+    # -- HTML ---------------------------------------------------------------------------------------
+    def html(self) -> str:
+        e = html.escape
+        parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+                 '<meta name="viewport" content="width=device-width, initial-scale=1">',
+                 f"<title>{e(self.title)}</title><style>{_CSS}</style></head><body><main>",
+                 f"<h1>{e(self.title)}</h1>"]
+        if self.subtitle:
+            parts.append(f'<p class="subtitle">{e(self.subtitle)}</p>')
+        if len(self.sections) > 2:
+            parts.append("<nav><ol>" + "".join(f'<li><a href="#{_anchor(s.title, i)}">{e(s.title)}</a></li>'
+                                               for i, s in enumerate(self.sections)) + "</ol></nav>")
+        n_fig = 0
+        for i, s in enumerate(self.sections):
+            parts.append(f'<section id="{_anchor(s.title, i)}"><h2>{e(s.title)}</h2>')
+            if s.intro:
+                parts.append(f'<p class="intro">{e(s.intro)}</p>')
+            for b in s.blocks:
+                if b.kind == "text":
+                    parts.append(f"<p>{_inline(b.data['text'])}</p>")
+                elif b.kind == "bullets":
+                    parts.append("<ul>" + "".join(f"<li>{_inline(i)}</li>" for i in b.data["items"]) + "</ul>")
+                elif b.kind == "code":
+                    parts.append(f"<pre><code>{e(b.data['text'].rstrip())}</code></pre>")
+                elif b.kind == "table":
+                    parts.append(_html_table(b.data))
+                elif b.kind == "figure":
+                    n_fig += 1
+                    uri = "data:image/png;base64," + base64.b64encode(b.data["png"]).decode("ascii")
+                    parts.append(f'<figure><img src="{uri}" alt="{e(b.data["caption"])}">'
+                                 f"<figcaption>Figure {n_fig}: {e(b.data['caption'])}</figcaption></figure>")
+            parts.append("</section>")
+        parts.append("</main></body></html>")
+        return "\n".join(parts) + "\n"
+
+
+def _cell(v: Any) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, float):
+        if v != v:  # NaN
+            return "-"
+        if v == 0 or 1e-3 <= abs(v) < 1e6:
+            return f"{v:.4g}" if abs(v) < 1e4 else f"{v:,.0f}"
+        return f"{v:.3e}"
+    return str(v)
+
+
+def _md_escape(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _md_table(t: dict[str, Any]) -> list[str]:
+    lines = []
+    if t["caption"]:
+        lines += [f"**{t['caption']}**", ""]
+    lines.append("| " + " | ".join(_md_escape(h) for h in t["headers"]) + " |")
+    lines.append("|" + "|".join(":--" if i == 0 else "--:" for i in range(len(t["headers"]))) + "|")
+    lines += ["| " + " | ".join(_md_escape(c) for c in row) + " |" for row in t["rows"]]
+    return lines + [""]
+
+
+def _html_table(t: dict[str, Any]) -> str:
+    e = html.escape
+    out = []
+    if t["caption"]:
+        out.append(f'<p class="caption"><b>{e(t["caption"])}</b></p>')
+    out.append("<table><thead><tr>" + "".join(f"<th>{e(h)}</th>" for h in t["headers"]) + "</tr></thead><tbody>")
+    sc = t["status_col"]
+    for row in t["rows"]:
+        cells = []
+        for i, c in enumerate(row):
+            cls = STATUS_CLASSES.get(c.strip().lower()) if i == sc else None
+            cells.append(f'<td class="{cls}">{e(c)}</td>' if cls else f"<td>{e(c)}</td>")
+        out.append("<tr>" + "".join(cells) + "</tr>")
+    out.append("</tbody></table>")
+    return "".join(out)
+
+
+_CODE_SPAN = re.compile(r"`([^`]+)`")
+_BOLD = re.compile(r"\*\*([^*]+)\*\*")
+
+
+def _inline(text: str) -> str:
+    """The two Markdown inline forms reports use (`code`, **bold**), escaped first so nothing else passes."""
+    s = html.escape(text)
+    s = _CODE_SPAN.sub(r"<code>\1</code>", s)
+    return _BOLD.sub(r"<b>\1</b>", s)
+
+
+def _anchor(title: str, i: int) -> str:
+    return f"s{i}-" + re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
