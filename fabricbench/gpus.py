@@ -11,6 +11,9 @@ import re
 from fabricbench.errors import UsageError
 
 
+MAX_ORDINAL = 1023  # CUDA ordinals of one host; a bound that keeps '0-99999999999' from filling memory
+
+
 def parse_gpus(text: str) -> tuple[int, ...]:
     """Parse a GPU list; order is kept (rank i drives the i-th GPU named)."""
     if text is None or not text.strip():
@@ -23,6 +26,9 @@ def parse_gpus(text: str) -> tuple[int, ...]:
             raise UsageError(f"cannot read GPU list {text!r} at {part!r}; write e.g. 0-7 or 0,2,5")
         lo = int(m.group(1))
         hi = int(m.group(2)) if m.group(2) is not None else lo
+        if max(lo, hi) > MAX_ORDINAL:
+            raise UsageError(f"--gpus {text}: GPU {max(lo, hi)} is past any one host's GPUs "
+                             f"(ordinals go up to {MAX_ORDINAL})")
         if hi < lo:
             raise UsageError(f"GPU range {part!r} descends; write {hi}-{lo}")
         out.extend(range(lo, hi + 1))
@@ -42,6 +48,17 @@ def check_visible(gpus: tuple[int, ...], visible: int, text: str | None = None) 
     if bad:
         raise UsageError(f"--gpus {shown} names {len(gpus)} GPU(s) up to {max(gpus)} but {visible} "
                          f"are visible (0-{visible - 1})")
+
+
+def default_gpus(text: str | None = None, *, visible: int | None = None) -> tuple[int, ...]:
+    """The GPUs a command drives: those named (checked against what is visible), else all visible ones.
+
+    The one place that decides "all visible" for sweep, p2p and train (and the library calls behind them).
+    """
+    visible = visible_gpu_count() if visible is None else visible
+    gpus = parse_gpus(text) if text is not None else tuple(range(visible))
+    check_visible(gpus, visible, text)
+    return gpus
 
 
 def visible_gpu_count() -> int:

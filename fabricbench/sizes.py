@@ -19,17 +19,31 @@ _SUFFIX = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:I?B)?\s*$", re.IGNORECASE)
 
 
+MAX_BYTES = 2**63 - 1  # sizes travel as int64 to the engine and to NCCL's counts
+
+
 def parse_size(text: str) -> int:
     """'8', '64K', '1M', '1.5G', '8GiB' -> bytes (binary suffixes)."""
+    if text.strip().startswith("-"):
+        raise UsageError(f"size {text.strip()!r} is negative; sizes start at 1 B (write e.g. 8, 64K, 1M)")
     m = _SIZE.match(text)
     if not m:
         raise UsageError(f"cannot read size {text!r}; write e.g. 8, 64K, 1M, 8G (binary: 1K = 1024 B)")
-    value = float(m.group(1)) * _SUFFIX[m.group(2).upper()]
-    if value != int(value):
-        raise UsageError(f"size {text!r} is not a whole number of bytes")
-    if int(value) <= 0:
+    number, unit = m.group(1), _SUFFIX[m.group(2).upper()]
+    if "." in number:  # exact arithmetic: a float would round sizes past 2^53
+        whole, frac = number.split(".")
+        scaled = int(whole + frac) * unit
+        value, rest = divmod(scaled, 10 ** len(frac))
+        if rest:
+            raise UsageError(f"size {text!r} is not a whole number of bytes")
+    else:
+        value = int(number) * unit
+    if value <= 0:
         raise UsageError(f"size {text!r} is zero; sizes start at 1 B")
-    return int(value)
+    if value > MAX_BYTES:
+        raise UsageError(f"size {text.strip()!r} is {value:.3g} B, beyond the largest size a run can address "
+                         f"(2^63 - 1 B = 8 EiB)")
+    return value
 
 
 def format_size(nbytes: int) -> str:
@@ -60,6 +74,8 @@ class SizeSweep:
         if "," in text:
             sizes = tuple(parse_size(part) for part in text.split(",") if part.strip())
             return cls(explicit=sizes, spec=text)
+        if text.startswith("-"):
+            raise UsageError(f"--sizes {text!r}: sizes cannot be negative; write e.g. 8-8G, 1M-1G:x2 or 64K,1M")
         rng, _, fac = text.partition(":")
         factor = 2
         if fac:
