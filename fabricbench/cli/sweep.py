@@ -69,44 +69,20 @@ def sweep(gpus, ops, sizes, dtype, iters, warmup, adaptive, max_iters, mode, gra
     _run(config, out_path=out_path, as_json=as_json, csv_path=csv_path, quiet=quiet)
 
 
-def _uses_gpus(config) -> bool:
-    return config.engine == "native" or (config.engine == "torch" and config.backend == "nccl")
-
-
 def _with_gpus(config, gpus_text=None):
-    """Fill in and check --gpus against what is visible (engines that drive GPUs only)."""
-    import dataclasses
+    """The library's defaults for this machine (fabricbench/measuring/api.py), warnings printed."""
+    from fabricbench.measuring.api import resolve_devices
 
-    from fabricbench.errors import UsageError
-    from fabricbench.gpus import check_visible, visible_gpu_count
-
-    if config.engine == "torch" and config.backend is None:
-        visible = visible_gpu_count()
-        config = dataclasses.replace(config, backend="nccl" if visible else "gloo")
-    if not _uses_gpus(config):
-        if config.gpus is not None:
-            click.echo(f"warning: --gpus is ignored by --backend {config.backend} (CPU ranks)", err=True)
-        if config.graph:
-            click.echo("warning: --graph is ignored on CPU ranks (no CUDA graphs)", err=True)
-        return config
-    visible = visible_gpu_count()
-    if visible == 0:
-        raise UsageError(f"no CUDA GPU is visible for --engine {config.engine}"
-                         f"{' --backend nccl' if config.engine == 'torch' else ''}; on CPU run "
-                         f"--engine torch --backend gloo --nprocs 2")
-    gpus = config.gpus if config.gpus is not None else tuple(range(visible))
-    check_visible(gpus, visible, gpus_text)
-    if config.engine == "torch" and len(gpus) > 1 and not config.nprocs and "WORLD_SIZE" not in os.environ:
-        config = dataclasses.replace(config, nprocs=len(gpus))  # torch drives one GPU per process
-    return dataclasses.replace(config, gpus=gpus)
+    config, notes = resolve_devices(config, gpus_text)
+    for note in notes:
+        click.echo(f"warning: {note}", err=True)
+    return config
 
 
 def _nranks(config) -> int:
-    if config.nprocs:
-        return config.nprocs
-    if "WORLD_SIZE" in os.environ:
-        return int(os.environ["WORLD_SIZE"])
-    return len(config.gpus) if config.gpus else 1
+    from fabricbench.measuring.api import nranks
+
+    return nranks(config)
 
 
 def _list_ops() -> None:

@@ -49,57 +49,66 @@ def make_config(**fields: Any) -> SweepConfig:
     unknown = set(fields) - known
     if unknown:
         raise UsageError(f"unknown option(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(known))}")
-    config = SweepConfig(**fields)
-    validate(config)
-    return config
+    return SweepConfig(**fields)  # checks itself (SweepConfig.__post_init__)
 
 
 def validate(config: SweepConfig) -> None:
-    """Everything that can be checked before a GPU is touched; the message says what to do."""
+    """SweepConfig checks itself when built; kept for callers that re-check a config they hold."""
+    from fabricbench.measuring.config import validate as check
+
+    check(config)
+
+
+def uses_gpus(config: SweepConfig) -> bool:
+    """Whether this config's ranks drive GPUs (the native engine, or torch with nccl)."""
+    return config.engine == "native" or (config.engine == "torch" and config.backend == "nccl")
+
+
+def resolve_devices(config: SweepConfig, gpus_text: str | None = None, *,
+                    visible: int | None = None) -> tuple[SweepConfig, list[str]]:
+    """The defaults a sweep takes from this machine, decided here for the library and the command alike.
+
+    - backend (torch engine): nccl when a GPU is visible, else gloo;
+    - gpus (engines that drive GPUs): all visible ones, checked against the visible count;
+    - nprocs (torch over several GPUs): one process per GPU, unless launched by torchrun (WORLD_SIZE).
+    Returns the completed config and the warnings for options the chosen mode ignores.
+    """
+    import os
+
     from fabricbench.errors import UsageError
-    from fabricbench.measuring.engines import ENGINES
+    from fabricbench.gpus import check_visible, visible_gpu_count
 
-    ENGINES.get(config.engine)
-    if config.iters <= 0:
-        raise UsageError(f"--iters {config.iters}: need at least 1 timed iteration")
-    if config.warmup < 0:
-        raise UsageError(f"--warmup {config.warmup}: cannot be negative")
-    if config.graph_iters <= 0:
-        raise UsageError(f"--graph-iters {config.graph_iters}: need at least 1")
-    if config.nprocs is not None and config.nprocs <= 0:
-        raise UsageError(f"--nprocs {config.nprocs}: need at least 1 process")
-    if config.timeout_s <= 0:
-        raise UsageError(f"--timeout {config.timeout_s:g}: must be positive (seconds)")
-    if config.adaptive is not None and not 0 < config.adaptive < 1:
-        raise UsageError(f"--adaptive {config.adaptive:g}: a fraction between 0 and 1, e.g. 0.02")
-    if config.inplace not in ("out-of-place", "inplace", "both"):
-        raise UsageError(f"inplace={config.inplace!r}: choose out-of-place, inplace or both")
-    if not config.ops:
-        raise UsageError("--ops is empty; name at least one op, e.g. all_reduce")
-    if config.backend is not None and config.engine != "torch":
-        raise UsageError(f"--backend {config.backend} applies to --engine torch only")
-    if config.nccl_lib:
-        _check_nccl_lib(config.nccl_lib)
-    if config.nprocs and config.gpus and config.nprocs != len(config.gpus):
-        raise UsageError(f"--nprocs {config.nprocs} but --gpus names {len(config.gpus)} GPUs; "
-                         f"one process drives one GPU, so give as many of each")
+    warnings: list[str] = []
+    if config.engine == "torch" and config.backend is None:
+        visible = visible_gpu_count() if visible is None else visible
+        config = dataclasses.replace(config, backend="nccl" if visible else "gloo")
+    if not uses_gpus(config):
+        if config.gpus is not None:
+            warnings.append(f"--gpus is ignored by --backend {config.backend} (CPU ranks)")
+        if config.graph:
+            warnings.append("--graph is ignored on CPU ranks (no CUDA graphs)")
+        return config, warnings
+    visible = visible_gpu_count() if visible is None else visible
+    if visible == 0:
+        raise UsageError(f"no CUDA GPU is visible for --engine {config.engine}"
+                         f"{' --backend nccl' if config.engine == 'torch' else ''}; on CPU run "
+                         f"--engine torch --backend gloo --nprocs 2")
+    gpus = config.gpus if config.gpus is not None else tuple(range(visible))
+    check_visible(gpus, visible, gpus_text)
+    if config.engine == "torch" and len(gpus) > 1 and not config.nprocs and "WORLD_SIZE" not in os.environ:
+        config = dataclasses.replace(config, nprocs=len(gpus))  # torch drives one GPU per process
+    return dataclasses.replace(config, gpus=gpus), warnings
 
 
-def _check_nccl_lib(path: str) -> None:
-    """A given --nccl-lib must exist and, where the engine is built, really be NCCL (dlopen + version)."""
-    import importlib
-    import importlib.util
+def nranks(config: SweepConfig) -> int:
+    """Ranks the sweep will have: --nprocs, torchrun's WORLD_SIZE, else one per GPU of this process."""
+    import os
 
-    from fabricbench.errors import NcclError, UsageError
-    from fabricbench.measuring.nccl_lib import resolve_nccl_library
-
-    resolved = resolve_nccl_library(path)
-    if importlib.util.find_spec("fabricbench._engine") is None:
-        return
-    try:
-        importlib.import_module("fabricbench._engine").load_nccl(resolved)
-    except NcclError as e:
-        raise UsageError(f"--nccl-lib: {e}") from None
+    if config.nprocs:
+        return config.nprocs
+    if "WORLD_SIZE" in os.environ:
+        return int(os.environ["WORLD_SIZE"])
+    return len(config.gpus) if config.gpus else 1
 
 
 def sweep(*, out: str | None = None, **fields: Any) -> list[CollectiveResult]:
@@ -107,7 +116,11 @@ def sweep(*, out: str | None = None, **fields: Any) -> list[CollectiveResult]:
     from fabricbench.measuring.runner import run_sweep
     from fabricbench.results.writer import ResultWriter
 
-    config = make_config(**fields)
+    import warnings
+
+    config, notes = resolve_devices(make_config(**fields))
+    for note in notes:
+        warnings.warn(note, stacklevel=2)
     with ResultWriter(out) as writer:
         return run_sweep(config, writer=writer)
 
@@ -126,6 +139,10 @@ def measure(op: str, size: int | str, **fields: Any) -> CollectiveResult:
 
 def to_dataframe(results: Iterable[CollectiveResult | dict[str, Any]]):
     """A pandas DataFrame of results (records or dataclasses), one row each."""
-    import pandas as pd
+    from fabricbench.errors import UsageError
 
+    try:
+        import pandas as pd
+    except ImportError:
+        raise UsageError('to_dataframe needs pandas: pip install "fabricbench[pandas]"') from None
     return pd.DataFrame([r.to_dict() if isinstance(r, CollectiveResult) else r for r in results])

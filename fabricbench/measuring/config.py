@@ -3,14 +3,21 @@
     fabricbench sweep --gpus 0,2 --ops all_reduce --sizes 1M-1G:x2 --dtype bfloat16 --iters 50
 
 The click layer (fabricbench/cli/sweep.py) only maps flags onto these fields; library users build the
-dataclass directly (fabricbench.sweep(...) does it for them).
+dataclass directly (fabricbench.sweep(...) does it for them). The type checks itself when built
+(__post_init__ -> validate), so no path can run an unchecked config; the message says what to do.
 """
 
 from __future__ import annotations
 
+import math
+import os
 from dataclasses import dataclass, field
 
+from fabricbench.errors import UsageError
 from fabricbench.sizes import SizeSweep
+
+PROCS_PER_CORE = 4  # local ranks per CPU core beyond which a sweep only measures the scheduler
+MAX_ITERS = 10_000_000  # iterations per size: more would run for days at a microsecond each
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -35,6 +42,100 @@ class SweepConfig:
     fabric: str = "default"  # name of the fabric (environment) this runs under; recorded in every result
     seed: int | None = None  # seed for --check inputs; None = fresh each run
 
+    def __post_init__(self) -> None:
+        validate(self)
+
     def modes(self) -> tuple[bool, ...]:
         """The in-place settings to run, out-of-place first (nccl-tests' column order)."""
         return {"out-of-place": (False,), "inplace": (True,), "both": (False, True)}[self.inplace]
+
+
+def cores() -> int:
+    """CPU cores this process may run on (the affinity mask, not the machine's count)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def validate(config: SweepConfig) -> None:
+    """Everything that can be checked before a GPU is touched; the message says what to do."""
+    from fabricbench import dtypes
+    from fabricbench.collectives import COLLECTIVES
+    from fabricbench.measuring.engines import ENGINES
+
+    ENGINES.get(config.engine)
+    if not isinstance(config.sizes, SizeSweep):
+        raise UsageError(f"sizes={config.sizes!r}: build SweepConfig with a SizeSweep "
+                         f"(or call fabricbench.sweep(sizes='1M-1G'), which parses text)")
+    if not config.ops:
+        raise UsageError("--ops is empty; name at least one op, e.g. all_reduce")
+    for op in config.ops:
+        COLLECTIVES.get(op)
+    dtypes.elem_size(dtypes.resolve(config.dtype))
+    _count("--iters", config.iters, 1, "timed iteration")
+    _count("--warmup", config.warmup, 0, "untimed iteration")
+    _count("--graph-iters", config.graph_iters, 1, "iteration captured per graph")
+    _count("--max-iters", config.max_iters, 1, "iteration")
+    if config.nprocs is not None:
+        if config.nprocs <= 0:
+            raise UsageError(f"--nprocs {config.nprocs}: need at least 1 process")
+        limit = PROCS_PER_CORE * cores()
+        if config.nprocs > limit:
+            raise UsageError(f"--nprocs {config.nprocs}: more local ranks than {PROCS_PER_CORE} per CPU core "
+                             f"({PROCS_PER_CORE} x {cores()} cores = {limit}); use at most {limit}, or one "
+                             f"rank per GPU")
+    if isinstance(config.timeout_s, bool) or not isinstance(config.timeout_s, (int, float)) \
+            or not math.isfinite(config.timeout_s) or config.timeout_s <= 0:
+        raise UsageError(f"--timeout {config.timeout_s}: must be positive and finite (seconds)")
+    if config.adaptive is not None:
+        if not (isinstance(config.adaptive, (int, float)) and 0 < config.adaptive < 1):
+            raise UsageError(f"--adaptive {config.adaptive}: a fraction between 0 and 1, e.g. 0.02")
+        if config.max_iters < config.iters:
+            raise UsageError(f"--max-iters {config.max_iters} is below --iters {config.iters}: the adaptive mode "
+                             f"takes --iters first, then more up to --max-iters; raise --max-iters")
+    if config.inplace not in ("out-of-place", "inplace", "both"):
+        raise UsageError(f"inplace={config.inplace!r}: choose out-of-place, inplace or both")
+    if config.backend is not None:
+        if config.engine != "torch":
+            raise UsageError(f"--backend {config.backend} applies to --engine torch only")
+        if config.backend not in ("nccl", "gloo"):
+            raise UsageError(f"--backend {config.backend}: choose nccl or gloo")
+    if config.gpus is not None:
+        if not config.gpus or len(set(config.gpus)) != len(config.gpus) or min(config.gpus) < 0:
+            raise UsageError(f"gpus={list(config.gpus)}: name each GPU once, at least one, no negative ordinal")
+    if config.seed is not None and not 0 <= config.seed < 2**63:
+        raise UsageError(f"--seed {config.seed}: choose a seed from 0 to 2^63 - 1")
+    if config.nccl_lib:
+        _check_nccl_lib(config.nccl_lib)
+    if config.nprocs and config.gpus and config.nprocs != len(config.gpus):
+        raise UsageError(f"--nprocs {config.nprocs} but --gpus names {len(config.gpus)} GPUs; "
+                         f"one process drives one GPU, so give as many of each")
+
+
+def _count(flag: str, value: int, least: int, what: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise UsageError(f"{flag} {value!r}: a whole number")
+    if value < least:
+        if least == 0:
+            raise UsageError(f"{flag} {value}: cannot be negative")
+        raise UsageError(f"{flag} {value}: need at least {least} {what}")
+    if value > MAX_ITERS:
+        raise UsageError(f"{flag} {value}: more than {MAX_ITERS:,} per size would run for days; lower it")
+
+
+def _check_nccl_lib(path: str) -> None:
+    """A given --nccl-lib must exist and, where the engine is built, really be NCCL (dlopen + version)."""
+    import importlib
+    import importlib.util
+
+    from fabricbench.errors import NcclError
+    from fabricbench.measuring.nccl_lib import resolve_nccl_library
+
+    resolved = resolve_nccl_library(path)
+    if importlib.util.find_spec("fabricbench._engine") is None:
+        return
+    try:
+        importlib.import_module("fabricbench._engine").load_nccl(resolved)
+    except NcclError as e:
+        raise UsageError(f"--nccl-lib: {e}") from None
