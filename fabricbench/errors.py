@@ -24,6 +24,13 @@ class EngineUnavailable(FabricbenchError):
     """The chosen engine cannot run here (no extension built, no GPU, no NCCL). The message says how."""
 
 
+class FabricWaived(FabricbenchError):
+    """A fabric cannot be applied on this machine (e.g. shaped:RATE without root or iproute2).
+
+    Callers record the unit or check as waived with this reason; nothing else fails.
+    """
+
+
 class CudaError(FabricbenchError):
     """A CUDA runtime call failed. Message: call, file:line, error name and string."""
 

@@ -52,12 +52,24 @@ def test_sweep_args_follow_the_sweep_contract():
     assert "--gpus" not in g and g[-2:] == ["--nprocs", "4"]  # gloo ranks drive no GPU
 
 
+def _fake_spawn(monkeypatch, seen, *, write=None, rc=0, stderr=""):
+    """procs.spawn stand-in: `write(cmd, env)` plays the child's files, then a real process exits rc."""
+    def spawn(argv, env, stdout, stderr_fh):
+        seen["cmd"], seen["env"] = argv, env
+        if write:
+            write(argv, env)
+        return subprocess.Popen(["sh", "-c", f"printf '%s' \"$E\" >&2; exit {rc}"], env={"E": stderr},
+                                stdout=stdout, stderr=stderr_fh, text=True)
+
+    monkeypatch.setattr("fabricbench.procs.spawn", lambda argv, env=None, stdout=None, stderr=None:
+                        spawn(argv, env, stdout, stderr))
+
+
 def test_run_child_reads_records_and_transport(monkeypatch):
     """A stand-in child writes one record and an NCCL log that shows P2P under p2p-off: flagged."""
     seen = {}
 
-    def fake_run(cmd, env, capture_output, text, timeout):
-        seen["cmd"], seen["env"] = cmd, env
+    def write(cmd, env):
         out = cmd[cmd.index("--out") + 1]
         with open(out, "w") as fh:
             fh.write(json.dumps({"kind": "topology", "run_id": "c"}) + "\n")
@@ -67,31 +79,33 @@ def test_run_child_reads_records_and_transport(monkeypatch):
         with open(log, "w") as fh:
             fh.write("node:42:43 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1000 - Init START\n"
                      "node:42:43 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM/read\n")
-        return subprocess.CompletedProcess(cmd, 0, "", "")
 
-    monkeypatch.setattr("fabricbench.fabrics.child.subprocess.run", fake_run)
+    _fake_spawn(monkeypatch, seen, write=write)
+    streamed = []
     run = run_child(get_fabric("p2p-off"), ["--ops", "all_reduce"], base_env={"NCCL_ALGO": "Ring"},
-                    extra={"placement": "intra-island"})
+                    extra={"placement": "intra-island"}, on_record=streamed.append)
     assert seen["cmd"][:4] == [sys.executable, "-m", "fabricbench", "sweep"]
     assert seen["cmd"][-5:-3] == ["--fabric", "p2p-off"] and seen["cmd"][-1] == "--quiet"
     assert seen["env"]["NCCL_P2P_DISABLE"] == "1" and seen["env"]["NCCL_ALGO"] == "Ring"
+    assert seen["env"]["FABRICBENCH_FABRIC_APPLIED"] == "p2p-off"
     assert run.error is None and len(run.records) == 1  # the child's topology record is not carried
+    assert streamed == run.records
     rec = run.records[0]
     assert rec["transport"] == "P2P/CUMEM" and run.transport == "P2P/CUMEM"
     assert rec["transport_mismatch"] == run.mismatch and "NCCL used P2P/CUMEM" in run.mismatch
     assert rec["extra"]["rotate"] == 2 and rec["extra"]["placement"] == "intra-island"
     assert rec["extra"]["transport_detail"]["transports"] == ["P2P/CUMEM"]
     assert rec["extra"]["transport_detail"]["expected"] == "SHM"
+    assert rec["extra"]["transport_detail"]["fabric_env"] == {"NCCL_P2P_DISABLE": "1"}
+    assert rec["shaped_rate_bps"] is None
 
 
 def test_run_child_failure_is_reported(monkeypatch):
-    def fake_run(cmd, env, capture_output, text, timeout):
-        return subprocess.CompletedProcess(cmd, 2, "", "Error: --gpus 0,1 names 2 GPU(s) up to 1 but 1 are visible (0-0)\n")
-
-    monkeypatch.setattr("fabricbench.fabrics.child.subprocess.run", fake_run)
+    msg = "Error: --gpus 0,1 names 2 GPU(s) up to 1 but 1 are visible (0-0)"
+    _fake_spawn(monkeypatch, {}, rc=2, stderr=msg + "\n")
     run = run_child(get_fabric("default"), [])
     assert run.returncode == 2 and run.records == []
-    assert run.error == "Error: --gpus 0,1 names 2 GPU(s) up to 1 but 1 are visible (0-0)"
+    assert run.error == msg
 
 
 def _fb(*args, timeout=300):

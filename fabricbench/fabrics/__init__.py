@@ -3,7 +3,9 @@
     fabricbench fabrics [--json]
     fabricbench compare --fabrics default,p2p-off,net --gpus 0,1
 
-A fabric is a built-in (FABRICS below) or a custom `name:VAR=VAL,VAR=VAL` from the command line.
+A fabric is a built-in (FABRICS below), one of a family (FAMILIES: `shaped:200mbit`, an emulated link
+of known speed, fabricbench/fabrics/shaped.py) or a custom `name:VAR=VAL,VAR=VAL` from the command line.
+fabricbench/fabrics/apply.py applies any of them to the processes that measure.
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ from __future__ import annotations
 from fabricbench.errors import UsageError
 from fabricbench.fabrics.builtin import DEFAULT, NET, P2P_OFF
 from fabricbench.fabrics.env import FabricEnv, fabric_env
-from fabricbench.fabrics.model import Fabric, parse_custom
+from fabricbench.fabrics.model import Fabric, FabricFamily, parse_custom
+from fabricbench.fabrics.shaped import FAMILY as SHAPED
 from fabricbench.registry import Registry
 
 FABRICS: Registry[Fabric] = Registry("fabric")
@@ -19,15 +22,21 @@ FABRICS.register("default", DEFAULT)
 FABRICS.register("p2p-off", P2P_OFF)
 FABRICS.register("net", NET)
 
+FAMILIES: Registry[FabricFamily] = Registry("fabric family")
+FAMILIES.register("shaped", SHAPED)
+
 
 def get_fabric(spec: str) -> Fabric:
-    """A built-in name, or a custom 'name:VAR=VAL,VAR=VAL'."""
+    """A built-in name, a family member 'shaped:200mbit', or a custom 'name:VAR=VAL,VAR=VAL'."""
     spec = spec.strip()
+    family = spec.partition(":")[0].strip()
+    if ":" in spec and family in FAMILIES:
+        return FAMILIES.get(family).make(spec)
     if ":" not in spec:
         if spec in FABRICS:
             return FABRICS.get(spec)
-        raise UsageError(f"unknown fabric {spec!r}; choose from {', '.join(FABRICS.names())} "
-                         f"or define one as name:VAR=VAL[,VAR=VAL]")
+        raise UsageError(f"unknown fabric {spec!r}; choose from {', '.join(FABRICS.names())}, "
+                         f"{', '.join(f.syntax for f in FAMILIES)} or define one as name:VAR=VAL[,VAR=VAL]")
     return parse_custom(spec, FABRICS.names())
 
 
@@ -55,4 +64,5 @@ def parse_fabric_list(text: str) -> list[Fabric]:
     return fabrics
 
 
-__all__ = ["FABRICS", "Fabric", "FabricEnv", "fabric_env", "get_fabric", "parse_fabric_list"]
+__all__ = ["FABRICS", "FAMILIES", "Fabric", "FabricEnv", "FabricFamily", "fabric_env", "get_fabric",
+           "parse_fabric_list"]

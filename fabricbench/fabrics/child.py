@@ -2,28 +2,32 @@
 
     fabricbench compare --fabrics default,p2p-off      (one child per fabric)
     fabricbench scaling --counts 2,4,8                  (one child per GPU set)
+    fabricbench sweep --fabric p2p-off                  (runner.run_sweep delegates to one child)
 
 NCCL reads its environment once per process, so every fabric (and every GPU set) gets its own
-`python -m fabricbench sweep ... --fabric NAME --out tmp.jsonl --quiet`. Its records come back with the
-transport read from NCCL's log written into `transport` and `extra.transport_detail`, and a
-`transport_mismatch` message where the fabric's label did not happen. A child that fails is reported
+`python -m fabricbench sweep ... --fabric NAME --out tmp.jsonl --quiet`, started under the fabric by
+apply.applied (its environment; `ip netns exec` for shaped:RATE). Its records are read as the child
+writes them, with the transport read from NCCL's log written into `transport` and
+`extra.transport_detail`, a `transport_mismatch` message where the fabric's label did not happen, and the
+fabric's facts (`shaped_rate_bps`; `fabric_env` with masked values). A child that fails is reported
 (ChildRun.error) and whatever it wrote before failing is kept.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
-from fabricbench.fabrics.env import fabric_env
 from fabricbench.fabrics.model import Fabric
 from fabricbench.fabrics.transport import TransportSummary, mismatch, read_logs
 
-
+POLL_S = 0.2  # how often the child's results file is read while it runs
 @dataclass(kw_only=True)
 class ChildRun:
     fabric: Fabric
@@ -34,7 +38,9 @@ class ChildRun:
     warnings: list[str] = field(default_factory=list)
     returncode: int = 0
     error: str | None = None  # the child's last error line when it failed
+    waived: str | None = None  # why the fabric could not be applied here (FabricWaived); nothing ran
     command: list[str] = field(default_factory=list)
+    stderr: str = ""
 
 
 def sweep_args(*, ops: str, sizes: str, dtype: str, iters: int, warmup: int, engine: str,
@@ -56,48 +62,117 @@ def sweep_args(*, ops: str, sizes: str, dtype: str, iters: int, warmup: int, eng
 
 
 def run_child(fabric: Fabric, args: list[str], *, base_env: dict[str, str] | None = None,
-              wall_timeout_s: float | None = None, extra: dict[str, Any] | None = None) -> ChildRun:
-    """Run the sweep under `fabric`; `extra` is merged into every record's `extra` (e.g. the placement)."""
+              wall_timeout_s: float | None = None, extra: dict[str, Any] | None = None,
+              on_record: Callable[[dict[str, Any]], None] | None = None) -> ChildRun:
+    """Run the sweep under `fabric`; `extra` is merged into every record's `extra` (e.g. the placement).
+
+    `on_record` gets each annotated record as soon as the child has written it (streaming). A fabric
+    that cannot be applied here comes back as ChildRun.waived; Ctrl-C ends the child and goes on up.
+    """
+    from fabricbench import procs
+    from fabricbench.errors import FabricWaived
+    from fabricbench.fabrics.apply import applied
+
     run = ChildRun(fabric=fabric)
     uses_nccl = not ("--backend" in args and args[args.index("--backend") + 1] == "gloo")
-    with tempfile.TemporaryDirectory(prefix=f"fabricbench-{fabric.name}-") as tmp:
-        # NCCL logging only where NCCL runs: gloo ranks would just carry the variables into the records.
-        fenv = fabric_env(fabric, base_env, log_dir=tmp if uses_nccl else None)
-        run.warnings = fenv.warnings
+    with tempfile.TemporaryDirectory(prefix=f"fabricbench-{fabric.name.replace(':', '-')}-") as tmp:
         out = os.path.join(tmp, "out.jsonl")
         cmd = [sys.executable, "-m", "fabricbench", "sweep", *args, "--fabric", fabric.name, "--out", out,
                "--quiet"]
         run.command = cmd
         try:
-            proc = subprocess.run(cmd, env=fenv.env, capture_output=True, text=True, timeout=wall_timeout_s)
-            stdout, stderr, run.returncode = proc.stdout, proc.stderr, proc.returncode
-        except subprocess.TimeoutExpired as e:
-            stdout = _text(e.stdout)
-            stderr = _text(e.stderr)
-            run.returncode = 124
-            run.error = f"did not finish within {wall_timeout_s:g} s"
-        from fabricbench.results.writer import read_results
-
-        records = list(read_results(out, kind="collective")) if os.path.exists(out) else []
-        summary = read_logs(fenv.log_dir, stdout, stderr)
+            # NCCL logging only where NCCL runs: gloo ranks would just carry the variables into the records.
+            with applied(fabric, base_env, log_dir=tmp if uses_nccl else None) as launch:
+                run.warnings = launch.warnings
+                reader = _Reader(out, fabric, launch, uses_nccl, extra, run, on_record)
+                with open(os.path.join(tmp, "stdout"), "w+") as so, open(os.path.join(tmp, "stderr"), "w+") as se:
+                    p = procs.spawn(launch.argv(cmd), env=launch.env, stdout=so, stderr=se)
+                    try:
+                        deadline = None if wall_timeout_s is None else time.monotonic() + wall_timeout_s
+                        while p.poll() is None:
+                            reader.poll()
+                            if deadline is not None and time.monotonic() > deadline:
+                                procs.kill_tree(p)
+                                run.error = f"did not finish within {wall_timeout_s:g} s"
+                                break
+                            time.sleep(POLL_S)
+                    except BaseException:
+                        procs.kill_tree(p, grace_s=1.0)
+                        raise
+                    run.returncode = 124 if run.error else p.returncode
+                    reader.poll()
+                    so.seek(0)
+                    se.seek(0)
+                    stdout, stderr = so.read(), se.read()
+                run.summary = reader.summary(stdout, stderr)
+        except FabricWaived as e:
+            run.waived = str(e)
+            return run
+    run.stderr = stderr
     if run.returncode and run.error is None:
         run.error = _last_error(stderr) or f"exit status {run.returncode}"
-    run.summary = summary
-    nranks = records[0].get("nranks") if records else None
-    run.transport = summary.label(nranks) if uses_nccl else "gloo (no NCCL)"
-    run.mismatch = mismatch(fabric, summary)
-    for rec in records:
-        rec["transport"] = run.transport
-        rec_extra = dict(rec.get("extra") or {})
-        rec_extra["transport_detail"] = {**summary.to_dict(), "expected": fabric.expected,
-                                         "fabric_env": fabric.variables}
-        if extra:
-            rec_extra.update(extra)
-        rec["extra"] = rec_extra
-        if run.mismatch:
-            rec["transport_mismatch"] = run.mismatch
-    run.records = records
+    nranks = run.records[0].get("nranks") if run.records else None
+    run.transport = _label(run.summary, uses_nccl, nranks)
+    run.mismatch = mismatch(fabric, run.summary)
     return run
+
+
+class _Reader:
+    """Reads the child's results file as it grows; annotates each new collective record."""
+
+    def __init__(self, path, fabric, launch, uses_nccl, extra, run, on_record) -> None:
+        self.path, self.fabric, self.launch, self.uses_nccl = path, fabric, launch, uses_nccl
+        self.extra, self.run, self.on_record = extra, run, on_record
+        self.offset = 0
+
+    def summary(self, *texts: str) -> TransportSummary:
+        return read_logs(self.launch.log_dir, *texts)
+
+    def poll(self) -> None:
+        try:
+            with open(self.path, "rb") as fh:
+                fh.seek(self.offset)
+                chunk = fh.read()
+        except FileNotFoundError:
+            return
+        end = chunk.rfind(b"\n") + 1  # past it: a line still being written
+        self.offset += end
+        records = []
+        for line in chunk[:end].splitlines():
+            try:
+                rec = json.loads(line.decode("utf-8", errors="replace"))
+            except json.JSONDecodeError:
+                continue
+            if rec.get("kind") == "collective":
+                records.append(rec)
+        if not records:
+            return
+        summary = self.summary()  # what NCCL connected up to these measurements
+        for rec in records:
+            annotate(rec, self.fabric, self.launch.facts, summary, self.uses_nccl, self.extra)
+            self.run.records.append(rec)
+            if self.on_record is not None:
+                self.on_record(rec)
+
+
+def annotate(rec: dict[str, Any], fabric: Fabric, facts: dict[str, Any], summary: TransportSummary,
+             uses_nccl: bool, extra: dict[str, Any] | None = None) -> None:
+    """The observed transport, the mismatch flag and the fabric's facts, written into one record."""
+    rec["transport"] = _label(summary, uses_nccl, rec.get("nranks"))
+    rec["shaped_rate_bps"] = facts["shaped_rate_bps"]
+    rec_extra = dict(rec.get("extra") or {})
+    rec_extra["transport_detail"] = {**summary.to_dict(), "expected": fabric.expected,
+                                     "fabric_env": facts["fabric_env"]}
+    if extra:
+        rec_extra.update(extra)
+    rec["extra"] = rec_extra
+    flag = mismatch(fabric, summary)
+    if flag:
+        rec["transport_mismatch"] = flag
+
+
+def _label(summary: TransportSummary, uses_nccl: bool, nranks: int | None) -> str:
+    return summary.label(nranks) if uses_nccl else "gloo (no NCCL)"
 
 
 def _text(v) -> str:

@@ -15,6 +15,7 @@ import os
 from dataclasses import dataclass, field
 
 from fabricbench.fabrics.model import NEVER_SET, Fabric
+from fabricbench.results.context import public_value
 
 DEBUG_SUBSYS = "INIT,P2P,SHM,NET"
 
@@ -34,7 +35,8 @@ def fabric_env(fabric: Fabric, base_env: dict[str, str] | None = None, *,
     for var, val in fabric.env:
         assert var not in NEVER_SET
         if var in base and base[var] != val:
-            warnings.append(f"fabric {fabric.name} sets {var}={val}, overriding your {var}={base[var]}")
+            warnings.append(f"fabric {fabric.name} sets {var}={public_value(var, val)}, overriding your "
+                            f"{var}={public_value(var, base[var])}")
         env[var] = val
     chosen_dir = None
     if log_dir is not None and "NCCL_DEBUG" not in base:

@@ -5,14 +5,23 @@
 
 NCCL reads its variables once per process, so each fabric needs its own process. `forbidden` names the
 transports whose appearance in NCCL's log means the label did not happen (p2p-off with "via P2P" lines).
+A fabric may also need a place of its own to run in (shaped:RATE: a network namespace, see shaped.py):
+`unavailable()` says why it cannot be applied here, `isolation()` sets that place up and tears it down.
+fabricbench/fabrics/apply.py is the one entry that applies a fabric.
+
+Values are shown and recorded through `public_variables`: a custom fabric's variable outside
+NCCL_*/GLOO_*/CUDA_* (`x:SOME_TOKEN=...`) appears by name with the value "***".
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
 from dataclasses import dataclass, field
+from typing import Callable, Iterator
 
 from fabricbench.errors import UsageError
+from fabricbench.results.context import public_env, public_value
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _VAR = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -28,6 +37,7 @@ class Fabric:
     expected: str = "any"  # the transport NCCL should use, in words
     forbidden: tuple[str, ...] = field(default=())  # transport families ("P2P", "SHM") that must not appear
     builtin: bool = True
+    rate_bps: int | None = None  # the emulated link's rate in bit/s (shaped:RATE), else None
 
     def __post_init__(self) -> None:
         for var, _ in self.env:
@@ -35,17 +45,62 @@ class Fabric:
 
     @property
     def variables(self) -> dict[str, str]:
+        """The real values: for the child's environment only, never for a record or the screen."""
         return dict(self.env)
 
+    @property
+    def public_variables(self) -> dict[str, str]:
+        return public_env(self.variables)
+
+    @property
+    def plain(self) -> bool:
+        """Nothing to apply: the current environment as it is (the default fabric)."""
+        return not self.env and self.rate_bps is None
+
+    def unavailable(self) -> str | None:
+        """Why this fabric cannot be applied on this machine; None when it can."""
+        return None
+
+    @contextlib.contextmanager
+    def isolation(self) -> Iterator[str | None]:
+        """Set up the place the fabric's processes run in; yields a network namespace name or None."""
+        yield None
+
     def to_dict(self) -> dict:
-        return {"name": self.name, "env": self.variables, "description": self.description,
+        return {"name": self.name, "env": self.public_variables, "description": self.description,
                 "expected_transport": self.expected, "forbidden_transports": list(self.forbidden),
-                "builtin": self.builtin}
+                "builtin": self.builtin, "rate_bps": self.rate_bps}
+
+
+@dataclass(frozen=True, kw_only=True)
+class FabricFamily:
+    """Fabrics made from a parameter, 'family:PARAM' (shaped:200mbit): one module and one row in FAMILIES."""
+
+    name: str
+    syntax: str  # e.g. "shaped:RATE"
+    description: str
+    make: Callable[[str], Fabric]  # the whole spec -> the fabric (raises UsageError on a bad parameter)
+
+    def to_dict(self) -> dict:
+        return {"name": self.syntax, "family": self.name, "description": self.description}
+
+
+def shown(spec: str) -> str:
+    """A fabric spec as it may be printed: 'x:SOME_TOKEN=abc' -> 'x:SOME_TOKEN=***'."""
+    name, sep, body = spec.partition(":")
+    if not sep:
+        return spec
+    items = []
+    for item in body.split(","):
+        var, eq, val = item.partition("=")
+        items.append(f"{var}={public_value(var.strip(), val)}" if eq else item)
+    return f"{name}:{','.join(items)}"
 
 
 def parse_custom(spec: str, known: list[str]) -> Fabric:
     """'name:VAR=VAL,VAR=VAL' -> Fabric. The expected transport follows from NCCL_P2P/SHM_DISABLE."""
     name, sep, body = spec.partition(":")
+    spec = shown(spec)  # messages below never echo a value that may be a secret
     name = name.strip()
     if not sep or not body.strip():
         raise UsageError(f"fabric {spec!r}: unknown fabric; choose from {', '.join(known)} "
@@ -59,7 +114,7 @@ def parse_custom(spec: str, known: list[str]) -> Fabric:
         var, eq, val = item.partition("=")
         var = var.strip()
         if not eq or not _VAR.match(var):
-            raise UsageError(f"fabric {spec!r}: {item.strip()!r} is not VAR=VALUE")
+            raise UsageError(f"fabric {spec!r}: {shown('x:' + item.strip())[2:]!r} is not VAR=VALUE")
         if var in NEVER_SET:
             raise UsageError(f"fabric {spec!r}: a fabric never sets {var} (NVLS stays as you have it); "
                              f"export it yourself if you mean it")
@@ -73,5 +128,6 @@ def parse_custom(spec: str, known: list[str]) -> Fabric:
         forbidden, expected = ("P2P",), "SHM"
         if d.get("NCCL_SHM_DISABLE") == "1":
             forbidden, expected = ("P2P", "SHM"), "NET"
-    return Fabric(name=name, env=tuple(env), description="custom: " + ", ".join(f"{k}={v}" for k, v in env),
+    described = ", ".join(f"{k}={v}" for k, v in public_env(d).items())
+    return Fabric(name=name, env=tuple(env), description="custom: " + described,
                   expected=expected, forbidden=forbidden, builtin=False)

@@ -1,7 +1,9 @@
 """Facts about where a result was measured: host, time, allow-listed environment, library versions.
 
-Only NCCL_*, CUDA_VISIBLE_DEVICES and a few named variables are ever recorded — never the whole
-environment, which can hold credentials.
+Only NCCL_*, GLOO_*, CUDA_VISIBLE_DEVICES and a few named variables are ever recorded — never the whole
+environment, which can hold credentials. A fabric's own variables (`x:SOME_TOKEN=...`) are shown by
+name everywhere, but their values only when the name is NCCL_*, GLOO_* or CUDA_* (public_env); any
+other value is written as "***".
 """
 
 from __future__ import annotations
@@ -13,10 +15,13 @@ import socket
 import sys
 from importlib import metadata
 
-ENV_PREFIXES = ("NCCL_",)
+ENV_PREFIXES = ("NCCL_", "GLOO_")
 ENV_NAMES = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "TORCH_NCCL_ASYNC_ERROR_HANDLING",
              "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS", "FABRICBENCH_NCCL_LIBRARY",
-             "GLOO_SOCKET_IFNAME", "OMP_NUM_THREADS")
+             "GLOO_SOCKET_IFNAME", "OMP_NUM_THREADS", "FABRICBENCH_FABRIC_APPLIED")
+# A fabric's variable whose value may be printed and recorded; any other is shown by name as MASK.
+PUBLIC_PREFIXES = ("NCCL_", "GLOO_", "CUDA_")
+MASK = "***"
 
 
 # Set by fabricbench itself to capture NCCL's log (a temporary path): noise, not a setting of the run.
@@ -27,6 +32,15 @@ def allowed_env(environ: dict[str, str] | None = None) -> dict[str, str]:
     env = os.environ if environ is None else environ
     return {k: v for k, v in sorted(env.items())
             if (k.startswith(ENV_PREFIXES) or k in ENV_NAMES) and k not in ENV_EXCLUDED}
+
+
+def public_value(var: str, value: str) -> str:
+    """The value as it may appear in a record or on screen: itself for NCCL_*/GLOO_*/CUDA_*, else MASK."""
+    return value if var.startswith(PUBLIC_PREFIXES) else MASK
+
+
+def public_env(variables: dict[str, str]) -> dict[str, str]:
+    return {k: public_value(k, v) for k, v in variables.items()}
 
 
 def now_iso() -> str:

@@ -1,0 +1,99 @@
+"""Apply a fabric to the processes that measure: the one place a fabric becomes an environment and a place.
+
+    from fabricbench.fabrics import get_fabric
+    from fabricbench.fabrics.apply import applied
+    with applied(get_fabric("shaped:200mbit"), log_dir=tmp) as launch:
+        procs.run(launch.argv([sys.executable, "-m", "fabricbench", "sweep", ...]), env=launch.env, ...)
+        record.update(launch.facts)
+
+`applied` gives
+- `env`: the child's environment (fabric_env: the user's variables, the fabric's on top with a warning
+  where they differ, NCCL_NVLS_ENABLE never set; with `log_dir`, NCCL's INFO log goes there to read the
+  transport) plus FABRICBENCH_FABRIC_APPLIED=<name>, which tells a `fabricbench sweep` started in it that
+  the fabric is already in force (runner.run_sweep then measures in place instead of starting a child);
+- `argv(cmd)`: the command, prefixed with `ip netns exec NS` when the fabric has a namespace (shaped:RATE);
+- `facts`: what records carry: fabric, fabric_env (values outside NCCL_*/GLOO_*/CUDA_* as "***"),
+  shaped_rate_bps, netns.
+A fabric that cannot be applied here raises FabricWaived before anything starts. Whatever the fabric set
+up (a namespace) is removed on the way out: normal exit, exception, Ctrl-C, SIGTERM.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Sequence
+
+from fabricbench.errors import FabricWaived
+from fabricbench.fabrics.env import fabric_env
+from fabricbench.fabrics.model import Fabric
+
+MARKER = "FABRICBENCH_FABRIC_APPLIED"
+
+
+@dataclass(kw_only=True)
+class Launch:
+    fabric: Fabric
+    env: dict[str, str]
+    netns: str | None = None
+    log_dir: str | None = None  # where NCCL's INFO log goes; None when fabricbench does not capture it
+    warnings: list[str] = field(default_factory=list)  # already masked
+
+    def argv(self, argv: Sequence[str]) -> list[str]:
+        if self.netns is None:
+            return list(argv)
+        return ["ip", "netns", "exec", self.netns, *argv]
+
+    @property
+    def facts(self) -> dict[str, Any]:
+        return {"fabric": self.fabric.name, "fabric_env": self.fabric.public_variables,
+                "shaped_rate_bps": self.fabric.rate_bps, "netns": self.netns}
+
+
+@contextlib.contextmanager
+def applied(fabric: Fabric, base_env: dict[str, str] | None = None,
+            log_dir: str | None = None) -> Iterator[Launch]:
+    """The environment and command prefix that run processes under `fabric`; see the module docstring."""
+    why = fabric.unavailable()
+    if why:
+        raise FabricWaived(f"fabric {fabric.name} is waived here: {why}")
+    fenv = fabric_env(fabric, base_env, log_dir=log_dir)
+    env = dict(fenv.env)
+    env[MARKER] = fabric.name
+    with _sigterm_as_exit(), fabric.isolation() as netns:
+        yield Launch(fabric=fabric, env=env, netns=netns, log_dir=fenv.log_dir, warnings=fenv.warnings)
+
+
+def in_force(spec: str, environ: dict[str, str] | None = None) -> bool:
+    """Whether this process already runs under the fabric `spec` names (or it has nothing to apply)."""
+    env = os.environ if environ is None else environ
+    marker = env.get(MARKER)
+    if marker is not None and marker == spec:
+        return True
+    from fabricbench.fabrics import get_fabric
+
+    fabric = get_fabric(spec)
+    return fabric.plain or marker == fabric.name
+
+
+@contextlib.contextmanager
+def _sigterm_as_exit() -> Iterator[None]:
+    """SIGTERM normally ends Python without running `finally`; while a fabric is set up it raises
+    SystemExit(143) instead, so the namespace is still removed. Only from the main thread, and only when
+    nobody else handles SIGTERM."""
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        yield
+        return
+
+    def handler(signum, frame):
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
