@@ -1,0 +1,52 @@
+"""`fabricbench relate`: what each fabric's bus bandwidth does to each strategy's step, observed and predicted.
+
+    fabricbench relate sweeps.jsonl train.jsonl
+    fabricbench relate lab/*.jsonl --reference default --json
+    fabricbench relate lab/*.jsonl --plot relate.png
+
+This layer only maps flags to fabricbench.relate (fabricbench/relating/api.py), which decides; what did
+not match goes to stderr, one line each.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+
+@click.command()
+@click.argument("files", nargs=-1, required=True)
+@click.option("--reference", default=None,
+              help="Fabric to calibrate on. Default: the fastest (trace-weighted busbw) with a sweep and a train run.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object (reference, formula, rows, problems).")
+@click.option("--plot", "plot_path", default=None, help="Write busbw drop against slowdown to this PNG.")
+def relate(files, reference, as_json, plot_path) -> None:
+    """Join sweep/compare records with train records and predict each fabric's step time."""
+    import fabricbench
+    from fabricbench.fabrics.study import check_plot_path
+
+    check_plot_path(plot_path)
+    if plot_path:
+        from fabricbench.report.plot import _pyplot
+
+        _pyplot()  # matplotlib missing is bad input too: say so before any work
+    result = fabricbench.relate(list(files), reference=reference)
+    for p in result.problems:
+        click.echo(f"note: {p}", err=True)
+    if plot_path:
+        from fabricbench.relating.plot import plot_relate
+
+        plot_relate(result, plot_path)
+    if as_json:
+        click.echo(json.dumps(result.to_dict(), indent=2))
+    else:
+        from fabricbench.relating.format import render
+
+        render(result)
+        if plot_path:
+            click.echo(f"plot: {plot_path}", err=True)
+    if not result.rows:
+        click.echo("relate: no strategy could be related (see the notes above)", err=True)
+        sys.exit(1)

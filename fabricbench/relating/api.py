@@ -1,0 +1,257 @@
+"""`fabricbench.relate`: observed and predicted training slowdown per strategy and fabric.
+
+    import fabricbench
+    res = fabricbench.relate(["sweeps.jsonl", "train.jsonl"], reference=None)
+    for row in res.rows:
+        print(row.strategy, row.fabric, row.observed_slowdown, row.predicted_slowdown)
+    res.problems      # exactly what did not match, one sentence each
+
+The model (fabricbench/relating/model.py) is calibrated on the reference fabric alone:
+
+    T_step(f) = T_compute + e × T_comm(f),   T_compute = T_step(ref) − e × T_comm(ref)
+
+T_comm(f) prices the reference run's communication trace on f's sweep; e is the exposed fraction from
+the reference run's overlap timeline (1, an upper bound, where the trace has none). The default
+reference is the fastest fabric by trace-weighted busbw among those with a sweep and a train run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from fabricbench.errors import UsageError
+from fabricbench.relating import inputs
+from fabricbench.relating.inputs import Observed, Workload
+from fabricbench.relating.model import FORMULA, Pricing, SweepCurves, predict, price
+
+# short codes in RelateRow.flags; the sentences that explain them are in RelateResult.problems
+REFERENCE = "reference"
+PREDICTED_ONLY = "predicted-only"
+UPPER_BOUND = "e=1 upper bound"
+NO_COMMUNICATION = "no communication"
+
+
+@dataclass(kw_only=True)
+class RelateRow:
+    """One strategy on one fabric. Times in seconds; slowdowns and ratios against the reference."""
+
+    strategy: str
+    fabric: str
+    reference: str
+    model: str
+    precision: str
+    nranks: int
+    dtype: str  # the trace's collective dtypes, most bytes first ("float32", "bfloat16+float32")
+    observed_step_s: float | None  # median step time of the run(s) on this fabric; None: predicted-only
+    predicted_step_s: float
+    observed_slowdown: float | None  # observed_step_s / observed step on the reference
+    predicted_slowdown: float  # predicted_step_s / observed step on the reference
+    residual: float | None  # predicted / observed − 1
+    busbw_ratio: float | None  # trace-weighted busbw here / on the reference (≤ 1: a slower fabric)
+    busbw_gbps: float | None  # trace-weighted busbw here
+    comm_bytes_per_step: int  # the trace's S × calls summed over its collectives
+    comm_time_s: float  # T_comm predicted on this fabric from its sweep
+    comm_time_ref_s: float  # T_comm on the reference, over the same collectives
+    compute_s: float  # T_compute, calibrated on the reference
+    exposed_fraction: float  # e used (from the reference run's timeline, or 1)
+    exposed_fraction_observed: float | None  # this fabric's own run's timeline, where it has one
+    throughput: float | None  # observed samples/s
+    predicted_throughput: float | None  # global batch / predicted_step_s
+    runs: int  # train runs combined into observed_step_s (0: predicted-only)
+    predicted_only: bool
+    flags: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass(kw_only=True)
+class RelateResult:
+    reference: str
+    rows: list[RelateRow]
+    problems: list[str]
+    formula: str = FORMULA
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"reference": self.reference, "formula": self.formula, "rows": [r.to_dict() for r in self.rows],
+                "problems": list(self.problems)}
+
+
+def relate(records_or_paths: Any, reference: str | None = None) -> RelateResult:
+    """Join sweep/compare records with train records by fabric, nranks and dtype; predict every fabric's
+    step from the reference's. Raises UsageError for input that cannot be related at all."""
+    records = inputs.load(records_or_paths)
+    collectives = [r for r in records if r.get("kind") == "collective"]
+    trains = [r for r in records if r.get("kind") == "train"]
+    if not trains:
+        raise UsageError("no train records among the inputs; add a `fabricbench train --out FILE` results file")
+    if not collectives:
+        raise UsageError("no sweep records (kind collective) among the inputs; add a `fabricbench sweep --out` "
+                         "or `compare --out` results file")
+    curves = SweepCurves.from_records(collectives)
+    observed, problems = inputs.observations(trains)
+    if not curves:
+        raise UsageError(f"none of the {len(collectives)} sweep records has a measured time (status ok)")
+    swept = curves.fabrics()
+    trained = list(dict.fromkeys(o.fabric for o in observed))
+    for fab in trained:
+        if fab not in swept:
+            names = sorted({o.strategy for o in observed if o.fabric == fab})
+            problems.append(f"no sweep for fabric {fab} (train runs of {', '.join(names)}): its step cannot be "
+                            f"predicted; sweep it with `fabricbench sweep --fabric {fab} --out FILE`")
+    ref = _reference(reference, observed, curves, swept, trained)
+    rows: list[RelateRow] = []
+    by_key = {(o.workload, o.strategy, o.fabric): o for o in observed}
+    for wl, strategy in dict.fromkeys((o.workload, o.strategy) for o in observed):
+        base = by_key.get((wl, strategy, ref))
+        if base is None:
+            problems.append(f"{strategy} ({wl.label()}) has no train run on the reference fabric {ref}: "
+                            f"nothing to calibrate its prediction on")
+            continue
+        rows.extend(_strategy_rows(base, by_key, curves, swept, problems))
+    return RelateResult(reference=ref, rows=rows, problems=list(dict.fromkeys(problems)))
+
+
+def _reference(asked: str | None, observed: list[Observed], curves: SweepCurves, swept: list[str],
+               trained: list[str]) -> str:
+    both = [f for f in swept if f in trained]
+    if asked is not None:
+        known = list(dict.fromkeys(swept + trained))
+        if asked not in known:
+            raise UsageError(f"unknown reference fabric {asked!r}; the records have {_fabric_list(swept, trained)}")
+        if asked not in both:
+            lacks = "sweep" if asked not in swept else "train run"
+            raise UsageError(f"reference fabric {asked} has no {lacks} to calibrate on; choose one with both: "
+                             f"{', '.join(both) or 'none'}")
+        return asked
+    if not both:
+        raise UsageError(f"no fabric has both a sweep and a train run ({_fabric_list(swept, trained)}); "
+                         f"relate calibrates on one that has both")
+    return _fastest(both, observed, curves)
+
+
+def _fabric_list(swept: list[str], trained: list[str]) -> str:
+    out = []
+    for f in dict.fromkeys(swept + trained):
+        has = [w for w, names in (("sweep", swept), ("train", trained)) if f in names]
+        out.append(f"{f} ({', '.join(has)})")
+    return ", ".join(out)
+
+
+def _fastest(candidates: list[str], observed: list[Observed], curves: SweepCurves) -> str:
+    """The candidate with the least communication time over every traced collective that all of them can
+    price (= the highest trace-weighted busbw); else the highest busbw at the largest swept sizes."""
+    traced = [c for o in observed if o.comm for c in (o.comm.get("collectives") or [])]
+    if traced:
+        pricings = {f: price(traced, curves, fabric=f) for f in candidates}
+        ok = [all(pricings[f].entries[i].time_s is not None for f in candidates) for i in range(len(traced))]
+        if any(ok):
+            totals = {f: sum(e.step_time_s for e, k in zip(pricings[f].entries, ok) if k) for f in candidates}
+            return min(candidates, key=lambda f: totals[f])
+
+    def top_busbw(f: str) -> float:
+        vals = [c.busbw_gbps(c.sizes[-1], c.times_s[-1]) for c in curves.on(f)]
+        return max(vals) if vals else 0.0
+
+    return max(candidates, key=top_busbw)
+
+
+def _trace_dtype(collectives: list[dict[str, Any]]) -> str:
+    by: dict[str, float] = {}
+    for c in collectives:
+        by[c.get("dtype") or "?"] = by.get(c.get("dtype") or "?", 0.0) + c["bytes"] * (c.get("calls_per_step") or 0)
+    return "+".join(sorted(by, key=lambda d: -by[d])) or "-"
+
+
+def _trace_bytes(comm: dict[str, Any]) -> int:
+    total = comm.get("total_bytes_per_step")
+    if isinstance(total, (int, float)):
+        return int(total)
+    return int(sum(c["bytes"] * (c.get("calls_per_step") or 0) for c in comm.get("collectives") or []))
+
+
+def _strategy_rows(base: Observed, by_key: dict[tuple[Workload, str, str], Observed], curves: SweepCurves,
+                   swept: list[str], problems: list[str]) -> list[RelateRow]:
+    """Every swept fabric's row for base's (workload, strategy), calibrated on base (the reference run)."""
+    wl, strategy, ref = base.workload, base.strategy, base.fabric
+    comm = base.comm
+    if comm is None:
+        problems.append(f"{strategy} ({wl.label()}) on the reference {ref}: the train record has no `comm` "
+                        f"trace (recorded before fabricbench traced collectives); rerun `fabricbench train`")
+        return []
+    collectives = list(comm.get("collectives") or [])
+    flags_all: list[str] = []
+    timeline = comm.get("timeline") or None
+    e = timeline.get("exposed_fraction") if isinstance(timeline, dict) else None
+    if e is None:
+        e = 1.0
+        if collectives:
+            flags_all.append(UPPER_BOUND)
+            problems.append(f"{strategy} ({wl.label()}) on {ref}: the trace has no overlap timeline, so e = 1 "
+                            f"(every second of communication exposed): predictions are upper bounds")
+    e = min(1.0, max(0.0, float(e)))
+    if not collectives:
+        flags_all.append(NO_COMMUNICATION)
+        note = comm.get("note") or "no collective in the trace"
+        problems.append(f"{strategy} ({wl.label()}): {note}; every fabric predicts the reference's step")
+    on_ref = price(collectives, curves, fabric=ref, nranks=wl.nranks)
+    problems.extend(on_ref.flags)
+    ref_bytes = _trace_bytes(comm)
+    rows = []
+    for fab in swept:
+        own = by_key.get((wl, strategy, fab))
+        on_fab = on_ref if fab == ref else price(collectives, curves, fabric=fab, nranks=wl.nranks)
+        if fab != ref:
+            problems.extend(on_fab.flags)
+        if collectives and not any(r.time_s is not None and f.time_s is not None
+                                   for r, f in zip(on_ref.entries, on_fab.entries)):
+            problems.append(f"{strategy} ({wl.label()}) on {fab}: none of its traced collectives can be priced "
+                            f"on both {fab} and the reference {ref}; no row")
+            continue
+        rows.append(_row(base, own, fab, e, on_ref, on_fab, ref_bytes, _trace_dtype(collectives), flags_all,
+                         problems))
+    rows.sort(key=lambda r: (r.fabric != ref, -(r.busbw_ratio or 0.0)))
+    return rows
+
+
+def _row(base: Observed, own: Observed | None, fab: str, e: float, on_ref: Pricing, on_fab: Pricing,
+         ref_bytes: int, dtype: str, flags_all: list[str], problems: list[str]) -> RelateRow:
+    wl, ref = base.workload, base.fabric
+    p = predict(ref_step_s=base.step_s, exposed_fraction=e, on_ref=on_ref, on_fabric=on_fab)
+    flags = list(flags_all) + list(p.flags)
+    if fab == ref:
+        flags.insert(0, REFERENCE)
+    if own is None:
+        flags.append(PREDICTED_ONLY)
+    for entry in on_fab.entries + (on_ref.entries if fab != ref else ()):
+        if entry.status not in ("exact", "interpolated") and entry.status not in flags:
+            flags.append(entry.status)
+        if entry.substituted and "dtype substituted" not in flags:
+            flags.append("dtype substituted")
+    own_e = None
+    if own is not None and own.comm:
+        tl = own.comm.get("timeline")
+        own_e = tl.get("exposed_fraction") if isinstance(tl, dict) else None
+        own_bytes = _trace_bytes(own.comm)
+        if fab != ref and abs(own_bytes - ref_bytes) > 0.02 * max(ref_bytes, 1):
+            flags.append("trace differs")
+            problems.append(f"{base.strategy} ({wl.label()}): the trace on {fab} sends {own_bytes} B/step, "
+                            f"on the reference {ref} {ref_bytes} B/step; the prediction uses the reference's")
+    if own is not None and own.runs > 1:
+        flags.append(f"{own.runs} runs")
+    obs = own.step_s if own is not None else None
+    batch = base.global_batch
+    return RelateRow(
+        strategy=base.strategy, fabric=fab, reference=ref, model=wl.model, precision=wl.precision,
+        nranks=wl.nranks, dtype=dtype, observed_step_s=obs, predicted_step_s=p.predicted_step_s,
+        observed_slowdown=obs / base.step_s if obs is not None else None,
+        predicted_slowdown=p.predicted_step_s / base.step_s,
+        residual=(p.predicted_step_s / obs - 1.0) if obs else None,
+        busbw_ratio=p.busbw_ratio, busbw_gbps=p.busbw_gbps, comm_bytes_per_step=ref_bytes,
+        comm_time_s=p.comm_time_s, comm_time_ref_s=p.comm_time_ref_s, compute_s=p.compute_s,
+        exposed_fraction=e, exposed_fraction_observed=own_e,
+        throughput=own.samples_per_s if own is not None else None,
+        predicted_throughput=batch / p.predicted_step_s if batch and p.predicted_step_s > 0 else None,
+        runs=own.runs if own is not None else 0, predicted_only=own is None, flags=flags)

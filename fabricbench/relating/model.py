@@ -1,0 +1,334 @@
+"""Pricing a communication trace on a fabric's sweep, and the step-time model calibrated on one fabric.
+
+    fabricbench relate sweeps.jsonl train.jsonl --reference default
+
+A sweep (kind "collective" records) gives, per (fabric, op, dtype, nranks), the median time of one call
+at each swept size S. A train record's trace (`comm.collectives`) says which collectives one step issues:
+op, S, dtype, group size and calls per step. Pricing the trace on fabric f:
+
+    T_comm(f) = Σ_c calls_c × t_f(op_c, S_c)
+
+t_f is interpolated linearly in log(time) against log(size) between the two swept sizes around S (a
+power law between neighbours: right in the latency regime, where t is flat, and in the bandwidth regime,
+where t grows as S). Outside the swept range it is extrapolated and flagged: below the smallest size at
+the smallest size's time (a latency floor), above the largest at the largest size's algbw (t ∝ S). Each
+op is priced on its own swept curve, never from another op's arithmetic: gloo's reduce_scatter runs a
+full all-reduce underneath, and only its own curve shows that.
+
+Step time, calibrated on the reference fabric r alone (e = the exposed fraction of communication):
+
+    T_compute  = T_step(r) − e × T_comm(r)
+    T_step(f)  = T_compute + e × T_comm(f)       (= T_step(r) + e × (T_comm(f) − T_comm(r)))
+
+e comes from the reference run's overlap timeline (`comm.timeline.exposed_fraction`: CUDA kernels on
+GPU, CPU threads on CPU); where the trace has none, e = 1 and the prediction is an upper bound (every
+second of communication exposed). Collectives that cannot be priced on both fabrics are left out of both
+sums, and said so. The trace-weighted bus-bandwidth ratio compares the fabrics at the sizes the strategy
+really sends:
+
+    busbw_eff(f) = Σ_c calls_c × S_c × factor(op_c, n_c) / Σ_c calls_c × t_f(op_c, S_c)
+    busbw_ratio  = busbw_eff(f) / busbw_eff(r)                 (= T_comm(r) / T_comm(f))
+
+with the nccl-tests bus-bandwidth factors of fabricbench/collectives.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import statistics
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from fabricbench.sizes import format_size as _exact_size
+
+FORMULA = ("T_step(f) = T_compute + e*T_comm(f), T_compute = T_step(ref) - e*T_comm(ref), "
+           "T_comm(f) = sum over traced collectives of calls * t_f(op, S) (swept time, log-log interpolation)")
+
+# The nearest swept size must lie within this factor of a traced size for the price to count as measured
+# near it; a sweep with coarser steps (or none nearby) is flagged. The default sweep steps by 4.
+NEAR_FACTOR = 4.0
+
+# status codes of one priced collective
+INTERPOLATED = "interpolated"
+EXACT = "exact"
+BELOW = "extrapolated below"
+ABOVE = "extrapolated above"
+FAR = "far from swept sizes"
+DTYPE_SUBSTITUTED = "dtype substituted"
+UNPRICED = "unpriced"
+
+
+def format_size(nbytes: float) -> str:
+    """Binary units, exact where the size is round (1M), else three significant digits (1.18M)."""
+    exact = _exact_size(int(nbytes))
+    if not exact.endswith("B") or nbytes < 1024:
+        return exact
+    for suffix, unit in (("T", 2**40), ("G", 2**30), ("M", 2**20), ("K", 2**10)):
+        if nbytes >= unit:
+            return f"{nbytes / unit:.3g}{suffix}"
+    return exact
+
+
+def busbw_factor(op: str, nranks: int) -> float:
+    from fabricbench.collectives import COLLECTIVES
+
+    if op not in COLLECTIVES:
+        return 0.0
+    return COLLECTIVES.get(op).busbw_factor(nranks)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Curve:
+    """Median time (seconds) of one call per swept size S (bytes) for one (fabric, op, dtype, nranks)."""
+
+    fabric: str
+    op: str
+    dtype: str
+    nranks: int
+    sizes: tuple[int, ...]  # ascending, > 0
+    times_s: tuple[float, ...]  # > 0, same length
+
+    def __post_init__(self) -> None:
+        assert self.sizes and len(self.sizes) == len(self.times_s)
+        assert all(a < b for a, b in zip(self.sizes, self.sizes[1:])), "sizes must ascend"
+
+    def time_at(self, nbytes: int) -> tuple[float, str]:
+        """(seconds, status) for one call of S = nbytes; status EXACT, INTERPOLATED, BELOW, ABOVE or FAR."""
+        sizes, times = self.sizes, self.times_s
+        i = bisect.bisect_left(sizes, nbytes)
+        if i < len(sizes) and sizes[i] == nbytes:
+            return times[i], EXACT
+        if nbytes < sizes[0]:
+            return times[0], BELOW
+        if i == len(sizes):
+            return times[-1] * nbytes / sizes[-1], ABOVE
+        s0, s1, t0, t1 = sizes[i - 1], sizes[i], times[i - 1], times[i]
+        w = (math.log(nbytes) - math.log(s0)) / (math.log(s1) - math.log(s0))
+        t = math.exp(math.log(t0) + w * (math.log(t1) - math.log(t0)))
+        near = min(nbytes / s0, s1 / nbytes) <= NEAR_FACTOR
+        return t, (INTERPOLATED if near else FAR)
+
+    def busbw_gbps(self, nbytes: int, time_s: float) -> float:
+        return nbytes / time_s / 1e9 * busbw_factor(self.op, self.nranks)
+
+    def span(self) -> str:
+        return f"{format_size(self.sizes[0])}-{format_size(self.sizes[-1])}"
+
+
+class SweepCurves:
+    """Every swept curve of a set of collective records, keyed by (fabric, op, dtype, nranks).
+
+    Repeats of one size (several files, in- and out-of-place) combine by the median. CUDA-graph records
+    are used only where a key has nothing else: training launches collectives one by one.
+    """
+
+    def __init__(self, curves: Iterable[Curve]) -> None:
+        self._curves: dict[tuple[str, str, str, int], Curve] = {}
+        for c in curves:
+            key = (c.fabric, c.op, c.dtype, c.nranks)
+            assert key not in self._curves, f"duplicate curve {key}"
+            self._curves[key] = c
+
+    @classmethod
+    def from_records(cls, records: Iterable[dict[str, Any]]) -> "SweepCurves":
+        points: dict[tuple[str, str, str, int], dict[bool, dict[int, list[float]]]] = {}
+        for rec in records:
+            if rec.get("kind", "collective") != "collective" or rec.get("status") != "ok":
+                continue
+            t_us, nbytes = rec.get("time_us"), rec.get("bytes")
+            if not t_us or not nbytes or t_us <= 0 or nbytes <= 0 or not rec.get("op"):
+                continue
+            key = (rec.get("fabric") or "default", rec["op"], rec.get("dtype") or "float32",
+                   int(rec.get("nranks") or 0))
+            per_mode = points.setdefault(key, {}).setdefault(bool(rec.get("graph")), {})
+            per_mode.setdefault(int(nbytes), []).append(float(t_us) * 1e-6)
+        curves = []
+        for key, modes in points.items():
+            pts = modes.get(False) or modes[True]
+            sizes = sorted(pts)
+            curves.append(Curve(fabric=key[0], op=key[1], dtype=key[2], nranks=key[3], sizes=tuple(sizes),
+                                times_s=tuple(statistics.median(pts[s]) for s in sizes)))
+        return cls(curves)
+
+    def __len__(self) -> int:
+        return len(self._curves)
+
+    def fabrics(self) -> list[str]:
+        return list(dict.fromkeys(k[0] for k in self._curves))
+
+    def get(self, fabric: str, op: str, dtype: str, nranks: int) -> Curve | None:
+        return self._curves.get((fabric, op, dtype, nranks))
+
+    def on(self, fabric: str) -> list[Curve]:
+        return [c for k, c in self._curves.items() if k[0] == fabric]
+
+    def find(self, fabric: str, op: str, dtype: str, nranks: int) -> tuple[Curve | None, str | None]:
+        """The curve to price (op, dtype, nranks) with on `fabric`, and why it is not an exact match.
+
+        Another dtype's curve stands in at the same bytes (what crosses the wire is S bytes either way;
+        the reduction arithmetic differs), flagged. Another rank count never does: time per call
+        depends on n.
+        """
+        exact = self.get(fabric, op, dtype, nranks)
+        if exact is not None:
+            return exact, None
+        same_n = [c for c in self.on(fabric) if c.op == op and c.nranks == nranks]
+        if same_n:
+            return same_n[0], DTYPE_SUBSTITUTED
+        return None, UNPRICED
+
+    def missing(self, fabric: str, op: str, dtype: str, nranks: int) -> str:
+        """Exactly why (op, dtype, nranks) has no curve on `fabric`, for the problems list."""
+        mine = self.on(fabric)
+        if not mine:
+            return f"no sweep for fabric {fabric}"
+        ops = [c for c in mine if c.op == op]
+        if not ops:
+            have = ", ".join(sorted({c.op for c in mine}))
+            return f"fabric {fabric}: no {op} sweep (it has {have})"
+        ns = sorted({c.nranks for c in ops})
+        return (f"fabric {fabric}: nranks differ: the trace's {op} runs on {nranks} ranks, the sweep has "
+                f"{', '.join(map(str, ns))}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class PricedCollective:
+    op: str
+    bytes: int
+    dtype: str
+    group_size: int
+    calls_per_step: float
+    time_s: float | None  # one call; None when unpriced
+    status: str  # EXACT, INTERPOLATED, BELOW, ABOVE, FAR or UNPRICED
+    curve: Curve | None = None  # the curve it was priced on (its dtype may differ: see substituted)
+
+    @property
+    def substituted(self) -> bool:
+        return self.curve is not None and self.curve.dtype != self.dtype
+
+    @property
+    def step_time_s(self) -> float:
+        return (self.time_s or 0.0) * self.calls_per_step
+
+    @property
+    def bus_bytes(self) -> float:
+        """calls × S × busbw factor: the numerator of the trace-weighted busbw."""
+        return self.calls_per_step * self.bytes * busbw_factor(self.op, self.group_size)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Pricing:
+    """A trace priced on one fabric's sweep."""
+
+    fabric: str
+    entries: tuple[PricedCollective, ...]
+    flags: tuple[str, ...] = field(default=())  # one sentence per thing that is not measured as asked
+
+    @property
+    def time_s(self) -> float:
+        return sum(e.step_time_s for e in self.entries if e.time_s is not None)
+
+    def substituted(self) -> bool:
+        return any(e.substituted for e in self.entries)
+
+
+def price(collectives: Iterable[dict[str, Any]], curves: SweepCurves, *, fabric: str,
+          nranks: int | None = None, dtype: str | None = None) -> Pricing:
+    """Price every traced collective on `fabric`'s sweep. Entries' own dtype and group_size win over the
+    `dtype` / `nranks` defaults (which fill in entries that lack them)."""
+    entries: list[PricedCollective] = []
+    notes: dict[tuple[str, str, str, int], list[PricedCollective]] = {}
+    for c in collectives:
+        op = c["op"]
+        n = int(c.get("group_size") or nranks or 0)
+        dt = c.get("dtype") or dtype or "float32"
+        nbytes = int(c["bytes"])
+        calls = float(c.get("calls_per_step") or 0.0)
+        curve, why = curves.find(fabric, op, dt, n)
+        if curve is None:
+            pc = PricedCollective(op=op, bytes=nbytes, dtype=dt, group_size=n, calls_per_step=calls,
+                                  time_s=None, status=UNPRICED)
+        elif nbytes <= 0:
+            pc = PricedCollective(op=op, bytes=nbytes, dtype=dt, group_size=n, calls_per_step=calls,
+                                  time_s=0.0, status=EXACT, curve=curve)
+        else:
+            t, status = curve.time_at(nbytes)
+            pc = PricedCollective(op=op, bytes=nbytes, dtype=dt, group_size=n, calls_per_step=calls, time_s=t,
+                                  status=status, curve=curve)
+        entries.append(pc)
+        if pc.status not in (EXACT, INTERPOLATED):
+            notes.setdefault((pc.status, op, dt, n), []).append(pc)
+        if why == DTYPE_SUBSTITUTED:
+            notes.setdefault((DTYPE_SUBSTITUTED, op, dt, n), []).append(pc)
+    flags = [_flag(status, op, dt, n, group, curves, fabric) for (status, op, dt, n), group in notes.items()]
+    return Pricing(fabric=fabric, entries=tuple(entries), flags=tuple(flags))
+
+
+def comm_time(collectives: Iterable[dict[str, Any]], curves: SweepCurves, *, fabric: str,
+              nranks: int | None = None, dtype: str | None = None) -> tuple[float, list[str]]:
+    """(seconds of communication per step on `fabric`, flags): Σ calls × swept time, unpriced ones left
+    out and flagged. See the module docstring for the interpolation."""
+    p = price(collectives, curves, fabric=fabric, nranks=nranks, dtype=dtype)
+    return p.time_s, list(p.flags)
+
+
+def _flag(status: str, op: str, dtype: str, n: int, group: list[PricedCollective], curves: SweepCurves,
+          fabric: str) -> str:
+    sizes = sorted({e.bytes for e in group})
+    shown = format_size(sizes[0]) if len(sizes) == 1 else f"{format_size(sizes[0])}-{format_size(sizes[-1])}"
+    what = f"{op} {dtype} on {n} ranks at {shown}"
+    per_step = sum(e.calls_per_step * e.bytes for e in group)
+    curve = group[0].curve
+    if status == UNPRICED:
+        return f"{curves.missing(fabric, op, dtype, n)}: {what} ({format_size(int(per_step))}/step) not priced"
+    assert curve is not None
+    if status == DTYPE_SUBSTITUTED:
+        return (f"fabric {fabric}: {what} priced from the {curve.dtype} sweep at the same bytes "
+                f"(no {dtype} sweep of {op})")
+    if status == BELOW:
+        return (f"fabric {fabric}: the sweep has no sizes near the trace's: {what} lies below the smallest "
+                f"swept size {format_size(curve.sizes[0])} (extrapolated: that size's time)")
+    if status == ABOVE:
+        return (f"fabric {fabric}: the sweep has no sizes near the trace's: {what} lies above the largest "
+                f"swept size {format_size(curve.sizes[-1])} (extrapolated at that size's bandwidth)")
+    assert status == FAR
+    return (f"fabric {fabric}: the sweep has no sizes near the trace's: {what} is more than {NEAR_FACTOR:g}x "
+            f"from the nearest swept sizes ({curve.span()}, interpolated)")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Prediction:
+    """The model's figures for one strategy on one fabric, calibrated on the reference."""
+
+    comm_time_s: float  # T_comm(f) over the collectives priced on both fabrics
+    comm_time_ref_s: float  # T_comm(ref) over the same collectives
+    compute_s: float  # T_compute = T_step(ref) − e × T_comm(ref)
+    predicted_step_s: float
+    busbw_ratio: float | None  # busbw_eff(f) / busbw_eff(ref)
+    busbw_gbps: float | None  # busbw_eff(f)
+    flags: tuple[str, ...]
+
+
+def predict(*, ref_step_s: float, exposed_fraction: float, on_ref: Pricing, on_fabric: Pricing) -> Prediction:
+    """T_step(f) = T_step(ref) − e × T_comm(ref) + e × T_comm(f), over collectives priced on both."""
+    assert 0.0 <= exposed_fraction <= 1.0 and ref_step_s > 0
+    assert len(on_ref.entries) == len(on_fabric.entries), "both pricings must be of the same trace"
+    common = [(r, f) for r, f in zip(on_ref.entries, on_fabric.entries)
+              if r.time_s is not None and f.time_s is not None]
+    t_ref = sum(r.step_time_s for r, _ in common)
+    t_fab = sum(f.step_time_s for _, f in common)
+    flags: list[str] = []
+    compute = ref_step_s - exposed_fraction * t_ref
+    if compute < 0:
+        # The sweep prices more exposed communication than the whole observed step: the calibration
+        # cannot hold (e too high, or the sweep slower than what training saw). Keep the step non-negative.
+        flags.append("calibration clipped: e*T_comm(ref) exceeds the observed reference step")
+        compute = 0.0
+    bus = sum(f.bus_bytes for _, f in common)
+    eff_fab = bus / t_fab / 1e9 if t_fab > 0 and bus > 0 else None
+    eff_ref = bus / t_ref / 1e9 if t_ref > 0 and bus > 0 else None
+    ratio = eff_fab / eff_ref if eff_fab and eff_ref else None
+    return Prediction(comm_time_s=t_fab, comm_time_ref_s=t_ref, compute_s=compute,
+                      predicted_step_s=compute + exposed_fraction * t_fab, busbw_ratio=ratio,
+                      busbw_gbps=eff_fab, flags=tuple(flags))
