@@ -60,6 +60,7 @@ def compare(fabric_list, gpus, ops, sizes, nprocs, dtype, iters, warmup, engine,
             "transport": {r.fabric.name: r.transport for r in runs},
             "failures": {r.fabric.name: r.error for r in runs if r.error},
             "mismatches": {r.fabric.name: r.mismatch for r in runs if r.mismatch},
+            "waived": {r.fabric.name: r.waived for r in runs if r.waived},
             "comparison": table["rows"], "metric": table["metric"], "note": table["note"],
             "records": [rec for r in runs for rec in r.records]}, indent=2))
     else:
@@ -118,6 +119,8 @@ def render(table, runs) -> None:
         console.print(table["note"])
     for r in runs:
         line = f"{r.fabric.name}: transport {r.transport}"
+        if r.waived:
+            line = f"{r.fabric.name}: [yellow]WAIVED: {r.waived}[/yellow]"
         if r.mismatch:
             line += f" [red]MISMATCH: {r.mismatch}[/red]"
         if r.error:

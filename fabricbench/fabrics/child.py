@@ -61,6 +61,86 @@ def sweep_args(*, ops: str, sizes: str, dtype: str, iters: int, warmup: int, eng
     return args
 
 
+def config_args(config) -> list[str]:
+    """A SweepConfig as the child's `fabricbench sweep` options: every field, so the child measures exactly
+    what the caller configured (--fabric and --out are added by run_child)."""
+    sizes = config.sizes
+    spec = (",".join(str(b) for b in sizes.explicit) if sizes.explicit
+            else f"{sizes.min_bytes}-{sizes.max_bytes}:x{sizes.factor}")
+    args = ["--ops", ",".join(config.ops), "--sizes", spec, "--dtype", config.dtype, "--iters", str(config.iters),
+            "--warmup", str(config.warmup), "--max-iters", str(config.max_iters), f"--{config.inplace}",
+            "--graph-iters", str(config.graph_iters), "--engine", config.engine, "--timeout", repr(config.timeout_s)]
+    if config.gpus is not None:
+        args += ["--gpus", ",".join(map(str, config.gpus))]
+    if config.adaptive is not None:
+        args += ["--adaptive", repr(config.adaptive)]
+    if config.graph:
+        args.append("--graph")
+    if config.check:
+        args.append("--check")
+    if config.backend:
+        args += ["--backend", config.backend]
+    if config.nprocs:
+        args += ["--nprocs", str(config.nprocs)]
+    if config.nccl_lib:
+        args += ["--nccl-lib", config.nccl_lib]
+    if config.seed is not None:
+        args += ["--seed", str(config.seed)]
+    return args
+
+
+def sweep_under_fabric(config, emit: Callable[[dict[str, Any]], None], *, run_id: str) -> ChildRun:
+    """`fabricbench sweep --fabric X` when X is not in force here: the same sweep in a fresh child under X.
+
+    Each record is adopted into this run (run id; the child's kept in extra.child_run_id) and emitted as the
+    child writes it. The child's failure becomes the same error here; a waived fabric raises FabricWaived.
+    """
+    from fabricbench import errors
+    from fabricbench.fabrics import get_fabric
+
+    fabric = get_fabric(config.fabric)
+    launched = "RANK" in os.environ and "WORLD_SIZE" in os.environ and not config.nprocs
+    if launched and fabric.rate_bps is not None:
+        raise errors.UsageError(f"--fabric {fabric.name} under an outside launcher (torchrun): every rank "
+                                f"would get a namespace of its own and none could reach the others; use "
+                                f"--nprocs N, which starts the ranks inside one namespace")
+
+    def adopt(rec: dict[str, Any]) -> None:
+        rec["extra"] = {**(rec.get("extra") or {}), "child_run_id": rec.get("run_id")}
+        rec["run_id"] = run_id
+        emit(rec)
+
+    run = run_child(fabric, config_args(config), on_record=adopt)
+    for w in run.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    if run.waived:
+        raise errors.FabricWaived(run.waived)
+    for line in run.stderr.splitlines():  # the child's own warnings (ignored options...)
+        if line.startswith("warning:"):
+            print(line, file=sys.stderr)
+    if run.mismatch:
+        print(f"warning: {run.mismatch}", file=sys.stderr)
+    if run.returncode:
+        raise _child_error(run)
+    return run
+
+
+def _child_error(run: ChildRun) -> BaseException:
+    """The child's `Error: ...` line as the exception the child raised (same message, same exit status)."""
+    from fabricbench import errors
+
+    if run.returncode in (130, -2):
+        return KeyboardInterrupt()
+    text = (run.error or "").removeprefix("Error: ")
+    if run.returncode == 2:
+        return errors.UsageError(text)
+    kind, sep, message = text.partition(": ")
+    cls = getattr(errors, kind, None) if sep else None
+    if isinstance(cls, type) and issubclass(cls, errors.FabricbenchError):
+        return cls(message)
+    return errors.FabricbenchError(f"the sweep under fabric {run.fabric.name} failed: {run.error}")
+
+
 def run_child(fabric: Fabric, args: list[str], *, base_env: dict[str, str] | None = None,
               wall_timeout_s: float | None = None, extra: dict[str, Any] | None = None,
               on_record: Callable[[dict[str, Any]], None] | None = None) -> ChildRun:

@@ -106,16 +106,17 @@ def run_and_keep(fabric, args: list[str], writer, run_id: str, *, what: str, kep
     """
     from fabricbench.fabrics.child import run_child
 
-    run = run_child(fabric, args, extra=extra)
+    # Written as the child measures them: an interrupted compare keeps every finished measurement.
+    run = run_child(fabric, args, extra=extra, on_record=lambda rec: writer.write(adopt(rec, run_id)))
     for w in run.warnings:
         click.echo(f"warning: {w}", err=True)
+    if run.waived:
+        click.echo(f"{what} waived: {run.waived}", err=True)
     if run.error:
         click.echo(f"{what} failed: {run.error} ({kept} are kept)", err=True)
     if run.mismatch:
         click.echo(f"warning: {run.mismatch}", err=True)
     run.records = [adopt(r, run_id) for r in run.records]
-    for rec in run.records:
-        writer.write(rec)
     return run
 
 

@@ -6,6 +6,9 @@
 
 Only rank 0 emits records. Per iteration the slowest rank's time is kept (stats.combine_slowest), wrong
 elements are summed over ranks, and bandwidth comes from the collective's own formula.
+
+Imports go one way: measuring/rank.py (a local rank's process) -> runner.py -> launch.py (the parent
+side, which knows no rank code).
 """
 
 from __future__ import annotations
@@ -18,7 +21,8 @@ import uuid
 from typing import Any, Callable
 
 from fabricbench.collectives import COLLECTIVES
-from fabricbench.errors import CollectiveTimeout, UsageError
+from fabricbench.errors import CollectiveTimeout, FabricbenchError, UsageError
+from fabricbench.measuring import resume as resuming
 from fabricbench.measuring.config import SweepConfig
 from fabricbench.measuring.engines import ENGINES
 from fabricbench.measuring.plan import PlanItem, build_plan, check_fits
@@ -51,7 +55,7 @@ def make_result(*, item: PlanItem, times: list[float] | None, wrong: int | None,
         status = "wrong" if wrong else "ok"
     if "hosts" in info:
         extra = {**extra, "hosts": info["hosts"]}
-    gpus = info["gpus"] if "gpus" in info else list(config.gpus or info.get("devices", []))
+    gpus = record_gpus(config, info)
     return CollectiveResult(
         op=item.op, dtype=item.dtype, bytes=case.bytes if case else 0, requested_bytes=item.requested_bytes,
         count=case.count if case else 0, nranks=nranks, gpus=gpus, inplace=item.inplace,
@@ -65,6 +69,34 @@ def make_result(*, item: PlanItem, times: list[float] | None, wrong: int | None,
         cuda_driver=info.get("cuda_driver"), cuda_runtime=info.get("cuda_runtime"),
         gpu_names=list(info.get("gpu_names", [])), extra=extra,
         context=header("collective", run_id=run_id, fabric=config.fabric))
+
+
+def record_gpus(config: SweepConfig, info: dict[str, Any]) -> list[int]:
+    """The GPUs a record names: every rank's (gathered by rank 0), else this process's."""
+    return info["gpus"] if "gpus" in info else list(config.gpus or info.get("devices", []))
+
+
+def translate(e: BaseException, timeout_s: float) -> FabricbenchError | None:
+    """torch.distributed's failures as fabricbench errors: a store or gloo wait past --timeout is a
+    CollectiveTimeout, a lost connection means another rank went away. None: not a distributed error."""
+    if isinstance(e, FabricbenchError):
+        return e
+    if not isinstance(e, RuntimeError):
+        return None
+    name = type(e).__name__
+    text = str(e).strip().splitlines()[0][:300] if str(e).strip() else name
+    low = str(e).lower()
+    if name == "DistStoreError" or "timed out" in low or "timeout" in low:
+        return CollectiveTimeout(f"no answer from the other ranks within --timeout {timeout_s:g} s ({text})")
+    if name == "DistNetworkError" or any(w in low for w in ("connection reset", "connection closed",
+                                                             "broken pipe", "connection refused")):
+        return FabricbenchError(f"lost the connection to another rank ({text})")
+    return None
+
+
+def _translated(e: BaseException, timeout_s: float) -> BaseException:
+    err = translate(e, timeout_s)
+    return e if err is None else err
 
 
 class _Gather:
@@ -119,39 +151,79 @@ def _measure(session: Session, case: Case, config: SweepConfig, gather: _Gather,
     return times, wrong, extra
 
 
-def run_rank(config: SweepConfig, dist: DistContext | None, emit: Emit, *, run_id: str,
-             seed: int) -> None:
-    """What every rank does. Records go to `emit` on rank 0 only."""
+def run_rank(config: SweepConfig, dist: DistContext | None, emit: Emit, *, run_id: str, seed: int,
+             prior: list[dict[str, Any]] | None = None, reused: Emit | None = None,
+             on_skip: Callable[[int, int], None] | None = None) -> None:
+    """What every rank does. Records go to `emit` on rank 0 only.
+
+    `prior` (rank 0's, --resume): records of earlier runs. A planned item one of them holds is skipped on
+    every rank, and rank 0 hands that record to `reused` instead; on_skip(skipped, planned) once."""
     engine = ENGINES.get(config.engine)
-    session = engine.open_session(config, dist)
+    try:
+        session = engine.open_session(config, dist)
+    except Exception as e:
+        err = _translated(e, config.timeout_s)
+        if err is e:
+            raise
+        raise err from None
     is_root = dist is None or dist.rank == 0
+    settings = resuming.settings(config)
     try:
         info = _all_ranks_info(dist, run_id, session.info)
         plan = build_plan(config, session.nranks, seed=seed)
         reason = check_fits(plan, session.free_bytes())
         if reason:
             raise UsageError(reason)
+        held: dict[int, dict[str, Any]] = {}
+        if is_root and prior:
+            held = resuming.match(plan, prior, config, nranks=session.nranks, gpus=record_gpus(config, info),
+                                  backend=info.get("backend"))
+        skip = set(_share(dist, run_id, "resume", sorted(held)))  # every rank skips the same items
+        if is_root and on_skip is not None and prior is not None:
+            on_skip(sum(1 for i in skip if plan[i].case is not None), sum(1 for p in plan if p.case is not None))
         gather = _Gather(dist, run_id)
         for i, item in enumerate(plan):
+            if i in skip:
+                if is_root and reused is not None:
+                    reused(held[i])
+                continue
             if item.case is None:
                 if is_root:
                     emit(make_result(item=item, times=None, wrong=None, nranks=session.nranks, config=config,
-                                     info=info, extra={}, run_id=run_id, status="waived",
+                                     info=info, extra={"settings": settings}, run_id=run_id, status="waived",
                                      message=item.waived).to_dict())
                 continue
             try:
                 times, wrong, extra = _measure(session, item.case, config, gather, f"c{i}")
-            except CollectiveTimeout as e:
-                if is_root:
+            except Exception as e:
+                err = _translated(e, config.timeout_s)
+                if is_root and isinstance(err, CollectiveTimeout):  # where it hung, kept in the results
                     emit(make_result(item=item, times=None, wrong=None, nranks=session.nranks, config=config,
-                                     info=info, extra={}, run_id=run_id, status="timeout",
-                                     message=str(e)).to_dict())
-                raise
+                                     info=info, extra={"settings": settings}, run_id=run_id, status="timeout",
+                                     message=str(err)).to_dict())
+                if err is e:
+                    raise
+                raise err from None
             if is_root:
                 emit(make_result(item=item, times=times, wrong=wrong, nranks=session.nranks, config=config,
-                                 info=info, extra=extra, run_id=run_id).to_dict())
+                                 info=info, extra={**extra, "settings": settings}, run_id=run_id).to_dict())
+    except Exception as e:
+        err = _translated(e, config.timeout_s)
+        if err is e:
+            raise
+        raise err from None
     finally:
         session.close()
+
+
+def _share(dist: DistContext | None, run_id: str, key: str, value: Any) -> Any:
+    """Rank 0's value, on every rank (through the store)."""
+    if dist is None or dist.world_size == 1:
+        return value
+    if dist.rank == 0:
+        dist.store.set(f"{run_id}/{key}", json.dumps(value))
+        return value
+    return json.loads(dist.store.get(f"{run_id}/{key}"))
 
 
 def _all_ranks_info(dist: DistContext | None, run_id: str, info: dict[str, Any]) -> dict[str, Any]:
@@ -171,23 +243,50 @@ def _all_ranks_info(dist: DistContext | None, run_id: str, info: dict[str, Any])
             "hosts": sorted({r["host"] for r in ranks})}
 
 
-def dist_from_env() -> DistContext | None:
-    """A DistContext when launched by torchrun/srun-style env:// variables, else None."""
+def dist_from_env(timeout_s: float) -> DistContext | None:
+    """A DistContext when launched by torchrun/srun-style env:// variables, else None. The rendezvous
+    (rank 0 waits for every rank; the others for rank 0) and every store wait after it end at timeout_s."""
     if "RANK" not in os.environ or "WORLD_SIZE" not in os.environ:
         return None
+    import datetime
+
     import torch.distributed as tdist
 
-    world = int(os.environ["WORLD_SIZE"])
-    rank = int(os.environ["RANK"])
-    store, rank, world = next(tdist.rendezvous("env://", rank, world))
+    try:
+        world = int(os.environ["WORLD_SIZE"])
+        rank = int(os.environ["RANK"])
+    except ValueError:
+        raise UsageError(f"RANK={os.environ['RANK']!r} WORLD_SIZE={os.environ['WORLD_SIZE']!r}: whole numbers "
+                         f"expected (a torchrun-style launch), or unset both") from None
+    if not 0 <= rank < world:
+        raise UsageError(f"RANK={rank} with WORLD_SIZE={world}: need 0 <= RANK < WORLD_SIZE")
+    missing = [v for v in ("MASTER_ADDR", "MASTER_PORT") if not os.environ.get(v)]
+    if missing:
+        raise UsageError(f"RANK and WORLD_SIZE are set (a torchrun-style launch) but {' and '.join(missing)} "
+                         f"{'is' if len(missing) == 1 else 'are'} not; set them, launch with torchrun, "
+                         f"or unset RANK and WORLD_SIZE")
+    where = f"{os.environ['MASTER_ADDR']}:{os.environ['MASTER_PORT']}"
+    try:
+        store, rank, world = next(tdist.rendezvous("env://", rank, world,
+                                                   timeout=datetime.timedelta(seconds=timeout_s)))
+    except (RuntimeError, ValueError) as e:
+        text = str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__
+        if rank == 0:
+            raise CollectiveTimeout(f"rank 0 of {world}: not every rank joined at {where} within --timeout "
+                                    f"{timeout_s:g} s ({text}); start all WORLD_SIZE={world} ranks") from None
+        raise CollectiveTimeout(f"rank {rank} of {world}: could not reach rank 0 at {where} within --timeout "
+                                f"{timeout_s:g} s ({text})") from None
+    store.set_timeout(datetime.timedelta(seconds=timeout_s))
     store = tdist.PrefixStore("fabricbench", store)
     local = int(os.environ.get("LOCAL_RANK", rank))
-    return DistContext(rank=rank, world_size=world, local_rank=local, store=store)
+    return DistContext(rank=rank, world_size=world, local_rank=local, store=store, timeout_s=timeout_s)
 
 
 def run_sweep(config: SweepConfig, *, writer=None, on_result: Callable[[CollectiveResult], None] | None = None,
-              run_id: str | None = None) -> list[CollectiveResult]:
-    """Run a whole sweep and return its results; each is also written to `writer` as it is measured."""
+              run_id: str | None = None, resume: resuming.Resume | None = None) -> list[CollectiveResult]:
+    """Run a whole sweep and return its results in plan order; each is also written to `writer` as it is
+    measured. With `resume`, items it already holds are not measured: their records are returned (and
+    given to on_result) but not written again; resume.skipped says how many measurements that saved."""
     run_id = run_id or new_run_id()
     seed = config.seed if config.seed is not None else random.SystemRandom().randrange(1, 2**31)
     results: list[CollectiveResult] = []
@@ -195,21 +294,48 @@ def run_sweep(config: SweepConfig, *, writer=None, on_result: Callable[[Collecti
     def emit(record: dict[str, Any]) -> None:
         if writer is not None:
             writer.write(record)
+        reuse(record)
+
+    def reuse(record: dict[str, Any]) -> None:
         res = CollectiveResult.from_dict(record)
         results.append(res)
         if on_result is not None:
             on_result(res)
 
-    if config.nprocs:
+    def on_skip(skipped: int, planned: int) -> None:
+        if resume is not None:
+            resume.skipped = skipped
+            if resume.on_skip is not None:
+                resume.on_skip(skipped, planned)
+
+    prior = list(resume.records) if resume is not None else None
+    from fabricbench.fabrics.apply import in_force
+
+    if not in_force(config.fabric):
+        # NCCL reads its variables once per process (and shaped:RATE needs a namespace): the fabric is
+        # applied to a fresh child sweep, whose records stream back through emit (fabrics/child.py).
+        from fabricbench.fabrics.child import sweep_under_fabric
+
+        if resume is not None:
+            raise UsageError(f"--resume with --fabric {config.fabric}: this fabric runs in a fresh child "
+                             f"sweep, which cannot resume yet; run `fabricbench compare --fabrics "
+                             f"{config.fabric} --resume` or resume without --fabric")
+        sweep_under_fabric(config, emit, run_id=run_id)
+    elif config.nprocs:
         from fabricbench.measuring.launch import launch_local
 
-        launch_local(config, emit, run_id=run_id, seed=seed)
+        launch_local(config, emit, run_id=run_id, seed=seed, prior=prior, reused=reuse, on_skip=on_skip)
     else:
-        dist = dist_from_env()
+        dist = dist_from_env(config.timeout_s)
         if dist is not None:
             run_id, seed = _agree(dist, run_id, seed)
-        run_rank(config, dist, emit, run_id=run_id, seed=seed)
+        run_rank(config, dist, emit, run_id=run_id, seed=seed, prior=prior if _is_root(dist) else None,
+                 reused=reuse, on_skip=on_skip)
     return results
+
+
+def _is_root(dist: DistContext | None) -> bool:
+    return dist is None or dist.rank == 0
 
 
 def _agree(dist: DistContext, run_id: str, seed: int) -> tuple[str, int]:

@@ -143,12 +143,22 @@ def run_strategy(config: TrainConfig, name: str, resolved: models.ResolvedModel,
         spec_path = run_dir / "spec.json"
         spec_path.write_text(json.dumps(spec))
         cmd = launch_command(config, spec_path)
+        from fabricbench.errors import FabricWaived
+        from fabricbench.fabrics import get_fabric
+        from fabricbench.fabrics.apply import applied
+
+        fabric = get_fabric(config.fabric)
+        body.update(fabric_env=fabric.public_variables, shaped_rate_bps=fabric.rate_bps)
         try:
-            proc = subprocess.run(cmd, env=worker_env(config), capture_output=True, text=True,
-                                  timeout=config.timeout_s)
+            # applied(): the fabric's environment, and for shaped:RATE torchrun inside its namespace.
+            with applied(fabric, base_env=worker_env(config)) as launch:
+                proc = subprocess.run(launch.argv(cmd), env=launch.env, capture_output=True, text=True,
+                                      timeout=config.timeout_s)
             rc, log = proc.returncode, (proc.stdout or "") + (proc.stderr or "")
         except subprocess.TimeoutExpired as e:
             rc, log = None, f"timed out after {config.timeout_s:.0f} s: {e}"
+        except FabricWaived as e:
+            return {**body, "status": "waived", "message": str(e)}
         ranks = [json.loads(p.read_text()) for p in sorted(run_dir.glob("rank-*.json"),
                                                             key=lambda p: int(p.stem.split("-")[1]))]
     return {**body, **join_ranks(config, strategy.name, ranks, rc=rc, log=log, psi=psi)}
