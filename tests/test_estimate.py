@@ -51,11 +51,68 @@ def test_unknown_recipe_and_bad_gpu_count():
         est.model_states(psi=1, num_gpus=0)
 
 
-def test_parameter_counts_from_configs_on_meta():
-    assert models.count_params(models.resolve(name="mistral-7b")) == 7_241_732_096
-    assert models.count_params(models.resolve(name="mistral-1b")) == 1_032_931_328
-    assert models.count_params(models.resolve(name="dinov2-base")) == 85_880_933
-    assert models.count_params(models.resolve(name="dinov2-large")) == 303_435_877
+# Ψ of each built-in model as counted on the meta device before the formulas existed: they must not move.
+PARAMS = {"mistral-7b": 7_241_732_096, "mistral-1b": 1_032_931_328, "tiny-mistral": 106_816,
+          "dinov2-base": 85_880_933, "dinov2-large": 303_435_877, "tiny-dinov2": 126_949}
+
+
+@pytest.mark.parametrize("name", [m.name for m in models.MODELS])
+def test_formula_equals_the_model_built_on_meta(name):
+    """The formula (no transformers) against transformers' own model, and the known counts."""
+    r = models.resolve(name=name)
+    built = sum(p.numel() for p in models.build(r, meta=True).parameters())
+    assert models.MODELS.get(name).params() == models.count_params(r) == built
+    if name in PARAMS:
+        assert built == PARAMS[name]
+    # the numbers estimate reads without transformers are the config's own
+    shape, cfg = models.MODELS.get(name).shape(), r.config
+    for key in ("hidden_size", "num_hidden_layers", "patch_size", "image_size", "num_labels", "vocab_size"):
+        if hasattr(shape, key):
+            assert getattr(shape, key) == getattr(cfg, key), key
+
+
+def test_family_defaults_are_transformers_defaults():
+    import transformers
+
+    for fam in models.FAMILIES.values():
+        cfg = getattr(transformers, fam.config_class)()
+        for key, value in fam.defaults.items():
+            assert getattr(cfg, key) == value or (key == "head_dim" and value is None), (fam.config_class, key)
+
+
+def test_estimate_needs_no_transformers_for_builtin_models(monkeypatch, capsys, tmp_path):
+    """A plain install: transformers is absent. Built-in models answer; --model-config names the extra."""
+    import sys
+
+    from fabricbench.cli import main
+
+    for mod in [m for m in sys.modules if m == "transformers" or m.startswith("transformers.")]:
+        monkeypatch.delitem(sys.modules, mod)
+    monkeypatch.setitem(sys.modules, "transformers", None)  # `import transformers` now raises ImportError
+    main(["estimate", "--model", "mistral-7b", "--num-gpus", "4", "--batch-size", "2", "--json"])  # no exit: 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["params"] == PARAMS["mistral-7b"] and doc["activation_bytes"] == 34 * 512 * 2 * 4096 * 32
+    with pytest.raises(SystemExit) as e:
+        cfg = tmp_path / "cfg.json"
+        cfg.write_text('{"model_type": "mistral"}')
+        main(["estimate", "--model-config", str(cfg), "--num-gpus", "4"])
+    assert e.value.code == 2
+    assert capsys.readouterr().err.strip().endswith('pip install "fabricbench[train]"')
+
+
+def test_estimate_answers_fast():
+    """A fresh process, as a user types it: well under the 2 s the issue allows (no transformers import)."""
+    import subprocess
+    import sys
+    import time
+
+    code = ("import sys; from fabricbench.cli import main\n"
+            "try:\n    main(['estimate', '--model', 'mistral-7b', '--num-gpus', '4'])\nexcept SystemExit:\n    pass\n"
+            "assert 'transformers' not in sys.modules and 'torch' not in sys.modules")
+    t = time.perf_counter()
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert time.perf_counter() - t < 2.0
 
 
 def test_activation_formula():

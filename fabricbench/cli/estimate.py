@@ -3,7 +3,8 @@
     fabricbench estimate --model mistral-7b --num-gpus 4
     fabricbench estimate --model dinov2-large --num-gpus 4 --recipe zero-paper --batch-size 256 --json
 
-The recipes and the formulas are in fabricbench/training/estimate.py.
+The recipes and the formulas are in fabricbench/training/estimate.py. The built-in models need no
+transformers (their parameter counts are formulas of their config numbers); --model-config does.
 """
 
 from __future__ import annotations
@@ -27,12 +28,14 @@ def estimate(model, model_config, num_gpus, recipe, batch_size, seq_len, image_s
     from fabricbench.training import estimate as est
     from fabricbench.training import models
 
-    est.RECIPES.get(recipe)  # an unknown recipe fails before the model is built
-    resolved = models.resolve(name=model, config_file=model_config)
-    psi = models.count_params(resolved)
+    # Every number is checked before the model is looked at; a built-in model needs no transformers.
+    est.RECIPES.get(recipe)
+    est.check_sizes(num_gpus=num_gpus, batch_size=batch_size, seq_len=seq_len, image_size=image_size)
+    resolved = models.describe(name=model, config_file=model_config)
+    psi = resolved.params
     act = None
     if batch_size is not None:
-        act = est.activation_bytes(resolved.config, task=resolved.task, batch_size=batch_size, seq_len=seq_len,
+        act = est.activation_bytes(resolved.shape, task=resolved.task, batch_size=batch_size, seq_len=seq_len,
                                    image_size=image_size)
     doc = est.estimate(model=resolved.name, psi=psi, num_gpus=num_gpus, recipe=recipe, activations=act)
     if as_json:

@@ -4,7 +4,8 @@
 
 Ψ parameters, n GPUs. Each recipe says, per kind (params, grads, optimizer = Adam's m and v, master =
 a separate fp32 copy of the weights), how many bytes per parameter are kept; each strategy says which
-kinds it divides by n (ZeRO-1: optimizer and master; ZeRO-2: + grads; ZeRO-3 and FSDP: everything).
+kinds it divides by n (ZeRO-1: optimizer and master; ZeRO-2: + grads; ZeRO-3 and FSDP: everything), as
+its module's `shards` declares (fabricbench/training/strategies/).
 
 Recipes (bytes per parameter: params, grads, optimizer, master):
 - zero-paper: 2, 2, 8, 4 - the ZeRO paper's mixed-precision Adam, K = 12 = optimizer + master.
@@ -40,16 +41,39 @@ from fabricbench.errors import UsageError
 from fabricbench.registry import Registry
 
 KINDS = ("params", "grads", "optimizer", "master")
-STRATEGY_NAMES = ("ddp", "zero1", "zero2", "zero3", "fsdp")
 
-# which kinds each strategy divides by n
-SHARDED: dict[str, frozenset[str]] = {
-    "ddp": frozenset(),
-    "zero1": frozenset({"optimizer", "master"}),
-    "zero2": frozenset({"grads", "optimizer", "master"}),
-    "zero3": frozenset(KINDS),
-    "fsdp": frozenset(KINDS),
-}
+
+def _sharded() -> dict[str, frozenset[str]]:
+    """Which kinds each strategy divides by n, from the strategies' own `shards` (the one definition, also
+    checked against the bytes each rank holds by verify.py). The fp32 master copy is an optimizer state
+    (ZeRO partitions it with m and v from stage 1), so it goes wherever OPTIMIZER goes."""
+    from fabricbench.training.strategies import OPTIMIZER, STRATEGIES
+
+    return {s.name: frozenset(s.shards | ({"master"} if OPTIMIZER in s.shards else set())) for s in STRATEGIES}
+
+
+SHARDED: dict[str, frozenset[str]] = _sharded()
+STRATEGY_NAMES = tuple(SHARDED)
+
+# Bounds on the sizes a user types: past them the arithmetic still works but names no real job.
+MAX_GPUS = 2**20  # more GPUs than any job spans
+MAX_BATCH = 2**20  # samples per GPU per step
+MAX_SEQ_LEN = 2**24  # tokens per sample
+MAX_IMAGE = 2**16  # pixels per side
+
+
+def check_sizes(*, num_gpus: int | None = None, batch_size: int | None = None, seq_len: int | None = None,
+                image_size: int | None = None) -> None:
+    """A one-line UsageError for a GPU count, batch, sequence length or image size out of its range."""
+    for flag, value, top in (("--num-gpus", num_gpus, MAX_GPUS), ("--batch-size", batch_size, MAX_BATCH),
+                             ("--seq-len", seq_len, MAX_SEQ_LEN), ("--image-size", image_size, MAX_IMAGE)):
+        if value is None:
+            continue
+        if value < 1:
+            raise UsageError(f"{flag} {value}: needs at least 1")
+        if value > top:
+            raise UsageError(f"{flag} {value}: more than {top:,} (2^{top.bit_length() - 1}) names no real job; "
+                             f"lower it")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -85,8 +109,7 @@ def model_states(*, psi: int, num_gpus: int, recipe: str = "framework") -> dict[
 
     A sharded kind is ceil(bytes / n): every rank's partition is padded to a whole share.
     """
-    if num_gpus < 1:
-        raise UsageError(f"--num-gpus {num_gpus}: needs at least 1")
+    check_sizes(num_gpus=num_gpus)
     rec = RECIPES.get(recipe)
     out: dict[str, dict[str, int]] = {}
     for strategy in STRATEGY_NAMES:
@@ -109,6 +132,7 @@ def tokens_per_sample(config: Any, *, task: str, seq_len: int, image_size: int) 
 
 def activation_bytes(config: Any, *, task: str, batch_size: int, seq_len: int, image_size: int) -> int:
     """34·s·b·h·L bytes (see the module docstring)."""
+    check_sizes(batch_size=batch_size, seq_len=seq_len, image_size=image_size)
     s = tokens_per_sample(config, task=task, seq_len=seq_len, image_size=image_size)
     return 34 * s * batch_size * config.hidden_size * config.num_hidden_layers
 
