@@ -1,0 +1,10 @@
+"""Qualification: turn measurements into verdicts against a declarative spec.
+
+    fabricbench qualify --spec builtin:h200-sxm-8 --out q/
+    fabricbench qualify --init my-node.toml --from q/results.jsonl --margin 0.9
+    fabricbench qualify --fleet node1/ node2/ node3/ --out fleet/
+
+Layers: spec.py (TOML -> Spec, every mistake exit 2), checks/ (one module per kind + CHECKS), context.py
+and children.py (measure each unit once, record it), verdict.py, junit.py, report.py, baseline.py,
+fleet.py, init.py (a spec from results), api.py (the library entry points).
+"""

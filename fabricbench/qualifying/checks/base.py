@@ -1,0 +1,65 @@
+"""What a check kind is: its keys (Fields), a cross-key validation, and a judge that turns measurements
+into Items. The judge asks the Context for measurements; the Context runs each one once (and records it).
+
+    fabricbench qualify --spec my.toml --out q/
+
+Adding a kind is one module in this package filling a CheckKind, plus one row in checks/__init__.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable
+
+from fabricbench.qualifying.fields import Field
+
+if TYPE_CHECKING:
+    from fabricbench.qualifying.context import Context
+    from fabricbench.qualifying.verdict import Item
+
+
+class Invalid(ValueError):
+    """A check's keys do not fit together; `key` is the one to point at."""
+
+    def __init__(self, key: str, message: str) -> None:
+        super().__init__(message)
+        self.key = key
+
+
+# Keys every check may have, whatever its kind.
+COMMON: dict[str, Field] = {
+    "name": Field("str", "unique name; --only/--skip and JUnit use it", required=True),
+    "kind": Field("str", "the check kind (qualify --list-kinds)", required=True),
+    "description": Field("str", "what the check is for, shown in the report"),
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Check:
+    """One [[check]] table, its values read and checked."""
+
+    name: str
+    kind: str
+    params: dict[str, Any]  # key -> value as its Field read it (defaults filled in)
+    description: str | None = None
+    line: int | None = None  # where its table starts in the spec file
+
+    def get(self, key: str, default: Any = None) -> Any:
+        v = self.params.get(key)
+        return default if v is None else v
+
+
+@dataclass(frozen=True, kw_only=True)
+class CheckKind:
+    name: str
+    description: str  # one line, for --list-kinds
+    fields: dict[str, Field]
+    judge: Callable[["Check", "Context"], list["Item"]]
+    validate: Callable[[dict[str, Any]], None] = lambda params: None  # raises Invalid
+    # "node": runs per node (also under torchrun it is skipped there); "collective": may run across
+    # the ranks of a torchrun/srun launch
+    scope: str = "node"
+    threshold_keys: tuple[str, ...] = field(default=())  # a check with none of these set judges nothing
+
+    def all_fields(self) -> dict[str, Field]:
+        return {**COMMON, **self.fields}

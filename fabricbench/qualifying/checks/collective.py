@@ -1,0 +1,121 @@
+"""collective: bus bandwidth, small-message latency and run-to-run spread of one collective on a GPU set.
+
+    [[check]]
+    name = "allreduce_pairs"
+    kind = "collective"
+    op = "all_reduce"
+    sizes = ["8", "1G"]
+    gpus = "each_pair"
+    reference_busbw_gbps = 367     # 8xH200 SXM, NVLS off (shared/DOMAIN.md)
+    min_fraction = 0.8             # threshold = 0.8 x 367
+    max_latency_us = 30            # at the smallest size (latency_size)
+    max_cv = 0.1                   # at every size
+
+busbw is nccl-tests' (algbw x the collective's factor, fabricbench/collectives/); with one rank the factor
+is 0 and a busbw threshold is waived with that reason. The threshold applies at `busbw_size` (default:
+the largest size), the latency at `latency_size` (default: the smallest).
+"""
+
+from __future__ import annotations
+
+from fabricbench.qualifying.checks.base import Check, CheckKind, Invalid
+from fabricbench.qualifying.checks.common import WHERE, by_size, not_here, subject, unit_problem
+from fabricbench.qualifying.fields import Field
+from fabricbench.qualifying.verdict import Item, at_least, at_most, error, waived
+from fabricbench.sizes import format_size
+
+FIELDS = {
+    "op": Field("op", "the collective", required=True),
+    "sizes": Field("sizes", "sizes to run", required=True),
+    **WHERE,
+    "min_busbw_gbps": Field("number", "minimum busbw at busbw_size, GB/s", positive=True),
+    "reference_busbw_gbps": Field("number", "a published busbw figure, GB/s (with min_fraction)", positive=True),
+    "min_fraction": Field("number", "threshold = min_fraction x reference_busbw_gbps", fraction=True),
+    "busbw_size": Field("size", "the size the busbw threshold applies at (default: the largest)"),
+    "max_latency_us": Field("number", "maximum median time at latency_size, µs", positive=True),
+    "latency_size": Field("size", "the size the latency threshold applies at (default: the smallest)"),
+    "max_cv": Field("number", "maximum coefficient of variation at every size", positive=True),
+}
+
+
+def validate(p: dict) -> None:
+    if (p.get("reference_busbw_gbps") is None) != (p.get("min_fraction") is None):
+        key = "min_fraction" if p.get("min_fraction") is None else "reference_busbw_gbps"
+        raise Invalid(key, "reference_busbw_gbps and min_fraction go together (threshold = fraction x "
+                           "reference); give both")
+    if p.get("reference_busbw_gbps") is not None and p.get("min_busbw_gbps") is not None:
+        raise Invalid("min_busbw_gbps", "give min_busbw_gbps or reference_busbw_gbps x min_fraction, not both")
+    for key in ("busbw_size", "latency_size"):
+        if p.get(key) is not None and p[key] not in p["sizes"]:
+            raise Invalid(key, f"{key} = {format_size(p[key])} is not among sizes "
+                               f"({', '.join(format_size(s) for s in p['sizes'])}); add it there")
+
+
+def threshold(p: dict) -> tuple[float | None, str | None]:
+    if p.get("min_busbw_gbps") is not None:
+        return p["min_busbw_gbps"], None
+    if p.get("reference_busbw_gbps") is not None:
+        return (p["reference_busbw_gbps"] * p["min_fraction"],
+                f"{p['min_fraction']:g} x reference {p['reference_busbw_gbps']:g} GB/s")
+    return None, None
+
+
+def judge(check: Check, ctx) -> list[Item]:
+    from fabricbench.qualifying.context import SweepUnit
+
+    p = check.params
+    sets, why = ctx.gpu_sets(p["gpus"])
+    if why:
+        return [not_here("gpus", why)]
+    items: list[Item] = []
+    floor, floor_why = threshold(p)
+    bsize = p.get("busbw_size") or max(p["sizes"])
+    lsize = p.get("latency_size") or min(p["sizes"])
+    for gpus in sets:
+        subj = subject(gpus, ctx)
+        res = ctx.sweep(SweepUnit(fabric=p["fabric"], ops=(p["op"],), sizes=p["sizes"], dtype=p["dtype"],
+                                  gpus=gpus, check=False, run=ctx.run))
+        problem = unit_problem(p["op"], res, subj)
+        if problem:
+            items.append(problem)
+            continue
+        recs = by_size(res.records, p["op"])
+        if floor is not None:
+            r = recs.get(bsize)
+            label = f"{subj}, {format_size(bsize)}"
+            if r is None or r.get("status") not in ("ok", "wrong"):
+                items.append(_missing("busbw", r, label))
+            elif r.get("busbw_gbps") is None:
+                items.append(waived("busbw", r.get("busbw_note") or "no bus bandwidth at this rank count",
+                                    subject=label))
+            else:
+                items.append(at_least("busbw", r["busbw_gbps"], floor, unit="GB/s", subject=label,
+                                      reason=floor_why))
+        if p.get("max_latency_us") is not None:
+            r = recs.get(lsize)
+            label = f"{subj}, {format_size(lsize)}"
+            if r is None or r.get("time_us") is None:
+                items.append(_missing("latency", r, label))
+            else:
+                items.append(at_most("latency", r["time_us"], p["max_latency_us"], unit="µs", subject=label))
+        if p.get("max_cv") is not None:
+            cvs = [(s, r["cv"]) for s, r in recs.items() if r.get("cv") is not None]
+            if not cvs:
+                items.append(error("cv", "no size was measured", subject=subj))
+            else:
+                s, cv = max(cvs, key=lambda sc: sc[1])
+                items.append(at_most("cv", cv, p["max_cv"], subject=f"{subj}, worst at {format_size(s)}"))
+    return items
+
+
+def _missing(criterion: str, rec, label: str) -> Item:
+    if rec is None:
+        return error(criterion, "this size was not measured", subject=label)
+    if rec.get("status") == "waived":
+        return waived(criterion, rec.get("message") or "waived by the sweep", subject=label)
+    return error(criterion, f"status {rec.get('status')}: {rec.get('message')}", subject=label)
+
+
+COLLECTIVE = CheckKind(name="collective", description="busbw (absolute or x reference), latency, CV of a collective",
+                       fields=FIELDS, judge=judge, validate=validate, scope="collective",
+                       threshold_keys=("min_busbw_gbps", "reference_busbw_gbps", "max_latency_us", "max_cv"))

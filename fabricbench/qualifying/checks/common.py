@@ -1,0 +1,49 @@
+"""Helpers the measuring check kinds share: the keys that say where a collective runs, the sweep of one
+GPU set, and the subject label a verdict item names.
+
+    [[check]]
+    kind = "collective"
+    gpus = "each_pair"        # or "all", "each_island", [[0,1],[2,3]]
+    fabric = "default"        # or "p2p-off", "shaped:1gbit", "name:VAR=VAL"
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fabricbench.qualifying.fields import Field
+from fabricbench.qualifying.verdict import Item, error, waived
+
+WHERE = {
+    "gpus": Field("gpu_sets", "where it runs: all, each_island, each_pair, or GPU lists", default="all"),
+    "fabric": Field("fabric", "the fabric (NCCL environment) it runs under", default="default"),
+    "dtype": Field("dtype", "element type", default="float32"),
+}
+
+
+def not_here(criterion: str, why: str) -> Item:
+    """A GPU set that cannot be formed: an error when the spec's GPUs are missing, else waived."""
+    if why.startswith("error: "):
+        return error(criterion, why[len("error: "):])
+    return waived(criterion, why)
+
+
+def subject(gpus: tuple[int, ...] | None, ctx) -> str:
+    if gpus is None:
+        return f"{ctx.run.nprocs} gloo ranks" if ctx.run.cpu_ranks else "all ranks"
+    return "GPU " + ",".join(map(str, gpus)) if len(gpus) == 1 else "GPUs " + ",".join(map(str, gpus))
+
+
+def unit_problem(criterion: str, res, subj: str) -> Item | None:
+    """The item a unit that could not measure gives (waived or error), else None."""
+    if res.waived:
+        return waived(criterion, res.waived, subject=subj)
+    if res.error and not res.records:
+        return error(criterion, f"the measurement failed: {res.error}", subject=subj)
+    return None
+
+
+def by_size(records: list[dict[str, Any]], op: str) -> dict[int, dict[str, Any]]:
+    """Out-of-place records of one op by requested size (what the spec names)."""
+    return {r["requested_bytes"]: r for r in records
+            if r.get("kind") == "collective" and r.get("op") == op and not r.get("inplace")}

@@ -1,0 +1,87 @@
+"""train: a training smoke test — a strategy trains a few steps, the loss falls, throughput stays above
+a floor.
+
+    [[check]]
+    name = "ddp_smoke"
+    kind = "train"
+    strategy = "ddp"
+    model = "tiny-mistral"
+    steps = 6
+    loss_falls = true
+    min_samples_per_s = 2.0
+
+Runs `fabricbench train` (torchrun, fresh processes). device follows [run]: gloo ranks train on CPU with
+[run] nprocs processes, otherwise one process per visible GPU. A strategy that cannot run here
+(DeepSpeed missing) comes back waived with the reason.
+"""
+
+from __future__ import annotations
+
+from fabricbench.qualifying.checks.base import Check, CheckKind
+from fabricbench.qualifying.fields import Field
+from fabricbench.qualifying.verdict import Item, at_least, equal, error, waived
+
+FIELDS = {
+    "strategy": Field("str", "ddp, zero1, zero2, zero3 or fsdp", default="ddp"),
+    "model": Field("str", "a built-in model (fabricbench train --list)", default="tiny-mistral"),
+    "steps": Field("int", "steps in all, warm-up included", default=6, at_least=3),
+    "warmup_steps": Field("int", "untimed first steps", default=2, at_least=1),
+    "batch_size": Field("int", "samples per process per step", default=4, at_least=1),
+    "seq_len": Field("int", "tokens per sample (causal LM)", default=64, at_least=1),
+    "fabric": Field("fabric", "the fabric it trains under", default="default"),
+    "loss_falls": Field("bool", "the last loss must be below the first"),
+    "min_samples_per_s": Field("number", "throughput floor, samples/s over all ranks", positive=True),
+}
+
+
+def validate(p: dict) -> None:
+    from fabricbench.qualifying.checks.base import Invalid
+    from fabricbench.training.strategies import STRATEGIES
+
+    if p["strategy"] not in STRATEGIES:
+        raise Invalid("strategy", f"unknown strategy {p['strategy']!r}; choose from {', '.join(STRATEGIES.names())}")
+    if p["steps"] < p["warmup_steps"] + 2:
+        raise Invalid("steps", f"steps = {p['steps']} with warmup_steps = {p['warmup_steps']} leaves fewer "
+                               f"than 2 timed steps")
+
+
+def judge(check: Check, ctx) -> list[Item]:
+    p = check.params
+    if ctx.distributed:
+        return [waived("train", "runs per node: qualify without torchrun for training smoke tests")]
+    args = ["--strategy", p["strategy"], "--model", p["model"], "--steps", str(p["steps"]),
+            "--warmup-steps", str(p["warmup_steps"]), "--batch-size", str(p["batch_size"]),
+            "--seq-len", str(p["seq_len"]), "--fabric", p["fabric"], "--timeout", f"{ctx.run.unit_timeout_s:g}"]
+    if ctx.run.cpu_ranks:
+        args += ["--device", "cpu", "--nprocs", str(ctx.run.nprocs)]
+    else:
+        n = ctx.visible_gpus()
+        if n == 0:
+            return [error("train", "no CUDA GPU is visible here (a CPU smoke test needs [run] backend = \"gloo\")")]
+        args += ["--device", "cuda", "--gpus", f"0-{n - 1}" if n > 1 else "0"]
+    res = ctx.train(args)
+    rec = next((r for r in res.records if r.get("kind") == "train"), None)
+    if rec is None:
+        return [error("train", f"no training record came back: {res.error or 'unknown reason'}")]
+    subj = f"{p['strategy']} {p['model']}, {rec.get('nranks')} ranks"
+    if rec.get("status") == "waived":
+        return [waived("train", rec.get("message") or "waived", subject=subj)]
+    if rec.get("status") in ("error", "oom"):
+        return [error("train", f"{rec['status']}: {rec.get('message')}", subject=subj)]
+    items: list[Item] = []
+    if p.get("loss_falls"):
+        first, last = rec.get("first_loss"), rec.get("last_loss")
+        items.append(equal("loss_falls", f"{first:.4f} -> {last:.4f}" if first is not None else None,
+                           "falling", subject=subj, ok=bool(rec.get("loss_decreased"))))
+    if p.get("min_samples_per_s") is not None:
+        sps = (rec.get("throughput") or {}).get("samples_per_s")
+        if sps is None:
+            items.append(error("samples_per_s", "no throughput in the record", subject=subj))
+        else:
+            items.append(at_least("samples_per_s", sps, p["min_samples_per_s"], unit="samples/s", subject=subj))
+    return items
+
+
+TRAIN = CheckKind(name="train", description="a strategy trains a few steps: loss falls, throughput floor",
+                  fields=FIELDS, judge=judge, validate=validate,
+                  threshold_keys=("loss_falls", "min_samples_per_s"))

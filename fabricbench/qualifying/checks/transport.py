@@ -1,0 +1,86 @@
+"""transport: the transport NCCL really used under each fabric, read from its INFO log.
+
+    [[check]]
+    name = "transports"
+    kind = "transport"
+    expect = { default = "P2P", "p2p-off" = "SHM", net = "NET" }
+
+The expected value is a transport family (P2P, SHM, NET) or several joined by '+': the check passes
+when the families NCCL logged are exactly those. gloo ranks open no NCCL transport (waived); one rank
+opens none either (waived).
+"""
+
+from __future__ import annotations
+
+from fabricbench.qualifying.checks.base import Check, CheckKind, Invalid
+from fabricbench.qualifying.checks.common import not_here, subject, unit_problem
+from fabricbench.qualifying.fields import Field, FieldError, READERS
+from fabricbench.qualifying.verdict import Item, equal, error, waived
+
+FAMILIES = ("P2P", "SHM", "NET")
+FIELDS = {
+    "expect": Field("str_map", "fabric -> transport family, e.g. {default = \"P2P\"}", required=True),
+    "op": Field("op", "the collective that opens the connections", default="all_reduce"),
+    "size": Field("size", "its size", default=1 << 20),
+    "gpus": Field("gpu_sets", "where it runs", default="all"),
+    "dtype": Field("dtype", "element type", default="float32"),
+}
+
+
+def validate(p: dict) -> None:
+    for fabric, want in p["expect"].items():
+        try:
+            READERS["fabric"][0](fabric)
+        except FieldError as e:
+            raise Invalid("expect", f"fabric {fabric!r}: {e}") from None
+        fams = [w.strip().upper() for w in want.split("+")]
+        bad = [f for f in fams if f not in FAMILIES]
+        if bad:
+            raise Invalid("expect", f"fabric {fabric!r}: {want!r} is not a transport family; write one of "
+                                    f"{', '.join(FAMILIES)} or several joined by '+'")
+
+
+def families(label: str | None) -> set[str]:
+    if not label:
+        return set()
+    return {t.split("/")[0].strip().upper() for t in label.split("+") if t.strip()}
+
+
+def judge(check: Check, ctx) -> list[Item]:
+    from fabricbench.qualifying.context import SweepUnit
+
+    p = check.params
+    if ctx.run.cpu_ranks:
+        return [waived("transport", "gloo ranks: NCCL opens no transport")]
+    sets, why = ctx.gpu_sets(p["gpus"])
+    if why:
+        return [not_here("gpus", why)]
+    items: list[Item] = []
+    for gpus in sets:
+        subj = subject(gpus, ctx)
+        for fabric, want in p["expect"].items():
+            label = f"{subj}, fabric {fabric}"
+            res = ctx.sweep(SweepUnit(fabric=fabric, ops=(p["op"],), sizes=(p["size"],), dtype=p["dtype"],
+                                      gpus=gpus, check=False, run=ctx.run))
+            problem = unit_problem("transport", res, label)
+            if problem:
+                items.append(problem)
+                continue
+            nranks = max((r.get("nranks") or 0 for r in res.records), default=0)
+            if nranks < 2:
+                items.append(waived("transport", f"{nranks} rank: NCCL connects no peers, so no transport",
+                                    subject=label))
+                continue
+            got = families(res.transport)
+            if not got or (res.transport or "").startswith("unknown"):
+                items.append(error("transport", f"NCCL's log named no transport ({res.transport})",
+                                   subject=label))
+                continue
+            expect = {w.strip().upper() for w in want.split("+")}
+            items.append(equal("transport", res.transport, want, subject=label, ok=got == expect,
+                               reason=res.mismatch))
+    return items
+
+
+TRANSPORT = CheckKind(name="transport", description="the transport NCCL used under each fabric",
+                      fields=FIELDS, judge=judge, validate=validate)

@@ -1,0 +1,73 @@
+"""Run one measuring child (`fabricbench sweep|p2p|train`) with a wall-clock limit and read its records.
+
+    fabricbench qualify --spec node.toml --out q/      (each measuring unit is one call here)
+
+Sweeps go through fabrics/child.run_child, which applies the fabric (its environment; a shaped network
+namespace for `shaped:RATE`), streams each record back as the child writes it, and reads the transport
+from NCCL's log. A fabric that cannot be applied here (no root, no netns) comes back waived with the
+reason, never as a failure. Every child runs through fabricbench.procs: nothing outlives qualify.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from typing import Any, Callable
+
+from fabricbench.qualifying.context import UnitResult
+
+
+def _last_error(stderr: str) -> str | None:
+    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
+    errs = [ln for ln in lines if ln.startswith("Error") or "Error:" in ln]
+    return (errs or lines or [None])[-1]
+
+
+def _only_wrong(records: list[dict[str, Any]]) -> bool:
+    """A --check sweep that found wrong elements exits non-zero after writing everything: that is a
+    measurement (correctness judges it), not a failure to measure."""
+    return any(r.get("status") == "wrong" for r in records)
+
+
+def sweep_under(fabric_name: str, args: list[str], *, key: str, wall_timeout_s: float,
+                on_record: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> UnitResult:
+    """One child sweep under the fabric; `on_record` sees (and may replace) each record as it arrives."""
+    from fabricbench.fabrics import get_fabric
+    from fabricbench.fabrics.child import run_child
+
+    fabric = get_fabric(fabric_name)
+    kept: list[dict[str, Any]] = []
+
+    def stream(rec: dict[str, Any]) -> None:
+        kept.append(on_record(rec) if on_record is not None else rec)
+
+    run = run_child(fabric, args, wall_timeout_s=wall_timeout_s, on_record=stream)
+    if run.waived:
+        return UnitResult(key=key, waived=run.waived, streamed=True)
+    error = run.error if run.error and not (kept and _only_wrong(kept)) else None
+    facts = {}
+    if kept:
+        ex = kept[0].get("extra") or {}
+        facts = {k: kept[0].get(k, ex.get(k)) for k in ("shaped_rate_bps", "netns") if
+                 kept[0].get(k, ex.get(k)) is not None}
+    return UnitResult(key=key, records=kept, error=error, transport=run.transport, mismatch=run.mismatch,
+                      facts=facts, streamed=True)
+
+
+def run_command(command: str, args: list[str], *, key: str, kind: str, wall_timeout_s: float) -> UnitResult:
+    """`fabricbench COMMAND ARGS --out tmp` in a fresh process; its records of `kind` come back."""
+    from fabricbench import procs
+    from fabricbench.results.writer import read_results
+
+    with tempfile.TemporaryDirectory(prefix="fabricbench-qualify-") as tmp:
+        out = os.path.join(tmp, "out.jsonl")
+        argv = [sys.executable, "-m", "fabricbench", command, *args, "--out", out]
+        r = procs.run(argv, timeout_s=wall_timeout_s, capture=True)
+        records = list(read_results(out, kind=kind)) if os.path.exists(out) else []
+    if r.timed_out:
+        return UnitResult(key=key, records=records, error=f"did not finish within {wall_timeout_s:g} s")
+    if r.returncode:
+        return UnitResult(key=key, records=records,
+                          error=_last_error(r.stderr or "") or f"exit status {r.returncode}")
+    return UnitResult(key=key, records=records)

@@ -1,0 +1,246 @@
+"""What a check's judge may ask for: the topology, the GPU sets, and measurements, each run once.
+
+    fabricbench qualify --spec node.toml --out q/
+
+Every measurement is a *unit*: one child `fabricbench sweep` (or `p2p`, or `train`) under one fabric, in
+a fresh process (NCCL reads its environment once per process), with a wall-clock limit. Two checks that
+need the same unit share it. Each unit's records are appended to DIR/results.jsonl as they come back,
+tagged extra.qualify_unit = its key, and closed by a kind "qualify_unit" record (its error, transport,
+waiver); `--resume` reuses every closed unit and runs only the rest.
+
+Under torchrun/srun (RANK and WORLD_SIZE set), sweeps run in this process across all ranks instead (the
+engine's rank-per-process mode); every rank makes the same calls in the same order, rank 0 records.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from fabricbench.qualifying.spec import RunSettings, Spec
+
+
+@dataclass(kw_only=True)
+class UnitResult:
+    key: str
+    records: list[dict[str, Any]] = field(default_factory=list)
+    error: str | None = None  # the unit could not measure (child failed, timed out)
+    waived: str | None = None  # the unit cannot run here (e.g. a shaped fabric without root)
+    transport: str | None = None
+    mismatch: str | None = None
+    facts: dict[str, Any] = field(default_factory=dict)
+    reused: bool = False  # closed by an earlier run of the same --out (--resume)
+    streamed: bool = False  # its records were written to the results file as they arrived
+
+    def to_record(self) -> dict[str, Any]:
+        return {"key": self.key, "error": self.error, "waived": self.waived, "transport": self.transport,
+                "transport_mismatch": self.mismatch, "facts": self.facts, "nrecords": len(self.records)}
+
+
+@dataclass(frozen=True, kw_only=True)
+class SweepUnit:
+    fabric: str
+    ops: tuple[str, ...]
+    sizes: tuple[int, ...]
+    dtype: str
+    gpus: tuple[int, ...] | None  # None: gloo ranks, or every rank of a torchrun launch
+    check: bool
+    run: RunSettings
+
+    @property
+    def key(self) -> str:
+        return _key("sweep", self.fabric, self.ops, self.sizes, self.dtype, self.gpus, self.check,
+                    self.run.engine, self.run.backend, self.nprocs, self.run.iters, self.run.warmup)
+
+    @property
+    def nprocs(self) -> int | None:
+        if self.run.cpu_ranks:
+            return self.run.nprocs
+        if self.run.engine == "torch" and self.gpus is not None and len(self.gpus) > 1:
+            return len(self.gpus)  # torch drives one GPU per process
+        return self.run.nprocs if self.run.engine == "torch" else None
+
+
+def _key(*parts: Any) -> str:
+    text = json.dumps(parts, default=str)
+    return f"{parts[0]}-{hashlib.sha1(text.encode()).hexdigest()[:12]}"
+
+
+class Context:
+    def __init__(self, spec: Spec, *, writer, run_id: str, topo_file: str | None = None,
+                 previous: list[dict[str, Any]] | None = None, echo: Callable[[str], None] | None = None) -> None:
+        self.spec = spec
+        self.run = spec.run
+        self.writer = writer
+        self.run_id = run_id
+        self.topo_file = topo_file
+        self.echo = echo or (lambda s: None)
+        self._units: dict[str, UnitResult] = {}
+        self._topo: Any = ...
+        self._previous = _closed_units(previous or [])
+        self.distributed = "RANK" in os.environ and "WORLD_SIZE" in os.environ
+        self.rank = int(os.environ.get("RANK", "0")) if self.distributed else 0
+
+    # -- what the machine is ---------------------------------------------------------------------
+    def topology(self):
+        """The GPU topology (--topo-file, else NVML / nvidia-smi), or None when nothing answers."""
+        if self._topo is ...:
+            from fabricbench.topology import read_topology
+
+            self._topo = read_topology(self.topo_file)
+        return self._topo
+
+    def visible_gpus(self) -> int:
+        from fabricbench.gpus import visible_gpu_count
+
+        return visible_gpu_count()
+
+    def gpu_sets(self, want) -> tuple[list[tuple[int, ...] | None], str | None]:
+        """The GPU sets a collective runs on, or ([], why it cannot apply here)."""
+        if self.run.cpu_ranks or self.distributed:
+            if want != "all":
+                where = "gloo ranks drive no GPU" if self.run.cpu_ranks else "a torchrun launch runs on its ranks"
+                return [], f"{where}: gpus = {_show(want)} does not apply (only \"all\")"
+            return [None], None
+        n = self.visible_gpus()
+        if n == 0:
+            return [], "error: no CUDA GPU is visible here (the spec runs on GPUs: engine = \"native\")"
+        if want == "all":
+            return [tuple(range(n))], None
+        if want == "each_pair":
+            if n < 2:
+                return [], f"{n} GPU visible: a pair check needs at least 2"
+            return [(a, b) for a in range(n) for b in range(a + 1, n)], None
+        if want == "each_island":
+            topo = self.topology()
+            if topo is None:
+                return [], "error: no topology (NVML and nvidia-smi did not answer) to find the islands"
+            isl = [tuple(i) for i in topo.islands() if len(i) > 1 and max(i) < n]
+            if not isl:
+                return [], f"no NVLink island of 2 or more GPUs among the {n} visible"
+            return isl, None
+        sets = list(want)
+        bad = [s for s in sets if max(s) >= n]
+        if bad:
+            return [], f"error: gpus {_show(bad[0])} but {n} GPU(s) are visible (0-{n - 1})"
+        return sets, None
+
+    # -- measurements ----------------------------------------------------------------------------
+    def sweep(self, unit: SweepUnit) -> UnitResult:
+        key = unit.key
+        if key in self._units:
+            return self._units[key]
+        if key in self._previous:
+            res = self._previous[key]
+        elif self.distributed:
+            res = self._sweep_here(unit, key)
+        else:
+            from fabricbench.fabrics.child import sweep_args
+            from fabricbench.sizes import format_size
+
+            args = sweep_args(ops=",".join(unit.ops), sizes=",".join(format_size(s) for s in unit.sizes),
+                              dtype=unit.dtype, iters=self.run.iters, warmup=self.run.warmup,
+                              engine=self.run.engine, backend=self.run.backend, nprocs=unit.nprocs,
+                              timeout_s=self.run.timeout_s, gpus=unit.gpus)
+            if unit.check:
+                args.append("--check")
+            self.echo(f"measuring: sweep {' '.join(args)} (fabric {unit.fabric})")
+            from fabricbench.qualifying.children import sweep_under
+
+            res = sweep_under(unit.fabric, args, key=key, wall_timeout_s=self.run.unit_timeout_s,
+                              on_record=lambda rec: self._write(rec, key))
+        return self._keep(res)
+
+    def copies(self, gpus: tuple[int, ...], size: int, *, peers: bool, host: bool) -> UnitResult:
+        key = _key("copy", gpus, size, peers, host, self.run.iters, self.run.warmup)
+        if key in self._units:
+            return self._units[key]
+        if key in self._previous:
+            return self._keep(self._previous[key])
+        from fabricbench.qualifying.children import run_command
+        from fabricbench.sizes import format_size
+
+        args = ["--gpus", ",".join(map(str, gpus)), "--size", format_size(size), "--iters", str(self.run.iters),
+                "--warmup", str(self.run.warmup)]
+        if not peers:
+            args.append("--no-peer")
+        if not host:
+            args.append("--no-host")
+        self.echo(f"measuring: p2p {' '.join(args)}")
+        return self._keep(run_command("p2p", args, key=key, kind="copy", wall_timeout_s=self.run.unit_timeout_s))
+
+    def train(self, args: list[str]) -> UnitResult:
+        key = _key("train", args)
+        if key in self._units:
+            return self._units[key]
+        if key in self._previous:
+            return self._keep(self._previous[key])
+        from fabricbench.qualifying.children import run_command
+
+        self.echo(f"measuring: train {' '.join(args)}")
+        return self._keep(run_command("train", args, key=key, kind="train",
+                                      wall_timeout_s=self.run.unit_timeout_s))
+
+    def _sweep_here(self, unit: SweepUnit, key: str) -> UnitResult:
+        """Under torchrun: every rank runs the sweep; rank 0 gets the records."""
+        from fabricbench.errors import FabricbenchError
+        from fabricbench.measuring.api import sweep
+
+        if unit.fabric != "default":
+            return UnitResult(key=key, waived=f"fabric {unit.fabric}: a torchrun launch runs under the "
+                                              f"launcher's environment; qualify fabrics per node")
+        try:
+            results = sweep(ops=list(unit.ops), sizes=list(unit.sizes), dtype=unit.dtype, iters=self.run.iters,
+                            warmup=self.run.warmup, engine=self.run.engine, backend=self.run.backend,
+                            check=unit.check, timeout_s=self.run.timeout_s,
+                            **({"gpus": (int(os.environ.get("LOCAL_RANK", "0")),)}
+                               if not self.run.cpu_ranks else {}))
+        except FabricbenchError as e:
+            return UnitResult(key=key, error=f"{type(e).__name__}: {e}")
+        return UnitResult(key=key, records=[r.to_dict() for r in results])
+
+    def _write(self, rec: dict[str, Any], key: str) -> dict[str, Any]:
+        """A child's record joins this run (its own run id kept in extra.child_run_id) and is appended."""
+        from fabricbench.fabrics.study import adopt
+
+        rec = adopt(rec, self.run_id)
+        rec["extra"]["qualify_unit"] = key
+        if self.rank == 0:
+            self.writer.write(rec)
+        return rec
+
+    def _keep(self, res: UnitResult) -> UnitResult:
+        """Remember a unit; append its records (unless streamed) and its closing record."""
+        self._units[res.key] = res
+        if res.reused or self.rank != 0:
+            return res
+        from fabricbench.results.schema import header
+
+        if not res.streamed:
+            res.records = [self._write(rec, res.key) for rec in res.records]
+        self.writer.write({**header("qualify_unit", run_id=self.run_id), **res.to_record()})
+        return res
+
+
+def _closed_units(records: list[dict[str, Any]]) -> dict[str, UnitResult]:
+    """Units a previous run of the same --out finished (their closing record written), for --resume."""
+    closed = {r["key"]: r for r in records if r.get("kind") == "qualify_unit" and r.get("key")}
+    out: dict[str, UnitResult] = {}
+    for key, c in closed.items():
+        if c.get("error"):
+            continue  # a unit that failed is measured again
+        recs = [r for r in records if (r.get("extra") or {}).get("qualify_unit") == key
+                and r.get("kind") != "qualify_unit"]
+        out[key] = UnitResult(key=key, records=recs, waived=c.get("waived"), transport=c.get("transport"),
+                              mismatch=c.get("transport_mismatch"), facts=c.get("facts") or {}, reused=True)
+    return out
+
+
+def _show(v) -> str:
+    if isinstance(v, (list, tuple)):
+        return json.dumps([list(x) if isinstance(x, tuple) else x for x in v]) if v and isinstance(
+            v[0], (list, tuple)) else json.dumps(list(v))
+    return json.dumps(v)

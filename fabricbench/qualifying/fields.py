@@ -1,0 +1,225 @@
+"""The typed keys a spec table may hold: one Field per key, each able to read and check its TOML value.
+
+    [[check]]
+    name = "allreduce_1g"          # Field("str")
+    min_busbw_gbps = 300           # Field("number", positive)
+
+A Field turns a raw TOML value into what the check uses, or raises FieldError with what is expected;
+spec.py adds the file, line and key. Nothing here runs anything.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Callable
+
+
+class FieldError(ValueError):
+    """A value is not what its key expects; the message says what is."""
+
+
+def _number(v: Any) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise FieldError(f"expected a number, got {v!r}")
+    return float(v)
+
+
+def _int(v: Any) -> int:
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise FieldError(f"expected a whole number, got {v!r}")
+    return v
+
+
+def _str(v: Any) -> str:
+    if not isinstance(v, str) or not v.strip():
+        raise FieldError(f"expected a non-empty string, got {v!r}")
+    return v.strip()
+
+
+def _bool(v: Any) -> bool:
+    if not isinstance(v, bool):
+        raise FieldError(f"expected true or false, got {v!r}")
+    return v
+
+
+def _size(v: Any) -> int:
+    from fabricbench.errors import UsageError
+    from fabricbench.sizes import parse_size
+
+    if isinstance(v, int) and not isinstance(v, bool):
+        if v <= 0:
+            raise FieldError(f"expected a positive size in bytes, got {v}")
+        return v
+    if not isinstance(v, str):
+        raise FieldError(f"expected a size such as \"1G\" or 1073741824, got {v!r}")
+    try:
+        return parse_size(v)
+    except UsageError as e:
+        raise FieldError(str(e)) from None
+
+
+def _sizes(v: Any) -> tuple[int, ...]:
+    """A list of sizes, or one sweep string ("1M-1G:x4"); expanded to the sizes that will run."""
+    from fabricbench.errors import UsageError
+    from fabricbench.sizes import SizeSweep
+
+    if isinstance(v, list):
+        if not v:
+            raise FieldError("expected at least one size")
+        return tuple(sorted({_size(x) for x in v}))
+    if isinstance(v, str):
+        try:
+            return tuple(sorted(set(SizeSweep.parse(v).expand())))
+        except UsageError as e:
+            raise FieldError(str(e)) from None
+    return (_size(v),)
+
+
+def _op(v: Any) -> str:
+    from fabricbench.collectives import COLLECTIVES
+    from fabricbench.errors import UsageError
+
+    try:
+        return COLLECTIVES.get(_str(v)).name
+    except UsageError as e:
+        raise FieldError(str(e)) from None
+
+
+def _dtype(v: Any) -> str:
+    from fabricbench import dtypes
+    from fabricbench.errors import UsageError
+
+    try:
+        return dtypes.resolve(_str(v))
+    except UsageError as e:
+        raise FieldError(str(e)) from None
+
+
+def _fabric(v: Any) -> str:
+    """A fabric name (built-in, shaped:RATE, or name:VAR=VAL), checked as `--fabric` would be."""
+    from fabricbench.errors import UsageError
+    from fabricbench.fabrics import get_fabric
+
+    name = _str(v)
+    try:
+        get_fabric(name)
+    except UsageError as e:
+        raise FieldError(str(e)) from None
+    return name
+
+
+GPU_SETS = ("all", "each_island", "each_pair")
+
+
+def _gpu_sets(v: Any) -> str | tuple[tuple[int, ...], ...]:
+    """"all", "each_island", "each_pair", or a list of GPU lists ([[0,1],[2,3]] or ["0-3", "4-7"])."""
+    from fabricbench.errors import UsageError
+    from fabricbench.gpus import parse_gpus
+
+    if isinstance(v, str):
+        if v in GPU_SETS:
+            return v
+        raise FieldError(f"expected one of {', '.join(GPU_SETS)} or a list of GPU lists "
+                         f"such as [[0,1],[2,3]], got {v!r}")
+    if not isinstance(v, list) or not v:
+        raise FieldError(f"expected one of {', '.join(GPU_SETS)} or a list of GPU lists, got {v!r}")
+    sets = []
+    for item in v:
+        if isinstance(item, str):
+            try:
+                sets.append(parse_gpus(item))
+            except UsageError as e:
+                raise FieldError(str(e)) from None
+        elif isinstance(item, list) and item and all(isinstance(g, int) and not isinstance(g, bool)
+                                                       and g >= 0 for g in item):
+            if len(set(item)) != len(item):
+                raise FieldError(f"GPU list {item} names a GPU twice")
+            sets.append(tuple(item))
+        else:
+            raise FieldError(f"expected a GPU list such as [0, 1] or \"0-3\", got {item!r}")
+    return tuple(sets)
+
+
+_LINK = re.compile(r"^(NV\d+|PIX|PXB|PHB|NODE|SYS)$")
+
+
+def _link(v: Any) -> str:
+    s = _str(v).upper()
+    if not _LINK.match(s):
+        raise FieldError(f"expected a `nvidia-smi topo -m` link such as NV18, NV6, PIX, PXB, PHB, NODE or "
+                         f"SYS, got {v!r}")
+    return s
+
+
+def _islands(v: Any) -> tuple[tuple[int, ...], ...]:
+    if not isinstance(v, list) or not v or not all(isinstance(i, list) and i for i in v):
+        raise FieldError(f"expected a list of GPU lists such as [[0,1,2,3],[4,5,6,7]], got {v!r}")
+    out = []
+    for isl in v:
+        if not all(isinstance(g, int) and not isinstance(g, bool) and g >= 0 for g in isl):
+            raise FieldError(f"island {isl!r}: expected GPU indices (whole numbers >= 0)")
+        out.append(tuple(sorted(isl)))
+    return tuple(sorted(out))
+
+
+def _str_map(v: Any) -> dict[str, str]:
+    if not isinstance(v, dict) or not v:
+        raise FieldError(f"expected a table of name = \"value\" such as {{default = \"P2P\"}}, got {v!r}")
+    return {str(k): _str(x) for k, x in v.items()}
+
+
+def _str_list(v: Any) -> tuple[str, ...]:
+    if isinstance(v, str):
+        v = [v]
+    if not isinstance(v, list) or not v:
+        raise FieldError(f"expected a list of strings, got {v!r}")
+    return tuple(_str(x) for x in v)
+
+
+READERS: dict[str, tuple[Callable[[Any], Any], str]] = {
+    # type name -> (reader, what a user should write)
+    "number": (_number, "a number"),
+    "int": (_int, "a whole number"),
+    "str": (_str, "a string"),
+    "bool": (_bool, "true or false"),
+    "size": (_size, "a size such as \"1G\""),
+    "sizes": (_sizes, "sizes such as [\"8\", \"1G\"] or \"1M-1G:x4\""),
+    "op": (_op, "a collective such as \"all_reduce\""),
+    "dtype": (_dtype, "a dtype such as \"float32\""),
+    "fabric": (_fabric, "a fabric such as \"default\", \"p2p-off\" or \"shaped:1gbit\""),
+    "gpu_sets": (_gpu_sets, "\"all\", \"each_island\", \"each_pair\" or [[0,1],[2,3]]"),
+    "link": (_link, "a link such as \"NV18\""),
+    "islands": (_islands, "GPU lists such as [[0,1,2,3],[4,5,6,7]]"),
+    "str_map": (_str_map, "a table such as {default = \"P2P\", \"p2p-off\" = \"SHM\"}"),
+    "str_list": (_str_list, "a list of strings"),
+}
+
+
+@dataclass(frozen=True)
+class Field:
+    type: str  # a key of READERS
+    doc: str = ""
+    required: bool = False
+    default: Any = None
+    positive: bool = False  # numbers: > 0
+    fraction: bool = False  # numbers: 0 < x <= 1 (a share of a median or of a reference)
+    at_least: float | None = None  # numbers: >= this
+    choices: tuple[str, ...] = ()
+
+    def read(self, raw: Any) -> Any:
+        reader, _ = READERS[self.type]
+        v = reader(raw)
+        if self.choices and v not in self.choices:
+            raise FieldError(f"expected one of {', '.join(self.choices)}, got {raw!r}")
+        if self.positive and v <= 0:
+            raise FieldError(f"expected a number > 0, got {raw!r}")
+        if self.fraction and not 0 < v <= 1:
+            raise FieldError(f"expected a fraction in (0, 1], e.g. 0.9, got {raw!r}")
+        if self.at_least is not None and v < self.at_least:
+            raise FieldError(f"expected at least {self.at_least:g}, got {raw!r}")
+        return v
+
+    @property
+    def expects(self) -> str:
+        return READERS[self.type][1]

@@ -1,0 +1,91 @@
+"""The headline figures of a results file, named so that two runs (or two nodes) can be compared.
+
+    fabricbench qualify --spec s.toml --out q/ --baseline old/results.jsonl --tolerance 0.05
+    fabricbench qualify --fleet node1/ node2/ node3/
+
+One figure per measured group (fabric, op, dtype, ranks, GPU set): busbw at its largest size (algbw where
+one rank makes busbw meaningless) and the median time at its smallest size; the slowest GPU pair's copy
+GB/s; each host direction's slowest GPU; a training run's samples/s. `sense` says which way is better:
+"min" (higher is better: a threshold is a floor) or "max" (lower is better).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from fabricbench.sizes import format_size
+
+
+@dataclass(frozen=True)
+class Figure:
+    name: str
+    value: float
+    unit: str
+    sense: str  # "min" (higher is better) or "max" (lower is better)
+
+
+def _group(r: dict[str, Any]) -> str:
+    gpus = r.get("gpus") or []
+    where = f"{r.get('nranks')} ranks" + (f" GPUs {','.join(map(str, gpus))}" if gpus else "")
+    return f"{r.get('op')} {r.get('dtype')} {where} [{r.get('fabric', 'default')}]"
+
+
+def figures(records: Iterable[dict[str, Any]]) -> dict[str, Figure]:
+    recs = list(records)
+    out: dict[str, Figure] = {}
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for r in recs:
+        if r.get("kind") == "collective" and r.get("status") in ("ok", "wrong") and r.get("time_us") \
+                and not r.get("inplace"):
+            groups.setdefault(_group(r), []).append(r)
+    for g, rs in groups.items():
+        big = max(rs, key=lambda r: r["requested_bytes"])
+        small = min(rs, key=lambda r: r["requested_bytes"])
+        if big.get("busbw_gbps") is not None:
+            name = f"busbw {g} @{format_size(big['requested_bytes'])}"
+            out[name] = Figure(name, big["busbw_gbps"], "GB/s", "min")
+        elif big.get("algbw_gbps") is not None:
+            name = f"algbw {g} @{format_size(big['requested_bytes'])}"
+            out[name] = Figure(name, big["algbw_gbps"], "GB/s", "min")
+        if small is not big:
+            name = f"time {g} @{format_size(small['requested_bytes'])}"
+            out[name] = Figure(name, small["time_us"], "µs", "max")
+    peers: dict[tuple[str, int], list[float]] = {}
+    hosts: dict[tuple[str, int], list[float]] = {}
+    for r in recs:
+        if r.get("kind") != "copy" or r.get("gbps") is None:
+            continue
+        if r.get("copy_kind") == "peer" and r.get("src") != r.get("dst"):
+            peers.setdefault((r["direction"], r["bytes"]), []).append(r["gbps"])
+        elif r.get("copy_kind") == "host":
+            hosts.setdefault((r["direction"], r["bytes"]), []).append(r["gbps"])
+    for (d, b), vals in peers.items():
+        name = f"p2p {d} slowest pair @{format_size(b)}"
+        out[name] = Figure(name, min(vals), "GB/s", "min")
+    for (d, b), vals in hosts.items():
+        name = f"host {d} slowest GPU @{format_size(b)}"
+        out[name] = Figure(name, min(vals), "GB/s", "min")
+    for r in recs:
+        if r.get("kind") == "train" and r.get("status") == "ok":
+            sps = (r.get("throughput") or {}).get("samples_per_s")
+            if sps:
+                name = f"train {r.get('strategy')} {r.get('model')} {r.get('nranks')} ranks [{r.get('fabric')}]"
+                out[name] = Figure(name, sps, "samples/s", "min")
+    return out
+
+
+def compare(old: dict[str, Figure], new: dict[str, Figure], tolerance: float):
+    """Items (verdict.py) for every figure both runs have: a regression is worse than old by > tolerance."""
+    from fabricbench.qualifying.verdict import at_least, at_most
+
+    items = []
+    for name in sorted(set(old) & set(new)):
+        o, n = old[name], new[name]
+        if o.sense == "min":
+            items.append(at_least("vs baseline", n.value, o.value * (1 - tolerance), unit=n.unit, subject=name,
+                                  reason=f"baseline {o.value:.4g} {o.unit} - {tolerance:.0%}"))
+        else:
+            items.append(at_most("vs baseline", n.value, o.value * (1 + tolerance), unit=n.unit, subject=name,
+                                 reason=f"baseline {o.value:.4g} {o.unit} + {tolerance:.0%}"))
+    return items

@@ -1,0 +1,89 @@
+"""How a qualification reads: the terminal table and DIR/report.md + report.html (report/document.py).
+
+    fabricbench qualify --spec builtin:h200-sxm-8 --out q/     (prints the table, writes the report)
+
+Rows: check, kind, status, measured, threshold, margin, subject, and the reason where it is not a pass.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from fabricbench.qualifying.verdict import Verdict, fmt_value
+
+if TYPE_CHECKING:
+    from fabricbench.qualifying.api import QualifyResult
+
+HEADERS = ["check", "kind", "status", "measured", "threshold", "margin", "subject", "note"]
+_STYLE = {"pass": "green", "fail": "bold red", "error": "bold red", "waived": "dim"}
+
+
+def row(v: Verdict) -> list[str]:
+    unit = f" {v.unit}" if v.unit and v.measured is not None else ""
+    rel = {"min": ">= ", "max": "<= ", "equal": ""}.get(v.sense or "", "")
+    threshold = f"{rel}{fmt_value(v.threshold)}{unit}" if v.threshold is not None else "-"
+    note = v.reason or ""
+    if v.status == "pass":
+        note = ""
+    elif v.status in ("fail", "error"):
+        more = sum(1 for i in v.items if i.status == v.status) - 1
+        if more > 0:
+            note = (note + "; " if note else "") + f"{more} more {v.status}"
+    return [v.check, v.kind, v.status, f"{fmt_value(v.measured)}{unit}" if v.measured is not None else "-",
+            threshold, f"{v.margin:+.1%}" if v.margin is not None else "-", v.subject or "-", note]
+
+
+def render(res: "QualifyResult", console=None) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = console or Console()
+    t = Table(title=f"fabricbench qualify: {res.spec.name} ({res.spec.path}) on {res.host}")
+    for h in HEADERS:
+        t.add_column(h, justify="right" if h in ("measured", "threshold", "margin") else "left",
+                     overflow="fold")
+    for v in res.verdicts:
+        cells = row(v)
+        cells[2] = f"[{_STYLE[v.status]}]{v.status}[/]"
+        t.add_row(*cells)
+    console.print(t)
+    counts = res.to_dict()["counts"]
+    word = "PASSED" if res.exit_code == 0 else "FAILED"
+    console.print(f"[bold]{word}[/bold]: {counts['pass']} pass, {counts['fail']} fail, {counts['error']} error, "
+                  f"{counts['waived']} waived" + (f"; outputs in {res.out}" if res.out else ""))
+
+
+def write_report(res: "QualifyResult", out: Path) -> dict[str, str]:
+    """report.md and report.html in `out`; returns their paths by name."""
+    from fabricbench.report.document import Document
+
+    counts = res.to_dict()["counts"]
+    word = "passed" if res.exit_code == 0 else "failed"
+    doc = Document(f"Qualification: {res.spec.name}", subtitle=f"{res.host}, run {res.run_id}")
+    s = doc.section("Verdict", intro=(f"The node {word}: {counts['pass']} checks passed, {counts['fail']} failed, "
+                                      f"{counts['error']} could not be measured, {counts['waived']} were waived. "
+                                      f"Exit status {res.exit_code}."))
+    if res.spec.description:
+        s.text(res.spec.description)
+    if res.spec.source:
+        s.text(f"Thresholds: {res.spec.source}")
+    s.table(HEADERS, [row(v) for v in res.verdicts], status_col=2)
+    d = doc.section("Details", intro="Every criterion each check judged, with the numbers.")
+    for v in res.verdicts:
+        d.text(f"**{v.check}** ({v.kind}): {v.status}" + (f" — {v.description}" if v.description else ""))
+        d.table(["criterion", "subject", "status", "measured", "threshold", "margin", "note"],
+                [[i.criterion, i.subject or "-", i.status,
+                  f"{fmt_value(i.measured)}{(' ' + i.unit) if i.unit and i.measured is not None else ''}",
+                  fmt_value(i.threshold), f"{i.margin:+.1%}" if i.margin is not None else "-",
+                  i.reason or ""] for i in v.items], status_col=2)
+    r = doc.section("Reproduce")
+    r.code(f"fabricbench qualify --spec {res.spec.path} --out {res.out}")
+    r.text("The spec as run is spec.toml beside this report; every measurement is in results.jsonl; "
+           "junit.xml holds one testcase per check.")
+    md, html = doc.write(out, stem="report")
+    return {"report_md": str(md), "report_html": str(html)}
+
+
+def counts_line(verdicts: list[Verdict]) -> dict[str, Any]:
+    return {s: sum(1 for v in verdicts if v.status == s) for s in ("pass", "fail", "error", "waived")}
