@@ -132,7 +132,10 @@ def tokens_per_sample(config: Any, *, task: str, seq_len: int, image_size: int) 
 
 def activation_bytes(config: Any, *, task: str, batch_size: int, seq_len: int, image_size: int) -> int:
     """34·s·b·h·L bytes (see the module docstring)."""
-    check_sizes(batch_size=batch_size, seq_len=seq_len, image_size=image_size)
+    from fabricbench.training.models import CAUSAL_LM
+
+    lm = task == CAUSAL_LM  # the other length does not enter the formula
+    check_sizes(batch_size=batch_size, seq_len=seq_len if lm else None, image_size=None if lm else image_size)
     s = tokens_per_sample(config, task=task, seq_len=seq_len, image_size=image_size)
     return 34 * s * batch_size * config.hidden_size * config.num_hidden_layers
 
