@@ -312,3 +312,14 @@ def test_cli_bad_input_is_one_error_line_and_exit_2(lab_files, tmp_path, capsys,
         main(argv)
     err = capsys.readouterr().err.strip().splitlines()
     assert exc.value.code == 2 and len(err) == 1 and err[0].startswith("Error: ") and message in err[0]
+
+
+def test_lab_sweep_plan_covers_the_traced_sizes():
+    from fabricbench.relating.lab import sweep_plan
+
+    recs = [train_rec("ddp", "default", 1.0, [coll("all_reduce", 3 * MiB, 1.0), coll("broadcast", 100, 1.0)]),
+            train_rec("fsdp", "default", 1.0, [coll("all_gather", 5 * MiB, 2.0, dtype="bfloat16")])]
+    ops, dtypes, sizes = sweep_plan(recs, factor=4)
+    assert ops == ["all_gather", "all_reduce", "broadcast"] and dtypes == ["bfloat16", "float32"]
+    assert sizes[0] == 64 and sizes[-1] == 8 * MiB and all(b == 4 * a for a, b in zip(sizes, sizes[1:-1]))
+    assert sweep_plan([train_rec("ddp", "default", 1.0, [])]) == ([], [], [])

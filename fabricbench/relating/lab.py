@@ -1,0 +1,168 @@
+"""The CPU fabric lab: train and sweep under several fabrics on one machine, then relate.
+
+    python3 benchmarks/relate_cpu_lab.py --fabrics default,shaped:1gbit,shaped:200mbit --strategies ddp,fsdp
+
+Order: the strategies train on the first fabric (the reference) first; their traces say which collectives,
+sizes and dtypes a step sends, and every fabric's sweep then covers exactly those ops and that size range
+(powers of two, factor 4, up to the next power of two above the largest traced size), so that pricing
+interpolates instead of extrapolating. Then every other fabric trains. Each command is a fresh
+`python -m fabricbench` process given --fabric, which the command applies (fabricbench/fabrics/apply.py:
+shaped fabrics run inside a namespace of their own, removed on the way out); all records go to one
+JSONL file. A fabric that cannot be applied here (shaped without root) is waived, with the reason.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fabricbench.errors import FabricbenchError, UsageError
+from fabricbench.sizes import format_size
+
+
+@dataclass(kw_only=True)
+class LabConfig:
+    """What the lab runs. Sizes in bytes, times in seconds."""
+
+    fabrics: list[str]  # the first is where traces are taken (and the usual reference)
+    strategies: list[str]
+    model: str
+    out: str  # JSONL file that receives every record (appended)
+    nprocs: int = 2  # gloo ranks
+    precision: str = "fp32"  # fp32 on CPU: bf16 matmuls are ~20x slower there and hide the fabric
+    steps: int = 5  # per train run, warm-up included
+    warmup_steps: int = 2
+    batch_size: int = 2  # per rank
+    seq_len: int = 64
+    sweep_iters: int = 3
+    sweep_warmup: int = 1
+    size_factor: int = 4  # swept sizes step by this factor
+    timeout_s: float = 600.0  # per command
+
+    def __post_init__(self) -> None:
+        if not self.fabrics or not self.strategies:
+            raise UsageError("the lab needs at least one fabric and one strategy")
+        if len(set(self.fabrics)) != len(self.fabrics):
+            raise UsageError(f"fabrics named twice: {', '.join(self.fabrics)}")
+        if self.steps <= self.warmup_steps:
+            raise UsageError(f"steps ({self.steps}) must exceed warmup_steps ({self.warmup_steps})")
+        if self.size_factor < 2:
+            raise UsageError("size_factor must be at least 2")
+
+
+@dataclass(kw_only=True)
+class LabRun:
+    out: Path
+    seconds: dict[str, float] = field(default_factory=dict)  # "train default", "sweep shaped:1gbit", ...
+    waived: dict[str, str] = field(default_factory=dict)  # fabric -> why
+    failed: list[str] = field(default_factory=list)
+
+
+def sweep_plan(train_records: list[dict[str, Any]], factor: int = 4) -> tuple[list[str], list[str], list[int]]:
+    """(ops, dtypes, sizes) a sweep needs to price these records' traces: every traced op and dtype, sizes
+    from the power of two at or below the smallest traced S to the one at or above the largest, by factor."""
+    colls = [c for r in train_records for c in ((r.get("comm") or {}).get("collectives") or [])
+             if c.get("bytes", 0) > 0]
+    if not colls:
+        return [], [], []
+    ops = sorted({c["op"] for c in colls})
+    dtypes = sorted({c["dtype"] for c in colls})
+    lo = 2 ** math.floor(math.log2(min(c["bytes"] for c in colls)))
+    hi = 2 ** math.ceil(math.log2(max(c["bytes"] for c in colls)))
+    sizes = [lo]
+    while sizes[-1] < hi:
+        sizes.append(min(sizes[-1] * factor, hi))
+    return ops, dtypes, sizes
+
+
+def run_lab(config: LabConfig, *, log: Any = None) -> LabRun:
+    """Train and sweep per fabric as the module docstring says; returns where the records are and how long
+    each part took. A fabric that cannot be applied here (shaped without root) is waived, not fatal."""
+    say = log or (lambda msg: None)
+    out = Path(config.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    run = LabRun(out=out)
+    first, rest = config.fabrics[0], config.fabrics[1:]
+    traces = _train(config, first, run, say)
+    if first in run.waived:
+        raise UsageError(f"the first fabric {first} is waived here ({run.waived[first]}); the lab takes its "
+                         f"traces there, so name a fabric that can run first")
+    ops, dtypes, sizes = sweep_plan(traces, config.size_factor)
+    if not ops:
+        raise FabricbenchError(f"the train runs on {first} traced no collective; nothing to sweep "
+                               f"(records in {out})")
+    say(f"sweep plan: {', '.join(ops)} in {', '.join(dtypes)} at {', '.join(format_size(s) for s in sizes)}")
+    for fab in config.fabrics:
+        for dt in dtypes:
+            _sweep(config, fab, ops, dt, sizes, run, say)
+        if fab != first and fab not in run.waived:
+            _train(config, fab, run, say)
+    return run
+
+
+def _sweep(config: LabConfig, fabric: str, ops: list[str], dtype: str, sizes: list[int], run: LabRun,
+           say: Any) -> None:
+    cmd = ["sweep", "--engine", "torch", "--backend", "gloo", "--nprocs", str(config.nprocs), "--ops",
+           ",".join(ops), "--sizes", ",".join(str(s) for s in sizes), "--dtype", dtype, "--iters",
+           str(config.sweep_iters), "--warmup", str(config.sweep_warmup), "--quiet"]
+    _under(config, fabric, cmd, f"sweep {fabric} {dtype}", run, say)
+
+
+def _train(config: LabConfig, fabric: str, run: LabRun, say: Any) -> list[dict[str, Any]]:
+    cmd = ["train", "--strategy", ",".join(config.strategies), "--model", config.model, "--device", "cpu",
+           "--nprocs", str(config.nprocs), "--steps", str(config.steps), "--warmup-steps",
+           str(config.warmup_steps), "--batch-size", str(config.batch_size), "--seq-len", str(config.seq_len),
+           "--precision", config.precision]
+    before = _count(run.out)
+    _under(config, fabric, cmd, f"train {fabric}", run, say)
+    return [r for r in _records(run.out)[before:] if r.get("kind") == "train"]
+
+
+def _under(config: LabConfig, fabric: str, cmd: list[str], what: str, run: LabRun, say: Any) -> None:
+    """One fabricbench command in a fresh process with --fabric (the command applies it: shaped fabrics
+    run in a namespace of their own), its records appended to run.out."""
+    from fabricbench.fabrics import get_fabric
+
+    why = get_fabric(fabric).unavailable()
+    if why:
+        run.waived[fabric] = why
+        say(f"{what}: waived ({why})")
+        return
+    argv = [sys.executable, "-m", "fabricbench", *cmd, "--fabric", fabric, "--timeout", str(config.timeout_s),
+            "--out", str(run.out)]
+    t0 = time.monotonic()
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=config.timeout_s + 60)
+    except subprocess.TimeoutExpired:
+        run.failed.append(f"{what}: timed out after {config.timeout_s + 60:.0f} s")
+        say(run.failed[-1])
+        return
+    run.seconds[what] = time.monotonic() - t0
+    if proc.returncode != 0:
+        tail = (proc.stderr or proc.stdout or "").strip().splitlines()[-3:]
+        run.failed.append(f"{what}: exit {proc.returncode}: {' | '.join(tail)}")
+        say(run.failed[-1])
+    else:
+        say(f"{what}: {run.seconds[what]:.1f} s")
+
+
+def _count(path: Path) -> int:
+    return len(_records(path))
+
+
+def _records(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return out
