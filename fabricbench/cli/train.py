@@ -82,13 +82,12 @@ def train(strategy, model, model_config, model_path, gpus, device, nprocs, steps
         raise UsageError("--strategy is empty; choose from " + ", ".join(STRATEGIES.names()) + " or all")
     gpu_list: tuple[int, ...] = ()
     if device == "cuda":
-        from fabricbench.gpus import check_visible, parse_gpus, visible_gpu_count
+        from fabricbench.gpus import default_gpus, visible_gpu_count
 
         visible = visible_gpu_count()
         if visible == 0:
             raise UsageError("no CUDA GPU is visible here; train on CPU with --device cpu --nprocs 2")
-        gpu_list = parse_gpus(gpus) if gpus else tuple(range(visible))
-        check_visible(gpu_list, visible, gpus)
+        gpu_list = default_gpus(gpus or None, visible=visible)
         if click.get_current_context().get_parameter_source("nprocs").name != "DEFAULT":
             click.echo("warning: --nprocs is ignored with --device cuda (one process per --gpus entry)", err=True)
     elif gpus:
@@ -98,6 +97,7 @@ def train(strategy, model, model_config, model_path, gpus, device, nprocs, steps
                          batch_size=batch_size, seq_len=seq_len, image_size=image_size, lr=lr, dataset=dataset,
                          fabric=fabric, nnodes=nnodes, node_rank=node_rank, master_addr=master_addr,
                          master_port=master_port, timeout_s=timeout_s)
+    config.validate()  # every option checked before --out is opened or anything starts
     echo = (lambda r: click.echo(json.dumps(r))) if as_json else (lambda r: click.echo(_line(r)))
     with ResultWriter(out) as writer:
         run(config, writer, echo=echo)

@@ -15,7 +15,9 @@ An "oom" or an "error" does not stop the strategies after it.
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import math
 import os
 import socket
 import subprocess
@@ -28,12 +30,14 @@ from typing import Any
 
 import fabricbench
 from fabricbench.errors import UsageError
+from fabricbench.measuring.config import PROCS_PER_CORE, cores
 from fabricbench.results import ResultWriter, header
 from fabricbench.results.context import package_version
 from fabricbench.training import estimate, metrics, models, verify
 from fabricbench.training.strategies import STRATEGIES
 
 LIBRARIES = ("torch", "accelerate", "transformers", "deepspeed")
+MAX_STEPS = 100_000  # optimizer steps per strategy
 
 
 @dataclass(kw_only=True)
@@ -77,12 +81,37 @@ class TrainConfig:
                              f"where the sharding is counted)")
         if self.warmup_steps < 1:
             raise UsageError("--warmup-steps must be at least 1: the first step builds state and is not timed")
-        if self.batch_size < 1 or self.seq_len < 1 or self.image_size < 1:
-            raise UsageError("--batch-size, --seq-len and --image-size must be positive")
-        if self.procs_per_node < 1:
-            raise UsageError(f"{self.procs_per_node} processes: name GPUs with --gpus or use --nprocs N")
+        estimate.check_sizes(batch_size=self.batch_size, seq_len=self.seq_len, image_size=self.image_size)
+        if self.steps > MAX_STEPS:
+            raise UsageError(f"--steps {self.steps}: more than {MAX_STEPS:,} steps is a training job, not a "
+                             f"measurement; lower it")
+        if not (math.isfinite(self.lr) and self.lr > 0):
+            raise UsageError(f"--lr {self.lr}: the learning rate must be positive and finite, e.g. 1e-4")
+        if not (math.isfinite(self.timeout_s) and self.timeout_s > 0):
+            raise UsageError(f"--timeout {self.timeout_s}: must be positive and finite (seconds per strategy)")
         if self.device not in ("cuda", "cpu"):
             raise UsageError(f"--device {self.device}: choose cuda or cpu")
+        if self.device == "cpu" and self.nprocs < 1:
+            raise UsageError(f"--nprocs {self.nprocs}: need at least 1 process")
+        if self.device == "cpu" and self.nprocs > PROCS_PER_CORE * cores():
+            raise UsageError(f"--nprocs {self.nprocs}: more CPU ranks than {PROCS_PER_CORE} per core "
+                             f"({PROCS_PER_CORE} x {cores()} cores = {PROCS_PER_CORE * cores()}); lower it")
+        if self.procs_per_node < 1:
+            raise UsageError(f"{self.procs_per_node} processes: name GPUs with --gpus or use --nprocs N")
+        if self.nnodes < 1 or not 0 <= self.node_rank < self.nnodes:
+            raise UsageError(f"--nnodes {self.nnodes} --node-rank {self.node_rank}: need nnodes >= 1 and "
+                             f"0 <= node-rank < nnodes")
+        if self.master_port is not None and not 1 <= self.master_port <= 65535:
+            raise UsageError(f"--master-port {self.master_port}: a TCP port is 1-65535")
+        given = [x for x in (self.model, self.model_config, self.model_path) if x]
+        if len(given) != 1:
+            raise UsageError("name exactly one of --model NAME, --model-config FILE, --model-path DIR "
+                             f"(got {len(given)}); models: {', '.join(models.MODELS.names())}")
+        if self.model:
+            models.MODELS.get(self.model)
+        missing = [lib for lib in ("accelerate", "transformers") if importlib.util.find_spec(lib) is None]
+        if missing:
+            raise UsageError(f'train needs {" and ".join(missing)}: pip install "fabricbench[train]"')
         _fabric_env(self.fabric, {})  # an unknown fabric fails before any model is built
 
 
