@@ -1,0 +1,187 @@
+"""A named fabric is really applied: applied()'s environment and facts, sweep's delegation to a child under
+the fabric (library and command), the masking of a custom fabric's private values (issue 8, items 1 and 6).
+
+The end-to-end checks read the environment from inside the ranks: every record's header `env` is taken by
+rank 0's own process (results/context.allowed_env), which the test process never shares its variables with.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from fabricbench.errors import UsageError
+from fabricbench.fabrics import get_fabric
+from fabricbench.fabrics.apply import MARKER, applied, in_force
+from fabricbench.fabrics.child import config_args, sweep_under_fabric
+from fabricbench.results import read_results
+
+SECRET = "s3cr3t-Value-0xC0FFEE"
+
+
+def test_applied_gives_the_fabric_env_marker_and_masked_facts():
+    fab = get_fabric(f"x:SOME_TOKEN={SECRET},NCCL_ALGO=Ring,GLOO_SOCKET_IFNAME=lo")
+    base = {"PATH": "/usr/bin", "SOME_TOKEN": "old-one", "NCCL_NVLS_ENABLE": "0"}
+    with applied(fab, base_env=base) as launch:
+        assert launch.env["SOME_TOKEN"] == SECRET  # the child really gets it
+        assert launch.env["NCCL_ALGO"] == "Ring" and launch.env["GLOO_SOCKET_IFNAME"] == "lo"
+        assert launch.env[MARKER] == "x" and launch.env["NCCL_NVLS_ENABLE"] == "0"
+        assert launch.argv(["python", "-V"]) == ["python", "-V"] and launch.netns is None
+        assert launch.facts == {"fabric": "x", "shaped_rate_bps": None, "netns": None,
+                                "fabric_env": {"SOME_TOKEN": "***", "NCCL_ALGO": "Ring",
+                                               "GLOO_SOCKET_IFNAME": "lo"}}
+        assert launch.warnings == ["fabric x sets SOME_TOKEN=***, overriding your SOME_TOKEN=***"]
+    shown = json.dumps([fab.to_dict(), fab.description, launch.facts, launch.warnings])
+    assert SECRET not in shown and "old-one" not in shown and "SOME_TOKEN" in shown
+    assert base == {"PATH": "/usr/bin", "SOME_TOKEN": "old-one", "NCCL_NVLS_ENABLE": "0"}
+
+
+def test_bad_custom_spec_messages_do_not_echo_values():
+    with pytest.raises(UsageError) as e:
+        get_fabric(f"x:SOME_TOKEN={SECRET},SOME_TOKEN=again")
+    assert "SOME_TOKEN is given twice" in str(e.value) and SECRET not in str(e.value)
+    with pytest.raises(UsageError) as e:
+        get_fabric(f"bad name:API_KEY={SECRET}")
+    assert SECRET not in str(e.value) and "API_KEY=***" in str(e.value)
+
+
+def test_in_force():
+    assert in_force("default", {})  # nothing to apply
+    assert not in_force("p2p-off", {})
+    assert in_force("p2p-off", {MARKER: "p2p-off"})
+    assert not in_force("net", {MARKER: "p2p-off"})
+    assert in_force("lo:GLOO_SOCKET_IFNAME=lo", {MARKER: "lo"})  # a custom spec, by its name
+    assert in_force("shaped:1000mbit", {MARKER: "shaped:1gbit"})  # the canonical name
+    with pytest.raises(UsageError, match="unknown fabric 'nvlink'"):
+        in_force("nvlink", {})
+
+
+def test_config_args_give_the_child_the_same_config(monkeypatch):
+    """Every SweepConfig field survives the trip through the child's command line."""
+    import dataclasses
+
+    import fabricbench.cli.sweep as cli_sweep
+    from fabricbench.measuring.api import make_config
+
+    config = make_config(ops="all_gather,broadcast", sizes="3K-1M:x4", dtype="bfloat16", iters=7, warmup=2,
+                         adaptive=0.05, max_iters=70, inplace="both", check=True, engine="torch",
+                         backend="gloo", nprocs=2, timeout_s=12.5, seed=1234, graph_iters=9)
+    seen = {}
+    monkeypatch.setattr(cli_sweep, "_run", lambda config, **kw: seen.setdefault("config", config))
+    res = CliRunner().invoke(cli_sweep.sweep, [*config_args(config), "--fabric", "default"])
+    assert res.exit_code == 0, res.output
+    got = seen["config"]
+    assert got.sizes.expand() == config.sizes.expand()
+    strip = lambda c: {k: v for k, v in dataclasses.asdict(c).items() if k != "sizes"}  # noqa: E731
+    assert strip(got) == strip(config)
+    explicit = make_config(sizes="1K,8M", engine="torch", backend="gloo", nprocs=2)
+    assert config_args(explicit)[:4] == ["--ops", "all_reduce,all_gather,reduce_scatter", "--sizes",
+                                         "1024,8388608"]
+
+
+def _fake_child(monkeypatch, *, rc=0, stderr="", log=None):
+    """procs.spawn stand-in: writes a record (and an NCCL log) as the child would, then exits rc."""
+    seen = {}
+
+    def spawn(argv, env=None, stdout=None, stderr=None):
+        seen["argv"], seen["env"] = argv, env
+        out = argv[argv.index("--out") + 1]
+        if rc == 0:
+            with open(out, "w") as fh:
+                fh.write(json.dumps({"kind": "collective", "run_id": "child1", "fabric": "p2p-off", "nranks": 2,
+                                     "op": "all_reduce", "bytes": 4096, "extra": {}}) + "\n")
+        if log and env.get("NCCL_DEBUG_FILE"):
+            with open(env["NCCL_DEBUG_FILE"].replace("%h", "n").replace("%p", "1"), "w") as fh:
+                fh.write(log)
+        return subprocess.Popen(["sh", "-c", f"printf '%s' \"$E\" >&2; exit {rc}"], env={"E": _stderr},
+                                stdout=stdout, stderr=stderr, text=True)
+
+    _stderr = stderr
+    monkeypatch.setattr("fabricbench.procs.spawn", spawn)
+    return seen
+
+
+def test_sweep_under_fabric_adopts_streams_and_flags(monkeypatch, capsys):
+    from fabricbench.measuring.api import make_config
+
+    seen = _fake_child(monkeypatch, stderr="warning: --graph is ignored on CPU ranks (no CUDA graphs)\n",
+                       log="n:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM/read\n")
+    got = []
+    config = make_config(engine="native", gpus=[0, 1], sizes="4K", ops="all_reduce", fabric="p2p-off")
+    run = sweep_under_fabric(config, got.append, run_id="parent1")
+    assert seen["env"]["NCCL_P2P_DISABLE"] == "1" and seen["env"][MARKER] == "p2p-off"
+    assert seen["argv"][seen["argv"].index("--fabric") + 1] == "p2p-off"
+    [rec] = got
+    assert rec["run_id"] == "parent1" and rec["extra"]["child_run_id"] == "child1"
+    assert rec["transport"] == "P2P/CUMEM" and "NCCL used P2P/CUMEM" in rec["transport_mismatch"]
+    assert run.mismatch == rec["transport_mismatch"]
+    err = capsys.readouterr().err
+    assert "warning: --graph is ignored" in err and "warning: fabric p2p-off" in err
+
+
+@pytest.mark.parametrize("rc,stderr,exc,text", [
+    (2, "Error: --gpus 0,1 names 2 GPU(s) up to 1 but 1 are visible (0-0)\n", UsageError, "--gpus 0,1 names"),
+    (1, "Error: CollectiveTimeout: all_reduce did not finish within 5 s\n", None, "did not finish within 5 s"),
+])
+def test_sweep_under_fabric_raises_the_childs_error(monkeypatch, rc, stderr, exc, text):
+    from fabricbench import errors
+    from fabricbench.measuring.api import make_config
+
+    _fake_child(monkeypatch, rc=rc, stderr=stderr)
+    config = make_config(engine="native", gpus=[0, 1], sizes="4K", fabric="net")
+    with pytest.raises(exc or errors.CollectiveTimeout) as e:
+        sweep_under_fabric(config, lambda rec: None, run_id="p")
+    assert text in str(e.value) and not str(e.value).startswith("Error")
+
+
+def _fb(*args, env=None, timeout=300):
+    return subprocess.run([sys.executable, "-m", "fabricbench", *args], capture_output=True, text=True,
+                          timeout=timeout, env=env)
+
+
+def _clean_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("NCCL_", "GLOO_")) and k not in (MARKER, "SOME_TOKEN")}
+    return env
+
+
+@pytest.mark.slow
+def test_sweep_applies_a_custom_fabric_on_gloo_and_masks_its_secret(tmp_path):
+    """GLOO_SOCKET_IFNAME=lo reaches the ranks; SOME_TOKEN reaches them too but is never written or printed."""
+    out = tmp_path / "s.jsonl"
+    p = _fb("sweep", "--engine", "torch", "--backend", "gloo", "--nprocs", "2", "--ops", "all_reduce",
+            "--sizes", "4K", "--iters", "2", "--warmup", "0", "--fabric",
+            f"lo:GLOO_SOCKET_IFNAME=lo,SOME_TOKEN={SECRET}", "--out", str(out), "--json", env=_clean_env())
+    assert p.returncode == 0, p.stderr
+    text = out.read_text()
+    assert SECRET not in p.stdout and SECRET not in p.stderr and SECRET not in text
+    [rec] = list(read_results(out, kind="collective"))
+    assert rec["fabric"] == "lo" and rec["status"] == "ok" and rec["nranks"] == 2
+    assert rec["env"]["GLOO_SOCKET_IFNAME"] == "lo" and rec["env"][MARKER] == "lo"  # rank 0's own environment
+    assert "SOME_TOKEN" not in rec["env"]
+    assert rec["extra"]["transport_detail"]["fabric_env"] == {"GLOO_SOCKET_IFNAME": "lo", "SOME_TOKEN": "***"}
+    assert rec["transport"] == "gloo (no NCCL)" and "transport_mismatch" not in rec
+    assert rec["extra"]["child_run_id"] != rec["run_id"]
+    [printed] = [json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")]
+    assert printed["run_id"] == rec["run_id"] and printed["env"] == rec["env"]
+
+
+@pytest.mark.slow
+def test_library_sweep_applies_p2p_off(monkeypatch):
+    """fabricbench.sweep(fabric="p2p-off") measures in a child whose ranks have NCCL_P2P_DISABLE=1."""
+    import fabricbench
+
+    for var in [k for k in os.environ if k.startswith("NCCL_")] + [MARKER]:
+        monkeypatch.delenv(var, raising=False)
+    results = fabricbench.sweep(engine="torch", backend="gloo", nprocs=2, ops=["all_reduce"], sizes="1K",
+                                iters=2, warmup=0, fabric="p2p-off")
+    [r] = results
+    rec = r.to_dict()
+    assert rec["fabric"] == "p2p-off" and rec["env"]["NCCL_P2P_DISABLE"] == "1"
+    assert rec["env"][MARKER] == "p2p-off" and r.transport == "gloo (no NCCL)"
+    assert "NCCL_P2P_DISABLE" not in os.environ  # applied to the child, never to this process
