@@ -37,6 +37,7 @@ def _names(text: str | None) -> list[str] | None:
 @click.option("--resume", is_flag=True, help="Continue the run in --out: measured units are reused.")
 @click.option("--only", default=None, help="Run only these checks (comma list of names).")
 @click.option("--skip", default=None, help="Skip these checks (comma list of names).")
+@click.option("--fabric", default=None, help="Run the checks that use the default fabric under this one instead.")
 @click.option("--topo-file", default=None, help="Judge topology checks on a saved `nvidia-smi topo -m` output.")
 @click.option("--baseline", default=None, help="An earlier results.jsonl of this node: flag regressions.")
 @click.option("--tolerance", type=float, default=0.05, help="Regression tolerance against --baseline.")
@@ -50,7 +51,7 @@ def _names(text: str | None) -> list[str] | None:
 @click.option("--list-kinds", is_flag=True, help="List the check kinds and their keys, then exit.")
 @click.option("--json", "as_json", is_flag=True, help="Print the verdicts as JSON instead of the table.")
 @click.option("--quiet", is_flag=True, help="No progress lines.")
-def qualify(inputs, spec_path, out_dir, resume, only, skip, topo_file, baseline, tolerance, init_path, from_path,
+def qualify(inputs, spec_path, out_dir, resume, only, skip, fabric, topo_file, baseline, tolerance, init_path, from_path,
             margin, name, fleet, fraction, list_specs, list_kinds, as_json, quiet):
     """Check a node against a spec: verdicts with numbers, JUnit, report; specs from runs; fleets.
 
@@ -79,7 +80,7 @@ def qualify(inputs, spec_path, out_dir, resume, only, skip, topo_file, baseline,
 
     echo = None if quiet or as_json else (lambda s: click.echo(s, err=True))
     res = run(spec_path, out=out_dir, only=_names(only), skip=_names(skip), resume=resume, topo_file=topo_file,
-              baseline=baseline, tolerance=tolerance, echo=echo)
+              baseline=baseline, tolerance=tolerance, fabric=fabric, echo=echo)
     if "RANK" in os.environ and os.environ.get("RANK") != "0":
         return 0  # rank 0 reports for the whole launch
     if as_json:

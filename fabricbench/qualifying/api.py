@@ -71,7 +71,7 @@ def select(spec: Spec, only: Sequence[str] | None, skip: Sequence[str] | None) -
 def qualify(spec: Spec | str | os.PathLike, *, out: str | os.PathLike | None = None,
             only: Sequence[str] | None = None, skip: Sequence[str] | None = None, resume: bool = False,
             topo_file: str | None = None, baseline: str | os.PathLike | None = None, tolerance: float = 0.05,
-            echo: Callable[[str], None] | None = None) -> QualifyResult:
+            fabric: str | None = None, echo: Callable[[str], None] | None = None) -> QualifyResult:
     """Run a spec's checks (those selected) and return their verdicts; see the module docstring."""
     import socket
 
@@ -82,6 +82,8 @@ def qualify(spec: Spec | str | os.PathLike, *, out: str | os.PathLike | None = N
     from fabricbench.results.writer import ResultWriter, read_results
 
     spec = _as_spec(spec)
+    if fabric is not None and fabric != "default":
+        spec = spec.under(fabric)
     checks = select(spec, only, skip)
     if not 0 <= tolerance < 1:
         raise UsageError(f"--tolerance {tolerance:g}: a fraction in [0, 1), e.g. 0.05")

@@ -122,10 +122,10 @@ class Context:
             if not isl:
                 return [], f"no NVLink island of 2 or more GPUs among the {n} visible"
             return isl, None
-        sets = list(want)
-        bad = [s for s in sets if max(s) >= n]
-        if bad:
-            return [], f"error: gpus {_show(bad[0])} but {n} GPU(s) are visible (0-{n - 1})"
+        sets = [s for s in want if max(s) < n]
+        if not sets:  # the GPU count itself is the topology check's to judge
+            return [], (f"gpus = {_show(want)} names GPUs beyond the {n} visible here (0-{n - 1}); "
+                        f"a topology check judges the count")
         return sets, None
 
     # -- measurements ----------------------------------------------------------------------------

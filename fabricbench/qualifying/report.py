@@ -36,15 +36,18 @@ def row(v: Verdict) -> list[str]:
 
 def render(res: "QualifyResult", console=None) -> None:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
-    console = console or Console()
-    t = Table(title=f"fabricbench qualify: {res.spec.name} ({res.spec.path}) on {res.host}")
+    if console is None:
+        console = Console()
+        console = Console(width=max(console.width, 150))  # pipes and CI logs: no column folding
+    t = Table(title=escape(f"fabricbench qualify: {res.spec.name} ({res.spec.path}) on {res.host}"))
     for h in HEADERS:
         t.add_column(h, justify="right" if h in ("measured", "threshold", "margin") else "left",
                      overflow="fold")
     for v in res.verdicts:
-        cells = row(v)
+        cells = [escape(c) for c in row(v)]  # subjects hold brackets ("[shaped:1gbit]"): not markup
         cells[2] = f"[{_STYLE[v.status]}]{v.status}[/]"
         t.add_row(*cells)
     console.print(t)

@@ -91,6 +91,21 @@ class Spec:
     def check(self, name: str) -> Check:
         return next(c for c in self.checks if c.name == name)
 
+    def under(self, fabric: str) -> "Spec":
+        """The same spec with every check that runs on the default fabric moved to `fabric` (qualify
+        --fabric): e.g. the whole spec under an emulated slow link, shaped:200mbit."""
+        import dataclasses
+
+        from fabricbench.qualifying.fields import READERS
+
+        try:
+            READERS["fabric"][0](fabric)
+        except FieldError as e:
+            raise SpecError(f"--fabric {fabric}: {e}") from None
+        checks = [dataclasses.replace(c, params={**c.params, "fabric": fabric})
+                  if c.params.get("fabric") == "default" else c for c in self.checks]
+        return dataclasses.replace(self, checks=checks)
+
 
 # -- loading ---------------------------------------------------------------------------------------
 
@@ -187,8 +202,6 @@ def parse_spec(text: str, path: str = "<spec>") -> Spec:
             kind.validate(params)
         except Invalid as e:
             raise SpecError(f"{at(e.key)}: check {name!r} ({kind_name}): {e}") from None
-        if run.cpu_ranks and params.get("fabric") not in (None, "default") and kind_name != "contrast":
-            pass  # a gloo rank runs under any fabric (shaped namespaces included): nothing to refuse
         checks.append(Check(name=name, kind=kind_name, params=params, description=vals.get("description"),
                             line=where_table))
     return Spec(name=spec_vals["name"], description=spec_vals.get("description"),

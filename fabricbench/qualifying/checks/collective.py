@@ -72,7 +72,7 @@ def judge(check: Check, ctx) -> list[Item]:
     bsize = p.get("busbw_size") or max(p["sizes"])
     lsize = p.get("latency_size") or min(p["sizes"])
     for gpus in sets:
-        subj = subject(gpus, ctx)
+        subj = subject(gpus, ctx, p["fabric"])
         res = ctx.sweep(SweepUnit(fabric=p["fabric"], ops=(p["op"],), sizes=p["sizes"], dtype=p["dtype"],
                                   gpus=gpus, check=False, run=ctx.run))
         problem = unit_problem(p["op"], res, subj)

@@ -28,10 +28,12 @@ def not_here(criterion: str, why: str) -> Item:
     return waived(criterion, why)
 
 
-def subject(gpus: tuple[int, ...] | None, ctx) -> str:
+def subject(gpus: tuple[int, ...] | None, ctx, fabric: str = "default") -> str:
     if gpus is None:
-        return f"{ctx.run.nprocs} gloo ranks" if ctx.run.cpu_ranks else "all ranks"
-    return "GPU " + ",".join(map(str, gpus)) if len(gpus) == 1 else "GPUs " + ",".join(map(str, gpus))
+        where = f"{ctx.run.nprocs} gloo ranks" if ctx.run.cpu_ranks else "all ranks"
+    else:
+        where = ("GPU " if len(gpus) == 1 else "GPUs ") + ",".join(map(str, gpus))
+    return where if fabric == "default" else f"{where} [{fabric}]"
 
 
 def unit_problem(criterion: str, res, subj: str) -> Item | None:

@@ -43,7 +43,7 @@ def judge(check: Check, ctx) -> list[Item]:
         return [not_here("gpus", why)]
     items: list[Item] = []
     for gpus in sets:
-        subj = subject(gpus, ctx)
+        subj = subject(gpus, ctx, p["fabric"])
         res = ctx.sweep(SweepUnit(fabric=p["fabric"], ops=tuple(p["ops"]), sizes=p["sizes"], dtype=p["dtype"],
                                   gpus=gpus, check=True, run=ctx.run))
         problem = unit_problem("wrong", res, subj)

@@ -60,7 +60,9 @@ def judge(check: Check, ctx) -> list[Item]:
             items.append(waived(key, f"{n} GPU: a pair check needs at least 2 GPUs"))
     if p.get("link") and pairs:
         want = p["link"]
-        bad = [(a, b) for a, b in pairs if topo.link(a, b) != want]
+        # worst link first: the headline names the pair that hurts most (an NVL quad's SYS pair)
+        bad = sorted(((a, b) for a, b in pairs if topo.link(a, b) != want),
+                     key=lambda ab: (-link_rank(topo.link(*ab))[0], -link_rank(topo.link(*ab))[1], ab))
         for a, b in bad:
             items.append(equal("link", topo.link(a, b), want, subject=f"GPU{a}-GPU{b}"))
         if not bad:

@@ -1,0 +1,290 @@
+"""A spec from a known-good node: every measured figure x margin becomes a threshold.
+
+    fabricbench qualify --init node.toml --from q/results.jsonl --margin 0.9
+
+The checks run the way the results were measured: the same engine, backend, rank count, GPU sets,
+sizes and dtype. What becomes what:
+- the topology record -> a topology check: GPU count and name, the link of every pair when uniform, else
+  the islands, uniformity, PCIe generation and width;
+- collective records, per (fabric, op, dtype, GPU set) -> a collective check: busbw at the largest size
+  x margin (a floor), median time at the smallest size / margin (a ceiling); checked records whose wrong
+  count was 0 -> a correctness check;
+- NCCL transports observed per fabric (2 ranks or more) -> a transport check;
+- two fabrics measured on the same op, size and GPUs -> a contrast check (time ratio x margin);
+- copy records -> p2p (slowest pair x margin) and host_copy (slowest GPU per direction x margin);
+- train records -> a train check (samples/s x margin, the loss falls).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections import defaultdict
+from typing import Any
+
+from fabricbench.errors import UsageError
+from fabricbench.sizes import format_size
+
+
+def spec_from_results(path: str | os.PathLike, *, margin: float = 0.9, name: str | None = None) -> str:
+    from fabricbench.results.writer import read_results
+
+    if not 0 < margin <= 1:
+        raise UsageError(f"--margin {margin:g}: a fraction in (0, 1], e.g. 0.9 (thresholds = measured x margin)")
+    p = str(path)
+    if os.path.isdir(p):
+        p = os.path.join(p, "results.jsonl")
+    if not os.path.isfile(p):
+        raise UsageError(f"--from {path}: no such results file; give a results.jsonl (or a qualify --out folder)")
+    records = list(read_results(p))
+    colls = [r for r in records if r.get("kind") == "collective" and r.get("status") in ("ok", "wrong")
+             and r.get("time_us")]
+    copies = [r for r in records if r.get("kind") == "copy" and r.get("gbps")]
+    trains = [r for r in records if r.get("kind") == "train" and r.get("status") == "ok"]
+    topo = next((r for r in records if r.get("kind") == "topology"), None)
+    if not (colls or copies or trains or topo):
+        raise UsageError(f"--from {path}: no measurement in it (collective, copy, train or topology records)")
+    host = next((r.get("host") for r in records if r.get("host")), socket.gethostname())
+    w = _Toml()
+    w.comment(f"Written by `fabricbench qualify --init --from {path} --margin {margin:g}`: thresholds are this")
+    w.comment("known-good run's figures x margin (floors) or / margin (ceilings).")
+    w.table("spec")
+    w.kv("name", name or f"{host}-known-good")
+    w.kv("description", f"Thresholds from {host}'s run ({os.path.basename(p)}), margin {margin:g}.")
+    w.kv("source", f"measured on {host}, {path}")
+    run = _run_settings(colls)
+    w.table("run")
+    for k, v in run.items():
+        w.kv(k, v)
+    if topo and topo.get("gpus"):
+        _topology(w, topo)
+    groups: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
+    for r in colls:
+        if not r.get("inplace"):
+            groups[(r.get("fabric", "default"), r["op"], r["dtype"], tuple(r.get("gpus") or ()))].append(r)
+    all_gpus = tuple(g["index"] for g in topo["gpus"]) if topo and topo.get("gpus") else None
+    used: set[str] = set()
+    correct: dict[tuple, tuple[dict[str, None], set[int]]] = {}
+    for (fabric, op, dtype, gpus), rs in sorted(groups.items(), key=lambda kv: str(kv[0])):
+        rs = sorted({r["requested_bytes"]: r for r in rs}.values(), key=lambda r: r["requested_bytes"])
+        big, small = rs[-1], rs[0]
+        cname = _unique(used, f"{op}_{dtype}" + ("" if fabric == "default" else f"_{_slug(fabric)}")
+                        + ("" if not gpus or gpus == all_gpus else "_gpus" + "-".join(map(str, gpus))))
+        w.check(cname, "collective")
+        w.kv("op", op)
+        w.kv("sizes", [format_size(r["requested_bytes"]) for r in rs])
+        w.kv("dtype", dtype)
+        w.kv("fabric", fabric)
+        w.kv("gpus", _gpus_value(gpus, all_gpus, run))
+        bw = big.get("busbw_gbps")
+        if bw:
+            w.kv("min_busbw_gbps", _round(bw * margin),
+                 f"measured {bw:.4g} GB/s at {format_size(big['requested_bytes'])} x {margin:g}")
+            if big["requested_bytes"] != rs[-1]["requested_bytes"]:
+                w.kv("busbw_size", format_size(big["requested_bytes"]))
+        if small is not big or not bw:
+            w.kv("max_latency_us", _round(small["time_us"] / margin),
+                 f"measured {small['time_us']:.4g} µs at {format_size(small['requested_bytes'])} / {margin:g}")
+        checked = [r for r in rs if r.get("wrong") is not None]
+        if checked and all(r["wrong"] == 0 for r in checked):
+            c = correct.setdefault((fabric, dtype, gpus), ({}, set()))
+            c[0][op] = None
+            c[1].update(r["requested_bytes"] for r in checked)
+    # one correctness check (one sweep) per fabric, dtype and GPU set, over every op and size checked
+    for (fabric, dtype, gpus), (ops, sizes) in sorted(correct.items(), key=lambda kv: str(kv[0])):
+        w.check(_unique(used, "correct" + ("" if fabric == "default" else f"_{_slug(fabric)}")
+                        + ("" if dtype == "float32" else f"_{dtype}")), "correctness")
+        w.kv("ops", list(ops))
+        w.kv("sizes", [format_size(b) for b in sorted(sizes)])
+        w.kv("dtype", dtype)
+        w.kv("fabric", fabric)
+        w.kv("gpus", _gpus_value(gpus, all_gpus, run))
+    _transport(w, colls, used, all_gpus, run)
+    _contrast(w, groups, used, all_gpus, run, margin)
+    _copies(w, copies, used, margin)
+    for r in trains:
+        sps = (r.get("throughput") or {}).get("samples_per_s")
+        w.check(_unique(used, f"train_{r.get('strategy')}"), "train")
+        w.kv("strategy", r.get("strategy"))
+        w.kv("model", r.get("model"))
+        for k in ("steps", "warmup_steps", "batch_size", "seq_len"):
+            if isinstance(r.get(k), int):
+                w.kv(k, r[k])
+        w.kv("fabric", r.get("fabric", "default"))
+        w.kv("loss_falls", True)
+        if sps:
+            w.kv("min_samples_per_s", _round(sps * margin), f"measured {sps:.4g} samples/s x {margin:g}")
+    if not w.checks:
+        raise UsageError(f"--from {path}: nothing in it becomes a check")
+    return w.text()
+
+
+def _run_settings(colls: list[dict[str, Any]]) -> dict[str, Any]:
+    if not colls:
+        return {"engine": "native"}
+    r = colls[0]
+    out: dict[str, Any] = {"engine": r.get("engine", "native")}
+    if out["engine"] == "torch":
+        out["backend"] = r.get("backend") or "gloo"
+        if out["backend"] == "gloo":
+            out["nprocs"] = int(r.get("nranks") or 2)
+    iters = r.get("iters")
+    if isinstance(iters, int) and iters > 0:
+        out["iters"] = iters
+    return out
+
+
+def _gpus_value(gpus: tuple[int, ...], all_gpus, run) -> Any:
+    if run.get("backend") == "gloo" or not gpus or (all_gpus is not None and tuple(gpus) == all_gpus):
+        return "all"
+    return [list(gpus)]
+
+
+def _topology(w: "_Toml", topo: dict[str, Any]) -> None:
+    from fabricbench.topology.model import Topology
+
+    t = Topology.from_dict(topo)
+    w.check("wiring", "topology")
+    w.kv("gpu_count", len(t.gpus))
+    names = {g.name for g in t.gpus}
+    if len(names) == 1 and None not in names:
+        w.kv("gpu_name", names.pop())
+    if len(t.gpus) > 1:
+        if t.uniform:
+            w.kv("link", t.link(*t.pairs()[0]))
+        else:
+            w.kv("islands", [list(i) for i in t.islands()])
+        w.kv("uniform", t.uniform)
+    gens = [g.pcie_gen_max or g.pcie_gen for g in t.gpus]
+    widths = [g.pcie_width_max or g.pcie_width for g in t.gpus]
+    if all(gens):
+        w.kv("pcie_gen", min(gens))
+    if all(widths):
+        w.kv("pcie_width", min(widths))
+
+
+def _transport(w, colls, used, all_gpus, run) -> None:
+    seen: dict[tuple, dict[str, str]] = {}
+    for r in colls:
+        t = r.get("transport")
+        if not t or (r.get("nranks") or 0) < 2 or r.get("backend") == "gloo" or t.startswith(("unknown", "none",
+                                                                                              "gloo")):
+            continue
+        fams = "+".join(sorted({x.split("/")[0] for x in t.split("+")}))
+        seen.setdefault((r["op"], r["requested_bytes"], r["dtype"], tuple(r.get("gpus") or ())), {})[
+            r.get("fabric", "default")] = fams
+    if not seen:
+        return
+    (op, size, dtype, gpus), expect = max(seen.items(), key=lambda kv: len(kv[1]))
+    w.check(_unique(used, "transports"), "transport")
+    w.kv("expect", expect)
+    w.kv("op", op)
+    w.kv("size", format_size(size))
+    w.kv("dtype", dtype)
+    w.kv("gpus", _gpus_value(gpus, all_gpus, run))
+
+
+def _contrast(w, groups, used, all_gpus, run, margin) -> None:
+    by: dict[tuple, dict[str, dict[str, Any]]] = defaultdict(dict)
+    for (fabric, op, dtype, gpus), rs in groups.items():
+        big = max(rs, key=lambda r: r["requested_bytes"])
+        if (big.get("nranks") or 0) >= 2:
+            by[(op, dtype, gpus, big["requested_bytes"])][fabric] = big
+    for (op, dtype, gpus, size), fabs in sorted(by.items(), key=lambda kv: str(kv[0])):
+        if "default" not in fabs or len(fabs) < 2:
+            continue
+        fast = fabs["default"]
+        for fabric, slow in sorted(fabs.items()):
+            if fabric == "default":
+                continue
+            ratio = slow["time_us"] / fast["time_us"]
+            if ratio * margin <= 1:
+                continue  # no contrast to keep
+            w.check(_unique(used, f"contrast_{_slug(fabric)}_{op}"), "contrast")
+            w.kv("fast", "default")
+            w.kv("slow", fabric)
+            w.kv("op", op)
+            w.kv("size", format_size(size))
+            w.kv("dtype", dtype)
+            w.kv("gpus", _gpus_value(gpus, all_gpus, run))
+            w.kv("min_ratio", _round(ratio * margin), f"measured {ratio:.3g}x x {margin:g}")
+
+
+def _copies(w, copies, used, margin) -> None:
+    peers = [r for r in copies if r.get("copy_kind") == "peer" and r["src"] != r["dst"] and r["direction"] == "uni"]
+    if peers:
+        slow = min(peers, key=lambda r: r["gbps"])
+        w.check(_unique(used, "peer_copies"), "p2p")
+        w.kv("size", format_size(slow["bytes"]))
+        w.kv("min_gbps", _round(slow["gbps"] * margin),
+             f"slowest pair {slow['src']}->{slow['dst']} {slow['gbps']:.4g} GB/s x {margin:g}")
+    host = [r for r in copies if r.get("copy_kind") == "host"]
+    if host:
+        w.check(_unique(used, "host_links"), "host_copy")
+        w.kv("size", format_size(host[0]["bytes"]))
+        for d in ("h2d", "d2h", "bidir"):
+            rs = [r for r in host if r["direction"] == d]
+            if rs:
+                slow = min(rs, key=lambda r: r["gbps"])
+                w.kv(f"min_{d}_gbps", _round(slow["gbps"] * margin), f"slowest {slow['gbps']:.4g} GB/s x {margin:g}")
+
+
+def _round(v: float) -> float:
+    """Four significant digits: a threshold, not a measurement."""
+    return float(f"{v:.4g}")
+
+
+def _slug(text: str) -> str:
+    return "".join(c if c.isalnum() else "_" for c in text).strip("_")
+
+
+def _unique(used: set[str], name: str) -> str:
+    base, i = name, 2
+    while name in used:
+        name = f"{base}_{i}"
+        i += 1
+    used.add(name)
+    return name
+
+
+class _Toml:
+    """Just enough TOML writing for a spec: tables, [[check]], strings, numbers, booleans, lists, inline
+    tables; a comment beside a value says where it came from."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.checks = 0
+
+    def comment(self, text: str) -> None:
+        self.lines.append(f"# {text}")
+
+    def table(self, name: str) -> None:
+        self.lines += ["", f"[{name}]"]
+
+    def check(self, name: str, kind: str) -> None:
+        self.checks += 1
+        self.lines += ["", "[[check]]", f"name = {_val(name)}", f"kind = {_val(kind)}"]
+
+    def kv(self, key: str, value: Any, note: str | None = None) -> None:
+        k = key if key.replace("_", "").isalnum() else _val(key)
+        self.lines.append(f"{k} = {_val(value)}" + (f"    # {note}" if note else ""))
+
+    def text(self) -> str:
+        return "\n".join(self.lines).lstrip("\n") + "\n"
+
+
+def _val(v: Any) -> str:
+    import json
+
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, str):
+        return json.dumps(v)  # a JSON string is a valid TOML basic string
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_val(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{ " + ", ".join(f"{_val(k) if not str(k).replace('_', '').isalnum() else k} = {_val(x)}"
+                                for k, x in v.items()) + " }"
+    raise AssertionError(f"cannot write {v!r} as TOML")
