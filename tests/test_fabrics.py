@@ -172,8 +172,11 @@ def test_fabrics_cli_json():
     res = CliRunner().invoke(cli, ["fabrics", "--json"])
     assert res.exit_code == 0, res.output
     rows = json.loads(res.output)
-    assert [r["name"] for r in rows] == ["default", "p2p-off", "net"]
+    assert [r["name"] for r in rows] == ["default", "p2p-off", "net", "shaped:RATE"]
+    assert rows[3]["rate_bps"] == 10**9 and rows[3]["env"]["NCCL_SOCKET_IFNAME"] == "lo"
+    assert "waived_here" in rows[3] and rows[0]["rate_bps"] is None
     assert rows[1]["env"] == {"NCCL_P2P_DISABLE": "1"} and rows[1]["expected_transport"] == "SHM"
     assert rows[2]["forbidden_transports"] == ["P2P", "SHM"]
     res = CliRunner().invoke(cli, ["fabrics"])
     assert res.exit_code == 0 and "p2p-off" in res.output and "NCCL_SHM_DISABLE=1" in res.output
+    assert "shaped:RATE" in res.output

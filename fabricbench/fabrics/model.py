@@ -80,6 +80,7 @@ class FabricFamily:
     syntax: str  # e.g. "shaped:RATE"
     description: str
     make: Callable[[str], Fabric]  # the whole spec -> the fabric (raises UsageError on a bad parameter)
+    example: str  # a parameter shown in `fabricbench fabrics`, e.g. "1gbit"
 
     def to_dict(self) -> dict:
         return {"name": self.syntax, "family": self.name, "description": self.description}

@@ -183,6 +183,6 @@ def _ip(args: list[str], *, check: bool = True) -> subprocess.CompletedProcess:
 
 
 FAMILY = FabricFamily(
-    name="shaped", syntax="shaped:RATE", make=make,
+    name="shaped", syntax="shaped:RATE", make=make, example="1gbit",
     description="emulated link: a network namespace whose loopback tc shapes to RATE (e.g. 200mbit, 1gbit); "
                 "gloo and NCCL sockets; needs root and iproute2")
