@@ -52,14 +52,22 @@ class DistContext:
     world_size: int
     local_rank: int
     store: Any  # a torch.distributed Store shared by all ranks (ids, barriers, gathering timings)
+    timeout_s: float | None = None  # --timeout: a barrier that waits longer raises CollectiveTimeout
 
     def barrier(self, key: str, poll_s: float = 0.0005) -> None:
         """All ranks arrive before any leaves. Uses the store, so it works before any communicator exists;
-        `key` must be new for every barrier (callers number them)."""
+        `key` must be new for every barrier (callers number them). A rank that never arrives (stopped,
+        dead) ends the wait after timeout_s: store.add has no time-out of its own."""
         import time
 
         self.store.add(f"{key}/arrived", 1)
-        while int(self.store.add(f"{key}/arrived", 0)) < self.world_size:
+        deadline = None if self.timeout_s is None else time.monotonic() + self.timeout_s
+        while (arrived := int(self.store.add(f"{key}/arrived", 0))) < self.world_size:
+            if deadline is not None and time.monotonic() > deadline:
+                from fabricbench.errors import CollectiveTimeout
+
+                raise CollectiveTimeout(f"barrier {key}: {arrived} of {self.world_size} ranks arrived within "
+                                        f"--timeout {self.timeout_s:g} s; a rank is stopped, dead or hung")
             time.sleep(poll_s)
 
 

@@ -1,0 +1,264 @@
+"""Every child process fabricbench starts: its own process group, dead with its parent, killed as a group.
+
+    from fabricbench import procs
+    res = procs.run([sys.executable, "-m", "fabricbench", "sweep", ...], env=env, timeout_s=600)
+    p = procs.spawn(argv, env=env)        # a Popen; procs.kill_tree(p) ends it and all it started
+    with procs.temp_dir("train") as tmp:  # removed on exit, Ctrl-C included; stale ones at the next start
+    python -m fabricbench.procs MODULE ARGS...   # run MODULE as __main__, dying with this process's parent
+
+Why each piece:
+- A process group per child, so that a timeout or Ctrl-C ends everything the child started, not only
+  the child (`os.killpg`). The group is not the terminal's, so a Ctrl-C in the terminal reaches only
+  fabricbench, which then ends the children itself (and knows what it measured).
+- PR_SET_PDEATHSIG(SIGKILL) on Linux: when fabricbench is killed with SIGKILL it can run no clean-up, so
+  the kernel kills its children. The signal is sent when the *thread* that forked the child exits:
+  spawn from a thread that outlives the child (the main thread, everywhere in fabricbench).
+- A launcher that puts its own children in new sessions (torchrun does, start_new_session=True) hides
+  them from our group kill; run such children through `python -m fabricbench.procs MODULE`, which sets
+  the death signal in the grandchild itself, so SIGKILL flows down the chain: us -> torchrun -> ranks.
+- Temporary folders carry the pid of the process that made them (fabricbench-p<pid>-...): one whose
+  process is gone is left over from a SIGKILL and removed by the next temp_dir().
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+GRACE_S = 5.0  # SIGTERM -> SIGKILL: time for a child to shut its own children down
+REAP_S = 10.0  # after SIGKILL: a process in uninterruptible sleep (D state) is left to init past this
+DRAIN_S = 5.0  # after the kill: reading what the child printed, unless a stray holds its pipes open
+PARENT_ENV = "FABRICBENCH_PARENT_PID"  # the pid a `python -m fabricbench.procs` child must find as parent
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+TEMP_PREFIX = "fabricbench-p"
+_TEMP_RE = re.compile(r"^fabricbench-p(\d+)-")
+
+
+@dataclass(frozen=True)
+class Result:
+    returncode: int | None  # negative: killed by that signal (subprocess's convention)
+    stdout: str
+    stderr: str
+    timed_out: bool
+
+
+def _prctl():
+    """libc's prctl, looked up here (never in a freshly forked child, where dlopen is unsafe)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl
+    except (OSError, AttributeError):
+        return None
+
+
+_PRCTL = _prctl()
+
+
+def die_with_parent(parent_pid: int | None) -> None:
+    """Ask the kernel for SIGKILL when our parent ends; if it already ended (the race before the ask), die.
+
+    `parent_pid`: the parent we expect (None: take the current one as it is, no check)."""
+    if _PRCTL is not None:
+        _PRCTL(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if parent_pid is not None and os.getppid() != parent_pid:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def death_signal_available() -> bool:
+    return _PRCTL is not None
+
+
+def spawn(argv: Sequence[str], *, env: dict[str, str] | None = None, cwd: str | os.PathLike | None = None,
+          stdin: Any = subprocess.DEVNULL, stdout: Any = None, stderr: Any = None,
+          pass_fds: Sequence[int] = (), text: bool = True) -> subprocess.Popen:
+    """Start argv in a new process group that dies with this process (Linux). stdin defaults to
+    /dev/null: a background process group that reads the terminal would be stopped by SIGTTIN."""
+    parent = os.getpid()
+    env = dict(os.environ if env is None else env)
+    env[PARENT_ENV] = str(parent)
+    return subprocess.Popen(list(argv), env=env, cwd=cwd, stdin=stdin, stdout=stdout, stderr=stderr,
+                            pass_fds=tuple(pass_fds), process_group=0,
+                            preexec_fn=lambda: die_with_parent(parent),
+                            text=text, errors="replace" if text else None)
+
+
+def signal_group(pgid: int, sig: int) -> bool:
+    """Send `sig` to a process group; False when no process is left in it."""
+    try:
+        os.killpg(pgid, sig)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # a member changed credentials (setuid helper); the leader is ours to kill
+        return False
+
+
+def kill_tree(p: subprocess.Popen, grace_s: float = GRACE_S) -> int | None:
+    """End p's process group: SIGTERM (and SIGCONT, so a stopped member can act on it), wait up to
+    grace_s for the leader, then SIGKILL the whole group (it works on stopped processes) and reap the
+    leader. Returns the leader's exit status."""
+    pgid = p.pid  # spawn() made the child the leader of its own group
+    if grace_s > 0 and p.poll() is None:
+        signal_group(pgid, signal.SIGTERM)
+        signal_group(pgid, signal.SIGCONT)
+        try:
+            p.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            pass
+    # Also after the leader exited: whatever it left in the group goes too. The group id cannot name a
+    # stranger's group while a member lives (Linux keeps a pid allocated while it is in use as a pgid).
+    signal_group(pgid, signal.SIGKILL)
+    try:
+        p.kill()
+    except ProcessLookupError:
+        pass
+    try:
+        return p.wait(timeout=REAP_S)
+    except subprocess.TimeoutExpired:
+        return p.returncode
+
+
+def kill_all(ps: Sequence[subprocess.Popen], grace_s: float = 0.0) -> None:
+    """kill_tree for several children, with one grace for all of them rather than one after another."""
+    if grace_s > 0:
+        live = [p for p in ps if p.poll() is None]
+        for p in live:
+            signal_group(p.pid, signal.SIGTERM)
+            signal_group(p.pid, signal.SIGCONT)
+        deadline = time.monotonic() + grace_s
+        for p in live:
+            try:
+                p.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                pass
+    for p in ps:
+        kill_tree(p, grace_s=0)
+
+
+def run(argv: Sequence[str], *, env: dict[str, str] | None = None, cwd: str | os.PathLike | None = None,
+        timeout_s: float | None = None, capture: bool = True, grace_s: float = GRACE_S) -> Result:
+    """Run argv to the end, or to timeout_s: then its whole group is ended (kill_tree) and what it had
+    printed is returned with timed_out=True. On KeyboardInterrupt (or any error here) the group is
+    ended too before the exception goes on. Without capture the child writes to our stdout/stderr."""
+    pipe = subprocess.PIPE if capture else None
+    p = spawn(argv, env=env, cwd=cwd, stdout=pipe, stderr=pipe)
+    timed_out = False
+    out = err = ""
+    try:
+        try:
+            out, err = p.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            kill_tree(p, grace_s)
+            out, err = _drain(p)
+    except BaseException:
+        kill_tree(p, grace_s=0 if timed_out else min(grace_s, 2.0))
+        _close_pipes(p)
+        raise
+    signal_group(p.pid, signal.SIGKILL)  # strays the child left behind in its group
+    return Result(p.returncode, out or "", err or "", timed_out)
+
+
+def _drain(p: subprocess.Popen) -> tuple[str, str]:
+    """The rest of a killed child's output; a grandchild outside its group may hold the pipes open, so
+    the reading is bounded too."""
+    try:
+        out, err = p.communicate(timeout=DRAIN_S)
+    except subprocess.TimeoutExpired:
+        _close_pipes(p)
+        out, err = "", ""
+    except ValueError:  # nothing to read: no pipes were asked for
+        out, err = "", ""
+    return out or "", err or ""
+
+
+def _close_pipes(p: subprocess.Popen) -> None:
+    for fh in (p.stdin, p.stdout, p.stderr):
+        if fh is not None:
+            with contextlib.suppress(OSError):
+                fh.close()
+
+
+# -- temporary folders ------------------------------------------------------------------------------------
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: alive
+        return True
+    return True
+
+
+def clean_stale(root: str | os.PathLike | None = None) -> list[str]:
+    """Remove fabricbench temporary folders (ours, by uid) whose process is gone: a SIGKILL left them."""
+    root = Path(root or tempfile.gettempdir())
+    removed = []
+    try:
+        entries = list(os.scandir(root))
+    except OSError:
+        return removed
+    me = os.getuid() if hasattr(os, "getuid") else None
+    for e in entries:
+        m = _TEMP_RE.match(e.name)
+        if not m or int(m.group(1)) == os.getpid():
+            continue
+        try:
+            st = e.stat(follow_symlinks=False)
+            if not e.is_dir(follow_symlinks=False) or (me is not None and st.st_uid != me):
+                continue
+        except OSError:
+            continue
+        if not _pid_alive(int(m.group(1))):
+            shutil.rmtree(e.path, ignore_errors=True)
+            removed.append(e.path)
+    return removed
+
+
+@contextlib.contextmanager
+def temp_dir(tag: str) -> Iterator[Path]:
+    """A temporary folder named with our pid, removed on exit (exceptions and Ctrl-C included); stale
+    ones of dead fabricbench processes are removed first."""
+    clean_stale()
+    safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", tag)[:40]
+    path = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-{safe}-"))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+# -- `python -m fabricbench.procs MODULE ARGS...` ----------------------------------------------------------
+def guard_argv(module: str, *args: str) -> list[str]:
+    """The arguments that run `module` as __main__ under the death-signal guard (for torchrun's -m)."""
+    return ["-m", "fabricbench.procs", module, *args]
+
+
+def _main(argv: list[str]) -> None:
+    import runpy
+
+    if not argv:
+        sys.exit("usage: python -m fabricbench.procs MODULE [ARGS...]")
+    expected = os.environ.get(PARENT_ENV)
+    die_with_parent(int(expected) if expected and expected.isdigit() else None)
+    # Our own children (torchrun's ranks when MODULE is torch.distributed.run) check against us.
+    os.environ[PARENT_ENV] = str(os.getpid())
+    sys.argv = [argv[0], *argv[1:]]
+    runpy.run_module(argv[0], run_name="__main__", alter_sys=True)
+
+
+if __name__ == "__main__":
+    _main(sys.argv[1:])
