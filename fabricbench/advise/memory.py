@@ -1,0 +1,95 @@
+"""Which strategies fit the GPU's memory, with the margin: the estimator, or a measured peak where known.
+
+    fabricbench advise --model mistral-7b --num-gpus 4 --gpu-memory 80G
+
+need = model states per GPU (fabricbench/training/estimate.py, the framework recipe) + activations
+(34·s·b·h·L, same file), or the peak reserved memory of a train record of this model, strategy and
+GPU count (measured beats estimated; an "oom" record is a measured no). The margin is capacity − need.
+Verdicts: "fits" when the margin keeps RESERVE_FRACTION of the GPU free for what no estimate counts
+(CUDA context, NCCL and bucket buffers, fragmentation), "tight" when it fits without that reserve,
+"does not fit" otherwise.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+RESERVE_FRACTION = 0.10
+
+# total memory by GPU name (vendors' data sheets), for topologies that name the GPU but not its memory
+MEMORY_BY_NAME: tuple[tuple[str, int], ...] = (
+    ("H200", 141 * 10**9), ("H100 NVL", 94 * 10**9), ("H100", 80 * 10**9), ("A100-SXM4-40GB", 40 * 10**9),
+    ("A100", 80 * 10**9), ("L40S", 48 * 10**9), ("A10G", 24 * 10**9),
+)
+
+
+@dataclass(kw_only=True)
+class MemoryFit:
+    strategy: str
+    need_bytes: int
+    states_bytes: int
+    activation_bytes: int
+    capacity_bytes: int | None
+    margin_bytes: int | None
+    verdict: str  # "fits", "tight", "does not fit", "unknown" (no capacity)
+    source: str  # "estimate (framework recipe)" or "measured peak reserved" / "measured: out of memory"
+
+    @property
+    def usable(self) -> bool:
+        return self.verdict in ("fits", "tight", "unknown")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"strategy": self.strategy, "need_bytes": self.need_bytes, "states_bytes": self.states_bytes,
+                "activation_bytes": self.activation_bytes, "capacity_bytes": self.capacity_bytes,
+                "margin_bytes": self.margin_bytes, "verdict": self.verdict, "source": self.source}
+
+
+def capacity_from_name(name: str | None) -> int | None:
+    if not name:
+        return None
+    for key, value in MEMORY_BY_NAME:
+        if key in name:
+            return value
+    return None
+
+
+def _measured(records: list[dict[str, Any]], *, model: str, strategy: str, n: int,
+              batch_size: int | None) -> dict[str, Any] | None:
+    """The latest GPU train record of this model, strategy, GPU count and per-GPU batch."""
+    found = None
+    for r in records:
+        if (r.get("kind") == "train" and r.get("model") == model and r.get("strategy") == strategy
+                and r.get("nranks") == n and r.get("device") == "cuda" and r.get("status") in ("ok", "flagged", "oom")
+                and (batch_size is None or r.get("batch_size") == batch_size)):
+            found = r
+    return found
+
+
+def fits(*, strategies: list[str], psi: int, n: int, activation_bytes: int, capacity: int | None, model: str,
+         records: list[dict[str, Any]] | None = None, recipe: str = "framework",
+         batch_size: int | None = None) -> list[MemoryFit]:
+    from fabricbench.training.estimate import model_states
+
+    states = model_states(psi=psi, num_gpus=n, recipe=recipe)
+    out = []
+    for s in strategies:
+        st = states[s]["total_bytes"]
+        need, source = st + activation_bytes, f"estimate ({recipe} recipe)"
+        rec = _measured(records or [], model=model, strategy=s, n=n, batch_size=batch_size)
+        if rec is not None and rec.get("status") == "oom":
+            out.append(MemoryFit(strategy=s, need_bytes=need, states_bytes=st, activation_bytes=activation_bytes,
+                                 capacity_bytes=capacity, margin_bytes=None, verdict="does not fit",
+                                 source="measured: out of memory"))
+            continue
+        peak = ((rec or {}).get("memory") or {}).get("max_reserved_bytes")
+        if isinstance(peak, int) and peak > 0:
+            need, source = peak, "measured peak reserved"
+        if capacity is None:
+            verdict, margin = "unknown", None
+        else:
+            margin = capacity - need
+            verdict = "fits" if margin >= RESERVE_FRACTION * capacity else ("tight" if margin >= 0 else "does not fit")
+        out.append(MemoryFit(strategy=s, need_bytes=need, states_bytes=st, activation_bytes=activation_bytes,
+                             capacity_bytes=capacity, margin_bytes=margin, verdict=verdict, source=source))
+    return out

@@ -1,0 +1,142 @@
+"""GPU sets of size N ranked by the all-reduce busbw they will see.
+
+    fabricbench advise --model mistral-7b --num-gpus 4 --topo-file tests/data/topo/h200_nvl_two_quads.txt
+
+Measured first: all_reduce records (a study's sweeps, `fabricbench scaling`) give the busbw of the sets
+they ran on, at their largest size; a set never measured takes the figure of a measured set of the same
+shape (same count, same NVLinks per GPU inside the set, same slowest hop), said so. Otherwise the figure
+comes from link types alone, NOMINAL below, and the ranking says so: what matters there is the order.
+
+Link-type rule (a collective is as fast as its slowest required hop, shared/DOMAIN.md):
+- a set whose GPUs are pairwise NVLinked: each GPU reaches the others over the NVLinks it has inside the
+  set, capped at NVLINKS_PER_GPU (18 on H100/H200: NVSwitch boards print NV18 for every pair but a GPU
+  has 18 links in all); busbw ≈ RING_EFFICIENCY × links × NVLINK_GBPS. A pair inside an NVL quad: 6 links
+  → 120 GB/s; the whole quad: 18 → 360; NVSwitch: 18 → 360 (published 8×H200 NVLS-off: ~367).
+- any other set: the nominal figure of its slowest PCIe relation (PIX best ... SYS worst).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from fabricbench.topology.model import PCIE_RELATIONS, Topology, link_rank, nvlink_count
+
+NVLINK_GBPS = 25.0  # NVLink 4, per link per direction
+NVLINKS_PER_GPU = 18  # H100/H200
+RING_EFFICIENCY = 0.8  # ring collectives reach ~80% of the link rate (shared/DOMAIN.md)
+# nominal ring busbw (GB/s) over PCIe relations: Gen5 x16 ≈ 55 GB/s achieved host<->device, less as
+# the path crosses more bridges and the CPU interconnect. For ranking, not for quoting.
+NOMINAL_PCIE_GBPS = {"PIX": 48.0, "PXB": 45.0, "PHB": 42.0, "NODE": 40.0, "SYS": 36.0}
+MAX_CANDIDATES = 5000  # sets examined exhaustively; beyond it, islands and best sets only
+
+
+@dataclass(kw_only=True)
+class PlacementRank:
+    gpus: list[int]
+    label: str  # "uniform", "intra-island", "cross-island", "cpu ranks"
+    slowest_link: str | None
+    nvlinks_per_gpu: int  # the fewest NVLinks any GPU of the set has to the others (capped)
+    busbw_gbps: float | None
+    source: str  # "measured", "measured on [..]" or "link types (nominal)"
+    equivalent: list[list[int]] = field(default_factory=list)  # other sets of the same shape and figure
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"gpus": self.gpus, "label": self.label, "slowest_link": self.slowest_link,
+                "nvlinks_per_gpu": self.nvlinks_per_gpu, "busbw_gbps": self.busbw_gbps, "source": self.source,
+                "equivalent": self.equivalent}
+
+
+def _clique(topo: Topology, gpus: tuple[int, ...]) -> bool:
+    return all(topo.nvlinks(a, b) > 0 for a, b in itertools.combinations(gpus, 2))
+
+
+def links_per_gpu(topo: Topology, gpus: tuple[int, ...]) -> int:
+    if len(gpus) < 2 or not _clique(topo, gpus):
+        return 0
+    return min(min(NVLINKS_PER_GPU, sum(topo.nvlinks(g, h) for h in gpus if h != g)) for g in gpus)
+
+
+def nominal_busbw(topo: Topology, gpus: tuple[int, ...]) -> float | None:
+    if len(gpus) < 2:
+        return None
+    n = links_per_gpu(topo, gpus)
+    if n:
+        return RING_EFFICIENCY * n * NVLINK_GBPS
+    worst = topo.worst_link(list(gpus))
+    if worst is None:
+        return None
+    if nvlink_count(worst):  # cannot happen (not a clique means some pair has no NVLink); kept explicit
+        return RING_EFFICIENCY * nvlink_count(worst) * NVLINK_GBPS
+    return NOMINAL_PCIE_GBPS.get(worst, NOMINAL_PCIE_GBPS["SYS"])
+
+
+def shape(topo: Topology, gpus: tuple[int, ...]) -> tuple:
+    """What decides a set's busbw by the rule above: count, NVLinks per GPU inside it, slowest hop."""
+    inside = tuple(sorted(sum(topo.nvlinks(g, h) for h in gpus if h != g) for g in gpus))
+    return (len(gpus), inside, topo.worst_link(list(gpus)))
+
+
+def candidates(topo: Topology, pool: list[int], n: int) -> list[tuple[int, ...]]:
+    if math.comb(len(pool), n) <= MAX_CANDIDATES:
+        return list(itertools.combinations(sorted(pool), n))
+    sub = topo.subset(pool)
+    out = {tuple(sorted(isl[:n])) for isl in sub.islands() if len(isl) >= n}
+    out.add(tuple(sorted(sub.best_set(n))))
+    return sorted(out)
+
+
+def measured_busbw(records: list[dict[str, Any]], fabric: str = "default") -> dict[tuple[int, ...], float]:
+    """GPU set -> busbw (GB/s) of its all_reduce at the largest size measured on `fabric`."""
+    best: dict[tuple[int, ...], tuple[int, float]] = {}
+    for r in records:
+        if r.get("kind") != "collective" or r.get("op") != "all_reduce" or r.get("status") not in ("ok", None):
+            continue
+        if (r.get("fabric") or "default") != fabric or (r.get("nranks") or 0) < 2 or r.get("busbw_gbps") is None:
+            continue
+        extra = r.get("extra") or {}
+        gpus = extra.get("topology_gpus") or extra.get("placement_gpus") or r.get("gpus")
+        if not gpus or len(set(gpus)) != r["nranks"]:
+            continue
+        key = tuple(sorted(int(g) for g in gpus))
+        size = int(r.get("bytes") or 0)
+        if key not in best or size > best[key][0] or (size == best[key][0] and r["busbw_gbps"] > best[key][1]):
+            best[key] = (size, float(r["busbw_gbps"]))
+    return {k: v[1] for k, v in best.items()}
+
+
+def rank_placements(topo: Topology, pool: list[int], n: int,
+                    records: list[dict[str, Any]] | None = None, fabric: str = "default") -> list[PlacementRank]:
+    """Every candidate set of n GPUs from pool, best first; equal sets folded into `equivalent`."""
+    measured = measured_busbw(records or [], fabric)
+    by_shape = {}
+    for k, v in measured.items():
+        if all(g in topo.indices for g in k):
+            by_shape.setdefault(shape(topo, k), (k, v))
+    ranked: list[PlacementRank] = []
+    for gs in candidates(topo, pool, n):
+        if gs in measured:
+            bw, src = measured[gs], "measured"
+        elif shape(topo, gs) in by_shape:
+            k, bw = by_shape[shape(topo, gs)]
+            src = f"measured on [{','.join(map(str, k))}] (same links)"
+        else:
+            bw, src = nominal_busbw(topo, gs), "link types (nominal)"
+        ranked.append(PlacementRank(gpus=list(gs), label=topo.placement(gs) if n > 1 else "single GPU",
+                                    slowest_link=topo.worst_link(list(gs)), nvlinks_per_gpu=links_per_gpu(topo, gs),
+                                    busbw_gbps=bw, source=src))
+    ranked.sort(key=lambda p: (-(p.busbw_gbps or 0.0), link_rank(p.slowest_link or "X"), p.gpus))
+    folded: list[PlacementRank] = []
+    for p in ranked:
+        same = next((q for q in folded if q.busbw_gbps == p.busbw_gbps and q.slowest_link == p.slowest_link
+                     and q.nvlinks_per_gpu == p.nvlinks_per_gpu and q.label == p.label), None)
+        if same is not None:
+            same.equivalent.append(p.gpus)
+        else:
+            folded.append(p)
+    return folded
+
+
+__all__ = ["PlacementRank", "rank_placements", "nominal_busbw", "measured_busbw", "PCIE_RELATIONS"]

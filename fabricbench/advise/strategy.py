@@ -1,0 +1,113 @@
+"""Predicted communication and step time per strategy on a GPU set of a given busbw.
+
+    fabricbench advise --model dinov2-base --num-gpus 4 --results run/results.jsonl
+
+Volume per step (S bytes per collective): the trace of a train record of this model, where results hold
+one that ran on several ranks ("trace"); else the textbook volume, `Strategy.textbook_sends` × Ψ × b
+(b = 2 bytes, bf16; shared/DOMAIN.md: DDP and ZeRO-1/2 2(n−1)/n·Ψ·b per rank, ZeRO-3/FSDP 3(n−1)/n·Ψ·b),
+labelled "comm-volume arithmetic". Wire bytes per rank = Σ S × the op's busbw factor for n ranks;
+T_comm = wire bytes / busbw (busbw as nccl-tests defines it: time = S × factor / busbw).
+
+Step time, where the results hold relate's calibration for the strategy (a study with a trace and sweeps):
+T_step = T_compute + e × T_comm (fabricbench/relating/model.py), T_compute and e from the reference run,
+T_comm on this set as above. Without it no step time is claimed: strategies are ranked by T_comm.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+# S per step in units of Ψ·b when the strategy table does not say (shared/DOMAIN.md, textbook)
+TEXTBOOK_SENDS: dict[str, dict[str, float]] = {
+    "ddp": {"all_reduce": 1.0},
+    "zero1": {"reduce_scatter": 1.0, "all_gather": 1.0},
+    "zero2": {"reduce_scatter": 1.0, "all_gather": 1.0},
+    "zero3": {"all_gather": 2.0, "reduce_scatter": 1.0},
+    "fsdp": {"all_gather": 2.0, "reduce_scatter": 1.0},
+}
+BYTES_PER_ELEMENT = 2  # bf16
+
+
+@dataclass(kw_only=True)
+class StrategyTime:
+    strategy: str
+    gpus: list[int]
+    comm_bytes_per_step: int  # S summed over the step's collectives
+    wire_bytes_per_rank: float  # S × busbw factor, summed
+    comm_time_s: float | None
+    step_time_s: float | None  # None when no calibration exists
+    volume_source: str  # "trace (N ranks)" or "comm-volume arithmetic (textbook)"
+    time_source: str  # "relate model" or "comm time only"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"strategy": self.strategy, "gpus": self.gpus, "comm_bytes_per_step": self.comm_bytes_per_step,
+                "wire_bytes_per_rank": self.wire_bytes_per_rank, "comm_time_s": self.comm_time_s,
+                "step_time_s": self.step_time_s, "volume_source": self.volume_source,
+                "time_source": self.time_source}
+
+
+def textbook_sends(strategy: str) -> dict[str, float]:
+    from fabricbench.training.strategies import STRATEGIES
+
+    sends = getattr(STRATEGIES.get(strategy), "textbook_sends", None)
+    return dict(sends) if sends else TEXTBOOK_SENDS[strategy]
+
+
+def traced(records: list[dict[str, Any]], *, model: str, strategy: str) -> dict[str, Any] | None:
+    """The comm section of the latest train record of this model and strategy that traced collectives."""
+    found = None
+    for r in records:
+        comm = r.get("comm") or {}
+        if (r.get("kind") == "train" and r.get("model") == model and r.get("strategy") == strategy
+                and comm.get("collectives") and (comm.get("world_size") or 0) >= 2):
+            found = comm
+    return found
+
+
+def _factor(op: str, n: int) -> float:
+    from fabricbench.collectives import COLLECTIVES
+
+    return COLLECTIVES.get(op).busbw_factor(n) if op in COLLECTIVES else 0.0
+
+
+def volume(*, strategy: str, psi: int, n: int, records: list[dict[str, Any]], model: str) -> tuple[int, float, str]:
+    """(S bytes per step, wire bytes per rank, source)."""
+    comm = traced(records, model=model, strategy=strategy)
+    if comm is not None:
+        s = wire = 0.0
+        for c in comm["collectives"]:
+            size = float(c["bytes"]) * float(c.get("calls_per_step", 1.0))
+            s += size
+            wire += size * _factor(c["op"], n)
+        return int(s), wire, f"trace ({comm['world_size']} ranks)"
+    sends = textbook_sends(strategy)
+    s_by_op = {op: k * psi * BYTES_PER_ELEMENT for op, k in sends.items()}
+    return (int(sum(s_by_op.values())), sum(v * _factor(op, n) for op, v in s_by_op.items()),
+            "comm-volume arithmetic (textbook, bf16)")
+
+
+def calibration(relate_rows: list[Any], strategy: str) -> tuple[float, float] | None:
+    """(T_compute s, e) of the strategy's reference row in relate's result, when it has one."""
+    for row in relate_rows or []:
+        get = row.get if isinstance(row, dict) else (lambda k, r=row: getattr(r, k, None))
+        if get("strategy") == strategy and get("fabric") == get("reference") and get("compute_s") is not None:
+            return float(get("compute_s")), float(get("exposed_fraction") or 1.0)
+    return None
+
+
+def predict(*, strategies: list[str], gpus: list[int], busbw_gbps: float | None, psi: int, n: int,
+            records: list[dict[str, Any]], model: str, relate_rows: list[Any] | None = None) -> list[StrategyTime]:
+    out = []
+    for s in strategies:
+        total, wire, vsrc = volume(strategy=s, psi=psi, n=n, records=records, model=model)
+        if n < 2:
+            comm = 0.0
+        else:
+            comm = wire / (busbw_gbps * 1e9) if busbw_gbps else None
+        cal = calibration(relate_rows or [], s)
+        step = cal[0] + cal[1] * comm if (cal is not None and comm is not None) else None
+        out.append(StrategyTime(strategy=s, gpus=list(gpus), comm_bytes_per_step=total, wire_bytes_per_rank=wire,
+                                comm_time_s=comm, step_time_s=step, volume_source=vsrc,
+                                time_source="relate model" if step is not None else "comm time only"))
+    return out

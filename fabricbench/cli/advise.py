@@ -1,0 +1,77 @@
+"""`fabricbench advise`: which GPUs and which strategy for a job, with the reasons and a runner-up.
+
+    fabricbench advise --model mistral-7b --num-gpus 4 --topo-file box-topo.txt --gpu-memory 80G
+    fabricbench advise --model dinov2-base --num-gpus 4 --results run/ --json      (a study's directory)
+
+Works offline from saved files: a `nvidia-smi topo -m` text (or `fabricbench topo --json`) and results
+(JSONL files or study directories). The decision lives in fabricbench/advise/api.py.
+"""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+
+def _gib(b) -> str:
+    return "-" if b is None else f"{b / 2**30:.1f}"
+
+
+def _ms(s) -> str:
+    return "-" if s is None else f"{s * 1e3:.1f}"
+
+
+@click.command()
+@click.option("--model", default=None, help="A model name (fabricbench train --list).")
+@click.option("--model-config", type=click.Path(dir_okay=False), default=None, help="A transformers config JSON.")
+@click.option("--num-gpus", type=int, default=None, help="GPUs the job uses (default: all of --gpus).")
+@click.option("--gpus", default=None, help="GPUs to choose from (with --num-gpus) or the set to judge.")
+@click.option("--topo", "topo_file", default=None, type=click.Path(dir_okay=False),
+              help="A saved `nvidia-smi topo -m` or `fabricbench topo --json` (default: this machine).")
+@click.option("--topo-file", "topo_file2", default=None, type=click.Path(dir_okay=False), help="Same as --topo.")
+@click.option("--results", multiple=True, type=click.Path(), help="Results JSONL or a study directory (repeatable).")
+@click.option("--gpu-memory", default=None, help="Memory per GPU, e.g. 80G (10^9 B) or 80GiB, when the topology "
+                                                 "does not say it.")
+@click.option("--batch-size", type=int, default=1, show_default=True, help="Per-GPU batch for the activations.")
+@click.option("--seq-len", type=int, default=512, show_default=True, help="Tokens per sample (causal LM).")
+@click.option("--image-size", type=int, default=224, show_default=True, help="Pixels per side (images).")
+@click.option("--strategies", default=None, help="Comma list to consider (default: all).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def advise(model, model_config, num_gpus, gpus, topo_file, topo_file2, results, gpu_memory, batch_size, seq_len,
+           image_size, strategies, as_json) -> None:
+    """Rank GPU sets by busbw, check memory per strategy, predict step or comm time, and recommend one."""
+    from fabricbench.advise.api import advise as run_advise
+    from fabricbench.errors import UsageError
+
+    if topo_file and topo_file2 and topo_file != topo_file2:
+        raise UsageError("--topo and --topo-file name different files; give one")
+    a = run_advise(model=model, model_config=model_config, num_gpus=num_gpus, gpus=gpus,
+                   topo_file=topo_file or topo_file2, results=list(results), gpu_memory=gpu_memory,
+                   batch_size=batch_size, seq_len=seq_len, image_size=image_size,
+                   strategies=[s.strip() for s in strategies.split(",") if s.strip()] if strategies else None)
+    if as_json:
+        click.echo(json.dumps(a.to_dict(), indent=2))
+        return
+    click.echo(f"{a.model} ({a.params / 1e9:.3g}e9 parameters) on {a.num_gpus} GPU(s); {a.topology}")
+    if a.strategy:
+        click.echo(f"\nRecommended: {a.strategy} on GPUs {','.join(map(str, a.placement))}")
+    else:
+        click.echo("\nNo strategy fits.")
+    for r in a.reasons:
+        click.echo(f"  - {r}")
+    if a.runner_up:
+        click.echo(f"Runner-up: {a.runner_up['strategy']} on GPUs {','.join(map(str, a.runner_up['placement']))}")
+    click.echo(f"\nGPU sets of {a.num_gpus}, best busbw first ({a.placement_source}):")
+    for p in a.placements[:6]:
+        same = f"  (+{len(p.equivalent)} alike)" if p.equivalent else ""
+        bw = "-" if p.busbw_gbps is None else f"{p.busbw_gbps:.0f} GB/s"
+        click.echo(f"  {','.join(map(str, p.gpus)):<16} {p.label:<13} slowest {p.slowest_link or '-':<5} {bw:>10}  "
+                   f"{p.source}{same}")
+    click.echo(f"\nStrategies on {','.join(map(str, a.placement))} ({a.time_source}):")
+    click.echo(f"  {'strategy':<8} {'memory':<13} {'need GiB':>8} {'margin':>7} {'comm ms':>8} {'step ms':>8}  note")
+    for s in a.strategies:
+        click.echo(f"  {s.strategy:<8} {s.memory.verdict:<13} {_gib(s.memory.need_bytes):>8} "
+                   f"{_gib(s.memory.margin_bytes):>7} {_ms(s.time.comm_time_s):>8} {_ms(s.time.step_time_s):>8}  {s.note}")
+    for n in a.notes:
+        click.echo(f"note: {n}")

@@ -1,0 +1,129 @@
+"""The library face of the study.
+
+    import fabricbench
+    res = fabricbench.study(out="lab", device="cpu", nprocs=2, fabrics=["default", "shaped:1gbit"],
+                            strategies=["ddp", "fsdp"], model="tiny-mistral", steps=5, batch_size=2, seq_len=32)
+    res.units          # what happened to each unit (status, seconds, commands)
+    res.report_html    # lab/report.html
+    fabricbench.study(out="lab", resume=True)   # the stored settings; runs what is not recorded ok
+
+The CLI (fabricbench/cli/study.py) only maps flags onto these keywords.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from fabricbench.errors import UsageError
+from fabricbench.study.config import StudyConfig
+from fabricbench.study.runner import UnitRun
+from fabricbench.study.units import Unit
+
+
+@dataclass(kw_only=True)
+class StudyResult:
+    out_dir: Path
+    config: StudyConfig
+    plan: list[Unit]
+    units: list[UnitRun] = field(default_factory=list)  # empty for a dry run
+    results_path: Path | None = None
+    report_md: Path | None = None
+    report_html: Path | None = None
+    estimate_s: float = 0.0  # the plan's rough total (units to run only)
+
+    @property
+    def ok(self) -> bool:
+        return all(u.status in ("ok", "skipped") for u in self.units)
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for u in self.units:
+            out[u.status] = out.get(u.status, 0) + 1
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"out_dir": str(self.out_dir), "config": self.config.to_dict(),
+                "plan": [dataclasses.asdict(u) for u in self.plan], "estimate_s": self.estimate_s,
+                "units": [{"name": u.unit.name, "status": u.status, "duration_s": u.duration_s,
+                           "message": u.message, "commands": u.commands} for u in self.units],
+                "results": str(self.results_path) if self.results_path else None,
+                "report_md": str(self.report_md) if self.report_md else None,
+                "report_html": str(self.report_html) if self.report_html else None}
+
+
+def resolve_config(out: str, *, resume: bool, options: dict[str, Any]) -> StudyConfig:
+    """A validated config: the given options, or (for a bare resume) the ones stored in `out`."""
+    from fabricbench.study import records
+
+    if resume and not options:
+        stored = records.load(out, must_exist=False).plan
+        if stored is None:
+            raise UsageError(f"--resume: {out} holds no study yet; give the study's options (at least --model)")
+        config = StudyConfig.from_dict({**stored["study"]["config"], "out": str(out)})
+    else:
+        names = {f.name for f in dataclasses.fields(StudyConfig)}
+        unknown = sorted(set(options) - names)
+        if unknown:
+            raise UsageError(f"unknown study option(s) {', '.join(unknown)}; known: {', '.join(sorted(names))}")
+        kw = dict(options)
+        for k in ("gpus", "fabrics", "strategies"):
+            if isinstance(kw.get(k), str):
+                kw[k] = tuple(x.strip() for x in kw[k].split(",") if x.strip())
+            elif kw.get(k) is not None:
+                kw[k] = tuple(kw[k])
+        if isinstance(kw.get("gpus"), tuple) and kw["gpus"] and isinstance(kw["gpus"][0], str):
+            from fabricbench.gpus import parse_gpus
+
+            kw["gpus"] = parse_gpus(",".join(kw["gpus"]))
+        config = StudyConfig(out=str(out), **{k: v for k, v in kw.items() if v is not None})
+    return config.validate()
+
+
+def plan_for(config: StudyConfig) -> list[Unit]:
+    from fabricbench.study.plan import build_plan
+
+    topo = None
+    if config.device == "cuda":
+        from fabricbench.topology import read_topology
+
+        topo = read_topology()
+    return build_plan(config, topo)
+
+
+def study(out: str, *, resume: bool = False, dry_run: bool = False, report: bool = True, progress: bool = False,
+          echo: Callable[[str], None] | None = None, **options: Any) -> StudyResult:
+    """Run (or, with dry_run, only plan) a study into `out`; see the module docstring."""
+    from fabricbench.study import records
+    from fabricbench.study.runner import prepare, run_units
+
+    config = resolve_config(out, resume=resume, options=options)
+    units = plan_for(config)
+    existing = records.load(config.out, must_exist=False)
+    from fabricbench.study.units import DONE
+
+    todo = [u for u in units if not (resume and existing.status(u.name) in DONE)]
+    res = StudyResult(out_dir=Path(config.out), config=config, plan=units,
+                      estimate_s=sum(_expected(u, existing) for u in todo))
+    if dry_run:
+        prepare(config, resume=resume)  # the same refusals a real run would give
+        return res
+    # Ctrl-C propagates from here without a report (a second Ctrl-C would cut it); `fabricbench report`
+    # or --resume writes it later from what was recorded.
+    res.units = run_units(config, units, resume=resume, echo=echo, progress=progress)
+    res.results_path = Path(config.out) / records.RESULTS
+    if report:
+        from fabricbench.study.report import write_report
+
+        res.report_md, res.report_html = write_report(config.out)
+    return res
+
+
+def _expected(unit: Unit, existing) -> float:
+    """The earlier attempt's duration where one was recorded (a better guess than the formula)."""
+    u = existing.units.get(unit.name)
+    if u and isinstance(u.get("duration_s"), (int, float)) and u.get("status") != "interrupted":
+        return float(u["duration_s"])
+    return unit.estimate_s

@@ -1,0 +1,129 @@
+"""What a study is: the machine part it uses, the fabrics, the strategies, the model and the train options.
+
+    fabricbench study --gpus 0-3 --model dinov2-base --steps 8 --out run/
+
+StudyConfig validates itself once (validate()), so the CLI and `fabricbench.study(...)` run the same
+checks; to_dict/from_dict let `--resume` compare a new command against the plan stored in the directory.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from fabricbench.errors import UsageError
+
+# Sweep grids when no trace says what the strategies send (or the trace ran on one rank): GPUs cover
+# DDP's 25 MB buckets up to whole-model gathers; the CPU lab stays small (gloo over loopback is slow).
+DEFAULT_SIZES = {"cuda": "1K-1G:x4", "cpu": "4K-1M:x4"}
+DEFAULT_ITERS = {"cuda": (20, 5), "cpu": (5, 2)}  # (timed, warm-up) iterations per size
+DEFAULT_FABRICS = {"cuda": ("default", "p2p-off"), "cpu": ("default",)}
+SWEEP_OPS = ("all_reduce", "all_gather", "reduce_scatter")  # what DDP, ZeRO and FSDP send
+
+
+@dataclass(kw_only=True)
+class StudyConfig:
+    out: str  # the study directory: results.jsonl, units/, report.md, report.html
+    device: str = "cuda"  # "cuda" (one process per GPU) or "cpu" (gloo ranks, `nprocs` of them)
+    gpus: tuple[int, ...] = ()  # CUDA ordinals (device cuda); () = all visible, filled by validate()
+    nprocs: int = 2  # ranks on CPU
+    fabrics: tuple[str, ...] = ()  # fabric specs; () = DEFAULT_FABRICS[device]
+    strategies: tuple[str, ...] = ()  # () = every registered strategy
+    model: str | None = None  # a registered model name
+    model_config: str | None = None  # or a transformers config JSON
+    steps: int = 8  # train: steps in all, warm-up included
+    warmup_steps: int = 3  # train: untimed first steps
+    batch_size: int = 8  # train: samples per GPU per step
+    seq_len: int = 512  # train: tokens per sample (causal LM)
+    image_size: int = 224  # train: pixels per side (images)
+    precision: str | None = None  # train --precision (None: train's default: bf16 on cuda, fp32 on cpu)
+    sizes: str | None = None  # sweep sizes; None: from the strategies' traces, else DEFAULT_SIZES[device]
+    iters: int | None = None  # sweep timed iterations per size (None: DEFAULT_ITERS[device])
+    warmup: int | None = None  # sweep warm-up iterations per size
+    train_timeout_s: float = 1800.0  # one train unit, start to end
+    sweep_timeout_s: float = 900.0  # one sweep or scaling unit
+    extra: dict[str, Any] = field(default_factory=dict)  # free-form notes stored with the plan
+
+    def validate(self) -> "StudyConfig":
+        """Check everything that can be checked before a unit runs; fill the defaults. Returns self."""
+        from fabricbench.fabrics import parse_fabric_list
+        from fabricbench.training.strategies import STRATEGIES
+
+        if self.device not in ("cuda", "cpu"):
+            raise UsageError(f"--device {self.device}: choose cuda or cpu")
+        if not self.out:
+            raise UsageError("--out DIR is required: the study writes results.jsonl and its report there")
+        if not self.fabrics:
+            self.fabrics = DEFAULT_FABRICS[self.device]
+        parse_fabric_list(",".join(self.fabrics))  # unknown or duplicate fabrics fail here
+        if not self.strategies:
+            self.strategies = tuple(STRATEGIES.names())
+        for s in self.strategies:
+            STRATEGIES.get(s)
+        if len(set(self.strategies)) != len(self.strategies):
+            raise UsageError(f"--strategies {','.join(self.strategies)} names a strategy twice")
+        if bool(self.model) == bool(self.model_config):
+            raise UsageError("name the model with exactly one of --model NAME or --model-config FILE "
+                             "(fabricbench train --list shows the names)")
+        if self.model:
+            from fabricbench.training.models import MODELS
+
+            MODELS.get(self.model)
+        if self.steps < self.warmup_steps + 2 or self.warmup_steps < 1:
+            raise UsageError(f"--steps {self.steps} with --warmup-steps {self.warmup_steps}: need at least 1 "
+                             f"warm-up step and 2 timed steps")
+        for name in ("batch_size", "seq_len", "image_size"):
+            if getattr(self, name) < 1:
+                raise UsageError(f"--{name.replace('_', '-')} must be positive")
+        if self.iters is None:
+            self.iters = DEFAULT_ITERS[self.device][0]
+        if self.warmup is None:
+            self.warmup = DEFAULT_ITERS[self.device][1]
+        if self.iters < 1 or self.warmup < 0:
+            raise UsageError(f"--iters {self.iters} / --warmup {self.warmup}: need iters >= 1, warmup >= 0")
+        if self.sizes is not None:
+            from fabricbench.sizes import SizeSweep
+
+            SizeSweep.parse(self.sizes)
+        if self.device == "cpu":
+            if self.nprocs < 2:
+                raise UsageError(f"--nprocs {self.nprocs}: a study compares collectives, which need at least "
+                                 f"2 ranks")
+            if self.gpus:
+                raise UsageError("--gpus does not apply to --device cpu; use --nprocs N")
+        else:
+            from fabricbench.gpus import default_gpus
+
+            if not self.gpus:
+                self.gpus = default_gpus(None)
+            else:
+                default_gpus(",".join(map(str, self.gpus)))
+        return self
+
+    @property
+    def world_size(self) -> int:
+        return self.nprocs if self.device == "cpu" else len(self.gpus)
+
+    @property
+    def model_label(self) -> str:
+        return self.model or str(self.model_config)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["gpus"], d["fabrics"], d["strategies"] = list(self.gpus), list(self.fabrics), list(self.strategies)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "StudyConfig":
+        names = {f.name for f in dataclasses.fields(cls)}
+        kw = {k: v for k, v in d.items() if k in names}
+        for k in ("gpus", "fabrics", "strategies"):
+            kw[k] = tuple(kw.get(k) or ())
+        return cls(**kw)
+
+    def differences(self, other: "StudyConfig") -> list[str]:
+        """'field: stored -> new' for each setting that would make other measure something else."""
+        ignore = {"out", "extra", "train_timeout_s", "sweep_timeout_s"}
+        a, b = self.to_dict(), other.to_dict()
+        return [f"{k}: {a[k]!r} -> {b[k]!r}" for k in a if k not in ignore and a[k] != b[k]]

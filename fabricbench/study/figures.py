@@ -1,0 +1,73 @@
+"""The study report's figures that fabricbench/report/plot.py has no helper for: bars and the link matrix.
+
+    fabricbench report run/      (every figure is drawn again from results.jsonl)
+
+Each function writes one PNG (matplotlib, Agg) and returns nothing; values that are None are left out.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from fabricbench.report.plot import _pyplot, _save
+
+COLORS = ("#1f5fa8", "#d9822b", "#2f8f4e", "#b83a3a", "#7a52a8", "#6b7580")
+
+
+def grouped_bars(groups: Sequence[str], series: dict[str, Sequence[float | None]], path: str, *, title: str,
+                 ylabel: str, value_fmt: str = "{:.3g}", log: bool = False) -> None:
+    """One cluster per group (strategy), one bar per series (fabric or memory kind), values printed on top."""
+    plt = _pyplot()
+    n = max(1, len(series))
+    width = 0.8 / n
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.3 * len(groups) * n + 2), 4.2))
+    for i, (label, values) in enumerate(series.items()):
+        xs = [g + (i - (n - 1) / 2) * width for g in range(len(groups))]
+        for x, v in zip(xs, values):
+            if v is None:
+                ax.text(x, 0, "n/a", ha="center", va="bottom", fontsize=7, color="#6b7580", rotation=90)
+        pts = [(x, v) for x, v in zip(xs, values) if v is not None]
+        if pts:
+            bars = ax.bar([p[0] for p in pts], [p[1] for p in pts], width * 0.95, label=label,
+                          color=COLORS[i % len(COLORS)])
+            for b, (_, v) in zip(bars, pts):
+                ax.text(b.get_x() + b.get_width() / 2, b.get_height(), value_fmt.format(v), ha="center",
+                        va="bottom", fontsize=8)
+    ax.set_xticks(range(len(groups)), list(groups))
+    ax.set_ylabel(ylabel)
+    if log:
+        ax.set_yscale("log")
+    ax.set_title(title)
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.legend(fontsize=8)
+    _save(fig, path)
+    plt.close(fig)
+
+
+def link_matrix(labels: Sequence[str], links: Sequence[Sequence[str]], islands: list[list[int]], path: str) -> None:
+    """The topology matrix as a coloured grid: NVLink count where there is one, the PCIe relation otherwise."""
+    import numpy as np
+
+    from fabricbench.topology.model import PCIE_RELATIONS, nvlink_count
+
+    plt = _pyplot()
+    n = len(labels)
+    score = np.zeros((n, n))
+    for i in range(n):
+        for j in range(n):
+            lk = links[i][j]
+            nv = nvlink_count(lk)
+            score[i, j] = np.nan if lk == "X" else (10 + nv if nv else len(PCIE_RELATIONS) - PCIE_RELATIONS.index(lk)
+                                                    if lk in PCIE_RELATIONS else 0)
+    fig, ax = plt.subplots(figsize=(1.0 + 0.62 * n, 0.8 + 0.55 * n))
+    ax.imshow(score, cmap="YlGnBu", vmin=0, vmax=30)
+    for i in range(n):
+        for j in range(n):
+            ax.text(j, i, links[i][j], ha="center", va="center", fontsize=9,
+                    color="white" if (score[i, j] == score[i, j] and score[i, j] > 20) else "black")
+    ax.set_xticks(range(n), labels)
+    ax.set_yticks(range(n), labels)
+    ax.set_title("links per GPU pair; islands: " + "  ".join("[" + ",".join(map(str, s)) + "]" for s in islands),
+                 fontsize=9)
+    _save(fig, path)
+    plt.close(fig)

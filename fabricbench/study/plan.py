@@ -1,0 +1,78 @@
+"""Which units a study runs, in which order, and about how long each takes.
+
+    fabricbench study --device cpu --nprocs 2 --fabrics default,shaped:1gbit --model tiny-mistral \
+        --out lab/ --dry-run
+
+Order: the machine; the estimate; train on the first fabric (its traces say what each strategy sends);
+a sweep per fabric (sizes covering those traces); scaling inside and across NVLink islands when the GPUs
+span islands; train on the other fabrics; relate. Durations are rough (start-up plus a per-step or
+per-measurement cost); `--resume` uses the durations recorded by the earlier attempt where it has them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fabricbench.study.config import DEFAULT_SIZES, SWEEP_OPS, StudyConfig
+from fabricbench.study.units import Unit
+
+
+def has_islands(config: StudyConfig, topo: Any) -> bool:
+    """Whether a scaling unit has something to compare: GPUs of this study in more than one NVLink island,
+    or a non-uniform set of 3+ GPUs."""
+    if config.device != "cuda" or topo is None or len(config.gpus) < 3:
+        return False
+    try:
+        from fabricbench.topology import cuda_to_nvml
+
+        sub = topo.subset(cuda_to_nvml(tuple(config.gpus), topo))
+    except Exception:  # a topology that does not name these GPUs: nothing to choose sets from
+        return False
+    return not sub.uniform
+
+
+def _sweep_seconds(config: StudyConfig, fabric: str) -> float:
+    from fabricbench.sizes import SizeSweep
+
+    sizes = SizeSweep.parse(config.sizes or DEFAULT_SIZES[config.device]).expand()
+    per_iter_gbps = 0.3 if config.device == "cpu" else 50.0
+    if fabric.startswith("shaped:"):
+        try:
+            from fabricbench.fabrics import get_fabric
+
+            rate = getattr(get_fabric(fabric), "rate_bps", None)
+            if rate:
+                per_iter_gbps = min(per_iter_gbps, rate / 8 / 2 / 1e9)  # busbw = R/2 on loopback
+        except Exception:
+            pass
+    n = (config.iters or 5) + (config.warmup or 0)
+    move = sum(n * (2e-4 + s / (per_iter_gbps * 1e9)) for s in sizes) * len(SWEEP_OPS)
+    return (6.0 if config.device == "cpu" else 15.0) + move
+
+
+def _train_seconds(config: StudyConfig) -> float:
+    if config.device == "cpu":
+        return 14.0 + 0.6 * config.steps
+    return 60.0 + 3.0 * config.steps
+
+
+def build_plan(config: StudyConfig, topo: Any = None) -> list[Unit]:
+    """The units of a validated config, in run order."""
+    units: list[Unit] = [Unit(name="machine", kind="machine", estimate_s=8.0 if config.device == "cpu" else 20.0),
+                         Unit(name="estimate", kind="estimate", estimate_s=10.0)]
+    first, rest = config.fabrics[0], list(config.fabrics[1:])
+    for s in config.strategies:
+        units.append(Unit(name=f"train {s} @ {first}", kind="train", fabric=first, strategy=s,
+                          estimate_s=_train_seconds(config)))
+    for f in config.fabrics:
+        units.append(Unit(name=f"sweep @ {f}", kind="sweep", fabric=f, estimate_s=_sweep_seconds(config, f)))
+    if has_islands(config, topo):
+        units.append(Unit(name=f"scaling @ {first}", kind="scaling", fabric=first, estimate_s=60.0))
+    for f in rest:
+        for s in config.strategies:
+            units.append(Unit(name=f"train {s} @ {f}", kind="train", fabric=f, strategy=s,
+                              estimate_s=_train_seconds(config)))
+    units.append(Unit(name="relate", kind="relate", estimate_s=6.0))
+    names = [u.name for u in units]
+    assert len(set(names)) == len(names), names
+    return units

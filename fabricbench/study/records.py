@@ -1,0 +1,64 @@
+"""A study directory read back: its plan, the latest attempt of every unit and that attempt's records.
+
+    fabricbench report run/        (builds the report from this, measuring nothing)
+
+results.jsonl holds, in order: a "plan" record per start (the config and the units), then for each unit
+attempt its records (each tagged `study: {unit, attempt}`) followed by one "study_unit" record (name,
+kind, fabric, status, duration, commands). A unit run again by --resume appends a new attempt; only the
+latest attempt of each unit counts, so nothing is ever rewritten or lost.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fabricbench.errors import UsageError
+
+RESULTS = "results.jsonl"
+
+
+@dataclass(kw_only=True)
+class StudyRecords:
+    out_dir: Path
+    plans: list[dict[str, Any]] = field(default_factory=list)  # every start, oldest first
+    units: dict[str, dict[str, Any]] = field(default_factory=dict)  # unit name -> its latest study_unit record
+    records: list[dict[str, Any]] = field(default_factory=list)  # the latest attempt's records of each unit
+
+    @property
+    def plan(self) -> dict[str, Any] | None:
+        return self.plans[-1] if self.plans else None
+
+    def of_kind(self, kind: str) -> list[dict[str, Any]]:
+        return [r for r in self.records if r.get("kind") == kind]
+
+    def status(self, unit: str) -> str | None:
+        u = self.units.get(unit)
+        return u.get("status") if u else None
+
+
+def load(out_dir: str | Path, *, must_exist: bool = True) -> StudyRecords:
+    from fabricbench.results.writer import read_results
+
+    out = Path(out_dir)
+    path = out / RESULTS
+    sr = StudyRecords(out_dir=out)
+    if not path.exists():
+        if must_exist:
+            raise UsageError(f"{out}: no {RESULTS} here; run `fabricbench study --out {out}` first")
+        return sr
+    pending: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for rec in read_results(path):
+        kind = rec.get("kind")
+        if kind == "plan" and rec.get("study"):
+            sr.plans.append(rec)
+        elif kind == "study_unit":
+            sr.units[rec["name"]] = rec
+        else:
+            tag = rec.get("study") or {}
+            if tag.get("unit"):
+                pending.setdefault((tag["unit"], tag.get("attempt", "")), []).append(rec)
+    for name, u in sr.units.items():
+        sr.records.extend(pending.get((name, u.get("attempt", "")), []))
+    return sr

@@ -1,0 +1,507 @@
+"""The study's report: DIR/report.md and DIR/report.html (self-contained), rebuilt from results.jsonl alone.
+
+    fabricbench report run/
+
+Written for a person deciding where to run a job: the answer first ("In short"), then the evidence,
+section by section, each with its figure and the numbers under it: the machine, busbw against size per
+fabric, scaling inside and across NVLink islands, memory per GPU per strategy (measured against the
+estimate), throughput per strategy per fabric, relate (predicted against observed slowdown), the
+advice, and the exact commands to reproduce every number. Nothing here measures.
+"""
+
+from __future__ import annotations
+
+import shlex
+import statistics
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from fabricbench.report.document import Document, Section
+from fabricbench.study import figures
+from fabricbench.study import records as study_records
+from fabricbench.study.config import StudyConfig
+
+
+def _gib(b: Any) -> float | None:
+    return b / 2**30 if isinstance(b, (int, float)) else None
+
+
+def _mib(b: Any) -> float | None:
+    return b / 2**20 if isinstance(b, (int, float)) else None
+
+
+def _size(b: int) -> str:
+    from fabricbench.sizes import format_size
+
+    return format_size(int(b))
+
+
+def _median(xs: list[float]) -> float | None:
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+class _Figs:
+    """PNG files in a temporary folder; Document embeds their bytes."""
+
+    def __init__(self) -> None:
+        self._tmp = tempfile.TemporaryDirectory(prefix="fabricbench-report-")
+        self.n = 0
+
+    def path(self, stem: str) -> str:
+        self.n += 1
+        return str(Path(self._tmp.name) / f"{self.n:02d}-{stem}.png")
+
+    def close(self) -> None:
+        self._tmp.cleanup()
+
+
+def study_command(c: StudyConfig) -> str:
+    """The one command that reruns this study (every setting spelled out)."""
+    argv = ["fabricbench", "study"]
+    argv += ["--device", "cpu", "--nprocs", str(c.nprocs)] if c.device == "cpu" else ["--gpus", ",".join(map(str, c.gpus))]
+    argv += ["--fabrics", ",".join(c.fabrics), "--strategies", ",".join(c.strategies)]
+    argv += ["--model", c.model] if c.model else ["--model-config", str(c.model_config)]
+    argv += ["--steps", str(c.steps), "--warmup-steps", str(c.warmup_steps), "--batch-size", str(c.batch_size)]
+    argv += ["--seq-len", str(c.seq_len), "--image-size", str(c.image_size)]
+    if c.precision:
+        argv += ["--precision", c.precision]
+    if c.sizes:
+        argv += ["--sizes", c.sizes]
+    argv += ["--iters", str(c.iters), "--warmup", str(c.warmup), "--out", c.out]
+    return shlex.join(argv)
+
+
+def build(out_dir: str | Path) -> Document:
+    sr = study_records.load(out_dir)
+    if sr.plan is None:
+        raise FileNotFoundError  # pragma: no cover - load() refuses a directory without results
+    config = StudyConfig.from_dict(sr.plan["study"]["config"])
+    figs = _Figs()
+    try:
+        return _build(sr, config, figs)
+    finally:
+        figs.close()
+
+
+def write_report(out_dir: str | Path) -> tuple[Path, Path]:
+    return build(out_dir).write(out_dir, stem="report")
+
+
+# -- the document ---------------------------------------------------------------------------------------------
+def _build(sr: study_records.StudyRecords, c: StudyConfig, figs: _Figs) -> Document:
+    machine = next(iter(sr.of_kind("machine")), None)
+    trains = sr.of_kind("train")
+    colls = [r for r in sr.of_kind("collective") if (r.get("study") or {}).get("unit", "").startswith("sweep")]
+    scaling = [r for r in sr.of_kind("collective") if (r.get("study") or {}).get("unit", "").startswith("scaling")]
+    estimate = next(iter(sr.of_kind("estimate")), None)
+    relate = _relate(sr, c)
+    where = (f"{c.nprocs} CPU ranks (gloo)" if c.device == "cpu" else
+             f"{len(c.gpus)} × {_gpu_name(machine)} (GPUs {','.join(map(str, c.gpus))})")
+    host = sr.plan.get("host", "?")
+    started = (sr.plans[0].get("timestamp") or "")[:19].replace("T", " ")
+    doc = Document(f"fabricbench study: {c.model_label} on {where}",
+                   subtitle=f"{host}, started {started} UTC; fabrics {', '.join(c.fabrics)}; "
+                            f"strategies {', '.join(c.strategies)}")
+    advice = _advice(sr, c, machine)
+    _in_short(doc, sr, c, trains, colls, advice)
+    _machine(doc, sr, c, machine, colls, trains, figs)
+    _busbw(doc, c, colls, figs)
+    _scaling(doc, c, scaling, machine, figs)
+    _memory(doc, c, trains, estimate, figs)
+    _throughput(doc, c, trains, figs)
+    _relate_section(doc, relate, figs)
+    _advice_section(doc, c, advice, trains)
+    _reproduce(doc, sr, c)
+    return doc
+
+
+def _gpu_name(machine: dict[str, Any] | None) -> str:
+    gpus = (machine or {}).get("gpus") or []
+    return gpus[0]["name"] if gpus else "GPU"
+
+
+def _relate(sr: study_records.StudyRecords, c: StudyConfig) -> Any:
+    """relate's result from the records (recomputed, so a rebuilt report agrees with its inputs), or None."""
+    trains = sr.of_kind("train")
+    colls = [r for r in sr.of_kind("collective") if (r.get("study") or {}).get("unit", "").startswith("sweep")]
+    if not trains or not colls:
+        return None
+    try:
+        import fabricbench
+
+        return fabricbench.relate(trains + colls, reference=c.fabrics[0])
+    except Exception as e:  # no relation possible (e.g. nothing on the reference): said in the section
+        return str(e)
+
+
+def _advice(sr, c: StudyConfig, machine) -> Any:
+    if c.device != "cuda" or not (machine or {}).get("topology"):
+        return None
+    try:
+        import fabricbench
+
+        return fabricbench.advise(model=c.model, model_config=c.model_config, num_gpus=len(c.gpus), gpus=list(c.gpus)
+                                  if len(c.gpus) > 1 else None, results=sr.records, batch_size=c.batch_size,
+                                  seq_len=c.seq_len, image_size=c.image_size, strategies=list(c.strategies),
+                                  fabric=c.fabrics[0])
+    except Exception as e:  # advice is derived; a failure is reported in its section, never fatal
+        return str(e)
+
+
+def _throughputs(trains: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
+    return {(r["strategy"], r.get("fabric", "default")): r for r in trains}
+
+
+def _sps(r: dict[str, Any] | None) -> float | None:
+    return ((r or {}).get("throughput") or {}).get("samples_per_s")
+
+
+def _in_short(doc: Document, sr, c: StudyConfig, trains, colls, advice) -> None:
+    s = doc.section("In short", intro="What this study measured on this machine, and what to do about it. "
+                                      "Every figure below comes with its numbers and the command that made it.")
+    items = []
+    th = _throughputs(trains)
+    for f in c.fabrics:
+        ok = [(st, _sps(th.get((st, f)))) for st in c.strategies if _sps(th.get((st, f)))]
+        if ok:
+            ok.sort(key=lambda x: -x[1])
+            best = ok[0]
+            rest = ", ".join(f"{st} {v / best[1]:.2f}×" for st, v in ok[1:])
+            items.append(f"on **{f}** the fastest strategy was **{best[0]}**, {best[1]:.3g} samples/s"
+                         + (f" (others: {rest})" if rest else ""))
+    base = c.fabrics[0]
+    for f in c.fabrics[1:]:
+        slow = [(st, _step(th.get((st, base))), _step(th.get((st, f)))) for st in c.strategies]
+        slow = [(st, b2 / b1) for st, b1, b2 in slow if b1 and b2]
+        bw = _busbw_ratio(colls, base, f)
+        if slow or bw:
+            parts = ", ".join(f"{st} {x:.2f}×" for st, x in slow)
+            items.append(f"**{f}** against {base}: largest-size busbw "
+                         + (f"{bw:.2g}× ({1 / bw:.1f}× lower)" if bw else "not measured")
+                         + (f"; step time {parts}" if parts else ""))
+    if advice is not None and not isinstance(advice, str):
+        items.append(f"advice: run **{advice.strategy}** on GPUs **{','.join(map(str, advice.placement))}** "
+                     f"({advice.reasons[0]})")
+    counts: dict[str, int] = {}
+    for u in sr.units.values():
+        counts[u["status"]] = counts.get(u["status"], 0) + 1
+    items.append("units: " + ", ".join(f"{n} {st}" for st, n in sorted(counts.items())) +
+                 " (see “Reproduce” for each one's status and command)")
+    s.bullets(items)
+
+
+def _step(r: dict[str, Any] | None) -> float | None:
+    return ((r or {}).get("step_time") or {}).get("median_s")
+
+
+def _busbw_ratio(colls, base: str, f: str) -> float | None:
+    """busbw on f / on base for all_reduce at the largest size both have (algbw when n = 1)."""
+    def largest(fab):
+        pts = {r["bytes"]: r for r in colls if r.get("fabric") == fab and r.get("op") == "all_reduce"
+               and r.get("status") == "ok"}
+        return pts
+    a, b = largest(base), largest(f)
+    common = sorted(set(a) & set(b))
+    if not common:
+        return None
+    key = "busbw_gbps" if (a[common[-1]].get("nranks") or 0) > 1 else "algbw_gbps"
+    x, y = a[common[-1]].get(key), b[common[-1]].get(key)
+    return y / x if x and y else None
+
+
+# -- the machine ----------------------------------------------------------------------------------------------
+def _machine(doc: Document, sr, c: StudyConfig, machine, colls, trains, figs: _Figs) -> None:
+    s = doc.section("The machine", intro="Where the numbers come from: the processors, the wiring between the "
+                                         "GPUs, the library versions, and each fabric with the transport it "
+                                         "really used.")
+    if machine is None:
+        s.text("The machine unit did not finish; its facts are missing (see “Reproduce”).")
+    else:
+        v = machine.get("versions") or {}
+        items = [f"host `{machine.get('host')}`, {machine.get('cpu_count')} CPU cores ({machine.get('cpu_model')}), "
+                 f"{machine.get('platform')}"]
+        if machine.get("gpus"):
+            for g in machine["gpus"]:
+                items.append(f"GPU {g['ordinal']}: {g['name']}, {g['memory_total_bytes'] / 1e9:.1f} GB, "
+                             f"compute capability {g['capability']}")
+        else:
+            items.append(f"no GPU: {c.nprocs} gloo ranks on this host's CPUs (the CPU fabric lab)")
+        items.append(", ".join(f"{k} {v[k]}" for k in ("cuda_driver", "torch_cuda", "nccl_torch", "torch",
+                                                        "accelerate", "transformers", "deepspeed", "fabricbench")
+                               if v.get(k)))
+        s.bullets(items)
+        topo = machine.get("topology")
+        if topo and topo.get("links"):
+            labels = [f"GPU{g['index']}" for g in topo["gpus"]]
+            s.table([""] + labels, [[lab] + list(row) for lab, row in zip(labels, topo["links"])],
+                    caption="Link between every pair of GPUs (nvidia-smi topo -m: NV# = # bonded NVLinks; "
+                            "PIX < PXB < PHB < NODE < SYS = more PCIe hops)")
+            p = figs.path("topology")
+            figures.link_matrix(labels, topo["links"], topo.get("islands") or [], p)
+            s.figure(p, "The topology matrix; NVLink islands in the title. A job inside one island runs at "
+                        "NVLink speed; one that spans islands runs at the speed of its slowest hop.")
+            s.text("NVLink islands: " + ", ".join("[" + ",".join(map(str, i)) + "]" for i in topo.get("islands") or [])
+                   + ("; every pair alike (uniform)." if topo.get("uniform") else "."))
+        elif c.device == "cuda":
+            s.text("No topology could be read (NVML and nvidia-smi did not answer).")
+    rows = []
+    for f in c.fabrics:
+        recs = [r for r in colls if r.get("fabric") == f] or [r for r in trains if r.get("fabric") == f]
+        r0 = recs[0] if recs else {}
+        transports = sorted({str(r.get("transport")) for r in recs if r.get("transport")})
+        mismatch = sorted({r["transport_mismatch"] for r in recs if r.get("transport_mismatch")})
+        env = r0.get("fabric_env") or {}
+        rate = r0.get("shaped_rate_bps")
+        units = [u for u in sr.units.values() if u.get("fabric") == f and u.get("unit_kind") in ("sweep", "train")]
+        status = "ok" if units and all(u["status"] == "ok" for u in units) else \
+            (sorted({u["status"] for u in units})[0] if units else "not run")
+        used = ", ".join(transports) or ("gloo over loopback" if c.device == "cpu" else "not recorded")
+        if mismatch:
+            used += " — MISMATCH: " + "; ".join(mismatch)
+        rows.append([f, ", ".join(f"{k}={v}" for k, v in env.items()) or "(none)",
+                     f"{rate / 1e9:g} Gbit/s on the loopback of netns {r0.get('netns')}" if rate else "-",
+                     used, status])
+    s.table(["fabric", "variables", "shaping", "transport really used", "units"], rows, status_col=4,
+            caption="The fabrics: what each sets, and what the collectives really ran over")
+
+
+# -- busbw ----------------------------------------------------------------------------------------------------
+def _metric(colls) -> tuple[str, str | None]:
+    if colls and all((r.get("nranks") or 0) <= 1 for r in colls):
+        return "algbw_gbps", "one rank: the busbw factor 2(n−1)/n is 0, so algbw (S / t) is shown instead"
+    return "busbw_gbps", None
+
+
+def _busbw(doc: Document, c: StudyConfig, colls, figs: _Figs) -> None:
+    s = doc.section("Bus bandwidth against size, per fabric",
+                    intro="busbw = S / t × the op's factor (all-reduce 2(n−1)/n; all-gather, reduce-scatter "
+                          "(n−1)/n), nccl-tests' definition: comparable across GPU counts. Sizes cover what the "
+                          "strategies sent (from their traces) or a default grid.")
+    ok = [r for r in colls if r.get("status") == "ok"]
+    if not ok:
+        s.text("No sweep finished; nothing to show (see “Reproduce”).")
+        return
+    metric, note = _metric(ok)
+    dtypes = sorted({r["dtype"] for r in ok})
+    series: dict[str, dict[str, list]] = {}
+    for r in ok:
+        label = r["fabric"] + (f" ({r['dtype']})" if len(dtypes) > 1 else "")
+        series.setdefault(r["op"], {}).setdefault(label, []).append((r["bytes"], r.get(metric)))
+    p = figs.path("busbw")
+    from fabricbench.report.plot import busbw_vs_size
+
+    busbw_vs_size(series, p, title=f"{metric.replace('_gbps', '')} (GB/s) against size, per fabric")
+    s.figure(p, f"{metric.replace('_gbps', '')} against message size, one panel per collective, one line per fabric"
+                + (f" ({note})" if note else ""))
+    base = c.fabrics[0]
+    fabs = [f for f in c.fabrics if any(r["fabric"] == f for r in ok)]
+    rows = []
+    for (op, dt, size) in sorted({(r["op"], r["dtype"], r["bytes"]) for r in ok}):
+        vals = {r["fabric"]: r.get(metric) for r in ok if (r["op"], r["dtype"], r["bytes"]) == (op, dt, size)}
+        ratios = [(vals.get(f) / vals[base]) if (vals.get(f) and vals.get(base)) else None for f in fabs[1:]]
+        rows.append([op, dt, _size(size), *[vals.get(f) for f in fabs], *ratios])
+    s.table(["op", "dtype", "size", *[f"{f} GB/s" for f in fabs], *[f"{f} / {base}" for f in fabs[1:]]], rows,
+            caption=f"{metric.replace('_gbps', '')} per size and fabric (median over the timed iterations)")
+    if note:
+        s.text(note + ".")
+
+
+# -- scaling --------------------------------------------------------------------------------------------------
+def _scaling(doc: Document, c: StudyConfig, scaling, machine, figs: _Figs) -> None:
+    s = doc.section("Scaling inside and across NVLink islands",
+                    intro="busbw of the largest all-reduce for GPU sets of each count, inside one island and "
+                          "across islands: what placement does to a job.")
+    ok = [r for r in scaling if r.get("status") == "ok"]
+    if not ok:
+        if c.device == "cpu":
+            why = "CPU ranks all share one host and one loopback: there are no islands to compare."
+        elif len(c.gpus) < 3:
+            why = f"{len(c.gpus)} GPU(s): no set of several GPUs to place differently."
+        elif (machine or {}).get("topology", {}) and (machine["topology"].get("uniform")):
+            why = "every GPU pair has the same link (uniform, e.g. NVSwitch): any set of a given size is alike."
+        else:
+            why = "the scaling unit did not finish (see “Reproduce”)."
+        s.text("Not run: " + why)
+        return
+    series: dict[str, dict[str, list]] = {}
+    rows = []
+    for r in sorted(ok, key=lambda r: ((r.get("extra") or {}).get("count", 0), (r.get("extra") or {}).get("placement", ""))):
+        ex = r.get("extra") or {}
+        series.setdefault(f"all_reduce {_size(r['bytes'])}", {}).setdefault(ex.get("placement", "?"), []).append(
+            (ex.get("count", r.get("nranks")), r.get("busbw_gbps")))
+        rows.append([ex.get("count", r.get("nranks")), ex.get("placement"), ",".join(map(str, ex.get("placement_gpus") or r.get("gpus") or [])),
+                     ex.get("slowest_link"), _size(r["bytes"]), r.get("busbw_gbps"), r.get("transport")])
+    p = figs.path("scaling")
+    from fabricbench.report.plot import busbw_vs_count
+
+    busbw_vs_count(series, p, title="busbw against GPU count, per placement")
+    s.figure(p, "busbw of the largest all-reduce against GPU count: inside one island and across islands")
+    s.table(["GPUs", "placement", "set", "slowest hop", "size", "busbw GB/s", "transport"], rows)
+
+
+# -- memory ---------------------------------------------------------------------------------------------------
+def _memory(doc: Document, c: StudyConfig, trains, estimate, figs: _Figs) -> None:
+    s = doc.section("Memory per GPU per strategy: measured against estimated",
+                    intro="Each step down the dial DDP → ZeRO-1 → ZeRO-2 → ZeRO-3 → FSDP shards more of the model "
+                          "states; activations are not sharded, so the staircase never reaches 1/n. Estimate: "
+                          "the framework recipe of `fabricbench estimate` (model states) plus 34·s·b·h·L bytes of "
+                          "activations.")
+    base = c.fabrics[0]
+    by = {r["strategy"]: r for r in trains if r.get("fabric") == base}
+    est = (estimate or {}).get("strategies") or {}
+    act = (estimate or {}).get("activation_bytes")
+    rows, states, totals, alloc, reserved = [], [], [], [], []
+    for st in c.strategies:
+        r = by.get(st) or {}
+        e = est.get(st) or (r.get("estimate") or {})
+        st_b = e.get("total_bytes")
+        tot = (st_b + act) if (st_b is not None and act is not None) else (r.get("estimate") or {}).get("with_activations_bytes")
+        mem = r.get("memory") or {}
+        a, rv = mem.get("max_allocated_bytes"), mem.get("max_reserved_bytes")
+        states.append(_gib(st_b)); totals.append(_gib(tot)); alloc.append(_gib(a)); reserved.append(_gib(rv))
+        rows.append([st, r.get("status", "not run"), _mib(st_b), _mib(act), _mib(tot), _mib(a), _mib(rv),
+                     (a / tot) if (a and tot) else None])
+    p = figs.path("memory")
+    series = {"estimate: model states": states, "estimate: + activations": totals}
+    if any(x is not None for x in alloc):
+        series["measured peak allocated"] = alloc
+        series["measured peak reserved"] = reserved
+    figures.grouped_bars(list(c.strategies), series, p, title=f"memory per GPU ({base})", ylabel="GiB",
+                         value_fmt="{:.3g}")
+    s.figure(p, "memory per GPU per strategy: the estimate's staircase, and the measured peaks where a GPU "
+                "reports them")
+    s.table(["strategy", "status", "states est. MiB", "activations est. MiB", "total est. MiB",
+             "peak allocated MiB", "peak reserved MiB", "allocated / estimate"], rows, status_col=1,
+            caption=f"per GPU, {c.world_size} rank(s), batch {c.batch_size} per rank, on fabric {base}")
+    if c.device == "cpu":
+        s.text("CPU ranks report no device memory: only the estimate is shown. On GPUs the measured peaks "
+               "(torch.cuda.max_memory_allocated/reserved) stand beside it.")
+
+
+# -- throughput -----------------------------------------------------------------------------------------------
+def _throughput(doc: Document, c: StudyConfig, trains, figs: _Figs) -> None:
+    s = doc.section("Throughput per strategy per fabric",
+                    intro="samples/s = global batch × timed steps / Σ step times (steps after the warm-up, each "
+                          "the slowest rank's). The communication columns come from each run's trace.")
+    th = _throughputs(trains)
+    if not th:
+        s.text("No train unit finished (see “Reproduce”).")
+        return
+    base = c.fabrics[0]
+    p = figs.path("throughput")
+    figures.grouped_bars(list(c.strategies), {f: [_sps(th.get((st, f))) for st in c.strategies] for f in c.fabrics},
+                         p, title="samples/s per strategy, per fabric", ylabel="samples/s")
+    s.figure(p, "throughput per strategy, one bar per fabric (higher is better)")
+    rows = []
+    for st in c.strategies:
+        for f in c.fabrics:
+            r = th.get((st, f))
+            if r is None:
+                rows.append([st, f, "not run", None, None, None, None, None, None, None])
+                continue
+            comm = r.get("comm") or {}
+            tl = comm.get("timeline") or {}
+            b = th.get((st, base))
+            rel = (_sps(r) / _sps(b)) if (_sps(r) and _sps(b)) else None
+            stt = r.get("step_time") or {}
+            rows.append([st, f, r.get("status"), _sps(r), (r.get("throughput") or {}).get("tokens_per_s"),
+                         stt.get("median_s") * 1e3 if stt.get("median_s") else None, stt.get("cv"), rel,
+                         _mib(comm.get("total_bytes_per_step")), tl.get("exposed_fraction")])
+    s.table(["strategy", "fabric", "status", "samples/s", "tokens/s", "median step ms", "cv", f"vs {base}",
+             "comm MiB/step", "exposed comm"], rows, status_col=2)
+    msgs = [f"{r['strategy']} @ {r.get('fabric')}: {r.get('status')}: {r.get('message')}" for r in trains
+            if r.get("message")]
+    if msgs:
+        s.bullets(msgs)
+
+
+# -- relate ---------------------------------------------------------------------------------------------------
+def _relate_section(doc: Document, relate, figs: _Figs) -> None:
+    s = doc.section("Bandwidth against slowdown (relate)",
+                    intro="Does the busbw drop explain the training slowdown? The model is calibrated on the "
+                          "reference fabric alone and predicts every other fabric from its sweep and the "
+                          "strategy's trace.")
+    if relate is None:
+        s.text("Not computed: it needs train runs and sweeps (see “Reproduce”).")
+        return
+    if isinstance(relate, str):
+        s.text(f"Not computed: {relate}")
+        return
+    if relate.rows:
+        p = figs.path("relate")
+        from fabricbench.relating.plot import plot_relate
+
+        plot_relate(relate, p)
+        s.figure(p, "step-time slowdown against the busbw drop at the sizes each strategy sends: filled observed, "
+                    "hollow predicted; y = x is a step made only of communication")
+    s.code(relate.formula)
+    rows = [[r.strategy, r.fabric, r.busbw_ratio, r.observed_step_s * 1e3 if r.observed_step_s else None,
+             r.predicted_step_s * 1e3 if r.predicted_step_s else None, r.observed_slowdown, r.predicted_slowdown,
+             r.residual, r.exposed_fraction, _mib(r.comm_bytes_per_step), ", ".join(r.flags) or "-"]
+            for r in relate.rows]
+    s.table(["strategy", "fabric", "busbw ratio", "observed step ms", "predicted step ms", "observed slowdown",
+             "predicted slowdown", "residual", "e", "comm MiB/step", "flags"], rows,
+            caption=f"reference fabric: {relate.reference}")
+    if relate.problems:
+        s.bullets(relate.problems)
+
+
+# -- advice ---------------------------------------------------------------------------------------------------
+def _advice_section(doc: Document, c: StudyConfig, advice, trains) -> None:
+    s = doc.section("Advice", intro="Where to run this job and with which strategy, from the measurements above "
+                                    "(`fabricbench advise` gives the same for other GPU counts and saved "
+                                    "topologies).")
+    if isinstance(advice, str):
+        s.text(f"No placement advice: {advice}")
+    elif advice is not None:
+        s.text(f"**Recommended: {advice.strategy} on GPUs {','.join(map(str, advice.placement))}.**")
+        s.bullets(advice.reasons)
+        s.table(["GPUs", "placement", "slowest hop", "busbw GB/s", "source", "same as"],
+                [[",".join(map(str, p.gpus)), p.label, p.slowest_link, p.busbw_gbps, p.source,
+                  "; ".join(",".join(map(str, e)) for e in p.equivalent[:4]) + (" …" if len(p.equivalent) > 4 else "")]
+                 for p in advice.placements[:8]], caption="GPU sets, best busbw first")
+        s.table(["strategy", "rank", "memory", "need GiB", "margin GiB", "comm ms/step", "step ms", "source", "note"],
+                [[a.strategy, a.rank, a.memory.verdict, _gib(a.memory.need_bytes), _gib(a.memory.margin_bytes),
+                  a.time.comm_time_s * 1e3 if a.time.comm_time_s is not None else None,
+                  a.time.step_time_s * 1e3 if a.time.step_time_s is not None else None,
+                  a.time.time_source, a.note] for a in advice.strategies],
+                caption=f"strategies on the recommended set ({advice.time_source})", status_col=2)
+    th = _throughputs(trains)
+    rows = []
+    for f in c.fabrics:
+        ok = sorted(((st, _sps(th.get((st, f)))) for st in c.strategies if _sps(th.get((st, f)))), key=lambda x: -x[1])
+        if ok:
+            rows.append([f, ok[0][0], ok[0][1], ok[1][0] if len(ok) > 1 else "-",
+                         (ok[1][1] / ok[0][1]) if len(ok) > 1 else None])
+    if rows:
+        s.table(["fabric", "fastest strategy", "samples/s", "runner-up", "runner-up / fastest"], rows,
+                caption="measured: the fastest strategy on each fabric")
+        if c.device == "cpu":
+            s.text("On a CPU lab the choice is the strategy per fabric: the slower the wire, the more a strategy "
+                   "that sends less (or hides its communication behind compute) gains. Differences within "
+                   "about ±15% are noise on 2 shared cores.")
+
+
+# -- reproduce ------------------------------------------------------------------------------------------------
+def _reproduce(doc: Document, sr, c: StudyConfig) -> None:
+    s = doc.section("Reproduce", intro="The command that ran this study, the one that rebuilds this report, and "
+                                       "every unit's own command (each ran in its own process, under its fabric).")
+    s.code(study_command(c) + "\n" + f"fabricbench study --out {shlex.quote(c.out)} --resume   "
+           f"# reruns only units not recorded ok\nfabricbench report {shlex.quote(c.out)}   # this report, measuring nothing")
+    rows, cmds = [], []
+    plan_units = [u["name"] for u in sr.plan["study"]["units"]]
+    for name in plan_units:
+        u = sr.units.get(name)
+        if u is None:
+            rows.append([name, "not run", None, "-"])
+            continue
+        rows.append([name, u["status"], u.get("duration_s"), (u.get("message") or "-")[:160]])
+        for cmd in u.get("commands") or []:
+            prefix = f"ip netns exec <ns shaped {u['fabric_facts'].get('shaped_rate_bps') / 1e9:g} Gbit/s> " \
+                if (u.get("fabric_facts") or {}).get("netns") else ""
+            cmds.append(f"# {name}\n{prefix}{cmd}")
+    s.table(["unit", "status", "seconds", "message"], rows, status_col=1)
+    if cmds:
+        s.code("\n".join(cmds))

@@ -1,0 +1,274 @@
+"""Run a study's units one after another, each in its own process under its fabric, appending as they end.
+
+    fabricbench study --device cpu --nprocs 2 --fabrics default,shaped:1gbit --model tiny-mistral --out lab/
+
+Every unit appends its records and then one "study_unit" record to DIR/results.jsonl as it finishes
+(flushed and synced: a crash loses at most the unit in flight). A unit that fails, times out or runs out
+of memory is a result; the next unit runs. Ctrl-C (or SIGTERM) kills the child's process group, records
+the unit as "interrupted" and stops; `--resume` then skips the units recorded ok (units.DONE) and runs
+the rest. A fabric that cannot be applied here (shaped without root) makes its units "waived".
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from fabricbench.errors import FabricbenchError, UsageError
+from fabricbench.results import ResultWriter, header
+from fabricbench.study import records as study_records
+from fabricbench.study.config import StudyConfig
+from fabricbench.study.units import DONE, UNIT_KINDS, Context, Outcome, Unit, shown
+
+
+@dataclass(kw_only=True)
+class UnitRun:
+    unit: Unit
+    status: str  # units.STATUSES, or "skipped" (recorded done by an earlier attempt)
+    duration_s: float = 0.0
+    message: str | None = None
+    commands: list[str] = field(default_factory=list)
+
+
+@dataclass(kw_only=True)
+class Launch:
+    """How to start a child under a fabric: argv prefix (network namespace), environment, facts to record."""
+
+    argv: Callable[[list[str]], list[str]]
+    env: dict[str, str]
+    facts: dict[str, Any]
+
+
+@contextlib.contextmanager
+def under_fabric(spec: str | None, log_dir: str | None) -> Iterator[Launch]:
+    """The fabric applied for the children inside the block (fabricbench.fabrics.apply when present)."""
+    if spec is None:
+        yield Launch(argv=lambda a: list(a), env=dict(os.environ), facts={})
+        return
+    from fabricbench.fabrics import get_fabric
+
+    fabric = get_fabric(spec)
+    try:
+        from fabricbench.fabrics.apply import applied
+    except ImportError:  # builds without fabric application: the environment only
+        from fabricbench.fabrics import fabric_env
+
+        fe = fabric_env(fabric, dict(os.environ))
+        yield Launch(argv=lambda a: list(a), env=fe.env,
+                     facts={"fabric": fabric.name, "fabric_env": fabric.variables})
+        return
+    with applied(fabric, base_env=None, log_dir=log_dir) as launch:
+        yield Launch(argv=launch.argv, env=dict(launch.env), facts=dict(launch.facts))
+
+
+def _run_child(argv: list[str], env: dict[str, str], timeout_s: float) -> tuple[int | None, str, str, bool]:
+    """(returncode, stdout, stderr, timed_out); the child's whole process group dies with it."""
+    try:
+        from fabricbench import procs
+    except ImportError:
+        procs = None
+    if procs is not None:
+        r = procs.run(argv, env=env, timeout_s=timeout_s, capture=True)
+        return r.returncode, r.stdout or "", r.stderr or "", bool(r.timed_out)
+    p = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True)
+    try:
+        out, err = p.communicate(timeout=timeout_s)
+        return p.returncode, out, err, False
+    except subprocess.TimeoutExpired:
+        _kill_group(p)
+        out, err = p.communicate()
+        return None, out or "", err or "", True
+    except BaseException:
+        _kill_group(p)
+        p.communicate()
+        raise
+
+
+def _kill_group(p: subprocess.Popen) -> None:
+    for sig, wait in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(p.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            p.wait(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM ends the study as Ctrl-C does (clean stop, unit recorded interrupted), in the main thread."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+def prepare(config: StudyConfig, *, resume: bool) -> study_records.StudyRecords:
+    """Refuse to mix studies: a directory with results needs --resume, and --resume the same settings."""
+    out = Path(config.out)
+    existing = study_records.load(out, must_exist=False)
+    if not resume:
+        if (out / study_records.RESULTS).exists():
+            raise UsageError(f"--out {out} already holds a study ({study_records.RESULTS}); add --resume to "
+                             f"continue it, `fabricbench report {out}` to rebuild its report, or choose "
+                             f"another directory")
+        return existing
+    if existing.plan is not None:
+        stored = StudyConfig.from_dict(existing.plan["study"]["config"])
+        diff = stored.differences(config)
+        if diff:
+            raise UsageError(f"--resume: {out} holds a study with other settings ({'; '.join(diff)}); "
+                             f"rerun with the stored settings (`fabricbench study --out {out} --resume` alone "
+                             f"takes them) or choose another --out")
+    return existing
+
+
+def run_units(config: StudyConfig, units: list[Unit], *, resume: bool, echo: Callable[[str], None] | None = None,
+              progress: bool = True) -> list[UnitRun]:
+    """Run (or skip) every unit; returns what happened to each. Raises KeyboardInterrupt after recording."""
+    out = Path(config.out)
+    existing = prepare(config, resume=resume)
+    (out / "units").mkdir(parents=True, exist_ok=True)
+    attempt = uuid.uuid4().hex[:12]
+    writer = ResultWriter(out / study_records.RESULTS)
+    writer.write({**header("plan", run_id=attempt), "study": {
+        "attempt": attempt, "resume": resume, "config": config.to_dict(),
+        "units": [{"name": u.name, "kind": u.kind, "fabric": u.fabric, "strategy": u.strategy,
+                   "estimate_s": u.estimate_s} for u in units],
+        "argv": sys.argv}})
+    ctx = Context(config=config, out_dir=out, records=list(existing.records))
+    done = {name for name, u in existing.units.items() if u.get("status") in DONE}
+    results: list[UnitRun] = []
+    bar = _Progress(units, enabled=progress)
+    try:
+        with _sigterm_as_interrupt(), bar:
+            for unit in units:
+                if unit.name in done:
+                    results.append(UnitRun(unit=unit, status="skipped", message="recorded ok earlier"))
+                    bar.advance(unit, "skipped", 0.0)
+                    continue
+                bar.start(unit)
+                run = _run_unit(unit, ctx, writer, attempt)
+                results.append(run)
+                bar.advance(unit, run.status, run.duration_s)
+                if echo is not None:
+                    echo(f"{unit.name:<28} {run.status:<11} {run.duration_s:7.1f} s"
+                         + (f"  {run.message}" if run.message else ""))
+    finally:
+        writer.close()
+    return results
+
+
+def _run_unit(unit: Unit, ctx: Context, writer: ResultWriter, attempt: str) -> UnitRun:
+    kind = UNIT_KINDS.get(unit.kind)
+    t0 = time.monotonic()
+    commands: list[list[str]] = []
+    details: dict[str, Any] = {}
+    facts: dict[str, Any] = {}
+    log_path = ctx.unit_file(unit, ".log")
+    outcome: Outcome
+    try:
+        ctx.unit_file(unit).unlink(missing_ok=True)  # this attempt's records only
+        commands, details = kind.commands(unit, ctx)
+        children = []
+        with log_path.open("w", encoding="utf-8") as log, \
+                under_fabric(unit.fabric, None) as launch:
+            facts = launch.facts
+            for argv in commands:
+                full = launch.argv(argv)
+                log.write(f"$ {shown(argv)}\n")
+                log.flush()
+                child = _run_child(full, launch.env, kind.timeout_s(ctx.config))
+                log.write(child[1] + child[2] + f"\n[exit {child[0]}{', timed out' if child[3] else ''}]\n")
+                log.flush()
+                children.append(child)
+                if child[0] != 0 and unit.kind != "scaling":
+                    break
+        outcome = kind.collect(unit, ctx, children)
+    except KeyboardInterrupt:
+        _write_unit(writer, unit, attempt, status="interrupted", started=t0, commands=commands,
+                    message="stopped by Ctrl-C / SIGTERM; --resume reruns it", details=details, facts=facts)
+        raise
+    except FabricbenchError as e:
+        status = "waived" if type(e).__name__ == "FabricWaived" else "error"
+        outcome = Outcome(status=status, records=[], message=str(e))
+    for rec in outcome.records:
+        rec["study"] = {"unit": unit.name, "attempt": attempt}
+        for k, v in facts.items():
+            rec.setdefault(k, v)
+        if rec.get("run_id") == "":
+            rec["run_id"] = attempt
+        writer.write(rec)
+        ctx.records.append(rec)
+    _write_unit(writer, unit, attempt, status=outcome.status, started=t0, commands=commands,
+                message=outcome.message, details={**details, **outcome.details}, facts=facts,
+                n_records=len(outcome.records))
+    return UnitRun(unit=unit, status=outcome.status, duration_s=time.monotonic() - t0, message=outcome.message,
+                   commands=[shown(c) for c in commands])
+
+
+def _write_unit(writer: ResultWriter, unit: Unit, attempt: str, *, status: str, started: float,
+                commands: list[list[str]], message: str | None, details: dict[str, Any], facts: dict[str, Any],
+                n_records: int = 0) -> None:
+    writer.write({**header("study_unit", run_id=attempt, fabric=unit.fabric or "default"),
+                  "name": unit.name, "unit_kind": unit.kind, "strategy": unit.strategy, "attempt": attempt,
+                  "status": status, "duration_s": round(time.monotonic() - started, 3), "message": message,
+                  "commands": [shown(c) for c in commands], "records": n_records, "details": details,
+                  "fabric_facts": facts})
+
+
+class _Progress:
+    """One bar across all units (rich, on stderr); silent when disabled."""
+
+    def __init__(self, units: list[Unit], *, enabled: bool) -> None:
+        self.enabled = enabled
+        self.total = sum(max(u.estimate_s, 1.0) for u in units)
+        self._p = None
+        self._task = None
+
+    def __enter__(self) -> "_Progress":
+        if self.enabled:
+            from rich.console import Console
+            from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self._p = Progress(TextColumn("{task.description:<34}"), BarColumn(), TextColumn("{task.fields[n]}"),
+                               TimeElapsedColumn(), console=Console(stderr=True), transient=False)
+            self._p.__enter__()
+            self._task = self._p.add_task("study", total=self.total, n="")
+            self._done = 0
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._p is not None:
+            self._p.__exit__(*exc)
+
+    def start(self, unit: Unit) -> None:
+        if self._p is not None:
+            self._p.update(self._task, description=unit.name)
+
+    def advance(self, unit: Unit, status: str, duration: float) -> None:
+        if self._p is not None:
+            self._done += 1
+            self._p.update(self._task, advance=max(unit.estimate_s, 1.0), n=f"{self._done} units")

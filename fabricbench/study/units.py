@@ -1,0 +1,333 @@
+"""The kinds of study unit: what command each runs and how its output becomes records and a status.
+
+    fabricbench study --dry-run --out run/      (the units, their commands and a time estimate)
+
+A unit is data (Unit); its kind (one UnitKind row in UNIT_KINDS) builds the child's command from the
+study so far (a sweep takes its sizes from the traces the train units recorded) and turns what the child
+wrote into records. Every child is an ordinary fabricbench command (or fabricbench.study.machine), so the
+report can print each unit's command for anyone to rerun by hand.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shlex
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from fabricbench.registry import Registry
+from fabricbench.study.config import DEFAULT_SIZES, SWEEP_OPS, StudyConfig
+
+# Unit statuses. A unit recorded with one of DONE is not run again by --resume: "oom" and "flagged" are
+# measured outcomes (rerunning would measure the same); error, timeout, waived and interrupted rerun.
+DONE = ("ok", "oom", "flagged")
+STATUSES = ("ok", "oom", "flagged", "waived", "error", "timeout", "interrupted")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Unit:
+    name: str  # stable key in results.jsonl: "train ddp @ default"
+    kind: str  # a UNIT_KINDS name
+    fabric: str | None = None  # the fabric it runs under; None: no collective runs (machine, estimate, relate)
+    strategy: str | None = None  # train units
+    estimate_s: float = 0.0  # rough expected duration (for --dry-run and the progress bar)
+
+    @property
+    def slug(self) -> str:
+        """The unit's file name stem under DIR/units/."""
+        return "".join(c if c.isalnum() or c in "-_." else "_" for c in self.name.replace(" @ ", "@")).strip("_")
+
+
+@dataclass(kw_only=True)
+class Context:
+    """What a unit's command may depend on: the study, its directory and the records measured so far."""
+
+    config: StudyConfig
+    out_dir: Path
+    records: list[dict[str, Any]] = field(default_factory=list)  # latest attempt of every finished unit
+
+    def unit_file(self, unit: Unit, suffix: str = ".jsonl") -> Path:
+        return self.out_dir / "units" / f"{unit.slug}{suffix}"
+
+
+@dataclass(kw_only=True)
+class Outcome:
+    status: str
+    records: list[dict[str, Any]]
+    message: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)  # stored in the unit record (e.g. resolved sizes)
+
+
+@dataclass(frozen=True, kw_only=True)
+class UnitKind:
+    name: str
+    description: str
+    # -> list of argv lists (one child each, run in order under the unit's fabric), plus details to record
+    commands: Callable[[Unit, Context], tuple[list[list[str]], dict[str, Any]]]
+    # (unit, ctx, children: [(returncode, stdout, stderr, timed_out)]) -> Outcome
+    collect: Callable[[Unit, Context, list[tuple[int | None, str, str, bool]]], Outcome]
+    timeout_s: Callable[[StudyConfig], float]
+
+
+def fb(*args: str) -> list[str]:
+    """`python -m fabricbench ARGS` with this interpreter (the command a user would type as fabricbench)."""
+    return [sys.executable, "-m", "fabricbench", *args]
+
+
+def shown(argv: list[str]) -> str:
+    """The command as a person types it: `fabricbench ...` instead of `/usr/bin/python3 -m fabricbench ...`."""
+    if argv[:3] == [sys.executable, "-m", "fabricbench"]:
+        argv = ["fabricbench", *argv[3:]]
+    elif argv[:2] == [sys.executable, "-m"]:
+        argv = ["python3", "-m", *argv[2:]]
+    return shlex.join(argv)
+
+
+def _placement_args(c: StudyConfig) -> list[str]:
+    return ["--device", "cpu", "--nprocs", str(c.nprocs)] if c.device == "cpu" else \
+        ["--gpus", ",".join(map(str, c.gpus))]
+
+
+def _model_args(c: StudyConfig) -> list[str]:
+    return ["--model", c.model] if c.model else ["--model-config", os.path.abspath(str(c.model_config))]
+
+
+def _last_json(stdout: str) -> dict[str, Any] | None:
+    """The JSON document a child printed (the whole stdout, else its last line that parses)."""
+    text = stdout.strip()
+    if not text:
+        return None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        for line in reversed(text.splitlines()):
+            try:
+                return json.loads(line)
+            except json.JSONDecodeError:
+                continue
+    return None
+
+
+def _failure(children, what: str) -> Outcome:
+    rc, out, err, timed_out = children[-1]
+    if timed_out:
+        return Outcome(status="timeout", records=[], message=f"{what} did not finish in time")
+    lines = [l.strip() for l in (err or "").splitlines() if l.strip()]
+    errs = [l for l in lines if "Error" in l]
+    return Outcome(status="error", records=[], message=f"{what} exit {rc}: " + ((errs or lines or ["no output"])[-1])[:400])
+
+
+def _file_records(path: Path, kind: str | None = None) -> list[dict[str, Any]]:
+    from fabricbench.results.writer import read_results
+
+    return list(read_results(path, kind=kind)) if path.exists() else []
+
+
+# -- machine: versions, GPUs, topology ----------------------------------------------------------------------
+def _machine_commands(unit: Unit, ctx: Context):
+    c = ctx.config
+    argv = [sys.executable, "-m", "fabricbench.study.machine", "--device", c.device]
+    argv += ["--nprocs", str(c.nprocs)] if c.device == "cpu" else ["--gpus", ",".join(map(str, c.gpus))]
+    return [argv], {}
+
+
+def _machine_collect(unit: Unit, ctx: Context, children) -> Outcome:
+    rc, out, err, _ = children[-1]
+    doc = _last_json(out)
+    if rc != 0 or doc is None:
+        return _failure(children, "machine facts")
+    from fabricbench.results.schema import header
+
+    return Outcome(status="ok", records=[{**header("machine", run_id=""), **doc}])
+
+
+# -- estimate: model-state bytes per GPU per strategy ----------------------------------------------------------
+def _estimate_commands(unit: Unit, ctx: Context):
+    c = ctx.config
+    return [fb("estimate", *_model_args(c), "--num-gpus", str(c.world_size), "--batch-size", str(c.batch_size),
+               "--seq-len", str(c.seq_len), "--image-size", str(c.image_size), "--json")], {}
+
+
+def _estimate_collect(unit: Unit, ctx: Context, children) -> Outcome:
+    rc, out, err, _ = children[-1]
+    doc = _last_json(out)
+    if rc != 0 or doc is None:
+        return _failure(children, "estimate")
+    from fabricbench.results.schema import header
+
+    return Outcome(status="ok", records=[{**header("estimate", run_id=""), **doc}])
+
+
+# -- train: one strategy on one fabric, with its communication trace ------------------------------------------
+def _train_supports(option: str) -> bool:
+    from fabricbench.cli.train import train
+
+    return any(option in p.opts for p in train.params)
+
+
+def _train_commands(unit: Unit, ctx: Context):
+    c = ctx.config
+    argv = fb("train", "--strategy", str(unit.strategy), *_model_args(c), *_placement_args(c),
+              "--steps", str(c.steps), "--warmup-steps", str(c.warmup_steps), "--batch-size", str(c.batch_size),
+              "--seq-len", str(c.seq_len), "--image-size", str(c.image_size), "--fabric", str(unit.fabric),
+              "--timeout", f"{c.train_timeout_s:g}", "--out", str(ctx.unit_file(unit)))
+    if c.precision and _train_supports("--precision"):
+        argv[-2:-2] = ["--precision", c.precision]
+    return [argv], {}
+
+
+def _train_collect(unit: Unit, ctx: Context, children) -> Outcome:
+    recs = _file_records(ctx.unit_file(unit), kind="train")
+    if not recs:
+        return _failure(children, "train")
+    rec = recs[-1]
+    status = rec.get("status") or "error"
+    if status not in STATUSES:
+        status = "error"
+    return Outcome(status=status, records=recs, message=rec.get("message"))
+
+
+# -- sweep: busbw against size on one fabric, sizes covering what the strategies sent ------------------------------
+def traced_sizes(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """dtype -> {"ops": [...], "min": bytes, "max": bytes} over the collectives the train records traced."""
+    from fabricbench import dtypes
+    from fabricbench.collectives import COLLECTIVES
+
+    out: dict[str, dict[str, Any]] = {}
+    for rec in records:
+        if rec.get("kind") != "train":
+            continue
+        for col in ((rec.get("comm") or {}).get("collectives") or []):
+            op, size, dt = col.get("op"), col.get("bytes"), col.get("dtype")
+            if op not in COLLECTIVES or not isinstance(size, int) or size <= 0 or not dt:
+                continue
+            try:
+                dt = dtypes.resolve(str(dt).replace("torch.", ""))
+            except Exception:  # a dtype the sweep cannot run (e.g. int64 bookkeeping): not a bandwidth size
+                continue
+            d = out.setdefault(dt, {"ops": [], "min": size, "max": size})
+            if op not in d["ops"]:
+                d["ops"].append(op)
+            d["min"], d["max"] = min(d["min"], size), max(d["max"], size)
+    return out
+
+
+def covering_sizes(lo: int, hi: int) -> str:
+    """A power-of-two grid from below `lo` to above `hi` (factor 2, or 4 when that would exceed 12 points)."""
+    from fabricbench.sizes import format_size
+
+    a = 2 ** max(3, math.floor(math.log2(lo)))
+    b = 2 ** math.ceil(math.log2(max(hi, lo)))
+    factor = 2 if math.log2(b / a) <= 11 else 4
+    a = max(8, a // factor)  # one point below and above, so interpolation never extrapolates at the ends
+    b = b * factor
+    return f"{format_size(a)}-{format_size(b)}:x{factor}"
+
+
+def sweep_plan(ctx: Context) -> list[dict[str, Any]]:
+    """[{dtype, ops, sizes, source}] for each sweep child a fabric gets."""
+    c = ctx.config
+    if c.sizes is not None:
+        return [{"dtype": "float32", "ops": list(SWEEP_OPS), "sizes": c.sizes, "source": "--sizes"}]
+    traced = traced_sizes(ctx.records)
+    if not traced:
+        return [{"dtype": "float32", "ops": list(SWEEP_OPS), "sizes": DEFAULT_SIZES[c.device],
+                 "source": "default grid (no trace recorded a collective)"}]
+    return [{"dtype": dt, "ops": sorted(d["ops"]), "sizes": covering_sizes(d["min"], d["max"]),
+             "source": f"traces: {len(d['ops'])} op(s) from {d['min']} to {d['max']} B"}
+            for dt, d in sorted(traced.items())]
+
+
+def _sweep_engine_args(c: StudyConfig) -> list[str]:
+    if c.device == "cpu":
+        return ["--engine", "torch", "--backend", "gloo", "--nprocs", str(c.nprocs)]
+    return ["--engine", "native", "--gpus", ",".join(map(str, c.gpus))]
+
+
+def _sweep_commands(unit: Unit, ctx: Context):
+    c = ctx.config
+    plan = sweep_plan(ctx)
+    cmds = [fb("sweep", *_sweep_engine_args(c), "--ops", ",".join(p["ops"]), "--sizes", p["sizes"],
+               "--dtype", p["dtype"], "--iters", str(c.iters), "--warmup", str(c.warmup),
+               "--fabric", str(unit.fabric), "--timeout", f"{min(c.sweep_timeout_s, 300):g}",
+               "--out", str(ctx.unit_file(unit)), "--quiet") for p in plan]
+    return cmds, {"sweeps": plan}
+
+
+def _sweep_collect(unit: Unit, ctx: Context, children) -> Outcome:
+    recs = _file_records(ctx.unit_file(unit), kind="collective")
+    bad = [ch for ch in children if ch[0] != 0]
+    if not recs or bad:
+        o = _failure(bad or children, "sweep")
+        return Outcome(status=o.status, records=recs, message=o.message)
+    wrong = [r for r in recs if r.get("status") not in ("ok", None)]
+    msg = f"{len(wrong)} measurement(s) not ok" if wrong else None
+    return Outcome(status="ok", records=recs, message=msg)
+
+
+# -- scaling: inside and across NVLink islands --------------------------------------------------------------------
+def _scaling_commands(unit: Unit, ctx: Context):
+    c = ctx.config
+    biggest = _largest_size(ctx)
+    return [fb("scaling", "--gpus", ",".join(map(str, c.gpus)), "--ops", "all_reduce", "--sizes", biggest,
+               "--fabric", str(unit.fabric), "--iters", str(c.iters), "--warmup", str(c.warmup),
+               "--out", str(ctx.unit_file(unit)), "--json")], {"sizes": biggest}
+
+
+def _largest_size(ctx: Context) -> str:
+    from fabricbench.sizes import SizeSweep, format_size
+
+    sizes = [max(SizeSweep.parse(p["sizes"]).expand()) for p in sweep_plan(ctx)]
+    return format_size(min(max(sizes), 1 << 30))
+
+
+def _scaling_collect(unit: Unit, ctx: Context, children) -> Outcome:
+    recs = _file_records(ctx.unit_file(unit), kind="collective")
+    if not recs:
+        return _failure(children, "scaling")
+    rc = children[-1][0]
+    return Outcome(status="ok" if rc == 0 else "error", records=recs,
+                   message=None if rc == 0 else "some GPU sets failed; the others are kept")
+
+
+# -- relate: predicted against observed slowdown -----------------------------------------------------------------
+def _relate_commands(unit: Unit, ctx: Context):
+    files = sorted(str(p) for p in (ctx.out_dir / "units").glob("*.jsonl")
+                   if p.name.startswith(("sweep", "train")))
+    ref = ctx.config.fabrics[0]
+    return [fb("relate", *files, "--reference", ref, "--json")], {"inputs": [os.path.basename(f) for f in files]}
+
+
+def _relate_collect(unit: Unit, ctx: Context, children) -> Outcome:
+    rc, out, err, _ = children[-1]
+    if "No such command" in (err or "") or "No module named 'fabricbench.relating'" in (err or ""):
+        return Outcome(status="waived", records=[], message="relate is not in this build of fabricbench")
+    doc = _last_json(out)
+    if doc is None:
+        return _failure(children, "relate")
+    from fabricbench.results.schema import header
+
+    return Outcome(status="ok" if rc == 0 else "error", records=[{**header("relate", run_id=""), **doc}],
+                   message=None if rc == 0 else f"relate exit {rc}")
+
+
+UNIT_KINDS: Registry[UnitKind] = Registry("unit kind")
+for _k in (
+    UnitKind(name="machine", description="GPUs, topology, NCCL/driver/torch versions",
+             commands=_machine_commands, collect=_machine_collect, timeout_s=lambda c: 180.0),
+    UnitKind(name="estimate", description="model-state bytes per GPU per strategy",
+             commands=_estimate_commands, collect=_estimate_collect, timeout_s=lambda c: 300.0),
+    UnitKind(name="train", description="one strategy on one fabric: throughput, memory, comm trace",
+             commands=_train_commands, collect=_train_collect, timeout_s=lambda c: c.train_timeout_s + 120),
+    UnitKind(name="sweep", description="busbw against size on one fabric",
+             commands=_sweep_commands, collect=_sweep_collect, timeout_s=lambda c: c.sweep_timeout_s),
+    UnitKind(name="scaling", description="busbw inside and across NVLink islands",
+             commands=_scaling_commands, collect=_scaling_collect, timeout_s=lambda c: c.sweep_timeout_s),
+    UnitKind(name="relate", description="predicted against observed slowdown per fabric",
+             commands=_relate_commands, collect=_relate_collect, timeout_s=lambda c: 300.0),
+):
+    UNIT_KINDS.register(_k.name, _k)
