@@ -171,6 +171,200 @@ void Communicator::settle(double timeout_s, const std::string& what, const Hooks
   }
 }
 
+Buffers buffers_by_name(const std::string& name) {
+  if (name == "rotate") return Buffers::rotate;
+  if (name == "reuse") return Buffers::reuse;
+  throw std::invalid_argument("buffers '" + name + "': choose rotate or reuse");
+}
+
+TimingMode timing_by_name(const std::string& name) {
+  if (name == "events") return TimingMode::events;
+  if (name == "loop") return TimingMode::loop;
+  throw std::invalid_argument("timing '" + name + "': choose events or loop");
+}
+
+// One run's resolved arguments: the collective, its buffer sizes and the phrase errors name it by.
+struct Communicator::RunPlan {
+  const RunArgs& a;
+  const CollectiveDef& coll;
+  const DType& dt;
+  size_t send_e, recv_e, set_bytes;
+  std::string what;
+};
+
+// The buffer sets of one run: views[g][s] is GPU g's set s; the check poisons poison_* (set 0's output).
+struct Communicator::RunBuffers {
+  struct View {
+    const void* send;
+    void* recv;
+  };
+  int k = 1;
+  std::vector<DeviceBuffer> storage;
+  std::vector<std::vector<View>> views;
+  std::vector<char*> poison_base;
+  std::vector<size_t> poison_bytes;
+};
+
+std::vector<Lane> Communicator::lanes() const {
+  std::vector<Lane> out;
+  for (size_t g = 0; g < devices_.size(); ++g) out.push_back({devices_[g], streams_[g]});
+  return out;
+}
+
+Communicator::RunBuffers Communicator::make_buffers(const RunPlan& p) const {
+  const size_t G = devices_.size(), es = p.dt.size;
+  RunBuffers b;
+  if (p.a.buffers == Buffers::rotate) {
+    // Enough buffer sets that one pass over them is about twice the L2, so small sizes are not timed out
+    // of a warm cache; one set from ~2x L2 up.
+    int l2 = 0;
+    for (int d : devices_) {
+      int v = 0;
+      FB_CUDA_CHECK(cudaDeviceGetAttribute(&v, cudaDevAttrL2CacheSize, d));
+      l2 = std::max(l2, v);
+    }
+    const size_t set = std::max<size_t>(p.set_bytes, 1);
+    b.k = (int)std::clamp<size_t>((2 * (size_t)l2 + set - 1) / set, 1, 16);
+  }
+  b.views.resize(G);
+  b.poison_base.resize(G);
+  b.poison_bytes.resize(G);
+  for (size_t g = 0; g < G; ++g) {
+    for (int s = 0; s < b.k; ++s) {
+      if (p.a.inplace) {
+        b.storage.emplace_back(devices_[g], p.set_bytes);
+        char* base = b.storage.back().get();
+        b.views[g].push_back({base + p.coll.inplace_send_offset(p.a.count, ranks_[g]) * es,
+                              base + p.coll.inplace_recv_offset(p.a.count, ranks_[g]) * es});
+        if (s == 0) b.poison_base[g] = base, b.poison_bytes[g] = p.set_bytes;
+      } else {
+        b.storage.emplace_back(devices_[g], p.send_e * es);
+        char* send = b.storage.back().get();
+        b.storage.emplace_back(devices_[g], p.recv_e * es);
+        char* recv = b.storage.back().get();
+        b.views[g].push_back({send, recv});
+        if (s == 0) b.poison_base[g] = recv, b.poison_bytes[g] = p.recv_e * es;
+      }
+    }
+  }
+  return b;
+}
+
+// Inputs are the --check values (never zeros, never uninitialised NaNs).
+void Communicator::fill_inputs(const RunPlan& p, const RunBuffers& b, bool first_only) {
+  for (size_t g = 0; g < devices_.size(); ++g) {
+    FB_CUDA_CHECK(cudaSetDevice(devices_[g]));
+    for (int s = 0; s < (first_only ? 1 : b.k); ++s)
+      launch_fill(const_cast<void*>(b.views[g][s].send), p.dt.id, p.send_e, p.a.seed, ranks_[g], streams_[g]);
+  }
+}
+
+// Iteration i on every local GPU, on buffer set i mod k. One GPU needs no NCCL group (nccl-tests calls
+// none there either, and in the loop timing its host cost would count).
+void Communicator::enqueue(const RunPlan& p, const RunBuffers& b, int i, const Hooks& hooks) {
+  const int s = i % b.k;
+  const size_t G = devices_.size();
+  if (G > 1) FB_NCCL_CHECK(nccl_, nccl_.GroupStart());
+  ncclResult_t last = ncclSuccess;
+  for (size_t g = 0; g < G; ++g) {
+    FB_CUDA_CHECK(cudaSetDevice(devices_[g]));
+    CollArgs args{nccl_, b.views[g][s].send, b.views[g][s].recv, p.a.count, p.dt, ranks_[g], nranks_, comms_[g],
+                  streams_[g]};
+    last = FB_NCCL_CHECK_COMM(nccl_, comms_[g], p.coll.launch(args));
+  }
+  if (G > 1) last = FB_NCCL_CHECK(nccl_, nccl_.GroupEnd());
+  if (last == ncclInProgress) settle(p.a.timeout_s, p.what, hooks);
+}
+
+std::vector<double> Communicator::time_eager(const RunPlan& p, const RunBuffers& b, const Hooks& hooks) {
+  auto poll = [this] { poll_async(); };
+  auto do_abort = [this] { abort(); };
+  auto step = [&](int i) { enqueue(p, b, i, hooks); };
+  if (p.a.timing == TimingMode::loop)
+    return {host_timed_loop(lanes(), p.a.iters, step, p.a.timeout_s, p.what, kAborted, hooks, poll, do_abort)};
+  return timed_loop(lanes(), p.a.iters, step, p.a.timeout_s, p.what, kAborted, hooks, poll, do_abort);
+}
+
+// Captures graph_iters iterations into one CUDA graph per GPU; a timed iteration is one replay, and
+// its time is divided by graph_iters.
+std::vector<double> Communicator::time_graph(const RunPlan& p, const RunBuffers& b, const Hooks& hooks) {
+  const size_t G = devices_.size();
+  std::vector<cudaGraph_t> graphs(G, nullptr);
+  std::vector<cudaGraphExec_t> execs(G, nullptr);
+  struct GraphGuard {
+    std::vector<cudaGraph_t>& g;
+    std::vector<cudaGraphExec_t>& e;
+    ~GraphGuard() {
+      for (auto x : e)
+        if (x) FB_CUDA_WARN(cudaGraphExecDestroy(x));
+      for (auto x : g)
+        if (x) FB_CUDA_WARN(cudaGraphDestroy(x));
+    }
+  } guard{graphs, execs};
+  for (size_t g = 0; g < G; ++g) {
+    FB_CUDA_CHECK(cudaSetDevice(devices_[g]));
+    FB_CUDA_CHECK(cudaStreamBeginCapture(streams_[g], cudaStreamCaptureModeGlobal));
+  }
+  try {
+    for (int j = 0; j < p.a.graph_iters; ++j) enqueue(p, b, j, hooks);
+  } catch (...) {
+    for (size_t g = 0; g < G; ++g) {
+      cudaSetDevice(devices_[g]);
+      cudaStreamEndCapture(streams_[g], &graphs[g]);
+    }
+    throw;
+  }
+  for (size_t g = 0; g < G; ++g) {
+    FB_CUDA_CHECK(cudaSetDevice(devices_[g]));
+    FB_CUDA_CHECK(cudaStreamEndCapture(streams_[g], &graphs[g]));
+    FB_CUDA_CHECK(cudaGraphInstantiate(&execs[g], graphs[g], 0));
+  }
+  auto replay = [&](int) {
+    for (size_t g = 0; g < G; ++g) {
+      FB_CUDA_CHECK(cudaSetDevice(devices_[g]));
+      FB_CUDA_CHECK(cudaGraphLaunch(execs[g], streams_[g]));
+    }
+  };
+  auto poll = [this] { poll_async(); };
+  auto do_abort = [this] { abort(); };
+  replay(0);  // the first replay uploads the graph
+  drain(lanes(), p.a.timeout_s, p.what + " (graph warm-up)", kAborted, hooks, poll, do_abort);
+  const std::string what = p.what + " (graph of " + std::to_string(p.a.graph_iters) + ")";
+  if (p.a.timing == TimingMode::loop)
+    return {host_timed_loop(lanes(), p.a.iters, replay, p.a.timeout_s, what, kAborted, hooks, poll, do_abort,
+                            (double)p.a.graph_iters)};
+  return timed_loop(lanes(), p.a.iters, replay, p.a.timeout_s, what, kAborted, hooks, poll, do_abort,
+                    (double)p.a.graph_iters);
+}
+
+// Poisons the output, writes the exact inputs, runs once and counts mismatches on the device.
+long long Communicator::check(const RunPlan& p, const RunBuffers& b, const Hooks& hooks) {
+  const size_t G = devices_.size();
+  std::vector<DeviceBuffer> counters;
+  for (size_t g = 0; g < G; ++g) {
+    FB_CUDA_CHECK(cudaSetDevice(devices_[g]));
+    counters.emplace_back(devices_[g], sizeof(unsigned long long));
+    FB_CUDA_CHECK(cudaMemsetAsync(counters[g].get(), 0, sizeof(unsigned long long), streams_[g]));
+    FB_CUDA_CHECK(cudaMemsetAsync(b.poison_base[g], 0xFF, b.poison_bytes[g], streams_[g]));
+  }
+  fill_inputs(p, b, /*first_only=*/true);
+  enqueue(p, b, 0, hooks);
+  for (size_t g = 0; g < G; ++g) {
+    FB_CUDA_CHECK(cudaSetDevice(devices_[g]));
+    p.coll.verify({b.views[g][0].recv, p.dt.id, p.a.count, ranks_[g], nranks_, p.a.seed,
+                   (unsigned long long*)counters[g].get(), streams_[g]});
+  }
+  drain(lanes(), p.a.timeout_s, p.what + " (check)", kAborted, hooks, [this] { poll_async(); },
+        [this] { abort(); });
+  long long wrong = 0;
+  for (size_t g = 0; g < G; ++g) {
+    unsigned long long v = 0;
+    FB_CUDA_CHECK(cudaMemcpy(&v, counters[g].get(), sizeof v, cudaMemcpyDeviceToHost));
+    wrong += (long long)v;
+  }
+  return wrong;
+}
+
 RunResult Communicator::run(const RunArgs& a, const Hooks& hooks) {
   ensure_usable();
   const CollectiveDef& coll = collective_by_name(a.op);
@@ -180,151 +374,22 @@ RunResult Communicator::run(const RunArgs& a, const Hooks& hooks) {
                                 "run it out-of-place");
   if (a.iters < 1 || a.warmup < 0 || a.graph_iters < 1 || a.timeout_s <= 0)
     throw std::invalid_argument("need iters >= 1, warmup >= 0, graph_iters >= 1 and timeout_s > 0");
-
-  const size_t G = devices_.size();
-  const size_t es = dt.size;
   const size_t send_e = coll.send_elems(a.count, nranks_), recv_e = coll.recv_elems(a.count, nranks_);
-  const size_t set_bytes = a.inplace ? std::max(send_e, recv_e) * es : (send_e + recv_e) * es;
-  const std::string what = a.op + " of " + size_text(std::max(send_e, recv_e) * es);
+  const RunPlan p{a, coll, dt, send_e, recv_e,
+                  a.inplace ? std::max(send_e, recv_e) * dt.size : (send_e + recv_e) * dt.size,
+                  a.op + " of " + size_text(std::max(send_e, recv_e) * dt.size)};
 
-  // Enough buffer sets that one pass over them is about twice the L2, so small sizes are not timed out
-  // of a warm cache; one set from ~2x L2 up.
-  int l2 = 0;
-  for (int d : devices_) {
-    int v = 0;
-    FB_CUDA_CHECK(cudaDeviceGetAttribute(&v, cudaDevAttrL2CacheSize, d));
-    l2 = std::max(l2, v);
-  }
-  size_t want = (2 * (size_t)l2 + std::max<size_t>(set_bytes, 1) - 1) / std::max<size_t>(set_bytes, 1);
-  const int k = (int)std::clamp<size_t>(want, 1, 16);
-
-  struct View {
-    const void* send;
-    void* recv;
-  };
-  std::vector<DeviceBuffer> storage;
-  std::vector<std::vector<View>> views(G);
-  std::vector<char*> poison_base(G);
-  std::vector<size_t> poison_bytes(G);
-  for (size_t g = 0; g < G; ++g) {
-    for (int s = 0; s < k; ++s) {
-      if (a.inplace) {
-        storage.emplace_back(devices_[g], set_bytes);
-        char* base = storage.back().get();
-        views[g].push_back({base + coll.inplace_send_offset(a.count, ranks_[g]) * es,
-                            base + coll.inplace_recv_offset(a.count, ranks_[g]) * es});
-        if (s == 0) poison_base[g] = base, poison_bytes[g] = set_bytes;
-      } else {
-        storage.emplace_back(devices_[g], send_e * es);
-        char* send = storage.back().get();
-        storage.emplace_back(devices_[g], recv_e * es);
-        char* recv = storage.back().get();
-        views[g].push_back({send, recv});
-        if (s == 0) poison_base[g] = recv, poison_bytes[g] = recv_e * es;
-      }
-    }
-  }
-
-  std::vector<Lane> lanes;
-  for (size_t g = 0; g < G; ++g) lanes.push_back({devices_[g], streams_[g]});
-  auto poll = [this] { poll_async(); };
-  auto do_abort = [this] { abort(); };
-
-  // Inputs are the --check values from the start (never zeros, never uninitialised NaNs).
-  for (size_t g = 0; g < G; ++g) {
-    FB_CUDA_CHECK(cudaSetDevice(devices_[g]));
-    for (int s = 0; s < k; ++s)
-      launch_fill(const_cast<void*>(views[g][s].send), dt.id, send_e, a.seed, ranks_[g], streams_[g]);
-  }
-
-  auto enqueue = [&](int i) {
-    const int s = i % k;
-    FB_NCCL_CHECK(nccl_, nccl_.GroupStart());
-    for (size_t g = 0; g < G; ++g) {
-      FB_CUDA_CHECK(cudaSetDevice(devices_[g]));
-      CollArgs args{nccl_, views[g][s].send, views[g][s].recv, a.count, dt, ranks_[g], nranks_, comms_[g], streams_[g]};
-      FB_NCCL_CHECK_COMM(nccl_, comms_[g], coll.launch(args));
-    }
-    if (FB_NCCL_CHECK(nccl_, nccl_.GroupEnd()) == ncclInProgress) settle(a.timeout_s, what, hooks);
-  };
-
+  RunBuffers b = make_buffers(p);
+  fill_inputs(p, b, /*first_only=*/false);
   // Warm-up (at least one: it also makes NCCL connect its transports before anything is timed/captured).
-  for (int i = 0; i < std::max(a.warmup, 1); ++i) enqueue(i);
-  drain(lanes, a.timeout_s, what + " (warm-up)", kAborted, hooks, poll, do_abort);
+  for (int i = 0; i < std::max(a.warmup, 1); ++i) enqueue(p, b, i, hooks);
+  drain(lanes(), a.timeout_s, p.what + " (warm-up)", kAborted, hooks, [this] { poll_async(); },
+        [this] { abort(); });
 
   RunResult result;
-  result.rotate = k;
-  if (!a.graph) {
-    result.times_us = timed_loop(lanes, a.iters, enqueue, a.timeout_s, what, kAborted, hooks, poll, do_abort);
-  } else {
-    std::vector<cudaGraph_t> graphs(G, nullptr);
-    std::vector<cudaGraphExec_t> execs(G, nullptr);
-    struct GraphGuard {
-      std::vector<cudaGraph_t>& g;
-      std::vector<cudaGraphExec_t>& e;
-      ~GraphGuard() {
-        for (auto x : e)
-          if (x) FB_CUDA_WARN(cudaGraphExecDestroy(x));
-        for (auto x : g)
-          if (x) FB_CUDA_WARN(cudaGraphDestroy(x));
-      }
-    } guard{graphs, execs};
-    for (size_t g = 0; g < G; ++g) {
-      FB_CUDA_CHECK(cudaSetDevice(devices_[g]));
-      FB_CUDA_CHECK(cudaStreamBeginCapture(streams_[g], cudaStreamCaptureModeGlobal));
-    }
-    try {
-      for (int j = 0; j < a.graph_iters; ++j) enqueue(j);
-    } catch (...) {
-      for (size_t g = 0; g < G; ++g) {
-        cudaSetDevice(devices_[g]);
-        cudaStreamEndCapture(streams_[g], &graphs[g]);
-      }
-      throw;
-    }
-    for (size_t g = 0; g < G; ++g) {
-      FB_CUDA_CHECK(cudaSetDevice(devices_[g]));
-      FB_CUDA_CHECK(cudaStreamEndCapture(streams_[g], &graphs[g]));
-      FB_CUDA_CHECK(cudaGraphInstantiate(&execs[g], graphs[g], 0));
-    }
-    auto replay = [&](int) {
-      for (size_t g = 0; g < G; ++g) {
-        FB_CUDA_CHECK(cudaSetDevice(devices_[g]));
-        FB_CUDA_CHECK(cudaGraphLaunch(execs[g], streams_[g]));
-      }
-    };
-    replay(0);  // the first replay uploads the graph
-    drain(lanes, a.timeout_s, what + " (graph warm-up)", kAborted, hooks, poll, do_abort);
-    result.times_us = timed_loop(lanes, a.iters, replay, a.timeout_s, what + " (graph of " +
-                                 std::to_string(a.graph_iters) + ")", kAborted, hooks, poll, do_abort,
-                                 (double)a.graph_iters);
-  }
-
-  if (a.check) {
-    // Poison the output, write the exact inputs, run once, count mismatches on the device.
-    std::vector<DeviceBuffer> counters;
-    for (size_t g = 0; g < G; ++g) {
-      FB_CUDA_CHECK(cudaSetDevice(devices_[g]));
-      counters.emplace_back(devices_[g], sizeof(unsigned long long));
-      FB_CUDA_CHECK(cudaMemsetAsync(counters[g].get(), 0, sizeof(unsigned long long), streams_[g]));
-      FB_CUDA_CHECK(cudaMemsetAsync(poison_base[g], 0xFF, poison_bytes[g], streams_[g]));
-      launch_fill(const_cast<void*>(views[g][0].send), dt.id, send_e, a.seed, ranks_[g], streams_[g]);
-    }
-    enqueue(0);
-    for (size_t g = 0; g < G; ++g) {
-      FB_CUDA_CHECK(cudaSetDevice(devices_[g]));
-      coll.verify({views[g][0].recv, dt.id, a.count, ranks_[g], nranks_, a.seed,
-                   (unsigned long long*)counters[g].get(), streams_[g]});
-    }
-    drain(lanes, a.timeout_s, what + " (check)", kAborted, hooks, poll, do_abort);
-    long long wrong = 0;
-    for (size_t g = 0; g < G; ++g) {
-      unsigned long long v = 0;
-      FB_CUDA_CHECK(cudaMemcpy(&v, counters[g].get(), sizeof v, cudaMemcpyDeviceToHost));
-      wrong += (long long)v;
-    }
-    result.wrong = wrong;
-  }
+  result.rotate = b.k;
+  result.times_us = a.graph ? time_graph(p, b, hooks) : time_eager(p, b, hooks);
+  if (a.check) result.wrong = check(p, b, hooks);
   return result;
 }
 

@@ -13,6 +13,20 @@
 
 namespace fb {
 
+// How iterations use memory: "rotate" cycles through k buffer sets that together span about twice the
+// L2, so no iteration reads what the last one left in the cache (fabricbench's default); "reuse" runs
+// every iteration on one set, as nccl-tests does when its sizes leave no room to shift (warm L2 below
+// ~L2 / 2).
+enum class Buffers { rotate, reuse };
+// How time is read: "events" = a CUDA event per iteration behind a blocking kernel (device time, no
+// launch cost; one sample per iteration); "loop" = a host clock around a whole loop of launches up to
+// the last completion, divided by the count (nccl-tests' method: launch cost included wherever the
+// host is slower than the GPU; one sample per loop).
+enum class TimingMode { events, loop };
+
+Buffers buffers_by_name(const std::string& name);     // std::invalid_argument naming the choices
+TimingMode timing_by_name(const std::string& name);
+
 struct RunArgs {
   std::string op, dtype;
   size_t count = 0;  // the NCCL call's count argument
@@ -23,10 +37,12 @@ struct RunArgs {
   bool check = false;
   uint64_t seed = 0;
   double timeout_s = 300;
+  Buffers buffers = Buffers::rotate;
+  TimingMode timing = TimingMode::events;
 };
 
 struct RunResult {
-  std::vector<double> times_us;  // per timed iteration: the slowest local GPU
+  std::vector<double> times_us;  // events: per timed iteration, the slowest local GPU; loop: one mean
   std::optional<long long> wrong;
   int rotate = 1;  // buffer sets cycled through
 };
@@ -53,6 +69,17 @@ class Communicator {
   void ensure_usable() const;
   void poll_async();  // throws NcclError for an asynchronous failure
   void settle(double timeout_s, const std::string& what, const Hooks& hooks);  // wait out ncclInProgress
+
+  // The pieces of run(), in order (RunPlan and RunBuffers live in communicator.cpp).
+  struct RunPlan;
+  struct RunBuffers;
+  RunBuffers make_buffers(const RunPlan& p) const;
+  void fill_inputs(const RunPlan& p, const RunBuffers& b, bool first_only);
+  void enqueue(const RunPlan& p, const RunBuffers& b, int i, const Hooks& hooks);
+  std::vector<double> time_eager(const RunPlan& p, const RunBuffers& b, const Hooks& hooks);
+  std::vector<double> time_graph(const RunPlan& p, const RunBuffers& b, const Hooks& hooks);
+  long long check(const RunPlan& p, const RunBuffers& b, const Hooks& hooks);
+  std::vector<Lane> lanes() const;
 
   const NcclLib& nccl_;
   std::vector<int> devices_, ranks_;

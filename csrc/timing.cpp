@@ -73,23 +73,17 @@ std::string seconds(double s) {
 
 }  // namespace
 
-void wait_events(const std::vector<cudaEvent_t>& events, double timeout_s, const std::string& what,
-                 const std::string& aborted, const Hooks& hooks, const std::function<void()>& poll_error,
-                 const std::function<void()>& abort) {
+namespace {
+
+// The one waiting loop behind wait_events and host_timed_loop: `ready` is polled until true.
+void wait_until(const std::function<bool()>& ready, double timeout_s, const std::string& what,
+                const std::string& aborted, const Hooks& hooks, const std::function<void()>& poll_error,
+                const std::function<void()>& abort, bool spin) {
   auto start = Clock::now();
   auto deadline = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
   auto next_signal_check = start + std::chrono::milliseconds(100);
   for (;;) {
-    bool done = true;
-    for (cudaEvent_t e : events) {
-      cudaError_t r = cudaEventQuery(e);
-      if (r == cudaErrorNotReady) {
-        done = false;
-        break;
-      }
-      FB_CUDA_CHECK(r);
-    }
-    if (done) return;
+    if (ready()) return;
     if (poll_error) poll_error();
     auto now = Clock::now();
     if (now > deadline) {
@@ -105,8 +99,27 @@ void wait_events(const std::vector<cudaEvent_t>& events, double timeout_s, const
         throw;
       }
     }
-    std::this_thread::sleep_for(std::chrono::microseconds(20));
+    if (spin)
+      std::this_thread::yield();
+    else
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
   }
+}
+
+}  // namespace
+
+void wait_events(const std::vector<cudaEvent_t>& events, double timeout_s, const std::string& what,
+                 const std::string& aborted, const Hooks& hooks, const std::function<void()>& poll_error,
+                 const std::function<void()>& abort, bool spin) {
+  auto ready = [&events] {
+    for (cudaEvent_t e : events) {
+      cudaError_t r = cudaEventQuery(e);
+      if (r == cudaErrorNotReady) return false;
+      FB_CUDA_CHECK(r);
+    }
+    return true;
+  };
+  wait_until(ready, timeout_s, what, aborted, hooks, poll_error, abort, spin);
 }
 
 void drain(const std::vector<Lane>& lanes, double timeout_s, const std::string& what, const std::string& aborted,
@@ -167,6 +180,28 @@ std::vector<double> timed_loop(const std::vector<Lane>& lanes, int iters, const 
     }
   }
   return times;
+}
+
+double host_timed_loop(const std::vector<Lane>& lanes, int iters, const std::function<void(int)>& enqueue,
+                       double timeout_s, const std::string& what, const std::string& aborted, const Hooks& hooks,
+                       const std::function<void()>& poll_error, const std::function<void()>& abort,
+                       double divide) {
+  if (hooks.barrier) hooks.barrier();  // every rank starts its clock together (nccl-tests' Barrier)
+  auto t0 = Clock::now();
+  for (int i = 0; i < iters; ++i) enqueue(i);
+  // Completion is polled on the streams without sleeping, as nccl-tests does: a 20 us sleep would add
+  // up to 20 us to a loop that may itself last only tens of microseconds.
+  auto idle = [&lanes] {
+    for (const Lane& l : lanes) {
+      cudaError_t r = cudaStreamQuery(l.stream);
+      if (r == cudaErrorNotReady) return false;
+      FB_CUDA_CHECK(r);
+    }
+    return true;
+  };
+  wait_until(idle, timeout_s, what, aborted, hooks, poll_error, abort, /*spin=*/true);
+  double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+  return us / ((double)iters * divide);
 }
 
 DeviceBuffer::DeviceBuffer(int device, size_t bytes) : device_(device), bytes_(bytes) {

@@ -1,7 +1,8 @@
-// The timing method (nvbandwidth's and nvbench's): a blocking kernel holds every stream while the
+// The default timing method (nvbandwidth's and nvbench's): a blocking kernel holds every stream while the
 // host enqueues a chunk of iterations with a CUDA event before each and one after the last; the host
 // then releases all streams at once, so every GPU starts together and host launch cost stays out of
 // the device time. Per iteration, the slowest stream (GPU) of this process counts.
+// The other method, host_timed_loop, is nccl-tests': a host clock around a loop of launches.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -26,12 +27,12 @@ struct Hooks {
 // thousand entries deep, and a full queue while the blocking kernel holds the GPU would deadlock.
 constexpr int kMaxChunk = 200;
 
-// Polls every event until done (short sleeps, Ctrl-C checked every 100 ms); `poll_error` may throw
-// an asynchronous error; at the deadline calls `abort` and throws Timeout("<what> did not finish
-// within T s; <aborted>").
+// Polls every event until done (short sleeps, or only a yield with `spin`, where the moment of
+// completion is being timed; Ctrl-C checked every 100 ms); `poll_error` may throw an asynchronous
+// error; at the deadline calls `abort` and throws Timeout("<what> did not finish within T s; <aborted>").
 void wait_events(const std::vector<cudaEvent_t>& events, double timeout_s, const std::string& what,
                  const std::string& aborted, const Hooks& hooks, const std::function<void()>& poll_error,
-                 const std::function<void()>& abort);
+                 const std::function<void()>& abort, bool spin = false);
 
 // Runs `iters` iterations (enqueue(i) enqueues iteration i on every lane) in chunks behind the
 // blocking kernel; returns per-iteration time in microseconds (slowest lane), divided by `divide`.
@@ -39,6 +40,15 @@ std::vector<double> timed_loop(const std::vector<Lane>& lanes, int iters, const 
                                double timeout_s, const std::string& what, const std::string& aborted,
                                const Hooks& hooks, const std::function<void()>& poll_error,
                                const std::function<void()>& abort, double divide = 1.0);
+
+// nccl-tests' method: barrier() (per-rank mode) first, then the host clock from before the first of
+// `iters` launches (enqueue(i), no blocking kernel) to the moment every lane has finished (polled
+// without sleeping); returns that time in microseconds divided by iters * divide. Where the host
+// launches slower than the GPU runs, launch cost is part of the figure, as it is in nccl-tests'.
+double host_timed_loop(const std::vector<Lane>& lanes, int iters, const std::function<void(int)>& enqueue,
+                       double timeout_s, const std::string& what, const std::string& aborted, const Hooks& hooks,
+                       const std::function<void()>& poll_error, const std::function<void()>& abort,
+                       double divide = 1.0);
 
 // Records an event on every lane and waits for them all (untimed warm-up, check phase).
 void drain(const std::vector<Lane>& lanes, double timeout_s, const std::string& what, const std::string& aborted,

@@ -26,9 +26,10 @@ class NcclInfo(TypedDict):
     version_str: str  # "2.28.9"
 
 class RunResult(TypedDict):
-    times_us: list[float]  # per timed iteration: the slowest of this process's GPUs
+    times_us: list[float]  # timing "events": per timed iteration, the slowest of this process's GPUs;
+                           # timing "loop": one value, the host-timed loop / iters
     wrong: int | None  # elements differing from the exact result; None when check is False
-    rotate: int  # buffer sets cycled through (k x set bytes >= ~2 x L2, at most 16)
+    rotate: int  # buffer sets cycled through: "rotate" k x set bytes >= ~2 x L2, at most 16; "reuse" 1
 
 class PeerCopyResult(TypedDict):
     times_us: list[float]
@@ -61,6 +62,8 @@ class Communicator:
     def ranks(self) -> list[int]: ...
     def run(self, op: str, dtype: str, count: int, inplace: bool = False, warmup: int = 5, iters: int = 20,
             graph: bool = False, graph_iters: int = 100, check: bool = False, seed: int = 0,
-            timeout_s: float = 300.0, barrier: Callable[[], None] | None = None) -> RunResult: ...
+            timeout_s: float = 300.0, barrier: Callable[[], None] | None = None,
+            buffers: Literal["rotate", "reuse"] = "rotate",
+            timing: Literal["events", "loop"] = "events") -> RunResult: ...
     def close(self) -> None: ...
     def abort(self) -> None: ...

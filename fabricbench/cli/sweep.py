@@ -42,6 +42,12 @@ from fabricbench.collectives import DEFAULT_OPS
 @click.option("--nccl-lib", default=None, help="libnccl.so.2 to load (else $FABRICBENCH_NCCL_LIBRARY, torch's, system).")
 @click.option("--fabric", default="default", help="Fabric label recorded in every result.")
 @click.option("--seed", type=int, default=None, help="Seed of the --check inputs (default: fresh).")
+@click.option("--buffers", default="rotate",
+              help="rotate: cycle buffer sets spanning ~2x the L2 (cold cache); reuse: every iteration on "
+                   "one set (warm L2 below ~L2/2; nccl-tests' footprint at -b S -e S).")
+@click.option("--timing", default="events",
+              help="events: a CUDA event per iteration behind a blocking kernel (device time); loop: host "
+                   "clock around the whole loop / count, as nccl-tests (launch cost included).")
 @click.option("--out", "out_path", default=None, help="Append JSONL records here, one per measurement.")
 @click.option("--json", "as_json", is_flag=True, help="Print records as JSON lines instead of the table.")
 @click.option("--csv", "csv_path", default=None, help="Also write a CSV of the results here.")
@@ -49,8 +55,8 @@ from fabricbench.collectives import DEFAULT_OPS
 @click.option("--quiet", is_flag=True, help="No table (records still go to --out).")
 @click.option("--list-ops", is_flag=True, help="List the collectives and exit.")
 def sweep(gpus, ops, sizes, dtype, iters, warmup, adaptive, max_iters, mode, graph, graph_iters, check, engine,
-          backend, nprocs, timeout_s, nccl_lib, fabric, seed, out_path, as_json, csv_path, dry_run, quiet,
-          list_ops):
+          backend, nprocs, timeout_s, nccl_lib, fabric, seed, buffers, timing, out_path, as_json, csv_path,
+          dry_run, quiet, list_ops):
     """Time NCCL collectives over a GPU set and a range of sizes (nccl-tests' algbw and busbw)."""
     from fabricbench.measuring.api import make_config
 
@@ -60,7 +66,8 @@ def sweep(gpus, ops, sizes, dtype, iters, warmup, adaptive, max_iters, mode, gra
     config = make_config(
         gpus=gpus, ops=ops, sizes=sizes, dtype=dtype, iters=iters, warmup=warmup, adaptive=adaptive,
         max_iters=max_iters, inplace=mode, graph=graph, graph_iters=graph_iters, check=check, engine=engine,
-        backend=backend, nprocs=nprocs, timeout_s=timeout_s, nccl_lib=nccl_lib, fabric=fabric, seed=seed)
+        backend=backend, nprocs=nprocs, timeout_s=timeout_s, nccl_lib=nccl_lib, fabric=fabric, seed=seed,
+        buffers=buffers, timing=timing)
     if not (dry_run and config.gpus is not None):  # a plan for named GPUs needs no GPU here
         config = _with_gpus(config, gpus)
     if dry_run:
@@ -102,7 +109,7 @@ def _print_plan(config) -> None:
                f"{', GPUs ' + ','.join(map(str, config.gpus)) if config.gpus else ''}, dtype {config.dtype}, "
                f"sizes {config.sizes} -> {len(config.sizes.expand())} sizes, {len(plan)} measurements, "
                f"{config.iters} iters + {config.warmup} warm-up{', graph' if config.graph else ''}"
-               f"{', check' if config.check else ''}")
+               f"{', check' if config.check else ''}, buffers {config.buffers}, timing {config.timing}")
     for p in plan:
         place = "in " if p.inplace else "out"
         if p.case is None:

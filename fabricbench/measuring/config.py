@@ -18,6 +18,8 @@ from fabricbench.sizes import SizeSweep
 
 PROCS_PER_CORE = 4  # local ranks per CPU core beyond which a sweep only measures the scheduler
 MAX_ITERS = 10_000_000  # iterations per size: more would run for days at a microsecond each
+BUFFERS = ("rotate", "reuse")  # SweepConfig.buffers
+TIMINGS = ("events", "loop")  # SweepConfig.timing
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -41,6 +43,14 @@ class SweepConfig:
     nccl_lib: str | None = None  # path of libnccl.so.2; None = FABRICBENCH_NCCL_LIBRARY, torch's, system
     fabric: str = "default"  # name of the fabric (environment) this runs under; recorded in every result
     seed: int | None = None  # seed for --check inputs; None = fresh each run
+    # Buffer use per iteration: "rotate" cycles through buffer sets that together span ~2x the L2 (no
+    # iteration reads a cache the last one warmed); "reuse" runs every iteration on one set (nccl-tests'
+    # footprint when it cannot shift, e.g. -b S -e S: a warm L2 below ~L2/2).
+    buffers: str = "rotate"
+    # How time is read: "events" = a CUDA event per iteration behind a blocking kernel (device time, no
+    # launch cost); "loop" = a host clock around the whole loop of launches up to the last completion,
+    # divided by the count (nccl-tests' method; launch-bound where the host is slower than the GPU).
+    timing: str = "events"
 
     def __post_init__(self) -> None:
         validate(self)
@@ -96,6 +106,12 @@ def validate(config: SweepConfig) -> None:
                              f"takes --iters first, then more up to --max-iters; raise --max-iters")
     if config.inplace not in ("out-of-place", "inplace", "both"):
         raise UsageError(f"inplace={config.inplace!r}: choose out-of-place, inplace or both")
+    if config.buffers not in BUFFERS:
+        raise UsageError(f"--buffers {config.buffers}: choose {' or '.join(BUFFERS)}")
+    if config.timing not in TIMINGS:
+        raise UsageError(f"--timing {config.timing}: choose {' or '.join(TIMINGS)}")
+    if config.timing == "loop" and config.adaptive is not None:
+        raise UsageError("--adaptive needs --timing events: a timed loop gives one figure, not one per iteration")
     if config.backend is not None:
         if config.engine != "torch":
             raise UsageError(f"--backend {config.backend} applies to --engine torch only")

@@ -46,7 +46,8 @@ def build_plan(config: SweepConfig, nranks: int, seed: int = 0) -> list[PlanItem
                             count=sz.count, nccl_count=sz.nccl_count, send_bytes=sz.send_bytes,
                             recv_bytes=sz.recv_bytes, inplace=inplace, graph=config.graph,
                             check=config.check, warmup=config.warmup, iters=config.iters,
-                            graph_iters=config.graph_iters, seed=seed)
+                            graph_iters=config.graph_iters, seed=seed, buffers=config.buffers,
+                            timing=config.timing)
                 items.append(PlanItem(**base, case=case))
     return items
 

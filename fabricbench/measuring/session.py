@@ -33,6 +33,8 @@ class Case:
     iters: int  # timed iterations (or replays in graph mode); the adaptive mode may ask for more
     graph_iters: int = 100  # iterations per graph replay
     seed: int = 0  # seed of the --check inputs (fresh each run)
+    buffers: str = "rotate"  # "rotate" (sets spanning ~2x L2, cycled) or "reuse" (one set): SweepConfig.buffers
+    timing: str = "events"  # "events" (one time per iteration) or "loop" (one host-timed loop): SweepConfig.timing
 
 
 @dataclass(kw_only=True)
@@ -40,6 +42,7 @@ class Timing:
     """What an engine returns for one Case on this process."""
 
     times_us: list[float]  # one per timed iteration: the slowest GPU of this process for that iteration
+    #                        (timing "loop": one per timed loop, its host time / iterations)
     wrong: int | None = None  # elements that differ from the exact result; None when not checked
     extra: dict[str, Any] = field(default_factory=dict)  # engine notes (e.g. "rotate": 4 buffer sets)
 

@@ -4,8 +4,10 @@
 
 One process drives any list of GPUs through one NCCL clique, or, under torchrun / --nprocs, each
 process is one rank on its own GPU. Times come from CUDA events per iteration behind a blocking kernel;
-per iteration the slowest GPU counts (see csrc/timing.hpp). The extension is imported lazily, so
-`import fabricbench` works without it.
+per iteration the slowest GPU counts (see csrc/timing.hpp). With --timing loop they come instead from a
+host clock around the whole loop of launches (nccl-tests' method), one value per loop. --buffers says
+whether iterations cycle through buffer sets spanning ~2x the L2 (rotate) or reuse one set. The
+extension is imported lazily, so `import fabricbench` works without it.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ NOT_BUILT = ("the native engine was not built (no CUDA toolkit at install time);
 NO_GPU = "no CUDA GPU visible to the native engine; run with --engine torch --backend gloo --nprocs 2 on CPU"
 UID_KEY = "fabricbench/nccl_uid"
 TIMING_RULE = "slowest GPU per iteration"
+LOOP_RULE = "host clock around the loop / iterations (nccl-tests' method); slowest rank"
 
 
 def _engine() -> Any:
@@ -40,7 +43,7 @@ def _cuda_version(code: int) -> str:
 
 class NativeSession:
     def __init__(self, engine: Any, comm: Any, nccl: dict, runtime: dict, dist: DistContext | None,
-                 timeout_s: float) -> None:
+                 timeout_s: float, timing: str = "events") -> None:
         self._engine = engine
         self._timeout_s = timeout_s  # per wait; a collective past it aborts the communicator
         self._comm = comm
@@ -57,7 +60,7 @@ class NativeSession:
             "gpu_names": [g["name"] for g in gpus],
             "gpu_uuids": [g["uuid"] for g in gpus],
             "devices": list(comm.devices),
-            "timing_rule": TIMING_RULE,
+            "timing_rule": TIMING_RULE if timing == "events" else LOOP_RULE,
         }
 
     def _barrier(self) -> None:
@@ -68,8 +71,10 @@ class NativeSession:
         out = self._comm.run(
             case.op, case.dtype, case.nccl_count, inplace=case.inplace, warmup=case.warmup, iters=case.iters,
             graph=case.graph, graph_iters=case.graph_iters, check=case.check, seed=case.seed,
-            timeout_s=self._timeout_s, barrier=self._barrier if self._dist is not None else None)
-        return Timing(times_us=list(out["times_us"]), wrong=out["wrong"], extra={"rotate": out["rotate"]})
+            timeout_s=self._timeout_s, barrier=self._barrier if self._dist is not None else None,
+            buffers=case.buffers, timing=case.timing)
+        extra = {"buffers": case.buffers, "rotate": out["rotate"], "timing": case.timing}
+        return Timing(times_us=list(out["times_us"]), wrong=out["wrong"], extra=extra)
 
     def free_bytes(self) -> int | None:
         return min(g["free_bytes"] for g in self._engine.devices(list(self._comm.devices)))
@@ -94,4 +99,4 @@ def open_session(config: SweepConfig, dist: DistContext | None = None) -> Native
             dist.store.set(UID_KEY, engine.unique_id(nccl["path"]))
         uid = bytes(dist.store.get(UID_KEY))
         comm = engine.Communicator.per_rank(nccl["path"], device, dist.rank, dist.world_size, uid, config.timeout_s)
-    return NativeSession(engine, comm, nccl, runtime, dist, config.timeout_s)
+    return NativeSession(engine, comm, nccl, runtime, dist, config.timeout_s, config.timing)

@@ -8,6 +8,9 @@ on machines with no GPU. Timing: with nccl, CUDA events around every iteration o
 after a device-side sleep that lets every launch queue up first (torch.cuda._sleep plays the role of the
 native engine's blocking kernel); with gloo, which runs on the calling thread, a host clock around each
 call. Each rank returns its own per-iteration times; the runner keeps the slowest rank per iteration.
+With --timing loop (nccl-tests' method) a host clock runs around the whole loop of calls up to the last
+completion instead, one figure per loop. --buffers rotate cycles buffer sets spanning 128 MiB; reuse runs
+every iteration on one set.
 
 torch.distributed has only in-place all_reduce and broadcast: "out-of-place" runs them in place and the
 record says so in extra.torch_inplace.
@@ -32,6 +35,15 @@ CHUNK = 200  # iterations queued behind one device sleep
 SLEEP_CYCLES_PER_ITER = 100_000  # GPU clock cycles (~50 us at ~2 GHz) of stream hold per queued iteration
 
 
+def rotate_count(case: Case) -> int:
+    """Buffer sets one Case cycles through: enough to span ROTATE_TARGET_BYTES (at most MAX_ROTATE), or 1
+    with buffers "reuse"."""
+    per_set = case.send_bytes + case.recv_bytes
+    if case.buffers == "reuse" or per_set >= ROTATE_TARGET_BYTES:
+        return 1
+    return max(1, min(MAX_ROTATE, -(-ROTATE_TARGET_BYTES // max(per_set, 1))))
+
+
 def default_backend() -> str:
     import torch
 
@@ -45,6 +57,7 @@ class TorchSession:
 
         self.torch, self.dist = torch, dist
         self.backend = config.backend or default_backend()
+        self.timing = config.timing
         if self.backend not in ("nccl", "gloo"):
             raise UsageError(f"--backend {self.backend}: the torch engine runs nccl or gloo")
         if self.backend == "nccl" and not torch.cuda.is_available():
@@ -78,8 +91,9 @@ class TorchSession:
 
     def _info(self) -> dict[str, Any]:
         torch = self.torch
-        info: dict[str, Any] = {"backend": self.backend, "torch_version": torch.__version__,
-                                "timing_rule": "slowest rank per iteration"}
+        rule = ("slowest rank per iteration" if self.timing == "events"
+                else "host clock around the loop / iterations (nccl-tests' method); slowest rank")
+        info: dict[str, Any] = {"backend": self.backend, "torch_version": torch.__version__, "timing_rule": rule}
         if self.backend == "nccl":
             v = torch.cuda.nccl.version()
             info["nccl_version"] = ".".join(map(str, v)) if isinstance(v, tuple) else str(v)
@@ -130,11 +144,10 @@ class TorchSession:
         coll = COLLECTIVES.get(case.op)
         if case.inplace and not coll.supports_inplace:
             raise UsageError(f"{case.op} has no in-place form")
-        per_set = case.send_bytes + case.recv_bytes
-        k = max(1, min(MAX_ROTATE, -(-ROTATE_TARGET_BYTES // max(per_set, 1)))) if per_set < ROTATE_TARGET_BYTES else 1
+        k = rotate_count(case)
         sets, dtype = self._buffers(case, coll, k)
         call = coll.torch_call
-        extra: dict[str, Any] = {"rotate": k}
+        extra: dict[str, Any] = {"buffers": case.buffers, "rotate": k, "timing": case.timing}
         if coll.torch_inplace_only and not case.inplace:
             extra["torch_inplace"] = True
         if case.graph:
@@ -143,7 +156,12 @@ class TorchSession:
             s, r = sets[i % k]
             call(s, r)
         self._sync()
-        times = self._time_gpu(case, sets, call) if self.backend == "nccl" else self._time_host(case, sets, call)
+        if case.timing == "loop":
+            times = self._time_loop(case, sets, call)
+        elif self.backend == "nccl":
+            times = self._time_gpu(case, sets, call)
+        else:
+            times = self._time_host(case, sets, call)
         del sets  # free the timed buffers before the check allocates its own
         wrong = self._check(case, coll, dtype) if case.check else None
         return Timing(times_us=times, wrong=wrong, extra=extra)
@@ -162,6 +180,18 @@ class TorchSession:
             call(s, r)
             times.append((time.perf_counter() - t0) * 1e6)
         return times
+
+    def _time_loop(self, case: Case, sets, call) -> list[float]:
+        """nccl-tests' method: one host-clock figure for the whole loop, up to its last completion."""
+        self._sync()
+        self.dist.barrier()
+        k = len(sets)
+        t0 = time.perf_counter()
+        for i in range(case.iters):
+            s, r = sets[i % k]
+            call(s, r)
+        self._sync()
+        return [(time.perf_counter() - t0) * 1e6 / case.iters]
 
     def _time_gpu(self, case: Case, sets, call) -> list[float]:
         torch = self.torch

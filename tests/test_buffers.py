@@ -1,0 +1,99 @@
+"""--buffers (rotate | reuse) and --timing (events | loop): validated, planned, run and recorded (CPU tier)."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from fabricbench.errors import UsageError
+from fabricbench.measuring.api import make_config
+from fabricbench.measuring.config import SweepConfig
+from fabricbench.measuring.engines.torch_engine import MAX_ROTATE, rotate_count
+from fabricbench.measuring.plan import build_plan
+from fabricbench.measuring.runner import run_sweep
+
+
+def _cli(args):
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="")
+    return subprocess.run([sys.executable, "-m", "fabricbench", *args], capture_output=True, text=True, env=env,
+                          timeout=120)
+
+
+def test_defaults_keep_the_cold_cache_event_timing():
+    c = SweepConfig()
+    assert (c.buffers, c.timing) == ("rotate", "events")
+
+
+@pytest.mark.parametrize("field,value,flag", [("buffers", "same", "--buffers"), ("buffers", "", "--buffers"),
+                                              ("timing", "host", "--timing")])
+def test_bad_value_is_refused_by_the_type(field, value, flag):
+    with pytest.raises(UsageError, match=f"^{flag} {value}: choose"):
+        SweepConfig(**{field: value})
+
+
+def test_adaptive_needs_per_iteration_times():
+    with pytest.raises(UsageError, match="--adaptive needs --timing events"):
+        make_config(timing="loop", adaptive=0.02)
+
+
+@pytest.mark.parametrize("args,msg", [(["--buffers", "warm"], "Error: --buffers warm: choose rotate or reuse"),
+                                      (["--timing", "clock"], "Error: --timing clock: choose events or loop")])
+def test_cli_bad_value_is_one_line_exit_2(args, msg):
+    r = _cli(["sweep", "--gpus", "0", "--dry-run", *args])
+    assert r.returncode == 2
+    assert r.stderr.strip() == msg and "Traceback" not in r.stderr
+
+
+def test_dry_run_plan_names_both_settings():
+    r = _cli(["sweep", "--gpus", "0", "--sizes", "1M", "--ops", "all_reduce", "--buffers", "reuse", "--timing",
+              "loop", "--dry-run"])
+    assert r.returncode == 0, r.stderr
+    assert "buffers reuse, timing loop" in r.stdout.splitlines()[0]
+
+
+def test_every_case_carries_the_settings():
+    for buffers in ("rotate", "reuse"):
+        plan = build_plan(make_config(sizes="8-1M:x16", buffers=buffers, timing="loop"), nranks=2)
+        assert plan and all(p.case.buffers == buffers and p.case.timing == "loop" for p in plan if p.case)
+
+
+def test_torch_rotation_counts():
+    [small] = [p.case for p in build_plan(make_config(sizes="1K", ops="all_reduce"), nranks=2)]
+    [big] = [p.case for p in build_plan(make_config(sizes="1G", ops="all_reduce"), nranks=2)]
+    assert rotate_count(small) == MAX_ROTATE and rotate_count(big) == 1
+    assert rotate_count(small.__class__(**{**small.__dict__, "buffers": "reuse"})) == 1
+
+
+@pytest.fixture(scope="module")
+def gloo_runs():
+    """Both buffer modes and both timings on 2 gloo ranks, checked."""
+    runs = {}
+    for buffers in ("rotate", "reuse"):
+        for timing in ("events", "loop"):
+            config = make_config(engine="torch", backend="gloo", nprocs=2, ops="all_reduce,all_gather",
+                                 sizes="4K,256K", iters=8, warmup=1, check=True, timeout_s=60, buffers=buffers,
+                                 timing=timing)
+            runs[buffers, timing] = run_sweep(config)
+    return runs
+
+
+def test_gloo_records_say_how_buffers_were_used(gloo_runs):
+    for (buffers, timing), results in gloo_runs.items():
+        assert len(results) == 4
+        for r in results:
+            assert r.status == "ok" and r.wrong == 0, (buffers, timing, r.op, r.bytes)
+            assert r.extra["buffers"] == buffers and r.extra["timing"] == timing
+            per_set = 2 * r.bytes if r.op == "all_reduce" else r.bytes + r.bytes // 2
+            assert r.extra["rotate"] == (1 if buffers == "reuse" else min(MAX_ROTATE, -(-(128 << 20) // per_set)))
+            # events: one time per iteration; loop: one time for the whole loop of 8
+            assert r.iters == (8 if timing == "events" else 1)
+            assert r.time_us > 0
+            assert ("loop" in r.timing_rule) == (timing == "loop")
+
+
+def test_record_round_trips_the_setting(gloo_runs):
+    r = gloo_runs["reuse", "loop"][0]
+    rec = json.loads(json.dumps(r.to_dict()))
+    assert rec["extra"]["buffers"] == "reuse" and rec["extra"]["rotate"] == 1 and rec["extra"]["timing"] == "loop"
