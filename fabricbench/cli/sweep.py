@@ -125,6 +125,7 @@ def _run(config, *, out_path, as_json, csv_path, quiet) -> None:
     from fabricbench.measuring.plan import build_plan
     from fabricbench.measuring.runner import new_run_id, run_sweep
     from fabricbench.report.table import CsvSink, SweepTable
+    from fabricbench.results.context import fabric_label
     from fabricbench.results.schema import header
     from fabricbench.results.writer import ResultWriter
 
@@ -153,7 +154,7 @@ def _run(config, *, out_path, as_json, csv_path, quiet) -> None:
     if root and not quiet and not as_json:
         total = len(build_plan(config, _nranks(config)))
         title = (f"fabricbench sweep: {config.engine}{'/' + config.backend if config.backend else ''}, "
-                 f"{_nranks(config)} rank(s), fabric {config.fabric}")
+                 f"{_nranks(config)} rank(s), fabric {fabric_label(config.fabric)}")
         table = SweepTable(total, title, progress=True)
 
     def on_result(res) -> None:

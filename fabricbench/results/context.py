@@ -43,6 +43,19 @@ def public_env(variables: dict[str, str]) -> dict[str, str]:
     return {k: public_value(k, v) for k, v in variables.items()}
 
 
+def fabric_label(spec: str) -> str:
+    """What a record or a screen calls the fabric a spec names: its name ('x:SOME_TOKEN=abc' -> 'x',
+    'shaped:1000mbit' -> 'shaped:1gbit'), so that a value given in a custom spec is never written."""
+    from fabricbench.errors import UsageError
+
+    try:
+        from fabricbench.fabrics import get_fabric
+
+        return get_fabric(spec).name
+    except UsageError:  # not a valid spec (the run will say so): never echo what follows a ':'
+        return spec.partition(":")[0] if "=" in spec else spec
+
+
 def now_iso() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds")
 

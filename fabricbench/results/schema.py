@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from fabricbench.results.context import allowed_env, host_facts, now_iso
+from fabricbench.results.context import allowed_env, fabric_label, host_facts, now_iso
 
 SCHEMA_VERSION = 1
 SCHEMA = f"fabricbench/{SCHEMA_VERSION}"
@@ -23,7 +23,7 @@ SCHEMA = f"fabricbench/{SCHEMA_VERSION}"
 def header(kind: str, *, run_id: str, fabric: str = "default") -> dict[str, Any]:
     """The fields every record starts with."""
     return {"schema": SCHEMA, "kind": kind, "run_id": run_id, "timestamp": now_iso(),
-            "fabric": fabric, **host_facts(), "env": allowed_env()}
+            "fabric": fabric_label(fabric), **host_facts(), "env": allowed_env()}
 
 
 @dataclass(kw_only=True)
