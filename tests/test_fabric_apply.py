@@ -156,7 +156,7 @@ def test_sweep_applies_a_custom_fabric_on_gloo_and_masks_its_secret(tmp_path):
     out = tmp_path / "s.jsonl"
     p = _fb("sweep", "--engine", "torch", "--backend", "gloo", "--nprocs", "2", "--ops", "all_reduce",
             "--sizes", "4K", "--iters", "2", "--warmup", "0", "--fabric",
-            f"lo:GLOO_SOCKET_IFNAME=lo,SOME_TOKEN={SECRET}", "--out", str(out), "--json", env=_clean_env())
+            f"lo:GLOO_SOCKET_IFNAME=lo,SOME_TOKEN={SECRET}", "--out", str(out), env=_clean_env())
     assert p.returncode == 0, p.stderr
     text = out.read_text()
     assert SECRET not in p.stdout and SECRET not in p.stderr and SECRET not in text
@@ -167,8 +167,7 @@ def test_sweep_applies_a_custom_fabric_on_gloo_and_masks_its_secret(tmp_path):
     assert rec["extra"]["transport_detail"]["fabric_env"] == {"GLOO_SOCKET_IFNAME": "lo", "SOME_TOKEN": "***"}
     assert rec["transport"] == "gloo (no NCCL)" and "transport_mismatch" not in rec
     assert rec["extra"]["child_run_id"] != rec["run_id"]
-    [printed] = [json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")]
-    assert printed["run_id"] == rec["run_id"] and printed["env"] == rec["env"]
+    assert "fabric lo" in p.stdout and "all_reduce" in p.stdout  # the table, streamed from the child
 
 
 @pytest.mark.slow

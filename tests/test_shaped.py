@@ -88,6 +88,18 @@ def test_sweep_command_with_a_waived_fabric_is_one_line(tmp_path):
                                                  "shaped fabrics need root (simulated)")
 
 
+def test_train_with_a_waived_fabric_records_waived(tmp_path):
+    env = {**os.environ, shaped.WAIVE_ENV: "shaped fabrics need root (simulated)"}
+    out = tmp_path / "t.jsonl"
+    p = subprocess.run([sys.executable, "-m", "fabricbench", "train", "--strategy", "ddp", "--model", "tiny-mistral",
+                        "--device", "cpu", "--nprocs", "2", "--fabric", "shaped:200mbit", "--out", str(out)],
+                       capture_output=True, text=True, timeout=300, env=env)
+    assert "Traceback" not in p.stderr
+    [rec] = list(read_results(out, kind="train"))
+    assert rec["status"] == "waived" and "need root (simulated)" in rec["message"]
+    assert rec["fabric"] == "shaped:200mbit" and rec["shaped_rate_bps"] == 200_000_000
+
+
 def _ours() -> set[str]:
     return set(shaped.namespaces()) if _netns_works() else set()
 
