@@ -114,7 +114,7 @@ def qualify(spec: Spec | str | os.PathLike, *, out: str | os.PathLike | None = N
             verdicts.append(_baseline_verdict(base_records, writer.records + previous, tolerance))
         if rank0:
             for v in verdicts:
-                writer.write({**header("verdict", run_id=run_id), **v.to_dict()})
+                writer.write(verdict_record(v, run_id))
     finally:
         writer.close()
     res = QualifyResult(spec=spec, verdicts=verdicts, out=str(out) if out is not None else None, run_id=run_id,
@@ -122,6 +122,15 @@ def qualify(spec: Spec | str | os.PathLike, *, out: str | os.PathLike | None = N
     if out is not None and rank0:
         _write_outputs(res, Path(out))
     return res
+
+
+def verdict_record(v: Verdict, run_id: str) -> dict[str, Any]:
+    """A kind "verdict" record: the header's `kind` stays "verdict"; the check's kind is `check_kind`."""
+    from fabricbench.results.schema import header
+
+    body = v.to_dict()
+    body["check_kind"] = body.pop("kind")
+    return {**header("verdict", run_id=run_id), **body}
 
 
 def _judge(check, kind, ctx, distributed: bool, echo) -> Verdict:

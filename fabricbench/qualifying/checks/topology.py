@@ -27,6 +27,7 @@ FIELDS = {
     "min_nvlinks": Field("int", "bonded NVLinks every pair must have at least", at_least=1),
     "islands": Field("islands", "the NVLink islands exactly, e.g. [[0,1,2,3],[4,5,6,7]]"),
     "island_count": Field("int", "how many NVLink islands", at_least=1),
+    "island_link": Field("link", "the link every pair inside each island must have, e.g. \"NV6\""),
     "uniform": Field("bool", "every pair has the same link (NVSwitch) or not"),
     "pcie_gen": Field("int", "minimum PCIe generation of every GPU's link", at_least=1),
     "pcie_width": Field("int", "minimum PCIe lanes of every GPU's link", at_least=1),
@@ -81,6 +82,16 @@ def judge(check: Check, ctx) -> list[Item]:
         got = tuple(tuple(i) for i in topo.islands())
         items.append(equal("islands", _islands(got), _islands(p["islands"]), subject="node",
                            ok=tuple(sorted(got)) == p["islands"]))
+    if p.get("island_link"):
+        want = p["island_link"]
+        inside = sorted({(a, b) for isl in topo.islands() for i, a in enumerate(isl) for b in isl[i + 1:]})
+        if not inside:
+            items.append(waived("island_link", "no NVLink island of 2 or more GPUs"))
+        bad = [(a, b) for a, b in inside if topo.link(a, b) != want]
+        for a, b in bad:
+            items.append(equal("island_link", topo.link(a, b), want, subject=f"GPU{a}-GPU{b}"))
+        if inside and not bad:
+            items.append(equal("island_link", want, want, subject=f"all {len(inside)} pairs inside islands"))
     if p.get("island_count") is not None:
         items.append(equal("island_count", len(topo.islands()), p["island_count"], subject="node"))
     if p.get("uniform") is not None and pairs:
