@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
-
 import click
 
-from fabricbench.fabrics.study import sweep_options
+from fabricbench.cli.options import echo_err, sweep_options
+from fabricbench.report.analysis import comparison, fmt, fmt_ratio
 
 
 @click.command()
@@ -38,8 +37,8 @@ def compare(fabric_list, gpus, ops, sizes, nprocs, dtype, iters, warmup, engine,
     gpu_t = parse_gpus(gpus) if gpus is not None else None
     opts = SweepOptions(ops=ops, sizes=sizes, dtype=dtype, iters=iters, warmup=warmup, engine=engine,
                         backend=backend, nprocs=nprocs, timeout_s=timeout_s)
-    opts.validate(gpu_t)
     check_plot_path(plot_path)
+    opts.validate(gpu_t)
     run_id = new_run_id()
     writer = open_output(out_path, run_id, fabrics[0].name)
     runs = []
@@ -48,7 +47,7 @@ def compare(fabric_list, gpus, ops, sizes, nprocs, dtype, iters, warmup, engine,
             if not as_json:
                 click.echo(f"fabric {fab.name}: {fab.description or fab.name}", err=True)
             runs.append(run_and_keep(fab, opts.args(gpu_t), writer, run_id, what=f"fabric {fab.name}",
-                                     kept="other fabrics' results"))
+                                     kept="other fabrics' results", say=echo_err))
     finally:
         writer.close()
     table = comparison(runs)
@@ -69,30 +68,6 @@ def compare(fabric_list, gpus, ops, sizes, nprocs, dtype, iters, warmup, engine,
         sys.exit(1)
 
 
-def comparison(runs) -> dict[str, Any]:
-    """Rows keyed by (op, dtype, inplace, bytes): the metric per fabric and its ratio to the first fabric."""
-    from fabricbench.fabrics.study import metric_for
-
-    records = [rec for r in runs for rec in r.records]
-    metric, note = metric_for(records)
-    names = [r.fabric.name for r in runs]
-    rows: dict[tuple, dict[str, Any]] = {}
-    for r in runs:
-        for rec in r.records:
-            key = (rec["op"], rec["dtype"], bool(rec.get("inplace")), rec["bytes"])
-            row = rows.setdefault(key, {"op": key[0], "dtype": key[1], "inplace": key[2], "bytes": key[3],
-                                        metric: {}, "ratio": {}})
-            row[metric][r.fabric.name] = rec.get(metric)
-    base = names[0]
-    for row in rows.values():
-        b = row[metric].get(base)
-        for n in names:
-            v = row[metric].get(n)
-            row["ratio"][n] = (v / b) if (v is not None and b) else None
-    ordered = sorted(rows.values(), key=lambda x: (x["op"], x["inplace"], x["bytes"]))
-    return {"metric": metric, "note": note, "fabrics": names, "rows": ordered}
-
-
 def render(table, runs) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -110,8 +85,8 @@ def render(table, runs) -> None:
         for n in names[1:]:
             t.add_column(f"{n}/{names[0]}", justify="right")
         for row in (r for r in table["rows"] if r["op"] == op):
-            vals = [_f(row[metric].get(n)) for n in names]
-            ratios = [_r(row["ratio"].get(n)) for n in names[1:]]
+            vals = [fmt(row[metric].get(n)) for n in names]
+            ratios = [fmt_ratio(row["ratio"].get(n)) for n in names[1:]]
             size = format_size(row["bytes"]) + (" (in)" if row["inplace"] else "")
             t.add_row(size, *vals, *ratios)
         console.print(t)
@@ -129,22 +104,10 @@ def render(table, runs) -> None:
 
 
 def plot(table, runs, path: str) -> None:
-    from fabricbench.report.plot import busbw_vs_size
+    from fabricbench.report.analysis import METRIC_LABEL, comparison_series
+    from fabricbench.report.plot import bandwidth_vs_size
 
-    metric = table["metric"]
-    series: dict[str, dict[str, list]] = {}
-    for row in table["rows"]:
-        op = row["op"] + (" (in-place)" if row["inplace"] else "")
-        for n in table["fabrics"]:
-            series.setdefault(op, {}).setdefault(n, []).append((row["bytes"], row[metric].get(n)))
-    busbw_vs_size(series, path, title=f"{metric.replace('_gbps', '')} vs size per fabric")
-
-
-def _f(v) -> str:
-    if v is None:
-        return "-"
-    return f"{v:.2f}" if abs(v) >= 1 else f"{v:.3g}"
-
-
-def _r(v) -> str:
-    return "-" if v is None else f"{v:.3f}"
+    label = METRIC_LABEL[table["metric"]]
+    bandwidth_vs_size(comparison_series(table), path, metric=label,
+                      title=f"{label} against message size, per fabric"
+                            + (f"\n({table['note']})" if table["note"] else ""))

@@ -12,6 +12,7 @@ import json
 
 import click
 
+MAX_COPIES = 1_000_000  # timed or untimed copies per measurement
 
 @click.command()
 @click.option("--gpus", default=None, help="GPU list: 0-7, 0,2,5. Default: all visible.")
@@ -28,23 +29,23 @@ def p2p(gpus, size, iters, warmup, no_host, no_peer, out_path, as_json, plot_pat
     from fabricbench.errors import UsageError
     from fabricbench.fabrics.copy import engine, matrix, measure_all
     from fabricbench.fabrics.study import check_plot_path, open_output
-    from fabricbench.gpus import check_visible, parse_gpus, visible_gpu_count
+    from fabricbench.gpus import default_gpus, parse_gpus
     from fabricbench.measuring.runner import new_run_id
     from fabricbench.results.schema import header
     from fabricbench.sizes import format_size, parse_size
 
     nbytes = parse_size(size)
-    if iters <= 0:
-        raise UsageError(f"--iters {iters}: need at least 1 timed copy")
-    if warmup < 0:
-        raise UsageError(f"--warmup {warmup}: cannot be negative")
+    if not 1 <= iters <= MAX_COPIES:
+        raise UsageError(f"--iters {iters}: need 1 to {MAX_COPIES:,} timed copies")
+    if not 0 <= warmup <= MAX_COPIES:
+        raise UsageError(f"--warmup {warmup}: 0 to {MAX_COPIES:,} untimed copies")
     if no_host and no_peer:
         raise UsageError("--no-host and --no-peer together leave nothing to measure")
     check_plot_path(plot_path)
+    if gpus is not None:
+        parse_gpus(gpus)  # the list's syntax first: it needs no engine
     eng = engine()
-    visible = visible_gpu_count()
-    gpu_t = parse_gpus(gpus) if gpus is not None else tuple(range(visible))
-    check_visible(gpu_t, visible, gpus)
+    gpu_t = default_gpus(gpus)
     run_id = new_run_id()
     writer = open_output(out_path, run_id, "default")
     head = header("copy", run_id=run_id, fabric="default")
@@ -56,17 +57,7 @@ def p2p(gpus, size, iters, warmup, no_host, no_peer, out_path, as_json, plot_pat
     uni, bi = matrix(results, gpu_t, "uni"), matrix(results, gpu_t, "bidir")
     host = [r for r in results if r.copy_kind == "host"]
     if plot_path:
-        from fabricbench.report.plot import heatmaps
-
-        labels = [f"GPU{g}" for g in gpu_t]
-        panels = []
-        if not no_peer:
-            panels += [("GPU->GPU unidirectional (GB/s)", uni, labels, labels),
-                       ("GPU<->GPU bidirectional (GB/s)", bi, labels, labels)]
-        if not no_host:
-            hm = [[_host(host, g, d) for d in ("h2d", "d2h", "bidir")] for g in gpu_t]
-            panels.append(("host<->GPU (GB/s)", hm, labels, ["h2d", "d2h", "bidir"]))
-        heatmaps(panels, plot_path, title=f"copy bandwidth, {format_size(nbytes)} per copy")
+        plot(gpu_t, uni, bi, host, nbytes, plot_path)
     if as_json:
         click.echo(json.dumps({"run_id": run_id, "bytes": nbytes, "gpus": list(gpu_t),
                                "unidirectional_gbps": uni, "bidirectional_gbps": bi,
@@ -75,6 +66,25 @@ def p2p(gpus, size, iters, warmup, no_host, no_peer, out_path, as_json, plot_pat
                                "records": [r.__dict__ for r in results]}, indent=2))
         return
     render(gpu_t, uni, bi, host, nbytes, no_peer, no_host)
+
+
+def plot(gpu_t, uni, bi, host, nbytes, path: str) -> None:
+    """Heat maps of what was measured: GPU to GPU (one way; both ways when there are two GPUs or more) and
+    host to/from each GPU. Panels with nothing measured are left out."""
+    from fabricbench.report.plot import HeatPanel, heatmaps
+    from fabricbench.sizes import format_size
+
+    labels = [f"GPU{g}" for g in gpu_t]
+    panels = [HeatPanel("GPU to GPU, one way (GB/s)" + ("; diagonal: within one GPU" if len(gpu_t) > 1 else
+                                                        ": within one GPU"), uni, labels, labels)]
+    if len(gpu_t) > 1:  # a pair is needed to copy both ways at once
+        panels.append(HeatPanel("GPU to GPU, both ways at once (GB/s, sum)", bi, labels, labels))
+    if host:
+        directions = ("h2d", "d2h", "bidir")
+        hm = [[_host(host, g, d) for d in directions] for g in gpu_t]
+        panels.append(HeatPanel("host and GPU, pinned (GB/s)", hm, labels,
+                                ["host→GPU", "GPU→host", "both (sum)"], ylabel="GPU", xlabel="direction"))
+    heatmaps(panels, path, title=f"copy bandwidth, {format_size(nbytes)} per copy, median of the timed copies")
 
 
 def _host(host, g: int, direction: str):

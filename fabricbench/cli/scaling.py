@@ -17,7 +17,26 @@ from typing import Any
 import click
 
 from fabricbench.errors import UsageError
-from fabricbench.fabrics.study import sweep_options
+from fabricbench.cli.options import echo_err, sweep_options
+from fabricbench.report.analysis import fmt, scaling_rows
+
+
+def read_counts(text: str) -> list[int]:
+    """--counts as written: whole numbers of at least 2, each once (no machine needed to check this)."""
+    counts = []
+    for item in text.split(","):
+        item = item.strip()
+        if item.startswith("-") and item[1:].isdigit():
+            raise UsageError(f"--counts {text}: {item} is negative; GPU counts start at 2, e.g. 2,4,8")
+        if not item.isdigit():
+            raise UsageError(f"--counts {text}: {item!r} is not a whole number; write e.g. 2,4,8")
+        counts.append(int(item))
+    bad = [c for c in counts if c < 2]
+    if bad:
+        raise UsageError(f"--counts {text}: {bad[0]} GPU(s) has no bus bandwidth (factor 0); start at 2")
+    if len(set(counts)) != len(counts):
+        raise UsageError(f"--counts {text} names a count twice")
+    return sorted(counts)
 
 
 def parse_counts(text: str | None, n: int, gpus_text: str) -> list[int]:
@@ -26,21 +45,20 @@ def parse_counts(text: str | None, n: int, gpus_text: str) -> list[int]:
         if not counts:
             raise UsageError(f"--gpus {gpus_text} names {n} GPU; scaling needs at least 2")
         return counts
-    counts = []
-    for item in text.split(","):
-        item = item.strip()
-        if not item.isdigit():
-            raise UsageError(f"--counts {text}: {item!r} is not a whole number; write e.g. 2,4,8")
-        counts.append(int(item))
-    bad = [c for c in counts if c < 2]
-    if bad:
-        raise UsageError(f"--counts {text}: {bad[0]} GPU(s) has no bus bandwidth (factor 0); start at 2")
+    counts = read_counts(text)
     big = [c for c in counts if c > n]
     if big:
         raise UsageError(f"--counts {text}: {max(big)} is more than the {n} GPUs of --gpus {gpus_text}")
-    if len(set(counts)) != len(counts):
-        raise UsageError(f"--counts {text} names a count twice")
-    return sorted(counts)
+    return counts
+
+
+def _cpu_ranks_limit(n: int, what: str) -> None:
+    """CPU ranks are processes on this host: bounded by its cores as `sweep --nprocs` is."""
+    from fabricbench.measuring.config import PROCS_PER_CORE, cores
+
+    if n > PROCS_PER_CORE * cores():
+        raise UsageError(f"{what}: {n} CPU ranks are more than {PROCS_PER_CORE} per core "
+                         f"({PROCS_PER_CORE} x {cores()} cores = {PROCS_PER_CORE * cores()}); lower it")
 
 
 @click.command()
@@ -64,6 +82,9 @@ def scaling(gpus, counts, ops, sizes, fabric_spec, topo_file, dtype, iters, warm
     fabric = get_fabric(fabric_spec)
     opts = SweepOptions(ops=ops, sizes=sizes, dtype=dtype, iters=iters, warmup=warmup, engine=engine,
                         backend=backend, nprocs=None, timeout_s=timeout_s)
+    check_plot_path(plot_path)  # outputs first: nothing is read or measured for a plot that cannot be written
+    if counts is not None:
+        read_counts(counts)
     topo = read_topology(topo_file)
     if topo is None:
         if not opts.cpu_ranks:
@@ -71,7 +92,8 @@ def scaling(gpus, counts, ops, sizes, fabric_spec, topo_file, dtype, iters, warm
                              "with a saved `nvidia-smi topo -m`, or run CPU ranks (--engine torch --backend gloo)")
         from fabricbench.topology.model import Gpu, Topology
 
-        n = len(parse_gpus(gpus)) if gpus else max(int(c) for c in (counts or "2").split(",") if c.isdigit())
+        n = len(parse_gpus(gpus)) if gpus else max(read_counts(counts or "2"))
+        _cpu_ranks_limit(n, f"--counts {counts}" if not gpus else f"--gpus {gpus}")
         topo = Topology(gpus=tuple(Gpu(index=i) for i in range(n)),  # CPU ranks: all alike
                         links=tuple(tuple("X" if i == j else "SYS" for j in range(n)) for i in range(n)),
                         source="cpu ranks (no GPU topology)")
@@ -82,7 +104,6 @@ def scaling(gpus, counts, ops, sizes, fabric_spec, topo_file, dtype, iters, warm
     from_topo = {v: k for k, v in to_topo.items()}
     count_list = parse_counts(counts, len(ordinals), gpus or _ranges(ordinals))
     opts.validate(None if opts.cpu_ranks else ordinals)
-    check_plot_path(plot_path)
     placements = scaling_sets(topo, count_list, tuple(to_topo[g] for g in ordinals))
 
     run_id = new_run_id()
@@ -97,11 +118,11 @@ def scaling(gpus, counts, ops, sizes, fabric_spec, topo_file, dtype, iters, warm
                      "slowest_link": p.worst_link, "count": p.count}
             args = opts.args(cuda_set, nprocs=p.count if opts.cpu_ranks else None)
             run = run_and_keep(fabric, args, writer, run_id, what=f"{p.count} GPUs {p.label}",
-                               kept="the other sets", extra=extra)
+                               kept="the other sets", extra=extra, say=echo_err)
             results.append((p, run))
     finally:
         writer.close()
-    rows = table_rows(results)
+    rows = scaling_rows(results)
     if plot_path:
         plot(rows, plot_path)
     if as_json:
@@ -113,18 +134,6 @@ def scaling(gpus, counts, ops, sizes, fabric_spec, topo_file, dtype, iters, warm
         render(rows, topo)
     if any(r.error for _, r in results):
         sys.exit(1)
-
-
-def table_rows(results) -> list[dict[str, Any]]:
-    rows = []
-    for p, run in results:
-        for rec in run.records:
-            rows.append({"op": rec["op"], "bytes": rec["bytes"], "inplace": bool(rec.get("inplace")),
-                         "count": p.count, "placement": p.label, "gpus": rec["extra"]["placement_gpus"],
-                         "slowest_link": p.worst_link, "nranks": rec.get("nranks"),
-                         "busbw_gbps": rec.get("busbw_gbps"), "algbw_gbps": rec.get("algbw_gbps"),
-                         "time_us": rec.get("time_us"), "transport": rec.get("transport")})
-    return sorted(rows, key=lambda r: (r["op"], r["inplace"], r["bytes"], r["count"], r["placement"]))
 
 
 def render(rows, topo) -> None:
@@ -141,29 +150,15 @@ def render(rows, topo) -> None:
     for r in rows:
         t.add_row(r["op"] + (" (in)" if r["inplace"] else ""), format_size(r["bytes"]), str(r["count"]),
                   r["placement"], ",".join(map(str, r["gpus"])), r["slowest_link"] or "-",
-                  _f(r["busbw_gbps"]), _f(r["algbw_gbps"]), r["transport"] or "-")
+                  fmt(r["busbw_gbps"]), fmt(r["algbw_gbps"]), r["transport"] or "-")
     console.print(t)
 
 
 def plot(rows, path: str) -> None:
+    from fabricbench.report.analysis import scaling_series
     from fabricbench.report.plot import busbw_vs_count
 
-    series: dict[str, dict[str, list]] = {}
-    for op in dict.fromkeys(r["op"] for r in rows):
-        largest = max(r["bytes"] for r in rows if r["op"] == op)
-        for r in rows:
-            if r["op"] == op and r["bytes"] == largest and not r["inplace"]:
-                from fabricbench.sizes import format_size
-
-                key = f"{op} {format_size(largest)}"
-                series.setdefault(key, {}).setdefault(r["placement"], []).append((r["count"], r["busbw_gbps"]))
-    busbw_vs_count(series, path, title="busbw vs GPU count per placement")
-
-
-def _f(v) -> str:
-    if v is None:
-        return "-"
-    return f"{v:.2f}" if abs(v) >= 1 else f"{v:.3g}"
+    busbw_vs_count(scaling_series(rows), path, title="busbw against GPU count, per placement (largest size)")
 
 
 def _ranges(gpus) -> str:

@@ -1,14 +1,14 @@
 """Shared by `compare` and `scaling`: the sweep options they pass on, validated once, and the output file.
+No click here: the flags are in fabricbench/cli/options.py, the comparison rows in report/analysis.py.
 
     fabricbench compare --fabrics default,p2p-off --gpus 0,1 --out cmp.jsonl
 """
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
-from typing import Any
-
-import click
+from typing import Any, Callable
 
 from fabricbench.errors import UsageError
 
@@ -27,13 +27,23 @@ class SweepOptions:
     nprocs: int | None
     timeout_s: float | None
 
+    def __post_init__(self) -> None:
+        # The torch engine's backend is decided here, as the sweep itself decides it (nccl when a GPU is
+        # visible, else gloo), so that compare and scaling know before any child whether ranks are CPU ones.
+        if self.engine == "torch" and self.backend is None:
+            from fabricbench.gpus import visible_gpu_count
+
+            object.__setattr__(self, "backend", "nccl" if visible_gpu_count() else "gloo")
+
     def validate(self, gpus: tuple[int, ...] | None) -> None:
         """The checks the sweep would make, made before any child starts."""
-        from fabricbench.measuring.api import make_config
+        from fabricbench.measuring.api import make_config, resolve_devices, uses_gpus
 
-        make_config(gpus=gpus, ops=self.ops, sizes=self.sizes, dtype=self.dtype, iters=self.iters,
-                    warmup=self.warmup, engine=self.engine, backend=self.backend, nprocs=self.nprocs,
-                    **({"timeout_s": self.timeout_s} if self.timeout_s else {}))
+        config = make_config(gpus=gpus, ops=self.ops, sizes=self.sizes, dtype=self.dtype, iters=self.iters,
+                             warmup=self.warmup, engine=self.engine, backend=self.backend, nprocs=self.nprocs,
+                             **({"timeout_s": self.timeout_s} if self.timeout_s is not None else {}))
+        if uses_gpus(config):  # GPUs against those visible, now rather than in every child
+            resolve_devices(config)
 
     @property
     def cpu_ranks(self) -> bool:
@@ -46,23 +56,6 @@ class SweepOptions:
                           warmup=self.warmup, engine=self.engine, backend=self.backend,
                           nprocs=nprocs if nprocs is not None else self.nprocs, timeout_s=self.timeout_s,
                           gpus=gpus)
-
-
-def sweep_options(f):
-    """The click options compare and scaling share with `fabricbench sweep`."""
-    for opt in reversed([
-        click.option("--dtype", default="float32", show_default=True, help="Element type."),
-        click.option("--iters", type=int, default=20, show_default=True, help="Timed iterations per size."),
-        click.option("--warmup", type=int, default=5, show_default=True, help="Untimed iterations per size."),
-        click.option("--engine", default="native", show_default=True, help="native or torch."),
-        click.option("--backend", default=None, help="torch engine: nccl or gloo."),
-        click.option("--timeout", "timeout_s", type=float, default=None, help="Seconds before a hung step is aborted."),
-        click.option("--out", "out_path", default=None, help="Write the combined JSONL records here."),
-        click.option("--plot", "plot_path", default=None, help="Write a PNG plot here."),
-        click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the table."),
-    ]):
-        f = opt(f)
-    return f
 
 
 def open_output(out_path: str | None, run_id: str, fabric: str, topo=None):
@@ -78,15 +71,22 @@ def open_output(out_path: str | None, run_id: str, fabric: str, topo=None):
 
 
 def check_plot_path(path: str | None) -> None:
+    """Refuse a --plot that could not be written, before anything is measured (and say which extra draws it)."""
+    import importlib.util
     import os
 
     if path is None:
         return
     parent = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(parent) or not os.access(parent, os.W_OK):
-        raise UsageError(f"--plot {path}: cannot write there; choose a writable path")
     if not path.lower().endswith(".png"):
         raise UsageError(f"--plot {path}: the plot is a PNG; name it *.png")
+    if os.path.isdir(path):
+        raise UsageError(f"--plot {path}: is a folder; name a file, e.g. {os.path.join(path, 'plot.png')}")
+    if not os.path.isdir(parent) or not os.access(parent, os.W_OK) or \
+            (os.path.exists(path) and not os.access(path, os.W_OK)):
+        raise UsageError(f"--plot {path}: cannot write there; choose a writable path")
+    if importlib.util.find_spec("matplotlib") is None:
+        raise UsageError('--plot needs matplotlib: pip install "fabricbench[plot]"')
 
 
 def adopt(rec: dict[str, Any], run_id: str) -> dict[str, Any]:
@@ -97,31 +97,36 @@ def adopt(rec: dict[str, Any], run_id: str) -> dict[str, Any]:
     return rec
 
 
+def _stderr(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
 def run_and_keep(fabric, args: list[str], writer, run_id: str, *, what: str, kept: str,
-                 extra: dict[str, Any] | None = None):
+                 extra: dict[str, Any] | None = None, say: Callable[[str], None] = _stderr):
     """One child sweep under `fabric`: report its warnings and failure, write its records into this run.
 
     `what` names the run in messages ("fabric p2p-off", "4 GPUs cross-island"); `kept` says what survives
-    a failure ("other fabrics' results"). Returns the ChildRun with its records adopted.
+    a failure ("other fabrics' results"); `say` prints one message line. Returns the ChildRun with its
+    records adopted.
     """
     from fabricbench.fabrics.child import run_child
 
     # Written as the child measures them: an interrupted compare keeps every finished measurement.
     run = run_child(fabric, args, extra=extra, on_record=lambda rec: writer.write(adopt(rec, run_id)))
     for w in run.warnings:
-        click.echo(f"warning: {w}", err=True)
+        say(f"warning: {w}")
     if run.waived:
-        click.echo(f"{what} waived: {run.waived}", err=True)
+        say(f"{what} waived: {run.waived}")
     if run.error:
-        click.echo(f"{what} failed: {run.error} ({kept} are kept)", err=True)
+        say(f"{what} failed: {run.error} ({kept} are kept)")
     if run.mismatch:
-        click.echo(f"warning: {run.mismatch}", err=True)
+        say(f"warning: {run.mismatch}")
     run.records = [adopt(r, run_id) for r in run.records]
     return run
 
 
 def metric_for(records: list[dict[str, Any]]) -> tuple[str, str | None]:
-    """busbw, unless every record is single-rank (busbw factor 0): then algbw, with the reason."""
-    if records and all((r.get("nranks") or 0) <= 1 for r in records):
-        return "algbw_gbps", "n = 1: the busbw factor is 0, so algbw is compared"
-    return "busbw_gbps", None
+    """Kept for callers of the old place; the analysis lives in fabricbench/report/analysis.py."""
+    from fabricbench.report.analysis import metric_for as choose
+
+    return choose(records)

@@ -1,4 +1,6 @@
-"""PNG plots: busbw against size per fabric, busbw against GPU count per placement, copy heat maps.
+"""PNG plots: bandwidth against size per fabric, busbw against GPU count per placement, copy heat maps.
+Every axis names its quantity and unit (decimal GB/s, as the records); a panel with nothing to show is left
+out rather than drawn empty.
 
     fabricbench compare --fabrics default,p2p-off --plot compare.png
     fabricbench scaling --counts 2,4,8 --plot scaling.png
@@ -10,6 +12,7 @@ backend, so no display is needed.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Sequence
 
 from fabricbench.errors import UsageError
@@ -33,12 +36,20 @@ def _save(fig, path: str) -> None:
         raise UsageError(f"--plot {path}: cannot write there ({e.strerror})") from None
 
 
-def _lines(series: dict[str, dict[str, list[tuple[int, float]]]], path: str, title: str, *, xlabel: str,
-           xticks, log2_x: bool) -> None:
-    """One subplot per op, one busbw line per label; points with no value are dropped."""
+def _lines(series: dict[str, dict[str, list[tuple[int, float | None]]]], path: str, title: str, *, xlabel: str,
+           ylabel: str, xticks, log2_x: bool) -> None:
+    """One subplot per op, one line per label; points with no value are dropped, ops with none left out."""
     plt = _pyplot()
-    ops = list(series)
-    fig, axes = plt.subplots(1, len(ops), figsize=(6 * len(ops), 4.2), squeeze=False)
+    ops = [op for op in series if any(v is not None for pts in series[op].values() for _, v in pts)]
+    if not ops:  # nothing measured: one panel that says so rather than empty axes
+        fig, ax = plt.subplots(figsize=(6, 3))
+        ax.axis("off")
+        ax.text(0.5, 0.5, "no measurement to plot", ha="center", va="center")
+        fig.suptitle(title)
+        _save(fig, path)
+        plt.close(fig)
+        return
+    fig, axes = plt.subplots(1, len(ops), figsize=(6 * len(ops), 4.2), squeeze=False, layout="constrained")
     for ax, op in zip(axes[0], ops):
         xs: set[int] = set()
         for label, pts in series[op].items():
@@ -48,10 +59,10 @@ def _lines(series: dict[str, dict[str, list[tuple[int, float]]]], path: str, tit
                 xs.update(p[0] for p in pts)
         if log2_x:
             ax.set_xscale("log", base=2)
-        if xs:
-            xticks(ax, sorted(xs))
+        xticks(ax, sorted(xs))
         ax.set_xlabel(xlabel)
-        ax.set_ylabel("busbw (GB/s)")
+        ax.set_ylabel(ylabel)
+        ax.set_ylim(bottom=0)
         ax.set_title(op)
         ax.grid(True, alpha=0.3)
         ax.legend()
@@ -60,42 +71,68 @@ def _lines(series: dict[str, dict[str, list[tuple[int, float]]]], path: str, tit
     plt.close(fig)
 
 
-def busbw_vs_size(series: dict[str, dict[str, list[tuple[int, float]]]], path: str, title: str) -> None:
-    """series[op][line label] = [(bytes, busbw GB/s), ...]: one subplot per op, log2 x axis."""
+def bandwidth_vs_size(series: dict[str, dict[str, list[tuple[int, float | None]]]], path: str, title: str, *,
+                      metric: str = "busbw") -> None:
+    """series[op][line label] = [(bytes, GB/s), ...]: one subplot per op, log2 x axis. `metric` ("busbw" or
+    "algbw") names what the values are, on the axis; the title should say the same."""
     from fabricbench.sizes import format_size
 
     def ticks(ax, sizes):
-        shown = sizes[:: max(1, len(sizes) // 8)]
+        shown = sizes[:: max(1, -(-len(sizes) // 8))]
         ax.set_xticks(shown, [format_size(t) for t in shown])
+        ax.minorticks_off()
 
-    _lines(series, path, title, xlabel="size S (bytes, log2)", xticks=ticks, log2_x=True)
+    _lines(series, path, title, xlabel="message size S (log2)", ylabel=f"{metric} (GB/s, 1e9 B/s)",
+           xticks=ticks, log2_x=True)
 
 
-def busbw_vs_count(series: dict[str, dict[str, list[tuple[int, float]]]], path: str, title: str) -> None:
+busbw_vs_size = bandwidth_vs_size  # the name callers used when it plotted busbw only
+
+
+def busbw_vs_count(series: dict[str, dict[str, list[tuple[int, float | None]]]], path: str, title: str) -> None:
     """series[op][placement] = [(GPU count, busbw GB/s), ...]."""
-    _lines(series, path, title, xlabel="GPUs", xticks=lambda ax, counts: ax.set_xticks(counts), log2_x=False)
+    _lines(series, path, title, xlabel="GPUs in the set", ylabel="busbw (GB/s, 1e9 B/s)",
+           xticks=lambda ax, counts: ax.set_xticks(counts), log2_x=False)
 
 
-def heatmaps(panels: list[tuple[str, list[list[float | None]], Sequence[str], Sequence[str]]],
-             path: str, title: str) -> None:
-    """panels: (title, matrix GB/s, row labels, column labels); None cells are left blank."""
+@dataclass(frozen=True)
+class HeatPanel:
+    title: str
+    matrix: list[list[float | None]]  # GB/s; None = not measured (left blank)
+    rows: Sequence[str]
+    cols: Sequence[str]
+    ylabel: str = "source"
+    xlabel: str = "destination"
+
+
+def heatmaps(panels: list[HeatPanel | tuple], path: str, title: str, *, unit: str = "GB/s") -> None:
+    """One heat map per panel with its own colour bar; a panel with no value at all is left out."""
     import numpy as np
 
     plt = _pyplot()
-    fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4.8), squeeze=False)
-    for ax, (name, matrix, rows, cols) in zip(axes[0], panels):
-        data = np.array([[np.nan if v is None else v for v in r] for r in matrix], dtype=float)
-        im = ax.imshow(data, cmap="viridis")
-        ax.set_xticks(range(len(cols)), cols)
-        ax.set_yticks(range(len(rows)), rows)
-        ax.set_xlabel("dst")
-        ax.set_ylabel("src")
-        ax.set_title(name)
+    panels = [p if isinstance(p, HeatPanel) else HeatPanel(*p) for p in panels]
+    panels = [p for p in panels if any(v is not None for r in p.matrix for v in r)]
+    assert panels, "no panel has a value"
+    # constrained layout gives each colour bar its own room, so its labels never run into the next panel
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 4.6), squeeze=False,
+                             layout="constrained")
+    for ax, p in zip(axes[0], panels):
+        data = np.array([[np.nan if v is None else v for v in r] for r in p.matrix], dtype=float)
+        im = ax.imshow(data, cmap="viridis", aspect="auto")
+        ax.set_xticks(range(len(p.cols)), p.cols)
+        ax.set_yticks(range(len(p.rows)), p.rows)
+        ax.set_xlabel(p.xlabel)
+        ax.set_ylabel(p.ylabel)
+        ax.set_title(p.title)
+        lo, hi = np.nanmin(data), np.nanmax(data)
         for i in range(data.shape[0]):
             for j in range(data.shape[1]):
                 if not np.isnan(data[i, j]):
-                    ax.text(j, i, f"{data[i, j]:.0f}", ha="center", va="center", color="w", fontsize=8)
-        fig.colorbar(im, ax=ax, label="GB/s")
+                    light = hi > lo and (data[i, j] - lo) / (hi - lo) > 0.6  # viridis turns yellow: dark text
+                    ax.text(j, i, f"{data[i, j]:.1f}", ha="center", va="center", fontsize=8,
+                            color="black" if light else "white")
+        if hi > lo:  # one value (a single GPU's own copy) has no scale to read
+            fig.colorbar(im, ax=ax, label=unit, shrink=0.85)
     fig.suptitle(title)
     _save(fig, path)
     plt.close(fig)

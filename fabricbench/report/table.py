@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 from typing import Any, TextIO
 
+from fabricbench.report.analysis import fmt
 from fabricbench.sizes import format_size
 
 COLUMNS = ("op", "size", "count", "type", "place", "time (us)", "algbw (GB/s)", "busbw (GB/s)", "#wrong",
@@ -17,13 +18,7 @@ CSV_FIELDS = ("op", "dtype", "bytes", "count", "nranks", "inplace", "graph", "ti
               "timestamp")
 
 
-def _num(v: float | None, digits: int = 2) -> str:
-    """Two decimals as nccl-tests prints, but three significant digits below 1 so small values show."""
-    if v is None:
-        return "-"
-    if 0 < abs(v) < 1:
-        return f"{v:.3g}"
-    return f"{v:.{digits}f}"
+_num = fmt  # the one number formatter (fabricbench/report/analysis.py)
 
 
 def row(rec: dict[str, Any]) -> list[str]:

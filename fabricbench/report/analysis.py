@@ -1,0 +1,100 @@
+"""Analysis of collective records shared by the commands, the reports and the tests: which bandwidth to
+compare, the comparison rows of `compare`, the rows of `scaling`, and the one number formatter.
+
+    fabricbench compare --fabrics default,p2p-off --json     ("comparison" is comparison()'s rows)
+    fabricbench scaling --counts 2,4,8 --json                 ("rows" is scaling_rows())
+
+Ratio per size = the metric on a fabric / the metric on the first fabric named. The metric is busbw, or
+algbw when every record has one rank (busbw's factor is 0 there; nccl-tests' PERFORMANCE.md).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Sequence
+
+METRIC_LABEL = {"busbw_gbps": "busbw", "algbw_gbps": "algbw"}
+
+
+def metric_for(records: list[dict[str, Any]]) -> tuple[str, str | None]:
+    """busbw, unless every record is single-rank (busbw factor 0): then algbw, with the reason."""
+    if records and all((r.get("nranks") or 0) <= 1 for r in records):
+        return "algbw_gbps", "n = 1: the busbw factor is 0, so algbw is compared"
+    return "busbw_gbps", None
+
+
+def comparison(runs: Sequence[Any]) -> dict[str, Any]:
+    """Rows keyed by (op, dtype, inplace, bytes): the metric per fabric and its ratio to the first fabric.
+
+    `runs` are objects with `.fabric.name` and `.records` (fabricbench.fabrics.child.ChildRun), in the
+    order the fabrics were named.
+    """
+    records = [rec for r in runs for rec in r.records]
+    metric, note = metric_for(records)
+    names = [r.fabric.name for r in runs]
+    rows: dict[tuple, dict[str, Any]] = {}
+    for r in runs:
+        for rec in r.records:
+            key = (rec["op"], rec["dtype"], bool(rec.get("inplace")), rec["bytes"])
+            row = rows.setdefault(key, {"op": key[0], "dtype": key[1], "inplace": key[2], "bytes": key[3],
+                                        metric: {}, "ratio": {}})
+            row[metric][r.fabric.name] = rec.get(metric)
+    base = names[0] if names else None
+    for row in rows.values():
+        b = row[metric].get(base)
+        for n in names:
+            v = row[metric].get(n)
+            row["ratio"][n] = (v / b) if (v is not None and b) else None
+    ordered = sorted(rows.values(), key=lambda x: (x["op"], x["inplace"], x["bytes"]))
+    return {"metric": metric, "note": note, "fabrics": names, "rows": ordered}
+
+
+def comparison_series(table: dict[str, Any]) -> dict[str, dict[str, list[tuple[int, float | None]]]]:
+    """series[op][fabric] = [(bytes, metric), ...] for a plot of comparison()'s rows."""
+    series: dict[str, dict[str, list]] = {}
+    metric = table["metric"]
+    for row in table["rows"]:
+        op = row["op"] + (" (in-place)" if row["inplace"] else "")
+        for n in table["fabrics"]:
+            series.setdefault(op, {}).setdefault(n, []).append((row["bytes"], row[metric].get(n)))
+    return series
+
+
+def scaling_rows(results: Iterable[tuple[Any, Any]]) -> list[dict[str, Any]]:
+    """(placement, child run) pairs -> one row per record: count, placement, GPU set, bandwidths."""
+    rows = []
+    for p, run in results:
+        for rec in run.records:
+            rows.append({"op": rec["op"], "bytes": rec["bytes"], "inplace": bool(rec.get("inplace")),
+                         "count": p.count, "placement": p.label, "gpus": rec["extra"]["placement_gpus"],
+                         "slowest_link": p.worst_link, "nranks": rec.get("nranks"),
+                         "busbw_gbps": rec.get("busbw_gbps"), "algbw_gbps": rec.get("algbw_gbps"),
+                         "time_us": rec.get("time_us"), "transport": rec.get("transport")})
+    return sorted(rows, key=lambda r: (r["op"], r["inplace"], r["bytes"], r["count"], r["placement"]))
+
+
+def scaling_series(rows: list[dict[str, Any]]) -> dict[str, dict[str, list[tuple[int, float | None]]]]:
+    """series["op SIZE"][placement] = [(GPU count, busbw), ...] at each op's largest size, out-of-place."""
+    from fabricbench.sizes import format_size
+
+    series: dict[str, dict[str, list]] = {}
+    for op in dict.fromkeys(r["op"] for r in rows):
+        largest = max(r["bytes"] for r in rows if r["op"] == op)
+        key = f"{op} {format_size(largest)}"
+        for r in rows:
+            if r["op"] == op and r["bytes"] == largest and not r["inplace"]:
+                series.setdefault(key, {}).setdefault(r["placement"], []).append((r["count"], r["busbw_gbps"]))
+    return series
+
+
+def fmt(v: float | None, digits: int = 2) -> str:
+    """Two decimals as nccl-tests prints, three significant digits below 1 so small values show; '-' for
+    nothing measured."""
+    if v is None:
+        return "-"
+    if 0 < abs(v) < 1:
+        return f"{v:.3g}"
+    return f"{v:.{digits}f}"
+
+
+def fmt_ratio(v: float | None) -> str:
+    return "-" if v is None else f"{v:.3f}"
