@@ -63,7 +63,7 @@ def test_bytes_held_per_rank(runs, model, strategy):
     """Count what each rank holds against Ψ and the framework recipe's bytes."""
     rec = runs[(model, strategy)]
     psi = rec["params"]
-    expect = est.model_states(psi=psi, num_gpus=NPROCS)[strategy]
+    expect = est.model_states(psi=psi, num_gpus=NPROCS, recipe=rec["estimate"]["recipe"])[strategy]
     s = STRATEGIES.get(strategy)
     for h in rec["holdings"]:
         for kind, whole in (("params", psi), ("grads", psi), ("optimizer", 2 * psi)):
@@ -152,7 +152,7 @@ def test_oom_is_a_result_and_all_goes_on(tmp_path):
     assert "injected out of memory" in recs[0]["message"]
     psi = recs[0]["params"]
     assert recs[0]["estimate"]["total_bytes"] == 16 * psi  # the estimate beside it
-    assert recs[0]["estimate"]["recipe"] == "framework"
+    assert recs[0]["estimate"]["recipe"] == "framework-fp32"  # CPU trains in fp32 unless --precision says
     from fabricbench.results import read_results
 
     assert [r["status"] for r in read_results(tmp_path / "oom.jsonl", kind="train")] == ["oom", "ok"]
@@ -195,4 +195,5 @@ def test_missing_deepspeed_is_waived_not_launched(monkeypatch):
     body = launch.run_strategy(_config("tiny-mistral", ["zero2"]), "zero2", resolved, 106_816)
     assert body["status"] == "waived"
     assert body["message"] == "waived: DeepSpeed is not installed (pip install 'fabricbench[train]')"
-    assert body["estimate"]["total_bytes"] == est.model_states(psi=106_816, num_gpus=2)["zero2"]["total_bytes"]
+    states = est.model_states(psi=106_816, num_gpus=2, recipe="framework-fp32")
+    assert body["estimate"]["total_bytes"] == states["zero2"]["total_bytes"]

@@ -49,6 +49,10 @@ def _line(rec: dict) -> str:
 @click.option("--seq-len", type=int, default=512, show_default=True, help="Tokens per sample (causal LM).")
 @click.option("--image-size", type=int, default=224, show_default=True, help="Pixels per side (images).")
 @click.option("--lr", type=float, default=1e-4, show_default=True, help="AdamW learning rate.")
+@click.option("--precision", type=click.Choice(["bf16", "fp16", "fp32"]), default=None,
+              help="Compute precision (default: bf16 on cuda, fp32 on cpu).")
+@click.option("--trace-steps", type=int, default=2, show_default=True,
+              help="Profiled steps after the timed ones, for the communication trace (0: none).")
 @click.option("--dataset", type=click.Path(exists=True), default=None,
               help="Local data: DIR/<class>/<image>, or *.txt / *.npy tokens. Default: synthetic.")
 @click.option("--fabric", default="default", show_default=True, help="The NCCL environment to run under.")
@@ -62,8 +66,8 @@ def _line(rec: dict) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print each record as JSON instead of a line.")
 @click.option("--list", "list_", is_flag=True, help="List strategies and models, then exit.")
 def train(strategy, model, model_config, model_path, gpus, device, nprocs, steps, warmup_steps, batch_size,
-          seq_len, image_size, lr, dataset, fabric, out, nnodes, node_rank, master_addr, master_port, timeout_s,
-          as_json, list_) -> None:
+          seq_len, image_size, lr, precision, trace_steps, dataset, fabric, out, nnodes, node_rank, master_addr,
+          master_port, timeout_s, as_json, list_) -> None:
     """Train one model under each strategy, in fresh processes, and measure throughput and memory."""
     from fabricbench.results import ResultWriter
     from fabricbench.training.launch import TrainConfig, run
@@ -94,10 +98,17 @@ def train(strategy, model, model_config, model_path, gpus, device, nprocs, steps
         click.echo("warning: --gpus is ignored with --device cpu (use --nprocs)", err=True)
     config = TrainConfig(strategies=names, model=model, model_config=model_config, model_path=model_path,
                          device=device, gpus=gpu_list, nprocs=nprocs, steps=steps, warmup_steps=warmup_steps,
-                         batch_size=batch_size, seq_len=seq_len, image_size=image_size, lr=lr, dataset=dataset,
+                         batch_size=batch_size, seq_len=seq_len, image_size=image_size, lr=lr, precision=precision,
+                         trace_steps=trace_steps, dataset=dataset,
                          fabric=fabric, nnodes=nnodes, node_rank=node_rank, master_addr=master_addr,
                          master_port=master_port, timeout_s=timeout_s)
     config.validate()  # every option checked before --out is opened or anything starts
     echo = (lambda r: click.echo(json.dumps(r))) if as_json else (lambda r: click.echo(_line(r)))
     with ResultWriter(out) as writer:
-        run(config, writer, echo=echo)
+        records = run(config, writer, echo=echo)
+    died = [r for r in records if r.get("rank_died") is not None]
+    if died:  # exit 1: a dead rank is a failed run, though its record (and the steps kept) was written
+        from fabricbench.errors import FabricbenchError
+
+        raise FabricbenchError("; ".join(f"{r['strategy']}: {r['message']}" for r in died)
+                               + (f" (records written to {out})" if out else ""))

@@ -22,6 +22,9 @@ Recipes (bytes per parameter: params, grads, optimizer, master):
     master; grads fp32 (sharded, in the parameter's dtype), m and v fp32, all divided by n:
     4, 4, 8, 0 per parameter over n. One FSDP unit's bf16 parameters (gathered) and gradients exist
     transiently per block; they are not counted.
+- framework-fp32: the same frameworks under `train --precision fp32` (no autocast): DDP and FSDP2 as
+  above (4, 4, 8, 0); DeepSpeed keeps fp32 params and grads and still a separate fp32 master partition
+  (4, 4, 8, 4; measured on CPU, DeepSpeed 0.19.8). bf16 and fp16 keep what `framework` says.
 - fp32: pure fp32 Adam, no mixed precision: 4, 4, 8, 0, sharded per strategy as above.
 Not counted by any recipe: activations (see activation_bytes), communication buckets (DDP 25 MB,
 DeepSpeed's reduce/allgather buckets), the CUDA context and allocator fragmentation.
@@ -91,11 +94,15 @@ def _same(params: int, grads: int, optimizer: int, master: int) -> dict[str, dic
 
 _ZERO_DS = {"params": 2, "grads": 2, "optimizer": 8, "master": 4}
 _AUTOCAST = {"params": 4, "grads": 4, "optimizer": 8, "master": 0}
+_ZERO_DS_FP32 = {"params": 4, "grads": 4, "optimizer": 8, "master": 4}
 RECIPES: Registry[Recipe] = Registry("recipe")
 for _r in (
     Recipe(name="framework", description="what Accelerate DDP, DeepSpeed ZeRO and FSDP2 keep under bf16",
            bytes_per_param={"ddp": dict(_AUTOCAST), "zero1": dict(_ZERO_DS), "zero2": dict(_ZERO_DS),
                             "zero3": dict(_ZERO_DS), "fsdp": dict(_AUTOCAST)}),
+    Recipe(name="framework-fp32", description="what the same frameworks keep with no mixed precision (fp32)",
+           bytes_per_param={"ddp": dict(_AUTOCAST), "zero1": dict(_ZERO_DS_FP32), "zero2": dict(_ZERO_DS_FP32),
+                            "zero3": dict(_ZERO_DS_FP32), "fsdp": dict(_AUTOCAST)}),
     Recipe(name="zero-paper", description="ZeRO paper: 2Ψ params + 2Ψ grads + 12Ψ (master + m + v)",
            bytes_per_param=_same(2, 2, 8, 4)),
     Recipe(name="fp32", description="pure fp32 Adam: 4Ψ params + 4Ψ grads + 8Ψ (m + v)",
@@ -130,14 +137,15 @@ def tokens_per_sample(config: Any, *, task: str, seq_len: int, image_size: int) 
     return (image_size // config.patch_size) ** 2 + 1  # patches + CLS
 
 
-def activation_bytes(config: Any, *, task: str, batch_size: int, seq_len: int, image_size: int) -> int:
-    """34·s·b·h·L bytes (see the module docstring)."""
+def activation_bytes(config: Any, *, task: str, batch_size: int, seq_len: int, image_size: int,
+                     precision: str = "bf16") -> int:
+    """34·s·b·h·L bytes (see the module docstring); twice that in fp32, whose activations are 4-byte."""
     from fabricbench.training.models import CAUSAL_LM
 
     lm = task == CAUSAL_LM  # the other length does not enter the formula
     check_sizes(batch_size=batch_size, seq_len=seq_len if lm else None, image_size=None if lm else image_size)
     s = tokens_per_sample(config, task=task, seq_len=seq_len, image_size=image_size)
-    return 34 * s * batch_size * config.hidden_size * config.num_hidden_layers
+    return 34 * s * batch_size * config.hidden_size * config.num_hidden_layers * (2 if precision == "fp32" else 1)
 
 
 def estimate(*, model: str, psi: int, num_gpus: int, recipe: str = "framework",

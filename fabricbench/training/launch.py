@@ -20,9 +20,7 @@ import json
 import math
 import os
 import socket
-import subprocess
 import sys
-import tempfile
 import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -33,11 +31,13 @@ from fabricbench.errors import UsageError
 from fabricbench.measuring.config import PROCS_PER_CORE, cores
 from fabricbench.results import ResultWriter, header
 from fabricbench.results.context import package_version
-from fabricbench.training import estimate, metrics, models, verify
-from fabricbench.training.strategies import STRATEGIES
+from fabricbench.training import estimate, metrics, models, trace, verify
+from fabricbench.training.strategies import PRECISIONS, STRATEGIES, default_precision
+from fabricbench.training.strategies.base import accelerate_precision
 
 LIBRARIES = ("torch", "accelerate", "transformers", "deepspeed")
 MAX_STEPS = 100_000  # optimizer steps per strategy
+MAX_TRACE_STEPS = 20  # profiled steps: a profile grows with every step and is read in memory
 
 
 @dataclass(kw_only=True)
@@ -55,6 +55,8 @@ class TrainConfig:
     seq_len: int = 512  # tokens per sample (causal LM)
     image_size: int = 224  # pixels per side (image classification)
     lr: float = 1e-4  # AdamW learning rate
+    precision: str | None = None  # "bf16", "fp16" or "fp32"; None: bf16 on cuda, fp32 on cpu (run_precision)
+    trace_steps: int = 2  # profiled steps after the timed ones, for the record's "comm" (trace.py); 0: none
     dataset: str | None = None  # local dataset folder (data.py); synthetic when None
     fabric: str = "default"  # a fabric name (fabricbench/fabrics)
     nnodes: int = 1  # torchrun pass-through, for several nodes
@@ -71,6 +73,10 @@ class TrainConfig:
     @property
     def world_size(self) -> int:
         return self.procs_per_node * self.nnodes
+
+    @property
+    def run_precision(self) -> str:
+        return self.precision or default_precision(self.device)
 
     def validate(self) -> None:
         for s in self.strategies:
@@ -91,6 +97,10 @@ class TrainConfig:
             raise UsageError(f"--timeout {self.timeout_s}: must be positive and finite (seconds per strategy)")
         if self.device not in ("cuda", "cpu"):
             raise UsageError(f"--device {self.device}: choose cuda or cpu")
+        if self.precision is not None and self.precision not in PRECISIONS:
+            raise UsageError(f"--precision {self.precision}: choose {', '.join(PRECISIONS)}")
+        if not 0 <= self.trace_steps <= MAX_TRACE_STEPS:
+            raise UsageError(f"--trace-steps {self.trace_steps}: 0 (no trace) to {MAX_TRACE_STEPS}")
         if self.device == "cpu" and self.nprocs < 1:
             raise UsageError(f"--nprocs {self.nprocs}: need at least 1 process")
         if self.device == "cpu" and self.nprocs > PROCS_PER_CORE * cores():
@@ -151,11 +161,15 @@ def worker_env(config: TrainConfig) -> dict[str, str]:
 
 
 def launch_command(config: TrainConfig, spec_path: Path) -> list[str]:
+    """torchrun, whose ranks start under fabricbench.procs' guard: torchrun puts each rank in a session of
+    its own, out of reach of a group kill, so each rank asks for the death signal itself."""
+    from fabricbench import procs
+
     port = config.master_port if config.master_port is not None else _free_port()
     return [sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={config.procs_per_node}",
             f"--nnodes={config.nnodes}", f"--node-rank={config.node_rank}",
             f"--master-addr={config.master_addr}", f"--master-port={port}",
-            "-m", "fabricbench.training.worker", str(spec_path)]
+            *procs.guard_argv("fabricbench.training.worker", str(spec_path))]
 
 
 def run_strategy(config: TrainConfig, name: str, resolved: models.ResolvedModel, psi: int) -> dict[str, Any]:
@@ -165,8 +179,9 @@ def run_strategy(config: TrainConfig, name: str, resolved: models.ResolvedModel,
     why = strategy.unavailable()
     if why:
         return {**body, "status": "waived", "message": why}
-    with tempfile.TemporaryDirectory(prefix=f"fabricbench-train-{name}-") as tmp:
-        run_dir = Path(tmp)
+    from fabricbench import procs
+
+    with procs.temp_dir(f"train-{name}") as run_dir:  # removed on Ctrl-C too; after a SIGKILL, next start
         spec = {**asdict(config), "strategy": name, "run_dir": str(run_dir)}
         spec.pop("strategies")
         spec_path = run_dir / "spec.json"
@@ -180,25 +195,103 @@ def run_strategy(config: TrainConfig, name: str, resolved: models.ResolvedModel,
         body.update(fabric_env=fabric.public_variables, shaped_rate_bps=fabric.rate_bps)
         try:
             # applied(): the fabric's environment, and for shaped:RATE torchrun inside its namespace.
+            # procs.run: torchrun in its own process group, dead with us; on --timeout or Ctrl-C it and
+            # its ranks are ended (SIGTERM, then SIGKILL) before this returns or raises.
             with applied(fabric, base_env=worker_env(config)) as launch:
-                proc = subprocess.run(launch.argv(cmd), env=launch.env, capture_output=True, text=True,
-                                      timeout=config.timeout_s)
-            rc, log = proc.returncode, (proc.stdout or "") + (proc.stderr or "")
-        except subprocess.TimeoutExpired as e:
-            rc, log = None, f"timed out after {config.timeout_s:.0f} s: {e}"
+                res = procs.run(launch.argv(cmd), env=launch.env, timeout_s=config.timeout_s)
         except FabricWaived as e:
             return {**body, "status": "waived", "message": str(e)}
-        ranks = [json.loads(p.read_text()) for p in sorted(run_dir.glob("rank-*.json"),
-                                                            key=lambda p: int(p.stem.split("-")[1]))]
+        rc, log = (None if res.timed_out else res.returncode), res.stdout + res.stderr
+        if res.timed_out:
+            log = f"timed out after {config.timeout_s:g} s; torchrun and its ranks were killed\n{log}"
+        ranks = _rank_files(run_dir)
+    unfinished = _unfinished(config, ranks, rc=rc, log=log, timed_out=res.timed_out)
+    if unfinished is not None:
+        return {**body, **unfinished}
     return {**body, **join_ranks(config, strategy.name, ranks, rc=rc, log=log, psi=psi)}
+
+
+def _rank_files(run_dir: Path) -> list[dict[str, Any]]:
+    """The ranks' files in rank order; one torn or half-written is skipped (the worker replaces it whole)."""
+    ranks = []
+    for p in sorted(run_dir.glob("rank-*.json"), key=lambda p: int(p.stem.split("-")[1])):
+        try:
+            ranks.append(json.loads(p.read_text()))
+        except (OSError, ValueError):
+            continue
+    return ranks
+
+
+def _unfinished(config: TrainConfig, ranks: list[dict[str, Any]], *, rc: int | None, log: str,
+                timed_out: bool) -> dict[str, Any] | None:
+    """A run that ended with a rank still "running" (killed, crashed in C, timed out), or with a rank that
+    never wrote its file -> status "error" naming the rank and its step count, with the steps every rank
+    finished kept (slowest rank per step, as join_ranks times them). None: every rank finished."""
+    by_rank = {int(r.get("rank", i)): r for i, r in enumerate(ranks)}
+    missing = [r for r in range(config.procs_per_node) if r not in by_rank]
+    running = [r for r, doc in sorted(by_rank.items()) if doc.get("status") == "running"]
+    if not missing and not running:
+        return None
+    culprit = _root_cause(log)
+    dead = culprit if culprit is not None and (culprit in running or culprit in missing) else \
+        (missing or running)[0]
+    steps = {r: len(doc.get("step_times_s") or []) for r, doc in by_rank.items()}
+    k = steps.get(dead, 0)
+    how = _exit_text(log, dead)
+    if timed_out:
+        msg = f"timed out after {config.timeout_s:g} s with rank {dead} at {k} of {config.steps} steps"
+    else:
+        msg = f"rank {dead} died after {k} of {config.steps} steps{how}"
+    others = [f"rank {r}: {doc.get('message')}" for r, doc in sorted(by_rank.items())
+              if doc.get("status") not in ("running", "ok") and doc.get("message")]
+    if others:
+        msg += "; then " + "; ".join(others)
+    done = min([steps.get(r, 0) for r in range(config.procs_per_node)] or [0])
+    per_step = [max(by_rank[r]["step_times_s"][i] for r in by_rank) for i in range(done)]
+    r0 = by_rank.get(0, {})
+    out: dict[str, Any] = {"status": "error", "message": msg, "launcher_rc": rc, "rank_died": dead,
+                           "steps_completed": done, "step_times_s": per_step,
+                           "losses": (r0.get("losses") or [])[:done]}
+    timed = per_step[config.warmup_steps:]
+    if timed:
+        out["step_time"] = {**metrics.step_stats(timed), "timed_steps": len(timed),
+                            "rule": "slowest rank per step (the steps every rank finished)"}
+    return out
+
+
+def _root_cause(log: str) -> int | None:
+    """The rank torchrun names as the first failure ("Root Cause ... rank: 1 (local_rank: 1)")."""
+    import re
+
+    m = re.search(r"Root Cause[\s\S]*?\brank\s*:\s*(\d+)", log)
+    return int(m.group(1)) if m else None
+
+
+def _exit_text(log: str, rank: int) -> str:
+    import re
+
+    m = re.search(r"Root Cause[\s\S]*?\brank\s*:\s*%d[\s\S]*?exitcode\s*:\s*(-?\d+)" % rank, log)
+    if not m:
+        return ""
+    code = int(m.group(1))
+    if code < 0:
+        import signal
+
+        try:
+            return f" (killed by {signal.Signals(-code).name})"
+        except ValueError:
+            return f" (signal {-code})"
+    return f" (exit status {code})"
 
 
 def _base_body(config: TrainConfig, name: str, resolved: models.ResolvedModel, psi: int) -> dict[str, Any]:
     tps = estimate.tokens_per_sample(resolved.config, task=resolved.task, seq_len=config.seq_len,
                                      image_size=config.image_size)
-    states = estimate.model_states(psi=psi, num_gpus=config.world_size)[name]
+    precision = config.run_precision
+    recipe = "framework-fp32" if precision == "fp32" else "framework"
+    states = estimate.model_states(psi=psi, num_gpus=config.world_size, recipe=recipe)[name]
     act = estimate.activation_bytes(resolved.config, task=resolved.task, batch_size=config.batch_size,
-                                    seq_len=config.seq_len, image_size=config.image_size)
+                                    seq_len=config.seq_len, image_size=config.image_size, precision=precision)
     return {
         "strategy": name, "model": resolved.name, "task": resolved.task, "params": psi,
         "batch_size": config.batch_size, "global_batch": config.batch_size * config.world_size,
@@ -207,9 +300,10 @@ def _base_body(config: TrainConfig, name: str, resolved: models.ResolvedModel, p
         "tokens_per_sample": tps, "device": config.device,
         "gpus": list(config.gpus) if config.device == "cuda" else [], "nranks": config.world_size,
         "nnodes": config.nnodes, "steps": config.steps, "warmup_steps": config.warmup_steps,
-        "lr": config.lr, "optimizer": "AdamW (fused on GPU)", "mixed_precision": "bf16",
+        "lr": config.lr, "optimizer": "AdamW (fused on GPU)",
+        "precision": precision, "mixed_precision": accelerate_precision(precision),
         "dataset": config.dataset or "synthetic",
-        "estimate": {"recipe": "framework", **states, "activation_bytes": act,
+        "estimate": {"recipe": recipe, **states, "activation_bytes": act,
                      "with_activations_bytes": states["total_bytes"] + act},
         "versions": {lib: package_version(lib) for lib in LIBRARIES},
     }
@@ -251,6 +345,11 @@ def join_ranks(config: TrainConfig, name: str, ranks: list[dict[str, Any]], *, r
     timed = per_step[config.warmup_steps:]
     out["step_time"] = {**metrics.step_stats(timed), "timed_steps": len(timed), "rule": "slowest rank per step"}
     out["step_times_s"] = per_step
+    if config.trace_steps:
+        out["comm"] = trace.join([r.get("comm") or {"error": "no trace in the rank file"} for r in ranks],
+                                 backend=r0.get("backend") or ("nccl" if config.device == "cuda" else "gloo"),
+                                 world_size=r0["world_size"], sends=strategy.textbook_sends, psi=psi,
+                                 precision=config.run_precision, timed_step_s=out["step_time"]["median_s"])
     losses = r0["losses"]
     out.update(first_loss=losses[0], last_loss=losses[-1], losses=losses,
                loss_decreased=losses[-1] < losses[0])

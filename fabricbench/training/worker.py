@@ -17,7 +17,9 @@ import sys
 import time
 import traceback
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
+
+from fabricbench.training import trace
 
 OOM_EXIT = 3
 FAKE_OOM_ENV = "FABRICBENCH_FAKE_OOM"  # test hook: a strategy name whose first step raises OutOfMemoryError
@@ -40,11 +42,38 @@ def _memory(device: Any) -> dict[str, int | None]:
             "peak_reserved_bytes": int(torch.cuda.max_memory_reserved(device))}
 
 
+def _write_atomic(path: Path, doc: dict[str, Any]) -> None:
+    """Replace the rank file whole: a reader (the launcher, after a crash) sees the old or the new one."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(doc))
+    os.replace(tmp, path)
+
+
+def _trace(one_step: Callable[[int], tuple[float, float]], *, steps: int, device: Any, world: int, run_dir: Path,
+           rank: int) -> dict[str, Any]:
+    """`steps` more steps under the profiler -> this rank's summary (trace.py).
+
+    A step that fails fails the rank as any step does (its peers must not wait for it in a collective);
+    a profile that cannot be read is a note in the record, and the timed steps stand."""
+    times = []
+    with trace.profiler(device.type) as prof:
+        for _ in range(steps):
+            with trace.step_mark():
+                t, _loss = one_step(-1)
+            times.append(t)
+    try:
+        events = trace.export_events(prof, run_dir / f"profile-rank-{rank}.json")
+        return trace.rank_summary(events, device_type=device.type, world_size=world, steps=steps,
+                                  step_times_s=times, groups=trace.group_sizes())
+    except Exception as e:  # noqa: BLE001 - the trace is an addition; never lose the measured steps for it
+        return {"error": f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:300]}
+
+
 def run(spec: dict[str, Any], rank_file: Path) -> int:
     import torch
 
     from fabricbench.training import data, models, verify
-    from fabricbench.training.strategies import STRATEGIES
+    from fabricbench.training.strategies import STRATEGIES, default_precision
 
     strategy = STRATEGIES.get(spec["strategy"])
     resolved = models.resolve(name=spec.get("model"), config_file=spec.get("model_config"),
@@ -59,15 +88,17 @@ def run(spec: dict[str, Any], rank_file: Path) -> int:
         module = models.build(resolved, device=torch.device("cuda", torch.cuda.current_device()) if on_gpu else None)
         models.freeze_unused(module)
         layer_classes = models.block_class_names(module, resolved.layer_class)
+        precision = spec.get("precision") or default_precision(spec["device"])
         acc = strategy.make_accelerator(batch_size=spec["batch_size"], layer_classes=layer_classes,
-                                        device=spec["device"])
+                                        device=spec["device"], precision=precision)
         device = acc.device
         # The world the collectives span. On CPU Accelerate hands DeepSpeed the process group but keeps
         # num_processes = 1 for itself (accelerate/state.py, no backend for cpu=False), so ask torch.
         dist = torch.distributed
         rank, world = (dist.get_rank(), dist.get_world_size()) if dist.is_initialized() else (0, 1)
         out.update(world_size=world, accelerate_num_processes=acc.num_processes,
-                   distributed_type=str(acc.distributed_type))
+                   distributed_type=str(acc.distributed_type), mixed_precision=str(acc.mixed_precision),
+                   backend=dist.get_backend() if dist.is_initialized() else None)
         # fused on GPU: the foreach form makes whole-model temporaries (sqrt of v...), which alone would
         # push mistral-7b under DDP out of memory; the update is the same AdamW
         optimizer = torch.optim.AdamW(module.parameters(), lr=spec["lr"], weight_decay=0.0, fused=on_gpu)
@@ -80,12 +111,14 @@ def run(spec: dict[str, Any], rank_file: Path) -> int:
                             seq_len=spec["seq_len"], image_size=spec["image_size"], dataset=spec.get("dataset"),
                             rank=rank, world=world, device=device,
                             seed=spec.get("seed", 0))
-        times, losses = [], []
-        for step in range(spec["steps"]):
+        fake_oom = os.environ.get(FAKE_OOM_ENV) == strategy.name
+
+        def one_step(step: int) -> tuple[float, float]:
+            """One optimizer step -> (seconds, loss); the device synchronised at both ends."""
             batch = next(feed)
             _sync(device)
             t0 = time.perf_counter()
-            if os.environ.get(FAKE_OOM_ENV) == strategy.name:
+            if fake_oom:
                 raise torch.cuda.OutOfMemoryError(f"{FAKE_OOM_ENV}={strategy.name}: injected out of memory")
             loss = model(**batch).loss
             if engine[0] == "deepspeed":  # what Accelerate's DeepSpeedEngineWrapper.backward does, split
@@ -100,8 +133,20 @@ def run(spec: dict[str, Any], rank_file: Path) -> int:
                 optimizer.step()
                 optimizer.zero_grad(set_to_none=True)
             _sync(device)
-            times.append(time.perf_counter() - t0)
-            losses.append(float(loss.detach().float().item()))
+            return time.perf_counter() - t0, float(loss.detach().float().item())
+
+        times, losses = [], []
+        out["status"] = "running"
+        for step in range(spec["steps"]):
+            t, loss = one_step(step)
+            times.append(t)
+            losses.append(loss)
+            out.update(step_times_s=times, losses=losses)
+            _write_atomic(rank_file, out)  # a rank that dies later keeps its steps
+        out["status"] = "ok"
+        if spec.get("trace_steps", trace.PROFILED_STEPS) > 0:
+            out["comm"] = _trace(one_step, steps=spec.get("trace_steps", trace.PROFILED_STEPS), device=device,
+                                 world=world, run_dir=rank_file.parent, rank=rank)
         out.update(step_times_s=times, losses=losses, **_memory(device))
         code = 0
     except torch.cuda.OutOfMemoryError as e:
@@ -111,7 +156,7 @@ def run(spec: dict[str, Any], rank_file: Path) -> int:
         out.update(status="error", message=f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:500],
                    traceback=traceback.format_exc()[-4000:])
         code = 1
-    rank_file.write_text(json.dumps(out))
+    _write_atomic(rank_file, out)
     return code
 
 

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from fabricbench.training.strategies.base import GRADS, MIXED_PRECISION, OPTIMIZER, PARAMS, Strategy
+from fabricbench.training.strategies.base import GRADS, OPTIMIZER, PARAMS, Strategy, accelerate_precision
 from fabricbench.training.strategies.base import always_available
 
 
-def make_accelerator(*, batch_size: int, layer_classes: list[str], device: str) -> Any:
+def make_accelerator(*, batch_size: int, layer_classes: list[str], device: str, precision: str) -> Any:
     from accelerate import Accelerator, FullyShardedDataParallelPlugin
     from accelerate.utils import DistributedType
 
@@ -28,9 +28,11 @@ def make_accelerator(*, batch_size: int, layer_classes: list[str], device: str) 
                                             auto_wrap_policy="transformer_based_wrap",
                                             transformer_cls_names_to_wrap=layer_classes,
                                             state_dict_type="SHARDED_STATE_DICT", cpu_ram_efficient_loading=False)
-    acc = Accelerator(mixed_precision=MIXED_PRECISION, fsdp_plugin=plugin, cpu=device == "cpu")
+    mixed = accelerate_precision(precision)
+    acc = Accelerator(mixed_precision=mixed, fsdp_plugin=plugin, cpu=device == "cpu")
     if device == "cpu" and acc.state.distributed_type == DistributedType.MULTI_CPU:
-        plugin.set_mixed_precision(MIXED_PRECISION)
+        if mixed != "no":
+            plugin.set_mixed_precision(mixed)
         acc.state.distributed_type = DistributedType.FSDP
         acc.state.fsdp_plugin = plugin
     return acc
@@ -38,4 +40,4 @@ def make_accelerator(*, batch_size: int, layer_classes: list[str], device: str) 
 
 STRATEGY = Strategy(name="fsdp", description="FSDP2 full shard: parameters, gradients, optimizer sharded",
                     engine="fsdp", zero_stage=None, shards=frozenset({PARAMS, GRADS, OPTIMIZER}),
-                    make_accelerator=make_accelerator, unavailable=always_available)
+                    textbook_sends={"all_gather": 2, "reduce_scatter": 1}, make_accelerator=make_accelerator, unavailable=always_available)

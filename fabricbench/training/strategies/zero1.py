@@ -8,4 +8,5 @@ from __future__ import annotations
 from fabricbench.training.strategies import deepspeed_zero
 from fabricbench.training.strategies.base import OPTIMIZER
 
-STRATEGY = deepspeed_zero.strategy(1, description="ZeRO-1: optimizer states (fp32 master, m, v) sharded", shards=frozenset({OPTIMIZER}))
+STRATEGY = deepspeed_zero.strategy(1, description="ZeRO-1: optimizer states (fp32 master, m, v) sharded", shards=frozenset({OPTIMIZER}),
+                                  textbook_sends={"reduce_scatter": 1, "all_gather": 1})

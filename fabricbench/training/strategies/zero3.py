@@ -8,4 +8,5 @@ from __future__ import annotations
 from fabricbench.training.strategies import deepspeed_zero
 from fabricbench.training.strategies.base import GRADS, OPTIMIZER, PARAMS
 
-STRATEGY = deepspeed_zero.strategy(3, description="ZeRO-3: + parameters sharded, gathered per layer", shards=frozenset({PARAMS, GRADS, OPTIMIZER}))
+STRATEGY = deepspeed_zero.strategy(3, description="ZeRO-3: + parameters sharded, gathered per layer", shards=frozenset({PARAMS, GRADS, OPTIMIZER}),
+                                  textbook_sends={"all_gather": 2, "reduce_scatter": 1})

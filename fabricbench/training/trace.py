@@ -1,0 +1,368 @@
+"""What a training step really sends: every collective of a few extra profiled steps, and how much of it
+overlapped no compute.
+
+    fabricbench train --strategy all --model lab-mistral --device cpu --nprocs 2 --json
+
+After its timed steps each rank (worker.py) runs PROFILED_STEPS more under torch.profiler (record_shapes
+on), never the timed ones, and reduces the profile to a small per-rank summary (`rank_summary`); the
+launcher joins the ranks into the record's "comm" section (`join`).
+
+Collectives. Every outermost `c10d::*` dispatcher op (`_c10d_functional::*` likewise) issued inside a
+profiled step is one call, on nccl and gloo alike (torch 2.13: gloo has no `record_param_comms` events,
+nccl has both). Its size S follows nccl-tests (fabricbench/collectives/base.py): all_reduce and broadcast
+the buffer, all_gather the gathered output, reduce_scatter the input, all_to_all the send buffer. Where
+the op's arguments are tensor lists the profiler gives shapes but no dtype; the dtype then comes from the
+backend's own event for that call: gloo's `gloo:*` event (run on gloo's worker thread, matched by shape
+and order) or nccl's `record_param_comms` nested in the op (which also names the group size). gloo's
+events do not name the process group, so there the group size is the world size; `rank_summary` records
+the sizes of the groups that exist, and `join` says so when some group is smaller.
+Calls on a group of one rank move nothing and are not listed (world size 1: "no collective ran").
+
+Timeline, per profiled step (the window of each step is a `fabricbench:step` annotation; the device is
+synchronised at both ends, so the step's kernels lie inside it):
+- GPU ("cuda kernels"): comm = the union of NCCL kernel intervals, compute = the union of every other
+  kernel, exposed = comm minus compute (communication that overlaps no compute kernel).
+- CPU ("cpu threads"): gloo runs each collective on a worker thread (`gloo:*` events), so comm = the
+  union of those intervals and compute = the union of the `aten::*` ops of the thread that runs the step
+  (on CPU, autograd runs backward on that thread too); exposed = comm minus compute. On a machine with
+  fewer cores than ranks × threads the comm thread competes with compute for a core; the figure is what
+  the timeline shows, not a measure of the wire alone.
+Both count the time a collective waits for a late peer as communication, as NCCL's kernels do.
+
+Textbook volume: `Strategy.textbook_sends` (fabricbench/training/strategies), in S per step in units
+of Ψ·b, b = 2 bytes for bf16/fp16 and 4 for fp32 (the ZeRO paper's accounting): DDP all-reduces Ψ
+(wire 2(n-1)/n·Ψ·b per rank); ZeRO-1/2 reduce-scatter Ψ and all-gather Ψ (2(n-1)/n·Ψ·b); ZeRO-3 and FSDP
+all-gather 2Ψ and reduce-scatter Ψ (3(n-1)/n·Ψ·b). textbook_ratio = traced S / textbook S; wire_ratio
+compares per-rank wire bytes (S × the op's busbw factor), which tells an all-reduce from a
+reduce-scatter of the same S.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+PROFILED_STEPS = 2  # default; extra steps after the timed ones
+STEP_MARK = "fabricbench:step"
+
+# profiler "Input type" -> fabricbench dtype name (fabricbench/dtypes.py, plus int64/bool)
+DTYPE_NAMES = {"float": "float32", "c10::BFloat16": "bfloat16", "c10::Half": "float16", "double": "float64",
+               "int": "int32", "long int": "int64", "signed char": "int8", "unsigned char": "uint8",
+               "bool": "bool", "Float": "float32", "BFloat16": "bfloat16", "Half": "float16",
+               "Double": "float64", "Int": "int32", "Long": "int64", "Char": "int8", "Byte": "uint8",
+               "Bool": "bool"}
+ELEM_SIZE = {"float32": 4, "bfloat16": 2, "float16": 2, "float64": 8, "int32": 4, "int64": 8, "int8": 1,
+             "uint8": 1, "bool": 1}
+
+
+@dataclass(frozen=True)
+class OpRule:
+    """How one dispatcher op maps to a fabricbench collective and which argument sizes S."""
+
+    op: str  # a COLLECTIVES key (or a name outside it, kept as is)
+    arg: int  # index of the argument whose tensors make S
+    times_n: bool = False  # S = that argument's bytes × group size (per-rank part given)
+
+
+# c10d dispatcher ops (torch/csrc/distributed/c10d/Ops.cpp) and their functional twins
+OP_RULES: dict[str, OpRule] = {
+    "c10d::allreduce_": OpRule("all_reduce", 0),
+    "c10d::allreduce_coalesced_": OpRule("all_reduce", 0),
+    "c10d::broadcast_": OpRule("broadcast", 0),
+    "c10d::_allgather_base_": OpRule("all_gather", 0),
+    "c10d::allgather_": OpRule("all_gather", 1, times_n=True),
+    "c10d::allgather_coalesced_": OpRule("all_gather", 1, times_n=True),
+    "c10d::allgather_into_tensor_coalesced_": OpRule("all_gather", 0),
+    "c10d::_reduce_scatter_base_": OpRule("reduce_scatter", 1),
+    "c10d::reduce_scatter_": OpRule("reduce_scatter", 0, times_n=True),
+    "c10d::reduce_scatter_tensor_coalesced_": OpRule("reduce_scatter", 1),
+    "c10d::alltoall_base_": OpRule("all_to_all", 1),
+    "c10d::alltoall_": OpRule("all_to_all", 1),
+    "c10d::reduce_": OpRule("reduce", 0),
+    "_c10d_functional::all_reduce": OpRule("all_reduce", 0),
+    "_c10d_functional::all_reduce_": OpRule("all_reduce", 0),
+    "_c10d_functional::all_reduce_coalesced": OpRule("all_reduce", 0),
+    "_c10d_functional::all_gather_into_tensor": OpRule("all_gather", 0, times_n=True),
+    "_c10d_functional::all_gather_into_tensor_coalesced": OpRule("all_gather", 0, times_n=True),
+    "_c10d_functional::reduce_scatter_tensor": OpRule("reduce_scatter", 0),
+    "_c10d_functional::reduce_scatter_tensor_coalesced": OpRule("reduce_scatter", 0),
+    "_c10d_functional::broadcast": OpRule("broadcast", 0),
+    "_c10d_functional::all_to_all_single": OpRule("all_to_all", 0),
+}
+# what is neither a collective nor compute: synchronisation and point-to-point
+NOT_COLLECTIVES = ("c10d::barrier", "c10d::monitored_barrier_", "c10d::send", "c10d::recv_",
+                   "c10d::recv_any_source_", "_c10d_functional::wait_tensor")
+
+
+# --- capture (in the worker) -------------------------------------------------------------------------
+
+def profiler(device_type: str) -> Any:
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device_type == "cuda" else [])
+    return profile(activities=acts, record_shapes=True)
+
+
+def step_mark() -> Any:
+    from torch.profiler import record_function
+
+    return record_function(STEP_MARK)
+
+
+def group_sizes() -> list[int]:
+    """The sizes of every process group that exists in this process (the default one included)."""
+    import torch.distributed as dist
+
+    if not dist.is_initialized():
+        return []
+    world = dist.distributed_c10d._world  # the registry new_group() fills; no public listing exists
+    return sorted({dist.get_world_size(pg) for pg in world.pg_map})
+
+
+def export_events(prof: Any, path: Path) -> list[dict[str, Any]]:
+    """The profile's chrome-trace events. The export is the one form that keeps tensor-list shapes."""
+    prof.export_chrome_trace(str(path))
+    try:
+        return json.loads(path.read_text())["traceEvents"]
+    finally:
+        path.unlink(missing_ok=True)
+
+
+# --- reading a profile -------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Call:
+    op: str
+    bytes: int
+    dtype: str
+    group_size: int
+
+
+def _nbytes(dims: Any, elem: int) -> int:
+    """Bytes of a shape, a list of shapes or a list of lists of shapes."""
+    if not isinstance(dims, list):
+        return 0
+    if all(isinstance(d, int) for d in dims):  # one tensor's shape ([] is a scalar: one element)
+        n = 1
+        for d in dims:
+            n *= d
+        return n * elem
+    return sum(_nbytes(d, elem) for d in dims)
+
+
+def _first_shape(dims: Any) -> list[int] | None:
+    if isinstance(dims, list) and all(isinstance(d, int) for d in dims):
+        return dims
+    for d in dims if isinstance(dims, list) else []:
+        s = _first_shape(d)
+        if s is not None:
+            return s
+    return None
+
+
+def _dtype(type_name: Any) -> str | None:
+    return DTYPE_NAMES.get(type_name) if isinstance(type_name, str) else None
+
+
+def _contains(outer: dict[str, Any], inner: dict[str, Any]) -> bool:
+    return outer["ts"] <= inner["ts"] and inner["ts"] + inner.get("dur", 0) <= outer["ts"] + outer.get("dur", 0)
+
+
+def _is_cpu_op(e: dict[str, Any]) -> bool:
+    return e.get("ph") == "X" and e.get("cat") in ("cpu_op", "user_annotation", None)
+
+
+def step_windows(events: list[dict[str, Any]]) -> list[tuple[float, float]]:
+    return sorted((e["ts"], e["ts"] + e["dur"]) for e in events
+                  if e.get("name") == STEP_MARK and e.get("ph") == "X" and e.get("cat") != "gpu_user_annotation")
+
+
+def calls(events: list[dict[str, Any]], *, world_size: int) -> tuple[list[Call], list[str]]:
+    """Every collective call inside the step windows -> (calls, problems)."""
+    windows = step_windows(events)
+    inside = [e for e in events if _is_cpu_op(e) and any(a <= e["ts"] <= b for a, b in windows)]
+    coll = sorted((e for e in inside if e["name"] in OP_RULES), key=lambda e: e["ts"])
+    # outermost only: a coalesced or functional op may dispatch to another c10d op on the same thread
+    outer = [e for e in coll if not any(o is not e and o.get("tid") == e.get("tid") and _contains(o, e)
+                                        and not _contains(e, o) for o in coll)]
+    params = [e for e in inside if e["name"] == "record_param_comms"]
+    gloo = sorted((e for e in inside if e["name"].startswith("gloo:")), key=lambda e: e["ts"])
+    used: set[int] = set()
+    out, problems = [], []
+    for e in outer:
+        rule = OP_RULES[e["name"]]
+        args = e.get("args", {})
+        dims, types = args.get("Input Dims") or [], args.get("Input type") or []
+        arg_dims = dims[rule.arg] if rule.arg < len(dims) else None
+        dtype = _dtype(types[rule.arg]) if rule.arg < len(types) else None
+        group = world_size
+        nested = [p for p in params if p.get("tid") == e.get("tid") and _contains(e, p)
+                  and p.get("args", {}).get("Collective name") not in (None, "wait")]
+        if nested:  # nccl: the backend's own account of this call
+            pa = nested[0]["args"]
+            dtype = dtype or _dtype(pa.get("dtype"))
+            group = int(pa.get("Group size") or world_size)
+        elif dtype is None:  # gloo: the worker-thread event of this call, by shape and order
+            want = _first_shape(arg_dims)
+            for i, g in enumerate(gloo):
+                if i in used or g["ts"] < e["ts"]:
+                    continue
+                gdims = (g.get("args", {}).get("Input Dims") or [None])
+                if want is None or want in gdims:
+                    used.add(i)
+                    dtype = _dtype((g.get("args", {}).get("Input type") or [None])[0])
+                    break
+        if dtype is None or dtype not in ELEM_SIZE or arg_dims is None:
+            problems.append(f"{e['name']}: no dtype or shape in the profile (types {types}, dims {dims})")
+            continue
+        nbytes = _nbytes(arg_dims, ELEM_SIZE[dtype]) * (group if rule.times_n else 1)
+        out.append(Call(op=rule.op, bytes=nbytes, dtype=dtype, group_size=group))
+    return out, problems
+
+
+def per_step(calls_: Iterable[Call], steps: int) -> list[dict[str, Any]]:
+    """Calls grouped by (op, bytes, dtype, group size), counted per step; largest volume first."""
+    counts = Counter(calls_)
+    rows = [{"op": c.op, "bytes": c.bytes, "dtype": c.dtype, "group_size": c.group_size,
+             "calls_per_step": n / steps} for c, n in counts.items()]
+    return sorted(rows, key=lambda r: (r["op"], -r["bytes"] * r["calls_per_step"], -r["bytes"]))
+
+
+def _union(intervals: Iterable[tuple[float, float]]) -> list[tuple[float, float]]:
+    merged: list[list[float]] = []
+    for a, b in sorted(intervals):
+        if merged and a <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b])
+    return [(a, b) for a, b in merged]
+
+
+def _length(intervals: list[tuple[float, float]]) -> float:
+    return sum(b - a for a, b in intervals)
+
+
+def _clip(intervals: list[tuple[float, float]], lo: float, hi: float) -> list[tuple[float, float]]:
+    return [(max(a, lo), min(b, hi)) for a, b in intervals if b > lo and a < hi]
+
+
+def _minus(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> float:
+    """Length of the union `a` not covered by the union `b` (both sorted, disjoint)."""
+    return _length(a) - sum(_length(_clip(b, x, y)) for x, y in a)
+
+
+def timeline(events: list[dict[str, Any]], *, device_type: str) -> dict[str, Any] | None:
+    """Per profiled step (mean): comm_s, exposed_s, compute_s, step_s (see the module docstring)."""
+    windows = step_windows(events)
+    if not windows:
+        return None
+    if device_type == "cuda":
+        kernels = [e for e in events if e.get("cat") == "kernel" and e.get("ph") == "X"]
+        is_comm = [("nccl" in e["name"].lower()) for e in kernels]
+        comm = _union((e["ts"], e["ts"] + e["dur"]) for e, c in zip(kernels, is_comm) if c)
+        compute = _union((e["ts"], e["ts"] + e["dur"]) for e, c in zip(kernels, is_comm) if not c)
+        source = "cuda kernels"
+    else:
+        marks = [e for e in events if e.get("name") == STEP_MARK and e.get("ph") == "X"]
+        main = {e.get("tid") for e in marks}
+        comm = _union((e["ts"], e["ts"] + e["dur"]) for e in events
+                      if e.get("ph") == "X" and e.get("name", "").startswith("gloo:"))
+        compute = _union((e["ts"], e["ts"] + e["dur"]) for e in events
+                         if e.get("ph") == "X" and e.get("tid") in main and e.get("name", "").startswith("aten::"))
+        source = "cpu threads"
+    rows = []
+    for lo, hi in windows:
+        c, k = _clip(comm, lo, hi), _clip(compute, lo, hi)
+        rows.append((_length(c), _minus(c, k), _length(k), hi - lo))
+    mean = [statistics.fmean(col) * 1e-6 for col in zip(*rows)]  # trace times are microseconds
+    return {"comm_s": mean[0], "exposed_s": mean[1], "compute_s": mean[2], "step_s": mean[3], "source": source}
+
+
+def rank_summary(events: list[dict[str, Any]], *, device_type: str, world_size: int, steps: int,
+                 step_times_s: list[float], groups: list[int]) -> dict[str, Any]:
+    """What one rank writes to its rank file: its calls per step, timeline and profiled step times."""
+    found, problems = calls(events, world_size=world_size)
+    return {"collectives": per_step(found, steps), "problems": problems, "profiled_steps": steps,
+            "profiled_step_times_s": step_times_s, "timeline": timeline(events, device_type=device_type),
+            "group_sizes": groups}
+
+
+# --- joining the ranks (in the launcher) -------------------------------------------------------------
+
+def element_bytes(precision: str) -> int:
+    """b of the textbook volume: the communicated element in the ZeRO paper's accounting."""
+    return 4 if precision == "fp32" else 2
+
+
+def textbook(sends: dict[str, float], *, psi: int, precision: str) -> dict[str, int]:
+    """op -> S bytes per step of the textbook strategy."""
+    b = element_bytes(precision)
+    return {op: int(round(k * psi * b)) for op, k in sends.items()}
+
+
+def _wire(by_op: dict[str, int], n: int) -> float:
+    """Per-rank wire bytes: S × the op's busbw factor (fabricbench/collectives)."""
+    from fabricbench.collectives import COLLECTIVES
+
+    return sum(s * COLLECTIVES.get(op).busbw_factor(n) for op, s in by_op.items() if op in COLLECTIVES)
+
+
+def join(ranks: list[dict[str, Any]], *, backend: str, world_size: int, sends: dict[str, float], psi: int,
+         precision: str, timed_step_s: float | None) -> dict[str, Any]:
+    """The rank summaries of one run -> the record's "comm" section (INTERFACES.md C)."""
+    notes: list[str] = []
+    failed = [r for r in ranks if r.get("error")]
+    if failed or not ranks:
+        why = failed[0]["error"] if failed else "no rank traced"
+        return {"source": "none", "backend": backend, "world_size": world_size, "profiled_steps": 0,
+                "collectives": [], "bytes_per_step": {}, "total_bytes_per_step": 0,
+                "textbook_bytes_per_step": None, "textbook_ratio": None, "timeline": None, "overhead": None,
+                "note": f"trace failed: {why}"}
+    r0 = ranks[0]
+    steps = r0["profiled_steps"]
+    listed = [c for c in r0["collectives"] if c["group_size"] > 1]
+    trivial = sum(c["calls_per_step"] for c in r0["collectives"] if c["group_size"] <= 1)
+    if any(r["collectives"] != r0["collectives"] for r in ranks[1:]):
+        notes.append("ranks issued different collectives; rank 0's are listed")
+    problems = sorted({p for r in ranks for p in r.get("problems", [])})
+    if problems:
+        notes.append("not counted: " + "; ".join(problems[:3]))
+    if backend == "gloo" and any(g != world_size for g in r0.get("group_sizes", [])):
+        notes.append(f"groups of sizes {r0['group_sizes']} exist; gloo's trace does not name the group of a "
+                     f"call, so every call is counted on the world ({world_size})")
+    by_op: dict[str, int] = {}
+    for c in listed:
+        by_op[c["op"]] = by_op.get(c["op"], 0) + int(round(c["bytes"] * c["calls_per_step"]))
+    total = sum(by_op.values())
+    book = textbook(sends, psi=psi, precision=precision)
+    book_total = sum(book.values())
+    if not listed:
+        notes.insert(0, f"world size {world_size}: no collective ran between ranks"
+                     + (f" ({trivial:g} call(s) per step on a group of one rank, which move nothing)"
+                        if trivial else ""))
+    profiled = [max(r["profiled_step_times_s"][i] for r in ranks) for i in range(steps)]
+    prof_s = statistics.median(profiled) if profiled else None
+    lines = [r["timeline"] for r in ranks if r.get("timeline")]
+    tl = None
+    if lines and len(lines) == len(ranks):
+        tl = {k: statistics.fmean(t[k] for t in lines) for k in ("comm_s", "exposed_s", "compute_s", "step_s")}
+        tl["exposed_fraction"] = tl["exposed_s"] / tl["comm_s"] if tl["comm_s"] > 0 else None
+        tl.update(source=lines[0]["source"], rule="mean over ranks of the per-step mean")
+    return {
+        "source": "profiler" if listed else "none", "backend": backend, "world_size": world_size,
+        "profiled_steps": steps, "collectives": listed, "bytes_per_step": by_op, "total_bytes_per_step": total,
+        "textbook_bytes_per_step": book_total if world_size > 1 else 0,
+        "textbook_ratio": total / book_total if world_size > 1 and book_total else None,
+        "textbook_by_op": book if world_size > 1 else {},
+        "wire_ratio": (_wire(by_op, world_size) / _wire(book, world_size)) if world_size > 1 and book else None,
+        "timeline": tl,
+        "overhead": {"profiled_step_s": prof_s, "timed_step_s": timed_step_s,
+                     "ratio": prof_s / timed_step_s if prof_s and timed_step_s else None},
+        "note": "; ".join(notes) or None,
+    }
+
