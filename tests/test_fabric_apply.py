@@ -55,8 +55,12 @@ def test_in_force():
     assert not in_force("p2p-off", {})
     assert in_force("p2p-off", {MARKER: "p2p-off"})
     assert not in_force("net", {MARKER: "p2p-off"})
-    assert in_force("lo:GLOO_SOCKET_IFNAME=lo", {MARKER: "lo"})  # a custom spec, by its name
-    assert in_force("shaped:1000mbit", {MARKER: "shaped:1gbit"})  # the canonical name
+    assert in_force("lo:GLOO_SOCKET_IFNAME=lo", {MARKER: "lo", "GLOO_SOCKET_IFNAME": "lo"})  # by its name
+    assert not in_force("lo:GLOO_SOCKET_IFNAME=lo", {MARKER: "lo"})  # another fabric of that name was applied
+    assert not in_force("lo:GLOO_SOCKET_IFNAME=eth0", {MARKER: "lo", "GLOO_SOCKET_IFNAME": "lo"})
+    shaped_env = {MARKER: "shaped:1gbit", **get_fabric("shaped:1gbit").variables}
+    assert in_force("shaped:1000mbit", shaped_env)  # the canonical name
+    assert not in_force("shaped:2000mbit", {**shaped_env, MARKER: "shaped:2gbit", "NCCL_IB_DISABLE": "0"})
     with pytest.raises(UsageError, match="unknown fabric 'nvlink'"):
         in_force("nvlink", {})
 

@@ -55,13 +55,24 @@ def test_bad_rates(text, match):
 def test_shaped_fabric_row():
     f = get_fabric("shaped:1000mbit")
     assert f.name == "shaped:1gbit" and f.rate_bps == 10**9 and not f.plain
-    assert f.variables == {"NCCL_P2P_DISABLE": "1", "NCCL_SHM_DISABLE": "1", "NCCL_SOCKET_IFNAME": "lo",
-                           "GLOO_SOCKET_IFNAME": "lo"}
-    assert f.forbidden == ("P2P", "SHM") and f.expected == "NET/Socket"
+    assert f.variables == {"NCCL_P2P_DISABLE": "1", "NCCL_SHM_DISABLE": "1", "NCCL_IB_DISABLE": "1",
+                           "NCCL_SOCKET_IFNAME": "lo", "GLOO_SOCKET_IFNAME": "lo"}
+    assert f.forbidden == ("P2P", "SHM", "NET/IB", "NVLS") and f.expected == "NET/Socket"
     assert f.to_dict()["rate_bps"] == 10**9
     assert [x.name for x in parse_fabric_list("default,shaped:200mbit,shaped:1gbit")] == \
         ["default", "shaped:200mbit", "shaped:1gbit"]
     assert shaped.format_rate(1_500_000_000) == "1500mbit" and shaped.format_rate(8001) == "8001bit"
+
+
+def test_shaped_mismatch_flags_anything_but_sockets():
+    from fabricbench.fabrics.transport import TransportSummary, mismatch
+
+    f = get_fabric("shaped:1gbit")
+    assert mismatch(f, TransportSummary(transports=["NET/Socket"])) is None
+    assert mismatch(f, TransportSummary(transports=["NET/IB", "NET/Socket"])).endswith("NCCL used NET/IB")
+    assert mismatch(f, TransportSummary(transports=["SHM"])).endswith("NCCL used SHM")
+    assert mismatch(f, TransportSummary(transports=["NET/Socket"], nvls=True)).endswith("NCCL used NVLS")
+    assert mismatch(get_fabric("net"), TransportSummary(transports=["NET/IB"])) is None
 
 
 def test_waived_without_the_capability(monkeypatch):
@@ -113,7 +124,7 @@ def test_namespace_set_up_shaped_and_removed():
     host = _host_lo()
     with applied(get_fabric("shaped:200mbit")) as launch:
         ns = launch.netns
-        assert ns.startswith(f"fb-{os.getpid()}-") and ns in shaped.namespaces()
+        assert ns.startswith(f"fb-{os.getpid()}-{shaped._start_time(os.getpid())}-") and ns in shaped.namespaces()
         assert launch.argv(["tc", "qdisc", "show", "dev", "lo"]) == ["ip", "netns", "exec", ns, "tc", "qdisc",
                                                                       "show", "dev", "lo"]
         q = subprocess.run(launch.argv(["tc", "qdisc", "show", "dev", "lo"]), capture_output=True, text=True)
@@ -179,6 +190,22 @@ def test_namespace_removed_after_ctrl_c_and_sigterm(sig):
     p.wait(timeout=30)
     assert ns not in shaped.namespaces()
     assert _gone(child)  # the process inside the namespace went with it
+
+
+@needs_netns
+def test_stale_means_dead_or_a_reused_pid():
+    """A namespace whose pid now belongs to a process started later is stale too; a live creator's is not."""
+    me, start = os.getpid(), shaped._start_time(os.getpid())
+    reused, live = f"fb-{me}-{start - 1}-abc123", f"fb-{me}-{start}-abc124"
+    for ns in (reused, live):
+        subprocess.run(["ip", "netns", "add", ns], check=True)
+    try:
+        gone = shaped.remove_stale()
+        assert reused in gone and live not in gone
+        assert reused not in shaped.namespaces() and live in shaped.namespaces()
+    finally:
+        shaped.remove(live)
+        shaped.remove(reused)
 
 
 @needs_netns

@@ -76,7 +76,10 @@ def in_force(spec: str, environ: dict[str, str] | None = None) -> bool:
     from fabricbench.fabrics import get_fabric
 
     fabric = get_fabric(spec)
-    return fabric.plain or marker == fabric.name
+    if fabric.plain:
+        return True
+    # The name alone could be another definition of a custom fabric: its values must be in force too.
+    return marker == fabric.name and all(env.get(k) == v for k, v in fabric.env)
 
 
 @contextlib.contextmanager

@@ -178,6 +178,7 @@ def run_child(fabric: Fabric, args: list[str], *, base_env: dict[str, str] | Non
                             time.sleep(POLL_S)
                     except BaseException:
                         procs.kill_tree(p, grace_s=1.0)
+                        reader.poll()  # what the child finished before it was stopped is kept
                         raise
                     run.returncode = 124 if run.error else p.returncode
                     reader.poll()

@@ -5,7 +5,7 @@
     fabricbench train --device cpu --nprocs 2 --fabric shaped:500mbit ...
 
 Applying it (fabricbench/fabrics/apply.py) runs, as root:
-    ip netns add fb-<pid>-<random>
+    ip netns add fb-<pid>-<start time>-<random>
     ip netns exec NS ip link set lo up
     ip netns exec NS tc qdisc add dev lo root tbf rate R burst 256kb latency 100ms
 and starts the measured processes under `ip netns exec NS`. Every rank talks over that loopback: gloo
@@ -13,8 +13,8 @@ and starts the measured processes under `ip netns exec NS`. Every rank talks ove
 directions share lo's one queue, so from 1 MiB up an all-reduce's busbw is R/2 (DOMAIN.md).
 
 The namespace is removed when the run ends: on success, failure, Ctrl-C and SIGTERM. A SIGKILLed
-parent cannot remove it, so every start first removes the fb-<pid>-* namespaces whose pid is dead
-(remove_stale). Only namespaces named fb-* are ever created or removed; the host's interfaces are
+parent cannot remove it, so every start first removes the fb-<pid>-* namespaces whose process is gone
+(remove_stale; the start time in the name tells a reused pid apart). Only namespaces named fb-* are ever created or removed; the host's interfaces are
 never touched. Without root, `ip`, `tc` or network namespaces the fabric is waived (FabricWaived).
 """
 
@@ -99,7 +99,7 @@ class ShapedFabric(Fabric):
     def isolation(self) -> Iterator[str | None]:
         assert self.rate_bps is not None
         remove_stale()
-        ns = f"{PREFIX}{os.getpid()}-{secrets.token_hex(4)}"
+        ns = f"{PREFIX}{os.getpid()}-{_start_time(os.getpid())}-{secrets.token_hex(3)}"
         made = _ip(["netns", "add", ns], check=False)
         if made.returncode != 0:
             raise FabricWaived(f"fabric {self.name}: `ip netns add {ns}` failed: {made.stderr.strip()}")
@@ -119,12 +119,14 @@ def make(spec: str) -> Fabric:
     name = f"shaped:{format_rate(bps)}"
     return ShapedFabric(
         name=name,
-        env=(("NCCL_P2P_DISABLE", "1"), ("NCCL_SHM_DISABLE", "1"), ("NCCL_SOCKET_IFNAME", "lo"),
-             ("GLOO_SOCKET_IFNAME", "lo")),
+        # InfiniBand is not a network device of the namespace (RDMA ignores it): off, so NCCL's only
+        # way between ranks is sockets over the shaped loopback.
+        env=(("NCCL_P2P_DISABLE", "1"), ("NCCL_SHM_DISABLE", "1"), ("NCCL_IB_DISABLE", "1"),
+             ("NCCL_SOCKET_IFNAME", "lo"), ("GLOO_SOCKET_IFNAME", "lo")),
         description=f"loopback of a network namespace shaped to {format_rate(bps)} (tc tbf); gloo and "
                     f"NCCL sockets only: all-reduce busbw is about half the rate",
         expected="NET/Socket",
-        forbidden=("P2P", "SHM"),
+        forbidden=("P2P", "SHM", "NET/IB", "NVLS"),
         rate_bps=bps,
     )
 
@@ -139,7 +141,7 @@ def remove(ns: str) -> None:
 
 
 def remove_stale() -> list[str]:
-    """Remove the fb-<pid>-* namespaces whose creating process is dead (a SIGKILLed run); return them."""
+    """Remove the fb-<pid>-<start>-* namespaces whose creating process is gone (a SIGKILLed run); return them."""
     try:
         res = _ip(["netns", "list"], check=False)
     except (OSError, subprocess.SubprocessError):
@@ -147,8 +149,9 @@ def remove_stale() -> list[str]:
     gone = []
     for line in res.stdout.splitlines():
         name = line.split()[0] if line.split() else ""
-        m = re.fullmatch(rf"{PREFIX}(\d+)-[0-9a-f]+", name)
-        if m and not _alive(int(m.group(1))):
+        m = _NAME.fullmatch(name)
+        # The creator's start time rules out a pid reused by an unrelated process since.
+        if m and (not _alive(int(m.group(1))) or _start_time(int(m.group(1))) != int(m.group(2))):
             remove(name)
             gone.append(name)
     return gone
@@ -158,6 +161,18 @@ def namespaces() -> list[str]:
     """Our namespaces that exist now (for tests and diagnostics)."""
     res = _ip(["netns", "list"], check=False)
     return [line.split()[0] for line in res.stdout.splitlines() if line.startswith(PREFIX)]
+
+
+_NAME = re.compile(rf"{PREFIX}(\d+)-(\d+)-[0-9a-f]+")  # fb-<pid>-<its start time>-<random>
+
+
+def _start_time(pid: int) -> int:
+    """The process's start time (clock ticks after boot, /proc/PID/stat field 22); -1 when unknown."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
+            return int(fh.read().rsplit(")", 1)[1].split()[19])
+    except (OSError, ValueError, IndexError):
+        return -1
 
 
 def _alive(pid: int) -> bool:

@@ -112,7 +112,10 @@ def read_logs(log_dir: str | None, *texts: str) -> TransportSummary:
 
 def mismatch(fabric: Fabric, summary: TransportSummary) -> str | None:
     """A message when NCCL used a transport the fabric's label rules out (e.g. p2p-off but "via P2P")."""
-    bad = [t for t in summary.transports if t.split("/")[0] in fabric.forbidden]
+    # `forbidden` names families ("P2P") or family/mechanism ("NET/IB"); "NVLS" is NVLink SHARP.
+    bad = [t for t in summary.transports if t.split("/")[0] in fabric.forbidden or t in fabric.forbidden]
+    if summary.nvls and "NVLS" in fabric.forbidden:
+        bad.append("NVLS")
     if not bad:
         return None
     return (f"fabric {fabric.name} ({fabric.description}) expected {fabric.expected}, but NCCL used "
