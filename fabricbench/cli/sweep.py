@@ -40,7 +40,9 @@ from fabricbench.collectives import DEFAULT_OPS
 @click.option("--nprocs", type=int, default=None, help="Start N local ranks, one process each.")
 @click.option("--timeout", "timeout_s", type=float, default=300.0, help="Seconds before a hung step is aborted.")
 @click.option("--nccl-lib", default=None, help="libnccl.so.2 to load (else $FABRICBENCH_NCCL_LIBRARY, torch's, system).")
-@click.option("--fabric", default="default", help="Fabric label recorded in every result.")
+@click.option("--fabric", default="default",
+              help="Fabric to measure under: default, p2p-off, net, shaped:RATE or name:VAR=VAL[,VAR=VAL] "
+                   "(see `fabricbench fabrics`); applied to a fresh child process.")
 @click.option("--seed", type=int, default=None, help="Seed of the --check inputs (default: fresh).")
 @click.option("--buffers", default="rotate",
               help="rotate: cycle buffer sets spanning ~2x the L2 (cold cache); reuse: every iteration on "
