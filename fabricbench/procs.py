@@ -14,8 +14,10 @@ Why each piece:
   the kernel kills its children. The signal is sent when the *thread* that forked the child exits:
   spawn from a thread that outlives the child (the main thread, everywhere in fabricbench).
 - A launcher that puts its own children in new sessions (torchrun does, start_new_session=True) hides
-  them from our group kill; run such children through `python -m fabricbench.procs MODULE`, which sets
-  the death signal in the grandchild itself, so SIGKILL flows down the chain: us -> torchrun -> ranks.
+  them from our group kill; have it start them as `python -m fabricbench.procs MODULE`, which sets the
+  death signal in the grandchild itself, so SIGKILL flows down the chain: us -> torchrun -> ranks. The
+  guard then checks that the fabricbench process that started the chain is still among its ancestors
+  (FABRICBENCH_PARENT_PID), so a launcher that died before the ask cannot leave it running.
 - Temporary folders carry the pid of the process that made them (fabricbench-p<pid>-...): one whose
   process is gone is left over from a SIGKILL and removed by the next temp_dir().
 """
@@ -247,15 +249,31 @@ def guard_argv(module: str, *args: str) -> list[str]:
     return ["-m", "fabricbench.procs", module, *args]
 
 
+def _ancestors(depth: int = 4) -> list[int]:
+    """Our parent, its parent... (Linux /proc), nearest first."""
+    out, pid = [], os.getppid()
+    for _ in range(depth):
+        out.append(pid)
+        try:
+            with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
+                pid = int(fh.read().rsplit(")", 1)[1].split()[1])  # field 4, after the "(comm)" field
+        except (OSError, ValueError, IndexError):
+            break
+        if pid <= 1:
+            break
+    return out
+
+
 def _main(argv: list[str]) -> None:
     import runpy
 
     if not argv:
         sys.exit("usage: python -m fabricbench.procs MODULE [ARGS...]")
-    expected = os.environ.get(PARENT_ENV)
-    die_with_parent(int(expected) if expected and expected.isdigit() else None)
-    # Our own children (torchrun's ranks when MODULE is torch.distributed.run) check against us.
-    os.environ[PARENT_ENV] = str(os.getpid())
+    die_with_parent(None)
+    expected = os.environ.get(PARENT_ENV, "")
+    if _PRCTL is not None and expected.isdigit() and int(expected) not in _ancestors():
+        os.kill(os.getpid(), signal.SIGKILL)  # the chain above us ended before we asked to end with it
+    os.environ[PARENT_ENV] = str(os.getpid())  # for what MODULE starts in turn
     sys.argv = [argv[0], *argv[1:]]
     runpy.run_module(argv[0], run_name="__main__", alter_sys=True)
 

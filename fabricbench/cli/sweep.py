@@ -51,13 +51,15 @@ from fabricbench.collectives import DEFAULT_OPS
               help="events: a CUDA event per iteration behind a blocking kernel (device time); loop: host "
                    "clock around the whole loop / count, as nccl-tests (launch cost included).")
 @click.option("--out", "out_path", default=None, help="Append JSONL records here, one per measurement.")
+@click.option("--resume", is_flag=True,
+              help="Skip what --out already holds as ok (same op, size, dtype, ranks, GPUs, engine, fabric, settings).")
 @click.option("--json", "as_json", is_flag=True, help="Print records as JSON lines instead of the table.")
 @click.option("--csv", "csv_path", default=None, help="Also write a CSV of the results here.")
 @click.option("--dry-run", is_flag=True, help="Print the expanded plan and exit.")
 @click.option("--quiet", is_flag=True, help="No table (records still go to --out).")
 @click.option("--list-ops", is_flag=True, help="List the collectives and exit.")
 def sweep(gpus, ops, sizes, dtype, iters, warmup, adaptive, max_iters, mode, graph, graph_iters, check, engine,
-          backend, nprocs, timeout_s, nccl_lib, fabric, seed, buffers, timing, out_path, as_json, csv_path,
+          backend, nprocs, timeout_s, nccl_lib, fabric, seed, buffers, timing, out_path, resume, as_json, csv_path,
           dry_run, quiet, list_ops):
     """Time NCCL collectives over a GPU set and a range of sizes (nccl-tests' algbw and busbw)."""
     from fabricbench.measuring.api import make_config
@@ -75,7 +77,7 @@ def sweep(gpus, ops, sizes, dtype, iters, warmup, adaptive, max_iters, mode, gra
     if dry_run:
         _print_plan(config)
         return
-    _run(config, out_path=out_path, as_json=as_json, csv_path=csv_path, quiet=quiet)
+    _run(config, out_path=out_path, as_json=as_json, csv_path=csv_path, quiet=quiet, resume=resume)
 
 
 def _with_gpus(config, gpus_text=None):
@@ -122,7 +124,7 @@ def _print_plan(config) -> None:
                        f"nccl_count={c.nccl_count} send={c.send_bytes} recv={c.recv_bytes}")
 
 
-def _run(config, *, out_path, as_json, csv_path, quiet) -> None:
+def _run(config, *, out_path, as_json, csv_path, quiet, resume=False) -> None:
     from fabricbench.errors import CheckFailed
     from fabricbench.measuring.plan import build_plan
     from fabricbench.measuring.runner import new_run_id, run_sweep
@@ -134,6 +136,7 @@ def _run(config, *, out_path, as_json, csv_path, quiet) -> None:
     root = int(os.environ.get("RANK", "0")) == 0
     run_id = new_run_id()
     # Open every output before measuring: an unwritable path fails now, not after an hour of sweeping.
+    prior = _resume(out_path) if resume and root else None  # read before this run appends to it
     writer = ResultWriter(out_path if root else None)
     csv_fh = None
     if csv_path and root:
@@ -169,7 +172,7 @@ def _run(config, *, out_path, as_json, csv_path, quiet) -> None:
             csv_sink.add(rec)
 
     try:
-        results = run_sweep(config, writer=writer, on_result=on_result, run_id=run_id)
+        results = run_sweep(config, writer=writer, on_result=on_result, run_id=run_id, resume=prior)
     finally:
         if table is not None:
             table.close()
@@ -180,6 +183,20 @@ def _run(config, *, out_path, as_json, csv_path, quiet) -> None:
     if bad:
         worst = ", ".join(f"{r.op} {r.bytes} B: {r.wrong}" for r in bad[:4])
         raise CheckFailed(f"--check found wrong elements in {len(bad)} measurement(s) ({worst})")
+
+
+def _resume(out_path):
+    from fabricbench.errors import UsageError
+    from fabricbench.measuring.resume import Resume
+
+    if not out_path:
+        raise UsageError("--resume skips what --out already holds; give --out FILE (the file of the earlier run)")
+
+    def said(skipped: int, planned: int) -> None:
+        click.echo(f"resume: {skipped} of {planned} measurement(s) already recorded ok in {out_path}; "
+                   f"skipped", err=True)
+
+    return Resume.from_file(out_path, on_skip=said)
 
 
 def _islands_warning(gpus):

@@ -111,18 +111,27 @@ def nranks(config: SweepConfig) -> int:
     return len(config.gpus) if config.gpus else 1
 
 
-def sweep(*, out: str | None = None, **fields: Any) -> list[CollectiveResult]:
-    """Run a sweep (fields as SweepConfig, friendly types allowed) and return its results."""
+def sweep(*, out: str | None = None, resume: bool = False, **fields: Any) -> list[CollectiveResult]:
+    """Run a sweep (fields as SweepConfig, friendly types allowed) and return its results.
+
+    resume=True: what `out` already holds as ok (same item, ranks, GPUs, engine, fabric and settings; see
+    fabricbench/measuring/resume.py) is not measured again; those results are returned from the file, in
+    plan order with the new ones, and not written twice."""
+    from fabricbench.errors import UsageError
+    from fabricbench.measuring.resume import Resume
     from fabricbench.measuring.runner import run_sweep
     from fabricbench.results.writer import ResultWriter
 
     import warnings
 
+    if resume and out is None:
+        raise UsageError("resume=True skips what `out` already holds; pass out=<the earlier run's file>")
     config, notes = resolve_devices(make_config(**fields))
     for note in notes:
         warnings.warn(note, stacklevel=2)
+    prior = Resume.from_file(out) if resume else None
     with ResultWriter(out) as writer:
-        return run_sweep(config, writer=writer)
+        return run_sweep(config, writer=writer, resume=prior)
 
 
 def measure(op: str, size: int | str, **fields: Any) -> CollectiveResult:

@@ -242,7 +242,7 @@ def _unfinished(config: TrainConfig, ranks: list[dict[str, Any]], *, rc: int | N
         msg = f"timed out after {config.timeout_s:g} s with rank {dead} at {k} of {config.steps} steps"
     else:
         msg = f"rank {dead} died after {k} of {config.steps} steps{how}"
-    others = [f"rank {r}: {doc.get('message')}" for r, doc in sorted(by_rank.items())
+    others = [f"rank {r}: {str(doc.get('message'))[:160]}" for r, doc in sorted(by_rank.items())
               if doc.get("status") not in ("running", "ok") and doc.get("message")]
     if others:
         msg += "; then " + "; ".join(others)
