@@ -1,57 +1,244 @@
-"""Native engine vs torch engine (vs nccl-tests, if you point at its binaries) on the same GPUs, one run.
+"""Native engine vs torch engine on the same GPUs, or fabricbench vs nccl-tests (when pointed at its binaries).
 
     python benchmarks/compare_engines.py --gpus 0 --out engines.jsonl
-    python benchmarks/compare_engines.py --gpus 0-7 --nccl-tests /opt/nccl-tests/build
+    python benchmarks/compare_engines.py --gpus 0 --nccl-tests /opt/nccl-tests/build \\
+        --nccl-lib /usr/lib/x86_64-linux-gnu/libnccl.so.2 --tables results/
 
-Prints per op and size the median time of each engine and the ratios torch/native and
-nccl-tests/native, then the issue's one-H200 targets: all_reduce at 8 B <= 7 us eager and <= 1.5 us in
-graph mode, and >= 2100 GB/s algbw (S / t, decimal) at 8 GiB out-of-place.
+Without --nccl-tests: per op and size the median time of each engine and the ratio torch/native, then the
+one-H200 targets (all_reduce at 8 B <= 7 us eager and <= 1.5 us in graph mode, >= 2100 GB/s algbw at 8 GiB).
+
+With --nccl-tests (its all_reduce_perf, all_gather_perf, reduce_scatter_perf): a parity table per mode
+(eager, graph) with, per op and size, fabricbench's time, nccl-tests' time and the ratio, for both buffer
+modes. Both load the same NCCL (--nccl-lib; nccl-tests through LD_LIBRARY_PATH), float32, out-of-place,
+and both time the same way: fabricbench with --timing loop, nccl-tests' own method (a host clock around n
+launches, or G launches of a graph of n, to the last completion, divided by the count).
+
+  reuse   fabricbench --buffers reuse (one buffer set) against nccl-tests run at that one size
+          (-b S -e S: with max bytes = S its per-iteration offset shift has a single step, so every
+          iteration reuses one buffer). This is the matched mode: same memory, same clock, same counts.
+  rotate  fabricbench --buffers rotate (sets spanning ~2x L2, at most 16) against nccl-tests' usual
+          one-process sweep (-b 8 -e 8G -f 2), which shifts iteration i to offset (i mod max/S) x S
+          inside its max-size buffers: its footprint is min(n, max/S) x S, so the two differ in how
+          much of the L2 is warm, not in how they time.
+  events  fabricbench's default for reference: rotate, CUDA events per iteration behind a blocking
+          kernel (device time without host launch cost).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
+import statistics
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from fabricbench.measuring.api import make_config
 from fabricbench.measuring.runner import run_sweep
 from fabricbench.results.writer import ResultWriter
-from fabricbench.sizes import format_size
+from fabricbench.sizes import SizeSweep, format_size
 
 NCCL_TESTS_BIN = {"all_reduce": "all_reduce_perf", "all_gather": "all_gather_perf",
                   "reduce_scatter": "reduce_scatter_perf"}
 TARGETS = {"eager_8B_us": 7.0, "graph_8B_us": 1.5, "algbw_8GiB_gbps": 2100.0}
+TARGET_US = 20_000  # timed work per matched measurement: launch, upload and sync overheads stay ~0.1%
+STANDARD = {"eager": {"n": 50, "G": 0}, "graph": {"n": 20, "G": 10}}  # the one-process nccl-tests sweep
+WARMUP = 5
+PARITY_FROM = 1 << 20  # the issue's bound: within 1% from 1 MiB up
 
 
-def nccl_tests(bin_dir: Path, op: str, gpus: list[int], lo: int, hi: int, iters: int) -> dict[int, float]:
-    """nccl-tests' out-of-place time per size (its mean over `iters` launches), in us."""
-    exe = bin_dir / NCCL_TESTS_BIN[op]
-    if not exe.exists():
-        return {}
-    cmd = [str(exe), "-b", str(lo), "-e", str(hi), "-f", "2", "-g", str(len(gpus)), "-n", str(iters), "-w", "5"]
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=1200).stdout
-    rows: dict[int, float] = {}
-    for line in out.splitlines():
-        parts = line.split()
-        if len(parts) >= 8 and parts[0].isdigit() and re.match(r"^[\d.]+$", parts[5]):
-            rows[int(parts[0])] = float(parts[5])
-    return rows
+# -- nccl-tests ------------------------------------------------------------------------------------------
+def matched_counts(size: int, graph: bool) -> tuple[int, int]:
+    """(n, G) for one size: n launches (eager), or G launches of a graph of n, ~TARGET_US of work.
+    The device time of a one-GPU copy is ~size / 2e6 us (read + write at ~4 TB/s); eager launches take
+    ~6 us each at least."""
+    est = max(1.0, size / 2e6)
+    if not graph:
+        return max(20, min(2000, round(TARGET_US / max(est, 6.0)))), 0
+    n = 100 if size < (256 << 20) else 10
+    return n, max(2, min(200, round(TARGET_US / (n * est))))
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--gpus", default="0")
-    ap.add_argument("--ops", default="all_reduce,all_gather,reduce_scatter")
-    ap.add_argument("--sizes", default="8-8G:x8")
-    ap.add_argument("--iters", type=int, default=50)
-    ap.add_argument("--nccl-tests", type=Path, default=None, help="folder with all_reduce_perf etc.")
-    ap.add_argument("--out", default=None, help="JSONL of every record")
-    args = ap.parse_args()
+def run_nccl_tests(exe: Path, lo: int, hi: int, n: int, graph_launches: int, reps: int, gpus: int, env: dict,
+                   json_path: Path, log) -> tuple[dict[int, float], str | None]:
+    """nccl-tests' out-of-place time per size (median over `reps` cycles, us) and the NCCL version it saw."""
+    cmd = [str(exe), "-b", str(lo), "-e", str(hi), "-f", "2", "-g", str(gpus), "-n", str(n), "-w", str(WARMUP),
+           "-N", str(reps), "-G", str(graph_launches), "-d", "float", "-J", str(json_path)]
+    json_path.unlink(missing_ok=True)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1200, env=env)
+    log.write(f"$ {' '.join(cmd)}\n{proc.stdout}{proc.stderr}\n")
+    if proc.returncode != 0:
+        raise RuntimeError(f"{exe.name} exited {proc.returncode}: {proc.stderr.strip()[-300:]}")
+    times: dict[int, list[float]] = {}
+    version = None
+    try:
+        doc = json.loads(json_path.read_text())
+        for rec in _records(doc):
+            times.setdefault(int(rec["size"]), []).append(float(rec["out_of_place"]["time"]))
+    except (OSError, ValueError, KeyError, TypeError):  # older builds: the 2-decimal stdout columns
+        for line in proc.stdout.splitlines():
+            parts = line.split()
+            if len(parts) >= 8 and parts[0].isdigit() and re.match(r"^[\d.]+$", parts[5]):
+                times.setdefault(int(parts[0]), []).append(float(parts[5]))
+    m = re.search(r"NCCL version (\S+)", proc.stdout)
+    if m:
+        version = m.group(1).split("+")[0]
+    return {s: statistics.median(v) for s, v in times.items()}, version
 
+
+def _records(doc):
+    """Every result object in nccl-tests' JSON (those with a size and an out_of_place part)."""
+    if isinstance(doc, dict):
+        if "size" in doc and "out_of_place" in doc:
+            yield doc
+        for v in doc.values():
+            yield from _records(v)
+    elif isinstance(doc, list):
+        for v in doc:
+            yield from _records(v)
+
+
+# -- fabricbench -----------------------------------------------------------------------------------------
+class Fabricbench:
+    """One native session; each call times one Case the way the table needs."""
+
+    def __init__(self, gpus: tuple[int, ...], nccl_lib: str | None) -> None:
+        from fabricbench.measuring.config import SweepConfig
+        from fabricbench.measuring.engines.native import open_session
+
+        self.session = open_session(SweepConfig(gpus=gpus, nccl_lib=nccl_lib, timeout_s=600.0), None)
+        self.nranks = self.session.nranks
+
+    def time(self, op: str, size: int, *, graph: bool, buffers: str, timing: str, n: int, launches: int,
+             reps: int) -> tuple[float, int]:
+        """Median over `reps` of the per-iteration time (us), and the buffer sets used."""
+        from fabricbench.collectives import COLLECTIVES
+        from fabricbench.measuring.session import Case
+
+        sz = COLLECTIVES.get(op).size(size, 4, self.nranks)
+        iters = launches if graph else n
+        case = Case(op=op, dtype="float32", requested_bytes=size, bytes=sz.bytes, count=sz.count,
+                    nccl_count=sz.nccl_count, send_bytes=sz.send_bytes, recv_bytes=sz.recv_bytes, inplace=False,
+                    graph=graph, check=False, warmup=WARMUP, iters=iters, graph_iters=n if graph else 1,
+                    buffers=buffers, timing=timing)
+        values, rotate = [], 1
+        for _ in range(reps):
+            t = self.session.measure(case)
+            values.append(statistics.median(t.times_us))
+            rotate = t.extra["rotate"]
+        return statistics.median(values), rotate
+
+
+def parity(args) -> int:
+    from fabricbench.gpus import parse_gpus
+
+    bins = {op: args.nccl_tests / NCCL_TESTS_BIN[op] for op in args.ops.split(",")}
+    missing = [str(p) for p in bins.values() if not p.is_file()]
+    if missing:
+        print(f"Error: --nccl-tests {args.nccl_tests}: missing {', '.join(missing)} (build nccl-tests there)",
+              file=sys.stderr)
+        return 2
+    gpus = parse_gpus(args.gpus)
+    sizes = SizeSweep.parse(args.sizes).expand()
+    reuse_sizes = {x for part in args.reuse_sizes.split(",") for x in SizeSweep.parse(part).expand()} & set(sizes)
+    tables = Path(args.tables) if args.tables else None
+    work = tables or Path(".")
+    work.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ)
+    if args.nccl_lib:  # nccl-tests links libnccl.so.2: make it find the very file fabricbench loads
+        env["LD_LIBRARY_PATH"] = f"{Path(args.nccl_lib).resolve().parent}:{env.get('LD_LIBRARY_PATH', '')}"
+    fb = Fabricbench(gpus, args.nccl_lib)
+    fb_nccl = fb.session.info["nccl_version"]
+    rows = []
+    nt_versions = set()
+    # nccl-tests' JSON (full-precision times) also lists the whole environment: kept in a temporary folder
+    scratch = tempfile.TemporaryDirectory(prefix="fb-parity-")
+    nt_json = Path(scratch.name) / "nt.json"
+    with scratch, open(work / "nccl-tests.log", "w", encoding="utf-8") as log:
+        for mode in ("eager", "graph"):
+            graph = mode == "graph"
+            std = STANDARD[mode]
+            for op in args.ops.split(","):
+                standard, v = run_nccl_tests(bins[op], min(sizes), max(sizes), std["n"], std["G"], args.reps,
+                                             len(gpus), env, nt_json, log)
+                nt_versions.add(v)
+                for size in sizes:
+                    row = {"mode": mode, "op": op, "size": size}
+                    if size in reuse_sizes:
+                        n, g = matched_counts(size, graph)
+                        one, v = run_nccl_tests(bins[op], size, size, n, g, args.reps, len(gpus), env,
+                                                nt_json, log)
+                        nt_versions.add(v)
+                        row["nt_reuse"] = one.get(size)
+                        row["fb_reuse"], _ = fb.time(op, size, graph=graph, buffers="reuse", timing="loop", n=n,
+                                                     launches=g, reps=args.reps)
+                        row["counts_reuse"] = [n, g]
+                    row["nt_shift"] = standard.get(size)
+                    row["fb_rotate"], row["rotate"] = fb.time(op, size, graph=graph, buffers="rotate",
+                                                              timing="loop", n=std["n"], launches=std["G"],
+                                                              reps=args.reps)
+                    row["fb_events"], _ = fb.time(op, size, graph=graph, buffers="rotate", timing="events",
+                                                  n=std["n"], launches=max(std["G"], 20), reps=1)
+                    rows.append(row)
+                    print(_line(row), flush=True)
+    fb.session.close()
+    nt_versions.discard(None)
+    head = (f"fabricbench {fb.session.info['gpu_names'][0]} x{len(gpus)}, float32 out-of-place; NCCL "
+            f"{fb_nccl} ({fb.session.info['nccl_library']}) in fabricbench, {', '.join(sorted(nt_versions))} "
+            f"in nccl-tests")
+    out = {}
+    for mode in ("eager", "graph"):
+        text = _table(head, mode, [r for r in rows if r["mode"] == mode])
+        print(text)
+        out[mode] = text
+        if tables:
+            (tables / f"parity_{mode}.txt").write_text(text + "\n")
+    if tables:
+        (tables / "parity.json").write_text(json.dumps({"head": head, "rows": rows}, indent=1) + "\n")
+    return 0
+
+
+def _ratio(a, b) -> str:
+    return f"{a / b:6.3f}" if a and b else "     -"
+
+
+def _us(v) -> str:
+    return f"{v:10.2f}" if v else "         -"
+
+
+def _line(r) -> str:
+    return (f"{r['mode']:5s} {r['op']:15s} {format_size(r['size']):>6s} {_us(r.get('fb_reuse'))} "
+            f"{_us(r.get('nt_reuse'))} {_ratio(r.get('fb_reuse'), r.get('nt_reuse'))}  {_us(r['fb_rotate'])} "
+            f"{_us(r['nt_shift'])} {_ratio(r['fb_rotate'], r['nt_shift'])} {r['rotate']:3d}  {_us(r['fb_events'])}")
+
+
+def _table(head: str, mode: str, rows: list[dict]) -> str:
+    std = STANDARD[mode]
+    how = (f"n = {std['n']}" if mode == "eager" else f"a graph of n = {std['n']}, G = {std['G']} launches")
+    lines = [head, f"mode {mode}; times in us per iteration (ratio = fabricbench / nccl-tests)",
+             f"reuse: fabricbench --buffers reuse --timing loop vs nccl-tests -b S -e S (one buffer), counts "
+             f"per size for ~{TARGET_US // 1000} ms of work",
+             f"rotate: fabricbench --buffers rotate --timing loop vs nccl-tests -b 8 -e 8G -f 2 (shifted "
+             f"buffers), {how}",
+             "events: fabricbench's default (rotate, CUDA events behind a blocking kernel)", "",
+             f"{'op':15s} {'size':>6s} {'fb reuse':>10s} {'nt reuse':>10s} {'ratio':>6s}  {'fb rotate':>10s} "
+             f"{'nt shift':>10s} {'ratio':>6s} {'k':>3s}  {'fb events':>10s}"]
+    for r in rows:
+        lines.append(_line(r)[6:])
+    matched = [r["fb_reuse"] / r["nt_reuse"] for r in rows
+               if r["size"] >= PARITY_FROM and r.get("fb_reuse") and r.get("nt_reuse")]
+    if matched:
+        worst = max(matched, key=lambda x: abs(x - 1))
+        lines.append(f"matched (reuse) from {format_size(PARITY_FROM)}: {len(matched)} sizes, worst ratio "
+                     f"{worst:.4f} ({abs(worst - 1) * 100:.2f}%): {'WITHIN' if abs(worst - 1) <= 0.01 else 'OUTSIDE'} 1%")
+    return "\n".join(lines)
+
+
+# -- native vs torch -------------------------------------------------------------------------------------
+def engines(args) -> int:
     writer = ResultWriter(args.out)
     common = dict(gpus=args.gpus, ops=args.ops, sizes=args.sizes, iters=args.iters, warmup=5)
     ngpus = len(make_config(**common).gpus)
@@ -69,18 +256,7 @@ def main() -> int:
     n, n_in, g = by(native), by(native, True), by(graph)
     t = {(r.op, r.bytes): r for r in torch_res if r.time_us is not None}
     torch_inplace = {op for (op, _), r in t.items() if r.extra.get("torch_inplace")}
-    sizes = sorted({b for _, b in n})
-    nt: dict[tuple[str, int], float] = {}
-    if args.nccl_tests:
-        if not args.nccl_tests.is_dir():
-            print(f"Error: --nccl-tests {args.nccl_tests}: not a folder", file=sys.stderr)
-            return 2
-        for op in args.ops.split(","):
-            for size, us in nccl_tests(args.nccl_tests, op, make_config(**common).gpus, min(sizes), max(sizes),
-                                       args.iters).items():
-                nt[(op, size)] = us
     hdr = f"{'op':15s} {'place':5s} {'size':>6s} {'native us':>11s} {'graph(out)':>10s} {'torch us':>11s} {'torch/nat':>9s}"
-    hdr += f" {'nccl-tests us':>13s} {'nt/nat':>7s}" if nt else ""
     hdr += f" {'native algbw':>12s} {'torch algbw':>11s}"
     print(hdr)
     for (op, size), r_out in sorted(n.items(), key=lambda kv: (kv[0][0], kv[0][1])):
@@ -90,9 +266,6 @@ def main() -> int:
         line = (f"{op:15s} {'in' if r.inplace else 'out':5s} {format_size(size):>6s} {r.time_us:11.2f} {gr.time_us if gr else float('nan'):10.2f} "
                 f"{tr.time_us if tr else float('nan'):11.2f} "
                 f"{(tr.time_us / r.time_us) if tr else float('nan'):9.2f}")
-        if nt:
-            v = nt.get((op, size))
-            line += f" {v if v else float('nan'):13.2f} {(v / r.time_us) if v else float('nan'):7.2f}"
         line += f" {r.algbw_gbps:12.1f} {tr.algbw_gbps if tr else float('nan'):11.1f}"
         print(line)
     summary = {}
@@ -114,6 +287,30 @@ def main() -> int:
     print(json.dumps({"gpus": args.gpus, "summary": summary,
                       "torch_all_gather_8B_us": t.get(("all_gather", 8)).time_us if t.get(("all_gather", 8)) else None}))
     return 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--gpus", default="0")
+    ap.add_argument("--ops", default="all_reduce,all_gather,reduce_scatter")
+    ap.add_argument("--sizes", default=None, help="default 8-8G:x8 (engines), 8-8G:x2 (with --nccl-tests)")
+    ap.add_argument("--iters", type=int, default=50)
+    ap.add_argument("--nccl-tests", type=Path, default=None, help="folder with all_reduce_perf etc.: parity tables")
+    ap.add_argument("--nccl-lib", default=None, help="libnccl.so.2 for fabricbench and (LD_LIBRARY_PATH) nccl-tests")
+    ap.add_argument("--reuse-sizes", default="8-256K:x8,1M-8G:x2",
+                    help="sizes of the matched (reuse) table, comma-separated ranges: one nccl-tests process each")
+    ap.add_argument("--reps", type=int, default=3, help="repetitions per figure (median), both tools")
+    ap.add_argument("--tables", default=None, help="folder for parity_eager.txt, parity_graph.txt, parity.json")
+    ap.add_argument("--out", default=None, help="JSONL of every record (engines mode)")
+    args = ap.parse_args()
+    if args.nccl_tests:
+        if not args.nccl_tests.is_dir():
+            print(f"Error: --nccl-tests {args.nccl_tests}: not a folder", file=sys.stderr)
+            return 2
+        args.sizes = args.sizes or "8-8G:x2"
+        return parity(args)
+    args.sizes = args.sizes or "8-8G:x8"
+    return engines(args)
 
 
 if __name__ == "__main__":

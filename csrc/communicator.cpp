@@ -259,15 +259,16 @@ void Communicator::fill_inputs(const RunPlan& p, const RunBuffers& b, bool first
   }
 }
 
-// Iteration i on every local GPU, on buffer set i mod k. One GPU needs no NCCL group (nccl-tests calls
-// none there either, and in the loop timing its host cost would count).
+// Iteration i on every local GPU, on buffer set i mod k. One GPU needs no NCCL group and no device
+// switch (fill_inputs made it current on this thread): nccl-tests makes neither call there, and in the
+// loop timing their host cost would count.
 void Communicator::enqueue(const RunPlan& p, const RunBuffers& b, int i, const Hooks& hooks) {
   const int s = i % b.k;
   const size_t G = devices_.size();
   if (G > 1) FB_NCCL_CHECK(nccl_, nccl_.GroupStart());
   ncclResult_t last = ncclSuccess;
   for (size_t g = 0; g < G; ++g) {
-    FB_CUDA_CHECK(cudaSetDevice(devices_[g]));
+    if (G > 1) FB_CUDA_CHECK(cudaSetDevice(devices_[g]));
     CollArgs args{nccl_, b.views[g][s].send, b.views[g][s].recv, p.a.count, p.dt, ranks_[g], nranks_, comms_[g],
                   streams_[g]};
     last = FB_NCCL_CHECK_COMM(nccl_, comms_[g], p.coll.launch(args));
@@ -321,18 +322,19 @@ std::vector<double> Communicator::time_graph(const RunPlan& p, const RunBuffers&
   }
   auto replay = [&](int) {
     for (size_t g = 0; g < G; ++g) {
-      FB_CUDA_CHECK(cudaSetDevice(devices_[g]));
+      if (G > 1) FB_CUDA_CHECK(cudaSetDevice(devices_[g]));  // one GPU: already current (instantiate)
       FB_CUDA_CHECK(cudaGraphLaunch(execs[g], streams_[g]));
     }
   };
   auto poll = [this] { poll_async(); };
   auto do_abort = [this] { abort(); };
-  replay(0);  // the first replay uploads the graph
-  drain(lanes(), p.a.timeout_s, p.what + " (graph warm-up)", kAborted, hooks, poll, do_abort);
   const std::string what = p.what + " (graph of " + std::to_string(p.a.graph_iters) + ")";
+  // The loop timing launches straight after instantiation, graph upload included, as nccl-tests does.
   if (p.a.timing == TimingMode::loop)
     return {host_timed_loop(lanes(), p.a.iters, replay, p.a.timeout_s, what, kAborted, hooks, poll, do_abort,
                             (double)p.a.graph_iters)};
+  replay(0);  // the first replay uploads the graph
+  drain(lanes(), p.a.timeout_s, p.what + " (graph warm-up)", kAborted, hooks, poll, do_abort);
   return timed_loop(lanes(), p.a.iters, replay, p.a.timeout_s, what, kAborted, hooks, poll, do_abort,
                     (double)p.a.graph_iters);
 }

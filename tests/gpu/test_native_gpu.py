@@ -86,6 +86,63 @@ def test_graph_mode_is_faster_per_iteration_at_8_bytes(comm):
     assert statistics.median(graph["times_us"]) < statistics.median(eager)
 
 
+@pytest.mark.parametrize("op", ("all_reduce", "all_gather", "reduce_scatter"))
+@pytest.mark.parametrize("graph", (False, True))
+@pytest.mark.parametrize("buffers, timing", [("reuse", "events"), ("reuse", "loop"), ("rotate", "loop")])
+def test_buffer_and_timing_modes_are_exact(comm, op, graph, buffers, timing):
+    count = nccl_count(op, "float32", 1 << 20, 1)
+    out = comm.run(op, "float32", count, warmup=2, iters=10, graph=graph, graph_iters=20, check=True,
+                   seed=random.getrandbits(32), timeout_s=60.0, buffers=buffers, timing=timing)
+    assert out["wrong"] == 0
+    assert out["rotate"] == (1 if buffers == "reuse" else 16)  # 1 MiB sets: 16 span less than 2x L2
+    # events: one time per timed iteration (replay); loop: one host-timed figure for the whole loop
+    assert len(out["times_us"]) == (10 if timing == "events" else 1) and min(out["times_us"]) > 0
+
+
+def test_reuse_keeps_a_small_copy_in_l2(comm):
+    """4 MiB out-of-place (8 MiB read + written) fits the L2: reused it runs faster than rotated through
+    sets spanning ~2x the L2, in graph mode where launch cost is out of the way."""
+    count = (4 << 20) // 4
+    t = {b: statistics.median(comm.run("all_reduce", "float32", count, warmup=5, iters=20, graph=True,
+                                       graph_iters=50, buffers=b)["times_us"]) for b in ("rotate", "reuse")}
+    assert t["reuse"] < t["rotate"], t
+
+
+def test_loop_timing_includes_launch_cost_at_8_bytes(comm):
+    """nccl-tests' method at 8 B measures the host's launch rate: above the device time that events read."""
+    events = statistics.median(comm.run("all_reduce", "float32", 2, warmup=20, iters=200)["times_us"])
+    [loop] = comm.run("all_reduce", "float32", 2, warmup=20, iters=200, timing="loop")["times_us"]
+    assert loop > 0 and events > 0
+    [graph_loop] = comm.run("all_reduce", "float32", 2, warmup=5, iters=20, graph=True, graph_iters=100,
+                            timing="loop")["times_us"]
+    assert graph_loop < loop  # replays of a captured graph skip the per-call launch
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"buffers": "same"}, "buffers 'same': choose rotate or reuse"),
+    ({"timing": "host"}, "timing 'host': choose events or loop"),
+])
+def test_mode_argument_errors(comm, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        comm.run("all_reduce", "float32", 16, **kwargs)
+
+
+def test_session_records_the_modes(engine):
+    session = open_session(SweepConfig(gpus=(0,), timeout_s=60.0, timing="loop"), None)
+    try:
+        assert "nccl-tests" in session.info["timing_rule"]
+        sizing = COLLECTIVES.get("all_reduce").size(1 << 20, 4, 1)
+        case = Case(op="all_reduce", dtype="float32", requested_bytes=1 << 20, bytes=sizing.bytes,
+                    count=sizing.count, nccl_count=sizing.nccl_count, send_bytes=sizing.send_bytes,
+                    recv_bytes=sizing.recv_bytes, inplace=False, graph=False, check=True, warmup=1, iters=8,
+                    seed=random.getrandbits(32), buffers="reuse", timing="loop")
+        timing = session.measure(case)
+        assert timing.wrong == 0 and len(timing.times_us) == 1
+        assert timing.extra == {"buffers": "reuse", "rotate": 1, "timing": "loop"}
+    finally:
+        session.close()
+
+
 @pytest.mark.parametrize("kwargs, message", [
     ({"op": "all_reducee", "dtype": "float32"}, "unknown op 'all_reducee'; choose from all_reduce"),
     ({"op": "all_reduce", "dtype": "float8"}, "unknown dtype 'float8'; choose from float32"),
