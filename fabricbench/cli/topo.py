@@ -25,9 +25,17 @@ def load_topology(from_file: str | None):
 
 
 def select(topo, gpus: str | None):
+    from fabricbench.errors import UsageError
     from fabricbench.gpus import parse_gpus
 
-    return topo if gpus is None else topo.subset(parse_gpus(gpus))
+    if gpus is None:
+        return topo
+    wanted = parse_gpus(gpus)
+    n = len(topo.gpus)
+    if max(wanted) >= n:
+        raise UsageError(f"--gpus {gpus} names {len(wanted)} GPU(s) up to {max(wanted)} but the topology has "
+                         f"{n} (0-{n - 1})")
+    return topo.subset(wanted)
 
 
 @click.command()
@@ -41,8 +49,12 @@ def topo(gpus, as_json, from_file, out_path):
     from fabricbench.results.writer import ResultWriter
     from fabricbench.topology import snapshot_record
 
+    from fabricbench.gpus import parse_gpus
+
+    if gpus is not None:
+        parse_gpus(gpus)  # the list's syntax before any topology is read
+    writer = ResultWriter(out_path) if out_path else None  # opened (so checked) before anything is read
     t = select(load_topology(from_file), gpus)
-    writer = ResultWriter(out_path) if out_path else None
     doc = {**t.to_dict(), "advice": t.advice(), "summary": t.summary()}
     if writer is not None:
         rec = snapshot_record(new_run_id(), topo=t)
