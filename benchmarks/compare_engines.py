@@ -83,9 +83,10 @@ def run_nccl_tests(exe: Path, lo: int, hi: int, n: int, graph_launches: int, rep
             parts = line.split()
             if len(parts) >= 8 and parts[0].isdigit() and re.match(r"^[\d.]+$", parts[5]):
                 times.setdefault(int(parts[0]), []).append(float(parts[5]))
-    m = re.search(r"NCCL version (\S+)", proc.stdout)
+    m = re.search(r"nccl-library=(\d+)", proc.stdout)  # e.g. 22803 -> 2.28.3 (the library it ran with)
     if m:
-        version = m.group(1).split("+")[0]
+        code = int(m.group(1))
+        version = f"{code // 10000}.{code // 100 % 100}.{code % 100}"
     return {s: statistics.median(v) for s, v in times.items()}, version
 
 
@@ -176,6 +177,11 @@ def parity(args) -> int:
                         row["fb_reuse"], _ = fb.time(op, size, graph=graph, buffers="reuse", timing="loop", n=n,
                                                      launches=g, reps=args.reps)
                         row["counts_reuse"] = [n, g]
+                        # device time of the same memory use (events): where it is below nt_reuse, the loop
+                        # is bound by the host's launches
+                        row["fb_reuse_events"], _ = fb.time(op, size, graph=graph, buffers="reuse",
+                                                            timing="events", n=min(n, 200), launches=min(g, 50),
+                                                            reps=1)
                     row["nt_shift"] = standard.get(size)
                     row["fb_rotate"], row["rotate"] = fb.time(op, size, graph=graph, buffers="rotate",
                                                               timing="loop", n=std["n"], launches=std["G"],
