@@ -61,6 +61,7 @@ def cli() -> None:
 
 def fail(message: str) -> "NoReturn":  # noqa: F821
     """Print one line and exit 2: for what the user got wrong."""
+    message = "; ".join(ln.strip() for ln in str(message).splitlines() if ln.strip())  # one line, always
     click.echo(f"Error: {message}", err=True)
     sys.exit(2)
 
@@ -73,6 +74,8 @@ def main(argv: list[str] | None = None) -> None:
     except click.exceptions.NoSuchOption as e:
         fail(e.format_message())
     except click.UsageError as e:  # click's own parse errors: one line, not the usage block
+        fail(e.format_message())
+    except click.ClickException as e:  # click's file errors (an unreadable click.File/Path argument)
         fail(e.format_message())
     except click.exceptions.Abort:
         click.echo("Aborted.", err=True)

@@ -31,9 +31,9 @@ class SweepOptions:
         # The torch engine's backend is decided here, as the sweep itself decides it (nccl when a GPU is
         # visible, else gloo), so that compare and scaling know before any child whether ranks are CPU ones.
         if self.engine == "torch" and self.backend is None:
-            from fabricbench.gpus import visible_gpu_count
+            from fabricbench.measuring.api import default_backend
 
-            object.__setattr__(self, "backend", "nccl" if visible_gpu_count() else "gloo")
+            object.__setattr__(self, "backend", default_backend())
 
     def validate(self, gpus: tuple[int, ...] | None) -> None:
         """The checks the sweep would make, made before any child starts."""

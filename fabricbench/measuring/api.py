@@ -64,6 +64,13 @@ def uses_gpus(config: SweepConfig) -> bool:
     return config.engine == "native" or (config.engine == "torch" and config.backend == "nccl")
 
 
+def default_backend(visible: int | None = None) -> str:
+    """The torch engine's backend when none is named: nccl where a GPU is visible, else gloo."""
+    from fabricbench.gpus import visible_gpu_count
+
+    return "nccl" if (visible_gpu_count() if visible is None else visible) else "gloo"
+
+
 def resolve_devices(config: SweepConfig, gpus_text: str | None = None, *,
                     visible: int | None = None) -> tuple[SweepConfig, list[str]]:
     """The defaults a sweep takes from this machine, decided here for the library and the command alike.
@@ -81,7 +88,7 @@ def resolve_devices(config: SweepConfig, gpus_text: str | None = None, *,
     warnings: list[str] = []
     if config.engine == "torch" and config.backend is None:
         visible = visible_gpu_count() if visible is None else visible
-        config = dataclasses.replace(config, backend="nccl" if visible else "gloo")
+        config = dataclasses.replace(config, backend=default_backend(visible))
     if not uses_gpus(config):
         if config.gpus is not None:
             warnings.append(f"--gpus is ignored by --backend {config.backend} (CPU ranks)")
