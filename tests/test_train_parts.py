@@ -11,8 +11,11 @@ def test_step_stats_values():
     st = metrics.step_stats([0.4, 0.1, 0.2, 0.3])
     assert st["median_s"] == pytest.approx(0.25)
     assert st["mean_s"] == pytest.approx(0.25)
-    assert st["p95_s"] == pytest.approx(0.4)
-    assert st["cv"] == pytest.approx(0.12909944 / 0.25, rel=1e-6)  # sample stdev / mean
+    # the one convention of fabricbench/measuring/stats.py: p95 interpolated between order statistics
+    # (0.3 + 0.85 x 0.1), cv = population stdev / mean, as in every collective record
+    assert st["p95_s"] == pytest.approx(0.385)
+    assert st["cv"] == pytest.approx(0.1118034 / 0.25, rel=1e-6)
+    assert metrics.step_stats([0.2])["cv"] is None and metrics.step_stats([])["median_s"] is None
 
 
 def test_throughput_and_mfu_arithmetic():

@@ -12,8 +12,9 @@ token, not all). Peaks are dense bf16 tensor-core figures from the vendors' data
 
 from __future__ import annotations
 
-import statistics
 from typing import Any
+
+from fabricbench.measuring.stats import summarize
 
 # dense bf16 peak FLOP/s (no sparsity); matched by substring of torch.cuda.get_device_name, first wins
 PEAK_BF16_FLOPS: tuple[tuple[str, float], ...] = (
@@ -36,14 +37,12 @@ def peak_flops(gpu_name: str | None) -> float | None:
 
 
 def step_stats(times_s: list[float]) -> dict[str, float | None]:
-    """median, mean, p95 (nearest rank), cv = stdev / mean of step times in seconds."""
+    """median, mean, p95, cv of step times in seconds, by the one statistics module every record uses
+    (fabricbench/measuring/stats.py: p95 by linear interpolation, cv = population stdev / mean)."""
     if not times_s:
         return {"median_s": None, "mean_s": None, "p95_s": None, "cv": None}
-    ordered = sorted(times_s)
-    mean = statistics.fmean(ordered)
-    p95 = ordered[min(len(ordered) - 1, max(0, -(-95 * len(ordered) // 100) - 1))]
-    cv = statistics.stdev(ordered) / mean if len(ordered) > 1 and mean > 0 else None
-    return {"median_s": statistics.median(ordered), "mean_s": mean, "p95_s": p95, "cv": cv}
+    st = summarize(times_s)
+    return {"median_s": st.median, "mean_s": st.mean, "p95_s": st.p95, "cv": st.cv if st.n > 1 else None}
 
 
 def throughput(*, times_s: list[float], global_batch: int, tokens_per_sample: int, psi: int, nranks: int,
