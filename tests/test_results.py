@@ -82,3 +82,28 @@ def test_memory_check_names_what_fits():
     msg = check_fits(plan, free_bytes=10 << 30)
     assert "8G" in msg and "16.0 GiB per GPU" in msg and "sizes up to 4G fit" in msg
     assert check_fits(plan, free_bytes=40 << 30) is None
+
+
+def test_train_result_round_trips_every_record_and_keeps_unknown_keys():
+    """Typed train results: today's H200 records come back identical; new keys (precision, comm) are
+    fields; a key no field names is kept in `extra`; a stage the run never reached stays absent."""
+    from pathlib import Path
+
+    from fabricbench.results.schema import UNSET, TrainResult
+    from fabricbench.results.writer import read_results
+
+    path = Path(__file__).parent.parent / "benchmarks" / "results" / "h200-1gpu" / "train.jsonl"
+    records = list(read_results(path, kind="train"))
+    assert records
+    for rec in records:
+        res = TrainResult.from_dict(rec)
+        assert res.to_dict() == rec and res.extra == {}
+        assert res.strategy == rec["strategy"] and res.context["kind"] == "train"
+    new = {**records[0], "precision": "fp32", "comm": {"source": "profiler", "total_bytes_per_step": 42},
+           "someone_elses_key": [1, 2]}
+    res = TrainResult.from_dict(new)
+    assert res.precision == "fp32" and res.comm["total_bytes_per_step"] == 42
+    assert res.extra == {"someone_elses_key": [1, 2]} and res.to_dict() == new
+    waived = TrainResult.from_dict({k: v for k, v in records[0].items()
+                                    if k not in ("memory", "step_time", "step_times_s", "throughput")})
+    assert waived.memory is UNSET and "memory" not in waived.to_dict() and "throughput" not in waived.to_dict()

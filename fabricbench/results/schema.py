@@ -1,8 +1,14 @@
 """The result records. Every record is one flat JSON object that starts with the same header.
 
 Header (every kind): schema, kind, run_id, timestamp, host, fabric, env (allow-listed), versions.
-Kinds: "collective" (CollectiveResult below: sweep, compare, scaling), "copy" (p2p matrix),
-"train" (strategy runs), "topology" (one snapshot per results file), "plan" (what a run intended).
+Kinds and who writes them:
+- "collective" (CollectiveResult below): sweep, compare, scaling, study and qualify units;
+- "copy": p2p (fabricbench/fabrics/copy.py CopyResult);
+- "train" (TrainResult below): train, one per strategy;
+- "topology": one snapshot per results file;
+- "estimate", "relate", "machine", "plan" and "study_unit": fabricbench study (fabricbench/study/);
+  "plan" is the study's config and units, written once per start;
+- "qualify_start", "qualify_unit" and "verdict": fabricbench qualify (fabricbench/qualifying/).
 
 Changing a field's meaning bumps SCHEMA_VERSION; adding a field does not.
 """
@@ -86,3 +92,96 @@ def _clean(v: Any) -> Any:
     if isinstance(v, float) and not math.isfinite(v):
         return None
     return v
+
+
+class _Unset:
+    """A train record key the run never reached: left out of the record, not written as null."""
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+UNSET: Any = _Unset()
+
+
+@dataclass(kw_only=True)
+class TrainResult:
+    """One strategy's training run (kind "train"): what ran, how it went, and what it measured.
+
+    Built once per strategy by fabricbench/training/launch.py and turned into the flat record once, by
+    to_dict(), when it is written. The setting fields are in every record; the outcome fields are UNSET
+    (absent from the record) where the run did not get that far (a waived strategy has no memory, a
+    rank that died has no verification). Keys this class does not name are kept in `extra` and written
+    back as they came, so a record read with from_dict and written again loses nothing.
+    """
+
+    # what ran
+    strategy: str  # a name in fabricbench.training.strategies.STRATEGIES
+    model: str
+    task: str  # "causal-lm" or "image-cls"
+    params: int  # Ψ
+    batch_size: int  # per rank per step
+    global_batch: int  # batch_size x ranks
+    seq_len: int | None  # causal LM only
+    image_size: int | None  # image classification only
+    tokens_per_sample: int
+    device: str  # "cuda" or "cpu"
+    gpus: list[int]
+    nranks: int
+    nnodes: int
+    steps: int  # warm-up included
+    warmup_steps: int
+    lr: float
+    optimizer: str
+    precision: str = UNSET  # "bf16", "fp16" or "fp32" (the compute precision); UNSET in records before it
+    mixed_precision: str = UNSET  # what Accelerate was given ("bf16", "fp16", "no")
+    dataset: str = "synthetic"  # a local folder, or synthetic data
+    estimate: dict[str, Any] = field(default_factory=dict)  # the recipe's bytes per GPU (training/estimate.py)
+    versions: dict[str, Any] = field(default_factory=dict)
+    fabric_env: Any = UNSET  # the fabric's variables (masked outside NCCL_/GLOO_/CUDA_)
+    shaped_rate_bps: Any = UNSET
+    # how it went
+    status: str = "ok"  # "ok", "flagged", "oom", "error", "waived"
+    message: str | None = None  # why, when status is not "ok"
+    launcher_rc: Any = UNSET  # torchrun's exit status; None when it was killed at --timeout
+    rank_died: Any = UNSET  # the rank that ended the run early
+    steps_completed: Any = UNSET  # steps every rank finished, when the run ended early
+    # what it measured
+    memory: Any = UNSET  # peak allocated/reserved bytes per rank and their maxima
+    engine: Any = UNSET  # the wrapper found after prepare: "ddp", "deepspeed", "fsdp"
+    zero_stage: Any = UNSET
+    wrapper: Any = UNSET
+    world_size: Any = UNSET
+    accelerate_num_processes: Any = UNSET
+    distributed_type: Any = UNSET
+    gpu_name: Any = UNSET
+    holdings: Any = UNSET  # numel each rank held of params, grads, optimizer states
+    held_fraction: Any = UNSET
+    step_time: Any = UNSET  # median_s, mean_s, p95_s, cv of the timed steps (measuring/stats.py)
+    step_times_s: Any = UNSET  # every step, slowest rank
+    throughput: Any = UNSET  # samples/s, tokens/s, MFU (training/metrics.py)
+    comm: Any = UNSET  # the communication trace (training/trace.py), dict or None
+    first_loss: Any = UNSET
+    last_loss: Any = UNSET
+    losses: Any = UNSET
+    loss_decreased: Any = UNSET
+    extra: dict[str, Any] = field(default_factory=dict)  # keys not named above, kept as they came
+    context: dict[str, Any] = field(default_factory=dict)  # the header(): schema, kind, host, env, ...
+
+    def to_dict(self) -> dict[str, Any]:
+        """The flat JSON record: header first, then every field that was reached, then `extra`."""
+        body = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+                if f.name not in ("extra", "context") and getattr(self, f.name) is not UNSET}
+        return {**self.context, **body, **self.extra}
+
+    @classmethod
+    def from_dict(cls, record: dict[str, Any]) -> "TrainResult":
+        """A record (or a record body) -> TrainResult; header keys go to `context`, unknown ones to `extra`."""
+        from fabricbench.results.context import host_facts
+
+        names = {f.name for f in dataclasses.fields(cls)} - {"extra", "context"}
+        head = {"schema", "kind", "run_id", "timestamp", "fabric", "env", *host_facts()}
+        body = {k: v for k, v in record.items() if k in names}
+        context = {k: v for k, v in record.items() if k in head and k not in names}
+        extra = {k: v for k, v in record.items() if k not in names and k not in head}
+        return cls(**body, context=context, extra=extra)

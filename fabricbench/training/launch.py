@@ -31,6 +31,7 @@ from fabricbench.errors import UsageError
 from fabricbench.measuring.config import PROCS_PER_CORE, cores
 from fabricbench.results import ResultWriter, header
 from fabricbench.results.context import package_version
+from fabricbench.results.schema import UNSET, TrainResult
 from fabricbench.training import estimate, metrics, models, trace, verify
 from fabricbench.training.strategies import PRECISIONS, STRATEGIES, default_precision
 from fabricbench.training.strategies.base import accelerate_precision
@@ -371,9 +372,10 @@ def run(config: TrainConfig, writer: ResultWriter, *, echo: Any = None) -> list[
     run_id = uuid.uuid4().hex[:12]
     records = []
     for name in config.strategies:
-        body = run_strategy(config, name, resolved, psi)
-        _add_throughput(body, psi)
-        record = {**header("train", run_id=run_id, fabric=config.fabric), **body}
+        result = TrainResult.from_dict(run_strategy(config, name, resolved, psi))
+        result.context = header("train", run_id=run_id, fabric=config.fabric)
+        _add_throughput(result, psi)
+        record = result.to_dict()  # the one place a train result becomes a dict
         writer.write(record)
         records.append(record)
         if echo is not None:
@@ -381,11 +383,12 @@ def run(config: TrainConfig, writer: ResultWriter, *, echo: Any = None) -> list[
     return records
 
 
-def _add_throughput(body: dict[str, Any], psi: int) -> None:
-    st = body.get("step_times_s")
-    if not st:
+def _add_throughput(result: TrainResult, psi: int) -> None:
+    st = result.step_times_s
+    if st is UNSET or not st:
         return
-    timed = st[body["warmup_steps"]:]
-    body["throughput"] = metrics.throughput(times_s=timed, global_batch=body["global_batch"],
-                                            tokens_per_sample=body["tokens_per_sample"], psi=psi,
-                                            nranks=body["nranks"], gpu_name=body.get("gpu_name"))
+    timed = st[result.warmup_steps:]
+    result.throughput = metrics.throughput(times_s=timed, global_batch=result.global_batch,
+                                           tokens_per_sample=result.tokens_per_sample, psi=psi,
+                                           nranks=result.nranks,
+                                           gpu_name=None if result.gpu_name is UNSET else result.gpu_name)
