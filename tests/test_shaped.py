@@ -250,15 +250,70 @@ def test_compare_default_and_shaped_on_gloo_busbw_is_half_the_rate(tmp_path):
     assert not [ns for ns in shaped.namespaces() if ns.startswith(f"fb-{p.pid}-")]  # its namespace is gone
 
 
+def _procs_with(token: str) -> list[int]:
+    """Live processes whose environment holds token (inherited by the child sweep and its ranks)."""
+    pids = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/environ", "rb") as fh:
+                    env = fh.read()
+                with open(f"/proc/{d}/stat") as fh:
+                    zombie = fh.read().rsplit(")", 1)[1].split()[0] == "Z"
+            except OSError:
+                continue
+            if token.encode() in env and not zombie:
+                pids.append(int(d))
+    return pids
+
+
+def _none_left(token: str, within_s: float = 15.0) -> bool:
+    deadline = time.monotonic() + within_s
+    while _procs_with(token) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return _procs_with(token) == []
+
+
+def _start_sweep(out, tmp_path):
+    """A shaped sweep whose second size takes minutes: stopped while it measures that one."""
+    token = f"FB_TEST_TOKEN={os.getpid()}-{time.monotonic_ns()}"
+    env = {**os.environ, "FB_TEST_TOKEN": token.split("=", 1)[1]}
+    p = subprocess.Popen([sys.executable, "-m", "fabricbench", "sweep", "--engine", "torch", "--backend", "gloo",
+                          "--nprocs", "2", "--ops", "all_reduce", "--sizes", "4K,64M", "--iters", "2",
+                          "--warmup", "0", "--fabric", "shaped:8mbit", "--out", str(out), "--quiet"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=env)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not (out.exists() and '"collective"' in out.read_text()):
+        assert p.poll() is None, p.communicate()
+        time.sleep(0.2)
+    mine = [ns for ns in shaped.namespaces() if ns.startswith(f"fb-{p.pid}-")]
+    assert len(mine) == 1, shaped.namespaces()
+    assert len(_procs_with(token)) >= 4  # the sweep, its child under the fabric and the child's two ranks
+    return p, mine[0], token
+
+
 @needs_netns
 @pytest.mark.slow
-def test_sweep_shaped_is_applied(tmp_path):
-    """`sweep --fabric shaped:...` runs its ranks in the namespace (the library delegation path)."""
-    import fabricbench
+def test_ctrl_c_of_a_shaped_sweep_keeps_records_and_removes_everything(tmp_path):
+    out = tmp_path / "s.jsonl"
+    p, ns, token = _start_sweep(out, tmp_path)
+    p.send_signal(signal.SIGINT)
+    stdout, stderr = p.communicate(timeout=60)
+    assert p.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    recs = list(read_results(out, kind="collective"))
+    assert [r["bytes"] for r in recs] == [4096] and recs[0]["shaped_rate_bps"] == 8_000_000
+    assert ns not in shaped.namespaces()
+    assert _none_left(token)  # the child sweep and its ranks are gone
 
-    [r] = fabricbench.sweep(engine="torch", backend="gloo", nprocs=2, ops=["all_reduce"], sizes="1M",
-                            iters=2, warmup=1, fabric="shaped:100mbit")
-    rec = r.to_dict()
-    rate_gbps = 100e6 / 8 / 1e9
-    assert rec["shaped_rate_bps"] == 100_000_000 and rec["fabric"] == "shaped:100mbit"
-    assert 0.3 * rate_gbps <= rec["busbw_gbps"] <= 0.7 * rate_gbps
+
+@needs_netns
+@pytest.mark.slow
+def test_sigkill_of_a_shaped_sweep_leaves_no_process_and_the_next_start_cleans(tmp_path):
+    out = tmp_path / "s.jsonl"
+    p, ns, token = _start_sweep(out, tmp_path)
+    p.kill()
+    p.communicate(timeout=30)
+    assert _none_left(token)  # parent-death signals: nothing runs on in the namespace
+    assert ns in shaped.namespaces()
+    assert ns in shaped.remove_stale() and ns not in shaped.namespaces()
