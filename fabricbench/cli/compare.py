@@ -2,6 +2,7 @@
 
     fabricbench compare --fabrics default,p2p-off --gpus 0,1 --ops all_reduce --sizes 1M-1G:x4 --plot cmp.png
     fabricbench compare --fabrics default,lo:GLOO_SOCKET_IFNAME=lo --engine torch --backend gloo --nprocs 2
+    fabricbench compare --fabrics default,shaped:1gbit,shaped:200mbit --engine torch --backend gloo --nprocs 2
 
 Ratio per size = busbw on the fabric / busbw on the first fabric named (algbw when n = 1, where the
 busbw factor is 0). Records: the common schema, with `fabric` and the transport NCCL really used.
@@ -19,7 +20,8 @@ from fabricbench.report.analysis import comparison, fmt, fmt_ratio
 
 @click.command()
 @click.option("--fabrics", "fabric_list", default="default,p2p-off", show_default=True,
-              help="Comma list: built-in names (see `fabricbench fabrics`) or name:VAR=VAL[,VAR=VAL].")
+              help="Comma list: built-in names (see `fabricbench fabrics`), shaped:RATE (an emulated link, "
+                   "e.g. shaped:1gbit) or name:VAR=VAL[,VAR=VAL].")
 @click.option("--gpus", default=None, help="GPU list for every fabric: 0,1 or 0-7. Default: all visible.")
 @click.option("--ops", default="all_reduce", show_default=True, help="Comma list of collectives.")
 @click.option("--sizes", default="1M-1G:x4", show_default=True, help="Sizes: 8-8G, 1M-1G:x2 or 64K,1M.")
