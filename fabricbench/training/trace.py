@@ -40,6 +40,8 @@ reduce-scatter of the same S.
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import statistics
 from collections import Counter
 from dataclasses import dataclass
@@ -124,12 +126,19 @@ def group_sizes() -> list[int]:
     return sorted({dist.get_world_size(pg) for pg in world.pg_map})
 
 
+KEEP_ENV = "FABRICBENCH_KEEP_PROFILE"  # a folder: each rank's chrome trace is kept there (open it in Perfetto)
+
+
 def export_events(prof: Any, path: Path) -> list[dict[str, Any]]:
     """The profile's chrome-trace events. The export is the one form that keeps tensor-list shapes."""
     prof.export_chrome_trace(str(path))
     try:
         return json.loads(path.read_text())["traceEvents"]
     finally:
+        keep = os.environ.get(KEEP_ENV)
+        if keep:
+            Path(keep).mkdir(parents=True, exist_ok=True)
+            shutil.move(str(path), str(Path(keep) / path.name))
         path.unlink(missing_ok=True)
 
 
