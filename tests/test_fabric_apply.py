@@ -50,6 +50,17 @@ def test_bad_custom_spec_messages_do_not_echo_values():
     assert SECRET not in str(e.value) and "API_KEY=***" in str(e.value)
 
 
+def test_bad_fabric_list_messages_do_not_echo_values():
+    from fabricbench.fabrics import parse_fabric_list
+
+    for text in (f"x:SOME_TOKEN={SECRET},,default", f"API_KEY={SECRET},default"):
+        with pytest.raises(UsageError) as e:
+            parse_fabric_list(text)
+        assert SECRET not in str(e.value) and "=***" in str(e.value)
+    with pytest.raises(UsageError, match="NCCL_ALGO=Ring' belongs to no custom fabric"):
+        parse_fabric_list("NCCL_ALGO=Ring")
+
+
 def test_in_force():
     assert in_force("default", {})  # nothing to apply
     assert not in_force("p2p-off", {})

@@ -26,9 +26,13 @@ from fabricbench.results import read_results
 
 
 def _netns_works() -> bool:
+    """Root, ip and tc, and a namespace can really be made (uid 0 in a container may lack CAP_SYS_ADMIN)."""
     if os.geteuid() != 0 or not shutil.which("ip") or not shutil.which("tc"):
         return False
-    return subprocess.run(["ip", "netns", "list"], capture_output=True).returncode == 0
+    probe = f"fb-{os.getpid()}-{shaped._start_time(os.getpid())}-0"
+    made = subprocess.run(["ip", "netns", "add", probe], capture_output=True).returncode == 0
+    subprocess.run(["ip", "netns", "del", probe], capture_output=True)
+    return made
 
 
 needs_netns = pytest.mark.skipif(not _netns_works(), reason="needs root, iproute2 (ip, tc) and network namespaces")

@@ -48,10 +48,10 @@ def parse_fabric_list(text: str) -> list[Fabric]:
     for item in text.split(","):
         item = item.strip()
         if not item:
-            raise UsageError(f"--fabrics {text!r} has an empty item")
+            raise UsageError(f"--fabrics {_shown_list(text)!r} has an empty item")
         if "=" in item and ":" not in item:
             if not specs or ":" not in specs[-1]:
-                raise UsageError(f"--fabrics {text!r}: {item!r} belongs to no custom fabric; "
+                raise UsageError(f"--fabrics {_shown_list(text)!r}: {_shown_list(item)!r} belongs to no custom fabric; "
                                  f"write name:VAR=VAL[,VAR=VAL]")
             specs[-1] += "," + item
         else:
@@ -62,6 +62,18 @@ def parse_fabric_list(text: str) -> list[Fabric]:
     if dups:
         raise UsageError(f"--fabrics names {', '.join(dups)} more than once")
     return fabrics
+
+
+def _shown_list(text: str) -> str:
+    """A --fabrics list as it may be printed: every VAR=VALUE item's value masked unless VAR is public."""
+    from fabricbench.results.context import public_value
+
+    out = []
+    for item in text.split(","):
+        head, colon, rest = item.rpartition(":") if "=" in item else ("", "", item)
+        var, eq, val = rest.partition("=")
+        out.append(f"{head}{colon}{var}={public_value(var.strip(), val)}" if eq else item)
+    return ",".join(out)
 
 
 __all__ = ["FABRICS", "FAMILIES", "Fabric", "FabricEnv", "FabricFamily", "fabric_env", "get_fabric",
