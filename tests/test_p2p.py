@@ -90,3 +90,25 @@ def test_p2p_cli_errors(monkeypatch):
     monkeypatch.setattr("fabricbench.fabrics.copy.engine", missing)
     res = CliRunner().invoke(cli, ["p2p", "--gpus", "0"])
     assert isinstance(res.exception, EngineUnavailable)
+
+
+def test_p2p_size_that_cannot_fit_is_refused_before_copying(monkeypatch, capsys):
+    """2 x S per GPU (both ways) and 2 x S of pinned host memory, checked with the arithmetic shown."""
+    from fabricbench.cli import main
+
+    class Small(FakeEngine):
+        def devices(self, indices):
+            return [{"index": i, "free_bytes": 10 << 30} for i in indices]
+
+    eng = Small()
+    monkeypatch.setattr("fabricbench.fabrics.copy.engine", lambda: eng)
+    monkeypatch.setattr("fabricbench.gpus.visible_gpu_count", lambda: 2)
+    with pytest.raises(SystemExit) as e:
+        main(["p2p", "--gpus", "0,1", "--size", "8G", "--no-host"])
+    assert e.value.code == 2 and eng.calls == []
+    assert capsys.readouterr().err.strip() == ("Error: --size 8G: a copy both ways needs 2 x 8G = 16.0 GiB on "
+                                               "GPU0 but 10.0 GiB is free; lower --size")
+    with pytest.raises(SystemExit) as e:
+        main(["p2p", "--gpus", "0,1", "--size", "1000T"])
+    assert e.value.code == 2 and eng.calls == []
+    assert "of host memory is available; lower --size or pass --no-host" in capsys.readouterr().err

@@ -46,6 +46,7 @@ def p2p(gpus, size, iters, warmup, no_host, no_peer, out_path, as_json, plot_pat
         parse_gpus(gpus)  # the list's syntax first: it needs no engine
     eng = engine()
     gpu_t = default_gpus(gpus)
+    _check_fits(eng, gpu_t, nbytes, host=not no_host, peers=not no_peer)
     run_id = new_run_id()
     writer = open_output(out_path, run_id, "default")
     head = header("copy", run_id=run_id, fabric="default")
@@ -66,6 +67,40 @@ def p2p(gpus, size, iters, warmup, no_host, no_peer, out_path, as_json, plot_pat
                                "records": [r.__dict__ for r in results]}, indent=2))
         return
     render(gpu_t, uni, bi, host, nbytes, no_peer, no_host)
+
+
+def _check_fits(eng, gpu_t, nbytes: int, *, host: bool, peers: bool) -> None:
+    """A copy of S bytes both ways holds 2 x S on a GPU (csrc/copy.cpp) and 2 x S of pinned host memory:
+    refuse sizes that cannot be allocated, with the arithmetic, before the first copy."""
+    from fabricbench.errors import UsageError
+    from fabricbench.sizes import format_size
+
+    need = 2 * nbytes
+    gib = 2**30
+    avail = _host_available_bytes()
+    if host and avail is not None and need > avail:
+        raise UsageError(f"--size {format_size(nbytes)}: host copies pin 2 x {format_size(nbytes)} = "
+                         f"{need / gib:.1f} GiB but {avail / gib:.1f} GiB of host memory is available; "
+                         f"lower --size or pass --no-host")
+    devices = getattr(eng, "devices", None)
+    if devices is None:  # a stand-in engine without device facts
+        return
+    for d in devices(list(gpu_t)):
+        if need > d["free_bytes"]:
+            raise UsageError(f"--size {format_size(nbytes)}: a copy both ways needs 2 x {format_size(nbytes)} = "
+                             f"{need / gib:.1f} GiB on GPU{d['index']} but {d['free_bytes'] / gib:.1f} GiB is "
+                             f"free; lower --size")
+
+
+def _host_available_bytes() -> int | None:
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
 
 
 def plot(gpu_t, uni, bi, host, nbytes, path: str) -> None:
