@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -28,6 +27,8 @@ from fabricbench.fabrics.model import Fabric
 from fabricbench.fabrics.transport import TransportSummary, mismatch, read_logs
 
 POLL_S = 0.2  # how often the child's results file is read while it runs
+
+
 @dataclass(kw_only=True)
 class ChildRun:
     fabric: Fabric
@@ -164,8 +165,9 @@ def run_child(fabric: Fabric, args: list[str], *, base_env: dict[str, str] | Non
             # NCCL logging only where NCCL runs: gloo ranks would just carry the variables into the records.
             with applied(fabric, base_env, log_dir=tmp if uses_nccl else None) as launch:
                 run.warnings = launch.warnings
-                reader = _Reader(out, fabric, launch, uses_nccl, extra, run, on_record)
-                with open(os.path.join(tmp, "stdout"), "w+") as so, open(os.path.join(tmp, "stderr"), "w+") as se:
+                outputs = (os.path.join(tmp, "stdout"), os.path.join(tmp, "stderr"))
+                reader = _Reader(out, outputs, fabric, launch, uses_nccl, extra, run, on_record)
+                with open(outputs[0], "w+") as so, open(outputs[1], "w+") as se:
                     p = procs.spawn(launch.argv(cmd), env=launch.env, stdout=so, stderr=se)
                     try:
                         deadline = None if wall_timeout_s is None else time.monotonic() + wall_timeout_s
@@ -182,10 +184,8 @@ def run_child(fabric: Fabric, args: list[str], *, base_env: dict[str, str] | Non
                         raise
                     run.returncode = 124 if run.error else p.returncode
                     reader.poll()
-                    so.seek(0)
-                    se.seek(0)
-                    stdout, stderr = so.read(), se.read()
-                run.summary = reader.summary(stdout, stderr)
+                run.summary = reader.summary()
+                stderr = reader.read(outputs[1])
         except FabricWaived as e:
             run.waived = str(e)
             return run
@@ -201,13 +201,23 @@ def run_child(fabric: Fabric, args: list[str], *, base_env: dict[str, str] | Non
 class _Reader:
     """Reads the child's results file as it grows; annotates each new collective record."""
 
-    def __init__(self, path, fabric, launch, uses_nccl, extra, run, on_record) -> None:
-        self.path, self.fabric, self.launch, self.uses_nccl = path, fabric, launch, uses_nccl
-        self.extra, self.run, self.on_record = extra, run, on_record
+    def __init__(self, path, outputs, fabric, launch, uses_nccl, extra, run, on_record) -> None:
+        self.path, self.outputs, self.fabric, self.launch = path, outputs, fabric, launch
+        self.uses_nccl, self.extra, self.run, self.on_record = uses_nccl, extra, run, on_record
         self.offset = 0
 
-    def summary(self, *texts: str) -> TransportSummary:
-        return read_logs(self.launch.log_dir, *texts)
+    @staticmethod
+    def read(path: str) -> str:
+        try:
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                return fh.read()
+        except FileNotFoundError:
+            return ""
+
+    def summary(self) -> TransportSummary:
+        """NCCL's log so far: the files fabricbench chose, or the child's output where the user set
+        NCCL_DEBUG (then NCCL writes to stdout)."""
+        return read_logs(self.launch.log_dir, *(self.read(p) for p in self.outputs))
 
     def poll(self) -> None:
         try:
@@ -254,12 +264,6 @@ def annotate(rec: dict[str, Any], fabric: Fabric, facts: dict[str, Any], summary
 
 def _label(summary: TransportSummary, uses_nccl: bool, nranks: int | None) -> str:
     return summary.label(nranks) if uses_nccl else "gloo (no NCCL)"
-
-
-def _text(v) -> str:
-    if v is None:
-        return ""
-    return v.decode(errors="replace") if isinstance(v, bytes) else v
 
 
 def _last_error(stderr: str) -> str | None:
