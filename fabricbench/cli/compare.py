@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import Any
+
 import click
 
 from fabricbench.cli.options import echo_err, sweep_options
@@ -26,9 +28,10 @@ from fabricbench.report.analysis import comparison, fmt, fmt_ratio
 @click.option("--ops", default="all_reduce", show_default=True, help="Comma list of collectives.")
 @click.option("--sizes", default="1M-1G:x4", show_default=True, help="Sizes: 8-8G, 1M-1G:x2 or 64K,1M.")
 @click.option("--nprocs", type=int, default=None, help="Local ranks per run (one process each).")
+@click.option("--resume", is_flag=True, help="Skip fabrics whose every measurement --out already holds as ok.")
 @sweep_options
-def compare(fabric_list, gpus, ops, sizes, nprocs, dtype, iters, warmup, engine, backend, timeout_s, out_path,
-            plot_path, as_json):
+def compare(fabric_list, gpus, ops, sizes, nprocs, resume, dtype, iters, warmup, engine, backend, timeout_s,
+            out_path, plot_path, as_json):
     """Run the same sweep on each fabric and show busbw side by side with the ratio."""
     from fabricbench.fabrics import parse_fabric_list
     from fabricbench.fabrics.study import SweepOptions, check_plot_path, open_output, run_and_keep
@@ -41,6 +44,7 @@ def compare(fabric_list, gpus, ops, sizes, nprocs, dtype, iters, warmup, engine,
                         backend=backend, nprocs=nprocs, timeout_s=timeout_s)
     check_plot_path(plot_path)
     opts.validate(gpu_t)
+    prior = resume_records(out_path, resume)  # read before this run appends to the file
     run_id = new_run_id()
     writer = open_output(out_path, run_id, fabrics[0].name)
     runs = []
@@ -48,13 +52,15 @@ def compare(fabric_list, gpus, ops, sizes, nprocs, dtype, iters, warmup, engine,
         for fab in fabrics:
             if not as_json:
                 click.echo(f"fabric {fab.name}: {fab.description or fab.name}", err=True)
+            done = already_done(prior, opts, fab, gpu_t, out_path=out_path)
+            if done is not None:
+                runs.append(done)
+                continue
             runs.append(run_and_keep(fab, opts.args(gpu_t), writer, run_id, what=f"fabric {fab.name}",
                                      kept="other fabrics' results", say=echo_err))
     finally:
         writer.close()
     table = comparison(runs)
-    if plot_path:
-        plot(table, runs, plot_path)
     if as_json:
         click.echo(json.dumps({
             "run_id": run_id, "fabrics": [r.fabric.to_dict() for r in runs],
@@ -66,8 +72,45 @@ def compare(fabric_list, gpus, ops, sizes, nprocs, dtype, iters, warmup, engine,
             "records": [rec for r in runs for rec in r.records]}, indent=2))
     else:
         render(table, runs)
+    if plot_path:  # after the table: a plot that fails to write costs no printed result
+        plot(table, runs, plot_path)
     if any(r.error for r in runs):
         sys.exit(1)
+
+
+def resume_records(out_path: str | None, resume: bool) -> list[dict[str, Any]] | None:
+    """--resume: the reusable records of the combined --out (shared with `scaling`)."""
+    if not resume:
+        return None
+    if not out_path:
+        from fabricbench.errors import UsageError
+
+        raise UsageError("--resume skips what --out already holds; give --out FILE (the earlier run's file)")
+    from fabricbench.measuring.resume import read_prior
+
+    return read_prior(out_path)
+
+
+def already_done(prior, opts, fabric, gpus, *, nprocs: int | None = None, where: dict[str, Any] | None = None,
+                 out_path: str | None = None):
+    """A ChildRun made of the records that already hold every measurement of this child sweep (then it is
+    not run again), or None. Partly measured children run whole: the sweep's own --resume is per item."""
+    if prior is None:
+        return None
+    from fabricbench.fabrics.child import ChildRun
+    from fabricbench.measuring.resume import covering
+
+    fields = dict(ops=opts.ops, sizes=opts.sizes, dtype=opts.dtype, iters=opts.iters, warmup=opts.warmup,
+                  engine=opts.engine, backend=opts.backend, nprocs=nprocs if nprocs is not None else opts.nprocs,
+                  fabric=fabric.name, gpus=None if opts.cpu_ranks else gpus)
+    if opts.timeout_s is not None:
+        fields["timeout_s"] = opts.timeout_s
+    recs = covering(prior, where=where, **fields)
+    if recs is None:
+        return None
+    click.echo(f"resume: all {len(recs)} measurement(s) already recorded ok in {out_path}; skipped", err=True)
+    return ChildRun(fabric=fabric, records=recs, transport=recs[0].get("transport"),
+                    mismatch=recs[0].get("transport_mismatch"))
 
 
 def render(table, runs) -> None:

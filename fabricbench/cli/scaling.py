@@ -68,9 +68,10 @@ def _cpu_ranks_limit(n: int, what: str) -> None:
 @click.option("--sizes", default="1G", show_default=True, help="Sizes: 1G, 64M-1G:x4 or 64K,1M.")
 @click.option("--fabric", "fabric_spec", default="default", show_default=True, help="Fabric for every set (see `fabricbench fabrics`; shaped:RATE too).")
 @click.option("--topo-file", default=None, help="Choose sets from a saved `nvidia-smi topo -m` output.")
+@click.option("--resume", is_flag=True, help="Skip GPU sets whose every measurement --out already holds as ok.")
 @sweep_options
-def scaling(gpus, counts, ops, sizes, fabric_spec, topo_file, dtype, iters, warmup, engine, backend, timeout_s,
-            out_path, plot_path, as_json):
+def scaling(gpus, counts, ops, sizes, fabric_spec, topo_file, resume, dtype, iters, warmup, engine, backend,
+            timeout_s, out_path, plot_path, as_json):
     """Bus bandwidth against GPU count, inside one NVLink island and across islands."""
     from fabricbench.fabrics import get_fabric
     from fabricbench.fabrics.study import SweepOptions, check_plot_path, open_output, run_and_keep
@@ -105,7 +106,9 @@ def scaling(gpus, counts, ops, sizes, fabric_spec, topo_file, dtype, iters, warm
     count_list = parse_counts(counts, len(ordinals), gpus or _ranges(ordinals))
     opts.validate(None if opts.cpu_ranks else ordinals)
     placements = scaling_sets(topo, count_list, tuple(to_topo[g] for g in ordinals))
+    from fabricbench.cli.compare import already_done, resume_records
 
+    prior = resume_records(out_path, resume)  # read before this run appends to the file
     run_id = new_run_id()
     writer = open_output(out_path, run_id, fabric.name, topo=topo if topo_file else None)
     results: list[tuple[Any, Any]] = []
@@ -117,14 +120,17 @@ def scaling(gpus, counts, ops, sizes, fabric_spec, topo_file, dtype, iters, warm
             extra = {"placement": p.label, "placement_gpus": list(cuda_set), "topology_gpus": list(p.gpus),
                      "slowest_link": p.worst_link, "count": p.count}
             args = opts.args(cuda_set, nprocs=p.count if opts.cpu_ranks else None)
+            done = already_done(prior, opts, fabric, cuda_set, nprocs=p.count if opts.cpu_ranks else None,
+                                where={"placement": p.label, "placement_gpus": list(cuda_set)}, out_path=out_path)
+            if done is not None:
+                results.append((p, done))
+                continue
             run = run_and_keep(fabric, args, writer, run_id, what=f"{p.count} GPUs {p.label}",
                                kept="the other sets", extra=extra, say=echo_err)
             results.append((p, run))
     finally:
         writer.close()
     rows = scaling_rows(results)
-    if plot_path:
-        plot(rows, plot_path)
     if as_json:
         click.echo(json.dumps({"run_id": run_id, "fabric": fabric.to_dict(), "topology": topo.summary(),
                                "rows": rows, "failures": [{"count": p.count, "placement": p.label,
@@ -132,6 +138,8 @@ def scaling(gpus, counts, ops, sizes, fabric_spec, topo_file, dtype, iters, warm
                                                           for p, r in results if r.error]}, indent=2))
     else:
         render(rows, topo)
+    if plot_path:  # after the table: a plot that fails to write costs no printed result
+        plot(rows, plot_path)
     if any(r.error for _, r in results):
         sys.exit(1)
 
