@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import threading
 from dataclasses import dataclass, field
@@ -45,7 +46,8 @@ class Launch:
     def argv(self, argv: Sequence[str]) -> list[str]:
         if self.netns is None:
             return list(argv)
-        return ["ip", "netns", "exec", self.netns, *argv]
+        # By its full path: the child's environment may have a PATH without /usr/sbin.
+        return [shutil.which("ip") or "ip", "netns", "exec", self.netns, *argv]
 
     @property
     def facts(self) -> dict[str, Any]:
