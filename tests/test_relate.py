@@ -138,9 +138,9 @@ COMPUTE = 0.150
 
 
 def lab(*, slow_noise=1.0, exposed=E, extra=()):
-    """fast (10 GB/s), slow (0.5 GB/s) and predicted-only wire (0.1 GB/s); DDP and FSDP trained on fast and
+    """fast (10 GB/s), slow (0.5 GB/s) and predicted-only wire (0.2 GB/s); DDP and FSDP trained on fast and
     slow, the slow observation off the model by `slow_noise`."""
-    recs = sweep("fast", 10.0) + sweep("slow", 0.5) + sweep("wire", 0.1)
+    recs = sweep("fast", 10.0) + sweep("slow", 0.5) + sweep("wire", 0.2)
     for name, trace in (("ddp", DDP_TRACE), ("fsdp", FSDP_TRACE)):
         for fab, gbps, noise in (("slow", 0.5, slow_noise), ("fast", 10.0, 1.0)):
             step = (COMPUTE + E * t_comm(trace, gbps)) * noise
@@ -182,9 +182,19 @@ def test_predicted_only_row_for_a_fabric_with_a_sweep_and_no_training():
     for r, trace in zip(wire, (DDP_TRACE, FSDP_TRACE)):
         assert r.predicted_only and "predicted-only" in r.flags and r.runs == 0
         assert r.observed_step_s is None and r.observed_slowdown is None and r.residual is None
-        assert r.throughput is None and r.predicted_step_s == pytest.approx(COMPUTE + E * t_comm(trace, 0.1))
+        assert r.throughput is None and r.predicted_step_s == pytest.approx(COMPUTE + E * t_comm(trace, 0.2))
     # rows of a strategy: reference first, then by falling busbw
     assert [r.fabric for r in res.rows if r.strategy == "ddp"] == ["fast", "slow", "wire"]
+
+
+def test_a_step_never_takes_less_than_its_communication():
+    """(1 - e) x T_comm(f) > T_compute: the hidden share cannot hide behind more compute than there is."""
+    res = fabricbench.relate(lab(extra=sweep("crawl", 0.01)))
+    for r, trace in zip([r for r in res.rows if r.fabric == "crawl"], (DDP_TRACE, FSDP_TRACE)):
+        assert COMPUTE + E * t_comm(trace, 0.01) < t_comm(trace, 0.01)
+        assert r.predicted_step_s == pytest.approx(t_comm(trace, 0.01))
+        assert "communication-bound" in r.flags and r.predicted_only
+    assert not any("communication-bound" in r.flags for r in res.rows if r.fabric != "crawl")
 
 
 def test_no_timeline_means_e_is_one_an_upper_bound():
@@ -279,7 +289,7 @@ def test_cli_json_rows_and_problems_on_stderr(lab_files, capsys):
     cap = capsys.readouterr()
     doc = json.loads(cap.out)
     assert set(doc) == {"reference", "formula", "rows", "problems"} and doc["reference"] == "fast"
-    assert "T_compute + e*T_comm(f)" in doc["formula"]
+    assert "max(T_compute + e*T_comm(f), T_comm(f))" in doc["formula"]
     need = {"strategy", "fabric", "reference", "observed_step_s", "predicted_step_s", "observed_slowdown",
             "predicted_slowdown", "busbw_ratio", "comm_bytes_per_step", "exposed_fraction", "residual",
             "predicted_only", "flags", "nranks", "dtype", "comm_time_s", "throughput"}

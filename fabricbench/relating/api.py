@@ -8,7 +8,7 @@
 
 The model (fabricbench/relating/model.py) is calibrated on the reference fabric alone:
 
-    T_step(f) = T_compute + e × T_comm(f),   T_compute = T_step(ref) − e × T_comm(ref)
+    T_step(f) = max(T_compute + e × T_comm(f), T_comm(f)),   T_compute = T_step(ref) − e × T_comm(ref)
 
 T_comm(f) prices the reference run's communication trace on f's sweep; e is the exposed fraction from
 the reference run's overlap timeline (1, an upper bound, where the trace has none). The default

@@ -32,7 +32,7 @@ class LabConfig:
 
     fabrics: list[str]  # the first is where traces are taken (and the usual reference)
     strategies: list[str]
-    model: str
+    model: str  # a built-in model name, or a transformers config JSON (*.json) for --model-config
     out: str  # JSONL file that receives every record (appended)
     nprocs: int = 2  # gloo ranks
     precision: str = "fp32"  # fp32 on CPU: bf16 matmuls are ~20x slower there and hide the fabric
@@ -40,6 +40,7 @@ class LabConfig:
     warmup_steps: int = 2
     batch_size: int = 2  # per rank
     seq_len: int = 64
+    trace_steps: int = 1  # profiled steps after the timed ones (train --trace-steps)
     sweep_iters: int = 3
     sweep_warmup: int = 1
     size_factor: int = 4  # swept sizes step by this factor
@@ -115,8 +116,9 @@ def _sweep(config: LabConfig, fabric: str, ops: list[str], dtype: str, sizes: li
 
 
 def _train(config: LabConfig, fabric: str, run: LabRun, say: Any) -> list[dict[str, Any]]:
-    cmd = ["train", "--strategy", ",".join(config.strategies), "--model", config.model, "--device", "cpu",
-           "--nprocs", str(config.nprocs), "--steps", str(config.steps), "--warmup-steps",
+    model = ["--model-config" if config.model.endswith(".json") else "--model", config.model]
+    cmd = ["train", "--strategy", ",".join(config.strategies), *model, "--device", "cpu",
+           "--trace-steps", str(config.trace_steps), "--nprocs", str(config.nprocs), "--steps", str(config.steps), "--warmup-steps",
            str(config.warmup_steps), "--batch-size", str(config.batch_size), "--seq-len", str(config.seq_len),
            "--precision", config.precision]
     before = _count(run.out)

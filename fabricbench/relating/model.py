@@ -18,11 +18,14 @@ full all-reduce underneath, and only its own curve shows that.
 Step time, calibrated on the reference fabric r alone (e = the exposed fraction of communication):
 
     T_compute  = T_step(r) − e × T_comm(r)
-    T_step(f)  = T_compute + e × T_comm(f)       (= T_step(r) + e × (T_comm(f) − T_comm(r)))
+    T_step(f)  = max(T_compute + e × T_comm(f),  T_comm(f))
 
 e comes from the reference run's overlap timeline (`comm.timeline.exposed_fraction`: CUDA kernels on
 GPU, CPU threads on CPU); where the trace has none, e = 1 and the prediction is an upper bound (every
-second of communication exposed). Collectives that cannot be priced on both fabrics are left out of both
+second of communication exposed). The first term is the hidden share of communication growing with it;
+the floor says what that share cannot do: hide behind more compute than there is. A step waits for all
+its collectives, so it never takes less than T_comm(f); where the floor binds, the row is flagged
+"communication-bound" (slow fabrics, where (1 − e) × T_comm(f) > T_compute). Collectives that cannot be priced on both fabrics are left out of both
 sums, and said so. The trace-weighted bus-bandwidth ratio compares the fabrics at the sizes the strategy
 really sends:
 
@@ -42,8 +45,9 @@ from typing import Any, Iterable
 
 from fabricbench.sizes import format_size as _exact_size
 
-FORMULA = ("T_step(f) = T_compute + e*T_comm(f), T_compute = T_step(ref) - e*T_comm(ref), "
-           "T_comm(f) = sum over traced collectives of calls * t_f(op, S) (swept time, log-log interpolation)")
+FORMULA = ("T_step(f) = max(T_compute + e*T_comm(f), T_comm(f)), T_compute = T_step(ref) - e*T_comm(ref), "
+           "T_comm(f) = sum over traced collectives of calls * t_f(op, S) (swept time, log-log interpolation), "
+           "e = exposed fraction from the reference run's overlap timeline (1 where it has none: an upper bound)")
 
 # The nearest swept size must lie within this factor of a traced size for the price to count as measured
 # near it; a sweep with coarser steps (or none nearby) is flagged. The default sweep steps by 4.
@@ -57,17 +61,18 @@ ABOVE = "extrapolated above"
 FAR = "far from swept sizes"
 DTYPE_SUBSTITUTED = "dtype substituted"
 UNPRICED = "unpriced"
+COMM_BOUND = "communication-bound"  # the floor T_step >= T_comm set the prediction
 
 
 def format_size(nbytes: float) -> str:
-    """Binary units, exact where the size is round (1M), else three significant digits (1.18M)."""
-    exact = _exact_size(int(nbytes))
-    if not exact.endswith("B") or nbytes < 1024:
-        return exact
+    """Binary units: exact where the size is round (1M, 1.5K), else three significant digits (1.18M)."""
     for suffix, unit in (("T", 2**40), ("G", 2**30), ("M", 2**20), ("K", 2**10)):
         if nbytes >= unit:
+            exact = _exact_size(int(nbytes)) if nbytes == int(nbytes) else ""
+            if exact.endswith(suffix) and len(exact) <= 6:
+                return exact
             return f"{nbytes / unit:.3g}{suffix}"
-    return exact
+    return f"{nbytes:g}B"
 
 
 def busbw_factor(op: str, nranks: int) -> float:
@@ -311,7 +316,8 @@ class Prediction:
 
 
 def predict(*, ref_step_s: float, exposed_fraction: float, on_ref: Pricing, on_fabric: Pricing) -> Prediction:
-    """T_step(f) = T_step(ref) − e × T_comm(ref) + e × T_comm(f), over collectives priced on both."""
+    """T_step(f) = max(T_step(ref) − e × T_comm(ref) + e × T_comm(f), T_comm(f)), over the collectives
+    priced on both fabrics."""
     assert 0.0 <= exposed_fraction <= 1.0 and ref_step_s > 0
     assert len(on_ref.entries) == len(on_fabric.entries), "both pricings must be of the same trace"
     common = [(r, f) for r, f in zip(on_ref.entries, on_fabric.entries)
@@ -325,10 +331,14 @@ def predict(*, ref_step_s: float, exposed_fraction: float, on_ref: Pricing, on_f
         # cannot hold (e too high, or the sweep slower than what training saw). Keep the step non-negative.
         flags.append("calibration clipped: e*T_comm(ref) exceeds the observed reference step")
         compute = 0.0
+    step = compute + exposed_fraction * t_fab
+    if t_fab > step:
+        flags.append(COMM_BOUND)
+        step = t_fab
     bus = sum(f.bus_bytes for _, f in common)
     eff_fab = bus / t_fab / 1e9 if t_fab > 0 and bus > 0 else None
     eff_ref = bus / t_ref / 1e9 if t_ref > 0 and bus > 0 else None
     ratio = eff_fab / eff_ref if eff_fab and eff_ref else None
     return Prediction(comm_time_s=t_fab, comm_time_ref_s=t_ref, compute_s=compute,
-                      predicted_step_s=compute + exposed_fraction * t_fab, busbw_ratio=ratio,
+                      predicted_step_s=step, busbw_ratio=ratio,
                       busbw_gbps=eff_fab, flags=tuple(flags))
