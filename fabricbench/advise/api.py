@@ -180,12 +180,12 @@ def advise(*, model: str | None = None, model_config: str | None = None, num_gpu
     from fabricbench.training import models
     from fabricbench.training.strategies import STRATEGIES
 
+    # cheap checks first (files, GPUs, memory, names): bad input fails before the model is built
     records = _read_records(results)
-    resolved = models.resolve(name=model, config_file=model_config)
-    psi = models.count_params(resolved)
     names = list(strategies) if strategies else STRATEGIES.names()
     for s in names:
         STRATEGIES.get(s)
+    parse_memory(gpu_memory)
     t = _topology(topo, topo_file, records)
     if t is None:
         raise UsageError("no GPU topology: pass --topo-file with a saved `nvidia-smi topo -m` (or `fabricbench "
@@ -202,6 +202,8 @@ def advise(*, model: str | None = None, model_config: str | None = None, num_gpu
     n = num_gpus if num_gpus is not None else len(pool)
     if not 1 <= n <= len(pool):
         raise UsageError(f"--num-gpus {n}: choose 1 to {len(pool)} (the GPUs {'of --gpus' if gpus else 'in the topology'})")
+    resolved = models.resolve(name=model, config_file=model_config)
+    psi = models.count_params(resolved)
     cap, cap_src = _capacity(gpu_memory, t, records, from_machine=topo is None and topo_file is None)
     act = est.activation_bytes(resolved.config, task=resolved.task, batch_size=batch_size, seq_len=seq_len,
                                image_size=image_size)

@@ -4,7 +4,8 @@
 
 Measured first: all_reduce records (a study's sweeps, `fabricbench scaling`) give the busbw of the sets
 they ran on, at their largest size; a set never measured takes the figure of a measured set of the same
-shape (same count, same NVLinks per GPU inside the set, same slowest hop), said so. Otherwise the figure
+shape (same count and, for NVLink cliques, the same NVLinks per GPU inside the set, else the same slowest
+hop), said so. Otherwise the figure
 comes from link types alone, NOMINAL below, and the ranking says so: what matters there is the order.
 
 Link-type rule (a collective is as fast as its slowest required hop, shared/DOMAIN.md):
@@ -74,9 +75,12 @@ def nominal_busbw(topo: Topology, gpus: tuple[int, ...]) -> float | None:
 
 
 def shape(topo: Topology, gpus: tuple[int, ...]) -> tuple:
-    """What decides a set's busbw by the rule above: count, NVLinks per GPU inside it, slowest hop."""
-    inside = tuple(sorted(sum(topo.nvlinks(g, h) for h in gpus if h != g) for g in gpus))
-    return (len(gpus), inside, topo.worst_link(list(gpus)))
+    """What decides a set's busbw by the rule above: for an NVLink clique the count and the NVLinks per
+    GPU inside it; for any other set the count and its slowest hop (the ring is held to it)."""
+    if len(gpus) > 1 and _clique(topo, gpus):
+        inside = tuple(sorted(sum(topo.nvlinks(g, h) for h in gpus if h != g) for g in gpus))
+        return (len(gpus), "nvlink", inside)
+    return (len(gpus), "held to", topo.worst_link(list(gpus)))
 
 
 def candidates(topo: Topology, pool: list[int], n: int) -> list[tuple[int, ...]]:

@@ -10,3 +10,20 @@ config.py says what a study is (StudyConfig), plan.py which units it runs, units
 unit runs and keeps, runner.py runs them (results.jsonl, resume, Ctrl-C), records.py reads a study
 directory back, report.py writes report.md/report.html from it.
 """
+
+import sys as _sys
+import types as _types
+
+
+class _CallablePackage(_types.ModuleType):
+    """`fabricbench.study(...)` is the library function (fabricbench/__init__.py _LAZY), but importing this
+    package makes Python set the attribute `fabricbench.study` to the package itself. Calling the package
+    therefore calls the function, so both spellings keep working whatever was imported first."""
+
+    def __call__(self, *args, **kwargs):
+        from fabricbench.study.api import study
+
+        return study(*args, **kwargs)
+
+
+_sys.modules[__name__].__class__ = _CallablePackage

@@ -73,6 +73,22 @@ def study_command(c: StudyConfig) -> str:
     return shlex.join(argv)
 
 
+def wrap(cmd: str, width: int = 100) -> str:
+    """A long shell command over several lines (backslash continuations), options kept with their values."""
+    words = cmd.split(" ")
+    lines, cur = [], ""
+    for i, w in enumerate(words):
+        joined = f"{cur} {w}" if cur else w
+        # break before an option, never between an option and its value
+        if cur and len(joined) > width and w.startswith("-"):
+            lines.append(cur + " \\")
+            cur = "    " + w
+        else:
+            cur = joined
+    lines.append(cur)
+    return "\n".join(lines)
+
+
 def build(out_dir: str | Path) -> Document:
     sr = study_records.load(out_dir)
     if sr.plan is None:
@@ -178,9 +194,9 @@ def _in_short(doc: Document, sr, c: StudyConfig, trains, colls, advice) -> None:
         bw = _busbw_ratio(colls, base, f)
         if slow or bw:
             parts = ", ".join(f"{st} {x:.2f}×" for st, x in slow)
-            items.append(f"**{f}** against {base}: largest-size busbw "
-                         + (f"{bw:.2g}× ({1 / bw:.1f}× lower)" if bw else "not measured")
-                         + (f"; step time {parts}" if parts else ""))
+            items.append(f"**{f}** against {base}: all-reduce busbw at the largest size "
+                         + (f"{bw:.2g}× ({1 / bw:.1f}× lower)" if bw and bw < 1 else (f"{bw:.2g}×" if bw else "not measured"))
+                         + (f"; step time on {f} / on {base}: {parts}" if parts else ""))
     if advice is not None and not isinstance(advice, str):
         items.append(f"advice: run **{advice.strategy}** on GPUs **{','.join(map(str, advice.placement))}** "
                      f"({advice.reasons[0]})")
@@ -246,7 +262,7 @@ def _machine(doc: Document, sr, c: StudyConfig, machine, colls, trains, figs: _F
                    + ("; every pair alike (uniform)." if topo.get("uniform") else "."))
         elif c.device == "cuda":
             s.text("No topology could be read (NVML and nvidia-smi did not answer).")
-    rows = []
+    rows, variables = [], []
     for f in c.fabrics:
         recs = [r for r in colls if r.get("fabric") == f] or [r for r in trains if r.get("fabric") == f]
         r0 = recs[0] if recs else {}
@@ -260,11 +276,12 @@ def _machine(doc: Document, sr, c: StudyConfig, machine, colls, trains, figs: _F
         used = ", ".join(transports) or ("gloo over loopback" if c.device == "cpu" else "not recorded")
         if mismatch:
             used += " — MISMATCH: " + "; ".join(mismatch)
-        rows.append([f, ", ".join(f"{k}={v}" for k, v in env.items()) or "(none)",
-                     f"{rate / 1e9:g} Gbit/s on the loopback of netns {r0.get('netns')}" if rate else "-",
-                     used, status])
-    s.table(["fabric", "variables", "shaping", "transport really used", "units"], rows, status_col=4,
-            caption="The fabrics: what each sets, and what the collectives really ran over")
+        rows.append([f, f"{rate / 1e9:g} Gbit/s (tc on the loopback of a namespace)" if rate else "-", used, status])
+        variables.append(f"**{f}** sets " + (", ".join(f"`{k}={v}`" for k, v in env.items()) if env else "nothing")
+                         + (f"; ran in network namespace `{r0.get('netns')}`" if r0.get("netns") else ""))
+    s.table(["fabric", "shaping", "transport really used", "units"], rows, status_col=3,
+            caption="The fabrics, and what the collectives really ran over")
+    s.bullets(variables)
 
 
 # -- busbw ----------------------------------------------------------------------------------------------------
@@ -346,7 +363,7 @@ def _memory(doc: Document, c: StudyConfig, trains, estimate, figs: _Figs) -> Non
     s = doc.section("Memory per GPU per strategy: measured against estimated",
                     intro="Each step down the dial DDP → ZeRO-1 → ZeRO-2 → ZeRO-3 → FSDP shards more of the model "
                           "states; activations are not sharded, so the staircase never reaches 1/n. Estimate: "
-                          "the framework recipe of `fabricbench estimate` (model states) plus 34·s·b·h·L bytes of "
+                          "the framework recipe of fabricbench estimate (model states) plus 34·s·b·h·L bytes of "
                           "activations.")
     base = c.fabrics[0]
     by = {r["strategy"]: r for r in trains if r.get("fabric") == base}
@@ -368,7 +385,10 @@ def _memory(doc: Document, c: StudyConfig, trains, estimate, figs: _Figs) -> Non
     if any(x is not None for x in alloc):
         series["measured peak allocated"] = alloc
         series["measured peak reserved"] = reserved
-    figures.grouped_bars(list(c.strategies), series, p, title=f"memory per GPU ({base})", ylabel="GiB",
+    top = max((v for vs in series.values() for v in vs if v is not None), default=0.0)
+    unit, scale = ("GiB", 1.0) if top >= 1.0 else ("MiB", 1024.0)  # tiny CPU-lab models read in MiB
+    series = {k: [None if v is None else v * scale for v in vs] for k, vs in series.items()}
+    figures.grouped_bars(list(c.strategies), series, p, title=f"memory per GPU ({base})", ylabel=unit,
                          value_fmt="{:.3g}")
     s.figure(p, "memory per GPU per strategy: the estimate's staircase, and the measured peaks where a GPU "
                 "reports them")
@@ -436,14 +456,17 @@ def _relate_section(doc: Document, relate, figs: _Figs) -> None:
         plot_relate(relate, p)
         s.figure(p, "step-time slowdown against the busbw drop at the sizes each strategy sends: filled observed, "
                     "hollow predicted; y = x is a step made only of communication")
-    s.code(relate.formula)
+    s.code(relate.formula.replace(", ", ",\n"))
     rows = [[r.strategy, r.fabric, r.busbw_ratio, r.observed_step_s * 1e3 if r.observed_step_s else None,
              r.predicted_step_s * 1e3 if r.predicted_step_s else None, r.observed_slowdown, r.predicted_slowdown,
              r.residual, r.exposed_fraction, _mib(r.comm_bytes_per_step), ", ".join(r.flags) or "-"]
             for r in relate.rows]
-    s.table(["strategy", "fabric", "busbw ratio", "observed step ms", "predicted step ms", "observed slowdown",
-             "predicted slowdown", "residual", "e", "comm MiB/step", "flags"], rows,
-            caption=f"reference fabric: {relate.reference}")
+    if rows:
+        s.table(["strategy", "fabric", "busbw ratio", "observed step ms", "predicted step ms", "observed slowdown",
+                 "predicted slowdown", "residual", "e", "comm MiB/step", "flags"], rows,
+                caption=f"reference fabric: {relate.reference}")
+    else:
+        s.text(f"No strategy could be related (reference fabric {relate.reference}):")
     if relate.problems:
         s.bullets(relate.problems)
 
@@ -451,7 +474,7 @@ def _relate_section(doc: Document, relate, figs: _Figs) -> None:
 # -- advice ---------------------------------------------------------------------------------------------------
 def _advice_section(doc: Document, c: StudyConfig, advice, trains) -> None:
     s = doc.section("Advice", intro="Where to run this job and with which strategy, from the measurements above "
-                                    "(`fabricbench advise` gives the same for other GPU counts and saved "
+                                    "(fabricbench advise gives the same for other GPU counts and saved "
                                     "topologies).")
     if isinstance(advice, str):
         s.text(f"No placement advice: {advice}")
@@ -488,7 +511,7 @@ def _advice_section(doc: Document, c: StudyConfig, advice, trains) -> None:
 def _reproduce(doc: Document, sr, c: StudyConfig) -> None:
     s = doc.section("Reproduce", intro="The command that ran this study, the one that rebuilds this report, and "
                                        "every unit's own command (each ran in its own process, under its fabric).")
-    s.code(study_command(c) + "\n" + f"fabricbench study --out {shlex.quote(c.out)} --resume   "
+    s.code(wrap(study_command(c)) + "\n" + f"fabricbench study --out {shlex.quote(c.out)} --resume   "
            f"# reruns only units not recorded ok\nfabricbench report {shlex.quote(c.out)}   # this report, measuring nothing")
     rows, cmds = [], []
     plan_units = [u["name"] for u in sr.plan["study"]["units"]]
@@ -501,7 +524,7 @@ def _reproduce(doc: Document, sr, c: StudyConfig) -> None:
         for cmd in u.get("commands") or []:
             prefix = f"ip netns exec <ns shaped {u['fabric_facts'].get('shaped_rate_bps') / 1e9:g} Gbit/s> " \
                 if (u.get("fabric_facts") or {}).get("netns") else ""
-            cmds.append(f"# {name}\n{prefix}{cmd}")
+            cmds.append(f"# {name}\n" + wrap(prefix + cmd))
     s.table(["unit", "status", "seconds", "message"], rows, status_col=1)
     if cmds:
         s.code("\n".join(cmds))
