@@ -13,15 +13,17 @@ modes. Both load the same NCCL (--nccl-lib; nccl-tests through LD_LIBRARY_PATH),
 and both time the same way: fabricbench with --timing loop, nccl-tests' own method (a host clock around n
 launches, or G launches of a graph of n, to the last completion, divided by the count).
 
-  reuse   fabricbench --buffers reuse (one buffer set) against nccl-tests run at that one size
-          (-b S -e S: with max bytes = S its per-iteration offset shift has a single step, so every
-          iteration reuses one buffer). This is the matched mode: same memory, same clock, same counts.
-  rotate  fabricbench --buffers rotate (sets spanning ~2x L2, at most 16) against nccl-tests' usual
-          one-process sweep (-b 8 -e 8G -f 2), which shifts iteration i to offset (i mod max/S) x S
-          inside its max-size buffers: its footprint is min(n, max/S) x S, so the two differ in how
-          much of the L2 is warm, not in how they time.
-  events  fabricbench's default for reference: rotate, CUDA events per iteration behind a blocking
-          kernel (device time without host launch cost).
+  reuse   the matched mode: fabricbench --buffers reuse --timing loop --alloc nccl (one buffer set from
+          ncclMemAlloc, as nccl-tests allocates) against nccl-tests run at that one size (-b S -e S: with
+          max bytes = S its per-iteration offset shift has a single step, so every iteration reuses one
+          buffer). Same memory, same allocator, same clock, same counts and warm-up. The column "cuda"
+          is the same with cudaMalloc'd buffers (fabricbench's default allocator).
+  rotate  fabricbench --buffers rotate --timing loop --alloc nccl (sets spanning ~2x L2, at most 16)
+          against nccl-tests' usual one-process sweep (-b 8 -e 8G -f 2), which shifts iteration i to
+          offset (i mod max/S) x S inside its max-size buffers: its footprint is min(n, max/S) x S, so the
+          two differ in how much of the L2 is warm, not in how they time.
+  events  fabricbench's default for reference: rotate, cudaMalloc, CUDA events per iteration behind a
+          blocking kernel (device time without host launch cost).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from fabricbench.measuring.api import make_config
@@ -44,28 +47,30 @@ from fabricbench.sizes import SizeSweep, format_size
 NCCL_TESTS_BIN = {"all_reduce": "all_reduce_perf", "all_gather": "all_gather_perf",
                   "reduce_scatter": "reduce_scatter_perf"}
 TARGETS = {"eager_8B_us": 7.0, "graph_8B_us": 1.5, "algbw_8GiB_gbps": 2100.0}
-TARGET_US = 20_000  # timed work per matched measurement: launch, upload and sync overheads stay ~0.1%
+TARGET_US = 15_000  # timed work per matched measurement: launch, upload and sync overheads stay ~0.1%
+WARMUP_US = 30_000  # untimed work first, so the GPU's clocks are up after the idle of a process start
 STANDARD = {"eager": {"n": 50, "G": 0}, "graph": {"n": 20, "G": 10}}  # the one-process nccl-tests sweep
-WARMUP = 5
+WARMUP = 5  # the standard sweep's warm-up iterations (nccl-tests' -w)
 PARITY_FROM = 1 << 20  # the issue's bound: within 1% from 1 MiB up
 
 
 # -- nccl-tests ------------------------------------------------------------------------------------------
-def matched_counts(size: int, graph: bool) -> tuple[int, int]:
-    """(n, G) for one size: n launches (eager), or G launches of a graph of n, ~TARGET_US of work.
-    The device time of a one-GPU copy is ~size / 2e6 us (read + write at ~4 TB/s); eager launches take
-    ~6 us each at least."""
+def matched_counts(size: int, graph: bool) -> tuple[int, int, int]:
+    """(n, G, warm-up) for one size: n launches (eager), or G launches of a graph of n, ~TARGET_US of work,
+    after ~WARMUP_US of warm-up launches. The device time of a one-GPU copy is ~size / 2e6 us (read + write
+    at ~4 TB/s); eager launches take ~4 us each at least."""
     est = max(1.0, size / 2e6)
+    warm = max(5, min(5000, round(WARMUP_US / max(est, 4.0))))
     if not graph:
-        return max(20, min(2000, round(TARGET_US / max(est, 6.0)))), 0
+        return max(20, min(4000, round(TARGET_US / max(est, 4.0)))), 0, warm
     n = 100 if size < (256 << 20) else 10
-    return n, max(2, min(200, round(TARGET_US / (n * est))))
+    return n, max(2, min(200, round(TARGET_US / (n * est)))), warm
 
 
 def run_nccl_tests(exe: Path, lo: int, hi: int, n: int, graph_launches: int, reps: int, gpus: int, env: dict,
-                   json_path: Path, log) -> tuple[dict[int, float], str | None]:
-    """nccl-tests' out-of-place time per size (median over `reps` cycles, us) and the NCCL version it saw."""
-    cmd = [str(exe), "-b", str(lo), "-e", str(hi), "-f", "2", "-g", str(gpus), "-n", str(n), "-w", str(WARMUP),
+                   json_path: Path, log, warmup: int = WARMUP) -> tuple[dict[int, list[float]], str | None]:
+    """nccl-tests' out-of-place times per size (one per cycle, us) and the NCCL version it ran with."""
+    cmd = [str(exe), "-b", str(lo), "-e", str(hi), "-f", "2", "-g", str(gpus), "-n", str(n), "-w", str(warmup),
            "-N", str(reps), "-G", str(graph_launches), "-d", "float", "-J", str(json_path)]
     json_path.unlink(missing_ok=True)
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1200, env=env)
@@ -87,7 +92,7 @@ def run_nccl_tests(exe: Path, lo: int, hi: int, n: int, graph_launches: int, rep
     if m:
         code = int(m.group(1))
         version = f"{code // 10000}.{code // 100 % 100}.{code % 100}"
-    return {s: statistics.median(v) for s, v in times.items()}, version
+    return times, version
 
 
 def _records(doc):
@@ -114,8 +119,8 @@ class Fabricbench:
         self.nranks = self.session.nranks
 
     def time(self, op: str, size: int, *, graph: bool, buffers: str, timing: str, n: int, launches: int,
-             reps: int) -> tuple[float, int]:
-        """Median over `reps` of the per-iteration time (us), and the buffer sets used."""
+             reps: int, alloc: str = "cuda", warmup: int = WARMUP) -> tuple[list[float], int]:
+        """Per repetition the median per-iteration time (us), and the buffer sets used."""
         from fabricbench.collectives import COLLECTIVES
         from fabricbench.measuring.session import Case
 
@@ -123,14 +128,14 @@ class Fabricbench:
         iters = launches if graph else n
         case = Case(op=op, dtype="float32", requested_bytes=size, bytes=sz.bytes, count=sz.count,
                     nccl_count=sz.nccl_count, send_bytes=sz.send_bytes, recv_bytes=sz.recv_bytes, inplace=False,
-                    graph=graph, check=False, warmup=WARMUP, iters=iters, graph_iters=n if graph else 1,
-                    buffers=buffers, timing=timing)
+                    graph=graph, check=False, warmup=warmup, iters=iters, graph_iters=n if graph else 1,
+                    buffers=buffers, timing=timing, alloc=alloc)
         values, rotate = [], 1
         for _ in range(reps):
             t = self.session.measure(case)
             values.append(statistics.median(t.times_us))
             rotate = t.extra["rotate"]
-        return statistics.median(values), rotate
+        return values, rotate
 
 
 def parity(args) -> int:
@@ -155,6 +160,7 @@ def parity(args) -> int:
     fb_nccl = fb.session.info["nccl_version"]
     rows = []
     nt_versions = set()
+    t_start = time.monotonic()
     # nccl-tests' JSON (full-precision times) also lists the whole environment: kept in a temporary folder
     scratch = tempfile.TemporaryDirectory(prefix="fb-parity-")
     nt_json = Path(scratch.name) / "nt.json"
@@ -163,31 +169,31 @@ def parity(args) -> int:
             graph = mode == "graph"
             std = STANDARD[mode]
             for op in args.ops.split(","):
-                standard, v = run_nccl_tests(bins[op], min(sizes), max(sizes), std["n"], std["G"], args.reps,
+                standard, v = run_nccl_tests(bins[op], min(sizes), max(sizes), std["n"], std["G"], 3,
                                              len(gpus), env, nt_json, log)
                 nt_versions.add(v)
                 for size in sizes:
-                    row = {"mode": mode, "op": op, "size": size}
+                    row = {"mode": mode, "op": op, "size": size, "t": round(time.monotonic() - t_start, 1)}
                     if size in reuse_sizes:
-                        n, g = matched_counts(size, graph)
-                        one, v = run_nccl_tests(bins[op], size, size, n, g, args.reps, len(gpus), env,
-                                                nt_json, log)
+                        n, g, warm = matched_counts(size, graph)
+                        one, v = run_nccl_tests(bins[op], size, size, n, g, args.reps, len(gpus), env, nt_json,
+                                                log, warmup=warm)
                         nt_versions.add(v)
-                        row["nt_reuse"] = one.get(size)
-                        row["fb_reuse"], _ = fb.time(op, size, graph=graph, buffers="reuse", timing="loop", n=n,
-                                                     launches=g, reps=args.reps)
-                        row["counts_reuse"] = [n, g]
-                        # device time of the same memory use (events): where it is below nt_reuse, the loop
-                        # is bound by the host's launches
-                        row["fb_reuse_events"], _ = fb.time(op, size, graph=graph, buffers="reuse",
-                                                            timing="events", n=min(n, 200), launches=min(g, 50),
-                                                            reps=1)
-                    row["nt_shift"] = standard.get(size)
-                    row["fb_rotate"], row["rotate"] = fb.time(op, size, graph=graph, buffers="rotate",
-                                                              timing="loop", n=std["n"], launches=std["G"],
-                                                              reps=args.reps)
-                    row["fb_events"], _ = fb.time(op, size, graph=graph, buffers="rotate", timing="events",
-                                                  n=std["n"], launches=max(std["G"], 20), reps=1)
+                        row["counts_reuse"] = [n, g, warm]
+                        row["nt_reuse_all"] = one.get(size)
+                        row["fb_reuse_all"], _ = fb.time(op, size, graph=graph, buffers="reuse", timing="loop",
+                                                         n=n, launches=g, reps=args.reps, alloc="nccl", warmup=warm)
+                        row["fb_cuda_all"], _ = fb.time(op, size, graph=graph, buffers="reuse", timing="loop",
+                                                        n=n, launches=g, reps=3, alloc="cuda", warmup=warm)
+                    row["nt_shift_all"] = standard.get(size)
+                    row["fb_rotate_all"], row["rotate"] = fb.time(op, size, graph=graph, buffers="rotate",
+                                                                  timing="loop", n=std["n"], launches=std["G"],
+                                                                  reps=3, alloc="nccl")
+                    row["fb_events_all"], _ = fb.time(op, size, graph=graph, buffers="rotate", timing="events",
+                                                      n=std["n"], launches=max(std["G"], 20), reps=1)
+                    for key in ("nt_reuse", "fb_reuse", "fb_cuda", "nt_shift", "fb_rotate", "fb_events"):
+                        if row.get(key + "_all"):
+                            row[key] = statistics.median(row[key + "_all"])
                     rows.append(row)
                     print(_line(row), flush=True)
     fb.session.close()
@@ -217,21 +223,32 @@ def _us(v) -> str:
 
 def _line(r) -> str:
     return (f"{r['mode']:5s} {r['op']:15s} {format_size(r['size']):>6s} {_us(r.get('fb_reuse'))} "
-            f"{_us(r.get('nt_reuse'))} {_ratio(r.get('fb_reuse'), r.get('nt_reuse'))}  {_us(r['fb_rotate'])} "
-            f"{_us(r['nt_shift'])} {_ratio(r['fb_rotate'], r['nt_shift'])} {r['rotate']:3d}  {_us(r['fb_events'])}")
+            f"{_us(r.get('nt_reuse'))} {_ratio(r.get('fb_reuse'), r.get('nt_reuse'))} {_us(r.get('fb_cuda'))}  "
+            f"{_us(r['fb_rotate'])} "
+            f"{_us(r['nt_shift'])} {_ratio(r['fb_rotate'], r['nt_shift'])} {r['rotate']:3d}  {_us(r['fb_events'])} "
+            f"{_spread(r)}")
+
+
+def _spread(r) -> str:
+    """The larger of the two tools' own spreads over their matched repetitions, (max - min) / median."""
+    parts = [r.get(k) for k in ("fb_reuse_all", "nt_reuse_all")]
+    if not all(parts):
+        return "      -"
+    return f"{max((max(p) - min(p)) / statistics.median(p) for p in parts) * 100:6.1f}%"
 
 
 def _table(head: str, mode: str, rows: list[dict]) -> str:
     std = STANDARD[mode]
     how = (f"n = {std['n']}" if mode == "eager" else f"a graph of n = {std['n']}, G = {std['G']} launches")
-    lines = [head, f"mode {mode}; times in us per iteration (ratio = fabricbench / nccl-tests)",
-             f"reuse: fabricbench --buffers reuse --timing loop vs nccl-tests -b S -e S (one buffer), counts "
-             f"per size for ~{TARGET_US // 1000} ms of work",
-             f"rotate: fabricbench --buffers rotate --timing loop vs nccl-tests -b 8 -e 8G -f 2 (shifted "
-             f"buffers), {how}",
-             "events: fabricbench's default (rotate, CUDA events behind a blocking kernel)", "",
-             f"{'op':15s} {'size':>6s} {'fb reuse':>10s} {'nt reuse':>10s} {'ratio':>6s}  {'fb rotate':>10s} "
-             f"{'nt shift':>10s} {'ratio':>6s} {'k':>3s}  {'fb events':>10s}"]
+    lines = [head, f"mode {mode}; times in us per iteration, medians (ratio = fabricbench / nccl-tests)",
+             f"reuse (matched): fabricbench --buffers reuse --timing loop --alloc nccl vs nccl-tests -b S -e S "
+             f"(one buffer), counts per size for ~{TARGET_US // 1000} ms of work after ~{WARMUP_US // 1000} ms "
+             f"of warm-up; cuda: the same with --alloc cuda",
+             f"rotate: fabricbench --buffers rotate --timing loop --alloc nccl vs nccl-tests -b 8 -e 8G -f 2 "
+             f"(shifted buffers), {how}; k: fabricbench's buffer sets",
+             "events: fabricbench's default (rotate, cudaMalloc, CUDA events behind a blocking kernel)", "",
+             f"{'op':15s} {'size':>6s} {'fb reuse':>10s} {'nt reuse':>10s} {'ratio':>6s} {'cuda':>10s}  {'fb rotate':>10s} "
+             f"{'nt shift':>10s} {'ratio':>6s} {'k':>3s}  {'fb events':>10s} {'spread':>7s}"]
     for r in rows:
         lines.append(_line(r)[6:])
     matched = [r["fb_reuse"] / r["nt_reuse"] for r in rows
@@ -240,6 +257,7 @@ def _table(head: str, mode: str, rows: list[dict]) -> str:
         worst = max(matched, key=lambda x: abs(x - 1))
         lines.append(f"matched (reuse) from {format_size(PARITY_FROM)}: {len(matched)} sizes, worst ratio "
                      f"{worst:.4f} ({abs(worst - 1) * 100:.2f}%): {'WITHIN' if abs(worst - 1) <= 0.01 else 'OUTSIDE'} 1%")
+        lines.append("spread: the larger of the two tools' own (max - min) / median over their repetitions")
     return "\n".join(lines)
 
 
@@ -303,9 +321,9 @@ def main() -> int:
     ap.add_argument("--iters", type=int, default=50)
     ap.add_argument("--nccl-tests", type=Path, default=None, help="folder with all_reduce_perf etc.: parity tables")
     ap.add_argument("--nccl-lib", default=None, help="libnccl.so.2 for fabricbench and (LD_LIBRARY_PATH) nccl-tests")
-    ap.add_argument("--reuse-sizes", default="8-256K:x8,1M-8G:x2",
+    ap.add_argument("--reuse-sizes", default="8,64K,1M-8G:x2",
                     help="sizes of the matched (reuse) table, comma-separated ranges: one nccl-tests process each")
-    ap.add_argument("--reps", type=int, default=3, help="repetitions per figure (median), both tools")
+    ap.add_argument("--reps", type=int, default=5, help="repetitions of each matched figure (median), both tools")
     ap.add_argument("--tables", default=None, help="folder for parity_eager.txt, parity_graph.txt, parity.json")
     ap.add_argument("--out", default=None, help="JSONL of every record (engines mode)")
     args = ap.parse_args()

@@ -56,9 +56,10 @@ void register_comm(py::module_& m) {
           "run",
           [](Communicator& c, const std::string& op, const std::string& dtype, size_t count, bool inplace, int warmup,
              int iters, bool graph, int graph_iters, bool check, uint64_t seed, double timeout_s,
-             const py::object& barrier, const std::string& buffers, const std::string& timing) {
+             const py::object& barrier, const std::string& buffers, const std::string& timing,
+             const std::string& alloc) {
             RunArgs a{op,    dtype, count,     inplace, warmup, iters, graph, graph_iters, check, seed, timeout_s,
-                      buffers_by_name(buffers), timing_by_name(timing)};
+                      buffers_by_name(buffers), timing_by_name(timing), alloc_by_name(alloc)};
             Hooks h = python_hooks(barrier);
             RunResult r;
             {
@@ -74,14 +75,15 @@ void register_comm(py::module_& m) {
           py::arg("op"), py::arg("dtype"), py::arg("count"), py::arg("inplace") = false, py::arg("warmup") = 5,
           py::arg("iters") = 20, py::arg("graph") = false, py::arg("graph_iters") = 100, py::arg("check") = false,
           py::arg("seed") = 0, py::arg("timeout_s") = 300.0, py::arg("barrier") = py::none(),
-          py::arg("buffers") = "rotate", py::arg("timing") = "events",
+          py::arg("buffers") = "rotate", py::arg("timing") = "events", py::arg("alloc") = "cuda",
           "Time `iters` iterations of `op` -> {'times_us': [...], 'wrong': int or None, 'rotate': buffer "
           "sets}. count is the NCCL call's count argument. graph: replay a CUDA graph of graph_iters "
           "iterations, time per iteration = replay / graph_iters. buffers: 'rotate' (sets spanning ~2x L2) "
           "or 'reuse' (one set). timing: 'events' (one time per iteration, slowest local GPU, behind a "
           "blocking kernel; barrier() is called after enqueueing and before release) or 'loop' (one time: "
           "host clock around all iters launches to the last completion / iters, nccl-tests' method; "
-          "barrier() is called before the clock starts). CollectiveTimeout after timeout_s (the "
+          "barrier() is called before the clock starts). alloc: 'cuda' (cudaMalloc) or 'nccl' (ncclMemAlloc, "
+          "NCCL >= 2.19, as nccl-tests). CollectiveTimeout after timeout_s (the "
           "communicator is then aborted).")
       .def("close", &Communicator::close, "ncclCommDestroy every communicator (idempotent)")
       .def("abort", &Communicator::abort, "ncclCommAbort every communicator; the object is unusable after");

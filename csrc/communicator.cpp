@@ -177,6 +177,12 @@ Buffers buffers_by_name(const std::string& name) {
   throw std::invalid_argument("buffers '" + name + "': choose rotate or reuse");
 }
 
+Alloc alloc_by_name(const std::string& name) {
+  if (name == "cuda") return Alloc::cuda;
+  if (name == "nccl") return Alloc::nccl;
+  throw std::invalid_argument("alloc '" + name + "': choose cuda or nccl");
+}
+
 TimingMode timing_by_name(const std::string& name) {
   if (name == "events") return TimingMode::events;
   if (name == "loop") return TimingMode::loop;
@@ -192,6 +198,29 @@ struct Communicator::RunPlan {
   std::string what;
 };
 
+// One ncclMemAlloc allocation, freed with ncclMemFree (never throws).
+class NcclMem {
+ public:
+  NcclMem(const NcclLib& lib, int device, size_t bytes) : lib_(&lib), device_(device) {
+    FB_CUDA_CHECK(cudaSetDevice(device));
+    FB_NCCL_CHECK(lib, lib.MemAlloc((void**)&ptr_, std::max<size_t>(bytes, 256)));
+  }
+  NcclMem(NcclMem&& o) noexcept : lib_(o.lib_), device_(o.device_), ptr_(o.ptr_) { o.ptr_ = nullptr; }
+  NcclMem& operator=(NcclMem&&) = delete;
+  ~NcclMem() {
+    if (ptr_) {
+      cudaSetDevice(device_);
+      FB_NCCL_WARN(*lib_, lib_->MemFree(ptr_));
+    }
+  }
+  char* get() const { return ptr_; }
+
+ private:
+  const NcclLib* lib_;
+  int device_;
+  char* ptr_ = nullptr;
+};
+
 // The buffer sets of one run: views[g][s] is GPU g's set s; the check poisons poison_* (set 0's output).
 struct Communicator::RunBuffers {
   struct View {
@@ -200,6 +229,7 @@ struct Communicator::RunBuffers {
   };
   int k = 1;
   std::vector<DeviceBuffer> storage;
+  std::vector<NcclMem> nccl_storage;
   std::vector<std::vector<View>> views;
   std::vector<char*> poison_base;
   std::vector<size_t> poison_bytes;
@@ -226,22 +256,26 @@ Communicator::RunBuffers Communicator::make_buffers(const RunPlan& p) const {
     const size_t set = std::max<size_t>(p.set_bytes, 1);
     b.k = (int)std::clamp<size_t>((2 * (size_t)l2 + set - 1) / set, 1, 16);
   }
+  if (p.a.alloc == Alloc::nccl && !nccl_.MemAlloc)
+    throw std::invalid_argument("alloc 'nccl' needs ncclMemAlloc (NCCL 2.19 or newer); " + nccl_.path + " is NCCL " +
+                                nccl_.version_str + "; use alloc 'cuda'");
+  auto take = [&](int device, size_t bytes) -> char* {
+    if (p.a.alloc == Alloc::nccl) return b.nccl_storage.emplace_back(nccl_, device, bytes).get();
+    return b.storage.emplace_back(device, bytes).get();
+  };
   b.views.resize(G);
   b.poison_base.resize(G);
   b.poison_bytes.resize(G);
   for (size_t g = 0; g < G; ++g) {
     for (int s = 0; s < b.k; ++s) {
       if (p.a.inplace) {
-        b.storage.emplace_back(devices_[g], p.set_bytes);
-        char* base = b.storage.back().get();
+        char* base = take(devices_[g], p.set_bytes);
         b.views[g].push_back({base + p.coll.inplace_send_offset(p.a.count, ranks_[g]) * es,
                               base + p.coll.inplace_recv_offset(p.a.count, ranks_[g]) * es});
         if (s == 0) b.poison_base[g] = base, b.poison_bytes[g] = p.set_bytes;
       } else {
-        b.storage.emplace_back(devices_[g], p.send_e * es);
-        char* send = b.storage.back().get();
-        b.storage.emplace_back(devices_[g], p.recv_e * es);
-        char* recv = b.storage.back().get();
+        char* send = take(devices_[g], p.send_e * es);
+        char* recv = take(devices_[g], p.recv_e * es);
         b.views[g].push_back({send, recv});
         if (s == 0) b.poison_base[g] = recv, b.poison_bytes[g] = p.recv_e * es;
       }

@@ -24,8 +24,13 @@ enum class Buffers { rotate, reuse };
 // host is slower than the GPU; one sample per loop).
 enum class TimingMode { events, loop };
 
+// Where buffers come from: cudaMalloc (what PyTorch's caching allocator hands NCCL) or ncclMemAlloc
+// (NCCL's cuMem allocator, NCCL >= 2.19; nccl-tests allocates with it).
+enum class Alloc { cuda, nccl };
+
 Buffers buffers_by_name(const std::string& name);     // std::invalid_argument naming the choices
 TimingMode timing_by_name(const std::string& name);
+Alloc alloc_by_name(const std::string& name);
 
 struct RunArgs {
   std::string op, dtype;
@@ -39,6 +44,7 @@ struct RunArgs {
   double timeout_s = 300;
   Buffers buffers = Buffers::rotate;
   TimingMode timing = TimingMode::events;
+  Alloc alloc = Alloc::cuda;
 };
 
 struct RunResult {

@@ -63,6 +63,9 @@ std::unique_ptr<NcclLib> open_lib(const std::string& path) {
     resolve(handle, lib->path, "ncclReduceScatter", lib->ReduceScatter);
     resolve(handle, lib->path, "ncclSend", lib->Send);
     resolve(handle, lib->path, "ncclRecv", lib->Recv);
+    lib->MemAlloc = reinterpret_cast<decltype(lib->MemAlloc)>(dlsym(handle, "ncclMemAlloc"));
+    lib->MemFree = reinterpret_cast<decltype(lib->MemFree)>(dlsym(handle, "ncclMemFree"));
+    if (!lib->MemFree) lib->MemAlloc = nullptr;
   } catch (...) {
     dlclose(handle);
     throw;

@@ -80,6 +80,9 @@ struct NcclLib {
   ncclResult_t (*ReduceScatter)(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t, cudaStream_t);
   ncclResult_t (*Send)(const void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t);
   ncclResult_t (*Recv)(void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t);
+  // NCCL's own allocator (cuMem, NCCL >= 2.19; what nccl-tests allocates with); nullptr where absent.
+  ncclResult_t (*MemAlloc)(void**, size_t) = nullptr;
+  ncclResult_t (*MemFree)(void*) = nullptr;
 
   // Throws NcclError for anything but ncclSuccess and ncclInProgress (a non-blocking comm's "started").
   ncclResult_t check(ncclResult_t r, const char* expr, const char* file, int line, ncclComm_t comm = nullptr) const;

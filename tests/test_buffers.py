@@ -1,4 +1,5 @@
-"""--buffers (rotate | reuse) and --timing (events | loop): validated, planned, run and recorded (CPU tier)."""
+"""--buffers (rotate | reuse), --timing (events | loop) and --alloc (cuda | nccl): validated, planned, run and
+recorded (CPU tier)."""
 
 import json
 import os
@@ -23,14 +24,19 @@ def _cli(args):
 
 def test_defaults_keep_the_cold_cache_event_timing():
     c = SweepConfig()
-    assert (c.buffers, c.timing) == ("rotate", "events")
+    assert (c.buffers, c.timing, c.alloc) == ("rotate", "events", "cuda")
 
 
 @pytest.mark.parametrize("field,value,flag", [("buffers", "same", "--buffers"), ("buffers", "", "--buffers"),
-                                              ("timing", "host", "--timing")])
+                                              ("timing", "host", "--timing"), ("alloc", "vmm", "--alloc")])
 def test_bad_value_is_refused_by_the_type(field, value, flag):
     with pytest.raises(UsageError, match=f"^{flag} {value}: choose"):
         SweepConfig(**{field: value})
+
+
+def test_nccl_allocator_is_for_the_native_engine():
+    with pytest.raises(UsageError, match="--alloc nccl is for --engine native"):
+        make_config(engine="torch", backend="gloo", alloc="nccl")
 
 
 def test_adaptive_needs_per_iteration_times():
@@ -39,7 +45,8 @@ def test_adaptive_needs_per_iteration_times():
 
 
 @pytest.mark.parametrize("args,msg", [(["--buffers", "warm"], "Error: --buffers warm: choose rotate or reuse"),
-                                      (["--timing", "clock"], "Error: --timing clock: choose events or loop")])
+                                      (["--timing", "clock"], "Error: --timing clock: choose events or loop"),
+                                      (["--alloc", "vmm"], "Error: --alloc vmm: choose cuda or nccl")])
 def test_cli_bad_value_is_one_line_exit_2(args, msg):
     r = _cli(["sweep", "--gpus", "0", "--dry-run", *args])
     assert r.returncode == 2
@@ -48,15 +55,16 @@ def test_cli_bad_value_is_one_line_exit_2(args, msg):
 
 def test_dry_run_plan_names_both_settings():
     r = _cli(["sweep", "--gpus", "0", "--sizes", "1M", "--ops", "all_reduce", "--buffers", "reuse", "--timing",
-              "loop", "--dry-run"])
+              "loop", "--alloc", "nccl", "--dry-run"])
     assert r.returncode == 0, r.stderr
-    assert "buffers reuse, timing loop" in r.stdout.splitlines()[0]
+    assert "buffers reuse, timing loop, alloc nccl" in r.stdout.splitlines()[0]
 
 
 def test_every_case_carries_the_settings():
     for buffers in ("rotate", "reuse"):
-        plan = build_plan(make_config(sizes="8-1M:x16", buffers=buffers, timing="loop"), nranks=2)
-        assert plan and all(p.case.buffers == buffers and p.case.timing == "loop" for p in plan if p.case)
+        plan = build_plan(make_config(sizes="8-1M:x16", buffers=buffers, timing="loop", alloc="nccl"), nranks=2)
+        assert plan and all(p.case.buffers == buffers and p.case.timing == "loop" and p.case.alloc == "nccl"
+                            for p in plan if p.case)
 
 
 def test_torch_rotation_counts():
@@ -84,7 +92,7 @@ def test_gloo_records_say_how_buffers_were_used(gloo_runs):
         assert len(results) == 4
         for r in results:
             assert r.status == "ok" and r.wrong == 0, (buffers, timing, r.op, r.bytes)
-            assert r.extra["buffers"] == buffers and r.extra["timing"] == timing
+            assert r.extra["buffers"] == buffers and r.extra["timing"] == timing and r.extra["alloc"] == "cpu"
             per_set = 2 * r.bytes if r.op == "all_reduce" else r.bytes + r.bytes // 2
             assert r.extra["rotate"] == (1 if buffers == "reuse" else min(MAX_ROTATE, -(-(128 << 20) // per_set)))
             # events: one time per iteration; loop: one time for the whole loop of 8

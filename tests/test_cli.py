@@ -12,7 +12,8 @@ from fabricbench.cli import COMMANDS, main
 SWEEP_OPTIONS = {"--gpus", "--ops", "--sizes", "--dtype", "--iters", "--warmup", "--adaptive", "--max-iters",
                  "--inplace", "--out-of-place", "--both", "--graph", "--graph-iters", "--check", "--engine",
                  "--backend", "--nprocs", "--timeout", "--nccl-lib", "--fabric", "--seed", "--out", "--json",
-                 "--csv", "--dry-run", "--quiet", "--list-ops", "--buffers", "--timing", "--resume", "--help", "-h"}
+                 "--csv", "--dry-run", "--quiet", "--list-ops", "--buffers", "--timing", "--alloc", "--resume",
+                 "--help", "-h"}
 
 
 def test_sweep_surface_is_frozen():

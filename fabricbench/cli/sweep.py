@@ -50,6 +50,8 @@ from fabricbench.collectives import DEFAULT_OPS
 @click.option("--timing", default="events",
               help="events: a CUDA event per iteration behind a blocking kernel (device time); loop: host "
                    "clock around the whole loop / count, as nccl-tests (launch cost included).")
+@click.option("--alloc", default="cuda",
+              help="Native engine buffers from cuda (cudaMalloc, as PyTorch) or nccl (ncclMemAlloc, as nccl-tests).")
 @click.option("--out", "out_path", default=None, help="Append JSONL records here, one per measurement.")
 @click.option("--resume", is_flag=True,
               help="Skip what --out already holds as ok (same op, size, dtype, ranks, GPUs, engine, fabric, settings).")
@@ -59,8 +61,8 @@ from fabricbench.collectives import DEFAULT_OPS
 @click.option("--quiet", is_flag=True, help="No table (records still go to --out).")
 @click.option("--list-ops", is_flag=True, help="List the collectives and exit.")
 def sweep(gpus, ops, sizes, dtype, iters, warmup, adaptive, max_iters, mode, graph, graph_iters, check, engine,
-          backend, nprocs, timeout_s, nccl_lib, fabric, seed, buffers, timing, out_path, resume, as_json, csv_path,
-          dry_run, quiet, list_ops):
+          backend, nprocs, timeout_s, nccl_lib, fabric, seed, buffers, timing, alloc, out_path, resume, as_json,
+          csv_path, dry_run, quiet, list_ops):
     """Time NCCL collectives over a GPU set and a range of sizes (nccl-tests' algbw and busbw)."""
     from fabricbench.measuring.api import make_config
 
@@ -71,7 +73,7 @@ def sweep(gpus, ops, sizes, dtype, iters, warmup, adaptive, max_iters, mode, gra
         gpus=gpus, ops=ops, sizes=sizes, dtype=dtype, iters=iters, warmup=warmup, adaptive=adaptive,
         max_iters=max_iters, inplace=mode, graph=graph, graph_iters=graph_iters, check=check, engine=engine,
         backend=backend, nprocs=nprocs, timeout_s=timeout_s, nccl_lib=nccl_lib, fabric=fabric, seed=seed,
-        buffers=buffers, timing=timing)
+        buffers=buffers, timing=timing, alloc=alloc)
     if not (dry_run and config.gpus is not None):  # a plan for named GPUs needs no GPU here
         config = _with_gpus(config, gpus)
     if dry_run:
@@ -113,7 +115,8 @@ def _print_plan(config) -> None:
                f"{', GPUs ' + ','.join(map(str, config.gpus)) if config.gpus else ''}, dtype {config.dtype}, "
                f"sizes {config.sizes} -> {len(config.sizes.expand())} sizes, {len(plan)} measurements, "
                f"{config.iters} iters + {config.warmup} warm-up{', graph' if config.graph else ''}"
-               f"{', check' if config.check else ''}, buffers {config.buffers}, timing {config.timing}")
+               f"{', check' if config.check else ''}, buffers {config.buffers}, timing {config.timing}, "
+               f"alloc {config.alloc}")
     for p in plan:
         place = "in " if p.inplace else "out"
         if p.case is None:

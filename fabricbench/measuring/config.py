@@ -20,6 +20,7 @@ PROCS_PER_CORE = 4  # local ranks per CPU core beyond which a sweep only measure
 MAX_ITERS = 10_000_000  # iterations per size: more would run for days at a microsecond each
 BUFFERS = ("rotate", "reuse")  # SweepConfig.buffers
 TIMINGS = ("events", "loop")  # SweepConfig.timing
+ALLOCS = ("cuda", "nccl")  # SweepConfig.alloc
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -51,6 +52,9 @@ class SweepConfig:
     # launch cost); "loop" = a host clock around the whole loop of launches up to the last completion,
     # divided by the count (nccl-tests' method; launch-bound where the host is slower than the GPU).
     timing: str = "events"
+    # Where buffers come from (native engine): "cuda" = cudaMalloc, what PyTorch's caching allocator hands
+    # NCCL; "nccl" = ncclMemAlloc (NCCL's cuMem allocator, NCCL >= 2.19), what nccl-tests allocates with.
+    alloc: str = "cuda"
 
     def __post_init__(self) -> None:
         validate(self)
@@ -110,6 +114,10 @@ def validate(config: SweepConfig) -> None:
         raise UsageError(f"--buffers {config.buffers}: choose {' or '.join(BUFFERS)}")
     if config.timing not in TIMINGS:
         raise UsageError(f"--timing {config.timing}: choose {' or '.join(TIMINGS)}")
+    if config.alloc not in ALLOCS:
+        raise UsageError(f"--alloc {config.alloc}: choose {' or '.join(ALLOCS)}")
+    if config.alloc == "nccl" and config.engine != "native":
+        raise UsageError("--alloc nccl is for --engine native (the torch engine allocates through PyTorch)")
     if config.timing == "loop" and config.adaptive is not None:
         raise UsageError("--adaptive needs --timing events: a timed loop gives one figure, not one per iteration")
     if config.backend is not None:

@@ -35,6 +35,7 @@ class Case:
     seed: int = 0  # seed of the --check inputs (fresh each run)
     buffers: str = "rotate"  # "rotate" (sets spanning ~2x L2, cycled) or "reuse" (one set): SweepConfig.buffers
     timing: str = "events"  # "events" (one time per iteration) or "loop" (one host-timed loop): SweepConfig.timing
+    alloc: str = "cuda"  # "cuda" (cudaMalloc) or "nccl" (ncclMemAlloc): SweepConfig.alloc
 
 
 @dataclass(kw_only=True)

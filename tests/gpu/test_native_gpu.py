@@ -88,11 +88,12 @@ def test_graph_mode_is_faster_per_iteration_at_8_bytes(comm):
 
 @pytest.mark.parametrize("op", ("all_reduce", "all_gather", "reduce_scatter"))
 @pytest.mark.parametrize("graph", (False, True))
-@pytest.mark.parametrize("buffers, timing", [("reuse", "events"), ("reuse", "loop"), ("rotate", "loop")])
-def test_buffer_and_timing_modes_are_exact(comm, op, graph, buffers, timing):
+@pytest.mark.parametrize("buffers, timing, alloc", [("reuse", "events", "cuda"), ("reuse", "loop", "nccl"),
+                                                   ("rotate", "loop", "cuda"), ("rotate", "events", "nccl")])
+def test_buffer_and_timing_modes_are_exact(comm, op, graph, buffers, timing, alloc):
     count = nccl_count(op, "float32", 1 << 20, 1)
     out = comm.run(op, "float32", count, warmup=2, iters=10, graph=graph, graph_iters=20, check=True,
-                   seed=random.getrandbits(32), timeout_s=60.0, buffers=buffers, timing=timing)
+                   seed=random.getrandbits(32), timeout_s=60.0, buffers=buffers, timing=timing, alloc=alloc)
     assert out["wrong"] == 0
     assert out["rotate"] == (1 if buffers == "reuse" else 16)  # 1 MiB sets: 16 span less than 2x L2
     # events: one time per timed iteration (replay); loop: one host-timed figure for the whole loop
@@ -121,6 +122,7 @@ def test_loop_timing_includes_launch_cost_at_8_bytes(comm):
 @pytest.mark.parametrize("kwargs, message", [
     ({"buffers": "same"}, "buffers 'same': choose rotate or reuse"),
     ({"timing": "host"}, "timing 'host': choose events or loop"),
+    ({"alloc": "vmm"}, "alloc 'vmm': choose cuda or nccl"),
 ])
 def test_mode_argument_errors(comm, kwargs, message):
     with pytest.raises(ValueError, match=message):
@@ -128,17 +130,17 @@ def test_mode_argument_errors(comm, kwargs, message):
 
 
 def test_session_records_the_modes(engine):
-    session = open_session(SweepConfig(gpus=(0,), timeout_s=60.0, timing="loop"), None)
+    session = open_session(SweepConfig(gpus=(0,), timeout_s=60.0, timing="loop", alloc="nccl"), None)
     try:
         assert "nccl-tests" in session.info["timing_rule"]
         sizing = COLLECTIVES.get("all_reduce").size(1 << 20, 4, 1)
         case = Case(op="all_reduce", dtype="float32", requested_bytes=1 << 20, bytes=sizing.bytes,
                     count=sizing.count, nccl_count=sizing.nccl_count, send_bytes=sizing.send_bytes,
                     recv_bytes=sizing.recv_bytes, inplace=False, graph=False, check=True, warmup=1, iters=8,
-                    seed=random.getrandbits(32), buffers="reuse", timing="loop")
+                    seed=random.getrandbits(32), buffers="reuse", timing="loop", alloc="nccl")
         timing = session.measure(case)
         assert timing.wrong == 0 and len(timing.times_us) == 1
-        assert timing.extra == {"buffers": "reuse", "rotate": 1, "timing": "loop"}
+        assert timing.extra == {"buffers": "reuse", "rotate": 1, "timing": "loop", "alloc": "nccl"}
     finally:
         session.close()
 

@@ -6,8 +6,9 @@ One process drives any list of GPUs through one NCCL clique, or, under torchrun 
 process is one rank on its own GPU. Times come from CUDA events per iteration behind a blocking kernel;
 per iteration the slowest GPU counts (see csrc/timing.hpp). With --timing loop they come instead from a
 host clock around the whole loop of launches (nccl-tests' method), one value per loop. --buffers says
-whether iterations cycle through buffer sets spanning ~2x the L2 (rotate) or reuse one set. The
-extension is imported lazily, so `import fabricbench` works without it.
+whether iterations cycle through buffer sets spanning ~2x the L2 (rotate) or reuse one set, --alloc
+whether they come from cudaMalloc or ncclMemAlloc. The extension is imported lazily, so
+`import fabricbench` works without it.
 """
 
 from __future__ import annotations
@@ -72,8 +73,8 @@ class NativeSession:
             case.op, case.dtype, case.nccl_count, inplace=case.inplace, warmup=case.warmup, iters=case.iters,
             graph=case.graph, graph_iters=case.graph_iters, check=case.check, seed=case.seed,
             timeout_s=self._timeout_s, barrier=self._barrier if self._dist is not None else None,
-            buffers=case.buffers, timing=case.timing)
-        extra = {"buffers": case.buffers, "rotate": out["rotate"], "timing": case.timing}
+            buffers=case.buffers, timing=case.timing, alloc=case.alloc)
+        extra = {"buffers": case.buffers, "rotate": out["rotate"], "timing": case.timing, "alloc": case.alloc}
         return Timing(times_us=list(out["times_us"]), wrong=out["wrong"], extra=extra)
 
     def free_bytes(self) -> int | None:

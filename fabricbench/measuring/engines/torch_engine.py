@@ -147,7 +147,8 @@ class TorchSession:
         k = rotate_count(case)
         sets, dtype = self._buffers(case, coll, k)
         call = coll.torch_call
-        extra: dict[str, Any] = {"buffers": case.buffers, "rotate": k, "timing": case.timing}
+        extra: dict[str, Any] = {"buffers": case.buffers, "rotate": k, "timing": case.timing,
+                                 "alloc": case.alloc if self.backend == "nccl" else "cpu"}
         if coll.torch_inplace_only and not case.inplace:
             extra["torch_inplace"] = True
         if case.graph:
