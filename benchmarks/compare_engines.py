@@ -184,7 +184,7 @@ def parity(args) -> int:
                         row["fb_reuse_all"], _ = fb.time(op, size, graph=graph, buffers="reuse", timing="loop",
                                                          n=n, launches=g, reps=args.reps, alloc="nccl", warmup=warm)
                         row["fb_cuda_all"], _ = fb.time(op, size, graph=graph, buffers="reuse", timing="loop",
-                                                        n=n, launches=g, reps=3, alloc="cuda", warmup=warm)
+                                                        n=n, launches=g, reps=2, alloc="cuda", warmup=warm)
                     row["nt_shift_all"] = standard.get(size)
                     row["fb_rotate_all"], row["rotate"] = fb.time(op, size, graph=graph, buffers="rotate",
                                                                   timing="loop", n=std["n"], launches=std["G"],
@@ -196,21 +196,28 @@ def parity(args) -> int:
                             row[key] = statistics.median(row[key + "_all"])
                     rows.append(row)
                     print(_line(row), flush=True)
+                _write(tables, rows, fb, gpus, fb_nccl, nt_versions)
     fb.session.close()
-    nt_versions.discard(None)
+    _write(tables, rows, fb, gpus, fb_nccl, nt_versions, final=True)
+    return 0
+
+
+def _write(tables, rows, fb, gpus, fb_nccl, nt_versions, final=False) -> None:
+    """The tables so far (after every op, so that a run cut short still leaves them), printed at the end."""
+    versions = sorted(v for v in nt_versions if v)
     head = (f"fabricbench {fb.session.info['gpu_names'][0]} x{len(gpus)}, float32 out-of-place; NCCL "
-            f"{fb_nccl} ({fb.session.info['nccl_library']}) in fabricbench, {', '.join(sorted(nt_versions))} "
-            f"in nccl-tests")
-    out = {}
+            f"{fb_nccl} ({fb.session.info['nccl_library']}) in fabricbench, {', '.join(versions)} in nccl-tests")
     for mode in ("eager", "graph"):
-        text = _table(head, mode, [r for r in rows if r["mode"] == mode])
-        print(text)
-        out[mode] = text
+        mine = [r for r in rows if r["mode"] == mode]
+        if not mine:
+            continue
+        text = _table(head, mode, mine)
+        if final:
+            print(text)
         if tables:
             (tables / f"parity_{mode}.txt").write_text(text + "\n")
     if tables:
         (tables / "parity.json").write_text(json.dumps({"head": head, "rows": rows}, indent=1) + "\n")
-    return 0
 
 
 def _ratio(a, b) -> str:
@@ -321,7 +328,7 @@ def main() -> int:
     ap.add_argument("--iters", type=int, default=50)
     ap.add_argument("--nccl-tests", type=Path, default=None, help="folder with all_reduce_perf etc.: parity tables")
     ap.add_argument("--nccl-lib", default=None, help="libnccl.so.2 for fabricbench and (LD_LIBRARY_PATH) nccl-tests")
-    ap.add_argument("--reuse-sizes", default="8,64K,1M-8G:x2",
+    ap.add_argument("--reuse-sizes", default="1M-8G:x2",
                     help="sizes of the matched (reuse) table, comma-separated ranges: one nccl-tests process each")
     ap.add_argument("--reps", type=int, default=5, help="repetitions of each matched figure (median), both tools")
     ap.add_argument("--tables", default=None, help="folder for parity_eager.txt, parity_graph.txt, parity.json")

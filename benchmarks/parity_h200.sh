@@ -20,6 +20,7 @@ TARBALL=$(ls .carry/peers/nccl-tests-*.tar.gz ../shared/peers/nccl-tests-*.tar.g
 [ -n "$TARBALL" ] || { echo "Error: no nccl-tests tarball in .carry/peers/ (copy ../shared/peers/*.tar.gz there)" >&2; exit 2; }
 [ -e "$NCCL_LIB" ] || { echo "Error: $NCCL_LIB not found (set NCCL_LIB to the libnccl.so.2 to compare)" >&2; exit 2; }
 JOBS=$(nproc)
+echo "start at $(date -u +%T)"
 
 # nccl-tests (three binaries) and fabricbench build side by side; nccl-tests links -lnccl, found in the
 # system folders (/usr/include, /usr/lib/x86_64-linux-gnu) where the system NCCL lives.
@@ -41,13 +42,15 @@ rm -f "$OUTDIR/nt_build.tmp"
 echo "fabricbench build rc $FB_RC, nccl-tests build rc $NT_RC"
 if [ $FB_RC -ne 0 ] || [ $NT_RC -ne 0 ]; then tail -40 "$OUTDIR/build.log"; exit 1; fi
 
+echo "built at $(date -u +%T)" | tee -a "$OUTDIR/build.log"
+if [ "${GPU_TESTS:-0}" = 1 ]; then
+  python3 -m pytest tests/gpu/test_native_gpu.py -q 2>&1 | tee "$OUTDIR/pytest.log" | tail -5
+fi
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader | tee -a "$OUTDIR/build.log"
 python3 benchmarks/compare_engines.py --gpus 0 --nccl-tests "$NT/build" --nccl-lib "$NCCL_LIB" \
     --tables "$OUTDIR" ${PARITY_ARGS:-} 2>&1 | tee "$OUTDIR/parity.log" | tail -80
 PARITY_RC=${PIPESTATUS[0]}
+echo "parity done at $(date -u +%T)"
 
 
-if [ "${GPU_TESTS:-0}" = 1 ]; then
-  python3 -m pytest tests/gpu/test_native_gpu.py -q -x 2>&1 | tee "$OUTDIR/pytest.log" | tail -15
-fi
 exit $PARITY_RC
