@@ -74,6 +74,10 @@ def sweep(gpus, ops, sizes, dtype, iters, warmup, adaptive, max_iters, mode, gra
         max_iters=max_iters, inplace=mode, graph=graph, graph_iters=graph_iters, check=check, engine=engine,
         backend=backend, nprocs=nprocs, timeout_s=timeout_s, nccl_lib=nccl_lib, fabric=fabric, seed=seed,
         buffers=buffers, timing=timing, alloc=alloc)
+    if resume and not out_path:
+        from fabricbench.errors import UsageError
+
+        raise UsageError("--resume skips what --out already holds; give --out FILE (the earlier run's file)")
     if not (dry_run and config.gpus is not None):  # a plan for named GPUs needs no GPU here
         config = _with_gpus(config, gpus)
     if dry_run:
@@ -189,11 +193,7 @@ def _run(config, *, out_path, as_json, csv_path, quiet, resume=False) -> None:
 
 
 def _resume(out_path):
-    from fabricbench.errors import UsageError
     from fabricbench.measuring.resume import Resume
-
-    if not out_path:
-        raise UsageError("--resume skips what --out already holds; give --out FILE (the file of the earlier run)")
 
     def said(skipped: int, planned: int) -> None:
         click.echo(f"resume: {skipped} of {planned} measurement(s) already recorded ok in {out_path}; "

@@ -103,3 +103,22 @@ def match(plan: list[PlanItem], records: list[dict[str, Any]], config: SweepConf
         if rec is not None and (rec["status"] == "waived") == (item.case is None):
             out[i] = rec
     return out
+
+
+def covering(records: list[dict[str, Any]], *, where: dict[str, Any] | None = None,
+             **sweep_fields: Any) -> list[dict[str, Any]] | None:
+    """For compare and scaling: the records that already hold every measurement of the child sweep
+    `sweep_fields` (fabricbench.sweep's fields, fabric included), in plan order, or None when one is missing
+    (the child then runs whole). `where`: extra fields a record must also carry (e.g. the placement)."""
+    from fabricbench.measuring.api import make_config, nranks, resolve_devices, uses_gpus
+    from fabricbench.measuring.plan import build_plan
+
+    config, _ = resolve_devices(make_config(**sweep_fields))
+    if where:
+        records = [r for r in records if all((r.get("extra") or {}).get(k) == v for k, v in where.items())]
+    n = nranks(config)
+    gpus = list(config.gpus or ()) if uses_gpus(config) else []
+    backend = config.backend if config.engine == "torch" else None
+    plan = build_plan(config, n)
+    held = match(plan, records, config, nranks=n, gpus=gpus, backend=backend)
+    return [held[i] for i in range(len(plan))] if plan and len(held) == len(plan) else None
