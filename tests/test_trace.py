@@ -5,6 +5,9 @@ and the trace arithmetic on synthetic profiler events (gloo and nccl forms, the 
 
 import importlib.util
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -251,3 +254,24 @@ def test_precision_is_validated_and_defaults_by_device(tmp_path):
         _config(tmp_path, ["ddp"], trace_steps=-1).validate()
     assert _config(tmp_path, ["ddp"]).run_precision == "fp32"
     assert launch.TrainConfig(strategies=["ddp"], model="tiny-mistral", gpus=(0,)).run_precision == "bf16"
+
+
+def test_rank_file_says_running_after_every_step(tmp_path):
+    """The worker rewrites its rank file whole after every step ("running", the steps so far), then once with
+    the final status: what the launcher keeps of a rank that dies. One process, no torchrun."""
+    spec = {"strategy": "ddp", "model": "tiny-mistral", "device": "cpu", "steps": 3, "batch_size": 1, "seq_len": 8,
+            "image_size": 32, "lr": 1e-3, "trace_steps": 1, "run_dir": str(tmp_path)}
+    code = ("import json, sys\nfrom pathlib import Path\nfrom fabricbench.training import worker\n"
+            "seen = []\nreal = worker._write_atomic\n"
+            "def spy(path, doc):\n    real(path, doc)\n    seen.append(json.loads(Path(path).read_text()))\n"
+            "worker._write_atomic = spy\n"
+            f"rc = worker.run(json.loads({json.dumps(json.dumps(spec))}), Path({str(tmp_path)!r}) / 'rank-0.json')\n"
+            "print(json.dumps([rc, [(d['status'], len(d.get('step_times_s', []))) for d in seen]]))\n")
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "OMP_NUM_THREADS": "1"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
+    assert out.returncode == 0, out.stderr[-2000:]
+    rc, seen = json.loads(out.stdout.strip().splitlines()[-1])
+    assert rc == 0
+    assert seen == [["running", 1], ["running", 2], ["running", 3], ["ok", 3]]
+    final = json.loads((tmp_path / "rank-0.json").read_text())
+    assert final["comm"]["profiled_steps"] == 1 and not list(tmp_path.glob("*.tmp"))

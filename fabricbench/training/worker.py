@@ -4,8 +4,11 @@
 
 Builds the Accelerator of the strategy, a randomly initialised model, AdamW, and trains --steps steps on
 its batches, timing each step (device synchronised on both ends). Between backward and the optimizer
-step of step 1 it counts what it holds (verify.py). It writes everything to <run_dir>/rank-<r>.json; the
-launcher joins the ranks into one record. Out of memory is written as status "oom" and the process exits
+step of step 1 it counts what it holds (verify.py). After every step it rewrites <run_dir>/rank-<r>.json
+whole (a temporary file, then os.replace) with "status": "running" and the steps so far, so that a rank
+that dies later keeps them. Then --trace-steps more steps run under torch.profiler, untimed, for the
+communication trace (trace.py), and the file gets its final status; the launcher joins the ranks into
+one record. Out of memory is written as status "oom" and the process exits
 with OOM_EXIT so that the launcher tears the other ranks down instead of letting them wait.
 """
 
@@ -50,19 +53,27 @@ def _write_atomic(path: Path, doc: dict[str, Any]) -> None:
 
 
 def _trace(one_step: Callable[[int], tuple[float, float]], *, steps: int, device: Any, world: int, run_dir: Path,
-           rank: int) -> dict[str, Any]:
+           name: str) -> dict[str, Any]:
     """`steps` more steps under the profiler -> this rank's summary (trace.py).
 
     A step that fails fails the rank as any step does (its peers must not wait for it in a collective);
-    a profile that cannot be read is a note in the record, and the timed steps stand."""
+    a profiler that will not start (on every rank alike) or a profile that cannot be read is a note in the
+    record, and the timed steps stand."""
+    prof = trace.profiler(device.type)
+    try:
+        prof.start()
+    except Exception as e:  # noqa: BLE001 - e.g. no CUPTI: the trace is an addition
+        return {"error": f"the profiler did not start: {type(e).__name__}: {str(e)[:200]}"}
     times = []
-    with trace.profiler(device.type) as prof:
+    try:
         for _ in range(steps):
             with trace.step_mark():
                 t, _loss = one_step(-1)
             times.append(t)
+    finally:
+        prof.stop()
     try:
-        events = trace.export_events(prof, run_dir / f"profile-rank-{rank}.json")
+        events = trace.export_events(prof, run_dir / f"profile-{name}.json")
         return trace.rank_summary(events, device_type=device.type, world_size=world, steps=steps,
                                   step_times_s=times, groups=trace.group_sizes())
     except Exception as e:  # noqa: BLE001 - the trace is an addition; never lose the measured steps for it
@@ -143,11 +154,10 @@ def run(spec: dict[str, Any], rank_file: Path) -> int:
             losses.append(loss)
             out.update(step_times_s=times, losses=losses)
             _write_atomic(rank_file, out)  # a rank that dies later keeps its steps
-        out["status"] = "ok"
+        out.update(status="ok", **_memory(device))  # the peaks of the timed steps, before the profiler's
         if spec.get("trace_steps", trace.PROFILED_STEPS) > 0:
             out["comm"] = _trace(one_step, steps=spec.get("trace_steps", trace.PROFILED_STEPS), device=device,
-                                 world=world, run_dir=rank_file.parent, rank=rank)
-        out.update(step_times_s=times, losses=losses, **_memory(device))
+                                 world=world, run_dir=rank_file.parent, name=f"{strategy.name}-rank-{rank}")
         code = 0
     except torch.cuda.OutOfMemoryError as e:
         out.update(status="oom", message=str(e).splitlines()[0][:300], **_memory(device))
