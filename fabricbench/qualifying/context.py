@@ -83,6 +83,8 @@ class Context:
         self._previous = _closed_units(previous or [])
         self.distributed = "RANK" in os.environ and "WORLD_SIZE" in os.environ
         self.rank = int(os.environ.get("RANK", "0")) if self.distributed else 0
+        self._dist = None  # the launch's DistContext, made once (torchrun/srun)
+        self._nunits = 0  # units run across the ranks so far: each gets store prefix q<n>
 
     # -- what the machine is ---------------------------------------------------------------------
     def topology(self):
@@ -185,22 +187,44 @@ class Context:
                                       wall_timeout_s=self.run.unit_timeout_s))
 
     def _sweep_here(self, unit: SweepUnit, key: str) -> UnitResult:
-        """Under torchrun: every rank runs the sweep; rank 0 gets the records."""
+        """Under torchrun: every rank runs the sweep; rank 0 gets the records.
+
+        Each unit gets a store prefix of its own (q0, q1, ... — every rank makes the same calls in the same
+        order): a second sweep on the same store would read the first one's run id and process-group
+        addresses and hang, so fabricbench.sweep() is not called twice in one launch."""
+        import dataclasses
+        import json
+        import random
+
+        import torch.distributed as tdist
+
         from fabricbench.errors import FabricbenchError
-        from fabricbench.measuring.api import sweep
+        from fabricbench.measuring.api import make_config, resolve_devices
+        from fabricbench.measuring.runner import dist_from_env, new_run_id, run_rank
 
         if unit.fabric != "default":
             return UnitResult(key=key, waived=f"fabric {unit.fabric}: a torchrun launch runs under the "
                                               f"launcher's environment; qualify fabrics per node")
+        records: list[dict[str, Any]] = []
         try:
-            results = sweep(ops=list(unit.ops), sizes=list(unit.sizes), dtype=unit.dtype, iters=self.run.iters,
-                            warmup=self.run.warmup, engine=self.run.engine, backend=self.run.backend,
-                            check=unit.check, timeout_s=self.run.timeout_s,
-                            **({"gpus": (int(os.environ.get("LOCAL_RANK", "0")),)}
-                               if not self.run.cpu_ranks else {}))
+            fields: dict[str, Any] = dict(ops=list(unit.ops), sizes=list(unit.sizes), dtype=unit.dtype,
+                                          iters=self.run.iters, warmup=self.run.warmup, engine=self.run.engine,
+                                          backend=self.run.backend, check=unit.check, timeout_s=self.run.timeout_s)
+            if not self.run.cpu_ranks:
+                fields["gpus"] = (int(os.environ.get("LOCAL_RANK", "0")),)
+            config, _ = resolve_devices(make_config(**fields))
+            if self._dist is None:
+                self._dist = dist_from_env(self.run.timeout_s)
+            base = self._dist
+            dist = dataclasses.replace(base, store=tdist.PrefixStore(f"q{self._nunits}", base.store))
+            self._nunits += 1
+            if dist.rank == 0:
+                dist.store.set("run", json.dumps([new_run_id(), random.SystemRandom().randrange(1, 2**31)]))
+            run_id, seed = json.loads(dist.store.get("run"))
+            run_rank(config, dist, records.append, run_id=run_id, seed=int(seed))
         except FabricbenchError as e:
-            return UnitResult(key=key, error=f"{type(e).__name__}: {e}")
-        return UnitResult(key=key, records=[r.to_dict() for r in results])
+            return UnitResult(key=key, records=records, error=f"{type(e).__name__}: {e}")
+        return UnitResult(key=key, records=records)
 
     def _write(self, rec: dict[str, Any], key: str) -> dict[str, Any]:
         """A child's record joins this run (its own run id kept in extra.child_run_id) and is appended."""

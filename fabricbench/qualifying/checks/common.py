@@ -29,7 +29,11 @@ def not_here(criterion: str, why: str) -> Item:
 
 
 def subject(gpus: tuple[int, ...] | None, ctx, fabric: str = "default") -> str:
-    if gpus is None:
+    if gpus is None and ctx.distributed:
+        import os
+
+        where = f"all {os.environ.get('WORLD_SIZE')} ranks of the launch"
+    elif gpus is None:
         where = f"{ctx.run.nprocs} gloo ranks" if ctx.run.cpu_ranks else "all ranks"
     else:
         where = ("GPU " if len(gpus) == 1 else "GPUs ") + ",".join(map(str, gpus))
