@@ -32,7 +32,7 @@ from fabricbench.study.units import Context, covering_sizes, sweep_plan, traced_
 from fabricbench.topology.smi import read_file
 
 DATA = Path(__file__).parent / "data" / "topo"
-MODEL = "tiny-mistral"  # the CPU-lab model once the trace work registers one
+MODEL = "lab-mistral"  # the CPU fabric lab model (fabricbench/training/models.py)
 RATE = "1gbit"
 RATE_BPS = 10**9
 TRAIN = ["--steps", "4", "--warmup-steps", "1", "--batch-size", "2", "--seq-len", "32", "--iters", "3", "--warmup", "1"]

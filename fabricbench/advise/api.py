@@ -214,14 +214,16 @@ def advise(*, model: str | None = None, model_config: str | None = None, num_gpu
     best = placements[0]
     relate_rows = _relate_rows(records)
     times = {x.strategy: x for x in predict(strategies=names, gpus=best.gpus, busbw_gbps=best.busbw_gbps, psi=psi,
-                                            n=n, records=records, model=resolved.name, relate_rows=relate_rows)}
+                                            n=n, records=records, model=resolved.name, relate_rows=relate_rows,
+                                            fabric=fabric, batch_size=batch_size)}
     advice = [StrategyAdvice(strategy=s, memory=mem[s], time=times[s]) for s in names]
     chosen = _choose(advice)
     notes = []
     if cap is None:
         notes.append("GPU memory unknown: pass --gpu-memory (e.g. 80G) to rule strategies in or out")
     placement_source = best.source
-    time_source = "relate model" if any(a.time.step_time_s is not None for a in advice) else \
+    sources = {a.time.time_source for a in advice if a.time.step_time_s is not None}
+    time_source = " and ".join(sorted(sources)) if sources else \
         ("trace volumes at the set's busbw (comm time only)" if any(a.time.volume_source.startswith("trace")
                                                                      for a in advice)
          else "comm-volume arithmetic (textbook volumes at the set's busbw; comm time only)")
@@ -323,7 +325,9 @@ def _reasons(chosen: list[StrategyAdvice], placements: list[PlacementRank], n: i
            f"{_gib(m.margin_bytes)})" if m.capacity_bytes else f"needs {_gib(m.need_bytes)} per GPU ({m.source}); "
            f"GPU memory unknown")
     t = top.time
-    if t.step_time_s is not None:
+    if t.step_time_s is not None and t.time_source == "measured":
+        speed = f"measured step {t.step_time_s * 1e3:.1f} ms on this set"
+    elif t.step_time_s is not None:
         speed = f"predicted step {t.step_time_s * 1e3:.1f} ms (relate model, comm {t.comm_time_s * 1e3:.1f} ms)"
     elif t.comm_time_s is not None:
         speed = f"comm {t.comm_time_s * 1e3:.1f} ms per step at that busbw ({t.volume_source}; compute not known)"

@@ -121,7 +121,9 @@ def rank_placements(topo: Topology, pool: list[int], n: int,
             by_shape.setdefault(shape(topo, k), (k, v))
     ranked: list[PlacementRank] = []
     for gs in candidates(topo, pool, n):
-        if gs in measured:
+        if n == 1:
+            bw, src = None, "one GPU: no collective"
+        elif gs in measured:
             bw, src = measured[gs], "measured"
         elif shape(topo, gs) in by_shape:
             k, bw = by_shape[shape(topo, gs)]

@@ -8,9 +8,11 @@ one that ran on several ranks ("trace"); else the textbook volume, `Strategy.tex
 labelled "comm-volume arithmetic". Wire bytes per rank = Σ S × the op's busbw factor for n ranks;
 T_comm = wire bytes / busbw (busbw as nccl-tests defines it: time = S × factor / busbw).
 
-Step time, where the results hold relate's calibration for the strategy (a study with a trace and sweeps):
-T_step = T_compute + e × T_comm (fabricbench/relating/model.py), T_compute and e from the reference run,
-T_comm on this set as above. Without it no step time is claimed: strategies are ranked by T_comm.
+Step time: measured, where results hold a train run of exactly this job (model, strategy, GPU set, fabric,
+batch); else, where the results hold relate's calibration for the strategy (a study with a trace and
+sweeps), T_step = T_compute + e × T_comm (fabricbench/relating/model.py), T_compute and e from the
+reference run, T_comm on this set as above. Without either no step time is claimed: strategies are
+ranked by T_comm.
 """
 
 from __future__ import annotations
@@ -96,8 +98,23 @@ def calibration(relate_rows: list[Any], strategy: str) -> tuple[float, float] | 
     return None
 
 
+def measured_step(records: list[dict[str, Any]], *, model: str, strategy: str, gpus: list[int], fabric: str,
+                  batch_size: int | None) -> float | None:
+    """The median step time of a train run of exactly this job: model, strategy, GPU set (any one GPU when
+    n = 1: they are alike), fabric and per-GPU batch. Measured beats any prediction."""
+    found = None
+    for r in records:
+        if (r.get("kind") == "train" and r.get("model") == model and r.get("strategy") == strategy
+                and r.get("status") in ("ok", "flagged") and (r.get("fabric") or "default") == fabric
+                and r.get("device") == "cuda" and (batch_size is None or r.get("batch_size") == batch_size)
+                and (sorted(r.get("gpus") or []) == sorted(gpus) or (len(gpus) == 1 and r.get("nranks") == 1))):
+            found = ((r.get("step_time") or {}).get("median_s")) or found
+    return found
+
+
 def predict(*, strategies: list[str], gpus: list[int], busbw_gbps: float | None, psi: int, n: int,
-            records: list[dict[str, Any]], model: str, relate_rows: list[Any] | None = None) -> list[StrategyTime]:
+            records: list[dict[str, Any]], model: str, relate_rows: list[Any] | None = None,
+            fabric: str = "default", batch_size: int | None = None) -> list[StrategyTime]:
     out = []
     for s in strategies:
         total, wire, vsrc = volume(strategy=s, psi=psi, n=n, records=records, model=model)
@@ -105,9 +122,15 @@ def predict(*, strategies: list[str], gpus: list[int], busbw_gbps: float | None,
             comm = 0.0
         else:
             comm = wire / (busbw_gbps * 1e9) if busbw_gbps else None
+        measured = measured_step(records, model=model, strategy=s, gpus=list(gpus), fabric=fabric,
+                                 batch_size=batch_size)
         cal = calibration(relate_rows or [], s)
-        step = cal[0] + cal[1] * comm if (cal is not None and comm is not None) else None
+        if measured is not None:
+            step, tsrc = measured, "measured"
+        elif cal is not None and comm is not None:
+            step, tsrc = cal[0] + cal[1] * comm, "relate model"
+        else:
+            step, tsrc = None, "comm time only"
         out.append(StrategyTime(strategy=s, gpus=list(gpus), comm_bytes_per_step=total, wire_bytes_per_rank=wire,
-                                comm_time_s=comm, step_time_s=step, volume_source=vsrc,
-                                time_source="relate model" if step is not None else "comm time only"))
+                                comm_time_s=comm, step_time_s=step, volume_source=vsrc, time_source=tsrc))
     return out

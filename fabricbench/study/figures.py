@@ -20,7 +20,7 @@ def grouped_bars(groups: Sequence[str], series: dict[str, Sequence[float | None]
     plt = _pyplot()
     n = max(1, len(series))
     width = 0.8 / n
-    fig, ax = plt.subplots(figsize=(max(6.0, 1.3 * len(groups) * n + 2), 4.2))
+    fig, ax = plt.subplots(figsize=(min(12.0, max(6.0, 0.55 * len(groups) * n + 2)), 4.4))
     for i, (label, values) in enumerate(series.items()):
         xs = [g + (i - (n - 1) / 2) * width for g in range(len(groups))]
         for x, v in zip(xs, values):

@@ -140,6 +140,10 @@ def _gpu_name(machine: dict[str, Any] | None) -> str:
 
 def _relate(sr: study_records.StudyRecords, c: StudyConfig) -> Any:
     """relate's result from the records (recomputed, so a rebuilt report agrees with its inputs), or None."""
+    if c.world_size < 2:
+        return f"{c.world_size} rank: no collective ran, so there is no slowdown to explain"
+    if len(c.fabrics) < 2:
+        return "one fabric: relate explains the slowdown between fabrics (name two with --fabrics)"
     trains = sr.of_kind("train")
     colls = [r for r in sr.of_kind("collective") if (r.get("study") or {}).get("unit", "").startswith("sweep")]
     if not trains or not colls:
@@ -244,12 +248,15 @@ def _machine(doc: Document, sr, c: StudyConfig, machine, colls, trains, figs: _F
                              f"compute capability {g['capability']}")
         else:
             items.append(f"no GPU: {c.nprocs} gloo ranks on this host's CPUs (the CPU fabric lab)")
-        items.append(", ".join(f"{k} {v[k]}" for k in ("cuda_driver", "torch_cuda", "nccl_torch", "torch",
-                                                        "accelerate", "transformers", "deepspeed", "fabricbench")
-                               if v.get(k)))
+        names = {"cuda_driver": "NVIDIA driver", "torch_cuda": "CUDA (torch)", "nccl_torch": "NCCL (torch)",
+                 "torch": "torch", "accelerate": "accelerate", "transformers": "transformers",
+                 "deepspeed": "DeepSpeed", "fabricbench": "fabricbench"}
+        items.append(", ".join(f"{label} {v[k]}" for k, label in names.items() if v.get(k)))
         s.bullets(items)
         topo = machine.get("topology")
-        if topo and topo.get("links"):
+        if topo and len(topo.get("links") or []) == 1:
+            s.text("One GPU: no GPU-to-GPU link, no NVLink island boundary; collectives have no peer (n = 1).")
+        elif topo and topo.get("links"):
             labels = [f"GPU{g['index']}" for g in topo["gpus"]]
             s.table([""] + labels, [[lab] + list(row) for lab, row in zip(labels, topo["links"])],
                     caption="Link between every pair of GPUs (nvidia-smi topo -m: NV# = # bonded NVLinks; "
@@ -273,7 +280,8 @@ def _machine(doc: Document, sr, c: StudyConfig, machine, colls, trains, figs: _F
         units = [u for u in sr.units.values() if u.get("fabric") == f and u.get("unit_kind") in ("sweep", "train")]
         status = "ok" if units and all(u["status"] == "ok" for u in units) else \
             (sorted({u["status"] for u in units})[0] if units else "not run")
-        used = ", ".join(transports) or ("gloo over loopback" if c.device == "cpu" else "not recorded")
+        used = ", ".join(transports) or ("gloo over loopback" if c.device == "cpu" else
+                                         "none (one rank: no peer)" if c.world_size < 2 else "not recorded")
         if mismatch:
             used += " — MISMATCH: " + "; ".join(mismatch)
         rows.append([f, f"{rate / 1e9:g} Gbit/s (tc on the loopback of a namespace)" if rate else "-", used, status])
@@ -314,13 +322,17 @@ def _busbw(doc: Document, c: StudyConfig, colls, figs: _Figs) -> None:
                 + (f" ({note})" if note else ""))
     base = c.fabrics[0]
     fabs = [f for f in c.fabrics if any(r["fabric"] == f for r in ok)]
-    rows = []
-    for (op, dt, size) in sorted({(r["op"], r["dtype"], r["bytes"]) for r in ok}):
-        vals = {r["fabric"]: r.get(metric) for r in ok if (r["op"], r["dtype"], r["bytes"]) == (op, dt, size)}
-        ratios = [(vals.get(f) / vals[base]) if (vals.get(f) and vals.get(base)) else None for f in fabs[1:]]
-        rows.append([op, dt, _size(size), *[vals.get(f) for f in fabs], *ratios])
-    s.table(["op", "dtype", "size", *[f"{f} GB/s" for f in fabs], *[f"{f} / {base}" for f in fabs[1:]]], rows,
-            caption=f"{metric.replace('_gbps', '')} per size and fabric (median over the timed iterations)")
+    # one small table per op (rows: sizes; columns: fabrics, then each one's ratio to the first): the
+    # numbers under each panel of the figure, narrow enough to read without scrolling
+    val = {(r["op"], r["dtype"], r["bytes"], r["fabric"]): r.get(metric) for r in ok}
+    short = metric.replace("_gbps", "")
+    for op in dict.fromkeys(r["op"] for r in ok):
+        rows = []
+        for dt, size in sorted({(r["dtype"], r["bytes"]) for r in ok if r["op"] == op}):
+            vs = [val.get((op, dt, size, f)) for f in fabs]
+            rows.append([_size(size), dt, *vs, *[(v / vs[0]) if (v and vs[0]) else None for v in vs[1:]]])
+        s.table(["size", "dtype", *[f"{f} GB/s" for f in fabs], *[f"{f} ÷ {base}" for f in fabs[1:]]], rows,
+                caption=f"{op}: {short} per size and fabric (median over the timed iterations)")
     if note:
         s.text(note + ".")
 
@@ -485,12 +497,15 @@ def _advice_section(doc: Document, c: StudyConfig, advice, trains) -> None:
                 [[",".join(map(str, p.gpus)), p.label, p.slowest_link, p.busbw_gbps, p.source,
                   "; ".join(",".join(map(str, e)) for e in p.equivalent[:4]) + (" …" if len(p.equivalent) > 4 else "")]
                  for p in advice.placements[:8]], caption="GPU sets, best busbw first")
-        s.table(["strategy", "rank", "memory", "need GiB", "margin GiB", "comm ms/step", "step ms", "source", "note"],
+        s.table(["strategy", "rank", "memory", "need GiB", "margin GiB", "comm ms/step", "step ms", "step time from"],
                 [[a.strategy, a.rank, a.memory.verdict, _gib(a.memory.need_bytes), _gib(a.memory.margin_bytes),
                   a.time.comm_time_s * 1e3 if a.time.comm_time_s is not None else None,
                   a.time.step_time_s * 1e3 if a.time.step_time_s is not None else None,
-                  a.time.time_source, a.note] for a in advice.strategies],
+                  a.time.time_source] for a in advice.strategies],
                 caption=f"strategies on the recommended set ({advice.time_source})", status_col=2)
+        notes = [f"{a.strategy}: {a.note}" for a in advice.strategies if a.note]
+        if notes:
+            s.bullets(notes)
     th = _throughputs(trains)
     rows = []
     for f in c.fabrics:

@@ -206,7 +206,10 @@ def _run_unit(unit: Unit, ctx: Context, writer: ResultWriter, attempt: str) -> U
                 children.append(child)
                 if child[0] != 0 and unit.kind != "scaling":
                     break
-        outcome = kind.collect(unit, ctx, children)
+        if not commands:  # the kind decided there is nothing to run here, and said why
+            outcome = Outcome(status="waived", records=[], message=details.get("waived"))
+        else:
+            outcome = kind.collect(unit, ctx, children)
     except KeyboardInterrupt:
         _write_unit(writer, unit, attempt, status="interrupted", started=t0, commands=commands,
                     message="stopped by Ctrl-C / SIGTERM; --resume reruns it", details=details, facts=facts)

@@ -296,6 +296,11 @@ def _scaling_collect(unit: Unit, ctx: Context, children) -> Outcome:
 
 # -- relate: predicted against observed slowdown -----------------------------------------------------------------
 def _relate_commands(unit: Unit, ctx: Context):
+    c = ctx.config
+    if c.world_size < 2:  # nothing was communicated: there is no slowdown to explain
+        return [], {"waived": f"{c.world_size} rank: no collective ran, so there is nothing to relate"}
+    if len(c.fabrics) < 2:
+        return [], {"waived": "one fabric: relate explains the slowdown between fabrics; name two with --fabrics"}
     files = sorted(str(p) for p in (ctx.out_dir / "units").glob("*.jsonl")
                    if p.name.startswith(("sweep", "train")))
     ref = ctx.config.fabrics[0]
