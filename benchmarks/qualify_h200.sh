@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Qualification on one H200: the built-in 8x H200 SXM spec (pair checks waived with the reason; the GPU
+# count fails honestly, 1 is not 8), then `--init` a spec from that run and qualify against it (every
+# check passes), then a regression check against the first run (--baseline), then the GPU tier of the
+# qualify tests. Copies report.html and junit.xml of each run to OUTDIR. Writes everything under OUTDIR.
+#   bash benchmarks/qualify_h200.sh OUTDIR
+set -uo pipefail
+OUT=${1:-${OUT:-.}}
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+export PYTHONUNBUFFERED=1
+fb() { python3 -m fabricbench "$@"; }
+S="$OUT/summary.txt"
+: > "$S"
+
+nvidia-smi -L > "$OUT/gpus.txt" 2>&1
+nvidia-smi topo -m > "$OUT/topo-m.txt" 2>&1
+fb qualify --list-specs > "$OUT/list-specs.txt" 2>&1
+
+# 1. The built-in spec as is. Expected exit 1: wiring fails (gpu_count 1 != 8); the pair checks
+#    (allreduce_pairs, transports, nvlink_carries_default, peer_copies) are waived with the reason.
+start=$(date +%s)
+fb qualify --spec builtin:h200-sxm-8 --out "$OUT/builtin" > "$OUT/builtin.txt" 2>&1
+rc=$?
+echo "builtin:h200-sxm-8 on one H200: exit $rc (1 expected: the GPU count), $(( $(date +%s) - start )) s" | tee -a "$S"
+cp "$OUT/builtin/report.html" "$OUT/qualify_builtin_report.html" 2>/dev/null
+cp "$OUT/builtin/junit.xml" "$OUT/qualify_builtin_junit.xml" 2>/dev/null
+python3 - "$OUT/builtin/verdicts.json" <<'PY' 2>&1 | tee -a "$S"
+import json, sys
+d = json.load(open(sys.argv[1]))
+for v in d["verdicts"]:
+    print(f"  {v['check']:24s} {v['status']:7s} {v['message']}")
+PY
+
+# 2. A spec from this known-good run (x 0.9), then qualify against it: expected exit 0.
+fb qualify --init "$OUT/h200-known-good.toml" --from "$OUT/builtin/results.jsonl" --margin 0.9 >> "$S" 2>&1
+echo "init: exit $?" | tee -a "$S"
+start=$(date +%s)
+fb qualify --spec "$OUT/h200-known-good.toml" --out "$OUT/init" > "$OUT/init.txt" 2>&1
+echo "qualify against the init spec: exit $? (0 expected), $(( $(date +%s) - start )) s" | tee -a "$S"
+cp "$OUT/init/report.html" "$OUT/qualify_init_report.html" 2>/dev/null
+cp "$OUT/init/junit.xml" "$OUT/qualify_init_junit.xml" 2>/dev/null
+python3 - "$OUT/init/verdicts.json" <<'PY' 2>&1 | tee -a "$S"
+import json, sys
+d = json.load(open(sys.argv[1]))
+for v in d["verdicts"]:
+    print(f"  {v['check']:24s} {v['status']:7s} {v['message']}")
+PY
+
+# 3. The same init spec again with the first run as the baseline (5% tolerance).
+fb qualify --spec "$OUT/h200-known-good.toml" --out "$OUT/baseline" --baseline "$OUT/init/results.jsonl" \
+   --tolerance 0.05 > "$OUT/baseline.txt" 2>&1
+echo "baseline (5%): exit $?" | tee -a "$S"
+grep -E "baseline" "$OUT/baseline.txt" | tee -a "$S"
+
+# 4. The qualify tests, GPU tier included.
+python3 -m pytest -q tests/test_qualify_spec.py tests/test_qualify_gpu.py > "$OUT/pytest.txt" 2>&1
+echo "pytest qualify (spec + gpu): exit $? ($(tail -1 "$OUT/pytest.txt"))" | tee -a "$S"

@@ -1,0 +1,47 @@
+"""qualify on GPUs: a built-in spec's measuring checks with the native engine (one GPU: pair checks
+waived with the reason; two: the transport under default and p2p-off)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import GPUS
+
+
+def _qualify(*args, timeout=900):
+    return subprocess.run([sys.executable, "-m", "fabricbench", "qualify", *map(str, args)], capture_output=True,
+                          text=True, timeout=timeout)
+
+
+@pytest.mark.gpu(1)
+def test_builtin_spec_on_the_gpus_here(tmp_path):
+    out = tmp_path / "q"
+    r = _qualify("--spec", "builtin:h200-sxm-8", "--only", "allreduce_8gpu,allreduce_pairs,host_links,"
+                 "collectives_correct", "--out", out, "--quiet")
+    assert r.returncode in (0, 1), r.stderr
+    v = {x["check"]: x for x in json.loads((out / "verdicts.json").read_text())["verdicts"]}
+    assert v["collectives_correct"]["status"] == "pass", v["collectives_correct"]
+    assert v["host_links"]["status"] in ("pass", "fail") and v["host_links"]["measured"] > 1
+    lat = next(i for i in v["allreduce_8gpu"]["items"] if i["criterion"] == "latency")
+    assert lat["status"] in ("pass", "fail") and 0 < lat["measured"] < 10_000
+    if GPUS == 1:
+        assert v["allreduce_pairs"]["status"] == "waived" and "needs at least 2" in v["allreduce_pairs"]["reason"]
+        bw = next(i for i in v["allreduce_8gpu"]["items"] if i["criterion"] == "busbw")
+        assert bw["status"] == "waived"
+    else:
+        assert v["allreduce_pairs"]["status"] in ("pass", "fail") and len(v["allreduce_pairs"]["items"]) == \
+            GPUS * (GPUS - 1) // 2
+
+
+@pytest.mark.gpu(2)
+def test_transport_under_default_and_p2p_off(tmp_path):
+    spec = tmp_path / "t.toml"
+    spec.write_text('[spec]\nname = "t"\n[[check]]\nname = "tr"\nkind = "transport"\ngpus = [[0, 1]]\n'
+                    'expect = { "p2p-off" = "SHM" }\n')
+    r = _qualify("--spec", spec, "--out", tmp_path / "q", "--quiet")
+    v = json.loads((tmp_path / "q" / "verdicts.json").read_text())["verdicts"][0]
+    assert r.returncode == 0 and v["status"] == "pass" and v["measured"].startswith("SHM"), v
