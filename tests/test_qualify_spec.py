@@ -4,7 +4,6 @@ saved `nvidia-smi topo -m` files, verdict arithmetic, JUnit, --init and --fleet 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -134,6 +133,12 @@ def test_mistake_kinds_count():
     (["--fleet", str(QDATA / "gloo_node_results.jsonl")], "at least 2 nodes"),
     (["--spec", "builtin:h200-sxm-8", "--baseline", "x"], "--baseline x: no such results"),
     (["--spec", "builtin:h200-sxm-8", "--tolerance", "2"], "--tolerance 2: a fraction"),
+    (["--spec", "builtin:h200-sxm-8", "--resume"], "--resume continues the run in --out"),
+    (["--spec", "builtin:h200-sxm-8", "--topo-file", "/nonexistent/topo.txt"], "--topo-file /nonexistent"),
+    (["--init", "x.toml", "--from", str(QDATA / "gloo_node_results.jsonl"), "--margin", "1.5"], "--margin 1.5"),
+    (["--fleet", str(QDATA), str(QDATA), "--fraction", "0"], "--fraction 0"),
+    (["--spec", "builtin:h200-sxm-8", "--fabric", "warp"], "--fabric warp: unknown fabric"),
+    (["--list-specs", "stray"], "unexpected argument"),
 ])
 def test_bad_invocations(capsys, args, expect):
     code, _, err = _cli(["qualify", *args], capsys)

@@ -57,6 +57,21 @@ def qualify(inputs, spec_path, out_dir, resume, only, skip, fabric, topo_file, b
 
     \b
     Exit status: 0 every check passed or was waived; 1 a check failed or errored; 2 bad input.
+    \b
+    Spec format (TOML; `--list-kinds` shows every kind's keys):
+      [spec]
+      name = "my-node"
+      [run]                      # optional: engine = "native" (default) or "torch",
+      engine = "torch"           #   backend = "gloo"/"nccl", nprocs, iters, warmup,
+      backend = "gloo"           #   timeout_s, unit_timeout_s
+      nprocs = 2
+      [[check]]
+      name = "allreduce_bw"      # unique; --only/--skip and JUnit use it
+      kind = "collective"        # topology, collective, correctness, transport,
+      op = "all_reduce"          #   contrast, p2p, host_copy, train
+      sizes = ["8", "1G"]
+      gpus = "all"               # or "each_island", "each_pair", [[0,1],[2,3]]
+      min_busbw_gbps = 300       # or reference_busbw_gbps + min_fraction
     """
     from fabricbench.errors import UsageError
 

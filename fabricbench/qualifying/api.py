@@ -88,6 +88,17 @@ def qualify(spec: Spec | str | os.PathLike, *, out: str | os.PathLike | None = N
     if not 0 <= tolerance < 1:
         raise UsageError(f"--tolerance {tolerance:g}: a fraction in [0, 1), e.g. 0.05")
     base_records = _read_baseline(baseline) if baseline is not None else None
+    if resume and out is None:
+        raise UsageError("--resume continues the run in --out; give --out DIR")
+    if topo_file is not None:  # bad input is found before anything is written or measured
+        from fabricbench.topology import read_topology
+
+        if not os.path.isfile(topo_file):
+            raise UsageError(f"--topo-file {topo_file}: no such file; give a saved `nvidia-smi topo -m` output")
+        try:
+            read_topology(topo_file)
+        except UsageError as e:
+            raise UsageError(str(e).replace("--from-file", "--topo-file")) from None
     distributed = "RANK" in os.environ and "WORLD_SIZE" in os.environ
     rank0 = not distributed or os.environ.get("RANK") == "0"
     results_path = Path(out) / "results.jsonl" if out is not None else None
@@ -148,6 +159,14 @@ def _judge(check, kind, ctx, distributed: bool, echo) -> Verdict:
         from fabricbench.qualifying.verdict import error
 
         items = [error(check.kind, f"{type(e).__name__}: {e}")]
+    except Exception as e:  # noqa: BLE001 - a bug in one check must not cost the others' verdicts
+        import traceback
+
+        from fabricbench.qualifying.verdict import error
+
+        where = traceback.extract_tb(e.__traceback__)[-1]
+        items = [error(check.kind, f"internal error, please report: {type(e).__name__}: {e} "
+                                   f"({os.path.basename(where.filename)}:{where.lineno})")]
     v = combine(check.name, check.kind, items, description=check.description)
     v.duration_s = time.monotonic() - t0
     return v
