@@ -128,7 +128,7 @@ def _build(sr: study_records.StudyRecords, c: StudyConfig, figs: _Figs) -> Docum
     _memory(doc, c, trains, estimate, figs)
     _throughput(doc, c, trains, figs)
     _relate_section(doc, relate, figs)
-    _advice_section(doc, c, advice, trains)
+    _advice_section(doc, c, advice, trains, machine, sr.records)
     _reproduce(doc, sr, c)
     return doc
 
@@ -243,9 +243,12 @@ def _machine(doc: Document, sr, c: StudyConfig, machine, colls, trains, figs: _F
         items = [f"host `{machine.get('host')}`, {machine.get('cpu_count')} CPU cores ({machine.get('cpu_model')}), "
                  f"{machine.get('platform')}"]
         if machine.get("gpus"):
-            for g in machine["gpus"]:
-                items.append(f"GPU {g['ordinal']}: {g['name']}, {g['memory_total_bytes'] / 1e9:.1f} GB, "
-                             f"compute capability {g['capability']}")
+            kinds: dict[tuple, list[int]] = {}
+            for g in machine["gpus"]:  # identical GPUs on one line
+                kinds.setdefault((g["name"], g["memory_total_bytes"], g.get("capability")), []).append(g["ordinal"])
+            for (name, mem, cap), ords in kinds.items():
+                items.append(f"{len(ords)} × {name} (GPU {','.join(map(str, ords))}), {mem / 1e9:.1f} GB each, "
+                             f"compute capability {cap}")
         else:
             items.append(f"no GPU: {c.nprocs} gloo ranks on this host's CPUs (the CPU fabric lab)")
         names = {"cuda_driver": "NVIDIA driver", "torch_cuda": "CUDA (torch)", "nccl_torch": "NCCL (torch)",
@@ -275,7 +278,14 @@ def _machine(doc: Document, sr, c: StudyConfig, machine, colls, trains, figs: _F
         r0 = recs[0] if recs else {}
         transports = sorted({str(r.get("transport")) for r in recs if r.get("transport")})
         mismatch = sorted({r["transport_mismatch"] for r in recs if r.get("transport_mismatch")})
-        env = r0.get("fabric_env") or {}
+        env = r0.get("fabric_env")
+        if env is None:  # records from before fabric facts were recorded: the fabric's own definition
+            try:
+                from fabricbench.fabrics import get_fabric
+
+                env = get_fabric(f).variables
+            except Exception:
+                env = {}
         rate = r0.get("shaped_rate_bps")
         units = [u for u in sr.units.values() if u.get("fabric") == f and u.get("unit_kind") in ("sweep", "train")]
         status = "ok" if units and all(u["status"] == "ok" for u in units) else \
@@ -484,7 +494,30 @@ def _relate_section(doc: Document, relate, figs: _Figs) -> None:
 
 
 # -- advice ---------------------------------------------------------------------------------------------------
-def _advice_section(doc: Document, c: StudyConfig, advice, trains) -> None:
+def _smaller_jobs(s: Section, c: StudyConfig, machine, records) -> None:
+    """For each smaller job size: the best GPU set against the worst kind, by measured busbw where the
+    scaling unit measured that shape, else from link types ("pin a 4-GPU job to 0-3: 9× the busbw of 0,1,4,5")."""
+    topo = (machine or {}).get("topology")
+    if not topo or len(c.gpus) < 3 or topo.get("uniform"):
+        return
+    from fabricbench.advise.placement import rank_placements
+    from fabricbench.topology.model import Topology
+
+    t = Topology.from_dict(topo)
+    pool = [g for g in c.gpus if g in t.indices]
+    rows = []
+    for k in sorted({2, 4, 8, 16} & set(range(2, len(pool)))):
+        ranked = rank_placements(t, pool, k, records, fabric=c.fabrics[0])
+        best, worst = ranked[0], ranked[-1]
+        rows.append([k, ",".join(map(str, best.gpus)), best.label, best.busbw_gbps, best.source,
+                     ",".join(map(str, worst.gpus)), worst.busbw_gbps,
+                     (best.busbw_gbps / worst.busbw_gbps) if (best.busbw_gbps and worst.busbw_gbps) else None])
+    if rows:
+        s.table(["GPUs", "pin to", "placement", "busbw GB/s", "source", "not", "busbw GB/s", "×"], rows,
+                caption="smaller jobs on this machine: the best GPU set against the worst kind of set")
+
+
+def _advice_section(doc: Document, c: StudyConfig, advice, trains, machine=None, records=()) -> None:
     s = doc.section("Advice", intro="Where to run this job and with which strategy, from the measurements above "
                                     "(fabricbench advise gives the same for other GPU counts and saved "
                                     "topologies).")
@@ -506,6 +539,7 @@ def _advice_section(doc: Document, c: StudyConfig, advice, trains) -> None:
         notes = [f"{a.strategy}: {a.note}" for a in advice.strategies if a.note]
         if notes:
             s.bullets(notes)
+    _smaller_jobs(s, c, machine, list(records))
     th = _throughputs(trains)
     rows = []
     for f in c.fabrics:
