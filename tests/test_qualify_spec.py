@@ -278,6 +278,17 @@ def test_fleet_finds_the_slow_node(tmp_path, capsys):
         assert (tmp_path / "fleet" / name).stat().st_size > 0
 
 
+def test_fleet_from_one_file_of_many_hosts(tmp_path, capsys):
+    dirs = _scaled_nodes(tmp_path, [1.0, 1.01, 0.99, 0.45])
+    merged = tmp_path / "all.jsonl"
+    merged.write_text("".join((d / "results.jsonl").read_text() for d in dirs))
+    from fabricbench.qualifying.api import fleet
+
+    res = fleet([merged])
+    assert [n.name for n in res.nodes] == ["node1", "node2", "node3", "node4"]
+    assert {o.node for o in res.outliers} == {"node4"} and res.exit_code == 1
+
+
 def test_fleet_of_equal_nodes_passes(tmp_path, capsys):
     dirs = _scaled_nodes(tmp_path, [1.0, 0.98, 1.02])
     code, out, err = _cli(["qualify", "--fleet", *map(str, dirs)], capsys)
@@ -302,3 +313,20 @@ def test_cli_surface_is_frozen():
     assert names == {"inputs", "--spec", "--out", "--resume", "--only", "--skip", "--fabric", "--topo-file",
                      "--baseline", "--tolerance", "--init", "--from", "--margin", "--name", "--fleet",
                      "--fraction", "--list-specs", "--list-kinds", "--json", "--quiet"}
+
+
+def test_library_returns_typed_verdicts(tmp_path):
+    import fabricbench
+    from fabricbench.qualifying.verdict import Verdict
+
+    res = fabricbench.qualify("builtin:h200-nvl-8", only=["wiring"], topo_file=str(TOPO / "h200_nvl_two_quads.txt"))
+    assert res.exit_code == 0 and res.out is None and res.files == {}
+    (v,) = res.verdicts
+    assert isinstance(v, Verdict) and v.status == "pass" and v.kind == "topology"
+    assert {i.criterion for i in v.items} >= {"gpu_count", "islands", "island_link", "uniform"}
+    inline = GOOD.replace("engine = \"torch\"\nbackend = \"gloo\"\nnprocs = 2\n", "") + \
+        '\n[[check]]\nname = "w"\nkind = "topology"\nlink = "NV18"\n'
+    res = fabricbench.qualify(inline, only=["w"], topo_file=str(TOPO / "h200_nvl_two_quads.txt"),
+                              out=tmp_path / "lib")
+    assert res.exit_code == 1 and res.verdicts[0].subject == "GPU0-GPU4"
+    assert Path(res.files["junit"]).is_file() and Path(res.files["report_html"]).is_file()

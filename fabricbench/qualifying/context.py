@@ -210,8 +210,7 @@ class Context:
             fields: dict[str, Any] = dict(ops=list(unit.ops), sizes=list(unit.sizes), dtype=unit.dtype,
                                           iters=self.run.iters, warmup=self.run.warmup, engine=self.run.engine,
                                           backend=self.run.backend, check=unit.check, timeout_s=self.run.timeout_s)
-            if not self.run.cpu_ranks:
-                fields["gpus"] = (int(os.environ.get("LOCAL_RANK", "0")),)
+            # GPU engines: each rank drives GPU LOCAL_RANK of the GPUs visible to it (the engines decide)
             config, _ = resolve_devices(make_config(**fields))
             if self._dist is None:
                 self._dist = dist_from_env(self.run.timeout_s)

@@ -2,9 +2,10 @@
 
     fabricbench qualify --fleet node1/ node2/ node3/ --out fleet/ [--fraction 0.9]
     fabricbench qualify --fleet results/*.jsonl
+    fabricbench qualify --fleet all-hosts.jsonl          (one file holding many hosts' records)
 
 Each input is one node: a `qualify --out` folder (results.jsonl, and verdicts.json when there) or a
-results file. Per figure (figures.py: the same names on every node that measured it) the fleet's median
+results file; a results file whose records come from several hosts is a node per host. Per figure (figures.py: the same names on every node that measured it) the fleet's median
 and MAD (median absolute deviation) are computed; a node is an outlier on a figure when it is worse than
 `fraction` x the median (for a floor; median / fraction for a ceiling), or when its robust z-score
 0.6745 x (x - median) / MAD is beyond `mad_z` on the bad side. Outputs: the fleet table, fleet.json,
@@ -68,7 +69,8 @@ class FleetResult:
                 "outliers": [o.__dict__ for o in self.outliers]}
 
 
-def load_node(path: str | os.PathLike) -> Node:
+def load_nodes(path: str | os.PathLike) -> list[Node]:
+    """The node(s) of one input: a qualify --out folder or a results file (a node per host it holds)."""
     from fabricbench.results.writer import read_results
 
     p = Path(path)
@@ -86,21 +88,27 @@ def load_node(path: str | os.PathLike) -> Node:
     records = list(read_results(results))
     if not records:
         raise UsageError(f"--fleet {path}: {results} holds no records")
+    hosts = sorted({r["host"] for r in records if r.get("host") and r.get("kind") in ("collective", "copy", "train")})
+    if len(hosts) > 1 and verdicts is None:  # one file gathered from many hosts: a node per host
+        return [Node(name=h, source=f"{path} (host {h})", host=h,
+                     figures=figures(r for r in records if r.get("host") == h)) for h in hosts]
     host = next((r.get("host") for r in records if r.get("host")), None)
     node = Node(name=name, source=str(path), host=host, figures=figures(records))
     if verdicts is not None:
         node.failed = [v["check"] for v in verdicts.get("verdicts", []) if v.get("status") in ("fail", "error")]
         node.status = "fail" if node.failed else "pass"
-    return node
+    return [node]
 
 
 def run_fleet(inputs: Sequence[str | os.PathLike], *, out: str | os.PathLike | None = None, fraction: float = 0.9,
               mad_z: float = 3.5) -> FleetResult:
-    if len(inputs) < 2:
-        raise UsageError(f"--fleet needs at least 2 nodes to compare (got {len(inputs)})")
     if not 0 < fraction <= 1:
         raise UsageError(f"--fraction {fraction:g}: a fraction in (0, 1], e.g. 0.9")
-    nodes = [load_node(p) for p in inputs]
+    if not inputs:
+        raise UsageError("--fleet needs the nodes' qualify --out folders or results files")
+    nodes = [n for p in inputs for n in load_nodes(p)]
+    if len(nodes) < 2:
+        raise UsageError(f"--fleet needs at least 2 nodes to compare (got {len(nodes)}: {nodes[0].name})")
     names = [n.name for n in nodes]
     if len(set(names)) < len(names):  # two folders of the same name: tell them apart by their paths
         for n in nodes:
