@@ -120,7 +120,9 @@ class Fabricbench:
 
     def time(self, op: str, size: int, *, graph: bool, buffers: str, timing: str, n: int, launches: int,
              reps: int, alloc: str = "cuda", warmup: int = WARMUP) -> tuple[list[float], int]:
-        """Per repetition the median per-iteration time (us), and the buffer sets used."""
+        """Per repetition the per-iteration time (us), and the buffer sets used. With timing "loop" the
+        repetitions are loops of one run, on the same buffers (as nccl-tests' -N cycles); with "events"
+        one run per repetition, its median."""
         from fabricbench.collectives import COLLECTIVES
         from fabricbench.measuring.session import Case
 
@@ -129,7 +131,10 @@ class Fabricbench:
         case = Case(op=op, dtype="float32", requested_bytes=size, bytes=sz.bytes, count=sz.count,
                     nccl_count=sz.nccl_count, send_bytes=sz.send_bytes, recv_bytes=sz.recv_bytes, inplace=False,
                     graph=graph, check=False, warmup=warmup, iters=iters, graph_iters=n if graph else 1,
-                    buffers=buffers, timing=timing, alloc=alloc)
+                    buffers=buffers, timing=timing, alloc=alloc, loops=reps if timing == "loop" else 1)
+        if timing == "loop":
+            t = self.session.measure(case)
+            return list(t.times_us), t.extra["rotate"]
         values, rotate = [], 1
         for _ in range(reps):
             t = self.session.measure(case)
@@ -148,8 +153,8 @@ def parity(args) -> int:
               file=sys.stderr)
         return 2
     gpus = parse_gpus(args.gpus)
-    sizes = SizeSweep.parse(args.sizes).expand()
-    reuse_sizes = {x for part in args.reuse_sizes.split(",") for x in SizeSweep.parse(part).expand()} & set(sizes)
+    reuse_sizes = {x for part in args.reuse_sizes.split(",") for x in SizeSweep.parse(part).expand()}
+    sizes = sorted(set(SizeSweep.parse(args.sizes).expand()) | reuse_sizes)
     tables = Path(args.tables) if args.tables else None
     work = tables or Path(".")
     work.mkdir(parents=True, exist_ok=True)
@@ -184,7 +189,7 @@ def parity(args) -> int:
                         row["fb_reuse_all"], _ = fb.time(op, size, graph=graph, buffers="reuse", timing="loop",
                                                          n=n, launches=g, reps=args.reps, alloc="nccl", warmup=warm)
                         row["fb_cuda_all"], _ = fb.time(op, size, graph=graph, buffers="reuse", timing="loop",
-                                                        n=n, launches=g, reps=2, alloc="cuda", warmup=warm)
+                                                        n=n, launches=g, reps=3, alloc="cuda", warmup=warm)
                     row["nt_shift_all"] = standard.get(size)
                     row["fb_rotate_all"], row["rotate"] = fb.time(op, size, graph=graph, buffers="rotate",
                                                                   timing="loop", n=std["n"], launches=std["G"],
@@ -231,8 +236,9 @@ def _us(v) -> str:
 def _line(r) -> str:
     return (f"{r['mode']:5s} {r['op']:15s} {format_size(r['size']):>6s} {_us(r.get('fb_reuse'))} "
             f"{_us(r.get('nt_reuse'))} {_ratio(r.get('fb_reuse'), r.get('nt_reuse'))} {_us(r.get('fb_cuda'))}  "
-            f"{_us(r['fb_rotate'])} "
-            f"{_us(r['nt_shift'])} {_ratio(r['fb_rotate'], r['nt_shift'])} {r['rotate']:3d}  {_us(r['fb_events'])} "
+            f"{_us(r.get('fb_rotate'))} "
+            f"{_us(r.get('nt_shift'))} {_ratio(r.get('fb_rotate'), r.get('nt_shift'))} {r['rotate']:3d}  "
+            f"{_us(r.get('fb_events'))} "
             f"{_spread(r)}")
 
 
@@ -324,7 +330,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--gpus", default="0")
     ap.add_argument("--ops", default="all_reduce,all_gather,reduce_scatter")
-    ap.add_argument("--sizes", default=None, help="default 8-8G:x8 (engines), 8-8G:x2 (with --nccl-tests)")
+    ap.add_argument("--sizes", default=None, help="default 8-8G:x8 (engines), 8-8G:x4 (with --nccl-tests: the "
+                    "rotate table; the matched table adds --reuse-sizes)")
     ap.add_argument("--iters", type=int, default=50)
     ap.add_argument("--nccl-tests", type=Path, default=None, help="folder with all_reduce_perf etc.: parity tables")
     ap.add_argument("--nccl-lib", default=None, help="libnccl.so.2 for fabricbench and (LD_LIBRARY_PATH) nccl-tests")
@@ -338,7 +345,7 @@ def main() -> int:
         if not args.nccl_tests.is_dir():
             print(f"Error: --nccl-tests {args.nccl_tests}: not a folder", file=sys.stderr)
             return 2
-        args.sizes = args.sizes or "8-8G:x2"
+        args.sizes = args.sizes or "8-8G:x4"
         return parity(args)
     args.sizes = args.sizes or "8-8G:x8"
     return engines(args)

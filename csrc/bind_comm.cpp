@@ -57,9 +57,9 @@ void register_comm(py::module_& m) {
           [](Communicator& c, const std::string& op, const std::string& dtype, size_t count, bool inplace, int warmup,
              int iters, bool graph, int graph_iters, bool check, uint64_t seed, double timeout_s,
              const py::object& barrier, const std::string& buffers, const std::string& timing,
-             const std::string& alloc) {
+             const std::string& alloc, int loops) {
             RunArgs a{op,    dtype, count,     inplace, warmup, iters, graph, graph_iters, check, seed, timeout_s,
-                      buffers_by_name(buffers), timing_by_name(timing), alloc_by_name(alloc)};
+                      buffers_by_name(buffers), timing_by_name(timing), alloc_by_name(alloc), loops};
             Hooks h = python_hooks(barrier);
             RunResult r;
             {
@@ -75,14 +75,14 @@ void register_comm(py::module_& m) {
           py::arg("op"), py::arg("dtype"), py::arg("count"), py::arg("inplace") = false, py::arg("warmup") = 5,
           py::arg("iters") = 20, py::arg("graph") = false, py::arg("graph_iters") = 100, py::arg("check") = false,
           py::arg("seed") = 0, py::arg("timeout_s") = 300.0, py::arg("barrier") = py::none(),
-          py::arg("buffers") = "rotate", py::arg("timing") = "events", py::arg("alloc") = "cuda",
+          py::arg("buffers") = "rotate", py::arg("timing") = "events", py::arg("alloc") = "cuda", py::arg("loops") = 1,
           "Time `iters` iterations of `op` -> {'times_us': [...], 'wrong': int or None, 'rotate': buffer "
           "sets}. count is the NCCL call's count argument. graph: replay a CUDA graph of graph_iters "
           "iterations, time per iteration = replay / graph_iters. buffers: 'rotate' (sets spanning ~2x L2) "
           "or 'reuse' (one set). timing: 'events' (one time per iteration, slowest local GPU, behind a "
           "blocking kernel; barrier() is called after enqueueing and before release) or 'loop' (one time: "
           "host clock around all iters launches to the last completion / iters, nccl-tests' method; "
-          "barrier() is called before the clock starts). alloc: 'cuda' (cudaMalloc) or 'nccl' (ncclMemAlloc, "
+          "barrier() is called before the clock starts; `loops` such loops give one time each). alloc: 'cuda' (cudaMalloc) or 'nccl' (ncclMemAlloc, "
           "NCCL >= 2.19, as nccl-tests). CollectiveTimeout after timeout_s (the "
           "communicator is then aborted).")
       .def("close", &Communicator::close, "ncclCommDestroy every communicator (idempotent)")

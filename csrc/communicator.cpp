@@ -315,8 +315,12 @@ std::vector<double> Communicator::time_eager(const RunPlan& p, const RunBuffers&
   auto poll = [this] { poll_async(); };
   auto do_abort = [this] { abort(); };
   auto step = [&](int i) { enqueue(p, b, i, hooks); };
-  if (p.a.timing == TimingMode::loop)
-    return {host_timed_loop(lanes(), p.a.iters, step, p.a.timeout_s, p.what, kAborted, hooks, poll, do_abort)};
+  if (p.a.timing == TimingMode::loop) {
+    std::vector<double> out;
+    for (int r = 0; r < p.a.loops; ++r)
+      out.push_back(host_timed_loop(lanes(), p.a.iters, step, p.a.timeout_s, p.what, kAborted, hooks, poll, do_abort));
+    return out;
+  }
   return timed_loop(lanes(), p.a.iters, step, p.a.timeout_s, p.what, kAborted, hooks, poll, do_abort);
 }
 
@@ -364,9 +368,13 @@ std::vector<double> Communicator::time_graph(const RunPlan& p, const RunBuffers&
   auto do_abort = [this] { abort(); };
   const std::string what = p.what + " (graph of " + std::to_string(p.a.graph_iters) + ")";
   // The loop timing launches straight after instantiation, graph upload included, as nccl-tests does.
-  if (p.a.timing == TimingMode::loop)
-    return {host_timed_loop(lanes(), p.a.iters, replay, p.a.timeout_s, what, kAborted, hooks, poll, do_abort,
-                            (double)p.a.graph_iters)};
+  if (p.a.timing == TimingMode::loop) {
+    std::vector<double> out;
+    for (int r = 0; r < p.a.loops; ++r)
+      out.push_back(host_timed_loop(lanes(), p.a.iters, replay, p.a.timeout_s, what, kAborted, hooks, poll, do_abort,
+                                    (double)p.a.graph_iters));
+    return out;
+  }
   replay(0);  // the first replay uploads the graph
   drain(lanes(), p.a.timeout_s, p.what + " (graph warm-up)", kAborted, hooks, poll, do_abort);
   return timed_loop(lanes(), p.a.iters, replay, p.a.timeout_s, what, kAborted, hooks, poll, do_abort,
@@ -408,8 +416,8 @@ RunResult Communicator::run(const RunArgs& a, const Hooks& hooks) {
   if (a.inplace && !coll.supports_inplace)
     throw std::invalid_argument(a.op + " has no in-place form in NCCL (the parts would overwrite each other); "
                                 "run it out-of-place");
-  if (a.iters < 1 || a.warmup < 0 || a.graph_iters < 1 || a.timeout_s <= 0)
-    throw std::invalid_argument("need iters >= 1, warmup >= 0, graph_iters >= 1 and timeout_s > 0");
+  if (a.iters < 1 || a.warmup < 0 || a.graph_iters < 1 || a.timeout_s <= 0 || a.loops < 1)
+    throw std::invalid_argument("need iters >= 1, warmup >= 0, graph_iters >= 1, loops >= 1 and timeout_s > 0");
   const size_t send_e = coll.send_elems(a.count, nranks_), recv_e = coll.recv_elems(a.count, nranks_);
   const RunPlan p{a, coll, dt, send_e, recv_e,
                   a.inplace ? std::max(send_e, recv_e) * dt.size : (send_e + recv_e) * dt.size,

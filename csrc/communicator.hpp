@@ -45,6 +45,7 @@ struct RunArgs {
   Buffers buffers = Buffers::rotate;
   TimingMode timing = TimingMode::events;
   Alloc alloc = Alloc::cuda;
+  int loops = 1;  // timing "loop": timed loops of `iters` in this run (one allocation), one sample each
 };
 
 struct RunResult {

@@ -36,6 +36,7 @@ class Case:
     buffers: str = "rotate"  # "rotate" (sets spanning ~2x L2, cycled) or "reuse" (one set): SweepConfig.buffers
     timing: str = "events"  # "events" (one time per iteration) or "loop" (one host-timed loop): SweepConfig.timing
     alloc: str = "cuda"  # "cuda" (cudaMalloc) or "nccl" (ncclMemAlloc): SweepConfig.alloc
+    loops: int = 1  # timing "loop": timed loops of `iters` on the same buffers, one time each (native engine)
 
 
 @dataclass(kw_only=True)

@@ -100,6 +100,15 @@ def test_buffer_and_timing_modes_are_exact(comm, op, graph, buffers, timing, all
     assert len(out["times_us"]) == (10 if timing == "events" else 1) and min(out["times_us"]) > 0
 
 
+@pytest.mark.parametrize("graph", (False, True))
+def test_loops_give_one_time_each_on_the_same_buffers(comm, graph):
+    out = comm.run("all_gather", "float32", 1 << 18, warmup=2, iters=10, graph=graph, graph_iters=10, check=True,
+                   seed=random.getrandbits(32), timing="loop", buffers="reuse", alloc="nccl", loops=4)
+    assert out["wrong"] == 0 and len(out["times_us"]) == 4 and min(out["times_us"]) > 0
+    with pytest.raises(ValueError, match="loops >= 1"):
+        comm.run("all_reduce", "float32", 16, timing="loop", loops=0)
+
+
 def test_reuse_keeps_a_small_copy_in_l2(comm):
     """4 MiB out-of-place (8 MiB read + written) fits the L2: reused it runs faster than rotated through
     sets spanning ~2x the L2, in graph mode where launch cost is out of the way."""

@@ -73,7 +73,7 @@ class NativeSession:
             case.op, case.dtype, case.nccl_count, inplace=case.inplace, warmup=case.warmup, iters=case.iters,
             graph=case.graph, graph_iters=case.graph_iters, check=case.check, seed=case.seed,
             timeout_s=self._timeout_s, barrier=self._barrier if self._dist is not None else None,
-            buffers=case.buffers, timing=case.timing, alloc=case.alloc)
+            buffers=case.buffers, timing=case.timing, alloc=case.alloc, loops=case.loops)
         extra = {"buffers": case.buffers, "rotate": out["rotate"], "timing": case.timing, "alloc": case.alloc}
         return Timing(times_us=list(out["times_us"]), wrong=out["wrong"], extra=extra)
 
