@@ -254,6 +254,8 @@ def test_precision_is_validated_and_defaults_by_device(tmp_path):
         _config(tmp_path, ["ddp"], trace_steps=-1).validate()
     assert _config(tmp_path, ["ddp"]).run_precision == "fp32"
     assert launch.TrainConfig(strategies=["ddp"], model="tiny-mistral", gpus=(0,)).run_precision == "bf16"
+    with pytest.raises(ValueError, match="DeepSpeed's CPU accelerator has no fp16 \\(zero1, zero3\\)"):
+        _config(tmp_path, ["ddp", "zero1", "zero3"], precision="fp16").validate()
 
 
 def test_rank_file_says_running_after_every_step(tmp_path):

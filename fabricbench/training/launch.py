@@ -100,6 +100,10 @@ class TrainConfig:
             raise UsageError(f"--device {self.device}: choose cuda or cpu")
         if self.precision is not None and self.precision not in PRECISIONS:
             raise UsageError(f"--precision {self.precision}: choose {', '.join(PRECISIONS)}")
+        ds = [s for s in self.strategies if STRATEGIES.get(s).engine == "deepspeed"]
+        if self.precision == "fp16" and self.device == "cpu" and ds:
+            raise UsageError(f"--precision fp16 --device cpu: DeepSpeed's CPU accelerator has no fp16 "
+                             f"({', '.join(ds)}); use bf16 or fp32 there")
         if not 0 <= self.trace_steps <= MAX_TRACE_STEPS:
             raise UsageError(f"--trace-steps {self.trace_steps}: 0 (no trace) to {MAX_TRACE_STEPS}")
         if self.device == "cpu" and self.nprocs < 1:

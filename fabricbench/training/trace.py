@@ -94,16 +94,12 @@ OP_RULES: dict[str, OpRule] = {
     "_c10d_functional::reduce_scatter_tensor_coalesced": OpRule("reduce_scatter", 0),
     "_c10d_functional::broadcast": OpRule("broadcast", 0),
     "_c10d_functional::all_to_all_single": OpRule("all_to_all", 0),
-}
-# what is neither a collective nor compute: synchronisation and point-to-point
-NOT_COLLECTIVES = ("c10d::barrier", "c10d::monitored_barrier_", "c10d::send", "c10d::recv_",
-                   "c10d::recv_any_source_", "_c10d_functional::wait_tensor")
+}  # not counted: barriers and point-to-point (send/recv), which are no collective of the fabric's tables
 
 
 # --- capture (in the worker) -------------------------------------------------------------------------
 
 def profiler(device_type: str) -> Any:
-    import torch
     from torch.profiler import ProfilerActivity, profile
 
     acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device_type == "cuda" else [])
