@@ -330,3 +330,18 @@ def test_library_returns_typed_verdicts(tmp_path):
                               out=tmp_path / "lib")
     assert res.exit_code == 1 and res.verdicts[0].subject == "GPU0-GPU4"
     assert Path(res.files["junit"]).is_file() and Path(res.files["report_html"]).is_file()
+
+
+def test_init_from_a_cpu_training_run(tmp_path):
+    from fabricbench.qualifying.api import init_spec
+    from fabricbench.qualifying.spec import parse_spec
+
+    rec = {"kind": "train", "status": "ok", "host": "n1", "strategy": "fsdp", "model": "tiny-mistral",
+           "device": "cpu", "nranks": 3, "steps": 6, "warmup_steps": 2, "batch_size": 4, "seq_len": 64,
+           "fabric": "default", "throughput": {"samples_per_s": 100.0}, "loss_decreased": True}
+    p = tmp_path / "r.jsonl"
+    p.write_text(json.dumps(rec) + "\n")
+    s = parse_spec(init_spec(p, margin=0.8), "init.toml")
+    assert (s.run.engine, s.run.backend, s.run.nprocs) == ("torch", "gloo", 3)
+    t = s.check("train_fsdp")
+    assert t.params["min_samples_per_s"] == 80.0 and t.params["loss_falls"] is True and t.params["seq_len"] == 64

@@ -52,7 +52,7 @@ def spec_from_results(path: str | os.PathLike, *, margin: float = 0.9, name: str
     w.kv("name", name or f"{host}-known-good")
     w.kv("description", f"Thresholds from {host}'s run ({os.path.basename(p)}), margin {margin:g}.")
     w.kv("source", f"measured on {host}, {path}")
-    run = _run_settings(colls)
+    run = _run_settings(colls, trains)
     w.table("run")
     for k, v in run.items():
         w.kv(k, v)
@@ -119,8 +119,11 @@ def spec_from_results(path: str | os.PathLike, *, margin: float = 0.9, name: str
     return w.text()
 
 
-def _run_settings(colls: list[dict[str, Any]]) -> dict[str, Any]:
+def _run_settings(colls: list[dict[str, Any]], trains: list[dict[str, Any]]) -> dict[str, Any]:
     if not colls:
+        cpu = next((t for t in trains if t.get("device") == "cpu"), None)
+        if cpu is not None:  # a CPU training run: gloo ranks, as many as it had
+            return {"engine": "torch", "backend": "gloo", "nprocs": int(cpu.get("nranks") or 2)}
         return {"engine": "native"}
     r = colls[0]
     out: dict[str, Any] = {"engine": r.get("engine", "native")}
