@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from fabricbench.qualifying.api import QualifyResult
 
 HEADERS = ["check", "kind", "status", "measured", "threshold", "margin", "subject", "note"]
+SHOW_ITEMS = 12  # failing items listed under the terminal table per check (all are in verdicts.json)
 _STYLE = {"pass": "green", "fail": "bold red", "error": "bold red", "waived": "dim"}
 
 
@@ -51,6 +52,12 @@ def render(res: "QualifyResult", console=None) -> None:
         cells[2] = f"[{_STYLE[v.status]}]{v.status}[/]"
         t.add_row(*cells)
     console.print(t)
+    for v in res.verdicts:  # every failing item, so that an operator sees all the bad pairs, not one
+        bad = [i for i in v.items if i.status in ("fail", "error")]
+        for i in bad[:SHOW_ITEMS]:
+            console.print(f"  [red]{v.check}[/red] {escape(i.text())}")
+        if len(bad) > SHOW_ITEMS:
+            console.print(f"  [red]{v.check}[/red] ... {len(bad) - SHOW_ITEMS} more in verdicts.json")
     counts = res.to_dict()["counts"]
     word = "PASSED" if res.exit_code == 0 else "FAILED"
     console.print(f"[bold]{word}[/bold]: {counts['pass']} pass, {counts['fail']} fail, {counts['error']} error, "
