@@ -71,3 +71,42 @@ def link_matrix(labels: Sequence[str], links: Sequence[Sequence[str]], islands: 
                  fontsize=9)
     _save(fig, path)
     plt.close(fig)
+
+
+def busbw_grid(series: dict[str, dict[str, list[tuple[int, float | None]]]], path: str, *, title: str,
+               ylabel: str) -> None:
+    """series[op][fabric] = [(bytes, GB/s)]: two panels per row, log-log, so a fabric 100x slower than
+    another stays readable beside it (the shaped CPU fabrics and NVLink against p2p-off alike)."""
+    import math
+
+    from fabricbench.sizes import format_size
+
+    plt = _pyplot()
+    ops = list(series)
+    cols = 1 if len(ops) == 1 else 2
+    rows = math.ceil(len(ops) / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(6.2 * cols, 3.9 * rows), squeeze=False)
+    for ax in axes.flat[len(ops):]:
+        ax.set_visible(False)
+    for ax, op in zip(axes.flat, ops):
+        xs: set[int] = set()
+        for i, (label, pts) in enumerate(series[op].items()):
+            pts = sorted(p for p in pts if p[1] is not None and p[1] > 0)
+            if pts:
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", markersize=4, label=label,
+                        color=COLORS[i % len(COLORS)])
+                xs.update(p[0] for p in pts)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        if xs:
+            ticks = sorted(xs)[:: max(1, len(xs) // 6)]
+            ax.set_xticks(ticks, [format_size(t) for t in ticks])
+        ax.set_xlabel("size S")
+        ax.set_ylabel(ylabel)
+        ax.set_title(op)
+        ax.grid(True, which="both", alpha=0.25)
+        ax.legend(fontsize=8)
+    fig.suptitle(title)
+    fig.tight_layout()
+    _save(fig, path)
+    plt.close(fig)

@@ -325,9 +325,8 @@ def _busbw(doc: Document, c: StudyConfig, colls, figs: _Figs) -> None:
         label = r["fabric"] + (f" ({r['dtype']})" if len(dtypes) > 1 else "")
         series.setdefault(r["op"], {}).setdefault(label, []).append((r["bytes"], r.get(metric)))
     p = figs.path("busbw")
-    from fabricbench.report.plot import busbw_vs_size
-
-    busbw_vs_size(series, p, title=f"{metric.replace('_gbps', '')} (GB/s) against size, per fabric")
+    figures.busbw_grid(series, p, title=f"{metric.replace('_gbps', '')} against size, per fabric (log-log)",
+                       ylabel=f"{metric.replace('_gbps', '')} (GB/s)")
     s.figure(p, f"{metric.replace('_gbps', '')} against message size, one panel per collective, one line per fabric"
                 + (f" ({note})" if note else ""))
     base = c.fabrics[0]
@@ -478,19 +477,35 @@ def _relate_section(doc: Document, relate, figs: _Figs) -> None:
         plot_relate(relate, p)
         s.figure(p, "step-time slowdown against the busbw drop at the sizes each strategy sends: filled observed, "
                     "hollow predicted; y = x is a step made only of communication")
-    s.code(relate.formula.replace(", ", ",\n"))
+    s.code(_split_top(relate.formula))
     rows = [[r.strategy, r.fabric, r.busbw_ratio, r.observed_step_s * 1e3 if r.observed_step_s else None,
              r.predicted_step_s * 1e3 if r.predicted_step_s else None, r.observed_slowdown, r.predicted_slowdown,
-             r.residual, r.exposed_fraction, _mib(r.comm_bytes_per_step), ", ".join(r.flags) or "-"]
+             r.residual, r.exposed_fraction, ", ".join(r.flags) or "-"]
             for r in relate.rows]
     if rows:
-        s.table(["strategy", "fabric", "busbw ratio", "observed step ms", "predicted step ms", "observed slowdown",
-                 "predicted slowdown", "residual", "e", "comm MiB/step", "flags"], rows,
-                caption=f"reference fabric: {relate.reference}")
+        s.table(["strategy", "fabric", "busbw ratio", "obs. step ms", "pred. step ms", "obs. slowdown",
+                 "pred. slowdown", "residual", "e", "flags"], rows,
+                caption=f"reference fabric: {relate.reference}; busbw ratio = busbw here ÷ on the reference at "
+                        f"the sizes the strategy sends; residual = predicted ÷ observed − 1")
     else:
         s.text(f"No strategy could be related (reference fabric {relate.reference}):")
     if relate.problems:
         s.bullets(relate.problems)
+
+
+def _split_top(text: str) -> str:
+    """One line per top-level ', '-separated part (commas inside parentheses stay)."""
+    parts, depth, cur = [], 0, ""
+    for i, ch in enumerate(text):
+        depth += ch == "("
+        depth -= ch == ")"
+        if ch == "," and depth == 0 and text[i + 1:i + 2] == " ":
+            parts.append(cur)
+            cur = ""
+            continue
+        cur += ch
+    parts.append(cur)
+    return ",\n".join(p.strip() for p in parts)
 
 
 # -- advice ---------------------------------------------------------------------------------------------------
