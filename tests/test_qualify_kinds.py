@@ -178,3 +178,19 @@ def test_train_smoke():
     assert v.status == "fail" and v.criterion == "loss_falls" and v.measured == "10.4000 -> 10.9000"
     rec.update(status="waived", message="DeepSpeed is not installed")
     assert judge(ctx, "s").status == "waived"
+
+
+def test_cv_is_judged_from_1mib_up():
+    spec = HEAD + '[[check]]\nname = "a"\nkind = "collective"\nop = "all_reduce"\nsizes = ["8", "1G"]\nmax_cv = 0.2\n'
+
+    def sweep(u):
+        small, big = coll("all_reduce", 8, 2, 9.0, 0.001), coll("all_reduce", 1 << 30, 2, 4000.0, 300.0)
+        small["cv"], big["cv"] = 0.9, big_cv[0]
+        return UnitResult(key=u.key, records=[small, big])
+
+    big_cv = [0.05]
+    v = judge(CannedContext(spec, gpus=2, sweep=sweep), "a")
+    assert v.status == "pass" and v.measured == 0.05 and v.subject.endswith("worst at 1G")
+    big_cv[0] = 0.3
+    v = judge(CannedContext(spec, gpus=2, sweep=sweep), "a")
+    assert v.status == "fail" and v.measured == 0.3

@@ -9,7 +9,7 @@
     reference_busbw_gbps = 367     # 8xH200 SXM, NVLS off (shared/DOMAIN.md)
     min_fraction = 0.8             # threshold = 0.8 x 367
     max_latency_us = 30            # at the smallest size (latency_size)
-    max_cv = 0.1                   # at every size
+    max_cv = 0.1                   # at every size from 1 MiB up (all sizes when none is that large)
 
 busbw is nccl-tests' (algbw x the collective's factor, fabricbench/collectives/); with one rank the factor
 is 0 and a busbw threshold is waived with that reason. The threshold applies at `busbw_size` (default:
@@ -24,6 +24,8 @@ from fabricbench.qualifying.fields import Field
 from fabricbench.qualifying.verdict import Item, at_least, at_most, error, waived
 from fabricbench.sizes import format_size
 
+CV_FROM = 1 << 20  # max_cv judges sizes from here up, when the check has any
+
 FIELDS = {
     "op": Field("op", "the collective", required=True),
     "sizes": Field("sizes", "sizes to run", required=True),
@@ -34,7 +36,7 @@ FIELDS = {
     "busbw_size": Field("size", "the size the busbw threshold applies at (default: the largest)"),
     "max_latency_us": Field("number", "maximum median time at latency_size, µs", positive=True),
     "latency_size": Field("size", "the size the latency threshold applies at (default: the smallest)"),
-    "max_cv": Field("number", "maximum coefficient of variation at every size", positive=True),
+    "max_cv": Field("number", "maximum coefficient of variation at every size from 1 MiB up", positive=True),
 }
 
 
@@ -99,7 +101,10 @@ def judge(check: Check, ctx) -> list[Item]:
             else:
                 items.append(at_most("latency", r["time_us"], p["max_latency_us"], unit="µs", subject=label))
         if p.get("max_cv") is not None:
+            # from 1 MiB up: smaller sizes are bound by launches and timers, noisy on any healthy node
             cvs = [(s, r["cv"]) for s, r in recs.items() if r.get("cv") is not None]
+            if any(s >= CV_FROM for s, _ in cvs):
+                cvs = [(s, cv) for s, cv in cvs if s >= CV_FROM]
             if not cvs:
                 items.append(error("cv", "no size was measured", subject=subj))
             else:
