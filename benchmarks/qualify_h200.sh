@@ -32,8 +32,9 @@ for v in d["verdicts"]:
     print(f"  {v['check']:24s} {v['status']:7s} {v['message']}")
 PY
 
-# 2. A spec from this known-good run (x 0.9), then qualify against it: expected exit 0.
-fb qualify --init "$OUT/h200-known-good.toml" --from "$OUT/builtin/results.jsonl" --margin 0.9 >> "$S" 2>&1
+# 2. A spec from this known-good run (x 0.8: small-message latency ceilings are measured / margin and an
+#    8 B time varies by 10-20% between runs), then qualify against it: expected exit 0.
+fb qualify --init "$OUT/h200-known-good.toml" --from "$OUT/builtin/results.jsonl" --margin 0.8 >> "$S" 2>&1
 echo "init: exit $?" | tee -a "$S"
 start=$(date +%s)
 fb qualify --spec "$OUT/h200-known-good.toml" --out "$OUT/init" > "$OUT/init.txt" 2>&1
