@@ -170,6 +170,9 @@ def test_calls_gloo_forms():
         # a functional op that dispatches to a c10d op: counted once (the outer one)
         _ev("_c10d_functional::all_reduce", 1200, 50, **{"Input Dims": [[8]], "Input type": ["float"]}),
         _ev("c10d::allreduce_", 1210, 5, **{"Input Dims": [[[8]]], "Input type": ["TensorList"]}),
+        # a functional all-gather names its group size (arg 1): S = input x that size
+        _ev("_c10d_functional::all_gather_into_tensor", 1400, 5, **{"Input Dims": [[6], [], []],
+            "Input type": ["float", "Scalar", "String"], "Concrete Inputs": ["", "4", "0"]}),
         # outside every step window: not counted
         _ev("c10d::allreduce_", 5000, 5, **{"Input Dims": [[[999]]], "Input type": ["TensorList"]}),
         _ev("c10d::barrier", 1300, 5),
@@ -178,7 +181,7 @@ def test_calls_gloo_forms():
     assert problems == []
     assert found == [trace.Call("all_reduce", 600, "bfloat16", 2), trace.Call("all_gather", 256, "float32", 2),
                      trace.Call("reduce_scatter", 256, "float32", 2), trace.Call("all_gather", 160, "float64", 2),
-                     trace.Call("all_reduce", 32, "float32", 2)]
+                     trace.Call("all_reduce", 32, "float32", 2), trace.Call("all_gather", 96, "float32", 4)]
     rows = trace.per_step(found + found[:1], steps=2)
     assert rows[0] == {"op": "all_gather", "bytes": 256, "dtype": "float32", "group_size": 2, "calls_per_step": 0.5}
     assert {"op": "all_reduce", "bytes": 600, "dtype": "bfloat16", "group_size": 2, "calls_per_step": 1.0} in rows

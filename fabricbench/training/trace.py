@@ -14,8 +14,9 @@ the buffer, all_gather the gathered output, reduce_scatter the input, all_to_all
 the op's arguments are tensor lists the profiler gives shapes but no dtype; the dtype then comes from the
 backend's own event for that call: gloo's `gloo:*` event (run on gloo's worker thread, matched by shape
 and order) or nccl's `record_param_comms` nested in the op (which also names the group size). gloo's
-events do not name the process group, so there the group size is the world size; `rank_summary` records
-the sizes of the groups that exist, and `join` says so when some group is smaller.
+events do not name the process group, so there the group size is the world size (functional ops name it
+in their arguments); `rank_summary` records the sizes of the groups that exist, and `join` says so when
+some group differs.
 Calls on a group of one rank move nothing and are not listed (world size 1: "no collective ran").
 
 Timeline, per profiled step (the window of each step is a `fabricbench:step` annotation; the device is
@@ -68,6 +69,7 @@ class OpRule:
     op: str  # a COLLECTIVES key (or a name outside it, kept as is)
     arg: int  # index of the argument whose tensors make S
     times_n: bool = False  # S = that argument's bytes × group size (per-rank part given)
+    group_arg: int | None = None  # the argument that names the group size (functional ops), if any
 
 
 # c10d dispatcher ops (torch/csrc/distributed/c10d/Ops.cpp) and their functional twins
@@ -88,10 +90,10 @@ OP_RULES: dict[str, OpRule] = {
     "_c10d_functional::all_reduce": OpRule("all_reduce", 0),
     "_c10d_functional::all_reduce_": OpRule("all_reduce", 0),
     "_c10d_functional::all_reduce_coalesced": OpRule("all_reduce", 0),
-    "_c10d_functional::all_gather_into_tensor": OpRule("all_gather", 0, times_n=True),
-    "_c10d_functional::all_gather_into_tensor_coalesced": OpRule("all_gather", 0, times_n=True),
-    "_c10d_functional::reduce_scatter_tensor": OpRule("reduce_scatter", 0),
-    "_c10d_functional::reduce_scatter_tensor_coalesced": OpRule("reduce_scatter", 0),
+    "_c10d_functional::all_gather_into_tensor": OpRule("all_gather", 0, times_n=True, group_arg=1),
+    "_c10d_functional::all_gather_into_tensor_coalesced": OpRule("all_gather", 0, times_n=True, group_arg=1),
+    "_c10d_functional::reduce_scatter_tensor": OpRule("reduce_scatter", 0, group_arg=2),
+    "_c10d_functional::reduce_scatter_tensor_coalesced": OpRule("reduce_scatter", 0, group_arg=2),
     "_c10d_functional::broadcast": OpRule("broadcast", 0),
     "_c10d_functional::all_to_all_single": OpRule("all_to_all", 0),
 }  # not counted: barriers and point-to-point (send/recv), which are no collective of the fabric's tables
@@ -206,6 +208,9 @@ def calls(events: list[dict[str, Any]], *, world_size: int) -> tuple[list[Call],
         arg_dims = dims[rule.arg] if rule.arg < len(dims) else None
         dtype = _dtype(types[rule.arg]) if rule.arg < len(types) else None
         group = world_size
+        concrete = args.get("Concrete Inputs") or []
+        if rule.group_arg is not None and rule.group_arg < len(concrete) and str(concrete[rule.group_arg]).isdigit():
+            group = int(concrete[rule.group_arg])
         nested = [p for p in params if p.get("tid") == e.get("tid") and _contains(e, p)
                   and p.get("args", {}).get("Collective name") not in (None, "wait")]
         if nested:  # nccl: the backend's own account of this call
