@@ -51,6 +51,7 @@ CASES: list[tuple[list[str], str]] = [
     ([*SWEEP, "--iters", "0"], "at least 1 timed iteration"),
     ([*SWEEP, "--iters", "99999999999"], "would run for days"),
     ([*SWEEP, "--warmup", "-1"], "--warmup -1: cannot be negative"),
+    ([*SWEEP, "--max-iters", "-5"], "--max-iters -5"),
     ([*SWEEP, "--graph-iters", "0"], "--graph-iters 0"),
     ([*SWEEP, "--seed", "-1"], "--seed -1"),
     # sweep: processes, engines, GPUs
@@ -148,6 +149,10 @@ CASES: list[tuple[list[str], str]] = [
     ([*TRAIN, "--fabric", "nosuch"], "unknown fabric 'nosuch'"),
     ([*TRAIN, "--master-port", "70000"], "a TCP port is 1-65535"),
     ([*TRAIN, "--node-rank", "2"], "0 <= node-rank < nnodes"),
+    (["train", "--device", "cpu", "--model", "tiny-dinov2", "--dataset", "{tmp}/emptyds"],
+     "expected class subfolders"),
+    ([*TRAIN, "--dataset", "{tmp}/bad.json"], "make no window of --seq-len 512"),
+    ([*TRAIN, "--master-addr", ""], "--master-addr is empty"),
     (["train", "--model", "tiny-mistral"], "no CUDA GPU is visible here"),
     ([*TRAIN, "--out", f"{NO_DIR}/t.jsonl"], "--out"),
     # estimate
@@ -180,6 +185,7 @@ def files(tmp_path):
     (tmp_path / "badconfig").mkdir()
     (tmp_path / "badconfig" / "config.json").write_text("{")
     (tmp_path / "folder.png").mkdir()
+    (tmp_path / "emptyds").mkdir()
     return tmp_path
 
 

@@ -99,3 +99,37 @@ def _images(dataset: str, config: Any, image_size: int) -> list[dict[str, Any]]:
     if not out:
         raise UsageError(f"--dataset {dataset}: no images ({', '.join(sorted(IMAGE_SUFFIXES))}) found")
     return out
+
+
+def check(*, task: str, config: Any, dataset: str | None, seq_len: int, world: int) -> None:
+    """The checks batches() makes, made once before any process starts and without loading the data:
+    a UsageError that says what is wrong with --dataset (the same messages as above)."""
+    if dataset is None:
+        return
+    root = Path(dataset)
+    if task == CAUSAL_LM:
+        files = sorted(root.rglob("*.txt")) + sorted(root.rglob("*.npy")) if root.is_dir() else [root]
+        tokens = 0
+        for f in files:
+            if f.suffix == ".npy":
+                import numpy as np
+
+                tokens += int(np.load(f, mmap_mode="r").size)
+            else:
+                tokens += f.stat().st_size  # one token per byte (_token_windows)
+        samples = tokens // seq_len
+        if samples == 0:
+            raise UsageError(f"--dataset {dataset}: {tokens} tokens in *.txt/*.npy make no window of "
+                             f"--seq-len {seq_len}")
+    else:
+        classes = sorted(d for d in root.iterdir() if d.is_dir()) if root.is_dir() else []
+        if not classes:
+            raise UsageError(f"--dataset {dataset}: expected class subfolders DIR/<class>/<image>")
+        if len(classes) > config.num_labels:
+            raise UsageError(f"--dataset {dataset} has {len(classes)} classes but the model's head has "
+                             f"{config.num_labels}")
+        samples = sum(1 for c in classes for f in c.iterdir() if f.suffix.lower() in IMAGE_SUFFIXES)
+        if samples == 0:
+            raise UsageError(f"--dataset {dataset}: no images ({', '.join(sorted(IMAGE_SUFFIXES))}) found")
+    if samples < world:
+        raise UsageError(f"--dataset {dataset}: {samples} samples cannot feed {world} ranks")

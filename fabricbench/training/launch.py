@@ -32,7 +32,7 @@ from fabricbench.measuring.config import PROCS_PER_CORE, cores
 from fabricbench.results import ResultWriter, header
 from fabricbench.results.context import package_version
 from fabricbench.results.schema import UNSET, TrainResult
-from fabricbench.training import estimate, metrics, models, trace, verify
+from fabricbench.training import data, estimate, metrics, models, trace, verify
 from fabricbench.training.strategies import PRECISIONS, STRATEGIES, default_precision
 from fabricbench.training.strategies.base import accelerate_precision
 
@@ -116,6 +116,8 @@ class TrainConfig:
         if self.nnodes < 1 or not 0 <= self.node_rank < self.nnodes:
             raise UsageError(f"--nnodes {self.nnodes} --node-rank {self.node_rank}: need nnodes >= 1 and "
                              f"0 <= node-rank < nnodes")
+        if not self.master_addr.strip():
+            raise UsageError("--master-addr is empty; give the rank-0 host, e.g. 127.0.0.1")
         if self.master_port is not None and not 1 <= self.master_port <= 65535:
             raise UsageError(f"--master-port {self.master_port}: a TCP port is 1-65535")
         given = [x for x in (self.model, self.model_config, self.model_path) if x]
@@ -372,6 +374,8 @@ def run(config: TrainConfig, writer: ResultWriter, *, echo: Any = None) -> list[
     """Every strategy of `config`, a record each, written as it ends."""
     config.validate()
     resolved = models.resolve(name=config.model, config_file=config.model_config, path=config.model_path)
+    data.check(task=resolved.task, config=resolved.config, dataset=config.dataset, seq_len=config.seq_len,
+               world=config.world_size)  # a dataset that cannot feed the ranks fails here, not in every rank
     psi = models.count_params(resolved)
     run_id = uuid.uuid4().hex[:12]
     records = []
