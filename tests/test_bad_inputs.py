@@ -78,7 +78,7 @@ CASES: list[tuple[list[str], str]] = [
     ([*SWEEP, "--csv", f"{NO_DIR}/x.csv"], "--csv"),
     # topo, fabrics
     (["topo", "--from-file", "/nonexistent.txt"], "cannot read it"),
-    (["topo", "--from-file", TOPO, "--gpus", "0-99"], "names 100 GPU(s) up to 99 but the topology has 8"),
+    (["topo", "--from-file", TOPO, "--gpus", "0-99"], "names GPU 8-99 but the topology has 8 GPU(s) (0-7)"),
     (["topo", "--from-file", TOPO, "--gpus", "x"], "cannot read GPU list"),
     (["topo", "--from-file", TOPO, "--out", f"{NO_DIR}/t.jsonl"], "cannot write"),
     (["fabrics", "--bogus"], "No such option"),

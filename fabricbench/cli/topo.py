@@ -32,9 +32,11 @@ def select(topo, gpus: str | None):
         return topo
     wanted = parse_gpus(gpus)
     n = len(topo.gpus)
-    if max(wanted) >= n:
-        raise UsageError(f"--gpus {gpus} names {len(wanted)} GPU(s) up to {max(wanted)} but the topology has "
-                         f"{n} (0-{n - 1})")
+    beyond = [g for g in wanted if g >= n]
+    if beyond:
+        shown = str(beyond[0]) if len(beyond) == 1 else f"{min(beyond)}-{max(beyond)}" \
+            if len(beyond) == max(beyond) - min(beyond) + 1 else ", ".join(map(str, beyond[:8]))
+        raise UsageError(f"--gpus {gpus} names GPU {shown} but the topology has {n} GPU(s) (0-{n - 1})")
     return topo.subset(wanted)
 
 
