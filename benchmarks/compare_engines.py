@@ -16,8 +16,13 @@ launches, or G launches of a graph of n, to the last completion, divided by the 
   reuse   the matched mode: fabricbench --buffers reuse --timing loop --alloc nccl (one buffer set from
           ncclMemAlloc, as nccl-tests allocates) against nccl-tests run at that one size (-b S -e S: with
           max bytes = S its per-iteration offset shift has a single step, so every iteration reuses one
-          buffer). Same memory, same allocator, same clock, same counts and warm-up. The column "cuda"
-          is the same with cudaMalloc'd buffers (fabricbench's default allocator).
+          buffer). Same memory, same allocator, same clock, same counts and warm-up. "1st" pairs
+          fabricbench's first loop with nccl-tests' first cycle (what each prints by default: --timing loop
+          runs one loop, nccl-tests -N 1 one cycle); "median" pairs the medians over --reps loops of one
+          run and --reps cycles (-N), where nccl-tests' later cycles follow its in-place pass and data
+          check. The column "cuda" is fabricbench with cudaMalloc'd buffers (its default allocator).
+
+    python benchmarks/compare_engines.py --from-json parity.json --tables DIR   (re-print saved tables)
   rotate  fabricbench --buffers rotate --timing loop --alloc nccl (sets spanning ~2x L2, at most 16)
           against nccl-tests' usual one-process sweep (-b 8 -e 8G -f 2), which shifts iteration i to
           offset (i mod max/S) x S inside its max-size buffers: its footprint is min(n, max/S) x S, so the
@@ -230,16 +235,21 @@ def _ratio(a, b) -> str:
 
 
 def _us(v) -> str:
-    return f"{v:10.2f}" if v else "         -"
+    return f"{v:9.2f}" if v else "        -"
+
+
+def _first(r, key):
+    return r[key][0] if r.get(key) else None
 
 
 def _line(r) -> str:
-    return (f"{r['mode']:5s} {r['op']:15s} {format_size(r['size']):>6s} {_us(r.get('fb_reuse'))} "
-            f"{_us(r.get('nt_reuse'))} {_ratio(r.get('fb_reuse'), r.get('nt_reuse'))} {_us(r.get('fb_cuda'))}  "
-            f"{_us(r.get('fb_rotate'))} "
-            f"{_us(r.get('nt_shift'))} {_ratio(r.get('fb_rotate'), r.get('nt_shift'))} {r['rotate']:3d}  "
-            f"{_us(r.get('fb_events'))} "
-            f"{_spread(r)}")
+    """One size: matched first loop vs nccl-tests' first cycle (each tool's default single figure), the
+    medians over all loops / cycles, the cudaMalloc figure, the rotate pair, the default figure, spread."""
+    fb1, nt1 = _first(r, "fb_reuse_all"), _first(r, "nt_reuse_all")
+    return (f"{r['mode']:5s} {r['op']:15s} {format_size(r['size']):>6s} {_us(fb1)} {_us(nt1)} {_ratio(fb1, nt1)} "
+            f"{_us(r.get('fb_reuse'))} {_us(r.get('nt_reuse'))} {_ratio(r.get('fb_reuse'), r.get('nt_reuse'))} "
+            f"{_us(r.get('fb_cuda'))}  {_us(r.get('fb_rotate'))} {_us(r.get('nt_shift'))} "
+            f"{_ratio(r.get('fb_rotate'), r.get('nt_shift'))} {r['rotate']:3d}  {_us(r.get('fb_events'))} {_spread(r)}")
 
 
 def _spread(r) -> str:
@@ -250,28 +260,59 @@ def _spread(r) -> str:
     return f"{max((max(p) - min(p)) / statistics.median(p) for p in parts) * 100:6.1f}%"
 
 
+def _worst(rows, lo, hi, fb_of, nt_of):
+    ratios = [(fb_of(r) / nt_of(r), r) for r in rows if lo <= r["size"] < hi and fb_of(r) and nt_of(r)]
+    if not ratios:
+        return None
+    x, r = max(ratios, key=lambda t: abs(t[0] - 1))
+    return f"{x:.3f} ({abs(x - 1) * 100:.1f}%, {r['op']} {format_size(r['size'])})"
+
+
 def _table(head: str, mode: str, rows: list[dict]) -> str:
     std = STANDARD[mode]
     how = (f"n = {std['n']}" if mode == "eager" else f"a graph of n = {std['n']}, G = {std['G']} launches")
-    lines = [head, f"mode {mode}; times in us per iteration, medians (ratio = fabricbench / nccl-tests)",
-             f"reuse (matched): fabricbench --buffers reuse --timing loop --alloc nccl vs nccl-tests -b S -e S "
-             f"(one buffer), counts per size for ~{TARGET_US // 1000} ms of work after ~{WARMUP_US // 1000} ms "
-             f"of warm-up; cuda: the same with --alloc cuda",
+    reps = max((len(r["fb_reuse_all"]) for r in rows if r.get("fb_reuse_all")), default=0)
+    lines = [head, f"mode {mode}; times in us per iteration (ratio = fabricbench / nccl-tests)",
+             f"matched: fabricbench --buffers reuse --timing loop --alloc nccl vs nccl-tests -b S -e S (one "
+             f"buffer, ncclMemAlloc), same counts per size (~{TARGET_US // 1000} ms of work after "
+             f"~{WARMUP_US // 1000} ms of warm-up).",
+             f"  1st: fabricbench's first loop vs nccl-tests' first cycle, the figure each prints by default "
+             f"(loops 1, -N 1); median: over {reps} loops of one run vs {reps} cycles (-N {reps}), where "
+             f"nccl-tests' later cycles follow its in-place pass and data check",
+             "  cuda: fabricbench's median with --alloc cuda (cudaMalloc) instead",
              f"rotate: fabricbench --buffers rotate --timing loop --alloc nccl vs nccl-tests -b 8 -e 8G -f 2 "
-             f"(shifted buffers), {how}; k: fabricbench's buffer sets",
-             "events: fabricbench's default (rotate, cudaMalloc, CUDA events behind a blocking kernel)", "",
-             f"{'op':15s} {'size':>6s} {'fb reuse':>10s} {'nt reuse':>10s} {'ratio':>6s} {'cuda':>10s}  {'fb rotate':>10s} "
-             f"{'nt shift':>10s} {'ratio':>6s} {'k':>3s}  {'fb events':>10s} {'spread':>7s}"]
+             f"(its shifted buffers), {how}, medians of 3; k: fabricbench's buffer sets",
+             "events: fabricbench's default (rotate, cudaMalloc, CUDA events behind a blocking kernel)",
+             "spread: the larger of the two tools' own (max - min) / median over the matched repetitions", "",
+             f"{'':22s} {'---------- matched, 1st ----------':>33s} {'--------- matched, median ---------':>33s} "
+             f"{'':9s}  {'-------------- rotate --------------':>36s}",
+             f"{'op':15s} {'size':>6s} {'fb':>9s} {'nt':>9s} {'ratio':>6s} {'fb':>9s} {'nt':>9s} {'ratio':>6s} "
+             f"{'cuda':>9s}  {'fb':>9s} {'nt shift':>9s} {'ratio':>6s} {'k':>3s}  {'events':>9s} {'spread':>7s}"]
     for r in rows:
         lines.append(_line(r)[6:])
-    matched = [r["fb_reuse"] / r["nt_reuse"] for r in rows
-               if r["size"] >= PARITY_FROM and r.get("fb_reuse") and r.get("nt_reuse")]
-    if matched:
-        worst = max(matched, key=lambda x: abs(x - 1))
-        lines.append(f"matched (reuse) from {format_size(PARITY_FROM)}: {len(matched)} sizes, worst ratio "
-                     f"{worst:.4f} ({abs(worst - 1) * 100:.2f}%): {'WITHIN' if abs(worst - 1) <= 0.01 else 'OUTSIDE'} 1%")
-        lines.append("spread: the larger of the two tools' own (max - min) / median over their repetitions")
+    bands = [(PARITY_FROM, 8 << 20), (8 << 20, 32 << 20), (32 << 20, 1 << 62)]
+    lines.append("")
+    lines.append("worst matched ratio per size band (1st | median):")
+    for lo, hi in bands:
+        first = _worst(rows, lo, hi, lambda r: _first(r, "fb_reuse_all"), lambda r: _first(r, "nt_reuse_all"))
+        med = _worst(rows, lo, hi, lambda r: r.get("fb_reuse"), lambda r: r.get("nt_reuse"))
+        top = format_size(hi) if hi < (1 << 62) else "8G"
+        if first:
+            lines.append(f"  {format_size(lo)}-{top}{' (excl.)' if hi < (1 << 62) else ''}: {first} | {med}")
     return "\n".join(lines)
+
+
+def render(path: Path, tables: Path | None) -> int:
+    """The tables again from a saved parity.json (e.g. after a change to this layout)."""
+    doc = json.loads(path.read_text())
+    for mode in ("eager", "graph"):
+        mine = [r for r in doc["rows"] if r["mode"] == mode]
+        if mine:
+            text = _table(doc["head"], mode, mine)
+            print(text)
+            if tables:
+                (tables / f"parity_{mode}.txt").write_text(text + "\n")
+    return 0
 
 
 # -- native vs torch -------------------------------------------------------------------------------------
@@ -340,7 +381,10 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=5, help="repetitions of each matched figure (median), both tools")
     ap.add_argument("--tables", default=None, help="folder for parity_eager.txt, parity_graph.txt, parity.json")
     ap.add_argument("--out", default=None, help="JSONL of every record (engines mode)")
+    ap.add_argument("--from-json", type=Path, default=None, help="re-print the tables of a saved parity.json")
     args = ap.parse_args()
+    if args.from_json:
+        return render(args.from_json, Path(args.tables) if args.tables else None)
     if args.nccl_tests:
         if not args.nccl_tests.is_dir():
             print(f"Error: --nccl-tests {args.nccl_tests}: not a folder", file=sys.stderr)
