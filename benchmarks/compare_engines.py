@@ -305,6 +305,8 @@ def _table(head: str, mode: str, rows: list[dict]) -> str:
 def render(path: Path, tables: Path | None) -> int:
     """The tables again from a saved parity.json (e.g. after a change to this layout)."""
     doc = json.loads(path.read_text())
+    if tables:
+        tables.mkdir(parents=True, exist_ok=True)
     for mode in ("eager", "graph"):
         mine = [r for r in doc["rows"] if r["mode"] == mode]
         if mine:
