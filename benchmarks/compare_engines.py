@@ -37,6 +37,7 @@ import argparse
 import json
 import os
 import re
+import shlex
 import statistics
 import subprocess
 import sys
@@ -73,10 +74,11 @@ def matched_counts(size: int, graph: bool) -> tuple[int, int, int]:
 
 
 def run_nccl_tests(exe: Path, lo: int, hi: int, n: int, graph_launches: int, reps: int, gpus: int, env: dict,
-                   json_path: Path, log, warmup: int = WARMUP) -> tuple[dict[int, list[float]], str | None]:
+                   json_path: Path, log, warmup: int = WARMUP, extra: tuple[str, ...] = ()
+                   ) -> tuple[dict[int, list[float]], str | None]:
     """nccl-tests' out-of-place times per size (one per cycle, us) and the NCCL version it ran with."""
     cmd = [str(exe), "-b", str(lo), "-e", str(hi), "-f", "2", "-g", str(gpus), "-n", str(n), "-w", str(warmup),
-           "-N", str(reps), "-G", str(graph_launches), "-d", "float", "-J", str(json_path)]
+           "-N", str(reps), "-G", str(graph_launches), "-d", "float", "-J", str(json_path), *extra]
     json_path.unlink(missing_ok=True)
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1200, env=env)
     log.write(f"$ {' '.join(cmd)}\n{proc.stdout}{proc.stderr}\n")
@@ -166,6 +168,7 @@ def parity(args) -> int:
     env = dict(os.environ)
     if args.nccl_lib:  # nccl-tests links libnccl.so.2: make it find the very file fabricbench loads
         env["LD_LIBRARY_PATH"] = f"{Path(args.nccl_lib).resolve().parent}:{env.get('LD_LIBRARY_PATH', '')}"
+    nt_extra = tuple(shlex.split(args.nt_args))
     fb = Fabricbench(gpus, args.nccl_lib)
     fb_nccl = fb.session.info["nccl_version"]
     rows = []
@@ -180,14 +183,14 @@ def parity(args) -> int:
             std = STANDARD[mode]
             for op in args.ops.split(","):
                 standard, v = run_nccl_tests(bins[op], min(sizes), max(sizes), std["n"], std["G"], 3,
-                                             len(gpus), env, nt_json, log)
+                                             len(gpus), env, nt_json, log, extra=nt_extra)
                 nt_versions.add(v)
                 for size in sizes:
                     row = {"mode": mode, "op": op, "size": size, "t": round(time.monotonic() - t_start, 1)}
                     if size in reuse_sizes:
                         n, g, warm = matched_counts(size, graph)
                         one, v = run_nccl_tests(bins[op], size, size, n, g, args.reps, len(gpus), env, nt_json,
-                                                log, warmup=warm)
+                                                log, warmup=warm, extra=nt_extra)
                         nt_versions.add(v)
                         row["counts_reuse"] = [n, g, warm]
                         row["nt_reuse_all"] = one.get(size)
@@ -383,6 +386,8 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=5, help="repetitions of each matched figure (median), both tools")
     ap.add_argument("--tables", default=None, help="folder for parity_eager.txt, parity_graph.txt, parity.json")
     ap.add_argument("--out", default=None, help="JSONL of every record (engines mode)")
+    ap.add_argument("--nt-args", default="", help="more nccl-tests arguments for every run, e.g. '-c 0' (no "
+                    "data check) to see whether its check moves its later cycles")
     ap.add_argument("--from-json", type=Path, default=None, help="re-print the tables of a saved parity.json")
     args = ap.parse_args()
     if args.from_json:
