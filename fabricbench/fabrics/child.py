@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -156,7 +155,9 @@ def run_child(fabric: Fabric, args: list[str], *, base_env: dict[str, str] | Non
 
     run = ChildRun(fabric=fabric)
     uses_nccl = not ("--backend" in args and args[args.index("--backend") + 1] == "gloo")
-    with tempfile.TemporaryDirectory(prefix=f"fabricbench-{fabric.name.replace(':', '-')}-") as tmp:
+    # procs.temp_dir: named with our pid, so one a SIGKILL leaves behind is removed at the next start
+    with procs.temp_dir(f"sweep-{fabric.name}") as tmp_path:
+        tmp = str(tmp_path)
         out = os.path.join(tmp, "out.jsonl")
         cmd = [sys.executable, "-m", "fabricbench", "sweep", *args, "--fabric", fabric.name, "--out", out,
                "--quiet"]
