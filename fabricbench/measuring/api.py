@@ -83,7 +83,7 @@ def resolve_devices(config: SweepConfig, gpus_text: str | None = None, *,
     import os
 
     from fabricbench.errors import UsageError
-    from fabricbench.gpus import check_visible, visible_gpu_count
+    from fabricbench.gpus import check_visible, default_gpus, visible_gpu_count
 
     warnings: list[str] = []
     if config.engine == "torch" and config.backend is None:
@@ -100,8 +100,11 @@ def resolve_devices(config: SweepConfig, gpus_text: str | None = None, *,
         raise UsageError(f"no CUDA GPU is visible for --engine {config.engine}"
                          f"{' --backend nccl' if config.engine == 'torch' else ''}; on CPU run "
                          f"--engine torch --backend gloo --nprocs 2")
-    gpus = config.gpus if config.gpus is not None else tuple(range(visible))
-    check_visible(gpus, visible, gpus_text)
+    if config.gpus is not None:
+        gpus = config.gpus
+        check_visible(gpus, visible, gpus_text)
+    else:
+        gpus = default_gpus(None, visible=visible)  # all visible: decided in fabricbench/gpus.py only
     if config.engine == "torch" and len(gpus) > 1 and not config.nprocs and "WORLD_SIZE" not in os.environ:
         config = dataclasses.replace(config, nprocs=len(gpus))  # torch drives one GPU per process
     return dataclasses.replace(config, gpus=gpus), warnings
