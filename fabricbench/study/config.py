@@ -93,8 +93,11 @@ class StudyConfig:
             if self.gpus:
                 raise UsageError("--gpus does not apply to --device cpu; use --nprocs N")
         else:
-            from fabricbench.gpus import default_gpus
+            from fabricbench.gpus import default_gpus, visible_gpu_count
 
+            if visible_gpu_count() == 0:
+                raise UsageError("no CUDA GPU is visible here; study the CPU fabric lab instead: --device cpu "
+                                 "--nprocs 2 --fabrics default,shaped:1gbit")
             if not self.gpus:
                 self.gpus = default_gpus(None)
             else:

@@ -39,7 +39,8 @@ def grouped_bars(groups: Sequence[str], series: dict[str, Sequence[float | None]
         ax.set_yscale("log")
     ax.set_title(title)
     ax.grid(True, axis="y", alpha=0.3)
-    ax.legend(fontsize=8)
+    if ax.get_legend_handles_labels()[0]:  # nothing measured (every value None): no empty legend
+        ax.legend(fontsize=8)
     _save(fig, path)
     plt.close(fig)
 

@@ -174,8 +174,8 @@ def run_units(config: StudyConfig, units: list[Unit], *, resume: bool, echo: Cal
                 results.append(run)
                 bar.advance(unit, run.status, run.duration_s)
                 if echo is not None:
-                    echo(f"{unit.name:<28} {run.status:<11} {run.duration_s:7.1f} s"
-                         + (f"  {run.message}" if run.message else ""))
+                    bar.say(echo, f"{unit.name:<28} {run.status:<11} {run.duration_s:7.1f} s"
+                            + (f"  {run.message}" if run.message else ""))
     finally:
         writer.close()
     return results
@@ -270,6 +270,15 @@ class _Progress:
     def start(self, unit: Unit) -> None:
         if self._p is not None:
             self._p.update(self._task, description=unit.name)
+
+    def say(self, echo: Callable[[str], None], line: str) -> None:
+        """A line above the bar (through rich's console while the bar is live, so neither garbles the other)."""
+        if self._p is not None:
+            from rich.markup import escape
+
+            self._p.console.print(escape(line), highlight=False)
+        else:
+            echo(line)
 
     def advance(self, unit: Unit, status: str, duration: float) -> None:
         if self._p is not None:
