@@ -137,14 +137,19 @@ E = 0.4
 COMPUTE = 0.150
 
 
+def model_step(trace, gbps, *, ref_gbps=10.0, e=E, compute=COMPUTE):
+    """The relate model written out: hidden communication min((1-e) T_comm(f), (1-e) T_comm(ref))."""
+    tc, tc_ref = t_comm(trace, gbps), t_comm(trace, ref_gbps)
+    return max(compute + tc - min((1 - e) * tc, (1 - e) * tc_ref), tc)
+
+
 def lab(*, slow_noise=1.0, exposed=E, extra=()):
     """fast (10 GB/s), slow (0.5 GB/s) and predicted-only wire (0.2 GB/s); DDP and FSDP trained on fast and
     slow, the slow observation off the model by `slow_noise`."""
     recs = sweep("fast", 10.0) + sweep("slow", 0.5) + sweep("wire", 0.2)
     for name, trace in (("ddp", DDP_TRACE), ("fsdp", FSDP_TRACE)):
         for fab, gbps, noise in (("slow", 0.5, slow_noise), ("fast", 10.0, 1.0)):
-            step = (COMPUTE + E * t_comm(trace, gbps)) * noise
-            recs.append(train_rec(name, fab, step, trace, exposed=exposed))
+            recs.append(train_rec(name, fab, model_step(trace, gbps) * noise, trace, exposed=exposed))
     return recs + list(extra)
 
 
@@ -160,7 +165,8 @@ def test_calibrated_on_the_reference_predicts_the_others():
         assert ref.residual == pytest.approx(0.0, abs=1e-12) and ref.busbw_ratio == pytest.approx(1.0)
         assert ref.compute_s == pytest.approx(COMPUTE)
         slow = rows[(s, "slow")]
-        want = COMPUTE + E * t_comm(trace, 0.5)
+        want = model_step(trace, 0.5)
+        assert want == pytest.approx(ref_step + t_comm(trace, 0.5) - t_comm(trace, 10.0))  # slower: all exposed
         assert slow.predicted_step_s == pytest.approx(want)
         assert slow.observed_step_s == pytest.approx(want * 1.1)
         assert slow.residual == pytest.approx(1 / 1.1 - 1)
@@ -182,19 +188,23 @@ def test_predicted_only_row_for_a_fabric_with_a_sweep_and_no_training():
     for r, trace in zip(wire, (DDP_TRACE, FSDP_TRACE)):
         assert r.predicted_only and "predicted-only" in r.flags and r.runs == 0
         assert r.observed_step_s is None and r.observed_slowdown is None and r.residual is None
-        assert r.throughput is None and r.predicted_step_s == pytest.approx(COMPUTE + E * t_comm(trace, 0.2))
+        assert r.throughput is None and r.predicted_step_s == pytest.approx(model_step(trace, 0.2))
     # rows of a strategy: reference first, then by falling busbw
     assert [r.fabric for r in res.rows if r.strategy == "ddp"] == ["fast", "slow", "wire"]
 
 
 def test_a_step_never_takes_less_than_its_communication():
-    """(1 - e) x T_comm(f) > T_compute: the hidden share cannot hide behind more compute than there is."""
-    res = fabricbench.relate(lab(extra=sweep("crawl", 0.01)))
-    for r, trace in zip([r for r in res.rows if r.fabric == "crawl"], (DDP_TRACE, FSDP_TRACE)):
-        assert COMPUTE + E * t_comm(trace, 0.01) < t_comm(trace, 0.01)
-        assert r.predicted_step_s == pytest.approx(t_comm(trace, 0.01))
-        assert "communication-bound" in r.flags and r.predicted_only
-    assert not any("communication-bound" in r.flags for r in res.rows if r.fabric != "crawl")
+    """A reference step shorter than its swept communication (e = 0.2 hides 80% of it): on a slower fabric
+    T_step(ref) + T_comm(f) - T_comm(ref) < T_comm(f), and the floor sets the prediction."""
+    tc_ref, tc_slow = t_comm(DDP_TRACE, 10.0), t_comm(DDP_TRACE, 0.5)
+    recs = sweep("fast", 10.0) + sweep("slow", 0.5) + [train_rec("ddp", "fast", 0.6 * tc_ref, DDP_TRACE, exposed=0.2)]
+    res = fabricbench.relate(recs)
+    slow = next(r for r in res.rows if r.fabric == "slow")
+    assert 0.6 * tc_ref + tc_slow - tc_ref < tc_slow
+    assert slow.predicted_step_s == pytest.approx(tc_slow) and "communication-bound" in slow.flags
+    assert slow.compute_s == pytest.approx(0.4 * tc_ref)
+    assert "communication-bound" not in next(r for r in res.rows if r.fabric == "fast").flags
+    assert any("more than the observed" in p and "the sweep and the training disagree" in p for p in res.problems)
 
 
 def test_no_timeline_means_e_is_one_an_upper_bound():
@@ -215,6 +225,10 @@ def test_reference_given_and_problems_stated_exactly():
     assert res.reference == "slow" and all(r.reference == "slow" for r in res.rows)
     fast = next(r for r in res.rows if (r.strategy, r.fabric) == ("ddp", "fast"))
     assert fast.predicted_slowdown < 1.0 and fast.busbw_ratio > 1.0
+    # faster than the reference: the hidden share shrinks with the communication, T_compute + e T_comm(f)
+    compute = model_step(DDP_TRACE, 0.5) - E * t_comm(DDP_TRACE, 0.5)
+    assert fast.compute_s == pytest.approx(compute)
+    assert fast.predicted_step_s == pytest.approx(compute + E * t_comm(DDP_TRACE, 10.0))
     assert ("no sweep for fabric orphan (train runs of ddp): its step cannot be predicted; sweep it with "
             "`fabricbench sweep --fabric orphan --out FILE`") in res.problems
     assert "train record fsdp on fabric fast: status error (boom); left out" in res.problems
@@ -289,7 +303,7 @@ def test_cli_json_rows_and_problems_on_stderr(lab_files, capsys):
     cap = capsys.readouterr()
     doc = json.loads(cap.out)
     assert set(doc) == {"reference", "formula", "rows", "problems"} and doc["reference"] == "fast"
-    assert "max(T_compute + e*T_comm(f), T_comm(f))" in doc["formula"]
+    assert "max(T_compute + T_comm(f) - H(f), T_comm(f))" in doc["formula"]
     need = {"strategy", "fabric", "reference", "observed_step_s", "predicted_step_s", "observed_slowdown",
             "predicted_slowdown", "busbw_ratio", "comm_bytes_per_step", "exposed_fraction", "residual",
             "predicted_only", "flags", "nranks", "dtype", "comm_time_s", "throughput"}
@@ -333,3 +347,59 @@ def test_lab_sweep_plan_covers_the_traced_sizes():
     assert ops == ["all_gather", "all_reduce", "broadcast"] and dtypes == ["bfloat16", "float32"]
     assert sizes[0] == 64 and sizes[-1] == 8 * MiB and all(b == 4 * a for a, b in zip(sizes, sizes[1:-1]))
     assert sweep_plan([train_rec("ddp", "default", 1.0, [])]) == ([], [], [])
+
+
+# ---------------------------------------------------------------- end to end: the CPU fabric lab
+
+def _lab_lack() -> str | None:
+    """Why the CPU lab cannot run here, detected: shaped fabrics (root, iproute2, netns) and the train extra."""
+    import importlib.util
+
+    from fabricbench.fabrics.shaped import capability
+
+    missing = [m for m in ("torch", "accelerate", "transformers") if importlib.util.find_spec(m) is None]
+    if missing:
+        return f"the train extra is missing ({', '.join(missing)})"
+    return capability()
+
+
+# The slowest fabric is communication-bound: on 2 gloo ranks lab-mistral's 2.5 MB of DDP all-reduce (7 MB of
+# FSDP all-gather + reduce-scatter) per step take ~0.4 s (~0.8 s) at 100 mbit against a ~0.1 s step on the
+# default loopback; 300 mbit sits between (~0.14 s and ~0.27 s of communication). FSDP2's steps on gloo keep
+# getting faster for ~4 steps, hence 4 warm-up steps; 12 timed steps, since the reference's 0.03-0.1 s
+# steps vary by tens of percent from step to step.
+E2E = dict(fabrics=["default", "shaped:300mbit", "shaped:100mbit"], strategies=["ddp", "fsdp"], model="lab-mistral",
+           steps=16, warmup_steps=4, batch_size=2, seq_len=128, trace_steps=1, sweep_iters=5, timeout_s=300)
+TOLERANCE = 0.20  # issue 9: predicted step within 20% of the observed one on every non-reference fabric
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(_lab_lack() is not None, reason=f"CPU fabric lab: {_lab_lack()}")
+def test_relate_cpu_lab_predicts_shaped_fabrics(tmp_path):
+    import time
+
+    from fabricbench.relating.lab import LabConfig, run_lab
+
+    t0 = time.monotonic()
+    run = run_lab(LabConfig(out=str(tmp_path / "lab.jsonl"), **E2E), log=print)
+    assert not run.failed and not run.waived, (run.failed, run.waived)
+    res = fabricbench.relate([run.out])
+    print(f"lab + relate: {time.monotonic() - t0:.0f} s")
+    for p in res.problems:
+        print("note:", p)
+    from fabricbench.relating.format import render
+
+    render(res)
+    assert res.reference == "default"  # the fastest by trace-weighted busbw
+    rows = {(r.strategy, r.fabric): r for r in res.rows}
+    assert set(rows) == {(s, f) for s in E2E["strategies"] for f in E2E["fabrics"]}
+    for s in E2E["strategies"]:
+        assert rows[(s, "default")].comm_bytes_per_step > 0
+        slowest = rows[(s, E2E["fabrics"][-1])]
+        assert slowest.observed_slowdown >= 2.0, f"{s}: the slowest fabric is not communication-bound"
+        for fab in E2E["fabrics"][1:]:
+            r = rows[(s, fab)]
+            assert not r.predicted_only and r.busbw_ratio < 1.0
+            assert not {"extrapolated above", "extrapolated below", "unpriced"} & set(r.flags), r.flags
+            assert abs(r.residual) <= TOLERANCE, (
+                f"{s} on {fab}: predicted {r.predicted_step_s:.3f} s, observed {r.observed_step_s:.3f} s")

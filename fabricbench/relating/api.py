@@ -8,7 +8,8 @@
 
 The model (fabricbench/relating/model.py) is calibrated on the reference fabric alone:
 
-    T_step(f) = max(T_compute + e × T_comm(f), T_comm(f)),   T_compute = T_step(ref) − e × T_comm(ref)
+    T_step(f) = max(T_compute + T_comm(f) − H(f), T_comm(f)),   T_compute = T_step(ref) − e × T_comm(ref),
+    H(f) = min((1 − e) × T_comm(f), (1 − e) × T_comm(ref))     (the communication hidden behind compute)
 
 T_comm(f) prices the reference run's communication trace on f's sweep; e is the exposed fraction from
 the reference run's overlap timeline (1, an upper bound, where the trace has none). The default
@@ -198,6 +199,10 @@ def _strategy_rows(base: Observed, by_key: dict[tuple[Workload, str, str], Obser
         problems.append(f"{strategy} ({wl.label()}): {note}; every fabric predicts the reference's step")
     on_ref = price(collectives, curves, fabric=ref, nranks=wl.nranks)
     problems.extend(on_ref.flags)
+    if on_ref.time_s > base.step_s:
+        problems.append(f"{strategy} ({wl.label()}) on the reference {ref}: its sweep prices {on_ref.time_s:.4g} s "
+                        f"of communication per step, more than the observed {base.step_s:.4g} s step; the sweep "
+                        f"and the training disagree (another dtype? busier machine?)")
     ref_bytes = _trace_bytes(comm)
     rows = []
     for fab in swept:
