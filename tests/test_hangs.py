@@ -147,6 +147,7 @@ def test_stopped_rank_ends_the_run_within_the_timeout(cmd, tmp_path):
     before = len(records(out))
     os.kill(ranks[1], signal.SIGSTOP)
     rc, took = c.wait(TIMEOUT + DEAD_AFTER_S + MARGIN + 10)
+    print(f"ended {took:.1f} s after the fault")
     assert rc == 1, c.stderr
     assert took <= TIMEOUT + DEAD_AFTER_S + MARGIN, took
     (line,) = error_lines(c.stderr)
@@ -163,6 +164,7 @@ def test_every_rank_stopped_ends_at_timeout_plus_a_few_seconds(cmd, tmp_path):
     for r in ranks:
         os.kill(r, signal.SIGSTOP)
     rc, took = c.wait(TIMEOUT + DEAD_AFTER_S + MARGIN + 10)
+    print(f"ended {took:.1f} s after the fault")
     assert rc == 1 and "stopped answering" in c.stderr, c.stderr
     assert TIMEOUT <= took <= TIMEOUT + DEAD_AFTER_S + MARGIN, took
     assert len(records(out)) == before
@@ -175,6 +177,7 @@ def test_killed_rank_ends_the_run_at_once(cmd, tmp_path):
     c, ranks = start_long_sweep(cmd, out)
     os.kill(ranks[1], signal.SIGKILL)
     rc, took = c.wait(30)
+    print(f"ended {took:.1f} s after the fault")
     assert rc == 1 and took < MARGIN, (took, c.stderr)
     (line,) = error_lines(c.stderr)
     assert "rank 1 died (killed by SIGKILL)" in line
@@ -190,6 +193,7 @@ def test_missing_rank_ends_the_rendezvous_at_the_timeout(cmd, tmp_path):
     c = cmd(["sweep", "--engine", "torch", "--backend", "gloo", "--ops", "all_reduce", "--sizes", "1K",
              "--timeout", "3"], env)
     rc, took = c.wait(60)
+    print(f"ended {took:.1f} s after the fault")
     assert rc == 1, c.stderr
     (line,) = error_lines(c.stderr)
     assert "not every rank joined" in line and "WORLD_SIZE=2" in line and "Traceback" not in c.stderr
@@ -212,6 +216,7 @@ def test_killed_parent_leaves_no_rank(cmd, tmp_path, sig):
     kept = len(records(out))
     os.kill(c.p.pid, sig)  # the parent alone, not its group
     rc, took = c.wait(30)
+    print(f"ended {took:.1f} s after the fault")
     assert took < MARGIN
     assert rc == (-signal.SIGKILL if sig == signal.SIGKILL else 130), c.stderr
     assert_gone(ranks)  # SIGKILL: by the death signal; SIGINT: killed and reaped by the parent
@@ -252,6 +257,7 @@ def test_train_rank_killed_is_an_error_with_the_steps_kept(cmd, tmp_path):
     c, launcher, workers, tmp = start_train(cmd, out)
     os.kill(workers[1], signal.SIGKILL)
     rc, took = c.wait(60)
+    print(f"ended {took:.1f} s after the fault")
     assert rc == 1 and took < 30, (took, c.stderr)
     (line,) = error_lines(c.stderr)
     assert "ddp: rank 1 died after" in line and "SIGKILL" in line
@@ -268,6 +274,7 @@ def test_train_killed_parent_leaves_no_process_or_folder(cmd, tmp_path, sig):
     c, launcher, workers, tmp = start_train(cmd, tmp_path / "t.jsonl")
     os.kill(c.p.pid, sig)
     rc, took = c.wait(30)
+    print(f"ended {took:.1f} s after the fault")
     assert rc == (-signal.SIGKILL if sig == signal.SIGKILL else 130), c.stderr
     # SIGINT: torchrun gets SIGTERM and passes it on, then SIGKILL after procs.GRACE_S
     assert_gone([*launcher, *workers], within=procs.GRACE_S + 5)
