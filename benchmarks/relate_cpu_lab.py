@@ -23,15 +23,15 @@ import time
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--fabrics", default="default,shaped:4gbit,shaped:1gbit,shaped:300mbit",
+    ap.add_argument("--fabrics", default="default,shaped:4gbit,shaped:1gbit,shaped:300mbit,shaped:100mbit",
                     help="comma list; the first is where the traces are taken and the reference")
     ap.add_argument("--strategies", default="ddp,zero3,fsdp")
     ap.add_argument("--model", default="lab-mistral")
     ap.add_argument("--nprocs", type=int, default=2)
-    ap.add_argument("--steps", type=int, default=8)
-    ap.add_argument("--warmup-steps", type=int, default=3)
+    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--warmup-steps", type=int, default=4)
     ap.add_argument("--batch-size", type=int, default=2)
-    ap.add_argument("--seq-len", type=int, default=64)
+    ap.add_argument("--seq-len", type=int, default=128)
     ap.add_argument("--sweep-iters", type=int, default=5)
     ap.add_argument("--out", default=None, help="records JSONL (default: a fresh temporary folder)")
     ap.add_argument("--plot", default=None, help="also write the relate figure here (PNG)")

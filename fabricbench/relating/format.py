@@ -27,7 +27,7 @@ def _x(v: float | None) -> str:
 def cells(row: Any) -> list[str]:
     """A RelateRow as the table's text cells."""
     drop = 1.0 / row.busbw_ratio if row.busbw_ratio else None
-    residual = "-" if row.residual is None else f"{row.residual * 100:+.0f}%"
+    residual = "-" if row.residual is None else f"{row.residual * 100:+.0f}%".replace("-0%", "+0%")
     return [row.strategy, row.fabric, _x(drop), format_size(row.comm_bytes_per_step), _ms(row.comm_time_s),
             f"{row.exposed_fraction:.2f}", _ms(row.observed_step_s), _ms(row.predicted_step_s),
             _x(row.observed_slowdown), _x(row.predicted_slowdown), residual, ", ".join(row.flags)]
