@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fabricbench import procs
 from fabricbench.errors import FabricbenchError, UsageError
 from fabricbench.sizes import format_size
 
@@ -139,10 +139,10 @@ def _under(config: LabConfig, fabric: str, cmd: list[str], what: str, run: LabRu
     argv = [sys.executable, "-m", "fabricbench", *cmd, "--fabric", fabric, "--timeout", str(config.timeout_s),
             "--out", str(run.out)]
     t0 = time.monotonic()
-    try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=config.timeout_s + 60)
-    except subprocess.TimeoutExpired:
-        run.failed.append(f"{what}: timed out after {config.timeout_s + 60:.0f} s")
+    # procs.run: its own process group, dead with us (SIGKILL included), ended as a group on timeout
+    proc = procs.run(argv, timeout_s=config.timeout_s + 60)
+    if proc.timed_out:
+        run.failed.append(f"{what}: timed out after {config.timeout_s + 60:.0f} s (ended; records so far kept)")
         say(run.failed[-1])
         return
     run.seconds[what] = time.monotonic() - t0
