@@ -160,3 +160,11 @@ def test_cli_text_and_bad_input():
             base = ["--model", "mistral-7b", "--num-gpus", "4"]
         r = _cli(*base, *args)
         assert r.returncode == 2 and msg in r.stderr and r.stderr.count("\n") == 1, (args, r.stderr)
+
+
+def test_advise_surface_is_frozen():
+    from fabricbench.cli.advise import advise
+
+    assert sorted(o for p in advise.params for o in p.opts) == sorted([
+        "--model", "--model-config", "--num-gpus", "--gpus", "--topo", "--topo-file", "--results", "--gpu-memory",
+        "--batch-size", "--seq-len", "--image-size", "--strategies", "--json"])

@@ -303,7 +303,7 @@ def stopped(tmp_path_factory):
 @pytest.mark.slow
 def test_oom_is_a_result_and_the_study_goes_on(stopped):
     first = {u["name"]: u for u in stopped["units_after_stop"]}
-    assert first["train fsdp @ default"]["status"] == "oom"
+    assert first["train fsdp @ default"]["status"] == "oom", first["train fsdp @ default"]["message"]
     assert first["train ddp @ default"]["status"] == "ok"
     assert "sweep @ default" in first  # the unit after the OOM ran (and was interrupted)
 
@@ -333,3 +333,14 @@ def test_library_dry_run_returns_the_plan(tmp_path):
     assert [u.name for u in res.plan] == ["machine", "estimate", "train ddp @ default", "sweep @ default", "relate"]
     assert res.units == [] and res.estimate_s == pytest.approx(sum(u.estimate_s for u in res.plan))
     assert not (tmp_path / "s").exists()
+
+
+def test_study_and_report_surfaces_are_frozen():
+    from fabricbench.cli.report import report
+    from fabricbench.cli.study import study
+
+    assert sorted(o for p in study.params for o in p.opts) == sorted([
+        "--out", "--gpus", "--device", "--nprocs", "--fabrics", "--strategies", "--model", "--model-config",
+        "--steps", "--warmup-steps", "--batch-size", "--seq-len", "--image-size", "--precision", "--sizes",
+        "--iters", "--warmup", "--train-timeout", "--sweep-timeout", "--resume", "--dry-run", "--json", "--quiet"])
+    assert [p.name for p in report.params] == ["out_dir"]
