@@ -343,10 +343,11 @@ def test_lab_sweep_plan_covers_the_traced_sizes():
 
     recs = [train_rec("ddp", "default", 1.0, [coll("all_reduce", 3 * MiB, 1.0), coll("broadcast", 100, 1.0)]),
             train_rec("fsdp", "default", 1.0, [coll("all_gather", 5 * MiB, 2.0, dtype="bfloat16")])]
-    ops, dtypes, sizes = sweep_plan(recs, factor=4)
-    assert ops == ["all_gather", "all_reduce", "broadcast"] and dtypes == ["bfloat16", "float32"]
-    assert sizes[0] == 64 and sizes[-1] == 8 * MiB and all(b == 4 * a for a, b in zip(sizes, sizes[1:-1]))
-    assert sweep_plan([train_rec("ddp", "default", 1.0, [])]) == ([], [], [])
+    (bf, bf_ops, bf_sizes), (f32, f32_ops, sizes) = sweep_plan(recs, factor=4)
+    assert (bf, bf_ops, bf_sizes) == ("bfloat16", ["all_gather"], [4 * MiB, 8 * MiB])
+    assert f32 == "float32" and f32_ops == ["all_reduce", "broadcast"]
+    assert sizes[0] == 64 and sizes[-1] == 4 * MiB and all(b == 4 * a for a, b in zip(sizes, sizes[1:]))
+    assert sweep_plan([train_rec("ddp", "default", 1.0, [])]) == []
 
 
 # ---------------------------------------------------------------- end to end: the CPU fabric lab

@@ -65,21 +65,22 @@ class LabRun:
     failed: list[str] = field(default_factory=list)
 
 
-def sweep_plan(train_records: list[dict[str, Any]], factor: int = 4) -> tuple[list[str], list[str], list[int]]:
-    """(ops, dtypes, sizes) a sweep needs to price these records' traces: every traced op and dtype, sizes
-    from the power of two at or below the smallest traced S to the one at or above the largest, by factor."""
+def sweep_plan(train_records: list[dict[str, Any]], factor: int = 4) -> list[tuple[str, list[str], list[int]]]:
+    """[(dtype, ops, sizes)] a sweep needs to price these records' traces, one entry per traced dtype: its
+    ops, and sizes from the power of two at or below its smallest traced S to the one at or above its
+    largest, by factor (a few bytes of float64 need no 4 MiB sweep)."""
     colls = [c for r in train_records for c in ((r.get("comm") or {}).get("collectives") or [])
              if c.get("bytes", 0) > 0]
-    if not colls:
-        return [], [], []
-    ops = sorted({c["op"] for c in colls})
-    dtypes = sorted({c["dtype"] for c in colls})
-    lo = 2 ** math.floor(math.log2(min(c["bytes"] for c in colls)))
-    hi = 2 ** math.ceil(math.log2(max(c["bytes"] for c in colls)))
-    sizes = [lo]
-    while sizes[-1] < hi:
-        sizes.append(min(sizes[-1] * factor, hi))
-    return ops, dtypes, sizes
+    plan = []
+    for dtype in sorted({c["dtype"] for c in colls}):
+        mine = [c for c in colls if c["dtype"] == dtype]
+        lo = 2 ** math.floor(math.log2(min(c["bytes"] for c in mine)))
+        hi = 2 ** math.ceil(math.log2(max(c["bytes"] for c in mine)))
+        sizes = [lo]
+        while sizes[-1] < hi:
+            sizes.append(min(sizes[-1] * factor, hi))
+        plan.append((dtype, sorted({c["op"] for c in mine}), sizes))
+    return plan
 
 
 def run_lab(config: LabConfig, *, log: Any = None) -> LabRun:
@@ -89,19 +90,20 @@ def run_lab(config: LabConfig, *, log: Any = None) -> LabRun:
     out = Path(config.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     run = LabRun(out=out)
-    first, rest = config.fabrics[0], config.fabrics[1:]
+    first = config.fabrics[0]
     traces = _train(config, first, run, say)
     if first in run.waived:
         raise UsageError(f"the first fabric {first} is waived here ({run.waived[first]}); the lab takes its "
                          f"traces there, so name a fabric that can run first")
-    ops, dtypes, sizes = sweep_plan(traces, config.size_factor)
-    if not ops:
+    plan = sweep_plan(traces, config.size_factor)
+    if not plan:
         raise FabricbenchError(f"the train runs on {first} traced no collective; nothing to sweep "
                                f"(records in {out})")
-    say(f"sweep plan: {', '.join(ops)} in {', '.join(dtypes)} at {', '.join(format_size(s) for s in sizes)}")
+    for dtype, ops, sizes in plan:
+        say(f"sweep plan: {', '.join(ops)} in {dtype} at {', '.join(format_size(s) for s in sizes)}")
     for fab in config.fabrics:
-        for dt in dtypes:
-            _sweep(config, fab, ops, dt, sizes, run, say)
+        for dtype, ops, sizes in plan:
+            _sweep(config, fab, ops, dtype, sizes, run, say)
         if fab != first and fab not in run.waived:
             _train(config, fab, run, say)
     return run
