@@ -28,6 +28,7 @@ def plot_relate(result: Any, path: str) -> None:
         mine = [r for r in rows if (r.model, r.nranks, r.precision) == wl]
         strategies = list(dict.fromkeys(r.strategy for r in mine))
         top_x = top_y = 1.0
+        low_x = low_y = 1.0  # a fabric faster than the reference, or a reference that ran slow, lies below 1
         for i, s in enumerate(strategies):
             colour = colours[i % len(colours)]
             pts = sorted((r for r in mine if r.strategy == s), key=lambda r: 1.0 / r.busbw_ratio)
@@ -44,16 +45,17 @@ def plot_relate(result: Any, path: str) -> None:
                 y = r.observed_slowdown if r.observed_slowdown is not None else r.predicted_slowdown
                 ax.annotate(r.fabric, (x, y), textcoords="offset points", xytext=(5, -10), fontsize=7,
                             color=colour)
-            top_x = max([top_x] + xs)
-            top_y = max([top_y] + pred + [r.observed_slowdown for _, r in obs])
+            ys = pred + [r.observed_slowdown for _, r in obs]
+            top_x, low_x = max([top_x] + xs), min([low_x] + xs)
+            top_y, low_y = max([top_y] + ys), min([low_y] + ys)
         # y = x drawn only as far as the y axis goes: the slowdowns, not the busbw drops, set its range
-        ax.plot([1, top_y * 1.3], [1, top_y * 1.3], color="grey", linewidth=0.8, linestyle=":",
+        ax.plot([low_y * 0.9, top_y * 1.3], [low_y * 0.9, top_y * 1.3], color="grey", linewidth=0.8, linestyle=":",
                 label="all communication (y = x)")
         ax.axhline(1.0, color="grey", linewidth=0.6)
         ax.set_xscale("log")
         ax.set_yscale("log")
-        ax.set_xlim(0.85, top_x * 1.3)
-        ax.set_ylim(0.9, top_y * 1.3)
+        ax.set_xlim(low_x * 0.85, top_x * 1.3)
+        ax.set_ylim(low_y * 0.9, top_y * 1.3)
         for axis, top in ((ax.xaxis, top_x), (ax.yaxis, top_y)):
             # 1, 2, 5 (and 1.5, 3 on short ranges) labelled: a log axis over 1-3x shows no decade at all
             subs = (1.0, 2.0, 5.0) if top > 8 else (1.0, 1.5, 2.0, 3.0, 5.0, 7.0)
