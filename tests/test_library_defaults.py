@@ -9,7 +9,6 @@ import math
 
 import pytest
 
-import fabricbench
 from fabricbench.errors import UsageError
 from fabricbench.measuring.api import resolve_devices
 from fabricbench.measuring.config import SweepConfig

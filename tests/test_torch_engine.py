@@ -128,6 +128,28 @@ def test_torchrun_launch_one_rank_per_process(tmp_path):
     assert recs[0]["nranks"] == 2 and recs[0]["wrong"] == 0
 
 
+def test_two_library_sweeps_in_one_torchrun_launch(tmp_path):
+    """Under torchrun the ranks share the agent's store for the whole launch: the second sweep must not
+    read the first one's run id or communicator keys (it used to hang until --timeout)."""
+    code = ("import json, fabricbench\n"
+            "for op in ('all_reduce', 'all_gather'):\n"
+            "    rows = fabricbench.sweep(engine='torch', backend='gloo', ops=[op], sizes='4K', iters=3,\n"
+            "                             check=True, timeout_s=60)\n"
+            "    if rows:  # rank 0's (the others get none); one write, so the ranks' lines do not interleave\n"
+            "        print(f'ROWS {json.dumps([[r.op, r.nranks, r.wrong] for r in rows])}', flush=True)\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = str(s.getsockname()[1])
+    script = tmp_path / "two.py"
+    script.write_text(code)
+    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
+                           "--master-port", port, str(script)], capture_output=True, text=True, timeout=180, env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    got = [json.loads(ln[5:]) for ln in proc.stdout.splitlines() if ln.startswith("ROWS ")]
+    assert got == [[["all_reduce", 2, 0]], [["all_gather", 2, 0]]]
+
+
 def test_json_output_is_one_object_per_line(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "fabricbench", "sweep", "--engine", "torch", "--backend", "gloo",
                            "--nprocs", "2", "--ops", "reduce_scatter", "--sizes", "8K", "--iters", "3", "--json"],

@@ -76,7 +76,7 @@ def test_text_dataset_is_byte_tokens(tmp_path):
 TRAIN_OPTIONS = {"--strategy", "--model", "--model-config", "--model-path", "--gpus", "--device", "--nprocs",
                  "--steps", "--warmup-steps", "--batch-size", "--seq-len", "--image-size", "--lr", "--dataset",
                  "--fabric", "--out", "--nnodes", "--node-rank", "--master-addr", "--master-port", "--timeout",
-                 "--json", "--list"}
+                 "--json", "--list", "--precision", "--trace-steps"}
 
 
 def test_train_surface_is_frozen():

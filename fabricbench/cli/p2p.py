@@ -32,7 +32,7 @@ def p2p(gpus, size, iters, warmup, no_host, no_peer, out_path, as_json, plot_pat
     from fabricbench.gpus import default_gpus, parse_gpus
     from fabricbench.measuring.runner import new_run_id
     from fabricbench.results.schema import header
-    from fabricbench.sizes import format_size, parse_size
+    from fabricbench.sizes import parse_size
 
     nbytes = parse_size(size)
     if not 1 <= iters <= MAX_COPIES:

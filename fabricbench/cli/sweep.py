@@ -203,21 +203,15 @@ def _resume(out_path):
 
 
 def _islands_warning(gpus):
-    try:
-        from fabricbench import topology
-    except ImportError:  # the topology layer is optional for a sweep
-        return None
-    fn = getattr(topology, "islands_warning", None)
-    return fn(tuple(gpus)) if fn else None
+    from fabricbench import topology
+
+    return topology.islands_warning(tuple(gpus))
 
 
 def _topology_snapshot():
-    try:
-        from fabricbench import topology
-    except ImportError:
-        return None
-    fn = getattr(topology, "snapshot", None)
-    return fn() if fn else None
+    from fabricbench import topology
+
+    return topology.snapshot()
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -243,11 +243,34 @@ def _all_ranks_info(dist: DistContext | None, run_id: str, info: dict[str, Any])
             "hosts": sorted({r["host"] for r in ranks})}
 
 
+_LAUNCH: dict[str, Any] = {}  # this process's env:// rendezvous, made once: {"dist": DistContext, "sweeps": n}
+
+
 def dist_from_env(timeout_s: float) -> DistContext | None:
     """A DistContext when launched by torchrun/srun-style env:// variables, else None. The rendezvous
-    (rank 0 waits for every rank; the others for rank 0) and every store wait after it end at timeout_s."""
+    (rank 0 waits for every rank; the others for rank 0) and every store wait after it end at timeout_s.
+
+    One rendezvous per process; each call gets a store prefix of its own (sweep0, sweep1, ...): under
+    torchrun the ranks share the agent's store for the whole launch, so a second fabricbench.sweep() in
+    the same ranks would otherwise read the first one's run id and communicator id and hang. Every rank
+    makes the same calls in the same order, so the numbers agree."""
     if "RANK" not in os.environ or "WORLD_SIZE" not in os.environ:
         return None
+    import dataclasses
+    import datetime
+
+    import torch.distributed as tdist
+
+    if "dist" not in _LAUNCH:
+        _LAUNCH.update(dist=_rendezvous(timeout_s), sweeps=0)
+    base: DistContext = _LAUNCH["dist"]
+    n = _LAUNCH["sweeps"]
+    _LAUNCH["sweeps"] = n + 1
+    base.store.set_timeout(datetime.timedelta(seconds=timeout_s))
+    return dataclasses.replace(base, store=tdist.PrefixStore(f"sweep{n}", base.store), timeout_s=timeout_s)
+
+
+def _rendezvous(timeout_s: float) -> DistContext:
     import datetime
 
     import torch.distributed as tdist
@@ -276,7 +299,6 @@ def dist_from_env(timeout_s: float) -> DistContext | None:
                                     f"{timeout_s:g} s ({text}); start all WORLD_SIZE={world} ranks") from None
         raise CollectiveTimeout(f"rank {rank} of {world}: could not reach rank 0 at {where} within --timeout "
                                 f"{timeout_s:g} s ({text})") from None
-    store.set_timeout(datetime.timedelta(seconds=timeout_s))
     store = tdist.PrefixStore("fabricbench", store)
     local = int(os.environ.get("LOCAL_RANK", rank))
     return DistContext(rank=rank, world_size=world, local_rank=local, store=store, timeout_s=timeout_s)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
 from typing import Any, Callable
 
 from fabricbench.qualifying.context import UnitResult
@@ -60,7 +59,8 @@ def run_command(command: str, args: list[str], *, key: str, kind: str, wall_time
     from fabricbench import procs
     from fabricbench.results.writer import read_results
 
-    with tempfile.TemporaryDirectory(prefix="fabricbench-qualify-") as tmp:
+    # procs.temp_dir: pid-named, so a folder a SIGKILL leaves behind goes at the next start
+    with procs.temp_dir("qualify") as tmp:
         out = os.path.join(tmp, "out.jsonl")
         argv = [sys.executable, "-m", "fabricbench", command, *args, "--out", out]
         r = procs.run(argv, timeout_s=wall_timeout_s, capture=True)

@@ -83,8 +83,6 @@ class Context:
         self._previous = _closed_units(previous or [])
         self.distributed = "RANK" in os.environ and "WORLD_SIZE" in os.environ
         self.rank = int(os.environ.get("RANK", "0")) if self.distributed else 0
-        self._dist = None  # the launch's DistContext, made once (torchrun/srun)
-        self._nunits = 0  # units run across the ranks so far: each gets store prefix q<n>
 
     # -- what the machine is ---------------------------------------------------------------------
     def topology(self):
@@ -187,20 +185,13 @@ class Context:
                                       wall_timeout_s=self.run.unit_timeout_s))
 
     def _sweep_here(self, unit: SweepUnit, key: str) -> UnitResult:
-        """Under torchrun: every rank runs the sweep; rank 0 gets the records.
-
-        Each unit gets a store prefix of its own (q0, q1, ... — every rank makes the same calls in the same
-        order): a second sweep on the same store would read the first one's run id and process-group
-        addresses and hang, so fabricbench.sweep() is not called twice in one launch."""
-        import dataclasses
-        import json
-        import random
-
-        import torch.distributed as tdist
-
+        """Under torchrun: every rank runs the sweep; rank 0 gets the records. Each unit is a sweep of its
+        own in the launch's ranks (runner.dist_from_env gives each call its own store prefix)."""
         from fabricbench.errors import FabricbenchError
         from fabricbench.measuring.api import make_config, resolve_devices
-        from fabricbench.measuring.runner import dist_from_env, new_run_id, run_rank
+        from types import SimpleNamespace
+
+        from fabricbench.measuring.runner import run_sweep
 
         if unit.fabric != "default":
             return UnitResult(key=key, waived=f"fabric {unit.fabric}: a torchrun launch runs under the "
@@ -212,15 +203,7 @@ class Context:
                                           backend=self.run.backend, check=unit.check, timeout_s=self.run.timeout_s)
             # GPU engines: each rank drives GPU LOCAL_RANK of the GPUs visible to it (the engines decide)
             config, _ = resolve_devices(make_config(**fields))
-            if self._dist is None:
-                self._dist = dist_from_env(self.run.timeout_s)
-            base = self._dist
-            dist = dataclasses.replace(base, store=tdist.PrefixStore(f"q{self._nunits}", base.store))
-            self._nunits += 1
-            if dist.rank == 0:
-                dist.store.set("run", json.dumps([new_run_id(), random.SystemRandom().randrange(1, 2**31)]))
-            run_id, seed = json.loads(dist.store.get("run"))
-            run_rank(config, dist, records.append, run_id=run_id, seed=int(seed))
+            run_sweep(config, writer=SimpleNamespace(write=records.append))  # rank 0's records, as written
         except FabricbenchError as e:
             return UnitResult(key=key, records=records, error=f"{type(e).__name__}: {e}")
         return UnitResult(key=key, records=records)

@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import subprocess
 import sys
 import time
 import uuid
@@ -22,7 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from fabricbench import procs
 from fabricbench.errors import FabricbenchError, UsageError
+from fabricbench.fabrics import get_fabric
+from fabricbench.fabrics.apply import applied
 from fabricbench.results import ResultWriter, header
 from fabricbench.study import records as study_records
 from fabricbench.study.config import StudyConfig
@@ -49,61 +51,18 @@ class Launch:
 
 @contextlib.contextmanager
 def under_fabric(spec: str | None, log_dir: str | None) -> Iterator[Launch]:
-    """The fabric applied for the children inside the block (fabricbench.fabrics.apply when present)."""
+    """The fabric applied for the children inside the block (fabrics.apply: environment, namespace)."""
     if spec is None:
         yield Launch(argv=lambda a: list(a), env=dict(os.environ), facts={})
         return
-    from fabricbench.fabrics import get_fabric
-
-    fabric = get_fabric(spec)
-    try:
-        from fabricbench.fabrics.apply import applied
-    except ImportError:  # builds without fabric application: the environment only
-        from fabricbench.fabrics import fabric_env
-
-        fe = fabric_env(fabric, dict(os.environ))
-        yield Launch(argv=lambda a: list(a), env=fe.env,
-                     facts={"fabric": fabric.name, "fabric_env": fabric.variables})
-        return
-    with applied(fabric, base_env=None, log_dir=log_dir) as launch:
+    with applied(get_fabric(spec), base_env=None, log_dir=log_dir) as launch:
         yield Launch(argv=launch.argv, env=dict(launch.env), facts=dict(launch.facts))
 
 
 def _run_child(argv: list[str], env: dict[str, str], timeout_s: float) -> tuple[int | None, str, str, bool]:
-    """(returncode, stdout, stderr, timed_out); the child's whole process group dies with it."""
-    try:
-        from fabricbench import procs
-    except ImportError:
-        procs = None
-    if procs is not None:
-        r = procs.run(argv, env=env, timeout_s=timeout_s, capture=True)
-        return r.returncode, r.stdout or "", r.stderr or "", bool(r.timed_out)
-    p = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         start_new_session=True)
-    try:
-        out, err = p.communicate(timeout=timeout_s)
-        return p.returncode, out, err, False
-    except subprocess.TimeoutExpired:
-        _kill_group(p)
-        out, err = p.communicate()
-        return None, out or "", err or "", True
-    except BaseException:
-        _kill_group(p)
-        p.communicate()
-        raise
-
-
-def _kill_group(p: subprocess.Popen) -> None:
-    for sig, wait in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
-        try:
-            os.killpg(p.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            p.wait(timeout=wait)
-            return
-        except subprocess.TimeoutExpired:
-            continue
+    """(returncode, stdout, stderr, timed_out); the child's whole process group dies with it (procs)."""
+    r = procs.run(argv, env=env, timeout_s=timeout_s, capture=True)
+    return r.returncode, r.stdout or "", r.stderr or "", bool(r.timed_out)
 
 
 @contextlib.contextmanager

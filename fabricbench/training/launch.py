@@ -133,12 +133,8 @@ class TrainConfig:
 
 
 def _fabric_env(name: str, base: dict[str, str]) -> dict[str, str]:
-    try:
-        from fabricbench.fabrics import fabric_env, get_fabric
-    except ImportError:
-        if name != "default":
-            raise UsageError(f"--fabric {name}: only 'default' exists in this build") from None
-        return dict(base)
+    from fabricbench.fabrics import fabric_env, get_fabric
+
     fe = fabric_env(get_fabric(name), base)
     for w in fe.warnings:
         print(f"warning: {w}", file=sys.stderr)
@@ -277,7 +273,10 @@ def _root_cause(log: str) -> int | None:
 def _exit_text(log: str, rank: int) -> str:
     import re
 
-    m = re.search(r"Root Cause[\s\S]*?\brank\s*:\s*%d[\s\S]*?exitcode\s*:\s*(-?\d+)" % rank, log)
+    # torchrun's summary has one block per failed rank ("rank : 1 (local_rank: 1)" then "exitcode : -9"),
+    # under "Root Cause" or under "Other Failures": the killed rank is often not the first observed (its
+    # peer fails on the closed connection first), so its own block is looked up wherever it is.
+    m = re.search(r"\brank\s*:\s*%d\s*\(local_rank[^\n]*\n\s*exitcode\s*:\s*(-?\d+)" % rank, log)
     if not m:
         return ""
     code = int(m.group(1))
