@@ -137,6 +137,34 @@ def test_cli_bad_input_is_one_line(tmp_path):
     assert r.returncode == 2 and "no results.jsonl" in r.stderr
 
 
+def test_cli_exit_1_names_the_failed_units(tmp_path, monkeypatch, capsys):
+    """The study goes on past a failed unit and writes its report; the exit status still says it failed
+    (oom and waived are results, not failures)."""
+    import fabricbench.study.api as api
+    from fabricbench.cli import main
+    from fabricbench.study.runner import UnitRun
+
+    cfg = _config()
+    plan = build_plan(cfg)
+    runs = [UnitRun(unit=u, status=s) for u, s in zip(plan, ["ok", "oom", "error", "waived", "timeout"])]
+
+    def fake(out, **kw):
+        return api.StudyResult(out_dir=tmp_path, config=cfg, plan=plan, units=runs,
+                               results_path=tmp_path / "results.jsonl", report_md=tmp_path / "report.md",
+                               report_html=tmp_path / "report.html")
+
+    monkeypatch.setattr(api, "study", fake)
+    with pytest.raises(SystemExit) as e:
+        main(["study", "--device", "cpu", "--out", str(tmp_path)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert e.value.code == 1 and len(err) == 1 and err[0].startswith("Error: ")
+    failed = [r.unit.name for r in runs if r.status in ("error", "timeout")]
+    assert f"{len(failed)} unit(s) failed" in err[0] and all(n in err[0] for n in failed)
+    assert all(r.unit.name not in err[0] for r in runs if r.status in ("ok", "oom", "waived"))
+    runs[2].status = runs[4].status = "ok"
+    main(["study", "--device", "cpu", "--out", str(tmp_path)])  # no failed unit: exit 0 (returns)
+
+
 def test_dry_run_lists_units_and_measures_nothing(tmp_path):
     out = tmp_path / "s"
     r = _fb("study", "--device", "cpu", "--nprocs", "2", "--fabrics", "default,shaped:1gbit", "--strategies",

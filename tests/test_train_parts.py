@@ -85,6 +85,33 @@ def test_train_surface_is_frozen():
     assert {o for p in train.params for o in p.opts} == TRAIN_OPTIONS, "options changed: update on purpose"
 
 
+def test_train_exit_1_when_a_strategy_failed(monkeypatch, capsys, tmp_path):
+    """Every record is written; a failed strategy (error, timeout) makes exit 1, oom and waived do not."""
+    import fabricbench.training.launch as launch
+    from fabricbench.cli import main
+
+    statuses = {"ddp": "ok", "zero1": "oom", "zero3": "waived", "fsdp": "error"}
+
+    def fake(config, writer, echo=None):
+        recs = [{"kind": "train", "strategy": s, "status": statuses[s], "message": f"{s} said why"}
+                for s in config.strategies]
+        for r in recs:
+            writer.write(r)
+        return recs
+
+    monkeypatch.setattr(launch, "run", fake)
+    monkeypatch.setattr(launch.TrainConfig, "validate", lambda self: None)
+    out = tmp_path / "t.jsonl"
+    with pytest.raises(SystemExit) as e:
+        main(["train", "--device", "cpu", "--model", "tiny-mistral", "--strategy", "ddp,zero1,zero3,fsdp",
+              "--out", str(out)])
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert e.value.code == 1 and line.startswith("Error: ") and "fsdp: fsdp said why" in line
+    assert "ddp" not in line.split("fsdp")[0] and str(out) in line
+    assert len(out.read_text().splitlines()) >= 4  # written before the exit
+    main(["train", "--device", "cpu", "--model", "tiny-mistral", "--strategy", "ddp,zero1,zero3"])
+
+
 @pytest.mark.parametrize("args, msg", [
     (["--device", "cpu", "--model", "tiny-mistral", "--strategy", "zero4"], "Error: unknown strategy 'zero4'"),
     (["--device", "cpu", "--model", "tiny-mistral", "--steps", "4", "--warmup-steps", "3"],

@@ -188,8 +188,10 @@ def advise(*, model: str | None = None, model_config: str | None = None, num_gpu
     parse_memory(gpu_memory)
     t = _topology(topo, topo_file, records)
     if t is None:
-        raise UsageError("no GPU topology: pass --topo-file with a saved `nvidia-smi topo -m` (or `fabricbench "
-                         "topo --json`), or --results of a study that recorded its machine")
+        why = ("the --results hold no GPU topology (measured where no GPU was visible, e.g. the CPU lab); "
+               if records else "no GPU topology here; ")
+        raise UsageError(why + "advise places GPU jobs: pass --topo-file with a saved `nvidia-smi topo -m` "
+                               "(or `fabricbench topo --json`), or --results of a study run on GPUs")
     if isinstance(gpus, str):
         from fabricbench.gpus import parse_gpus
 

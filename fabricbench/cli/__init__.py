@@ -86,7 +86,8 @@ def main(argv: list[str] | None = None) -> None:
         click.echo("Interrupted; results measured so far were written.", err=True)
         sys.exit(130)
     except FabricbenchError as e:  # a measurement failed (CUDA, NCCL, timeout, check): not the user's input
-        click.echo(f"Error: {type(e).__name__}: {e}", err=True)
+        kind = "" if type(e) is FabricbenchError else f"{type(e).__name__}: "  # CollectiveTimeout, NcclError...
+        click.echo(f"Error: {kind}{e}", err=True)
         sys.exit(1)
     if isinstance(rv, int) and rv:
         sys.exit(rv)

@@ -88,6 +88,13 @@ def study(out, gpus, device, nprocs, fabrics, strategies, model, model_config, s
     click.echo(f"study: {len(res.units)} unit(s): {counts}")
     click.echo(f"results: {res.results_path}")
     click.echo(f"report:  {res.report_md}\n         {res.report_html}")
+    failed = [u for u in res.units if u.status in ("error", "timeout")]
+    if failed:  # the study went on and its report is written; the exit status still says a unit failed
+        from fabricbench.errors import FabricbenchError
+
+        raise FabricbenchError(f"{len(failed)} unit(s) failed: " + ", ".join(f"{u.unit.name} ({u.status})"
+                                                                          for u in failed[:6])
+                               + f"; their logs are in {res.out_dir}/units/, `--resume` reruns them")
 
 
 def _print_plan(res) -> None:

@@ -27,7 +27,7 @@ from fabricbench.collectives import DEFAULT_OPS
 @click.option("--iters", type=int, default=20, help="Timed iterations per size (graph mode: replays).")
 @click.option("--warmup", type=int, default=5, help="Untimed iterations per size.")
 @click.option("--adaptive", type=float, default=None,
-              help="Iterate until the median's 95%% CI half-width is within this fraction (e.g. 0.02).")
+              help="Iterate until the median's 95% CI half-width is within this fraction (e.g. 0.02).")
 @click.option("--max-iters", type=int, default=1000, help="Cap on iterations in the adaptive mode.")
 @click.option("--inplace", "mode", flag_value="inplace", help="In-place only.")
 @click.option("--out-of-place", "mode", flag_value="out-of-place", default=True, help="Out-of-place only.")

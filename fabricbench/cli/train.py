@@ -106,9 +106,11 @@ def train(strategy, model, model_config, model_path, gpus, device, nprocs, steps
     echo = (lambda r: click.echo(json.dumps(r))) if as_json else (lambda r: click.echo(_line(r)))
     with ResultWriter(out) as writer:
         records = run(config, writer, echo=echo)
-    died = [r for r in records if r.get("rank_died") is not None]
-    if died:  # exit 1: a dead rank is a failed run, though its record (and the steps kept) was written
+    # exit 1 when a run failed (a dead rank, a crash, a timeout, a strategy that did not run as asked),
+    # though every record (and a dead rank's measured steps) was written; oom and waived are results.
+    failed = [r for r in records if r.get("status") in ("error", "timeout")]
+    if failed:
         from fabricbench.errors import FabricbenchError
 
-        raise FabricbenchError("; ".join(f"{r['strategy']}: {r['message']}" for r in died)
+        raise FabricbenchError("; ".join(f"{r['strategy']}: {str(r.get('message'))[:300]}" for r in failed)
                                + (f" (records written to {out})" if out else ""))

@@ -300,7 +300,13 @@ def _rendezvous(timeout_s: float) -> DistContext:
         raise CollectiveTimeout(f"rank {rank} of {world}: could not reach rank 0 at {where} within --timeout "
                                 f"{timeout_s:g} s ({text})") from None
     store = tdist.PrefixStore("fabricbench", store)
-    local = int(os.environ.get("LOCAL_RANK", rank))
+    # the rank on this node picks the GPU: torchrun sets LOCAL_RANK, srun SLURM_LOCALID; the global rank is
+    # right only on a single node
+    local_env = os.environ.get("LOCAL_RANK") or os.environ.get("SLURM_LOCALID")
+    try:
+        local = int(local_env) if local_env else rank
+    except ValueError:
+        raise UsageError(f"LOCAL_RANK/SLURM_LOCALID={local_env!r}: a whole number expected") from None
     return DistContext(rank=rank, world_size=world, local_rank=local, store=store, timeout_s=timeout_s)
 
 
