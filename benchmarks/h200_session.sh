@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# One H200 in one short lease (about 9 minutes): build, the one-GPU native/sweep/topo/qualify tests, the
+# communication trace of every strategy (dinov2-base, bf16), qualify against the built-in 8x H200 spec,
+# --init from that run and qualify against it with the first run as baseline, and a small study.
+# Each stage has its own time limit, so everything measured comes back even when one runs long.
+#   bash benchmarks/h200_session.sh OUTDIR     (DeepSpeed and its missing dependencies as wheels in .whl/)
+set -uo pipefail
+R=${1:?usage: h200_session.sh OUTDIR}
+mkdir -p "$R/q" "$R/trace/profiles"
+export PYTHONUNBUFFERED=1
+if ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+    && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+fi
+(nvidia-smi; nvidia-smi topo -m; env | grep -E '^NCCL_') > "$R/machine.txt" 2>&1
+stage() { echo "== $1: exit $2, $(( $(date +%s) - t0 )) s" | tee -a "$R/summary.txt"; }
+fb() { python3 -m fabricbench "$@"; }
+
+t0=$(date +%s)
+CMAKE_ARGS=-DCMAKE_CUDA_ARCHITECTURES=90 python3 -m pip install -q --no-build-isolation --no-deps -e . > "$R/build.log" 2>&1
+stage build $?
+
+t0=$(date +%s)
+timeout 60 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_native_gpu.py tests/gpu/test_sweep_gpu.py \
+  tests/gpu/test_topo_gpu.py tests/test_qualify_gpu.py > "$R/pytest_gpu.log" 2>&1
+stage "gpu tests ($(tail -1 "$R/pytest_gpu.log"))" $?
+
+t0=$(date +%s)
+FABRICBENCH_KEEP_PROFILE="$R/trace/profiles" timeout 170 python3 -m fabricbench train --strategy all --precision bf16 \
+  --gpus 0 --model dinov2-base --batch-size 32 --steps 8 --warmup-steps 3 --trace-steps 2 --timeout 160 \
+  --out "$R/trace/trace.jsonl" > "$R/trace/trace.log" 2>&1
+stage trace $?
+python3 benchmarks/trace_table.py "$R/trace/trace.jsonl" > "$R/trace/trace.md" 2>&1
+gzip -f "$R"/trace/profiles/*.json 2>/dev/null
+
+t0=$(date +%s)
+timeout 75 python3 -m fabricbench qualify --spec builtin:h200-sxm-8 --out "$R/q/builtin" > "$R/q/builtin.txt" 2>&1
+stage "qualify builtin:h200-sxm-8 (1 expected: 1 GPU is not 8)" $?
+fb qualify --init "$R/q/known-good.toml" --from "$R/q/builtin/results.jsonl" --margin 0.8 > "$R/q/init.txt" 2>&1
+t0=$(date +%s)
+timeout 60 python3 -m fabricbench qualify --spec "$R/q/known-good.toml" --out "$R/q/init" \
+  --baseline "$R/q/builtin/results.jsonl" --tolerance 0.05 > "$R/q/init_run.txt" 2>&1
+stage "qualify --init spec, --baseline the first run" $?
+
+t0=$(date +%s)
+timeout "${STUDY_S:-80}" python3 -m fabricbench study --gpus 0 --fabrics default --strategies ddp,fsdp \
+  --model dinov2-base --batch-size 32 --steps 6 --warmup-steps 2 --sizes 1K-1G:x4 --iters 10 --warmup 3 \
+  --out "$R/study" > "$R/study.log" 2>&1
+stage study $?
