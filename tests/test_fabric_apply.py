@@ -199,3 +199,25 @@ def test_library_sweep_applies_p2p_off(monkeypatch):
     assert rec["fabric"] == "p2p-off" and rec["env"]["NCCL_P2P_DISABLE"] == "1"
     assert rec["env"][MARKER] == "p2p-off" and r.transport == "gloo (no NCCL)"
     assert "NCCL_P2P_DISABLE" not in os.environ  # applied to the child, never to this process
+
+
+@pytest.mark.slow
+def test_sweep_inside_an_applied_fabric_records_its_facts(tmp_path):
+    """A parent (study, qualify) applied the fabric and runs `sweep --fabric X` inside it: the sweep runs
+    in place and its records still say the rate and the (masked) variables."""
+    out = tmp_path / "s.jsonl"
+    spec = f"lo:GLOO_SOCKET_IFNAME=lo,SOME_TOKEN={SECRET}"
+    env = {**_clean_env(), MARKER: "lo", "GLOO_SOCKET_IFNAME": "lo", "SOME_TOKEN": SECRET}
+    p = _fb("sweep", "--engine", "torch", "--backend", "gloo", "--nprocs", "2", "--ops", "all_reduce",
+            "--sizes", "4K", "--iters", "2", "--warmup", "0", "--fabric", spec, "--out", str(out), env=env)
+    assert p.returncode == 0, p.stderr
+    [rec] = list(read_results(out, kind="collective"))
+    assert "child_run_id" not in rec["extra"]  # measured here, not delegated
+    assert rec["extra"]["fabric_env"] == {"GLOO_SOCKET_IFNAME": "lo", "SOME_TOKEN": "***"}
+    assert rec["shaped_rate_bps"] is None and SECRET not in out.read_text()
+    env[MARKER] = "shaped:1gbit"  # in force by its marker (the namespace is the parent's business)
+    p = _fb("sweep", "--engine", "torch", "--backend", "gloo", "--nprocs", "2", "--ops", "all_reduce",
+            "--sizes", "4K", "--iters", "2", "--warmup", "0", "--fabric", "shaped:1gbit", "--json", env=env)
+    assert p.returncode == 0, p.stderr
+    [rec] = [json.loads(ln) for ln in p.stdout.splitlines() if ln.startswith("{")]
+    assert rec["shaped_rate_bps"] == 10**9 and rec["extra"]["fabric_env"]["NCCL_P2P_DISABLE"] == "1"

@@ -84,6 +84,19 @@ def in_force(spec: str, environ: dict[str, str] | None = None) -> bool:
     return marker == fabric.name and all(env.get(k) == v for k, v in fabric.env)
 
 
+def stamp(record: dict[str, Any], fabric: Fabric) -> dict[str, Any]:
+    """A record measured in a process a parent already put under `fabric` (study and qualify units run
+    `fabricbench sweep --fabric X` inside the applied fabric) gets the facts a delegating sweep would have
+    written: `shaped_rate_bps` and the masked variables in `extra.fabric_env`. The transport NCCL used is
+    read from its log only by the process that captures that log (fabrics/child.py)."""
+    if fabric.plain:
+        return record
+    if record.get("shaped_rate_bps") is None:
+        record["shaped_rate_bps"] = fabric.rate_bps
+    record["extra"] = {**(record.get("extra") or {}), "fabric_env": fabric.public_variables}
+    return record
+
+
 @contextlib.contextmanager
 def _sigterm_as_exit() -> Iterator[None]:
     """SIGTERM normally ends Python without running `finally`; while a fabric is set up it raises

@@ -256,7 +256,6 @@ def dist_from_env(timeout_s: float) -> DistContext | None:
     makes the same calls in the same order, so the numbers agree."""
     if "RANK" not in os.environ or "WORLD_SIZE" not in os.environ:
         return None
-    import dataclasses
     import datetime
 
     import torch.distributed as tdist
@@ -319,7 +318,11 @@ def run_sweep(config: SweepConfig, *, writer=None, on_result: Callable[[Collecti
     seed = config.seed if config.seed is not None else random.SystemRandom().randrange(1, 2**31)
     results: list[CollectiveResult] = []
 
+    from fabricbench.fabrics.apply import in_force, stamp
+
     def emit(record: dict[str, Any]) -> None:
+        if here is not None and record.get("kind") == "collective":
+            stamp(record, here)  # a parent applied the fabric: the record still says its rate and variables
         if writer is not None:
             writer.write(record)
         reuse(record)
@@ -337,9 +340,11 @@ def run_sweep(config: SweepConfig, *, writer=None, on_result: Callable[[Collecti
                 resume.on_skip(skipped, planned)
 
     prior = list(resume.records) if resume is not None else None
-    from fabricbench.fabrics.apply import in_force
-
-    if not in_force(config.fabric):
+    delegated = not in_force(config.fabric)
+    here = None if delegated else _applied_here(config.fabric)
+    if here is not None:  # records name the fabric, never a custom spec's values (extra.settings too)
+        config = dataclasses.replace(config, fabric=here.name)
+    if delegated:
         # NCCL reads its variables once per process (and shaped:RATE needs a namespace): the fabric is
         # applied to a fresh child sweep, whose records stream back through emit (fabrics/child.py).
         from fabricbench.fabrics.child import sweep_under_fabric
@@ -360,6 +365,18 @@ def run_sweep(config: SweepConfig, *, writer=None, on_result: Callable[[Collecti
         run_rank(config, dist, emit, run_id=run_id, seed=seed, prior=prior if _is_root(dist) else None,
                  reused=reuse, on_skip=on_skip)
     return results
+
+
+def _applied_here(spec: str):
+    """The fabric a parent put this process under, when `spec` is a full definition; None for a plain
+    fabric, and for the bare name a delegating sweep gives its child (that parent annotates the records)."""
+    from fabricbench.fabrics import get_fabric
+
+    try:
+        fabric = get_fabric(spec)
+    except UsageError:
+        return None
+    return None if fabric.plain else fabric
 
 
 def _is_root(dist: DistContext | None) -> bool:
