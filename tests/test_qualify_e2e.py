@@ -95,7 +95,9 @@ def test_fails_under_a_slow_fabric_with_numbers_in_junit(tmp_path):
 def test_init_from_the_run_then_qualify_against_it(passing_run, tmp_path):
     out, _ = passing_run
     spec = tmp_path / "known-good.toml"
-    r = _qualify("--init", spec, "--from", out / "results.jsonl", "--margin", "0.3", timeout=120)
+    # a wide margin: this checks init -> qualify end to end, not the machine; a 64 KiB gloo latency on a
+    # shared 2-core runner was seen 16x its first figure while other work ran
+    r = _qualify("--init", spec, "--from", out / "results.jsonl", "--margin", "0.05", timeout=120)
     assert r.returncode == 0, r.stderr
     text = spec.read_text()
     assert 'backend = "gloo"' in text and "nprocs = 2" in text and "min_busbw_gbps" in text
