@@ -247,6 +247,26 @@ def test_init_from_recorded_run(tmp_path, capsys):
     assert s.check("correct").params["ops"] == ("all_gather", "all_reduce")
 
 
+def test_init_takes_plain_records_over_checked_ones(tmp_path):
+    """A size measured plainly and again with --check: the thresholds come from the plain record (the
+    collective check measures without --check), the checked one still makes the correctness check."""
+    from fabricbench.qualifying.init import spec_from_results
+    from fabricbench.qualifying.spec import load_spec
+
+    recs = [json.loads(l) for l in (QDATA / "gloo_node_results.jsonl").read_text().splitlines()]
+    small = min((r for r in recs if r.get("kind") == "collective" and r["op"] == "all_reduce"
+                 and not r.get("inplace")), key=lambda r: r["requested_bytes"])
+    plain = dict(small, wrong=None, time_us=100.0)
+    checked = dict(small, wrong=0, time_us=400.0)
+    with open(tmp_path / "r.jsonl", "w") as fh:
+        for r in [x for x in recs if x is not small] + [plain, checked]:  # the checked one written last
+            fh.write(json.dumps(r) + "\n")
+    (tmp_path / "s.toml").write_text(spec_from_results(tmp_path / "r.jsonl", margin=0.5))
+    s = load_spec(tmp_path / "s.toml")
+    assert s.check("all_reduce_float32").params["max_latency_us"] == pytest.approx(200.0)
+    assert "all_reduce" in s.check("correct").params["ops"]
+
+
 def _scaled_nodes(tmp_path, factors):
     src = [json.loads(l) for l in (QDATA / "gloo_node_results.jsonl").read_text().splitlines()]
     dirs = []
