@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# One H200 in one short lease (about 9 minutes): build, the one-GPU native/sweep/topo/qualify tests, the
-# communication trace of every strategy (dinov2-base, bf16), qualify against the built-in 8x H200 spec,
-# --init from that run and qualify against it with the first run as baseline, and a small study.
+# One H200 in one short lease (under 10 minutes): build, the one-GPU native/sweep/topo/qualify tests,
+# qualify against the built-in 8x H200 spec, --init from that run and qualify against it with the first
+# run as baseline, then `fabricbench study` of dinov2-base and mistral-1b with every strategy (its train
+# units carry the communication trace and the CUDA timeline of each strategy).
 # Each stage has its own time limit, so everything measured comes back even when one runs long.
 #   bash benchmarks/h200_session.sh OUTDIR     (DeepSpeed and its missing dependencies as wheels in .whl/)
 set -uo pipefail
@@ -21,17 +22,9 @@ CMAKE_ARGS=-DCMAKE_CUDA_ARCHITECTURES=90 python3 -m pip install -q --no-build-is
 stage build $?
 
 t0=$(date +%s)
-timeout 60 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_native_gpu.py tests/gpu/test_sweep_gpu.py \
+timeout 45 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_native_gpu.py tests/gpu/test_sweep_gpu.py \
   tests/gpu/test_topo_gpu.py tests/test_qualify_gpu.py > "$R/pytest_gpu.log" 2>&1
 stage "gpu tests ($(tail -1 "$R/pytest_gpu.log"))" $?
-
-t0=$(date +%s)
-FABRICBENCH_KEEP_PROFILE="$R/trace/profiles" timeout 170 python3 -m fabricbench train --strategy all --precision bf16 \
-  --gpus 0 --model dinov2-base --batch-size 32 --steps 8 --warmup-steps 3 --trace-steps 2 --timeout 160 \
-  --out "$R/trace/trace.jsonl" > "$R/trace/trace.log" 2>&1
-stage trace $?
-python3 benchmarks/trace_table.py "$R/trace/trace.jsonl" > "$R/trace/trace.md" 2>&1
-gzip -f "$R"/trace/profiles/*.json 2>/dev/null
 
 t0=$(date +%s)
 timeout 75 python3 -m fabricbench qualify --spec builtin:h200-sxm-8 --out "$R/q/builtin" > "$R/q/builtin.txt" 2>&1
@@ -42,8 +35,15 @@ timeout 60 python3 -m fabricbench qualify --spec "$R/q/known-good.toml" --out "$
   --baseline "$R/q/builtin/results.jsonl" --tolerance 0.05 > "$R/q/init_run.txt" 2>&1
 stage "qualify --init spec, --baseline the first run" $?
 
+# The study: every strategy at world size 1 on the default fabric (p2p-off changes nothing for one rank),
+# each train unit with its communication trace and CUDA timeline (the trace must say no collective ran).
+common=(--gpus 0 --fabrics default --strategies ddp,zero1,zero2,zero3,fsdp --steps 6 --warmup-steps 2
+        --sizes 1K-1G:x4 --iters 10 --warmup 3 --train-timeout 150 --sweep-timeout 120)
 t0=$(date +%s)
-timeout "${STUDY_S:-80}" python3 -m fabricbench study --gpus 0 --fabrics default --strategies ddp,fsdp \
-  --model dinov2-base --batch-size 32 --steps 6 --warmup-steps 2 --sizes 1K-1G:x4 --iters 10 --warmup 3 \
-  --out "$R/study" > "$R/study.log" 2>&1
-stage study $?
+timeout "${STUDY_S:-220}" python3 -m fabricbench study --model dinov2-base --batch-size 32 "${common[@]}" \
+  --out "$R/study-dinov2-base" > "$R/study-dinov2-base.log" 2>&1
+stage "study dinov2-base" $?
+t0=$(date +%s)
+timeout "${STUDY_S:-220}" python3 -m fabricbench study --model mistral-1b --batch-size 8 --seq-len 512 "${common[@]}" \
+  --out "$R/study-mistral-1b" > "$R/study-mistral-1b.log" 2>&1
+stage "study mistral-1b" $?
