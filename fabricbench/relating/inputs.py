@@ -8,7 +8,6 @@ strategy and fabric are one observation: repeats combine by the median of their 
 
 from __future__ import annotations
 
-import json
 import os
 import statistics
 from dataclasses import dataclass
@@ -38,25 +37,17 @@ def load(records_or_paths: Any) -> list[dict[str, Any]]:
 
 
 def _read(path: Path) -> list[dict[str, Any]]:
+    from fabricbench.results.writer import read_results
+
     try:
-        text = path.read_text(encoding="utf-8")
+        # read_results skips a torn last line (crash mid-write)
+        recs = [r for r in read_results(path) if isinstance(r, dict)]
     except IsADirectoryError:
         raise UsageError(f"{path}: is a folder; name the .jsonl files in it") from None
     except OSError as e:
         raise UsageError(f"{path}: cannot read it ({e.strerror})") from None
     except UnicodeDecodeError:
         raise UsageError(f"{path}: not a fabricbench results file (not text)") from None
-    recs = []
-    for line in text.splitlines():
-        line = line.strip()
-        if not line:
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError:
-            continue  # a torn last line (crash mid-write), as read_results does
-        if isinstance(rec, dict):
-            recs.append(rec)
     if not recs:
         raise UsageError(f"{path}: no fabricbench records in it (expected JSON lines from --out)")
     return recs
