@@ -39,11 +39,13 @@ stage "qualify --init spec, --baseline the first run" $?
 # each train unit with its communication trace and CUDA timeline (the trace must say no collective ran).
 common=(--gpus 0 --fabrics default --strategies ddp,zero1,zero2,zero3,fsdp --steps 6 --warmup-steps 2
         --sizes 1K-1G:x4 --iters 10 --warmup 3 --train-timeout 150 --sweep-timeout 120)
-t0=$(date +%s)
-timeout "${STUDY_S:-220}" python3 -m fabricbench study --model dinov2-base --batch-size 32 "${common[@]}" \
-  --out "$R/study-dinov2-base" > "$R/study-dinov2-base.log" 2>&1
-stage "study dinov2-base" $?
-t0=$(date +%s)
-timeout "${STUDY_S:-220}" python3 -m fabricbench study --model mistral-1b --batch-size 8 --seq-len 512 "${common[@]}" \
-  --out "$R/study-mistral-1b" > "$R/study-mistral-1b.log" 2>&1
-stage "study mistral-1b" $?
+for model in ${STUDY_MODELS:-dinov2-base mistral-1b}; do
+  case $model in
+    mistral-1b) shape=(--batch-size 8 --seq-len 512) ;;
+    *) shape=(--batch-size 32) ;;
+  esac
+  t0=$(date +%s)
+  timeout "${STUDY_S:-220}" python3 -m fabricbench study --model "$model" "${shape[@]}" "${common[@]}" \
+    --out "$R/study-$model" > "$R/study-$model.log" 2>&1
+  stage "study $model" $?
+done
