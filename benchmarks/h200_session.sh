@@ -22,9 +22,10 @@ CMAKE_ARGS=-DCMAKE_CUDA_ARCHITECTURES=90 python3 -m pip install -q --no-build-is
 stage build $?
 
 t0=$(date +%s)
-timeout 45 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_native_gpu.py tests/gpu/test_sweep_gpu.py \
+timeout 90 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_native_gpu.py tests/gpu/test_sweep_gpu.py \
   tests/gpu/test_topo_gpu.py tests/test_qualify_gpu.py > "$R/pytest_gpu.log" 2>&1
-stage "gpu tests ($(tail -1 "$R/pytest_gpu.log"))" $?
+rc=$?  # before the $(tail) below, which would replace $?
+stage "gpu tests ($(tail -1 "$R/pytest_gpu.log"))" $rc
 
 t0=$(date +%s)
 timeout 75 python3 -m fabricbench qualify --spec builtin:h200-sxm-8 --out "$R/q/builtin" > "$R/q/builtin.txt" 2>&1

@@ -117,9 +117,10 @@ NET_LOG = f"""{HOST}:777:777 [0] NCCL INFO Using network Socket
 {HOST}:777:785 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] [send] via NET/Socket/0
 {HOST}:777:785 [0] NCCL INFO Channel 01/0 : 0[0] -> 1[1] [send] via NET/IB/0/GDRDMA
 """
+# the lines NCCL 2.28 writes (function name first; "nRanks" in the topology line)
 ONE_RANK_LOG = f"""NCCL version 2.28.9+cuda13.0
-{HOST}:55:55 [0] NCCL INFO comm 0x7f rank 0 nranks 1 cudaDev 0 nvmlDev 0 busId 18000 commId 0x9 - Init START
-{HOST}:55:55 [0] NCCL INFO comm 0x7f rank 0 nranks 1 cudaDev 0 nvmlDev 0 busId 18000 commId 0x9 - Init COMPLETE
+{HOST}:55:55 [0] NCCL INFO ncclCommInitRankFunc comm 0x7f rank 0 nranks 1 cudaDev 0 nvmlDev 0 busId 18000 commId 0x9 - Init START
+{HOST}:55:55 [0] NCCL INFO comm 0x7f rank 0 nRanks 1 nNodes 1 localRanks 1 localRank 0 MNNVL 0
 """
 
 

@@ -21,7 +21,10 @@ from fabricbench.fabrics.model import Fabric
 
 _VIA = re.compile(r"NCCL INFO Channel \d+/\d+ : \d+\[[0-9a-fx]+\] -> \d+\[[0-9a-fx]+\]"
                   r"(?: \[(?:send|receive)\])? via (\S+(?: pointer)?(?:/\S+)*)")
-_NRANKS = re.compile(r"NCCL INFO comm 0x[0-9a-f]+ rank \d+ nranks (\d+)")
+# Releases differ: "comm 0x.. rank 0 nranks 2 cudaDev ..."; "ncclCommInitRankFunc comm 0x.. rank 0 nranks 1
+# cudaDev ... Init START" (a function name first, "[Rank r] " in some); "comm 0x.. rank 0 nRanks 1 nNodes 1 ..."
+# (2.28.9 on the H200 wrote no line the first form matched: its one-rank records lost their rank count)
+_NRANKS = re.compile(r"NCCL INFO (?:\[Rank \d+\] )?(?:\w+ )?comm 0x[0-9a-f]+ rank \d+ nranks (\d+)", re.IGNORECASE)
 _NETWORK = re.compile(r"NCCL INFO Using network (\S+)")
 _NVLS = re.compile(r"NCCL INFO .*(?:Connected NVLS|NVLS comm|nvlsSupport 1)")
 _VERSION = re.compile(r"NCCL version (\S+)")
