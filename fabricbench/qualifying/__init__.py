@@ -5,6 +5,7 @@
     fabricbench qualify --fleet node1/ node2/ node3/ --out fleet/
 
 Layers: spec.py (TOML -> Spec, every mistake exit 2), checks/ (one module per kind + CHECKS), context.py
-and children.py (measure each unit once, record it), verdict.py, junit.py, report.py, baseline.py,
-fleet.py, init.py (a spec from results), api.py (the library entry points).
+and children.py (measure each unit once, record it), verdict.py, junit.py, report.py, figures.py (the
+figures a baseline and a fleet compare), fleet.py, init.py (a spec from results), api.py (the library entry
+points, and the --baseline verdict).
 """
