@@ -332,7 +332,27 @@ def test_cli_surface_is_frozen():
     names = {opt for p in qualify.params for opt in p.opts}
     assert names == {"inputs", "--spec", "--out", "--resume", "--only", "--skip", "--fabric", "--topo-file",
                      "--baseline", "--tolerance", "--init", "--from", "--margin", "--name", "--fleet",
-                     "--fraction", "--list-specs", "--list-kinds", "--json", "--quiet"}
+                     "--fraction", "--list-specs", "--list-kinds", "--json", "--quiet", "--dry-run"}
+
+
+def test_dry_run_checks_the_spec_and_measures_nothing(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, out, err = _cli(["qualify", "--spec", "builtin:h200-sxm-8", "--dry-run", "--skip", "wiring"], capsys)
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0].startswith("h200-sxm-8 (builtin:h200-sxm-8): 7 of 8 check(s)") and "nothing measured" in lines[0]
+    assert any(ln.split()[:2] == ["allreduce_8gpu", "collective"] and "sizes=8B,1G" in ln for ln in lines)
+    assert not any(ln.split()[0] == "wiring" for ln in lines[1:])
+    code, out, err = _cli(["qualify", "--spec", "builtin:h200-sxm-8", "--dry-run", "--json", "--only",
+                           "transports"], capsys)
+    doc = json.loads(out)
+    assert code == 0 and [c["name"] for c in doc["checks"]] == ["transports"] and doc["run"]["engine"] == "native"
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[spec]\nname = "x"\n[[check]]\nname = "c"\nkind = "collective"\nop = "all_reduce"\n'
+                   'sizes = ["1G"]\nmin_busbw_gbps = "fast"\n')
+    code, out, err = _cli(["qualify", "--spec", str(bad), "--dry-run"], capsys)
+    assert code == 2 and err.startswith("Error: ") and "bad.toml" in err and "min_busbw_gbps" in err
+    assert list(tmp_path.iterdir()) == [bad]  # nothing written
 
 
 def test_library_returns_typed_verdicts(tmp_path):

@@ -6,6 +6,7 @@ from a known-good node; find the outliers of a fleet.
     fabricbench qualify --spec node.toml --out q2/ --baseline q/results.jsonl --tolerance 0.05
     fabricbench qualify --init node.toml --from q/results.jsonl --margin 0.9
     fabricbench qualify --fleet node1/ node2/ node3/ --out fleet/
+    fabricbench qualify --spec node.toml --dry-run                   (check the spec, list its checks)
     fabricbench qualify --list-specs | --list-kinds
 
 The library decides (fabricbench/qualifying/api.py); this module maps flags.
@@ -13,6 +14,7 @@ The library decides (fabricbench/qualifying/api.py); this module maps flags.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 
@@ -51,8 +53,9 @@ def _names(text: str | None) -> list[str] | None:
 @click.option("--list-kinds", is_flag=True, help="List the check kinds and their keys, then exit.")
 @click.option("--json", "as_json", is_flag=True, help="Print the verdicts as JSON instead of the table.")
 @click.option("--quiet", is_flag=True, help="No progress lines.")
+@click.option("--dry-run", is_flag=True, help="Check the spec and list the checks it would run; measure nothing.")
 def qualify(inputs, spec_path, out_dir, resume, only, skip, fabric, topo_file, baseline, tolerance, init_path, from_path,
-            margin, name, fleet, fraction, list_specs, list_kinds, as_json, quiet):
+            margin, name, fleet, fraction, list_specs, list_kinds, as_json, quiet, dry_run):
     """Check a node against a spec: verdicts with numbers, JUnit, report; specs from runs; fleets.
 
     \b
@@ -80,6 +83,8 @@ def qualify(inputs, spec_path, out_dir, resume, only, skip, fabric, topo_file, b
     if len(modes) != 1:
         raise UsageError("give one of --spec FILE, --init SPEC --from RESULTS, --fleet DIR..., --list-specs, "
                          "--list-kinds" + (f" (got {', '.join(modes)})" if modes else ""))
+    if dry_run and not spec_path:
+        raise UsageError("--dry-run goes with --spec (it checks a spec and lists its checks)")
     if inputs and not fleet:
         raise UsageError(f"unexpected argument(s) {' '.join(inputs)}; folders to compare go with --fleet")
     if list_specs:
@@ -90,6 +95,8 @@ def qualify(inputs, spec_path, out_dir, resume, only, skip, fabric, topo_file, b
         return _init(init_path, from_path, margin, name)
     if fleet:
         return _fleet(inputs, out_dir, fraction, as_json)
+    if dry_run:
+        return _dry_run(spec_path, _names(only), _names(skip), fabric, as_json)
     from fabricbench.qualifying.api import qualify as run
     from fabricbench.qualifying.report import render
 
@@ -103,6 +110,46 @@ def qualify(inputs, spec_path, out_dir, resume, only, skip, fabric, topo_file, b
     else:
         render(res)
     return res.exit_code
+
+
+def _dry_run(spec_path: str, only, skip, fabric: str | None, as_json: bool) -> int:
+    """The spec read and checked as a run would (every mistake exit 2), then what would run; for spec
+    authors and CI jobs that keep specs."""
+    from fabricbench.qualifying.api import select
+    from fabricbench.qualifying.spec import load_spec
+
+    spec = load_spec(spec_path)
+    if fabric:
+        spec = spec.under(fabric)
+    checks = select(spec, only, skip)
+    if as_json:
+        click.echo(json.dumps({"spec": spec.name, "path": spec.path, "run": dataclasses.asdict(spec.run),
+                               "checks": [{"name": c.name, "kind": c.kind, **_jsonable(c.params)} for c in checks]},
+                              indent=2))
+        return 0
+    r = spec.run
+    where = (f"{r.nprocs} {r.backend} rank(s)" if r.cpu_ranks else f"engine {r.engine}"
+             + (f", backend {r.backend}" if r.backend else ""))
+    click.echo(f"{spec.name} ({spec.path}): {len(checks)} of {len(spec.checks)} check(s), {where}, "
+               f"iters {r.iters}, warmup {r.warmup}; nothing measured")
+    for c in checks:
+        keys = ", ".join(f"{k}={_shown(k, v)}" for k, v in _jsonable(c.params).items() if v is not None)
+        click.echo(f"  {c.name:28s} {c.kind:12s} {keys}")
+    return 0
+
+
+def _shown(key: str, value):
+    from fabricbench.sizes import format_size
+
+    if key in ("size", "busbw_size", "latency_size") and isinstance(value, int):
+        return format_size(value)
+    if key == "sizes" and isinstance(value, list):
+        return ",".join(format_size(v) for v in value)
+    return value
+
+
+def _jsonable(params: dict) -> dict:
+    return {k: (list(v) if isinstance(v, tuple) else v) for k, v in params.items()}
 
 
 def _list_specs() -> int:
