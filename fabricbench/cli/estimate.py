@@ -43,10 +43,9 @@ def estimate(model, model_config, num_gpus, recipe, batch_size, seq_len, image_s
     if as_json:
         click.echo(json.dumps(doc))
         return
-    # GiB for real models; MiB (or KiB) for the CPU-lab models, whose states would print as 0.00 GiB
-    biggest = max(row["total_bytes"] for row in doc["strategies"].values())
-    unit, scale = next((u, b) for u, b in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10), ("B", 1))
-                       if biggest >= b or b == 1)
+    from fabricbench.report.analysis import byte_unit
+
+    unit, scale = byte_unit(max(row["total_bytes"] for row in doc["strategies"].values()))
     click.echo(f"{resolved.name}: {psi:,} parameters ({psi / 1e9:.4g}e9), {num_gpus} GPU(s), recipe {recipe}")
     click.echo(f"{'strategy':<8} {'params':>10} {'grads':>10} {'optimizer':>10} {'master':>10} {'total':>10}  {unit}")
     for name, row in doc["strategies"].items():

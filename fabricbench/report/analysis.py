@@ -96,5 +96,11 @@ def fmt(v: float | None, digits: int = 2) -> str:
     return f"{v:.{digits}f}"
 
 
+def byte_unit(largest: float) -> tuple[str, int]:
+    """The binary unit a set of byte counts reads best in, largest first: GiB for real models, MiB or KiB
+    for the CPU-lab ones (whose states would all print as 0.00 GiB)."""
+    return next(((u, b) for u, b in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)) if largest >= b), ("B", 1))
+
+
 def fmt_ratio(v: float | None) -> str:
     return "-" if v is None else f"{v:.3f}"

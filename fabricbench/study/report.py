@@ -17,6 +17,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from fabricbench.report.analysis import byte_unit
 from fabricbench.report.document import Document, Section
 from fabricbench.study import figures
 from fabricbench.study import records as study_records
@@ -406,9 +407,9 @@ def _memory(doc: Document, c: StudyConfig, trains, estimate, figs: _Figs) -> Non
     if any(x is not None for x in alloc):
         series["measured peak allocated"] = alloc
         series["measured peak reserved"] = reserved
-    top = max((v for vs in series.values() for v in vs if v is not None), default=0.0)
-    unit, scale = ("GiB", 1.0) if top >= 1.0 else ("MiB", 1024.0)  # tiny CPU-lab models read in MiB
-    series = {k: [None if v is None else v * scale for v in vs] for k, vs in series.items()}
+    top = max((v for vs in series.values() for v in vs if v is not None), default=0.0)  # GiB
+    unit, divisor = byte_unit(top * 2**30)
+    series = {k: [None if v is None else v * 2**30 / divisor for v in vs] for k, vs in series.items()}
     figures.grouped_bars(list(c.strategies), series, p, title=f"memory per GPU ({base})", ylabel=unit,
                          value_fmt="{:.3g}")
     s.figure(p, "memory per GPU per strategy: the estimate's staircase, and the measured peaks where a GPU "
