@@ -317,8 +317,12 @@ def run_sweep(config: SweepConfig, *, writer=None, on_result: Callable[[Collecti
     run_id = run_id or new_run_id()
     seed = config.seed if config.seed is not None else random.SystemRandom().randrange(1, 2**31)
     results: list[CollectiveResult] = []
-
     from fabricbench.fabrics.apply import in_force, stamp
+
+    delegated = not in_force(config.fabric)
+    here = None if delegated else _applied_here(config.fabric)
+    if here is not None:  # records name the fabric, never a custom spec's values (extra.settings too)
+        config = dataclasses.replace(config, fabric=here.name)
 
     def emit(record: dict[str, Any]) -> None:
         if here is not None and record.get("kind") == "collective":
@@ -340,10 +344,6 @@ def run_sweep(config: SweepConfig, *, writer=None, on_result: Callable[[Collecti
                 resume.on_skip(skipped, planned)
 
     prior = list(resume.records) if resume is not None else None
-    delegated = not in_force(config.fabric)
-    here = None if delegated else _applied_here(config.fabric)
-    if here is not None:  # records name the fabric, never a custom spec's values (extra.settings too)
-        config = dataclasses.replace(config, fabric=here.name)
     if delegated:
         # NCCL reads its variables once per process (and shaped:RATE needs a namespace): the fabric is
         # applied to a fresh child sweep, whose records stream back through emit (fabrics/child.py).

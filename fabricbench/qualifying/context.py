@@ -187,10 +187,10 @@ class Context:
     def _sweep_here(self, unit: SweepUnit, key: str) -> UnitResult:
         """Under torchrun: every rank runs the sweep; rank 0 gets the records. Each unit is a sweep of its
         own in the launch's ranks (runner.dist_from_env gives each call its own store prefix)."""
-        from fabricbench.errors import FabricbenchError
-        from fabricbench.measuring.api import make_config, resolve_devices
         from types import SimpleNamespace
 
+        from fabricbench.errors import FabricbenchError
+        from fabricbench.measuring.api import make_config, resolve_devices
         from fabricbench.measuring.runner import run_sweep
 
         if unit.fabric != "default":

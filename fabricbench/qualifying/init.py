@@ -69,11 +69,8 @@ def spec_from_results(path: str | os.PathLike, *, margin: float = 0.9, name: str
         # one record per size for the thresholds: a size measured plainly and again with --check (the
         # correctness sweep) takes the plain one, as the collective check measures it; the checked ones
         # still feed the correctness check below
-        timed: dict[int, dict[str, Any]] = {}
-        for r in rs:
-            prev = timed.get(r["requested_bytes"])
-            if prev is None or prev.get("wrong") is not None or r.get("wrong") is None:
-                timed[r["requested_bytes"]] = r
+        # (a stable sort puts checked records first, so a plain one of the same size replaces them)
+        timed = {r["requested_bytes"]: r for r in sorted(rs, key=lambda r: r.get("wrong") is None)}
         checked = [r for r in rs if r.get("wrong") is not None]
         rs = sorted(timed.values(), key=lambda r: r["requested_bytes"])
         big, small = rs[-1], rs[0]
