@@ -5,6 +5,7 @@
 # units carry the communication trace and the CUDA timeline of each strategy).
 # Each stage has its own time limit, so everything measured comes back even when one runs long.
 #   bash benchmarks/h200_session.sh OUTDIR     (DeepSpeed and its missing dependencies as wheels in .whl/)
+# Knobs: GPU_TESTS (the pytest targets), QUALIFY=0 (skip the qualify stages), STUDY_MODELS, STUDY_S.
 set -uo pipefail
 R=${1:?usage: h200_session.sh OUTDIR}
 mkdir -p "$R/q" "$R/trace/profiles"
@@ -22,11 +23,14 @@ CMAKE_ARGS=-DCMAKE_CUDA_ARCHITECTURES=90 python3 -m pip install -q --no-build-is
 stage build $?
 
 t0=$(date +%s)
-timeout 90 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_native_gpu.py tests/gpu/test_sweep_gpu.py \
-  tests/gpu/test_topo_gpu.py tests/test_qualify_gpu.py > "$R/pytest_gpu.log" 2>&1
+# shellcheck disable=SC2086  # GPU_TESTS is a list of pytest targets
+timeout "${GPU_TESTS_S:-90}" python3 -m pytest -q -p no:cacheprovider \
+  ${GPU_TESTS:-tests/gpu/test_native_gpu.py tests/gpu/test_sweep_gpu.py tests/gpu/test_topo_gpu.py tests/test_qualify_gpu.py} \
+  > "$R/pytest_gpu.log" 2>&1
 rc=$?  # before the $(tail) below, which would replace $?
 stage "gpu tests ($(tail -1 "$R/pytest_gpu.log"))" $rc
 
+if [ "${QUALIFY:-1}" = 1 ]; then
 t0=$(date +%s)
 timeout 75 python3 -m fabricbench qualify --spec builtin:h200-sxm-8 --out "$R/q/builtin" > "$R/q/builtin.txt" 2>&1
 stage "qualify builtin:h200-sxm-8 (1 expected: 1 GPU is not 8)" $?
@@ -35,6 +39,7 @@ t0=$(date +%s)
 timeout 60 python3 -m fabricbench qualify --spec "$R/q/known-good.toml" --out "$R/q/init" \
   --baseline "$R/q/builtin/results.jsonl" --tolerance 0.05 > "$R/q/init_run.txt" 2>&1
 stage "qualify --init spec, --baseline the first run" $?
+fi
 
 # The study: every strategy at world size 1 on the default fabric (p2p-off changes nothing for one rank),
 # each train unit with its communication trace and CUDA timeline (the trace must say no collective ran).

@@ -8,6 +8,9 @@
 #   mkdir -p .carry/peers && cp ../shared/peers/nccl-tests-*.tar.gz .carry/peers/     (here, once)
 #   bash benchmarks/parity_h200.sh OUTDIR                                              (on the GPU machine)
 #
+# SPREAD="ARGS" then runs benchmarks/parity_spread.py ARGS (fresh processes of each tool per size, into
+# OUTDIR/spread/), and PARITY=0 skips the parity tables.
+#
 # Files: OUTDIR/parity_eager.txt, parity_graph.txt, parity.json (every figure), parity.log (progress),
 # nccl-tests.log (every nccl-tests command and its output), build.log, pytest.log (with GPU_TESTS=1).
 set -uo pipefail
@@ -47,6 +50,13 @@ if [ "${GPU_TESTS:-0}" = 1 ]; then
   python3 -m pytest tests/gpu/test_native_gpu.py -q 2>&1 | tee "$OUTDIR/pytest.log" | tail -5
 fi
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader | tee -a "$OUTDIR/build.log"
+if [ -n "${SPREAD:-}" ]; then
+  # shellcheck disable=SC2086  # SPREAD is a list of arguments
+  python3 benchmarks/parity_spread.py --nccl-tests "$NT/build" --nccl-lib "$NCCL_LIB" --out "$OUTDIR/spread" \
+      $SPREAD 2>&1 | tail -60
+  echo "spread done at $(date -u +%T)"
+fi
+[ "${PARITY:-1}" = 1 ] || exit 0
 python3 benchmarks/compare_engines.py --gpus 0 --nccl-tests "$NT/build" --nccl-lib "$NCCL_LIB" \
     --tables "$OUTDIR" ${PARITY_ARGS:-} 2>&1 | tee "$OUTDIR/parity.log" | tail -80
 PARITY_RC=${PIPESTATUS[0]}

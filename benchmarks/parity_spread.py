@@ -1,0 +1,135 @@
+"""How much of the fabricbench / nccl-tests gap at 1-16 MiB is the tools, and how much is the process.
+
+On one GPU, NCCL turns every collective into a cudaMemcpyAsync of the buffer onto itself (2.28's
+enqueue.cc: nRanks == 1 -> ncclLaunchOneRank), and from 1 to 16 MiB both tools take ~4 us per launch: the
+host's launch rate, not the wire. compare_engines.py pairs one nccl-tests process per size with one run of a
+long-lived fabricbench process; this script asks whether the pairing itself decides the ratio. For each
+(mode, op, size) it starts REPS fresh processes of each tool, alternating (nccl-tests, fabricbench, ...), with
+the matched settings and counts of compare_engines.py, optionally pinned to one CPU core (--cpu), and also
+times REPS fresh buffer sets in one fabricbench process (--inproc: does the allocation matter?).
+
+    python benchmarks/parity_spread.py --nccl-tests /tmp/nccl-tests/build \\
+        --nccl-lib /usr/lib/x86_64-linux-gnu/libnccl.so.2 --sizes 1M-16M:x2 --reps 5 --out DIR
+
+Prints, per size: each tool's median, min and max over its processes, the ratio of the medians, and the
+spread; writes DIR/spread.json (every figure) and DIR/spread.txt (the table).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from compare_engines import NCCL_TESTS_BIN, Fabricbench, matched_counts, run_nccl_tests
+
+from fabricbench.sizes import SizeSweep, format_size
+
+
+def fb_process(op: str, size: int, graph: bool, n: int, g: int, warm: int, env: dict, pin: list[str],
+               scratch: Path, log) -> float | None:
+    """One fresh `fabricbench sweep` in the matched mode; its per-iteration time (us)."""
+    out = scratch / "fb.jsonl"
+    out.unlink(missing_ok=True)
+    cmd = [*pin, sys.executable, "-m", "fabricbench", "sweep", "--engine", "native", "--gpus", "0", "--ops", op,
+           "--sizes", str(size), "--buffers", "reuse", "--timing", "loop", "--alloc", "nccl",
+           "--warmup", str(warm), "--quiet", "--out", str(out)]
+    cmd += ["--graph", "--graph-iters", str(n), "--iters", str(g)] if graph else ["--iters", str(n)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env, check=False)
+    log.write(f"$ {' '.join(cmd)}\n{proc.stdout}{proc.stderr}\n")
+    recs = [json.loads(x) for x in out.read_text().splitlines()] if out.exists() else []
+    times = [r["time_us"] for r in recs if r.get("kind") == "sweep" and r.get("time_us")]
+    return times[-1] if times else None
+
+
+def summary(xs: list[float]) -> dict:
+    xs = [x for x in xs if x]
+    if not xs:
+        return {}
+    med = statistics.median(xs)
+    return {"median": med, "min": min(xs), "max": max(xs), "spread": (max(xs) - min(xs)) / med, "all": xs}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--nccl-tests", type=Path, required=True)
+    ap.add_argument("--nccl-lib", default=None)
+    ap.add_argument("--ops", default="all_reduce,all_gather")
+    ap.add_argument("--sizes", default="1M-16M:x2")
+    ap.add_argument("--modes", default="eager", help="eager, graph or eager,graph")
+    ap.add_argument("--reps", type=int, default=5, help="fresh processes per tool and size")
+    ap.add_argument("--cpu", default=None, help="pin every process to this CPU core (taskset -c)")
+    ap.add_argument("--inproc", action="store_true", help="also REPS fresh buffer sets in one fabricbench process")
+    ap.add_argument("--out", type=Path, required=True)
+    args = ap.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ)
+    if args.nccl_lib:
+        env["LD_LIBRARY_PATH"] = f"{Path(args.nccl_lib).resolve().parent}:{env.get('LD_LIBRARY_PATH', '')}"
+        env["FABRICBENCH_NCCL_LIBRARY"] = args.nccl_lib
+    pin = ["taskset", "-c", args.cpu] if args.cpu else []
+    sizes = SizeSweep.parse(args.sizes).expand()
+    fb = Fabricbench((0,), args.nccl_lib) if args.inproc else None
+    rows = []
+    head = (f"{'mode':5s} {'op':12s} {'size':>5s} | {'nt med':>7s} {'min':>6s} {'max':>6s} | {'fb med':>7s} "
+            f"{'min':>6s} {'max':>6s} | {'ratio':>6s} | {'in-proc':>7s} {'min':>6s} {'max':>6s}")
+    print(head, flush=True)
+    with tempfile.TemporaryDirectory(prefix="fb-spread-") as tmp, \
+            open(args.out / "spread.log", "w", encoding="utf-8") as log:
+        scratch = Path(tmp)
+        for mode in args.modes.split(","):
+            graph = mode == "graph"
+            for op in args.ops.split(","):
+                exe = args.nccl_tests / NCCL_TESTS_BIN[op]
+                for size in sizes:
+                    n, g, warm = matched_counts(size, graph)
+                    nt, fbp = [], []
+                    for _ in range(args.reps):
+                        times = _pinned_nt(pin, exe, size, n, g, warm, env, scratch, log)
+                        nt += times.get(size, [])
+                        fbp.append(fb_process(op, size, graph, n, g, warm, env, pin, scratch, log))
+                    row = {"mode": mode, "op": op, "size": size, "counts": [n, g, warm], "cpu": args.cpu,
+                           "nt": summary(nt), "fb": summary(fbp)}
+                    if fb:
+                        inproc = [fb.time(op, size, graph=graph, buffers="reuse", timing="loop", n=n,
+                                          launches=g, reps=1, alloc="nccl", warmup=warm)[0][0]
+                                  for _ in range(args.reps)]
+                        row["fb_inproc"] = summary(inproc)
+                    rows.append(row)
+                    print(_line(row), flush=True)
+                    _write(args.out, head, rows)  # after every size: a run cut short keeps what it measured
+    if fb:
+        fb.session.close()
+    return 0
+
+
+def _write(out: Path, head: str, rows: list[dict]) -> None:
+    (out / "spread.txt").write_text("\n".join([head] + [_line(r) for r in rows]) + "\n")
+    (out / "spread.json").write_text(json.dumps(rows, indent=1) + "\n")
+
+
+def _pinned_nt(pin, exe, size, n, g, warm, env, scratch, log):
+    """run_nccl_tests, with the binary started under taskset when --cpu is given."""
+    if not pin:
+        return run_nccl_tests(exe, size, size, n, g, 1, 1, env, scratch / "nt.json", log, warmup=warm)[0]
+    wrapper = scratch / f"pinned_{exe.name}"
+    wrapper.write_text(f"#!/bin/sh\nexec {' '.join(pin)} {exe} \"$@\"\n")
+    wrapper.chmod(0o755)
+    return run_nccl_tests(wrapper, size, size, n, g, 1, 1, env, scratch / "nt.json", log, warmup=warm)[0]
+
+
+def _line(r) -> str:
+    def trio(s):
+        return f"{s['median']:7.2f} {s['min']:6.2f} {s['max']:6.2f}" if s else f"{'-':>7s} {'-':>6s} {'-':>6s}"
+    ratio = (f"{r['fb']['median'] / r['nt']['median']:6.3f}" if r["fb"] and r["nt"] else f"{'-':>6s}")
+    return (f"{r['mode']:5s} {r['op']:12s} {format_size(r['size']):>5s} | {trio(r['nt'])} | {trio(r['fb'])} | "
+            f"{ratio} | {trio(r.get('fb_inproc') or {})}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
