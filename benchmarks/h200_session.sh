@@ -10,16 +10,15 @@ set -uo pipefail
 R=${1:?usage: h200_session.sh OUTDIR}
 mkdir -p "$R/q" "$R/trace/profiles"
 export PYTHONUNBUFFERED=1
-if ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-    && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
-fi
+# shellcheck source=benchmarks/device_env.sh
+. "$(dirname "$0")/device_env.sh"
+use_carried_wheels
 (nvidia-smi; nvidia-smi topo -m; env | grep -E '^NCCL_') > "$R/machine.txt" 2>&1
 stage() { echo "== $1: exit $2, $(( $(date +%s) - t0 )) s" | tee -a "$R/summary.txt"; }
 fb() { python3 -m fabricbench "$@"; }
 
 t0=$(date +%s)
-CMAKE_ARGS=-DCMAKE_CUDA_ARCHITECTURES=90 python3 -m pip install -q --no-build-isolation --no-deps -e . > "$R/build.log" 2>&1
+build_fabricbench "$R/build.log"
 stage build $?
 
 t0=$(date +%s)

@@ -17,6 +17,8 @@ set -uo pipefail
 OUTDIR=${1:?usage: bash benchmarks/parity_h200.sh OUTDIR}
 mkdir -p "$OUTDIR"
 export PYTHONUNBUFFERED=1
+# shellcheck source=benchmarks/device_env.sh
+. "$(dirname "$0")/device_env.sh"
 NCCL_LIB=${NCCL_LIB:-/usr/lib/x86_64-linux-gnu/libnccl.so.2}
 NT=${NT_DIR:-/tmp/nccl-tests}
 TARBALL=$(ls .carry/peers/nccl-tests-*.tar.gz ../shared/peers/nccl-tests-*.tar.gz 2>/dev/null | head -1)
@@ -35,8 +37,7 @@ echo "start at $(date -u +%T)"
       BUILDDIR="$NT/build" "$NT/build/all_reduce_perf" "$NT/build/all_gather_perf" "$NT/build/reduce_scatter_perf"
 ) >"$OUTDIR/nt_build.tmp" 2>&1 &
 NT_PID=$!
-CMAKE_ARGS="-DCMAKE_CUDA_ARCHITECTURES=90" python3 -m pip install -q --no-build-isolation --no-deps -e . \
-    >"$OUTDIR/build.log" 2>&1
+build_fabricbench "$OUTDIR/build.log"
 FB_RC=$?
 wait $NT_PID
 NT_RC=$?

@@ -8,10 +8,9 @@
 set -uo pipefail
 out=${1:?usage: study_h200.sh OUTDIR}
 mkdir -p "$out"
-if ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-    && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
-fi
+# shellcheck source=benchmarks/device_env.sh
+. "$(dirname "$0")/device_env.sh"
+use_carried_wheels
 export PYTHONUNBUFFERED=1
 # 6 steps (2 untimed): the same per-strategy batch as benchmarks/train_h200.sh; one sweep grid covering
 # DDP's 25 MB buckets to whole-model sizes, 10 timed iterations per size (n = 1: algbw only).

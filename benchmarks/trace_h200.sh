@@ -11,10 +11,9 @@
 set -uo pipefail
 out=${1:?usage: trace_h200.sh OUTDIR}
 mkdir -p "$out/profiles"
-if ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-    && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
-fi
+# shellcheck source=benchmarks/device_env.sh
+. "$(dirname "$0")/device_env.sh"
+use_carried_wheels
 export PYTHONUNBUFFERED=1 FABRICBENCH_KEEP_PROFILE="$out/profiles"
 common=(--gpus 0 --model dinov2-base --batch-size 32 --steps 8 --warmup-steps 3 --trace-steps 2 --timeout 300
         --out "$out/trace.jsonl")

@@ -5,10 +5,9 @@
 set -uo pipefail
 out=${1:?usage: train_h200.sh OUTDIR}
 mkdir -p "$out"
-if ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-    && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
-fi
+# shellcheck source=benchmarks/device_env.sh
+. "$(dirname "$0")/device_env.sh"
+use_carried_wheels
 export PYTHONUNBUFFERED=1
 common=(--gpus 0 --steps 8 --warmup-steps 3 --timeout 240 --out "$out/train.jsonl")
 python3 -m fabricbench train --strategy all --model dinov2-base --batch-size 32 "${common[@]}" 2>&1 | tee -a "$out/train.log"

@@ -1,0 +1,15 @@
+# Sourced by the benchmarks/*_h200.sh scripts: what every GPU-machine run sets up first, in one place.
+# The GPU machine has no network and no DeepSpeed: its wheels (and missing dependencies) travel in .whl/.
+
+# DeepSpeed and friends from .whl/ into /tmp/site, on PYTHONPATH (nothing when .whl/ is absent).
+use_carried_wheels() {
+  if ls .whl/*.whl >/dev/null 2>&1; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
+      .whl/*.whl && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+  fi
+}
+
+# fabricbench built in place with the machine's nvcc, for the H200 only (sm_90: ~18 s instead of every arch).
+build_fabricbench() {
+  CMAKE_ARGS=-DCMAKE_CUDA_ARCHITECTURES=90 python3 -m pip install -q --no-build-isolation --no-deps -e . > "$1" 2>&1
+}
