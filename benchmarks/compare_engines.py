@@ -74,10 +74,11 @@ def matched_counts(size: int, graph: bool) -> tuple[int, int, int]:
 
 
 def run_nccl_tests(exe: Path, lo: int, hi: int, n: int, graph_launches: int, reps: int, gpus: int, env: dict,
-                   json_path: Path, log, warmup: int = WARMUP, extra: tuple[str, ...] = ()
-                   ) -> tuple[dict[int, list[float]], str | None]:
-    """nccl-tests' out-of-place times per size (one per cycle, us) and the NCCL version it ran with."""
-    cmd = [str(exe), "-b", str(lo), "-e", str(hi), "-f", "2", "-g", str(gpus), "-n", str(n), "-w", str(warmup),
+                   json_path: Path, log, warmup: int = WARMUP, extra: tuple[str, ...] = (),
+                   prefix: tuple[str, ...] = ()) -> tuple[dict[int, list[float]], str | None]:
+    """nccl-tests' out-of-place times per size (one per cycle, us) and the NCCL version it ran with;
+    `prefix` goes before the binary (e.g. taskset -c N)."""
+    cmd = [*prefix, str(exe), "-b", str(lo), "-e", str(hi), "-f", "2", "-g", str(gpus), "-n", str(n), "-w", str(warmup),
            "-N", str(reps), "-G", str(graph_launches), "-d", "float", "-J", str(json_path), *extra]
     json_path.unlink(missing_ok=True)
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1200, env=env)

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from compare_engines import NCCL_TESTS_BIN, Fabricbench, matched_counts, run_nccl_tests
 
+from fabricbench.results.writer import read_results
 from fabricbench.sizes import SizeSweep, format_size
 
 
@@ -42,8 +43,7 @@ def fb_process(op: str, size: int, graph: bool, n: int, g: int, warm: int, env: 
     cmd += ["--graph", "--graph-iters", str(n), "--iters", str(g)] if graph else ["--iters", str(n)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env, check=False)
     log.write(f"$ {' '.join(cmd)}\n{proc.stdout}{proc.stderr}\n")
-    recs = [json.loads(x) for x in out.read_text().splitlines()] if out.exists() else []
-    times = [r["time_us"] for r in recs if r.get("kind") == "sweep" and r.get("time_us")]
+    times = [r["time_us"] for r in read_results(out, kind="collective") if r.get("time_us")] if out.exists() else []
     return times[-1] if times else None
 
 
@@ -90,7 +90,8 @@ def main() -> int:
                     n, g, warm = matched_counts(size, graph)
                     nt, fbp = [], []
                     for _ in range(args.reps):
-                        times = _pinned_nt(pin, exe, size, n, g, warm, env, scratch, log)
+                        times, _ = run_nccl_tests(exe, size, size, n, g, 1, 1, env, scratch / "nt.json", log,
+                                                  warmup=warm, prefix=tuple(pin))
                         nt += times.get(size, [])
                         fbp.append(fb_process(op, size, graph, n, g, warm, env, pin, scratch, log))
                     row = {"mode": mode, "op": op, "size": size, "counts": [n, g, warm], "cpu": args.cpu,
@@ -111,16 +112,6 @@ def main() -> int:
 def _write(out: Path, head: str, rows: list[dict]) -> None:
     (out / "spread.txt").write_text("\n".join([head] + [_line(r) for r in rows]) + "\n")
     (out / "spread.json").write_text(json.dumps(rows, indent=1) + "\n")
-
-
-def _pinned_nt(pin, exe, size, n, g, warm, env, scratch, log):
-    """run_nccl_tests, with the binary started under taskset when --cpu is given."""
-    if not pin:
-        return run_nccl_tests(exe, size, size, n, g, 1, 1, env, scratch / "nt.json", log, warmup=warm)[0]
-    wrapper = scratch / f"pinned_{exe.name}"
-    wrapper.write_text(f"#!/bin/sh\nexec {' '.join(pin)} {exe} \"$@\"\n")
-    wrapper.chmod(0o755)
-    return run_nccl_tests(wrapper, size, size, n, g, 1, 1, env, scratch / "nt.json", log, warmup=warm)[0]
 
 
 def _line(r) -> str:
