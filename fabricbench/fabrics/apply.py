@@ -37,7 +37,10 @@ MARKER = "FABRICBENCH_FABRIC_APPLIED"
 
 @dataclass(kw_only=True)
 class Launch:
-    fabric: Fabric
+    """How to start a child under a fabric; `fabric` None: nothing applied (the caller's environment, no
+    prefix, no facts), for callers whose children may run with or without one (study units)."""
+
+    fabric: Fabric | None
     env: dict[str, str]
     netns: str | None = None
     log_dir: str | None = None  # where NCCL's INFO log goes; None when fabricbench does not capture it
@@ -51,6 +54,8 @@ class Launch:
 
     @property
     def facts(self) -> dict[str, Any]:
+        if self.fabric is None:
+            return {}
         return {"fabric": self.fabric.name, "fabric_env": self.fabric.public_variables,
                 "shaped_rate_bps": self.fabric.rate_bps, "netns": self.netns}
 

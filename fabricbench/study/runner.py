@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterator
 from fabricbench import procs
 from fabricbench.errors import FabricbenchError, UsageError
 from fabricbench.fabrics import get_fabric
-from fabricbench.fabrics.apply import applied
+from fabricbench.fabrics.apply import Launch, applied
 from fabricbench.results import ResultWriter, header
 from fabricbench.study import records as study_records
 from fabricbench.study.config import StudyConfig
@@ -40,23 +40,15 @@ class UnitRun:
     commands: list[str] = field(default_factory=list)
 
 
-@dataclass(kw_only=True)
-class Launch:
-    """How to start a child under a fabric: argv prefix (network namespace), environment, facts to record."""
-
-    argv: Callable[[list[str]], list[str]]
-    env: dict[str, str]
-    facts: dict[str, Any]
-
-
 @contextlib.contextmanager
-def under_fabric(spec: str | None, log_dir: str | None) -> Iterator[Launch]:
-    """The fabric applied for the children inside the block (fabrics.apply: environment, namespace)."""
+def under_fabric(spec: str | None) -> Iterator[Launch]:
+    """The fabric applied for the children inside the block (fabrics.apply); a unit with no fabric (estimate,
+    advice) runs its children in this process's environment."""
     if spec is None:
-        yield Launch(argv=lambda a: list(a), env=dict(os.environ), facts={})
+        yield Launch(fabric=None, env=dict(os.environ))
         return
-    with applied(get_fabric(spec), base_env=None, log_dir=log_dir) as launch:
-        yield Launch(argv=launch.argv, env=dict(launch.env), facts=dict(launch.facts))
+    with applied(get_fabric(spec)) as launch:
+        yield launch
 
 
 def _run_child(argv: list[str], env: dict[str, str], timeout_s: float) -> tuple[int | None, str, str, bool]:
@@ -153,7 +145,7 @@ def _run_unit(unit: Unit, ctx: Context, writer: ResultWriter, attempt: str) -> U
         commands, details = kind.commands(unit, ctx)
         children = []
         with log_path.open("w", encoding="utf-8") as log, \
-                under_fabric(unit.fabric, None) as launch:
+                under_fabric(unit.fabric) as launch:
             facts = launch.facts
             for argv in commands:
                 full = launch.argv(argv)
