@@ -372,3 +372,28 @@ def test_study_and_report_surfaces_are_frozen():
         "--steps", "--warmup-steps", "--batch-size", "--seq-len", "--image-size", "--precision", "--sizes",
         "--iters", "--warmup", "--train-timeout", "--sweep-timeout", "--resume", "--dry-run", "--json", "--quiet"])
     assert [p.name for p in report.params] == ["out_dir"]
+
+
+@pytest.mark.parametrize("model, kept, dropped", [("lab-mistral", "--seq-len", "--image-size"),
+                                                  ("tiny-dinov2", "--image-size", "--seq-len")])
+def test_commands_pass_only_the_shape_the_model_reads(tmp_path, model, kept, dropped):
+    from fabricbench.study.config import StudyConfig
+    from fabricbench.study.report import study_command
+    from fabricbench.study.units import Context, Unit, UNIT_KINDS
+
+    c = StudyConfig(out=str(tmp_path / "s"), device="cpu", nprocs=2, fabrics=("default",), strategies=("ddp",),
+                    model=model, steps=4, warmup_steps=1).validate()
+    cmd = study_command(c)
+    assert kept in cmd and dropped not in cmd
+    ctx = Context(config=c, out_dir=tmp_path / "s")
+    for kind, unit in (("estimate", Unit(kind="estimate", name="estimate")),
+                       ("train", Unit(kind="train", name="train ddp @ default", strategy="ddp", fabric="default"))):
+        (argv,), _ = UNIT_KINDS.get(kind).commands(unit, ctx)
+        assert kept in argv and dropped not in argv, (kind, argv)
+
+
+def test_a_model_config_keeps_both_shapes(tmp_path):
+    from fabricbench.study.config import StudyConfig
+
+    c = StudyConfig(out="s", model_config="m.json", seq_len=128, image_size=64)
+    assert c.shape_args == ["--seq-len", "128", "--image-size", "64"]

@@ -109,6 +109,20 @@ class StudyConfig:
         return self.nprocs if self.device == "cpu" else len(self.gpus)
 
     @property
+    def shape_args(self) -> list[str]:
+        """The input-shape options the model reads: --seq-len for a causal LM, --image-size for an image
+        model; both for a --model-config, whose task only transformers can tell (train ignores the other)."""
+        from fabricbench.training.models import CAUSAL_LM, IMAGE_CLS, MODELS
+
+        task = MODELS.get(self.model).task if self.model else None
+        args = []
+        if task != IMAGE_CLS:
+            args += ["--seq-len", str(self.seq_len)]
+        if task != CAUSAL_LM:
+            args += ["--image-size", str(self.image_size)]
+        return args
+
+    @property
     def model_label(self) -> str:
         return self.model or str(self.model_config)
 

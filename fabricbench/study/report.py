@@ -65,7 +65,7 @@ def study_command(c: StudyConfig) -> str:
     argv += ["--fabrics", ",".join(c.fabrics), "--strategies", ",".join(c.strategies)]
     argv += ["--model", c.model] if c.model else ["--model-config", str(c.model_config)]
     argv += ["--steps", str(c.steps), "--warmup-steps", str(c.warmup_steps), "--batch-size", str(c.batch_size)]
-    argv += ["--seq-len", str(c.seq_len), "--image-size", str(c.image_size)]
+    argv += c.shape_args
     if c.precision:
         argv += ["--precision", c.precision]
     if c.sizes:

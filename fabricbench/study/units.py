@@ -149,7 +149,7 @@ def _machine_collect(unit: Unit, ctx: Context, children) -> Outcome:
 def _estimate_commands(unit: Unit, ctx: Context):
     c = ctx.config
     return [fb("estimate", *_model_args(c), "--num-gpus", str(c.world_size), "--batch-size", str(c.batch_size),
-               "--seq-len", str(c.seq_len), "--image-size", str(c.image_size), "--json")], {}
+               *c.shape_args, "--json")], {}
 
 
 def _estimate_collect(unit: Unit, ctx: Context, children) -> Outcome:
@@ -173,7 +173,7 @@ def _train_commands(unit: Unit, ctx: Context):
     c = ctx.config
     argv = fb("train", "--strategy", str(unit.strategy), *_model_args(c), *_placement_args(c),
               "--steps", str(c.steps), "--warmup-steps", str(c.warmup_steps), "--batch-size", str(c.batch_size),
-              "--seq-len", str(c.seq_len), "--image-size", str(c.image_size), "--fabric", str(unit.fabric),
+              *c.shape_args, "--fabric", str(unit.fabric),
               "--timeout", f"{c.train_timeout_s:g}", "--out", str(ctx.unit_file(unit)))
     if c.precision and _train_supports("--precision"):
         argv[-2:-2] = ["--precision", c.precision]
