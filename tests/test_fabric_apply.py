@@ -83,17 +83,29 @@ def test_config_args_give_the_child_the_same_config(monkeypatch):
     import fabricbench.cli.sweep as cli_sweep
     from fabricbench.measuring.api import make_config
 
-    config = make_config(ops="all_gather,broadcast", sizes="3K-1M:x4", dtype="bfloat16", iters=7, warmup=2,
-                         adaptive=0.05, max_iters=70, inplace="both", check=True, engine="torch",
-                         backend="gloo", nprocs=2, timeout_s=12.5, seed=1234, graph_iters=9)
+    torch_cpu = make_config(ops="all_gather,broadcast", sizes="3K-1M:x4", dtype="bfloat16", iters=7, warmup=2,
+                            adaptive=0.05, max_iters=70, inplace="both", check=True, engine="torch",
+                            backend="gloo", nprocs=2, timeout_s=12.5, seed=1234, graph_iters=9)
+    import fabricbench.measuring.config as sweep_config
+
+    monkeypatch.setattr(sweep_config, "_check_nccl_lib", lambda path: None)  # only the path travels
+    native = make_config(sizes="1M", gpus=(0, 1), graph=True, nccl_lib="/opt/nccl/libnccl.so.2",
+                         buffers="reuse", timing="loop", alloc="nccl")
+    # between them every field leaves its default, so a field config_args forgets (a new option) fails here
+    default = make_config()
+    same = [f.name for f in dataclasses.fields(default) if f.name != "fabric"
+            and all(getattr(c, f.name) == getattr(default, f.name) for c in (torch_cpu, native))]
+    assert not same, f"give these fields a non-default value in this test: {same}"
     seen = {}
-    monkeypatch.setattr(cli_sweep, "_run", lambda config, **kw: seen.setdefault("config", config))
-    res = CliRunner().invoke(cli_sweep.sweep, [*config_args(config), "--fabric", "default"])
-    assert res.exit_code == 0, res.output
-    got = seen["config"]
-    assert got.sizes.expand() == config.sizes.expand()
+    monkeypatch.setattr(cli_sweep, "_run", lambda config, **kw: seen.__setitem__("config", config))
+    monkeypatch.setattr(cli_sweep, "_with_gpus", lambda config, gpus_text=None: config)  # no GPU needed here
     strip = lambda c: {k: v for k, v in dataclasses.asdict(c).items() if k != "sizes"}  # noqa: E731
-    assert strip(got) == strip(config)
+    for config in (torch_cpu, native):
+        res = CliRunner().invoke(cli_sweep.sweep, [*config_args(config), "--fabric", "default"])
+        assert res.exit_code == 0, res.output
+        got = seen["config"]
+        assert got.sizes.expand() == config.sizes.expand()
+        assert strip(got) == strip(config)
     explicit = make_config(sizes="1K,8M", engine="torch", backend="gloo", nprocs=2)
     assert config_args(explicit)[:4] == ["--ops", "all_reduce,all_gather,reduce_scatter", "--sizes",
                                          "1024,8388608"]

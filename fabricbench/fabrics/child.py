@@ -69,7 +69,8 @@ def config_args(config) -> list[str]:
             else f"{sizes.min_bytes}-{sizes.max_bytes}:x{sizes.factor}")
     args = ["--ops", ",".join(config.ops), "--sizes", spec, "--dtype", config.dtype, "--iters", str(config.iters),
             "--warmup", str(config.warmup), "--max-iters", str(config.max_iters), f"--{config.inplace}",
-            "--graph-iters", str(config.graph_iters), "--engine", config.engine, "--timeout", repr(config.timeout_s)]
+            "--graph-iters", str(config.graph_iters), "--engine", config.engine, "--timeout", repr(config.timeout_s),
+            "--buffers", config.buffers, "--timing", config.timing, "--alloc", config.alloc]
     if config.gpus is not None:
         args += ["--gpus", ",".join(map(str, config.gpus))]
     if config.adaptive is not None:
