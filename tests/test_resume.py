@@ -147,3 +147,38 @@ def test_compare_resume_runs_only_the_fabric_not_yet_complete(tmp_path):
     coll = collective(out)
     assert len([r for r in coll if r["fabric"] == "default"]) == 2  # not measured again
     assert len([r for r in coll if r["fabric"] == "lo"]) == 1 + 2  # run whole: the sweep is the unit
+
+
+@pytest.mark.slow
+def test_sweep_under_a_delegated_fabric_resumes(tmp_path, monkeypatch):
+    """--fabric X not in force here runs in a child sweep; --resume hands it what --out holds."""
+    from fabricbench.fabrics import child
+    from fabricbench.measuring.runner import run_sweep
+    from fabricbench.results.writer import ResultWriter
+
+    out = str(tmp_path / "r.jsonl")
+    fields = {**ONE_RANK, "ops": "all_reduce", "inplace": "out-of-place", "fabric": "lo:GLOO_SOCKET_IFNAME=lo"}
+    first = fabricbench.sweep(out=out, sizes="4K", **fields)
+    assert [(r.requested_bytes, r.status, r.context["fabric"]) for r in first] == [(4096, "ok", "lo")]
+
+    def resumed(sizes):
+        seen = []
+        res = resuming.Resume.from_file(out, on_skip=lambda s, n: seen.append((s, n)))
+        with ResultWriter(out) as writer:
+            results = run_sweep(make_config(**fields, sizes=sizes), writer=writer, resume=res)
+        return results, seen
+
+    again, seen = resumed("1K,4K,16K")
+    assert seen == [(1, 3)]
+    assert [r.requested_bytes for r in again] == [1024, 4096, 16384]  # plan order, the reused one between
+    assert again[1].context["run_id"] == first[0].context["run_id"]
+    written = collective(out)
+    assert [r["requested_bytes"] for r in written] == [4096, 1024, 16384]  # the held one not written twice
+    assert all(r["fabric"] == "lo" and r["extra"]["transport_detail"]["fabric_env"] == {"GLOO_SOCKET_IFNAME": "lo"}
+               for r in written)
+
+    # Everything held: no child is started at all.
+    monkeypatch.setattr(child, "run_child", lambda *a, **k: pytest.fail("started a child with nothing to do"))
+    third, seen = resumed("1K,4K,16K")
+    assert seen == [(3, 3)] and [r.requested_bytes for r in third] == [1024, 4096, 16384]
+    assert len(collective(out)) == 3

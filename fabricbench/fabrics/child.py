@@ -90,11 +90,15 @@ def config_args(config) -> list[str]:
     return args
 
 
-def sweep_under_fabric(config, emit: Callable[[dict[str, Any]], None], *, run_id: str) -> ChildRun:
+def sweep_under_fabric(config, emit: Callable[[dict[str, Any]], None], *, run_id: str, resume=None,
+                       reused: Callable[[dict[str, Any]], None] | None = None) -> ChildRun:
     """`fabricbench sweep --fabric X` when X is not in force here: the same sweep in a fresh child under X.
 
     Each record is adopted into this run (run id; the child's kept in extra.child_run_id) and emitted as the
     child writes it. The child's failure becomes the same error here; a waived fabric raises FabricWaived.
+    With `resume` (measuring/resume.Resume), what it already holds goes to `reused`, in plan order between
+    the child's records, and the child gets those records and --resume, so it measures only the rest (no
+    child at all when nothing is left).
     """
     from fabricbench import errors
     from fabricbench.fabrics import get_fabric
@@ -105,13 +109,19 @@ def sweep_under_fabric(config, emit: Callable[[dict[str, Any]], None], *, run_id
         raise errors.UsageError(f"--fabric {fabric.name} under an outside launcher (torchrun): every rank "
                                 f"would get a namespace of its own and none could reach the others; use "
                                 f"--nprocs N, which starts the ranks inside one namespace")
+    resumed = _Resumed(config, fabric, resume, reused)
 
     def adopt(rec: dict[str, Any]) -> None:
+        resumed.before(rec)
         rec["extra"] = {**(rec.get("extra") or {}), "child_run_id": rec.get("run_id")}
         rec["run_id"] = run_id
         emit(rec)
 
-    run = run_child(fabric, config_args(config), on_record=adopt)
+    if resumed.nothing_left:
+        resumed.before(None)
+        return ChildRun(fabric=fabric)
+    args = config_args(config) + (["--resume"] if resume is not None else [])
+    run = run_child(fabric, args, on_record=adopt, prior=resume.records if resume is not None else None)
     for w in run.warnings:
         print(f"warning: {w}", file=sys.stderr)
     if run.waived:
@@ -123,7 +133,43 @@ def sweep_under_fabric(config, emit: Callable[[dict[str, Any]], None], *, run_id
         print(f"warning: {run.mismatch}", file=sys.stderr)
     if run.returncode:
         raise _child_error(run)
+    resumed.before(None)
     return run
+
+
+class _Resumed:
+    """A delegated sweep's --resume: the plan items `resume` holds go to `reused` in plan order. The child,
+    given the same records, measures the other items in plan order, so its n-th record is the n-th item not
+    held, and the held items before it are handed over first."""
+
+    def __init__(self, config, fabric: Fabric, resume, reused) -> None:
+        self.held: dict[int, dict[str, Any]] = {}
+        self.measured: list[int] = []  # plan indices the child will measure, in order
+        self.reused = reused
+        self.nothing_left = False
+        if resume is None:
+            return
+        import dataclasses
+
+        from fabricbench.measuring import resume as resuming
+
+        named = dataclasses.replace(config, fabric=fabric.name)  # what the child's records say
+        plan, self.held = resuming.plan_held(named, resume.records)
+        self.measured = [i for i in range(len(plan)) if i not in self.held]
+        resume.skipped = sum(1 for i in self.held if plan[i].case is not None)
+        if resume.on_skip is not None:
+            resume.on_skip(resume.skipped, sum(1 for item in plan if item.case is not None))
+        self.nothing_left = not self.measured
+
+    def before(self, rec: dict[str, Any] | None) -> None:
+        """Hand over the held items planned before the child's next record (rec None: all that are left)."""
+        upto = self.measured.pop(0) if rec is not None and self.measured else None
+        for i in sorted(self.held):
+            if upto is not None and i > upto:
+                break
+            held = self.held.pop(i)
+            if self.reused is not None:
+                self.reused(held)
 
 
 def _child_error(run: ChildRun) -> BaseException:
@@ -144,10 +190,12 @@ def _child_error(run: ChildRun) -> BaseException:
 
 def run_child(fabric: Fabric, args: list[str], *, base_env: dict[str, str] | None = None,
               wall_timeout_s: float | None = None, extra: dict[str, Any] | None = None,
-              on_record: Callable[[dict[str, Any]], None] | None = None) -> ChildRun:
+              on_record: Callable[[dict[str, Any]], None] | None = None,
+              prior: list[dict[str, Any]] | None = None) -> ChildRun:
     """Run the sweep under `fabric`; `extra` is merged into every record's `extra` (e.g. the placement).
 
-    `on_record` gets each annotated record as soon as the child has written it (streaming). A fabric
+    `on_record` gets each annotated record as soon as the child has written it (streaming); `prior`: records
+    the child's --out starts with (its --resume skips them; they are not read back). A fabric
     that cannot be applied here comes back as ChildRun.waived; Ctrl-C ends the child and goes on up.
     """
     from fabricbench import procs
@@ -163,12 +211,16 @@ def run_child(fabric: Fabric, args: list[str], *, base_env: dict[str, str] | Non
         cmd = [sys.executable, "-m", "fabricbench", "sweep", *args, "--fabric", fabric.name, "--out", out,
                "--quiet"]
         run.command = cmd
+        if prior:  # --resume in the child: it skips what these hold (and does not write them again)
+            with open(out, "w", encoding="utf-8") as fh:
+                fh.writelines(json.dumps(r) + "\n" for r in prior)
         try:
             # NCCL logging only where NCCL runs: gloo ranks would just carry the variables into the records.
             with applied(fabric, base_env, log_dir=tmp if uses_nccl else None) as launch:
                 run.warnings = launch.warnings
                 outputs = (os.path.join(tmp, "stdout"), os.path.join(tmp, "stderr"))
                 reader = _Reader(out, outputs, fabric, launch, uses_nccl, extra, run, on_record)
+                reader.offset = os.path.getsize(out) if prior else 0  # new records only
                 with open(outputs[0], "w+") as so, open(outputs[1], "w+") as se:
                     p = procs.spawn(launch.argv(cmd), env=launch.env, stdout=so, stderr=se)
                     try:

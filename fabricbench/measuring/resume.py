@@ -105,20 +105,29 @@ def match(plan: list[PlanItem], records: list[dict[str, Any]], config: SweepConf
     return out
 
 
+def plan_held(config: SweepConfig, records: list[dict[str, Any]]) -> tuple[list[PlanItem], dict[int, dict[str, Any]]]:
+    """The plan of `config` and the records that already hold its items (plan index -> record), for a parent
+    that starts the sweep in a child and measures nothing itself (compare, scaling, sweep --fabric X): the
+    GPUs and backend come from the config as this machine completes it, not from an open session."""
+    from fabricbench.measuring.api import nranks, resolve_devices, uses_gpus
+    from fabricbench.measuring.plan import build_plan
+
+    config, _ = resolve_devices(config)
+    n = nranks(config)
+    gpus = list(config.gpus or ()) if uses_gpus(config) else []
+    backend = config.backend if config.engine == "torch" else None
+    plan = build_plan(config, n)
+    return plan, match(plan, records, config, nranks=n, gpus=gpus, backend=backend)
+
+
 def covering(records: list[dict[str, Any]], *, where: dict[str, Any] | None = None,
              **sweep_fields: Any) -> list[dict[str, Any]] | None:
     """For compare and scaling: the records that already hold every measurement of the child sweep
     `sweep_fields` (fabricbench.sweep's fields, fabric included), in plan order, or None when one is missing
     (the child then runs whole). `where`: extra fields a record must also carry (e.g. the placement)."""
-    from fabricbench.measuring.api import make_config, nranks, resolve_devices, uses_gpus
-    from fabricbench.measuring.plan import build_plan
+    from fabricbench.measuring.api import make_config
 
-    config, _ = resolve_devices(make_config(**sweep_fields))
     if where:
         records = [r for r in records if all((r.get("extra") or {}).get(k) == v for k, v in where.items())]
-    n = nranks(config)
-    gpus = list(config.gpus or ()) if uses_gpus(config) else []
-    backend = config.backend if config.engine == "torch" else None
-    plan = build_plan(config, n)
-    held = match(plan, records, config, nranks=n, gpus=gpus, backend=backend)
+    plan, held = plan_held(make_config(**sweep_fields), records)
     return [held[i] for i in range(len(plan))] if plan and len(held) == len(plan) else None

@@ -349,11 +349,7 @@ def run_sweep(config: SweepConfig, *, writer=None, on_result: Callable[[Collecti
         # applied to a fresh child sweep, whose records stream back through emit (fabrics/child.py).
         from fabricbench.fabrics.child import sweep_under_fabric
 
-        if resume is not None:
-            raise UsageError(f"--resume with --fabric {config.fabric}: this fabric runs in a fresh child "
-                             f"sweep, which cannot resume yet; run `fabricbench compare --fabrics "
-                             f"{config.fabric} --resume` or resume without --fabric")
-        sweep_under_fabric(config, emit, run_id=run_id)
+        sweep_under_fabric(config, emit, run_id=run_id, resume=resume, reused=reuse)
     elif config.nprocs:
         from fabricbench.measuring.launch import launch_local
 
