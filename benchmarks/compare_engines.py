@@ -61,12 +61,12 @@ PARITY_FROM = 1 << 20  # the issue's bound: within 1% from 1 MiB up
 
 
 # -- nccl-tests ------------------------------------------------------------------------------------------
-def matched_counts(size: int, graph: bool) -> tuple[int, int, int]:
+def matched_counts(size: int, graph: bool, warmup_us: int = WARMUP_US) -> tuple[int, int, int]:
     """(n, G, warm-up) for one size: n launches (eager), or G launches of a graph of n, ~TARGET_US of work,
-    after ~WARMUP_US of warm-up launches. The device time of a one-GPU copy is ~size / 2e6 us (read + write
-    at ~4 TB/s); eager launches take ~4 us each at least."""
+    after ~warmup_us of warm-up launches. The device time of a one-GPU copy is ~size / 2e6 us (read + write
+    at ~4 TB/s); eager launches take ~4 us each at least (~6 in practice: hence the cap)."""
     est = max(1.0, size / 2e6)
-    warm = max(5, min(5000, round(WARMUP_US / max(est, 4.0))))
+    warm = max(5, min(round(5000 * warmup_us / WARMUP_US), round(warmup_us / max(est, 4.0))))
     if not graph:
         return max(20, min(4000, round(TARGET_US / max(est, 4.0)))), 0, warm
     n = 100 if size < (256 << 20) else 10

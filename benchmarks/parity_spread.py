@@ -13,6 +13,12 @@ times REPS fresh buffer sets in one fabricbench process (--inproc: does the allo
 
 Prints, per size: each tool's median, min and max over its processes, the ratio of the medians, and the
 spread; writes DIR/spread.json (every figure) and DIR/spread.txt (the table).
+
+    python benchmarks/parity_spread.py --pool DIR/spread.json [MORE.json ...] [--max-size 8M]
+
+pools every eager process of each tool over the sizes of a run (per file, op and warm-up), up to the size
+where the time per launch stops depending on the size (the host's launch rate): quartiles, and the ratio
+of fabricbench's to nccl-tests' at each.
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ from pathlib import Path
 from compare_engines import NCCL_TESTS_BIN, Fabricbench, matched_counts, run_nccl_tests
 
 from fabricbench.results.writer import read_results
-from fabricbench.sizes import SizeSweep, format_size
+from fabricbench.sizes import SizeSweep, format_size, parse_size
 
 
 def fb_process(op: str, size: int, graph: bool, n: int, g: int, warm: int, env: dict, pin: list[str],
@@ -57,7 +63,7 @@ def summary(xs: list[float]) -> dict:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--nccl-tests", type=Path, required=True)
+    ap.add_argument("--nccl-tests", type=Path)
     ap.add_argument("--nccl-lib", default=None)
     ap.add_argument("--ops", default="all_reduce,all_gather")
     ap.add_argument("--sizes", default="1M-16M:x2")
@@ -65,8 +71,17 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=5, help="fresh processes per tool and size")
     ap.add_argument("--cpu", default=None, help="pin every process to this CPU core (taskset -c)")
     ap.add_argument("--inproc", action="store_true", help="also REPS fresh buffer sets in one fabricbench process")
-    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--warmup-ms", default="30",
+                    help="warm-up work before timing, both tools (compare_engines: 30 ms); a list, e.g. 30,1000, "
+                         "measures each (does a process's spread come from clocks still ramping?)")
+    ap.add_argument("--out", type=Path)
+    ap.add_argument("--pool", type=Path, nargs="+", help="spread.json files to pool (no measuring)")
+    ap.add_argument("--max-size", default="8M", help="--pool: sizes up to this one")
     args = ap.parse_args()
+    if args.pool:
+        return pool(args.pool, parse_size(args.max_size))
+    if args.out is None or args.nccl_tests is None:
+        ap.error("--nccl-tests DIR and --out DIR are required to measure")
     args.out.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)
     if args.nccl_lib:
@@ -76,18 +91,18 @@ def main() -> int:
     sizes = SizeSweep.parse(args.sizes).expand()
     fb = Fabricbench((0,), args.nccl_lib) if args.inproc else None
     rows = []
-    head = (f"{'mode':5s} {'op':12s} {'size':>5s} | {'nt med':>7s} {'min':>6s} {'max':>6s} | {'fb med':>7s} "
-            f"{'min':>6s} {'max':>6s} | {'ratio':>6s} | {'in-proc':>7s} {'min':>6s} {'max':>6s}")
+    head = (f"{'warm ms':>7s} {'mode':5s} {'op':12s} {'size':>5s} | {'nt med':>7s} {'min':>6s} {'max':>6s} | "
+            f"{'fb med':>7s} {'min':>6s} {'max':>6s} | {'ratio':>6s} | {'in-proc':>7s} {'min':>6s} {'max':>6s}")
     print(head, flush=True)
     with tempfile.TemporaryDirectory(prefix="fb-spread-") as tmp, \
             open(args.out / "spread.log", "w", encoding="utf-8") as log:
         scratch = Path(tmp)
-        for mode in args.modes.split(","):
+        for warm_ms, mode in ((w, m) for w in args.warmup_ms.split(",") for m in args.modes.split(",")):
             graph = mode == "graph"
             for op in args.ops.split(","):
                 exe = args.nccl_tests / NCCL_TESTS_BIN[op]
                 for size in sizes:
-                    n, g, warm = matched_counts(size, graph)
+                    n, g, warm = matched_counts(size, graph, warmup_us=round(float(warm_ms) * 1000))
                     nt, fbp = [], []
                     for _ in range(args.reps):
                         times, _ = run_nccl_tests(exe, size, size, n, g, 1, 1, env, scratch / "nt.json", log,
@@ -95,6 +110,7 @@ def main() -> int:
                         nt += times.get(size, [])
                         fbp.append(fb_process(op, size, graph, n, g, warm, env, pin, scratch, log))
                     row = {"mode": mode, "op": op, "size": size, "counts": [n, g, warm], "cpu": args.cpu,
+                           "warmup_ms": float(warm_ms),
                            "nt": summary(nt), "fb": summary(fbp)}
                     if fb:
                         inproc = [fb.time(op, size, graph=graph, buffers="reuse", timing="loop", n=n,
@@ -109,6 +125,34 @@ def main() -> int:
     return 0
 
 
+def pool(files: list[Path], max_size: int) -> int:
+    """Quartiles of every process's time per launch, pooled over the sizes up to max_size, per tool."""
+    print(f"{'run':34s} {'warm':>5s} {'mode':5s} {'op':10s} {'tool':4s} {'n':>3s} | {'min':>5s} {'p25':>5s} "
+          f"{'med':>5s} {'p75':>5s} {'max':>5s} | fb/nt at min, p25, median, p75")
+    for f in files:
+        # eager only: in graph mode the time is the GPU's and grows with the size (compare per size there)
+        rows = [r for r in json.loads(f.read_text()) if r["size"] <= max_size and r["mode"] == "eager"]
+        groups: dict[tuple, dict[str, list[float]]] = {}
+        for r in rows:
+            g = groups.setdefault((r.get("warmup_ms", 30.0), r["mode"], r["op"]), {"nt": [], "fb": []})
+            for tool in g:
+                g[tool] += (r[tool] or {}).get("all", [])
+        for (warm, mode, op), g in groups.items():
+            q = {tool: _quartiles(v) for tool, v in g.items() if v}
+            for tool, qs in q.items():
+                ratio = (" ".join(f"{a / b:5.3f}" for a, b in zip(q["fb"], q["nt"]))
+                         if tool == "fb" and "nt" in q else "")
+                print(f"{str(f.parent)[-34:]:34s} {warm:5g} {mode:5s} {op:10s} {tool:4s} {len(g[tool]):3d} | "
+                      + " ".join(f"{x:5.2f}" for x in qs) + f" | {ratio}")
+    return 0
+
+
+def _quartiles(xs: list[float]) -> list[float]:
+    xs = sorted(xs)
+    q1, med, q3 = statistics.quantiles(xs, n=4) if len(xs) > 1 else (xs[0],) * 3
+    return [xs[0], q1, med, q3, xs[-1]]
+
+
 def _write(out: Path, head: str, rows: list[dict]) -> None:
     (out / "spread.txt").write_text("\n".join([head] + [_line(r) for r in rows]) + "\n")
     (out / "spread.json").write_text(json.dumps(rows, indent=1) + "\n")
@@ -118,8 +162,8 @@ def _line(r) -> str:
     def trio(s):
         return f"{s['median']:7.2f} {s['min']:6.2f} {s['max']:6.2f}" if s else f"{'-':>7s} {'-':>6s} {'-':>6s}"
     ratio = (f"{r['fb']['median'] / r['nt']['median']:6.3f}" if r["fb"] and r["nt"] else f"{'-':>6s}")
-    return (f"{r['mode']:5s} {r['op']:12s} {format_size(r['size']):>5s} | {trio(r['nt'])} | {trio(r['fb'])} | "
-            f"{ratio} | {trio(r.get('fb_inproc') or {})}")
+    return (f"{r.get('warmup_ms', 30):7g} {r['mode']:5s} {r['op']:12s} {format_size(r['size']):>5s} | "
+            f"{trio(r['nt'])} | {trio(r['fb'])} | {ratio} | {trio(r.get('fb_inproc') or {})}")
 
 
 if __name__ == "__main__":
