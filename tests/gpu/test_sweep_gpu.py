@@ -82,3 +82,22 @@ def test_timeout_keeps_what_was_measured(tmp_path):
     assert "CollectiveTimeout" in proc.stderr
     recs = list(read_results(out, kind="collective"))
     assert [r["status"] for r in recs] == ["ok", "timeout"]
+
+
+def test_delegated_fabric_keeps_the_matched_mode_and_resumes(tmp_path):
+    """--fabric p2p-off runs in a child sweep: it measures with the options given, and --resume skips."""
+    out = tmp_path / "r.jsonl"
+    matched = ("--ops", "all_reduce", "--fabric", "p2p-off", "--buffers", "reuse", "--timing", "loop",
+               "--alloc", "nccl", "--iters", "20", "--quiet", "--out", str(out))
+    first = _sweep("--sizes", "1M", *matched)
+    assert first.returncode == 0, first.stderr[-3000:]
+    again = _sweep("--sizes", "1M,2M", "--resume", *matched)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert f"resume: 1 of 2 measurement(s) already recorded ok in {out}; skipped" in again.stderr
+    recs = list(read_results(out, kind="collective"))
+    assert [r["requested_bytes"] for r in recs] == [1 << 20, 2 << 20]
+    for r in recs:
+        s = r["extra"]["settings"]
+        assert r["status"] == "ok" and r["fabric"] == "p2p-off", r
+        assert (s["buffers"], s["timing"], s["alloc"]) == ("reuse", "loop", "nccl"), s
+        assert r["transport"] and "transport_detail" in r["extra"]
