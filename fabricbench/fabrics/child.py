@@ -90,15 +90,16 @@ def config_args(config) -> list[str]:
     return args
 
 
-def sweep_under_fabric(config, emit: Callable[[dict[str, Any]], None], *, run_id: str, resume=None,
-                       reused: Callable[[dict[str, Any]], None] | None = None) -> ChildRun:
+def sweep_under_fabric(config, emit: Callable[[dict[str, Any]], None], *, run_id: str,
+                       prior: list[dict[str, Any]] | None = None, reused: Callable[[dict[str, Any]], None] | None = None,
+                       on_skip: Callable[[int, int], None] | None = None) -> ChildRun:
     """`fabricbench sweep --fabric X` when X is not in force here: the same sweep in a fresh child under X.
 
     Each record is adopted into this run (run id; the child's kept in extra.child_run_id) and emitted as the
     child writes it. The child's failure becomes the same error here; a waived fabric raises FabricWaived.
-    With `resume` (measuring/resume.Resume), what it already holds goes to `reused`, in plan order between
-    the child's records, and the child gets those records and --resume, so it measures only the rest (no
-    child at all when nothing is left).
+    With `prior` (--resume; as in measuring/launch.launch_local), the items it already holds go to `reused`,
+    in plan order between the child's records, on_skip(skipped, planned) is called once, and the child gets
+    those records and --resume, so it measures only the rest (no child at all when nothing is left).
     """
     from fabricbench import errors
     from fabricbench.fabrics import get_fabric
@@ -109,7 +110,9 @@ def sweep_under_fabric(config, emit: Callable[[dict[str, Any]], None], *, run_id
         raise errors.UsageError(f"--fabric {fabric.name} under an outside launcher (torchrun): every rank "
                                 f"would get a namespace of its own and none could reach the others; use "
                                 f"--nprocs N, which starts the ranks inside one namespace")
-    resumed = _Resumed(config, fabric, resume, reused)
+    resumed = _Resumed(config, fabric, prior, reused)
+    if prior is not None and on_skip is not None:
+        on_skip(*resumed.counts)
 
     def adopt(rec: dict[str, Any]) -> None:
         resumed.before(rec)
@@ -120,8 +123,8 @@ def sweep_under_fabric(config, emit: Callable[[dict[str, Any]], None], *, run_id
     if resumed.nothing_left:
         resumed.before(None)
         return ChildRun(fabric=fabric)
-    args = config_args(config) + (["--resume"] if resume is not None else [])
-    run = run_child(fabric, args, on_record=adopt, prior=resume.records if resume is not None else None)
+    args = config_args(config) + (["--resume"] if prior is not None else [])
+    run = run_child(fabric, args, on_record=adopt, prior=prior)
     for w in run.warnings:
         print(f"warning: {w}", file=sys.stderr)
     if run.waived:
@@ -138,27 +141,26 @@ def sweep_under_fabric(config, emit: Callable[[dict[str, Any]], None], *, run_id
 
 
 class _Resumed:
-    """A delegated sweep's --resume: the plan items `resume` holds go to `reused` in plan order. The child,
+    """A delegated sweep's --resume: the plan items `prior` holds go to `reused` in plan order. The child,
     given the same records, measures the other items in plan order, so its n-th record is the n-th item not
     held, and the held items before it are handed over first."""
 
-    def __init__(self, config, fabric: Fabric, resume, reused) -> None:
+    def __init__(self, config, fabric: Fabric, prior: list[dict[str, Any]] | None, reused) -> None:
         self.held: dict[int, dict[str, Any]] = {}
         self.measured: list[int] = []  # plan indices the child will measure, in order
+        self.counts = (0, 0)  # (skipped, planned), for on_skip
         self.reused = reused
-        self.nothing_left = False
-        if resume is None:
+        self.nothing_left = False  # resuming, and every item is held: no child to start
+        if prior is None:
             return
         import dataclasses
 
         from fabricbench.measuring import resume as resuming
 
         named = dataclasses.replace(config, fabric=fabric.name)  # what the child's records say
-        plan, self.held = resuming.plan_held(named, resume.records)
+        plan, self.held = resuming.plan_held(named, prior)
         self.measured = [i for i in range(len(plan)) if i not in self.held]
-        resume.skipped = sum(1 for i in self.held if plan[i].case is not None)
-        if resume.on_skip is not None:
-            resume.on_skip(resume.skipped, sum(1 for item in plan if item.case is not None))
+        self.counts = resuming.skip_counts(plan, self.held)
         self.nothing_left = not self.measured
 
     def before(self, rec: dict[str, Any] | None) -> None:
@@ -219,8 +221,8 @@ def run_child(fabric: Fabric, args: list[str], *, base_env: dict[str, str] | Non
             with applied(fabric, base_env, log_dir=tmp if uses_nccl else None) as launch:
                 run.warnings = launch.warnings
                 outputs = (os.path.join(tmp, "stdout"), os.path.join(tmp, "stderr"))
-                reader = _Reader(out, outputs, fabric, launch, uses_nccl, extra, run, on_record)
-                reader.offset = os.path.getsize(out) if prior else 0  # new records only
+                reader = _Reader(out, outputs, fabric, launch, uses_nccl, extra, run, on_record,
+                                 offset=os.path.getsize(out) if prior else 0)  # new records only
                 with open(outputs[0], "w+") as so, open(outputs[1], "w+") as se:
                     p = procs.spawn(launch.argv(cmd), env=launch.env, stdout=so, stderr=se)
                     try:
@@ -255,10 +257,10 @@ def run_child(fabric: Fabric, args: list[str], *, base_env: dict[str, str] | Non
 class _Reader:
     """Reads the child's results file as it grows; annotates each new collective record."""
 
-    def __init__(self, path, outputs, fabric, launch, uses_nccl, extra, run, on_record) -> None:
+    def __init__(self, path, outputs, fabric, launch, uses_nccl, extra, run, on_record, offset: int = 0) -> None:
         self.path, self.outputs, self.fabric, self.launch = path, outputs, fabric, launch
         self.uses_nccl, self.extra, self.run, self.on_record = uses_nccl, extra, run, on_record
-        self.offset = 0
+        self.offset = offset  # bytes of the results file already read (or not ours to read)
 
     @staticmethod
     def read(path: str) -> str:

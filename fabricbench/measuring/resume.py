@@ -105,6 +105,11 @@ def match(plan: list[PlanItem], records: list[dict[str, Any]], config: SweepConf
     return out
 
 
+def skip_counts(plan: list[PlanItem], skipped) -> tuple[int, int]:
+    """What on_skip is told: (measurements skipped, measurements planned); waived items count in neither."""
+    return sum(1 for i in skipped if plan[i].case is not None), sum(1 for item in plan if item.case is not None)
+
+
 def plan_held(config: SweepConfig, records: list[dict[str, Any]]) -> tuple[list[PlanItem], dict[int, dict[str, Any]]]:
     """The plan of `config` and the records that already hold its items (plan index -> record), for a parent
     that starts the sweep in a child and measures nothing itself (compare, scaling, sweep --fabric X): the

@@ -180,7 +180,7 @@ def run_rank(config: SweepConfig, dist: DistContext | None, emit: Emit, *, run_i
                                   backend=info.get("backend"))
         skip = set(_share(dist, run_id, "resume", sorted(held)))  # every rank skips the same items
         if is_root and on_skip is not None and prior is not None:
-            on_skip(sum(1 for i in skip if plan[i].case is not None), sum(1 for p in plan if p.case is not None))
+            on_skip(*resuming.skip_counts(plan, skip))
         gather = _Gather(dist, run_id)
         for i, item in enumerate(plan):
             if i in skip:
@@ -349,7 +349,7 @@ def run_sweep(config: SweepConfig, *, writer=None, on_result: Callable[[Collecti
         # applied to a fresh child sweep, whose records stream back through emit (fabrics/child.py).
         from fabricbench.fabrics.child import sweep_under_fabric
 
-        sweep_under_fabric(config, emit, run_id=run_id, resume=resume, reused=reuse)
+        sweep_under_fabric(config, emit, run_id=run_id, prior=prior, reused=reuse, on_skip=on_skip)
     elif config.nprocs:
         from fabricbench.measuring.launch import launch_local
 
