@@ -128,7 +128,7 @@ def main() -> int:
 def pool(files: list[Path], max_size: int) -> int:
     """Quartiles of every process's time per launch, pooled over the sizes up to max_size, per tool."""
     print(f"{'run':34s} {'warm':>5s} {'mode':5s} {'op':10s} {'tool':4s} {'n':>3s} | {'min':>5s} {'p25':>5s} "
-          f"{'med':>5s} {'p75':>5s} {'max':>5s} | fb/nt at min, p25, median, p75")
+          f"{'med':>5s} {'p75':>5s} {'max':>5s} | fb/nt at min, p25, median, p75, max")
     for f in files:
         # eager only: in graph mode the time is the GPU's and grows with the size (compare per size there)
         rows = [r for r in json.loads(f.read_text()) if r["size"] <= max_size and r["mode"] == "eager"]
