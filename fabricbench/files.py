@@ -1,0 +1,154 @@
+"""Files from users and files for users: the one place that opens an input or writes an output.
+
+    fabricbench relate results.jsonl          (every reader opens its file through `open_input`)
+
+Inputs come from many machines, half-written runs and hand edits. Before anything is opened, a path that
+is missing, not a regular file (a FIFO would block open() forever, /dev/zero would never end) or larger
+than a cap is refused with one line that says what to do. Outputs are written so that a full disk or a
+read-only file gives one line (OutputError, exit 1), and JSON outputs never hold NaN or Infinity.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import stat
+import tempfile
+from pathlib import Path
+from typing import Any, TextIO
+
+from fabricbench.errors import FabricbenchError, UsageError
+
+# A results file of a 12,500-host fleet (12 records each) is ~150 MB; a spec or a log is far smaller.
+MAX_INPUT_BYTES = 4 * 1024**3
+ENV_MAX = "FABRICBENCH_MAX_INPUT_BYTES"  # raises the cap for every reader without a flag per command
+
+
+class OutputError(FabricbenchError):
+    """An output could not be written (full disk, read-only file). What was written before is kept."""
+
+
+def max_input_bytes() -> int:
+    raw = os.environ.get(ENV_MAX)
+    if raw is None:
+        return MAX_INPUT_BYTES
+    try:
+        value = int(raw)
+    except ValueError:
+        raise UsageError(f"{ENV_MAX}={raw!r} is not a whole number of bytes") from None
+    if value <= 0:
+        raise UsageError(f"{ENV_MAX}={raw!r} must be positive")
+    return value
+
+
+def check_input(path: str | os.PathLike, *, what: str = "input", max_bytes: int | None = None) -> Path:
+    """The path, if it names a readable regular file under the size cap; else UsageError (one line).
+
+    stat() never blocks, unlike open() on a FIFO, so special files are refused before they are opened.
+    """
+    p = Path(path)
+    try:
+        st = p.stat()
+    except FileNotFoundError:
+        raise UsageError(f"{what} {p}: no such file") from None
+    except OSError as e:
+        raise UsageError(f"{what} {p}: cannot read it ({e.strerror})") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise UsageError(f"{what} {p}: is a directory; give a file")
+    if not stat.S_ISREG(st.st_mode):
+        kind = ("a FIFO" if stat.S_ISFIFO(st.st_mode) else "a device" if stat.S_ISCHR(st.st_mode)
+                or stat.S_ISBLK(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode) else "not a regular file")
+        raise UsageError(f"{what} {p}: is {kind}; give a regular file (copy the stream to a file first)")
+    cap = max_input_bytes() if max_bytes is None else max_bytes
+    if st.st_size > cap:
+        raise UsageError(f"{what} {p}: {st.st_size:,} bytes is over the {cap:,}-byte cap; "
+                         f"set {ENV_MAX} to a larger number of bytes if the file is right")
+    if not os.access(p, os.R_OK):
+        raise UsageError(f"{what} {p}: not readable (permissions)")
+    return p
+
+
+def open_input(path: str | os.PathLike, *, what: str = "input", max_bytes: int | None = None) -> TextIO:
+    """A text handle on a checked input; bytes that are not UTF-8 become U+FFFD, never an exception."""
+    p = check_input(path, what=what, max_bytes=max_bytes)
+    try:
+        return open(p, encoding="utf-8", errors="replace", newline=None)
+    except OSError as e:
+        raise UsageError(f"{what} {p}: cannot read it ({e.strerror})") from None
+
+
+def read_input(path: str | os.PathLike, *, what: str = "input", max_bytes: int | None = None) -> str:
+    with open_input(path, what=what, max_bytes=max_bytes) as fh:
+        return fh.read()
+
+
+def json_safe(value: Any) -> Any:
+    """The value with every non-finite float replaced by None (JSON has no NaN or Infinity)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value
+
+
+def dumps(value: Any, **kw: Any) -> str:
+    """json.dumps that cannot write NaN/Infinity (they become null) and never fails on a stray type."""
+    return json.dumps(json_safe(value), allow_nan=False, default=str, **kw)
+
+
+def write_text_atomic(path: str | os.PathLike, text: str, *, what: str = "output") -> Path:
+    """Write through a temp file in the same folder and rename it into place.
+
+    A reader (a Prometheus textfile collector, a CI job) sees the old file or the new one, never half.
+    A write error leaves the old file as it was and raises OutputError with one line.
+    """
+    p = Path(path)
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+    except OSError as e:
+        raise OutputError(f"{what} {p}: cannot write there ({e.strerror}); choose a writable path") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, p)
+    except OSError as e:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise OutputError(f"{what} {p}: write failed ({e.strerror}); {p} was left as it was") from None
+    return p
+
+
+def same_file(a: str | os.PathLike, b: str | os.PathLike) -> bool:
+    """Whether two paths name one file (existing or not): for refusing `--out X --csv X` and the like."""
+    pa, pb = Path(a), Path(b)
+    try:
+        if pa.exists() and pb.exists():
+            return os.path.samefile(pa, pb)
+    except OSError:
+        pass
+    return pa.resolve() == pb.resolve()
+
+
+def refuse_collisions(outputs: dict[str, str | os.PathLike | None],
+                      inputs: dict[str, str | os.PathLike | None] | None = None) -> None:
+    """UsageError when two outputs, or an output and an input, name the same file.
+
+    Keys are what the user calls them (e.g. "--out", "--csv"), so the message names both.
+    """
+    named = [(k, v) for k, v in outputs.items() if v is not None]
+    for i, (ka, va) in enumerate(named):
+        for kb, vb in named[i + 1:]:
+            if same_file(va, vb):
+                raise UsageError(f"{ka} and {kb} both name {va}; give each output its own file")
+        for kb, vb in (inputs or {}).items():
+            if vb is not None and same_file(va, vb):
+                raise UsageError(f"{ka} {va} is also the input {kb}; write the output elsewhere")

@@ -1,0 +1,68 @@
+"""fabricbench/files.py: inputs refused before open, atomic outputs, JSON without NaN, collisions."""
+
+import json
+import os
+
+import pytest
+
+from fabricbench.errors import UsageError
+from fabricbench.files import (OutputError, check_input, dumps, read_input, refuse_collisions,
+                               write_text_atomic)
+
+
+def test_fifo_directory_and_device_refused_without_opening(tmp_path):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    with pytest.raises(UsageError, match="FIFO"):
+        check_input(fifo, what="--spec")  # would block forever in open()
+    with pytest.raises(UsageError, match="directory"):
+        check_input(tmp_path)
+    with pytest.raises(UsageError, match="device"):
+        check_input("/dev/zero")
+    with pytest.raises(UsageError, match="no such file"):
+        check_input(tmp_path / "missing")
+
+
+def test_size_cap_and_env_override(tmp_path, monkeypatch):
+    f = tmp_path / "big.jsonl"
+    f.write_text("x" * 100)
+    with pytest.raises(UsageError, match="100 bytes is over the 10-byte cap"):
+        check_input(f, max_bytes=10)
+    monkeypatch.setenv("FABRICBENCH_MAX_INPUT_BYTES", "50")
+    with pytest.raises(UsageError, match="FABRICBENCH_MAX_INPUT_BYTES"):
+        check_input(f)
+    monkeypatch.setenv("FABRICBENCH_MAX_INPUT_BYTES", "1000")
+    assert read_input(f) == "x" * 100
+
+
+def test_binary_input_reads_as_text(tmp_path):
+    f = tmp_path / "bin"
+    f.write_bytes(b"\xff\xfe\x00ok")
+    assert read_input(f).endswith("ok")
+
+
+def test_dumps_has_no_nan():
+    text = dumps({"a": float("nan"), "b": [float("inf"), 1.5], "c": {"d": -float("inf")}})
+    assert json.loads(text) == {"a": None, "b": [None, 1.5], "c": {"d": None}}
+
+
+def test_atomic_write_and_readonly_target(tmp_path):
+    out = tmp_path / "m.prom"
+    write_text_atomic(out, "one\n")
+    write_text_atomic(out, "two\n")
+    assert out.read_text() == "two\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["m.prom"]  # no temp file left
+    if os.geteuid() != 0:  # root writes through permissions; /dev/full covers the root case below
+        ro = tmp_path / "ro"
+        ro.mkdir()
+        ro.chmod(0o500)
+        with pytest.raises(OutputError):
+            write_text_atomic(ro / "x", "y")
+
+
+def test_collisions_named(tmp_path):
+    with pytest.raises(UsageError, match="--out and --csv both name"):
+        refuse_collisions({"--out": tmp_path / "a", "--csv": tmp_path / "a"})
+    with pytest.raises(UsageError, match="is also the input"):
+        refuse_collisions({"--out": tmp_path / "a"}, {"RESULTS": tmp_path / "a"})
+    refuse_collisions({"--out": tmp_path / "a", "--csv": None, "--json": tmp_path / "b"})
