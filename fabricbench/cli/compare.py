@@ -4,8 +4,8 @@
     fabricbench compare --fabrics default,lo:GLOO_SOCKET_IFNAME=lo --engine torch --backend gloo --nprocs 2
     fabricbench compare --fabrics default,shaped:1gbit,shaped:200mbit --engine torch --backend gloo --nprocs 2
 
-Ratio per size = busbw on the fabric / busbw on the first fabric named (algbw when n = 1, where the
-busbw factor is 0). Records: the common schema, with `fabric` and the transport NCCL really used.
+Per size: how many times slower each fabric is than the first named = busbw on the first / busbw on the
+fabric (algbw when n = 1, where the busbw factor is 0). Records: the common schema, with `fabric` and the transport NCCL really used.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import Any
 import click
 
 from fabricbench.cli.options import echo_err, sweep_options
+from fabricbench.report import table as tables
 from fabricbench.report.analysis import comparison, fmt, fmt_ratio
 
 
@@ -114,37 +115,33 @@ def already_done(prior, opts, fabric, gpus, *, nprocs: int | None = None, where:
 
 
 def render(table, runs) -> None:
-    from rich.console import Console
-    from rich.table import Table
+    from rich.markup import escape
 
     from fabricbench.sizes import format_size
 
-    console = Console()
+    console = tables.console()
     metric, names = table["metric"], table["fabrics"]
     short = metric.replace("_gbps", "")
+    cols = ([tables.Col("size", key=True)] + [tables.Col(n) for n in names]
+            + [tables.Col(f"{n} slower", f"{i}:×", f"{i}:× = {n} N× slower than {names[0]}")
+               for i, n in enumerate(names[1:], 1)])
     for op in dict.fromkeys(r["op"] for r in table["rows"]):
-        t = Table(title=f"{op}: {short} (GB/s) per fabric; ratio vs {names[0]}")
-        t.add_column("size", justify="right")
-        for n in names:
-            t.add_column(n, justify="right")
-        for n in names[1:]:
-            t.add_column(f"{n}/{names[0]}", justify="right")
+        rows = []
         for row in (r for r in table["rows"] if r["op"] == op):
-            vals = [fmt(row[metric].get(n)) for n in names]
-            ratios = [fmt_ratio(row["ratio"].get(n)) for n in names[1:]]
             size = format_size(row["bytes"]) + (" (in)" if row["inplace"] else "")
-            t.add_row(size, *vals, *ratios)
-        console.print(t)
+            rows.append([size, *[fmt(row[metric].get(n)) for n in names],
+                         *[fmt_ratio(row["slower"].get(n)) for n in names[1:]]])
+        tables.render(console, f"{op}: {short} (GB/s) per fabric; N× slower than {names[0]}", cols, rows)
     if table["note"]:
         console.print(table["note"])
     for r in runs:
-        line = f"{r.fabric.name}: transport {r.transport}"
+        line = f"{escape(r.fabric.name)}: transport {escape(str(r.transport))}"
         if r.waived:
-            line = f"{r.fabric.name}: [yellow]WAIVED: {r.waived}[/yellow]"
+            line = f"{escape(r.fabric.name)}: [yellow]WAIVED: {escape(r.waived)}[/yellow]"
         if r.mismatch:
-            line += f" [red]MISMATCH: {r.mismatch}[/red]"
+            line += f" [red]MISMATCH: {escape(r.mismatch)}[/red]"
         if r.error:
-            line += f" [red]FAILED: {r.error}[/red]"
+            line += f" [red]FAILED: {escape(r.error)}[/red]"
         console.print(line)
 
 
