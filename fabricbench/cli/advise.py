@@ -64,16 +64,16 @@ def advise(model, model_config, num_gpus, gpus, topo_file, topo_file2, results, 
     if as_json:
         click.echo(json.dumps(a.to_dict(), indent=2))
         return
-    click.echo(f"{a.model} ({fmt_count(a.params)} parameters) on {a.num_gpus} GPU(s); {a.topology}")
-    if a.strategy:
-        click.echo(f"\nRecommended: {a.strategy} on GPUs {','.join(map(str, a.placement))}")
-    else:
-        click.echo("\nNo strategy fits.")
+    con = tables.console()  # prose wraps at words on a terminal, stays one line in a pipe
+    say = lambda text="": con.print(text, markup=False, highlight=False)  # noqa: E731
+    say(f"{a.model} ({fmt_count(a.params)} parameters) on {a.num_gpus} GPU(s); {a.topology}")
+    say()
+    say(f"Recommended: {a.strategy} on GPUs {','.join(map(str, a.placement))}" if a.strategy else
+        "No strategy fits.")
     for r in a.reasons:
-        click.echo(f"  - {r}")
+        say(f"  - {r}")
     if a.runner_up:
-        click.echo(f"Runner-up: {a.runner_up['strategy']} on GPUs {','.join(map(str, a.runner_up['placement']))}")
-    con = tables.console()
+        say(f"Runner-up: {a.runner_up['strategy']} on GPUs {','.join(map(str, a.runner_up['placement']))}")
     con.print()
     tables.render(con, f"GPU sets of {a.num_gpus}, best busbw first ({a.placement_source})", PLACEMENT_COLS,
                   [[",".join(map(str, p.gpus)), p.label, p.slowest_link or "-",
@@ -84,4 +84,4 @@ def advise(model, model_config, num_gpus, gpus, topo_file, topo_file2, results, 
                   [[s.strategy, s.memory.verdict, _gib(s.memory.need_bytes), _gib(s.memory.margin_bytes),
                     _ms(s.time.comm_time_s), _ms(s.time.step_time_s), s.note] for s in a.strategies])
     for n in a.notes:
-        click.echo(f"note: {n}")
+        say(f"note: {n}")

@@ -16,9 +16,11 @@ from typing import Any
 
 import click
 
-from fabricbench.cli.options import echo_err, sweep_options
+from fabricbench.cli.options import sweep_options
+from fabricbench.progress import Progress
 from fabricbench.report import table as tables
 from fabricbench.report.analysis import comparison, fmt, fmt_ratio
+from fabricbench.sizes import format_size
 
 
 @click.command()
@@ -49,16 +51,23 @@ def compare(fabric_list, gpus, ops, sizes, nprocs, resume, dtype, iters, warmup,
     run_id = new_run_id()
     writer = open_output(out_path, run_id, fabrics[0].name)
     runs = []
+    per_fabric = len(opts.planned())
     try:
-        for fab in fabrics:
-            if not as_json:
-                click.echo(f"fabric {fab.name}: {fab.description or fab.name}", err=True)
-            done = already_done(prior, opts, fab, gpu_t, out_path=out_path)
-            if done is not None:
-                runs.append(done)
-                continue
-            runs.append(run_and_keep(fab, opts.args(gpu_t), writer, run_id, what=f"fabric {fab.name}",
-                                     kept="other fabrics' results", say=echo_err))
+        with Progress("compare", total=per_fabric * len(fabrics), quiet=as_json) as bar:
+            for fab in fabrics:
+                if not as_json:
+                    bar.say(f"fabric {fab.name}: {fab.description or fab.name}")
+                done = already_done(prior, opts, fab, gpu_t, out_path=out_path)
+                if done is not None:
+                    runs.append(done)
+                    bar.advance(per_fabric, item=f"{fab.name}: already recorded")
+                    continue
+                bar.update(item=fab.name)
+                run = run_and_keep(fab, opts.args(gpu_t), writer, run_id, what=f"fabric {fab.name}",
+                                   kept="other fabrics' results", say=bar.say,
+                                   on_record=lambda rec, f=fab.name: bar.advance(item=_item(f, rec)))
+                bar.advance(per_fabric - len(run.records), item=fab.name)  # waived or failed: the rest
+                runs.append(run)
     finally:
         writer.close()
     table = comparison(runs)
@@ -77,6 +86,11 @@ def compare(fabric_list, gpus, ops, sizes, nprocs, resume, dtype, iters, warmup,
         plot(table, runs, plot_path)
     if any(r.error for r in runs):
         sys.exit(1)
+
+
+def _item(fabric: str, rec: dict[str, Any]) -> str:
+    """What a progress bar names after a record: the fabric, op and size just measured."""
+    return f"{fabric} {rec.get('op')} {format_size(rec.get('bytes') or rec.get('requested_bytes') or 0)}"
 
 
 def resume_records(out_path: str | None, resume: bool) -> list[dict[str, Any]] | None:
@@ -116,8 +130,6 @@ def already_done(prior, opts, fabric, gpus, *, nprocs: int | None = None, where:
 
 def render(table, runs) -> None:
     from rich.markup import escape
-
-    from fabricbench.sizes import format_size
 
     console = tables.console()
     metric, names = table["metric"], table["fabrics"]

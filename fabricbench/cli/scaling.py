@@ -16,10 +16,12 @@ from typing import Any
 
 import click
 
-from fabricbench.cli.options import echo_err, sweep_options
+from fabricbench.cli.options import sweep_options
+from fabricbench.progress import Progress
 from fabricbench.errors import UsageError
 from fabricbench.report import table as tables
 from fabricbench.report.analysis import fmt, scaling_rows
+from fabricbench.sizes import format_size
 
 
 def read_counts(text: str) -> list[int]:
@@ -118,23 +120,33 @@ def scaling(gpus, counts, ops, sizes, fabric_spec, topo_file, resume, dtype, ite
     run_id = new_run_id()
     writer = open_output(out_path, run_id, fabric.name, topo=topo if topo_file else None)
     results: list[tuple[Any, Any]] = []
+    per_set = len(opts.planned())
     try:
-        for p in placements:
-            cuda_set = tuple(from_topo[g] for g in p.gpus)
-            if not as_json:  # CPU ranks are processes on one host: no GPUs, islands or hops to name
-                click.echo(f"{p.count} CPU ranks ({opts.backend})" if opts.cpu_ranks else
-                           f"{p.count} GPUs {p.label} {list(cuda_set)} (slowest hop {p.worst_link})", err=True)
-            extra = {"placement": p.label, "placement_gpus": list(cuda_set), "topology_gpus": list(p.gpus),
-                     "slowest_link": p.worst_link, "count": p.count}
-            args = opts.args(cuda_set, nprocs=p.count if opts.cpu_ranks else None)
-            done = already_done(prior, opts, fabric, cuda_set, nprocs=p.count if opts.cpu_ranks else None,
-                                where={"placement": p.label, "placement_gpus": list(cuda_set)}, out_path=out_path)
-            if done is not None:
-                results.append((p, done))
-                continue
-            run = run_and_keep(fabric, args, writer, run_id, what=f"{p.count} GPUs {p.label}",
-                               kept="the other sets", extra=extra, say=echo_err)
-            results.append((p, run))
+        with Progress("scaling", total=per_set * len(placements), quiet=as_json) as bar:
+            for p in placements:
+                cuda_set = tuple(from_topo[g] for g in p.gpus)
+                # CPU ranks are processes on one host: no GPUs, islands or hops to name
+                what = (f"{p.count} CPU ranks ({opts.backend})" if opts.cpu_ranks else
+                        f"{p.count} GPUs {p.label} {list(cuda_set)} (slowest hop {p.worst_link})")
+                if not as_json:
+                    bar.say(what)
+                extra = {"placement": p.label, "placement_gpus": list(cuda_set), "topology_gpus": list(p.gpus),
+                         "slowest_link": p.worst_link, "count": p.count}
+                args = opts.args(cuda_set, nprocs=p.count if opts.cpu_ranks else None)
+                done = already_done(prior, opts, fabric, cuda_set, nprocs=p.count if opts.cpu_ranks else None,
+                                    where={"placement": p.label, "placement_gpus": list(cuda_set)},
+                                    out_path=out_path)
+                if done is not None:
+                    results.append((p, done))
+                    bar.advance(per_set, item=f"{what}: already recorded")
+                    continue
+                label = f"{p.count} ranks" if opts.cpu_ranks else f"{p.count} GPUs {p.label}"
+                bar.update(item=label)
+                run = run_and_keep(fabric, args, writer, run_id, what=label, kept="the other sets", extra=extra,
+                                   say=bar.say, on_record=lambda rec, w=label: bar.advance(
+                                       item=f"{w} {rec.get('op')} {format_size(rec.get('bytes') or 0)}"))
+                bar.advance(per_set - len(run.records), item=label)  # waived or failed: the rest
+                results.append((p, run))
     finally:
         writer.close()
     rows = scaling_rows(results)
@@ -153,8 +165,6 @@ def scaling(gpus, counts, ops, sizes, fabric_spec, topo_file, resume, dtype, ite
 
 def render(rows, topo, *, cpu: bool = False) -> None:
     """The table; with CPU ranks it says ranks (there are no GPUs, islands or hops to name)."""
-    from fabricbench.sizes import format_size
-
     console = tables.console()
     key = [tables.Col("op", justify="left", key=True), tables.Col("size", key=True)]
     bw = [tables.Col("busbw"), tables.Col("algbw"), tables.Col("transport", justify="left")]

@@ -141,4 +141,6 @@ def slower(reference: float | None, value: float | None) -> float | None:
 
 def fmt_ratio(v: float | None) -> str:
     """An "N× slower" figure: '5.21×' (above 1: slower; below 1: faster)."""
-    return "-" if v is None else f"{v:.2f}×"
+    if v is None:
+        return "-"
+    return (fmt(v) if abs(v) >= 1000 else f"{v:.2f}") + "×"

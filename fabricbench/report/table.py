@@ -61,16 +61,19 @@ def _cell(v: Any):
 
 def _table(title: str | None, cols: Sequence[Col], rows: Sequence[Sequence[Any]], *, short: bool):
     from rich import box
+    from rich.cells import cell_len
     from rich.table import Table
 
     t = Table(title=title, title_justify="left", header_style="bold", box=box.SIMPLE_HEAD, show_edge=False,
               pad_edge=False, collapse_padding=True)
-    for c in cols:
+    for i, c in enumerate(cols):
         header = (c.short or c.name) if short else c.name
         if c.prose:
             t.add_column(header, justify=c.justify, overflow="fold")
-        else:  # a figure or a name: never wrapped, never cut
-            t.add_column(header, justify=c.justify, no_wrap=True, overflow="ignore")
+        else:  # a figure or a name: never wrapped, never cut (rich measures text by its longest word, so
+            # the column's minimum is set to its widest cell: the measure then says what the table needs)
+            widest = max([cell_len(header)] + [cell_len(_cell(r[i]).plain) for r in rows])
+            t.add_column(header, justify=c.justify, no_wrap=True, min_width=widest)
     for r in rows:
         t.add_row(*[_cell(v) for v in r])
     return t
@@ -161,11 +164,20 @@ CSV_FIELDS = ("op", "dtype", "bytes", "count", "nranks", "inplace", "graph", "ti
 _num = fmt  # the one number formatter (fabricbench/report/analysis.py)
 
 
+def note(rec: dict[str, Any]) -> str | None:
+    """The line under the table for a waived or failed record: what and why, never cut."""
+    if rec.get("status") in ("waived", "timeout", "error"):
+        return f"{rec['op']} {format_size(rec['requested_bytes'])}: {rec['status']}: {rec.get('message') or ''}"
+    return None
+
+
 def row(rec: dict[str, Any]) -> list[str]:
+    """The sweep table's cells for one record (a waived or failed one's reason goes under the table:
+    see note())."""
     status = rec.get("status")
     if status in ("waived", "timeout", "error"):
         return [rec["op"], format_size(rec["requested_bytes"]), "-", rec["dtype"],
-                "in" if rec["inplace"] else "out", status, "", "", "", rec.get("message") or ""]
+                "in" if rec["inplace"] else "out", status, "", "", "", ""]
     wrong = rec.get("wrong")
     busbw = _num(rec.get("busbw_gbps")) if rec.get("busbw_gbps") is not None else "n/a"
     return [rec["op"], format_size(rec["bytes"]), f"{rec['count']:,}", rec["dtype"],
@@ -206,14 +218,16 @@ class SweepTable:
 
     def add(self, rec: dict[str, Any]) -> None:
         self.rows.append(row(rec))
-        note = rec.get("busbw_note")
-        if note and note not in self.notes:
-            self.notes.append(note)
+        for n in (note(rec), rec.get("busbw_note")):
+            if n and n not in self.notes:
+                self.notes.append(n)
         if self._live is not None:
             self._progress.advance(self._task)
             self._live.update(self._render())
 
     def close(self) -> None:
+        from rich.text import Text
+
         if self._live is not None:
             self._live.stop()  # transient: the live view goes, the final table is printed once below
         if self.rows:  # a run that failed before its first result prints its error alone
@@ -222,7 +236,7 @@ class SweepTable:
             self.console.print("[dim]cv ! : the spread is over half the median; the figure is noise, rerun "
                                "with more --iters or --adaptive[/dim]")
         for n in self.notes:
-            self.console.print(f"[dim]note: {n}[/dim]")
+            self.console.print(Text(f"note: {n}", style="dim"))
 
 
 class CsvSink:
