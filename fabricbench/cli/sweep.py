@@ -24,7 +24,7 @@ from fabricbench.collectives import DEFAULT_OPS
 @click.command(context_settings={"show_default": True})
 @click.option("--gpus", default=None, help="GPU list: 0-7, 0,2,5, 0-3,6 (rank order). Default: all visible.")
 @click.option("--ops", default=",".join(DEFAULT_OPS), help="Comma list of collectives (see --list-ops).")
-@click.option("--sizes", default="8-8G:x4", help="8-8G, 1M-1G:x2 (factor) or a list 64K,1M; binary K/M/G.")
+@click.option("--sizes", default="8-8G:x4", help="8-8G, 1M-1G:x2 (factor) or a list 64K,1M (a bare G is GiB, 2^30 B; GB is 10^9 B).")
 @click.option("--dtype", default="float32", help="float32, bfloat16, float16, float64, int32, int8, uint8.")
 @click.option("--iters", type=int, default=20, help="Timed iterations per size (graph mode: replays).")
 @click.option("--warmup", type=int, default=5, help="Untimed iterations per size.")
