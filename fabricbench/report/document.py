@@ -30,7 +30,8 @@ from typing import Any, Sequence
 # Cells whose text is one of these get a colour in HTML (and keep their text in both formats).
 STATUS_CLASSES = {"pass": "ok", "ok": "ok", "fail": "bad", "failed": "bad", "error": "bad", "wrong": "bad",
                   "timeout": "bad", "oom": "warn", "flagged": "warn", "waived": "muted", "skipped": "muted",
-                  "predicted-only": "muted"}
+                  "predicted-only": "muted", "critical": "bad", "unknown": "warn", "warning": "warn",
+                  "info": "muted"}
 
 _CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-serif;margin:0;color:#1d2733;
