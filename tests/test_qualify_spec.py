@@ -350,7 +350,7 @@ def test_dry_run_checks_the_spec_and_measures_nothing(tmp_path, capsys, monkeypa
     lines = out.splitlines()
     assert lines[0].startswith("h200-sxm-8 (builtin:h200-sxm-8) at level 2 (standard): ") and "nothing measured" in lines[0]
     assert lines[-1].startswith("estimate: ~")
-    assert any(ln.split()[:2] == ["allreduce_8gpu", "collective"] and "sizes=8B,1G" in ln for ln in lines)
+    assert any(ln.split()[:2] == ["allreduce_8gpu", "collective"] and "sizes=8B,16G" in ln for ln in lines)
     assert not any(ln.split()[0] == "wiring" for ln in lines[1:])
     code, out, err = _cli(["qualify", "--spec", "builtin:h200-sxm-8", "--dry-run", "--json", "--only",
                            "transports"], capsys)
