@@ -74,7 +74,8 @@ def import_file(path: str | os.PathLike, *, fabric: str | None = None, nranks: i
     if not records and name == "nccl-tests" and nccl_log.sniff(text):
         name, records = "nccl-log", nccl_log.read(src)  # the table never came: keep what its log says
     if not records:
-        raise UsageError(f"{path}: read as {name}, but it holds no measurement (no table row or matrix value)")
+        why = f"; {src.warnings[0]}" if src.warnings else ""
+        raise UsageError(f"{path}: read as {name}, but it holds no measurement (no table row or matrix value){why}")
     return Imported(path=str(path), format=name, records=records, warnings=list(src.warnings))
 
 

@@ -174,6 +174,11 @@ def read(src: Source) -> list[dict[str, Any]]:
         if _is_row(tokens, run.layout):
             run.rows.append((line_no, tokens))
             continue
+        if (len(tokens) >= 4 and tokens[0].isdigit() and tokens[1].isdigit() and not _NUMERIC.match(tokens[2])
+                and (run.layout is not None or run.rows)):
+            src.warn(line_no, f"skipped a table row that does not fit the table's {_width(run.layout)} columns "
+                              f"({len(tokens)} values)")
+            continue
         m = _PROGRAM.search(body)
         if m and op_name(m.group(1)) and not body.startswith("#"):
             # a command line (after a shell prompt, or mpirun's): the next run's program
@@ -193,6 +198,10 @@ def read(src: Source) -> list[dict[str, Any]]:
         records.extend(_records(src, r, number_of_run, file_op))
         number_of_run += 1
     return records
+
+
+def _width(layout: Layout | None) -> str:
+    return "?" if layout is None else str(len(layout.preamble) + sum(len(x) for x in layout.sides))
 
 
 def _split_glued(tokens: list[str]) -> list[str]:

@@ -49,8 +49,10 @@ def read(src: Source) -> list[dict[str, Any]]:
             test = m.group(1)
         m = _SUM.match(line)
         if m and number(m.group(2)) is not None:
-            for rec in by_test.get(m.group(1), []):
+            # the test's matrices; where no "Running <test>." line named them, the ones since the last SUM
+            for rec in by_test.get(m.group(1)) or by_test.pop("", []):
                 rec["extra"]["sum_gbps"] = number(m.group(2))
+                rec["extra"]["test"] = m.group(1)
         m = _TITLE.search(line)
         if not m:
             i += 1
