@@ -37,6 +37,8 @@ from fabricbench.qualifying.junit import xml_text
 from fabricbench.qualifying.inputs import Tally, read_json, records
 from fabricbench.qualifying.prometheus import TextFile
 from fabricbench.qualifying.verdict import EXIT, RANK, SEVERITIES
+from fabricbench.report import table as tables
+from fabricbench.report.analysis import fmt
 from fabricbench.report.document import Document
 
 PLOT_MAX_NODES = 64  # beyond this a bar per node is unreadable; fleet.json and the tables hold every node
@@ -316,7 +318,7 @@ def _write(res: FleetResult, out: Path) -> None:
                 caption="Outliers, worst nodes first" + (" (the first 200)" if len(res.outliers) > 200 else ""))
     t = doc.section("Figures", intro="The median and MAD of each figure over the fleet.")
     t.table(["figure", "unit", "nodes", "median", "MAD"],
-            [[fig, st["unit"], str(st["n"]), f"{st['median']:.4g}", f"{st['mad']:.3g}"]
+            [[fig, st["unit"], str(st["n"]), fmt(st["median"]), fmt(st["mad"])]
              for fig, st in res.stats.items()])
     if len(res.nodes) <= 16:
         t.table(*table(res), caption="Each node's figures")
@@ -343,7 +345,7 @@ def node_table(res: FleetResult, limit: int = SHOW_NODES) -> tuple[list[str], li
 def outlier_rows(res: FleetResult, limit: int = 200) -> list[list[str]]:
     rank = {n.name: i for i, n in enumerate(res.nodes)}
     worst = sorted(res.outliers, key=lambda o: (rank[o.node], -RANK[o.severity], o.figure))[:limit]
-    return [[o.node, o.figure, f"{o.value:.4g}", f"{o.median:.4g}", f"{o.ratio:.2f}", o.severity, o.why]
+    return [[o.node, o.figure, fmt(o.value), fmt(o.median), f"{o.ratio:.2f}", o.severity, o.why]
             for o in worst]
 
 
@@ -356,8 +358,8 @@ def table(res: FleetResult) -> tuple[list[str], list[list[str]]]:
         cells = []
         for n in res.nodes:
             f = n.figures.get(fig)
-            cells.append("-" if f is None else f"{f.value:.4g}" + (" !" if (n.name, fig) in out_set else ""))
-        rows.append([fig, st["unit"], *cells, f"{st['median']:.4g}", f"{st['mad']:.3g}"])
+            cells.append("-" if f is None else fmt(f.value) + (" !" if (n.name, fig) in out_set else ""))
+        rows.append([fig, st["unit"], *cells, fmt(st["median"]), fmt(st["mad"])])
     return headers, rows
 
 
@@ -398,25 +400,19 @@ def _plot(res: FleetResult, path: Path) -> bool:
 
 
 def render(res: FleetResult) -> None:
-    from rich.console import Console
     from rich.markup import escape
-    from rich.table import Table
+    from rich.text import Text
 
-    console = Console()
-    console = Console(width=max(console.width, 150))
+    console = tables.console()
     headers, rows = node_table(res)
-    t = Table(title=f"fleet: {len(res.nodes)} nodes, worst first" + (
+    cols = [tables.Col(h, justify="right" if h == "outlier figures" else "left", key=h == "node",
+                       prose=h in ("codes", "failed checks")) for h in headers]
+    style = {"critical": "bold red", "unknown": "yellow", "warning": "yellow", "info": "dim", "pass": "green"}
+    title = (f"fleet: {len(res.nodes)} nodes, worst first" + (
         f" (the {SHOW_NODES} worst; fleet.json has all)" if len(res.nodes) > SHOW_NODES else "")
         + f"; outlier: < {res.fraction:g} x median (critical) or robust z beyond {res.mad_z:g} (warning)")
-    for h in headers:
-        t.add_column(h, justify="right" if h == "outlier figures" else "left")
-    style = {"critical": "bold red", "unknown": "yellow", "warning": "yellow", "info": "dim", "pass": "green"}
-    for r in rows:  # names and figures hold brackets ("[default]"): escaped, not rich markup
-        cells = [escape(c) for c in r]
-        cells[2] = f"[{style[r[2]]}]{r[2]}[/]"
-        t.add_row(*cells)
-    console.print(t)
-    for row in outlier_rows(res, limit=20):
+    tables.render(console, title, cols, [[*r[:2], Text(r[2], style=style[r[2]]), *r[3:]] for r in rows])
+    for row in outlier_rows(res, limit=20):  # names and figures hold brackets ("[default]"): escaped
         console.print(f"[bold red]outlier[/bold red] {escape(row[0])}: {escape(row[1])} = {row[2]} vs median "
                       f"{row[3]} ({escape(row[6])}; {row[5]})")
     if len(res.outliers) > 20:
@@ -425,6 +421,6 @@ def render(res: FleetResult) -> None:
         console.print(f"[yellow]note[/yellow]: {escape(note)}")
     sev = {s: sum(1 for n in res.nodes if n.severity == s) for s in SEVERITIES}
     word = "PASSED" if res.exit_code == 0 else res.severity.upper()
-    console.print(f"[bold]{word}[/bold]: {sev['critical']} critical, {sev['unknown']} unknown, {sev['warning']} "
-                  f"warning node(s) of {len(res.nodes)}; {len(res.outliers)} outlier(s)"
+    console.print(f"[bold]{word}[/bold] (exit {res.exit_code}): {sev['critical']} critical, {sev['unknown']} unknown, "
+                  f"{sev['warning']} warning node(s) of {len(res.nodes)}; {len(res.outliers)} outlier(s)"
                   + (f"; outputs in {Path(res.files['fleet_json']).parent}" if "fleet_json" in res.files else ""))
