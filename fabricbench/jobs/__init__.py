@@ -1,0 +1,26 @@
+"""The job layer: every child process fabricbench starts, resumes, times out and keeps secrets from.
+
+    from fabricbench import jobs
+    with jobs.workspace("train-ddp") as ws:
+        outcome = jobs.run(argv, workspace=ws, fabric=fabric, stall_s=20, on_record=handle)
+
+Every orchestrator goes through here: `sweep --fabric`, `compare`, `scaling` (fabrics/child.py), `train`'s
+torchrun (training/launch.py), `study`'s units (study/runner.py) and `qualify`'s measuring units
+(qualifying/children.py). What lives where:
+- runner.py: the one child runner (fabric applied, process group dead with us, records streamed back over
+  one channel, stall timeout naming the process that stopped answering, total budget, no leftovers);
+- channel.py: the child's side of that channel (records, progress, a heartbeat);
+- signals.py: SIGINT -> exit 130, SIGTERM -> 143, with what was measured kept and one line said;
+- secrets.py: a fabric travels to children through their environment, never their argv; values outside
+  NCCL_*/GLOO_*/CUDA_* are shown as *** everywhere else;
+- store.py: the one resume store (a torn last line is cut off, with a warning, and measured again);
+- configs.py: typed, frozen job configs whose argv comes from their fields, with a stable resume key.
+"""
+
+from __future__ import annotations
+
+from fabricbench.jobs.runner import Outcome, run, workspace
+from fabricbench.jobs.signals import Terminated
+from fabricbench.jobs.store import ResumeStore
+
+__all__ = ["Outcome", "ResumeStore", "Terminated", "run", "workspace"]
