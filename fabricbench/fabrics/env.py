@@ -88,3 +88,27 @@ def argv_name(fabric: Fabric) -> str:
     """What a child's argv says for `fabric`: a custom fabric's name (its values travel by carry()), a
     built-in's or a family member's full name (nothing secret in them)."""
     return fabric.name
+
+
+_KNOWN: dict[str, Fabric] = {}  # custom fabrics parsed in this process (a qualify spec's), by name
+
+
+def remember(fabric: Fabric) -> str:
+    """Keep a custom fabric parsed once, so that what follows names it by its name alone; returns it."""
+    if not fabric.builtin:
+        _KNOWN[fabric.name] = fabric
+    return fabric.name
+
+
+def known(name: str) -> Fabric | None:
+    """A custom fabric by name: carried into this process by a parent, or remembered by this one."""
+    return travelled(name) or _KNOWN.get(name)
+
+
+def mask_known(text: str) -> str:
+    """`text` with every VAR=VALUE of a known custom fabric's secret variable shown as VAR=***."""
+    for fabric in list(_KNOWN.values()) + [f for n in _travelled(os.environ) if (f := travelled(n))]:
+        for var, val in fabric.env:
+            if val and public_value(var, val) != val:
+                text = text.replace(f"{var}={val}", f"{var}={public_value(var, val)}")
+    return text

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from fabricbench.errors import FabricbenchError, UsageError
+from fabricbench.fabrics.env import mask_known
 from fabricbench.qualifying.spec import Spec, load_spec, parse_spec
 from fabricbench.qualifying.verdict import Verdict, combine, exit_code, waived
 
@@ -204,7 +205,7 @@ def _write_outputs(res: QualifyResult, out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / "verdicts.json").write_text(json.dumps(res.to_dict(), indent=2) + "\n", encoding="utf-8")
     (out / "junit.xml").write_text(to_xml(res.verdicts, suite=res.spec.name, host=res.host), encoding="utf-8")
-    (out / "spec.toml").write_text(res.spec.text, encoding="utf-8")
+    (out / "spec.toml").write_text(mask_known(res.spec.text), encoding="utf-8")  # custom fabric values: ***
     res.files = {"results": str(out / "results.jsonl"), "verdicts": str(out / "verdicts.json"),
                  "junit": str(out / "junit.xml"), "spec": str(out / "spec.toml")}
     res.files.update(write_report(res, out))

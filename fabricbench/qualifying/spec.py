@@ -98,11 +98,13 @@ class Spec:
 
         from fabricbench.qualifying.fields import READERS
 
+        from fabricbench.fabrics.model import shown
+
         try:
-            READERS["fabric"][0](fabric)
+            name = READERS["fabric"][0](fabric)  # its name from here on: a custom fabric's values stay out
         except FieldError as e:
-            raise SpecError(f"--fabric {fabric}: {e}") from None
-        checks = [dataclasses.replace(c, params={**c.params, "fabric": fabric})
+            raise SpecError(f"--fabric {shown(fabric)}: {e}") from None
+        checks = [dataclasses.replace(c, params={**c.params, "fabric": name})
                   if c.params.get("fabric") == "default" else c for c in self.checks]
         return dataclasses.replace(self, checks=checks)
 
