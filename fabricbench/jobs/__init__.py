@@ -19,8 +19,22 @@ torchrun (training/launch.py), `study`'s units (study/runner.py) and `qualify`'s
 
 from __future__ import annotations
 
-from fabricbench.jobs.runner import Outcome, run, workspace
-from fabricbench.jobs.signals import Terminated
-from fabricbench.jobs.store import ResumeStore
+from typing import Any
 
-__all__ = ["Outcome", "ResumeStore", "Terminated", "run", "workspace"]
+# Loaded on first use: the CLI's entry imports jobs.signals for every command, --help included, and must
+# not pay for the runner's imports (fabrics, results) there.
+_LAZY = {"Outcome": "fabricbench.jobs.runner", "run": "fabricbench.jobs.runner",
+         "workspace": "fabricbench.jobs.runner", "Terminated": "fabricbench.jobs.signals",
+         "ResumeStore": "fabricbench.jobs.store"}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'fabricbench.jobs' has no attribute {name!r}")
