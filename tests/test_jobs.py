@@ -18,6 +18,7 @@ from fabricbench import jobs
 from fabricbench.errors import UsageError
 from fabricbench.fabrics import get_fabric
 from fabricbench.fabrics.apply import applied
+from fabricbench.fabrics.env import travelled
 from fabricbench.jobs import secrets
 from fabricbench.jobs.store import ResumeStore, repair
 
@@ -129,7 +130,7 @@ def test_a_custom_fabric_travels_by_name_through_the_environment():
     with applied(fabric, {}) as launch:
         env = launch.env
     assert env["MY_TOKEN"] == "hunter2"
-    child = get_fabric.__globals__["travelled"]("sec", env)
+    child = travelled("sec", env)
     assert child.variables == fabric.variables and child.name == "sec"
     with pytest.raises(UsageError, match="unknown fabric"):
         get_fabric("sec")  # not carried into this process
