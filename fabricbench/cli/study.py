@@ -73,7 +73,7 @@ def study(out, gpus, device, nprocs, fabrics, strategies, model, model_config, s
     echo = None if (quiet or as_json) else (lambda line: click.echo(line, err=True))
     try:
         res = run_study(out, resume=resume, dry_run=dry_run, echo=echo,
-                        progress=not (quiet or as_json) and sys.stderr.isatty(), **given)
+                        progress=False if (quiet or as_json) else None, **given)
     except KeyboardInterrupt:
         click.echo(f"Interrupted: the finished units are in {out}/results.jsonl; continue with "
                    f"`fabricbench study --out {out} --resume`", err=True)

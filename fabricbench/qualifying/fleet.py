@@ -24,6 +24,8 @@ from typing import Any, Sequence
 
 from fabricbench.errors import UsageError
 from fabricbench.qualifying.figures import Figure, figures
+from fabricbench.report import table as tables
+from fabricbench.report.analysis import fmt
 
 
 @dataclass(kw_only=True)
@@ -182,8 +184,8 @@ def table(res: FleetResult) -> tuple[list[str], list[list[str]]]:
         cells = []
         for n in res.nodes:
             f = n.figures.get(fig)
-            cells.append("-" if f is None else f"{f.value:.4g}" + (" !" if (n.name, fig) in out_set else ""))
-        rows.append([fig, st["unit"], *cells, f"{st['median']:.4g}", f"{st['mad']:.3g}"])
+            cells.append("-" if f is None else fmt(f.value) + (" !" if (n.name, fig) in out_set else ""))
+        rows.append([fig, st["unit"], *cells, fmt(st["median"]), fmt(st["mad"])])
     return headers, rows
 
 
@@ -224,20 +226,16 @@ def _plot(res: FleetResult, path: Path) -> bool:
 
 
 def render(res: FleetResult) -> None:
-    from rich.console import Console
     from rich.markup import escape
-    from rich.table import Table
+    from rich.text import Text
 
-    console = Console()
-    console = Console(width=max(console.width, 150))
+    console = tables.console()
     headers, rows = table(res)
-    t = Table(title=f"fleet: {len(res.nodes)} nodes (outlier: < {res.fraction:g} x median or robust z beyond "
-                    f"{res.mad_z:g}; marked !)")
-    for h in headers:
-        t.add_column(h, justify="left" if h == "figure" else "right")
-    for r in rows:
-        t.add_row(*[f"[bold red]{escape(c)}[/]" if c.endswith(" !") else escape(c) for c in r])
-    console.print(t)
+    cols = [tables.Col(h, justify="left" if h == "figure" else "right", key=h == "figure",
+                       prose=h == "figure") for h in headers]
+    tables.render(console, f"fleet: {len(res.nodes)} nodes (outlier: < {res.fraction:g} x median or robust z "
+                           f"beyond {res.mad_z:g}; marked !)",
+                  cols, [[Text(c, style="bold red") if c.endswith(" !") else c for c in r] for r in rows])
     for n in res.nodes:  # names and figures hold brackets ("[default]"): escaped, not rich markup
         if n.status == "fail":
             console.print(f"[red]{escape(n.name)}[/red]: failed {escape(', '.join(n.failed))}")

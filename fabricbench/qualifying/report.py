@@ -11,11 +11,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fabricbench.qualifying.verdict import Verdict, fmt_value
+from fabricbench.report import table as tables
 
 if TYPE_CHECKING:
     from fabricbench.qualifying.api import QualifyResult
 
-HEADERS = ["check", "kind", "status", "measured", "threshold", "margin", "subject", "note"]
+COLS = (tables.Col("check", justify="left", key=True), tables.Col("kind", justify="left"),
+        tables.Col("status", justify="left"), tables.Col("measured"), tables.Col("threshold"),
+        tables.Col("margin"), tables.Col("subject", justify="left", prose=True),
+        tables.Col("note", justify="left", prose=True))
+HEADERS = [c.name for c in COLS]
 SHOW_ITEMS = 12  # failing items listed under the terminal table per check (all are in verdicts.json)
 _STYLE = {"pass": "green", "fail": "bold red", "error": "bold red", "waived": "dim"}
 
@@ -36,22 +41,16 @@ def row(v: Verdict) -> list[str]:
 
 
 def render(res: "QualifyResult", console=None) -> None:
-    from rich.console import Console
     from rich.markup import escape
-    from rich.table import Table
+    from rich.text import Text
 
-    if console is None:
-        console = Console()
-        console = Console(width=max(console.width, 150))  # pipes and CI logs: no column folding
-    t = Table(title=escape(f"fabricbench qualify: {res.spec.name} ({res.spec.path}) on {res.host}"))
-    for h in HEADERS:
-        t.add_column(h, justify="right" if h in ("measured", "threshold", "margin") else "left",
-                     overflow="fold")
+    console = console or tables.console()
+    rows = []
     for v in res.verdicts:
-        cells = [escape(c) for c in row(v)]  # subjects hold brackets ("[shaped:1gbit]"): not markup
-        cells[2] = f"[{_STYLE[v.status]}]{v.status}[/]"
-        t.add_row(*cells)
-    console.print(t)
+        cells: list = row(v)
+        cells[2] = Text(v.status, style=_STYLE[v.status])
+        rows.append(cells)
+    tables.render(console, f"fabricbench qualify: {res.spec.name} ({res.spec.path}) on {res.host}", COLS, rows)
     for v in res.verdicts:  # every failing item, so that an operator sees all the bad pairs, not one
         bad = [i for i in v.items if i.status in ("fail", "error")]
         for i in bad[:SHOW_ITEMS]:

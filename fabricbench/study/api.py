@@ -98,7 +98,7 @@ def plan_for(config: StudyConfig) -> list[Unit]:
     return build_plan(config, topo)
 
 
-def study(out: str, *, resume: bool = False, dry_run: bool = False, report: bool = True, progress: bool = False,
+def study(out: str, *, resume: bool = False, dry_run: bool = False, report: bool = True, progress: bool | None = None,
           echo: Callable[[str], None] | None = None, **options: Any) -> StudyResult:
     """Run (or, with dry_run, only plan) a study into `out`; see the module docstring."""
     from fabricbench.study import records

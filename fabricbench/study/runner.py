@@ -24,6 +24,7 @@ from fabricbench.errors import FabricbenchError, FabricWaived, UsageError
 from fabricbench.fabrics import get_fabric
 from fabricbench.fabrics.model import Fabric
 from fabricbench.jobs import secrets, signals
+from fabricbench.progress import Progress
 from fabricbench.results import ResultWriter, header
 from fabricbench.study import records as study_records
 from fabricbench.study.config import StudyConfig
@@ -72,7 +73,7 @@ def prepare(config: StudyConfig, *, resume: bool) -> study_records.StudyRecords:
 
 
 def run_units(config: StudyConfig, units: list[Unit], *, resume: bool, echo: Callable[[str], None] | None = None,
-              progress: bool = True) -> list[UnitRun]:
+              progress: bool | None = None) -> list[UnitRun]:
     """Run (or skip) every unit; returns what happened to each. Raises KeyboardInterrupt after recording."""
     out = Path(config.out)
     existing = prepare(config, resume=resume)
@@ -87,21 +88,26 @@ def run_units(config: StudyConfig, units: list[Unit], *, resume: bool, echo: Cal
     ctx = Context(config=config, out_dir=out, records=list(existing.records))
     done = {name for name, u in existing.units.items() if u.get("status") in DONE}
     results: list[UnitRun] = []
-    bar = _Progress(units, enabled=progress)
+    # progress None: a bar on a terminal, a line now and then in a log (fabricbench/progress.py)
+    bar = Progress("study", total=len(units), quiet=progress is False)
     try:
         with signals.terminated_as_interrupt(), bar:
             for unit in units:
                 if unit.name in done:
                     results.append(UnitRun(unit=unit, status="skipped", message="recorded ok earlier"))
-                    bar.advance(unit, "skipped", 0.0)
+                    bar.advance(item=f"{unit.name} skipped")
                     continue
-                bar.start(unit)
+                bar.update(item=unit.name)
                 run = _run_unit(unit, ctx, writer, attempt)
                 results.append(run)
-                bar.advance(unit, run.status, run.duration_s)
+                bar.advance(item=f"{unit.name} {run.status}")
                 if echo is not None:
-                    bar.say(echo, f"{unit.name:<28} {run.status:<11} {run.duration_s:7.1f} s"
+                    line = (f"{unit.name:<28} {run.status:<11} {run.duration_s:7.1f} s"
                             + (f"  {run.message}" if run.message else ""))
+                    if bar.live:  # above the bar, through its console, so neither garbles the other
+                        bar.say(line)
+                    else:
+                        echo(line)
     finally:
         writer.close()
     return results
@@ -181,47 +187,3 @@ def _write_unit(writer: ResultWriter, unit: Unit, attempt: str, *, status: str, 
                   "status": status, "duration_s": round(time.monotonic() - started, 3), "message": message,
                   "commands": [shown(c) for c in commands], "records": n_records, "details": details,
                   "fabric_facts": facts})
-
-
-class _Progress:
-    """One bar across all units (rich, on stderr); silent when disabled."""
-
-    def __init__(self, units: list[Unit], *, enabled: bool) -> None:
-        self.enabled = enabled
-        self.total = sum(max(u.estimate_s, 1.0) for u in units)
-        self._p = None
-        self._task = None
-
-    def __enter__(self) -> "_Progress":
-        if self.enabled:
-            from rich.console import Console
-            from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-            self._p = Progress(TextColumn("{task.description:<34}"), BarColumn(), TextColumn("{task.fields[n]}"),
-                               TimeElapsedColumn(), console=Console(stderr=True), transient=False)
-            self._p.__enter__()
-            self._task = self._p.add_task("study", total=self.total, n="")
-            self._done = 0
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._p is not None:
-            self._p.__exit__(*exc)
-
-    def start(self, unit: Unit) -> None:
-        if self._p is not None:
-            self._p.update(self._task, description=unit.name)
-
-    def say(self, echo: Callable[[str], None], line: str) -> None:
-        """A line above the bar (through rich's console while the bar is live, so neither garbles the other)."""
-        if self._p is not None:
-            from rich.markup import escape
-
-            self._p.console.print(escape(line), highlight=False)
-        else:
-            echo(line)
-
-    def advance(self, unit: Unit, status: str, duration: float) -> None:
-        if self._p is not None:
-            self._done += 1
-            self._p.update(self._task, advance=max(unit.estimate_s, 1.0), n=f"{self._done} units")
