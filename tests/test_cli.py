@@ -23,6 +23,19 @@ def test_sweep_surface_is_frozen():
     assert names | {"--help", "-h"} == SWEEP_OPTIONS, "options changed: update this list on purpose"
 
 
+IMPORT_OPTIONS = {"--out", "--json", "--fabric", "--nranks", "--help"}
+
+
+def test_import_surface_is_frozen():
+    from fabricbench.cli import COMMANDS
+    from fabricbench.cli.importer import importer
+
+    names = {opt for p in importer.params for opt in p.opts + p.secondary_opts if opt.startswith("-")}
+    assert names | {"--help"} == IMPORT_OPTIONS, "options changed: update this list on purpose"
+    assert importer.name == "import" and COMMANDS["import"][0] == "fabricbench.cli.importer:importer"
+    assert [p.name for p in importer.params if not p.opts[0].startswith("-")] == ["files"]
+
+
 def test_commands_table():
     assert {"sweep", "topo", "fabrics", "compare", "scaling", "p2p", "train", "estimate"} <= set(COMMANDS)
 

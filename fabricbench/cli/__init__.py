@@ -29,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("fabricbench.cli.report:report", "Rebuild a study's report from its results, measuring nothing."),
     "advise": ("fabricbench.cli.advise:advise", "Which GPUs and which strategy for a job, with the reasons."),
     "qualify": ("fabricbench.cli.qualify:qualify", "Check a node against a spec: verdicts, JUnit, fleets."),
+    "import": ("fabricbench.cli.importer:importer", "Read nccl-tests, NCCL logs and nvbandwidth into records."),
 }
 
 
