@@ -71,8 +71,11 @@ def select(spec: Spec, only: Sequence[str] | None, skip: Sequence[str] | None) -
 def qualify(spec: Spec | str | os.PathLike, *, out: str | os.PathLike | None = None,
             only: Sequence[str] | None = None, skip: Sequence[str] | None = None, resume: bool = False,
             topo_file: str | None = None, baseline: str | os.PathLike | None = None, tolerance: float = 0.05,
-            fabric: str | None = None, echo: Callable[[str], None] | None = None) -> QualifyResult:
-    """Run a spec's checks (those selected) and return their verdicts; see the module docstring."""
+            fabric: str | None = None, echo: Callable[[str], None] | None = None,
+            records_from: str | os.PathLike | None = None) -> QualifyResult:
+    """Run a spec's checks (those selected) and return their verdicts; see the module docstring.
+
+    records_from: judge these results (fabricbench's, or `fabricbench import`ed) instead of measuring."""
     import socket
 
     from fabricbench.measuring.runner import new_run_id
@@ -88,6 +91,8 @@ def qualify(spec: Spec | str | os.PathLike, *, out: str | os.PathLike | None = N
     if not 0 <= tolerance < 1:
         raise UsageError(f"--tolerance {tolerance:g}: a fraction in [0, 1), e.g. 0.05")
     base_records = _read_baseline(baseline) if baseline is not None else None
+    if records_from is not None and resume:
+        raise UsageError("--from judges recorded results and measures nothing: --resume does not apply")
     if resume and out is None:
         raise UsageError("--resume continues the run in --out; give --out DIR")
     if topo_file is not None:  # bad input is found before anything is written or measured
@@ -110,7 +115,13 @@ def qualify(spec: Spec | str | os.PathLike, *, out: str | os.PathLike | None = N
         previous = list(read_results(results_path))
     run_id = next((r["run_id"] for r in previous if r.get("kind") == "qualify_start"), None) or new_run_id()
     writer = ResultWriter(results_path if rank0 else None)
-    ctx = Context(spec, writer=writer, run_id=run_id, topo_file=topo_file, previous=previous, echo=echo)
+    if records_from is not None:
+        from fabricbench.qualifying.offline import OfflineContext
+
+        ctx = OfflineContext(spec, records=_read_baseline(records_from, flag="--from"), source=str(records_from),
+                             writer=writer, run_id=run_id, topo_file=topo_file, echo=echo)
+    else:
+        ctx = Context(spec, writer=writer, run_id=run_id, topo_file=topo_file, previous=previous, echo=echo)
     try:
         if not previous and rank0:
             writer.write({**header("qualify_start", run_id=run_id), "spec": spec.name, "spec_path": spec.path,
@@ -153,6 +164,9 @@ def _judge(check, kind, ctx, distributed: bool, echo) -> Verdict:
         return v
     if echo:
         echo(f"check {check.name} ({check.kind})")
+    skip = getattr(ctx, "skip_reason", lambda kind: None)(check.kind)  # judging recorded results (--from)
+    if skip:
+        return combine(check.name, check.kind, [waived(check.kind, skip)], description=check.description)
     try:
         items = kind.judge(check, ctx)
     except FabricbenchError as e:  # a measurement that could not be made: an error verdict, the run goes on
@@ -172,18 +186,20 @@ def _judge(check, kind, ctx, distributed: bool, echo) -> Verdict:
     return v
 
 
-def _read_baseline(path) -> list[dict[str, Any]]:
+def _read_baseline(path, flag: str = "--baseline") -> list[dict[str, Any]]:
     from fabricbench.results.writer import read_results
 
     p = Path(path)
     if p.is_dir():
         p = p / "results.jsonl"
     if not p.is_file():
-        raise UsageError(f"--baseline {path}: no such results file; give an earlier run's results.jsonl "
+        raise UsageError(f"{flag} {path}: no such results file; give an earlier run's results.jsonl "
                          f"(or its --out folder)")
     records = list(read_results(p))
     if not records:
-        raise UsageError(f"--baseline {path}: no records in it")
+        raise UsageError(f"{flag} {path}: no records in it"
+                         + ("; other tools' output goes through `fabricbench import` first" if flag == "--from"
+                            else ""))
     return records
 
 
