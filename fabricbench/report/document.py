@@ -32,7 +32,8 @@ from fabricbench.report.analysis import fmt
 # Cells whose text is one of these get a colour in HTML (and keep their text in both formats).
 STATUS_CLASSES = {"pass": "ok", "ok": "ok", "fail": "bad", "failed": "bad", "error": "bad", "wrong": "bad",
                   "timeout": "bad", "oom": "warn", "flagged": "warn", "waived": "muted", "skipped": "muted",
-                  "predicted-only": "muted"}
+                  "predicted-only": "muted", "critical": "bad", "unknown": "warn", "warning": "warn",
+                  "info": "muted"}
 
 PROSE_CHARS = 24  # a cell longer than this wraps (words, reasons); shorter ones (figures, names) never do
 
