@@ -224,3 +224,25 @@ def test_library_function():
     with pytest.warns(UserWarning, match="op left null"):
         recs = fabricbench.import_results(DATA / "nccl_tests_redops_table_only.txt", fabric="lab")
     assert len(recs) == 6 and recs[0]["fabric"] == "lab"
+
+
+def test_first_nccl_tests_era_bytes_header_rows_behind_hash_time_in_ms():
+    got = _get("nccl_tests_2019_bytes_ms.txt")
+    recs = got.records
+    assert got.warnings == [] and len(recs) == 16
+    zero = [r for r in recs if r["bytes"] == 0]
+    assert len(zero) == 4 and zero[0]["time_us"] == 9.0  # first size 0, printed "0.009" ms
+    r = _fig(recs, 1048576, False)
+    assert (r["op"], r["time_us"], r["algbw_gbps"], r["busbw_gbps"], r["wrong"]) == ("all_reduce", 293.0, 3.58, 3.58, None)
+    assert r["extra"]["time_printed_in"] == "ms" and r["nranks"] == 2 and r["gpu_names"] == ["GeForce RTX 2080 Ti"] * 2
+    assert r["extra"]["validation"] is False and r["extra"]["hosts"] == ["ncrh"]
+
+
+def test_nccl1_tests_device_lines_and_deviation_column():
+    recs = _get("nccl1_tests_titanx.txt").records
+    r = next(x for x in recs if x["dtype"] == "int32" and not x["inplace"])
+    assert (r["op"], r["count"], r["time_us"], r["busbw_gbps"], r["nranks"], r["gpus"]) == \
+        ("all_reduce", 2500000, 1611.0, 9.31, 4, [0, 1, 2, 3])
+    assert r["wrong"] is None and r["extra"]["max_error"] == 0.0  # "0e+00" is a deviation, not a count
+    assert [x["extra"]["redop"] for x in recs if not x["inplace"]] == ["sum", "prod", "sum"]
+    assert recs[0]["dtype"] == "int8"  # NCCL 1's "char"
