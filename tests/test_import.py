@@ -246,3 +246,18 @@ def test_nccl1_tests_device_lines_and_deviation_column():
     assert r["wrong"] is None and r["extra"]["max_error"] == 0.0  # "0e+00" is a deviation, not a count
     assert [x["extra"]["redop"] for x in recs if not x["inplace"]] == ["sum", "prod", "sum"]
     assert recs[0]["dtype"] == "int8"  # NCCL 1's "char"
+
+
+def test_current_era_two_runs_after_shell_prompts_with_nccl_2_28_log():
+    got = _get("nccl_tests_2_18_3_gb10_two_runs.txt")
+    assert got.warnings == [] and len(got.records) == 12
+    runs = {r["source"]["run"] for r in got.records}
+    assert runs == {0, 1} and {r["op"] for r in got.records} == {"all_gather"}
+    first = [r for r in got.records if r["source"]["run"] == 0]
+    second = [r for r in got.records if r["source"]["run"] == 1]
+    assert _fig(first, 4294967296, True)["busbw_gbps"] == 22.46 and _fig(first, 1073741824, False)["time_us"] == 27211.0
+    r = _fig(second, 4294967296, False)  # the row after an ssh line
+    assert (r["time_us"], r["busbw_gbps"], r["iters"], r["busbw_factor"]) == (758966.0, 2.83, 5, 0.5)
+    assert r["transport"] == "NET/IB" and r["nvls"] is False and r["extra"]["transport_detail"]["gdrdma"] is False
+    assert r["extra"]["nnodes"] == 2 and r["nccl_version"] == "2.28.9" and r["source"]["tool_version"] == "2.18.3"
+    assert first[0]["transport"] is None and first[0]["nccl_version"] == "2.28.9"  # nccl-library=22809
