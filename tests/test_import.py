@@ -261,3 +261,14 @@ def test_current_era_two_runs_after_shell_prompts_with_nccl_2_28_log():
     assert r["transport"] == "NET/IB" and r["nvls"] is False and r["extra"]["transport_detail"]["gdrdma"] is False
     assert r["extra"]["nnodes"] == 2 and r["nccl_version"] == "2.28.9" and r["source"]["tool_version"] == "2.18.3"
     assert first[0]["transport"] is None and first[0]["nccl_version"] == "2.28.9"  # nccl-library=22809
+
+
+def test_nvbandwidth_device_local_copy_and_latency_matrix_skipped(tmp_path):
+    # the tail of an nvbandwidth run as a public repository shows it (one GPU): a latency matrix (ns) is no copy
+    p = tmp_path / "nvb_local.txt"
+    p.write_text("Running host_device_latency_sm.\nmemory latency SM CPU(row) <-> GPU(column) (ns)\n           0\n"
+                 " 0    613.22\n\nSUM host_device_latency_sm 613.22\n\nWaived: \nRunning device_local_copy.\n"
+                 "memcpy local GPU(column) bandwidth (GB/s)\n           0\n 0     84.33\n\nSUM device_local_copy 84.33\n")
+    recs = import_file(p).records
+    assert [(r["src"], r["dst"], r["direction"], r["gbps"], r["extra"]["sum_gbps"]) for r in recs] == \
+        [("GPU0", "GPU0", "uni", 84.33, 84.33)]
