@@ -272,3 +272,11 @@ def test_nvbandwidth_device_local_copy_and_latency_matrix_skipped(tmp_path):
     recs = import_file(p).records
     assert [(r["src"], r["dst"], r["direction"], r["gbps"], r["extra"]["sum_gbps"]) for r in recs] == \
         [("GPU0", "GPU0", "uni", 84.33, 84.33)]
+
+
+def test_one_file_with_nccl_tests_and_nvbandwidth_reads_both(tmp_path):
+    p = tmp_path / "healthcheck.log"
+    p.write_text((DATA / "nccl_tests_gb200_nvl72.txt").read_text() + "\n" + (DATA / "nvbandwidth_h100_sm.txt").read_text())
+    got = import_file(p, nranks=72)
+    assert got.format == "nccl-tests+nvbandwidth"
+    assert sorted({r["kind"] for r in got.records}) == ["collective", "copy"] and len(got.records) == 26
