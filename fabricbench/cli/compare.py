@@ -29,7 +29,7 @@ from fabricbench.sizes import format_size
                    "e.g. shaped:1gbit) or name:VAR=VAL[,VAR=VAL].")
 @click.option("--gpus", default=None, help="GPU list for every fabric: 0,1 or 0-7. Default: all visible.")
 @click.option("--ops", default="all_reduce", show_default=True, help="Comma list of collectives.")
-@click.option("--sizes", default="1M-1G:x4", show_default=True, help="Sizes: 8-8G, 1M-1G:x2 or 64K,1M.")
+@click.option("--sizes", default="1M-1G:x4", show_default=True, help="Sizes: 8-8G, 1M-1G:x2 or 64K,1M (a bare G is GiB, 2^30 B; GB is 10^9 B).")
 @click.option("--nprocs", type=int, default=None, help="Local ranks per run (one process each).")
 @click.option("--resume", is_flag=True, help="Skip fabrics whose every measurement --out already holds as ok.")
 @sweep_options

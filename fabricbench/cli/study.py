@@ -104,7 +104,7 @@ def _print_plan(res) -> None:
     existing = records.load(res.out_dir, must_exist=False)
     c = res.config
     where = f"{c.nprocs} CPU ranks (gloo)" if c.device == "cpu" else f"GPUs {','.join(map(str, c.gpus))}"
-    click.echo(f"study of {c.model_label} on {where}; fabrics {', '.join(c.fabrics)}; "
+    click.echo(f"study of {c.model_label} on {where}; fabrics {', '.join(c.fabric_names)}; "
                f"strategies {', '.join(c.strategies)}")
     for i, u in enumerate(res.plan, 1):
         skip = existing.status(u.name) in DONE

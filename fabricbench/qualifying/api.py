@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from fabricbench.errors import FabricbenchError, UsageError
+from fabricbench.fabrics.env import mask_known
 from fabricbench.files import dumps, refuse_collisions, write_text_atomic
 from fabricbench.measuring.runner import new_run_id
 from fabricbench.qualifying.checks import CHECKS
@@ -260,7 +261,7 @@ def _write_outputs(res: QualifyResult, out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     write_text_atomic(out / "verdicts.json", dumps(res.to_dict(), indent=2) + "\n", what="verdicts.json")
     write_text_atomic(out / "junit.xml", to_xml(res.verdicts, suite=res.spec.name, host=res.host), what="junit.xml")
-    write_text_atomic(out / "spec.toml", res.spec.text, what="spec.toml")
+    write_text_atomic(out / "spec.toml", mask_known(res.spec.text), what="spec.toml")  # custom fabric values: ***
     res.files.update({"results": str(out / "results.jsonl"), "verdicts": str(out / "verdicts.json"),
                       "junit": str(out / "junit.xml"), "spec": str(out / "spec.toml")})
     res.files.update(write_report(res, out))

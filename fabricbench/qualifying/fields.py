@@ -20,6 +20,7 @@ from fabricbench import dtypes
 from fabricbench.collectives import COLLECTIVES
 from fabricbench.errors import UsageError
 from fabricbench.fabrics import get_fabric
+from fabricbench.fabrics.env import remember
 from fabricbench.gpus import parse_gpus
 from fabricbench.qualifying.verdict import MISS_SEVERITIES
 from fabricbench.sizes import SizeSweep, parse_size
@@ -147,13 +148,13 @@ def _dtype(v: Any) -> str:
 
 
 def _fabric(v: Any) -> str:
-    """A fabric name (built-in, shaped:RATE, or name:VAR=VAL), checked as `--fabric` would be."""
-    name = _str(v)
+    """A fabric (built-in, shaped:RATE, or name:VAR=VAL), checked as `--fabric` would be -> its name: a
+    custom fabric is parsed once here and named by its name from then on (its values never reach a
+    verdict, a report, JUnit or a child's argv; fabrics.env.remember)."""
     try:
-        get_fabric(name)
+        return remember(get_fabric(_str(v)))
     except UsageError as e:
         raise FieldError(str(e)) from None
-    return name
 
 
 GPU_SETS = ("all", "each_island", "each_pair")

@@ -40,6 +40,7 @@ from importlib import resources
 from typing import Any
 
 from fabricbench.errors import UsageError
+from fabricbench.fabrics.model import shown
 from fabricbench.files import read_input
 from fabricbench.qualifying.checks import CHECKS
 from fabricbench.qualifying.checks.base import GRADING, Check, Invalid
@@ -132,10 +133,10 @@ class Spec:
         """The same spec with every check that runs on the default fabric moved to `fabric` (qualify
         --fabric): e.g. the whole spec under an emulated slow link, shaped:200mbit."""
         try:
-            READERS["fabric"][0](fabric)
+            name = READERS["fabric"][0](fabric)  # its name from here on: a custom fabric's values stay out
         except FieldError as e:
-            raise SpecError(f"--fabric {fabric}: {e}") from None
-        checks = [dataclasses.replace(c, params={**c.params, "fabric": fabric})
+            raise SpecError(f"--fabric {shown(fabric)}: {e}") from None
+        checks = [dataclasses.replace(c, params={**c.params, "fabric": name})
                   if c.params.get("fabric") == "default" else c for c in self.checks]
         return dataclasses.replace(self, checks=checks)
 

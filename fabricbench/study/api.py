@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from fabricbench.errors import UsageError
+from fabricbench.results.context import MASK
 from fabricbench.study.config import StudyConfig
 from fabricbench.study.runner import UnitRun
 from fabricbench.study.units import Unit
@@ -63,6 +64,10 @@ def resolve_config(out: str, *, resume: bool, options: dict[str, Any]) -> StudyC
         if stored is None:
             raise UsageError(f"--resume: {out} holds no study yet; give the study's options (at least --model)")
         config = StudyConfig.from_dict({**stored["study"]["config"], "out": str(out)})
+        hidden = [f for f in config.fabrics if MASK in f]
+        if hidden:  # the values were never written: they cannot be taken from the stored settings
+            raise UsageError(f"--resume: the stored fabric(s) {', '.join(hidden)} hide their values, which are "
+                             f"never written to disk; give the study's options again, --fabrics with the values")
     else:
         names = {f.name for f in dataclasses.fields(StudyConfig)}
         unknown = sorted(set(options) - names)

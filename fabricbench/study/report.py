@@ -11,6 +11,7 @@ advice, and the exact commands to reproduce every number. Nothing here measures.
 
 from __future__ import annotations
 
+import dataclasses
 import shlex
 import statistics
 import tempfile
@@ -94,10 +95,13 @@ def build(out_dir: str | Path) -> Document:
     sr = study_records.load(out_dir)
     if sr.plan is None:
         raise FileNotFoundError  # pragma: no cover - load() refuses a directory without results
-    config = StudyConfig.from_dict(sr.plan["study"]["config"])
+    stored = StudyConfig.from_dict(sr.plan["study"]["config"])  # fabrics masked (StudyConfig.to_dict)
+    # records and units name a fabric by its name ("sec", never "sec:MY_TOKEN=..."): so does the report,
+    # except in the command that reruns the study
+    config = dataclasses.replace(stored, fabrics=stored.fabric_names)
     figs = _Figs()
     try:
-        return _build(sr, config, figs)
+        return _build(sr, config, figs, command=study_command(stored))
     finally:
         figs.close()
 
@@ -107,7 +111,7 @@ def write_report(out_dir: str | Path) -> tuple[Path, Path]:
 
 
 # -- the document ---------------------------------------------------------------------------------------------
-def _build(sr: study_records.StudyRecords, c: StudyConfig, figs: _Figs) -> Document:
+def _build(sr: study_records.StudyRecords, c: StudyConfig, figs: _Figs, *, command: str) -> Document:
     machine = next(iter(sr.of_kind("machine")), None)
     trains = sr.of_kind("train")
     colls = [r for r in sr.of_kind("collective") if (r.get("study") or {}).get("unit", "").startswith("sweep")]
@@ -130,7 +134,7 @@ def _build(sr: study_records.StudyRecords, c: StudyConfig, figs: _Figs) -> Docum
     _throughput(doc, c, trains, figs)
     _relate_section(doc, relate, figs)
     _advice_section(doc, c, advice, trains, machine, sr.records)
-    _reproduce(doc, sr, c)
+    _reproduce(doc, sr, c, command)
     return doc
 
 
@@ -573,10 +577,10 @@ def _advice_section(doc: Document, c: StudyConfig, advice, trains, machine=None,
 
 
 # -- reproduce ------------------------------------------------------------------------------------------------
-def _reproduce(doc: Document, sr, c: StudyConfig) -> None:
+def _reproduce(doc: Document, sr, c: StudyConfig, command: str) -> None:
     s = doc.section("Reproduce", intro="The command that ran this study, the one that rebuilds this report, and "
                                        "every unit's own command (each ran in its own process, under its fabric).")
-    s.code(wrap(study_command(c)) + "\n" + f"fabricbench study --out {shlex.quote(c.out)} --resume   "
+    s.code(wrap(command) + "\n" + f"fabricbench study --out {shlex.quote(c.out)} --resume   "
            f"# reruns only units not recorded ok\nfabricbench report {shlex.quote(c.out)}   # this report, measuring nothing")
     rows, cmds = [], []
     plan_units = [u["name"] for u in sr.plan["study"]["units"]]

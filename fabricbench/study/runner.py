@@ -11,20 +11,19 @@ the rest. A fabric that cannot be applied here (shaped without root) makes its u
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
 import sys
 import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
-from fabricbench import procs
-from fabricbench.errors import FabricbenchError, UsageError
+from fabricbench import jobs
+from fabricbench.errors import FabricbenchError, FabricWaived, UsageError
 from fabricbench.fabrics import get_fabric
-from fabricbench.fabrics.apply import Launch, applied
+from fabricbench.fabrics.model import Fabric
+from fabricbench.jobs import secrets, signals
 from fabricbench.progress import Progress
 from fabricbench.results import ResultWriter, header
 from fabricbench.study import records as study_records
@@ -41,40 +40,16 @@ class UnitRun:
     commands: list[str] = field(default_factory=list)
 
 
-@contextlib.contextmanager
-def under_fabric(spec: str | None) -> Iterator[Launch]:
-    """The fabric applied for the children inside the block (fabrics.apply); a unit with no fabric (estimate,
-    advice) runs its children in this process's environment."""
-    if spec is None:
-        yield Launch(fabric=None, env=dict(os.environ))
-        return
-    with applied(get_fabric(spec)) as launch:
-        yield launch
-
-
-def _run_child(argv: list[str], env: dict[str, str], timeout_s: float) -> tuple[int | None, str, str, bool]:
-    """(returncode, stdout, stderr, timed_out); the child's whole process group dies with it (procs)."""
-    r = procs.run(argv, env=env, timeout_s=timeout_s, capture=True)
-    return r.returncode, r.stdout or "", r.stderr or "", bool(r.timed_out)
-
-
-@contextlib.contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM ends the study as Ctrl-C does (clean stop, unit recorded interrupted), in the main thread."""
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum, frame):
-        raise KeyboardInterrupt
-
-    old = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, old)
+def fabric_of(config: StudyConfig, name: str | None) -> Fabric | None:
+    """The fabric a unit names (by Fabric.name: units never carry a spec's values), parsed from the study's
+    specs; None for a unit with no fabric (estimate, advice), whose children run in this environment."""
+    if name is None:
+        return None
+    for spec in config.fabrics:
+        fabric = get_fabric(spec)
+        if fabric.name == name:
+            return fabric
+    raise AssertionError(f"unit fabric {name!r} is not one of the study's")
 
 
 def prepare(config: StudyConfig, *, resume: bool) -> study_records.StudyRecords:
@@ -109,14 +84,14 @@ def run_units(config: StudyConfig, units: list[Unit], *, resume: bool, echo: Cal
         "attempt": attempt, "resume": resume, "config": config.to_dict(),
         "units": [{"name": u.name, "kind": u.kind, "fabric": u.fabric, "strategy": u.strategy,
                    "estimate_s": u.estimate_s} for u in units],
-        "argv": sys.argv}})
+        "argv": [secrets.mask(a, config.fabrics) for a in sys.argv]}})
     ctx = Context(config=config, out_dir=out, records=list(existing.records))
     done = {name for name, u in existing.units.items() if u.get("status") in DONE}
     results: list[UnitRun] = []
     # progress None: a bar on a terminal, a line now and then in a log (fabricbench/progress.py)
     bar = Progress("study", total=len(units), quiet=progress is False)
     try:
-        with _sigterm_as_interrupt(), bar:
+        with signals.terminated_as_interrupt(), bar:
             for unit in units:
                 if unit.name in done:
                     results.append(UnitRun(unit=unit, status="skipped", message="recorded ok earlier"))
@@ -150,14 +125,19 @@ def _run_unit(unit: Unit, ctx: Context, writer: ResultWriter, attempt: str) -> U
         ctx.unit_file(unit).unlink(missing_ok=True)  # this attempt's records only
         commands, details = kind.commands(unit, ctx)
         children = []
-        with log_path.open("w", encoding="utf-8") as log, \
-                under_fabric(unit.fabric) as launch:
-            facts = launch.facts
+        fabric = fabric_of(ctx.config, unit.fabric)
+        facts = _facts(fabric, None)
+        with log_path.open("w", encoding="utf-8") as log, jobs.workspace("study-unit") as ws:
             for argv in commands:
-                full = launch.argv(argv)
                 log.write(f"$ {shown(argv)}\n")
                 log.flush()
-                child = _run_child(full, launch.env, kind.timeout_s(ctx.config))
+                # jobs.run: under the unit's fabric (the argv names it by name; its values travel in the
+                # environment), in a process group dead with us, bounded by the unit kind's time-out
+                res = jobs.run(argv, workspace=ws, fabric=fabric, budget_s=kind.timeout_s(ctx.config))
+                if res.waived:
+                    raise FabricWaived(res.waived)
+                facts = _facts(fabric, res)
+                child = (res.returncode, res.stdout, res.stderr, res.timed_out)
                 log.write(child[1] + child[2] + f"\n[exit {child[0]}{', timed out' if child[3] else ''}]\n")
                 log.flush()
                 children.append(child)
@@ -172,7 +152,7 @@ def _run_unit(unit: Unit, ctx: Context, writer: ResultWriter, attempt: str) -> U
                     message="stopped by Ctrl-C / SIGTERM; --resume reruns it", details=details, facts=facts)
         raise
     except FabricbenchError as e:
-        status = "waived" if type(e).__name__ == "FabricWaived" else "error"
+        status = "waived" if isinstance(e, FabricWaived) else "error"
         outcome = Outcome(status=status, records=[], message=str(e))
     for rec in outcome.records:
         rec["study"] = {"unit": unit.name, "attempt": attempt}
@@ -187,6 +167,16 @@ def _run_unit(unit: Unit, ctx: Context, writer: ResultWriter, attempt: str) -> U
                 n_records=len(outcome.records))
     return UnitRun(unit=unit, status=outcome.status, duration_s=time.monotonic() - t0, message=outcome.message,
                    commands=[shown(c) for c in commands])
+
+
+def _facts(fabric: Fabric | None, res: jobs.Outcome | None) -> dict[str, Any]:
+    """What the unit's records carry about its fabric (fabrics.apply.Launch.facts: values masked)."""
+    if fabric is None:
+        return {}
+    cmd = res.command if res is not None else []
+    ns = cmd[3] if len(cmd) > 3 and cmd[1:3] == ["netns", "exec"] else None
+    return {"fabric": fabric.name, "fabric_env": fabric.public_variables, "shaped_rate_bps": fabric.rate_bps,
+            "netns": ns}
 
 
 def _write_unit(writer: ResultWriter, unit: Unit, attempt: str, *, status: str, started: float,
