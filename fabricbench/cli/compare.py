@@ -11,12 +11,17 @@ fabric (algbw when n = 1, where the busbw factor is 0). Records: the common sche
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import Any
 
 import click
 
 from fabricbench.cli.options import sweep_options
+from fabricbench.errors import UsageError
+from fabricbench.fabrics.child import ChildRun
+from fabricbench.fabrics.model import Fabric
+from fabricbench.importing.beside import collective_groups, records_of
 from fabricbench.progress import Progress
 from fabricbench.report import table as tables
 from fabricbench.report.analysis import comparison, fmt, fmt_ratio
@@ -32,9 +37,11 @@ from fabricbench.sizes import format_size
 @click.option("--sizes", default="1M-1G:x4", show_default=True, help="Sizes: 8-8G, 1M-1G:x2 or 64K,1M (a bare G is GiB, 2^30 B; GB is 10^9 B).")
 @click.option("--nprocs", type=int, default=None, help="Local ranks per run (one process each).")
 @click.option("--resume", is_flag=True, help="Skip fabrics whose every measurement --out already holds as ok.")
+@click.option("--with", "with_paths", multiple=True,
+              help="Show these results beside the fabrics (e.g. `fabricbench import`ed nccl-tests); repeatable.")
 @sweep_options
-def compare(fabric_list, gpus, ops, sizes, nprocs, resume, dtype, iters, warmup, engine, backend, timeout_s,
-            out_path, plot_path, as_json):
+def compare(fabric_list, gpus, ops, sizes, nprocs, resume, with_paths, dtype, iters, warmup, engine, backend,
+            timeout_s, out_path, plot_path, as_json):
     """Run the same sweep on each fabric and show busbw side by side with the ratio."""
     from fabricbench.fabrics import parse_fabric_list
     from fabricbench.fabrics.study import SweepOptions, check_plot_path, open_output, run_and_keep
@@ -47,6 +54,7 @@ def compare(fabric_list, gpus, ops, sizes, nprocs, resume, dtype, iters, warmup,
                         backend=backend, nprocs=nprocs, timeout_s=timeout_s)
     check_plot_path(plot_path)
     opts.validate(gpu_t)
+    beside = runs_beside(with_paths, ops=[o.strip() for o in ops.split(",")], dtype=dtype)  # bad input first
     prior = resume_records(out_path, resume)  # read before this run appends to the file
     run_id = new_run_id()
     writer = open_output(out_path, run_id, fabrics[0].name)
@@ -70,6 +78,7 @@ def compare(fabric_list, gpus, ops, sizes, nprocs, resume, dtype, iters, warmup,
                 runs.append(run)
     finally:
         writer.close()
+    runs += beside  # after the measured fabrics: the first named stays the base of every ratio
     table = comparison(runs)
     if as_json:
         click.echo(json.dumps({
@@ -91,6 +100,24 @@ def compare(fabric_list, gpus, ops, sizes, nprocs, resume, dtype, iters, warmup,
 def _item(fabric: str, rec: dict[str, Any]) -> str:
     """What a progress bar names after a record: the fabric, op and size just measured."""
     return f"{fabric} {rec.get('op')} {format_size(rec.get('bytes') or rec.get('requested_bytes') or 0)}"
+
+
+def runs_beside(paths, *, ops: list[str], dtype: str) -> list[Any]:
+    """--with FILE: one column per fabric label of the file's collective records (imported ones read as
+    "<fabric> (<tool>)"), as runs that measured nothing."""
+    runs = []
+    for path in paths:
+        # compare measures out of place: the imported in-place rows would stand alone
+        recs = [r for r in records_of(path) if not r.get("inplace")]
+        groups = collective_groups(recs, ops=ops, dtype=dtype)
+        if not groups:
+            raise UsageError(f"--with {path}: no {'/'.join(ops)} {dtype} record in it to show beside the fabrics")
+        for name, recs in groups.items():
+            if any(r.fabric.name == name for r in runs):  # two files of one label stay two columns
+                name = f"{name} [{os.path.basename(path)}]"
+            runs.append(ChildRun(fabric=Fabric(name=name, description=f"from {path}", builtin=False), records=recs,
+                                 transport=next((r.get("transport") for r in recs if r.get("transport")), None)))
+    return runs
 
 
 def resume_records(out_path: str | None, resume: bool) -> list[dict[str, Any]] | None:
