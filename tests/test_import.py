@@ -280,3 +280,27 @@ def test_one_file_with_nccl_tests_and_nvbandwidth_reads_both(tmp_path):
     got = import_file(p, nranks=72)
     assert got.format == "nccl-tests+nvbandwidth"
     assert sorted({r["kind"] for r in got.records}) == ["collective", "copy"] and len(got.records) == 26
+
+
+def test_wrong_counts_printed_with_g_and_pdsh_prefixes(tmp_path):
+    head = ("#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw "
+            "#wrong\n")
+    p = tmp_path / "all_reduce_perf.txt"
+    p.write_text("node07: " + head + "node07:      1048576        262144     float     sum      -1    27.76   37.78   66.11"
+                 "  1e+06    27.49   38.15   66.76       0\n")
+    r = import_file(p).records
+    assert (r[0]["wrong"], r[0]["status"], r[1]["wrong"], r[1]["status"]) == (1000000, "wrong", 0, "ok")
+    bare = tmp_path / "all_gather_perf.txt"  # no header: "0e+00" is the old era's deviation, a plain 0 a count
+    bare.write_text("     1048576        262144   float     100.0   10.49   18.35  0e+00    101.0   10.38   18.17  0\n")
+    r = import_file(bare).records
+    assert (r[0]["wrong"], r[0]["extra"]["max_error"], r[1]["wrong"]) == (None, 0.0, 0)
+
+
+def test_json_version_4_tuning_kept(tmp_path):
+    doc = json.loads((DATA / "constructed_2_19_6_json.json").read_text())
+    doc["version"] = 4
+    doc["results"][0]["tuning"] = {"implementation": "Coll", "algo": "RING", "proto": "LL", "#channels": 2}
+    p = tmp_path / "v4.json"
+    p.write_text(json.dumps(doc))
+    got = import_file(p)
+    assert got.warnings == [] and got.records[0]["extra"]["tuning"]["algo"] == "RING"
