@@ -25,7 +25,7 @@ def _fig(recs, nbytes, inplace):
 
 
 def test_formats_table_and_sniffing():
-    assert FORMATS.names() == ["nccl-tests-json", "nccl-tests", "nvbandwidth", "nccl-log"]
+    assert FORMATS.names() == ["nvbandwidth-json", "nccl-tests-json", "nccl-tests", "nvbandwidth", "nccl-log"]
     assert sniff((DATA / "constructed_2_19_6_json.json").read_text()) == "nccl-tests-json"
     assert sniff((DATA / "nccl_tests_gb200_nvl72.txt").read_text()) == "nccl-tests"
     assert sniff((DATA / "nvbandwidth_v0_8_a6000.txt").read_text()) == "nvbandwidth"
@@ -304,3 +304,19 @@ def test_json_version_4_tuning_kept(tmp_path):
     p.write_text(json.dumps(doc))
     got = import_file(p)
     assert got.warnings == [] and got.records[0]["extra"]["tuning"]["algo"] == "RING"
+
+
+def test_nvbandwidth_json_matrices(tmp_path):
+    # the layout nvbandwidth's json_output.cpp writes (values as strings, "N/A" where not measured)
+    p = tmp_path / "nvb.json"
+    p.write_text(json.dumps({"nvbandwidth": {"version": "v0.7", "git_version": "v0.7", "testcases": [
+        {"name": "device_to_device_memcpy_read_ce", "status": "Passed",
+         "bandwidth_description": "memcpy CE GPU(row) -> GPU(column) bandwidth (GB/s)",
+         "bandwidth_matrix": [["N/A", "389.312"], ["390.01", "N/A"]], "sum": 779.322},
+        {"name": "host_device_latency_sm", "status": "Passed",
+         "bandwidth_description": "memory latency SM CPU(row) <-> GPU(column) (ns)", "bandwidth_matrix": [["600"]]},
+        {"name": "device_to_device_memcpy_write_sm", "status": "Waived"}]}}, indent=2))
+    got = import_file(p)
+    assert got.format == "nvbandwidth-json" and len(got.warnings) == 1
+    assert [(r["src"], r["dst"], r["gbps"], r["extra"]["sum_gbps"], r["source"]["tool_version"]) for r in got.records] \
+        == [("GPU0", "GPU1", 389.312, 779.322, "v0.7"), ("GPU1", "GPU0", 390.01, 779.322, "v0.7")]
