@@ -77,7 +77,7 @@ CASES: list[tuple[list[str], str]] = [
     ([*SWEEP, "--out", f"{NO_DIR}/x.jsonl"], "--out"),
     ([*SWEEP, "--csv", f"{NO_DIR}/x.csv"], "--csv"),
     # topo, fabrics
-    (["topo", "--from-file", "/nonexistent.txt"], "cannot read it"),
+    (["topo", "--from-file", "/nonexistent.txt"], "no such file"),
     (["topo", "--from-file", TOPO, "--gpus", "0-99"], "names GPU 8-99 but the topology has 8 GPU(s) (0-7)"),
     (["topo", "--from-file", TOPO, "--gpus", "x"], "cannot read GPU list"),
     (["topo", "--from-file", TOPO, "--out", f"{NO_DIR}/t.jsonl"], "cannot write"),
@@ -106,7 +106,7 @@ CASES: list[tuple[list[str], str]] = [
     ([*SCALING, "--counts", "1"], "has no bus bandwidth"),
     ([*SCALING, "--counts", "2", "--timeout", "inf"], "--timeout inf"),
     ([*SCALING, "--counts", "2", "--plot", f"{NO_DIR}/s.png"], "cannot write there"),
-    ([*SCALING, "--topo-file", "/nonexistent.txt"], "cannot read it"),
+    ([*SCALING, "--topo-file", "/nonexistent.txt"], "no such file"),
     ([*SCALING, "--topo-file", TOPO, "--gpus", "0-3", "--counts", "2,8"], "8 is more than the 4 GPUs"),
     # p2p
     (["p2p", "--size", "abc"], "cannot read size 'abc'"),

@@ -10,14 +10,20 @@ from __future__ import annotations
 
 import click
 
+from fabricbench.study import records
+from fabricbench.study.report import write_report
+
+NOTES_SHOWN = 5  # a badly damaged file would otherwise print one note per line
+
 
 @click.command()
 @click.argument("out_dir", type=click.Path(file_okay=False))
 def report(out_dir) -> None:
     """Rebuild DIR/report.md and DIR/report.html from DIR/results.jsonl, measuring nothing."""
-    from fabricbench.study import records
-    from fabricbench.study.report import write_report
-
-    records.load(out_dir)  # a directory without results is a one-line error
+    sr = records.load(out_dir)  # a directory without results is a one-line error
+    for w in sr.warnings[:NOTES_SHOWN]:
+        click.echo(f"note: {w}", err=True)
+    if len(sr.warnings) > NOTES_SHOWN:
+        click.echo(f"note: ... and {len(sr.warnings) - NOTES_SHOWN} more lines skipped", err=True)
     md, html = write_report(out_dir)
     click.echo(f"report: {md}\n        {html}")

@@ -22,6 +22,7 @@ from fabricbench.report.analysis import byte_unit
 from fabricbench.report.document import Document, Section
 from fabricbench.importing import beside
 from fabricbench.study import figures
+from fabricbench.errors import UsageError
 from fabricbench.study import records as study_records
 from fabricbench.study.config import StudyConfig
 
@@ -94,9 +95,14 @@ def wrap(cmd: str, width: int = 100) -> str:
 
 def build(out_dir: str | Path) -> Document:
     sr = study_records.load(out_dir)
-    if sr.plan is None:
-        raise FileNotFoundError  # pragma: no cover - load() refuses a directory without results
-    stored = StudyConfig.from_dict(sr.plan["study"]["config"])  # fabrics masked (StudyConfig.to_dict)
+    plan = (sr.plan or {}).get("study")
+    if not isinstance(plan, dict) or not isinstance(plan.get("config"), dict):
+        raise UsageError(f"{out_dir}: its {study_records.RESULTS} holds no readable study plan record; "
+                         f"is it a `fabricbench study --out` folder?")
+    try:
+        stored = StudyConfig.from_dict(plan["config"])  # fabrics masked (StudyConfig.to_dict)
+    except (TypeError, ValueError) as e:
+        raise UsageError(f"{out_dir}: the study plan record is damaged ({str(e).splitlines()[0][:120]})") from None
     # records and units name a fabric by its name ("sec", never "sec:MY_TOKEN=..."): so does the report,
     # except in the command that reruns the study
     config = dataclasses.replace(stored, fabrics=stored.fabric_names)
