@@ -116,7 +116,7 @@ def train(strategy, model, model_config, model_path, gpus, device, nprocs, steps
     config.validate()  # every option checked before --out is opened or anything starts
     echo = (lambda r: click.echo(json.dumps(r))) if as_json else (lambda r: click.echo(_line(r)))
     with ResultWriter(out) as writer:
-        records = run(config, writer, echo=echo)
+        records = run(config, writer, echo=echo, quiet=as_json)
     if not as_json and records:
         tables.render(tables.console(), f"train: {config.model}, {config.device}", TRAIN_COLS,
                       [_cells(r) for r in records])

@@ -34,6 +34,7 @@ from fabricbench.errors import UsageError
 from fabricbench.fabrics import get_fabric
 from fabricbench.jobs.secrets import write_private
 from fabricbench.measuring.config import PROCS_PER_CORE, cores
+from fabricbench.progress import Progress
 from fabricbench.results import ResultWriter, header
 from fabricbench.results.context import package_version
 from fabricbench.results.schema import UNSET, TrainResult
@@ -176,8 +177,10 @@ def launch_command(config: TrainConfig, spec_path: Path) -> list[str]:
             *procs.guard_argv("fabricbench.training.worker", str(spec_path))]
 
 
-def run_strategy(config: TrainConfig, name: str, resolved: models.ResolvedModel, psi: int) -> dict[str, Any]:
-    """One strategy in fresh processes -> the record body (without the header)."""
+def run_strategy(config: TrainConfig, name: str, resolved: models.ResolvedModel, psi: int, *,
+                 on_progress=None) -> dict[str, Any]:
+    """One strategy in fresh processes -> the record body (without the header); `on_progress(who, data)`
+    sees each rank's steps (jobs.run)."""
     strategy = STRATEGIES.get(name)
     body = _base_body(config, name, resolved, psi)
     why = strategy.unavailable()
@@ -197,7 +200,7 @@ def run_strategy(config: TrainConfig, name: str, resolved: models.ResolvedModel,
         # Ctrl-C/SIGTERM end torchrun and its ranks before this returns or raises.
         res = jobs.run(launch_command(config, spec_path), workspace=run_dir, env=worker_env(config), fabric=fabric,
                        stall_s=config.timeout_s, startup_s=max(config.timeout_s, STARTUP_S), budget_s=config.budget_s,
-                       expect=[f"rank {first + r}" for r in range(config.procs_per_node)])
+                       expect=[f"rank {first + r}" for r in range(config.procs_per_node)], on_progress=on_progress)
         for w in res.warnings:
             print(f"warning: {w}", file=sys.stderr)
         if res.waived:
@@ -371,8 +374,9 @@ def _max(values: list[Any]) -> Any:
     return max(vals) if vals else None
 
 
-def run(config: TrainConfig, writer: ResultWriter, *, echo: Any = None) -> list[dict[str, Any]]:
-    """Every strategy of `config`, a record each, written as it ends."""
+def run(config: TrainConfig, writer: ResultWriter, *, echo: Any = None, quiet: bool = False) -> list[dict[str, Any]]:
+    """Every strategy of `config`, a record each, written as it ends; progress per step and rank on stderr
+    (fabricbench/progress.py: a bar on a terminal, a line now and then in a log, nothing when quiet)."""
     config.validate()
     resolved = models.resolve(name=config.model, config_file=config.model_config, path=config.model_path)
     data.check(task=resolved.task, config=resolved.config, dataset=config.dataset, seq_len=config.seq_len,
@@ -380,16 +384,41 @@ def run(config: TrainConfig, writer: ResultWriter, *, echo: Any = None) -> list[
     psi = models.count_params(resolved)
     run_id = uuid.uuid4().hex[:12]
     records = []
-    for name in config.strategies:
-        result = TrainResult.from_dict(run_strategy(config, name, resolved, psi))
-        result.context = header("train", run_id=run_id, fabric=config.fabric)
-        _add_throughput(result, psi)
-        record = result.to_dict()  # the one place a train result becomes a dict
-        writer.write(record)
-        records.append(record)
-        if echo is not None:
-            echo(record)
+    bar = Progress("train", total=len(config.strategies) * config.steps, quiet=quiet)
+    with bar:
+        for i, name in enumerate(config.strategies):
+            bar.update(item=f"{name}: starting")
+            record = _one(config, name, resolved, psi, run_id, writer, on_progress=_steps(bar, config, i, name))
+            records.append(record)
+            bar.update(completed=(i + 1) * config.steps, item=f"{name}: {record.get('status')}")
+            if echo is not None:  # on a terminal the bar keeps below what echo prints
+                echo(record)
     return records
+
+
+def _steps(bar: Progress, config: TrainConfig, index: int, name: str):
+    """A rank's progress message -> the bar: steps done by the slowest rank, and each rank's step."""
+    seen: dict[str, int] = {}
+
+    def on_progress(who: str, data: dict[str, Any]) -> None:
+        if isinstance(data.get("step"), int):
+            seen[who] = data["step"]
+            ranks = ", ".join(f"{w.replace('rank ', 'r')} {s}/{config.steps}" for w, s in sorted(seen.items()))
+            bar.update(completed=index * config.steps + min(seen.values()), item=f"{name}: {ranks}")
+        elif data.get("phase"):
+            bar.update(item=f"{name}: {who} {data['phase']}")
+    return on_progress
+
+
+def _one(config: TrainConfig, name: str, resolved, psi: int, run_id: str, writer: ResultWriter, *,
+         on_progress=None) -> dict[str, Any]:
+    """One strategy -> its record, written."""
+    result = TrainResult.from_dict(run_strategy(config, name, resolved, psi, on_progress=on_progress))
+    result.context = header("train", run_id=run_id, fabric=config.fabric)
+    _add_throughput(result, psi)
+    record = result.to_dict()  # the one place a train result becomes a dict
+    writer.write(record)
+    return record
 
 
 def _add_throughput(result: TrainResult, psi: int) -> None:
