@@ -34,7 +34,7 @@ def _cells(rec: dict) -> list[str]:
     mem = rec.get("memory") or {}
     sps = thr.get("samples_per_s")
     return [rec["strategy"], rec["status"], fmt(sps) if sps else "-", _gib(mem.get("max_allocated_bytes")),
-            _gib(mem.get("max_reserved_bytes")), _gib(rec["estimate"]["with_activations_bytes"]),
+            _gib(mem.get("max_reserved_bytes")), _gib((rec.get("estimate") or {}).get("with_activations_bytes")),
             rec.get("message") or ""]
 
 
