@@ -110,7 +110,7 @@ def test_a_torn_last_record_is_cut_off_and_measured_again(tmp_path, capsys):
     again = fabricbench.sweep(out=str(out), resume=True, sizes="1K,4K",
                               **{**ONE_RANK, "ops": "all_reduce", "inplace": "inplace"})
     err = capsys.readouterr().err
-    assert err.count("was cut off mid-write") == 1 and str(out) in err
+    assert err.count("last line was cut short") == 1 and str(out) in err
     assert [r.requested_bytes for r in again] == [1024, 4096]
     assert again[0].context["run_id"] != again[1].context["run_id"]  # 1K reused, 4K measured again
     written = [json.loads(ln) for ln in out.read_text().splitlines()]  # every line parses

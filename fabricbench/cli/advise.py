@@ -1,6 +1,6 @@
 """`fabricbench advise`: which GPUs and which strategy for a job, with the reasons and a runner-up.
 
-    fabricbench advise --model mistral-7b --num-gpus 4 --topo-file box-topo.txt --gpu-memory 80G
+    fabricbench advise --model mistral-7b --num-gpus 4 --topo-file box-topo.txt --gpu-memory 80GB
     fabricbench advise --model dinov2-base --num-gpus 4 --results run/ --json      (a study's directory)
 
 Works offline from saved files: a `nvidia-smi topo -m` text (or `fabricbench topo --json`) and results
@@ -42,7 +42,7 @@ STRATEGY_COLS = (tables.Col("strategy", justify="left", key=True), tables.Col("m
               help="A saved `nvidia-smi topo -m` or `fabricbench topo --json` (default: this machine).")
 @click.option("--topo-file", "topo_file2", default=None, type=click.Path(dir_okay=False), help="Same as --topo.")
 @click.option("--results", multiple=True, type=click.Path(), help="Results JSONL or a study directory (repeatable).")
-@click.option("--gpu-memory", default=None, help="Memory per GPU, e.g. 80G (10^9 B) or 80GiB, when the topology "
+@click.option("--gpu-memory", default=None, help="Memory per GPU, e.g. 80GB (10^9 B) or 80GiB (a bare G is GiB), when the topology "
                                                  "does not say it.")
 @click.option("--batch-size", type=int, default=1, show_default=True, help="Per-GPU batch for the activations.")
 @click.option("--seq-len", type=int, default=512, show_default=True, help="Tokens per sample (causal LM).")

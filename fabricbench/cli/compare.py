@@ -11,12 +11,17 @@ fabric (algbw when n = 1, where the busbw factor is 0). Records: the common sche
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import Any
 
 import click
 
 from fabricbench.cli.options import sweep_options
+from fabricbench.errors import UsageError
+from fabricbench.fabrics.child import ChildRun
+from fabricbench.fabrics.model import Fabric
+from fabricbench.importing.beside import collective_groups, records_of
 from fabricbench.measuring.commands import plot_comparison
 from fabricbench.report import table as tables
 from fabricbench.report.analysis import fmt, fmt_ratio
@@ -29,20 +34,23 @@ from fabricbench.sizes import format_size
                    "e.g. shaped:1gbit) or name:VAR=VAL[,VAR=VAL].")
 @click.option("--gpus", default=None, help="GPU list for every fabric: 0,1 or 0-7. Default: all visible.")
 @click.option("--ops", default="all_reduce", show_default=True, help="Comma list of collectives.")
-@click.option("--sizes", default="1M-1G:x4", show_default=True, help="Sizes: 8-8G, 1M-1G:x2 or 64K,1M.")
+@click.option("--sizes", default="1M-1G:x4", show_default=True, help="Sizes: 8-8G, 1M-1G:x2 or 64K,1M (a bare G is GiB, 2^30 B; GB is 10^9 B).")
 @click.option("--nprocs", type=int, default=None, help="Local ranks per run (one process each).")
 @click.option("--resume", is_flag=True, help="Skip fabrics whose every measurement --out already holds as ok.")
+@click.option("--with", "with_paths", multiple=True,
+              help="Show these results beside the fabrics (e.g. `fabricbench import`ed nccl-tests); repeatable.")
 @sweep_options
-def compare(fabric_list, gpus, ops, sizes, nprocs, resume, dtype, iters, warmup, engine, backend, timeout_s,
-            out_path, plot_path, as_json):
+def compare(fabric_list, gpus, ops, sizes, nprocs, resume, with_paths, dtype, iters, warmup, engine, backend,
+            timeout_s, out_path, plot_path, as_json):
     """Run the same sweep on each fabric and show busbw side by side with the ratio."""
     from fabricbench.fabrics.study import check_plot_path
     from fabricbench.measuring.commands import compare as run_compare
 
     check_plot_path(plot_path)  # before anything is measured; the plot itself comes after the table
+    beside = runs_beside(with_paths, ops=[o.strip() for o in ops.split(",")], dtype=dtype)  # bad input first
     res = run_compare(fabric_list, gpus=gpus, out=out_path, resume=resume, progress=False if as_json else None,
-                      ops=ops, sizes=sizes, nprocs=nprocs, dtype=dtype, iters=iters, warmup=warmup, engine=engine,
-                      backend=backend, timeout_s=timeout_s)
+                      beside=beside, ops=ops, sizes=sizes, nprocs=nprocs, dtype=dtype, iters=iters, warmup=warmup,
+                      engine=engine, backend=backend, timeout_s=timeout_s)
     if as_json:
         click.echo(json.dumps(res.to_dict(), indent=2))
     else:
@@ -51,6 +59,24 @@ def compare(fabric_list, gpus, ops, sizes, nprocs, resume, dtype, iters, warmup,
         plot_comparison(res.table, plot_path)
     if res.failed:
         sys.exit(1)
+
+
+def runs_beside(paths, *, ops: list[str], dtype: str) -> list[Any]:
+    """--with FILE: one column per fabric label of the file's collective records (imported ones read as
+    "<fabric> (<tool>)"), as runs that measured nothing."""
+    runs = []
+    for path in paths:
+        # compare measures out of place: the imported in-place rows would stand alone
+        recs = [r for r in records_of(path) if not r.get("inplace")]
+        groups = collective_groups(recs, ops=ops, dtype=dtype)
+        if not groups:
+            raise UsageError(f"--with {path}: no {'/'.join(ops)} {dtype} record in it to show beside the fabrics")
+        for name, recs in groups.items():
+            if any(r.fabric.name == name for r in runs):  # two files of one label stay two columns
+                name = f"{name} [{os.path.basename(path)}]"
+            runs.append(ChildRun(fabric=Fabric(name=name, description=f"from {path}", builtin=False), records=recs,
+                                 transport=next((r.get("transport") for r in recs if r.get("transport")), None)))
+    return runs
 
 
 def render(table, runs) -> None:

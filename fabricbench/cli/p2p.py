@@ -20,7 +20,7 @@ from fabricbench.report.analysis import fmt
 
 @click.command()
 @click.option("--gpus", default=None, help="GPU list: 0-7, 0,2,5. Default: all visible.")
-@click.option("--size", default="256M", show_default=True, help="Bytes per copy (binary K/M/G).")
+@click.option("--size", default="256M", show_default=True, help="Bytes per copy (a bare G is GiB, 2^30 B; GB is 10^9 B).")
 @click.option("--iters", type=int, default=20, show_default=True, help="Timed copies per measurement.")
 @click.option("--warmup", type=int, default=5, show_default=True, help="Untimed copies first.")
 @click.option("--no-host", is_flag=True, help="Skip host<->GPU copies.")

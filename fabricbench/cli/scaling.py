@@ -25,7 +25,7 @@ from fabricbench.sizes import format_size
 @click.option("--gpus", default=None, help="GPUs to draw the sets from (CUDA ordinals). Default: all.")
 @click.option("--counts", default=None, help="GPU counts: 2,4,8. Default: powers of 2 up to all GPUs.")
 @click.option("--ops", default="all_reduce", show_default=True, help="Comma list of collectives.")
-@click.option("--sizes", default="1G", show_default=True, help="Sizes: 1G, 64M-1G:x4 or 64K,1M.")
+@click.option("--sizes", default="1G", show_default=True, help="Sizes: 1G, 64M-1G:x4 or 64K,1M (a bare G is GiB, 2^30 B; GB is 10^9 B).")
 @click.option("--fabric", "fabric_spec", default="default", show_default=True, help="Fabric for every set (see `fabricbench fabrics`; shaped:RATE too).")
 @click.option("--topo-file", default=None, help="Choose sets from a saved `nvidia-smi topo -m` output.")
 @click.option("--resume", is_flag=True, help="Skip GPU sets whose every measurement --out already holds as ok.")

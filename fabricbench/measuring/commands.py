@@ -110,13 +110,14 @@ class CompareResult:
 
 def compare(fabrics: str | Sequence[str] = "default,p2p-off", *, gpus: str | Sequence[int] | None = None,
             out: str | None = None, resume: bool = False, progress: Progress | bool | None = False,
-            plot: str | None = None, **sweep: Any) -> CompareResult:
+            plot: str | None = None, beside: Sequence[Any] = (), **sweep: Any) -> CompareResult:
     """The same sweep on each fabric, each in a fresh process; busbw side by side (CompareResult.table).
 
     `fabrics`: names, shaped:RATE or name:VAR=VAL (a comma text or a list); `sweep`: the child sweep's
     options (ops, sizes, dtype, iters, warmup, engine, backend, nprocs, timeout_s); `out`: the combined JSONL,
     written as the children measure; `resume`: fabrics whose every measurement `out` holds are not run;
-    `plot`: a PNG written after the run."""
+    `plot`: a PNG written after the run; `beside`: runs that measured nothing shown as more columns
+    (imported results, cli/compare.runs_beside)."""
     from fabricbench.fabrics import parse_fabric_list
     from fabricbench.fabrics.study import check_plot_path, open_output, run_and_keep
     from fabricbench.gpus import parse_gpus
@@ -151,6 +152,7 @@ def compare(fabrics: str | Sequence[str] = "default,p2p-off", *, gpus: str | Seq
                 runs.append(run)
     finally:
         writer.close()
+    runs += beside  # after the measured fabrics: the first named stays the base of every ratio
     res = CompareResult(run_id=run_id, runs=runs, table=comparison(runs))
     if plot:
         plot_comparison(res.table, plot)
