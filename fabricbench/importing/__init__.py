@@ -41,6 +41,10 @@ FORMATS.register("nccl-log", Format(description="an NCCL_DEBUG=INFO log on its o
                                     read=nccl_log.read))
 
 
+# the formats that may share one text file (the JSON and a bare log stand alone)
+TABLES = ("nccl-tests", "nvbandwidth")
+
+
 @dataclass(frozen=True, kw_only=True)
 class Imported:
     path: str
@@ -71,6 +75,11 @@ def import_file(path: str | os.PathLike, *, fabric: str | None = None, nranks: i
         raise UsageError(f"{path}: not a format fabricbench imports (nccl-tests text or -J JSON, an NCCL_DEBUG=INFO "
                          f"log, nvbandwidth output)")
     records = FORMATS.get(name).read(src)
+    # a health-check log may hold nccl-tests tables and nvbandwidth matrices together: both are read
+    also = [n for n in TABLES if n != name and name in TABLES and fmt is None and FORMATS.get(n).sniff(text)]
+    for other in also:
+        records += FORMATS.get(other).read(src)
+    name = "+".join([name, *also]) if also and records else name
     if not records and name == "nccl-tests" and nccl_log.sniff(text):
         name, records = "nccl-log", nccl_log.read(src)  # the table never came: keep what its log says
     if not records:

@@ -48,7 +48,7 @@ def strip_prefix(line: str) -> str:
 def op_name(program: str) -> str | None:
     """'all_reduce_perf' / './build/alltoall_perf_mpi' / 'allreduce' -> our op name; None if not an op."""
     base = program.rsplit("/", 1)[-1].lower()
-    base = re.sub(r"(_perf)?(_mpi)?(\.\w+)?$", "", base)
+    base = re.sub(r"(_perf|_test)?(_mpi)?(\.\w+)?$", "", base)
     return OPS.get(base)
 
 

@@ -19,6 +19,8 @@ from fabricbench.importing.base import Source, number, strip_prefix
 TOOL = "nvbandwidth"
 _TITLE = re.compile(r"memcpy (CE|SM) (CPU|GPU)\(row\) (<->|->|<-) (CPU|GPU)\(column\)\s*(.*?)\s*bandwidth\s*"
                     r"\(GB/s\)", re.IGNORECASE)
+# device_local_copy: one row, a copy inside each column's GPU
+_LOCAL = re.compile(r"memcpy local GPU\(column\)\s*(.*?)\s*bandwidth\s*\(GB/s\)", re.IGNORECASE)
 _RUNNING = re.compile(r"^Running (\S+?)\.?\s*$")
 _SUM = re.compile(r"^SUM (\S+) (\S+)")
 _VERSION = re.compile(r"nvbandwidth Version: *(\S+)")
@@ -27,7 +29,7 @@ _HOSTNAME_DEV = re.compile(r"^Process +\d+ +\(([^)]*)\): device (\d+): (.*)$")
 
 
 def sniff(text: str) -> bool:
-    return bool(_TITLE.search(text) or _VERSION.search(text))
+    return bool(_TITLE.search(text) or _LOCAL.search(text) or _VERSION.search(text))
 
 
 def read(src: Source) -> list[dict[str, Any]]:
@@ -54,10 +56,14 @@ def read(src: Source) -> list[dict[str, Any]]:
                 rec["extra"]["sum_gbps"] = number(m.group(2))
                 rec["extra"]["test"] = m.group(1)
         m = _TITLE.search(line)
-        if not m:
+        local = _LOCAL.search(line)
+        if not m and not local:
             i += 1
             continue
-        method, row_kind, arrow, col_kind, matrix = m.groups()
+        if m:
+            method, row_kind, arrow, col_kind, matrix = m.groups()
+        else:
+            method, row_kind, arrow, col_kind, matrix = "CE", "LOCAL", "->", "GPU", local.group(1)
         i += 1
         cols: list[int] | None = None
         while i < len(lines) and lines[i].strip():
@@ -93,7 +99,7 @@ def _record(src: Source, n: int, line: int, version: str | None, test: str | Non
         return None  # N/A: not measured
     if row_kind == col_kind == "GPU" and row == col and gbps == 0:
         return None  # older releases print 0.00 on the diagonal: nothing measured there
-    row_name = "host" if row_kind == "CPU" else f"GPU{row}"
+    row_name = "host" if row_kind == "CPU" else f"GPU{col}" if row_kind == "LOCAL" else f"GPU{row}"
     col_name = "host" if col_kind == "CPU" else f"GPU{col}"
     src_name, dst_name = (col_name, row_name) if arrow == "<-" else (row_name, col_name)
     host = "host" in (src_name, dst_name)

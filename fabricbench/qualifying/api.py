@@ -27,6 +27,7 @@ from typing import Any, Callable, Sequence
 
 from fabricbench.errors import FabricbenchError, UsageError
 from fabricbench.fabrics.env import mask_known
+from fabricbench.fabrics.model import shown
 from fabricbench.jobs import store
 from fabricbench.files import dumps, refuse_collisions, write_text_atomic
 from fabricbench.measuring.runner import new_run_id
@@ -106,10 +107,12 @@ def select(spec: Spec, only: Sequence[str] | None, skip: Sequence[str] | None, l
 
 def reproduce_line(spec_path: str, *, out=None, level: int | None = None, only=None, skip=None, fabric=None,
                    topo_file=None, baseline=None, tolerance: float | None = None, prometheus=None) -> str:
-    """The command that runs this qualification again: every flag that shaped it, quoted for a shell."""
+    """The command that runs this qualification again: every flag that shaped it, quoted for a shell. A
+    custom fabric's secret values show as *** (fabrics.model.shown): put them back by hand."""
     argv = ["fabricbench", "qualify", "--spec", str(spec_path)]
     for flag, value in (("--level", level), ("--only", ",".join(only) if only else None),
-                        ("--skip", ",".join(skip) if skip else None), ("--fabric", fabric),
+                        ("--skip", ",".join(skip) if skip else None),
+                        ("--fabric", shown(fabric) if fabric is not None else None),
                         ("--topo-file", topo_file), ("--baseline", baseline),
                         ("--tolerance", f"{tolerance:g}" if tolerance is not None else None),
                         ("--prometheus", prometheus), ("--out", out)):
