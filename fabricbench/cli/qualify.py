@@ -51,7 +51,8 @@ def _names(text: str | None) -> list[str] | None:
 @click.option("--tolerance", type=float, default=None,
               help="Regression tolerance against --baseline [default: the spec's baseline_tolerance, 0.05].")
 @click.option("--init", "init_path", default=None, help="Write a spec here from --from RESULTS.jsonl.")
-@click.option("--from", "from_path", default=None, help="The known-good results that --init reads.")
+@click.option("--from", "from_path", default=None,
+              help="Results to read: --init writes a spec from them; --spec judges them, measuring nothing.")
 @click.option("--margin", type=float, default=0.9, help="--init: thresholds = measured x margin.")
 @click.option("--name", default=None, help="--init: the spec's name (default: from the host).")
 @click.option("--fleet", is_flag=True, help="Compare the nodes given as INPUTS (qualify --out folders or results).")
@@ -116,7 +117,8 @@ def qualify(inputs, spec_path, out_dir, resume, only, skip, fabric, topo_file, l
 
     echo = None if quiet or as_json else (lambda s: click.echo(s, err=True))
     res = run(spec_path, out=out_dir, only=_names(only), skip=_names(skip), resume=resume, topo_file=topo_file,
-              baseline=baseline, tolerance=tolerance, fabric=fabric, level=level, prometheus=prometheus, echo=echo)
+              baseline=baseline, tolerance=tolerance, fabric=fabric, level=level, prometheus=prometheus, echo=echo,
+              records_from=from_path)
     if "RANK" in os.environ and os.environ.get("RANK") != "0":
         return 0  # rank 0 reports for the whole launch
     if as_json:

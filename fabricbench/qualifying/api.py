@@ -27,6 +27,8 @@ from typing import Any, Callable, Sequence
 
 from fabricbench.errors import FabricbenchError, UsageError
 from fabricbench.fabrics.env import mask_known
+from fabricbench.fabrics.model import shown
+from fabricbench.jobs import store
 from fabricbench.files import dumps, refuse_collisions, write_text_atomic
 from fabricbench.measuring.runner import new_run_id
 from fabricbench.progress import Progress
@@ -37,6 +39,7 @@ from fabricbench.qualifying.fleet import run_fleet
 from fabricbench.qualifying.init import spec_from_results
 from fabricbench.qualifying.inputs import read_all, records as read_records
 from fabricbench.qualifying.junit import to_xml
+from fabricbench.qualifying.offline import OfflineContext
 from fabricbench.qualifying.prometheus import TextFile
 from fabricbench.qualifying.report import write_report
 from fabricbench.qualifying.spec import DEFAULT_LEVEL, Spec, load_spec, parse_spec
@@ -105,10 +108,12 @@ def select(spec: Spec, only: Sequence[str] | None, skip: Sequence[str] | None, l
 
 def reproduce_line(spec_path: str, *, out=None, level: int | None = None, only=None, skip=None, fabric=None,
                    topo_file=None, baseline=None, tolerance: float | None = None, prometheus=None) -> str:
-    """The command that runs this qualification again: every flag that shaped it, quoted for a shell."""
+    """The command that runs this qualification again: every flag that shaped it, quoted for a shell. A
+    custom fabric's secret values show as *** (fabrics.model.shown): put them back by hand."""
     argv = ["fabricbench", "qualify", "--spec", str(spec_path)]
     for flag, value in (("--level", level), ("--only", ",".join(only) if only else None),
-                        ("--skip", ",".join(skip) if skip else None), ("--fabric", fabric),
+                        ("--skip", ",".join(skip) if skip else None),
+                        ("--fabric", shown(fabric) if fabric is not None else None),
                         ("--topo-file", topo_file), ("--baseline", baseline),
                         ("--tolerance", f"{tolerance:g}" if tolerance is not None else None),
                         ("--prometheus", prometheus), ("--out", out)):
@@ -122,9 +127,11 @@ def qualify(spec: Spec | str | os.PathLike, *, out: str | os.PathLike | None = N
             topo_file: str | None = None, baseline: str | os.PathLike | None = None,
             tolerance: float | None = None, fabric: str | None = None, level: int | None = None,
             prometheus: str | os.PathLike | None = None,
-            echo: Callable[[str], None] | None = None) -> QualifyResult:
+            echo: Callable[[str], None] | None = None,
+            records_from: str | os.PathLike | None = None) -> QualifyResult:
     """Run a spec's checks (those selected, at `level`: default 2) and return their verdicts; see the
-    module docstring. `tolerance` (for `baseline`) defaults to the spec's [run] baseline_tolerance."""
+    module docstring. `tolerance` (for `baseline`) defaults to the spec's [run] baseline_tolerance.
+    `records_from`: judge these results (fabricbench's, or `fabricbench import`ed) instead of measuring."""
     spec = _as_spec(spec)
     level = DEFAULT_LEVEL if level is None else level
     full = spec
@@ -139,6 +146,12 @@ def qualify(spec: Spec | str | os.PathLike, *, out: str | os.PathLike | None = N
     base_records = None
     if baseline is not None:
         base_records, note = read_all(baseline, what="--baseline")
+        notes += [note] if note else []
+    recorded = None
+    if records_from is not None:
+        if resume:
+            raise UsageError("--from judges recorded results and measures nothing: --resume does not apply")
+        recorded, note = read_all(records_from, what="--from")
         notes += [note] if note else []
     if resume and out is None:
         raise UsageError("--resume continues the run in --out; give --out DIR")
@@ -161,11 +174,16 @@ def qualify(spec: Spec | str | os.PathLike, *, out: str | os.PathLike | None = N
         if not resume:
             raise UsageError(f"--out {out}: {results_path} already holds a run; pass --resume to continue "
                              f"it or choose another --out")
+        store.repair(results_path)  # a torn last line (a killed run) is cut off, and that unit measured again
         previous = list(read_records(results_path, what="--resume"))
     run_id = next((r["run_id"] for r in previous if r.get("kind") == "qualify_start" and r.get("run_id")),
                   None) or new_run_id()
     writer = ResultWriter(results_path if rank0 else None)
-    ctx = Context(spec, writer=writer, run_id=run_id, topo_file=topo_file, previous=previous, echo=echo)
+    if recorded is not None:
+        ctx = OfflineContext(spec, records=recorded, source=str(records_from), writer=writer, run_id=run_id,
+                             topo_file=topo_file, echo=echo)
+    else:
+        ctx = Context(spec, writer=writer, run_id=run_id, topo_file=topo_file, previous=previous, echo=echo)
     try:
         if not previous and rank0:
             writer.write({**header("qualify_start", run_id=run_id), "spec": spec.name, "spec_path": spec.path,
@@ -243,6 +261,10 @@ def _judge_once(check, kind, ctx, distributed: bool, echo, policy: Policy) -> Ve
                        description=check.description, policy=policy, source=check.source)
     if echo:
         echo(f"check {check.name} ({check.kind})")
+    skip = getattr(ctx, "skip_reason", lambda kind: None)(check.kind)  # judging recorded results (--from)
+    if skip:
+        return combine(check.name, check.kind, [waived(check.kind, skip)], description=check.description,
+                       policy=policy, source=check.source)
     try:
         items = kind.judge(check, ctx)
     except FabricbenchError as e:  # a measurement that could not be made: an error verdict, the run goes on

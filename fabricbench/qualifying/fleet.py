@@ -29,8 +29,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
+import orjson
+
 from fabricbench.errors import UsageError
-from fabricbench.files import dumps, write_text_atomic
+from fabricbench.files import write_text_atomic
 from fabricbench.qualifying.codes import CODES
 from fabricbench.qualifying.figures import Figure, figures
 from fabricbench.qualifying.junit import xml_text
@@ -267,7 +269,7 @@ def write_prometheus(res: FleetResult, path: str) -> str:
             if f.labels:
                 tf.add_busbw({**dict(f.labels), "host": host}, f.value)
         for check, (sev, code) in n.checks.items():
-            tf.status.labels(host=host, check=check, kind="", severity=sev, code=code).set(RANK[sev])
+            tf.add_status(host, check, "", sev, code)
         tf.add_summary(host, "fleet", RANK[n.severity])
         tf.add_outliers(host, counts.get(n.name, 0))
     return tf.write(path)
@@ -303,8 +305,9 @@ def _junit(res: FleetResult) -> str:
 
 def _write(res: FleetResult, out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    res.files["fleet_json"] = str(write_text_atomic(out / "fleet.json", dumps(res.to_dict(), indent=1) + "\n",
-                                                    what="fleet.json"))
+    # orjson: 12,500 nodes' figures in a fraction of json's time, and NaN is written as null, never NaN
+    text = orjson.dumps(res.to_dict(), option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS, default=str)
+    res.files["fleet_json"] = str(write_text_atomic(out / "fleet.json", text.decode() + "\n", what="fleet.json"))
     res.files["junit"] = str(write_text_atomic(out / "junit.xml", _junit(res), what="junit.xml"))
     png = out / "fleet.png"
     plotted = len(res.nodes) <= PLOT_MAX_NODES and _plot(res, png)

@@ -20,6 +20,7 @@ from typing import Any
 
 from fabricbench.report.analysis import byte_unit, fmt, fmt_ratio, slower
 from fabricbench.report.document import Document, Section
+from fabricbench.importing import beside
 from fabricbench.study import figures
 from fabricbench.study import records as study_records
 from fabricbench.study.config import StudyConfig
@@ -128,7 +129,10 @@ def _build(sr: study_records.StudyRecords, c: StudyConfig, figs: _Figs, *, comma
     advice = _advice(sr, c, machine)
     _in_short(doc, sr, c, trains, colls, advice)
     _machine(doc, sr, c, machine, colls, trains, figs)
-    _busbw(doc, c, colls, figs)
+    # `fabricbench import`ed results appended to results.jsonl: lines and columns of their own, beside
+    groups = beside.collective_groups([r for r in sr.of_kind("collective") if beside.is_imported(r)])
+    _busbw(doc, c, colls, figs, imported=[dict(r, fabric=name) for name, rs in groups.items() for r in rs
+                                          if not r.get("inplace")])
     _scaling(doc, c, scaling, machine, figs)
     _memory(doc, c, trains, estimate, figs)
     _throughput(doc, c, trains, figs)
@@ -315,7 +319,7 @@ def _metric(colls) -> tuple[str, str | None]:
     return "busbw_gbps", None
 
 
-def _busbw(doc: Document, c: StudyConfig, colls, figs: _Figs) -> None:
+def _busbw(doc: Document, c: StudyConfig, colls, figs: _Figs, imported=()) -> None:
     s = doc.section("Bus bandwidth against size, per fabric",
                     intro="busbw = S / t × the op's factor (all-reduce 2(n−1)/n; all-gather, reduce-scatter "
                           "(n−1)/n), nccl-tests' definition: comparable across GPU counts. Sizes cover what the "
@@ -324,6 +328,7 @@ def _busbw(doc: Document, c: StudyConfig, colls, figs: _Figs) -> None:
     if not ok:
         s.text("No sweep finished; nothing to show (see “Reproduce”).")
         return
+    ok += [r for r in imported if r.get("status") == "ok"]
     metric, note = _metric(ok)
     dtypes = sorted({r["dtype"] for r in ok})
     series: dict[str, dict[str, list]] = {}
@@ -336,6 +341,7 @@ def _busbw(doc: Document, c: StudyConfig, colls, figs: _Figs) -> None:
     s.figure(p, f"{metric.replace('_gbps', '')} against message size, one panel per collective, one line per fabric"
                 + (f" ({note})" if note else ""))
     fabs = [f for f in c.fabrics if any(r["fabric"] == f for r in ok)]
+    fabs += list(dict.fromkeys(r["fabric"] for r in imported if r in ok))
     # one small table per op (rows: sizes; columns: fabrics, then each one's ratio to the first): the
     # numbers under each panel of the figure, narrow enough to read without scrolling
     val = {(r["op"], r["dtype"], r["bytes"], r["fabric"]): r.get(metric) for r in ok}
