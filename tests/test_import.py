@@ -211,7 +211,7 @@ def test_bad_inputs_are_one_line_exit_2(tmp_path, make, msg):
     path = make(tmp_path)
     out = subprocess.run([sys.executable, "-m", "fabricbench", "import", str(path), "--out",
                           str(tmp_path / "o.jsonl")], capture_output=True, text=True, timeout=60,
-                         env={**os.environ})
+                         env={**os.environ}, check=False)
     assert out.returncode == 2, out.stderr
     lines = [ln for ln in out.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and lines[0].startswith("Error: ") and msg in lines[0], out.stderr

@@ -21,8 +21,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fabricbench.fabrics.transport import parse_nccl_log
-from fabricbench.importing.base import (Source, dtype_name, nccl_version_from_code, number, op_name,
-                                        strip_prefix)
+from fabricbench.importing.base import (
+    Source,
+    dtype_name,
+    nccl_version_from_code,
+    number,
+    op_name,
+    strip_prefix,
+)
 from fabricbench.importing.collective import RunFacts, Side, record
 
 TOOL = "nccl-tests"
@@ -66,7 +72,7 @@ class Layout:
     sides: list[list[str]]
 
     @classmethod
-    def of_header(cls, tokens: list[str]) -> "Layout | None":
+    def of_header(cls, tokens: list[str]) -> Layout | None:
         names = [t for t in tokens if t != "timestamp"]
         starts = [i for i, t in enumerate(names) if t in _TIME_NAMES]
         if not starts:
