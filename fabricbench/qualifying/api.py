@@ -35,7 +35,7 @@ from fabricbench.qualifying.context import Context
 from fabricbench.qualifying.figures import compare, figures
 from fabricbench.qualifying.fleet import run_fleet
 from fabricbench.qualifying.init import spec_from_results
-from fabricbench.qualifying.inputs import read_all, records as read_records
+from fabricbench.qualifying.inputs import read_all
 from fabricbench.qualifying.junit import to_xml
 from fabricbench.qualifying.offline import OfflineContext
 from fabricbench.qualifying.prometheus import TextFile
@@ -43,6 +43,7 @@ from fabricbench.qualifying.report import write_report
 from fabricbench.qualifying.spec import DEFAULT_LEVEL, Spec, load_spec, parse_spec
 from fabricbench.qualifying.verdict import (SEVERITIES, Policy, Verdict, attempt_record, combine, error,
                                             exit_code, flaky, waived, worst)
+from fabricbench.results import records as results_records
 from fabricbench.results.schema import header
 from fabricbench.results.writer import ResultWriter
 from fabricbench.topology import read_topology, snapshot_record
@@ -172,7 +173,7 @@ def qualify(spec: Spec | str | os.PathLike, *, out: str | os.PathLike | None = N
         if not resume:
             raise UsageError(f"--out {out}: {results_path} already holds a run; pass --resume to continue "
                              f"it or choose another --out")
-        previous = list(read_records(results_path, what="--resume"))
+        previous = list(results_records.read(results_path, what="--resume"))
     run_id = next((r["run_id"] for r in previous if r.get("kind") == "qualify_start" and r.get("run_id")),
                   None) or new_run_id()
     writer = ResultWriter(results_path if rank0 else None)
