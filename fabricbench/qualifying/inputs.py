@@ -22,7 +22,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-import orjson
+try:  # a declared dependency; a GPU machine without network may lack it: json then, slower
+    import orjson
+
+    _loads, _DecodeError = orjson.loads, orjson.JSONDecodeError
+except ImportError:
+    orjson = None
+    _loads, _DecodeError = json.loads, ValueError
 
 from fabricbench.errors import UsageError
 from fabricbench.files import check_input, json_safe
@@ -104,8 +110,8 @@ def records(path: str | os.PathLike, *, what: str, tally: Tally | None = None) -
             if not line:
                 continue
             try:
-                rec = orjson.loads(line)
-            except orjson.JSONDecodeError:
+                rec = _loads(line)
+            except (_DecodeError, RecursionError):
                 rec = _lenient(line)  # older writers put NaN in a line: read it, NaN as null
                 if rec is None:
                     t.skipped += 1
@@ -154,6 +160,6 @@ def read_json(path: str | os.PathLike, *, what: str) -> Any:
     """A small JSON document (verdicts.json), or None when it is damaged (the caller goes without it)."""
     p = check_input(path, what=what, max_bytes=256 << 20)
     try:
-        return orjson.loads(p.read_bytes())
-    except (orjson.JSONDecodeError, OSError):
+        return _loads(p.read_bytes())
+    except (_DecodeError, RecursionError, OSError):
         return None
