@@ -25,7 +25,7 @@ def _fig(recs, nbytes, inplace):
 
 
 def test_formats_table_and_sniffing():
-    assert FORMATS.names() == ["nccl-tests-json", "nccl-tests", "nvbandwidth", "nccl-log"]
+    assert FORMATS.names() == ["nvbandwidth-json", "nccl-tests-json", "nccl-tests", "nvbandwidth", "nccl-log"]
     assert sniff((DATA / "constructed_2_19_6_json.json").read_text()) == "nccl-tests-json"
     assert sniff((DATA / "nccl_tests_gb200_nvl72.txt").read_text()) == "nccl-tests"
     assert sniff((DATA / "nvbandwidth_v0_8_a6000.txt").read_text()) == "nvbandwidth"
@@ -224,3 +224,99 @@ def test_library_function():
     with pytest.warns(UserWarning, match="op left null"):
         recs = fabricbench.import_results(DATA / "nccl_tests_redops_table_only.txt", fabric="lab")
     assert len(recs) == 6 and recs[0]["fabric"] == "lab"
+
+
+def test_first_nccl_tests_era_bytes_header_rows_behind_hash_time_in_ms():
+    got = _get("nccl_tests_2019_bytes_ms.txt")
+    recs = got.records
+    assert got.warnings == [] and len(recs) == 16
+    zero = [r for r in recs if r["bytes"] == 0]
+    assert len(zero) == 4 and zero[0]["time_us"] == 9.0  # first size 0, printed "0.009" ms
+    r = _fig(recs, 1048576, False)
+    assert (r["op"], r["time_us"], r["algbw_gbps"], r["busbw_gbps"], r["wrong"]) == ("all_reduce", 293.0, 3.58, 3.58, None)
+    assert r["extra"]["time_printed_in"] == "ms" and r["nranks"] == 2 and r["gpu_names"] == ["GeForce RTX 2080 Ti"] * 2
+    assert r["extra"]["validation"] is False and r["extra"]["hosts"] == ["ncrh"]
+
+
+def test_nccl1_tests_device_lines_and_deviation_column():
+    recs = _get("nccl1_tests_titanx.txt").records
+    r = next(x for x in recs if x["dtype"] == "int32" and not x["inplace"])
+    assert (r["op"], r["count"], r["time_us"], r["busbw_gbps"], r["nranks"], r["gpus"]) == \
+        ("all_reduce", 2500000, 1611.0, 9.31, 4, [0, 1, 2, 3])
+    assert r["wrong"] is None and r["extra"]["max_error"] == 0.0  # "0e+00" is a deviation, not a count
+    assert [x["extra"]["redop"] for x in recs if not x["inplace"]] == ["sum", "prod", "sum"]
+    assert recs[0]["dtype"] == "int8"  # NCCL 1's "char"
+
+
+def test_current_era_two_runs_after_shell_prompts_with_nccl_2_28_log():
+    got = _get("nccl_tests_2_18_3_gb10_two_runs.txt")
+    assert got.warnings == [] and len(got.records) == 12
+    runs = {r["source"]["run"] for r in got.records}
+    assert runs == {0, 1} and {r["op"] for r in got.records} == {"all_gather"}
+    first = [r for r in got.records if r["source"]["run"] == 0]
+    second = [r for r in got.records if r["source"]["run"] == 1]
+    assert _fig(first, 4294967296, True)["busbw_gbps"] == 22.46 and _fig(first, 1073741824, False)["time_us"] == 27211.0
+    r = _fig(second, 4294967296, False)  # the row after an ssh line
+    assert (r["time_us"], r["busbw_gbps"], r["iters"], r["busbw_factor"]) == (758966.0, 2.83, 5, 0.5)
+    assert r["transport"] == "NET/IB" and r["nvls"] is False and r["extra"]["transport_detail"]["gdrdma"] is False
+    assert r["extra"]["nnodes"] == 2 and r["nccl_version"] == "2.28.9" and r["source"]["tool_version"] == "2.18.3"
+    assert first[0]["transport"] is None and first[0]["nccl_version"] == "2.28.9"  # nccl-library=22809
+
+
+def test_nvbandwidth_device_local_copy_and_latency_matrix_skipped(tmp_path):
+    # the tail of an nvbandwidth run as a public repository shows it (one GPU): a latency matrix (ns) is no copy
+    p = tmp_path / "nvb_local.txt"
+    p.write_text("Running host_device_latency_sm.\nmemory latency SM CPU(row) <-> GPU(column) (ns)\n           0\n"
+                 " 0    613.22\n\nSUM host_device_latency_sm 613.22\n\nWaived: \nRunning device_local_copy.\n"
+                 "memcpy local GPU(column) bandwidth (GB/s)\n           0\n 0     84.33\n\nSUM device_local_copy 84.33\n")
+    recs = import_file(p).records
+    assert [(r["src"], r["dst"], r["direction"], r["gbps"], r["extra"]["sum_gbps"]) for r in recs] == \
+        [("GPU0", "GPU0", "uni", 84.33, 84.33)]
+
+
+def test_one_file_with_nccl_tests_and_nvbandwidth_reads_both(tmp_path):
+    p = tmp_path / "healthcheck.log"
+    p.write_text((DATA / "nccl_tests_gb200_nvl72.txt").read_text() + "\n" + (DATA / "nvbandwidth_h100_sm.txt").read_text())
+    got = import_file(p, nranks=72)
+    assert got.format == "nccl-tests+nvbandwidth"
+    assert sorted({r["kind"] for r in got.records}) == ["collective", "copy"] and len(got.records) == 26
+
+
+def test_wrong_counts_printed_with_g_and_pdsh_prefixes(tmp_path):
+    head = ("#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw "
+            "#wrong\n")
+    p = tmp_path / "all_reduce_perf.txt"
+    p.write_text("node07: " + head + "node07:      1048576        262144     float     sum      -1    27.76   37.78   66.11"
+                 "  1e+06    27.49   38.15   66.76       0\n")
+    r = import_file(p).records
+    assert (r[0]["wrong"], r[0]["status"], r[1]["wrong"], r[1]["status"]) == (1000000, "wrong", 0, "ok")
+    bare = tmp_path / "all_gather_perf.txt"  # no header: "0e+00" is the old era's deviation, a plain 0 a count
+    bare.write_text("     1048576        262144   float     100.0   10.49   18.35  0e+00    101.0   10.38   18.17  0\n")
+    r = import_file(bare).records
+    assert (r[0]["wrong"], r[0]["extra"]["max_error"], r[1]["wrong"]) == (None, 0.0, 0)
+
+
+def test_json_version_4_tuning_kept(tmp_path):
+    doc = json.loads((DATA / "constructed_2_19_6_json.json").read_text())
+    doc["version"] = 4
+    doc["results"][0]["tuning"] = {"implementation": "Coll", "algo": "RING", "proto": "LL", "#channels": 2}
+    p = tmp_path / "v4.json"
+    p.write_text(json.dumps(doc))
+    got = import_file(p)
+    assert got.warnings == [] and got.records[0]["extra"]["tuning"]["algo"] == "RING"
+
+
+def test_nvbandwidth_json_matrices(tmp_path):
+    # the layout nvbandwidth's json_output.cpp writes (values as strings, "N/A" where not measured)
+    p = tmp_path / "nvb.json"
+    p.write_text(json.dumps({"nvbandwidth": {"version": "v0.7", "git_version": "v0.7", "testcases": [
+        {"name": "device_to_device_memcpy_read_ce", "status": "Passed",
+         "bandwidth_description": "memcpy CE GPU(row) -> GPU(column) bandwidth (GB/s)",
+         "bandwidth_matrix": [["N/A", "389.312"], ["390.01", "N/A"]], "sum": 779.322},
+        {"name": "host_device_latency_sm", "status": "Passed",
+         "bandwidth_description": "memory latency SM CPU(row) <-> GPU(column) (ns)", "bandwidth_matrix": [["600"]]},
+        {"name": "device_to_device_memcpy_write_sm", "status": "Waived"}]}}, indent=2))
+    got = import_file(p)
+    assert got.format == "nvbandwidth-json" and len(got.warnings) == 1
+    assert [(r["src"], r["dst"], r["gbps"], r["extra"]["sum_gbps"], r["source"]["tool_version"]) for r in got.records] \
+        == [("GPU0", "GPU1", 389.312, 779.322, "v0.7"), ("GPU1", "GPU0", 390.01, 779.322, "v0.7")]

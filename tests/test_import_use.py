@@ -127,3 +127,26 @@ def test_report_shows_imported_beside_the_study(tmp_path):
     assert "h200 (nccl-tests) GB/s" in md
     row = next(ln for ln in md.splitlines() if ln.startswith("| 4M | float32"))
     assert "85.95" in row or "86" in row
+
+
+def test_qualify_init_writes_a_spec_from_imported_results(imported, tmp_path):
+    spec = tmp_path / "init.toml"
+    main(["qualify", "--init", str(spec), "--from", str(imported)])
+    text = spec.read_text()
+    assert 'engine = "native"' in text  # nccl-tests measured through NCCL on GPUs: the native engine's way
+    assert "min_busbw_gbps = 77.36" in text  # 0.9 x the printed 85.95 GB/s at 4 MiB
+    assert 'expect = { default = "P2P" }' in text  # from the NCCL lines inside the nccl-tests output
+
+
+def test_results_reader_keeps_imported_records_with_nulls(tmp_path):
+    from fabricbench.results.records import read
+
+    out = tmp_path / "imp.jsonl"
+    main(["import", str(DATA / "nccl_tests_redops_table_only.txt"), str(DATA / "nvbandwidth_h100_sm.txt"),
+          "--out", str(out)])
+    got = read(out)
+    assert got.warnings == [] and len(got.records) == 6 + 16
+    assert {r["op"] for r in got.records if r["kind"] == "collective"} == {None}  # no op printed: null, kept
+    assert {r["bytes"] for r in got.records if r["kind"] == "copy"} == {None}  # nvbandwidth prints no size
+    out.write_text(out.read_text().replace('"source": {"tool": "nccl-tests"', '"source": null, "x": {"tool": 1'))
+    assert len(read(out).warnings) == 6  # not imported: a collective without op or nranks is damaged

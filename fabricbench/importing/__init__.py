@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 from fabricbench.errors import UsageError
 from fabricbench.files import read_input
-from fabricbench.importing import nccl_log, nccl_tests_json, nccl_tests_text, nvbandwidth
+from fabricbench.importing import nccl_log, nccl_tests_json, nccl_tests_text, nvbandwidth, nvbandwidth_json
 from fabricbench.importing.base import Source
 from fabricbench.registry import Registry
 
@@ -31,6 +31,8 @@ class Format:
 
 
 FORMATS: Registry[Format] = Registry("input format")
+FORMATS.register("nvbandwidth-json", Format(description="nvbandwidth -j JSON", sniff=nvbandwidth_json.sniff,
+                                            read=nvbandwidth_json.read))
 FORMATS.register("nccl-tests-json", Format(description="nccl-tests -J JSON (file version 3)",
                                            sniff=nccl_tests_json.sniff, read=nccl_tests_json.read))
 FORMATS.register("nccl-tests", Format(description="nccl-tests text output, any era, NCCL log lines mixed in",
@@ -39,6 +41,10 @@ FORMATS.register("nvbandwidth", Format(description="nvbandwidth matrices", sniff
                                        read=nvbandwidth.read))
 FORMATS.register("nccl-log", Format(description="an NCCL_DEBUG=INFO log on its own", sniff=nccl_log.sniff,
                                     read=nccl_log.read))
+
+
+# the formats that may share one text file (the JSON and a bare log stand alone)
+TABLES = ("nccl-tests", "nvbandwidth")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -71,6 +77,11 @@ def import_file(path: str | os.PathLike, *, fabric: str | None = None, nranks: i
         raise UsageError(f"{path}: not a format fabricbench imports (nccl-tests text or -J JSON, an NCCL_DEBUG=INFO "
                          f"log, nvbandwidth output)")
     records = FORMATS.get(name).read(src)
+    # a health-check log may hold nccl-tests tables and nvbandwidth matrices together: both are read
+    also = [n for n in TABLES if n != name and name in TABLES and fmt is None and FORMATS.get(n).sniff(text)]
+    for other in also:
+        records += FORMATS.get(other).read(src)
+    name = "+".join([name, *also]) if also and records else name
     if not records and name == "nccl-tests" and nccl_log.sniff(text):
         name, records = "nccl-log", nccl_log.read(src)  # the table never came: keep what its log says
     if not records:

@@ -34,13 +34,17 @@ _NTHREAD = re.compile(r"nThread +(\d+) +nGpus +(\d+) +minBytes +(\d+) +maxBytes 
 _ITERS = re.compile(r"warmup iters: *(\d+) +iters: *(\d+)")
 _GRAPH = re.compile(r"\bgraph: *(\d+)")
 _VALIDATION = re.compile(r"\bvalidation: *(\d+)")
-_RANK = re.compile(r"Rank +(\d+) +(?:Group +\d+ +)?Pid +\d+ +on +(\S+) +device +(\d+) +\[[^\]]*\] +(.*?)\s*$")
-_PROGRAM = re.compile(r"(?:^|[\s/=])([a-z_]+_perf)(?:_mpi)?\b")
+_RANK = re.compile(r"Rank +(\d+) +(?:Group +\d+ +)?(?:Pid +\d+ +)?on +(\S+) +device +(\d+) +\[[^\]]*\] +(.*?)\s*$")
+# NCCL 1's tests and the first nccl-tests: "#   Device  0 ->  0 [0x0a] GeForce GTX TITAN X" (one process)
+_DEVICE = re.compile(r"^Device +(\d+) +-> +(\d+) +\[[^\]]*\] +(.*?)\s*$")
+_PROGRAM = re.compile(r"(?:^|[\s/=])([a-z_]+_(?:perf|test))(?:_mpi)?\b")  # NCCL 1: all_reduce_test
 # Where an NCCL line starts inside a line: "host:pid:tid [dev] NCCL INFO", or NCCL's bare version line.
 _LOG_START = re.compile(r"[^\s:]*:\d+:\d+ \[\d+\] NCCL (?:INFO|WARN|TRACE)|NCCL version \d")
 _NUMERIC = re.compile(r"^-?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 _TIME_NAMES = ("time", "cputime")
-_WRONG_NAMES = ("#wrong", "wrong", "error", "#error")
+_WRONG_NAMES = ("#wrong", "wrong", "error", "#error", "res", "#wrong?")
+# the first nccl-tests' header names: "bytes N type op time algbw busbw res" (time in ms then)
+_ALIASES = {"bytes": "size", "n": "count", "op": "redop", "elements": "count"}
 _FILE_OPS = re.compile(r"(all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|alltoall|broadcast|sendrecv)",
                        re.IGNORECASE)
 
@@ -81,6 +85,8 @@ class Run:
     log: list[str] = field(default_factory=list)
     ranks: dict[int, tuple[str, int, str]] = field(default_factory=dict)  # rank -> host, device, name
     started: bool = False  # saw "# Collective test starting"
+    time_unit: str | None = None  # "us" or "ms", from the units line under the header
+    first_era: bool = False  # a "bytes N type op" header: the first nccl-tests, which printed milliseconds
     configured: bool = False  # saw "# nThread ..."
 
 
@@ -162,9 +168,18 @@ def read(src: Source) -> list[dict[str, Any]]:
         if m and text.startswith("Rank"):
             run.ranks[int(m.group(1))] = (m.group(2), int(m.group(3)), m.group(4))
             continue
+        m = _DEVICE.match(text)
+        if m:
+            run.ranks[int(m.group(1))] = ("", int(m.group(2)), m.group(3))
+            continue
         tokens = text.split()
-        if tokens[0] == "size" and "count" in tokens:
-            layout = Layout.of_header(tokens)
+        if tokens[0] == "(B)" or (tokens[0].startswith("(") and "(GB/s)" in tokens):
+            run.time_unit = "ms" if "(ms)" in tokens else "us" if "(us)" in tokens else run.time_unit
+            continue
+        names = [_ALIASES.get(t.lower(), t) for t in tokens]
+        if names[0] == "size" and "count" in names:
+            run.first_era = tokens[0].lower() == "bytes"
+            layout = Layout.of_header(names)
             if layout is None:
                 src.warn(line_no, "a table header without a time column; its rows are read by their shape")
             if run.rows and run.layout is not None and layout is not None and layout != run.layout:
@@ -261,7 +276,8 @@ def _parse_shape(tokens: list[str]) -> tuple[dict[str, str], list[dict[str, str]
     if len(rest) not in (8, 16) or not all(_cell_ok(t) for t in rest):
         return None
     half = len(rest) // 2
-    cols = ["time", "algbw", "busbw", "#wrong"] + (["i_min", "i_max", "i_p99", "i_cv%"] if half == 8 else [])
+    # no header to say whether the fourth column counts wrong elements or is the old era's deviation
+    cols = ["time", "algbw", "busbw", "#wrong?"] + (["i_min", "i_max", "i_p99", "i_cv%"] if half == 8 else [])
     return head, [dict(zip(cols, rest[:half])), dict(zip(cols, rest[half:]))]
 
 
@@ -276,11 +292,14 @@ def _side(cells: dict[str, str]) -> Side:
             val = number(v)
             if val is None:
                 continue
-            # the old "error" column is a largest deviation ("0e+00", "2e-07"), the new "#wrong" a count
-            if k == "error" or not re.fullmatch(r"-?\d+", v):
+            # the old "error"/"res" column is a largest deviation ("0e+00", "2e-07"); "#wrong" is a count,
+            # printed with %g (so "1e+06" for a million); under no header, e-notation below 1e5 is a deviation
+            if k in ("error", "res", "#error"):
                 s.max_error = val
-            else:
+            elif re.fullmatch(r"-?\d+", v) or (val == int(val) and (k != "#wrong?" or val >= 1e5)):
                 s.wrong = int(val)
+            else:
+                s.max_error = val
         elif k == "i_min":
             s.min_us = number(v)
         elif k == "i_max":
@@ -293,6 +312,32 @@ def _side(cells: dict[str, str]) -> Side:
         elif k not in (time_key, "algbw", "busbw"):
             s.extra[k.lstrip("#")] = number(v) if number(v) is not None else v
     return s
+
+
+def _time_scale(run: Run, rows) -> float:
+    """1 for microseconds, 1000 where the table printed milliseconds (the first nccl-tests and NCCL 1's
+    tests did, under a header without units): told by the units line, else by algbw = bytes / time."""
+    if run.time_unit is not None:
+        return 1000.0 if run.time_unit == "ms" else 1.0
+    ratios = []
+    for _, (pre, sides) in rows:
+        side = _side(sides[0])
+        size = int(pre["size"])
+        if side.time_us and side.algbw and size > 0:
+            ratios.append(size / (side.time_us * 1e-6) / 1e9 / side.algbw)
+    ratios.sort()
+    if ratios:  # 1 for microseconds, 1000 for milliseconds (the printed algbw's rounding is far smaller)
+        return 1000.0 if ratios[len(ratios) // 2] > 30 else 1.0
+    return 1000.0 if run.first_era else 1.0
+
+
+def _scaled(side: Side, scale: float) -> Side:
+    def f(v):
+        return None if v is None else round(v * scale, 6)
+
+    side.time_us, side.min_us, side.max_us, side.p99_us = f(side.time_us), f(side.min_us), f(side.max_us), f(side.p99_us)
+    side.extra["time_printed_in"] = "ms"
+    return side
 
 
 def _op_from_file_name(name: str) -> str | None:
@@ -313,7 +358,7 @@ def _records(src: Source, run: Run, index: int, file_op: str | None) -> list[dic
         ordered = [run.ranks[k] for k in sorted(run.ranks)]
         facts.gpus = [d for _, d, _ in ordered]
         facts.gpu_names = [n for _, _, n in ordered]
-        facts.hosts = list(dict.fromkeys(h for h, _, _ in ordered))
+        facts.hosts = list(dict.fromkeys(h for h, _, _ in ordered if h))
     if run.log:
         facts.log = parse_nccl_log("\n".join(run.log))
         if facts.nccl_version is None:
@@ -323,8 +368,9 @@ def _records(src: Source, run: Run, index: int, file_op: str | None) -> list[dic
     head = src.header("collective", index, tool=TOOL, tool_version=facts.tool_version, line=first,
                       host=facts.host, timestamp=facts.timestamp)
     out = []
-    for line_no, tokens in run.rows:
-        parsed = _parse_row(tokens, run.layout)
+    parsed_rows = [(line_no, _parse_row(tokens, run.layout)) for line_no, tokens in run.rows]
+    scale = _time_scale(run, parsed_rows)
+    for line_no, parsed in parsed_rows:
         assert parsed is not None  # only rows that parsed were kept
         pre, sides = parsed
         size, count = int(pre["size"]), int(pre["count"])
@@ -334,6 +380,8 @@ def _records(src: Source, run: Run, index: int, file_op: str | None) -> list[dic
         placements = [False, True] if len(sides) >= 2 else [True]
         for inplace, cells in zip(placements, sides):
             side = _side(cells)
+            if scale != 1:
+                side = _scaled(side, scale)
             if side.time_us is None and side.algbw is None and side.busbw is None:
                 continue  # a placement nccl-tests left blank (trace replay prints in-place only)
             rec = record(dict(head, source={**head["source"], "line": line_no}), facts, nbytes=size, count=count,

@@ -81,7 +81,7 @@ def spec_from_results(path: str | os.PathLike, *, margin: float = 0.9, name: str
     groups: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
     for r in colls:
         if not r.get("inplace"):
-            groups[(r.get("fabric", "default"), r["op"], r["dtype"], tuple(r.get("gpus") or ()))].append(r)
+            groups[(r.get("fabric") or "default", r["op"], r["dtype"], tuple(r.get("gpus") or ()))].append(r)
     all_gpus = tuple(g.index for g in topology.gpus) if topology is not None else None
     used: set[str] = set()
     correct: dict[tuple, tuple[dict[str, None], set[int]]] = {}
@@ -139,7 +139,7 @@ def spec_from_results(path: str | os.PathLike, *, margin: float = 0.9, name: str
         for k in ("steps", "warmup_steps", "batch_size", "seq_len"):
             if isinstance(r.get(k), int):
                 w.kv(k, r[k])
-        w.kv("fabric", r.get("fabric", "default"))
+        w.kv("fabric", r.get("fabric") or "default")
         w.kv("loss_falls", True)
         if _sane(sps):
             w.kv("min_samples_per_s", _round(sps * margin), f"measured {sps:.4g} samples/s x {margin:g}")
@@ -162,6 +162,8 @@ def _readable(r: dict[str, Any]) -> bool:
     except FieldError:
         return False
     b = r.get("requested_bytes")
+    if b is None and isinstance(r.get("source"), dict):  # imported (nccl-tests): only the size moved is printed
+        b = r["requested_bytes"] = r.get("bytes")
     return isinstance(b, int) and 0 < b <= MAX_SIZE
 
 
@@ -185,7 +187,9 @@ def _run_settings(colls: list[dict[str, Any]], trains: list[dict[str, Any]]) -> 
             return {"engine": "torch", "backend": "gloo", "nprocs": int(cpu.get("nranks") or 2)}
         return {"engine": "native"}
     r = colls[0]
-    out: dict[str, Any] = {"engine": r.get("engine", "native")}
+    engine = r.get("engine") or "native"
+    # imported nccl-tests results were measured on GPUs through NCCL: the native engine measures the same
+    out: dict[str, Any] = {"engine": engine if engine in ("native", "torch") else "native"}
     if out["engine"] == "torch":
         out["backend"] = r.get("backend") or "gloo"
         if out["backend"] == "gloo":
@@ -231,7 +235,7 @@ def _transport(w, colls, used, all_gpus, run) -> None:
             continue
         fams = "+".join(sorted({x.split("/")[0] for x in t.split("+")}))
         seen.setdefault((r["op"], r["requested_bytes"], r["dtype"], tuple(r.get("gpus") or ())), {})[
-            r.get("fabric", "default")] = fams
+            r.get("fabric") or "default"] = fams
     if not seen:
         return
     (op, size, dtype, gpus), expect = max(seen.items(), key=lambda kv: len(kv[1]))
