@@ -16,7 +16,7 @@ import json
 
 import click
 
-from fabricbench.jobs.signals import Terminated, exit_status
+from fabricbench.procs import Terminated, exit_status
 
 
 def _fmt_s(s: float) -> str:
@@ -76,7 +76,7 @@ def study(out, gpus, device, nprocs, fabrics, strategies, model, model_config, s
     try:
         res = run_study(out, resume=resume, dry_run=dry_run, echo=echo,
                         progress=False if (quiet or as_json) else None, **given)
-    except KeyboardInterrupt as e:  # Ctrl-C (130) or SIGTERM (jobs.signals.Terminated, 143)
+    except KeyboardInterrupt as e:  # Ctrl-C (130) or SIGTERM (procs.Terminated, 143)
         word = "Terminated" if isinstance(e, Terminated) else "Interrupted"
         click.echo(f"{word}: the finished units are in {out}/results.jsonl; continue with "
                    f"`fabricbench study --out {out} --resume`", err=True)

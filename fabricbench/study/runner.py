@@ -23,7 +23,8 @@ from fabricbench import jobs
 from fabricbench.errors import FabricbenchError, FabricWaived, UsageError
 from fabricbench.fabrics import get_fabric
 from fabricbench.fabrics.model import Fabric
-from fabricbench.jobs import secrets, signals, store
+from fabricbench import procs
+from fabricbench.jobs import secrets, store
 from fabricbench.progress import Progress
 from fabricbench.results import ResultWriter, header
 from fabricbench.study import records as study_records
@@ -93,7 +94,7 @@ def run_units(config: StudyConfig, units: list[Unit], *, resume: bool, echo: Cal
     # progress None: a bar on a terminal, a line now and then in a log (fabricbench/progress.py)
     bar = Progress("study", total=len(units), quiet=progress is False)
     try:
-        with signals.terminated_as_interrupt(), bar:
+        with procs.terminated_as_interrupt(), bar:
             for unit in units:
                 if unit.name in done:
                     results.append(UnitRun(unit=unit, status="skipped", message="recorded ok earlier"))
