@@ -14,6 +14,7 @@ import json
 import click
 
 from fabricbench.errors import UsageError
+from fabricbench.training import repeats as reps
 
 
 def _gib(v: object) -> str:
@@ -28,8 +29,15 @@ def _line(rec: dict) -> str:
              f"peak alloc {_gib(mem.get('max_allocated_bytes'))} GiB",
              f"reserved {_gib(mem.get('max_reserved_bytes'))} GiB",
              f"estimate {_gib(rec['estimate']['with_activations_bytes'])} GiB"]
+    ci = (rec.get("step_time") or {}).get("ci95_rel")
+    if sps and isinstance(ci, (int, float)):
+        parts.insert(3, f"±{ci:.1%}")
+    if rec.get("repeat"):
+        parts.insert(1, f"run {rec['repeat']}")
     if rec.get("message"):
         parts.append(f"({rec['message']})")
+    if rec.get("host_bound"):
+        parts.append(rec["host_bound"])
     return "  ".join(parts)
 
 
@@ -42,8 +50,20 @@ def _line(rec: dict) -> str:
 @click.option("--model-path", type=click.Path(file_okay=False), default=None, help="Local pretrained weights.")
 @click.option("--gpus", default=None, help="GPU list, one process each, e.g. 0-3 (default: all visible).")
 @click.option("--device", type=click.Choice(["cuda", "cpu"]), default="cuda", show_default=True)
-@click.option("--nprocs", type=int, default=2, show_default=True, help="Processes with --device cpu (gloo).")
-@click.option("--steps", type=int, default=8, show_default=True, help="Steps in all, warm-up included.")
+@click.option("--nprocs", type=int, default=2, show_default=True,
+              help="Processes with --device cpu; with --device cuda --backend gloo, ranks over --gpus (several per GPU).")
+@click.option("--backend", type=click.Choice(["nccl", "gloo"]), default=None,
+              help="Collective backend (default: nccl on cuda, gloo on cpu); gloo on cuda for several ranks per GPU.")
+@click.option("--steps", type=int, default=8, show_default=True, help="Steps at least, warm-up included.")
+@click.option("--max-steps", type=int, default=None,
+              help="Cap on steps while the median's CI exceeds --target-ci (default: max(--steps, 40)).")
+@click.option("--target-ci", type=float, default=0.03, show_default=True,
+              help="Step on, and repeat, until the median's 95%% CI is within this fraction (0: off).")
+@click.option("--repeats", type=int, default=None,
+              help="Runs of each strategy in fresh processes (default: 3, then more until --target-ci).")
+@click.option("--max-repeats", type=int, default=6, show_default=True, help="Cap on runs per strategy.")
+@click.option("--time-budget", "time_budget_s", type=float, default=1800.0, show_default=True,
+              help="Seconds after which no repeat beyond the minimum starts.")
 @click.option("--warmup-steps", type=int, default=3, show_default=True, help="Untimed first steps.")
 @click.option("--batch-size", type=int, default=8, show_default=True, help="Samples per GPU per step.")
 @click.option("--seq-len", type=int, default=512, show_default=True, help="Tokens per sample (causal LM).")
@@ -65,9 +85,10 @@ def _line(rec: dict) -> str:
               help="Seconds one strategy may take.")
 @click.option("--json", "as_json", is_flag=True, help="Print each record as JSON instead of a line.")
 @click.option("--list", "list_", is_flag=True, help="List strategies and models, then exit.")
-def train(strategy, model, model_config, model_path, gpus, device, nprocs, steps, warmup_steps, batch_size,
-          seq_len, image_size, lr, precision, trace_steps, dataset, fabric, out, nnodes, node_rank, master_addr,
-          master_port, timeout_s, as_json, list_) -> None:
+def train(strategy, model, model_config, model_path, gpus, device, nprocs, backend, steps, max_steps, target_ci,
+          repeats, max_repeats, time_budget_s, warmup_steps, batch_size, seq_len, image_size, lr, precision,
+          trace_steps, dataset, fabric, out, nnodes, node_rank, master_addr, master_port, timeout_s, as_json,
+          list_) -> None:
     """Train one model under each strategy, in fresh processes, and measure throughput and memory."""
     from fabricbench.results import ResultWriter
     from fabricbench.training.launch import TrainConfig, run
@@ -92,12 +113,18 @@ def train(strategy, model, model_config, model_path, gpus, device, nprocs, steps
         if visible == 0:
             raise UsageError("no CUDA GPU is visible here; train on CPU with --device cpu --nprocs 2")
         gpu_list = default_gpus(gpus or None, visible=visible)
-        if click.get_current_context().get_parameter_source("nprocs").name != "DEFAULT":
-            click.echo("warning: --nprocs is ignored with --device cuda (one process per --gpus entry)", err=True)
+        if click.get_current_context().get_parameter_source("nprocs").name == "DEFAULT":
+            nprocs = 1  # one rank per GPU named
+        elif backend != "gloo":
+            click.echo("warning: --nprocs is ignored with --device cuda and nccl (one process per --gpus entry; "
+                       "--backend gloo runs several per GPU)", err=True)
+            nprocs = 1
     elif gpus:
         click.echo("warning: --gpus is ignored with --device cpu (use --nprocs)", err=True)
     config = TrainConfig(strategies=names, model=model, model_config=model_config, model_path=model_path,
-                         device=device, gpus=gpu_list, nprocs=nprocs, steps=steps, warmup_steps=warmup_steps,
+                         device=device, gpus=gpu_list, nprocs=nprocs, backend=backend, steps=steps,
+                         max_steps=max_steps, target_ci=target_ci or None, repeats=repeats, max_repeats=max_repeats,
+                         time_budget_s=time_budget_s, warmup_steps=warmup_steps,
                          batch_size=batch_size, seq_len=seq_len, image_size=image_size, lr=lr, precision=precision,
                          trace_steps=trace_steps, dataset=dataset,
                          fabric=fabric, nnodes=nnodes, node_rank=node_rank, master_addr=master_addr,
@@ -106,6 +133,13 @@ def train(strategy, model, model_config, model_path, gpus, device, nprocs, steps
     echo = (lambda r: click.echo(json.dumps(r))) if as_json else (lambda r: click.echo(_line(r)))
     with ResultWriter(out) as writer:
         records = run(config, writer, echo=echo)
+    if not as_json:
+        figs = reps.figures(records)
+        for f in figs:
+            click.echo(reps.figure_text(f))
+        for fab, groups in reps.rankings(figs).items():
+            if sum(map(len, groups)) > 1:
+                click.echo(f"fastest on {fab}: {reps.ranking_text(groups)}")
     # exit 1 when a run failed (a dead rank, a crash, a timeout, a strategy that did not run as asked),
     # though every record (and a dead rank's measured steps) was written; oom and waived are results.
     failed = [r for r in records if r.get("status") in ("error", "timeout")]
