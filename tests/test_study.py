@@ -112,11 +112,14 @@ def test_sweep_sizes_cover_the_traced_collectives():
 
 def test_records_keep_only_each_units_latest_attempt(tmp_path):
     lines = [{"kind": "plan", "study": {"config": {}, "units": []}},
-             {"kind": "train", "strategy": "ddp", "study": {"unit": "train ddp @ default", "attempt": "a1"}},
+             {"kind": "machine", "strategy": "ddp", "study": {"unit": "train ddp @ default", "attempt": "a1"}},
              {"kind": "study_unit", "name": "train ddp @ default", "attempt": "a1", "status": "error"},
              {"kind": "plan", "study": {"config": {}, "units": []}},
-             {"kind": "train", "strategy": "ddp", "v": 2, "study": {"unit": "train ddp @ default", "attempt": "a2"}},
+             {"kind": "machine", "strategy": "ddp", "v": 2, "study": {"unit": "train ddp @ default", "attempt": "a2"}},
              {"kind": "study_unit", "name": "train ddp @ default", "attempt": "a2", "status": "ok"}]
+    from fabricbench.results import header
+
+    lines = [{**header(x["kind"], run_id="r"), **x} for x in lines]
     (tmp_path / "results.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines) + '{"torn": ')
     sr = study_records.load(tmp_path)
     assert len(sr.plans) == 2 and sr.status("train ddp @ default") == "ok"

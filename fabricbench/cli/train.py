@@ -14,6 +14,8 @@ import json
 import click
 
 from fabricbench.errors import UsageError
+from fabricbench.report import table as tables
+from fabricbench.report.analysis import fmt
 from fabricbench.training import repeats as reps
 
 
@@ -21,24 +23,30 @@ def _gib(v: object) -> str:
     return f"{v / 2**30:.2f}" if isinstance(v, (int, float)) else "-"
 
 
-def _line(rec: dict) -> str:
+TRAIN_COLS = (tables.Col("strategy", justify="left", key=True), tables.Col("run", key=True),
+              tables.Col("status", justify="left"), tables.Col("samples/s"),
+              tables.Col("median CI", "ci", "ci = the median step's 95% CI inside the run, ±"),
+              tables.Col("peak alloc GiB", "alloc", "alloc/resv/est = peak allocated/reserved/estimated memory, GiB"),
+              tables.Col("reserved GiB", "resv"), tables.Col("estimate GiB", "est"),
+              tables.Col("note", justify="left", prose=True))
+
+
+def _cells(rec: dict) -> list[str]:
     thr = rec.get("throughput") or {}
     mem = rec.get("memory") or {}
     sps = thr.get("samples_per_s")
-    parts = [f"{rec['strategy']:<6}", f"{rec['status']:<7}", f"{sps:10.2f} samples/s" if sps else " " * 20,
-             f"peak alloc {_gib(mem.get('max_allocated_bytes'))} GiB",
-             f"reserved {_gib(mem.get('max_reserved_bytes'))} GiB",
-             f"estimate {_gib(rec['estimate']['with_activations_bytes'])} GiB"]
     ci = (rec.get("step_time") or {}).get("ci95_rel")
-    if sps and isinstance(ci, (int, float)):
-        parts.insert(3, f"±{ci:.1%}")
-    if rec.get("repeat"):
-        parts.insert(1, f"run {rec['repeat']}")
-    if rec.get("message"):
-        parts.append(f"({rec['message']})")
-    if rec.get("host_bound"):
-        parts.append(rec["host_bound"])
-    return "  ".join(parts)
+    note = "; ".join(x for x in (rec.get("message"), rec.get("host_bound")) if x)
+    return [rec["strategy"], str(rec.get("repeat") or 1), rec["status"], fmt(sps) if sps else "-",
+            f"±{ci:.1%}" if sps and isinstance(ci, (int, float)) else "-", _gib(mem.get("max_allocated_bytes")),
+            _gib(mem.get("max_reserved_bytes")), _gib((rec.get("estimate") or {}).get("with_activations_bytes")), note]
+
+
+def _line(rec: dict) -> str:
+    """One short line per run as it finishes (the table and the figures with their intervals follow)."""
+    c = _cells(rec)
+    return f"{c[0]} run {c[1]}: {c[2]}" + (f", {c[3]} samples/s {c[4]}" if c[3] != "-" else "") + \
+        (f" ({c[8]})" if c[8] else "")
 
 
 @click.command()
@@ -133,8 +141,10 @@ def train(strategy, model, model_config, model_path, gpus, device, nprocs, backe
     echo = (lambda r: click.echo(json.dumps(r))) if as_json else (lambda r: click.echo(_line(r)))
     with ResultWriter(out) as writer:
         records = run(config, writer, echo=echo)
-    if not as_json:
-        figs = reps.figures(records)
+    if not as_json and records:
+        tables.render(tables.console(), f"train: {config.model}, {config.device}", TRAIN_COLS,
+                      [_cells(r) for r in records])
+        figs = reps.figures(records)  # each strategy over its runs, with the run-to-run interval
         for f in figs:
             click.echo(reps.figure_text(f))
         for fab, groups in reps.rankings(figs).items():

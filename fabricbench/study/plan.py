@@ -69,7 +69,8 @@ def build_plan(config: StudyConfig, topo: Any = None) -> list[Unit]:
     if config.batch_size is None:
         units.append(Unit(name="batch", kind="batch", estimate_s=45.0))
     units.append(Unit(name="estimate", kind="estimate", estimate_s=10.0))
-    first, rest = config.fabrics[0], list(config.fabrics[1:])
+    # fabric names, never specs: a custom fabric's values stay out of unit names, file names and argv
+    first, rest = config.fabric_names[0], list(config.fabric_names[1:])
 
     def train(s: str, f: str, r: int) -> Unit:
         return Unit(name=f"train {s} @ {f}" + (f" #{r}" if r > 1 else ""), kind="train", fabric=f, strategy=s,
@@ -77,13 +78,13 @@ def build_plan(config: StudyConfig, topo: Any = None) -> list[Unit]:
 
     units += [train(s, first, 1) for s in config.strategies]
     if config.world_size > 1:
-        for f in config.fabrics:
+        for f in config.fabric_names:
             units.append(Unit(name=f"sweep @ {f}", kind="sweep", fabric=f, estimate_s=_sweep_seconds(config, f)))
     if has_islands(config, topo):
         units.append(Unit(name=f"scaling @ {first}", kind="scaling", fabric=first, estimate_s=60.0))
     units += [train(s, f, 1) for f in rest for s in config.strategies]
     for r in range(2, config.rounds + 1):
-        units += [train(s, f, r) for f in config.fabrics for s in config.strategies]
+        units += [train(s, f, r) for f in config.fabric_names for s in config.strategies]
     units.append(Unit(name="relate", kind="relate", estimate_s=6.0))
     units.append(Unit(name="summary", kind="summary", estimate_s=3.0))
     names = [u.name for u in units]
