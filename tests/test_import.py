@@ -25,7 +25,7 @@ def _fig(recs, nbytes, inplace):
 
 
 def test_formats_table_and_sniffing():
-    assert FORMATS.names() == ["nccl-tests-json", "nccl-tests", "nvbandwidth", "nccl-log"]
+    assert FORMATS.names() == ["nvbandwidth-json", "nccl-tests-json", "nccl-tests", "nvbandwidth", "nccl-log"]
     assert sniff((DATA / "constructed_2_19_6_json.json").read_text()) == "nccl-tests-json"
     assert sniff((DATA / "nccl_tests_gb200_nvl72.txt").read_text()) == "nccl-tests"
     assert sniff((DATA / "nvbandwidth_v0_8_a6000.txt").read_text()) == "nvbandwidth"
@@ -280,3 +280,43 @@ def test_one_file_with_nccl_tests_and_nvbandwidth_reads_both(tmp_path):
     got = import_file(p, nranks=72)
     assert got.format == "nccl-tests+nvbandwidth"
     assert sorted({r["kind"] for r in got.records}) == ["collective", "copy"] and len(got.records) == 26
+
+
+def test_wrong_counts_printed_with_g_and_pdsh_prefixes(tmp_path):
+    head = ("#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw "
+            "#wrong\n")
+    p = tmp_path / "all_reduce_perf.txt"
+    p.write_text("node07: " + head + "node07:      1048576        262144     float     sum      -1    27.76   37.78   66.11"
+                 "  1e+06    27.49   38.15   66.76       0\n")
+    r = import_file(p).records
+    assert (r[0]["wrong"], r[0]["status"], r[1]["wrong"], r[1]["status"]) == (1000000, "wrong", 0, "ok")
+    bare = tmp_path / "all_gather_perf.txt"  # no header: "0e+00" is the old era's deviation, a plain 0 a count
+    bare.write_text("     1048576        262144   float     100.0   10.49   18.35  0e+00    101.0   10.38   18.17  0\n")
+    r = import_file(bare).records
+    assert (r[0]["wrong"], r[0]["extra"]["max_error"], r[1]["wrong"]) == (None, 0.0, 0)
+
+
+def test_json_version_4_tuning_kept(tmp_path):
+    doc = json.loads((DATA / "constructed_2_19_6_json.json").read_text())
+    doc["version"] = 4
+    doc["results"][0]["tuning"] = {"implementation": "Coll", "algo": "RING", "proto": "LL", "#channels": 2}
+    p = tmp_path / "v4.json"
+    p.write_text(json.dumps(doc))
+    got = import_file(p)
+    assert got.warnings == [] and got.records[0]["extra"]["tuning"]["algo"] == "RING"
+
+
+def test_nvbandwidth_json_matrices(tmp_path):
+    # the layout nvbandwidth's json_output.cpp writes (values as strings, "N/A" where not measured)
+    p = tmp_path / "nvb.json"
+    p.write_text(json.dumps({"nvbandwidth": {"version": "v0.7", "git_version": "v0.7", "testcases": [
+        {"name": "device_to_device_memcpy_read_ce", "status": "Passed",
+         "bandwidth_description": "memcpy CE GPU(row) -> GPU(column) bandwidth (GB/s)",
+         "bandwidth_matrix": [["N/A", "389.312"], ["390.01", "N/A"]], "sum": 779.322},
+        {"name": "host_device_latency_sm", "status": "Passed",
+         "bandwidth_description": "memory latency SM CPU(row) <-> GPU(column) (ns)", "bandwidth_matrix": [["600"]]},
+        {"name": "device_to_device_memcpy_write_sm", "status": "Waived"}]}}, indent=2))
+    got = import_file(p)
+    assert got.format == "nvbandwidth-json" and len(got.warnings) == 1
+    assert [(r["src"], r["dst"], r["gbps"], r["extra"]["sum_gbps"], r["source"]["tool_version"]) for r in got.records] \
+        == [("GPU0", "GPU1", 389.312, 779.322, "v0.7"), ("GPU1", "GPU0", 390.01, 779.322, "v0.7")]

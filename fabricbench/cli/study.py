@@ -16,6 +16,8 @@ import json
 
 import click
 
+from fabricbench.procs import Terminated, exit_status
+
 
 def _fmt_s(s: float) -> str:
     return f"{s / 60:.1f} min" if s >= 90 else f"{s:.0f} s"
@@ -85,10 +87,11 @@ def study(out, gpus, device, nprocs, fabrics, strategies, model, model_config, s
     try:
         res = run_study(out, resume=resume, dry_run=dry_run, echo=echo,
                         progress=False if (quiet or as_json) else None, **given)
-    except KeyboardInterrupt:
-        click.echo(f"Interrupted: the finished units are in {out}/results.jsonl; continue with "
+    except KeyboardInterrupt as e:  # Ctrl-C (130) or SIGTERM (procs.Terminated, 143)
+        word = "Terminated" if isinstance(e, Terminated) else "Interrupted"
+        click.echo(f"{word}: the finished units are in {out}/results.jsonl; continue with "
                    f"`fabricbench study --out {out} --resume`", err=True)
-        sys.exit(130)
+        sys.exit(exit_status(e))
     if as_json:
         click.echo(json.dumps(res.to_dict(), indent=2))
         return

@@ -4,7 +4,7 @@
     fabricbench train --strategy zero2 --model tiny-mistral --device cpu --nprocs 2
     fabricbench train --list
 
-This layer only maps flags to TrainConfig (fabricbench/training/launch.py), which validates them.
+This layer only maps flags to fabricbench.train (fabricbench/training/api.py); TrainConfig validates them.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ import json
 
 import click
 
-from fabricbench.errors import UsageError
 from fabricbench.report import table as tables
 from fabricbench.report.analysis import fmt
 from fabricbench.training import repeats as reps
@@ -90,7 +89,8 @@ def _line(rec: dict) -> str:
 @click.option("--master-addr", default="127.0.0.1", show_default=True, help="torchrun pass-through.")
 @click.option("--master-port", type=int, default=None, help="torchrun pass-through (default: a free port).")
 @click.option("--timeout", "timeout_s", type=float, default=1800.0, show_default=True,
-              help="Seconds one strategy may take.")
+              help="Seconds a rank may go without progress (a step; start-up gets at least 10 min) before "
+                   "the run ends naming it.")
 @click.option("--json", "as_json", is_flag=True, help="Print each record as JSON instead of a line.")
 @click.option("--list", "list_", is_flag=True, help="List strategies and models, then exit.")
 def train(strategy, model, model_config, model_path, gpus, device, nprocs, backend, steps, max_steps, target_ci,
@@ -98,8 +98,7 @@ def train(strategy, model, model_config, model_path, gpus, device, nprocs, backe
           trace_steps, dataset, fabric, out, nnodes, node_rank, master_addr, master_port, timeout_s, as_json,
           list_) -> None:
     """Train one model under each strategy, in fresh processes, and measure throughput and memory."""
-    from fabricbench.results import ResultWriter
-    from fabricbench.training.launch import TrainConfig, run
+    from fabricbench.training.api import train as run_train
     from fabricbench.training.models import MODELS
     from fabricbench.training.strategies import STRATEGIES
 
@@ -110,39 +109,26 @@ def train(strategy, model, model_config, model_path, gpus, device, nprocs, backe
         for m in MODELS:
             click.echo(f"model    {m.name:<13} {m.task:<9} {m.description}")
         return
-    names = STRATEGIES.names() if strategy == "all" else [s.strip() for s in strategy.split(",") if s.strip()]
-    if not names:
-        raise UsageError("--strategy is empty; choose from " + ", ".join(STRATEGIES.names()) + " or all")
-    gpu_list: tuple[int, ...] = ()
-    if device == "cuda":
-        from fabricbench.gpus import default_gpus, visible_gpu_count
-
-        visible = visible_gpu_count()
-        if visible == 0:
-            raise UsageError("no CUDA GPU is visible here; train on CPU with --device cpu --nprocs 2")
-        gpu_list = default_gpus(gpus or None, visible=visible)
-        if click.get_current_context().get_parameter_source("nprocs").name == "DEFAULT":
-            nprocs = 1  # one rank per GPU named
-        elif backend != "gloo":
-            click.echo("warning: --nprocs is ignored with --device cuda and nccl (one process per --gpus entry; "
-                       "--backend gloo runs several per GPU)", err=True)
-            nprocs = 1
-    elif gpus:
+    ctx = click.get_current_context()
+    nprocs_given = ctx.get_parameter_source("nprocs").name != "DEFAULT"
+    if device == "cuda" and not nprocs_given:
+        nprocs = 1  # one rank per GPU named
+    elif device == "cuda" and backend != "gloo":
+        click.echo("warning: --nprocs is ignored with --device cuda and nccl (one process per --gpus entry; "
+                   "--backend gloo runs several ranks per GPU)", err=True)
+        nprocs = 1
+    elif device == "cpu" and gpus:
         click.echo("warning: --gpus is ignored with --device cpu (use --nprocs)", err=True)
-    config = TrainConfig(strategies=names, model=model, model_config=model_config, model_path=model_path,
-                         device=device, gpus=gpu_list, nprocs=nprocs, backend=backend, steps=steps,
-                         max_steps=max_steps, target_ci=target_ci or None, repeats=repeats, max_repeats=max_repeats,
-                         time_budget_s=time_budget_s, warmup_steps=warmup_steps,
-                         batch_size=batch_size, seq_len=seq_len, image_size=image_size, lr=lr, precision=precision,
-                         trace_steps=trace_steps, dataset=dataset,
-                         fabric=fabric, nnodes=nnodes, node_rank=node_rank, master_addr=master_addr,
-                         master_port=master_port, timeout_s=timeout_s)
-    config.validate()  # every option checked before --out is opened or anything starts
     echo = (lambda r: click.echo(json.dumps(r))) if as_json else (lambda r: click.echo(_line(r)))
-    with ResultWriter(out) as writer:
-        records = run(config, writer, echo=echo)
+    records = run_train(strategy, device=device, gpus=gpus if device == "cuda" else None, out=out, echo=echo,
+                        model=model, model_config=model_config, model_path=model_path, nprocs=nprocs, steps=steps,
+                        warmup_steps=warmup_steps, batch_size=batch_size, seq_len=seq_len, image_size=image_size,
+                        lr=lr, precision=precision, trace_steps=trace_steps, dataset=dataset, fabric=fabric,
+                        nnodes=nnodes, node_rank=node_rank, master_addr=master_addr, master_port=master_port,
+                        timeout_s=timeout_s, backend=backend, max_steps=max_steps, target_ci=target_ci or None,
+                        repeats=repeats, max_repeats=max_repeats, time_budget_s=time_budget_s)
     if not as_json and records:
-        tables.render(tables.console(), f"train: {config.model}, {config.device}", TRAIN_COLS,
+        tables.render(tables.console(), f"train: {model or model_config or model_path}, {device}", TRAIN_COLS,
                       [_cells(r) for r in records])
         figs = reps.figures(records)  # each strategy over its runs, with the run-to-run interval
         for f in figs:

@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 from fabricbench.errors import UsageError
 from fabricbench.files import read_input
-from fabricbench.importing import nccl_log, nccl_tests_json, nccl_tests_text, nvbandwidth
+from fabricbench.importing import nccl_log, nccl_tests_json, nccl_tests_text, nvbandwidth, nvbandwidth_json
 from fabricbench.importing.base import Source
 from fabricbench.registry import Registry
 
@@ -31,6 +31,8 @@ class Format:
 
 
 FORMATS: Registry[Format] = Registry("input format")
+FORMATS.register("nvbandwidth-json", Format(description="nvbandwidth -j JSON", sniff=nvbandwidth_json.sniff,
+                                            read=nvbandwidth_json.read))
 FORMATS.register("nccl-tests-json", Format(description="nccl-tests -J JSON (file version 3)",
                                            sniff=nccl_tests_json.sniff, read=nccl_tests_json.read))
 FORMATS.register("nccl-tests", Format(description="nccl-tests text output, any era, NCCL log lines mixed in",

@@ -19,9 +19,13 @@ from fabricbench.errors import UsageError
 from fabricbench.results.context import allowed_env, package_version
 from fabricbench.results.schema import SCHEMA
 
-# mpirun --tag-output ("[1,3]<stdout>:"), srun --label ("3: "), torchrun ("[rank3]:"), and a bracketed
-# time stamp that log collectors put first ("[2026-04-28 14:14:42] "). Stripped before a line is read.
-_PREFIX = re.compile(r"^(?:\[\d+,\d+\]<std(?:out|err)>:|\[rank\d+\]:|\d+: |\[\d{4}-\d\d-\d\d[ T][\d:.,]+\] ?)")
+# mpirun --tag-output ("[1,3]<stdout>:"), srun --label ("3: "), torchrun ("[rank3]:", "[3] "), pdsh
+# ("node01: "), and a bracketed time stamp that log collectors put first ("[2026-04-28 14:14:42] ").
+# Stripped before a line is read.
+_PREFIX = re.compile(r"^(?:\[\d+,\d+\]<std(?:out|err)>:|\[rank\d+\]:|\d+: |\[\d+\] (?=\S+:\d+:\d+ \[)"
+                     r"|\[\d{4}-\d\d-\d\d[ T][\d:.,]+\] ?"
+                     # pdsh/clush "node01: " before a table, a '#' line or an NCCL line
+                     r"|[A-Za-z][\w.-]*: (?=\s*(?:#|\d|[^\s:]+:\d+:\d+ \[)))")
 
 # nccl-tests' program names -> our op names; a name not here keeps its own (reduce, sendrecv, gather...).
 OPS = {"all_reduce": "all_reduce", "allreduce": "all_reduce", "all_gather": "all_gather",

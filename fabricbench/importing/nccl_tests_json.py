@@ -35,7 +35,7 @@ def read(src: Source) -> list[dict[str, Any]]:
     if not isinstance(doc, dict):
         src.fail(1, "not an nccl-tests -J JSON object")
     version = doc.get("version")
-    if version not in (None, 3):
+    if version not in (None, 3, 4):  # 4 (nccl-tests 2.20) adds a "tuning" object per result
         src.warn(1, f"nccl-tests JSON version {version}: read as version 3")
     results = doc.get("results")
     if not isinstance(results, list):
@@ -92,6 +92,8 @@ def read(src: Source) -> list[dict[str, Any]]:
                 side.cv = None if cv is None else cv / 100
                 side.extra = {k: number(_s(per.get(k))) for k in ("avg_us", "p50_us", "p95_us", "stdev_us")
                               if number(_s(per.get(k))) is not None}
+            if isinstance(r.get("tuning"), dict):
+                side.extra["tuning"] = r["tuning"]
             out.append(record(dict(head, source={**head["source"], "result": i}), facts, nbytes=r["size"],
                               count=_int(r.get("count")), dtype=dtype_name(str(r.get("type"))),
                               redop=None if redop in (None, "none") else str(redop),

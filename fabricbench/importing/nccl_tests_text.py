@@ -42,7 +42,7 @@ _PROGRAM = re.compile(r"(?:^|[\s/=])([a-z_]+_(?:perf|test))(?:_mpi)?\b")  # NCCL
 _LOG_START = re.compile(r"[^\s:]*:\d+:\d+ \[\d+\] NCCL (?:INFO|WARN|TRACE)|NCCL version \d")
 _NUMERIC = re.compile(r"^-?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 _TIME_NAMES = ("time", "cputime")
-_WRONG_NAMES = ("#wrong", "wrong", "error", "#error", "res")
+_WRONG_NAMES = ("#wrong", "wrong", "error", "#error", "res", "#wrong?")
 # the first nccl-tests' header names: "bytes N type op time algbw busbw res" (time in ms then)
 _ALIASES = {"bytes": "size", "n": "count", "op": "redop", "elements": "count"}
 _FILE_OPS = re.compile(r"(all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|alltoall|broadcast|sendrecv)",
@@ -276,7 +276,8 @@ def _parse_shape(tokens: list[str]) -> tuple[dict[str, str], list[dict[str, str]
     if len(rest) not in (8, 16) or not all(_cell_ok(t) for t in rest):
         return None
     half = len(rest) // 2
-    cols = ["time", "algbw", "busbw", "#wrong"] + (["i_min", "i_max", "i_p99", "i_cv%"] if half == 8 else [])
+    # no header to say whether the fourth column counts wrong elements or is the old era's deviation
+    cols = ["time", "algbw", "busbw", "#wrong?"] + (["i_min", "i_max", "i_p99", "i_cv%"] if half == 8 else [])
     return head, [dict(zip(cols, rest[:half])), dict(zip(cols, rest[half:]))]
 
 
@@ -291,11 +292,14 @@ def _side(cells: dict[str, str]) -> Side:
             val = number(v)
             if val is None:
                 continue
-            # the old "error" column is a largest deviation ("0e+00", "2e-07"), the new "#wrong" a count
-            if k == "error" or not re.fullmatch(r"-?\d+", v):
+            # the old "error"/"res" column is a largest deviation ("0e+00", "2e-07"); "#wrong" is a count,
+            # printed with %g (so "1e+06" for a million); under no header, e-notation below 1e5 is a deviation
+            if k in ("error", "res", "#error"):
                 s.max_error = val
-            else:
+            elif re.fullmatch(r"-?\d+", v) or (val == int(val) and (k != "#wrong?" or val >= 1e5)):
                 s.wrong = int(val)
+            else:
+                s.max_error = val
         elif k == "i_min":
             s.min_us = number(v)
         elif k == "i_max":

@@ -55,15 +55,10 @@ def read(src: Source) -> list[dict[str, Any]]:
             for rec in by_test.get(m.group(1)) or by_test.pop("", []):
                 rec["extra"]["sum_gbps"] = number(m.group(2))
                 rec["extra"]["test"] = m.group(1)
-        m = _TITLE.search(line)
-        local = _LOCAL.search(line)
-        if not m and not local:
+        parsed = title(line)
+        if parsed is None:
             i += 1
             continue
-        if m:
-            method, row_kind, arrow, col_kind, matrix = m.groups()
-        else:
-            method, row_kind, arrow, col_kind, matrix = "CE", "LOCAL", "->", "GPU", local.group(1)
         i += 1
         cols: list[int] | None = None
         while i < len(lines) and lines[i].strip():
@@ -74,13 +69,10 @@ def read(src: Source) -> list[dict[str, Any]]:
                     break
                 cols = [int(c) for c in cells]
             elif cells[0].isdigit() and len(cells) == len(cols) + 1:
-                row = int(cells[0])
-                for col, cell in zip(cols, cells[1:]):
-                    rec = _record(src, len(out), i + 1, version, test, method.upper(), row_kind.upper(), arrow,
-                                  col_kind.upper(), matrix, row, col, cell, names)
-                    if rec is not None:
-                        out.append(rec)
-                        by_test.setdefault(test or "", []).append(rec)
+                recs = matrix_records(src, rows=[(int(cells[0]), cells[1:])], version=version, test=test,
+                                      line=i + 1, names=names, parsed=parsed, cols=cols)
+                out += recs
+                by_test.setdefault(test or "", []).extend(recs)
             else:
                 if cells[0].isdigit():
                     src.warn(i + 1, f"a matrix row with {len(cells) - 1} value(s) for {len(cols)} column(s); "
@@ -91,7 +83,33 @@ def read(src: Source) -> list[dict[str, Any]]:
     return out
 
 
-def _record(src: Source, n: int, line: int, version: str | None, test: str | None, method: str, row_kind: str,
+def title(line: str) -> tuple[str, str, str, str, str] | None:
+    """A matrix title -> (method, row kind, arrow, column kind, matrix name); None for any other line."""
+    m = _TITLE.search(line)
+    if m:
+        method, row_kind, arrow, col_kind, matrix = m.groups()
+        return method.upper(), row_kind.upper(), arrow, col_kind.upper(), matrix
+    local = _LOCAL.search(line)
+    if local:
+        return "CE", "LOCAL", "->", "GPU", local.group(1)
+    return None
+
+
+def matrix_records(src: Source, *, rows: list[tuple[int, list[str]]], version: str | None, test: str | None,
+                   line: int | None, names: dict[int, str], parsed: tuple[str, str, str, str, str],
+                   cols: list[int] | None = None) -> list[dict[str, Any]]:
+    """The copy records of matrix rows [(row index, cells)]; columns are 0.. unless `cols` names them."""
+    method, row_kind, arrow, col_kind, matrix = parsed
+    out = []
+    for row, cells in rows:
+        for col, cell in zip(cols if cols is not None else range(len(cells)), cells):
+            rec = _record(src, line, version, test, method, row_kind, arrow, col_kind, matrix, row, col, cell, names)
+            if rec is not None:
+                out.append(rec)
+    return out
+
+
+def _record(src: Source, line: int | None, version: str | None, test: str | None, method: str, row_kind: str,
             arrow: str, col_kind: str, matrix: str, row: int, col: int, cell: str,
             names: dict[int, str]) -> dict[str, Any] | None:
     gbps = number(cell)

@@ -28,6 +28,7 @@ from typing import Any, Callable, Sequence
 from fabricbench.errors import FabricbenchError, UsageError
 from fabricbench.fabrics.env import mask_known
 from fabricbench.fabrics.model import shown
+from fabricbench.jobs import store
 from fabricbench.files import dumps, refuse_collisions, write_text_atomic
 from fabricbench.measuring.runner import new_run_id
 from fabricbench.qualifying.checks import CHECKS
@@ -172,6 +173,7 @@ def qualify(spec: Spec | str | os.PathLike, *, out: str | os.PathLike | None = N
         if not resume:
             raise UsageError(f"--out {out}: {results_path} already holds a run; pass --resume to continue "
                              f"it or choose another --out")
+        store.repair(results_path)  # a torn last line (a killed run) is cut off, and that unit measured again
         previous = list(read_records(results_path, what="--resume"))
     run_id = next((r["run_id"] for r in previous if r.get("kind") == "qualify_start" and r.get("run_id")),
                   None) or new_run_id()
