@@ -348,3 +348,15 @@ def test_shuffled_and_cut_real_lines_never_raise_anything_but_one_line(tmp_path,
         json.dumps(got.records, allow_nan=False)
 
     check()
+
+
+def test_parse_nccl_log_more_releases():
+    # NCCL 2.9.9 (NVIDIA/nccl#527): bus ids, no sub-index; 2.5.6 under mpirun (NVIDIA/nccl#300); a trailing
+    # "comm 0x.. nRanks 08" (ROCm/rccl#1026)
+    s = parse_nccl_log(
+        "ip-10-216-179-87:417131:417177 [0] NCCL INFO Channel 05 : 8[101c0] -> 9[101d0] via P2P/IPC/read\n"
+        "[1,0]<stdout>:NCCL version 2.5.6+cuda10.2\n"
+        "g1072:1263985:1264007 [0] NCCL INFO Channel 02/0 : 1[c6000] -> 4[c1000] [receive] via NET/Socket/1 comm "
+        "0x95cdeb0 nRanks 08\n")
+    assert s.transports == ["NET/Socket", "P2P/IPC"] and s.connections == 2 and s.nccl_version == "2.5.6"
+    assert s.gdrdma is False
