@@ -360,3 +360,12 @@ def test_parse_nccl_log_more_releases():
         "0x95cdeb0 nRanks 08\n")
     assert s.transports == ["NET/Socket", "P2P/IPC"] and s.connections == 2 and s.nccl_version == "2.5.6"
     assert s.gdrdma is False
+
+
+def test_nvbandwidth_all_to_one_is_a_total_not_a_pair(tmp_path):
+    p = tmp_path / "nvb.txt"
+    p.write_text("Running all_to_one_write_ce.\nmemcpy CE GPU(row) <- GPU(column) bandwidth (GB/s)\n"
+                 "           0         1\n 0    350.10    351.20\n\nSUM all_to_one_write_ce 701.30\n")
+    recs = import_file(p).records
+    assert [(r["src"], r["dst"], r["copy_kind"], r["gbps"]) for r in recs] == \
+        [("all GPUs", "GPU0", "peer_total", 350.1), ("all GPUs", "GPU1", "peer_total", 351.2)]
