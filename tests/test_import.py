@@ -369,3 +369,16 @@ def test_nvbandwidth_all_to_one_is_a_total_not_a_pair(tmp_path):
     recs = import_file(p).records
     assert [(r["src"], r["dst"], r["copy_kind"], r["gbps"]) for r in recs] == \
         [("all GPUs", "GPU0", "peer_total", 350.1), ("all GPUs", "GPU1", "peer_total", 351.2)]
+
+
+def test_nccl_lines_between_runs_belong_to_the_next(tmp_path):
+    text = (DATA / "nccl_tests_2_18_3_gb10_two_runs.txt").read_text()
+    first, second = text.split("mprg@spark-fb97:~/nccl-tests$ DISPLAY=", 1)
+    # another process's NCCL start-up lines reach the file before rank 0 prints the second run's header
+    early = "spark-4440:25264:25264 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0/GDRDMA\n"
+    p = tmp_path / "runs.txt"
+    p.write_text(first + early + "mprg@spark-fb97:~/nccl-tests$ DISPLAY=" + second)
+    recs = import_file(p).records
+    assert {r["transport"] for r in recs if r["source"]["run"] == 0} == {None}
+    run1 = [r for r in recs if r["source"]["run"] == 1]
+    assert run1[0]["transport"] == "NET/IB" and run1[0]["extra"]["transport_detail"]["gdrdma"] is True
