@@ -29,14 +29,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-import orjson
 
 from fabricbench.errors import UsageError
-from fabricbench.files import write_text_atomic
+from fabricbench.files import dumps, write_text_atomic
 from fabricbench.qualifying.codes import CODES
 from fabricbench.qualifying.figures import Figure, figures
 from fabricbench.qualifying.junit import xml_text
-from fabricbench.qualifying.inputs import Tally, read_json, records
+from fabricbench.qualifying.inputs import Tally, orjson, read_json, records
 from fabricbench.qualifying.prometheus import TextFile
 from fabricbench.qualifying.verdict import EXIT, RANK, SEVERITIES
 from fabricbench.report import table as tables
@@ -300,8 +299,9 @@ def _junit(res: FleetResult) -> str:
 def _write(res: FleetResult, out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     # orjson: 12,500 nodes' figures in a fraction of json's time, and NaN is written as null, never NaN
-    text = orjson.dumps(res.to_dict(), option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS, default=str)
-    res.files["fleet_json"] = str(write_text_atomic(out / "fleet.json", text.decode() + "\n", what="fleet.json"))
+    text = (orjson.dumps(res.to_dict(), option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS, default=str).decode()
+            if orjson is not None else dumps(res.to_dict(), indent=1))
+    res.files["fleet_json"] = str(write_text_atomic(out / "fleet.json", text + "\n", what="fleet.json"))
     res.files["junit"] = str(write_text_atomic(out / "junit.xml", _junit(res), what="junit.xml"))
     png = out / "fleet.png"
     plotted = len(res.nodes) <= PLOT_MAX_NODES and _plot(res, png)
