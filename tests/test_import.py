@@ -211,7 +211,7 @@ def test_bad_inputs_are_one_line_exit_2(tmp_path, make, msg):
     path = make(tmp_path)
     out = subprocess.run([sys.executable, "-m", "fabricbench", "import", str(path), "--out",
                           str(tmp_path / "o.jsonl")], capture_output=True, text=True, timeout=60,
-                         env={**os.environ})
+                         env={**os.environ}, check=False)
     assert out.returncode == 2, out.stderr
     lines = [ln for ln in out.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and lines[0].startswith("Error: ") and msg in lines[0], out.stderr
@@ -320,3 +320,31 @@ def test_nvbandwidth_json_matrices(tmp_path):
     assert got.format == "nvbandwidth-json" and len(got.warnings) == 1
     assert [(r["src"], r["dst"], r["gbps"], r["extra"]["sum_gbps"], r["source"]["tool_version"]) for r in got.records] \
         == [("GPU0", "GPU1", 389.312, 779.322, "v0.7"), ("GPU1", "GPU0", 390.01, 779.322, "v0.7")]
+
+
+FRAGMENTS = [l for name in ("nccl_tests_2_18_3_gb10_two_runs.txt", "nvbandwidth_v0_2_rtx4090.txt",
+                            "constructed_2_19_6_per_iter_two_runs.txt", "nccl_tests_2019_bytes_ms.txt",
+                            "nccl_log_2_2x_nvls_24ranks.log")
+             for l in (DATA / name).read_text().splitlines()] + ["", "N/A", "{", '{"results": [', "-nan", "0e+00"]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_shuffled_and_cut_real_lines_never_raise_anything_but_one_line(tmp_path, seed):
+    """Real lines in any order, cut anywhere: records, or one UsageError line; never another exception."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    @settings(max_examples=60, deadline=None, database=None)
+    @given(st.lists(st.tuples(st.sampled_from(FRAGMENTS), st.integers(0, 200)), max_size=40))
+    def check(parts):
+        p = tmp_path / f"fuzz{seed}.txt"
+        p.write_text("\n".join(line[:cut] if cut % 3 == 0 else line for line, cut in parts))
+        try:
+            got = import_file(p)
+        except UsageError as e:
+            assert "\n" not in str(e)
+            return
+        assert got.records and all(r["schema"] == "fabricbench/1" for r in got.records)
+        json.dumps(got.records, allow_nan=False)
+
+    check()

@@ -21,8 +21,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fabricbench.fabrics.transport import parse_nccl_log
-from fabricbench.importing.base import (Source, dtype_name, nccl_version_from_code, number, op_name,
-                                        strip_prefix)
+from fabricbench.importing.base import (
+    Source,
+    dtype_name,
+    nccl_version_from_code,
+    number,
+    op_name,
+    strip_prefix,
+)
 from fabricbench.importing.collective import RunFacts, Side, record
 
 TOOL = "nccl-tests"
@@ -45,7 +51,7 @@ _TIME_NAMES = ("time", "cputime")
 _WRONG_NAMES = ("#wrong", "wrong", "error", "#error", "res", "#wrong?")
 # the first nccl-tests' header names: "bytes N type op time algbw busbw res" (time in ms then)
 _ALIASES = {"bytes": "size", "n": "count", "op": "redop", "elements": "count"}
-_FILE_OPS = re.compile(r"(all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|alltoall|broadcast|sendrecv)",
+_FILE_OPS = re.compile(r"(all[_-]?reduce|all[_-]?gather|reduce[_-]?scatter|all[_-]?to[_-]?all|broadcast|sendrecv)",
                        re.IGNORECASE)
 
 
@@ -66,7 +72,7 @@ class Layout:
     sides: list[list[str]]
 
     @classmethod
-    def of_header(cls, tokens: list[str]) -> "Layout | None":
+    def of_header(cls, tokens: list[str]) -> Layout | None:
         names = [t for t in tokens if t != "timestamp"]
         starts = [i for i, t in enumerate(names) if t in _TIME_NAMES]
         if not starts:
@@ -342,7 +348,7 @@ def _scaled(side: Side, scale: float) -> Side:
 
 def _op_from_file_name(name: str) -> str | None:
     m = _FILE_OPS.search(name)
-    return op_name(m.group(1).lower().replace("to_all", "toall")) if m else None
+    return op_name(re.sub(r"[_-]", "", m.group(1).lower())) if m else None
 
 
 def _records(src: Source, run: Run, index: int, file_op: str | None) -> list[dict[str, Any]]:

@@ -135,7 +135,12 @@ def validate(config: SweepConfig) -> None:
         raise UsageError(f"--seed {config.seed}: choose a seed from 0 to 2^63 - 1")
     if config.nccl_lib:
         _check_nccl_lib(config.nccl_lib)
-    if config.nprocs and config.gpus and config.nprocs != len(config.gpus):
+    gloo_lab = config.engine == "torch" and config.backend == "gloo"  # ranks share GPUs, round robin
+    if config.nprocs and config.gpus and config.nprocs > len(config.gpus) and not gloo_lab:
+        raise UsageError(f"--nprocs {config.nprocs} but --gpus names {len(config.gpus)} GPUs: NCCL refuses two "
+                         f"ranks on one GPU (\"Duplicate GPU detected\"); name one GPU per rank, or run several "
+                         f"ranks per GPU with --engine torch --backend gloo")
+    if config.nprocs and config.gpus and config.nprocs < len(config.gpus):
         raise UsageError(f"--nprocs {config.nprocs} but --gpus names {len(config.gpus)} GPUs; "
                          f"one process drives one GPU, so give as many of each")
 

@@ -25,7 +25,7 @@ MASK = "***"
 
 
 # Set by fabricbench itself to capture NCCL's log (a temporary path): noise, not a setting of the run.
-ENV_EXCLUDED = ("NCCL_DEBUG_FILE",)
+ENV_EXCLUDED = ("NCCL_DEBUG_FILE", "NCCL_VERSION")  # NCCL_VERSION: a container image's label, not the NCCL loaded (records name that: version and path)
 
 
 def allowed_env(environ: dict[str, str] | None = None) -> dict[str, str]:
