@@ -11,7 +11,6 @@ import os
 import subprocess
 import sys
 import threading
-import time
 import uuid
 from pathlib import Path
 
