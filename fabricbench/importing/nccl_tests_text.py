@@ -11,7 +11,10 @@ What varies between eras and copies, and how it is read:
 - NCCL INFO lines anywhere, even inside a row (nccl-tests and NCCL share stdout): the row's pieces are
   joined back together and the log goes to that run's transport;
 - runs: a new one at `# Collective test starting`, at `# nThread ...`, or at a command line naming a
-  `*_perf` program, once the current run has rows; the op comes from those lines (or the file name).
+  `*_perf` program, once the current run has rows; the op comes from those lines (or the file name);
+  NCCL lines after a run concluded belong to the next run (another process starting it);
+- the first nccl-tests (and NCCL 1's tests): `bytes N type op ... res` headers, rows behind `#`, time
+  in milliseconds (converted; told by the units line, else by algbw = bytes / time).
 """
 
 from __future__ import annotations
