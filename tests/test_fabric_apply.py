@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from fabricbench.errors import UsageError
 from fabricbench.fabrics import get_fabric
 from fabricbench.fabrics.apply import MARKER, applied, in_force
-from fabricbench.fabrics.child import config_args, sweep_under_fabric
+from fabricbench.measuring.child import config_args, sweep_under_fabric
 from fabricbench.results import read_results
 
 SECRET = "s3cr3t-Value-0xC0FFEE"

@@ -34,7 +34,7 @@ def compare(fabric_list, gpus, ops, sizes, nprocs, resume, dtype, iters, warmup,
             out_path, plot_path, as_json):
     """Run the same sweep on each fabric and show busbw side by side with the ratio."""
     from fabricbench.fabrics import parse_fabric_list
-    from fabricbench.fabrics.study import SweepOptions, check_plot_path, open_output, run_and_keep
+    from fabricbench.measuring.compare import SweepOptions, check_plot_path, open_output, run_and_keep
     from fabricbench.gpus import parse_gpus
     from fabricbench.measuring.runner import new_run_id
 
@@ -97,7 +97,7 @@ def already_done(prior, opts, fabric, gpus, *, nprocs: int | None = None, where:
     not run again), or None. Partly measured children run whole: the sweep's own --resume is per item."""
     if prior is None:
         return None
-    from fabricbench.fabrics.child import ChildRun
+    from fabricbench.measuring.child import ChildRun
     from fabricbench.measuring.resume import covering
 
     fields = dict(ops=opts.ops, sizes=opts.sizes, dtype=opts.dtype, iters=opts.iters, warmup=opts.warmup,

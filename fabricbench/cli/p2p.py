@@ -3,7 +3,7 @@
     fabricbench p2p --gpus 0-7 --size 256M --plot p2p.png --out p2p.jsonl
 
 Measured by the compiled engine (cudaMemcpyPeerAsync; pinned host memory). GB/s = bytes / median time,
-bidirectional 2 x bytes / time (fabricbench/fabrics/copy.py). Records: kind "copy" in the common header.
+bidirectional 2 x bytes / time (fabricbench/measuring/copy.py). Records: kind "copy" in the common header.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ MAX_COPIES = 1_000_000  # timed or untimed copies per measurement
 def p2p(gpus, size, iters, warmup, no_host, no_peer, out_path, as_json, plot_path):
     """Copy bandwidth between every GPU pair and between host and each GPU."""
     from fabricbench.errors import UsageError
-    from fabricbench.fabrics.copy import engine, matrix, measure_all
-    from fabricbench.fabrics.study import check_plot_path, open_output
+    from fabricbench.measuring.copy import engine, matrix, measure_all
+    from fabricbench.measuring.compare import check_plot_path, open_output
     from fabricbench.gpus import default_gpus, parse_gpus
     from fabricbench.measuring.runner import new_run_id
     from fabricbench.results.schema import header

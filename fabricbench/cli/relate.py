@@ -25,7 +25,7 @@ import click
 def relate(files, reference, as_json, plot_path) -> None:
     """Join sweep/compare records with train records and predict each fabric's step time."""
     import fabricbench
-    from fabricbench.fabrics.study import check_plot_path
+    from fabricbench.measuring.compare import check_plot_path
 
     check_plot_path(plot_path)
     if plot_path:

@@ -74,7 +74,7 @@ def scaling(gpus, counts, ops, sizes, fabric_spec, topo_file, resume, dtype, ite
             timeout_s, out_path, plot_path, as_json):
     """Bus bandwidth against GPU count, inside one NVLink island and across islands."""
     from fabricbench.fabrics import get_fabric
-    from fabricbench.fabrics.study import SweepOptions, check_plot_path, open_output, run_and_keep
+    from fabricbench.measuring.compare import SweepOptions, check_plot_path, open_output, run_and_keep
     from fabricbench.gpus import parse_gpus
     from fabricbench.measuring.runner import new_run_id
     from fabricbench.topology import cuda_to_nvml, read_topology
