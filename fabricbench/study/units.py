@@ -163,19 +163,13 @@ def _estimate_collect(unit: Unit, ctx: Context, children) -> Outcome:
 
 
 # -- train: one strategy on one fabric, with its communication trace ------------------------------------------
-def _train_supports(option: str) -> bool:
-    from fabricbench.cli.train import train
-
-    return any(option in p.opts for p in train.params)
-
-
 def _train_commands(unit: Unit, ctx: Context):
     c = ctx.config
     argv = fb("train", "--strategy", str(unit.strategy), *_model_args(c), *_placement_args(c),
               "--steps", str(c.steps), "--warmup-steps", str(c.warmup_steps), "--batch-size", str(c.batch_size),
               *c.shape_args, "--fabric", str(unit.fabric),
               "--timeout", f"{c.train_timeout_s:g}", "--out", str(ctx.unit_file(unit)))
-    if c.precision and _train_supports("--precision"):
+    if c.precision:
         argv[-2:-2] = ["--precision", c.precision]
     return [argv], {}
 
