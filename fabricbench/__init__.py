@@ -28,6 +28,7 @@ _LAZY = {
     "study": "fabricbench.study.api",
     "advise": "fabricbench.advise.api",
     "qualify": "fabricbench.qualifying.api",
+    "import_results": "fabricbench.importing",
 }
 
 __all__ = sorted(_LAZY) + ["__version__"]

@@ -94,6 +94,17 @@ def json_safe(value: Any) -> Any:
     return value
 
 
+def nonfinite_paths(value: Any, where: str = "") -> list[str]:
+    """Where json_safe would write null for a non-finite float ("rows[2].residual"), for the note beside it."""
+    if isinstance(value, float):
+        return [] if math.isfinite(value) else [where or "value"]
+    if isinstance(value, dict):
+        return [p for k, v in value.items() for p in nonfinite_paths(v, f"{where}.{k}" if where else str(k))]
+    if isinstance(value, (list, tuple)):
+        return [p for i, v in enumerate(value) for p in nonfinite_paths(v, f"{where}[{i}]")]
+    return []
+
+
 def dumps(value: Any, **kw: Any) -> str:
     """json.dumps that cannot write NaN/Infinity (they become null) and never fails on a stray type."""
     return json.dumps(json_safe(value), allow_nan=False, default=str, **kw)

@@ -4,8 +4,9 @@
     fabricbench sweep --sizes 1M-1G:x4      (factor 4)
     fabricbench sweep --sizes 64K,1M,256M   (an explicit list)
 
-Suffixes are binary (1K = 1024 B, 1M = 2^20 B, 1G = 2^30 B), as in nccl-tests. `--dry-run` prints the
-expansion and every results file stores the spec it came from.
+One rule for every size and memory option: a bare suffix is binary, as in nccl-tests (1K = 1024 B,
+1M = 2^20 B, 1G = 2^30 B), and so is KiB/MiB/GiB/TiB; KB/MB/GB/TB are decimal (1GB = 10^9 B, as GPU
+vendors quote memory). `--dry-run` prints the expansion and every results file stores the spec it came from.
 """
 
 from __future__ import annotations
@@ -16,20 +17,25 @@ from dataclasses import dataclass
 from fabricbench.errors import UsageError
 
 _SUFFIX = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:I?B)?\s*$", re.IGNORECASE)
+_DECIMAL = {"K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12}
+# number, then: nothing or B (bytes); K/M/G/T alone or with iB (binary); K/M/G/T with B alone (decimal)
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(?:([KMGT])(IB|B)?|B)?\s*$", re.IGNORECASE)
+UNITS_HELP = "K/M/G and KiB/MiB/GiB are binary (1G = 2^30 B); KB/MB/GB are decimal (1GB = 10^9 B)"
 
 
 MAX_BYTES = 2**63 - 1  # sizes travel as int64 to the engine and to NCCL's counts
 
 
 def parse_size(text: str) -> int:
-    """'8', '64K', '1M', '1.5G', '8GiB' -> bytes (binary suffixes)."""
+    """'8', '64K', '1M', '1.5G', '8GiB' -> bytes (binary); '80GB', '500MB' -> bytes (decimal)."""
     if text.strip().startswith("-"):
         raise UsageError(f"size {text.strip()!r} is negative; sizes start at 1 B (write e.g. 8, 64K, 1M)")
     m = _SIZE.match(text)
     if not m:
-        raise UsageError(f"cannot read size {text!r}; write e.g. 8, 64K, 1M, 8G (binary: 1K = 1024 B)")
-    number, unit = m.group(1), _SUFFIX[m.group(2).upper()]
+        raise UsageError(f"cannot read size {text!r}; write e.g. 8, 64K, 1M, 8G or 8GiB (binary: 1K = 1024 B), "
+                         f"or 8GB (decimal: 10^9 B)")
+    letter, tail = (m.group(2) or "").upper(), (m.group(3) or "").upper()
+    number, unit = m.group(1), (_DECIMAL[letter] if tail == "B" else _SUFFIX[letter])
     if "." in number:  # exact arithmetic: a float would round sizes past 2^53
         whole, frac = number.split(".")
         scaled = int(whole + frac) * unit

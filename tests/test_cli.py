@@ -23,6 +23,19 @@ def test_sweep_surface_is_frozen():
     assert names | {"--help", "-h"} == SWEEP_OPTIONS, "options changed: update this list on purpose"
 
 
+IMPORT_OPTIONS = {"--out", "--json", "--fabric", "--nranks", "--help"}
+
+
+def test_import_surface_is_frozen():
+    from fabricbench.cli import COMMANDS
+    from fabricbench.cli.importer import importer
+
+    names = {opt for p in importer.params for opt in p.opts + p.secondary_opts if opt.startswith("-")}
+    assert names | {"--help"} == IMPORT_OPTIONS, "options changed: update this list on purpose"
+    assert importer.name == "import" and COMMANDS["import"][0] == "fabricbench.cli.importer:importer"
+    assert [p.name for p in importer.params if not p.opts[0].startswith("-")] == ["files"]
+
+
 def test_commands_table():
     assert {"sweep", "topo", "fabrics", "compare", "scaling", "p2p", "train", "estimate"} <= set(COMMANDS)
 
@@ -108,7 +121,11 @@ def test_dry_run_prints_plan_without_gpu():
     assert out.returncode == 0, out.stderr
     assert "4 rank(s)" in out.stdout and "4 measurements" in out.stdout
     assert "waived" in out.stdout  # 8 B of float32 cannot give 4 ranks an element each
-    assert "S=128 B count=32 nccl_count=8" in out.stdout
+    row = next(line.split() for line in out.stdout.splitlines() if " 128B " in line)
+    assert row == ["all_gather", "out", "128B", "128", "32", "8", "32", "128"]  # S, count, nccl_count, send, recv
+    # no --gpus and no GPU here: the plan for one GPU, said on stderr
+    out = _run(["sweep", "--sizes", "1K", "--ops", "all_reduce", "--dry-run"], env={"CUDA_VISIBLE_DEVICES": ""})
+    assert out.returncode == 0 and "1 rank(s)" in out.stdout and "plan for one GPU" in out.stderr, out.stderr
 
 
 @pytest.mark.skipif(importlib.util.find_spec("fabricbench._engine") is None, reason="native engine not built")

@@ -47,7 +47,7 @@ def test_write_markdown_and_selfcontained_html(tmp_path):
     md, html_path = doc.write(tmp_path)
     text = md.read_text()
     assert "| busbw | 123.5 | pass |" in text
-    assert "| p2p | - | fail |" in text and "2.500e-07" in text
+    assert "| p2p | - | fail |" in text and "0.000000250" in text and "e-07" not in text  # for people: never an exponent
     assert (tmp_path / "report_figures" / "fig01.png").read_bytes() == png
     assert "](report_figures/fig01.png)" in text and "busbw \\| size" in text
     page = html_path.read_text()

@@ -198,19 +198,36 @@ def test_sweep_applies_a_custom_fabric_on_gloo_and_masks_its_secret(tmp_path):
 
 
 @pytest.mark.slow
-def test_library_sweep_applies_p2p_off(monkeypatch):
-    """fabricbench.sweep(fabric="p2p-off") measures in a child whose ranks have NCCL_P2P_DISABLE=1."""
+def test_library_sweep_applies_a_fabric(monkeypatch):
+    """fabricbench.sweep(fabric=...) measures in a child whose ranks have the fabric's variables."""
     import fabricbench
 
     for var in [k for k in os.environ if k.startswith("NCCL_")] + [MARKER]:
         monkeypatch.delenv(var, raising=False)
     results = fabricbench.sweep(engine="torch", backend="gloo", nprocs=2, ops=["all_reduce"], sizes="1K",
-                                iters=2, warmup=0, fabric="p2p-off")
+                                iters=2, warmup=0, fabric="p2plo:NCCL_P2P_DISABLE=1,GLOO_SOCKET_IFNAME=lo")
     [r] = results
     rec = r.to_dict()
-    assert rec["fabric"] == "p2p-off" and rec["env"]["NCCL_P2P_DISABLE"] == "1"
-    assert rec["env"][MARKER] == "p2p-off" and r.transport == "gloo (no NCCL)"
+    assert rec["fabric"] == "p2plo" and rec["env"]["NCCL_P2P_DISABLE"] == "1"
+    assert rec["env"][MARKER] == "p2plo" and r.transport == "gloo (no NCCL)"
     assert "NCCL_P2P_DISABLE" not in os.environ  # applied to the child, never to this process
+
+
+@pytest.mark.parametrize("spec, inert", [("p2p-off", True), ("net", True), ("x:NCCL_ALGO=Ring", True),
+                                         ("default", False), ("lo:GLOO_SOCKET_IFNAME=lo", False),
+                                         ("shaped:1gbit", False)])
+def test_nccl_only_fabric_is_waived_on_gloo_before_anything_runs(spec, inert):
+    """An NCCL-only fabric on gloo ranks would be the default under another name: waived, with the reason,
+    and nothing is started (no child command)."""
+    from fabricbench.fabrics import get_fabric
+    from fabricbench.measuring.child import run_child
+
+    fabric = get_fabric(spec)
+    assert bool(fabric.inert_without_nccl()) is inert
+    if inert:
+        run = run_child(fabric, ["--engine", "torch", "--backend", "gloo", "--nprocs", "2", "--sizes", "1K"])
+        assert "gloo ranks use no NCCL" in run.waived and fabric.name in run.waived
+        assert run.records == [] and run.command == []
 
 
 @pytest.mark.slow

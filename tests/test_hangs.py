@@ -9,6 +9,7 @@ for a loaded 2-core CI machine. Processes are found through /proc/<pid>/task/*/c
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -225,12 +226,11 @@ def test_killed_parent_leaves_no_rank(cmd, tmp_path, sig):
 
 # -- train --------------------------------------------------------------------------------------------------
 TRAIN = ["train", "--strategy", "ddp", "--model", "tiny-mistral", "--device", "cpu", "--nprocs", "2",
-         "--steps", "2000", "--warmup-steps", "2", "--batch-size", "2", "--seq-len", "16", "--trace-steps", "0",
-         "--timeout", "240"]
+         "--steps", "2000", "--warmup-steps", "2", "--batch-size", "2", "--seq-len", "16", "--trace-steps", "0"]
 
 
-def start_train(cmd, out: Path):
-    c = cmd([*TRAIN, "--out", str(out)])
+def start_train(cmd, out: Path, timeout: int = 240):
+    c = cmd([*TRAIN, "--timeout", str(timeout), "--out", str(out)])
 
     def running():
         if c.p.poll() is not None:
@@ -248,6 +248,8 @@ def start_train(cmd, out: Path):
     workers = wait_for(lambda: len(sum((children(t) for t in launcher), [])) == 2
                        and sum((children(t) for t in launcher), []), 10, "two workers")
     tmp = next(Path(tempfile.gettempdir()).glob(f"{procs.TEMP_PREFIX}{c.p.pid}-train-*"))
+    # torchrun's torchelastic_* folder is made in the job's workspace (its TMPDIR), so it goes with it
+    assert list(tmp.glob("torchelastic_*")), list(tmp.iterdir())
     return c, launcher, workers, tmp
 
 
@@ -269,14 +271,39 @@ def test_train_rank_killed_is_an_error_with_the_steps_kept(cmd, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT])
+def test_train_rank_stopped_is_named_within_the_timeout(cmd, tmp_path):
+    """Issue 18: a SIGSTOPped rank with --timeout 20 ends the run within 35 s, exit 1, naming that rank
+    (not rank 0, which only waits for it), with the steps every rank finished kept."""
+    out = tmp_path / "t.jsonl"
+    c, launcher, workers, tmp = start_train(cmd, out, timeout=20)
+    os.kill(workers[1], signal.SIGSTOP)
+    try:
+        rc, took = c.wait(60)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(workers[1], signal.SIGCONT)
+    print(f"ended {took:.1f} s after the fault")
+    assert rc == 1 and took < 35, (took, c.stderr)
+    (line,) = error_lines(c.stderr)
+    assert "ddp: rank 1 stopped answering" in line and "every rank was killed" in line, line
+    (rec,) = [json.loads(ln) for ln in out.read_text().splitlines()]
+    assert rec["status"] == "error" and rec["rank_died"] == 1 and rec["steps_completed"] >= 2
+    assert_gone([*launcher, *workers])
+    assert not tmp.exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT, signal.SIGTERM])
 def test_train_killed_parent_leaves_no_process_or_folder(cmd, tmp_path, sig):
     c, launcher, workers, tmp = start_train(cmd, tmp_path / "t.jsonl")
     os.kill(c.p.pid, sig)
     rc, took = c.wait(30)
     print(f"ended {took:.1f} s after the fault")
-    assert rc == (-signal.SIGKILL if sig == signal.SIGKILL else 130), c.stderr
-    # SIGINT: torchrun gets SIGTERM and passes it on, then SIGKILL after procs.GRACE_S
+    assert rc == {signal.SIGKILL: -signal.SIGKILL, signal.SIGINT: 130, signal.SIGTERM: 143}[sig], c.stderr
+    if sig != signal.SIGKILL:
+        (said,) = [ln for ln in c.stderr.splitlines() if "results measured so far were written" in ln]
+        assert said.startswith("Terminated" if sig == signal.SIGTERM else "Interrupted")
+    # SIGINT/SIGTERM: torchrun gets SIGTERM and passes it on, then SIGKILL after procs.GRACE_S
     assert_gone([*launcher, *workers], within=procs.GRACE_S + 5)
     if sig == signal.SIGKILL:
         assert tmp.exists()  # nothing could run in the parent; the next start removes it

@@ -279,7 +279,7 @@ def test_bad_input_raises_usage_errors(tmp_path):
         fabricbench.relate(lab(), reference="wire")
     with pytest.raises(UsageError, match="no fabric has both a sweep and a train run"):
         fabricbench.relate(sweeps + [train_rec("ddp", "other", 1.0, DDP_TRACE)])
-    with pytest.raises(UsageError, match="cannot read it"):
+    with pytest.raises(UsageError, match="no such file"):
         fabricbench.relate([str(tmp_path / "missing.jsonl")])
     (tmp_path / "empty.jsonl").write_text("not json\n")
     with pytest.raises(UsageError, match="no fabricbench records"):
@@ -322,7 +322,7 @@ def test_cli_table_and_plot(lab_files, tmp_path, capsys):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["relate", "{tmp}/missing.jsonl"], "cannot read it"),
+    (["relate", "{tmp}/missing.jsonl"], "no such file"),
     (["relate", "{sweeps}"], "no train records"),
     (["relate", "{sweeps}", "{train}", "--reference", "nope"], "unknown reference fabric 'nope'"),
     (["relate", "{sweeps}", "{train}", "--plot", "{tmp}/no/such/dir/x.png"], "--plot"),

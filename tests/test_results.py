@@ -51,14 +51,15 @@ def test_env_is_allow_listed():
 def test_writer_flushes_each_record_and_reader_skips_torn_line(tmp_path):
     path = tmp_path / "sub" / "r.jsonl"
     w = ResultWriter(path)
-    w.write({"kind": "collective", "a": 1})
+    first = _result([10.0, 11.0], nranks=2).to_dict()
+    w.write(first)
     # before close, the line is already on disk
-    assert json.loads(path.read_text().splitlines()[0]) == {"kind": "collective", "a": 1}
-    w.write({"kind": "topology", "b": 2})
+    assert json.loads(path.read_text().splitlines()[0]) == first
+    w.write({"schema": "fabricbench/1", "kind": "topology", "b": 2})
     w.close()
     with open(path, "a") as fh:
-        fh.write('{"kind": "collective", "tor')  # a crash mid-write
-    assert [r.get("a") for r in read_results(path, kind="collective")] == [1]
+        fh.write('{"schema": "fabricbench/1", "kind": "collective", "tor')  # a crash mid-write
+    assert [r["time_us"] for r in read_results(path, kind="collective")] == [first["time_us"]]
 
 
 def test_unwritable_out_is_usage_error(tmp_path):

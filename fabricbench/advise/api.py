@@ -1,7 +1,7 @@
 """`fabricbench.advise`: one recommendation (GPU set and strategy), its reasons and a runner-up.
 
     import fabricbench
-    a = fabricbench.advise(model="mistral-7b", num_gpus=4, topo_file="box.txt", gpu_memory="80G")
+    a = fabricbench.advise(model="mistral-7b", num_gpus=4, topo_file="box.txt", gpu_memory="80GB")
     a.placement, a.strategy, a.reasons, a.runner_up
     a.placements    # every GPU set of size N, best busbw first (equal ones folded)
     a.strategies    # per strategy: memory verdict, volume, T_comm (and T_step) on the recommended set
@@ -15,6 +15,7 @@ study found DDP a few percent faster wherever it fits. The runner-up is the next
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from fabricbench.advise.memory import MemoryFit, capacity_from_name, fits
 from fabricbench.topology.ranking import PlacementRank, rank_placements
 from fabricbench.advise.strategy import StrategyTime, predict
 from fabricbench.errors import UsageError
+from fabricbench.sizes import parse_size
 
 EVEN = 0.05  # predicted times within 5% are even (run-to-run noise of step times is of that order)
 
@@ -78,20 +80,20 @@ def _set(g: list[int]) -> str:
 
 
 def parse_memory(value: Any) -> int | None:
-    """'80G', '80GB', '141e9' or bytes -> bytes. G means 10^9 here: vendors quote memory in decimal GB."""
+    """'80GB' (10^9 B), '80GiB' or '80G' (2^30 B: a bare G is binary, as in every size option), '141e9' or
+    bytes -> bytes (fabricbench/sizes.py's one rule)."""
     if value is None:
         return None
     if isinstance(value, (int, float)):
         return int(value)
-    import re
-
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?(?:e\d+)?)\s*(G|GB|GiB|M|MB|MiB|T|TB)?\s*", str(value), re.IGNORECASE)
-    if not m:
-        raise UsageError(f"--gpu-memory {value!r}: write e.g. 80G (10^9 bytes), 80GiB or a byte count")
-    unit = (m.group(2) or "").lower()
-    mult = {"": 1, "g": 10**9, "gb": 10**9, "gib": 2**30, "m": 10**6, "mb": 10**6, "mib": 2**20,
-            "t": 10**12, "tb": 10**12}[unit]
-    return int(float(m.group(1)) * mult)
+    text = str(value).strip()
+    if re.fullmatch(r"\d+(?:\.\d+)?e\d+", text, re.IGNORECASE):
+        return int(float(text))
+    try:
+        return parse_size(text)
+    except UsageError:
+        raise UsageError(f"--gpu-memory {value!r}: write e.g. 80GB (10^9 B), 80GiB or 80G (2^30 B), or a byte "
+                         f"count") from None
 
 
 def _read_records(results: Any) -> list[dict[str, Any]]:
@@ -222,7 +224,7 @@ def advise(*, model: str | None = None, model_config: str | None = None, num_gpu
     chosen = _choose(advice)
     notes = []
     if cap is None:
-        notes.append("GPU memory unknown: pass --gpu-memory (e.g. 80G) to rule strategies in or out")
+        notes.append("GPU memory unknown: pass --gpu-memory (e.g. 80GB or 80GiB) to rule strategies in or out")
     placement_source = best.source
     sources = {a.time.time_source for a in advice if a.time.step_time_s is not None}
     time_source = " and ".join(sorted(sources)) if sources else \

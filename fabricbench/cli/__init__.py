@@ -29,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("fabricbench.cli.report:report", "Rebuild a study's report from its results, measuring nothing."),
     "advise": ("fabricbench.cli.advise:advise", "Which GPUs and which strategy for a job, with the reasons."),
     "qualify": ("fabricbench.cli.qualify:qualify", "Check a node against a spec: verdicts, JUnit, fleets."),
+    "import": ("fabricbench.cli.importer:importer", "Read nccl-tests, NCCL logs and nvbandwidth into records."),
 }
 
 
@@ -68,7 +69,9 @@ def fail(message: str) -> "NoReturn":  # noqa: F821
 
 def main(argv: list[str] | None = None) -> None:
     from fabricbench.errors import EngineUnavailable, FabricbenchError, UsageError
+    from fabricbench.jobs import signals
 
+    signals.install()  # SIGTERM ends a run as Ctrl-C does (children killed, results kept), exit 143
     try:
         rv = cli.main(args=argv, prog_name="fabricbench", standalone_mode=False)
     except click.exceptions.NoSuchOption as e:
@@ -77,14 +80,18 @@ def main(argv: list[str] | None = None) -> None:
         fail(e.format_message())
     except click.ClickException as e:  # click's file errors (an unreadable click.File/Path argument)
         fail(e.format_message())
-    except click.exceptions.Abort:
+    except click.exceptions.Abort as e:  # click turns Ctrl-C (and SIGTERM's Terminated) into Abort
+        cause = e.__cause__
+        if isinstance(cause, KeyboardInterrupt):
+            click.echo(signals.message(cause), err=True)
+            sys.exit(signals.exit_status(cause))
         click.echo("Aborted.", err=True)
         sys.exit(130)
     except (UsageError, EngineUnavailable) as e:
         fail(str(e))
-    except KeyboardInterrupt:
-        click.echo("Interrupted; results measured so far were written.", err=True)
-        sys.exit(130)
+    except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM (signals.Terminated)
+        click.echo(signals.message(e), err=True)
+        sys.exit(signals.exit_status(e))
     except FabricbenchError as e:  # a measurement failed (CUDA, NCCL, timeout, check): not the user's input
         kind = "" if type(e) is FabricbenchError else f"{type(e).__name__}: "  # CollectiveTimeout, NcclError...
         click.echo(f"Error: {kind}{e}", err=True)

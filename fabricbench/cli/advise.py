@@ -1,6 +1,6 @@
 """`fabricbench advise`: which GPUs and which strategy for a job, with the reasons and a runner-up.
 
-    fabricbench advise --model mistral-7b --num-gpus 4 --topo-file box-topo.txt --gpu-memory 80G
+    fabricbench advise --model mistral-7b --num-gpus 4 --topo-file box-topo.txt --gpu-memory 80GB
     fabricbench advise --model dinov2-base --num-gpus 4 --results run/ --json      (a study's directory)
 
 Works offline from saved files: a `nvidia-smi topo -m` text (or `fabricbench topo --json`) and results
@@ -13,6 +13,9 @@ import json
 
 import click
 
+from fabricbench.report import table as tables
+from fabricbench.report.analysis import fmt, fmt_count
+
 
 def _gib(b) -> str:
     return "-" if b is None else f"{b / 2**30:.1f}"
@@ -20,6 +23,14 @@ def _gib(b) -> str:
 
 def _ms(s) -> str:
     return "-" if s is None else f"{s * 1e3:.1f}"
+
+
+PLACEMENT_COLS = (tables.Col("GPUs", justify="left", key=True), tables.Col("placement", justify="left"),
+                  tables.Col("slowest", justify="left"), tables.Col("busbw GB/s", "GB/s"),
+                  tables.Col("source", justify="left", prose=True), tables.Col("alike"))
+STRATEGY_COLS = (tables.Col("strategy", justify="left", key=True), tables.Col("memory", justify="left"),
+                 tables.Col("need GiB", "need"), tables.Col("margin GiB", "margin"), tables.Col("comm ms"),
+                 tables.Col("step ms"), tables.Col("note", justify="left", prose=True))
 
 
 @click.command()
@@ -31,7 +42,7 @@ def _ms(s) -> str:
               help="A saved `nvidia-smi topo -m` or `fabricbench topo --json` (default: this machine).")
 @click.option("--topo-file", "topo_file2", default=None, type=click.Path(dir_okay=False), help="Same as --topo.")
 @click.option("--results", multiple=True, type=click.Path(), help="Results JSONL or a study directory (repeatable).")
-@click.option("--gpu-memory", default=None, help="Memory per GPU, e.g. 80G (10^9 B) or 80GiB, when the topology "
+@click.option("--gpu-memory", default=None, help="Memory per GPU, e.g. 80GB (10^9 B) or 80GiB (a bare G is GiB), when the topology "
                                                  "does not say it.")
 @click.option("--batch-size", type=int, default=1, show_default=True, help="Per-GPU batch for the activations.")
 @click.option("--seq-len", type=int, default=512, show_default=True, help="Tokens per sample (causal LM).")
@@ -53,25 +64,24 @@ def advise(model, model_config, num_gpus, gpus, topo_file, topo_file2, results, 
     if as_json:
         click.echo(json.dumps(a.to_dict(), indent=2))
         return
-    click.echo(f"{a.model} ({a.params / 1e9:.3g}e9 parameters) on {a.num_gpus} GPU(s); {a.topology}")
-    if a.strategy:
-        click.echo(f"\nRecommended: {a.strategy} on GPUs {','.join(map(str, a.placement))}")
-    else:
-        click.echo("\nNo strategy fits.")
+    con = tables.console()  # prose wraps at words on a terminal, stays one line in a pipe
+    say = lambda text="": con.print(text, markup=False, highlight=False)  # noqa: E731
+    say(f"{a.model} ({fmt_count(a.params)} parameters) on {a.num_gpus} GPU(s); {a.topology}")
+    say()
+    say(f"Recommended: {a.strategy} on GPUs {','.join(map(str, a.placement))}" if a.strategy else
+        "No strategy fits.")
     for r in a.reasons:
-        click.echo(f"  - {r}")
+        say(f"  - {r}")
     if a.runner_up:
-        click.echo(f"Runner-up: {a.runner_up['strategy']} on GPUs {','.join(map(str, a.runner_up['placement']))}")
-    click.echo(f"\nGPU sets of {a.num_gpus}, best busbw first ({a.placement_source}):")
-    for p in a.placements[:6]:
-        same = f"  (+{len(p.equivalent)} alike)" if p.equivalent else ""
-        bw = "-" if p.busbw_gbps is None else f"{p.busbw_gbps:.0f} GB/s"
-        click.echo(f"  {','.join(map(str, p.gpus)):<16} {p.label:<13} slowest {p.slowest_link or '-':<5} {bw:>10}  "
-                   f"{p.source}{same}")
-    click.echo(f"\nStrategies on {','.join(map(str, a.placement))} ({a.time_source}):")
-    click.echo(f"  {'strategy':<8} {'memory':<13} {'need GiB':>8} {'margin':>7} {'comm ms':>8} {'step ms':>8}  note")
-    for s in a.strategies:
-        click.echo(f"  {s.strategy:<8} {s.memory.verdict:<13} {_gib(s.memory.need_bytes):>8} "
-                   f"{_gib(s.memory.margin_bytes):>7} {_ms(s.time.comm_time_s):>8} {_ms(s.time.step_time_s):>8}  {s.note}")
+        say(f"Runner-up: {a.runner_up['strategy']} on GPUs {','.join(map(str, a.runner_up['placement']))}")
+    con.print()
+    tables.render(con, f"GPU sets of {a.num_gpus}, best busbw first ({a.placement_source})", PLACEMENT_COLS,
+                  [[",".join(map(str, p.gpus)), p.label, p.slowest_link or "-",
+                    "-" if p.busbw_gbps is None else fmt(p.busbw_gbps), p.source,
+                    f"+{len(p.equivalent)}" if p.equivalent else ""] for p in a.placements[:6]])
+    con.print()
+    tables.render(con, f"Strategies on {','.join(map(str, a.placement))} ({a.time_source})", STRATEGY_COLS,
+                  [[s.strategy, s.memory.verdict, _gib(s.memory.need_bytes), _gib(s.memory.margin_bytes),
+                    _ms(s.time.comm_time_s), _ms(s.time.step_time_s), s.note] for s in a.strategies])
     for n in a.notes:
-        click.echo(f"note: {n}")
+        say(f"note: {n}")

@@ -4,20 +4,28 @@
     fabricbench compare --fabrics default,lo:GLOO_SOCKET_IFNAME=lo --engine torch --backend gloo --nprocs 2
     fabricbench compare --fabrics default,shaped:1gbit,shaped:200mbit --engine torch --backend gloo --nprocs 2
 
-Ratio per size = busbw on the fabric / busbw on the first fabric named (algbw when n = 1, where the
-busbw factor is 0). Records: the common schema, with `fabric` and the transport NCCL really used.
+Per size: how many times slower each fabric is than the first named = busbw on the first / busbw on the
+fabric (algbw when n = 1, where the busbw factor is 0). Records: the common schema, with `fabric` and the transport NCCL really used.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import Any
 
 import click
 
-from fabricbench.cli.options import echo_err, sweep_options
+from fabricbench.cli.options import sweep_options
+from fabricbench.errors import UsageError
+from fabricbench.measuring.child import ChildRun
+from fabricbench.fabrics.model import Fabric
+from fabricbench.importing.beside import collective_groups, records_of
+from fabricbench.progress import Progress
+from fabricbench.report import table as tables
 from fabricbench.report.analysis import comparison, fmt, fmt_ratio
+from fabricbench.sizes import format_size
 
 
 @click.command()
@@ -26,12 +34,14 @@ from fabricbench.report.analysis import comparison, fmt, fmt_ratio
                    "e.g. shaped:1gbit) or name:VAR=VAL[,VAR=VAL].")
 @click.option("--gpus", default=None, help="GPU list for every fabric: 0,1 or 0-7. Default: all visible.")
 @click.option("--ops", default="all_reduce", show_default=True, help="Comma list of collectives.")
-@click.option("--sizes", default="1M-1G:x4", show_default=True, help="Sizes: 8-8G, 1M-1G:x2 or 64K,1M.")
+@click.option("--sizes", default="1M-1G:x4", show_default=True, help="Sizes: 8-8G, 1M-1G:x2 or 64K,1M (a bare G is GiB, 2^30 B; GB is 10^9 B).")
 @click.option("--nprocs", type=int, default=None, help="Local ranks per run (one process each).")
 @click.option("--resume", is_flag=True, help="Skip fabrics whose every measurement --out already holds as ok.")
+@click.option("--with", "with_paths", multiple=True,
+              help="Show these results beside the fabrics (e.g. `fabricbench import`ed nccl-tests); repeatable.")
 @sweep_options
-def compare(fabric_list, gpus, ops, sizes, nprocs, resume, dtype, iters, warmup, engine, backend, timeout_s,
-            out_path, plot_path, as_json):
+def compare(fabric_list, gpus, ops, sizes, nprocs, resume, with_paths, dtype, iters, warmup, engine, backend,
+            timeout_s, out_path, plot_path, as_json):
     """Run the same sweep on each fabric and show busbw side by side with the ratio."""
     from fabricbench.fabrics import parse_fabric_list
     from fabricbench.measuring.compare import SweepOptions, check_plot_path, open_output, run_and_keep
@@ -44,22 +54,31 @@ def compare(fabric_list, gpus, ops, sizes, nprocs, resume, dtype, iters, warmup,
                         backend=backend, nprocs=nprocs, timeout_s=timeout_s)
     check_plot_path(plot_path)
     opts.validate(gpu_t)
+    beside = runs_beside(with_paths, ops=[o.strip() for o in ops.split(",")], dtype=dtype)  # bad input first
     prior = resume_records(out_path, resume)  # read before this run appends to the file
     run_id = new_run_id()
     writer = open_output(out_path, run_id, fabrics[0].name)
     runs = []
+    per_fabric = len(opts.planned())
     try:
-        for fab in fabrics:
-            if not as_json:
-                click.echo(f"fabric {fab.name}: {fab.description or fab.name}", err=True)
-            done = already_done(prior, opts, fab, gpu_t, out_path=out_path)
-            if done is not None:
-                runs.append(done)
-                continue
-            runs.append(run_and_keep(fab, opts.args(gpu_t), writer, run_id, what=f"fabric {fab.name}",
-                                     kept="other fabrics' results", say=echo_err))
+        with Progress("compare", total=per_fabric * len(fabrics), quiet=as_json) as bar:
+            for fab in fabrics:
+                if not as_json:
+                    bar.say(f"fabric {fab.name}: {fab.description or fab.name}")
+                done = already_done(prior, opts, fab, gpu_t, out_path=out_path)
+                if done is not None:
+                    runs.append(done)
+                    bar.advance(per_fabric, item=f"{fab.name}: already recorded")
+                    continue
+                bar.update(item=fab.name)
+                run = run_and_keep(fab, opts.args(gpu_t), writer, run_id, what=f"fabric {fab.name}",
+                                   kept="other fabrics' results", say=bar.say,
+                                   on_record=lambda rec, f=fab.name: bar.advance(item=_item(f, rec)))
+                bar.advance(per_fabric - len(run.records), item=fab.name)  # waived or failed: the rest
+                runs.append(run)
     finally:
         writer.close()
+    runs += beside  # after the measured fabrics: the first named stays the base of every ratio
     table = comparison(runs)
     if as_json:
         click.echo(json.dumps({
@@ -76,6 +95,29 @@ def compare(fabric_list, gpus, ops, sizes, nprocs, resume, dtype, iters, warmup,
         plot(table, runs, plot_path)
     if any(r.error for r in runs):
         sys.exit(1)
+
+
+def _item(fabric: str, rec: dict[str, Any]) -> str:
+    """What a progress bar names after a record: the fabric, op and size just measured."""
+    return f"{fabric} {rec.get('op')} {format_size(rec.get('bytes') or rec.get('requested_bytes') or 0)}"
+
+
+def runs_beside(paths, *, ops: list[str], dtype: str) -> list[Any]:
+    """--with FILE: one column per fabric label of the file's collective records (imported ones read as
+    "<fabric> (<tool>)"), as runs that measured nothing."""
+    runs = []
+    for path in paths:
+        # compare measures out of place: the imported in-place rows would stand alone
+        recs = [r for r in records_of(path) if not r.get("inplace")]
+        groups = collective_groups(recs, ops=ops, dtype=dtype)
+        if not groups:
+            raise UsageError(f"--with {path}: no {'/'.join(ops)} {dtype} record in it to show beside the fabrics")
+        for name, recs in groups.items():
+            if any(r.fabric.name == name for r in runs):  # two files of one label stay two columns
+                name = f"{name} [{os.path.basename(path)}]"
+            runs.append(ChildRun(fabric=Fabric(name=name, description=f"from {path}", builtin=False), records=recs,
+                                 transport=next((r.get("transport") for r in recs if r.get("transport")), None)))
+    return runs
 
 
 def resume_records(out_path: str | None, resume: bool) -> list[dict[str, Any]] | None:
@@ -114,37 +156,31 @@ def already_done(prior, opts, fabric, gpus, *, nprocs: int | None = None, where:
 
 
 def render(table, runs) -> None:
-    from rich.console import Console
-    from rich.table import Table
+    from rich.markup import escape
 
-    from fabricbench.sizes import format_size
-
-    console = Console()
+    console = tables.console()
     metric, names = table["metric"], table["fabrics"]
     short = metric.replace("_gbps", "")
+    cols = ([tables.Col("size", key=True)] + [tables.Col(n) for n in names]
+            + [tables.Col(f"{n} slower", f"{i}:×", f"{i}:× = {n} N× slower than {names[0]}")
+               for i, n in enumerate(names[1:], 1)])
     for op in dict.fromkeys(r["op"] for r in table["rows"]):
-        t = Table(title=f"{op}: {short} (GB/s) per fabric; ratio vs {names[0]}")
-        t.add_column("size", justify="right")
-        for n in names:
-            t.add_column(n, justify="right")
-        for n in names[1:]:
-            t.add_column(f"{n}/{names[0]}", justify="right")
+        rows = []
         for row in (r for r in table["rows"] if r["op"] == op):
-            vals = [fmt(row[metric].get(n)) for n in names]
-            ratios = [fmt_ratio(row["ratio"].get(n)) for n in names[1:]]
             size = format_size(row["bytes"]) + (" (in)" if row["inplace"] else "")
-            t.add_row(size, *vals, *ratios)
-        console.print(t)
+            rows.append([size, *[fmt(row[metric].get(n)) for n in names],
+                         *[fmt_ratio(row["slower"].get(n)) for n in names[1:]]])
+        tables.render(console, f"{op}: {short} (GB/s) per fabric; N× slower than {names[0]}", cols, rows)
     if table["note"]:
         console.print(table["note"])
     for r in runs:
-        line = f"{r.fabric.name}: transport {r.transport}"
+        line = f"{escape(r.fabric.name)}: transport {escape(str(r.transport))}"
         if r.waived:
-            line = f"{r.fabric.name}: [yellow]WAIVED: {r.waived}[/yellow]"
+            line = f"{escape(r.fabric.name)}: [yellow]WAIVED: {escape(r.waived)}[/yellow]"
         if r.mismatch:
-            line += f" [red]MISMATCH: {r.mismatch}[/red]"
+            line += f" [red]MISMATCH: {escape(r.mismatch)}[/red]"
         if r.error:
-            line += f" [red]FAILED: {r.error}[/red]"
+            line += f" [red]FAILED: {escape(r.error)}[/red]"
         console.print(line)
 
 

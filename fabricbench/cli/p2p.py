@@ -12,11 +12,16 @@ import json
 
 import click
 
+from fabricbench.report import table as tables
+
+from fabricbench.report.analysis import fmt
+
 MAX_COPIES = 1_000_000  # timed or untimed copies per measurement
+
 
 @click.command()
 @click.option("--gpus", default=None, help="GPU list: 0-7, 0,2,5. Default: all visible.")
-@click.option("--size", default="256M", show_default=True, help="Bytes per copy (binary K/M/G).")
+@click.option("--size", default="256M", show_default=True, help="Bytes per copy (a bare G is GiB, 2^30 B; GB is 10^9 B).")
 @click.option("--iters", type=int, default=20, show_default=True, help="Timed copies per measurement.")
 @click.option("--warmup", type=int, default=5, show_default=True, help="Untimed copies first.")
 @click.option("--no-host", is_flag=True, help="Skip host<->GPU copies.")
@@ -127,27 +132,18 @@ def _host(host, g: int, direction: str):
 
 
 def render(gpu_t, uni, bi, host, nbytes, no_peer, no_host) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
     from fabricbench.sizes import format_size
 
-    console = Console()
+    console = tables.console()
     labels = [f"GPU{g}" for g in gpu_t]
     if not no_peer:
-        for name, m in (("unidirectional", uni), ("bidirectional", bi)):
-            t = Table(title=f"GPU->GPU {name} copy GB/s ({format_size(nbytes)}; rows src, columns dst; "
-                            f"diagonal: inside one GPU)")
-            t.add_column("src\\dst")
-            for lab in labels:
-                t.add_column(lab, justify="right")
-            for lab, row in zip(labels, m):
-                t.add_row(lab, *["-" if v is None else f"{v:.1f}" for v in row])
-            console.print(t)
+        # The bidirectional matrix says nothing new with one GPU (only the copy inside it): not printed.
+        for name, m in (("unidirectional", uni), ("bidirectional", bi))[:1 if len(gpu_t) < 2 else 2]:
+            cols = [tables.Col("src\\dst", justify="left", key=True)] + [tables.Col(lab) for lab in labels]
+            tables.render(console, f"GPU->GPU {name} copy GB/s ({format_size(nbytes)}; rows src, columns dst; "
+                                   f"diagonal: inside one GPU)",
+                          cols, [[lab, *["-" if v is None else fmt(v, 1) for v in row]] for lab, row in zip(labels, m)])
     if not no_host:
-        t = Table(title=f"host<->GPU copy GB/s ({format_size(nbytes)}, pinned host memory)")
-        for col in ("GPU", "h2d", "d2h", "bidir"):
-            t.add_column(col, justify="right")
-        for g in gpu_t:
-            t.add_row(f"GPU{g}", *[f"{_host(host, g, d):.1f}" for d in ("h2d", "d2h", "bidir")])
-        console.print(t)
+        cols = [tables.Col("GPU", key=True)] + [tables.Col(c) for c in ("h2d", "d2h", "bidir")]
+        tables.render(console, f"host<->GPU copy GB/s ({format_size(nbytes)}, pinned host memory)", cols,
+                      [[f"GPU{g}", *[fmt(_host(host, g, d), 1) for d in ("h2d", "d2h", "bidir")]] for g in gpu_t])

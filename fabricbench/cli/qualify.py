@@ -1,13 +1,15 @@
 """`fabricbench qualify`: check a node against a spec and give verdicts, JUnit and a report; write a spec
 from a known-good node; find the outliers of a fleet.
 
-    fabricbench qualify --spec builtin:h200-sxm-8 --out q/          (exit 0 pass, 1 fail/error, 2 bad input)
+    fabricbench qualify --spec builtin:h200-sxm-8 --out q/          (exit: see EXIT STATUS below)
+    fabricbench qualify --spec builtin:h200-sxm-8 --level 1 --dry-run   (the plan and a time estimate)
+    fabricbench qualify --spec node.toml --out q/ --prometheus /var/lib/node_exporter/fb.prom
     fabricbench qualify --spec node.toml --out q/ --resume --only allreduce_bw
     fabricbench qualify --spec node.toml --out q2/ --baseline q/results.jsonl --tolerance 0.05
     fabricbench qualify --init node.toml --from q/results.jsonl --margin 0.9
     fabricbench qualify --fleet node1/ node2/ node3/ --out fleet/
     fabricbench qualify --spec node.toml --dry-run                   (check the spec, list its checks)
-    fabricbench qualify --list-specs | --list-kinds
+    fabricbench qualify --list-specs | --list-kinds | --list-codes
 
 The library decides (fabricbench/qualifying/api.py); this module maps flags.
 """
@@ -41,25 +43,35 @@ def _names(text: str | None) -> list[str] | None:
 @click.option("--skip", default=None, help="Skip these checks (comma list of names).")
 @click.option("--fabric", default=None, help="Run the checks that use the default fabric under this one instead.")
 @click.option("--topo-file", default=None, help="Judge topology checks on a saved `nvidia-smi topo -m` output.")
+@click.option("--level", type=click.IntRange(1, 3), default=None,
+              help="1 quick (~1 min), 2 standard (~5 min; the default), 3 long (~20 min): the spec's checks "
+                   "and run settings for that level.")
+@click.option("--prometheus", default=None, help="Also write a node_exporter textfile (.prom) here, atomically.")
 @click.option("--baseline", default=None, help="An earlier results.jsonl of this node: flag regressions.")
-@click.option("--tolerance", type=float, default=0.05, help="Regression tolerance against --baseline.")
+@click.option("--tolerance", type=float, default=None,
+              help="Regression tolerance against --baseline [default: the spec's baseline_tolerance, 0.05].")
 @click.option("--init", "init_path", default=None, help="Write a spec here from --from RESULTS.jsonl.")
-@click.option("--from", "from_path", default=None, help="The known-good results that --init reads.")
+@click.option("--from", "from_path", default=None,
+              help="Results to read: --init writes a spec from them; --spec judges them, measuring nothing.")
 @click.option("--margin", type=float, default=0.9, help="--init: thresholds = measured x margin.")
 @click.option("--name", default=None, help="--init: the spec's name (default: from the host).")
 @click.option("--fleet", is_flag=True, help="Compare the nodes given as INPUTS (qualify --out folders or results).")
 @click.option("--fraction", type=float, default=0.9, help="--fleet: a node below this x the median is an outlier.")
 @click.option("--list-specs", is_flag=True, help="List the built-in specs and exit.")
 @click.option("--list-kinds", is_flag=True, help="List the check kinds and their keys, then exit.")
+@click.option("--list-codes", is_flag=True, help="List the finding codes and their actions, then exit.")
 @click.option("--json", "as_json", is_flag=True, help="Print the verdicts as JSON instead of the table.")
 @click.option("--quiet", is_flag=True, help="No progress lines.")
 @click.option("--dry-run", is_flag=True, help="Check the spec and list the checks it would run; measure nothing.")
-def qualify(inputs, spec_path, out_dir, resume, only, skip, fabric, topo_file, baseline, tolerance, init_path, from_path,
-            margin, name, fleet, fraction, list_specs, list_kinds, as_json, quiet, dry_run):
+def qualify(inputs, spec_path, out_dir, resume, only, skip, fabric, topo_file, level, prometheus, baseline, tolerance,
+            init_path, from_path, margin, name, fleet, fraction, list_specs, list_kinds, list_codes, as_json, quiet,
+            dry_run):
     """Check a node against a spec: verdicts with numbers, JUnit, report; specs from runs; fleets.
 
     \b
-    Exit status: 0 every check passed or was waived; 1 a check failed or errored; 2 bad input.
+    Exit status, by the worst verdict's severity (a fleet: the worst node's):
+      0 pass or info (waived)    1 critical (a floor missed: drain)    2 bad input
+      3 unknown (a check could not be measured)    4 warning (near miss, cv, latency, flaky)
     \b
     Spec format (TOML; `--list-kinds` shows every kind's keys):
       [spec]
@@ -79,10 +91,11 @@ def qualify(inputs, spec_path, out_dir, resume, only, skip, fabric, topo_file, b
     from fabricbench.errors import UsageError
 
     modes = [m for m, on in (("--spec", spec_path), ("--init", init_path), ("--fleet", fleet),
-                             ("--list-specs", list_specs), ("--list-kinds", list_kinds)) if on]
+                             ("--list-specs", list_specs), ("--list-kinds", list_kinds),
+                             ("--list-codes", list_codes)) if on]
     if len(modes) != 1:
         raise UsageError("give one of --spec FILE, --init SPEC --from RESULTS, --fleet DIR..., --list-specs, "
-                         "--list-kinds" + (f" (got {', '.join(modes)})" if modes else ""))
+                         "--list-kinds, --list-codes" + (f" (got {', '.join(modes)})" if modes else ""))
     if dry_run and not spec_path:
         raise UsageError("--dry-run goes with --spec (it checks a spec and lists its checks)")
     if inputs and not fleet:
@@ -91,51 +104,73 @@ def qualify(inputs, spec_path, out_dir, resume, only, skip, fabric, topo_file, b
         return _list_specs()
     if list_kinds:
         return _list_kinds()
+    if list_codes:
+        return _list_codes()
     if init_path:
         return _init(init_path, from_path, margin, name)
     if fleet:
-        return _fleet(inputs, out_dir, fraction, as_json)
+        return _fleet(inputs, out_dir, fraction, as_json, prometheus)
     if dry_run:
-        return _dry_run(spec_path, _names(only), _names(skip), fabric, as_json)
+        return _dry_run(spec_path, _names(only), _names(skip), fabric, level, as_json)
     from fabricbench.qualifying.api import qualify as run
     from fabricbench.qualifying.report import render
 
     echo = None if quiet or as_json else (lambda s: click.echo(s, err=True))
     res = run(spec_path, out=out_dir, only=_names(only), skip=_names(skip), resume=resume, topo_file=topo_file,
-              baseline=baseline, tolerance=tolerance, fabric=fabric, echo=echo)
+              baseline=baseline, tolerance=tolerance, fabric=fabric, level=level, prometheus=prometheus, echo=echo,
+              records_from=from_path)
     if "RANK" in os.environ and os.environ.get("RANK") != "0":
         return 0  # rank 0 reports for the whole launch
     if as_json:
-        click.echo(json.dumps(res.to_dict(), indent=2))
+        from fabricbench.files import dumps
+
+        click.echo(dumps(res.to_dict(), indent=2))
     else:
         render(res)
     return res.exit_code
 
 
-def _dry_run(spec_path: str, only, skip, fabric: str | None, as_json: bool) -> int:
-    """The spec read and checked as a run would (every mistake exit 2), then what would run; for spec
-    authors and CI jobs that keep specs."""
+def _dry_run(spec_path: str, only, skip, fabric: str | None, level: int | None, as_json: bool) -> int:
+    """The spec read and checked as a run would (every mistake exit 2), then what would run at the level
+    and about how long it takes; for spec authors and CI jobs that keep specs."""
     from fabricbench.qualifying.api import select
-    from fabricbench.qualifying.spec import load_spec
+    from fabricbench.qualifying.plan import LEVEL_NAMES, fmt_seconds, make_plan
+    from fabricbench.qualifying.spec import DEFAULT_LEVEL, load_spec
 
+    level = DEFAULT_LEVEL if level is None else level
     spec = load_spec(spec_path)
+    total = len(spec.checks)
     if fabric:
         spec = spec.under(fabric)
-    checks = select(spec, only, skip)
+    checks = select(spec, only, skip, level)
+    spec = spec.at_level(level)
+    plan = make_plan(spec, checks)
     if as_json:
-        click.echo(json.dumps({"spec": spec.name, "path": spec.path, "run": dataclasses.asdict(spec.run),
-                               "checks": [{"name": c.name, "kind": c.kind, **_jsonable(c.params)} for c in checks]},
-                              indent=2))
+        click.echo(json.dumps({"spec": spec.name, "path": spec.path, "level": level,
+                               "run": dataclasses.asdict(spec.run), "plan": plan.to_dict(),
+                               "checks": [{"name": c.name, "kind": c.kind, "levels": list(c.levels),
+                                           "severity": c.severity, "warn_fraction": c.warn_fraction,
+                                           "retries": c.retries, "source": c.source, **_jsonable(c.params)}
+                                          for c in checks]}, indent=2))
         return 0
     r = spec.run
     where = (f"{r.nprocs} {r.backend} rank(s)" if r.cpu_ranks else f"engine {r.engine}"
              + (f", backend {r.backend}" if r.backend else ""))
-    click.echo(f"{spec.name} ({spec.path}): {len(checks)} of {len(spec.checks)} check(s), {where}, "
-               f"iters {r.iters}, warmup {r.warmup}; nothing measured")
-    for c in checks:
+    click.echo(f"{spec.name} ({spec.path}) at level {level} ({LEVEL_NAMES[level]}): {len(checks)} of {total} "
+               f"check(s), {where}, iters {r.iters}, warmup {r.warmup}, retries {r.retries}; nothing measured")
+    for c, step in zip(checks, plan.steps):
         keys = ", ".join(f"{k}={_shown(k, v)}" for k, v in _jsonable(c.params).items() if v is not None)
-        click.echo(f"  {c.name:28s} {c.kind:12s} {keys}")
+        click.echo(f"  {c.name:28s} {c.kind:12s} ~{fmt_seconds(step.seconds):>8s}  {keys}")
+    retry = f", plus up to {plan.max_retries} retries of a missed check" if plan.max_retries else ""
+    click.echo(f"estimate: ~{fmt_seconds(plan.seconds)} on {plan_gpus(spec)} GPU(s){retry} (level {level} aims "
+               f"at ~{fmt_seconds(plan.budget_s)}; a model, see fabricbench/qualifying/plan.py)")
     return 0
+
+
+def plan_gpus(spec) -> int:
+    from fabricbench.qualifying.plan import gpu_count
+
+    return gpu_count(spec)
 
 
 def _shown(key: str, value):
@@ -171,32 +206,44 @@ def _list_kinds() -> int:
     return 0
 
 
+def _list_codes() -> int:
+    from fabricbench.qualifying.codes import CODES
+
+    for c in CODES:
+        click.echo(f"{c.code:24s} {c.kind}/{c.criterion}: {c.meaning}")
+        if c.action:
+            click.echo(f"{'':24s} action: {c.action}")
+    return 0
+
+
 def _init(init_path: str, from_path: str | None, margin: float, name: str | None) -> int:
     from fabricbench.errors import UsageError
+    from fabricbench.files import refuse_collisions, write_text_atomic
     from fabricbench.qualifying.api import init_spec
-    from fabricbench.qualifying.spec import parse_spec
+    from fabricbench.qualifying.spec import SpecError, parse_spec
 
     if not from_path:
         raise UsageError("--init needs --from RESULTS.jsonl (a known-good run's results)")
+    refuse_collisions({"--init": init_path}, {"--from": from_path})
     text = init_spec(from_path, margin=margin, name=name)
-    spec = parse_spec(text, init_path)  # what we write must read back
     try:
-        with open(init_path, "w", encoding="utf-8") as fh:
-            fh.write(text)
-    except OSError as e:
-        raise UsageError(f"--init {init_path}: cannot write there ({e.strerror})") from None
+        spec = parse_spec(text, init_path)  # what we write must read back
+    except SpecError as e:
+        raise UsageError(f"--from {from_path}: its records do not make a valid spec ({e})") from None
+    write_text_atomic(init_path, text, what="--init")
     click.echo(f"wrote {init_path}: {len(spec.checks)} checks ({', '.join(c.name for c in spec.checks)}), "
                f"thresholds = measured x {margin:g}")
     return 0
 
 
-def _fleet(inputs, out_dir, fraction, as_json) -> int:
+def _fleet(inputs, out_dir, fraction, as_json, prometheus) -> int:
+    from fabricbench.files import dumps
     from fabricbench.qualifying.api import fleet
     from fabricbench.qualifying.fleet import render
 
-    res = fleet(list(inputs), out=out_dir, fraction=fraction)
+    res = fleet(list(inputs), out=out_dir, fraction=fraction, prometheus=prometheus)
     if as_json:
-        click.echo(json.dumps(res.to_dict(), indent=2))
+        click.echo(dumps(res.to_dict(), indent=2))
     else:
         render(res)
     return res.exit_code

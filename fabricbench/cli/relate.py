@@ -10,10 +10,11 @@ not match goes to stderr, one line each.
 
 from __future__ import annotations
 
-import json
 import sys
 
 import click
+
+from fabricbench.files import dumps, nonfinite_paths, refuse_collisions
 
 
 @click.command()
@@ -28,6 +29,7 @@ def relate(files, reference, as_json, plot_path) -> None:
     from fabricbench.measuring.compare import check_plot_path
 
     check_plot_path(plot_path)
+    refuse_collisions({"--plot": plot_path}, {f: f for f in files})
     if plot_path:
         from fabricbench.report.plot import _pyplot
 
@@ -40,7 +42,10 @@ def relate(files, reference, as_json, plot_path) -> None:
 
         plot_relate(result, plot_path)
     if as_json:
-        click.echo(json.dumps(result.to_dict(), indent=2))
+        doc = result.to_dict()
+        # JSON has no NaN: such a figure is written as null, and the note says which
+        doc["problems"] += [f"{p} is not a finite number; written as null" for p in nonfinite_paths(doc)]
+        click.echo(dumps(doc, indent=2))
     else:
         from fabricbench.relating.format import render
 

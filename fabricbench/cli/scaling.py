@@ -16,9 +16,12 @@ from typing import Any
 
 import click
 
+from fabricbench.cli.options import sweep_options
+from fabricbench.progress import Progress
 from fabricbench.errors import UsageError
-from fabricbench.cli.options import echo_err, sweep_options
+from fabricbench.report import table as tables
 from fabricbench.report.analysis import fmt, scaling_rows
+from fabricbench.sizes import format_size
 
 
 def read_counts(text: str) -> list[int]:
@@ -65,7 +68,7 @@ def _cpu_ranks_limit(n: int, what: str) -> None:
 @click.option("--gpus", default=None, help="GPUs to draw the sets from (CUDA ordinals). Default: all.")
 @click.option("--counts", default=None, help="GPU counts: 2,4,8. Default: powers of 2 up to all GPUs.")
 @click.option("--ops", default="all_reduce", show_default=True, help="Comma list of collectives.")
-@click.option("--sizes", default="1G", show_default=True, help="Sizes: 1G, 64M-1G:x4 or 64K,1M.")
+@click.option("--sizes", default="1G", show_default=True, help="Sizes: 1G, 64M-1G:x4 or 64K,1M (a bare G is GiB, 2^30 B; GB is 10^9 B).")
 @click.option("--fabric", "fabric_spec", default="default", show_default=True, help="Fabric for every set (see `fabricbench fabrics`; shaped:RATE too).")
 @click.option("--topo-file", default=None, help="Choose sets from a saved `nvidia-smi topo -m` output.")
 @click.option("--resume", is_flag=True, help="Skip GPU sets whose every measurement --out already holds as ok.")
@@ -112,22 +115,33 @@ def scaling(gpus, counts, ops, sizes, fabric_spec, topo_file, resume, dtype, ite
     run_id = new_run_id()
     writer = open_output(out_path, run_id, fabric.name, topo=topo if topo_file else None)
     results: list[tuple[Any, Any]] = []
+    per_set = len(opts.planned())
     try:
-        for p in placements:
-            cuda_set = tuple(from_topo[g] for g in p.gpus)
-            if not as_json:
-                click.echo(f"{p.count} GPUs {p.label} {list(cuda_set)} (slowest hop {p.worst_link})", err=True)
-            extra = {"placement": p.label, "placement_gpus": list(cuda_set), "topology_gpus": list(p.gpus),
-                     "slowest_link": p.worst_link, "count": p.count}
-            args = opts.args(cuda_set, nprocs=p.count if opts.cpu_ranks else None)
-            done = already_done(prior, opts, fabric, cuda_set, nprocs=p.count if opts.cpu_ranks else None,
-                                where={"placement": p.label, "placement_gpus": list(cuda_set)}, out_path=out_path)
-            if done is not None:
-                results.append((p, done))
-                continue
-            run = run_and_keep(fabric, args, writer, run_id, what=f"{p.count} GPUs {p.label}",
-                               kept="the other sets", extra=extra, say=echo_err)
-            results.append((p, run))
+        with Progress("scaling", total=per_set * len(placements), quiet=as_json) as bar:
+            for p in placements:
+                cuda_set = tuple(from_topo[g] for g in p.gpus)
+                # CPU ranks are processes on one host: no GPUs, islands or hops to name
+                what = (f"{p.count} CPU ranks ({opts.backend})" if opts.cpu_ranks else
+                        f"{p.count} GPUs {p.label} {list(cuda_set)} (slowest hop {p.worst_link})")
+                if not as_json:
+                    bar.say(what)
+                extra = {"placement": p.label, "placement_gpus": list(cuda_set), "topology_gpus": list(p.gpus),
+                         "slowest_link": p.worst_link, "count": p.count}
+                args = opts.args(cuda_set, nprocs=p.count if opts.cpu_ranks else None)
+                done = already_done(prior, opts, fabric, cuda_set, nprocs=p.count if opts.cpu_ranks else None,
+                                    where={"placement": p.label, "placement_gpus": list(cuda_set)},
+                                    out_path=out_path)
+                if done is not None:
+                    results.append((p, done))
+                    bar.advance(per_set, item=f"{what}: already recorded")
+                    continue
+                label = f"{p.count} ranks" if opts.cpu_ranks else f"{p.count} GPUs {p.label}"
+                bar.update(item=label)
+                run = run_and_keep(fabric, args, writer, run_id, what=label, kept="the other sets", extra=extra,
+                                   say=bar.say, on_record=lambda rec, w=label: bar.advance(
+                                       item=f"{w} {rec.get('op')} {format_size(rec.get('bytes') or 0)}"))
+                bar.advance(per_set - len(run.records), item=label)  # waived or failed: the rest
+                results.append((p, run))
     finally:
         writer.close()
     rows = scaling_rows(results)
@@ -137,29 +151,32 @@ def scaling(gpus, counts, ops, sizes, fabric_spec, topo_file, resume, dtype, ite
                                                            "gpus": list(p.gpus), "error": r.error}
                                                           for p, r in results if r.error]}, indent=2))
     else:
-        render(rows, topo)
+        render(rows, topo, cpu=opts.cpu_ranks)
     if plot_path:  # after the table: a plot that fails to write costs no printed result
         plot(rows, plot_path)
     if any(r.error for _, r in results):
         sys.exit(1)
 
 
-def render(rows, topo) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    from fabricbench.sizes import format_size
-
-    console = Console()
-    console.print(topo.summary())
-    t = Table(title="busbw (GB/s) against GPU count, per placement")
-    for col in ("op", "size", "GPUs", "placement", "set", "slowest hop", "busbw", "algbw", "transport"):
-        t.add_column(col, justify="right" if col in ("size", "GPUs", "busbw", "algbw") else "left")
-    for r in rows:
-        t.add_row(r["op"] + (" (in)" if r["inplace"] else ""), format_size(r["bytes"]), str(r["count"]),
-                  r["placement"], ",".join(map(str, r["gpus"])), r["slowest_link"] or "-",
-                  fmt(r["busbw_gbps"]), fmt(r["algbw_gbps"]), r["transport"] or "-")
-    console.print(t)
+def render(rows, topo, *, cpu: bool = False) -> None:
+    """The table; with CPU ranks it says ranks (there are no GPUs, islands or hops to name)."""
+    console = tables.console()
+    key = [tables.Col("op", justify="left", key=True), tables.Col("size", key=True)]
+    bw = [tables.Col("busbw"), tables.Col("algbw"), tables.Col("transport", justify="left")]
+    cells = lambda r: [fmt(r["busbw_gbps"]), fmt(r["algbw_gbps"]), r["transport"] or "-"]  # noqa: E731
+    op = lambda r: [r["op"] + (" (in)" if r["inplace"] else ""), format_size(r["bytes"])]  # noqa: E731
+    if cpu:
+        cols = key + [tables.Col("ranks", key=True)] + bw
+        table_rows = [op(r) + [str(r["count"])] + cells(r) for r in rows]
+        title = "busbw and algbw (GB/s) against CPU rank count (processes on this host)"
+    else:
+        console.print(topo.summary(), markup=False)
+        cols = key + [tables.Col("GPUs", key=True), tables.Col("placement", justify="left"),
+                      tables.Col("set", justify="left"), tables.Col("slowest hop", "hop", justify="left")] + bw
+        table_rows = [op(r) + [str(r["count"]), r["placement"], ",".join(map(str, r["gpus"])),
+                               r["slowest_link"] or "-"] + cells(r) for r in rows]
+        title = "busbw and algbw (GB/s) against GPU count, per placement"
+    tables.render(console, title, cols, table_rows)
 
 
 def plot(rows, path: str) -> None:

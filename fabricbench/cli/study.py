@@ -73,7 +73,7 @@ def study(out, gpus, device, nprocs, fabrics, strategies, model, model_config, s
     echo = None if (quiet or as_json) else (lambda line: click.echo(line, err=True))
     try:
         res = run_study(out, resume=resume, dry_run=dry_run, echo=echo,
-                        progress=not (quiet or as_json) and sys.stderr.isatty(), **given)
+                        progress=False if (quiet or as_json) else None, **given)
     except KeyboardInterrupt:
         click.echo(f"Interrupted: the finished units are in {out}/results.jsonl; continue with "
                    f"`fabricbench study --out {out} --resume`", err=True)
@@ -104,7 +104,7 @@ def _print_plan(res) -> None:
     existing = records.load(res.out_dir, must_exist=False)
     c = res.config
     where = f"{c.nprocs} CPU ranks (gloo)" if c.device == "cpu" else f"GPUs {','.join(map(str, c.gpus))}"
-    click.echo(f"study of {c.model_label} on {where}; fabrics {', '.join(c.fabrics)}; "
+    click.echo(f"study of {c.model_label} on {where}; fabrics {', '.join(c.fabric_names)}; "
                f"strategies {', '.join(c.strategies)}")
     for i, u in enumerate(res.plan, 1):
         skip = existing.status(u.name) in DONE

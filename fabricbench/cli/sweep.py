@@ -16,13 +16,15 @@ import sys
 
 import click
 
+from fabricbench.report import table as tables
+
 from fabricbench.collectives import DEFAULT_OPS
 
 
 @click.command(context_settings={"show_default": True})
 @click.option("--gpus", default=None, help="GPU list: 0-7, 0,2,5, 0-3,6 (rank order). Default: all visible.")
 @click.option("--ops", default=",".join(DEFAULT_OPS), help="Comma list of collectives (see --list-ops).")
-@click.option("--sizes", default="8-8G:x4", help="8-8G, 1M-1G:x2 (factor) or a list 64K,1M; binary K/M/G.")
+@click.option("--sizes", default="8-8G:x4", help="8-8G, 1M-1G:x2 (factor) or a list 64K,1M (a bare G is GiB, 2^30 B; GB is 10^9 B).")
 @click.option("--dtype", default="float32", help="float32, bfloat16, float16, float64, int32, int8, uint8.")
 @click.option("--iters", type=int, default=20, help="Timed iterations per size (graph mode: replays).")
 @click.option("--warmup", type=int, default=5, help="Untimed iterations per size.")
@@ -78,12 +80,27 @@ def sweep(gpus, ops, sizes, dtype, iters, warmup, adaptive, max_iters, mode, gra
         from fabricbench.errors import UsageError
 
         raise UsageError("--resume skips what --out already holds; give --out FILE (the earlier run's file)")
-    if not (dry_run and config.gpus is not None):  # a plan for named GPUs needs no GPU here
-        config = _with_gpus(config, gpus)
-    if dry_run:
+    if dry_run:  # a plan needs no GPU here: named GPUs as named, else this machine's, else one GPU
+        if config.gpus is None and _plan_without_gpus(config):
+            import dataclasses
+
+            click.echo("note: no CUDA GPU is visible here: the plan for one GPU (name others with --gpus)",
+                       err=True)
+            config = dataclasses.replace(config, gpus=(0,))
+        elif config.gpus is None:
+            config = _with_gpus(config, gpus)
         _print_plan(config)
         return
+    config = _with_gpus(config, gpus)
     _run(config, out_path=out_path, as_json=as_json, csv_path=csv_path, quiet=quiet, resume=resume)
+
+
+def _plan_without_gpus(config) -> bool:
+    """A dry run of a GPU sweep on a machine that shows no GPU."""
+    from fabricbench.gpus import visible_gpu_count
+    from fabricbench.measuring.api import uses_gpus
+
+    return uses_gpus(config) and visible_gpu_count() == 0
 
 
 def _with_gpus(config, gpus_text=None):
@@ -109,26 +126,36 @@ def _list_ops() -> None:
         click.echo(f"{c.name:16s} busbw = algbw x {c.factor_text:9s} {c.description}")
 
 
+PLAN_COLS = (tables.Col("op", justify="left", key=True), tables.Col("place", justify="left"),
+             tables.Col("size", key=True), tables.Col("S (B)", legend="S = bytes timed"), tables.Col("count"),
+             tables.Col("nccl_count", "nccl", "nccl = NCCL's count"), tables.Col("send (B)", "send"),
+             tables.Col("recv (B)", "recv"), tables.Col("waived", justify="left", prose=True))
+
+
 def _print_plan(config) -> None:
     from fabricbench.measuring.plan import build_plan
     from fabricbench.sizes import format_size
 
     n = _nranks(config)
     plan = build_plan(config, n)
-    click.echo(f"plan: engine {config.engine}{'/' + config.backend if config.backend else ''}, {n} rank(s)"
-               f"{', GPUs ' + ','.join(map(str, config.gpus)) if config.gpus else ''}, dtype {config.dtype}, "
-               f"sizes {config.sizes} -> {len(config.sizes.expand())} sizes, {len(plan)} measurements, "
-               f"{config.iters} iters + {config.warmup} warm-up{', graph' if config.graph else ''}"
-               f"{', check' if config.check else ''}, buffers {config.buffers}, timing {config.timing}, "
-               f"alloc {config.alloc}")
+    con = tables.console()
+    con.print(f"plan: engine {config.engine}{'/' + config.backend if config.backend else ''}, {n} rank(s)"
+              f"{', GPUs ' + ','.join(map(str, config.gpus)) if config.gpus else ''}, dtype {config.dtype}, "
+              f"sizes {config.sizes} -> {len(config.sizes.expand())} sizes, {len(plan)} measurements, "
+              f"{config.iters} iters + {config.warmup} warm-up{', graph' if config.graph else ''}"
+              f"{', check' if config.check else ''}, buffers {config.buffers}, timing {config.timing}, "
+              f"alloc {config.alloc}", markup=False, highlight=False)
+    rows = []
     for p in plan:
-        place = "in " if p.inplace else "out"
+        head = [p.op, "in" if p.inplace else "out", format_size(p.requested_bytes)]
         if p.case is None:
-            click.echo(f"  {p.op:15s} {place} {format_size(p.requested_bytes):>6s}  waived: {p.waived}")
+            rows.append(head + ["-"] * 5 + [p.waived])
         else:
             c = p.case
-            click.echo(f"  {p.op:15s} {place} {format_size(p.requested_bytes):>6s}  S={c.bytes} B count={c.count} "
-                       f"nccl_count={c.nccl_count} send={c.send_bytes} recv={c.recv_bytes}")
+            rows.append(head + [f"{v:,}" for v in (c.bytes, c.count, c.nccl_count, c.send_bytes, c.recv_bytes)]
+                        + [""])
+    cols = PLAN_COLS if any(p.case is None for p in plan) else PLAN_COLS[:-1]
+    tables.render(con, None, cols, [r[:len(cols)] for r in rows])
 
 
 def _run(config, *, out_path, as_json, csv_path, quiet, resume=False) -> None:

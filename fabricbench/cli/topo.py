@@ -11,6 +11,8 @@ import json
 
 import click
 
+from fabricbench.report import table as tables
+
 
 def load_topology(from_file: str | None):
     """The topology from a file or this machine; UsageError when neither answers."""
@@ -70,40 +72,31 @@ def topo(gpus, as_json, from_file, out_path):
 
 
 def render(t, advice) -> None:
-    from rich.console import Console
-    from rich.table import Table
+    from rich.text import Text
 
-    console = Console()
+    console = tables.console()
     labels = [f"GPU{g}" for g in t.indices]
-    m = Table(title=f"GPU links ({t.source})", show_lines=False)
-    m.add_column("")
-    for lab in labels:
-        m.add_column(lab, justify="center")
-    for i, lab in enumerate(labels):
-        row = [_style(v) for v in t.links[i]]
-        m.add_row(lab, *row)
-    console.print(m)
+    cols = [tables.Col("", justify="left", key=True)] + [tables.Col(lab, justify="center") for lab in labels]
+    tables.render(console, f"GPU links ({t.source})", cols,
+                  [[lab, *[Text.from_markup(_style(v)) for v in t.links[i]]] for i, lab in enumerate(labels)])
     if any(g.name or g.bus_id for g in t.gpus):
-        info = Table(title="GPUs")
-        for col in ("GPU", "name", "bus id", "PCIe (cur/max)", "NUMA", "CPUs", "UUID"):
-            info.add_column(col)
+        cols = [tables.Col("GPU", key=True)] + [tables.Col(c, justify="left") for c in
+                                                 ("name", "bus id", "PCIe (cur/max)", "NUMA", "CPUs", "UUID")]
+        rows = []
         for g in t.gpus:
             pcie = (f"Gen{g.pcie_gen} x{g.pcie_width} / Gen{g.pcie_gen_max} x{g.pcie_width_max}"
                     if g.pcie_gen is not None else "-")
-            info.add_row(str(g.index), g.name or "-", g.bus_id or "-", pcie,
-                         "-" if g.numa_node is None else str(g.numa_node), g.cpu_affinity or "-", g.uuid or "-")
-        console.print(info)
-    console.print(f"[bold]{t.summary()}[/bold]")
+            rows.append([str(g.index), g.name or "-", g.bus_id or "-", pcie,
+                         "-" if g.numa_node is None else str(g.numa_node), g.cpu_affinity or "-", g.uuid or "-"])
+        tables.render(console, "GPUs", cols, rows)
+    console.print(Text(t.summary(), style="bold"))
     for isl in t.islands():
-        console.print(f"  island: {isl}")
+        console.print(f"  island: {isl}", markup=False)
     if advice:
-        a = Table(title="Placement advice (job of k GPUs)")
-        a.add_column("k", justify="right")
-        a.add_column("inside one island")
-        a.add_column("advice")
-        for row in advice:
-            a.add_row(str(row["k"]), "yes" if row["inside_island"] else "no", row["text"])
-        console.print(a)
+        cols = [tables.Col("k", key=True), tables.Col("inside one island", "island", justify="left"),
+                tables.Col("advice", justify="left", prose=True)]
+        tables.render(console, "Placement advice (job of k GPUs)", cols,
+                      [[str(r["k"]), "yes" if r["inside_island"] else "no", r["text"]] for r in advice])
 
 
 def _style(v: str) -> str:

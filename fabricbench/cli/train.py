@@ -14,23 +14,34 @@ import json
 import click
 
 from fabricbench.errors import UsageError
+from fabricbench.report import table as tables
+from fabricbench.report.analysis import fmt
 
 
 def _gib(v: object) -> str:
     return f"{v / 2**30:.2f}" if isinstance(v, (int, float)) else "-"
 
 
-def _line(rec: dict) -> str:
+TRAIN_COLS = (tables.Col("strategy", justify="left", key=True), tables.Col("status", justify="left"),
+              tables.Col("samples/s"), tables.Col("peak alloc GiB", "alloc", "alloc/resv/est = peak allocated/"
+                                                  "reserved/estimated memory, GiB"),
+              tables.Col("reserved GiB", "resv"), tables.Col("estimate GiB", "est"),
+              tables.Col("note", justify="left", prose=True))
+
+
+def _cells(rec: dict) -> list[str]:
     thr = rec.get("throughput") or {}
     mem = rec.get("memory") or {}
     sps = thr.get("samples_per_s")
-    parts = [f"{rec['strategy']:<6}", f"{rec['status']:<7}", f"{sps:10.2f} samples/s" if sps else " " * 20,
-             f"peak alloc {_gib(mem.get('max_allocated_bytes'))} GiB",
-             f"reserved {_gib(mem.get('max_reserved_bytes'))} GiB",
-             f"estimate {_gib(rec['estimate']['with_activations_bytes'])} GiB"]
-    if rec.get("message"):
-        parts.append(f"({rec['message']})")
-    return "  ".join(parts)
+    return [rec["strategy"], rec["status"], fmt(sps) if sps else "-", _gib(mem.get("max_allocated_bytes")),
+            _gib(mem.get("max_reserved_bytes")), _gib(rec["estimate"]["with_activations_bytes"]),
+            rec.get("message") or ""]
+
+
+def _line(rec: dict) -> str:
+    """One short line per strategy as it finishes (the table follows at the end)."""
+    c = _cells(rec)
+    return f"{c[0]}: {c[1]}" + (f", {c[2]} samples/s" if c[2] != "-" else "") + (f" ({c[6]})" if c[6] else "")
 
 
 @click.command()
@@ -106,6 +117,9 @@ def train(strategy, model, model_config, model_path, gpus, device, nprocs, steps
     echo = (lambda r: click.echo(json.dumps(r))) if as_json else (lambda r: click.echo(_line(r)))
     with ResultWriter(out) as writer:
         records = run(config, writer, echo=echo)
+    if not as_json and records:
+        tables.render(tables.console(), f"train: {config.model}, {config.device}", TRAIN_COLS,
+                      [_cells(r) for r in records])
     # exit 1 when a run failed (a dead rank, a crash, a timeout, a strategy that did not run as asked),
     # though every record (and a dead rank's measured steps) was written; oom and waived are results.
     failed = [r for r in records if r.get("status") in ("error", "timeout")]

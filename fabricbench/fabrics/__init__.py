@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from fabricbench.errors import UsageError
 from fabricbench.fabrics.builtin import DEFAULT, NET, P2P_OFF
-from fabricbench.fabrics.env import FabricEnv, fabric_env
+from fabricbench.fabrics.env import FabricEnv, fabric_env, known
 from fabricbench.fabrics.model import Fabric, FabricFamily, parse_custom
 from fabricbench.fabrics.shaped import FAMILY as SHAPED
 from fabricbench.masking import public_value
@@ -36,6 +36,9 @@ def get_fabric(spec: str) -> Fabric:
     if ":" not in spec:
         if spec in FABRICS:
             return FABRICS.get(spec)
+        carried = known(spec)  # a custom fabric parsed once (here or by a parent), named by its name alone
+        if carried is not None:
+            return carried
         raise UsageError(f"unknown fabric {spec!r}; choose from {', '.join(FABRICS.names())}, "
                          f"{', '.join(f.syntax for f in FAMILIES)} or define one as name:VAR=VAL[,VAR=VAL]")
     return parse_custom(spec, FABRICS.names())

@@ -15,7 +15,10 @@
 - `facts`: what records carry: fabric, fabric_env (values outside NCCL_*/GLOO_*/CUDA_* as "***"),
   shaped_rate_bps, netns.
 A fabric that cannot be applied here raises FabricWaived before anything starts. Whatever the fabric set
-up (a namespace) is removed on the way out: normal exit, exception, Ctrl-C, SIGTERM.
+up (a namespace) is removed on the way out: normal exit, exception, Ctrl-C, SIGTERM (which jobs.signals
+turns into an exception for every command and every jobs.run).
+A custom fabric's definition travels in the child's environment (fabrics.env.carry), so the child's argv
+names it by its name alone.
 """
 
 from __future__ import annotations
@@ -23,13 +26,11 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import signal
-import threading
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Sequence
 
 from fabricbench.errors import FabricWaived
-from fabricbench.fabrics.env import fabric_env
+from fabricbench.fabrics.env import carry, fabric_env
 from fabricbench.fabrics.model import Fabric
 
 MARKER = "FABRICBENCH_FABRIC_APPLIED"
@@ -70,7 +71,8 @@ def applied(fabric: Fabric, base_env: dict[str, str] | None = None,
     fenv = fabric_env(fabric, base_env, log_dir=log_dir)
     env = dict(fenv.env)
     env[MARKER] = fabric.name
-    with _sigterm_as_exit(), fabric.isolation() as netns:
+    carry(fabric, env)  # the child's argv names a custom fabric by its name alone
+    with fabric.isolation() as netns:
         yield Launch(fabric=fabric, env=env, netns=netns, log_dir=fenv.log_dir, warnings=fenv.warnings)
 
 
@@ -100,23 +102,3 @@ def stamp(record: dict[str, Any], fabric: Fabric) -> dict[str, Any]:
         record["shaped_rate_bps"] = fabric.rate_bps
     record["extra"] = {**(record.get("extra") or {}), "fabric_env": fabric.public_variables}
     return record
-
-
-@contextlib.contextmanager
-def _sigterm_as_exit() -> Iterator[None]:
-    """SIGTERM normally ends Python without running `finally`; while a fabric is set up it raises
-    SystemExit(143) instead, so the namespace is still removed. Only from the main thread, and only when
-    nobody else handles SIGTERM."""
-    if threading.current_thread() is not threading.main_thread() or \
-            signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
-        yield
-        return
-
-    def handler(signum, frame):
-        raise SystemExit(128 + signum)
-
-    signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)

@@ -11,10 +11,11 @@ the child's stdout, which is read instead).
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field
 
-from fabricbench.fabrics.model import NEVER_SET, Fabric
+from fabricbench.fabrics.model import NEVER_SET, Fabric, parse_custom
 from fabricbench.masking import public_value
 
 DEBUG_SUBSYS = "INIT,P2P,SHM,NET"
@@ -51,3 +52,63 @@ def fabric_env(fabric: Fabric, base_env: dict[str, str] | None = None, *,
         else:
             env.pop(var, None)
     return FabricEnv(env=env, warnings=warnings, log_dir=chosen_dir)
+
+
+# -- a custom fabric travels to children by name, its values in their environment -------------------------
+TRAVEL = "FABRICBENCH_FABRICS"  # JSON {name: [[VAR, VALUE], ...]}: the custom fabrics a parent applied
+
+
+def carry(fabric: Fabric, env: dict[str, str]) -> None:
+    """Put a custom fabric's definition into a child's environment, so that the child's argv can name it by
+    its name alone (`--fabric sec`, never `--fabric sec:MY_TOKEN=...`: argv is visible to every user)."""
+    if fabric.builtin:
+        return
+    known = _travelled(env)
+    known[fabric.name] = [list(kv) for kv in fabric.env]
+    env[TRAVEL] = json.dumps(known)
+
+
+def travelled(name: str, environ: dict[str, str] | None = None) -> Fabric | None:
+    """The custom fabric `name` a parent carried into this process's environment, or None."""
+    pairs = _travelled(os.environ if environ is None else environ).get(name)
+    if not isinstance(pairs, list):
+        return None
+    return parse_custom(f"{name}:" + ",".join(f"{k}={v}" for k, v in pairs), [])
+
+
+def _travelled(environ: dict[str, str]) -> dict:
+    try:
+        v = json.loads(environ.get(TRAVEL) or "{}")
+    except json.JSONDecodeError:
+        return {}
+    return v if isinstance(v, dict) else {}
+
+
+def argv_name(fabric: Fabric) -> str:
+    """What a child's argv says for `fabric`: a custom fabric's name (its values travel by carry()), a
+    built-in's or a family member's full name (nothing secret in them)."""
+    return fabric.name
+
+
+_KNOWN: dict[str, Fabric] = {}  # custom fabrics parsed in this process (a qualify spec's), by name
+
+
+def remember(fabric: Fabric) -> str:
+    """Keep a custom fabric parsed once, so that what follows names it by its name alone; returns it."""
+    if not fabric.builtin:
+        _KNOWN[fabric.name] = fabric
+    return fabric.name
+
+
+def known(name: str) -> Fabric | None:
+    """A custom fabric by name: carried into this process by a parent, or remembered by this one."""
+    return travelled(name) or _KNOWN.get(name)
+
+
+def mask_known(text: str) -> str:
+    """`text` with every VAR=VALUE of a known custom fabric's secret variable shown as VAR=***."""
+    for fabric in list(_KNOWN.values()) + [f for n in _travelled(os.environ) if (f := travelled(n))]:
+        for var, val in fabric.env:
+            if val and public_value(var, val) != val:
+                text = text.replace(f"{var}={val}", f"{var}={public_value(var, val)}")
+    return text

@@ -61,6 +61,16 @@ class Fabric:
         """Why this fabric cannot be applied on this machine; None when it can."""
         return None
 
+    def inert_without_nccl(self) -> str | None:
+        """Why this fabric would change nothing for ranks that use no NCCL (gloo): it only sets NCCL_*
+        variables and shapes no link. Measured anyway, it would be the default fabric under another name,
+        and its "ratio" noise; the caller waives it with this reason. None when it can apply."""
+        if self.plain or self.rate_bps is not None or any(not var.startswith("NCCL_") for var, _ in self.env):
+            return None
+        names = " ".join(f"{k}={v}" for k, v in self.public_variables.items())
+        return (f"fabric {self.name} only sets NCCL variables ({names}) and gloo ranks use no NCCL, so it would "
+                f"change nothing; it applies to --backend nccl (GPUs)")
+
     @contextlib.contextmanager
     def isolation(self) -> Iterator[str | None]:
         """Set up the place the fabric's processes run in; yields a network namespace name or None."""

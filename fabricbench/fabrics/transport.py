@@ -19,25 +19,37 @@ from dataclasses import dataclass, field
 
 from fabricbench.fabrics.model import Fabric
 
-_VIA = re.compile(r"NCCL INFO Channel \d+/\d+ : \d+\[[0-9a-fx]+\] -> \d+\[[0-9a-fx]+\]"
-                  r"(?: \[(?:send|receive)\])? via (\S+(?: pointer)?(?:/\S+)*)")
+# One channel connection. Releases differ: "Channel 03/0 : 0[0] -> 1[1] via P2P/CUMEM/read" (P2P, NET),
+# "Channel 00 : 0[0] -> 1[1] via SHM/direct/direct" (SHM has no "/N" sub-index), "Ring 00 : 3 -> 4 [send]
+# via NET/Socket/0" (2.4-era: "Ring", no brackets), bus ids in the brackets ("0[4b000]"), plugins named with
+# spaces ("via NET/NCCL RDMA Plugin v8/1/GDRDMA"), and a trailing "comm 0x..." in some builds.
+_VIA = re.compile(r"NCCL INFO (?:Channel|Ring) \d+(?:/\d+)? ?: +\d+(?:\[[^\]]*\])? -> \d+(?:\[[^\]]*\])?"
+                  r"(?: \[(?:send|receive)\])? via (.+?)(?: comm 0x[0-9a-fA-F]+.*)?\s*$")
 # Releases differ: "comm 0x.. rank 0 nranks 2 cudaDev ..."; "ncclCommInitRankFunc comm 0x.. rank 0 nranks 1
 # cudaDev ... Init START" (a function name first, "[Rank r] " in some); "comm 0x.. rank 0 nRanks 1 nNodes 1 ..."
 # (2.28.9 on the H200 wrote no line the first form matched: its one-rank records lost their rank count)
 _NRANKS = re.compile(r"NCCL INFO (?:\[Rank \d+\] )?(?:\w+ )?comm 0x[0-9a-f]+ rank \d+ nranks (\d+)", re.IGNORECASE)
-_NETWORK = re.compile(r"NCCL INFO Using network (\S+)")
+_NODES = re.compile(r"NCCL INFO .*\bnNodes (\d+) localRanks (\d+)")
+_NETWORK = re.compile(r"NCCL INFO Using network (.+?)\s*$")
+# Connected: "Connected NVLS" (and "... NVLS tree"), "NVLS comm 0x..", "16 nvls channels". Available only:
+# "NVLS multicast support is available on dev 0" (NCCL prints it when NVLS is enabled and the GPUs support it).
 _NVLS = re.compile(r"NCCL INFO .*(?:Connected NVLS|NVLS comm|nvlsSupport 1)")
-_VERSION = re.compile(r"NCCL version (\S+)")
+_NVLS_CHANNELS = re.compile(r"NCCL INFO .*\b(\d+) nvls channels")
+_NVLS_AVAILABLE = re.compile(r"NVLS multicast support is available")
+_VERSION = re.compile(r"NCCL version (\d+\.\d+\.\d+)")
 
 
 def transport_of(path: str) -> str:
-    """'P2P/CUMEM/read' -> 'P2P/CUMEM'; 'SHM/direct/direct' -> 'SHM'; 'NET/IB/0/GDRDMA' -> 'NET/IB'."""
+    """'P2P/CUMEM/read' -> 'P2P/CUMEM'; 'SHM/direct/direct' -> 'SHM'; 'NET/IB/0/GDRDMA' -> 'NET/IB';
+    'NET/NCCL RDMA Plugin v8/1/GDRDMA' -> 'NET/NCCL RDMA Plugin v8' (a plugin keeps its whole name);
+    'direct shared memory' (2.4-era SHM) -> 'SHM'."""
+    path = path.strip()
     parts = path.split("/")
-    family = parts[0].upper()
-    if family == "SHM":
+    family = parts[0].strip().upper()
+    if family == "SHM" or path.lower().startswith("direct shared memory"):
         return "SHM"
-    if family in ("P2P", "NET") and len(parts) > 1:
-        return f"{family}/{parts[1]}"
+    if family in ("P2P", "NET") and len(parts) > 1 and parts[1].strip():
+        return f"{family}/{parts[1].strip()}"
     return family
 
 
@@ -46,9 +58,13 @@ class TransportSummary:
     transports: list[str] = field(default_factory=list)  # sorted, e.g. ["P2P/CUMEM"]
     connections: int = 0  # channel connection lines seen
     nranks: int | None = None  # from "comm ... nranks N" lines
+    nnodes: int | None = None  # from "comm ... nRanks N nNodes M localRanks L" (newer releases)
+    local_ranks: int | None = None
     network: str | None = None  # "Socket", "IB" (NCCL's network plugin, used between nodes or by `net`)
-    nvls: bool = False  # NVLink SHARP connected
-    nccl_version: str | None = None
+    gdrdma: bool | None = None  # a NET connection used GPUDirect RDMA ("/GDRDMA"); None without NET lines
+    nvls: bool = False  # NVLink SHARP connected (or available and nothing says it was not set up)
+    nvls_available: bool = False  # "NVLS multicast support is available"
+    nccl_version: str | None = None  # "2.21.5" (the "+cudaX" suffix dropped)
     log_lines: int = 0  # NCCL INFO lines read
 
     @property
@@ -68,25 +84,35 @@ class TransportSummary:
 
     def to_dict(self) -> dict:
         return {"transports": self.transports, "connections": self.connections, "nranks": self.nranks,
-                "network": self.network, "nvls": self.nvls, "nccl_version": self.nccl_version,
-                "log_lines": self.log_lines}
+                "nnodes": self.nnodes, "local_ranks": self.local_ranks, "network": self.network,
+                "gdrdma": self.gdrdma, "nvls": self.nvls, "nvls_available": self.nvls_available,
+                "nccl_version": self.nccl_version, "log_lines": self.log_lines}
 
 
 def parse_nccl_log(text: str) -> TransportSummary:
+    """Everything fabricbench reads from NCCL's INFO lines; lines of any other output are ignored, so a log
+    may come mixed into nccl-tests' or a training job's output, with or without mpirun's `[1,3]<stdout>:`."""
     s = TransportSummary()
     found: set[str] = set()
+    nvls_connected, nvls_none = False, False
     for line in text.splitlines():
         if "NCCL INFO" in line:
             s.log_lines += 1
         m = _VIA.search(line)
         if m:
-            found.add(transport_of(m.group(1)))
+            path = m.group(1)
+            found.add(transport_of(path))
             s.connections += 1
+            if path.upper().startswith("NET/"):
+                s.gdrdma = bool(s.gdrdma) or "/GDRDMA" in path.upper()
             continue
         m = _NRANKS.search(line)
         if m:
             s.nranks = max(s.nranks or 0, int(m.group(1)))
-            continue
+        m = _NODES.search(line)
+        if m:
+            s.nnodes = max(s.nnodes or 0, int(m.group(1)))
+            s.local_ranks = max(s.local_ranks or 0, int(m.group(2)))
         m = _NETWORK.search(line)
         if m:
             s.network = m.group(1)
@@ -95,8 +121,17 @@ def parse_nccl_log(text: str) -> TransportSummary:
         if m and s.nccl_version is None:
             s.nccl_version = m.group(1)
         if _NVLS.search(line):
-            s.nvls = True
+            nvls_connected = True
+        m = _NVLS_CHANNELS.search(line)
+        if m:
+            if int(m.group(1)) > 0:
+                nvls_connected = True
+            else:
+                nvls_none = True
+        if _NVLS_AVAILABLE.search(line):
+            s.nvls_available = True
     s.transports = sorted(found)
+    s.nvls = nvls_connected or (s.nvls_available and not nvls_none)
     return s
 
 

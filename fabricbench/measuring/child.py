@@ -206,6 +206,9 @@ def run_child(fabric: Fabric, args: list[str], *, base_env: dict[str, str] | Non
 
     run = ChildRun(fabric=fabric)
     uses_nccl = not ("--backend" in args and args[args.index("--backend") + 1] == "gloo")
+    if not uses_nccl and fabric.inert_without_nccl():  # refused before anything runs: never a fake comparison
+        run.waived = fabric.inert_without_nccl()
+        return run
     # procs.temp_dir: named with our pid, so one a SIGKILL leaves behind is removed at the next start
     with procs.temp_dir(f"sweep-{fabric.name}") as tmp_path:
         tmp = str(tmp_path)

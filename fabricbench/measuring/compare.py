@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from fabricbench.errors import UsageError
+from fabricbench.sizes import SizeSweep
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -44,6 +45,11 @@ class SweepOptions:
                              **({"timeout_s": self.timeout_s} if self.timeout_s is not None else {}))
         if uses_gpus(config):  # GPUs against those visible, now rather than in every child
             resolve_devices(config)
+
+    def planned(self) -> list[tuple[str, int]]:
+        """The (op, size) pairs one child sweep measures: what a progress bar counts."""
+        sizes = SizeSweep.parse(self.sizes).expand()
+        return [(op.strip(), s) for op in self.ops.split(",") if op.strip() for s in sizes]
 
     @property
     def cpu_ranks(self) -> bool:
@@ -102,17 +108,23 @@ def _stderr(message: str) -> None:
 
 
 def run_and_keep(fabric, args: list[str], writer, run_id: str, *, what: str, kept: str,
-                 extra: dict[str, Any] | None = None, say: Callable[[str], None] = _stderr):
+                 extra: dict[str, Any] | None = None, say: Callable[[str], None] = _stderr,
+                 on_record: Callable[[dict[str, Any]], None] | None = None):
     """One child sweep under `fabric`: report its warnings and failure, write its records into this run.
 
     `what` names the run in messages ("fabric p2p-off", "4 GPUs cross-island"); `kept` says what survives
-    a failure ("other fabrics' results"); `say` prints one message line. Returns the ChildRun with its
-    records adopted.
+    a failure ("other fabrics' results"); `say` prints one message line; `on_record` sees each record as it
+    is written (progress). Returns the ChildRun with its records adopted.
     """
     from fabricbench.measuring.child import run_child
 
     # Written as the child measures them: an interrupted compare keeps every finished measurement.
-    run = run_child(fabric, args, extra=extra, on_record=lambda rec: writer.write(adopt(rec, run_id)))
+    def write(rec: dict[str, Any]) -> None:
+        writer.write(adopt(rec, run_id))
+        if on_record is not None:
+            on_record(rec)
+
+    run = run_child(fabric, args, extra=extra, on_record=write)
     for w in run.warnings:
         say(f"warning: {w}")
     if run.waived:

@@ -4,28 +4,48 @@
     res = fabricbench.qualify("builtin:h200-sxm-8", out="q/")
     for v in res.verdicts:
         print(v.check, v.status, v.measured, v.threshold, v.margin)
-    res.exit_code          # 0: every check passed or was waived; 1: any failed or errored
+    res.exit_code          # by the worst severity: 0 pass/info, 1 critical, 3 unknown, 4 warning
 
     from fabricbench.qualifying.api import init_spec, fleet
     text = init_spec("q/results.jsonl", margin=0.9)             # a spec from a known-good node
     f = fleet(["node1/", "node2/", "node3/"], out="fleet/")    # outliers across nodes
 
 Outputs under `out`: results.jsonl (every record, as measured), verdicts.json, junit.xml, report.md and
-report.html, spec.toml (the spec as run).
+report.html, spec.toml (the spec as run); `prometheus=FILE`: a node_exporter textfile (prometheus.py).
 """
 
 from __future__ import annotations
 
-import json
 import os
+import shlex
+import socket
 import time
+import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from fabricbench.errors import FabricbenchError, UsageError
-from fabricbench.qualifying.spec import Spec, load_spec, parse_spec
-from fabricbench.qualifying.verdict import Verdict, combine, exit_code, waived
+from fabricbench.fabrics.env import mask_known
+from fabricbench.fabrics.model import shown
+from fabricbench.files import dumps, refuse_collisions, write_text_atomic
+from fabricbench.measuring.runner import new_run_id
+from fabricbench.qualifying.checks import CHECKS
+from fabricbench.qualifying.context import Context
+from fabricbench.qualifying.figures import compare, figures
+from fabricbench.qualifying.fleet import run_fleet
+from fabricbench.qualifying.init import spec_from_results
+from fabricbench.qualifying.inputs import read_all, records as read_records
+from fabricbench.qualifying.junit import to_xml
+from fabricbench.qualifying.offline import OfflineContext
+from fabricbench.qualifying.prometheus import TextFile
+from fabricbench.qualifying.report import write_report
+from fabricbench.qualifying.spec import DEFAULT_LEVEL, Spec, load_spec, parse_spec
+from fabricbench.qualifying.verdict import (SEVERITIES, Policy, Verdict, attempt_record, combine, error,
+                                            exit_code, flaky, waived, worst)
+from fabricbench.results.schema import header
+from fabricbench.results.writer import ResultWriter
+from fabricbench.topology import read_topology, snapshot_record
 
 
 @dataclass(kw_only=True)
@@ -36,16 +56,25 @@ class QualifyResult:
     run_id: str = ""
     host: str = ""
     files: dict[str, str] = field(default_factory=dict)  # what was written: results, verdicts, junit, ...
+    reproduce: str = ""  # the command line that runs this qualification again, every shaping flag kept
+    notes: list[str] = field(default_factory=list)  # what a reader skipped (damaged lines of a baseline)
+    when: float = field(default_factory=time.time)
 
     @property
     def exit_code(self) -> int:
         return exit_code(self.verdicts)
 
+    @property
+    def severity(self) -> str:
+        return worst(self.verdicts)
+
     def to_dict(self) -> dict[str, Any]:
-        return {"spec": self.spec.name, "spec_path": self.spec.path, "run_id": self.run_id, "host": self.host,
-                "exit_code": self.exit_code,
+        return {"spec": self.spec.name, "spec_path": self.spec.path, "level": self.spec.level,
+                "run_id": self.run_id, "host": self.host, "exit_code": self.exit_code, "severity": self.severity,
+                "reproduce": self.reproduce, "notes": self.notes,
                 "counts": {s: sum(1 for v in self.verdicts if v.status == s)
                            for s in ("pass", "fail", "waived", "error")},
+                "severities": {s: sum(1 for v in self.verdicts if v.severity == s) for s in SEVERITIES},
                 "verdicts": [v.to_dict() for v in self.verdicts]}
 
 
@@ -58,41 +87,77 @@ def _as_spec(spec: Spec | str | os.PathLike) -> Spec:
     return load_spec(text)
 
 
-def select(spec: Spec, only: Sequence[str] | None, skip: Sequence[str] | None) -> list:
+def select(spec: Spec, only: Sequence[str] | None, skip: Sequence[str] | None, level: int | None = None) -> list:
+    """The checks to run: those at `level` (spec.at_level), then --only/--skip by name."""
     names = [c.name for c in spec.checks]
     for flag, given in (("--only", only), ("--skip", skip)):
         unknown = [n for n in (given or []) if n not in names]
         if unknown:
             raise UsageError(f"{flag} {','.join(unknown)}: no such check in {spec.path}; its checks are "
                              f"{', '.join(names)}")
-    return [c for c in spec.checks if (not only or c.name in only) and c.name not in (skip or [])]
+    at = spec.checks if level is None else [c for c in spec.checks if level in c.levels]
+    elsewhere = [c for c in spec.checks if c.name in (only or []) and c not in at]
+    if elsewhere:
+        c = elsewhere[0]
+        raise UsageError(f"--only {c.name}: it runs at --level {','.join(map(str, c.levels))}, not {level}; "
+                         f"give --level {c.levels[0]}")
+    return [c for c in at if (not only or c.name in only) and c.name not in (skip or [])]
+
+
+def reproduce_line(spec_path: str, *, out=None, level: int | None = None, only=None, skip=None, fabric=None,
+                   topo_file=None, baseline=None, tolerance: float | None = None, prometheus=None) -> str:
+    """The command that runs this qualification again: every flag that shaped it, quoted for a shell. A
+    custom fabric's secret values show as *** (fabrics.model.shown): put them back by hand."""
+    argv = ["fabricbench", "qualify", "--spec", str(spec_path)]
+    for flag, value in (("--level", level), ("--only", ",".join(only) if only else None),
+                        ("--skip", ",".join(skip) if skip else None),
+                        ("--fabric", shown(fabric) if fabric is not None else None),
+                        ("--topo-file", topo_file), ("--baseline", baseline),
+                        ("--tolerance", f"{tolerance:g}" if tolerance is not None else None),
+                        ("--prometheus", prometheus), ("--out", out)):
+        if value is not None:
+            argv += [flag, str(value)]
+    return shlex.join(argv)
 
 
 def qualify(spec: Spec | str | os.PathLike, *, out: str | os.PathLike | None = None,
             only: Sequence[str] | None = None, skip: Sequence[str] | None = None, resume: bool = False,
-            topo_file: str | None = None, baseline: str | os.PathLike | None = None, tolerance: float = 0.05,
-            fabric: str | None = None, echo: Callable[[str], None] | None = None) -> QualifyResult:
-    """Run a spec's checks (those selected) and return their verdicts; see the module docstring."""
-    import socket
-
-    from fabricbench.measuring.runner import new_run_id
-    from fabricbench.qualifying.checks import CHECKS
-    from fabricbench.qualifying.context import Context
-    from fabricbench.results.schema import header
-    from fabricbench.results.writer import ResultWriter, read_results
-
+            topo_file: str | None = None, baseline: str | os.PathLike | None = None,
+            tolerance: float | None = None, fabric: str | None = None, level: int | None = None,
+            prometheus: str | os.PathLike | None = None,
+            echo: Callable[[str], None] | None = None,
+            records_from: str | os.PathLike | None = None) -> QualifyResult:
+    """Run a spec's checks (those selected, at `level`: default 2) and return their verdicts; see the
+    module docstring. `tolerance` (for `baseline`) defaults to the spec's [run] baseline_tolerance.
+    `records_from`: judge these results (fabricbench's, or `fabricbench import`ed) instead of measuring."""
     spec = _as_spec(spec)
+    level = DEFAULT_LEVEL if level is None else level
+    full = spec
     if fabric is not None and fabric != "default":
         spec = spec.under(fabric)
-    checks = select(spec, only, skip)
-    if not 0 <= tolerance < 1:
-        raise UsageError(f"--tolerance {tolerance:g}: a fraction in [0, 1), e.g. 0.05")
-    base_records = _read_baseline(baseline) if baseline is not None else None
+    checks = select(spec, only, skip, level)
+    spec = spec.at_level(level)
+    tol = spec.run.baseline_tolerance if tolerance is None else tolerance
+    if not 0 <= tol < 1:
+        raise UsageError(f"--tolerance {tol:g}: a fraction in [0, 1), e.g. 0.05")
+    notes: list[str] = []
+    base_records = None
+    if baseline is not None:
+        base_records, note = read_all(baseline, what="--baseline")
+        notes += [note] if note else []
+    recorded = None
+    if records_from is not None:
+        if resume:
+            raise UsageError("--from judges recorded results and measures nothing: --resume does not apply")
+        recorded, note = read_all(records_from, what="--from")
+        notes += [note] if note else []
     if resume and out is None:
         raise UsageError("--resume continues the run in --out; give --out DIR")
+    if out is not None or prometheus is not None:
+        refuse_collisions({"--prometheus": prometheus, "--out results": Path(out) / "results.jsonl" if out else None},
+                          {"--baseline": baseline, "--spec": full.path if os.path.isfile(full.path) else None,
+                           "--topo-file": topo_file})
     if topo_file is not None:  # bad input is found before anything is written or measured
-        from fabricbench.topology import read_topology
-
         if not os.path.isfile(topo_file):
             raise UsageError(f"--topo-file {topo_file}: no such file; give a saved `nvidia-smi topo -m` output")
         try:
@@ -107,119 +172,127 @@ def qualify(spec: Spec | str | os.PathLike, *, out: str | os.PathLike | None = N
         if not resume:
             raise UsageError(f"--out {out}: {results_path} already holds a run; pass --resume to continue "
                              f"it or choose another --out")
-        previous = list(read_results(results_path))
-    run_id = next((r["run_id"] for r in previous if r.get("kind") == "qualify_start"), None) or new_run_id()
+        previous = list(read_records(results_path, what="--resume"))
+    run_id = next((r["run_id"] for r in previous if r.get("kind") == "qualify_start" and r.get("run_id")),
+                  None) or new_run_id()
     writer = ResultWriter(results_path if rank0 else None)
-    ctx = Context(spec, writer=writer, run_id=run_id, topo_file=topo_file, previous=previous, echo=echo)
+    if recorded is not None:
+        ctx = OfflineContext(spec, records=recorded, source=str(records_from), writer=writer, run_id=run_id,
+                             topo_file=topo_file, echo=echo)
+    else:
+        ctx = Context(spec, writer=writer, run_id=run_id, topo_file=topo_file, previous=previous, echo=echo)
     try:
         if not previous and rank0:
             writer.write({**header("qualify_start", run_id=run_id), "spec": spec.name, "spec_path": spec.path,
-                          "checks": [c.name for c in checks]})
+                          "level": level, "checks": [c.name for c in checks]})
             topo = ctx.topology() if any(c.kind == "topology" for c in checks) or not spec.run.cpu_ranks else None
             if topo is not None:
-                from fabricbench.topology import snapshot_record
-
                 writer.write(snapshot_record(run_id, topo=topo))
         verdicts = [_judge(c, CHECKS.get(c.kind), ctx, distributed, echo) for c in checks]
         if base_records is not None:
-            verdicts.append(_baseline_verdict(base_records, writer.records + previous, tolerance))
+            verdicts.append(_baseline_verdict(base_records, writer.records + previous, tol))
         if rank0:
             for v in verdicts:
                 writer.write(verdict_record(v, run_id))
     finally:
         writer.close()
     res = QualifyResult(spec=spec, verdicts=verdicts, out=str(out) if out is not None else None, run_id=run_id,
-                        host=socket.gethostname())
-    if out is not None and rank0:
-        _write_outputs(res, Path(out))
+                        host=socket.gethostname(), notes=notes,
+                        reproduce=reproduce_line(full.path, out=out, level=level, only=only, skip=skip,
+                                                 fabric=fabric, topo_file=topo_file, baseline=baseline,
+                                                 tolerance=tolerance, prometheus=prometheus))
+    if rank0:
+        if out is not None:
+            _write_outputs(res, Path(out))
+        if prometheus is not None:
+            tf = TextFile()
+            tf.add_records(writer.records + previous, host=res.host)
+            tf.add_verdicts(res.host, spec.name, verdicts, when=res.when)
+            res.files["prometheus"] = tf.write(str(prometheus))
     return res
 
 
 def verdict_record(v: Verdict, run_id: str) -> dict[str, Any]:
     """A kind "verdict" record: the header's `kind` stays "verdict"; the check's kind is `check_kind`."""
-    from fabricbench.results.schema import header
-
     body = v.to_dict()
     body["check_kind"] = body.pop("kind")
     return {**header("verdict", run_id=run_id), **body}
 
 
 def _judge(check, kind, ctx, distributed: bool, echo) -> Verdict:
+    """The check's verdict; a miss is measured again up to `retries` times, every attempt recorded, and a
+    pass after a miss is a warning (flaky)."""
+    policy = Policy(severity=check.severity, warn_fraction=check.warn_fraction)
+    retries = check.retries if check.retries is not None else ctx.run.retries
+    tries: list[Verdict] = []
+    for attempt in range(retries + 1):
+        if attempt:
+            ctx.retry(attempt)
+            if echo:
+                echo(f"retry {attempt} of {retries}: {check.name} missed ({tries[-1].message()})")
+        tries.append(_judge_once(check, kind, ctx, distributed, echo, policy))
+        if tries[-1].status != "fail":
+            break
+    ctx.retry(0)  # later checks share the first attempt's units again
+    v = tries[-1]
+    v.attempts = [attempt_record(n + 1, t) for n, t in enumerate(tries)]
+    v.duration_s = sum(t.duration_s for t in tries)
+    if len(tries) > 1 and v.status == "pass":
+        flaky(v, tries[:-1])
+    return v
+
+
+def _judge_once(check, kind, ctx, distributed: bool, echo, policy: Policy) -> Verdict:
     t0 = time.monotonic()
     if distributed and kind.scope != "collective":
-        v = combine(check.name, check.kind, [waived(check.kind, "runs per node: a torchrun/srun launch "
-                                                                  "qualifies collectives across nodes only")],
-                    description=check.description)
-        return v
+        return combine(check.name, check.kind, [waived(check.kind, "runs per node: a torchrun/srun launch "
+                                                                   "qualifies collectives across nodes only")],
+                       description=check.description, policy=policy, source=check.source)
     if echo:
         echo(f"check {check.name} ({check.kind})")
+    skip = getattr(ctx, "skip_reason", lambda kind: None)(check.kind)  # judging recorded results (--from)
+    if skip:
+        return combine(check.name, check.kind, [waived(check.kind, skip)], description=check.description,
+                       policy=policy, source=check.source)
     try:
         items = kind.judge(check, ctx)
     except FabricbenchError as e:  # a measurement that could not be made: an error verdict, the run goes on
-        from fabricbench.qualifying.verdict import error
-
         items = [error(check.kind, f"{type(e).__name__}: {e}")]
     except Exception as e:  # noqa: BLE001 - a bug in one check must not cost the others' verdicts
-        import traceback
-
-        from fabricbench.qualifying.verdict import error
-
         where = traceback.extract_tb(e.__traceback__)[-1]
         items = [error(check.kind, f"internal error, please report: {type(e).__name__}: {e} "
                                    f"({os.path.basename(where.filename)}:{where.lineno})")]
-    v = combine(check.name, check.kind, items, description=check.description)
+    v = combine(check.name, check.kind, items, description=check.description, policy=policy,
+                source=check.source)
     v.duration_s = time.monotonic() - t0
     return v
 
 
-def _read_baseline(path) -> list[dict[str, Any]]:
-    from fabricbench.results.writer import read_results
-
-    p = Path(path)
-    if p.is_dir():
-        p = p / "results.jsonl"
-    if not p.is_file():
-        raise UsageError(f"--baseline {path}: no such results file; give an earlier run's results.jsonl "
-                         f"(or its --out folder)")
-    records = list(read_results(p))
-    if not records:
-        raise UsageError(f"--baseline {path}: no records in it")
-    return records
-
-
 def _baseline_verdict(old: list[dict[str, Any]], new: list[dict[str, Any]], tolerance: float) -> Verdict:
-    from fabricbench.qualifying.figures import compare, figures
-
     items = compare(figures(old), figures(new), tolerance)
     if not items:
         items = [waived("vs baseline", "the baseline and this run share no measured figure")]
     return combine("baseline", "baseline", items,
-                   description=f"no figure worse than the baseline by more than {tolerance:.0%}")
+                   description=f"no figure worse than the baseline by more than {tolerance:.0%} (or the "
+                               f"runs' own spread, when wider)")
 
 
 def _write_outputs(res: QualifyResult, out: Path) -> None:
-    from fabricbench.qualifying.junit import to_xml
-    from fabricbench.qualifying.report import write_report
-
     out.mkdir(parents=True, exist_ok=True)
-    (out / "verdicts.json").write_text(json.dumps(res.to_dict(), indent=2) + "\n", encoding="utf-8")
-    (out / "junit.xml").write_text(to_xml(res.verdicts, suite=res.spec.name, host=res.host), encoding="utf-8")
-    (out / "spec.toml").write_text(res.spec.text, encoding="utf-8")
-    res.files = {"results": str(out / "results.jsonl"), "verdicts": str(out / "verdicts.json"),
-                 "junit": str(out / "junit.xml"), "spec": str(out / "spec.toml")}
+    write_text_atomic(out / "verdicts.json", dumps(res.to_dict(), indent=2) + "\n", what="verdicts.json")
+    write_text_atomic(out / "junit.xml", to_xml(res.verdicts, suite=res.spec.name, host=res.host), what="junit.xml")
+    write_text_atomic(out / "spec.toml", mask_known(res.spec.text), what="spec.toml")  # custom fabric values: ***
+    res.files.update({"results": str(out / "results.jsonl"), "verdicts": str(out / "verdicts.json"),
+                      "junit": str(out / "junit.xml"), "spec": str(out / "spec.toml")})
     res.files.update(write_report(res, out))
 
 
 def init_spec(results: str | os.PathLike, *, margin: float = 0.9, name: str | None = None) -> str:
     """The TOML text of a spec whose thresholds are this known-good run's figures x margin."""
-    from fabricbench.qualifying.init import spec_from_results
-
     return spec_from_results(results, margin=margin, name=name)
 
 
 def fleet(inputs: Sequence[str | os.PathLike], *, out: str | os.PathLike | None = None, fraction: float = 0.9,
-          mad_z: float = 3.5):
+          mad_z: float = 3.5, prometheus: str | os.PathLike | None = None):
     """Per-node verdicts and outliers against the fleet (fleet.py)."""
-    from fabricbench.qualifying.fleet import run_fleet
-
-    return run_fleet(inputs, out=out, fraction=fraction, mad_z=mad_z)
+    return run_fleet(inputs, out=out, fraction=fraction, mad_z=mad_z, prometheus=prometheus)

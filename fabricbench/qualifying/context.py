@@ -81,6 +81,7 @@ class Context:
         self._units: dict[str, UnitResult] = {}
         self._topo: Any = ...
         self._previous = _closed_units(previous or [])
+        self.attempt = 0  # a retry (api._judge) measures afresh: its units get keys of their own
         self.distributed = "RANK" in os.environ and "WORLD_SIZE" in os.environ
         self.rank = int(os.environ.get("RANK", "0")) if self.distributed else 0
 
@@ -129,8 +130,17 @@ class Context:
         return sets, None
 
     # -- measurements ----------------------------------------------------------------------------
+    def retry(self, attempt: int) -> None:
+        """Measure afresh from here on: units get new keys, NVML is asked again (a saved file is not)."""
+        self.attempt = attempt
+        if self.topo_file is None:
+            self._topo = ...
+
+    def _fresh(self, key: str) -> str:
+        return key if not self.attempt else f"{key}-try{self.attempt + 1}"
+
     def sweep(self, unit: SweepUnit) -> UnitResult:
-        key = unit.key
+        key = self._fresh(unit.key)
         if key in self._units:
             return self._units[key]
         if key in self._previous:
@@ -155,7 +165,7 @@ class Context:
         return self._keep(res)
 
     def copies(self, gpus: tuple[int, ...], size: int, *, peers: bool, host: bool) -> UnitResult:
-        key = _key("copy", gpus, size, peers, host, self.run.iters, self.run.warmup)
+        key = self._fresh(_key("copy", gpus, size, peers, host, self.run.iters, self.run.warmup))
         if key in self._units:
             return self._units[key]
         if key in self._previous:
@@ -173,7 +183,7 @@ class Context:
         return self._keep(run_command("p2p", args, key=key, kind="copy", wall_timeout_s=self.run.unit_timeout_s))
 
     def train(self, args: list[str]) -> UnitResult:
-        key = _key("train", args)
+        key = self._fresh(_key("train", args))
         if key in self._units:
             return self._units[key]
         if key in self._previous:

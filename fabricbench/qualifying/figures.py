@@ -11,9 +11,12 @@ GB/s; each host direction's slowest GPU; a training run's samples/s. `sense` say
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from fabricbench.qualifying.prometheus import busbw_labels
+from fabricbench.qualifying.verdict import at_least, at_most
 from fabricbench.sizes import format_size
 
 
@@ -23,6 +26,8 @@ class Figure:
     value: float
     unit: str
     sense: str  # "min" (higher is better) or "max" (lower is better)
+    cv: float | None = None  # the run's own spread of this figure (coefficient of variation), when known
+    labels: tuple[tuple[str, str], ...] = ()  # a busbw figure's Prometheus labels (prometheus.busbw_labels)
 
 
 def _group(r: dict[str, Any]) -> str:
@@ -37,24 +42,26 @@ def figures(records: Iterable[dict[str, Any]]) -> dict[str, Figure]:
     groups: dict[str, list[dict[str, Any]]] = {}
     for r in recs:
         if r.get("kind") == "collective" and r.get("status") in ("ok", "wrong") and r.get("time_us") \
-                and not r.get("inplace"):
+                and not r.get("inplace") and isinstance(r.get("requested_bytes"), int):
             groups.setdefault(_group(r), []).append(r)
     for g, rs in groups.items():
         big = max(rs, key=lambda r: r["requested_bytes"])
         small = min(rs, key=lambda r: r["requested_bytes"])
         if big.get("busbw_gbps") is not None:
             name = f"busbw {g} @{format_size(big['requested_bytes'])}"
-            out[name] = Figure(name, big["busbw_gbps"], "GB/s", "min")
+            labels = busbw_labels(big)
+            out[name] = Figure(name, big["busbw_gbps"], "GB/s", "min", big.get("cv"),
+                               tuple(labels.items()) if labels else ())
         elif big.get("algbw_gbps") is not None:
             name = f"algbw {g} @{format_size(big['requested_bytes'])}"
-            out[name] = Figure(name, big["algbw_gbps"], "GB/s", "min")
+            out[name] = Figure(name, big["algbw_gbps"], "GB/s", "min", big.get("cv"))
         if small is not big:
             name = f"time {g} @{format_size(small['requested_bytes'])}"
-            out[name] = Figure(name, small["time_us"], "µs", "max")
+            out[name] = Figure(name, small["time_us"], "µs", "max", small.get("cv"))
     peers: dict[tuple[str, int], list[float]] = {}
     hosts: dict[tuple[str, int], list[float]] = {}
     for r in recs:
-        if r.get("kind") != "copy" or r.get("gbps") is None:
+        if r.get("kind") != "copy" or r.get("gbps") is None or not isinstance(r.get("bytes"), int):
             continue
         if r.get("copy_kind") == "peer" and r.get("src") != r.get("dst"):
             peers.setdefault((r["direction"], r["bytes"]), []).append(r["gbps"])
@@ -75,17 +82,29 @@ def figures(records: Iterable[dict[str, Any]]) -> dict[str, Figure]:
     return out
 
 
-def compare(old: dict[str, Figure], new: dict[str, Figure], tolerance: float):
-    """Items (verdict.py) for every figure both runs have: a regression is worse than old by > tolerance."""
-    from fabricbench.qualifying.verdict import at_least, at_most
+SPREAD_Z = 3.0  # a difference within 3 combined standard deviations of the two runs is noise, a tie
 
+
+def tolerance_for(o: Figure, n: Figure | None, tolerance: float) -> float:
+    """The tolerance of one figure: the given one, or the two runs' own spread when that is wider
+    (3 x sqrt(cv_old^2 + cv_new^2)), so that run-to-run noise is never a regression. At most 0.9."""
+    cvs = [f.cv for f in (o, n) if f is not None and f.cv is not None and f.cv >= 0]
+    spread = SPREAD_Z * math.sqrt(sum(c * c for c in cvs)) if cvs else 0.0
+    return min(0.9, max(tolerance, spread))
+
+
+def compare(old: dict[str, Figure], new: dict[str, Figure], tolerance: float):
+    """Items (verdict.py) for every figure both runs have: a regression is worse than old by more than
+    the tolerance (widened to the runs' measured spread, tolerance_for)."""
     items = []
     for name in sorted(set(old) & set(new)):
         o, n = old[name], new[name]
+        tol = tolerance_for(o, n, tolerance)
+        why = f"{tol:.0%}" + (" (the runs' spread)" if tol > tolerance else "")
         if o.sense == "min":
-            items.append(at_least("vs baseline", n.value, o.value * (1 - tolerance), unit=n.unit, subject=name,
-                                  reason=f"baseline {o.value:.4g} {o.unit} - {tolerance:.0%}"))
+            items.append(at_least("vs baseline", n.value, o.value * (1 - tol), unit=n.unit, subject=name,
+                                  reason=f"baseline {o.value:.4g} {o.unit} - {why}"))
         else:
-            items.append(at_most("vs baseline", n.value, o.value * (1 + tolerance), unit=n.unit, subject=name,
-                                 reason=f"baseline {o.value:.4g} {o.unit} + {tolerance:.0%}"))
+            items.append(at_most("vs baseline", n.value, o.value * (1 + tol), unit=n.unit, subject=name,
+                                 reason=f"baseline {o.value:.4g} {o.unit} + {why}"))
     return items

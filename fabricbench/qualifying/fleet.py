@@ -2,28 +2,53 @@
 
     fabricbench qualify --fleet node1/ node2/ node3/ --out fleet/ [--fraction 0.9]
     fabricbench qualify --fleet results/*.jsonl
-    fabricbench qualify --fleet all-hosts.jsonl          (one file holding many hosts' records)
+    fabricbench qualify --fleet all-hosts.jsonl --prometheus fleet.prom   (one file holding many hosts)
 
 Each input is one node: a `qualify --out` folder (results.jsonl, and verdicts.json when there) or a
-results file; a results file whose records come from several hosts is a node per host. Per figure (figures.py: the same names on every node that measured it) the fleet's median
-and MAD (median absolute deviation) are computed; a node is an outlier on a figure when it is worse than
-`fraction` x the median (for a floor; median / fraction for a ceiling), or when its robust z-score
-0.6745 x (x - median) / MAD is beyond `mad_z` on the bad side. Outputs: the fleet table, fleet.json,
-fleet.png (each node's figures relative to the fleet median) and report.md/html. Exit 1 when any node
-failed a check or is an outlier.
+results file; a results file whose records come from several hosts is a node per host. Files are
+streamed (inputs.py: one line at a time, only the fields a figure needs kept), so 12,500 hosts of 12
+records each are judged in seconds (benchmarks/qualify_fleet_scale.py).
+
+Per figure (figures.py: the same names on every node that measured it) the fleet's median and MAD
+(median absolute deviation) are computed; a node is an outlier on a figure when it is worse than
+`fraction` x the median (for a floor; median / fraction for a ceiling: critical), or when its robust
+z-score 0.6745 x (x - median) / MAD is beyond `mad_z` on the bad side (a warning). A node's severity is
+the worst of its outliers and of its own verdicts (verdict records or verdicts.json). The report lists
+the worst nodes first, with their codes. Outputs: fleet.json, junit.xml (a testcase per node),
+report.md/html, fleet.png (small fleets), and `--prometheus FILE`. Exit status by the worst node's
+severity, as for one node (verdict.py).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import statistics
+import xml.etree.ElementTree as ET
+from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
+import orjson
+
 from fabricbench.errors import UsageError
+from fabricbench.files import write_text_atomic
+from fabricbench.qualifying.codes import CODES
 from fabricbench.qualifying.figures import Figure, figures
+from fabricbench.qualifying.junit import xml_text
+from fabricbench.qualifying.inputs import Tally, read_json, records
+from fabricbench.qualifying.prometheus import TextFile
+from fabricbench.qualifying.verdict import EXIT, RANK, SEVERITIES
+from fabricbench.report import table as tables
+from fabricbench.report.analysis import fmt
+from fabricbench.report.document import Document
+
+PLOT_MAX_NODES = 64  # beyond this a bar per node is unreadable; fleet.json and the tables hold every node
+SHOW_NODES = 50  # nodes listed in the terminal and the report, worst first (fleet.json has all)
+# The fields a figure (figures.py), a verdict or a busbw series reads: a streamed record keeps only these.
+_KEEP = ("kind", "status", "time_us", "inplace", "requested_bytes", "busbw_gbps", "algbw_gbps", "cv", "op",
+         "dtype", "nranks", "gpus", "fabric", "host", "gbps", "direction", "bytes", "copy_kind", "src", "dst",
+         "throughput", "strategy", "model", "check", "severity", "code")
 
 
 @dataclass(kw_only=True)
@@ -32,8 +57,11 @@ class Node:
     source: str
     host: str | None
     figures: dict[str, Figure]
-    status: str | None = None  # "pass"/"fail" from its verdicts.json, None when it has none
+    status: str | None = None  # "pass"/"fail" from its verdicts, None when it has none
     failed: list[str] = field(default_factory=list)  # checks that failed or errored
+    severity: str = "pass"  # the worst of its verdicts and, once judged, of its outliers
+    codes: list[str] = field(default_factory=list)  # the codes of its non-passing verdicts and outliers
+    checks: dict[str, tuple[str, str]] = field(default_factory=dict)  # check -> (severity, code)
 
 
 @dataclass(kw_only=True)
@@ -45,136 +73,287 @@ class Outlier:
     ratio: float  # value / median
     robust_z: float | None
     why: str
+    severity: str = "critical"  # below fraction x median: critical; by robust z only: warning
+    code: str = "FB_FLEET_OUTLIER"
 
 
 @dataclass(kw_only=True)
 class FleetResult:
-    nodes: list[Node]
+    nodes: list[Node]  # worst first
     stats: dict[str, dict[str, float]]  # figure -> {"median", "mad", "n", "unit", "sense"}
     outliers: list[Outlier]
     fraction: float
     mad_z: float
     files: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def severity(self) -> str:
+        return max((n.severity for n in self.nodes), key=RANK.__getitem__, default="pass")
 
     @property
     def exit_code(self) -> int:
-        return 1 if self.outliers or any(n.status == "fail" for n in self.nodes) else 0
+        return EXIT[self.severity]
 
     def to_dict(self) -> dict[str, Any]:
         return {"fraction": self.fraction, "mad_z": self.mad_z, "exit_code": self.exit_code,
+                "severity": self.severity, "notes": self.notes,
+                "severities": {s: sum(1 for n in self.nodes if n.severity == s) for s in SEVERITIES},
                 "nodes": [{"name": n.name, "source": n.source, "host": n.host, "status": n.status,
-                           "failed": n.failed, "figures": {k: f.value for k, f in n.figures.items()}}
+                           "severity": n.severity, "codes": n.codes, "failed": n.failed,
+                           "checks": {c: {"severity": sv, "code": cd} for c, (sv, cd) in n.checks.items()},
+                           "figures": {k: f.value for k, f in n.figures.items()}}
                           for n in self.nodes],
                 "figures": self.stats,
                 "outliers": [o.__dict__ for o in self.outliers]}
 
 
-def load_nodes(path: str | os.PathLike) -> list[Node]:
-    """The node(s) of one input: a qualify --out folder or a results file (a node per host it holds)."""
-    from fabricbench.results.writer import read_results
+def _slim(rec: dict[str, Any]) -> dict[str, Any]:
+    return {k: rec[k] for k in _KEEP if k in rec}
 
+
+def load_nodes(path: str | os.PathLike, notes: list[str] | None = None) -> list[Node]:
+    """The node(s) of one input: a qualify --out folder or a results file (a node per host it holds)."""
     p = Path(path)
     verdicts = None
     if p.is_dir():
         results = p / "results.jsonl"
         if (p / "verdicts.json").is_file():
-            verdicts = json.loads((p / "verdicts.json").read_text(encoding="utf-8"))
+            verdicts = read_json(p / "verdicts.json", what="--fleet")
+            if not isinstance(verdicts, dict) or not isinstance(verdicts.get("verdicts"), list):
+                verdicts = None
+                if notes is not None:
+                    notes.append(f"--fleet {path}: verdicts.json is damaged; judged from results.jsonl alone")
         name = p.name or str(p)
     else:
         results = p
-        name = p.stem if p.name != "results.jsonl" else p.parent.name
-    if not results.is_file():
+        name = p.stem if p.name != "results.jsonl" else (p.parent.name or p.stem)
+    if p.is_dir() and not results.exists():
         raise UsageError(f"--fleet {path}: no results.jsonl there; give qualify --out folders or results files")
-    records = list(read_results(results))
-    if not records:
-        raise UsageError(f"--fleet {path}: {results} holds no records")
-    hosts = sorted({r["host"] for r in records if r.get("host") and r.get("kind") in ("collective", "copy", "train")})
-    if len(hosts) > 1 and verdicts is None:  # one file gathered from many hosts: a node per host
-        return [Node(name=h, source=f"{path} (host {h})", host=h,
-                     figures=figures(r for r in records if r.get("host") == h)) for h in hosts]
-    host = next((r.get("host") for r in records if r.get("host")), None)
-    node = Node(name=name, source=str(path), host=host, figures=figures(records))
+    by_host: dict[str | None, list[dict[str, Any]]] = defaultdict(list)
+    tally = Tally()
+    for rec in records(results, what="--fleet", tally=tally):
+        if rec.get("kind") in ("collective", "copy", "train", "verdict"):
+            by_host[rec.get("host")].append(_slim(rec))
+    note = tally.note(f"--fleet {path}")
+    if note and notes is not None:
+        notes.append(note)
+    if not by_host:
+        raise UsageError(f"--fleet {path}: {results} holds no measurement (collective, copy or train records)")
+    measured = [h for h, rs in by_host.items() if h and any(r.get("kind") != "verdict" for r in rs)]
+    if len(measured) > 1 and verdicts is None:  # one file gathered from many hosts: a node per host
+        nodes = []
+        for h in sorted(measured):
+            n = Node(name=h, source=f"{path} (host {h})", host=h, figures=figures(by_host[h]))
+            _adopt_verdicts(n, [r for r in by_host[h] if r.get("kind") == "verdict"])
+            nodes.append(n)
+        return nodes
+    recs = [r for rs in by_host.values() for r in rs]
+    host = next((r.get("host") for r in recs if r.get("host")), None)
+    node = Node(name=name, source=str(path), host=host, figures=figures(recs))
     if verdicts is not None:
-        node.failed = [v["check"] for v in verdicts.get("verdicts", []) if v.get("status") in ("fail", "error")]
-        node.status = "fail" if node.failed else "pass"
+        _adopt_verdicts(node, [v for v in verdicts["verdicts"] if isinstance(v, dict)])
+    else:
+        _adopt_verdicts(node, [r for r in recs if r.get("kind") == "verdict"])
     return [node]
 
 
+def _adopt_verdicts(node: Node, verdicts: list[dict[str, Any]]) -> None:
+    """A node's own verdicts: its failed checks, their severities and codes (older runs: from status)."""
+    if not verdicts:
+        return
+    for v in verdicts:
+        status, check = v.get("status"), str(v.get("check"))
+        sev = v.get("severity")
+        if sev not in RANK:
+            sev = {"pass": "pass", "waived": "info", "error": "unknown"}.get(status, "critical")
+        code = v.get("code") if isinstance(v.get("code"), str) else ("FB_PASS" if sev == "pass" else "FB_FAIL")
+        node.checks[check] = (sev, code)
+        if status in ("fail", "error"):
+            node.failed.append(check)
+        if RANK[sev] > RANK[node.severity]:
+            node.severity = sev
+        if sev not in ("pass", "info") and code not in node.codes:
+            node.codes.append(code)
+    node.status = "fail" if node.failed else "pass"
+
+
 def run_fleet(inputs: Sequence[str | os.PathLike], *, out: str | os.PathLike | None = None, fraction: float = 0.9,
-              mad_z: float = 3.5) -> FleetResult:
+              mad_z: float = 3.5, prometheus: str | os.PathLike | None = None) -> FleetResult:
     if not 0 < fraction <= 1:
         raise UsageError(f"--fraction {fraction:g}: a fraction in (0, 1], e.g. 0.9")
     if not inputs:
         raise UsageError("--fleet needs the nodes' qualify --out folders or results files")
-    nodes = [n for p in inputs for n in load_nodes(p)]
+    notes: list[str] = []
+    nodes = [n for p in inputs for n in load_nodes(p, notes)]
     if len(nodes) < 2:
         raise UsageError(f"--fleet needs at least 2 nodes to compare (got {len(nodes)}: {nodes[0].name})")
     names = [n.name for n in nodes]
     if len(set(names)) < len(names):  # two folders of the same name: tell them apart by their paths
         for n in nodes:
             n.name = n.source
+    per_fig: dict[str, list[tuple[Node, Figure]]] = defaultdict(list)
+    for n in nodes:
+        for k, f in n.figures.items():
+            per_fig[k].append((n, f))
     stats: dict[str, dict[str, Any]] = {}
     outliers: list[Outlier] = []
-    all_figs = sorted({k for n in nodes for k in n.figures})
-    for fig in all_figs:
-        vals = [(n, n.figures[fig]) for n in nodes if fig in n.figures]
+    for fig in sorted(per_fig):
+        vals = per_fig[fig]
         if len(vals) < 2:
             continue
-        xs = [f.value for _, f in vals]
-        med = statistics.median(xs)
-        mad = statistics.median(abs(x - med) for x in xs)
-        sense, unit = vals[0][1].sense, vals[0][1].unit
-        stats[fig] = {"median": med, "mad": mad, "n": len(xs), "unit": unit, "sense": sense}
-        for n, f in vals:
-            z = 0.6745 * (f.value - med) / mad if mad > 0 else None
-            bad_z = z is not None and (z < -mad_z if sense == "min" else z > mad_z)
-            bad_frac = f.value < fraction * med if sense == "min" else f.value > med / fraction
-            if bad_z or bad_frac:
-                why = []
-                if bad_frac:
-                    limit = f"below {fraction:g}x" if sense == "min" else f"above 1/{fraction:g}x"
-                    why.append(f"{f.value / med:.0%} of the median ({limit})")
-                if bad_z:
-                    why.append(f"robust z {z:+.1f}")
-                outliers.append(Outlier(node=n.name, figure=fig, value=f.value, median=med,
-                                        ratio=f.value / med if med else float("nan"), robust_z=z,
-                                        why="; ".join(why)))
+        st, found = judge_figure(fig, vals, fraction, mad_z)
+        stats[fig] = st
+        outliers += found
     if not stats:
         raise UsageError("--fleet: the nodes share no measured figure; qualify them with the same spec")
-    res = FleetResult(nodes=nodes, stats=stats, outliers=outliers, fraction=fraction, mad_z=mad_z)
+    by_name = {n.name: n for n in nodes}
+    for o in outliers:
+        n = by_name[o.node]
+        if RANK[o.severity] > RANK[n.severity]:
+            n.severity = o.severity
+        if o.code not in n.codes:
+            n.codes.append(o.code)
+    worst_ratio: dict[str, float] = {}
+    for o in outliers:
+        bad = o.ratio if stats[o.figure]["sense"] == "min" else (1 / o.ratio if o.ratio else 0.0)
+        worst_ratio[o.node] = min(worst_ratio.get(o.node, 1.0), bad)
+    nodes.sort(key=lambda n: (-RANK[n.severity], worst_ratio.get(n.name, 1.0), n.name))
+    res = FleetResult(nodes=nodes, stats=stats, outliers=outliers, fraction=fraction, mad_z=mad_z, notes=notes)
     if out is not None:
         _write(res, Path(out))
+    if prometheus is not None:
+        res.files["prometheus"] = write_prometheus(res, str(prometheus))
     return res
 
 
-def _write(res: FleetResult, out: Path) -> None:
-    from fabricbench.report.document import Document
+def judge_figure(fig: str, vals: list[tuple[Node, Figure]], fraction: float, mad_z: float):
+    """One figure's median and MAD over the fleet, and the nodes that are outliers on it."""
+    xs = [f.value for _, f in vals]
+    med = statistics.median(xs)
+    mad = statistics.median([abs(x - med) for x in xs])
+    sense, unit = vals[0][1].sense, vals[0][1].unit
+    st = {"median": med, "mad": mad, "n": len(xs), "unit": unit, "sense": sense}
+    found = []
+    for n, f in vals:
+        z = 0.6745 * (f.value - med) / mad if mad > 0 else None
+        bad_z = z is not None and (z < -mad_z if sense == "min" else z > mad_z)
+        bad_frac = f.value < fraction * med if sense == "min" else f.value > med / fraction
+        if bad_z or bad_frac:
+            why = []
+            if bad_frac:
+                limit = f"below {fraction:g}x" if sense == "min" else f"above 1/{fraction:g}x"
+                why.append(f"{f.value / med:.0%} of the median ({limit})" if med else f"{limit} the median 0")
+            if bad_z:
+                why.append(f"robust z {z:+.1f}")
+            found.append(Outlier(node=n.name, figure=fig, value=f.value, median=med,
+                                 ratio=f.value / med if med else float("nan"), robust_z=z, why="; ".join(why),
+                                 severity="critical" if bad_frac else "warning"))
+    return st, found
 
+
+def write_prometheus(res: FleetResult, path: str) -> str:
+    tf = TextFile()
+    counts: dict[str, int] = defaultdict(int)
+    for o in res.outliers:
+        counts[o.node] += 1
+    for n in res.nodes:
+        host = n.host or n.name
+        for f in n.figures.values():
+            if f.labels:
+                tf.add_busbw({**dict(f.labels), "host": host}, f.value)
+        for check, (sev, code) in n.checks.items():
+            tf.add_status(host, check, "", sev, code)
+        tf.add_summary(host, "fleet", RANK[n.severity])
+        tf.add_outliers(host, counts.get(n.name, 0))
+    return tf.write(path)
+
+
+def _junit(res: FleetResult) -> str:
+    """A testcase per node: critical -> failure, unknown -> error, warning -> passed with a property."""
+    bad = {s: sum(1 for n in res.nodes if n.severity == s) for s in SEVERITIES}
+    root = ET.Element("testsuites", name="fabricbench qualify --fleet", tests=str(len(res.nodes)),
+                      failures=str(bad["critical"]), errors=str(bad["unknown"]))
+    ts = ET.SubElement(root, "testsuite", name="fleet", tests=str(len(res.nodes)), failures=str(bad["critical"]),
+                       errors=str(bad["unknown"]))
+    by_node: dict[str, list[Outlier]] = defaultdict(list)
+    for o in res.outliers:
+        by_node[o.node].append(o)
+    for n in res.nodes:
+        tc = ET.SubElement(ts, "testcase", name=xml_text(n.name), classname="qualify.fleet")
+        props = ET.SubElement(tc, "properties")
+        ET.SubElement(props, "property", name="severity", value=n.severity)
+        ET.SubElement(props, "property", name="codes", value=",".join(n.codes))
+        lines = [f"{o.figure}: {o.value:.4g} vs median {o.median:.4g} ({o.why})" for o in by_node[n.name]]
+        lines += [f"check {c} failed" for c in n.failed]
+        msg = xml_text(f"{n.severity}: {', '.join(n.codes)}")
+        if n.severity == "critical":
+            ET.SubElement(tc, "failure", message=msg, type="critical").text = xml_text("\n".join(lines))
+        elif n.severity == "unknown":
+            ET.SubElement(tc, "error", message=msg, type="unknown").text = xml_text("\n".join(lines))
+        elif lines:
+            ET.SubElement(tc, "system-out").text = xml_text("\n".join(lines))
+    ET.indent(root)
+    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def _write(res: FleetResult, out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    (out / "fleet.json").write_text(json.dumps(res.to_dict(), indent=2) + "\n", encoding="utf-8")
-    res.files["fleet_json"] = str(out / "fleet.json")
+    # orjson: 12,500 nodes' figures in a fraction of json's time, and NaN is written as null, never NaN
+    text = orjson.dumps(res.to_dict(), option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS, default=str)
+    res.files["fleet_json"] = str(write_text_atomic(out / "fleet.json", text.decode() + "\n", what="fleet.json"))
+    res.files["junit"] = str(write_text_atomic(out / "junit.xml", _junit(res), what="junit.xml"))
     png = out / "fleet.png"
-    plotted = _plot(res, png)
+    plotted = len(res.nodes) <= PLOT_MAX_NODES and _plot(res, png)
+    crit = sum(1 for n in res.nodes if n.severity == "critical")
     doc = Document("Fleet qualification", subtitle=f"{len(res.nodes)} nodes, {len(res.stats)} figures")
-    s = doc.section("Nodes", intro=(f"{len(res.outliers)} outlier(s): a node worse than {res.fraction:g} x the fleet "
-                                    f"median of a figure, or beyond robust z {res.mad_z:g} (median/MAD)."))
-    s.table(["node", "host", "verdicts", "failed checks", "outlier figures"],
-            [[n.name, n.host or "-", n.status or "-", ", ".join(n.failed) or "-",
-              str(sum(1 for o in res.outliers if o.node == n.name))] for n in res.nodes], status_col=2)
+    s = doc.section("Nodes, worst first", intro=(
+        f"{crit} critical node(s), {len(res.outliers)} outlier figure(s): a node worse than {res.fraction:g} x "
+        f"the fleet median of a figure (critical), or beyond robust z {res.mad_z:g} (median/MAD; a warning)."
+        + (f" The {SHOW_NODES} worst are listed; fleet.json holds all {len(res.nodes)}."
+           if len(res.nodes) > SHOW_NODES else "")))
+    s.table(*node_table(res), status_col=2)
+    for note in res.notes:
+        s.text(note)
     if res.outliers:
-        s.table(["node", "figure", "value", "median", "ratio", "why"],
-                [[o.node, o.figure, f"{o.value:.4g}", f"{o.median:.4g}", f"{o.ratio:.2f}", o.why]
-                 for o in res.outliers], caption="Outliers")
-    t = doc.section("Figures", intro="Each figure per node; the median and MAD over the fleet.")
-    t.table(*table(res))
+        shown = outlier_rows(res)
+        s.table(["node", "figure", "value", "median", "ratio", "severity", "why"], shown,
+                caption="Outliers, worst nodes first" + (" (the first 200)" if len(res.outliers) > 200 else ""))
+    t = doc.section("Figures", intro="The median and MAD of each figure over the fleet.")
+    t.table(["figure", "unit", "nodes", "median", "MAD"],
+            [[fig, st["unit"], str(st["n"]), fmt(st["median"]), fmt(st["mad"])]
+             for fig, st in res.stats.items()])
+    if len(res.nodes) <= 16:
+        t.table(*table(res), caption="Each node's figures")
     if plotted:
         t.figure(str(png), "each node's figures relative to the fleet median (1.0); outliers in red")
         res.files["fleet_png"] = str(png)
+    c = doc.section("Codes", intro="What each code found means and what to do (README: qualify codes).")
+    used = sorted({code for n in res.nodes for code in n.codes})
+    c.table(["code", "meaning", "action"],
+            [[code, CODES.get(code).meaning, CODES.get(code).action] for code in used if code in CODES])
     md, html = doc.write(out, stem="report")
     res.files.update(report_md=str(md), report_html=str(html))
 
 
+def node_table(res: FleetResult, limit: int = SHOW_NODES) -> tuple[list[str], list[list[str]]]:
+    counts: dict[str, int] = defaultdict(int)
+    for o in res.outliers:
+        counts[o.node] += 1
+    return (["node", "host", "severity", "codes", "failed checks", "outlier figures"],
+            [[n.name, n.host or "-", n.severity, ", ".join(n.codes) or "-", ", ".join(n.failed) or "-",
+              str(counts.get(n.name, 0))] for n in res.nodes[:limit]])
+
+
+def outlier_rows(res: FleetResult, limit: int = 200) -> list[list[str]]:
+    rank = {n.name: i for i, n in enumerate(res.nodes)}
+    worst = sorted(res.outliers, key=lambda o: (rank[o.node], -RANK[o.severity], o.figure))[:limit]
+    return [[o.node, o.figure, fmt(o.value), fmt(o.median), f"{o.ratio:.2f}", o.severity, o.why]
+            for o in worst]
+
+
 def table(res: FleetResult) -> tuple[list[str], list[list[str]]]:
+    """Figures by node, a column per node: for small fleets (the report shows it up to 16 nodes)."""
     headers = ["figure", "unit", *[n.name for n in res.nodes], "median", "MAD"]
     out_set = {(o.node, o.figure) for o in res.outliers}
     rows = []
@@ -182,8 +361,8 @@ def table(res: FleetResult) -> tuple[list[str], list[list[str]]]:
         cells = []
         for n in res.nodes:
             f = n.figures.get(fig)
-            cells.append("-" if f is None else f"{f.value:.4g}" + (" !" if (n.name, fig) in out_set else ""))
-        rows.append([fig, st["unit"], *cells, f"{st['median']:.4g}", f"{st['mad']:.3g}"])
+            cells.append("-" if f is None else fmt(f.value) + (" !" if (n.name, fig) in out_set else ""))
+        rows.append([fig, st["unit"], *cells, fmt(st["median"]), fmt(st["mad"])])
     return headers, rows
 
 
@@ -224,27 +403,27 @@ def _plot(res: FleetResult, path: Path) -> bool:
 
 
 def render(res: FleetResult) -> None:
-    from rich.console import Console
     from rich.markup import escape
-    from rich.table import Table
+    from rich.text import Text
 
-    console = Console()
-    console = Console(width=max(console.width, 150))
-    headers, rows = table(res)
-    t = Table(title=f"fleet: {len(res.nodes)} nodes (outlier: < {res.fraction:g} x median or robust z beyond "
-                    f"{res.mad_z:g}; marked !)")
-    for h in headers:
-        t.add_column(h, justify="left" if h == "figure" else "right")
-    for r in rows:
-        t.add_row(*[f"[bold red]{escape(c)}[/]" if c.endswith(" !") else escape(c) for c in r])
-    console.print(t)
-    for n in res.nodes:  # names and figures hold brackets ("[default]"): escaped, not rich markup
-        if n.status == "fail":
-            console.print(f"[red]{escape(n.name)}[/red]: failed {escape(', '.join(n.failed))}")
-    for o in res.outliers:
-        console.print(f"[bold red]outlier[/bold red] {escape(o.node)}: {escape(o.figure)} = {o.value:.4g} vs "
-                      f"median {o.median:.4g} ({escape(o.why)})")
-    word = "PASSED" if res.exit_code == 0 else "FAILED"
-    console.print(f"[bold]{word}[/bold]: {len(res.outliers)} outlier(s), "
-                  f"{sum(1 for n in res.nodes if n.status == 'fail')} failing node(s)"
-                  + (f"; outputs in {Path(res.files['fleet_json']).parent}" if res.files else ""))
+    console = tables.console()
+    headers, rows = node_table(res)
+    cols = [tables.Col(h, justify="right" if h == "outlier figures" else "left", key=h == "node",
+                       prose=h in ("codes", "failed checks")) for h in headers]
+    style = {"critical": "bold red", "unknown": "yellow", "warning": "yellow", "info": "dim", "pass": "green"}
+    title = (f"fleet: {len(res.nodes)} nodes, worst first" + (
+        f" (the {SHOW_NODES} worst; fleet.json has all)" if len(res.nodes) > SHOW_NODES else "")
+        + f"; outlier: < {res.fraction:g} x median (critical) or robust z beyond {res.mad_z:g} (warning)")
+    tables.render(console, title, cols, [[*r[:2], Text(r[2], style=style[r[2]]), *r[3:]] for r in rows])
+    for row in outlier_rows(res, limit=20):  # names and figures hold brackets ("[default]"): escaped
+        console.print(f"[bold red]outlier[/bold red] {escape(row[0])}: {escape(row[1])} = {row[2]} vs median "
+                      f"{row[3]} ({escape(row[6])}; {row[5]})")
+    if len(res.outliers) > 20:
+        console.print(f"... {len(res.outliers) - 20} more outliers in fleet.json")
+    for note in res.notes:
+        console.print(f"[yellow]note[/yellow]: {escape(note)}")
+    sev = {s: sum(1 for n in res.nodes if n.severity == s) for s in SEVERITIES}
+    word = "PASSED" if res.exit_code == 0 else res.severity.upper()
+    console.print(f"[bold]{word}[/bold] (exit {res.exit_code}): {sev['critical']} critical, {sev['unknown']} unknown, "
+                  f"{sev['warning']} warning node(s) of {len(res.nodes)}; {len(res.outliers)} outlier(s)"
+                  + (f"; outputs in {Path(res.files['fleet_json']).parent}" if "fleet_json" in res.files else ""))

@@ -13,38 +13,53 @@ sizes and dtype. What becomes what:
 - two fabrics measured on the same op, size and GPUs -> a contrast check (time ratio x margin);
 - copy records -> p2p (slowest pair x margin) and host_copy (slowest GPU per direction x margin);
 - train records -> a train check (samples/s x margin, the loss falls).
+
+The measured spread widens the margin: a figure whose run-to-run coefficient of variation is cv gets
+min(margin, 1 - 3 cv) (never below 0.5), so that the same machine passes its own spec on a noisy day; and
+[run] baseline_tolerance is set from the spread, so that `--baseline` against this run passes on the same
+machine. A figure that is not finite, not positive, or beyond any sane value never becomes a threshold.
 """
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import socket
 from collections import defaultdict
 from typing import Any
 
 from fabricbench.errors import UsageError
+from fabricbench.qualifying.fields import MAX_NUMBER, MAX_SIZE, READERS, FieldError
+from fabricbench.qualifying.figures import SPREAD_Z
+from fabricbench.qualifying.inputs import read_all, results_path
 from fabricbench.sizes import format_size
+from fabricbench.topology.model import Topology
+
+MIN_FACTOR = 0.5  # the spread never widens a margin beyond half the measured figure
 
 
 def spec_from_results(path: str | os.PathLike, *, margin: float = 0.9, name: str | None = None) -> str:
-    from fabricbench.results.writer import read_results
-
     if not 0 < margin <= 1:
         raise UsageError(f"--margin {margin:g}: a fraction in (0, 1], e.g. 0.9 (thresholds = measured x margin)")
-    p = str(path)
-    if os.path.isdir(p):
-        p = os.path.join(p, "results.jsonl")
-    if not os.path.isfile(p):
+    if not os.path.lexists(str(path)):
         raise UsageError(f"--from {path}: no such results file; give a results.jsonl (or a qualify --out folder)")
-    records = list(read_results(p))
+    p = str(results_path(path, what="--from"))
+    records, _ = read_all(path, what="--from")
     colls = [r for r in records if r.get("kind") == "collective" and r.get("status") in ("ok", "wrong")
-             and r.get("time_us")]
-    copies = [r for r in records if r.get("kind") == "copy" and r.get("gbps")]
+             and _sane(r.get("time_us")) and _readable(r)]
+    copies = [r for r in records if r.get("kind") == "copy" and _sane(r.get("gbps"))
+              and isinstance(r.get("direction"), str) and isinstance(r.get("bytes"), int) and 0 < r["bytes"] <= MAX_SIZE]
     trains = [r for r in records if r.get("kind") == "train" and r.get("status") == "ok"]
     topo = next((r for r in records if r.get("kind") == "topology"), None)
+    try:
+        topology = Topology.from_dict(topo) if topo and topo.get("gpus") else None
+    except (KeyError, TypeError, ValueError, AttributeError):  # a damaged topology record: no wiring check
+        topology = topo = None
     if not (colls or copies or trains or topo):
         raise UsageError(f"--from {path}: no measurement in it (collective, copy, train or topology records)")
-    host = next((r.get("host") for r in records if r.get("host")), socket.gethostname())
+    host = _clean(next((r.get("host") for r in records if r.get("host")), socket.gethostname()))
+    path = _clean(str(path))
     w = _Toml()
     w.comment(f"Written by `fabricbench qualify --init --from {path} --margin {margin:g}`: thresholds are this")
     w.comment("known-good run's figures x margin (floors) or / margin (ceilings).")
@@ -56,13 +71,18 @@ def spec_from_results(path: str | os.PathLike, *, margin: float = 0.9, name: str
     w.table("run")
     for k, v in run.items():
         w.kv(k, v)
-    if topo and topo.get("gpus"):
-        _topology(w, topo)
+    cvs = sorted(r["cv"] for r in colls if isinstance(r.get("cv"), (int, float)) and 0 <= r["cv"] < 1)
+    if cvs:  # a baseline of this machine must pass: the tolerance covers two runs' typical spread
+        typical = cvs[len(cvs) // 2]
+        tol = min(0.5, max(0.05, SPREAD_Z * math.sqrt(2) * typical))
+        w.kv("baseline_tolerance", _round(tol), f"3 x sqrt(2) x the median cv {typical:.3g}, in [0.05, 0.5]")
+    if topology is not None:
+        _topology(w, topology)
     groups: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
     for r in colls:
         if not r.get("inplace"):
-            groups[(r.get("fabric", "default"), r["op"], r["dtype"], tuple(r.get("gpus") or ()))].append(r)
-    all_gpus = tuple(g["index"] for g in topo["gpus"]) if topo and topo.get("gpus") else None
+            groups[(r.get("fabric") or "default", r["op"], r["dtype"], tuple(r.get("gpus") or ()))].append(r)
+    all_gpus = tuple(g.index for g in topology.gpus) if topology is not None else None
     used: set[str] = set()
     correct: dict[tuple, tuple[dict[str, None], set[int]]] = {}
     for (fabric, op, dtype, gpus), rs in sorted(groups.items(), key=lambda kv: str(kv[0])):
@@ -83,14 +103,18 @@ def spec_from_results(path: str | os.PathLike, *, margin: float = 0.9, name: str
         w.kv("fabric", fabric)
         w.kv("gpus", _gpus_value(gpus, all_gpus, run))
         bw = big.get("busbw_gbps")
-        if bw:
-            w.kv("min_busbw_gbps", _round(bw * margin),
-                 f"measured {bw:.4g} GB/s at {format_size(big['requested_bytes'])} x {margin:g}")
-            if big["requested_bytes"] != rs[-1]["requested_bytes"]:
-                w.kv("busbw_size", format_size(big["requested_bytes"]))
-        if small is not big or not bw:
-            w.kv("max_latency_us", _round(small["time_us"] / margin),
-                 f"measured {small['time_us']:.4g} µs at {format_size(small['requested_bytes'])} / {margin:g}")
+        if _sane(bw):
+            f = _factor(margin, big.get("cv"))
+            w.kv("min_busbw_gbps", _round(bw * f),
+                 f"measured {bw:.4g} GB/s at {format_size(big['requested_bytes'])} x {f:.3g}")
+        else:
+            bw = None
+        if (small is not big or not bw) and _sane(small["time_us"]):
+            f = _factor(margin, small.get("cv"))
+            w.kv("max_latency_us", _round(small["time_us"] / f),
+                 f"measured {small['time_us']:.4g} µs at {format_size(small['requested_bytes'])} / {f:.3g}")
+        elif not bw:
+            w.kv("max_latency_us", _round(MAX_NUMBER), "no sane figure was measured: a placeholder ceiling")
         if checked and all(r["wrong"] == 0 for r in checked):
             c = correct.setdefault((fabric, dtype, gpus), ({}, set()))
             c[0][op] = None
@@ -115,13 +139,45 @@ def spec_from_results(path: str | os.PathLike, *, margin: float = 0.9, name: str
         for k in ("steps", "warmup_steps", "batch_size", "seq_len"):
             if isinstance(r.get(k), int):
                 w.kv(k, r[k])
-        w.kv("fabric", r.get("fabric", "default"))
+        w.kv("fabric", r.get("fabric") or "default")
         w.kv("loss_falls", True)
-        if sps:
+        if _sane(sps):
             w.kv("min_samples_per_s", _round(sps * margin), f"measured {sps:.4g} samples/s x {margin:g}")
     if not w.checks:
         raise UsageError(f"--from {path}: nothing in it becomes a check")
     return w.text()
+
+
+def _clean(text: str) -> str:
+    """Text from a results file, fit for a spec: control characters (a newline would end a comment) as '?'."""
+    return "".join(c if c.isprintable() else "?" for c in text)[:200] or "?"
+
+
+def _readable(r: dict[str, Any]) -> bool:
+    """A collective record whose op, dtype, size and fabric a spec can name (a foreign one is skipped)."""
+    try:
+        READERS["op"][0](r.get("op"))
+        READERS["dtype"][0](r.get("dtype"))
+        READERS["fabric"][0](r.get("fabric") or "default")
+    except FieldError:
+        return False
+    b = r.get("requested_bytes")
+    if b is None and isinstance(r.get("source"), dict):  # imported (nccl-tests): only the size moved is printed
+        b = r["requested_bytes"] = r.get("bytes")
+    return isinstance(b, int) and 0 < b <= MAX_SIZE
+
+
+def _sane(v: Any) -> bool:
+    """A figure that may become a threshold: a finite positive number within the spec's bounds."""
+    return (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+            and 0 < v <= MAX_NUMBER * 0.5)
+
+
+def _factor(margin: float, cv: Any) -> float:
+    """The margin, widened to the figure's own spread (1 - 3 cv) when that is wider, never below 0.5."""
+    if isinstance(cv, (int, float)) and not isinstance(cv, bool) and math.isfinite(cv) and cv > 0:
+        return min(margin, max(MIN_FACTOR, 1 - SPREAD_Z * cv))
+    return margin
 
 
 def _run_settings(colls: list[dict[str, Any]], trains: list[dict[str, Any]]) -> dict[str, Any]:
@@ -131,13 +187,15 @@ def _run_settings(colls: list[dict[str, Any]], trains: list[dict[str, Any]]) -> 
             return {"engine": "torch", "backend": "gloo", "nprocs": int(cpu.get("nranks") or 2)}
         return {"engine": "native"}
     r = colls[0]
-    out: dict[str, Any] = {"engine": r.get("engine", "native")}
+    engine = r.get("engine") or "native"
+    # imported nccl-tests results were measured on GPUs through NCCL: the native engine measures the same
+    out: dict[str, Any] = {"engine": engine if engine in ("native", "torch") else "native"}
     if out["engine"] == "torch":
         out["backend"] = r.get("backend") or "gloo"
         if out["backend"] == "gloo":
             out["nprocs"] = int(r.get("nranks") or 2)
     iters = r.get("iters")
-    if isinstance(iters, int) and iters > 0:
+    if isinstance(iters, int) and 0 < iters <= MAX_NUMBER:
         out["iters"] = iters
     return out
 
@@ -148,10 +206,7 @@ def _gpus_value(gpus: tuple[int, ...], all_gpus, run) -> Any:
     return [list(gpus)]
 
 
-def _topology(w: "_Toml", topo: dict[str, Any]) -> None:
-    from fabricbench.topology.model import Topology
-
-    t = Topology.from_dict(topo)
+def _topology(w: "_Toml", t: Topology) -> None:
     w.check("wiring", "topology")
     w.kv("gpu_count", len(t.gpus))
     names = {g.name for g in t.gpus}
@@ -180,7 +235,7 @@ def _transport(w, colls, used, all_gpus, run) -> None:
             continue
         fams = "+".join(sorted({x.split("/")[0] for x in t.split("+")}))
         seen.setdefault((r["op"], r["requested_bytes"], r["dtype"], tuple(r.get("gpus") or ())), {})[
-            r.get("fabric", "default")] = fams
+            r.get("fabric") or "default"] = fams
     if not seen:
         return
     (op, size, dtype, gpus), expect = max(seen.items(), key=lambda kv: len(kv[1]))
@@ -206,7 +261,7 @@ def _contrast(w, groups, used, all_gpus, run, margin) -> None:
             if fabric == "default":
                 continue
             ratio = slow["time_us"] / fast["time_us"]
-            if ratio * margin <= 1:
+            if not _sane(ratio) or ratio * margin <= 1:
                 continue  # no contrast to keep
             w.check(_unique(used, f"contrast_{_slug(fabric)}_{op}"), "contrast")
             w.kv("fast", "default")
@@ -220,13 +275,14 @@ def _contrast(w, groups, used, all_gpus, run, margin) -> None:
 
 def _copies(w, copies, used, margin) -> None:
     peers = [r for r in copies if r.get("copy_kind") == "peer" and r["src"] != r["dst"] and r["direction"] == "uni"]
+    peers = [r for r in peers if _sane(r["gbps"])]
     if peers:
         slow = min(peers, key=lambda r: r["gbps"])
         w.check(_unique(used, "peer_copies"), "p2p")
         w.kv("size", format_size(slow["bytes"]))
         w.kv("min_gbps", _round(slow["gbps"] * margin),
              f"slowest pair {slow['src']}->{slow['dst']} {slow['gbps']:.4g} GB/s x {margin:g}")
-    host = [r for r in copies if r.get("copy_kind") == "host"]
+    host = [r for r in copies if r.get("copy_kind") == "host" and _sane(r["gbps"]) and isinstance(r.get("bytes"), int)]
     if host:
         w.check(_unique(used, "host_links"), "host_copy")
         w.kv("size", format_size(host[0]["bytes"]))
@@ -282,11 +338,10 @@ class _Toml:
 
 
 def _val(v: Any) -> str:
-    import json
-
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, (int, float)):
+        assert math.isfinite(v), v  # _sane() keeps NaN and inf out of a spec
         return repr(v)
     if isinstance(v, str):
         return json.dumps(v)  # a JSON string is a valid TOML basic string

@@ -3,8 +3,10 @@ test reporters) show each check and, for a failure, its numbers.
 
     fabricbench qualify --spec node.toml --out q/      -> q/junit.xml
 
-fail -> <failure message="busbw 289 GB/s < 300 GB/s (-3.6%)" type="fail"> with every item in the body;
-error -> <error>; waived -> <skipped message="reason">; pass -> an empty testcase (items in system-out).
+By severity (verdict.py): critical -> <failure type="critical">; unknown (not measured) -> <error>;
+warning -> <failure type="warning"> (CI shows it; the exit status, 4, says it is only a warning);
+info (waived) -> <skipped>; pass -> an empty testcase (items in system-out). Every testcase carries
+<properties> severity, code and action.
 """
 
 from __future__ import annotations
@@ -16,27 +18,44 @@ from typing import Sequence
 from fabricbench.qualifying.verdict import Verdict
 
 
+def xml_text(text: str) -> str:
+    """XML 1.0 cannot hold most control characters (a child's stderr, a hostile file): shown escaped."""
+    return "".join(c if c in "\t\n\r" or (" " <= c and c not in "\ufffe\uffff" and not "\ud800" <= c <= "\udfff")
+                   else ascii(c)[1:-1] for c in text)
+
+
 def to_xml(verdicts: Sequence[Verdict], *, suite: str, host: str | None = None, timestamp: str | None = None) -> str:
-    counts = {s: sum(1 for v in verdicts if v.status == s) for s in ("fail", "error", "waived")}
+    failures = sum(1 for v in verdicts if v.severity in ("critical", "warning"))
+    errors = sum(1 for v in verdicts if v.severity == "unknown")
+    skipped = sum(1 for v in verdicts if v.status == "waived")
     total_time = sum(v.duration_s for v in verdicts)
-    root = ET.Element("testsuites", name="fabricbench qualify", tests=str(len(verdicts)),
-                      failures=str(counts["fail"]), errors=str(counts["error"]), skipped=str(counts["waived"]),
-                      time=f"{total_time:.3f}")
-    ts = ET.SubElement(root, "testsuite", name=suite, tests=str(len(verdicts)), failures=str(counts["fail"]),
-                       errors=str(counts["error"]), skipped=str(counts["waived"]), time=f"{total_time:.3f}",
-                       hostname=host or socket.gethostname(), **({"timestamp": timestamp} if timestamp else {}))
+    root = ET.Element("testsuites", name="fabricbench qualify", tests=str(len(verdicts)), failures=str(failures),
+                      errors=str(errors), skipped=str(skipped), time=f"{total_time:.3f}")
+    ts = ET.SubElement(root, "testsuite", name=xml_text(suite), tests=str(len(verdicts)), failures=str(failures),
+                       errors=str(errors), skipped=str(skipped), time=f"{total_time:.3f}",
+                       hostname=xml_text(host or socket.gethostname()),
+                       **({"timestamp": timestamp} if timestamp else {}))
     for v in verdicts:
-        tc = ET.SubElement(ts, "testcase", name=v.check, classname=f"qualify.{v.kind}", time=f"{v.duration_s:.3f}")
-        body = "\n".join(i.text() for i in v.items)
-        if v.status == "fail":
-            el = ET.SubElement(tc, "failure", message=v.message(), type="fail")
+        tc = ET.SubElement(ts, "testcase", name=xml_text(v.check), classname=f"qualify.{v.kind}",
+                           time=f"{v.duration_s:.3f}")
+        props = ET.SubElement(tc, "properties")
+        for k, val in (("severity", v.severity), ("code", v.code), ("action", v.action),
+                       ("attempts", str(len(v.attempts) or 1))):
+            ET.SubElement(props, "property", name=k, value=xml_text(val))
+        body = xml_text("\n".join(i.text() for i in v.items))
+        message = xml_text(v.message())
+        if v.severity in ("critical", "warning") and v.status != "pass":
+            el = ET.SubElement(tc, "failure", message=message, type=v.severity)
+            el.text = body + (f"\naction: {xml_text(v.action)}" if v.action else "")
+        elif v.severity == "warning":  # flaky: passed on a retry
+            el = ET.SubElement(tc, "failure", message=xml_text(v.reason or message), type="warning")
             el.text = body
-        elif v.status == "error":
-            el = ET.SubElement(tc, "error", message=v.message(), type="error")
+        elif v.severity == "unknown":
+            el = ET.SubElement(tc, "error", message=message, type="unknown")
             el.text = body
-        elif v.status == "waived":
-            ET.SubElement(tc, "skipped", message=f"waived: {v.reason or v.message()}")
-        if v.status == "pass" and body:
+        elif v.status == "waived" or v.severity == "info":
+            ET.SubElement(tc, "skipped", message=xml_text(f"{v.severity}: {v.reason or v.message()}"))
+        if v.status == "pass" and v.severity == "pass" and body:
             out = ET.SubElement(tc, "system-out")
             out.text = body
     ET.indent(root)

@@ -2,7 +2,9 @@
 
     fabricbench qualify --spec builtin:h200-sxm-8 --out q/     (prints the table, writes the report)
 
-Rows: check, kind, status, measured, threshold, margin, subject, and the reason where it is not a pass.
+Rows: check, kind, status, severity, code, measured, threshold, margin, subject, and the reason where it
+is not a pass; under the table, each non-passing check's action. The report ends with the command that
+reproduces the run (every flag that shaped it: api.reproduce_line).
 """
 
 from __future__ import annotations
@@ -11,13 +13,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fabricbench.qualifying.verdict import Verdict, fmt_value
+from fabricbench.report import table as tables
+from fabricbench.report.document import Document
 
 if TYPE_CHECKING:
     from fabricbench.qualifying.api import QualifyResult
 
-HEADERS = ["check", "kind", "status", "measured", "threshold", "margin", "subject", "note"]
+COLS = (tables.Col("check", justify="left", key=True), tables.Col("kind", justify="left"),
+        tables.Col("status", justify="left"), tables.Col("severity", justify="left"),
+        tables.Col("code", justify="left"), tables.Col("measured"), tables.Col("threshold"),
+        tables.Col("margin"), tables.Col("subject", justify="left", prose=True),
+        tables.Col("note", justify="left", prose=True))
+HEADERS = [c.name for c in COLS]
 SHOW_ITEMS = 12  # failing items listed under the terminal table per check (all are in verdicts.json)
 _STYLE = {"pass": "green", "fail": "bold red", "error": "bold red", "waived": "dim"}
+_SEV_STYLE = {"pass": "green", "info": "dim", "warning": "yellow", "unknown": "bold yellow", "critical": "bold red"}
 
 
 def row(v: Verdict) -> list[str]:
@@ -31,64 +41,80 @@ def row(v: Verdict) -> list[str]:
         more = sum(1 for i in v.items if i.status == v.status) - 1
         if more > 0:
             note = (note + "; " if note else "") + f"{more} more {v.status}"
-    return [v.check, v.kind, v.status, f"{fmt_value(v.measured)}{unit}" if v.measured is not None else "-",
+    if v.code == "FB_FLAKY":
+        note = v.reason or ""
+    return [v.check, v.kind, v.status, v.severity, v.code,
+            f"{fmt_value(v.measured)}{unit}" if v.measured is not None else "-",
             threshold, f"{v.margin:+.1%}" if v.margin is not None else "-", v.subject or "-", note]
 
 
 def render(res: "QualifyResult", console=None) -> None:
-    from rich.console import Console
     from rich.markup import escape
-    from rich.table import Table
+    from rich.text import Text
 
-    if console is None:
-        console = Console()
-        console = Console(width=max(console.width, 150))  # pipes and CI logs: no column folding
-    t = Table(title=escape(f"fabricbench qualify: {res.spec.name} ({res.spec.path}) on {res.host}"))
-    for h in HEADERS:
-        t.add_column(h, justify="right" if h in ("measured", "threshold", "margin") else "left",
-                     overflow="fold")
+    console = console or tables.console()
+    rows = []
     for v in res.verdicts:
-        cells = [escape(c) for c in row(v)]  # subjects hold brackets ("[shaped:1gbit]"): not markup
-        cells[2] = f"[{_STYLE[v.status]}]{v.status}[/]"
-        t.add_row(*cells)
-    console.print(t)
+        cells: list = row(v)
+        cells[2] = Text(v.status, style=_STYLE[v.status])
+        cells[3] = Text(v.severity, style=_SEV_STYLE[v.severity])
+        rows.append(cells)
+    tables.render(console, f"fabricbench qualify: {res.spec.name} ({res.spec.path}) on {res.host}", COLS, rows)
     for v in res.verdicts:  # every failing item, so that an operator sees all the bad pairs, not one
         bad = [i for i in v.items if i.status in ("fail", "error")]
         for i in bad[:SHOW_ITEMS]:
             console.print(f"  [red]{v.check}[/red] {escape(i.text())}")
         if len(bad) > SHOW_ITEMS:
             console.print(f"  [red]{v.check}[/red] ... {len(bad) - SHOW_ITEMS} more in verdicts.json")
-    counts = res.to_dict()["counts"]
-    word = "PASSED" if res.exit_code == 0 else "FAILED"
-    console.print(f"[bold]{word}[/bold]: {counts['pass']} pass, {counts['fail']} fail, {counts['error']} error, "
-                  f"{counts['waived']} waived" + (f"; outputs in {res.out}" if res.out else ""))
+    for v in res.verdicts:
+        if v.severity in ("warning", "unknown", "critical") and v.action:
+            console.print(f"  [bold]{v.check}[/bold] {v.code}: {escape(v.action)}")
+    for note in res.notes:
+        console.print(f"[yellow]note[/yellow]: {escape(note)}")
+    d = res.to_dict()
+    counts, sev = d["counts"], d["severities"]
+    word = "PASSED" if res.exit_code == 0 else res.severity.upper()
+    console.print(f"[bold]{word}[/bold] (exit {res.exit_code}): {sev['critical']} critical, {sev['unknown']} "
+                  f"unknown, {sev['warning']} warning, {counts['pass']} pass, {counts['waived']} waived"
+                  + (f"; outputs in {res.out}" if res.out else ""))
 
 
 def write_report(res: "QualifyResult", out: Path) -> dict[str, str]:
     """report.md and report.html in `out`; returns their paths by name."""
-    from fabricbench.report.document import Document
-
-    counts = res.to_dict()["counts"]
-    word = "passed" if res.exit_code == 0 else "failed"
-    doc = Document(f"Qualification: {res.spec.name}", subtitle=f"{res.host}, run {res.run_id}")
-    s = doc.section("Verdict", intro=(f"The node {word}: {counts['pass']} checks passed, {counts['fail']} failed, "
-                                      f"{counts['error']} could not be measured, {counts['waived']} were waived. "
-                                      f"Exit status {res.exit_code}."))
+    d = res.to_dict()
+    counts, sev = d["counts"], d["severities"]
+    word = "passed" if res.exit_code == 0 else f"is {res.severity}"
+    level = f", level {res.spec.level}" if res.spec.level else ""
+    doc = Document(f"Qualification: {res.spec.name}", subtitle=f"{res.host}, run {res.run_id}{level}")
+    s = doc.section("Verdict", intro=(f"The node {word}: {counts['pass']} checks passed, {counts['fail']} missed "
+                                      f"({sev['critical']} critical, {sev['warning']} warning), {counts['error']} "
+                                      f"could not be measured, {counts['waived']} were waived. Exit status "
+                                      f"{res.exit_code} (0 pass, 1 critical, 3 unknown, 4 warning)."))
     if res.spec.description:
         s.text(res.spec.description)
     if res.spec.source:
         s.text(f"Thresholds: {res.spec.source}")
-    s.table(HEADERS, [row(v) for v in res.verdicts], status_col=2)
+    s.table(HEADERS, [row(v) for v in res.verdicts], status_col=3)
+    todo = [v for v in res.verdicts if v.severity in ("warning", "unknown", "critical") and v.action]
+    if todo:
+        s.table(["check", "severity", "code", "action"], [[v.check, v.severity, v.code, v.action] for v in todo],
+                caption="What to do", status_col=1)
+    for note in res.notes:
+        s.text(note)
     d = doc.section("Details", intro="Every criterion each check judged, with the numbers.")
     for v in res.verdicts:
-        d.text(f"**{v.check}** ({v.kind}): {v.status}" + (f" — {v.description}" if v.description else ""))
+        d.text(f"**{v.check}** ({v.kind}): {v.status}, {v.severity}" + (f" — {v.description}" if v.description
+                                                                          else "")
+               + (f" Threshold source: {v.source}." if v.source else ""))
+        if len(v.attempts) > 1:
+            d.text("Attempts: " + "; ".join(f"{a['attempt']}: {a['status']} ({a['message']})" for a in v.attempts))
         d.table(["criterion", "subject", "status", "measured", "threshold", "margin", "note"],
                 [[i.criterion, i.subject or "-", i.status,
                   f"{fmt_value(i.measured)}{(' ' + i.unit) if i.unit and i.measured is not None else ''}",
                   fmt_value(i.threshold), f"{i.margin:+.1%}" if i.margin is not None else "-",
                   i.reason or ""] for i in v.items], status_col=2)
     r = doc.section("Reproduce")
-    r.code(f"fabricbench qualify --spec {res.spec.path} --out {res.out}")
+    r.code(res.reproduce or f"fabricbench qualify --spec {res.spec.path} --out {res.out}")
     r.text("The spec as run is spec.toml beside this report; every measurement is in results.jsonl; "
            "junit.xml holds one testcase per check.")
     md, html = doc.write(out, stem="report")

@@ -16,12 +16,22 @@
     sizes = ["1M", "16M"]
     min_busbw_gbps = 0.05
 
+Levels (`qualify --level 1|2|3`): a check runs at the levels its `levels` key names (default: all), and
+a [level.N] table may change the run settings at that level (iters, warmup, retries):
+
+    [level.1]                   # quick: few iterations
+    iters = 5
+    [level.3]                   # long: more iterations, and a missed check is measured again
+    iters = 100
+    retries = 2
+
 A mistake is a SpecError (a UsageError: one line, exit 2) naming the file, the line and key, and what is
 expected: "node.toml:12: check 'allreduce_bw': min_busbw_gbps: expected a number > 0, got -3".
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import sys
@@ -30,8 +40,11 @@ from importlib import resources
 from typing import Any
 
 from fabricbench.errors import UsageError
-from fabricbench.qualifying.checks.base import Check, Invalid
-from fabricbench.qualifying.fields import Field, FieldError
+from fabricbench.fabrics.model import shown
+from fabricbench.files import read_input
+from fabricbench.qualifying.checks import CHECKS
+from fabricbench.qualifying.checks.base import GRADING, Check, Invalid
+from fabricbench.qualifying.fields import LEVELS, Field, FieldError, READERS
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -53,7 +66,17 @@ RUN_FIELDS: dict[str, Field] = {
     "timeout_s": Field("number", "seconds before a hung collective is aborted", default=300.0, positive=True),
     "unit_timeout_s": Field("number", "seconds one measuring child may take, start to end", default=1800.0,
                             positive=True),
+    "retries": Field("int", "re-measure a missed check up to this many times (a check's own retries wins)",
+                     default=0, at_least=0, at_most=10),
+    "baseline_tolerance": Field("number", "--baseline: a figure worse by more than this fraction is a regression "
+                                "(the runs' own spread widens it; --tolerance overrides)", default=0.05,
+                                at_least=0, at_most=0.9),
 }
+LEVEL_FIELDS: dict[str, Field] = {k: RUN_FIELDS[k] for k in ("iters", "warmup", "retries")}
+DEFAULT_LEVEL = 2  # --level not given: the standard run
+MAX_SPEC_BYTES = 4 << 20  # a spec is a page of TOML; 4 MiB is far beyond any real one
+MAX_DEPTH = 8  # tables and lists inside one another; the deepest real key (expect = {...}) is 2
+MAX_CHECKS = 1000
 SPEC_FIELDS: dict[str, Field] = {
     "name": Field("str", "what this spec qualifies", required=True),
     "description": Field("str", "one paragraph for the report"),
@@ -71,6 +94,8 @@ class RunSettings:
     warmup: int = 5
     timeout_s: float = 300.0
     unit_timeout_s: float = 1800.0
+    retries: int = 0
+    baseline_tolerance: float = 0.05
 
     @property
     def cpu_ranks(self) -> bool:
@@ -87,6 +112,19 @@ class Spec:
     source: str | None = None
     path: str = "<spec>"  # the file (or builtin:NAME) it came from
     text: str = ""  # the TOML as read, kept beside the results
+    levels: dict[int, dict[str, Any]] = field(default_factory=dict)  # [level.N] run settings
+    level: int | None = None  # the level this spec was narrowed to (at_level)
+
+    def at_level(self, level: int) -> "Spec":
+        """The checks that run at this level, under its run settings ([level.N] over [run])."""
+        if level not in LEVELS:
+            raise SpecError(f"--level {level}: choose 1 (quick, ~1 min), 2 (standard, ~5 min) or 3 "
+                            f"(long, ~20 min)")
+        checks = [c for c in self.checks if level in c.levels]
+        if not checks:
+            raise SpecError(f"{self.path}: no check runs at level {level} (their `levels` keys leave it out)")
+        run = dataclasses.replace(self.run, **self.levels.get(level, {}))
+        return dataclasses.replace(self, checks=checks, run=run, level=level)
 
     def check(self, name: str) -> Check:
         return next(c for c in self.checks if c.name == name)
@@ -94,15 +132,11 @@ class Spec:
     def under(self, fabric: str) -> "Spec":
         """The same spec with every check that runs on the default fabric moved to `fabric` (qualify
         --fabric): e.g. the whole spec under an emulated slow link, shaped:200mbit."""
-        import dataclasses
-
-        from fabricbench.qualifying.fields import READERS
-
         try:
-            READERS["fabric"][0](fabric)
+            name = READERS["fabric"][0](fabric)  # its name from here on: a custom fabric's values stay out
         except FieldError as e:
-            raise SpecError(f"--fabric {fabric}: {e}") from None
-        checks = [dataclasses.replace(c, params={**c.params, "fabric": fabric})
+            raise SpecError(f"--fabric {shown(fabric)}: {e}") from None
+        checks = [dataclasses.replace(c, params={**c.params, "fabric": name})
                   if c.params.get("fabric") == "default" else c for c in self.checks]
         return dataclasses.replace(self, checks=checks)
 
@@ -126,33 +160,39 @@ def load_spec(where: str | os.PathLike) -> Spec:
     where = str(where)
     if where.startswith("builtin:"):
         return parse_spec(builtin_text(where[len("builtin:"):]), where)
-    try:
-        with open(where, encoding="utf-8") as fh:
-            text = fh.read()
-    except FileNotFoundError:
+    if not os.path.lexists(where):
         raise SpecError(f"--spec {where}: no such file; give a TOML spec or builtin:NAME "
-                        f"(qualify --list-specs)") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise SpecError(f"--spec {where}: cannot read it ({e})") from None
+                        f"(qualify --list-specs)")
+    try:
+        text = read_input(where, what="--spec", max_bytes=MAX_SPEC_BYTES)
+    except UsageError as e:
+        raise SpecError(str(e)) from None
+    if "\ufffd" in text or "\x00" in text:
+        raise SpecError(f"--spec {where}: not a text file (it holds bytes that are not UTF-8, or NUL); "
+                        f"give a TOML spec")
     return parse_spec(text, where)
 
 
 def parse_spec(text: str, path: str = "<spec>") -> Spec:
     """Read and check a whole spec; the first mistake raises SpecError."""
-    from fabricbench.qualifying.checks import CHECKS
-
     try:
         doc = tomllib.loads(text)
+    except RecursionError:  # tomllib recurses per nesting level: a hostile file exhausts the stack
+        raise SpecError(f"{path}: nested more than {MAX_DEPTH} levels deep; a spec has tables of keys") from None
     except tomllib.TOMLDecodeError as e:
         m = re.search(r"\(at line (\d+), column (\d+)\)", str(e))
         where = f"{path}:{m.group(1)}" if m else path
         what = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(e))
         raise SpecError(f"{where}: not valid TOML: {what}; see the spec format in `qualify --help`") from None
     loc = _Locator(text, path)
-    unknown = sorted(set(doc) - {"spec", "run", "check"})
+    unknown = sorted(set(doc) - {"spec", "run", "check", "level"})
     if unknown:
         raise SpecError(f"{loc.top(unknown[0])}: unknown table or key {unknown[0]!r}; a spec has [spec], "
-                        f"[run] and [[check]] tables")
+                        f"[run], [level.N] and [[check]] tables")
+    deep = _too_deep(doc, MAX_DEPTH)
+    if deep:
+        raise SpecError(f"{loc.top(deep)}: {deep!r} is nested more than {MAX_DEPTH} levels deep; no spec key "
+                        f"needs that")
     head = doc.get("spec")
     if not isinstance(head, dict):
         raise SpecError(f"{path}: no [spec] table; start the file with [spec] and name = \"...\"")
@@ -163,38 +203,43 @@ def parse_spec(text: str, path: str = "<spec>") -> Spec:
     run_vals = _read_table(run_raw, RUN_FIELDS, lambda k: loc.key("run", None, k), "[run]")
     run = RunSettings(**{k: v for k, v in run_vals.items() if v is not None})
     _check_run(run, lambda k: loc.key("run", None, k))
+    levels = _read_levels(doc.get("level", {}), loc)
     raw_checks = doc.get("check")
     if raw_checks is None:
         raise SpecError(f"{path}: no [[check]] tables; add at least one, e.g. [[check]] name = \"links\" "
                         f"kind = \"topology\" link = \"NV18\"")
     if not isinstance(raw_checks, list):
         raise SpecError(f"{loc.top('check')}: write each check as [[check]] (an array of tables), not [check]")
+    if len(raw_checks) > MAX_CHECKS:
+        raise SpecError(f"{path}: {len(raw_checks)} checks; at most {MAX_CHECKS}")
     checks: list[Check] = []
     seen: dict[str, int] = {}
     for i, raw in enumerate(raw_checks):
         where_table = loc.check_line(i)
         label = f"{path}:{where_table}" if where_table else path
+        if not isinstance(raw, dict):
+            raise SpecError(f"{label}: check #{i + 1} is not a table; write each check as [[check]] with keys")
         if "kind" not in raw:
             raise SpecError(f"{label}: check #{i + 1} has no kind; add kind = one of {', '.join(CHECKS.names())}")
         if "name" not in raw:
             raise SpecError(f"{label}: check #{i + 1} ({raw.get('kind')!r}) has no name; add name = \"...\" "
                             f"(letters, digits, _ . -)")
         name = raw["name"]
-        if not isinstance(name, str) or not _NAME.match(name):
-            raise SpecError(f"{loc.key('check', i, 'name')}: check name {name!r} must be letters, digits, "
-                            f"'_', '-' or '.', starting with a letter or digit")
+        if not isinstance(name, str) or not _NAME.fullmatch(name) or len(name) > 128:
+            raise SpecError(f"{loc.key('check', i, 'name')}: check name {ascii(name)[:80]} must be letters, "
+                            f"digits, '_', '-' or '.', starting with a letter or digit, at most 128")
         if name in seen:
             raise SpecError(f"{loc.key('check', i, 'name')}: check name {name!r} is used twice (first at "
                             f"check #{seen[name] + 1}); names must be unique")
         seen[name] = i
         kind_name = raw["kind"]
         if not isinstance(kind_name, str) or kind_name not in CHECKS:
-            raise SpecError(f"{loc.key('check', i, 'kind')}: check {name!r}: unknown kind {kind_name!r}; "
+            raise SpecError(f"{loc.key('check', i, 'kind')}: check {name!r}: unknown kind {ascii(kind_name)[:60]}; "
                             f"choose from {', '.join(CHECKS.names())}")
         kind = CHECKS.get(kind_name)
         at = lambda k, i=i: loc.key("check", i, k)  # noqa: E731
         vals = _read_table(raw, kind.all_fields(), at, f"check {name!r} ({kind_name})")
-        params = {k: v for k, v in vals.items() if k not in ("name", "kind", "description")}
+        params = {k: v for k, v in vals.items() if k not in ("name", "kind", "description", *GRADING)}
         if kind.threshold_keys and not any(params.get(k) is not None for k in kind.threshold_keys):
             raise SpecError(f"{label}: check {name!r} ({kind_name}) sets no threshold; give at least one of "
                             f"{', '.join(kind.threshold_keys)}")
@@ -203,16 +248,47 @@ def parse_spec(text: str, path: str = "<spec>") -> Spec:
         except Invalid as e:
             raise SpecError(f"{at(e.key)}: check {name!r} ({kind_name}): {e}") from None
         checks.append(Check(name=name, kind=kind_name, params=params, description=vals.get("description"),
-                            line=where_table))
+                            line=where_table, source=vals.get("source"), severity=vals.get("severity"),
+                            warn_fraction=vals.get("warn_fraction"), retries=vals.get("retries"),
+                            levels=vals.get("levels") or LEVELS))
     return Spec(name=spec_vals["name"], description=spec_vals.get("description"),
-                source=spec_vals.get("source"), run=run, checks=checks, path=path, text=text)
+                source=spec_vals.get("source"), run=run, checks=checks, path=path, text=text, levels=levels)
+
+
+def _too_deep(value: Any, limit: int, key: str = "") -> str | None:
+    """The top-level key under which `value` nests deeper than `limit`, else None (iterative: no recursion)."""
+    stack = [(v, 1, k) for k, v in value.items()] if isinstance(value, dict) else []
+    while stack:
+        v, depth, top = stack.pop()
+        if depth > limit:
+            return top
+        if isinstance(v, dict):
+            stack.extend((x, depth + 1, top) for x in v.values())
+        elif isinstance(v, list):
+            stack.extend((x, depth + 1, top) for x in v)
+    return None
+
+
+def _read_levels(raw: Any, loc: "_Locator") -> dict[int, dict[str, Any]]:
+    """[level.1], [level.2], [level.3]: the run settings each level changes."""
+    if not isinstance(raw, dict):
+        raise SpecError(f"{loc.top('level')}: write levels as tables, [level.1] iters = 5")
+    out: dict[int, dict[str, Any]] = {}
+    for k, table in raw.items():
+        if k not in {str(n) for n in LEVELS}:
+            raise SpecError(f"{loc.top('level')}: [level.{ascii(k)[1:-1][:20]}]: levels are 1, 2 and 3")
+        if not isinstance(table, dict):
+            raise SpecError(f"{loc.top('level')}: level.{k} must be a table: [level.{k}] iters = 5")
+        vals = _read_table(table, LEVEL_FIELDS, lambda key, k=k: loc.key(f"level.{k}", None, key), f"[level.{k}]")
+        out[int(k)] = {key: v for key, v in vals.items() if key in table}
+    return out
 
 
 def _read_table(raw: dict[str, Any], fields: dict[str, Field], at, what: str) -> dict[str, Any]:
     unknown = [k for k in raw if k not in fields]
     if unknown:
         k = unknown[0]
-        raise SpecError(f"{at(k)}: {what}: unknown key {k!r}; known keys: {', '.join(fields)}")
+        raise SpecError(f"{at(k)}: {what}: unknown key {ascii(k)[:60]}; known keys: {', '.join(fields)}")
     out: dict[str, Any] = {}
     for key, f in fields.items():
         if key not in raw:

@@ -3,7 +3,14 @@
     fabricbench qualify --spec builtin:h200-sxm-8 --out q/      (q/verdicts.json holds these)
 
 status: "pass", "fail", "waived" (cannot apply here; `reason` says why, e.g. a pair check on one GPU) or
-"error" (could not be measured; `reason` says what went wrong). A check may judge several criteria and
+"error" (could not be measured; `reason` says what went wrong).
+
+severity: how bad it is, for the operator and the exit status (NVIDIA health validation's scale):
+pass; info (waived); warning (a miss in the `warn_fraction` band just below a floor, a miss of a warning
+criterion such as cv or latency, or a pass after a miss: flaky); unknown (could not be measured);
+critical (a floor missed). A spec sets the severity of a miss per check (`severity = "warning"`).
+Exit status: 0 pass/info, 1 critical, 3 unknown, 4 warning (the worst verdict decides; 2 is bad input).
+code and action: codes.py. A check may judge several criteria and
 subjects (each GPU set, each pair, each fabric): every one is an Item, and the check's headline is its
 worst item (a failing one first, then the smallest margin).
 
@@ -18,8 +25,49 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from fabricbench.qualifying.codes import CODES, code_for
+
 STATUSES = ("pass", "fail", "waived", "error")
 OK_STATUSES = ("pass", "waived")  # exit 0 when every verdict is one of these
+SEVERITIES = ("pass", "info", "warning", "unknown", "critical")  # from best to worst
+RANK = {s: i for i, s in enumerate(SEVERITIES)}
+MISS_SEVERITIES = ("critical", "warning", "info")  # what a spec may make a miss
+EXIT = {"pass": 0, "info": 0, "critical": 1, "unknown": 3, "warning": 4}
+# Criteria whose miss is a warning by default: a spread or a small-message time moves with load and
+# clocks; it says "look", not "drain". Every floor (bandwidth, links, counts, correctness) is critical.
+WARNING_CRITERIA = frozenset({"cv", "latency", "vs baseline"})
+
+
+@dataclass(frozen=True, kw_only=True)
+class Policy:
+    """How a check's misses are graded (spec keys `severity`, `warn_fraction`)."""
+
+    severity: str | None = None  # of a miss; None: WARNING_CRITERIA warn, the rest are critical
+    warn_fraction: float | None = None  # a floor missed by less than this fraction is a warning
+
+    def grade(self, item: "Item") -> str:
+        if item.status == "pass":
+            return "pass"
+        if item.status == "waived":
+            return "info"
+        if item.status == "error":
+            return "unknown"
+        sev = self.severity or ("warning" if item.criterion in WARNING_CRITERIA else "critical")
+        if sev == "critical" and self.warn_fraction is not None and _in_band(item, self.warn_fraction):
+            return "warning"
+        return sev
+
+
+def _in_band(item: "Item", warn_fraction: float) -> bool:
+    """A floor met by measured / warn_fraction (a ceiling met by measured x warn_fraction): near miss."""
+    m, t = item.measured, item.threshold
+    if not isinstance(m, (int, float)) or not isinstance(t, (int, float)) or isinstance(m, bool):
+        return False
+    if item.sense == "min":
+        return m >= t * warn_fraction
+    if item.sense == "max":
+        return m * warn_fraction <= t
+    return False
 
 
 @dataclass(kw_only=True)
@@ -35,6 +83,8 @@ class Item:
     sense: str | None = None  # "min", "max" or "equal"
     margin: float | None = None
     reason: str | None = None
+    severity: str | None = None  # set when the check's verdict is combined (Policy.grade)
+    code: str | None = None
 
     def text(self) -> str:
         """'GPUs 0,1: 289.1 GB/s < 300 GB/s (-3.6%)' — the numbers a failure carries."""
@@ -95,9 +145,15 @@ class Verdict:
     items: list[Item] = field(default_factory=list)
     duration_s: float = 0.0
     description: str | None = None
+    severity: str = "pass"
+    code: str = "FB_PASS"
+    action: str = ""
+    source: str | None = None  # where the check's threshold comes from (the spec's `source`)
+    attempts: list[dict[str, Any]] = field(default_factory=list)  # every try: status, severity, measured
 
     def __post_init__(self) -> None:
         assert self.status in STATUSES, self.status
+        assert self.severity in SEVERITIES, self.severity
 
     @property
     def ok(self) -> bool:
@@ -130,12 +186,17 @@ class Verdict:
         return cls(**body, items=items)
 
 
-def combine(check: str, kind: str, items: list[Item], *, description: str | None = None) -> Verdict:
+def combine(check: str, kind: str, items: list[Item], *, description: str | None = None,
+            policy: Policy | None = None, source: str | None = None) -> Verdict:
     """The check's verdict from its items: any error -> error, else any fail -> fail, else pass; all
-    waived -> waived. The headline is the worst item of the verdict's status (smallest margin)."""
+    waived -> waived. Each item is graded (Policy); the headline is the worst item of the verdict's
+    status (the gravest severity, then the smallest margin). Severity, code and action follow it."""
+    policy = policy or Policy()
     if not items:
-        return Verdict(check=check, kind=kind, status="error", reason="nothing was judged (no item)",
-                       description=description)
+        items = [error(kind, "nothing was judged (no item)")]
+    for i in items:
+        i.severity = policy.grade(i)
+        i.code = _code(kind, i).code
     statuses = {i.status for i in items}
     if "error" in statuses:
         status = "error"
@@ -146,17 +207,51 @@ def combine(check: str, kind: str, items: list[Item], *, description: str | None
     else:
         status = "waived"
     pool = [i for i in items if i.status == status]
-    head = min(pool, key=lambda i: (i.margin is None, i.margin if i.margin is not None else 0.0))
+    head = min(pool, key=lambda i: (-RANK[i.severity], i.margin is None,
+                                    i.margin if i.margin is not None else 0.0))
     if status == "fail":  # an equality failure (no margin) is as bad as it gets: show it first
-        head = next((i for i in pool if i.margin is None), head)
+        head = next((i for i in pool if i.margin is None and i.severity == head.severity), head)
+    severity = max((i.severity for i in items), key=RANK.__getitem__)
+    code = _code(kind, head) if status != "pass" else CODES.get("FB_PASS")
     return Verdict(check=check, kind=kind, status=status, measured=head.measured, threshold=head.threshold,
                    unit=head.unit, sense=head.sense, margin=head.margin, criterion=head.criterion,
-                   subject=head.subject, reason=head.reason, items=items, description=description)
+                   subject=head.subject, reason=head.reason, items=items, description=description,
+                   severity=severity, code=code.code, action=code.action, source=source)
+
+
+def _code(kind: str, item: Item):
+    if item.status == "pass":
+        return CODES.get("FB_PASS")
+    if item.status == "waived":
+        return CODES.get("FB_WAIVED")
+    if item.status == "error":
+        return CODES.get("FB_UNMEASURED")
+    return code_for(kind, item.criterion)
+
+
+def flaky(v: Verdict, misses: list[Verdict]) -> Verdict:
+    """A pass that came after misses: a warning, FB_FLAKY, with what the misses measured."""
+    code = CODES.get("FB_FLAKY")
+    v.severity, v.code = "warning", code.code
+    v.action = code.action
+    v.reason = f"passed on attempt {len(misses) + 1} after {len(misses)} miss(es): " + "; ".join(
+        m.message() for m in misses)
+    return v
+
+
+def attempt_record(n: int, v: Verdict) -> dict[str, Any]:
+    return {"attempt": n, "status": v.status, "severity": v.severity, "code": v.code, "measured": v.measured,
+            "threshold": v.threshold, "margin": v.margin, "duration_s": round(v.duration_s, 3),
+            "message": v.message()}
+
+
+def worst(verdicts: list[Verdict]) -> str:
+    return max((v.severity for v in verdicts), key=RANK.__getitem__, default="pass")
 
 
 def exit_code(verdicts: list[Verdict]) -> int:
-    """0 when every check passed or was waived, 1 when any failed or errored."""
-    return 0 if all(v.ok for v in verdicts) else 1
+    """By the worst severity: 0 pass or info, 1 critical, 3 unknown (not measured), 4 warning."""
+    return EXIT[worst(verdicts)]
 
 
 def _fmt(v: Any) -> str:

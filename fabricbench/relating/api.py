@@ -83,7 +83,8 @@ class RelateResult:
 def relate(records_or_paths: Any, reference: str | None = None) -> RelateResult:
     """Join sweep/compare records with train records by fabric, nranks and dtype; predict every fabric's
     step from the reference's. Raises UsageError for input that cannot be related at all."""
-    records = inputs.load(records_or_paths)
+    read_problems: list[str] = []
+    records = inputs.load(records_or_paths, read_problems)
     collectives = [r for r in records if r.get("kind") == "collective"]
     trains = [r for r in records if r.get("kind") == "train"]
     if not trains:
@@ -93,6 +94,7 @@ def relate(records_or_paths: Any, reference: str | None = None) -> RelateResult:
                          "or `compare --out` results file")
     curves = SweepCurves.from_records(collectives)
     observed, problems = inputs.observations(trains)
+    problems = read_problems + problems
     if not curves:
         raise UsageError(f"none of the {len(collectives)} sweep records has a measured time (status ok)")
     swept = curves.fabrics()

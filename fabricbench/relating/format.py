@@ -8,9 +8,24 @@ from __future__ import annotations
 from typing import Any
 
 from fabricbench.relating.model import format_size
+from fabricbench.report import table as tables
+from fabricbench.report.analysis import fmt_ratio
 
-COLUMNS = ("strategy", "fabric", "busbw drop", "comm/step", "T_comm (ms)", "e", "step obs (ms)",
-           "step pred (ms)", "slowdown obs", "slowdown pred", "residual", "flags")
+COLS = (
+    tables.Col("strategy", justify="left", key=True),
+    tables.Col("fabric", justify="left", key=True),
+    tables.Col("busbw slower", "bw×", "bw× = busbw N× slower"),
+    tables.Col("comm/step", "comm", "comm = bytes sent per step"),
+    tables.Col("T_comm (ms)", "Tc", "Tc = comm time per step (ms)"),
+    tables.Col("e", legend="e = exposed fraction of comm"),
+    tables.Col("step obs (ms)", "obs", "obs/pred = step time observed/predicted (ms)"),
+    tables.Col("step pred (ms)", "pred"),
+    tables.Col("step slower obs", "obs×", "obs×/pred× = step N× slower, observed/predicted"),
+    tables.Col("step slower pred", "pred×"),
+    tables.Col("residual", "resid"),
+    tables.Col("flags", justify="left", prose=True),
+)
+COLUMNS = tuple(c.name for c in COLS)
 
 
 def _ms(v: float | None) -> str:
@@ -20,8 +35,7 @@ def _ms(v: float | None) -> str:
     return f"{ms:.3g}" if ms < 100 else f"{ms:.0f}"
 
 
-def _x(v: float | None) -> str:
-    return "-" if v is None else f"{v:.2f}x"
+_x = fmt_ratio  # "N× slower", the one direction every ratio is printed in
 
 
 def cells(row: Any) -> list[str]:
@@ -33,24 +47,15 @@ def cells(row: Any) -> list[str]:
             _x(row.observed_slowdown), _x(row.predicted_slowdown), residual, ", ".join(row.flags)]
 
 
-def render(result: Any) -> None:
+def render(result: Any, con=None) -> None:
     """Print result (a RelateResult) as one table per workload, with the formula under it."""
-    from rich.console import Console
-    from rich.table import Table
-
-    console = Console()
-    if not console.is_terminal:
-        console = Console(width=170)
+    con = con or tables.console()
     groups: dict[tuple, list] = {}
     for row in result.rows:
         groups.setdefault((row.model, row.nranks, row.precision), []).append(row)
     for (model, nranks, precision), rows in groups.items():
-        t = Table(title=f"{model}, {nranks} ranks, {precision}: against reference {result.reference}")
-        for c in COLUMNS:
-            t.add_column(c, justify="left" if c in ("strategy", "fabric", "flags") else "right")
-        for row in rows:
-            t.add_row(*cells(row))
-        console.print(t)
-    console.print(f"model: {result.formula}")
-    console.print("busbw drop = trace-weighted busbw on the reference / on the fabric; residual = predicted / "
-                  "observed - 1")
+        tables.render(con, f"{model}, {nranks} ranks, {precision}: against reference {result.reference}",
+                      COLS, [cells(row) for row in rows])
+    con.print(f"model: {result.formula}", markup=False)
+    con.print("busbw N× slower = trace-weighted busbw on the reference / on the fabric; step N× slower = the "
+              "fabric's step / the reference's; residual = predicted / observed - 1", markup=False)

@@ -15,42 +15,38 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from fabricbench.errors import UsageError
+from fabricbench.results import records as results_records
+from fabricbench.results.status import TIMED_TRAIN
 
-USABLE_TRAIN = ("ok", "flagged")  # "flagged": the loss did not fall, but the step was timed all the same
+USABLE_TRAIN = tuple(TIMED_TRAIN)  # "flagged": the loss did not fall, but the step was timed all the same
 
 
-def load(records_or_paths: Any) -> list[dict[str, Any]]:
-    """Records from paths (JSONL written by fabricbench), dicts, or objects with to_dict(), in order."""
+def load(records_or_paths: Any, problems: list[str] | None = None) -> list[dict[str, Any]]:
+    """Records from paths (JSONL written by fabricbench), dicts, or objects with to_dict(), in order.
+
+    Every record is checked as results/records.py checks a file's (types per kind); one that fails is
+    left out with a sentence in `problems`. A file with no readable record at all is a UsageError.
+    """
     if isinstance(records_or_paths, (str, os.PathLike, dict)) or hasattr(records_or_paths, "to_dict"):
         records_or_paths = [records_or_paths]
+    problems = [] if problems is None else problems
     out: list[dict[str, Any]] = []
     for item in records_or_paths:
+        if hasattr(item, "to_dict") and not isinstance(item, dict):
+            item = item.to_dict()
         if isinstance(item, dict):
-            out.append(item)
-        elif hasattr(item, "to_dict"):
-            out.append(item.to_dict())
+            why = results_records.check_record(item)
+            if why:
+                problems.append(f"record {str(item.get('kind'))[:40]}: {why}; left out")
+            else:
+                out.append(item)
         elif isinstance(item, (str, os.PathLike)):
-            out.extend(_read(Path(item)))
+            got = results_records.read_nonempty(Path(item), what="input")
+            problems.extend(got.warnings)
+            out.extend(got.records)
         else:
             raise UsageError(f"relate takes paths, record dicts or results, not {type(item).__name__}")
     return out
-
-
-def _read(path: Path) -> list[dict[str, Any]]:
-    from fabricbench.results.writer import read_results
-
-    try:
-        # read_results skips a torn last line (crash mid-write)
-        recs = [r for r in read_results(path) if isinstance(r, dict)]
-    except IsADirectoryError:
-        raise UsageError(f"{path}: is a folder; name the .jsonl files in it") from None
-    except OSError as e:
-        raise UsageError(f"{path}: cannot read it ({e.strerror})") from None
-    except UnicodeDecodeError:
-        raise UsageError(f"{path}: not a fabricbench results file (not text)") from None
-    if not recs:
-        raise UsageError(f"{path}: no fabricbench records in it (expected JSON lines from --out)")
-    return recs
 
 
 def precision_of(rec: dict[str, Any]) -> str:

@@ -4,12 +4,15 @@ compare, the comparison rows of `compare`, the rows of `scaling`, and the one nu
     fabricbench compare --fabrics default,p2p-off --json     ("comparison" is comparison()'s rows)
     fabricbench scaling --counts 2,4,8 --json                 ("rows" is scaling_rows())
 
-Ratio per size = the metric on a fabric / the metric on the first fabric named. The metric is busbw, or
+Per size, "slower" = the metric on the first fabric named / the metric on a fabric (N× slower: the
+direction every ratio is printed in); "ratio" (JSON only) is its inverse, the bandwidth ratio.
+The metric is busbw, or
 algbw when every record has one rank (busbw's factor is 0 there; nccl-tests' PERFORMANCE.md).
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any, Iterable, Sequence
 
 METRIC_LABEL = {"busbw_gbps": "busbw", "algbw_gbps": "algbw"}
@@ -36,7 +39,7 @@ def comparison(runs: Sequence[Any]) -> dict[str, Any]:
         for rec in r.records:
             key = (rec["op"], rec["dtype"], bool(rec.get("inplace")), rec["bytes"])
             row = rows.setdefault(key, {"op": key[0], "dtype": key[1], "inplace": key[2], "bytes": key[3],
-                                        metric: {}, "ratio": {}})
+                                        metric: {}, "ratio": {}, "slower": {}})
             row[metric][r.fabric.name] = rec.get(metric)
     base = names[0] if names else None
     for row in rows.values():
@@ -44,6 +47,7 @@ def comparison(runs: Sequence[Any]) -> dict[str, Any]:
         for n in names:
             v = row[metric].get(n)
             row["ratio"][n] = (v / b) if (v is not None and b) else None
+            row["slower"][n] = slower(b, v)
     ordered = sorted(rows.values(), key=lambda x: (x["op"], x["inplace"], x["bytes"]))
     return {"metric": metric, "note": note, "fabrics": names, "rows": ordered}
 
@@ -87,13 +91,38 @@ def scaling_series(rows: list[dict[str, Any]]) -> dict[str, dict[str, list[tuple
 
 
 def fmt(v: float | None, digits: int = 2) -> str:
-    """Two decimals as nccl-tests prints, three significant digits below 1 so small values show; '-' for
-    nothing measured."""
+    """A figure for people: thousands separated and no decimals from 1,000 up (2,157 GB/s, 1,233 samples/s),
+    `digits` decimals from 1 (as nccl-tests prints), three significant digits below 1 so that small values
+    show (0.00233), never an exponent; '-' for nothing measured."""
     if v is None:
         return "-"
-    if 0 < abs(v) < 1:
-        return f"{v:.3g}"
-    return f"{v:.{digits}f}"
+    if v != v or v in (float("inf"), float("-inf")):
+        return str(v)
+    a = abs(v)
+    if a >= 1000:
+        return f"{v:,.0f}"
+    if a >= 1 or a == 0:
+        return f"{v:.{digits}f}"
+    decimals = 2 - math.floor(math.log10(a))  # three significant digits
+    return f"{v:.{decimals}f}"
+
+
+def fmt_count(n: float) -> str:
+    """A large count in words: 7.24 billion, 124 million, 8,192."""
+    for scale, word in ((1e12, "trillion"), (1e9, "billion"), (1e6, "million")):
+        if abs(n) >= scale:
+            return f"{n / scale:.3g} {word}"
+    return f"{n:,.0f}"
+
+
+CV_NOISY = 0.5  # a coefficient of variation above this: the spread is over half the median, the figure is noise
+
+
+def fmt_cv(cv: float | None) -> str:
+    """cv, marked '!' above CV_NOISY (the legend under each table says what the mark means)."""
+    if cv is None:
+        return "-"
+    return fmt(cv) + (" !" if cv > CV_NOISY else "")
 
 
 def byte_unit(largest: float) -> tuple[str, int]:
@@ -102,5 +131,16 @@ def byte_unit(largest: float) -> tuple[str, int]:
     return next(((u, b) for u, b in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)) if largest >= b), ("B", 1))
 
 
+def slower(reference: float | None, value: float | None) -> float | None:
+    """How many times slower `value` is than `reference`, for bandwidths (higher is better): reference /
+    value. The one direction every ratio fabricbench prints takes: above 1 is slower, below 1 faster."""
+    if reference is None or value is None or value <= 0:
+        return None
+    return reference / value
+
+
 def fmt_ratio(v: float | None) -> str:
-    return "-" if v is None else f"{v:.3f}"
+    """An "N× slower" figure: '5.21×' (above 1: slower; below 1: faster)."""
+    if v is None:
+        return "-"
+    return (fmt(v) if abs(v) >= 1000 else f"{v:.2f}") + "×"

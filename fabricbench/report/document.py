@@ -27,20 +27,29 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
+from fabricbench.report.analysis import fmt
+
 # Cells whose text is one of these get a colour in HTML (and keep their text in both formats).
 STATUS_CLASSES = {"pass": "ok", "ok": "ok", "fail": "bad", "failed": "bad", "error": "bad", "wrong": "bad",
                   "timeout": "bad", "oom": "warn", "flagged": "warn", "waived": "muted", "skipped": "muted",
-                  "predicted-only": "muted"}
+                  "predicted-only": "muted", "critical": "bad", "unknown": "warn", "warning": "warn",
+                  "info": "muted"}
 
+PROSE_CHARS = 24  # a cell longer than this wraps (words, reasons); shorter ones (figures, names) never do
+
+# Responsive: on a wide screen tables are tables; below 760 px each row becomes a card of "header: value"
+# lines, so that nothing is wider than a phone, and figures and code shrink or wrap to the page.
 _CSS = """
+*{box-sizing:border-box}
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-serif;margin:0;color:#1d2733;
-background:#f6f7f9;line-height:1.45}
+background:#f6f7f9;line-height:1.45;overflow-wrap:break-word}
 main{max-width:1180px;margin:0 auto;padding:24px 28px 60px;background:#fff;min-height:100vh}
 h1{font-size:1.9em;margin:.2em 0 .1em}.subtitle{color:#5a6572;margin:0 0 1.2em}
 h2{font-size:1.35em;border-bottom:2px solid #e3e7ec;padding-bottom:.2em;margin-top:2em}
 nav ol{columns:2;color:#33506e;padding-left:1.4em}nav a{color:#1f5fa8;text-decoration:none}
-table{border-collapse:collapse;margin:.6em 0 1.2em;font-size:.92em;display:block;overflow-x:auto;max-width:100%}
-th,td{border:1px solid #d9dee4;padding:4px 9px;text-align:right;white-space:nowrap}
+table{border-collapse:collapse;margin:.6em 0 1.2em;font-size:.92em;max-width:100%}
+th,td{border:1px solid #d9dee4;padding:4px 9px;text-align:right}
+td{white-space:nowrap}td.prose{white-space:normal;text-align:left;min-width:12em}
 th{background:#eef1f5;text-align:center}td:first-child,th:first-child{text-align:left}
 tr:nth-child(even) td{background:#fafbfc}
 td.ok{background:#e3f5e6!important;color:#17632a;font-weight:600}
@@ -49,10 +58,23 @@ td.warn{background:#fff3d6!important;color:#7a5200;font-weight:600}
 td.muted{color:#6b7580;font-style:italic}
 figure{margin:1em 0 1.6em}figure img{max-width:100%;height:auto;border:1px solid #e3e7ec}
 figcaption,.caption{color:#4d5863;font-size:.9em;margin-top:.3em}
-pre{background:#1f2630;color:#e8edf2;padding:10px 14px;border-radius:4px;overflow-x:auto;font-size:.88em}
+pre{background:#1f2630;color:#e8edf2;padding:10px 14px;border-radius:4px;font-size:.88em;white-space:pre-wrap;
+overflow-wrap:anywhere}
+code{overflow-wrap:anywhere}
 .intro{color:#2c3a48}ul{margin:.3em 0 1em}
+@media (max-width:760px){
+main{padding:14px 12px 40px}h1{font-size:1.5em}nav ol{columns:1}
+table,tbody,tr,td{display:block}thead{display:none}
+table{border:0;font-size:.95em}
+tr{border:1px solid #d9dee4;border-radius:4px;margin:0 0 .6em;padding:2px 0}
+td,td:first-child{border:0;border-bottom:1px solid #eef1f5;text-align:right;white-space:normal;
+overflow-wrap:anywhere;padding:3px 8px 3px 45%;position:relative;min-height:1.6em}
+td.prose{min-width:0;text-align:left}
+td::before{content:attr(data-label);position:absolute;left:8px;width:calc(45% - 14px);text-align:left;
+font-weight:600;color:#4d5863;white-space:normal;overflow-wrap:anywhere}
+td:first-child{font-weight:600;background:#eef1f5!important}
+}
 """
-
 
 @dataclass
 class _Block:
@@ -80,7 +102,8 @@ class Section:
 
     def table(self, headers: Sequence[str], rows: Sequence[Sequence[Any]], *, caption: str | None = None,
               status_col: int | None = None) -> "Section":
-        """Cells are formatted once here (floats to 4 significant digits), so both formats agree."""
+        """Cells are formatted once here (floats to 4 significant digits, thousands separated from 1,000, never
+        an exponent), so both formats agree."""
         assert status_col is None or 0 <= status_col < len(headers)
         cells = [[_cell(v) for v in row] for row in rows]
         for row in cells:
@@ -191,9 +214,11 @@ def _cell(v: Any) -> str:
     if isinstance(v, float):
         if v != v:  # NaN
             return "-"
-        if v == 0 or 1e-3 <= abs(v) < 1e6:
-            return f"{v:.4g}" if abs(v) < 1e4 else f"{v:,.0f}"
-        return f"{v:.3e}"
+        if v == 0:
+            return "0"
+        if 1e-3 <= abs(v) < 1e3:
+            return f"{v:.4g}"
+        return fmt(v)  # 1,233 and 0.000123: thousands separated, never an exponent
     return str(v)
 
 
@@ -220,9 +245,11 @@ def _html_table(t: dict[str, Any]) -> str:
     sc = t["status_col"]
     for row in t["rows"]:
         cells = []
-        for i, c in enumerate(row):
-            cls = STATUS_CLASSES.get(c.strip().lower()) if i == sc else None
-            cells.append(f'<td class="{cls}">{e(c)}</td>' if cls else f"<td>{e(c)}</td>")
+        for i, (h, c) in enumerate(zip(t["headers"], row)):
+            # data-label: on a phone each row is a card, every cell labelled with its header (CSS above)
+            cls = STATUS_CLASSES.get(c.strip().lower()) if i == sc else ("prose" if len(c) > PROSE_CHARS else None)
+            label = f' data-label="{e(h)}"'
+            cells.append(f'<td class="{cls}"{label}>{e(c)}</td>' if cls else f"<td{label}>{e(c)}</td>")
         out.append("<tr>" + "".join(cells) + "</tr>")
     out.append("</tbody></table>")
     return "".join(out)

@@ -1,18 +1,161 @@
-"""The sweep table: nccl-tests' familiar columns, one row per measurement, printed as measured.
+"""Every terminal table fabricbench prints, through one function that never cuts a cell.
 
-       size    count   type   place  redop   time(us)  algbw(GB/s)  busbw(GB/s)  #wrong
+    fabricbench sweep --engine torch --backend gloo --nprocs 2 --sizes 1K-1M     (the sweep table)
+    COLUMNS=80 fabricbench relate sweeps.jsonl train.jsonl                         (reflowed to 80 columns)
+
+`render(console, title, cols, rows)` prints a table whose figures and names are never cut with "…":
+numbers never wrap (a column is at least as wide as its widest figure), prose wraps at spaces. When the
+terminal is narrower than the table, it reflows in this order, each step only if the last did not fit:
+short headers with a legend under the table; then the columns split into parts, each part repeating the
+key columns (op, size, ...) so that every row can still be read across; then, at widths where even that
+cannot fit, one block of "header: value" lines per row. Piped output (a file, a CI log) is never reflowed:
+it gets the full table at its natural width, so that `grep` and diff see one row per line.
+
+The sweep table (`SweepTable`) grows as results arrive and is printed through the same function.
 """
 
 from __future__ import annotations
 
 import csv
-from typing import Any, TextIO
+from dataclasses import dataclass
+from typing import Any, Sequence, TextIO
 
-from fabricbench.report.analysis import fmt
+from fabricbench.report.analysis import fmt, fmt_cv
 from fabricbench.sizes import format_size
 
-COLUMNS = ("op", "size", "count", "type", "place", "time (us)", "algbw (GB/s)", "busbw (GB/s)", "#wrong",
-           "cv")
+PIPED_WIDTH = 10_000  # no table is this wide: piped output keeps every row on one line
+
+
+@dataclass(frozen=True)
+class Col:
+    """One column: its header, a short header for narrow terminals (explained in the legend), and whether
+    it is a key (repeated in every part of a split table) or prose (wraps at spaces; everything else never
+    wraps)."""
+
+    name: str
+    short: str = ""
+    legend: str = ""  # what the short header means, e.g. "algbw = algorithm bandwidth, GB/s"
+    justify: str = "right"
+    key: bool = False
+    prose: bool = False
+
+
+def console(*, stderr: bool = False, width: int | None = None):
+    """A rich console: the terminal's width on a TTY; otherwise as wide as any table needs, so that piped
+    output keeps full tables (rich would otherwise fold them at 80 columns)."""
+    from rich.console import Console
+
+    c = Console(stderr=stderr, width=width)
+    if width is None and not c.is_terminal:
+        c = Console(stderr=stderr, width=PIPED_WIDTH, soft_wrap=True)
+    return c
+
+
+def _cell(v: Any):
+    from rich.text import Text
+
+    if isinstance(v, Text):
+        return v
+    return Text("-" if v is None else str(v))  # plain text: names hold brackets ("[shaped:1gbit]")
+
+
+def _table(title: str | None, cols: Sequence[Col], rows: Sequence[Sequence[Any]], *, short: bool):
+    from rich import box
+    from rich.cells import cell_len
+    from rich.table import Table
+
+    t = Table(title=title, title_justify="left", header_style="bold", box=box.SIMPLE_HEAD, show_edge=False,
+              pad_edge=False, collapse_padding=True)
+    for i, c in enumerate(cols):
+        header = (c.short or c.name) if short else c.name
+        if c.prose:
+            t.add_column(header, justify=c.justify, overflow="fold")
+        else:  # a figure or a name: never wrapped, never cut (rich measures text by its longest word, so
+            # the column's minimum is set to its widest cell: the measure then says what the table needs)
+            widest = max([cell_len(header)] + [cell_len(_cell(r[i]).plain) for r in rows])
+            t.add_column(header, justify=c.justify, no_wrap=True, min_width=widest)
+    for r in rows:
+        t.add_row(*[_cell(v) for v in r])
+    return t
+
+
+def _min_width(con, renderable) -> int:
+    from rich.measure import Measurement
+
+    return Measurement.get(con, con.options.update_width(PIPED_WIDTH), renderable).minimum
+
+
+def _legend(cols: Sequence[Col]) -> str:
+    return "; ".join(c.legend or f"{c.short} = {c.name}" for c in cols if c.short and c.short != c.name)
+
+
+def build(con, title: str | None, cols: Sequence[Col], rows: Sequence[Sequence[Any]],
+          *, width: int | None = None) -> list:
+    """The renderables that print the table within `width` (default: the console's) without cutting."""
+    from rich.text import Text
+
+    assert all(len(r) == len(cols) for r in rows), "a row has more or fewer cells than the table has columns"
+    width = width or con.width
+    full = _table(title, cols, rows, short=False)
+    if _min_width(con, full) <= width:
+        return [full]
+    legend = _legend(cols)
+    parts: list = []
+    narrow = _table(title, cols, rows, short=True)
+    if _min_width(con, narrow) <= width:
+        return [narrow, Text(legend, style="dim")] if legend else [narrow]
+    keys = [i for i, c in enumerate(cols) if c.key] or [0]
+    rest = [i for i in range(len(cols)) if i not in keys]
+    groups: list[list[int]] = []
+    for i in rest:  # greedy: each part as many columns as fit beside the keys
+        trial = (groups[-1] + [i]) if groups else [i]
+        sub = _table(None, [cols[k] for k in keys + trial], [[r[k] for k in keys + trial] for r in rows],
+                     short=True)
+        if groups and _min_width(con, sub) <= width:
+            groups[-1] = trial
+        else:
+            groups.append([i])
+    fits = all(_min_width(con, _table(None, [cols[k] for k in keys + g], [[r[k] for k in keys + g] for r in rows],
+                                      short=True)) <= width for g in groups)
+    if fits:
+        for n, g in enumerate(groups, 1):
+            t = _table(f"{title} ({n}/{len(groups)})" if title else None, [cols[k] for k in keys + g],
+                       [[r[k] for k in keys + g] for r in rows], short=True)
+            parts.append(t)
+        if legend:
+            parts.append(Text(legend, style="dim"))
+        return parts
+    # Too narrow even for one column beside the keys: one block per row.
+    if title:
+        parts.append(Text(title, style="italic"))
+    for r in rows:
+        for c, v in zip(cols, r):
+            parts.append(Text(f"{c.name}: ") + _cell(v))
+        parts.append(Text(""))
+    return parts
+
+
+def render(con, title: str | None, cols: Sequence[Col], rows: Sequence[Sequence[Any]]) -> None:
+    """Print the table on `con` (see build)."""
+    for p in build(con, title, cols, rows):
+        con.print(p)
+
+
+# --- the sweep table --------------------------------------------------------------------------------------
+
+SWEEP_COLS = (
+    Col("op", justify="left", key=True),
+    Col("size", key=True),
+    Col("count"),
+    Col("type", justify="left"),
+    Col("place", justify="left"),
+    Col("time (us)", "us", "us = median time, microseconds"),
+    Col("algbw (GB/s)", "algbw", "algbw/busbw in GB/s"),
+    Col("busbw (GB/s)", "busbw"),
+    Col("#wrong", "wrong", "wrong = #wrong elements"),
+    Col("cv"),
+)
+COLUMNS = tuple(c.name for c in SWEEP_COLS)
 CSV_FIELDS = ("op", "dtype", "bytes", "count", "nranks", "inplace", "graph", "time_us", "mean_us", "min_us",
               "max_us", "p95_us", "cv", "algbw_gbps", "busbw_gbps", "wrong", "status", "engine", "fabric",
               "timestamp")
@@ -21,28 +164,34 @@ CSV_FIELDS = ("op", "dtype", "bytes", "count", "nranks", "inplace", "graph", "ti
 _num = fmt  # the one number formatter (fabricbench/report/analysis.py)
 
 
+def note(rec: dict[str, Any]) -> str | None:
+    """The line under the table for a waived or failed record: what and why, never cut."""
+    if rec.get("status") in ("waived", "timeout", "error"):
+        return f"{rec['op']} {format_size(rec['requested_bytes'])}: {rec['status']}: {rec.get('message') or ''}"
+    return None
+
+
 def row(rec: dict[str, Any]) -> list[str]:
+    """The sweep table's cells for one record (a waived or failed one's reason goes under the table:
+    see note())."""
     status = rec.get("status")
     if status in ("waived", "timeout", "error"):
         return [rec["op"], format_size(rec["requested_bytes"]), "-", rec["dtype"],
-                "in" if rec["inplace"] else "out", status, "", "", "", (rec.get("message") or "")[:60]]
+                "in" if rec["inplace"] else "out", status, "", "", "", ""]
     wrong = rec.get("wrong")
     busbw = _num(rec.get("busbw_gbps")) if rec.get("busbw_gbps") is not None else "n/a"
-    return [rec["op"], format_size(rec["bytes"]), str(rec["count"]), rec["dtype"],
+    return [rec["op"], format_size(rec["bytes"]), f"{rec['count']:,}", rec["dtype"],
             ("in" if rec["inplace"] else "out") + (" graph" if rec.get("graph") else ""),
             _num(rec.get("time_us")), _num(rec.get("algbw_gbps")), busbw,
-            "N/A" if wrong is None else str(wrong), _num(rec.get("cv"), 3)]
+            "N/A" if wrong is None else str(wrong), fmt_cv(rec.get("cv"))]
 
 
 class SweepTable:
-    """A rich table that grows as results arrive, with a progress bar for long runs."""
+    """A table that grows as results arrive (live on a terminal, with a progress bar), printed at the end
+    through render()'s reflow so that nothing is cut."""
 
     def __init__(self, total: int, title: str, *, progress: bool) -> None:
-        from rich.console import Console
-
-        self.console = Console()
-        if not self.console.is_terminal:  # pipes and CI logs: wide enough that no column is cut
-            self.console = Console(width=140)
+        self.console = console()
         self.title = title
         self.total = total
         self.rows: list[list[str]] = []
@@ -50,49 +199,44 @@ class SweepTable:
         self._live = None
         self._progress = None
         if progress and self.console.is_terminal and total > 1:
-            from rich.console import Group
             from rich.live import Live
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
             self._progress = Progress("[progress.description]{task.description}", BarColumn(),
                                       MofNCompleteColumn(), TimeElapsedColumn())
             self._task = self._progress.add_task("measuring", total=total)
-            self._group = Group
-            self._live = Live(self._render(), console=self.console, refresh_per_second=4)
+            self._live = Live(self._render(), console=self.console, refresh_per_second=4, transient=True)
             self._live.start()
 
-    def _table(self):
-        from rich.table import Table
-
-        t = Table(title=self.title, title_justify="left", header_style="bold")
-        for c in COLUMNS:
-            t.add_column(c, justify="left" if c in ("op", "type", "place") else "right")
-        for r in self.rows:
-            t.add_row(*r)
-        return t
-
     def _render(self):
+        from rich.console import Group
+
+        parts = build(self.console, self.title, SWEEP_COLS, self.rows)
         if self._progress is None:
-            return self._table()
-        return self._group(self._table(), self._progress)
+            return Group(*parts)
+        return Group(*parts, self._progress)
 
     def add(self, rec: dict[str, Any]) -> None:
         self.rows.append(row(rec))
-        note = rec.get("busbw_note")
-        if note and note not in self.notes:
-            self.notes.append(note)
+        for n in (note(rec), rec.get("busbw_note")):
+            if n and n not in self.notes:
+                self.notes.append(n)
         if self._live is not None:
             self._progress.advance(self._task)
             self._live.update(self._render())
 
     def close(self) -> None:
+        from rich.text import Text
+
         if self._live is not None:
-            self._live.update(self._table())
-            self._live.stop()
-        elif self.rows:  # a run that failed before its first result prints its error alone
-            self.console.print(self._table())
+            self._live.stop()  # transient: the live view goes, the final table is printed once below
+        if self.rows:  # a run that failed before its first result prints its error alone
+            render(self.console, self.title, SWEEP_COLS, self.rows)
+        if any(r[-1].endswith("!") for r in self.rows):
+            self.console.print("[dim]cv ! : the spread is over half the median; the figure is noise, rerun "
+                               "with more --iters or --adaptive[/dim]")
         for n in self.notes:
-            self.console.print(f"[dim]note: {n}[/dim]")
+            self.console.print(Text(f"note: {n}", style="dim"))
 
 
 class CsvSink:
@@ -104,3 +248,4 @@ class CsvSink:
     def add(self, rec: dict[str, Any]) -> None:
         self.w.writerow(rec)
         self.fh.flush()
+

@@ -73,6 +73,7 @@ class CollectiveResult:
     cuda_runtime: str | None = None
     gpu_names: list[str] = field(default_factory=list)
     transport: str | None = None  # what NCCL actually used (filled where the NCCL log was read)
+    nvls: bool | None = None  # NVLink SHARP connected, where an NCCL log told (imported records)
     extra: dict[str, Any] = field(default_factory=dict)
     context: dict[str, Any] = field(default_factory=dict)  # the header(): schema, kind, host, env, ...
 

@@ -6,12 +6,13 @@ writability) before anything is measured.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any, Iterator
 
 from fabricbench.errors import UsageError
+from fabricbench.files import OutputError, dumps
+from fabricbench.results import records as _records
 
 
 class ResultWriter:
@@ -30,14 +31,28 @@ class ResultWriter:
     def write(self, record: dict[str, Any]) -> None:
         self.records.append(record)
         if self._fh is not None:
-            self._fh.write(json.dumps(record, sort_keys=False) + "\n")
-            self._fh.flush()
-            os.fsync(self._fh.fileno())
+            try:
+                # NaN/Infinity become null: JSON has neither, and every reader would choke on them
+                self._fh.write(dumps(record, sort_keys=False) + "\n")
+                self._fh.flush()
+                os.fsync(self._fh.fileno())
+            except OSError as e:
+                fh, self._fh = self._fh, None
+                try:
+                    fh.close()
+                except OSError:
+                    pass
+                kept = len(self.records) - 1
+                raise OutputError(f"--out {self.path}: write failed ({e.strerror}); the {kept} record(s) "
+                                  f"written before are kept; free space or choose another path") from None
 
     def close(self) -> None:
         if self._fh is not None:
-            self._fh.close()
-            self._fh = None
+            fh, self._fh = self._fh, None
+            try:
+                fh.close()
+            except OSError as e:
+                raise OutputError(f"--out {self.path}: write failed on close ({e.strerror})") from None
 
     def __enter__(self) -> "ResultWriter":
         return self
@@ -47,15 +62,6 @@ class ResultWriter:
 
 
 def read_results(path: str | os.PathLike, kind: str | None = None) -> Iterator[dict[str, Any]]:
-    """Records of a results file, optionally of one kind; a torn last line (crash mid-write) is skipped."""
-    with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if kind is None or rec.get("kind") == kind:
-                yield rec
+    """Records of a results file, optionally of one kind; lines that are not readable records (a torn last
+    line, damage, another tool's JSON) are skipped. results.records.read also says what it skipped."""
+    yield from _records.read(path, kind=kind).records

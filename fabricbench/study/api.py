@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from fabricbench.errors import UsageError
+from fabricbench.results.context import MASK
 from fabricbench.study.config import StudyConfig
 from fabricbench.study.runner import UnitRun
 from fabricbench.study.units import Unit
@@ -63,6 +64,10 @@ def resolve_config(out: str, *, resume: bool, options: dict[str, Any]) -> StudyC
         if stored is None:
             raise UsageError(f"--resume: {out} holds no study yet; give the study's options (at least --model)")
         config = StudyConfig.from_dict({**stored["study"]["config"], "out": str(out)})
+        hidden = [f for f in config.fabrics if MASK in f]
+        if hidden:  # the values were never written: they cannot be taken from the stored settings
+            raise UsageError(f"--resume: the stored fabric(s) {', '.join(hidden)} hide their values, which are "
+                             f"never written to disk; give the study's options again, --fabrics with the values")
     else:
         names = {f.name for f in dataclasses.fields(StudyConfig)}
         unknown = sorted(set(options) - names)
@@ -93,7 +98,7 @@ def plan_for(config: StudyConfig) -> list[Unit]:
     return build_plan(config, topo)
 
 
-def study(out: str, *, resume: bool = False, dry_run: bool = False, report: bool = True, progress: bool = False,
+def study(out: str, *, resume: bool = False, dry_run: bool = False, report: bool = True, progress: bool | None = None,
           echo: Callable[[str], None] | None = None, **options: Any) -> StudyResult:
     """Run (or, with dry_run, only plan) a study into `out`; see the module docstring."""
     from fabricbench.study import records

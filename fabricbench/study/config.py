@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fabricbench.errors import UsageError
+from fabricbench.fabrics.model import shown
+from fabricbench.results.context import fabric_label
 
 # Sweep grids when no trace says what the strategies send (or the trace ran on one rank): GPUs cover
 # DDP's 25 MB buckets up to whole-model gathers; the CPU lab stays small (gloo over loopback is slow).
@@ -28,7 +30,7 @@ class StudyConfig:
     device: str = "cuda"  # "cuda" (one process per GPU) or "cpu" (gloo ranks, `nprocs` of them)
     gpus: tuple[int, ...] = ()  # CUDA ordinals (device cuda); () = all visible, filled by validate()
     nprocs: int = 2  # ranks on CPU
-    fabrics: tuple[str, ...] = ()  # fabric specs; () = DEFAULT_FABRICS[device]
+    fabrics: tuple[str, ...] = ()  # fabric specs; () = DEFAULT_FABRICS[device]; written out masked (to_dict)
     strategies: tuple[str, ...] = ()  # () = every registered strategy
     model: str | None = None  # a registered model name
     model_config: str | None = None  # or a transformers config JSON
@@ -128,8 +130,14 @@ class StudyConfig:
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
-        d["gpus"], d["fabrics"], d["strategies"] = list(self.gpus), list(self.fabrics), list(self.strategies)
+        # fabrics masked: a custom fabric's values outside NCCL_*/GLOO_*/CUDA_* never reach a file or screen
+        d["gpus"], d["fabrics"], d["strategies"] = list(self.gpus), [shown(f) for f in self.fabrics], list(self.strategies)
         return d
+
+    @property
+    def fabric_names(self) -> tuple[str, ...]:
+        """What units, file names, child argv and the report call each fabric (fabrics.Fabric.name)."""
+        return tuple(fabric_label(f) for f in self.fabrics)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "StudyConfig":

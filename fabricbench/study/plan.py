@@ -60,11 +60,12 @@ def build_plan(config: StudyConfig, topo: Any = None) -> list[Unit]:
     """The units of a validated config, in run order."""
     units: list[Unit] = [Unit(name="machine", kind="machine", estimate_s=8.0 if config.device == "cpu" else 20.0),
                          Unit(name="estimate", kind="estimate", estimate_s=10.0)]
-    first, rest = config.fabrics[0], list(config.fabrics[1:])
+    # fabric names, never specs: a custom fabric's values stay out of unit names, file names and argv
+    first, rest = config.fabric_names[0], list(config.fabric_names[1:])
     for s in config.strategies:
         units.append(Unit(name=f"train {s} @ {first}", kind="train", fabric=first, strategy=s,
                           estimate_s=_train_seconds(config)))
-    for f in config.fabrics:
+    for f in config.fabric_names:
         units.append(Unit(name=f"sweep @ {f}", kind="sweep", fabric=f, estimate_s=_sweep_seconds(config, f)))
     if has_islands(config, topo):
         units.append(Unit(name=f"scaling @ {first}", kind="scaling", fabric=first, estimate_s=60.0))

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from fabricbench.errors import UsageError
+from fabricbench.importing.beside import is_imported
 
 RESULTS = "results.jsonl"
 
@@ -55,6 +56,8 @@ def load(out_dir: str | Path, *, must_exist: bool = True) -> StudyRecords:
             sr.plans.append(rec)
         elif kind == "study_unit":
             sr.units[rec["name"]] = rec
+        elif is_imported(rec):  # `fabricbench import --out DIR/results.jsonl`: shown beside the study's own
+            sr.records.append(rec)
         else:
             tag = rec.get("study") or {}
             if tag.get("unit"):

@@ -11,6 +11,7 @@ advice, and the exact commands to reproduce every number. Nothing here measures.
 
 from __future__ import annotations
 
+import dataclasses
 import shlex
 import statistics
 import tempfile
@@ -19,6 +20,7 @@ from typing import Any
 
 from fabricbench.report.analysis import byte_unit
 from fabricbench.report.document import Document, Section
+from fabricbench.importing import beside
 from fabricbench.study import figures
 from fabricbench.study import records as study_records
 from fabricbench.study.config import StudyConfig
@@ -94,10 +96,13 @@ def build(out_dir: str | Path) -> Document:
     sr = study_records.load(out_dir)
     if sr.plan is None:
         raise FileNotFoundError  # pragma: no cover - load() refuses a directory without results
-    config = StudyConfig.from_dict(sr.plan["study"]["config"])
+    stored = StudyConfig.from_dict(sr.plan["study"]["config"])  # fabrics masked (StudyConfig.to_dict)
+    # records and units name a fabric by its name ("sec", never "sec:MY_TOKEN=..."): so does the report,
+    # except in the command that reruns the study
+    config = dataclasses.replace(stored, fabrics=stored.fabric_names)
     figs = _Figs()
     try:
-        return _build(sr, config, figs)
+        return _build(sr, config, figs, command=study_command(stored))
     finally:
         figs.close()
 
@@ -107,7 +112,7 @@ def write_report(out_dir: str | Path) -> tuple[Path, Path]:
 
 
 # -- the document ---------------------------------------------------------------------------------------------
-def _build(sr: study_records.StudyRecords, c: StudyConfig, figs: _Figs) -> Document:
+def _build(sr: study_records.StudyRecords, c: StudyConfig, figs: _Figs, *, command: str) -> Document:
     machine = next(iter(sr.of_kind("machine")), None)
     trains = sr.of_kind("train")
     colls = [r for r in sr.of_kind("collective") if (r.get("study") or {}).get("unit", "").startswith("sweep")]
@@ -124,13 +129,16 @@ def _build(sr: study_records.StudyRecords, c: StudyConfig, figs: _Figs) -> Docum
     advice = _advice(sr, c, machine)
     _in_short(doc, sr, c, trains, colls, advice)
     _machine(doc, sr, c, machine, colls, trains, figs)
-    _busbw(doc, c, colls, figs)
+    # `fabricbench import`ed results appended to results.jsonl: lines and columns of their own, beside
+    groups = beside.collective_groups([r for r in sr.of_kind("collective") if beside.is_imported(r)])
+    _busbw(doc, c, colls, figs, imported=[dict(r, fabric=name) for name, rs in groups.items() for r in rs
+                                          if not r.get("inplace")])
     _scaling(doc, c, scaling, machine, figs)
     _memory(doc, c, trains, estimate, figs)
     _throughput(doc, c, trains, figs)
     _relate_section(doc, relate, figs)
     _advice_section(doc, c, advice, trains, machine, sr.records)
-    _reproduce(doc, sr, c)
+    _reproduce(doc, sr, c, command)
     return doc
 
 
@@ -310,7 +318,7 @@ def _metric(colls) -> tuple[str, str | None]:
     return "busbw_gbps", None
 
 
-def _busbw(doc: Document, c: StudyConfig, colls, figs: _Figs) -> None:
+def _busbw(doc: Document, c: StudyConfig, colls, figs: _Figs, imported=()) -> None:
     s = doc.section("Bus bandwidth against size, per fabric",
                     intro="busbw = S / t × the op's factor (all-reduce 2(n−1)/n; all-gather, reduce-scatter "
                           "(n−1)/n), nccl-tests' definition: comparable across GPU counts. Sizes cover what the "
@@ -319,6 +327,7 @@ def _busbw(doc: Document, c: StudyConfig, colls, figs: _Figs) -> None:
     if not ok:
         s.text("No sweep finished; nothing to show (see “Reproduce”).")
         return
+    ok += [r for r in imported if r.get("status") == "ok"]
     metric, note = _metric(ok)
     dtypes = sorted({r["dtype"] for r in ok})
     series: dict[str, dict[str, list]] = {}
@@ -332,6 +341,7 @@ def _busbw(doc: Document, c: StudyConfig, colls, figs: _Figs) -> None:
                 + (f" ({note})" if note else ""))
     base = c.fabrics[0]
     fabs = [f for f in c.fabrics if any(r["fabric"] == f for r in ok)]
+    fabs += list(dict.fromkeys(r["fabric"] for r in imported if r in ok))
     # one small table per op (rows: sizes; columns: fabrics, then each one's ratio to the first): the
     # numbers under each panel of the figure, narrow enough to read without scrolling
     val = {(r["op"], r["dtype"], r["bytes"], r["fabric"]): r.get(metric) for r in ok}
@@ -573,10 +583,10 @@ def _advice_section(doc: Document, c: StudyConfig, advice, trains, machine=None,
 
 
 # -- reproduce ------------------------------------------------------------------------------------------------
-def _reproduce(doc: Document, sr, c: StudyConfig) -> None:
+def _reproduce(doc: Document, sr, c: StudyConfig, command: str) -> None:
     s = doc.section("Reproduce", intro="The command that ran this study, the one that rebuilds this report, and "
                                        "every unit's own command (each ran in its own process, under its fabric).")
-    s.code(wrap(study_command(c)) + "\n" + f"fabricbench study --out {shlex.quote(c.out)} --resume   "
+    s.code(wrap(command) + "\n" + f"fabricbench study --out {shlex.quote(c.out)} --resume   "
            f"# reruns only units not recorded ok\nfabricbench report {shlex.quote(c.out)}   # this report, measuring nothing")
     rows, cmds = [], []
     plan_units = [u["name"] for u in sr.plan["study"]["units"]]

@@ -11,20 +11,20 @@ the rest. A fabric that cannot be applied here (shaped without root) makes its u
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
 import sys
 import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
-from fabricbench import procs
-from fabricbench.errors import FabricbenchError, UsageError
+from fabricbench import jobs
+from fabricbench.errors import FabricbenchError, FabricWaived, UsageError
 from fabricbench.fabrics import get_fabric
-from fabricbench.fabrics.apply import Launch, applied
+from fabricbench.fabrics.model import Fabric
+from fabricbench.jobs import secrets, signals
+from fabricbench.progress import Progress
 from fabricbench.results import ResultWriter, header
 from fabricbench.study import records as study_records
 from fabricbench.study.config import StudyConfig
@@ -40,40 +40,16 @@ class UnitRun:
     commands: list[str] = field(default_factory=list)
 
 
-@contextlib.contextmanager
-def under_fabric(spec: str | None) -> Iterator[Launch]:
-    """The fabric applied for the children inside the block (fabrics.apply); a unit with no fabric (estimate,
-    advice) runs its children in this process's environment."""
-    if spec is None:
-        yield Launch(fabric=None, env=dict(os.environ))
-        return
-    with applied(get_fabric(spec)) as launch:
-        yield launch
-
-
-def _run_child(argv: list[str], env: dict[str, str], timeout_s: float) -> tuple[int | None, str, str, bool]:
-    """(returncode, stdout, stderr, timed_out); the child's whole process group dies with it (procs)."""
-    r = procs.run(argv, env=env, timeout_s=timeout_s, capture=True)
-    return r.returncode, r.stdout or "", r.stderr or "", bool(r.timed_out)
-
-
-@contextlib.contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM ends the study as Ctrl-C does (clean stop, unit recorded interrupted), in the main thread."""
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum, frame):
-        raise KeyboardInterrupt
-
-    old = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, old)
+def fabric_of(config: StudyConfig, name: str | None) -> Fabric | None:
+    """The fabric a unit names (by Fabric.name: units never carry a spec's values), parsed from the study's
+    specs; None for a unit with no fabric (estimate, advice), whose children run in this environment."""
+    if name is None:
+        return None
+    for spec in config.fabrics:
+        fabric = get_fabric(spec)
+        if fabric.name == name:
+            return fabric
+    raise AssertionError(f"unit fabric {name!r} is not one of the study's")
 
 
 def prepare(config: StudyConfig, *, resume: bool) -> study_records.StudyRecords:
@@ -97,7 +73,7 @@ def prepare(config: StudyConfig, *, resume: bool) -> study_records.StudyRecords:
 
 
 def run_units(config: StudyConfig, units: list[Unit], *, resume: bool, echo: Callable[[str], None] | None = None,
-              progress: bool = True) -> list[UnitRun]:
+              progress: bool | None = None) -> list[UnitRun]:
     """Run (or skip) every unit; returns what happened to each. Raises KeyboardInterrupt after recording."""
     out = Path(config.out)
     existing = prepare(config, resume=resume)
@@ -108,25 +84,30 @@ def run_units(config: StudyConfig, units: list[Unit], *, resume: bool, echo: Cal
         "attempt": attempt, "resume": resume, "config": config.to_dict(),
         "units": [{"name": u.name, "kind": u.kind, "fabric": u.fabric, "strategy": u.strategy,
                    "estimate_s": u.estimate_s} for u in units],
-        "argv": sys.argv}})
+        "argv": [secrets.mask(a, config.fabrics) for a in sys.argv]}})
     ctx = Context(config=config, out_dir=out, records=list(existing.records))
     done = {name for name, u in existing.units.items() if u.get("status") in DONE}
     results: list[UnitRun] = []
-    bar = _Progress(units, enabled=progress)
+    # progress None: a bar on a terminal, a line now and then in a log (fabricbench/progress.py)
+    bar = Progress("study", total=len(units), quiet=progress is False)
     try:
-        with _sigterm_as_interrupt(), bar:
+        with signals.terminated_as_interrupt(), bar:
             for unit in units:
                 if unit.name in done:
                     results.append(UnitRun(unit=unit, status="skipped", message="recorded ok earlier"))
-                    bar.advance(unit, "skipped", 0.0)
+                    bar.advance(item=f"{unit.name} skipped")
                     continue
-                bar.start(unit)
+                bar.update(item=unit.name)
                 run = _run_unit(unit, ctx, writer, attempt)
                 results.append(run)
-                bar.advance(unit, run.status, run.duration_s)
+                bar.advance(item=f"{unit.name} {run.status}")
                 if echo is not None:
-                    bar.say(echo, f"{unit.name:<28} {run.status:<11} {run.duration_s:7.1f} s"
+                    line = (f"{unit.name:<28} {run.status:<11} {run.duration_s:7.1f} s"
                             + (f"  {run.message}" if run.message else ""))
+                    if bar.live:  # above the bar, through its console, so neither garbles the other
+                        bar.say(line)
+                    else:
+                        echo(line)
     finally:
         writer.close()
     return results
@@ -144,14 +125,19 @@ def _run_unit(unit: Unit, ctx: Context, writer: ResultWriter, attempt: str) -> U
         ctx.unit_file(unit).unlink(missing_ok=True)  # this attempt's records only
         commands, details = kind.commands(unit, ctx)
         children = []
-        with log_path.open("w", encoding="utf-8") as log, \
-                under_fabric(unit.fabric) as launch:
-            facts = launch.facts
+        fabric = fabric_of(ctx.config, unit.fabric)
+        facts = _facts(fabric, None)
+        with log_path.open("w", encoding="utf-8") as log, jobs.workspace("study-unit") as ws:
             for argv in commands:
-                full = launch.argv(argv)
                 log.write(f"$ {shown(argv)}\n")
                 log.flush()
-                child = _run_child(full, launch.env, kind.timeout_s(ctx.config))
+                # jobs.run: under the unit's fabric (the argv names it by name; its values travel in the
+                # environment), in a process group dead with us, bounded by the unit kind's time-out
+                res = jobs.run(argv, workspace=ws, fabric=fabric, budget_s=kind.timeout_s(ctx.config))
+                if res.waived:
+                    raise FabricWaived(res.waived)
+                facts = _facts(fabric, res)
+                child = (res.returncode, res.stdout, res.stderr, res.timed_out)
                 log.write(child[1] + child[2] + f"\n[exit {child[0]}{', timed out' if child[3] else ''}]\n")
                 log.flush()
                 children.append(child)
@@ -166,7 +152,7 @@ def _run_unit(unit: Unit, ctx: Context, writer: ResultWriter, attempt: str) -> U
                     message="stopped by Ctrl-C / SIGTERM; --resume reruns it", details=details, facts=facts)
         raise
     except FabricbenchError as e:
-        status = "waived" if type(e).__name__ == "FabricWaived" else "error"
+        status = "waived" if isinstance(e, FabricWaived) else "error"
         outcome = Outcome(status=status, records=[], message=str(e))
     for rec in outcome.records:
         rec["study"] = {"unit": unit.name, "attempt": attempt}
@@ -183,6 +169,16 @@ def _run_unit(unit: Unit, ctx: Context, writer: ResultWriter, attempt: str) -> U
                    commands=[shown(c) for c in commands])
 
 
+def _facts(fabric: Fabric | None, res: jobs.Outcome | None) -> dict[str, Any]:
+    """What the unit's records carry about its fabric (fabrics.apply.Launch.facts: values masked)."""
+    if fabric is None:
+        return {}
+    cmd = res.command if res is not None else []
+    ns = cmd[3] if len(cmd) > 3 and cmd[1:3] == ["netns", "exec"] else None
+    return {"fabric": fabric.name, "fabric_env": fabric.public_variables, "shaped_rate_bps": fabric.rate_bps,
+            "netns": ns}
+
+
 def _write_unit(writer: ResultWriter, unit: Unit, attempt: str, *, status: str, started: float,
                 commands: list[list[str]], message: str | None, details: dict[str, Any], facts: dict[str, Any],
                 n_records: int = 0) -> None:
@@ -191,47 +187,3 @@ def _write_unit(writer: ResultWriter, unit: Unit, attempt: str, *, status: str, 
                   "status": status, "duration_s": round(time.monotonic() - started, 3), "message": message,
                   "commands": [shown(c) for c in commands], "records": n_records, "details": details,
                   "fabric_facts": facts})
-
-
-class _Progress:
-    """One bar across all units (rich, on stderr); silent when disabled."""
-
-    def __init__(self, units: list[Unit], *, enabled: bool) -> None:
-        self.enabled = enabled
-        self.total = sum(max(u.estimate_s, 1.0) for u in units)
-        self._p = None
-        self._task = None
-
-    def __enter__(self) -> "_Progress":
-        if self.enabled:
-            from rich.console import Console
-            from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-            self._p = Progress(TextColumn("{task.description:<34}"), BarColumn(), TextColumn("{task.fields[n]}"),
-                               TimeElapsedColumn(), console=Console(stderr=True), transient=False)
-            self._p.__enter__()
-            self._task = self._p.add_task("study", total=self.total, n="")
-            self._done = 0
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._p is not None:
-            self._p.__exit__(*exc)
-
-    def start(self, unit: Unit) -> None:
-        if self._p is not None:
-            self._p.update(self._task, description=unit.name)
-
-    def say(self, echo: Callable[[str], None], line: str) -> None:
-        """A line above the bar (through rich's console while the bar is live, so neither garbles the other)."""
-        if self._p is not None:
-            from rich.markup import escape
-
-            self._p.console.print(escape(line), highlight=False)
-        else:
-            echo(line)
-
-    def advance(self, unit: Unit, status: str, duration: float) -> None:
-        if self._p is not None:
-            self._done += 1
-            self._p.update(self._task, advance=max(unit.estimate_s, 1.0), n=f"{self._done} units")

@@ -297,7 +297,7 @@ def _relate_commands(unit: Unit, ctx: Context):
         return [], {"waived": "one fabric: relate explains the slowdown between fabrics; name two with --fabrics"}
     files = sorted(str(p) for p in (ctx.out_dir / "units").glob("*.jsonl")
                    if p.name.startswith(("sweep", "train")))
-    ref = ctx.config.fabrics[0]
+    ref = ctx.config.fabric_names[0]
     return [fb("relate", *files, "--reference", ref, "--json")], {"inputs": [os.path.basename(f) for f in files]}
 
 

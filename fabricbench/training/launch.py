@@ -4,7 +4,9 @@
 
 For every strategy: "waived" when it cannot run here (DeepSpeed missing), else one torchrun
 (`python -m torch.distributed.run`, one process per GPU, the fabric's environment) of
-fabricbench/training/worker.py. The ranks' files are joined into one kind "train" record:
+fabricbench/training/worker.py, run as a job (fabricbench/jobs): each rank reports its start-up and every
+step over the job's channel, so a rank silent for --timeout s is named ("rank 1 stopped answering") and
+every process is killed then, not when a whole-run limit runs out. The ranks' files are joined into one kind "train" record:
 - status "ok"; "error" when a rank failed or when what ran is not the strategy asked for (verify.py; the
   message says what actually ran), never a result; "oom" with the estimate beside it; "flagged" when the
   loss did not fall; "waived" with the reason.
@@ -27,7 +29,10 @@ from pathlib import Path
 from typing import Any
 
 import fabricbench
+from fabricbench import jobs, procs
 from fabricbench.errors import UsageError
+from fabricbench.fabrics import get_fabric
+from fabricbench.jobs.secrets import write_private
 from fabricbench.measuring.config import PROCS_PER_CORE, cores
 from fabricbench.results import ResultWriter, header
 from fabricbench.results.context import package_version
@@ -38,6 +43,7 @@ from fabricbench.training.strategies.base import accelerate_precision
 
 LIBRARIES = ("torch", "accelerate", "transformers", "deepspeed")
 MAX_STEPS = 100_000  # optimizer steps per strategy
+STARTUP_S = 600.0  # start-up (torchrun, imports, building the model) may take this long even with a short --timeout
 MAX_TRACE_STEPS = 20  # profiled steps: a profile grows with every step and is read in memory
 
 
@@ -64,7 +70,8 @@ class TrainConfig:
     node_rank: int = 0
     master_addr: str = "127.0.0.1"
     master_port: int | None = None  # None: a free port on this host
-    timeout_s: float = 1800.0  # one strategy's processes, start to end
+    timeout_s: float = 1800.0  # a rank with no progress (start-up phase, step) for this long ends the run
+    budget_s: float | None = None  # one strategy's processes, start to end; None: no limit beyond timeout_s
     extra_env: dict[str, str] = field(default_factory=dict)  # added to the workers' environment
 
     @property
@@ -95,7 +102,11 @@ class TrainConfig:
         if not (math.isfinite(self.lr) and self.lr > 0):
             raise UsageError(f"--lr {self.lr}: the learning rate must be positive and finite, e.g. 1e-4")
         if not (math.isfinite(self.timeout_s) and self.timeout_s > 0):
-            raise UsageError(f"--timeout {self.timeout_s}: must be positive and finite (seconds per strategy)")
+            raise UsageError(f"timeout_s={self.timeout_s}: must be positive and finite (seconds a rank may go "
+                             f"without progress)")
+        if self.budget_s is not None and not (math.isfinite(self.budget_s) and self.budget_s > 0):
+            raise UsageError(f"budget_s={self.budget_s}: must be positive and finite (seconds per strategy), "
+                             f"or None")
         if self.device not in ("cuda", "cpu"):
             raise UsageError(f"--device {self.device}: choose cuda or cpu")
         if self.precision is not None and self.precision not in PRECISIONS:
@@ -129,16 +140,7 @@ class TrainConfig:
         missing = [lib for lib in ("accelerate", "transformers") if importlib.util.find_spec(lib) is None]
         if missing:
             raise UsageError(f'train needs {" and ".join(missing)}: pip install "fabricbench[train]"')
-        _fabric_env(self.fabric, {})  # an unknown fabric fails before any model is built
-
-
-def _fabric_env(name: str, base: dict[str, str]) -> dict[str, str]:
-    from fabricbench.fabrics import fabric_env, get_fabric
-
-    fe = fabric_env(get_fabric(name), base)
-    for w in fe.warnings:
-        print(f"warning: {w}", file=sys.stderr)
-    return fe.env
+        get_fabric(self.fabric)  # an unknown fabric fails before any model is built
 
 
 def _free_port() -> int:
@@ -148,7 +150,8 @@ def _free_port() -> int:
 
 
 def worker_env(config: TrainConfig) -> dict[str, str]:
-    env = _fabric_env(config.fabric, dict(os.environ))
+    """The ranks' environment before the fabric is applied (jobs.run applies it)."""
+    env = dict(os.environ)
     root = str(Path(fabricbench.__file__).resolve().parent.parent)
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env.pop("ACCELERATE_USE_DEEPSPEED", None)  # the zero strategies set it themselves, in their processes
@@ -166,8 +169,6 @@ def worker_env(config: TrainConfig) -> dict[str, str]:
 def launch_command(config: TrainConfig, spec_path: Path) -> list[str]:
     """torchrun, whose ranks start under fabricbench.procs' guard: torchrun puts each rank in a session of
     its own, out of reach of a group kill, so each rank asks for the death signal itself."""
-    from fabricbench import procs
-
     port = config.master_port if config.master_port is not None else _free_port()
     return [sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={config.procs_per_node}",
             f"--nnodes={config.nnodes}", f"--node-rank={config.node_rank}",
@@ -182,33 +183,32 @@ def run_strategy(config: TrainConfig, name: str, resolved: models.ResolvedModel,
     why = strategy.unavailable()
     if why:
         return {**body, "status": "waived", "message": why}
-    from fabricbench import procs
-
-    with procs.temp_dir(f"train-{name}") as run_dir:  # removed on Ctrl-C too; after a SIGKILL, next start
-        spec = {**asdict(config), "strategy": name, "run_dir": str(run_dir)}
+    fabric = get_fabric(config.fabric)
+    body.update(fabric_env=fabric.public_variables, shaped_rate_bps=fabric.rate_bps)
+    first = config.node_rank * config.procs_per_node
+    with jobs.workspace(f"train-{name}") as run_dir:  # removed on Ctrl-C/SIGTERM too; after a SIGKILL, next start
+        spec = {**asdict(config), "strategy": name, "run_dir": str(run_dir), "fabric": fabric.name}
         spec.pop("strategies")
+        spec.pop("extra_env")  # the environment reaches the ranks as their environment only
         spec_path = run_dir / "spec.json"
-        spec_path.write_text(json.dumps(spec))
-        cmd = launch_command(config, spec_path)
-        from fabricbench.errors import FabricWaived
-        from fabricbench.fabrics import get_fabric
-        from fabricbench.fabrics.apply import applied
-
-        fabric = get_fabric(config.fabric)
-        body.update(fabric_env=fabric.public_variables, shaped_rate_bps=fabric.rate_bps)
-        try:
-            # applied(): the fabric's environment, and for shaped:RATE torchrun inside its namespace.
-            # procs.run: torchrun in its own process group, dead with us; on --timeout or Ctrl-C it and
-            # its ranks are ended (SIGTERM, then SIGKILL) before this returns or raises.
-            with applied(fabric, base_env=worker_env(config)) as launch:
-                res = procs.run(launch.argv(cmd), env=launch.env, timeout_s=config.timeout_s)
-        except FabricWaived as e:
-            return {**body, "status": "waived", "message": str(e)}
-        rc, log = (None if res.timed_out else res.returncode), res.stdout + res.stderr
-        if res.timed_out:
-            log = f"timed out after {config.timeout_s:g} s; torchrun and its ranks were killed\n{log}"
+        write_private(spec_path, json.dumps(spec))
+        # jobs.run: the fabric applied (environment; torchrun inside the namespace of shaped:RATE),
+        # torchrun in its own process group, dead with us; a rank silent for --timeout s, the budget or
+        # Ctrl-C/SIGTERM end torchrun and its ranks before this returns or raises.
+        res = jobs.run(launch_command(config, spec_path), workspace=run_dir, env=worker_env(config), fabric=fabric,
+                       stall_s=config.timeout_s, startup_s=max(config.timeout_s, STARTUP_S), budget_s=config.budget_s,
+                       expect=[f"rank {first + r}" for r in range(config.procs_per_node)])
+        for w in res.warnings:
+            print(f"warning: {w}", file=sys.stderr)
+        if res.waived:
+            return {**body, "status": "waived", "message": res.waived}
+        rc, log = res.returncode, res.stdout + res.stderr
+        if res.message:
+            log = f"{res.message}; torchrun and its ranks were killed\n{log}"
         ranks = _rank_files(run_dir)
-    unfinished = _unfinished(config, ranks, rc=rc, log=log, timed_out=res.timed_out)
+    stalled = int(res.stalled.split()[-1]) if res.stalled and res.stalled.startswith("rank ") else None
+    unfinished = _unfinished(config, ranks, rc=rc, log=log, timed_out=res.timed_out, stalled=stalled,
+                             why=res.message)
     if unfinished is not None:
         return {**body, **unfinished}
     return {**body, **join_ranks(config, strategy.name, ranks, rc=rc, log=log, psi=psi)}
@@ -226,7 +226,7 @@ def _rank_files(run_dir: Path) -> list[dict[str, Any]]:
 
 
 def _unfinished(config: TrainConfig, ranks: list[dict[str, Any]], *, rc: int | None, log: str,
-                timed_out: bool) -> dict[str, Any] | None:
+                timed_out: bool, stalled: int | None = None, why: str | None = None) -> dict[str, Any] | None:
     """A run that ended with a rank still "running" (killed, crashed in C, timed out), or with a rank that
     never wrote its file -> status "error" naming the rank and its step count, with the steps every rank
     finished kept (slowest rank per step, as join_ranks times them). None: every rank finished."""
@@ -235,14 +235,16 @@ def _unfinished(config: TrainConfig, ranks: list[dict[str, Any]], *, rc: int | N
     running = [r for r, doc in sorted(by_rank.items()) if doc.get("status") == "running"]
     if not missing and not running:
         return None
-    culprit = _root_cause(log)
+    culprit = stalled if stalled is not None else _root_cause(log)
     dead = culprit if culprit is not None and (culprit in running or culprit in missing) else \
         (missing or running)[0]
     steps = {r: len(doc.get("step_times_s") or []) for r, doc in by_rank.items()}
     k = steps.get(dead, 0)
     how = _exit_text(log, dead)
-    if timed_out:
-        msg = f"timed out after {config.timeout_s:g} s with rank {dead} at {k} of {config.steps} steps"
+    if stalled is not None and dead == stalled:
+        msg = f"{why}; every rank was killed"
+    elif timed_out:
+        msg = f"timed out after {config.budget_s:g} s with rank {dead} at {k} of {config.steps} steps"
     else:
         msg = f"rank {dead} died after {k} of {config.steps} steps{how}"
     others = [f"rank {r}: {str(doc.get('message'))[:160]}" for r, doc in sorted(by_rank.items())

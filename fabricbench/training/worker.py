@@ -8,7 +8,9 @@ step of step 1 it counts what it holds (verify.py). After every step it rewrites
 whole (a temporary file, then os.replace) with "status": "running" and the steps so far, so that a rank
 that dies later keeps them. Then --trace-steps more steps run under torch.profiler, untimed, for the
 communication trace (trace.py), and the file gets its final status; the launcher joins the ranks into
-one record. Out of memory is written as status "oom" and the process exits
+one record. Progress (start-up phases, each step) and a heartbeat go over the job's channel
+(fabricbench/jobs/channel.py), so the launcher names a rank that stops answering within --timeout.
+Out of memory is written as status "oom" and the process exits
 with OOM_EXIT so that the launcher tears the other ranks down instead of letting them wait.
 """
 
@@ -22,6 +24,7 @@ import traceback
 from pathlib import Path
 from typing import Any, Callable
 
+from fabricbench.jobs import channel
 from fabricbench.training import trace
 
 OOM_EXIT = 3
@@ -80,7 +83,7 @@ def _trace(one_step: Callable[[int], tuple[float, float]], *, steps: int, device
         return {"error": f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:300]}
 
 
-def run(spec: dict[str, Any], rank_file: Path) -> int:
+def run(spec: dict[str, Any], rank_file: Path, ch: channel.Channel | None = None) -> int:
     import torch
 
     from fabricbench.training import data, models, verify
@@ -114,6 +117,8 @@ def run(spec: dict[str, Any], rank_file: Path) -> int:
         # push mistral-7b under DDP out of memory; the update is the same AdamW
         optimizer = torch.optim.AdamW(module.parameters(), lr=spec["lr"], weight_decay=0.0, fused=on_gpu)
         model, optimizer = acc.prepare(module, optimizer)
+        if ch is not None:
+            ch.progress(phase="prepared")
         engine = verify.engine_of(model)
         out.update(engine=engine[0], zero_stage=engine[1], wrapper=type(model).__name__)
         if device.type == "cuda":
@@ -144,7 +149,10 @@ def run(spec: dict[str, Any], rank_file: Path) -> int:
                 optimizer.step()
                 optimizer.zero_grad(set_to_none=True)
             _sync(device)
-            return time.perf_counter() - t0, float(loss.detach().float().item())
+            took, value = time.perf_counter() - t0, float(loss.detach().float().item())
+            if ch is not None:  # the launcher's stall clock restarts with every step, profiled ones too
+                ch.progress(**({"step": step + 1, "steps": spec["steps"]} if step >= 0 else {"phase": "profiled step"}))
+            return took, value
 
         times, losses = [], []
         out["status"] = "running"
@@ -173,7 +181,8 @@ def run(spec: dict[str, Any], rank_file: Path) -> int:
 def main() -> None:
     spec = json.loads(Path(sys.argv[1]).read_text())
     rank = int(os.environ.get("RANK", 0))
-    code = run(spec, Path(spec["run_dir"]) / f"rank-{rank}.json")
+    ch = channel.open_channel(f"rank {rank}")  # first: the heartbeat covers the start-up too
+    code = run(spec, Path(spec["run_dir"]) / f"rank-{rank}.json", ch)
     sys.stdout.flush()
     os._exit(code)  # skip interpreter teardown: NCCL/DeepSpeed atexit hooks can hang after an OOM
 

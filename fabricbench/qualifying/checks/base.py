@@ -31,7 +31,17 @@ COMMON: dict[str, Field] = {
     "name": Field("str", "unique name; --only/--skip and JUnit use it", required=True),
     "kind": Field("str", "the check kind (qualify --list-kinds)", required=True),
     "description": Field("str", "what the check is for, shown in the report"),
+    "source": Field("str", "where the threshold comes from (a vendor figure, a public health-check floor)"),
+    "severity": Field("severity", "the severity of a miss: critical (default for floors), warning "
+                                  "(default for cv and latency) or info"),
+    "warn_fraction": Field("number", "a floor missed by less than this fraction is a warning, e.g. 0.95 "
+                                     "(a ceiling: exceeded by less than 1/fraction)", fraction=True),
+    "retries": Field("int", "re-measure a missed check up to this many times (default: [run] retries); "
+                            "a pass after a miss is a warning (flaky)", at_least=0, at_most=10),
+    "levels": Field("levels", "the --level values that run this check (default: every level)"),
 }
+# COMMON keys that grade and schedule a check, kept out of its params (what its judge reads)
+GRADING = ("source", "severity", "warn_fraction", "retries", "levels")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -43,6 +53,11 @@ class Check:
     params: dict[str, Any]  # key -> value as its Field read it (defaults filled in)
     description: str | None = None
     line: int | None = None  # where its table starts in the spec file
+    source: str | None = None
+    severity: str | None = None  # of a miss; None: the criterion's default (verdict.WARNING_CRITERIA)
+    warn_fraction: float | None = None
+    retries: int | None = None  # None: the spec's [run] retries
+    levels: tuple[int, ...] = (1, 2, 3)
 
     def get(self, key: str, default: Any = None) -> Any:
         v = self.params.get(key)

@@ -19,7 +19,7 @@ the largest size), the latency at `latency_size` (default: the smallest).
 from __future__ import annotations
 
 from fabricbench.qualifying.checks.base import Check, CheckKind, Invalid
-from fabricbench.qualifying.checks.common import WHERE, by_size, not_here, subject, unit_problem
+from fabricbench.qualifying.checks.common import WHERE, by_size, nccl_facts, not_here, subject, unit_problem
 from fabricbench.qualifying.fields import Field
 from fabricbench.qualifying.verdict import Item, at_least, at_most, error, waived
 from fabricbench.sizes import format_size
@@ -91,8 +91,9 @@ def judge(check: Check, ctx) -> list[Item]:
                 items.append(waived("busbw", r.get("busbw_note") or "no bus bandwidth at this rank count",
                                     subject=label))
             else:
-                items.append(at_least("busbw", r["busbw_gbps"], floor, unit="GB/s", subject=label,
-                                      reason=floor_why))
+                facts = nccl_facts(r)
+                why = "; ".join(x for x in (floor_why, facts) if x) or None
+                items.append(at_least("busbw", r["busbw_gbps"], floor, unit="GB/s", subject=label, reason=why))
         if p.get("max_latency_us") is not None:
             r = recs.get(lsize)
             label = f"{subj}, {format_size(lsize)}"

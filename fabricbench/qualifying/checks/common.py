@@ -53,3 +53,21 @@ def by_size(records: list[dict[str, Any]], op: str) -> dict[int, dict[str, Any]]
     """Out-of-place records of one op by requested size (what the spec names)."""
     return {r["requested_bytes"]: r for r in records
             if r.get("kind") == "collective" and r.get("op") == op and not r.get("inplace")}
+
+
+def nccl_facts(rec: dict[str, Any]) -> str | None:
+    """What NCCL ran a measurement with, where the record knows: NVLS (NVLink SHARP, from NCCL's log) and
+    the algorithm and protocol (NCCL_ALGO / NCCL_PROTO when set, else NCCL's own choice per size).
+    A busbw floor such as 431 GB/s for 8x H200 assumes NVLS on; with it off ~367 GB/s is healthy."""
+    extra = rec.get("extra") if isinstance(rec.get("extra"), dict) else {}
+    detail = extra.get("transport_detail") if isinstance(extra.get("transport_detail"), dict) else {}
+    env = rec.get("env") if isinstance(rec.get("env"), dict) else {}
+    parts = []
+    if isinstance(detail.get("nvls"), bool) and detail.get("log_lines"):
+        parts.append(f"NVLS {'on' if detail['nvls'] else 'off'}")
+    for var, what in (("NCCL_ALGO", "algorithm"), ("NCCL_PROTO", "protocol")):
+        if isinstance(env.get(var), str):
+            parts.append(f"{what} {env[var]}")
+    if parts and not any(p.startswith("algorithm") for p in parts):
+        parts.append("algorithm and protocol NCCL's choice")
+    return ", ".join(parts) or None

@@ -1,0 +1,63 @@
+"""`fabricbench import`: other tools' results (nccl-tests, NCCL logs, nvbandwidth) as fabricbench records.
+
+    fabricbench import all_reduce.log all_gather.json nvbandwidth.txt --out imported.jsonl
+    fabricbench import old/*.log --out imported.jsonl --fabric nvswitch --nranks 8
+    fabricbench qualify --spec node.toml --from imported.jsonl     (judge them without measuring)
+
+This layer only maps flags to fabricbench.importing, which decides (formats, records, warnings). The
+module is not called `import`, which Python reserves.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import click
+
+from fabricbench.errors import UsageError
+from fabricbench.files import check_input, dumps, read_input, refuse_collisions, write_text_atomic
+from fabricbench.importing import import_file
+
+
+@click.command(name="import")
+@click.argument("files", nargs=-1, required=True)
+@click.option("--out", "out_path", required=True, help="Append the records (JSON lines) to this file.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object (files, formats, counts, warnings).")
+@click.option("--fabric", default=None, help="The fabric label to give the records (what compare/relate group by).")
+@click.option("--nranks", type=int, default=None, help="Rank count where a file does not tell it.")
+def importer(files, out_path, as_json, fabric, nranks) -> None:
+    """Read nccl-tests output (text or -J JSON), NCCL_DEBUG=INFO logs and nvbandwidth into one schema."""
+    refuse_collisions({"--out": out_path}, {str(f): f for f in files})
+    if fabric is not None and not fabric.strip():
+        raise UsageError("--fabric is empty; give a label such as nvswitch or p2p-off")
+    got = [import_file(f, fabric=fabric, nranks=nranks) for f in files]  # all read before anything is written
+    records = [r for g in got for r in g.records]
+    old = read_input(out_path, what="--out") if _exists(out_path) else ""
+    if old and not old.endswith("\n"):
+        old += "\n"  # a torn last line stays torn (readers skip it); ours start on a line of their own
+    write_text_atomic(out_path, old + "".join(dumps(r) + "\n" for r in records), what="--out")
+    summary = [{"file": g.path, "format": g.format, "records": len(g.records),
+                "kinds": dict(Counter(r["kind"] for r in g.records)),
+                "ops": sorted({r["op"] for r in g.records if r.get("op")}),
+                "runs": len({r["run_id"] for r in g.records}), "warnings": g.warnings} for g in got]
+    if as_json:
+        click.echo(json.dumps({"out": out_path, "records": len(records), "files": summary}, indent=2))
+        return
+    for g, s in zip(got, summary):
+        for w in g.warnings:
+            click.echo(f"warning: {w}", err=True)
+        kinds = ", ".join(f"{n} {k}" for k, n in s["kinds"].items())
+        ops = f" ({', '.join(s['ops'])})" if s["ops"] else ""
+        click.echo(f"{g.path}: {g.format}, {s['runs']} run(s), {kinds}{ops}")
+    click.echo(f"{len(records)} record(s) appended to {out_path}")
+
+
+def _exists(path: str) -> bool:
+    try:
+        check_input(path, what="--out")
+    except UsageError as e:
+        if "no such file" in str(e):
+            return False
+        raise
+    return True

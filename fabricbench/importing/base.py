@@ -1,0 +1,149 @@
+"""What every reader of another tool's output shares: the file being read, its warnings, record headers.
+
+    fabricbench import all_reduce.log --out imported.jsonl
+
+Imported records use the one result schema (fabricbench/results/schema.py). Nothing is invented: a field
+the file does not tell stays null, and `source` says which tool, version, file and run each came from.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from fabricbench.collectives import COLLECTIVES
+from fabricbench.dtypes import ALIASES, DTYPES
+from fabricbench.errors import UsageError
+from fabricbench.results.context import allowed_env, package_version
+from fabricbench.results.schema import SCHEMA
+
+# mpirun --tag-output ("[1,3]<stdout>:"), srun --label ("3: "), torchrun ("[rank3]:", "[3] "), pdsh
+# ("node01: "), and a bracketed time stamp that log collectors put first ("[2026-04-28 14:14:42] ").
+# Stripped before a line is read.
+_PREFIX = re.compile(r"^(?:\[\d+,\d+\]<std(?:out|err)>:|\[rank\d+\]:|\d+: |\[\d+\] (?=\S+:\d+:\d+ \[)"
+                     r"|\[\d{4}-\d\d-\d\d[ T][\d:.,]+\] ?"
+                     # pdsh/clush "node01: " before a table, a '#' line or an NCCL line
+                     r"|[A-Za-z][\w.-]*: (?=\s*(?:#|\d|[^\s:]+:\d+:\d+ \[)))")
+
+# nccl-tests' program names -> our op names; a name not here keeps its own (reduce, sendrecv, gather...).
+OPS = {"all_reduce": "all_reduce", "allreduce": "all_reduce", "all_gather": "all_gather",
+       "allgather": "all_gather", "reduce_scatter": "reduce_scatter", "reducescatter": "reduce_scatter",
+       "alltoall": "all_to_all", "all_to_all": "all_to_all", "broadcast": "broadcast", "reduce": "reduce",
+       "sendrecv": "sendrecv", "scatter": "scatter", "gather": "gather", "alltoallv": "alltoallv",
+       "hypercube": "hypercube"}
+
+# nccl-tests' type names (both eras) -> ours; unknown names are kept as printed.
+_TYPES = {"char": "int8", "int": "int32", "uint32": "uint32", "int64": "int64", "uint64": "uint64",
+          "bfloat16": "bfloat16", "f8e4m3": "float8_e4m3", "f8e5m2": "float8_e5m2"}
+
+
+def strip_prefix(line: str) -> str:
+    """A line without the launcher's tags (they may repeat: a collector's stamp, then mpirun's tag)."""
+    for _ in range(3):
+        m = _PREFIX.match(line)
+        if not m:
+            break
+        line = line[m.end():]
+    return line
+
+
+def op_name(program: str) -> str | None:
+    """'all_reduce_perf' / './build/alltoall_perf_mpi' / 'allreduce' -> our op name; None if not an op."""
+    base = program.rsplit("/", 1)[-1].lower()
+    base = re.sub(r"(_perf|_test)?(_mpi)?(\.\w+)?$", "", base)
+    return OPS.get(base)
+
+
+def dtype_name(printed: str) -> str:
+    p = printed.strip().lower()
+    if p in DTYPES:
+        return p
+    return ALIASES.get(p) or _TYPES.get(p, p)
+
+
+def nccl_version_from_code(code: int) -> str | None:
+    """NCCL_VERSION_CODE -> '2.27.3': 22703 since 2.9 (x10000 + x100), 2708 before (x1000 + x100)."""
+    if code <= 0:
+        return None
+    if code >= 10000:
+        return f"{code // 10000}.{code % 10000 // 100}.{code % 100}"
+    return f"{code // 1000}.{code % 1000 // 100}.{code % 100}"
+
+
+def number(token: str | None) -> float | None:
+    """A printed figure, or None for N/A, nan, inf and anything else that is not a finite number."""
+    if token is None:
+        return None
+    try:
+        v = float(token)
+    except ValueError:
+        return None
+    return v if v == v and v not in (float("inf"), float("-inf")) else None
+
+
+def busbw_factor(op: str | None, nranks: int | None) -> float | None:
+    """Our factor for (op, n) where both are known and the op is one of ours; else None (never guessed)."""
+    if op is None or not nranks or op not in COLLECTIVES:
+        return None
+    return COLLECTIVES.get(op).busbw_factor(nranks)
+
+
+@dataclass(kw_only=True)
+class Source:
+    """One input file being read: its text, what the user added (--fabric, --nranks) and its warnings."""
+
+    path: str
+    text: str
+    fabric: str | None = None
+    nranks: int | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.path.replace("\\", "/").rsplit("/", 1)[-1]
+
+    @property
+    def digest(self) -> str:
+        return hashlib.sha256(self.text.encode("utf-8", errors="replace")).hexdigest()[:10]
+
+    def warn(self, line: int | None, message: str) -> None:
+        where = f"{self.path}:{line}" if line else self.path
+        self.warnings.append(f"{where}: {message}")
+
+    def fail(self, line: int | None, message: str) -> "NoReturn":  # noqa: F821
+        where = f"{self.path}:{line}" if line else self.path
+        raise UsageError(f"{where}: {message}")
+
+    def header(self, kind: str, run: int, *, tool: str, tool_version: str | None, line: int | None,
+               host: str | None = None, timestamp: str | None = None,
+               env: dict[str, str] | None = None) -> dict[str, Any]:
+        """The common header (schema.header's keys) for a record read from this file.
+
+        host and timestamp are the file's (null when it does not say): never this machine's or now.
+        """
+        return {"schema": SCHEMA, "kind": kind, "run_id": f"import-{self.digest}-{run}",
+                "timestamp": timestamp, "fabric": self.fabric, "host": host, "platform": None,
+                "python": None, "fabricbench_version": package_version("fabricbench"),
+                "env": allowed_env(env or {}),
+                "source": {"tool": tool, "tool_version": tool_version, "file": self.name, "run": run,
+                           "line": line}}
+
+    def ranks(self, told: int | None, line: int | None) -> int | None:
+        """The file's rank count, else --nranks; a --nranks that the file contradicts is warned about."""
+        if told is not None:
+            if self.nranks is not None and self.nranks != told:
+                self.warn(line, f"--nranks {self.nranks} ignored: the file says {told} ranks")
+            return told
+        return self.nranks
+
+
+def env_from_list(entries: list[Any]) -> dict[str, str]:
+    """'K=V' strings (nccl-tests -J writes the whole environment) -> only the allow-listed variables."""
+    out: dict[str, str] = {}
+    for e in entries:
+        if isinstance(e, str) and "=" in e:
+            k, _, v = e.partition("=")
+            out[k] = v
+    return allowed_env(out)

@@ -1,0 +1,139 @@
+"""nvbandwidth's matrices -> copy records, the kind `fabricbench p2p` writes (measuring/copy.py).
+
+    ./nvbandwidth > nvb.txt && fabricbench import nvb.txt --out imported.jsonl
+
+Each matrix is titled `memcpy CE|SM <row kind>(row) <arrow> <column kind>(column) [Read1|Total...]
+bandwidth (GB/s)`. The arrow says which way the data went: `->` row to column, `<-` column to row, `<->`
+both at once. A CPU row is the host. N/A (not measured) and the 0.00 that older releases print on the
+diagonal give no record; `SUM <test> <GB/s>` lines are kept in that test's records. Buffer size and
+copy time are not printed, so bytes and time_us stay null.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from fabricbench.importing.base import Source, number, strip_prefix
+
+TOOL = "nvbandwidth"
+_TITLE = re.compile(r"memcpy (CE|SM) (CPU|GPU)\(row\) (<->|->|<-) (CPU|GPU)\(column\)\s*(.*?)\s*bandwidth\s*"
+                    r"\(GB/s\)", re.IGNORECASE)
+# device_local_copy: one row, a copy inside each column's GPU
+_LOCAL = re.compile(r"memcpy local GPU\(column\)\s*(.*?)\s*bandwidth\s*\(GB/s\)", re.IGNORECASE)
+_RUNNING = re.compile(r"^Running (\S+?)\.?\s*$")
+_SUM = re.compile(r"^SUM (\S+) (\S+)")
+_VERSION = re.compile(r"nvbandwidth Version: *(\S+)")
+_DEVICE = re.compile(r"^Device (\d+): (.*?)\s*(?:\([0-9a-fA-F:.]+\))?\s*$")
+_HOSTNAME_DEV = re.compile(r"^Process +\d+ +\(([^)]*)\): device (\d+): (.*)$")
+
+
+def sniff(text: str) -> bool:
+    return bool(_TITLE.search(text) or _LOCAL.search(text) or _VERSION.search(text))
+
+
+def read(src: Source) -> list[dict[str, Any]]:
+    version, test, names = None, None, {}
+    out: list[dict[str, Any]] = []
+    by_test: dict[str, list[dict[str, Any]]] = {}
+    lines = [strip_prefix(ln.rstrip()) for ln in src.text.splitlines()]
+    i = 0
+    while i < len(lines):
+        line = lines[i].strip()
+        m = _VERSION.search(line)
+        if m:
+            version = m.group(1)
+        m = _DEVICE.match(line)
+        if m:
+            names[int(m.group(1))] = m.group(2)
+        m = _RUNNING.match(line)
+        if m:
+            test = m.group(1)
+        m = _SUM.match(line)
+        if m and number(m.group(2)) is not None:
+            # the test's matrices; where no "Running <test>." line named them, the ones since the last SUM
+            for rec in by_test.get(m.group(1)) or by_test.pop("", []):
+                rec["extra"]["sum_gbps"] = number(m.group(2))
+                rec["extra"]["test"] = m.group(1)
+        parsed = title(line)
+        if parsed is None:
+            i += 1
+            continue
+        i += 1
+        cols: list[int] | None = None
+        while i < len(lines) and lines[i].strip():
+            cells = lines[i].split()
+            if cols is None:
+                if not all(c.isdigit() for c in cells):
+                    src.warn(i + 1, "a matrix without its column numbers; skipped")
+                    break
+                cols = [int(c) for c in cells]
+            elif cells[0].isdigit() and len(cells) == len(cols) + 1:
+                recs = matrix_records(src, rows=[(int(cells[0]), cells[1:])], version=version, test=test,
+                                      line=i + 1, names=names, parsed=parsed, cols=cols)
+                out += recs
+                by_test.setdefault(test or "", []).extend(recs)
+            else:
+                if cells[0].isdigit():
+                    src.warn(i + 1, f"a matrix row with {len(cells) - 1} value(s) for {len(cols)} column(s); "
+                                    f"skipped")
+                else:
+                    break
+            i += 1
+    return out
+
+
+def title(line: str) -> tuple[str, str, str, str, str] | None:
+    """A matrix title -> (method, row kind, arrow, column kind, matrix name); None for any other line."""
+    m = _TITLE.search(line)
+    if m:
+        method, row_kind, arrow, col_kind, matrix = m.groups()
+        return method.upper(), row_kind.upper(), arrow, col_kind.upper(), matrix
+    local = _LOCAL.search(line)
+    if local:
+        return "CE", "LOCAL", "->", "GPU", local.group(1)
+    return None
+
+
+def matrix_records(src: Source, *, rows: list[tuple[int, list[str]]], version: str | None, test: str | None,
+                   line: int | None, names: dict[int, str], parsed: tuple[str, str, str, str, str],
+                   cols: list[int] | None = None) -> list[dict[str, Any]]:
+    """The copy records of matrix rows [(row index, cells)]; columns are 0.. unless `cols` names them."""
+    method, row_kind, arrow, col_kind, matrix = parsed
+    out = []
+    for row, cells in rows:
+        for col, cell in zip(cols if cols is not None else range(len(cells)), cells):
+            rec = _record(src, line, version, test, method, row_kind, arrow, col_kind, matrix, row, col, cell, names)
+            if rec is not None:
+                out.append(rec)
+    return out
+
+
+def _record(src: Source, line: int | None, version: str | None, test: str | None, method: str, row_kind: str,
+            arrow: str, col_kind: str, matrix: str, row: int, col: int, cell: str,
+            names: dict[int, str]) -> dict[str, Any] | None:
+    gbps = number(cell)
+    if gbps is None:
+        return None  # N/A: not measured
+    if row_kind == col_kind == "GPU" and row == col and gbps == 0:
+        return None  # older releases print 0.00 on the diagonal: nothing measured there
+    row_name = "host" if row_kind == "CPU" else f"GPU{col}" if row_kind == "LOCAL" else f"GPU{row}"
+    col_name = "host" if col_kind == "CPU" else f"GPU{col}"
+    src_name, dst_name = (col_name, row_name) if arrow == "<-" else (row_name, col_name)
+    host = "host" in (src_name, dst_name)
+    if arrow == "<->":
+        direction = "bidir"
+    elif host:
+        direction = "h2d" if src_name == "host" else "d2h"
+    else:
+        direction = "uni"
+    gpus = sorted({int(x[3:]) for x in (src_name, dst_name) if x.startswith("GPU")})
+    head = src.header("copy", 0, tool=TOOL, tool_version=version, line=line)
+    extra: dict[str, Any] = {"test": test, "method": method, "matrix": matrix or None}
+    if arrow == "<->" and method == "CE" and not matrix:
+        extra["note"] = "nvbandwidth CE bidirectional: the measured direction's GB/s, not the sum"
+    return {**head, "copy_kind": "host" if host else "peer", "src": src_name, "dst": dst_name,
+            "direction": direction, "bytes": None, "iters": None, "time_us": None, "min_us": None,
+            "max_us": None, "gbps": gbps, "peer_access": None, "gpus": gpus,
+            "gpu_names": [names[g] for g in gpus if g in names], "engine": TOOL,
+            "formula": "as nvbandwidth printed it (GB/s, 1e9)", "extra": extra}

@@ -1,0 +1,74 @@
+"""The child's side of a job's one channel: records, progress and a heartbeat, back to the runner.
+
+    from fabricbench.jobs import channel
+    ch = channel.open_channel("rank 1")     # None when not started by jobs.run (e.g. by hand)
+    ch.progress(step=3)                       # a sign of progress: the stall clock restarts
+    ch.record({...})                          # a record, streamed to the runner's on_record
+
+jobs.run gives every job a workspace folder and names it in FABRICBENCH_JOB_CHANNEL. Each process of the
+job that speaks (a sweep child, each training rank) appends JSON lines to a file of its own there,
+`<who>.chan.jsonl`, with one write per line (O_APPEND: lines from one process never interleave). A thread
+touches the file every HEARTBEAT_S: a process that is stopped (SIGSTOP) or frozen stops touching it,
+which is how the runner tells the rank that stopped answering from the ranks that wait for it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+from pathlib import Path
+from typing import Any
+
+ENV = "FABRICBENCH_JOB_CHANNEL"
+SUFFIX = ".chan.jsonl"
+HEARTBEAT_S = 0.5  # how often a live process touches its channel file
+
+
+def file_name(who: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", who) + SUFFIX
+
+
+class Channel:
+    def __init__(self, path: str | os.PathLike, who: str, *, heartbeat_s: float = HEARTBEAT_S) -> None:
+        self.path, self.who = Path(path), who
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        self._stop = threading.Event()
+        self.send("hello", heartbeat_s=heartbeat_s, pid=os.getpid())
+        self._beat = threading.Thread(target=self._heartbeat, args=(heartbeat_s,), daemon=True,
+                                      name="fabricbench-heartbeat")
+        self._beat.start()
+
+    def send(self, m: str, **data: Any) -> None:
+        line = (json.dumps({"m": m, "who": self.who, **data}, default=str) + "\n").encode()
+        os.write(self._fd, line)
+
+    def progress(self, **data: Any) -> None:
+        """A step finished (or a phase of start-up): restarts this process's stall clock."""
+        self.send("progress", **data)
+
+    def record(self, rec: dict[str, Any]) -> None:
+        self.send("record", record=rec)
+
+    def _heartbeat(self, period: float) -> None:
+        while not self._stop.wait(period):
+            try:
+                os.utime(self._fd)
+            except OSError:
+                return
+
+    def close(self) -> None:
+        self._stop.set()
+        try:
+            os.close(self._fd)
+        except OSError:
+            pass
+
+
+def open_channel(who: str, environ: dict[str, str] | None = None) -> Channel | None:
+    """This process's channel to the runner that started its job, or None when there is none."""
+    folder = (os.environ if environ is None else environ).get(ENV)
+    if not folder or not os.path.isdir(folder):
+        return None
+    return Channel(Path(folder) / file_name(who), who)

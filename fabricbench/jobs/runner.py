@@ -1,0 +1,256 @@
+"""The one child runner: every job fabricbench starts in another process goes through `run`.
+
+    from fabricbench import jobs
+    with jobs.workspace("train-ddp") as ws:                  # a private folder, removed on every exit
+        out = jobs.run(argv, workspace=ws, fabric=fabric, env=env, stall_s=20, budget_s=None,
+                       on_record=print, records_from=[ws / "out.jsonl"])
+        out.returncode, out.stalled, out.message             # "rank 1 stopped answering ..."
+
+One policy for all jobs:
+- the job runs under its fabric (fabrics.apply: environment, shaped namespace, torn down on exit), in a
+  process group of its own that dies with this process (procs.spawn: PR_SET_PDEATHSIG);
+- records stream back over one channel, the workspace: plain JSONL files the caller names (a sweep's
+  --out) and the `*.chan.jsonl` files each speaking process writes (jobs.channel); `on_record` sees each
+  record as soon as its line is complete;
+- stall: a process whose channel file has not been touched for `stall_s` is named as the one that stopped
+  answering (its heartbeat thread stopped: SIGSTOP, a frozen process); once every process has reported a
+  step, when all are alive but none made progress (a step, a record) for `stall_s`, the one furthest
+  behind is named; start-up (building a model) is bounded by `startup_s` instead. Either way the whole
+  group is killed and Outcome.stalled / Outcome.message say who;
+- budget: `budget_s` bounds the whole job (Outcome.timed_out);
+- interruption (KeyboardInterrupt, jobs.signals.Terminated): the group is killed, the records already
+  complete are handed to on_record, and the exception goes on up (the CLI exits 130 or 143);
+- no leftovers: the workspace is the job's TMPDIR too, so what a launcher leaves there (torchrun's
+  torchelastic_* folders) goes with it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator, Sequence
+
+from fabricbench import procs
+from fabricbench.errors import FabricWaived
+from fabricbench.fabrics.apply import applied
+from fabricbench.fabrics.model import Fabric
+from fabricbench.jobs import channel, signals
+
+POLL_S = 0.2  # how often the workspace is read while the job runs
+ALIVE_S = 3.0  # a heartbeat older than this marks the process that stopped when nobody progresses
+
+
+@dataclass(kw_only=True)
+class Outcome:
+    returncode: int | None  # negative: killed by that signal; None: killed by the runner
+    stdout: str = ""
+    stderr: str = ""
+    records: list[dict[str, Any]] = field(default_factory=list)
+    stalled: str | None = None  # who stopped answering ("rank 1"), when the stall policy ended the job
+    timed_out: bool = False  # the budget ran out
+    message: str | None = None  # why the runner ended the job, naming who
+    waived: str | None = None  # the fabric cannot be applied here; nothing ran
+    warnings: list[str] = field(default_factory=list)
+    progress: dict[str, dict[str, Any]] = field(default_factory=dict)  # who -> its last progress message
+    command: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0 and not self.message and not self.waived
+
+
+@contextlib.contextmanager
+def workspace(tag: str) -> Iterator[Path]:
+    """A private folder (0700) for one job: its channel, its outputs, its TMPDIR; removed on every exit
+    (Ctrl-C and SIGTERM included), and by the next start after a SIGKILL (procs.temp_dir)."""
+    with procs.temp_dir(tag) as path:
+        os.chmod(path, 0o700)
+        yield path
+
+
+@dataclass
+class _Speaker:
+    who: str
+    path: Path | None  # None: expected, not yet heard from
+    offset: int = 0
+    last_progress: float = field(default_factory=time.monotonic)
+    last_alive: float = field(default_factory=time.monotonic)
+    progress: dict[str, Any] = field(default_factory=dict)
+    stepping: bool = False  # it reported a step: start-up is over
+
+
+class _Watch:
+    """Reads the workspace as it grows and applies the stall policy."""
+
+    def __init__(self, ws: Path, records_from: Sequence[Path], expect: Sequence[str], on_record, out: Outcome):
+        self.ws, self.on_record, self.out = ws, on_record, out
+        self.plain = {Path(p): (os.path.getsize(p) if os.path.exists(p) else 0) for p in records_from}
+        self.speakers: dict[str, _Speaker] = {channel.file_name(w): _Speaker(w, None) for w in expect}
+        self.started = time.monotonic()
+
+    def poll(self) -> None:
+        for path, offset in list(self.plain.items()):
+            lines, self.plain[path] = _read_lines(path, offset)
+            for line in lines:
+                rec = _parse(line)
+                if rec is not None:
+                    self._record(rec)
+        for entry in sorted(self.ws.glob("*" + channel.SUFFIX)):
+            sp = self.speakers.get(entry.name)
+            if sp is None or sp.path is None:
+                sp = self.speakers[entry.name] = _Speaker(entry.name[:-len(channel.SUFFIX)], entry)
+            try:
+                age = time.time() - entry.stat().st_mtime
+            except OSError:
+                continue
+            sp.last_alive = max(sp.last_alive, time.monotonic() - max(age, 0.0))
+            lines, sp.offset = _read_lines(entry, sp.offset)
+            for line in lines:
+                msg = _parse(line)
+                if msg is None:
+                    continue
+                sp.who = str(msg.get("who") or sp.who)
+                sp.last_alive = sp.last_progress = time.monotonic()
+                kind = msg.get("m")
+                if kind == "record" and isinstance(msg.get("record"), dict):
+                    self._record(msg["record"])
+                elif kind == "progress":
+                    sp.progress = {k: v for k, v in msg.items() if k not in ("m", "who")}
+                    sp.stepping = sp.stepping or "step" in sp.progress
+                    self.out.progress[sp.who] = sp.progress
+
+    def _record(self, rec: dict[str, Any]) -> None:
+        self.out.records.append(rec)
+        if self.on_record is not None:
+            self.on_record(rec)
+
+    def stall(self, stall_s: float, startup_s: float | None) -> tuple[str, str] | None:
+        """(who, message) when the stall policy ends the job now; None otherwise."""
+        now = time.monotonic()
+        first = startup_s if startup_s is not None else stall_s  # bound on a process's first word
+        if now - self.started > first:
+            if not self.speakers:
+                return "the job", f"the job said nothing for {first:g} s after it started"
+            for sp in self.speakers.values():
+                if sp.path is None:
+                    return sp.who, f"{sp.who} stopped answering: it never started within {first:g} s"
+        heard = [sp for sp in self.speakers.values() if sp.path is not None]
+        if not heard:
+            return None
+        silent = max(heard, key=lambda sp: now - sp.last_alive)
+        quiet = now - silent.last_alive
+        if quiet > stall_s:
+            return silent.who, (f"{silent.who} stopped answering: no sign of life for {quiet:.0f} s "
+                                f"({_where(silent)}; stopped, or hung where no time-out reaches)")
+        if not all(sp.stepping for sp in self.speakers.values()):
+            if startup_s is not None and now - self.started > startup_s:
+                late = next(sp for sp in self.speakers.values() if not sp.stepping)
+                return late.who, f"{late.who} did not start within {startup_s:g} s ({_where(late)})"
+            return None
+        if all(now - sp.last_progress > stall_s for sp in heard):
+            behind = min(heard, key=lambda sp: (now - sp.last_alive <= ALIVE_S, sp.last_progress))
+            return behind.who, (f"{behind.who} stopped answering: no progress from any process for "
+                                f"{stall_s:g} s, {behind.who} furthest behind ({_where(behind)})")
+        return None
+
+
+def _where(sp: _Speaker) -> str:
+    if sp.path is None:
+        return "it never started"
+    p = sp.progress
+    if "step" in p:
+        total = f" of {p['steps']}" if p.get("steps") is not None else ""
+        return f"last at step {p['step']}{total}"
+    if p.get("phase"):
+        return f"last at {p['phase']}"
+    return "before its first step"
+
+
+def _read_lines(path: Path, offset: int) -> tuple[list[bytes], int]:
+    """Complete lines past `offset`; a line still being written waits for the next poll."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(offset)
+            chunk = fh.read()
+    except FileNotFoundError:
+        return [], offset
+    end = chunk.rfind(b"\n") + 1
+    return chunk[:end].splitlines(), offset + end
+
+
+def _parse(line: bytes) -> dict[str, Any] | None:
+    try:
+        v = json.loads(line.decode("utf-8", errors="replace"))
+    except json.JSONDecodeError:
+        return None
+    return v if isinstance(v, dict) else None
+
+
+def run(argv: Sequence[str], *, workspace: Path, env: dict[str, str] | None = None, fabric: Fabric | None = None,
+        log_dir: str | None = None, stall_s: float | None = None, startup_s: float | None = None,
+        budget_s: float | None = None,
+        on_record: Callable[[dict[str, Any]], None] | None = None, records_from: Sequence[Path] = (),
+        expect: Sequence[str] = (), grace_s: float = procs.GRACE_S,
+        on_poll: Callable[[], None] | None = None) -> Outcome:
+    """Run argv to its end under the policy in the module docstring; see Outcome for what comes back.
+
+    `env`: the base environment (this process's by default); `fabric`: applied around the child (None or a
+    plain fabric: nothing to apply); `expect`: the speakers that must show up (e.g. "rank 0", "rank 1"), so
+    one that never starts is named too; `on_poll`: called after each read of the workspace."""
+    ws = Path(workspace)
+    out = Outcome(returncode=None)
+    base = dict(os.environ if env is None else env)
+    base[channel.ENV] = str(ws)
+    for var in ("TMPDIR", "TEMP", "TMP"):  # what the job's tools leave in a temp folder goes with ws
+        base[var] = str(ws)
+    try:
+        ctx = applied(fabric, base, log_dir=log_dir) if fabric is not None and not fabric.plain \
+            else contextlib.nullcontext(None)
+        with ctx as launch:
+            child_env = launch.env if launch is not None else base
+            cmd = launch.argv(argv) if launch is not None else list(argv)
+            out.command, out.warnings = cmd, list(launch.warnings) if launch is not None else []
+            with signals.terminated_as_interrupt():  # SIGTERM: the same clean end as Ctrl-C
+                _supervise(cmd, child_env, ws, out, stall_s=stall_s, startup_s=startup_s, budget_s=budget_s,
+                           on_record=on_record, records_from=records_from, expect=expect, grace_s=grace_s,
+                           on_poll=on_poll)
+    except FabricWaived as e:
+        out.waived = str(e)
+    return out
+
+
+def _supervise(cmd, env, ws: Path, out: Outcome, *, stall_s, startup_s, budget_s, on_record, records_from, expect,
+               grace_s, on_poll) -> None:
+    watch = _Watch(ws, records_from, expect, on_record, out)
+    paths = (ws / "job.stdout", ws / "job.stderr")
+    with open(paths[0], "w+") as so, open(paths[1], "w+") as se:
+        p = procs.spawn(cmd, env=env, stdout=so, stderr=se)
+        deadline = None if budget_s is None else time.monotonic() + budget_s
+        try:
+            while p.poll() is None:
+                time.sleep(POLL_S)
+                watch.poll()
+                if on_poll is not None:
+                    on_poll()
+                if deadline is not None and time.monotonic() > deadline:
+                    out.timed_out = True
+                    out.message = f"did not finish within {budget_s:g} s"
+                    procs.kill_tree(p, grace_s)
+                    break
+                verdict = watch.stall(stall_s, startup_s) if stall_s is not None else None
+                if verdict is not None:
+                    out.stalled, out.message = verdict
+                    procs.kill_tree(p, grace_s=0)  # a stopped process cannot act on SIGTERM anyway
+                    break
+        except BaseException:
+            procs.kill_tree(p, grace_s=min(grace_s, 1.0))
+            watch.poll()  # what was finished before the interruption is kept
+            raise
+        procs.signal_group(p.pid, 9)  # strays the child left in its group
+        out.returncode = None if out.message else p.returncode
+        watch.poll()
+    out.stdout, out.stderr = (pth.read_text(errors="replace") for pth in paths)

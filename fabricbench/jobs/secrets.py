@@ -1,0 +1,56 @@
+"""Secrets never leave: a custom fabric's values outside NCCL_*, GLOO_* and CUDA_* reach a child only
+through its environment (fabrics.env.carry: the child's argv names the fabric by its name) or a 0600 file.
+
+    fabricbench sweep --fabric sec:MY_TOKEN=abc ...   (the child runs `fabricbench sweep --fabric sec`)
+    write_private(ws / "spec.json", text)             (a file only this user can read)
+    mask(text, ["sec:MY_TOKEN=abc"])                  ("sec:MY_TOKEN=***": for what is shown or written)
+
+Everything shown or written (records, logs, reports, JUnit, specs copied to the output, stdout,
+--dry-run) names fabrics through Fabric.name, Fabric.public_variables or fabrics.model.shown().
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Iterable
+
+from fabricbench.fabrics.model import shown
+from fabricbench.masking import MASK, public_value
+
+
+def write_private(path: str | os.PathLike, text: str) -> Path:
+    """Write `text` to a file only this user may read (0600 from its creation, never wider)."""
+    path = Path(path)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
+    return path
+
+
+def secret_values(specs: Iterable[str]) -> list[str]:
+    """The values in fabric specs ('x:A=1,B=2') that are not public (see results.context.public_value)."""
+    out = []
+    for spec in specs:
+        _, sep, body = str(spec).partition(":")
+        if not sep:
+            continue
+        for item in body.split(","):
+            var, eq, val = item.partition("=")
+            val = val.strip()
+            if eq and val and public_value(var.strip(), val) == MASK:
+                out.append(val)
+    return out
+
+
+def mask(text: str, specs: Iterable[str]) -> str:
+    """`text` with every fabric spec of `specs` shown masked, and any secret value left in it as ***."""
+    specs = list(specs)
+    for spec in specs:
+        text = text.replace(spec, shown(spec))
+    for value in sorted(secret_values(specs), key=len, reverse=True):
+        text = text.replace(value, MASK)
+    return text

@@ -1,0 +1,152 @@
+"""The results files qualification reads (--from, --baseline, --fleet, --resume), streamed and checked.
+
+    fabricbench qualify --fleet all-hosts.jsonl          (12,500 hosts: one pass, one line at a time)
+    fabricbench qualify --init node.toml --from q/results.jsonl
+
+Files come from many machines and half-written runs. A line that is not JSON, not an object, or a record
+whose fields have the wrong types is skipped and counted (the caller may say how many); a record of
+another fabricbench schema version is an error, since its fields may mean something else. Nothing here
+raises anything but UsageError, so a damaged file gives one line and exit 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+import orjson
+
+from fabricbench.errors import UsageError
+from fabricbench.files import check_input, json_safe
+from fabricbench.results.schema import SCHEMA
+
+_NUM = (int, float)
+# kind -> field -> the types a field must have when present (None is always allowed: "not measured")
+_TYPES: dict[str, dict[str, tuple[type, ...]]] = {
+    "collective": {"op": (str,), "dtype": (str,), "requested_bytes": (int,), "time_us": _NUM,
+                   "busbw_gbps": _NUM, "algbw_gbps": _NUM, "cv": _NUM, "nranks": (int,), "gpus": (list,),
+                   "status": (str,), "wrong": (int,), "transport": (str,), "engine": (str,), "backend": (str,),
+                   "iters": (int,)},
+    "copy": {"gbps": _NUM, "direction": (str,), "bytes": (int,), "copy_kind": (str,), "src": (int, str),
+             "dst": (int, str)},
+    "train": {"throughput": (dict,), "status": (str,), "strategy": (str,), "model": (str,), "nranks": (int,),
+              "device": (str,), "first_loss": _NUM, "last_loss": _NUM},
+    "topology": {"gpus": (list,)},
+}
+_COMMON = {"kind": (str,), "host": (str,), "fabric": (str,), "run_id": (str,), "schema": (str,),
+           "extra": (dict,)}
+
+
+@dataclass
+class Tally:
+    """What a read skipped, for a warning line."""
+
+    lines: int = 0
+    skipped: int = 0
+
+    def note(self, what: str) -> str | None:
+        if not self.skipped:
+            return None
+        return f"{what}: skipped {self.skipped} of {self.lines} lines (not JSON, not a record, or wrong types)"
+
+
+_CHECKS = {kind: tuple({**_COMMON, **table}.items()) for kind, table in _TYPES.items()}
+_COMMON_ITEMS = tuple(_COMMON.items())
+
+
+def well_typed(rec: Any) -> bool:
+    """A dict whose known fields have the types readers rely on (bool is not a number here). Called once
+    per line of a 12,500-host file: a flat loop, no helper calls."""
+    if type(rec) is not dict:
+        return False
+    kind = rec.get("kind")
+    for key, types in _CHECKS.get(kind, _COMMON_ITEMS) if type(kind) is str else _COMMON_ITEMS:
+        v = rec.get(key)
+        if v is not None and (v.__class__ is bool or not isinstance(v, types)):
+            return False
+    if kind == "collective":
+        b = rec.get("requested_bytes")
+        if b is not None and b < 0:
+            return False
+        gpus = rec.get("gpus")
+        if gpus:
+            for g in gpus:
+                if g.__class__ is not int:
+                    return False
+    elif kind == "train" and rec.get("throughput") is not None:
+        sps = rec["throughput"].get("samples_per_s")
+        if sps is not None and (sps.__class__ is bool or not isinstance(sps, _NUM)):
+            return False
+    return True
+
+
+def records(path: str | os.PathLike, *, what: str, tally: Tally | None = None) -> Iterator[dict[str, Any]]:
+    """Every well-typed record of a JSON-lines results file, one line at a time (never the whole file)."""
+    p = check_input(path, what=what)
+    t = tally if tally is not None else Tally()
+    try:
+        fh = open(p, "rb")
+    except OSError as e:
+        raise UsageError(f"{what} {p}: cannot read it ({e.strerror})") from None
+    with fh:
+        for line in fh:
+            t.lines += 1
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                rec = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                rec = _lenient(line)  # older writers put NaN in a line: read it, NaN as null
+                if rec is None:
+                    t.skipped += 1
+                    continue
+            if not well_typed(rec):
+                t.skipped += 1
+                continue
+            schema = rec.get("schema")
+            if schema is not None and schema.startswith("fabricbench/") and schema != SCHEMA:
+                raise UsageError(f"{what} {p}: line {t.lines} is schema {schema[:40]!r}; this fabricbench reads "
+                                 f"{SCHEMA}: read it with the fabricbench that wrote it")
+            yield rec
+
+
+def _lenient(line: bytes) -> Any:
+    try:
+        return json_safe(json.loads(line))
+    except (ValueError, RecursionError):
+        return None
+
+
+def results_path(path: str | os.PathLike, *, what: str) -> Path:
+    """A results file, or the results.jsonl inside a qualify --out folder."""
+    p = Path(path)
+    if p.is_dir():
+        inner = p / "results.jsonl"
+        if not inner.exists():
+            raise UsageError(f"{what} {path}: a folder without results.jsonl; give a results file or a "
+                             f"qualify --out folder")
+        return inner
+    return p
+
+
+def read_all(path: str | os.PathLike, *, what: str) -> tuple[list[dict[str, Any]], str | None]:
+    """All records of a small results file (one node's), and a note of what was skipped."""
+    t = Tally()
+    recs = list(records(results_path(path, what=what), what=what, tally=t))
+    if not recs:
+        raise UsageError(f"{what} {path}: no records in it" + (f" ({t.skipped} damaged lines)" if t.skipped
+                                                                else "") + "; give a fabricbench results file")
+    return recs, t.note(f"{what} {path}")
+
+
+def read_json(path: str | os.PathLike, *, what: str) -> Any:
+    """A small JSON document (verdicts.json), or None when it is damaged (the caller goes without it)."""
+    p = check_input(path, what=what, max_bytes=256 << 20)
+    try:
+        return orjson.loads(p.read_bytes())
+    except (orjson.JSONDecodeError, OSError):
+        return None

@@ -1,0 +1,96 @@
+"""Judging a spec on results already measured (fabricbench's, or imported from nccl-tests / nvbandwidth):
+nothing is run.
+
+    fabricbench import old/*.log --out imported.jsonl --nranks 8
+    fabricbench qualify --spec builtin:h200-sxm-8 --from imported.jsonl
+
+The checks ask the context for measurements as always; this context answers from the records instead of
+starting children. What the records cannot answer is waived with the reason (a topology or training
+check, a pair of GPUs the records do not single out), never measured.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fabricbench.qualifying.context import Context, SweepUnit, UnitResult, _key
+
+# Check kinds that read collective or copy records; the others need a machine or a run (waived).
+JUDGED = ("collective", "correctness", "transport", "p2p", "host_copy")
+NEAR = 0.01  # a record stands for a spec size within 1% (nccl-tests rounds sizes to whole elements per rank)
+
+
+class OfflineContext(Context):
+    def __init__(self, spec, *, records: list[dict[str, Any]], source: str, **kw: Any) -> None:
+        super().__init__(spec, **kw)
+        self.records = records
+        self.source = source
+
+    def skip_reason(self, kind: str) -> str | None:
+        if kind in JUDGED:
+            return None
+        return f"judged from {self.source}: a {kind} check needs this machine or a run, not recorded results"
+
+    def topology(self):
+        return None
+
+    def visible_gpus(self) -> int:
+        n = [r.get("nranks") or 0 for r in self.records if r.get("kind") == "collective"]
+        g = [int(x[3:]) + 1 for r in self.records if r.get("kind") == "copy" for x in (r.get("src"), r.get("dst"))
+             if isinstance(x, str) and x.startswith("GPU") and x[3:].isdigit()]
+        return max(n + g, default=0)
+
+    def gpu_sets(self, want):
+        if want != "all":
+            return [], (f"judged from {self.source}: the records do not single out GPU sets (gpus = \"all\" "
+                        f"only)")
+        return [None], None
+
+    def sweep(self, unit: SweepUnit) -> UnitResult:
+        key = unit.key
+        if key not in self._units:
+            self._units[key] = self._answer(unit, key)
+        return self._units[key]
+
+    def copies(self, gpus: tuple[int, ...], size: int, *, peers: bool, host: bool) -> UnitResult:
+        key = _key("copy", gpus, size, peers, host)
+        if key not in self._units:
+            kinds = {"peer"} if peers and not host else {"host"} if host and not peers else {"peer", "host"}
+            recs = [r for r in self.records if r.get("kind") == "copy" and r.get("copy_kind") in kinds
+                    and (r.get("bytes") is None or _near(r["bytes"], size))]
+            self._units[key] = UnitResult(key=key, records=recs, reused=True,
+                                          waived=None if recs else f"no copy record in {self.source}")
+        return self._units[key]
+
+    def train(self, args: list[str]) -> UnitResult:
+        return UnitResult(key=_key("train", args), waived=self.skip_reason("train"), reused=True)
+
+    def _answer(self, unit: SweepUnit, key: str) -> UnitResult:
+        colls = [r for r in self.records if r.get("kind") == "collective" and r.get("op") in unit.ops
+                 and (r.get("dtype") or unit.dtype) == unit.dtype]
+        fabrics = {r.get("fabric") or "default" for r in colls}
+        mine = [r for r in colls if (r.get("fabric") or "default") == unit.fabric]
+        if not mine and len(fabrics) == 1 and unit.fabric == "default":
+            mine = colls  # one fabric in the file, under the label --fabric gave at import: it is the node's
+        if unit.check:
+            mine = [r for r in mine if r.get("wrong") is not None] or mine
+        out = []
+        for size in unit.sizes:
+            for op in unit.ops:
+                near = [(i, r) for i, r in enumerate(mine)
+                        if r.get("op") == op and r.get("bytes") and _near(r["bytes"], size)]
+                # the plain (out-of-place) record of a size, the closest, the latest where several hold it
+                plain = [(i, r) for i, r in near if not r.get("inplace")] or near
+                if plain:
+                    _, best = min(plain, key=lambda ir: (abs(ir[1]["bytes"] - size), -ir[0]))
+                    out.append({**best, "requested_bytes": size, "inplace": False})
+        if not out:
+            have = ", ".join(sorted(fabrics)) or "none"
+            return UnitResult(key=key, reused=True, error=f"{self.source} holds no {'/'.join(unit.ops)} "
+                                                          f"{unit.dtype} record at these sizes (fabrics: {have})")
+        transport = next((r.get("transport") for r in out if r.get("transport")), None)
+        return UnitResult(key=key, records=out, transport=transport, reused=True)
+
+
+def _near(nbytes: int, size: int) -> bool:
+    return abs(nbytes - size) <= NEAR * size

@@ -1,0 +1,117 @@
+"""A node_exporter textfile of a qualification (or a fleet), for fleets watched through Prometheus.
+
+    fabricbench qualify --spec builtin:h200-sxm-8 --out q/ --prometheus /var/lib/node_exporter/fabricbench.prom
+    fabricbench qualify --fleet all-hosts.jsonl --prometheus fleet.prom
+
+Series (every one labelled with `host`; a fleet file holds every host):
+    fabricbench_busbw_gbps{op, size_bytes, gpus, fabric, dtype}       bus bandwidth measured (nccl-tests' busbw)
+    fabricbench_check_status{check, kind, severity, code}              the check's severity as a number:
+                                                                       0 pass, 1 info, 2 warning, 3 unknown,
+                                                                       4 critical (alert on > 1)
+    fabricbench_qualify_timestamp_seconds{spec}                        when the run was judged (Unix time)
+    fabricbench_qualify_worst_severity{spec}                           the worst check's number, as above
+Fleet files add fabricbench_fleet_outliers{host} (figures on which a host is an outlier).
+
+prometheus_client writes the file (its registry and write_to_textfile: a temp file renamed into place, so
+the collector never reads half a file).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Iterable
+
+from fabricbench.errors import UsageError
+from fabricbench.files import OutputError
+from fabricbench.qualifying.verdict import RANK, Verdict
+
+try:
+    from prometheus_client import CollectorRegistry, write_to_textfile
+    from prometheus_client.core import GaugeMetricFamily
+except ImportError:  # a declared dependency; a machine without it can still qualify, without --prometheus
+    CollectorRegistry = write_to_textfile = GaugeMetricFamily = None
+
+BUSBW_LABELS = ("host", "op", "size_bytes", "gpus", "fabric", "dtype")
+STATUS_LABELS = ("host", "check", "kind", "severity", "code")
+# name -> (help, label names); every series fabricbench writes
+METRICS = {
+    "fabricbench_busbw_gbps": ("Bus bandwidth measured, GB/s (nccl-tests busbw)", BUSBW_LABELS),
+    "fabricbench_check_status": ("Check severity: 0 pass, 1 info, 2 warning, 3 unknown, 4 critical", STATUS_LABELS),
+    "fabricbench_qualify_timestamp_seconds": ("When the qualification was judged (Unix time)", ("host", "spec")),
+    "fabricbench_qualify_worst_severity": ("The worst check severity: 0 pass, 1 info, 2 warning, 3 unknown, "
+                                           "4 critical", ("host", "spec")),
+    "fabricbench_fleet_outliers": ("Figures on which the host is a fleet outlier", ("host",)),
+}
+
+
+def busbw_labels(r: dict[str, Any], host: str | None = None) -> dict[str, str] | None:
+    """The labels of one collective record's busbw series, or None when it has no busbw to show."""
+    if r.get("kind") != "collective" or r.get("inplace") or r.get("busbw_gbps") is None \
+            or r.get("status") not in ("ok", "wrong"):
+        return None
+    return {"host": str(host or r.get("host") or ""), "op": str(r.get("op")),
+            "size_bytes": str(r.get("requested_bytes")), "gpus": ",".join(map(str, r.get("gpus") or [])),
+            "fabric": str(r.get("fabric") or "default"), "dtype": str(r.get("dtype"))}
+
+
+class TextFile:
+    """The samples of one textfile; add a node (or 12,500), then write once.
+
+    The samples are kept as plain tuples and handed to prometheus_client as metric families by a
+    collector registered in a CollectorRegistry (its documented custom-collector path): a Gauge child per
+    label set costs ~100 µs, too slow for a fleet's 75,000 series."""
+
+    def __init__(self) -> None:
+        if CollectorRegistry is None:
+            raise UsageError("--prometheus needs the prometheus-client package: pip install prometheus-client")
+        self.samples: dict[str, dict[tuple[str, ...], float]] = {name: {} for name in METRICS}
+        self.registry = CollectorRegistry()
+        self.registry.register(self)
+
+    def collect(self):  # the prometheus_client Collector protocol
+        for name, (doc, labels) in METRICS.items():
+            if not self.samples[name]:
+                continue
+            fam = GaugeMetricFamily(name, doc, labels=labels)
+            for values, v in self.samples[name].items():
+                fam.add_metric(values, v)
+            yield fam
+
+    def _set(self, name: str, labels: dict[str, str], value: float) -> None:
+        self.samples[name][tuple(labels[k] for k in METRICS[name][1])] = float(value)
+
+    def add_records(self, records: Iterable[dict[str, Any]], host: str | None = None) -> None:
+        for rec in records:
+            labels = busbw_labels(rec, host)
+            if labels is not None:
+                self._set("fabricbench_busbw_gbps", labels, rec["busbw_gbps"])
+
+    def add_busbw(self, labels: dict[str, str], value: float) -> None:
+        self._set("fabricbench_busbw_gbps", labels, value)
+
+    def add_status(self, host: str, check: str, kind: str, severity: str, code: str) -> None:
+        self._set("fabricbench_check_status", {"host": host, "check": check, "kind": kind, "severity": severity,
+                                                "code": code}, RANK[severity])
+
+    def add_verdicts(self, host: str, spec: str, verdicts: list[Verdict], when: float | None = None) -> None:
+        for v in verdicts:
+            self.add_status(host, v.check, v.kind, v.severity, v.code)
+        self.add_summary(host, spec, max((RANK[v.severity] for v in verdicts), default=0), when)
+
+    def add_summary(self, host: str, spec: str, worst: int, when: float | None = None) -> None:
+        self._set("fabricbench_qualify_timestamp_seconds", {"host": host, "spec": spec},
+                  time.time() if when is None else when)
+        self._set("fabricbench_qualify_worst_severity", {"host": host, "spec": spec}, worst)
+
+    def add_outliers(self, host: str, count: int) -> None:
+        self._set("fabricbench_fleet_outliers", {"host": host}, count)
+
+    def write(self, path: str) -> str:
+        try:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            write_to_textfile(str(path), self.registry)
+        except OSError as e:
+            raise OutputError(f"--prometheus {path}: cannot write it ({e.strerror}); choose a writable "
+                              f"path") from None
+        return str(path)

@@ -1,0 +1,145 @@
+"""The job layer (fabricbench/jobs): the child runner's channel, stall and budget policy, the resume store,
+secrets kept out of argv and files. Children here are tiny Python processes: fast on CPU CI.
+
+    python3 -m pytest -q tests/test_jobs.py
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import sys
+import time
+
+import pytest
+
+from fabricbench import jobs
+from fabricbench.errors import UsageError
+from fabricbench.fabrics import get_fabric
+from fabricbench.fabrics.apply import applied
+from fabricbench.fabrics.env import travelled
+from fabricbench.jobs import secrets
+from fabricbench.jobs.store import ResumeStore, repair
+
+SPEAKER = """
+import os, signal, sys, time
+from fabricbench.jobs import channel
+who, mode = sys.argv[1], sys.argv[2]
+ch = channel.open_channel(who)
+for step in range(1, 4):
+    ch.progress(step=step, steps=3)
+    ch.record({"kind": "collective", "who": who, "step": step})
+if mode == "stop":
+    os.kill(os.getpid(), signal.SIGSTOP)
+if mode == "wait":
+    time.sleep(60)
+"""
+
+TWO = """
+import subprocess, sys
+from fabricbench import procs
+a = procs.spawn([sys.executable, "-c", sys.argv[1], "rank 0", "wait"])
+b = procs.spawn([sys.executable, "-c", sys.argv[1], "rank 1", sys.argv[2]])
+a.wait(); b.wait()
+"""
+
+
+def test_records_stream_back_over_the_channel_and_a_plain_file(tmp_path):
+    seen = []
+    with jobs.workspace("t") as ws:
+        (ws / "out.jsonl").write_text(json.dumps({"kind": "old"}) + "\n")  # there before: not read back
+        code = (SPEAKER + "\nassert os.environ['TMPDIR'] == os.environ['FABRICBENCH_JOB_CHANNEL']\nopen(os.path.join(os.environ['FABRICBENCH_JOB_CHANNEL'], 'out.jsonl'), 'a')"
+                ".write('{\"kind\": \"plain\"}\\n')\nprint('said')")
+        out = jobs.run([sys.executable, "-c", code, "rank 0", "done"], workspace=ws, on_record=seen.append,
+                       records_from=[ws / "out.jsonl"], stall_s=30)
+    assert out.ok and out.returncode == 0 and out.stdout.strip() == "said"
+    assert [r.get("step") for r in seen if r["kind"] == "collective"] == [1, 2, 3]
+    assert [r["kind"] for r in seen].count("plain") == 1 and "old" not in [r["kind"] for r in seen]
+    assert out.progress["rank 0"] == {"step": 3, "steps": 3}
+    assert not ws.exists()
+
+
+def test_a_stopped_process_is_named_and_everything_is_killed():
+    t0 = time.monotonic()
+    with jobs.workspace("t") as ws:
+        out = jobs.run([sys.executable, "-c", TWO, SPEAKER, "stop"], workspace=ws, stall_s=3,
+                       expect=["rank 0", "rank 1"])
+    took = time.monotonic() - t0
+    assert out.stalled == "rank 1", out
+    assert out.message.startswith("rank 1 stopped answering: no sign of life for") and "step 3 of 3" in out.message
+    assert out.returncode is None and not out.ok and took < 20
+    assert len(out.records) == 6  # both speakers' records were read before the kill
+
+
+def test_budget_ends_a_live_job():
+    with jobs.workspace("t") as ws:
+        out = jobs.run([sys.executable, "-c", "import time; time.sleep(60)"], workspace=ws, budget_s=1.5,
+                       grace_s=0.5)
+    assert out.timed_out and out.message == "did not finish within 1.5 s" and out.returncode is None
+
+
+def test_a_speaker_that_never_starts_is_named():
+    with jobs.workspace("t") as ws:
+        out = jobs.run([sys.executable, "-c", "import time; time.sleep(60)"], workspace=ws, stall_s=1.5,
+                       expect=["rank 0"])
+    assert out.stalled == "rank 0" and "it never started" in out.message
+
+
+# -- the resume store ----------------------------------------------------------------------------------------
+def test_a_torn_last_line_is_cut_off_with_a_warning_and_measured_again(tmp_path):
+    path = tmp_path / "r.jsonl"
+    a, b = {"k": 1, "status": "ok"}, {"k": 2, "status": "ok"}
+    path.write_text(json.dumps(a) + "\n" + json.dumps(b)[:9])
+    said = []
+    store = ResumeStore.open(path, key=lambda r: r.get("k"), warn=said.append)
+    assert store.done_ok(1) and not store.done_ok(2) and store.keys() == [1]
+    assert len(said) == 1 and "cut off" in said[0] and "line 2" in said[0]
+    assert path.read_text() == json.dumps(a) + "\n"  # repaired: every line parses
+    with open(path, "a") as fh:  # the next record lands on a line of its own
+        fh.write(json.dumps(b) + "\n")
+    assert [json.loads(ln)["k"] for ln in path.read_text().splitlines()] == [1, 2]
+
+
+def test_a_bad_line_that_is_not_the_last_is_refused_untouched(tmp_path):
+    path = tmp_path / "r.jsonl"
+    text = '{"k": 1}\n{"k": \n{"k": 3}\n'
+    path.write_text(text)
+    with pytest.raises(UsageError, match="line 2 is not a JSON record"):
+        repair(path)
+    assert path.read_text() == text
+
+
+def test_a_whole_last_record_without_newline_is_kept(tmp_path):
+    path = tmp_path / "r.jsonl"
+    path.write_text('{"k": 1, "status": "ok"}')
+    assert ResumeStore.open(path, key=lambda r: r["k"]).done_ok(1)
+    assert path.read_text().endswith("}\n")
+    assert repair(tmp_path / "none.jsonl") == []
+
+
+def test_failed_records_are_not_done():
+    store = ResumeStore.of([{"k": 1, "status": "error"}, {"k": 2, "status": "ok"}, {"k": 2, "status": "error"}],
+                           key=lambda r: r["k"])
+    assert not store.done_ok(1) and not store.done_ok(2)  # the last record of a key is the answer
+
+
+# -- secrets -------------------------------------------------------------------------------------------------
+def test_a_custom_fabric_travels_by_name_through_the_environment():
+    fabric = get_fabric("sec:MY_TOKEN=hunter2,NCCL_ALGO=Ring")
+    with applied(fabric, {}) as launch:
+        env = launch.env
+    assert env["MY_TOKEN"] == "hunter2"
+    child = travelled("sec", env)
+    assert child.variables == fabric.variables and child.name == "sec"
+    with pytest.raises(UsageError, match="unknown fabric"):
+        get_fabric("sec")  # not carried into this process
+
+
+def test_private_files_and_masking(tmp_path):
+    p = secrets.write_private(tmp_path / "spec.json", "x")
+    assert stat.S_IMODE(p.stat().st_mode) == 0o600
+    spec = "sec:MY_TOKEN=hunter2,NCCL_ALGO=Ring"
+    assert secrets.mask(f"fabricbench study --fabrics default,{spec}", [spec]) == \
+        "fabricbench study --fabrics default,sec:MY_TOKEN=***,NCCL_ALGO=Ring"
+    assert secrets.mask("left hunter2 here", [spec]) == "left *** here"
