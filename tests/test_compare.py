@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from fabricbench.cli.compare import comparison
+from fabricbench.report.analysis import comparison
 from fabricbench.fabrics import get_fabric
 from fabricbench.measuring.child import ChildRun, run_child, sweep_args
 from fabricbench.results import read_results

@@ -107,8 +107,8 @@ def test_config_args_give_the_child_the_same_config(monkeypatch):
         assert got.sizes.expand() == config.sizes.expand()
         assert strip(got) == strip(config)
     explicit = make_config(sizes="1K,8M", engine="torch", backend="gloo", nprocs=2)
-    assert config_args(explicit)[:4] == ["--ops", "all_reduce,all_gather,reduce_scatter", "--sizes",
-                                         "1024,8388608"]
+    assert config_args(explicit)[:4] == ["--ops", "all_reduce,all_gather,reduce_scatter", "--sizes", "1K,8M"]
+    assert make_config(sizes=config_args(explicit)[3]).sizes.expand() == [1024, 8388608]
 
 
 def _fake_child(monkeypatch, *, rc=0, stderr="", log=None):

@@ -106,9 +106,9 @@ def test_p2p_size_that_cannot_fit_is_refused_before_copying(monkeypatch, capsys)
     with pytest.raises(SystemExit) as e:
         main(["p2p", "--gpus", "0,1", "--size", "8G", "--no-host"])
     assert e.value.code == 2 and eng.calls == []
-    assert capsys.readouterr().err.strip() == ("Error: --size 8G: a copy both ways needs 2 x 8G = 16.0 GiB on "
-                                               "GPU0 but 10.0 GiB is free; lower --size")
+    assert capsys.readouterr().err.strip() == ("Error: size 8G: a copy both ways needs 2 x 8G = 16.0 GiB on "
+                                               "GPU0 but 10.0 GiB is free; lower size")
     with pytest.raises(SystemExit) as e:
         main(["p2p", "--gpus", "0,1", "--size", "1000T"])
     assert e.value.code == 2 and eng.calls == []
-    assert "of host memory is available; lower --size or pass --no-host" in capsys.readouterr().err
+    assert "of host memory is available; lower size or leave host copies out" in capsys.readouterr().err

@@ -171,5 +171,5 @@ def test_study_under_a_custom_fabric(tmp_path, secret):
                                              "--seq-len", "16", "--sizes", "1K", "--iters", "2", "--warmup", "1",
                                              "--out", "lab"], secret, timeout=900)
     assert rc == 0, err
-    assert (tmp_path / "lab" / "units" / "train_ddp@sec.jsonl").exists()
+    assert (tmp_path / "lab" / "units" / "train_ddp_sec.jsonl").exists()
     assert "sec:MY_TOKEN=***" in (tmp_path / "lab" / "report.md").read_text()

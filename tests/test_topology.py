@@ -238,3 +238,42 @@ def test_real_one_gpu_h200_output():
     assert t.indices == (0,) and t.links == (("X",),) and t.nics == ()
     assert t.gpus[0].cpu_affinity == "0-15" and t.gpus[0].numa_node == 0
     assert t.islands() == [[0]] and t.uniform is True
+
+
+# ---------------------------------------------------------------- large domains in polynomial time
+
+def _synthetic(n, link):
+    links = tuple(tuple("X" if i == j else link(min(i, j), max(i, j)) for j in range(n)) for i in range(n))
+    return Topology(gpus=tuple(Gpu(index=i) for i in range(n)), links=links)
+
+
+def test_nvl72_in_trays_and_576_answer_fast_and_right():
+    import time
+
+    t0 = time.monotonic()
+    trays = _synthetic(72, lambda i, j: "NV18" if i // 4 == j // 4 else "SYS")
+    assert trays.islands() == [list(range(i, i + 4)) for i in range(0, 72, 4)]
+    adv = {a["k"]: a for a in trays.advice()}
+    assert adv[4]["inside_island"] and len(adv[4]["sets"]) == 18
+    assert not adv[5]["inside_island"] and adv[5]["sets"] == [[0, 1, 2, 3, 4]] and "held to SYS" in adv[5]["text"]
+    assert adv[8]["sets"] == [list(range(8))]  # two whole trays, not four halves
+    big = _synthetic(576, lambda i, j: "NV18")
+    assert big.islands() == [list(range(576))] and big.uniform and big.best_set(300) == list(range(300))
+    assert {a["k"]: a for a in big.advice()}[576]["text"] == "any 576 GPUs: every pair is NV18"
+    assert time.monotonic() - t0 < 10  # ~0.3 s alone; minutes before (exponential search)
+
+
+def test_irregular_graph_islands_are_maximal_cliques_covering_every_gpu():
+    import random
+
+    rng = random.Random(45)
+    table = {(i, j): "NV2" if rng.random() < 0.5 else "SYS" for i in range(45) for j in range(i + 1, 45)}
+    t = _synthetic(45, lambda i, j: table[(i, j)])
+    islands = t.islands()
+    assert {g for isl in islands for g in isl} == set(range(45))
+    for isl in islands:
+        assert all(t.nvlinks(a, b) for a in isl for b in isl if a != b)  # a clique
+        assert not any(all(t.nvlinks(g, a) for a in isl) for g in range(45) if g not in isl)  # maximal
+    best = t.best_set(4)
+    assert t.worst_link(best) == "NV2"  # four GPUs pairwise NVLinked exist, and are found
+    assert [a["k"] for a in t.advice()] == list(range(2, 46))

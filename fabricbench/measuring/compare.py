@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from fabricbench.errors import UsageError
+from fabricbench.report.plot import remove_stale
 from fabricbench.sizes import SizeSweep
 
 
@@ -93,6 +94,7 @@ def check_plot_path(path: str | None) -> None:
         raise UsageError(f"--plot {path}: cannot write there; choose a writable path")
     if importlib.util.find_spec("matplotlib") is None:
         raise UsageError('--plot needs matplotlib: pip install "fabricbench[plot]"')
+    remove_stale(path)  # an earlier run's figure never stays beside this run's results
 
 
 def adopt(rec: dict[str, Any], run_id: str) -> dict[str, Any]:

@@ -173,12 +173,10 @@ class Context:
         from fabricbench.qualifying.children import run_command
         from fabricbench.sizes import format_size
 
-        args = ["--gpus", ",".join(map(str, gpus)), "--size", format_size(size), "--iters", str(self.run.iters),
-                "--warmup", str(self.run.warmup)]
-        if not peers:
-            args.append("--no-peer")
-        if not host:
-            args.append("--no-host")
+        from fabricbench.jobs.configs import CopyJob
+
+        args = CopyJob(gpus=",".join(map(str, gpus)), size=format_size(size), iters=self.run.iters,
+                       warmup=self.run.warmup, no_peer=not peers, no_host=not host).argv()
         self.echo(f"measuring: p2p {' '.join(args)}")
         return self._keep(run_command("p2p", args, key=key, kind="copy", wall_timeout_s=self.run.unit_timeout_s))
 

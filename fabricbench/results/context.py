@@ -24,7 +24,7 @@ ENV_NAMES = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "TORCH_NCCL_ASYNC_ERRO
              "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS", "FABRICBENCH_NCCL_LIBRARY",
              "GLOO_SOCKET_IFNAME", "OMP_NUM_THREADS", "FABRICBENCH_FABRIC_APPLIED")
 # Set by fabricbench itself to capture NCCL's log (a temporary path): noise, not a setting of the run.
-ENV_EXCLUDED = ("NCCL_DEBUG_FILE",)
+ENV_EXCLUDED = ("NCCL_DEBUG_FILE", "NCCL_VERSION")  # NCCL_VERSION: a container image's label, not the NCCL loaded (records name that: version and path)
 
 
 def allowed_env(environ: dict[str, str] | None = None) -> dict[str, str]:

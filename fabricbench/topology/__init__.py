@@ -82,8 +82,7 @@ def islands_warning(gpus: tuple[int, ...], topo: Topology | None = None) -> str 
         sub = topo.subset(nvml)
         if topo.uniform or topo.island_of(nvml) is not None:
             return None
-        if not any(sub.nvlinks(a, b) for a, b in sub.pairs()) and not any(
-                topo.nvlinks(a, b) for a, b in topo.pairs()):
+        if not sub.has_nvlink() and not topo.has_nvlink():
             return None  # no NVLink on this machine at all: nothing to warn about
         parts = [sorted(set(i) & set(nvml)) for i in topo.islands()]
         parts = [p for p in parts if p]

@@ -7,19 +7,30 @@ relation PIX < PXB < PHB < NODE < SYS (fewest to most hops). An NVLink island is
 joined pairwise by NVLink (a clique): one island on NVSwitch boards, two quads on H200 NVL machines,
 single GPUs on PCIe-only boxes. A collective runs at the speed of its slowest required hop, so a job
 that spans islands runs at the PCIe/SYS speed between them.
+
+Every analysis here takes polynomial time, so an NVL72 rack or a 576-GPU domain answers in well under a
+second (benchmarks/topology_scaling.py): links are turned once into integer ranks and bit sets, islands
+are the connected components when those are cliques (every real board), exact maximal cliques for a small
+irregular component, and one greedily grown maximal clique per uncovered GPU for a large irregular one
+(enumerating all maximal cliques is exponential). best_set is exhaustive only while that is cheap.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
 
+from fabricbench.errors import UsageError
+
 # PCIe relations, nearest first (nvidia-smi's legend); "SOC" is the old name of SYS.
 PCIE_RELATIONS = ("PIX", "PXB", "PHB", "NODE", "SYS")
 _NV = re.compile(r"^NV(\d+)$")
-_EXHAUSTIVE_LIMIT = 20000  # candidate sets examined exactly; beyond it best_set is greedy
+_EXHAUSTIVE_PAIRS = 60_000  # best_set examines every k-subset while C(n,k) x k^2/2 pair lookups stay below this
+_EXACT_CLIQUES = 24  # an irregular NVLink component this small gets all its maximal cliques (Bron-Kerbosch)
 
 
 def nvlink_count(link: str) -> int:
@@ -81,31 +92,81 @@ class Topology:
     source: str = "nvml"  # "nvml", "nvidia-smi" or "file:<path>"
 
     def __post_init__(self) -> None:
+        # Topologies come from files (topo --from-file, --topo-file, a results file's snapshot): a
+        # damaged one is the user's input, said in one line, never an assertion deep in an analysis.
         n = len(self.gpus)
-        assert len(self.links) == n and all(len(r) == n for r in self.links), "links must be n x n"
+        if len(self.links) != n or any(len(r) != n for r in self.links):
+            raise UsageError(f"topology: the link table must be {n} x {n} for {n} GPU(s)")
+        if len({g.index for g in self.gpus}) != n:
+            raise UsageError("topology: two GPUs have the same index")
+        for p, row in enumerate(self.links):
+            if row[p] != "X" or row.count("X") != 1:
+                raise UsageError(f"topology: row {p} of the link table must have X on the diagonal only")
+        bad = {lk for row in self.links for lk in row} - {"X"}
+        bad = {lk for lk in bad if not isinstance(lk, str) or normalize_link(lk) != lk}
+        if bad:
+            raise UsageError(f"topology: unknown link {sorted(map(str, bad))[0][:20]!r}; links are NV<n>, "
+                             f"{', '.join(PCIE_RELATIONS)} or X")
+        for p, row in enumerate(self.links):
+            for q in range(p):
+                if row[q] != self.links[q][p]:
+                    raise UsageError(f"topology: the link between GPUs {self.gpus[p].index} and "
+                                     f"{self.gpus[q].index} differs by direction ({row[q]} / {self.links[q][p]})")
 
     # -- lookups -------------------------------------------------------------------------------
-    @property
+    @functools.cached_property
     def indices(self) -> tuple[int, ...]:
         return tuple(g.index for g in self.gpus)
 
+    @functools.cached_property
+    def _where(self) -> dict[int, int]:
+        return {g.index: p for p, g in enumerate(self.gpus)}
+
     def _pos(self, index: int) -> int:
-        return self.indices.index(index)
+        return self._where[index]
 
     def link(self, a: int, b: int) -> str:
-        return self.links[self._pos(a)][self._pos(b)]
+        w = self._where
+        return self.links[w[a]][w[b]]
 
     def nvlinks(self, a: int, b: int) -> int:
-        return nvlink_count(self.link(a, b))
+        w = self._where
+        return self._nv[w[a]][w[b]]
+
+    @functools.cached_property
+    def _nv(self) -> list[list[int]]:
+        """NVLinks between positions p and q (0 for PCIe and the diagonal)."""
+        count = {lk: nvlink_count(lk) for lk in {lk for r in self.links for lk in r}}
+        return [[count[lk] for lk in row] for row in self.links]
+
+    @functools.cached_property
+    def _rank(self) -> list[list[int]]:
+        """The link between positions p and q as an integer, 0 the best link present (diagonal: -1)."""
+        num = {lk: i for i, lk in enumerate(self._rank_links)}
+        num["X"] = -1  # the diagonal only (__post_init__)
+        return [list(map(num.__getitem__, row)) for row in self.links]
+
+    @functools.cached_property
+    def _rank_links(self) -> list[str]:
+        return sorted({lk for r in self.links for lk in r if lk != "X"}, key=link_rank)
+
+    def _adj(self, max_rank: int | None = None) -> list[int]:
+        """Per position, the bit set of positions it reaches by NVLink (max_rank None) or by a link of
+        rank <= max_rank (the diagonal excluded)."""
+        if max_rank is None:
+            rows = [["1" if c > 0 else "0" for c in row] for row in self._nv]
+        else:
+            rows = [["1" if 0 <= c <= max_rank else "0" for c in row] for row in self._rank]
+        return [int("".join(reversed(r)), 2) if r else 0 for r in rows]
 
     def subset(self, indices: tuple[int, ...] | list[int]) -> "Topology":
         """The topology restricted to these GPU indices (in the order given)."""
-        missing = [i for i in indices if i not in self.indices]
+        missing = [i for i in indices if i not in self._where]
         if missing:
-            from fabricbench.errors import UsageError
-
             raise UsageError(f"--gpus names GPU {', '.join(map(str, missing))} but the topology has "
                              f"{len(self.gpus)} GPU(s) ({_ranges(self.indices)})")
+        if tuple(indices) == self.indices:
+            return self
         pos = [self._pos(i) for i in indices]
         return Topology(gpus=tuple(self.gpus[p] for p in pos),
                         links=tuple(tuple(self.links[p][q] for q in pos) for p in pos),
@@ -115,45 +176,56 @@ class Topology:
                         source=self.source)
 
     # -- derived facts -------------------------------------------------------------------------
+    def has_nvlink(self) -> bool:
+        """Whether any pair is joined by NVLink."""
+        return any(any(row) for row in self._nv)
+
     def pairs(self) -> list[tuple[int, int]]:
         return list(itertools.combinations(self.indices, 2))
 
     def islands(self) -> list[list[int]]:
-        """Maximal cliques of the NVLink graph (Bron-Kerbosch), each sorted, ordered by first GPU."""
+        """Maximal cliques of the NVLink graph, each sorted, ordered by first GPU (largest first on a tie).
+
+        Exact (all maximal cliques) wherever a component is a clique or has at most _EXACT_CLIQUES GPUs;
+        a larger irregular component gets one maximal clique grown from each GPU no clique yet holds.
+        """
+        return [list(s) for s in self._islands]
+
+    @functools.cached_property
+    def _islands(self) -> tuple[tuple[int, ...], ...]:
         idx = self.indices
-        adj = {a: {b for b in idx if b != a and self.nvlinks(a, b) > 0} for a in idx}
+        adj = self._adj()
         found: list[list[int]] = []
-
-        def grow(r: set[int], p: set[int], x: set[int]) -> None:
-            if not p and not x:
-                found.append(sorted(r))
-                return
-            pivot = max(p | x, key=lambda v: len(adj[v] & p))
-            for v in sorted(p - adj[pivot]):
-                grow(r | {v}, p & adj[v], x & adj[v])
-                p = p - {v}
-                x = x | {v}
-
-        grow(set(), set(idx), set())
-        return sorted(found, key=lambda s: (s[0], -len(s)))
+        for comp in _components(adj):
+            members = _bits(comp)
+            if all((adj[p] | (1 << p)) & comp == comp for p in members):  # a clique: the island itself
+                found.append(members)
+            elif len(members) <= _EXACT_CLIQUES:
+                found.extend(_bron_kerbosch(adj, comp))
+            else:
+                found.extend(_greedy_cliques(adj, comp))
+        out = [sorted(idx[p] for p in c) for c in found]
+        return tuple(tuple(s) for s in sorted(out, key=lambda s: (s[0], -len(s), s)))
 
     def island_of(self, gpus: tuple[int, ...] | list[int]) -> list[int] | None:
         """The island holding all of these GPUs, or None when they span islands."""
         want = set(gpus)
-        for isl in self.islands():
+        for isl in self._islands:
             if want <= set(isl):
-                return isl
+                return list(isl)
         return None
 
-    @property
+    @functools.cached_property
     def uniform(self) -> bool:
         """Every pair has the same link (NVSwitch boards; also a PCIe box whose GPUs are all SYS apart)."""
-        return len({self.link(a, b) for a, b in self.pairs()}) <= 1
+        return len(self._rank_links) <= 1
 
     def worst_link(self, gpus: tuple[int, ...] | list[int]) -> str | None:
         """The slowest hop between any two of these GPUs (what a ring collective over them is held to)."""
-        links = [self.link(a, b) for a, b in itertools.combinations(gpus, 2)]
-        return max(links, key=link_rank) if links else None
+        w, rank = self._where, self._rank
+        pos = [w[g] for g in gpus]
+        worst = max((rank[p][q] for i, p in enumerate(pos) for q in pos[i + 1:]), default=None)
+        return None if worst is None else self._rank_links[worst]
 
     def placement(self, gpus: tuple[int, ...] | list[int]) -> str:
         """'uniform' (every pair of the machine alike), 'intra-island' or 'cross-island'."""
@@ -162,26 +234,79 @@ class Topology:
         return "intra-island" if self.island_of(gpus) is not None else "cross-island"
 
     def best_set(self, k: int) -> list[int]:
-        """k GPUs whose slowest hop is as fast as possible (then the most NVLinks in total)."""
-        assert 1 <= k <= len(self.gpus)
+        """k GPUs whose slowest hop is as fast as possible (then the most NVLinks in total).
 
-        def key(s: tuple[int, ...]) -> tuple:
-            pair_links = [self.link(a, b) for a, b in itertools.combinations(s, 2)]
-            worst = max((link_rank(lk) for lk in pair_links), default=(0, 0))
-            return (worst, sorted(link_rank(lk) for lk in pair_links), s)
+        Exhaustive while C(n, k) subsets are cheap to compare (every machine of up to 8 GPUs, and small k
+        on larger ones); beyond that, for the best link rank r at which it succeeds, a clique of links
+        <= r grown greedily (closest GPU to the set first) from each GPU, the best of those prefixes.
+        """
+        return self._best(k)[0]
 
-        if _comb(len(self.gpus), k) <= _EXHAUSTIVE_LIMIT:
-            return list(min(itertools.combinations(self.indices, k), key=key))
-        chosen = [self.indices[0]]  # greedy: add the GPU whose worst link to the set is best
-        while len(chosen) < k:
-            rest = [g for g in self.indices if g not in chosen]
-            chosen.append(min(rest, key=lambda g: (max(link_rank(self.link(g, c)) for c in chosen), g)))
-        return sorted(chosen)
+    def _best(self, k: int) -> tuple[list[int], str | None]:
+        """best_set(k) and the worst link inside it."""
+        n = len(self.gpus)
+        assert 1 <= k <= n
+        if self.uniform:  # every set alike: the first k, as the exhaustive search would pick
+            return list(self.indices[:k]), self.worst_link(self.indices[:2]) if k > 1 else None
+        if math.comb(n, k) * k * k <= 2 * _EXHAUSTIVE_PAIRS:
+            rank, w = self._rank, self._where
+
+            def key(s: tuple[int, ...]) -> tuple:
+                pos = [w[g] for g in s]
+                pair = sorted(rank[p][q] for i, p in enumerate(pos) for q in pos[i + 1:])
+                return (pair[-1] if pair else -1, pair, s)
+
+            best = min(itertools.combinations(self.indices, k), key=key)
+            return list(best), self.worst_link(best)
+        for r in range(len(self._rank_links)):
+            best = None
+            if r not in self._grown_cache:
+                self._grown_cache[r] = self._grown(r)
+            for order, sums, worst in self._grown_cache[r]:
+                if len(order) >= k and (best is None or sums[k - 1] <= best[0]):
+                    cand = (sums[k - 1], sorted(order[:k]), worst[k - 1])
+                    if best is None or cand < best:
+                        best = cand
+            if best is not None:
+                return best[1], (self._rank_links[best[2]] if best[2] >= 0 else None)
+        raise AssertionError("the last link rank joins every pair")
+
+    @functools.cached_property
+    def _grown_cache(self) -> dict[int, list[tuple[list[int], list[int], list[int]]]]:
+        return {}
+
+    def _grown(self, r: int) -> list[tuple[list[int], list[int], list[int]]]:
+        """Cliques of links of rank <= r, grown from each GPU: (GPUs in the order added, the sum and the
+        worst of the pair ranks of each prefix). Each step adds the GPU joined to every one chosen by rank <= r with
+        the smallest sum of ranks to them (lowest index on a tie); prefixes are the candidates."""
+        n, rank, idx = len(self.gpus), self._rank, self.indices
+        out = []
+        seeds = list(range(n)) if n <= 64 else _component_seeds(self._adj(r))
+        for seed in seeds:
+            order, sums, worst = [seed], [0], [-1]
+            rs = rank[seed]
+            cand = [q for q in range(n) if q != seed and rs[q] <= r]  # ascending: min() breaks ties low
+            dist = list(rs)  # sum of ranks from each candidate to the chosen ones
+            far = list(rs)  # worst rank from each candidate to the chosen ones
+            while cand:
+                v = min(cand, key=dist.__getitem__)
+                sums.append(sums[-1] + dist[v])
+                worst.append(max(worst[-1], far[v]))
+                order.append(v)
+                rv = rank[v]
+                cand = [q for q in cand if q != v and rv[q] <= r]
+                for q in cand:
+                    dist[q] += rv[q]
+                    if rv[q] > far[q]:
+                        far[q] = rv[q]
+            out.append(([idx[p] for p in order], sums, worst))
+        return out
 
     def advice(self) -> list[dict[str, Any]]:
         """For each job size k = 2..n: the sets that stay inside one island, or the best one can do."""
         out = []
-        isl = self.islands()
+        isl = [list(s) for s in self._islands]
+        prefix_worst: dict[int, list[str | None]] = {}  # island number -> worst link of each prefix
         for k in range(2, len(self.gpus) + 1):
             fitting = [s for s in isl if len(s) >= k]
             if fitting:
@@ -189,23 +314,37 @@ class Topology:
                 if self.uniform:
                     text = f"any {k} GPUs: every pair is {self.link(*self.indices[:2])}"
                 else:
+                    first = isl.index(fitting[0])
+                    if first not in prefix_worst:
+                        prefix_worst[first] = self._prefix_worst(fitting[0])
                     text = " or ".join(f"any {k} of {_list(s)}" for s in fitting) + \
-                        f" ({self.worst_link(fitting[0][:k])} between every pair)"
+                        f" ({prefix_worst[first][k - 1]} between every pair)"
             else:
-                best = self.best_set(k)
+                best, worst = self._best(k)
                 sets = [best]
-                worst = self.worst_link(best)
                 text = (f"no NVLink island holds {k} GPUs: best {_list(best)}, held to {worst} "
                         f"(the slowest hop it needs)")
             out.append({"k": k, "inside_island": bool(fitting), "sets": sets, "islands": fitting,
                         "text": text})
         return out
 
+    def _prefix_worst(self, gpus: list[int]) -> list[str | None]:
+        """worst_link of gpus[:1], gpus[:2], ... in one pass."""
+        w, rank = self._where, self._rank
+        pos = [w[g] for g in gpus]
+        out: list[str | None] = []
+        worst = -1
+        for i, p in enumerate(pos):
+            for q in pos[:i]:
+                worst = max(worst, rank[p][q])
+            out.append(self._rank_links[worst] if worst >= 0 else None)
+        return out
+
     def summary(self) -> str:
         """One line: '8 GPUs, 1 NVLink island ([0-7], NV18), uniform'."""
         isl = self.islands()
         parts = ", ".join(f"[{_ranges(s)}]" for s in isl)
-        nv = sorted({self.link(a, b) for a, b in self.pairs() if self.nvlinks(a, b)}, key=link_rank)
+        nv = [lk for lk in self._rank_links if nvlink_count(lk)]
         kind = "uniform" if self.uniform else "not uniform"
         links = f", {'/'.join(nv)} inside" if nv else ", no NVLink"
         return (f"{len(self.gpus)} GPU(s), {len(isl)} NVLink island(s) ({parts}){links}, {kind}")
@@ -230,10 +369,68 @@ class Topology:
                    source=d.get("source", "record"))
 
 
-def _comb(n: int, k: int) -> int:
-    import math
+def _bits(mask: int) -> list[int]:
+    """Positions of the set bits, lowest first."""
+    return [i for i, c in enumerate(bin(mask)[:1:-1]) if c == "1"]
 
-    return math.comb(n, k)
+
+def _components(adj: list[int]) -> list[int]:
+    """Connected components as bit sets, in order of their lowest position."""
+    seen, out = 0, []
+    for p in range(len(adj)):
+        if seen >> p & 1:
+            continue
+        comp, frontier = 1 << p, 1 << p
+        while frontier:
+            nxt = 0
+            for q in _bits(frontier):
+                nxt |= adj[q]
+            frontier = nxt & ~comp
+            comp |= nxt
+        seen |= comp
+        out.append(comp)
+    return out
+
+
+def _component_seeds(adj: list[int]) -> list[int]:
+    """One seed per component (its lowest position): enough for a graph of cliques, linear in size."""
+    return [_bits(c)[0] for c in _components(adj)]
+
+
+def _bron_kerbosch(adj: list[int], comp: int) -> list[list[int]]:
+    """Every maximal clique inside the component `comp` (bit sets), Bron-Kerbosch with pivoting."""
+    found: list[list[int]] = []
+
+    def grow(r: int, p: int, x: int) -> None:
+        if not p and not x:
+            found.append(_bits(r))
+            return
+        pivot = max(_bits(p | x), key=lambda v: bin(adj[v] & p).count("1"))
+        for v in _bits(p & ~adj[pivot]):
+            grow(r | (1 << v), p & adj[v], x & adj[v])
+            p &= ~(1 << v)
+            x |= 1 << v
+
+    grow(0, comp, 0)
+    return found
+
+
+def _greedy_cliques(adj: list[int], comp: int) -> list[list[int]]:
+    """Maximal cliques covering every GPU of a large irregular component, in O(n^2) bit-set steps each:
+    from each GPU no clique holds yet, add the candidate with the most neighbours among the candidates."""
+    found: list[list[int]] = []
+    covered = 0
+    for seed in _bits(comp):
+        if covered >> seed & 1:
+            continue
+        clique, cand = 1 << seed, adj[seed] & comp
+        while cand:
+            v = max(_bits(cand), key=lambda q: (bin(adj[q] & cand).count("1"), -q))
+            clique |= 1 << v
+            cand &= adj[v]
+        covered |= clique
+        found.append(_bits(clique))
+    return found
 
 
 def _list(s: list[int]) -> str:

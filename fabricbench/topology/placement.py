@@ -34,7 +34,7 @@ def scaling_sets(topo: Topology, counts: list[int], gpus: tuple[int, ...] | None
         if topo.uniform:
             out.append(_make(topo, k, pool[:k]))
             continue
-        if not any(sub.nvlinks(a, b) for a, b in sub.pairs()):  # PCIe only: the closest k GPUs
+        if not sub.has_nvlink():  # PCIe only: the closest k GPUs
             out.append(_make(topo, k, sub.best_set(k)))
             continue
         inside = next((isl for isl in islands if len(isl) >= k), None)

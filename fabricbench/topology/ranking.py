@@ -32,6 +32,7 @@ RING_EFFICIENCY = 0.8  # ring collectives reach ~80% of the link rate (shared/DO
 # the path crosses more bridges and the CPU interconnect. For ranking, not for quoting.
 NOMINAL_PCIE_GBPS = {"PIX": 48.0, "PXB": 45.0, "PHB": 42.0, "NODE": 40.0, "SYS": 36.0}
 MAX_CANDIDATES = 5000  # sets examined exhaustively; beyond it, islands and best sets only
+MAX_CANDIDATE_PAIRS = 200_000  # ... and only while C(pool, n) x n^2/2 pair lookups stay below this
 
 
 @dataclass(kw_only=True)
@@ -54,10 +55,25 @@ def _clique(topo: Topology, gpus: tuple[int, ...]) -> bool:
     return all(topo.nvlinks(a, b) > 0 for a, b in itertools.combinations(gpus, 2))
 
 
+def _inside(topo: Topology, gpus: tuple[int, ...]) -> list[int] | None:
+    """NVLinks each GPU has to the others of the set, or None when some pair has none (not a clique)."""
+    nv = topo._nv
+    pos = [topo._pos(g) for g in gpus]
+    out = []
+    for p in pos:
+        row = nv[p]
+        counts = [row[q] for q in pos if q != p]
+        if not all(counts):
+            return None
+        out.append(sum(counts))
+    return out
+
+
 def links_per_gpu(topo: Topology, gpus: tuple[int, ...]) -> int:
-    if len(gpus) < 2 or not _clique(topo, gpus):
+    inside = _inside(topo, gpus) if len(gpus) >= 2 else None
+    if not inside:
         return 0
-    return min(min(NVLINKS_PER_GPU, sum(topo.nvlinks(g, h) for h in gpus if h != g)) for g in gpus)
+    return min(min(NVLINKS_PER_GPU, x) for x in inside)
 
 
 def nominal_busbw(topo: Topology, gpus: tuple[int, ...]) -> float | None:
@@ -77,14 +93,14 @@ def nominal_busbw(topo: Topology, gpus: tuple[int, ...]) -> float | None:
 def shape(topo: Topology, gpus: tuple[int, ...]) -> tuple:
     """What decides a set's busbw by the rule above: for an NVLink clique the count and the NVLinks per
     GPU inside it; for any other set the count and its slowest hop (the ring is held to it)."""
-    if len(gpus) > 1 and _clique(topo, gpus):
-        inside = tuple(sorted(sum(topo.nvlinks(g, h) for h in gpus if h != g) for g in gpus))
-        return (len(gpus), "nvlink", inside)
+    inside = _inside(topo, gpus) if len(gpus) > 1 else None
+    if inside:
+        return (len(gpus), "nvlink", tuple(sorted(inside)))
     return (len(gpus), "held to", topo.worst_link(list(gpus)))
 
 
 def candidates(topo: Topology, pool: list[int], n: int) -> list[tuple[int, ...]]:
-    if math.comb(len(pool), n) <= MAX_CANDIDATES:
+    if math.comb(len(pool), n) <= MAX_CANDIDATES and math.comb(len(pool), n) * n * n <= 2 * MAX_CANDIDATE_PAIRS:
         return list(itertools.combinations(sorted(pool), n))
     sub = topo.subset(pool)
     out = {tuple(sorted(isl[:n])) for isl in sub.islands() if len(isl) >= n}
@@ -116,17 +132,19 @@ def rank_placements(topo: Topology, pool: list[int], n: int,
     """Every candidate set of n GPUs from pool, best first; equal sets folded into `equivalent`."""
     measured = measured_busbw(records or [], fabric)
     by_shape = {}
+    known = set(topo.indices)
     for k, v in measured.items():
-        if all(g in topo.indices for g in k):
+        if all(g in known for g in k):
             by_shape.setdefault(shape(topo, k), (k, v))
     ranked: list[PlacementRank] = []
     for gs in candidates(topo, pool, n):
+        form = shape(topo, gs) if by_shape else None
         if n == 1:
             bw, src = None, "one GPU: no collective"
         elif gs in measured:
             bw, src = measured[gs], "measured"
-        elif shape(topo, gs) in by_shape:
-            k, bw = by_shape[shape(topo, gs)]
+        elif form in by_shape:
+            k, bw = by_shape[form]
             src = f"measured on [{','.join(map(str, k))}] (same links)"
         else:
             bw, src = nominal_busbw(topo, gs), "link types (nominal)"
