@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import stat
 import sys
 import time
@@ -50,7 +49,8 @@ def test_records_stream_back_over_the_channel_and_a_plain_file(tmp_path):
     seen = []
     with jobs.workspace("t") as ws:
         (ws / "out.jsonl").write_text(json.dumps({"kind": "old"}) + "\n")  # there before: not read back
-        code = (SPEAKER + "\nassert os.environ['TMPDIR'] == os.environ['FABRICBENCH_JOB_CHANNEL']\nopen(os.path.join(os.environ['FABRICBENCH_JOB_CHANNEL'], 'out.jsonl'), 'a')"
+        code = (SPEAKER + "\nchan = os.environ['FABRICBENCH_JOB_CHANNEL']\nassert os.environ['TMPDIR'] == chan"
+                "\nopen(os.path.join(chan, 'out.jsonl'), 'a')"
                 ".write('{\"kind\": \"plain\"}\\n')\nprint('said')")
         out = jobs.run([sys.executable, "-c", code, "rank 0", "done"], workspace=ws, on_record=seen.append,
                        records_from=[ws / "out.jsonl"], stall_s=30)

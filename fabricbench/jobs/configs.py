@@ -66,7 +66,8 @@ def job_key(config: Any) -> str:
             return {str(k): plain(x) for k, x in v.items()}
         return v if isinstance(v, (int, float, str, bool)) or v is None else str(v)
 
-    doc = {"kind": type(config).__name__, **{f.name: plain(getattr(config, f.name)) for f in dataclasses.fields(config)}}
+    doc = {f.name: plain(getattr(config, f.name)) for f in dataclasses.fields(config)}
+    doc["kind"] = type(config).__name__
     return hashlib.sha1(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16]
 
 

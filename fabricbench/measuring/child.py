@@ -56,7 +56,8 @@ def config_args(config) -> list[str]:
 
 
 def sweep_under_fabric(config, emit: Callable[[dict[str, Any]], None], *, run_id: str,
-                       prior: list[dict[str, Any]] | None = None, reused: Callable[[dict[str, Any]], None] | None = None,
+                       prior: list[dict[str, Any]] | None = None,
+                       reused: Callable[[dict[str, Any]], None] | None = None,
                        on_skip: Callable[[int, int], None] | None = None) -> ChildRun:
     """`fabricbench sweep --fabric X` when X is not in force here: the same sweep in a fresh child under X.
 

@@ -376,7 +376,8 @@ def p2p(*, gpus: str | Sequence[int] | None = None, size: str | int = "256M", it
     finally:
         writer.close()
     res = P2PResult(run_id=run_id, bytes=nbytes, gpus=tuple(gpu_t), results=results, host=host, peers=peers,
-                    unidirectional_gbps=matrix(results, gpu_t, "uni"), bidirectional_gbps=matrix(results, gpu_t, "bidir"))
+                    unidirectional_gbps=matrix(results, gpu_t, "uni"),
+                    bidirectional_gbps=matrix(results, gpu_t, "bidir"))
     return res
 
 

@@ -6,7 +6,8 @@ For every strategy: "waived" when it cannot run here (DeepSpeed missing), else o
 (`python -m torch.distributed.run`, one process per GPU, the fabric's environment) of
 fabricbench/training/worker.py, run as a job (fabricbench/jobs): each rank reports its start-up and every
 step over the job's channel, so a rank silent for --timeout s is named ("rank 1 stopped answering") and
-every process is killed then, not when a whole-run limit runs out. The ranks' files are joined into one kind "train" record:
+every process is killed then, not when a whole-run limit runs out. The ranks' files are joined into one
+kind "train" record:
 - status "ok"; "error" when a rank failed or when what ran is not the strategy asked for (verify.py; the
   message says what actually ran), never a result; "oom" with the estimate beside it; "flagged" when the
   loss did not fall; "waived" with the reason.
@@ -45,7 +46,8 @@ from fabricbench.training.strategies.base import accelerate_precision
 
 LIBRARIES = ("torch", "accelerate", "transformers", "deepspeed")
 MAX_STEPS = 100_000  # optimizer steps per strategy
-STARTUP_S = 600.0  # start-up (torchrun, imports, building the model) may take this long even with a short --timeout
+STARTUP_S = 600.0  # start-up (torchrun, imports, building the model) may take this long, even with a short
+# --timeout
 MAX_TRACE_STEPS = 20  # profiled steps: a profile grows with every step and is read in memory
 DEFAULT_MAX_STEPS = 40  # steps in all with a target CI, unless --max-steps says otherwise
 MAX_REPEATS = 50
@@ -260,7 +262,8 @@ def run_strategy(config: TrainConfig, name: str, resolved: models.ResolvedModel,
         # torchrun in its own process group, dead with us; a rank silent for --timeout s, the budget or
         # Ctrl-C/SIGTERM end torchrun and its ranks before this returns or raises.
         res = jobs.run(launch_command(config, spec_path), workspace=run_dir, env=worker_env(config), fabric=fabric,
-                       stall_s=config.timeout_s, startup_s=max(config.timeout_s, STARTUP_S), budget_s=config.budget_s,
+                       stall_s=config.timeout_s, startup_s=max(config.timeout_s, STARTUP_S),
+                       budget_s=config.budget_s,
                        expect=[f"rank {first + r}" for r in range(config.procs_per_node)], on_progress=on_progress)
         for w in res.warnings:
             print(f"warning: {w}", file=sys.stderr)
