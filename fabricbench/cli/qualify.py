@@ -242,7 +242,7 @@ def _fleet(inputs, out_dir, fraction, as_json, prometheus) -> int:
     from fabricbench.qualifying.api import fleet
     from fabricbench.qualifying.fleet import render
 
-    res = fleet(list(inputs), out=out_dir, fraction=fraction, prometheus=prometheus)
+    res = fleet(list(inputs), out=out_dir, fraction=fraction, prometheus=prometheus, quiet=as_json)
     if as_json:
         click.echo(dumps(res.to_dict(), indent=2))
     else:
