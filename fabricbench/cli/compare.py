@@ -19,7 +19,7 @@ import click
 
 from fabricbench.cli.options import sweep_options
 from fabricbench.errors import UsageError
-from fabricbench.fabrics.child import ChildRun
+from fabricbench.measuring.child import ChildRun
 from fabricbench.fabrics.model import Fabric
 from fabricbench.importing.beside import collective_groups, records_of
 from fabricbench.measuring.commands import plot_comparison
@@ -43,7 +43,7 @@ from fabricbench.sizes import format_size
 def compare(fabric_list, gpus, ops, sizes, nprocs, resume, with_paths, dtype, iters, warmup, engine, backend,
             timeout_s, out_path, plot_path, as_json):
     """Run the same sweep on each fabric and show busbw side by side with the ratio."""
-    from fabricbench.fabrics.study import check_plot_path
+    from fabricbench.measuring.compare import check_plot_path
     from fabricbench.measuring.commands import compare as run_compare
 
     check_plot_path(plot_path)  # before anything is measured; the plot itself comes after the table

@@ -28,7 +28,7 @@ def metric_for(records: list[dict[str, Any]]) -> tuple[str, str | None]:
 def comparison(runs: Sequence[Any]) -> dict[str, Any]:
     """Rows keyed by (op, dtype, inplace, bytes): the metric per fabric and its ratio to the first fabric.
 
-    `runs` are objects with `.fabric.name` and `.records` (fabricbench.fabrics.child.ChildRun), in the
+    `runs` are objects with `.fabric.name` and `.records` (fabricbench.measuring.child.ChildRun), in the
     order the fabrics were named.
     """
     records = [rec for r in runs for rec in r.records]

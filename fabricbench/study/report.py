@@ -571,7 +571,7 @@ def _smaller_jobs(s: Section, c: StudyConfig, machine, records) -> None:
     topo = (machine or {}).get("topology")
     if not topo or len(c.gpus) < 3 or topo.get("uniform"):
         return
-    from fabricbench.advise.placement import rank_placements
+    from fabricbench.topology.ranking import rank_placements
     from fabricbench.topology.model import Topology
 
     t = Topology.from_dict(topo)
