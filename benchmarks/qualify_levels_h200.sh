@@ -9,7 +9,8 @@
 #
 # Knobs: L3_SKIP="check,check" (--skip at level 3, to cut it down where it cannot fit; default none),
 #        L1_S, L2_S, L3_S (each level's time limit, s: 90, 180, 240), OTHERS=0 (skip the other specs).
-# Files: OUTDIR/times.txt (one line per run: spec, level, exit, wall s, dry-run estimate), OUTDIR/<spec>-L<n>/
+# Then, while time is left, --init from the level-2 run and that spec twice (the second with the first as
+# --baseline): the same machine passes both. Files: OUTDIR/times.txt (one line per run: spec, level, exit, wall s, dry-run estimate), OUTDIR/<spec>-L<n>/
 #        (results.jsonl, verdicts.json, junit.xml, report.md/html), <spec>-L<n>.prom (Prometheus textfile,
 #        when prometheus_client is installed), <spec>-L<n>.txt (the terminal output), build.log.
 set -uo pipefail
@@ -53,6 +54,22 @@ run_level h200-sxm-8 2 "${L2_S:-180}"
 skip=()
 [ -n "${L3_SKIP:-}" ] && skip=(--skip "$L3_SKIP")
 run_level h200-sxm-8 3 "${L3_S:-240}" "${skip[@]}"
+# --init from the level-2 run, then that spec twice: the second run with the first as --baseline at the
+# spec's own baseline_tolerance (from the measured spread). The same machine must pass both (exit 0).
+if [ $(( $(date +%s) - T0 )) -lt 380 ] && [ -f "$R/h200-sxm-8-L2/results.jsonl" ]; then
+  python3 -m fabricbench qualify --init "$R/known-good.toml" --from "$R/h200-sxm-8-L2/results.jsonl" \
+    > "$R/init.txt" 2>&1
+  echo "init: exit $?" | tee -a "$R/times.txt"
+  for run in init baseline; do
+    extra=()
+    [ "$run" = baseline ] && extra=(--baseline "$R/init/results.jsonl")
+    start=$(date +%s)
+    timeout 90 python3 -m fabricbench qualify --spec "$R/known-good.toml" --out "$R/$run" "${extra[@]}" \
+      > "$R/$run.txt" 2>&1
+    echo "known-good spec, $run run: exit $? (0 expected), $(( $(date +%s) - start )) s" | tee -a "$R/times.txt"
+  done
+  grep -E "^ *baseline|FB_" "$R/baseline.txt" | head -5 | tee -a "$R/times.txt"
+fi
 if [ "${OTHERS:-1}" = 1 ]; then
   for spec in h100-sxm-8 h200-nvl-8 pcie-gen5-8; do
     [ $(( $(date +%s) - T0 )) -lt 440 ] || { echo "$spec level 1: skipped (time)" | tee -a "$R/times.txt"; continue; }

@@ -3,9 +3,13 @@
     import fabricbench
     r = fabricbench.measure("all_reduce", "1G", gpus=[0, 1])        # one CollectiveResult
     rs = fabricbench.sweep(ops=["all_gather"], sizes="1M-1G:x4")     # a list of them
+    fabricbench.compare("default,p2p-off", sizes="1M-64M:x4")         # one sweep per fabric, side by side
+    fabricbench.train("ddp,fsdp", model="tiny-mistral", device="cpu", nprocs=2)   # one record per strategy
     fabricbench.to_dataframe(rs)                                      # pandas, if installed
 
-Importing needs no GPU and no torch: everything heavy loads on first use.
+Every command has its library call here (the CLI only maps flags to them): measure, sweep, compare,
+scaling, p2p, train, relate, study, advise, qualify. Importing needs no GPU and no torch: everything heavy
+loads on first use.
 """
 
 from __future__ import annotations
@@ -29,6 +33,10 @@ _LAZY = {
     "advise": "fabricbench.advise.api",
     "qualify": "fabricbench.qualifying.api",
     "import_results": "fabricbench.importing",
+    "compare": "fabricbench.measuring.commands",
+    "scaling": "fabricbench.measuring.commands",
+    "p2p": "fabricbench.measuring.commands",
+    "train": "fabricbench.training.api",
 }
 
 __all__ = sorted(_LAZY) + ["__version__"]
@@ -42,3 +50,7 @@ def __getattr__(name: str) -> Any:
         globals()[name] = value
         return value
     raise AttributeError(f"module 'fabricbench' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

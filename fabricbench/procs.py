@@ -4,6 +4,7 @@
     res = procs.run([sys.executable, "-m", "fabricbench", "sweep", ...], env=env, timeout_s=600)
     p = procs.spawn(argv, env=env)        # a Popen; procs.kill_tree(p) ends it and all it started
     with procs.temp_dir("train") as tmp:  # removed on exit, Ctrl-C included; stale ones at the next start
+    procs.install()                       # SIGTERM -> procs.Terminated (a KeyboardInterrupt), exit 143
     python -m fabricbench.procs MODULE ARGS...   # run MODULE as __main__, dying with this process's parent
 
 Why each piece:
@@ -33,6 +34,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -241,6 +243,51 @@ def temp_dir(tag: str) -> Iterator[Path]:
         yield path
     finally:
         shutil.rmtree(path, ignore_errors=True)
+
+
+# -- signals: one policy for SIGINT and SIGTERM in every command -----------------------------------------
+# SIGTERM raises Terminated, a KeyboardInterrupt: every path that already stops cleanly on Ctrl-C (kills its
+# children's process groups, keeps what was measured, removes namespaces and temp folders in `finally`)
+# does the same on SIGTERM. The CLI turns either into one line and the shell's status 128 + signal:
+# "Interrupted; results measured so far were written." 130, "Terminated; ..." 143.
+class Terminated(KeyboardInterrupt):
+    """SIGTERM arrived; ends the run as Ctrl-C does, with exit status 143."""
+
+    signum = signal.SIGTERM
+
+
+def exit_status(e: BaseException) -> int:
+    """130 for Ctrl-C, 143 for SIGTERM."""
+    return 128 + int(getattr(e, "signum", signal.SIGINT))
+
+
+def message(e: BaseException) -> str:
+    word = "Terminated" if isinstance(e, Terminated) else "Interrupted"
+    return f"{word}; results measured so far were written."
+
+
+def _raise_terminated(signum, frame) -> None:
+    raise Terminated()
+
+
+def install() -> None:
+    """SIGTERM -> Terminated in this (main) thread, for the whole process (the CLI's entry calls it)."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _raise_terminated)
+
+
+@contextlib.contextmanager
+def terminated_as_interrupt() -> Iterator[None]:
+    """install() for a block only (library callers that want clean-up on SIGTERM), then the old handler."""
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGTERM) is _raise_terminated:
+        yield
+        return
+    old = signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
 
 
 # -- `python -m fabricbench.procs MODULE ARGS...` ----------------------------------------------------------

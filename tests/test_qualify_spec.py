@@ -385,7 +385,7 @@ def test_init_from_a_cpu_training_run(tmp_path):
     from fabricbench.qualifying.api import init_spec
     from fabricbench.qualifying.spec import parse_spec
 
-    rec = {"kind": "train", "status": "ok", "host": "n1", "strategy": "fsdp", "model": "tiny-mistral",
+    rec = {"schema": "fabricbench/1", "kind": "train", "status": "ok", "host": "n1", "strategy": "fsdp", "model": "tiny-mistral",
            "device": "cpu", "nranks": 3, "steps": 6, "warmup_steps": 2, "batch_size": 4, "seq_len": 64,
            "fabric": "default", "throughput": {"samples_per_s": 100.0}, "loss_decreased": True}
     p = tmp_path / "r.jsonl"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from fabricbench.cli.scaling import parse_counts
+from fabricbench.measuring.commands import parse_counts
 from fabricbench.errors import UsageError
 from fabricbench.results import read_results
 from fabricbench.topology.placement import scaling_sets
@@ -52,7 +52,7 @@ def test_counts_parsing():
     assert parse_counts(None, 8, "0-7") == [2, 4, 8]
     assert parse_counts(None, 6, "0-5") == [2, 4, 6]
     assert parse_counts("8,2", 8, "0-7") == [2, 8]
-    with pytest.raises(UsageError, match="--counts 2,8: 8 is more than the 4 GPUs of --gpus 0-3"):
+    with pytest.raises(UsageError, match="counts 2,8: 8 is more than the 4 GPUs of gpus 0-3"):
         parse_counts("2,8", 4, "0-3")
     with pytest.raises(UsageError, match="start at 2"):
         parse_counts("1,2", 4, "0-3")
@@ -70,7 +70,7 @@ def test_scaling_bad_input_one_line():
     p = _fb("scaling", "--topo-file", str(DATA / "h200_nvl_two_quads.txt"), "--gpus", "0-3", "--counts", "2,8",
             "--engine", "torch", "--backend", "gloo")
     assert p.returncode == 2 and p.stderr.strip() == \
-        "Error: --counts 2,8: 8 is more than the 4 GPUs of --gpus 0-3"
+        "Error: counts 2,8: 8 is more than the 4 GPUs of gpus 0-3"  # library errors name parameters
     p = _fb("scaling", "--topo-file", "/nonexistent.txt", "--engine", "torch", "--backend", "gloo")
     assert p.returncode == 2 and "Error: --from-file /nonexistent.txt: cannot read it" in p.stderr
 

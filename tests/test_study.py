@@ -35,7 +35,9 @@ DATA = Path(__file__).parent / "data" / "topo"
 MODEL = "lab-mistral"  # the CPU fabric lab model (fabricbench/training/models.py)
 RATE = "1gbit"
 RATE_BPS = 10**9
-TRAIN = ["--steps", "4", "--warmup-steps", "1", "--batch-size", "2", "--seq-len", "32", "--iters", "3", "--warmup", "1"]
+TRAIN = ["--steps", "4", "--warmup-steps", "1", "--max-steps", "8", "--batch-size", "2", "--seq-len", "32", "--iters", "3",
+         "--warmup", "1", "--repeats", "1"]
+FULL_TRAIN = TRAIN[:-1] + ["2"]  # two runs of each (strategy, fabric), interleaved
 SECTIONS = ("In short", "The machine", "Bus bandwidth against size, per fabric", "Scaling inside and across NVLink islands",
             "Memory per GPU per strategy: measured against estimated", "Throughput per strategy per fabric",
             "Bandwidth against slowdown (relate)", "Advice", "Reproduce")
@@ -69,9 +71,11 @@ def _config(**kw):
 
 
 def test_plan_order_trains_first_fabric_before_sweeps_then_the_rest():
-    names = [u.name for u in build_plan(_config())]
+    names = [u.name for u in build_plan(_config(repeats=2))]
     assert names == ["machine", "estimate", "train ddp @ default", "train fsdp @ default", "sweep @ default",
-                     "sweep @ shaped:1gbit", "train ddp @ shaped:1gbit", "train fsdp @ shaped:1gbit", "relate"]
+                     "sweep @ shaped:1gbit", "train ddp @ shaped:1gbit", "train fsdp @ shaped:1gbit",
+                     "train ddp @ default #2", "train fsdp @ default #2", "train ddp @ shaped:1gbit #2",
+                     "train fsdp @ shaped:1gbit #2", "relate", "summary"]  # rounds interleaved: A B C D A B C D
 
 
 def test_scaling_unit_only_when_the_gpus_span_islands():
@@ -108,11 +112,14 @@ def test_sweep_sizes_cover_the_traced_collectives():
 
 def test_records_keep_only_each_units_latest_attempt(tmp_path):
     lines = [{"kind": "plan", "study": {"config": {}, "units": []}},
-             {"kind": "train", "strategy": "ddp", "study": {"unit": "train ddp @ default", "attempt": "a1"}},
+             {"kind": "machine", "strategy": "ddp", "study": {"unit": "train ddp @ default", "attempt": "a1"}},
              {"kind": "study_unit", "name": "train ddp @ default", "attempt": "a1", "status": "error"},
              {"kind": "plan", "study": {"config": {}, "units": []}},
-             {"kind": "train", "strategy": "ddp", "v": 2, "study": {"unit": "train ddp @ default", "attempt": "a2"}},
+             {"kind": "machine", "strategy": "ddp", "v": 2, "study": {"unit": "train ddp @ default", "attempt": "a2"}},
              {"kind": "study_unit", "name": "train ddp @ default", "attempt": "a2", "status": "ok"}]
+    from fabricbench.results import header
+
+    lines = [{**header(x["kind"], run_id="r"), **x} for x in lines]
     (tmp_path / "results.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines) + '{"torn": ')
     sr = study_records.load(tmp_path)
     assert len(sr.plans) == 2 and sr.status("train ddp @ default") == "ok"
@@ -170,7 +177,8 @@ def test_dry_run_lists_units_and_measures_nothing(tmp_path):
     r = _fb("study", "--device", "cpu", "--nprocs", "2", "--fabrics", "default,shaped:1gbit", "--strategies",
             "ddp,fsdp", "--model", MODEL, "--out", str(out), "--dry-run")
     assert r.returncode == 0, r.stderr
-    assert r.stdout.count(" @ ") == 6 and "estimate: ~" in r.stdout and "sweep @ shaped:1gbit" in r.stdout
+    # 2 sweeps and 2 x 2 trains in each of up to 5 rounds (--max-repeats; past 3 only while the CI is wide)
+    assert r.stdout.count(" @ ") == 22 and "estimate: ~" in r.stdout and "sweep @ shaped:1gbit" in r.stdout
     assert not (out / "results.jsonl").exists()
 
 
@@ -179,16 +187,19 @@ def test_dry_run_lists_units_and_measures_nothing(tmp_path):
 def full(tmp_path_factory):
     out = tmp_path_factory.mktemp("study") / "lab"
     args = ["study", "--device", "cpu", "--nprocs", "2", "--fabrics", FABRICS, "--strategies", "ddp,fsdp",
-            "--model", MODEL, *TRAIN, "--out", str(out)]
+            "--model", MODEL, *FULL_TRAIN, "--out", str(out)]
     t0 = time.monotonic()
     r = _fb(*args)
     first = time.monotonic() - t0
     assert r.returncode == 0, r.stdout + r.stderr
+    twin = out.parent / "twin"  # the same study again, for test_two_identical_studies_never_contradict
+    rt = _fb(*args[:-1], str(twin))
+    assert rt.returncode == 0, rt.stdout + rt.stderr
     before = (out / "results.jsonl").read_text()
     report_before = (out / "report.md").read_text()
     unit_files = {p.name: p.stat().st_mtime_ns for p in (out / "units").iterdir()}
     again = _fb(*args, "--resume")
-    return {"out": out, "args": args, "first_s": first, "run": r, "resume": again, "before": before,
+    return {"out": out, "twin": twin, "args": args, "first_s": first, "run": r, "resume": again, "before": before,
             "report_before": report_before, "unit_files": unit_files}
 
 
@@ -197,19 +208,52 @@ def test_every_unit_recorded_and_measured(full):
     out = full["out"]
     sr = study_records.load(out)
     fabrics = FABRICS.split(",")
-    expect = {"machine", "estimate", "relate"} | {f"train {s} @ {f}" for s in ("ddp", "fsdp") for f in fabrics} | \
-        {f"sweep @ {f}" for f in fabrics}
+    expect = {"machine", "estimate", "relate", "summary"} | {f"sweep @ {f}" for f in fabrics} | \
+        {f"train {s} @ {f}{r}" for s in ("ddp", "fsdp") for f in fabrics for r in ("", " #2")}
     assert set(sr.units) == expect
     for name, u in sr.units.items():
         if name != "relate":  # relate needs the traces; its status is its own business
             assert u["status"] == "ok", (name, u["message"])
         assert u["duration_s"] > 0 and u["commands"] and u["attempt"]
     trains = sr.of_kind("train")
-    assert sorted((r["strategy"], r["fabric"]) for r in trains) == sorted((s, f) for s in ("ddp", "fsdp") for f in fabrics)
+    assert sorted((r["strategy"], r["fabric"]) for r in trains) == \
+        sorted((s, f) for s in ("ddp", "fsdp") for f in fabrics for _ in range(2))
+    assert all(r["step_time"]["timed_steps"] >= 3 and "ci95_rel" in r["step_time"] for r in trains)
+    # interleaved: the second round starts after every (fabric, strategy) had its first run
+    names = [u for u in sr.units if u.startswith("train")]
+    assert names.index("train ddp @ default #2") > max(names.index(f"train {s} @ {f}") for s in ("ddp", "fsdp")
+                                                       for f in fabrics)
     assert all(r["throughput"]["samples_per_s"] > 0 and r["nranks"] == 2 for r in trains)
     colls = sr.of_kind("collective")
     assert {r["fabric"] for r in colls} == set(fabrics) and all(r["status"] == "ok" for r in colls)
     assert sr.of_kind("machine")[0]["nprocs"] == 2 and sr.of_kind("estimate")[0]["num_gpus"] == 2
+
+
+@pytest.mark.slow
+def test_two_identical_studies_never_contradict(full):
+    """Issue 19's CPU criterion: where an order flips between two identical studies, at least one calls it
+    a tie, and each slowdown's interval in one overlaps the other's; each study says so in its summary
+    record and in `fabricbench report DIR --json`."""
+    from fabricbench.training.repeats import contradictions
+
+    sums = []
+    for out in (full["out"], full["twin"]):
+        r = _fb("report", str(out), "--json")
+        assert r.returncode == 0, r.stderr
+        doc = json.loads(r.stdout)
+        (rec,) = study_records.load(out).of_kind("summary")
+        assert rec["rankings"] == doc["rankings"]
+        assert set(doc["rankings"]) == set(FABRICS.split(","))
+        assert sorted(s for g in doc["rankings"]["default"] for s in g) == ["ddp", "fsdp"]
+        for sl in doc["slowdowns"]:
+            lo, hi = sl["ci95"]
+            assert lo <= sl["value"] <= hi and sl["reference"] == "default"
+        for f in doc["figures"]:
+            assert f["runs"] == 2 and f["interval"] == "run-to-run" and f["ci95"][0] <= f["samples_per_s"] <= f["ci95"][1]
+        sums.append(doc)
+    assert contradictions(sums[0], sums[1]) == [], (sums[0]["headline"], sums[1]["headline"])
+    md = (full["out"] / "report.md").read_text()
+    assert "95% CI" in md
 
 
 @pytest.mark.slow
@@ -358,7 +402,9 @@ def test_library_dry_run_returns_the_plan(tmp_path):
 
     res = fabricbench.study(out=str(tmp_path / "s"), dry_run=True, device="cpu", nprocs=2, fabrics="default",
                             strategies=["ddp"], model=MODEL, steps=4, warmup_steps=1)
-    assert [u.name for u in res.plan] == ["machine", "estimate", "train ddp @ default", "sweep @ default", "relate"]
+    assert [u.name for u in res.plan] == ["machine", "estimate", "train ddp @ default", "sweep @ default",
+                                          "train ddp @ default #2", "train ddp @ default #3", "train ddp @ default #4",
+                                          "train ddp @ default #5", "relate", "summary"]
     assert res.units == [] and res.estimate_s == pytest.approx(sum(u.estimate_s for u in res.plan))
     assert not (tmp_path / "s").exists()
 
@@ -370,8 +416,9 @@ def test_study_and_report_surfaces_are_frozen():
     assert sorted(o for p in study.params for o in p.opts) == sorted([
         "--out", "--gpus", "--device", "--nprocs", "--fabrics", "--strategies", "--model", "--model-config",
         "--steps", "--warmup-steps", "--batch-size", "--seq-len", "--image-size", "--precision", "--sizes",
-        "--iters", "--warmup", "--train-timeout", "--sweep-timeout", "--resume", "--dry-run", "--json", "--quiet"])
-    assert [p.name for p in report.params] == ["out_dir"]
+        "--iters", "--warmup", "--train-timeout", "--sweep-timeout", "--resume", "--dry-run", "--json", "--quiet",
+        "--max-steps", "--target-ci", "--repeats", "--max-repeats", "--repeat-budget"])
+    assert [p.name for p in report.params] == ["out_dir", "as_json"]
 
 
 @pytest.mark.parametrize("model, kept, dropped", [("lab-mistral", "--seq-len", "--image-size"),

@@ -39,7 +39,8 @@ def _config(tmp, strategies, **kw):
     path = tmp / "model.json"
     path.write_text(json.dumps(CONFIG))
     base = dict(strategies=strategies, model_config=str(path), device="cpu", nprocs=NPROCS, steps=4,
-                warmup_steps=2, batch_size=2, seq_len=16, lr=1e-3, trace_steps=2, timeout_s=600)
+                warmup_steps=2, batch_size=2, seq_len=16, lr=1e-3, trace_steps=2, timeout_s=600, repeats=1,
+                target_ci=None)
     base.update(kw)
     return launch.TrainConfig(**base)
 
@@ -218,7 +219,8 @@ def test_timeline_exposed_is_comm_outside_compute():
     gpu = _steps((0, 100)) + [_ev("sm90_gemm", 0, 50, tid=0, cat="kernel"),
                               _ev("ncclDevKernel_AllReduce_Sum_bf16", 40, 30, tid=0, cat="kernel")]
     assert trace.timeline(gpu, device_type="cuda") == pytest.approx(
-        {"comm_s": 30e-6, "exposed_s": 20e-6, "compute_s": 50e-6, "step_s": 100e-6, "source": "cuda kernels"})
+        {"comm_s": 30e-6, "exposed_s": 20e-6, "compute_s": 50e-6, "step_s": 100e-6, "source": "cuda kernels",
+         "busy_s": 70e-6})  # any kernel 0-70 us of the 100 us step: the GPU-busy fraction 0.7
 
 
 def _rank(collectives, times=(0.2, 0.3), timeline=None):

@@ -28,7 +28,7 @@ CASES = [pytest.param(m, s, marks=pytest.mark.skipif(
 
 def _config(model, strategies, **kw):
     base = dict(strategies=strategies, model=model, device="cpu", nprocs=NPROCS, steps=5, warmup_steps=2,
-                batch_size=2, seq_len=32, image_size=32, lr=1e-3, timeout_s=600)
+                batch_size=2, seq_len=32, image_size=32, lr=1e-3, timeout_s=600, repeats=1, target_ci=None)
     base.update(kw)
     return launch.TrainConfig(**base)
 

@@ -76,7 +76,8 @@ def test_text_dataset_is_byte_tokens(tmp_path):
 TRAIN_OPTIONS = {"--strategy", "--model", "--model-config", "--model-path", "--gpus", "--device", "--nprocs",
                  "--steps", "--warmup-steps", "--batch-size", "--seq-len", "--image-size", "--lr", "--dataset",
                  "--fabric", "--out", "--nnodes", "--node-rank", "--master-addr", "--master-port", "--timeout",
-                 "--json", "--list", "--precision", "--trace-steps"}
+                 "--json", "--list", "--precision", "--trace-steps", "--backend", "--max-steps", "--target-ci",
+                 "--repeats", "--max-repeats", "--time-budget"}
 
 
 def test_train_surface_is_frozen():
@@ -92,7 +93,7 @@ def test_train_exit_1_when_a_strategy_failed(monkeypatch, capsys, tmp_path):
 
     statuses = {"ddp": "ok", "zero1": "oom", "zero3": "waived", "fsdp": "error"}
 
-    def fake(config, writer, echo=None):
+    def fake(config, writer, echo=None, quiet=False):
         recs = [{"kind": "train", "strategy": s, "status": statuses[s], "message": f"{s} said why"}
                 for s in config.strategies]
         for r in recs:
@@ -192,7 +193,7 @@ def test_cli_trains_on_an_image_folder(tmp_path, capsys):
     out = tmp_path / "t.jsonl"
     main(["train", "--strategy", "fsdp", "--model", "tiny-dinov2", "--device", "cpu", "--nprocs", "2",
           "--steps", "5", "--warmup-steps", "2", "--batch-size", "6", "--image-size", "32", "--lr", "1e-3",
-          "--dataset", str(tmp_path / "data"), "--out", str(out), "--json"])
+          "--dataset", str(tmp_path / "data"), "--repeats", "1", "--max-steps", "8", "--out", str(out), "--json"])
     printed = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     (rec,) = list(read_results(out, kind="train"))
     assert rec["run_id"] == printed["run_id"]

@@ -69,10 +69,10 @@ def fail(message: str) -> "NoReturn":  # noqa: F821
 
 def main(argv: list[str] | None = None) -> None:
     from fabricbench.errors import EngineUnavailable, FabricbenchError, UsageError
+    from fabricbench import procs  # the signal policy lives beside the process supervision
     from fabricbench.files import OutputError
-    from fabricbench.jobs import signals
 
-    signals.install()  # SIGTERM ends a run as Ctrl-C does (children killed, results kept), exit 143
+    procs.install()  # SIGTERM ends a run as Ctrl-C does (children killed, results kept), exit 143
     try:
         rv = cli.main(args=argv, prog_name="fabricbench", standalone_mode=False)
     except click.exceptions.NoSuchOption as e:
@@ -84,15 +84,15 @@ def main(argv: list[str] | None = None) -> None:
     except click.exceptions.Abort as e:  # click turns Ctrl-C (and SIGTERM's Terminated) into Abort
         cause = e.__cause__
         if isinstance(cause, KeyboardInterrupt):
-            click.echo(signals.message(cause), err=True)
-            sys.exit(signals.exit_status(cause))
+            click.echo(procs.message(cause), err=True)
+            sys.exit(procs.exit_status(cause))
         click.echo("Aborted.", err=True)
         sys.exit(130)
     except (UsageError, EngineUnavailable) as e:
         fail(str(e))
-    except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM (signals.Terminated)
-        click.echo(signals.message(e), err=True)
-        sys.exit(signals.exit_status(e))
+    except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM (procs.Terminated)
+        click.echo(procs.message(e), err=True)
+        sys.exit(procs.exit_status(e))
     except OutputError as e:  # an output could not be written (full disk, read-only): what was written is kept
         click.echo(f"Error: {e}", err=True)
         sys.exit(1)

@@ -16,7 +16,13 @@ from collections import Counter
 import click
 
 from fabricbench.errors import UsageError
-from fabricbench.files import check_input, dumps, read_input, refuse_collisions, write_text_atomic
+from fabricbench.files import (
+    check_input,
+    dumps,
+    read_input,
+    refuse_collisions,
+    write_text_atomic,
+)
 from fabricbench.importing import import_file
 
 

@@ -3,7 +3,7 @@
     fabricbench p2p --gpus 0-7 --size 256M --plot p2p.png --out p2p.jsonl
 
 Measured by the compiled engine (cudaMemcpyPeerAsync; pinned host memory). GB/s = bytes / median time,
-bidirectional 2 x bytes / time (fabricbench/fabrics/copy.py). Records: kind "copy" in the common header.
+bidirectional 2 x bytes / time (fabricbench/measuring/copy.py). Records: kind "copy" in the common header.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from fabricbench.report import table as tables
 
 from fabricbench.report.analysis import fmt
 
-MAX_COPIES = 1_000_000  # timed or untimed copies per measurement
 
 
 @click.command()
@@ -31,81 +30,19 @@ MAX_COPIES = 1_000_000  # timed or untimed copies per measurement
 @click.option("--plot", "plot_path", default=None, help="Write a heat-map PNG here.")
 def p2p(gpus, size, iters, warmup, no_host, no_peer, out_path, as_json, plot_path):
     """Copy bandwidth between every GPU pair and between host and each GPU."""
-    from fabricbench.errors import UsageError
-    from fabricbench.fabrics.copy import engine, matrix, measure_all
-    from fabricbench.fabrics.study import check_plot_path, open_output
-    from fabricbench.gpus import default_gpus, parse_gpus
-    from fabricbench.measuring.runner import new_run_id
-    from fabricbench.results.schema import header
-    from fabricbench.sizes import parse_size
+    from fabricbench.measuring.compare import check_plot_path
+    from fabricbench.measuring.commands import p2p as run_p2p
 
-    nbytes = parse_size(size)
-    if not 1 <= iters <= MAX_COPIES:
-        raise UsageError(f"--iters {iters}: need 1 to {MAX_COPIES:,} timed copies")
-    if not 0 <= warmup <= MAX_COPIES:
-        raise UsageError(f"--warmup {warmup}: 0 to {MAX_COPIES:,} untimed copies")
-    if no_host and no_peer:
-        raise UsageError("--no-host and --no-peer together leave nothing to measure")
-    check_plot_path(plot_path)
-    if gpus is not None:
-        parse_gpus(gpus)  # the list's syntax first: it needs no engine
-    eng = engine()
-    gpu_t = default_gpus(gpus)
-    _check_fits(eng, gpu_t, nbytes, host=not no_host, peers=not no_peer)
-    run_id = new_run_id()
-    writer = open_output(out_path, run_id, "default")
-    head = header("copy", run_id=run_id, fabric="default")
-    try:
-        results = measure_all(gpu_t, nbytes, warmup, iters, peers=not no_peer, host=not no_host, eng=eng,
-                              on_result=lambda r: writer.write(r.to_record(head, list(gpu_t))))
-    finally:
-        writer.close()
-    uni, bi = matrix(results, gpu_t, "uni"), matrix(results, gpu_t, "bidir")
-    host = [r for r in results if r.copy_kind == "host"]
+    check_plot_path(plot_path)  # before anything is measured
+    res = run_p2p(gpus=gpus, size=size, iters=iters, warmup=warmup, host=not no_host, peers=not no_peer,
+                  out=out_path)
+    uni, bi, host = res.unidirectional_gbps, res.bidirectional_gbps, res.host_results
     if plot_path:
-        plot(gpu_t, uni, bi, host, nbytes, plot_path)
+        plot(res.gpus, uni, bi, host, res.bytes, plot_path)
     if as_json:
-        click.echo(json.dumps({"run_id": run_id, "bytes": nbytes, "gpus": list(gpu_t),
-                               "unidirectional_gbps": uni, "bidirectional_gbps": bi,
-                               "host_gbps": {f"GPU{g}": {d: _host(host, g, d) for d in ("h2d", "d2h", "bidir")}
-                                             for g in gpu_t} if not no_host else {},
-                               "records": [r.__dict__ for r in results]}, indent=2))
+        click.echo(json.dumps(res.to_dict(), indent=2))
         return
-    render(gpu_t, uni, bi, host, nbytes, no_peer, no_host)
-
-
-def _check_fits(eng, gpu_t, nbytes: int, *, host: bool, peers: bool) -> None:
-    """A copy of S bytes both ways holds 2 x S on a GPU (csrc/copy.cpp) and 2 x S of pinned host memory:
-    refuse sizes that cannot be allocated, with the arithmetic, before the first copy."""
-    from fabricbench.errors import UsageError
-    from fabricbench.sizes import format_size
-
-    need = 2 * nbytes
-    gib = 2**30
-    avail = _host_available_bytes()
-    if host and avail is not None and need > avail:
-        raise UsageError(f"--size {format_size(nbytes)}: host copies pin 2 x {format_size(nbytes)} = "
-                         f"{need / gib:.1f} GiB but {avail / gib:.1f} GiB of host memory is available; "
-                         f"lower --size or pass --no-host")
-    devices = getattr(eng, "devices", None)
-    if devices is None:  # a stand-in engine without device facts
-        return
-    for d in devices(list(gpu_t)):
-        if need > d["free_bytes"]:
-            raise UsageError(f"--size {format_size(nbytes)}: a copy both ways needs 2 x {format_size(nbytes)} = "
-                             f"{need / gib:.1f} GiB on GPU{d['index']} but {d['free_bytes'] / gib:.1f} GiB is "
-                             f"free; lower --size")
-
-
-def _host_available_bytes() -> int | None:
-    try:
-        with open("/proc/meminfo", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return None
+    render(res.gpus, uni, bi, host, res.bytes, no_peer, no_host)
 
 
 def plot(gpu_t, uni, bi, host, nbytes, path: str) -> None:

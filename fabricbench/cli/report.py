@@ -1,6 +1,7 @@
 """`fabricbench report DIR`: rebuild a study's report.md and report.html from its results.jsonl.
 
     fabricbench report run/
+    fabricbench report run/ --json      (the summary only: rankings with ties, slowdowns with intervals)
 
 Nothing is measured: the report is drawn again from the records (fabricbench/study/report.py), so a
 study interrupted and resumed, or one copied from another machine, gets its report the same way.
@@ -10,20 +11,26 @@ from __future__ import annotations
 
 import click
 
+from fabricbench.files import dumps
 from fabricbench.study import records
-from fabricbench.study.report import write_report
+from fabricbench.study.report import summary, write_report
 
 NOTES_SHOWN = 5  # a badly damaged file would otherwise print one note per line
 
 
 @click.command()
 @click.argument("out_dir", type=click.Path(file_okay=False))
-def report(out_dir) -> None:
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the summary as JSON ({rankings, slowdowns, figures, host_bound, ...}); write nothing.")
+def report(out_dir, as_json) -> None:
     """Rebuild DIR/report.md and DIR/report.html from DIR/results.jsonl, measuring nothing."""
     sr = records.load(out_dir)  # a directory without results is a one-line error
     for w in sr.warnings[:NOTES_SHOWN]:
         click.echo(f"note: {w}", err=True)
     if len(sr.warnings) > NOTES_SHOWN:
         click.echo(f"note: ... and {len(sr.warnings) - NOTES_SHOWN} more lines skipped", err=True)
+    if as_json:
+        click.echo(dumps(summary(out_dir), indent=2))  # null, never NaN
+        return
     md, html = write_report(out_dir)
     click.echo(f"report: {md}\n        {html}")

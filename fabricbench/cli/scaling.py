@@ -12,56 +12,13 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
 
 import click
 
 from fabricbench.cli.options import sweep_options
-from fabricbench.progress import Progress
-from fabricbench.errors import UsageError
 from fabricbench.report import table as tables
-from fabricbench.report.analysis import fmt, scaling_rows
+from fabricbench.report.analysis import fmt
 from fabricbench.sizes import format_size
-
-
-def read_counts(text: str) -> list[int]:
-    """--counts as written: whole numbers of at least 2, each once (no machine needed to check this)."""
-    counts = []
-    for item in text.split(","):
-        item = item.strip()
-        if item.startswith("-") and item[1:].isdigit():
-            raise UsageError(f"--counts {text}: {item} is negative; GPU counts start at 2, e.g. 2,4,8")
-        if not item.isdigit():
-            raise UsageError(f"--counts {text}: {item!r} is not a whole number; write e.g. 2,4,8")
-        counts.append(int(item))
-    bad = [c for c in counts if c < 2]
-    if bad:
-        raise UsageError(f"--counts {text}: {bad[0]} GPU(s) has no bus bandwidth (factor 0); start at 2")
-    if len(set(counts)) != len(counts):
-        raise UsageError(f"--counts {text} names a count twice")
-    return sorted(counts)
-
-
-def parse_counts(text: str | None, n: int, gpus_text: str) -> list[int]:
-    if text is None:
-        counts = sorted({c for c in (2, 4, 8, 16, 32, 64) if c <= n} | ({n} if n >= 2 else set()))
-        if not counts:
-            raise UsageError(f"--gpus {gpus_text} names {n} GPU; scaling needs at least 2")
-        return counts
-    counts = read_counts(text)
-    big = [c for c in counts if c > n]
-    if big:
-        raise UsageError(f"--counts {text}: {max(big)} is more than the {n} GPUs of --gpus {gpus_text}")
-    return counts
-
-
-def _cpu_ranks_limit(n: int, what: str) -> None:
-    """CPU ranks are processes on this host: bounded by its cores as `sweep --nprocs` is."""
-    from fabricbench.measuring.config import PROCS_PER_CORE, cores
-
-    if n > PROCS_PER_CORE * cores():
-        raise UsageError(f"{what}: {n} CPU ranks are more than {PROCS_PER_CORE} per core "
-                         f"({PROCS_PER_CORE} x {cores()} cores = {PROCS_PER_CORE * cores()}); lower it")
 
 
 @click.command()
@@ -76,90 +33,20 @@ def _cpu_ranks_limit(n: int, what: str) -> None:
 def scaling(gpus, counts, ops, sizes, fabric_spec, topo_file, resume, dtype, iters, warmup, engine, backend,
             timeout_s, out_path, plot_path, as_json):
     """Bus bandwidth against GPU count, inside one NVLink island and across islands."""
-    from fabricbench.fabrics import get_fabric
-    from fabricbench.fabrics.study import (
-        SweepOptions,
-        check_plot_path,
-        open_output,
-        run_and_keep,
-    )
-    from fabricbench.gpus import parse_gpus
-    from fabricbench.measuring.runner import new_run_id
-    from fabricbench.topology import cuda_to_nvml, read_topology
-    from fabricbench.topology.placement import scaling_sets
+    from fabricbench.measuring.compare import check_plot_path
+    from fabricbench.measuring.commands import scaling as run_scaling
 
-    fabric = get_fabric(fabric_spec)
-    opts = SweepOptions(ops=ops, sizes=sizes, dtype=dtype, iters=iters, warmup=warmup, engine=engine,
-                        backend=backend, nprocs=None, timeout_s=timeout_s)
-    check_plot_path(plot_path)  # outputs first: nothing is read or measured for a plot that cannot be written
-    if counts is not None:
-        read_counts(counts)
-    topo = read_topology(topo_file)
-    if topo is None:
-        if not opts.cpu_ranks:
-            raise UsageError("no GPU topology here (NVML and nvidia-smi did not answer): pass --topo-file "
-                             "with a saved `nvidia-smi topo -m`, or run CPU ranks (--engine torch --backend gloo)")
-        from fabricbench.topology.model import Gpu, Topology
-
-        n = len(parse_gpus(gpus)) if gpus else max(read_counts(counts or "2"))
-        _cpu_ranks_limit(n, f"--counts {counts}" if not gpus else f"--gpus {gpus}")
-        topo = Topology(gpus=tuple(Gpu(index=i) for i in range(n)),  # CPU ranks: all alike
-                        links=tuple(tuple("X" if i == j else "SYS" for j in range(n)) for i in range(n)),
-                        source="cpu ranks (no GPU topology)")
-    ordinals = parse_gpus(gpus) if gpus is not None else tuple(range(len(topo.gpus)))
-    # CUDA ordinals -> topology indices (CUDA_VISIBLE_DEVICES may reorder); a saved file is taken as is.
-    to_topo = dict(zip(ordinals, ordinals if topo_file or topo.source.startswith("cpu") else
-                       cuda_to_nvml(ordinals, topo)))
-    from_topo = {v: k for k, v in to_topo.items()}
-    count_list = parse_counts(counts, len(ordinals), gpus or _ranges(ordinals))
-    opts.validate(None if opts.cpu_ranks else ordinals)
-    placements = scaling_sets(topo, count_list, tuple(to_topo[g] for g in ordinals))
-    from fabricbench.cli.compare import already_done, resume_records
-
-    prior = resume_records(out_path, resume)  # read before this run appends to the file
-    run_id = new_run_id()
-    writer = open_output(out_path, run_id, fabric.name, topo=topo if topo_file else None)
-    results: list[tuple[Any, Any]] = []
-    per_set = len(opts.planned())
-    try:
-        with Progress("scaling", total=per_set * len(placements), quiet=as_json) as bar:
-            for p in placements:
-                cuda_set = tuple(from_topo[g] for g in p.gpus)
-                # CPU ranks are processes on one host: no GPUs, islands or hops to name
-                what = (f"{p.count} CPU ranks ({opts.backend})" if opts.cpu_ranks else
-                        f"{p.count} GPUs {p.label} {list(cuda_set)} (slowest hop {p.worst_link})")
-                if not as_json:
-                    bar.say(what)
-                extra = {"placement": p.label, "placement_gpus": list(cuda_set), "topology_gpus": list(p.gpus),
-                         "slowest_link": p.worst_link, "count": p.count}
-                args = opts.args(cuda_set, nprocs=p.count if opts.cpu_ranks else None)
-                done = already_done(prior, opts, fabric, cuda_set, nprocs=p.count if opts.cpu_ranks else None,
-                                    where={"placement": p.label, "placement_gpus": list(cuda_set)},
-                                    out_path=out_path)
-                if done is not None:
-                    results.append((p, done))
-                    bar.advance(per_set, item=f"{what}: already recorded")
-                    continue
-                label = f"{p.count} ranks" if opts.cpu_ranks else f"{p.count} GPUs {p.label}"
-                bar.update(item=label)
-                run = run_and_keep(fabric, args, writer, run_id, what=label, kept="the other sets", extra=extra,
-                                   say=bar.say, on_record=lambda rec, w=label: bar.advance(
-                                       item=f"{w} {rec.get('op')} {format_size(rec.get('bytes') or 0)}"))
-                bar.advance(per_set - len(run.records), item=label)  # waived or failed: the rest
-                results.append((p, run))
-    finally:
-        writer.close()
-    rows = scaling_rows(results)
+    check_plot_path(plot_path)  # before anything is measured; the plot itself comes after the table
+    res = run_scaling(gpus=gpus, counts=counts, fabric=fabric_spec, topo_file=topo_file, out=out_path, resume=resume,
+                      progress=False if as_json else None, ops=ops, sizes=sizes, dtype=dtype, iters=iters,
+                      warmup=warmup, engine=engine, backend=backend, timeout_s=timeout_s)
     if as_json:
-        click.echo(json.dumps({"run_id": run_id, "fabric": fabric.to_dict(), "topology": topo.summary(),
-                               "rows": rows, "failures": [{"count": p.count, "placement": p.label,
-                                                           "gpus": list(p.gpus), "error": r.error}
-                                                          for p, r in results if r.error]}, indent=2))
+        click.echo(json.dumps(res.to_dict(), indent=2))
     else:
-        render(rows, topo, cpu=opts.cpu_ranks)
+        render(res.rows, res.topology, cpu=res.cpu_ranks)
     if plot_path:  # after the table: a plot that fails to write costs no printed result
-        plot(rows, plot_path)
-    if any(r.error for _, r in results):
+        plot(res.rows, plot_path)
+    if res.failed:
         sys.exit(1)
 
 
@@ -189,9 +76,3 @@ def plot(rows, path: str) -> None:
     from fabricbench.report.plot import busbw_vs_count
 
     busbw_vs_count(scaling_series(rows), path, title="busbw against GPU count, per placement (largest size)")
-
-
-def _ranges(gpus) -> str:
-    from fabricbench.topology.model import _ranges as r
-
-    return r(list(gpus))

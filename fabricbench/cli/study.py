@@ -16,6 +16,9 @@ import json
 
 import click
 
+from fabricbench.procs import Terminated, exit_status
+from fabricbench.report import table as tables
+
 
 def _fmt_s(s: float) -> str:
     return f"{s / 60:.1f} min" if s >= 90 else f"{s:.0f} s"
@@ -32,9 +35,18 @@ def _fmt_s(s: float) -> str:
 @click.option("--strategies", default=None, help="Comma list of ddp, zero1, zero2, zero3, fsdp (default: all).")
 @click.option("--model", default=None, help="A model name (fabricbench train --list).")
 @click.option("--model-config", type=click.Path(dir_okay=False), default=None, help="A transformers config JSON.")
-@click.option("--steps", type=int, default=8, show_default=True, help="Train steps in all, warm-up included.")
+@click.option("--steps", type=int, default=8, show_default=True, help="Train steps at least, warm-up included.")
+@click.option("--max-steps", type=int, default=None, help="Cap on train steps while the CI exceeds --target-ci.")
+@click.option("--target-ci", type=float, default=0.03, show_default=True,
+              help="Steps and repeats go on until the median's 95%% CI is within this fraction.")
+@click.option("--repeats", type=int, default=None,
+              help="Train runs per strategy and fabric, fresh processes, interleaved (default: 3, more to --target-ci).")
+@click.option("--max-repeats", type=int, default=5, show_default=True, help="Cap on train runs per strategy and fabric.")
+@click.option("--repeat-budget", "repeat_budget_s", type=float, default=1800.0, show_default=True,
+              help="Seconds of study after which no repeat beyond the minimum starts.")
 @click.option("--warmup-steps", type=int, default=3, show_default=True, help="Untimed first train steps.")
-@click.option("--batch-size", type=int, default=8, show_default=True, help="Samples per GPU per step.")
+@click.option("--batch-size", type=int, default=None,
+              help="Samples per GPU per step (default: 8 on CPU; on GPUs the study picks it, doubling while it pays).")
 @click.option("--seq-len", type=int, default=512, show_default=True, help="Tokens per sample (causal LM).")
 @click.option("--image-size", type=int, default=224, show_default=True, help="Pixels per side (images).")
 @click.option("--precision", type=click.Choice(["bf16", "fp16", "fp32"]), default=None,
@@ -50,9 +62,9 @@ def _fmt_s(s: float) -> str:
 @click.option("--dry-run", is_flag=True, help="Print the units and a time estimate; run nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result (or the plan) as one JSON object.")
 @click.option("--quiet", is_flag=True, help="No progress bar and no line per unit.")
-def study(out, gpus, device, nprocs, fabrics, strategies, model, model_config, steps, warmup_steps, batch_size,
-          seq_len, image_size, precision, sizes, iters, warmup, train_timeout_s, sweep_timeout_s, resume, dry_run,
-          as_json, quiet) -> None:
+def study(out, gpus, device, nprocs, fabrics, strategies, model, model_config, steps, max_steps, target_ci, repeats,
+          max_repeats, repeat_budget_s, warmup_steps, batch_size, seq_len, image_size, precision, sizes, iters,
+          warmup, train_timeout_s, sweep_timeout_s, resume, dry_run, as_json, quiet) -> None:
     """Topology, sweeps per fabric, scaling, train per strategy per fabric, estimate, relate, and a report."""
     import sys
 
@@ -61,7 +73,9 @@ def study(out, gpus, device, nprocs, fabrics, strategies, model, model_config, s
     ctx = click.get_current_context()
     given = {}
     for name, value in dict(gpus=gpus, device=device, nprocs=nprocs, fabrics=fabrics, strategies=strategies,
-                            model=model, model_config=model_config, steps=steps, warmup_steps=warmup_steps,
+                            model=model, model_config=model_config, steps=steps, max_steps=max_steps,
+                            target_ci=target_ci or None, repeats=repeats, max_repeats=max_repeats,
+                            repeat_budget_s=repeat_budget_s, warmup_steps=warmup_steps,
                             batch_size=batch_size, seq_len=seq_len, image_size=image_size, precision=precision,
                             sizes=sizes, iters=iters, warmup=warmup, train_timeout_s=train_timeout_s,
                             sweep_timeout_s=sweep_timeout_s).items():
@@ -74,10 +88,11 @@ def study(out, gpus, device, nprocs, fabrics, strategies, model, model_config, s
     try:
         res = run_study(out, resume=resume, dry_run=dry_run, echo=echo,
                         progress=False if (quiet or as_json) else None, **given)
-    except KeyboardInterrupt:
-        click.echo(f"Interrupted: the finished units are in {out}/results.jsonl; continue with "
+    except KeyboardInterrupt as e:  # Ctrl-C (130) or SIGTERM (procs.Terminated, 143)
+        word = "Terminated" if isinstance(e, Terminated) else "Interrupted"
+        click.echo(f"{word}: the finished units are in {out}/results.jsonl; continue with "
                    f"`fabricbench study --out {out} --resume`", err=True)
-        sys.exit(130)
+        sys.exit(exit_status(e))
     if as_json:
         click.echo(json.dumps(res.to_dict(), indent=2))
         return
@@ -97,6 +112,10 @@ def study(out, gpus, device, nprocs, fabrics, strategies, model, model_config, s
                                + f"; their logs are in {res.out_dir}/units/, `--resume` reruns them")
 
 
+PLAN_COLS = (tables.Col("#", key=True), tables.Col("unit", justify="left", key=True),
+             tables.Col("time", justify="left"), tables.Col("what it measures", justify="left", prose=True))
+
+
 def _print_plan(res) -> None:
     from fabricbench.study import records
     from fabricbench.study.units import DONE, UNIT_KINDS
@@ -104,11 +123,14 @@ def _print_plan(res) -> None:
     existing = records.load(res.out_dir, must_exist=False)
     c = res.config
     where = f"{c.nprocs} CPU ranks (gloo)" if c.device == "cpu" else f"GPUs {','.join(map(str, c.gpus))}"
-    click.echo(f"study of {c.model_label} on {where}; fabrics {', '.join(c.fabric_names)}; "
-               f"strategies {', '.join(c.strategies)}")
+    con = tables.console()
+    say = lambda text: con.print(text, markup=False, highlight=False)  # noqa: E731 - prose wraps at words
+    say(f"study of {c.model_label} on {where}; fabrics {', '.join(c.fabrics)}; strategies {', '.join(c.strategies)}")
+    rows = []
     for i, u in enumerate(res.plan, 1):
         skip = existing.status(u.name) in DONE
-        mark = "done, skipped" if skip else f"~{_fmt_s(u.estimate_s)}"
-        click.echo(f"{i:3d}. {u.name:<28} {mark:<14} {UNIT_KINDS.get(u.kind).description}")
-    click.echo(f"estimate: ~{_fmt_s(res.estimate_s)} for the units to run (rough: start-up plus per-step and "
-               f"per-measurement costs)")
+        rows.append([str(i), u.name, "done, skipped" if skip else f"~{_fmt_s(u.estimate_s)}",
+                     UNIT_KINDS.get(u.kind).description])
+    tables.render(con, None, PLAN_COLS, rows)
+    say(f"estimate: ~{_fmt_s(res.estimate_s)} for the units to run (rough: start-up plus per-step and "
+        f"per-measurement costs)")

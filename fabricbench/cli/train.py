@@ -4,7 +4,7 @@
     fabricbench train --strategy zero2 --model tiny-mistral --device cpu --nprocs 2
     fabricbench train --list
 
-This layer only maps flags to TrainConfig (fabricbench/training/launch.py), which validates them.
+This layer only maps flags to fabricbench.train (fabricbench/training/api.py); TrainConfig validates them.
 """
 
 from __future__ import annotations
@@ -13,18 +13,19 @@ import json
 
 import click
 
-from fabricbench.errors import UsageError
 from fabricbench.report import table as tables
 from fabricbench.report.analysis import fmt
+from fabricbench.training import repeats as reps
 
 
 def _gib(v: object) -> str:
     return f"{v / 2**30:.2f}" if isinstance(v, (int, float)) else "-"
 
 
-TRAIN_COLS = (tables.Col("strategy", justify="left", key=True), tables.Col("status", justify="left"),
-              tables.Col("samples/s"), tables.Col("peak alloc GiB", "alloc", "alloc/resv/est = peak allocated/"
-                                                  "reserved/estimated memory, GiB"),
+TRAIN_COLS = (tables.Col("strategy", justify="left", key=True), tables.Col("run", key=True),
+              tables.Col("status", justify="left"), tables.Col("samples/s"),
+              tables.Col("median CI", "ci", "ci = the median step's 95% CI inside the run, ±"),
+              tables.Col("peak alloc GiB", "alloc", "alloc/resv/est = peak allocated/reserved/estimated memory, GiB"),
               tables.Col("reserved GiB", "resv"), tables.Col("estimate GiB", "est"),
               tables.Col("note", justify="left", prose=True))
 
@@ -33,15 +34,18 @@ def _cells(rec: dict) -> list[str]:
     thr = rec.get("throughput") or {}
     mem = rec.get("memory") or {}
     sps = thr.get("samples_per_s")
-    return [rec["strategy"], rec["status"], fmt(sps) if sps else "-", _gib(mem.get("max_allocated_bytes")),
-            _gib(mem.get("max_reserved_bytes")), _gib(rec["estimate"]["with_activations_bytes"]),
-            rec.get("message") or ""]
+    ci = (rec.get("step_time") or {}).get("ci95_rel")
+    note = "; ".join(x for x in (rec.get("message"), rec.get("host_bound")) if x)
+    return [rec["strategy"], str(rec.get("repeat") or 1), rec["status"], fmt(sps) if sps else "-",
+            f"±{ci:.1%}" if sps and isinstance(ci, (int, float)) else "-", _gib(mem.get("max_allocated_bytes")),
+            _gib(mem.get("max_reserved_bytes")), _gib((rec.get("estimate") or {}).get("with_activations_bytes")), note]
 
 
 def _line(rec: dict) -> str:
-    """One short line per strategy as it finishes (the table follows at the end)."""
+    """One short line per run as it finishes (the table and the figures with their intervals follow)."""
     c = _cells(rec)
-    return f"{c[0]}: {c[1]}" + (f", {c[2]} samples/s" if c[2] != "-" else "") + (f" ({c[6]})" if c[6] else "")
+    return f"{c[0]} run {c[1]}: {c[2]}" + (f", {c[3]} samples/s {c[4]}" if c[3] != "-" else "") + \
+        (f" ({c[8]})" if c[8] else "")
 
 
 @click.command()
@@ -53,8 +57,20 @@ def _line(rec: dict) -> str:
 @click.option("--model-path", type=click.Path(file_okay=False), default=None, help="Local pretrained weights.")
 @click.option("--gpus", default=None, help="GPU list, one process each, e.g. 0-3 (default: all visible).")
 @click.option("--device", type=click.Choice(["cuda", "cpu"]), default="cuda", show_default=True)
-@click.option("--nprocs", type=int, default=2, show_default=True, help="Processes with --device cpu (gloo).")
-@click.option("--steps", type=int, default=8, show_default=True, help="Steps in all, warm-up included.")
+@click.option("--nprocs", type=int, default=2, show_default=True,
+              help="Processes with --device cpu; with --device cuda --backend gloo, ranks over --gpus (several per GPU).")
+@click.option("--backend", type=click.Choice(["nccl", "gloo"]), default=None,
+              help="Collective backend (default: nccl on cuda, gloo on cpu); gloo on cuda for several ranks per GPU.")
+@click.option("--steps", type=int, default=8, show_default=True, help="Steps at least, warm-up included.")
+@click.option("--max-steps", type=int, default=None,
+              help="Cap on steps while the median's CI exceeds --target-ci (default: max(--steps, 40)).")
+@click.option("--target-ci", type=float, default=0.03, show_default=True,
+              help="Step on, and repeat, until the median's 95%% CI is within this fraction (0: off).")
+@click.option("--repeats", type=int, default=None,
+              help="Runs of each strategy in fresh processes (default: 3, then more until --target-ci).")
+@click.option("--max-repeats", type=int, default=6, show_default=True, help="Cap on runs per strategy.")
+@click.option("--time-budget", "time_budget_s", type=float, default=1800.0, show_default=True,
+              help="Seconds after which no repeat beyond the minimum starts.")
 @click.option("--warmup-steps", type=int, default=3, show_default=True, help="Untimed first steps.")
 @click.option("--batch-size", type=int, default=8, show_default=True, help="Samples per GPU per step.")
 @click.option("--seq-len", type=int, default=512, show_default=True, help="Tokens per sample (causal LM).")
@@ -73,15 +89,16 @@ def _line(rec: dict) -> str:
 @click.option("--master-addr", default="127.0.0.1", show_default=True, help="torchrun pass-through.")
 @click.option("--master-port", type=int, default=None, help="torchrun pass-through (default: a free port).")
 @click.option("--timeout", "timeout_s", type=float, default=1800.0, show_default=True,
-              help="Seconds one strategy may take.")
+              help="Seconds a rank may go without progress (a step; start-up gets at least 10 min) before "
+                   "the run ends naming it.")
 @click.option("--json", "as_json", is_flag=True, help="Print each record as JSON instead of a line.")
 @click.option("--list", "list_", is_flag=True, help="List strategies and models, then exit.")
-def train(strategy, model, model_config, model_path, gpus, device, nprocs, steps, warmup_steps, batch_size,
-          seq_len, image_size, lr, precision, trace_steps, dataset, fabric, out, nnodes, node_rank, master_addr,
-          master_port, timeout_s, as_json, list_) -> None:
+def train(strategy, model, model_config, model_path, gpus, device, nprocs, backend, steps, max_steps, target_ci,
+          repeats, max_repeats, time_budget_s, warmup_steps, batch_size, seq_len, image_size, lr, precision,
+          trace_steps, dataset, fabric, out, nnodes, node_rank, master_addr, master_port, timeout_s, as_json,
+          list_) -> None:
     """Train one model under each strategy, in fresh processes, and measure throughput and memory."""
-    from fabricbench.results import ResultWriter
-    from fabricbench.training.launch import TrainConfig, run
+    from fabricbench.training.api import train as run_train
     from fabricbench.training.models import MODELS
     from fabricbench.training.strategies import STRATEGIES
 
@@ -92,34 +109,33 @@ def train(strategy, model, model_config, model_path, gpus, device, nprocs, steps
         for m in MODELS:
             click.echo(f"model    {m.name:<13} {m.task:<9} {m.description}")
         return
-    names = STRATEGIES.names() if strategy == "all" else [s.strip() for s in strategy.split(",") if s.strip()]
-    if not names:
-        raise UsageError("--strategy is empty; choose from " + ", ".join(STRATEGIES.names()) + " or all")
-    gpu_list: tuple[int, ...] = ()
-    if device == "cuda":
-        from fabricbench.gpus import default_gpus, visible_gpu_count
-
-        visible = visible_gpu_count()
-        if visible == 0:
-            raise UsageError("no CUDA GPU is visible here; train on CPU with --device cpu --nprocs 2")
-        gpu_list = default_gpus(gpus or None, visible=visible)
-        if click.get_current_context().get_parameter_source("nprocs").name != "DEFAULT":
-            click.echo("warning: --nprocs is ignored with --device cuda (one process per --gpus entry)", err=True)
-    elif gpus:
+    ctx = click.get_current_context()
+    nprocs_given = ctx.get_parameter_source("nprocs").name != "DEFAULT"
+    if device == "cuda" and not nprocs_given:
+        nprocs = 1  # one rank per GPU named
+    elif device == "cuda" and backend != "gloo":
+        click.echo("warning: --nprocs is ignored with --device cuda and nccl (one process per --gpus entry; "
+                   "--backend gloo runs several ranks per GPU)", err=True)
+        nprocs = 1
+    elif device == "cpu" and gpus:
         click.echo("warning: --gpus is ignored with --device cpu (use --nprocs)", err=True)
-    config = TrainConfig(strategies=names, model=model, model_config=model_config, model_path=model_path,
-                         device=device, gpus=gpu_list, nprocs=nprocs, steps=steps, warmup_steps=warmup_steps,
-                         batch_size=batch_size, seq_len=seq_len, image_size=image_size, lr=lr, precision=precision,
-                         trace_steps=trace_steps, dataset=dataset,
-                         fabric=fabric, nnodes=nnodes, node_rank=node_rank, master_addr=master_addr,
-                         master_port=master_port, timeout_s=timeout_s)
-    config.validate()  # every option checked before --out is opened or anything starts
     echo = (lambda r: click.echo(json.dumps(r))) if as_json else (lambda r: click.echo(_line(r)))
-    with ResultWriter(out) as writer:
-        records = run(config, writer, echo=echo)
+    records = run_train(strategy, device=device, gpus=gpus if device == "cuda" else None, out=out, echo=echo,
+                        model=model, model_config=model_config, model_path=model_path, nprocs=nprocs, steps=steps,
+                        warmup_steps=warmup_steps, batch_size=batch_size, seq_len=seq_len, image_size=image_size,
+                        lr=lr, precision=precision, trace_steps=trace_steps, dataset=dataset, fabric=fabric,
+                        nnodes=nnodes, node_rank=node_rank, master_addr=master_addr, master_port=master_port,
+                        timeout_s=timeout_s, backend=backend, max_steps=max_steps, target_ci=target_ci or None,
+                        repeats=repeats, max_repeats=max_repeats, time_budget_s=time_budget_s, quiet=as_json)
     if not as_json and records:
-        tables.render(tables.console(), f"train: {config.model}, {config.device}", TRAIN_COLS,
+        tables.render(tables.console(), f"train: {model or model_config or model_path}, {device}", TRAIN_COLS,
                       [_cells(r) for r in records])
+        figs = reps.figures(records)  # each strategy over its runs, with the run-to-run interval
+        for f in figs:
+            click.echo(reps.figure_text(f))
+        for fab, groups in reps.rankings(figs).items():
+            if sum(map(len, groups)) > 1:
+                click.echo(f"fastest on {fab}: {reps.ranking_text(groups)}")
     # exit 1 when a run failed (a dead rank, a crash, a timeout, a strategy that did not run as asked),
     # though every record (and a dead rank's measured steps) was written; oom and waived are results.
     failed = [r for r in records if r.get("status") in ("error", "timeout")]

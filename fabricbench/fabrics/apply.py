@@ -15,8 +15,8 @@
 - `facts`: what records carry: fabric, fabric_env (values outside NCCL_*/GLOO_*/CUDA_* as "***"),
   shaped_rate_bps, netns.
 A fabric that cannot be applied here raises FabricWaived before anything starts. Whatever the fabric set
-up (a namespace) is removed on the way out: normal exit, exception, Ctrl-C, SIGTERM (which jobs.signals
-turns into an exception for every command and every jobs.run).
+up (a namespace) is removed on the way out: normal exit, exception, Ctrl-C, SIGTERM (procs.Terminated,
+raised from the signal while the fabric is applied, as in every command).
 A custom fabric's definition travels in the child's environment (fabrics.env.carry), so the child's argv
 names it by its name alone.
 """
@@ -29,6 +29,7 @@ import shutil
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Sequence
 
+from fabricbench import procs
 from fabricbench.errors import FabricWaived
 from fabricbench.fabrics.env import carry, fabric_env
 from fabricbench.fabrics.model import Fabric
@@ -72,7 +73,7 @@ def applied(fabric: Fabric, base_env: dict[str, str] | None = None,
     env = dict(fenv.env)
     env[MARKER] = fabric.name
     carry(fabric, env)  # the child's argv names a custom fabric by its name alone
-    with fabric.isolation() as netns:
+    with procs.terminated_as_interrupt(), fabric.isolation() as netns:
         yield Launch(fabric=fabric, env=env, netns=netns, log_dir=fenv.log_dir, warnings=fenv.warnings)
 
 
@@ -95,7 +96,7 @@ def stamp(record: dict[str, Any], fabric: Fabric) -> dict[str, Any]:
     """A record measured in a process a parent already put under `fabric` (study and qualify units run
     `fabricbench sweep --fabric X` inside the applied fabric) gets the facts a delegating sweep would have
     written: `shaped_rate_bps` and the masked variables in `extra.fabric_env`. The transport NCCL used is
-    read from its log only by the process that captures that log (fabrics/child.py)."""
+    read from its log only by the process that captures that log (measuring/child.py)."""
     if fabric.plain:
         return record
     if record.get("shaped_rate_bps") is None:

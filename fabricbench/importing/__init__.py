@@ -13,12 +13,19 @@ from __future__ import annotations
 
 import os
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from fabricbench.errors import UsageError
 from fabricbench.files import read_input
-from fabricbench.importing import nccl_log, nccl_tests_json, nccl_tests_text, nvbandwidth, nvbandwidth_json
+from fabricbench.importing import (
+    nccl_log,
+    nccl_tests_json,
+    nccl_tests_text,
+    nvbandwidth,
+    nvbandwidth_json,
+)
 from fabricbench.importing.base import Source
 from fabricbench.registry import Registry
 

@@ -9,9 +9,10 @@ the file does not tell stays null, and `source` says which tool, version, file a
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 from fabricbench.collectives import COLLECTIVES
 from fabricbench.dtypes import ALIASES, DTYPES
@@ -80,7 +81,7 @@ def number(token: str | None) -> float | None:
         v = float(token)
     except ValueError:
         return None
-    return v if v == v and v not in (float("inf"), float("-inf")) else None
+    return v if math.isfinite(v) else None
 
 
 def busbw_factor(op: str | None, nranks: int | None) -> float | None:
@@ -112,7 +113,7 @@ class Source:
         where = f"{self.path}:{line}" if line else self.path
         self.warnings.append(f"{where}: {message}")
 
-    def fail(self, line: int | None, message: str) -> "NoReturn":  # noqa: F821
+    def fail(self, line: int | None, message: str) -> NoReturn:
         where = f"{self.path}:{line}" if line else self.path
         raise UsageError(f"{where}: {message}")
 

@@ -15,7 +15,14 @@ import json
 import re
 from typing import Any
 
-from fabricbench.importing.base import Source, dtype_name, env_from_list, nccl_version_from_code, number, op_name
+from fabricbench.importing.base import (
+    Source,
+    dtype_name,
+    env_from_list,
+    nccl_version_from_code,
+    number,
+    op_name,
+)
 from fabricbench.importing.collective import RunFacts, Side, record
 
 TOOL = "nccl-tests"

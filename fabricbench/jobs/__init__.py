@@ -4,13 +4,13 @@
     with jobs.workspace("train-ddp") as ws:
         outcome = jobs.run(argv, workspace=ws, fabric=fabric, stall_s=20, on_record=handle)
 
-Every orchestrator goes through here: `sweep --fabric`, `compare`, `scaling` (fabrics/child.py), `train`'s
+Every orchestrator goes through here: `sweep --fabric`, `compare`, `scaling` (measuring/child.py), `train`'s
 torchrun (training/launch.py), `study`'s units (study/runner.py) and `qualify`'s measuring units
 (qualifying/children.py). What lives where:
 - runner.py: the one child runner (fabric applied, process group dead with us, records streamed back over
   one channel, stall timeout naming the process that stopped answering, total budget, no leftovers);
 - channel.py: the child's side of that channel (records, progress, a heartbeat);
-- signals.py: SIGINT -> exit 130, SIGTERM -> 143, with what was measured kept and one line said;
+- signals: procs.install/Terminated (SIGINT -> exit 130, SIGTERM -> 143, what was measured kept, one line);
 - secrets.py: a fabric travels to children through their environment, never their argv; values outside
   NCCL_*/GLOO_*/CUDA_* are shown as *** everywhere else;
 - store.py: the one resume store (a torn last line is cut off, with a warning, and measured again);
@@ -21,10 +21,10 @@ from __future__ import annotations
 
 from typing import Any
 
-# Loaded on first use: the CLI's entry imports jobs.signals for every command, --help included, and must
-# not pay for the runner's imports (fabrics, results) there.
+# Loaded on first use: `import fabricbench.jobs.channel` (in every training rank) must not pay for the
+# runner's imports (fabrics, results).
 _LAZY = {"Outcome": "fabricbench.jobs.runner", "run": "fabricbench.jobs.runner",
-         "workspace": "fabricbench.jobs.runner", "Terminated": "fabricbench.jobs.signals",
+         "workspace": "fabricbench.jobs.runner", "Terminated": "fabricbench.procs",
          "ResumeStore": "fabricbench.jobs.store"}
 
 __all__ = sorted(_LAZY)

@@ -18,7 +18,7 @@ One policy for all jobs:
   behind is named; start-up (building a model) is bounded by `startup_s` instead. Either way the whole
   group is killed and Outcome.stalled / Outcome.message say who;
 - budget: `budget_s` bounds the whole job (Outcome.timed_out);
-- interruption (KeyboardInterrupt, jobs.signals.Terminated): the group is killed, the records already
+- interruption (KeyboardInterrupt, procs.Terminated): the group is killed, the records already
   complete are handed to on_record, and the exception goes on up (the CLI exits 130 or 143);
 - no leftovers: the workspace is the job's TMPDIR too, so what a launcher leaves there (torchrun's
   torchelastic_* folders) goes with it.
@@ -36,9 +36,9 @@ from typing import Any, Callable, Iterator, Sequence
 
 from fabricbench import procs
 from fabricbench.errors import FabricWaived
-from fabricbench.fabrics.apply import applied
+from fabricbench.fabrics.apply import Launch, applied
 from fabricbench.fabrics.model import Fabric
-from fabricbench.jobs import channel, signals
+from fabricbench.jobs import channel
 
 POLL_S = 0.2  # how often the workspace is read while the job runs
 ALIVE_S = 3.0  # a heartbeat older than this marks the process that stopped when nobody progresses
@@ -86,8 +86,9 @@ class _Speaker:
 class _Watch:
     """Reads the workspace as it grows and applies the stall policy."""
 
-    def __init__(self, ws: Path, records_from: Sequence[Path], expect: Sequence[str], on_record, out: Outcome):
-        self.ws, self.on_record, self.out = ws, on_record, out
+    def __init__(self, ws: Path, records_from: Sequence[Path], expect: Sequence[str], on_record, out: Outcome,
+                 on_progress=None):
+        self.ws, self.on_record, self.out, self.on_progress = ws, on_record, out, on_progress
         self.plain = {Path(p): (os.path.getsize(p) if os.path.exists(p) else 0) for p in records_from}
         self.speakers: dict[str, _Speaker] = {channel.file_name(w): _Speaker(w, None) for w in expect}
         self.started = time.monotonic()
@@ -122,6 +123,8 @@ class _Watch:
                     sp.progress = {k: v for k, v in msg.items() if k not in ("m", "who")}
                     sp.stepping = sp.stepping or "step" in sp.progress
                     self.out.progress[sp.who] = sp.progress
+                    if self.on_progress is not None:  # a progress bar: each rank's step as it happens
+                        self.on_progress(sp.who, sp.progress)
 
     def _record(self, rec: dict[str, Any]) -> None:
         self.out.records.append(rec)
@@ -195,12 +198,16 @@ def run(argv: Sequence[str], *, workspace: Path, env: dict[str, str] | None = No
         budget_s: float | None = None,
         on_record: Callable[[dict[str, Any]], None] | None = None, records_from: Sequence[Path] = (),
         expect: Sequence[str] = (), grace_s: float = procs.GRACE_S,
-        on_poll: Callable[[], None] | None = None) -> Outcome:
+        on_poll: Callable[[], None] | None = None, on_start: Callable[[Launch], None] | None = None,
+        on_progress: Callable[[str, dict[str, Any]], None] | None = None) -> Outcome:
     """Run argv to its end under the policy in the module docstring; see Outcome for what comes back.
 
-    `env`: the base environment (this process's by default); `fabric`: applied around the child (None or a
-    plain fabric: nothing to apply); `expect`: the speakers that must show up (e.g. "rank 0", "rank 1"), so
-    one that never starts is named too; `on_poll`: called after each read of the workspace."""
+    `env`: the base environment (this process's by default); `fabric`: applied around the child (None:
+    nothing to apply); `log_dir`: where NCCL's INFO log goes (fabrics/env.py); `expect`: the speakers that
+    must show up (e.g. "rank 0", "rank 1"), so one that never starts is named too; `on_start` gets the
+    applied fabric's Launch (its facts: masked variables, namespace) before the child starts; `on_poll`
+    is called after each read of the workspace; `on_progress`: (who, what it said) for each progress
+    message (e.g. ("rank 1", {"step": 3, "steps": 8}))."""
     ws = Path(workspace)
     out = Outcome(returncode=None)
     base = dict(os.environ if env is None else env)
@@ -208,24 +215,25 @@ def run(argv: Sequence[str], *, workspace: Path, env: dict[str, str] | None = No
     for var in ("TMPDIR", "TEMP", "TMP"):  # what the job's tools leave in a temp folder goes with ws
         base[var] = str(ws)
     try:
-        ctx = applied(fabric, base, log_dir=log_dir) if fabric is not None and not fabric.plain \
-            else contextlib.nullcontext(None)
+        ctx = applied(fabric, base, log_dir=log_dir) if fabric is not None else contextlib.nullcontext(None)
         with ctx as launch:
             child_env = launch.env if launch is not None else base
             cmd = launch.argv(argv) if launch is not None else list(argv)
             out.command, out.warnings = cmd, list(launch.warnings) if launch is not None else []
-            with signals.terminated_as_interrupt():  # SIGTERM: the same clean end as Ctrl-C
+            if on_start is not None and launch is not None:
+                on_start(launch)
+            with procs.terminated_as_interrupt():  # SIGTERM: the same clean end as Ctrl-C
                 _supervise(cmd, child_env, ws, out, stall_s=stall_s, startup_s=startup_s, budget_s=budget_s,
                            on_record=on_record, records_from=records_from, expect=expect, grace_s=grace_s,
-                           on_poll=on_poll)
+                           on_poll=on_poll, on_progress=on_progress)
     except FabricWaived as e:
         out.waived = str(e)
     return out
 
 
 def _supervise(cmd, env, ws: Path, out: Outcome, *, stall_s, startup_s, budget_s, on_record, records_from, expect,
-               grace_s, on_poll) -> None:
-    watch = _Watch(ws, records_from, expect, on_record, out)
+               grace_s, on_poll, on_progress=None) -> None:
+    watch = _Watch(ws, records_from, expect, on_record, out, on_progress)
     paths = (ws / "job.stdout", ws / "job.stderr")
     with open(paths[0], "w+") as so, open(paths[1], "w+") as se:
         p = procs.spawn(cmd, env=env, stdout=so, stderr=se)

@@ -89,7 +89,8 @@ def resolve_devices(config: SweepConfig, gpus_text: str | None = None, *,
     if config.engine == "torch" and config.backend is None:
         visible = visible_gpu_count() if visible is None else visible
         config = dataclasses.replace(config, backend=default_backend(visible))
-    if not uses_gpus(config):
+    lab = config.engine == "torch" and config.backend == "gloo" and config.gpus is not None
+    if not uses_gpus(config) and not lab:  # gloo with --gpus: CUDA tensors, ranks sharing GPUs (the lab)
         if config.gpus is not None:
             warnings.append(f"--gpus is ignored by --backend {config.backend} (CPU ranks)")
         if config.graph:

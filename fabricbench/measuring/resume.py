@@ -2,7 +2,8 @@
 
     fabricbench sweep --engine torch --backend gloo --nprocs 2 --sizes 1K-1G --out r.jsonl --resume
 
-A planned measurement is skipped when --out holds a record with the same key: the item (op, dtype,
+--out is read through the one resume store (fabricbench/jobs/store.py): a torn last line is cut off with a
+warning and measured again. A planned measurement is skipped when --out holds a record with the same key: the item (op, dtype,
 requested bytes, in-place), where it ran (nranks, the GPUs, engine, backend, fabric) and the settings
 that shape the number (every SweepConfig field except those that only choose the items, name the ranks
 or bound the time; see SELECTING). The settings travel in each record as extra.settings, so a record
@@ -18,6 +19,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from fabricbench.jobs import store
 from fabricbench.measuring.config import SweepConfig
 from fabricbench.measuring.plan import PlanItem
 
@@ -65,12 +67,9 @@ def _freeze(v: Any) -> Any:
 
 
 def read_prior(path: str | os.PathLike) -> list[dict[str, Any]]:
-    """The reusable collective records of a results file (none when it does not exist yet)."""
-    from fabricbench.results.writer import read_results
-
-    if not os.path.exists(path):
-        return []
-    return [r for r in read_results(path, kind="collective") if r.get("status") in REUSABLE]
+    """The reusable collective records of a results file (none when it does not exist yet), read through the
+    one resume store: a torn last line is cut off with a warning and its measurement done again."""
+    return [r for r in store.repair(path) if r.get("kind") == "collective" and r.get("status") in REUSABLE]
 
 
 @dataclass(kw_only=True)
@@ -91,14 +90,10 @@ class Resume:
 def match(plan: list[PlanItem], records: list[dict[str, Any]], config: SweepConfig, *, nranks: int,
           gpus: list[int], backend: str | None) -> dict[int, dict[str, Any]]:
     """Plan index -> the record that already holds it (the last one written, when several do)."""
-    by_key: dict[tuple, dict[str, Any]] = {}
-    for rec in records:
-        k = record_key(rec)
-        if k is not None and rec.get("status") in REUSABLE:
-            by_key[k] = rec
+    held = store.ResumeStore.of((r for r in records if r.get("status") in REUSABLE), key=record_key)
     out = {}
     for i, item in enumerate(plan):
-        rec = by_key.get(item_key(item, config, nranks=nranks, gpus=gpus, backend=backend))
+        rec = held.get(item_key(item, config, nranks=nranks, gpus=gpus, backend=backend))
         # a waived record is reused only for an item that is still waived (and vice versa for ok)
         if rec is not None and (rec["status"] == "waived") == (item.case is None):
             out[i] = rec

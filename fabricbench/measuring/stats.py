@@ -1,8 +1,17 @@
 """Statistics over per-iteration times: median (the headline), mean, min, max, p95, cv, and the median's
-95% confidence interval that drives the adaptive mode (`fabricbench sweep --adaptive 0.02`).
+95% confidence interval that drives the adaptive mode (`fabricbench sweep --adaptive 0.02`, and the steps
+of `fabricbench train`); the run-to-run interval of repeats in fresh processes; outliers; ties.
 
 The CI of the median is distribution-free: the order statistics at n/2 -/+ 1.96*sqrt(n)/2 bracket the
 median with ~95% probability (the binomial approximation used by nvbench-style tools).
+
+Repeats (`train --repeats`, `study`): each fresh process has its own level (pyperf, MLPerf), so a
+figure's uncertainty is the spread between processes, not inside one. Few repeats (2-5) are too few for
+order statistics; there the interval is median -/+ t(0.975, n-1) * s / sqrt(n) (Student's t, s the sample
+stdev): wide at n = 2 (t = 12.7), as it must be. From 6 repeats on, the order-statistic interval above.
+A ratio of two figures (a slowdown) gets the interval of interval arithmetic, [lo_a / hi_b, hi_a / lo_b]:
+conservative, so that two studies that measure the same thing do not contradict each other.
+Two figures whose intervals overlap are a tie: neither is a finding.
 """
 
 from __future__ import annotations
@@ -43,6 +52,72 @@ def median_ci_rel(sorted_values: list[float]) -> float | None:
     if med <= 0:
         return None
     return (sorted_values[hi] - sorted_values[lo]) / 2 / med
+
+
+# Student's t at 97.5% for n - 1 degrees of freedom, n = 2..6 (the repeat counts where order statistics
+# give no 95% interval)
+T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571}
+
+
+def repeat_ci(values: list[float]) -> tuple[float, float] | None:
+    """The 95% interval [lo, hi] of the median of repeats (see the module docstring); None for n < 2."""
+    n = len(values)
+    if n < 2:
+        return None
+    s = sorted(values)
+    med = percentile(s, 50)
+    if n >= 6:
+        half = 1.96 * math.sqrt(n) / 2
+        return s[max(0, math.floor(n / 2 - half))], s[min(n - 1, math.ceil(n / 2 + half))]
+    mean = sum(s) / n
+    sd = math.sqrt(sum((v - mean) ** 2 for v in s) / (n - 1))
+    h = T975[n - 1] * sd / math.sqrt(n)
+    return med - h, med + h
+
+
+def ci_rel(ci: tuple[float, float] | None, center: float) -> float | None:
+    """Half-width of an interval over its center (3% -> 0.03); None without an interval."""
+    if ci is None or center <= 0:
+        return None
+    return (ci[1] - ci[0]) / 2 / center
+
+
+def ratio_ci(a: tuple[float, float], b: tuple[float, float]) -> tuple[float, float]:
+    """Interval of a / b from the intervals of a and b (interval arithmetic; b's interval must be > 0)."""
+    assert b[0] > 0, "divisor interval must be positive"
+    return a[0] / b[1], a[1] / b[0]
+
+
+def overlaps(a: tuple[float, float] | None, b: tuple[float, float] | None) -> bool:
+    """Whether two intervals overlap: a tie. A figure without an interval ties with nothing."""
+    return a is not None and b is not None and a[0] <= b[1] and b[0] <= a[1]
+
+
+def tie_groups(items: list[tuple[str, float, tuple[float, float] | None]], *,
+               higher_is_better: bool = True) -> list[list[str]]:
+    """[(name, value, ci)] -> [[tied first], [next], ...]: best first; each group is the best remaining
+    figure and every remaining one whose interval overlaps it (a tie with the leader of the group)."""
+    rest = sorted(items, key=lambda x: -x[1] if higher_is_better else x[1])
+    groups = []
+    while rest:
+        lead = rest[0]
+        group = [lead] + [x for x in rest[1:] if overlaps(lead[2], x[2])]
+        groups.append([x[0] for x in group])
+        rest = [x for x in rest if x not in group]
+    return groups
+
+
+def outliers(values: list[float], k: float = 3.0) -> list[int]:
+    """Indices of values outside the median -/+ k * 1.4826 * MAD (a robust z-score above k): the steps a
+    mean would be pulled by (one 361 ms step among 74-81 ms ones). Empty below 5 values."""
+    if len(values) < 5:
+        return []
+    s = sorted(values)
+    med = percentile(s, 50)
+    mad = percentile(sorted(abs(v - med) for v in values), 50) * 1.4826
+    if mad <= 0:
+        mad = 0.01 * med  # identical steps: a step 3% away is still an outlier
+    return [i for i, v in enumerate(values) if abs(v - med) > k * mad]
 
 
 def summarize(times: list[float]) -> Stats:

@@ -28,14 +28,16 @@ from typing import Any, Callable, Sequence
 from fabricbench.errors import FabricbenchError, UsageError
 from fabricbench.fabrics.env import mask_known
 from fabricbench.fabrics.model import shown
+from fabricbench.jobs import store
 from fabricbench.files import dumps, refuse_collisions, write_text_atomic
 from fabricbench.measuring.runner import new_run_id
+from fabricbench.progress import Progress
 from fabricbench.qualifying.checks import CHECKS
 from fabricbench.qualifying.context import Context
 from fabricbench.qualifying.figures import compare, figures
 from fabricbench.qualifying.fleet import run_fleet
 from fabricbench.qualifying.init import spec_from_results
-from fabricbench.qualifying.inputs import read_all, records as read_records
+from fabricbench.qualifying.inputs import read_all
 from fabricbench.qualifying.junit import to_xml
 from fabricbench.qualifying.offline import OfflineContext
 from fabricbench.qualifying.prometheus import TextFile
@@ -43,6 +45,7 @@ from fabricbench.qualifying.report import write_report
 from fabricbench.qualifying.spec import DEFAULT_LEVEL, Spec, load_spec, parse_spec
 from fabricbench.qualifying.verdict import (SEVERITIES, Policy, Verdict, attempt_record, combine, error,
                                             exit_code, flaky, waived, worst)
+from fabricbench.results import records as results_records
 from fabricbench.results.schema import header
 from fabricbench.results.writer import ResultWriter
 from fabricbench.topology import read_topology, snapshot_record
@@ -105,14 +108,15 @@ def select(spec: Spec, only: Sequence[str] | None, skip: Sequence[str] | None, l
 
 
 def reproduce_line(spec_path: str, *, out=None, level: int | None = None, only=None, skip=None, fabric=None,
-                   topo_file=None, baseline=None, tolerance: float | None = None, prometheus=None) -> str:
+                   topo_file=None, baseline=None, tolerance: float | None = None, prometheus=None,
+                   records_from=None) -> str:
     """The command that runs this qualification again: every flag that shaped it, quoted for a shell. A
     custom fabric's secret values show as *** (fabrics.model.shown): put them back by hand."""
     argv = ["fabricbench", "qualify", "--spec", str(spec_path)]
     for flag, value in (("--level", level), ("--only", ",".join(only) if only else None),
                         ("--skip", ",".join(skip) if skip else None),
                         ("--fabric", shown(fabric) if fabric is not None else None),
-                        ("--topo-file", topo_file), ("--baseline", baseline),
+                        ("--topo-file", topo_file), ("--from", records_from), ("--baseline", baseline),
                         ("--tolerance", f"{tolerance:g}" if tolerance is not None else None),
                         ("--prometheus", prometheus), ("--out", out)):
         if value is not None:
@@ -156,7 +160,7 @@ def qualify(spec: Spec | str | os.PathLike, *, out: str | os.PathLike | None = N
     if out is not None or prometheus is not None:
         refuse_collisions({"--prometheus": prometheus, "--out results": Path(out) / "results.jsonl" if out else None},
                           {"--baseline": baseline, "--spec": full.path if os.path.isfile(full.path) else None,
-                           "--topo-file": topo_file})
+                           "--topo-file": topo_file, "--from": records_from})
     if topo_file is not None:  # bad input is found before anything is written or measured
         if not os.path.isfile(topo_file):
             raise UsageError(f"--topo-file {topo_file}: no such file; give a saved `nvidia-smi topo -m` output")
@@ -172,7 +176,8 @@ def qualify(spec: Spec | str | os.PathLike, *, out: str | os.PathLike | None = N
         if not resume:
             raise UsageError(f"--out {out}: {results_path} already holds a run; pass --resume to continue "
                              f"it or choose another --out")
-        previous = list(read_records(results_path, what="--resume"))
+        store.repair(results_path)  # a torn last line (a killed run) is cut off, and that unit measured again
+        previous = list(results_records.read(results_path, what="--resume"))
     run_id = next((r["run_id"] for r in previous if r.get("kind") == "qualify_start" and r.get("run_id")),
                   None) or new_run_id()
     writer = ResultWriter(results_path if rank0 else None)
@@ -188,7 +193,15 @@ def qualify(spec: Spec | str | os.PathLike, *, out: str | os.PathLike | None = N
             topo = ctx.topology() if any(c.kind == "topology" for c in checks) or not spec.run.cpu_ranks else None
             if topo is not None:
                 writer.write(snapshot_record(run_id, topo=topo))
-        verdicts = [_judge(c, CHECKS.get(c.kind), ctx, distributed, echo) for c in checks]
+        # progress: a bar on a terminal (the check lines above it), a line now and then in a log
+        with Progress("qualify", total=len(checks), quiet=echo is None or not rank0) as bar:
+            said = (lambda line: bar.say(line) if bar.live else echo(line)) if echo else None  # noqa: E731
+            ctx.echo = said or ctx.echo
+            verdicts = []
+            for c in checks:
+                bar.update(item=c.name)
+                verdicts.append(_judge(c, CHECKS.get(c.kind), ctx, distributed, said))
+                bar.advance(item=f"{c.name} {verdicts[-1].status}")
         if base_records is not None:
             verdicts.append(_baseline_verdict(base_records, writer.records + previous, tol))
         if rank0:
@@ -200,7 +213,8 @@ def qualify(spec: Spec | str | os.PathLike, *, out: str | os.PathLike | None = N
                         host=socket.gethostname(), notes=notes,
                         reproduce=reproduce_line(full.path, out=out, level=level, only=only, skip=skip,
                                                  fabric=fabric, topo_file=topo_file, baseline=baseline,
-                                                 tolerance=tolerance, prometheus=prometheus))
+                                                 tolerance=tolerance, prometheus=prometheus,
+                                                 records_from=records_from))
     if rank0:
         if out is not None:
             _write_outputs(res, Path(out))
@@ -293,6 +307,6 @@ def init_spec(results: str | os.PathLike, *, margin: float = 0.9, name: str | No
 
 
 def fleet(inputs: Sequence[str | os.PathLike], *, out: str | os.PathLike | None = None, fraction: float = 0.9,
-          mad_z: float = 3.5, prometheus: str | os.PathLike | None = None):
-    """Per-node verdicts and outliers against the fleet (fleet.py)."""
-    return run_fleet(inputs, out=out, fraction=fraction, mad_z=mad_z, prometheus=prometheus)
+          mad_z: float = 3.5, prometheus: str | os.PathLike | None = None, quiet: bool = False):
+    """Per-node verdicts and outliers against the fleet (fleet.py); progress on stderr unless quiet."""
+    return run_fleet(inputs, out=out, fraction=fraction, mad_z=mad_z, prometheus=prometheus, quiet=quiet)

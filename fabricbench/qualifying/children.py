@@ -2,18 +2,18 @@
 
     fabricbench qualify --spec node.toml --out q/      (each measuring unit is one call here)
 
-Sweeps go through fabrics/child.run_child, which applies the fabric (its environment; a shaped network
+Sweeps go through measuring/child.run_child, which applies the fabric (its environment; a shaped network
 namespace for `shaped:RATE`), streams each record back as the child writes it, and reads the transport
 from NCCL's log. A fabric that cannot be applied here (no root, no netns) comes back waived with the
-reason, never as a failure. Every child runs through fabricbench.procs: nothing outlives qualify.
+reason, never as a failure. Every child runs as a job (fabricbench/jobs): nothing outlives qualify.
 """
 
 from __future__ import annotations
 
-import os
 import sys
 from typing import Any, Callable
 
+from fabricbench import jobs
 from fabricbench.qualifying.context import UnitResult
 
 
@@ -33,7 +33,7 @@ def sweep_under(fabric_name: str, args: list[str], *, key: str, wall_timeout_s: 
                 on_record: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> UnitResult:
     """One child sweep under the fabric; `on_record` sees (and may replace) each record as it arrives."""
     from fabricbench.fabrics import get_fabric
-    from fabricbench.fabrics.child import run_child
+    from fabricbench.measuring.child import run_child
 
     fabric = get_fabric(fabric_name)
     kept: list[dict[str, Any]] = []
@@ -55,19 +55,16 @@ def sweep_under(fabric_name: str, args: list[str], *, key: str, wall_timeout_s: 
 
 
 def run_command(command: str, args: list[str], *, key: str, kind: str, wall_timeout_s: float) -> UnitResult:
-    """`fabricbench COMMAND ARGS --out tmp` in a fresh process; its records of `kind` come back."""
-    from fabricbench import procs
-    from fabricbench.results.writer import read_results
-
-    # procs.temp_dir: pid-named, so a folder a SIGKILL leaves behind goes at the next start
-    with procs.temp_dir("qualify") as tmp:
-        out = os.path.join(tmp, "out.jsonl")
-        argv = [sys.executable, "-m", "fabricbench", command, *args, "--out", out]
-        r = procs.run(argv, timeout_s=wall_timeout_s, capture=True)
-        records = list(read_results(out, kind=kind)) if os.path.exists(out) else []
-    if r.timed_out:
+    """`fabricbench COMMAND ARGS --out tmp` as a job (fabricbench/jobs: its own process group dead with us,
+    a private workspace removed on every exit); its records of `kind` come back as they are written."""
+    with jobs.workspace("qualify") as ws:
+        out = ws / "out.jsonl"
+        res = jobs.run([sys.executable, "-m", "fabricbench", command, *args, "--out", str(out)], workspace=ws,
+                       budget_s=wall_timeout_s, records_from=[out])
+    records = [r for r in res.records if r.get("kind") == kind]
+    if res.timed_out:
         return UnitResult(key=key, records=records, error=f"did not finish within {wall_timeout_s:g} s")
-    if r.returncode:
+    if res.returncode:
         return UnitResult(key=key, records=records,
-                          error=_last_error(r.stderr or "") or f"exit status {r.returncode}")
+                          error=_last_error(res.stderr or "") or f"exit status {res.returncode}")
     return UnitResult(key=key, records=records)

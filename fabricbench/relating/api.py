@@ -25,7 +25,8 @@ from typing import Any
 from fabricbench.errors import UsageError
 from fabricbench.relating import inputs
 from fabricbench.relating.inputs import Observed, Workload
-from fabricbench.relating.model import FORMULA, Pricing, SweepCurves, predict, price
+from fabricbench.measuring.stats import ratio_ci
+from fabricbench.relating.model import FORMULA, Pricing, SweepCurves, predict, predict_interval, price, step_formula
 
 # short codes in RelateRow.flags; the sentences that explain them are in RelateResult.problems
 REFERENCE = "reference"
@@ -63,6 +64,11 @@ class RelateRow:
     runs: int  # train runs combined into observed_step_s (0: predicted-only)
     predicted_only: bool
     flags: list[str] = field(default_factory=list)
+    # 95% intervals [lo, hi], propagated from the inputs' (the runs' step intervals, the sweeps' per-size
+    # ones) by interval arithmetic (model.predict_interval); None where an input has none
+    predicted_step_ci95: list[float] | None = None
+    predicted_slowdown_ci95: list[float] | None = None
+    observed_slowdown_ci95: list[float] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -250,6 +256,18 @@ def _row(base: Observed, own: Observed | None, fab: str, e: float, on_ref: Prici
         flags.append(f"{own.runs} runs")
     obs = own.step_s if own is not None else None
     batch = base.global_batch
+    ref_ci = base.step_ci95 or (base.step_s, base.step_s)
+    rr, rf = on_ref.rel(), on_fab.rel()
+    t_ref = (p.comm_time_ref_s * (1 - rr), p.comm_time_ref_s * (1 + rr))
+    t_fab = (p.comm_time_s * (1 - rf), p.comm_time_s * (1 + rf))
+    if fab == ref:
+        pred_ci, slow_ci = ref_ci, (ref_ci[0] / ref_ci[1], ref_ci[1] / ref_ci[0])
+    else:
+        pred_ci = predict_interval(ref_ci=ref_ci, e=e, t_ref=t_ref, t_fab=t_fab)
+        slows = [step_formula(ref_step_s=a, e=e, t_ref=b, t_fab=c) / a for a in ref_ci for b in t_ref for c in t_fab]
+        slow_ci = (min(slows), max(slows))
+    obs_ci = ratio_ci(own.step_ci95, base.step_ci95) if own is not None and own.step_ci95 and base.step_ci95 \
+        else None
     return RelateRow(
         strategy=base.strategy, fabric=fab, reference=ref, model=wl.model, precision=wl.precision,
         nranks=wl.nranks, dtype=dtype, observed_step_s=obs, predicted_step_s=p.predicted_step_s,
@@ -261,4 +279,6 @@ def _row(base: Observed, own: Observed | None, fab: str, e: float, on_ref: Prici
         exposed_fraction=e, exposed_fraction_observed=own_e,
         throughput=own.samples_per_s if own is not None else None,
         predicted_throughput=batch / p.predicted_step_s if batch and p.predicted_step_s > 0 else None,
-        runs=own.runs if own is not None else 0, predicted_only=own is None, flags=flags)
+        runs=own.runs if own is not None else 0, predicted_only=own is None, flags=flags,
+        predicted_step_ci95=list(pred_ci), predicted_slowdown_ci95=list(slow_ci),
+        observed_slowdown_ci95=list(obs_ci) if obs_ci else None)

@@ -19,9 +19,9 @@ COLS = (
     tables.Col("T_comm (ms)", "Tc", "Tc = comm time per step (ms)"),
     tables.Col("e", legend="e = exposed fraction of comm"),
     tables.Col("step obs (ms)", "obs", "obs/pred = step time observed/predicted (ms)"),
-    tables.Col("step pred (ms)", "pred"),
+    tables.Col("step pred (ms)", "pred", "-"),
     tables.Col("step slower obs", "obs×", "obs×/pred× = step N× slower, observed/predicted"),
-    tables.Col("step slower pred", "pred×"),
+    tables.Col("step slower pred", "pred×", "-"),
     tables.Col("residual", "resid"),
     tables.Col("flags", justify="left", prose=True),
 )
@@ -38,13 +38,21 @@ def _ms(v: float | None) -> str:
 _x = fmt_ratio  # "N× slower", the one direction every ratio is printed in
 
 
+def _xci(v: float | None, ci: Any) -> str:
+    """A slowdown with its 95% interval: "1.62x [1.48-1.80]"."""
+    if v is None:
+        return "-"
+    return _x(v) + (f" [{ci[0]:.2f}-{ci[1]:.2f}]" if ci else "")
+
+
 def cells(row: Any) -> list[str]:
     """A RelateRow as the table's text cells."""
     drop = 1.0 / row.busbw_ratio if row.busbw_ratio else None
     residual = "-" if row.residual is None else f"{row.residual * 100:+.0f}%".replace("-0%", "+0%")
     return [row.strategy, row.fabric, _x(drop), format_size(row.comm_bytes_per_step), _ms(row.comm_time_s),
             f"{row.exposed_fraction:.2f}", _ms(row.observed_step_s), _ms(row.predicted_step_s),
-            _x(row.observed_slowdown), _x(row.predicted_slowdown), residual, ", ".join(row.flags)]
+            _xci(row.observed_slowdown, row.observed_slowdown_ci95),
+            _xci(row.predicted_slowdown, row.predicted_slowdown_ci95), residual, ", ".join(row.flags)]
 
 
 def render(result: Any, con=None) -> None:
@@ -58,4 +66,5 @@ def render(result: Any, con=None) -> None:
                       COLS, [cells(row) for row in rows])
     con.print(f"model: {result.formula}", markup=False)
     con.print("busbw N× slower = trace-weighted busbw on the reference / on the fabric; step N× slower = the "
-              "fabric's step / the reference's; residual = predicted / observed - 1", markup=False)
+              "fabric's step / the reference's; residual = predicted / observed - 1; [lo-hi] = 95% interval (runs in "
+              "fresh processes, the sweeps' spread)", markup=False)

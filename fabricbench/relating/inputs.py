@@ -17,6 +17,7 @@ from typing import Any, Iterable
 from fabricbench.errors import UsageError
 from fabricbench.results import records as results_records
 from fabricbench.results.status import TIMED_TRAIN
+from fabricbench.training import repeats
 
 USABLE_TRAIN = tuple(TIMED_TRAIN)  # "flagged": the loss did not fall, but the step was timed all the same
 
@@ -87,6 +88,7 @@ class Observed:
     global_batch: int | None
     comm: dict[str, Any] | None
     runs: int
+    step_ci95: tuple[float, float] | None = None  # run-to-run (or one run's own) 95% interval of step_s
 
 
 def observations(trains: Iterable[dict[str, Any]]) -> tuple[list[Observed], list[str]]:
@@ -107,7 +109,8 @@ def observations(trains: Iterable[dict[str, Any]]) -> tuple[list[Observed], list
         sps = [r["throughput"]["samples_per_s"] for r in recs
                if (r.get("throughput") or {}).get("samples_per_s")]
         comm = next((r["comm"] for r in recs if isinstance(r.get("comm"), dict)), None)
-        out.append(Observed(workload=wl, strategy=strategy, fabric=fabric,
+        fig = repeats.figures(recs)[0]  # the one statistics rule (measuring/stats.py via repeats.py)
+        out.append(Observed(workload=wl, strategy=strategy, fabric=fabric, step_ci95=fig.step_ci95,
                             step_s=statistics.median(r["step_time"]["median_s"] for r in recs),
                             samples_per_s=statistics.median(sps) if sps else None,
                             global_batch=recs[0].get("global_batch"), comm=comm, runs=len(recs)))

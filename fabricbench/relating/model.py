@@ -101,6 +101,7 @@ class Curve:
     nranks: int
     sizes: tuple[int, ...]  # ascending, > 0
     times_s: tuple[float, ...]  # > 0, same length
+    rels: tuple[float, ...] | None = None  # each time's relative 95% half-width (ci95_rel, else cv), same length
 
     def __post_init__(self) -> None:
         assert self.sizes and len(self.sizes) == len(self.times_s)
@@ -121,6 +122,14 @@ class Curve:
         t = math.exp(math.log(t0) + w * (math.log(t1) - math.log(t0)))
         near = min(nbytes / s0, s1 / nbytes) <= NEAR_FACTOR
         return t, (INTERPOLATED if near else FAR)
+
+    def rel_at(self, nbytes: int) -> float:
+        """The relative uncertainty of time_at(nbytes): the larger of the neighbouring points' (0 unknown)."""
+        if not self.rels:
+            return 0.0
+        i = bisect.bisect_left(self.sizes, nbytes)
+        near = [self.rels[j] for j in (i - 1, i) if 0 <= j < len(self.rels)]
+        return max(near) if near else 0.0
 
     def busbw_gbps(self, nbytes: int, time_s: float) -> float:
         return nbytes / time_s / 1e9 * busbw_factor(self.op, self.nranks)
@@ -155,13 +164,15 @@ class SweepCurves:
             key = (rec.get("fabric") or "default", rec["op"], rec.get("dtype") or "float32",
                    int(rec.get("nranks") or 0))
             per_mode = points.setdefault(key, {}).setdefault(bool(rec.get("graph")), {})
-            per_mode.setdefault(int(nbytes), []).append(float(t_us) * 1e-6)
+            rel = rec.get("ci95_rel") if rec.get("ci95_rel") is not None else rec.get("cv")
+            per_mode.setdefault(int(nbytes), []).append((float(t_us) * 1e-6, float(rel or 0.0)))
         curves = []
         for key, modes in points.items():
             pts = modes.get(False) or modes[True]
             sizes = sorted(pts)
             curves.append(Curve(fabric=key[0], op=key[1], dtype=key[2], nranks=key[3], sizes=tuple(sizes),
-                                times_s=tuple(statistics.median(pts[s]) for s in sizes)))
+                                times_s=tuple(statistics.median(t for t, _ in pts[s]) for s in sizes),
+                                rels=tuple(_spread(pts[s]) for s in sizes)))
         return cls(curves)
 
     def __len__(self) -> int:
@@ -215,6 +226,7 @@ class PricedCollective:
     time_s: float | None  # one call; None when unpriced
     status: str  # EXACT, INTERPOLATED, BELOW, ABOVE, FAR or UNPRICED
     curve: Curve | None = None  # the curve it was priced on (its dtype may differ: see substituted)
+    rel: float = 0.0  # relative 95% half-width of time_s (Curve.rel_at)
 
     @property
     def substituted(self) -> bool:
@@ -245,6 +257,11 @@ class Pricing:
     def substituted(self) -> bool:
         return any(e.substituted for e in self.entries)
 
+    def rel(self) -> float:
+        """Relative half-width of time_s: the time-weighted mean of the entries' (0 when nothing priced)."""
+        t = self.time_s
+        return sum(e.step_time_s * e.rel for e in self.entries if e.time_s is not None) / t if t > 0 else 0.0
+
 
 def price(collectives: Iterable[dict[str, Any]], curves: SweepCurves, *, fabric: str,
           nranks: int | None = None, dtype: str | None = None) -> Pricing:
@@ -268,7 +285,7 @@ def price(collectives: Iterable[dict[str, Any]], curves: SweepCurves, *, fabric:
         else:
             t, status = curve.time_at(nbytes)
             pc = PricedCollective(op=op, bytes=nbytes, dtype=dt, group_size=n, calls_per_step=calls, time_s=t,
-                                  status=status, curve=curve)
+                                  status=status, curve=curve, rel=curve.rel_at(nbytes))
         entries.append(pc)
         if pc.status not in (EXACT, INTERPOLATED):
             notes.setdefault((pc.status, op, dt, n), []).append(pc)
@@ -321,6 +338,33 @@ class Prediction:
     busbw_ratio: float | None  # busbw_eff(f) / busbw_eff(ref)
     busbw_gbps: float | None  # busbw_eff(f)
     flags: tuple[str, ...]
+
+
+def _spread(points: list[tuple[float, float]]) -> float:
+    """One swept size's relative uncertainty: the records' own (median), or, for several records of the
+    size, the spread of their times around the median if that is larger."""
+    times = [t for t, _ in points]
+    med = statistics.median(times)
+    own = statistics.median(r for _, r in points)
+    between = (max(times) - min(times)) / 2 / med if len(times) > 1 and med > 0 else 0.0
+    return max(own, between)
+
+
+def step_formula(*, ref_step_s: float, e: float, t_ref: float, t_fab: float, floor: bool = True) -> float:
+    """T_step(f) of the module docstring from its four inputs (compute clipped at 0; the floor T_comm(f))."""
+    compute = max(0.0, ref_step_s - e * t_ref)
+    step = compute + t_fab - min((1.0 - e) * t_fab, (1.0 - e) * t_ref)
+    return max(step, t_fab) if floor else step
+
+
+def predict_interval(*, ref_ci: tuple[float, float], e: float, t_ref: tuple[float, float],
+                     t_fab: tuple[float, float], floor: bool = True) -> tuple[float, float]:
+    """The predicted step's 95% interval: step_formula at every corner of its inputs' intervals (the
+    reference step's run-to-run interval, T_comm on each fabric from the sweeps' per-size intervals),
+    lowest and highest; interval arithmetic, so conservative."""
+    vals = [step_formula(ref_step_s=a, e=e, t_ref=b, t_fab=c, floor=floor)
+            for a in ref_ci for b in t_ref for c in t_fab]
+    return min(vals), max(vals)
 
 
 def predict(*, ref_step_s: float, exposed_fraction: float, on_ref: Pricing, on_fabric: Pricing) -> Prediction:

@@ -15,6 +15,7 @@ from typing import Any
 from fabricbench.errors import UsageError
 from fabricbench.fabrics.model import shown
 from fabricbench.results.context import fabric_label
+from fabricbench.training.repeats import MIN_REPEATS
 
 # Sweep grids when no trace says what the strategies send (or the trace ran on one rank): GPUs cover
 # DDP's 25 MB buckets up to whole-model gathers; the CPU lab stays small (gloo over loopback is slow).
@@ -34,9 +35,15 @@ class StudyConfig:
     strategies: tuple[str, ...] = ()  # () = every registered strategy
     model: str | None = None  # a registered model name
     model_config: str | None = None  # or a transformers config JSON
-    steps: int = 8  # train: steps in all, warm-up included
+    steps: int = 8  # train: steps at least, warm-up included
     warmup_steps: int = 3  # train: untimed first steps
-    batch_size: int = 8  # train: samples per GPU per step
+    max_steps: int | None = None  # train: cap on steps while the median's CI exceeds target_ci
+    target_ci: float | None = 0.03  # train: steps and repeats go on until the median's 95% CI is within this
+    repeats: int | None = None  # train runs per (strategy, fabric), fresh processes, interleaved; None:
+    # MIN_REPEATS, then more until the run-to-run CI is within target_ci, at most max_repeats
+    max_repeats: int = 5
+    repeat_budget_s: float = 1800.0  # no repeat beyond the minimum starts after this many seconds of study
+    batch_size: int | None = None  # train: samples per GPU per step; None: 8 on CPU, picked on GPUs (batch.py)
     seq_len: int = 512  # train: tokens per sample (causal LM)
     image_size: int = 224  # train: pixels per side (images)
     precision: str | None = None  # train --precision (None: train's default: bf16 on cuda, fp32 on cpu)
@@ -72,11 +79,21 @@ class StudyConfig:
             from fabricbench.training.models import MODELS
 
             MODELS.get(self.model)
+        if self.target_ci is not None and not 0 < self.target_ci < 1:
+            raise UsageError(f"--target-ci {self.target_ci}: a fraction between 0 and 1, e.g. 0.03")
+        if self.repeats is not None and not 1 <= self.repeats <= 20:
+            raise UsageError(f"--repeats {self.repeats}: 1 to 20 runs per strategy and fabric")
+        if not 1 <= self.max_repeats <= 20:
+            raise UsageError(f"--max-repeats {self.max_repeats}: 1 to 20")
+        if self.max_steps is not None and self.max_steps < self.steps:
+            raise UsageError(f"--max-steps {self.max_steps} is below --steps {self.steps}")
+        if self.batch_size is None and self.device == "cpu":
+            self.batch_size = 8
         if self.steps < self.warmup_steps + 2 or self.warmup_steps < 1:
             raise UsageError(f"--steps {self.steps} with --warmup-steps {self.warmup_steps}: need at least 1 "
                              f"warm-up step and 2 timed steps")
         for name in ("batch_size", "seq_len", "image_size"):
-            if getattr(self, name) < 1:
+            if getattr(self, name) is not None and getattr(self, name) < 1:
                 raise UsageError(f"--{name.replace('_', '-')} must be positive")
         if self.iters is None:
             self.iters = DEFAULT_ITERS[self.device][0]
@@ -105,6 +122,15 @@ class StudyConfig:
             else:
                 default_gpus(",".join(map(str, self.gpus)))
         return self
+
+    @property
+    def rounds(self) -> int:
+        """Train runs planned per (strategy, fabric): exactly `repeats`, else up to max_repeats."""
+        return self.repeats if self.repeats is not None else self.max_repeats
+
+    @property
+    def min_rounds(self) -> int:
+        return self.repeats if self.repeats is not None else min(MIN_REPEATS, self.max_repeats)
 
     @property
     def world_size(self) -> int:
@@ -149,6 +175,6 @@ class StudyConfig:
 
     def differences(self, other: "StudyConfig") -> list[str]:
         """'field: stored -> new' for each setting that would make other measure something else."""
-        ignore = {"out", "extra", "train_timeout_s", "sweep_timeout_s"}
+        ignore = {"out", "extra", "train_timeout_s", "sweep_timeout_s", "repeat_budget_s"}
         a, b = self.to_dict(), other.to_dict()
         return [f"{k}: {a[k]!r} -> {b[k]!r}" for k in a if k not in ignore and a[k] != b[k]]

@@ -3,9 +3,10 @@
     fabricbench study --device cpu --nprocs 2 --fabrics default,shaped:1gbit --model tiny-mistral \
         --out lab/ --dry-run
 
-Order: the machine; the estimate; train on the first fabric (its traces say what each strategy sends);
-a sweep per fabric (sizes covering those traces); scaling inside and across NVLink islands when the GPUs
-span islands; train on the other fabrics; relate. Durations are rough (start-up plus a per-step or
+Order: the machine; the batch (picked on GPUs when none is given); the estimate; train on the first
+fabric (its traces say what each strategy sends); a sweep per fabric (sizes covering those traces);
+scaling inside and across NVLink islands when the GPUs span islands; train on the other fabrics; the
+repeat rounds of train; relate; the summary (rankings with ties, slowdowns with intervals). Durations are rough (start-up plus a per-step or
 per-measurement cost); `--resume` uses the durations recorded by the earlier attempt where it has them.
 """
 
@@ -57,23 +58,35 @@ def _train_seconds(config: StudyConfig) -> float:
 
 
 def build_plan(config: StudyConfig, topo: Any = None) -> list[Unit]:
-    """The units of a validated config, in run order."""
-    units: list[Unit] = [Unit(name="machine", kind="machine", estimate_s=8.0 if config.device == "cpu" else 20.0),
-                         Unit(name="estimate", kind="estimate", estimate_s=10.0)]
+    """The units of a validated config, in run order.
+
+    Train runs repeat in rounds, each round every (fabric, strategy) once (A B C A B C), so that a drift of
+    the machine hits all alike; the first round keeps the plain unit names ("train ddp @ default"), later
+    ones are "train ddp @ default #2". Rounds past config.min_rounds run only where the run-to-run CI is
+    not yet within target (units.py decides when the unit starts). At one rank no collective runs, so
+    there is nothing to sweep or relate: no sweep units then."""
+    units: list[Unit] = [Unit(name="machine", kind="machine", estimate_s=8.0 if config.device == "cpu" else 20.0)]
+    if config.batch_size is None:
+        units.append(Unit(name="batch", kind="batch", estimate_s=45.0))
+    units.append(Unit(name="estimate", kind="estimate", estimate_s=10.0))
     # fabric names, never specs: a custom fabric's values stay out of unit names, file names and argv
     first, rest = config.fabric_names[0], list(config.fabric_names[1:])
-    for s in config.strategies:
-        units.append(Unit(name=f"train {s} @ {first}", kind="train", fabric=first, strategy=s,
-                          estimate_s=_train_seconds(config)))
-    for f in config.fabric_names:
-        units.append(Unit(name=f"sweep @ {f}", kind="sweep", fabric=f, estimate_s=_sweep_seconds(config, f)))
+
+    def train(s: str, f: str, r: int) -> Unit:
+        return Unit(name=f"train {s} @ {f}" + (f" #{r}" if r > 1 else ""), kind="train", fabric=f, strategy=s,
+                    repeat=r, estimate_s=_train_seconds(config))
+
+    units += [train(s, first, 1) for s in config.strategies]
+    if config.world_size > 1:
+        for f in config.fabric_names:
+            units.append(Unit(name=f"sweep @ {f}", kind="sweep", fabric=f, estimate_s=_sweep_seconds(config, f)))
     if has_islands(config, topo):
         units.append(Unit(name=f"scaling @ {first}", kind="scaling", fabric=first, estimate_s=60.0))
-    for f in rest:
-        for s in config.strategies:
-            units.append(Unit(name=f"train {s} @ {f}", kind="train", fabric=f, strategy=s,
-                              estimate_s=_train_seconds(config)))
+    units += [train(s, f, 1) for f in rest for s in config.strategies]
+    for r in range(2, config.rounds + 1):
+        units += [train(s, f, r) for f in config.fabric_names for s in config.strategies]
     units.append(Unit(name="relate", kind="relate", estimate_s=6.0))
+    units.append(Unit(name="summary", kind="summary", estimate_s=3.0))
     names = [u.name for u in units]
     assert len(set(names)) == len(names), names
     return units

@@ -18,13 +18,14 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from fabricbench.report.analysis import byte_unit
+from fabricbench.report.analysis import byte_unit, fmt, fmt_ratio, slower
 from fabricbench.report.document import Document, Section
 from fabricbench.importing import beside
 from fabricbench.study import figures
 from fabricbench.errors import UsageError
 from fabricbench.study import records as study_records
 from fabricbench.study.config import StudyConfig
+from fabricbench.training import repeats
 
 
 def _gib(b: Any) -> float | None:
@@ -67,7 +68,11 @@ def study_command(c: StudyConfig) -> str:
     argv += ["--device", "cpu", "--nprocs", str(c.nprocs)] if c.device == "cpu" else ["--gpus", ",".join(map(str, c.gpus))]
     argv += ["--fabrics", ",".join(c.fabrics), "--strategies", ",".join(c.strategies)]
     argv += ["--model", c.model] if c.model else ["--model-config", str(c.model_config)]
-    argv += ["--steps", str(c.steps), "--warmup-steps", str(c.warmup_steps), "--batch-size", str(c.batch_size)]
+    argv += ["--steps", str(c.steps), "--warmup-steps", str(c.warmup_steps)]
+    if c.batch_size is not None:  # None: the study picks it again
+        argv += ["--batch-size", str(c.batch_size)]
+    if c.repeats is not None:
+        argv += ["--repeats", str(c.repeats)]
     argv += c.shape_args
     if c.precision:
         argv += ["--precision", c.precision]
@@ -111,6 +116,27 @@ def build(out_dir: str | Path) -> Document:
         return _build(sr, config, figs, command=study_command(stored))
     finally:
         figs.close()
+
+
+def summary(out_dir: str | Path) -> dict[str, Any]:
+    """The study's machine-readable summary (`fabricbench report DIR --json`, and its "summary" record):
+    per fabric the strategies ranked with ties (overlapping 95% intervals), each slowdown against the
+    first fabric with its propagated interval, each (strategy, fabric) figure with its run-to-run
+    interval, host-bound notes, the batch the study picked, and relate's predictions with intervals."""
+    sr = study_records.load(out_dir)
+    stored = StudyConfig.from_dict(sr.plan["study"]["config"])
+    config = dataclasses.replace(stored, fabrics=stored.fabric_names)  # as the records name them
+    out = repeats.summary(sr.of_kind("train"), fabrics=list(config.fabrics), reference=config.fabrics[0])
+    batch = next(iter(sr.of_kind("batch")[-1:]), None)
+    out["batch"] = {k: batch.get(k) for k in ("chosen", "why", "curve", "rule")} if batch else \
+        {"chosen": config.batch_size, "why": "--batch-size"}
+    rel = _relate(sr, config)
+    out["relate"] = [{"strategy": r.strategy, "fabric": r.fabric, "predicted_slowdown": r.predicted_slowdown,
+                      "predicted_ci95": getattr(r, "predicted_slowdown_ci95", None),
+                      "observed_slowdown": r.observed_slowdown,
+                      "observed_ci95": getattr(r, "observed_slowdown_ci95", None)}
+                     for r in getattr(rel, "rows", [])]
+    return out
 
 
 def write_report(out_dir: str | Path) -> tuple[Path, Path]:
@@ -178,11 +204,16 @@ def _advice(sr, c: StudyConfig, machine) -> Any:
         import fabricbench
 
         return fabricbench.advise(model=c.model, model_config=c.model_config, num_gpus=len(c.gpus), gpus=list(c.gpus)
-                                  if len(c.gpus) > 1 else None, results=sr.records, batch_size=c.batch_size,
+                                  if len(c.gpus) > 1 else None, results=sr.records, batch_size=_batch(sr.of_kind("train"), c),
                                   seq_len=c.seq_len, image_size=c.image_size, strategies=list(c.strategies),
                                   fabric=c.fabrics[0])
     except Exception as e:  # advice is derived; a failure is reported in its section, never fatal
         return str(e)
+
+
+def _batch(trains: list[dict[str, Any]], c: StudyConfig) -> Any:
+    """The per-GPU batch the train runs used (the study's, or the one it picked)."""
+    return next((r.get("batch_size") for r in trains if r.get("batch_size")), c.batch_size)
 
 
 def _throughputs(trains: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
@@ -197,25 +228,33 @@ def _in_short(doc: Document, sr, c: StudyConfig, trains, colls, advice) -> None:
     s = doc.section("In short", intro="What this study measured on this machine, and what to do about it. "
                                       "Every figure below comes with its numbers and the command that made it.")
     items = []
-    th = _throughputs(trains)
-    for f in c.fabrics:
-        ok = [(st, _sps(th.get((st, f)))) for st in c.strategies if _sps(th.get((st, f)))]
-        if ok:
-            ok.sort(key=lambda x: -x[1])
-            best = ok[0]
-            rest = ", ".join(f"{st} {v / best[1]:.2f}×" for st, v in ok[1:])
-            items.append(f"on **{f}** the fastest strategy was **{best[0]}**, {best[1]:.3g} samples/s"
-                         + (f" (others: {rest})" if rest else ""))
-    base = c.fabrics[0]
+    summ = repeats.summary(trains, fabrics=list(c.fabrics), reference=c.fabrics[0])
+    figs_by = {(f["strategy"], f["fabric"]): f for f in summ["figures"]}
+    for f, groups in summ["rankings"].items():
+        if not groups:
+            continue
+        best = figs_by[(groups[0][0], f)]
+        ci = best.get("ci95")
+        shown = f"{fmt(best['samples_per_s'])} samples/s" + (f" (95% CI {fmt(ci[0])}-{fmt(ci[1])}, {best['runs']} run(s))"
+                                                             if ci else f" ({best['runs']} run, no interval)")
+        lead = " ≈ ".join(f"**{x}**" for x in groups[0])
+        text = (f"on **{f}** the fastest: {lead}, {shown}" if len(groups[0]) == 1 else
+                f"on **{f}** {lead} are tied first (within noise), {shown} for {groups[0][0]}")
+        if len(groups) > 1:
+            text += "; then " + repeats.ranking_text(groups[1:])
+        items.append(text)
+    for sl in summ["slowdowns"]:
+        items.append(repeats.slowdown_text(sl))
     for f in c.fabrics[1:]:
-        slow = [(st, _step(th.get((st, base))), _step(th.get((st, f)))) for st in c.strategies]
-        slow = [(st, b2 / b1) for st, b1, b2 in slow if b1 and b2]
-        bw = _busbw_ratio(colls, base, f)
-        if slow or bw:
-            parts = ", ".join(f"{st} {x:.2f}×" for st, x in slow)
-            items.append(f"**{f}** against {base}: all-reduce busbw at the largest size "
-                         + (f"{bw:.2g}× ({1 / bw:.1f}× lower)" if bw and bw < 1 else (f"{bw:.2g}×" if bw else "not measured"))
-                         + (f"; step time on {f} / on {base}: {parts}" if parts else ""))
+        bw = _busbw_ratio(colls, c.fabrics[0], f)
+        if bw:
+            items.append(f"**{f}** against {c.fabrics[0]}: all-reduce busbw at the largest size "
+                         + f"{fmt_ratio(1 / bw)} slower")  # one direction for every ratio: N× slower
+    for hb in summ["host_bound"]:
+        items.append(f"{hb['strategy']} @ {hb['fabric']}: {hb['note']}")
+    picked = next(iter(sr.of_kind("batch")[-1:]), None)
+    if picked:
+        items.append(f"batch {picked.get('chosen')} per GPU, picked by the study ({picked.get('why')})")
     if advice is not None and not isinstance(advice, str):
         items.append(f"advice: run **{advice.strategy}** on GPUs **{','.join(map(str, advice.placement))}** "
                      f"({advice.reasons[0]})")
@@ -345,7 +384,6 @@ def _busbw(doc: Document, c: StudyConfig, colls, figs: _Figs, imported=()) -> No
                        ylabel=f"{metric.replace('_gbps', '')} (GB/s)")
     s.figure(p, f"{metric.replace('_gbps', '')} against message size, one panel per collective, one line per fabric"
                 + (f" ({note})" if note else ""))
-    base = c.fabrics[0]
     fabs = [f for f in c.fabrics if any(r["fabric"] == f for r in ok)]
     fabs += list(dict.fromkeys(r["fabric"] for r in imported if r in ok))
     # one small table per op (rows: sizes; columns: fabrics, then each one's ratio to the first): the
@@ -356,8 +394,8 @@ def _busbw(doc: Document, c: StudyConfig, colls, figs: _Figs, imported=()) -> No
         rows = []
         for dt, size in sorted({(r["dtype"], r["bytes"]) for r in ok if r["op"] == op}):
             vs = [val.get((op, dt, size, f)) for f in fabs]
-            rows.append([_size(size), dt, *vs, *[(v / vs[0]) if (v and vs[0]) else None for v in vs[1:]]])
-        s.table(["size", "dtype", *[f"{f} GB/s" for f in fabs], *[f"{f} ÷ {base}" for f in fabs[1:]]], rows,
+            rows.append([_size(size), dt, *vs, *[fmt_ratio(slower(vs[0], v)) for v in vs[1:]]])
+        s.table(["size", "dtype", *[f"{f} GB/s" for f in fabs], *[f"{f} N× slower than {fabs[0]}" for f in fabs[1:]]], rows,
                 caption=f"{op}: {short} per size and fabric (median over the timed iterations)")
     if note:
         s.text(note + ".")
@@ -426,13 +464,12 @@ def _memory(doc: Document, c: StudyConfig, trains, estimate, figs: _Figs) -> Non
     top = max((v for vs in series.values() for v in vs if v is not None), default=0.0)  # GiB
     unit, divisor = byte_unit(top * 2**30)
     series = {k: [None if v is None else v * 2**30 / divisor for v in vs] for k, vs in series.items()}
-    figures.grouped_bars(list(c.strategies), series, p, title=f"memory per GPU ({base})", ylabel=unit,
-                         value_fmt="{:.3g}")
+    figures.grouped_bars(list(c.strategies), series, p, title=f"memory per GPU ({base})", ylabel=unit)
     s.figure(p, "memory per GPU per strategy: the estimate's staircase, and the measured peaks where a GPU "
                 "reports them")
     s.table(["strategy", "status", "states est. MiB", "activations est. MiB", "total est. MiB",
              "peak allocated MiB", "peak reserved MiB", "allocated / estimate"], rows, status_col=1,
-            caption=f"per GPU, {c.world_size} rank(s), batch {c.batch_size} per rank, on fabric {base}")
+            caption=f"per GPU, {c.world_size} rank(s), batch {_batch(trains, c)} per rank, on fabric {base}")
     if c.device == "cpu":
         s.text("CPU ranks report no device memory: only the estimate is shown. On GPUs the measured peaks "
                "(torch.cuda.max_memory_allocated/reserved) stand beside it.")
@@ -441,36 +478,42 @@ def _memory(doc: Document, c: StudyConfig, trains, estimate, figs: _Figs) -> Non
 # -- throughput -----------------------------------------------------------------------------------------------
 def _throughput(doc: Document, c: StudyConfig, trains, figs: _Figs) -> None:
     s = doc.section("Throughput per strategy per fabric",
-                    intro="samples/s = global batch × timed steps / Σ step times (steps after the warm-up, each "
-                          "the slowest rank's). The communication columns come from each run's trace.")
+                    intro="samples/s = global batch / median step time (steps after the warm-up, each the "
+                          "slowest rank's), per run; each (strategy, fabric) is the median over its runs in "
+                          "fresh processes, with the run-to-run 95% interval. Overlapping intervals are a tie. "
+                          "The communication columns come from the last run's trace.")
     th = _throughputs(trains)
     if not th:
         s.text("No train unit finished (see “Reproduce”).")
         return
     base = c.fabrics[0]
+    figs_by = {(f.strategy, f.fabric): f for f in repeats.figures(trains)}
     p = figs.path("throughput")
-    figures.grouped_bars(list(c.strategies), {f: [_sps(th.get((st, f))) for st in c.strategies] for f in c.fabrics},
-                         p, title="samples/s per strategy, per fabric", ylabel="samples/s")
+    figures.grouped_bars(list(c.strategies), {f: [getattr(figs_by.get((st, f)), "samples_per_s", None)
+                                                  for st in c.strategies] for f in c.fabrics},
+                         p, title="samples/s per strategy, per fabric (median over runs)", ylabel="samples/s")
     s.figure(p, "throughput per strategy, one bar per fabric (higher is better)")
     rows = []
     for st in c.strategies:
         for f in c.fabrics:
             r = th.get((st, f))
+            fg = figs_by.get((st, f))
             if r is None:
-                rows.append([st, f, "not run", None, None, None, None, None, None, None])
+                rows.append([st, f, "not run", None, None, None, None, None, None, None, None])
                 continue
             comm = r.get("comm") or {}
             tl = comm.get("timeline") or {}
-            b = th.get((st, base))
-            rel = (_sps(r) / _sps(b)) if (_sps(r) and _sps(b)) else None
-            stt = r.get("step_time") or {}
-            rows.append([st, f, r.get("status"), _sps(r), (r.get("throughput") or {}).get("tokens_per_s"),
-                         stt.get("median_s") * 1e3 if stt.get("median_s") else None, stt.get("cv"), rel,
-                         _mib(comm.get("total_bytes_per_step")), tl.get("exposed_fraction")])
-    s.table(["strategy", "fabric", "status", "samples/s", "tokens/s", "median step ms", "cv", f"vs {base}",
-             "comm MiB/step", "exposed comm"], rows, status_col=2)
-    msgs = [f"{r['strategy']} @ {r.get('fabric')}: {r.get('status')}: {r.get('message')}" for r in trains
-            if r.get("message")]
+            b = figs_by.get((st, base))
+            rel = (fg.samples_per_s / b.samples_per_s) if (fg and b and fg.samples_per_s and b.samples_per_s) else None
+            ci = f"{fg.ci95[0]:.4g}-{fg.ci95[1]:.4g}" if fg and fg.ci95 else "-"
+            rows.append([st, f, r.get("status"), fg.samples_per_s if fg else _sps(r), ci, fg.runs if fg else 1,
+                         fg.step_s * 1e3 if fg else None, rel, _mib(comm.get("total_bytes_per_step")),
+                         tl.get("exposed_fraction"), fg.gpu_busy_fraction if fg else r.get("gpu_busy_fraction")])
+    s.table(["strategy", "fabric", "status", "samples/s", "95% CI", "runs", "median step ms", f"vs {base}",
+             "comm MiB/step", "exposed comm", "GPU busy"], rows, status_col=2)
+    notes = [f"{f.strategy} @ {f.fabric}: {f.host_bound}" for f in figs_by.values() if f.host_bound]
+    msgs = notes + [f"{r['strategy']} @ {r.get('fabric')}: {r.get('status')}: {r.get('message')}" for r in trains
+                    if r.get("message")]
     if msgs:
         s.bullets(msgs)
 
@@ -478,7 +521,7 @@ def _throughput(doc: Document, c: StudyConfig, trains, figs: _Figs) -> None:
 # -- relate ---------------------------------------------------------------------------------------------------
 def _relate_section(doc: Document, relate, figs: _Figs) -> None:
     s = doc.section("Bandwidth against slowdown (relate)",
-                    intro="Does the busbw drop explain the training slowdown? The model is calibrated on the "
+                    intro="Does a slower busbw explain a slower step? The model is calibrated on the "
                           "reference fabric alone and predicts every other fabric from its sweep and the "
                           "strategy's trace.")
     if relate is None:
@@ -492,18 +535,20 @@ def _relate_section(doc: Document, relate, figs: _Figs) -> None:
         from fabricbench.relating.plot import plot_relate
 
         plot_relate(relate, p)
-        s.figure(p, "step-time slowdown against the busbw drop at the sizes each strategy sends: filled observed, "
+        s.figure(p, "step N× slower against busbw N× slower at the sizes each strategy sends: filled observed, "
                     "hollow predicted; y = x is a step made only of communication")
     s.code(_split_top(relate.formula))
-    rows = [[r.strategy, r.fabric, r.busbw_ratio, r.observed_step_s * 1e3 if r.observed_step_s else None,
-             r.predicted_step_s * 1e3 if r.predicted_step_s else None, r.observed_slowdown, r.predicted_slowdown,
+    rows = [[r.strategy, r.fabric, fmt_ratio(1 / r.busbw_ratio) if r.busbw_ratio else None, r.observed_step_s * 1e3 if r.observed_step_s else None,
+             r.predicted_step_s * 1e3 if r.predicted_step_s else None, fmt_ratio(r.observed_slowdown),
+             fmt_ratio(r.predicted_slowdown),
              r.residual, r.exposed_fraction, ", ".join(r.flags) or "-"]
             for r in relate.rows]
     if rows:
-        s.table(["strategy", "fabric", "busbw ratio", "obs. step ms", "pred. step ms", "obs. slowdown",
-                 "pred. slowdown", "residual", "e", "flags"], rows,
-                caption=f"reference fabric: {relate.reference}; busbw ratio = busbw here ÷ on the reference at "
-                        f"the sizes the strategy sends; residual = predicted ÷ observed − 1")
+        s.table(["strategy", "fabric", "busbw N× slower", "obs. step ms", "pred. step ms", "obs. step N× slower",
+                 "pred. step N× slower", "residual", "e", "flags"], rows,
+                caption=f"reference fabric: {relate.reference}; busbw N× slower = busbw on the reference ÷ here "
+                        f"at the sizes the strategy sends; step N× slower = step here ÷ on the reference; "
+                        f"residual = predicted ÷ observed − 1")
     else:
         s.text(f"No strategy could be related (reference fabric {relate.reference}):")
     if relate.problems:
@@ -532,7 +577,7 @@ def _smaller_jobs(s: Section, c: StudyConfig, machine, records) -> None:
     topo = (machine or {}).get("topology")
     if not topo or len(c.gpus) < 3 or topo.get("uniform"):
         return
-    from fabricbench.advise.placement import rank_placements
+    from fabricbench.topology.ranking import rank_placements
     from fabricbench.topology.model import Topology
 
     t = Topology.from_dict(topo)

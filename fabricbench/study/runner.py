@@ -11,7 +11,6 @@ the rest. A fabric that cannot be applied here (shaped without root) makes its u
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 import uuid
@@ -23,7 +22,8 @@ from fabricbench import jobs
 from fabricbench.errors import FabricbenchError, FabricWaived, UsageError
 from fabricbench.fabrics import get_fabric
 from fabricbench.fabrics.model import Fabric
-from fabricbench.jobs import secrets, signals
+from fabricbench import procs
+from fabricbench.jobs import secrets, store
 from fabricbench.progress import Progress
 from fabricbench.results import ResultWriter, header
 from fabricbench.study import records as study_records
@@ -55,6 +55,8 @@ def fabric_of(config: StudyConfig, name: str | None) -> Fabric | None:
 def prepare(config: StudyConfig, *, resume: bool) -> study_records.StudyRecords:
     """Refuse to mix studies: a directory with results needs --resume, and --resume the same settings."""
     out = Path(config.out)
+    if resume:  # a torn last line (a killed study) is cut off with a warning; its unit runs again
+        store.repair(out / study_records.RESULTS)
     existing = study_records.load(out, must_exist=False)
     if not resume:
         if (out / study_records.RESULTS).exists():
@@ -91,7 +93,7 @@ def run_units(config: StudyConfig, units: list[Unit], *, resume: bool, echo: Cal
     # progress None: a bar on a terminal, a line now and then in a log (fabricbench/progress.py)
     bar = Progress("study", total=len(units), quiet=progress is False)
     try:
-        with signals.terminated_as_interrupt(), bar:
+        with procs.terminated_as_interrupt(), bar:
             for unit in units:
                 if unit.name in done:
                     results.append(UnitRun(unit=unit, status="skipped", message="recorded ok earlier"))

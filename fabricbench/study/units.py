@@ -15,12 +15,14 @@ import math
 import os
 import shlex
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 from fabricbench.registry import Registry
 from fabricbench.study.config import DEFAULT_SIZES, SWEEP_OPS, StudyConfig
+from fabricbench.training import repeats
 
 # Unit statuses. A unit recorded with one of DONE is not run again by --resume: "oom" and "flagged" are
 # measured outcomes (rerunning would measure the same); error, timeout, waived and interrupted rerun.
@@ -34,6 +36,7 @@ class Unit:
     kind: str  # a UNIT_KINDS name
     fabric: str | None = None  # the fabric it runs under; None: no collective runs (machine, estimate, relate)
     strategy: str | None = None  # train units
+    repeat: int = 1  # train units: the round (1: the first run of this strategy on this fabric)
     estimate_s: float = 0.0  # rough expected duration (for --dry-run and the progress bar)
 
     @property
@@ -49,6 +52,7 @@ class Context:
     config: StudyConfig
     out_dir: Path
     records: list[dict[str, Any]] = field(default_factory=list)  # latest attempt of every finished unit
+    started: float = field(default_factory=time.monotonic)  # when this run of the study began (repeat budget)
 
     def unit_file(self, unit: Unit, suffix: str = ".jsonl") -> Path:
         return self.out_dir / "units" / f"{unit.slug}{suffix}"
@@ -148,7 +152,7 @@ def _machine_collect(unit: Unit, ctx: Context, children) -> Outcome:
 # -- estimate: model-state bytes per GPU per strategy ----------------------------------------------------------
 def _estimate_commands(unit: Unit, ctx: Context):
     c = ctx.config
-    return [fb("estimate", *_model_args(c), "--num-gpus", str(c.world_size), "--batch-size", str(c.batch_size),
+    return [fb("estimate", *_model_args(c), "--num-gpus", str(c.world_size), "--batch-size", str(batch_of(ctx)),
                *c.shape_args, "--json")], {}
 
 
@@ -163,21 +167,82 @@ def _estimate_collect(unit: Unit, ctx: Context, children) -> Outcome:
 
 
 # -- train: one strategy on one fabric, with its communication trace ------------------------------------------
-def _train_supports(option: str) -> bool:
-    from fabricbench.cli.train import train
-
-    return any(option in p.opts for p in train.params)
-
-
 def _train_commands(unit: Unit, ctx: Context):
     c = ctx.config
+    if unit.repeat > c.min_rounds:
+        enough = _enough_runs(unit, ctx)
+        if enough:
+            return [], {"waived": enough}
     argv = fb("train", "--strategy", str(unit.strategy), *_model_args(c), *_placement_args(c),
-              "--steps", str(c.steps), "--warmup-steps", str(c.warmup_steps), "--batch-size", str(c.batch_size),
-              *c.shape_args, "--fabric", str(unit.fabric),
+              "--steps", str(c.steps), "--warmup-steps", str(c.warmup_steps), "--batch-size", str(batch_of(ctx)),
+              *c.shape_args, "--fabric", str(unit.fabric), "--repeats", "1",
+              "--target-ci", f"{c.target_ci or 0:g}", *(["--max-steps", str(c.max_steps)] if c.max_steps else []),
               "--timeout", f"{c.train_timeout_s:g}", "--out", str(ctx.unit_file(unit)))
-    if c.precision and _train_supports("--precision"):
+    if c.precision:
         argv[-2:-2] = ["--precision", c.precision]
     return [argv], {}
+
+
+def _enough_runs(unit: Unit, ctx: Context) -> str | None:
+    """Why a repeat past the minimum is not needed (the run-to-run CI is within target, the budget is
+    spent, or an earlier run did not end ok); None: run it."""
+    c = ctx.config
+    mine = [r for r in ctx.records if r.get("kind") == "train" and r.get("strategy") == unit.strategy
+            and (r.get("fabric") or "default") == unit.fabric]
+    if not mine or mine[-1].get("status") not in repeats.OK:
+        return f"not repeated: the last run of {unit.strategy} @ {unit.fabric} did not end ok"
+    fig = next(iter(repeats.figures(mine)), None)
+    if fig is not None and fig.interval == "run-to-run" and c.target_ci and fig.ci95_rel is not None \
+            and fig.ci95_rel <= c.target_ci:
+        return f"not needed: {fig.runs} runs give a 95% CI of ±{fig.ci95_rel:.1%}, within --target-ci {c.target_ci:g}"
+    if time.monotonic() - ctx.started > c.repeat_budget_s:
+        return f"not run: the study's repeat budget ({c.repeat_budget_s:g} s) is spent"
+    return None
+
+
+def batch_of(ctx: Context) -> int:
+    """The per-GPU batch: the study's --batch-size, else the one the batch unit picked (8 if it failed)."""
+    if ctx.config.batch_size is not None:
+        return int(ctx.config.batch_size)
+    picked = [r for r in ctx.records if r.get("kind") == "batch" and isinstance(r.get("chosen"), int)]
+    return picked[-1]["chosen"] if picked else FALLBACK_BATCH
+
+
+FALLBACK_BATCH = 8
+
+
+# -- batch: on GPUs without --batch-size, the batch that keeps the GPU busy ------------------------------------
+def _batch_commands(unit: Unit, ctx: Context):
+    c = ctx.config
+    argv = [sys.executable, "-m", "fabricbench.training.batch", *_model_args(c), "--gpu", str(c.gpus[0]),
+            *c.shape_args, *(["--precision", c.precision] if c.precision else [])]
+    return [argv], {}
+
+
+def _batch_collect(unit: Unit, ctx: Context, children) -> Outcome:
+    rc, out, err, _ = children[-1]
+    doc = _last_json(out)
+    if rc != 0 or doc is None:
+        return _failure(children, "batch pick")
+    from fabricbench.results.schema import header
+
+    return Outcome(status="ok", records=[{**header("batch", run_id=""), **doc}],
+                   message=f"batch {doc.get('chosen')} per GPU ({doc.get('why')})")
+
+
+# -- summary: rankings with ties, slowdowns with intervals, host-bound notes ------------------------------------
+def _summary_commands(unit: Unit, ctx: Context):
+    return [fb("report", str(ctx.out_dir), "--json")], {}
+
+
+def _summary_collect(unit: Unit, ctx: Context, children) -> Outcome:
+    rc, out, err, _ = children[-1]
+    doc = _last_json(out)
+    if rc != 0 or doc is None:
+        return _failure(children, "summary")
+    from fabricbench.results.schema import header
+
+    return Outcome(status="ok", records=[{**header("summary", run_id=""), **doc}])
 
 
 def _train_collect(unit: Unit, ctx: Context, children) -> Outcome:
@@ -332,5 +397,9 @@ for _k in (
              commands=_scaling_commands, collect=_scaling_collect, timeout_s=lambda c: c.sweep_timeout_s),
     UnitKind(name="relate", description="predicted against observed slowdown per fabric",
              commands=_relate_commands, collect=_relate_collect, timeout_s=lambda c: 300.0),
+    UnitKind(name="batch", description="the per-GPU batch that keeps the GPU busy (doubling, out of memory probed)",
+             commands=_batch_commands, collect=_batch_collect, timeout_s=lambda c: 600.0),
+    UnitKind(name="summary", description="rankings (ties within noise), slowdowns with intervals, host-bound",
+             commands=_summary_commands, collect=_summary_collect, timeout_s=lambda c: 120.0),
 ):
     UNIT_KINDS.register(_k.name, _k)

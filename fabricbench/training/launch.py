@@ -6,7 +6,8 @@ For every strategy: "waived" when it cannot run here (DeepSpeed missing), else o
 (`python -m torch.distributed.run`, one process per GPU, the fabric's environment) of
 fabricbench/training/worker.py, run as a job (fabricbench/jobs): each rank reports its start-up and every
 step over the job's channel, so a rank silent for --timeout s is named ("rank 1 stopped answering") and
-every process is killed then, not when a whole-run limit runs out. The ranks' files are joined into one kind "train" record:
+every process is killed then, not when a whole-run limit runs out. The ranks' files are joined into one
+kind "train" record:
 - status "ok"; "error" when a rank failed or when what ran is not the strategy asked for (verify.py; the
   message says what actually ran), never a result; "oom" with the estimate beside it; "flagged" when the
   loss did not fall; "waived" with the reason.
@@ -23,6 +24,7 @@ import math
 import os
 import socket
 import sys
+import time
 import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -34,17 +36,21 @@ from fabricbench.errors import UsageError
 from fabricbench.fabrics import get_fabric
 from fabricbench.jobs.secrets import write_private
 from fabricbench.measuring.config import PROCS_PER_CORE, cores
+from fabricbench.progress import Progress
 from fabricbench.results import ResultWriter, header
 from fabricbench.results.context import package_version
 from fabricbench.results.schema import UNSET, TrainResult
-from fabricbench.training import data, estimate, metrics, models, trace, verify
+from fabricbench.training import data, estimate, metrics, models, repeats, trace, verify
 from fabricbench.training.strategies import PRECISIONS, STRATEGIES, default_precision
 from fabricbench.training.strategies.base import accelerate_precision
 
 LIBRARIES = ("torch", "accelerate", "transformers", "deepspeed")
 MAX_STEPS = 100_000  # optimizer steps per strategy
-STARTUP_S = 600.0  # start-up (torchrun, imports, building the model) may take this long even with a short --timeout
+STARTUP_S = 600.0  # start-up (torchrun, imports, building the model) may take this long, even with a short
+# --timeout
 MAX_TRACE_STEPS = 20  # profiled steps: a profile grows with every step and is read in memory
+DEFAULT_MAX_STEPS = 40  # steps in all with a target CI, unless --max-steps says otherwise
+MAX_REPEATS = 50
 
 
 @dataclass(kw_only=True)
@@ -55,9 +61,18 @@ class TrainConfig:
     model_path: str | None = None  # a folder of local pretrained weights
     device: str = "cuda"  # "cuda" (one process per GPU in `gpus`) or "cpu" (gloo, `nprocs` processes)
     gpus: tuple[int, ...] = ()  # device ordinals, rank order
-    nprocs: int = 1  # processes on this node when device == "cpu"
-    steps: int = 8  # optimizer steps in all, warm-up included
+    nprocs: int = 1  # processes on this node: device "cpu"; on "cuda" with backend gloo, ranks over `gpus`
+    # round robin (several ranks on one GPU: the one-GPU lab); on "cuda" with nccl one per GPU
+    backend: str | None = None  # None: nccl on cuda, gloo on cpu; "gloo" on cuda for the one-GPU lab
+    steps: int = 8  # optimizer steps at least, warm-up included
     warmup_steps: int = 3  # steps left out of the timing
+    target_ci: float | None = 0.03  # go on stepping (and repeating) until the median's 95% CI half-width is
+    # within this fraction of it; None: exactly `steps` steps and `repeats` (or 1) runs
+    max_steps: int | None = None  # cap on steps with target_ci (None: max(steps, DEFAULT_MAX_STEPS))
+    repeats: int | None = None  # runs of each strategy in fresh processes; None: MIN_REPEATS, then more until
+    # the run-to-run CI is within target_ci (at most max_repeats, within time_budget_s)
+    max_repeats: int = 6
+    time_budget_s: float = 1800.0  # no repeat beyond the minimum starts after this many seconds
     batch_size: int = 8  # samples per GPU (per process) per step
     seq_len: int = 512  # tokens per sample (causal LM)
     image_size: int = 224  # pixels per side (image classification)
@@ -76,7 +91,28 @@ class TrainConfig:
 
     @property
     def procs_per_node(self) -> int:
-        return len(self.gpus) if self.device == "cuda" else self.nprocs
+        if self.device == "cuda":
+            return max(self.nprocs, len(self.gpus)) if self.run_backend == "gloo" else len(self.gpus)
+        return self.nprocs
+
+    @property
+    def run_backend(self) -> str:
+        return self.backend or ("nccl" if self.device == "cuda" else "gloo")
+
+    @property
+    def rank_gpus(self) -> list[int]:
+        """The GPU of each local rank (round robin over `gpus`); [] on CPU."""
+        if self.device != "cuda" or not self.gpus:
+            return []
+        return [self.gpus[i % len(self.gpus)] for i in range(self.procs_per_node)]
+
+    @property
+    def step_cap(self) -> int:
+        return self.steps if not self.target_ci else max(self.steps, self.max_steps or DEFAULT_MAX_STEPS)
+
+    @property
+    def min_repeats(self) -> int:
+        return self.repeats if self.repeats is not None else repeats.MIN_REPEATS
 
     @property
     def world_size(self) -> int:
@@ -117,6 +153,24 @@ class TrainConfig:
                              f"({', '.join(ds)}); use bf16 or fp32 there")
         if not 0 <= self.trace_steps <= MAX_TRACE_STEPS:
             raise UsageError(f"--trace-steps {self.trace_steps}: 0 (no trace) to {MAX_TRACE_STEPS}")
+        if self.backend is not None and self.backend not in ("nccl", "gloo"):
+            raise UsageError(f"--backend {self.backend}: choose nccl or gloo")
+        if self.device == "cpu" and self.run_backend != "gloo":
+            raise UsageError("--backend nccl needs --device cuda; CPU ranks talk over gloo")
+        if self.device == "cuda" and self.run_backend == "nccl" and self.nprocs > max(1, len(self.gpus)):
+            raise UsageError(f"--nprocs {self.nprocs} on {len(self.gpus)} GPU(s): NCCL refuses two ranks on one "
+                             f"GPU (\"Duplicate GPU detected\"); add --backend gloo for a lab of several ranks "
+                             f"per GPU, or name one GPU per rank with --gpus")
+        if self.target_ci is not None and not (math.isfinite(self.target_ci) and 0 < self.target_ci < 1):
+            raise UsageError(f"--target-ci {self.target_ci}: a fraction between 0 and 1, e.g. 0.03")
+        if self.max_steps is not None and self.max_steps < self.steps:
+            raise UsageError(f"--max-steps {self.max_steps} is below --steps {self.steps}")
+        if self.repeats is not None and not 1 <= self.repeats <= MAX_REPEATS:
+            raise UsageError(f"--repeats {self.repeats}: 1 to {MAX_REPEATS}")
+        if not 1 <= self.max_repeats <= MAX_REPEATS:
+            raise UsageError(f"--max-repeats {self.max_repeats}: 1 to {MAX_REPEATS}")
+        if not (math.isfinite(self.time_budget_s) and self.time_budget_s > 0):
+            raise UsageError(f"--time-budget {self.time_budget_s}: seconds, positive")
         if self.device == "cpu" and self.nprocs < 1:
             raise UsageError(f"--nprocs {self.nprocs}: need at least 1 process")
         if self.device == "cpu" and self.nprocs > PROCS_PER_CORE * cores():
@@ -143,6 +197,15 @@ class TrainConfig:
         get_fabric(self.fabric)  # an unknown fabric fails before any model is built
 
 
+def _local_devices(config: TrainConfig) -> list[int] | None:
+    """The CUDA index (inside CUDA_VISIBLE_DEVICES) of each local rank, where ranks share GPUs; else None."""
+    ranks = config.rank_gpus
+    if len(set(ranks)) == len(ranks):
+        return None
+    visible = list(dict.fromkeys(config.gpus))
+    return [visible.index(g) for g in ranks]
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -157,7 +220,7 @@ def worker_env(config: TrainConfig) -> dict[str, str]:
     env.pop("ACCELERATE_USE_DEEPSPEED", None)  # the zero strategies set it themselves, in their processes
     env.setdefault("TOKENIZERS_PARALLELISM", "false")
     if config.device == "cuda":
-        env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, config.gpus))
+        env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, dict.fromkeys(config.gpus)))
     else:
         env["CUDA_VISIBLE_DEVICES"] = ""
         env["DS_ACCELERATOR"] = "cpu"  # DeepSpeed's CPU accelerator (gloo)
@@ -176,8 +239,10 @@ def launch_command(config: TrainConfig, spec_path: Path) -> list[str]:
             *procs.guard_argv("fabricbench.training.worker", str(spec_path))]
 
 
-def run_strategy(config: TrainConfig, name: str, resolved: models.ResolvedModel, psi: int) -> dict[str, Any]:
-    """One strategy in fresh processes -> the record body (without the header)."""
+def run_strategy(config: TrainConfig, name: str, resolved: models.ResolvedModel, psi: int, *,
+                 on_progress=None) -> dict[str, Any]:
+    """One strategy in fresh processes -> the record body (without the header); `on_progress(who, data)`
+    sees each rank's steps (jobs.run)."""
     strategy = STRATEGIES.get(name)
     body = _base_body(config, name, resolved, psi)
     why = strategy.unavailable()
@@ -187,7 +252,8 @@ def run_strategy(config: TrainConfig, name: str, resolved: models.ResolvedModel,
     body.update(fabric_env=fabric.public_variables, shaped_rate_bps=fabric.rate_bps)
     first = config.node_rank * config.procs_per_node
     with jobs.workspace(f"train-{name}") as run_dir:  # removed on Ctrl-C/SIGTERM too; after a SIGKILL, next start
-        spec = {**asdict(config), "strategy": name, "run_dir": str(run_dir), "fabric": fabric.name}
+        spec = {**asdict(config), "strategy": name, "run_dir": str(run_dir), "fabric": fabric.name,
+                "max_steps": config.step_cap, "backend": config.backend, "local_devices": _local_devices(config)}
         spec.pop("strategies")
         spec.pop("extra_env")  # the environment reaches the ranks as their environment only
         spec_path = run_dir / "spec.json"
@@ -196,8 +262,9 @@ def run_strategy(config: TrainConfig, name: str, resolved: models.ResolvedModel,
         # torchrun in its own process group, dead with us; a rank silent for --timeout s, the budget or
         # Ctrl-C/SIGTERM end torchrun and its ranks before this returns or raises.
         res = jobs.run(launch_command(config, spec_path), workspace=run_dir, env=worker_env(config), fabric=fabric,
-                       stall_s=config.timeout_s, startup_s=max(config.timeout_s, STARTUP_S), budget_s=config.budget_s,
-                       expect=[f"rank {first + r}" for r in range(config.procs_per_node)])
+                       stall_s=config.timeout_s, startup_s=max(config.timeout_s, STARTUP_S),
+                       budget_s=config.budget_s,
+                       expect=[f"rank {first + r}" for r in range(config.procs_per_node)], on_progress=on_progress)
         for w in res.warnings:
             print(f"warning: {w}", file=sys.stderr)
         if res.waived:
@@ -307,6 +374,7 @@ def _base_body(config: TrainConfig, name: str, resolved: models.ResolvedModel, p
         "image_size": config.image_size if resolved.task == models.IMAGE_CLS else None,
         "tokens_per_sample": tps, "device": config.device,
         "gpus": list(config.gpus) if config.device == "cuda" else [], "nranks": config.world_size,
+        "rank_gpus": config.rank_gpus, "backend": config.run_backend,
         "nnodes": config.nnodes, "steps": config.steps, "warmup_steps": config.warmup_steps,
         "lr": config.lr, "optimizer": "AdamW (fused on GPU)",
         "precision": precision, "mixed_precision": accelerate_precision(precision),
@@ -349,15 +417,24 @@ def join_ranks(config: TrainConfig, name: str, ranks: list[dict[str, Any]], *, r
                               for k in ("params", "grads", "optimizer")})
     if problems:
         return {**out, "status": "error", "message": "strategy check failed: " + "; ".join(problems)}
-    per_step = [max(r["step_times_s"][i] for r in ranks) for i in range(config.steps)]
+    n_steps = min(len(r["step_times_s"]) for r in ranks)  # equal: rank 0's stopping rule is broadcast
+    per_step = [max(r["step_times_s"][i] for r in ranks) for i in range(n_steps)]
     timed = per_step[config.warmup_steps:]
-    out["step_time"] = {**metrics.step_stats(timed), "timed_steps": len(timed), "rule": "slowest rank per step"}
+    out["step_time"] = {**metrics.step_stats(timed, first_index=config.warmup_steps), "timed_steps": len(timed),
+                        "rule": "slowest rank per step", "target_ci": config.target_ci,
+                        "converged": None}
+    if config.target_ci:
+        ci = out["step_time"]["ci95_rel"]
+        out["step_time"]["converged"] = ci is not None and ci <= config.target_ci
     out["step_times_s"] = per_step
+    if r0.get("nccl"):
+        out["nccl"] = r0["nccl"]
     if config.trace_steps:
         out["comm"] = trace.join([r.get("comm") or {"error": "no trace in the rank file"} for r in ranks],
                                  backend=r0.get("backend") or ("nccl" if config.device == "cuda" else "gloo"),
                                  world_size=r0["world_size"], sends=strategy.textbook_sends, psi=psi,
                                  precision=config.run_precision, timed_step_s=out["step_time"]["median_s"])
+    out["gpu_busy_fraction"] = _busy(out.get("comm"), config)
     losses = r0["losses"]
     out.update(first_loss=losses[0], last_loss=losses[-1], losses=losses,
                loss_decreased=losses[-1] < losses[0])
@@ -366,30 +443,75 @@ def join_ranks(config: TrainConfig, name: str, ranks: list[dict[str, Any]], *, r
     return out
 
 
+def _busy(comm: Any, config: TrainConfig) -> float | None:
+    """Kernel time over step time in the profiled steps (trace.py's timeline, mean over ranks); None on CPU
+    or without a trace. Ranks sharing one GPU each see every rank's kernels, so there it is the GPU's own
+    busy fraction, as nvidia-smi would give it."""
+    tl = (comm or {}).get("timeline") if isinstance(comm, dict) else None
+    if config.device != "cuda" or not isinstance(tl, dict):
+        return None
+    return tl.get("busy_fraction")
+
+
 def _max(values: list[Any]) -> Any:
     vals = [v for v in values if v is not None]
     return max(vals) if vals else None
 
 
-def run(config: TrainConfig, writer: ResultWriter, *, echo: Any = None) -> list[dict[str, Any]]:
-    """Every strategy of `config`, a record each, written as it ends."""
+def run(config: TrainConfig, writer: ResultWriter, *, echo: Any = None, quiet: bool = False) -> list[dict[str, Any]]:
+    """Every strategy of `config` in rounds of fresh processes, a record per run, written as it ends.
+
+    Rounds interleave the strategies (A B C A B C, never A A A B B B), so that a drift of the machine hits
+    all alike. After min_repeats rounds a strategy whose run-to-run CI (repeats.py) is within target_ci,
+    or whose run did not end ok (an oom or a waiver repeats itself), runs no more; the others go on up to
+    max_repeats rounds while time_budget_s lasts. With `repeats` given, exactly that many rounds.
+    Progress (each rank's step) goes to stderr unless quiet (fabricbench/progress.py)."""
     config.validate()
     resolved = models.resolve(name=config.model, config_file=config.model_config, path=config.model_path)
     data.check(task=resolved.task, config=resolved.config, dataset=config.dataset, seq_len=config.seq_len,
                world=config.world_size)  # a dataset that cannot feed the ranks fails here, not in every rank
     psi = models.count_params(resolved)
     run_id = uuid.uuid4().hex[:12]
-    records = []
-    for name in config.strategies:
-        result = TrainResult.from_dict(run_strategy(config, name, resolved, psi))
-        result.context = header("train", run_id=run_id, fabric=config.fabric)
-        _add_throughput(result, psi)
-        record = result.to_dict()  # the one place a train result becomes a dict
-        writer.write(record)
-        records.append(record)
-        if echo is not None:
-            echo(record)
+    records: list[dict[str, Any]] = []
+    t0 = time.monotonic()
+    todo = list(config.strategies)
+    rnd = 0
+    # the number of rounds is decided as they go: the bar counts runs and names each rank's step
+    with Progress("train", total=None, quiet=quiet) as bar:
+        while todo:
+            rnd += 1
+            for name in todo:
+                label = f"{name} (round {rnd})" if rnd > 1 else name
+                bar.update(item=f"{label}: starting")
+                body = run_strategy(config, name, resolved, psi, on_progress=_steps(bar, config, label))
+                result = TrainResult.from_dict({**body, "repeat": rnd})
+                result.context = header("train", run_id=run_id, fabric=config.fabric)
+                _add_throughput(result, psi)
+                record = result.to_dict()  # the one place a train result becomes a dict
+                note = repeats.host_bound_note(record.get("gpu_busy_fraction"))
+                if note:
+                    record["host_bound"] = note
+                writer.write(record)
+                records.append(record)
+                bar.advance(item=f"{label}: {record.get('status')}")
+                if echo is not None:  # on a terminal the bar stays below what echo prints
+                    echo(record)
+            todo = repeats.still_to_run(config, records, round_=rnd, elapsed_s=time.monotonic() - t0)
     return records
+
+
+def _steps(bar: Progress, config: TrainConfig, label: str):
+    """A rank's progress message -> the bar's text: each rank's step, or the phase it is in."""
+    seen: dict[str, int] = {}
+
+    def on_progress(who: str, data: dict[str, Any]) -> None:
+        if isinstance(data.get("step"), int):
+            seen[who] = data["step"]
+            ranks = ", ".join(f"{w.replace('rank ', 'r')} {s}/{config.steps}" for w, s in sorted(seen.items()))
+            bar.update(item=f"{label}: step {ranks}")
+        elif data.get("phase"):
+            bar.update(item=f"{label}: {who} {data['phase']}")
+    return on_progress
 
 
 def _add_throughput(result: TrainResult, psi: int) -> None:

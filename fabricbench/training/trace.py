@@ -28,7 +28,9 @@ synchronised at both ends, so the step's kernels lie inside it):
   (on CPU, autograd runs backward on that thread too); exposed = comm minus compute. On a machine with
   fewer cores than ranks × threads the comm thread competes with compute for a core; the figure is what
   the timeline shows, not a measure of the wire alone.
-Both count the time a collective waits for a late peer as communication, as NCCL's kernels do.
+Both count the time a collective waits for a late peer as communication, as NCCL's kernels do. On GPU
+busy_s is the union of every kernel: busy_fraction = busy_s / step_s is the record's gpu_busy_fraction
+(below 0.5 the step is host-bound: it measures the host's launch rate, and hides a fabric's effect).
 
 Textbook volume: `Strategy.textbook_sends` (fabricbench/training/strategies), in S per step in units
 of Ψ·b, b = 2 bytes for bf16/fp16 and 4 for fp32 (the ZeRO paper's accounting): DDP all-reduces Ψ
@@ -276,6 +278,7 @@ def timeline(events: list[dict[str, Any]], *, device_type: str) -> dict[str, Any
         is_comm = [("nccl" in e["name"].lower()) for e in kernels]
         comm = _union((e["ts"], e["ts"] + e["dur"]) for e, c in zip(kernels, is_comm) if c)
         compute = _union((e["ts"], e["ts"] + e["dur"]) for e, c in zip(kernels, is_comm) if not c)
+        busy = _union((e["ts"], e["ts"] + e["dur"]) for e in kernels)
         source = "cuda kernels"
     else:
         marks = [e for e in events if e.get("name") == STEP_MARK and e.get("ph") == "X"]
@@ -284,13 +287,17 @@ def timeline(events: list[dict[str, Any]], *, device_type: str) -> dict[str, Any
                       if e.get("ph") == "X" and e.get("name", "").startswith("gloo:"))
         compute = _union((e["ts"], e["ts"] + e["dur"]) for e in events
                          if e.get("ph") == "X" and e.get("tid") in main and e.get("name", "").startswith("aten::"))
+        busy = []  # no GPU: the busy fraction of a GPU does not apply
         source = "cpu threads"
     rows = []
     for lo, hi in windows:
         c, k = _clip(comm, lo, hi), _clip(compute, lo, hi)
-        rows.append((_length(c), _minus(c, k), _length(k), hi - lo))
+        rows.append((_length(c), _minus(c, k), _length(k), hi - lo, _length(_clip(busy, lo, hi))))
     mean = [statistics.fmean(col) * 1e-6 for col in zip(*rows)]  # trace times are microseconds
-    return {"comm_s": mean[0], "exposed_s": mean[1], "compute_s": mean[2], "step_s": mean[3], "source": source}
+    out = {"comm_s": mean[0], "exposed_s": mean[1], "compute_s": mean[2], "step_s": mean[3], "source": source}
+    if device_type == "cuda":  # any kernel running: what the GPU-busy fraction counts (launch.py)
+        out["busy_s"] = mean[4]
+    return out
 
 
 def rank_summary(events: list[dict[str, Any]], *, device_type: str, world_size: int, steps: int,
@@ -362,6 +369,10 @@ def join(ranks: list[dict[str, Any]], *, backend: str, world_size: int, sends: d
     if lines and len(lines) == len(ranks):
         tl = {k: statistics.fmean(t[k] for t in lines) for k in ("comm_s", "exposed_s", "compute_s", "step_s")}
         tl["exposed_fraction"] = tl["exposed_s"] / tl["comm_s"] if tl["comm_s"] > 0 else None
+        if all("busy_s" in t for t in lines):  # the fraction of the step some kernel ran, mean over ranks
+            tl["busy_s"] = statistics.fmean(t["busy_s"] for t in lines)
+            tl["busy_fraction"] = statistics.fmean(t["busy_s"] / t["step_s"] for t in lines if t["step_s"] > 0) \
+                if any(t["step_s"] > 0 for t in lines) else None
         tl.update(source=lines[0]["source"], rule="mean over ranks of the per-step mean")
     return {
         "source": "profiler" if listed else "none", "backend": backend, "world_size": world_size,

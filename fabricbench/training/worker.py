@@ -3,7 +3,8 @@
     python -m torch.distributed.run --nproc-per-node 2 -m fabricbench.training.worker SPEC.json
 
 Builds the Accelerator of the strategy, a randomly initialised model, AdamW, and trains --steps steps on
-its batches, timing each step (device synchronised on both ends). Between backward and the optimizer
+its batches, timing each step (device synchronised on both ends); with a target CI it goes on until the
+median step's 95% CI is within it (at most max_steps). Between backward and the optimizer
 step of step 1 it counts what it holds (verify.py). After every step it rewrites <run_dir>/rank-<r>.json
 whole (a temporary file, then os.replace) with "status": "running" and the steps so far, so that a rank
 that dies later keeps them. Then --trace-steps more steps run under torch.profiler, untimed, for the
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from fabricbench.jobs import channel
+from fabricbench.measuring.stats import summarize
 from fabricbench.training import trace
 
 OOM_EXIT = 3
@@ -83,6 +85,55 @@ def _trace(one_step: Callable[[int], tuple[float, float]], *, steps: int, device
         return {"error": f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:300]}
 
 
+def nccl_loaded() -> dict[str, Any]:
+    """The NCCL this process loaded: torch's ncclGetVersion and the library's path from the process's own
+    memory map (never the NCCL_VERSION variable a container image sets, which names no library)."""
+    import torch
+
+    try:
+        v = torch.cuda.nccl.version()
+        version = ".".join(map(str, v)) if isinstance(v, tuple) else str(v)
+    except Exception as e:  # noqa: BLE001 - a torch without NCCL: say so, the run goes on
+        return {"version": None, "library": None, "note": f"{type(e).__name__}: {e}"[:200]}
+    path = None
+    try:
+        for line in Path("/proc/self/maps").read_text().splitlines():
+            if "libnccl" in line and "/" in line:
+                path = line[line.index("/"):].strip()
+                break
+    except OSError:
+        pass
+    return {"version": version, "library": path}
+
+
+def _more_steps(spec: dict[str, Any], *, rank: int, world: int, device: Any) -> Callable[[list[float]], bool]:
+    """Whether to run one more step after the minimum (spec "steps"): until the median's 95% CI of the
+    timed steps is within spec "target_ci" (as `sweep --adaptive` does), at most spec "max_steps" in all.
+    Rank 0 decides on its own times and the decision is broadcast (outside the timed window), so that every
+    rank runs the same steps and none waits in a collective for a peer that stopped."""
+    import torch
+
+    target, cap = spec.get("target_ci"), spec.get("max_steps") or spec["steps"]
+    if not target or cap <= spec["steps"]:
+        return lambda times: False
+    warm = spec.get("warmup_steps", 0)
+    dist = torch.distributed
+    flag_device = device if dist.is_initialized() and dist.get_backend() == "nccl" else torch.device("cpu")
+
+    def more(times: list[float]) -> bool:
+        if len(times) >= cap:
+            return False
+        ci = summarize(times[warm:]).ci95_rel if len(times) > warm else None
+        go = ci is None or ci > target
+        if world > 1 and dist.is_initialized():
+            flag = torch.tensor([1 if go else 0], dtype=torch.int32, device=flag_device)
+            dist.broadcast(flag, src=0)
+            go = bool(flag.item())
+        return go
+
+    return more
+
+
 def run(spec: dict[str, Any], rank_file: Path, ch: channel.Channel | None = None) -> int:
     import torch
 
@@ -97,8 +148,22 @@ def run(spec: dict[str, Any], rank_file: Path, ch: channel.Channel | None = None
     try:
         torch.manual_seed(spec.get("seed", 0))
         on_gpu = spec["device"] == "cuda"
+        local_devices = spec.get("local_devices")
+        if on_gpu and local_devices:
+            # Several ranks on one GPU (the gloo lab): Accelerate and DeepSpeed take the device from
+            # LOCAL_RANK, which would name a GPU that is not there; each rank gets its GPU's index instead.
+            os.environ["LOCAL_RANK"] = str(local_devices[int(os.environ.get("LOCAL_RANK", 0))])
         if on_gpu:  # initialise on the GPU: a 7e9 model takes minutes on the host and 29 GB of its memory
             torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", 0)))
+            out["nccl"] = nccl_loaded()
+        if spec.get("backend") and not torch.distributed.is_initialized():
+            # the process group on the backend asked for (gloo on GPUs: the one-GPU lab); Accelerate and
+            # DeepSpeed take an initialised group as it is
+            torch.distributed.init_process_group(backend=spec["backend"])
+            if strategy.engine == "deepspeed":
+                import deepspeed
+
+                deepspeed.init_distributed(dist_backend=spec["backend"])
         module = models.build(resolved, device=torch.device("cuda", torch.cuda.current_device()) if on_gpu else None)
         models.freeze_unused(module)
         layer_classes = models.block_class_names(module, resolved.layer_class)
@@ -156,12 +221,15 @@ def run(spec: dict[str, Any], rank_file: Path, ch: channel.Channel | None = None
 
         times, losses = [], []
         out["status"] = "running"
-        for step in range(spec["steps"]):
+        more = _more_steps(spec, rank=rank, world=world, device=device)
+        step = 0
+        while step < spec["steps"] or more(times):
             t, loss = one_step(step)
             times.append(t)
             losses.append(loss)
             out.update(step_times_s=times, losses=losses)
             _write_atomic(rank_file, out)  # a rank that dies later keeps its steps
+            step += 1
         out.update(status="ok", **_memory(device))  # the peaks of the timed steps, before the profiler's
         if spec.get("trace_steps", trace.PROFILED_STEPS) > 0:
             out["comm"] = _trace(one_step, steps=spec.get("trace_steps", trace.PROFILED_STEPS), device=device,

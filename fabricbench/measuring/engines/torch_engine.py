@@ -1,6 +1,7 @@
 """The `torch` engine: the same Cases through torch.distributed (backends nccl and gloo).
 
     fabricbench sweep --engine torch --backend gloo --nprocs 2     (no GPU needed)
+    fabricbench sweep --engine torch --backend gloo --nprocs 2 --gpus 0   (2 ranks sharing GPU 0: the lab)
     torchrun --nproc-per-node 8 -m fabricbench sweep --engine torch
 
 It shows what a PyTorch user would measure, cross-checks the native engine, and lets the whole sweep run
@@ -73,6 +74,11 @@ class TorchSession:
                                  f"{','.join(map(str, gpus))} add --nprocs {len(gpus)} (or use torchrun)")
             self.device = torch.device("cuda", gpus[local % len(gpus)])
             torch.cuda.set_device(self.device)
+        elif config.gpus:
+            # gloo on GPUs: CUDA tensors, staged through the host by gloo; several ranks may share one GPU
+            # (the one-GPU lab; NCCL refuses that with "Duplicate GPU detected")
+            self.device = torch.device("cuda", config.gpus[local % len(config.gpus)])
+            torch.cuda.set_device(self.device)
         else:
             self.device = torch.device("cpu")
         if not dist.is_initialized():
@@ -99,6 +105,9 @@ class TorchSession:
             info["nccl_version"] = ".".join(map(str, v)) if isinstance(v, tuple) else str(v)
             info["nccl_library"] = "torch (bundled)"
             info["cuda_runtime"] = torch.version.cuda
+            info["gpu_names"] = [torch.cuda.get_device_name(self.device)]
+            info["devices"] = [self.device.index]
+        elif self.device.type == "cuda":
             info["gpu_names"] = [torch.cuda.get_device_name(self.device)]
             info["devices"] = [self.device.index]
         else:
@@ -168,7 +177,7 @@ class TorchSession:
         return Timing(times_us=times, wrong=wrong, extra=extra)
 
     def _sync(self) -> None:
-        if self.backend == "nccl":
+        if self.device.type == "cuda":
             self.torch.cuda.synchronize(self.device)
 
     def _time_host(self, case: Case, sets, call) -> list[float]:
@@ -179,6 +188,7 @@ class TorchSession:
             s, r = sets[i % k]
             t0 = time.perf_counter()
             call(s, r)
+            self._sync()  # gloo on CUDA tensors copies back on a stream: done when the device is
             times.append((time.perf_counter() - t0) * 1e6)
         return times
 

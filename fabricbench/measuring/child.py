@@ -18,14 +18,14 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from fabricbench import jobs
+from fabricbench.jobs.configs import SweepJob, to_argv
 from fabricbench.fabrics.model import Fabric
 from fabricbench.fabrics.transport import TransportSummary, mismatch, read_logs
 
-POLL_S = 0.2  # how often the child's results file is read while it runs
 
 
 @dataclass(kw_only=True)
@@ -43,55 +43,21 @@ class ChildRun:
     stderr: str = ""
 
 
-def sweep_args(*, ops: str, sizes: str, dtype: str, iters: int, warmup: int, engine: str,
-               backend: str | None, nprocs: int | None, timeout_s: float | None,
-               gpus: tuple[int, ...] | None) -> list[str]:
-    """The child's `fabricbench sweep` options (the names are issue 2's contract)."""
-    args = ["--ops", ops, "--sizes", sizes, "--dtype", dtype, "--iters", str(iters), "--warmup", str(warmup),
-            "--engine", engine]
-    if backend:
-        args += ["--backend", backend]
-    cpu_ranks = engine == "torch" and backend == "gloo"
-    if gpus is not None and not cpu_ranks:  # gloo ranks drive no GPU: the sweep would ignore --gpus
-        args += ["--gpus", ",".join(map(str, gpus))]
-    if nprocs:
-        args += ["--nprocs", str(nprocs)]
-    if timeout_s:
-        args += ["--timeout", f"{timeout_s:g}"]
-    return args
+def sweep_args(**fields: Any) -> list[str]:
+    """The child's `fabricbench sweep` options for compare, scaling and qualify: jobs.configs.SweepJob's."""
+    return SweepJob(**fields).argv()
 
 
 def config_args(config) -> list[str]:
-    """A SweepConfig as the child's `fabricbench sweep` options: every field, so the child measures exactly
-    what the caller configured (--fabric and --out are added by run_child)."""
-    sizes = config.sizes
-    spec = (",".join(str(b) for b in sizes.explicit) if sizes.explicit
-            else f"{sizes.min_bytes}-{sizes.max_bytes}:x{sizes.factor}")
-    args = ["--ops", ",".join(config.ops), "--sizes", spec, "--dtype", config.dtype, "--iters", str(config.iters),
-            "--warmup", str(config.warmup), "--max-iters", str(config.max_iters), f"--{config.inplace}",
-            "--graph-iters", str(config.graph_iters), "--engine", config.engine, "--timeout", repr(config.timeout_s),
-            "--buffers", config.buffers, "--timing", config.timing, "--alloc", config.alloc]
-    if config.gpus is not None:
-        args += ["--gpus", ",".join(map(str, config.gpus))]
-    if config.adaptive is not None:
-        args += ["--adaptive", repr(config.adaptive)]
-    if config.graph:
-        args.append("--graph")
-    if config.check:
-        args.append("--check")
-    if config.backend:
-        args += ["--backend", config.backend]
-    if config.nprocs:
-        args += ["--nprocs", str(config.nprocs)]
-    if config.nccl_lib:
-        args += ["--nccl-lib", config.nccl_lib]
-    if config.seed is not None:
-        args += ["--seed", str(config.seed)]
-    return args
+    """A SweepConfig as the child's `fabricbench sweep` options: every field, from the config type itself
+    (jobs.configs.to_argv), so the child measures exactly what the caller configured (--fabric and --out
+    are added by run_child)."""
+    return to_argv(config)
 
 
 def sweep_under_fabric(config, emit: Callable[[dict[str, Any]], None], *, run_id: str,
-                       prior: list[dict[str, Any]] | None = None, reused: Callable[[dict[str, Any]], None] | None = None,
+                       prior: list[dict[str, Any]] | None = None,
+                       reused: Callable[[dict[str, Any]], None] | None = None,
                        on_skip: Callable[[int, int], None] | None = None) -> ChildRun:
     """`fabricbench sweep --fabric X` when X is not in force here: the same sweep in a fresh child under X.
 
@@ -194,63 +160,42 @@ def run_child(fabric: Fabric, args: list[str], *, base_env: dict[str, str] | Non
               wall_timeout_s: float | None = None, extra: dict[str, Any] | None = None,
               on_record: Callable[[dict[str, Any]], None] | None = None,
               prior: list[dict[str, Any]] | None = None) -> ChildRun:
-    """Run the sweep under `fabric`; `extra` is merged into every record's `extra` (e.g. the placement).
+    """Run the sweep under `fabric` as a job (fabricbench/jobs); `extra` is merged into every record's
+    `extra` (e.g. the placement).
 
     `on_record` gets each annotated record as soon as the child has written it (streaming); `prior`: records
     the child's --out starts with (its --resume skips them; they are not read back). A fabric
     that cannot be applied here comes back as ChildRun.waived; Ctrl-C ends the child and goes on up.
     """
-    from fabricbench import procs
-    from fabricbench.errors import FabricWaived
-    from fabricbench.fabrics.apply import applied
-
     run = ChildRun(fabric=fabric)
     uses_nccl = not ("--backend" in args and args[args.index("--backend") + 1] == "gloo")
     if not uses_nccl and fabric.inert_without_nccl():  # refused before anything runs: never a fake comparison
         run.waived = fabric.inert_without_nccl()
         return run
-    # procs.temp_dir: named with our pid, so one a SIGKILL leaves behind is removed at the next start
-    with procs.temp_dir(f"sweep-{fabric.name}") as tmp_path:
-        tmp = str(tmp_path)
-        out = os.path.join(tmp, "out.jsonl")
-        cmd = [sys.executable, "-m", "fabricbench", "sweep", *args, "--fabric", fabric.name, "--out", out,
+    with jobs.workspace(f"sweep-{fabric.name}") as ws:
+        out = ws / "out.jsonl"
+        # the fabric by its name: a custom fabric's values travel in the child's environment (fabrics.env.carry)
+        cmd = [sys.executable, "-m", "fabricbench", "sweep", *args, "--fabric", fabric.name, "--out", str(out),
                "--quiet"]
         run.command = cmd
         if prior:  # --resume in the child: it skips what these hold (and does not write them again)
             with open(out, "w", encoding="utf-8") as fh:
                 fh.writelines(json.dumps(r) + "\n" for r in prior)
-        try:
-            # NCCL logging only where NCCL runs: gloo ranks would just carry the variables into the records.
-            with applied(fabric, base_env, log_dir=tmp if uses_nccl else None) as launch:
-                run.warnings = launch.warnings
-                outputs = (os.path.join(tmp, "stdout"), os.path.join(tmp, "stderr"))
-                reader = _Reader(out, outputs, fabric, launch, uses_nccl, extra, run, on_record,
-                                 offset=os.path.getsize(out) if prior else 0)  # new records only
-                with open(outputs[0], "w+") as so, open(outputs[1], "w+") as se:
-                    p = procs.spawn(launch.argv(cmd), env=launch.env, stdout=so, stderr=se)
-                    try:
-                        deadline = None if wall_timeout_s is None else time.monotonic() + wall_timeout_s
-                        while p.poll() is None:
-                            reader.poll()
-                            if deadline is not None and time.monotonic() > deadline:
-                                procs.kill_tree(p)
-                                run.error = f"did not finish within {wall_timeout_s:g} s"
-                                break
-                            time.sleep(POLL_S)
-                    except BaseException:
-                        procs.kill_tree(p, grace_s=1.0)
-                        reader.poll()  # what the child finished before it was stopped is kept
-                        raise
-                    run.returncode = 124 if run.error else p.returncode
-                    reader.poll()
-                run.summary = reader.summary()
-                stderr = reader.read(outputs[1])
-        except FabricWaived as e:
-            run.waived = str(e)
+        reader = _Reader(ws, fabric, uses_nccl, extra, run, on_record)
+        # NCCL logging only where NCCL runs: gloo ranks would just carry the variables into the records.
+        res = jobs.run(cmd, workspace=ws, env=base_env, fabric=fabric, log_dir=str(ws) if uses_nccl else None,
+                       budget_s=wall_timeout_s, on_record=reader.record, records_from=[out], on_start=reader.start)
+        run.warnings = res.warnings
+        if res.waived:
+            run.waived = res.waived
             return run
-    run.stderr = stderr
-    if run.returncode and run.error is None:
-        run.error = _last_error(stderr) or f"exit status {run.returncode}"
+        run.summary = reader.summary()
+    run.stderr = res.stderr
+    run.returncode = 124 if res.timed_out else (res.returncode if res.returncode is not None else 1)
+    if res.timed_out:
+        run.error = f"did not finish within {wall_timeout_s:g} s"
+    elif run.returncode:
+        run.error = _last_error(res.stderr) or f"exit status {run.returncode}"
     nranks = run.records[0].get("nranks") if run.records else None
     run.transport = _label(run.summary, uses_nccl, nranks)
     run.mismatch = mismatch(fabric, run.summary)
@@ -258,15 +203,18 @@ def run_child(fabric: Fabric, args: list[str], *, base_env: dict[str, str] | Non
 
 
 class _Reader:
-    """Reads the child's results file as it grows; annotates each new collective record."""
+    """Annotates each collective record the child writes with the transport NCCL's log shows so far."""
 
-    def __init__(self, path, outputs, fabric, launch, uses_nccl, extra, run, on_record, offset: int = 0) -> None:
-        self.path, self.outputs, self.fabric, self.launch = path, outputs, fabric, launch
-        self.uses_nccl, self.extra, self.run, self.on_record = uses_nccl, extra, run, on_record
-        self.offset = offset  # bytes of the results file already read (or not ours to read)
+    def __init__(self, ws, fabric, uses_nccl, extra, run, on_record) -> None:
+        self.ws, self.fabric, self.uses_nccl, self.extra, self.run, self.on_record = \
+            ws, fabric, uses_nccl, extra, run, on_record
+        self.launch = None
+
+    def start(self, launch) -> None:
+        self.launch = launch
 
     @staticmethod
-    def read(path: str) -> str:
+    def read(path) -> str:
         try:
             with open(path, encoding="utf-8", errors="replace") as fh:
                 return fh.read()
@@ -276,33 +224,17 @@ class _Reader:
     def summary(self) -> TransportSummary:
         """NCCL's log so far: the files fabricbench chose, or the child's output where the user set
         NCCL_DEBUG (then NCCL writes to stdout)."""
-        return read_logs(self.launch.log_dir, *(self.read(p) for p in self.outputs))
+        log_dir = self.launch.log_dir if self.launch is not None else None
+        return read_logs(log_dir, *(self.read(self.ws / f) for f in ("job.stdout", "job.stderr")))
 
-    def poll(self) -> None:
-        try:
-            with open(self.path, "rb") as fh:
-                fh.seek(self.offset)
-                chunk = fh.read()
-        except FileNotFoundError:
+    def record(self, rec: dict[str, Any]) -> None:
+        if rec.get("kind") != "collective":
             return
-        end = chunk.rfind(b"\n") + 1  # past it: a line still being written
-        self.offset += end
-        records = []
-        for line in chunk[:end].splitlines():
-            try:
-                rec = json.loads(line.decode("utf-8", errors="replace"))
-            except json.JSONDecodeError:
-                continue
-            if rec.get("kind") == "collective":
-                records.append(rec)
-        if not records:
-            return
-        summary = self.summary()  # what NCCL connected up to these measurements
-        for rec in records:
-            annotate(rec, self.fabric, self.launch.facts, summary, self.uses_nccl, self.extra)
-            self.run.records.append(rec)
-            if self.on_record is not None:
-                self.on_record(rec)
+        facts = self.launch.facts if self.launch is not None else {"shaped_rate_bps": None, "fabric_env": {}}
+        annotate(rec, self.fabric, facts, self.summary(), self.uses_nccl, self.extra)
+        self.run.records.append(rec)
+        if self.on_record is not None:
+            self.on_record(rec)
 
 
 def annotate(rec: dict[str, Any], fabric: Fabric, facts: dict[str, Any], summary: TransportSummary,
