@@ -47,7 +47,10 @@ class Progress:
 
             self._bar = Bar(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                             TimeElapsedColumn(), TextColumn("{task.fields[item]}"),
-                            console=Console(file=self.stream), transient=True)
+                            console=Console(file=self.stream), transient=True,
+                            # stdout lines (tables, records) print above the bar only where stdout is this
+                            # terminal too; a piped stdout stays untouched
+                            redirect_stdout=sys.stdout.isatty(), redirect_stderr=True)
             self._bar.start()
             self._task = self._bar.add_task(self.what, total=self.total, item="")
         return self
@@ -73,11 +76,16 @@ class Progress:
         elif self.mode == "log" and self.clock() - self._last >= self.log_every_s:
             self._line()
 
-    def update(self, *, item: str) -> None:
-        """Name what is running now without counting a step (e.g. a fabric starting)."""
-        self.item = item
+    def update(self, *, item: str | None = None, completed: int | None = None) -> None:
+        """Name what is running now, and/or set how many steps are done (e.g. the slowest rank's step)."""
+        if item is not None:
+            self.item = item
+        if completed is not None and completed != self.done:
+            self.done = completed
+            if self.mode == "log" and self.clock() - self._last >= self.log_every_s:
+                self._line()
         if self._bar is not None:
-            self._bar.update(self._task, item=item)
+            self._bar.update(self._task, item=self.item, completed=self.done)
 
     def say(self, line: str) -> None:
         """A message line (a warning, a failure): above the bar on a terminal (never garbling it), plain

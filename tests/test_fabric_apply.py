@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from fabricbench.errors import UsageError
 from fabricbench.fabrics import get_fabric
 from fabricbench.fabrics.apply import MARKER, applied, in_force
-from fabricbench.fabrics.child import config_args, sweep_under_fabric
+from fabricbench.measuring.child import config_args, sweep_under_fabric
 from fabricbench.results import read_results
 
 SECRET = "s3cr3t-Value-0xC0FFEE"
@@ -107,8 +107,8 @@ def test_config_args_give_the_child_the_same_config(monkeypatch):
         assert got.sizes.expand() == config.sizes.expand()
         assert strip(got) == strip(config)
     explicit = make_config(sizes="1K,8M", engine="torch", backend="gloo", nprocs=2)
-    assert config_args(explicit)[:4] == ["--ops", "all_reduce,all_gather,reduce_scatter", "--sizes",
-                                         "1024,8388608"]
+    assert config_args(explicit)[:4] == ["--ops", "all_reduce,all_gather,reduce_scatter", "--sizes", "1K,8M"]
+    assert make_config(sizes=config_args(explicit)[3]).sizes.expand() == [1024, 8388608]
 
 
 def _fake_child(monkeypatch, *, rc=0, stderr="", log=None):
@@ -220,7 +220,7 @@ def test_nccl_only_fabric_is_waived_on_gloo_before_anything_runs(spec, inert):
     """An NCCL-only fabric on gloo ranks would be the default under another name: waived, with the reason,
     and nothing is started (no child command)."""
     from fabricbench.fabrics import get_fabric
-    from fabricbench.fabrics.child import run_child
+    from fabricbench.measuring.child import run_child
 
     fabric = get_fabric(spec)
     assert bool(fabric.inert_without_nccl()) is inert

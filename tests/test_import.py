@@ -348,3 +348,37 @@ def test_shuffled_and_cut_real_lines_never_raise_anything_but_one_line(tmp_path,
         json.dumps(got.records, allow_nan=False)
 
     check()
+
+
+def test_parse_nccl_log_more_releases():
+    # NCCL 2.9.9 (NVIDIA/nccl#527): bus ids, no sub-index; 2.5.6 under mpirun (NVIDIA/nccl#300); a trailing
+    # "comm 0x.. nRanks 08" (ROCm/rccl#1026)
+    s = parse_nccl_log(
+        "ip-10-216-179-87:417131:417177 [0] NCCL INFO Channel 05 : 8[101c0] -> 9[101d0] via P2P/IPC/read\n"
+        "[1,0]<stdout>:NCCL version 2.5.6+cuda10.2\n"
+        "g1072:1263985:1264007 [0] NCCL INFO Channel 02/0 : 1[c6000] -> 4[c1000] [receive] via NET/Socket/1 comm "
+        "0x95cdeb0 nRanks 08\n")
+    assert s.transports == ["NET/Socket", "P2P/IPC"] and s.connections == 2 and s.nccl_version == "2.5.6"
+    assert s.gdrdma is False
+
+
+def test_nvbandwidth_all_to_one_is_a_total_not_a_pair(tmp_path):
+    p = tmp_path / "nvb.txt"
+    p.write_text("Running all_to_one_write_ce.\nmemcpy CE GPU(row) <- GPU(column) bandwidth (GB/s)\n"
+                 "           0         1\n 0    350.10    351.20\n\nSUM all_to_one_write_ce 701.30\n")
+    recs = import_file(p).records
+    assert [(r["src"], r["dst"], r["copy_kind"], r["gbps"]) for r in recs] == \
+        [("all GPUs", "GPU0", "peer_total", 350.1), ("all GPUs", "GPU1", "peer_total", 351.2)]
+
+
+def test_nccl_lines_between_runs_belong_to_the_next(tmp_path):
+    text = (DATA / "nccl_tests_2_18_3_gb10_two_runs.txt").read_text()
+    first, second = text.split("mprg@spark-fb97:~/nccl-tests$ DISPLAY=", 1)
+    # another process's NCCL start-up lines reach the file before rank 0 prints the second run's header
+    early = "spark-4440:25264:25264 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0/GDRDMA\n"
+    p = tmp_path / "runs.txt"
+    p.write_text(first + early + "mprg@spark-fb97:~/nccl-tests$ DISPLAY=" + second)
+    recs = import_file(p).records
+    assert {r["transport"] for r in recs if r["source"]["run"] == 0} == {None}
+    run1 = [r for r in recs if r["source"]["run"] == 1]
+    assert run1[0]["transport"] == "NET/IB" and run1[0]["extra"]["transport_detail"]["gdrdma"] is True

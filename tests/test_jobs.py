@@ -6,8 +6,8 @@ secrets kept out of argv and files. Children here are tiny Python processes: fas
 
 from __future__ import annotations
 
+import dataclasses
 import json
-import os
 import stat
 import sys
 import time
@@ -49,7 +49,8 @@ def test_records_stream_back_over_the_channel_and_a_plain_file(tmp_path):
     seen = []
     with jobs.workspace("t") as ws:
         (ws / "out.jsonl").write_text(json.dumps({"kind": "old"}) + "\n")  # there before: not read back
-        code = (SPEAKER + "\nassert os.environ['TMPDIR'] == os.environ['FABRICBENCH_JOB_CHANNEL']\nopen(os.path.join(os.environ['FABRICBENCH_JOB_CHANNEL'], 'out.jsonl'), 'a')"
+        code = (SPEAKER + "\nchan = os.environ['FABRICBENCH_JOB_CHANNEL']\nassert os.environ['TMPDIR'] == chan"
+                "\nopen(os.path.join(chan, 'out.jsonl'), 'a')"
                 ".write('{\"kind\": \"plain\"}\\n')\nprint('said')")
         out = jobs.run([sys.executable, "-c", code, "rank 0", "done"], workspace=ws, on_record=seen.append,
                        records_from=[ws / "out.jsonl"], stall_s=30)
@@ -138,3 +139,23 @@ def test_private_files_and_masking(tmp_path):
     assert secrets.mask(f"fabricbench study --fabrics default,{spec}", [spec]) == \
         "fabricbench study --fabrics default,sec:MY_TOKEN=***,NCCL_ALGO=Ring"
     assert secrets.mask("left hunter2 here", [spec]) == "left *** here"
+
+
+# -- typed jobs ----------------------------------------------------------------------------------------------
+def test_argv_and_key_come_from_the_config_type():
+    from fabricbench.jobs.configs import CopyJob, SweepJob, TrainJob
+
+    job = SweepJob(ops="all_reduce", sizes="1M", dtype="bfloat16", iters=5, warmup=1, engine="native",
+                   timeout_s=12.5, gpus=(0, 2))
+    assert job.argv() == ["--ops", "all_reduce", "--sizes", "1M", "--dtype", "bfloat16", "--iters", "5",
+                          "--warmup", "1", "--engine", "native", "--gpus", "0,2", "--timeout", "12.5"]
+    gloo = SweepJob(ops="all_reduce", sizes="1K", dtype="float32", iters=2, warmup=0, engine="torch",
+                    backend="gloo", nprocs=4, gpus=(0, 4))
+    assert "--gpus" not in gloo.argv() and gloo.argv()[-2:] == ["--nprocs", "4"]  # gloo ranks drive no GPU
+    assert job.key == SweepJob(**{**job.__dict__}).key and job.key != gloo.key and len(job.key) == 16
+    assert CopyJob(gpus="0-3", no_host=True).argv() == ["--gpus", "0-3", "--size", "256M", "--iters", "20",
+                                                         "--warmup", "5", "--no-host"]
+    t = TrainJob(strategy="ddp", model="tiny-mistral", device="cpu", nprocs=2, fabric="sec", timeout_s=20.0)
+    assert t.argv()[-4:] == ["--fabric", "sec", "--timeout", "20"]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        job.iters = 3

@@ -59,7 +59,12 @@ def run_pty(args: list[str], *, cols: int = 80, timeout: float = 120.0, cwd: str
         if p.poll() is None:
             p.kill()
     rc = p.wait(timeout=10)
-    return rc, ANSI.sub("", out.decode("utf-8", "replace")).replace("\r", "")
+    # as a terminal shows it: a carriage return starts the line again (a progress bar redrawing itself)
+    text = out.decode("utf-8", "replace").replace("\r\n", "\n")
+    lines = (ANSI.sub("", line.split("\r")[-1]) for line in text.split("\n"))
+    # a progress bar is transient: the terminal erases it when the work ends (cursor moves this capture
+    # does not replay), so its frames are not part of what stays on the screen
+    return rc, "\n".join(line for line in lines if "━" not in line)
 
 
 def assert_uncut(text: str, width: int = 80, *, must_show: tuple[str, ...] = ()) -> None:
@@ -176,10 +181,13 @@ def test_compare_table(term80):
     names = ["default", "p2p-off", "shaped:200mbit", "net"]
     runs = [SimpleNamespace(fabric=SimpleNamespace(name=n), waived=None, mismatch=None, error=None, transport="SHM",
                             records=[{"op": "all_reduce", "dtype": "float32", "inplace": False, "bytes": s,
-                                      "nranks": 8, "busbw_gbps": bw * s / (1 << 30)} for s in (1 << 20, 1 << 30)])
+                                      "nranks": 8, "busbw_gbps": bw * s / (1 << 30),
+                                      "cv": 0.8 if n == "net" else 0.01} for s in (1 << 20, 1 << 30)])
             for n, bw in zip(names, (2157.6, 420.1, 0.0233, 23.3))]
     render(comparison(runs), runs)
-    assert_uncut(term80(), must_show=("shaped:200mbit", "p2p-off", "2,158", "92,601") + tuple(names))
+    text = term80()
+    assert_uncut(text, must_show=("shaped:200mbit", "p2p-off", "2,158", "92,601", "23.30 !") + tuple(names))
+    assert "cv above 0.5" in text and "2,158 !" not in text  # only the noisy fabric is marked
 
 
 def test_scaling_table_gpus_and_cpu_ranks(term80):
@@ -239,3 +247,44 @@ def test_pty_fabrics_advise_qualify_fleet(tmp_path):
     rc, out = run_pty(["qualify", "--fleet", *map(str, dirs), "--out", str(tmp_path / "fleet")])
     assert rc == 1, out
     assert_uncut(out, must_show=("node1", "node2", "node3", "outlier"))
+
+
+def test_pty_plans_and_relate(tmp_path):
+    """sweep --dry-run (no GPU here), study --dry-run and relate from saved records, at 80 columns."""
+    rc, out = run_pty(["sweep", "--dry-run", "--ops", "all_reduce,all_gather,reduce_scatter", "--sizes", "8-8G:x64"])
+    assert rc == 0, out
+    assert_uncut(out, must_show=("all_reduce", "all_gather", "reduce_scatter", "8,589,934,592"))
+    rc, out = run_pty(["study", "--device", "cpu", "--nprocs", "2", "--fabrics", "default,shaped:1gbit",
+                       "--strategies", "ddp,fsdp", "--model", "tiny-mistral", "--out", str(tmp_path / "s"),
+                       "--dry-run"])
+    assert rc == 0, out
+    assert_uncut(out, must_show=("sweep @ shaped:1gbit", "estimate: ~"))
+    from test_relate import lab
+
+    recs = lab(slow_noise=1.05)
+    sw, tr = tmp_path / "sweeps.jsonl", tmp_path / "train.jsonl"
+    sw.write_text("".join(json.dumps(r) + "\n" for r in recs if r["kind"] == "collective"))
+    tr.write_text("".join(json.dumps(r) + "\n" for r in recs if r["kind"] == "train"))
+    rc, out = run_pty(["relate", str(sw), str(tr)])
+    assert rc == 0, out
+    assert_uncut(out, must_show=("ddp", "fsdp", "predicted-only", "against reference fast"))
+
+
+@pytest.mark.slow
+def test_pty_sweep_compare_scaling_on_gloo():
+    """Tiny gloo runs through a real terminal of 80 columns: the sweep table, a comparison where the
+    NCCL-only fabric is waived with its reason (never measured), scaling in ranks."""
+    tiny = ["--engine", "torch", "--backend", "gloo", "--iters", "2", "--warmup", "0"]
+    rc, out = run_pty(["sweep", *tiny, "--nprocs", "2", "--ops", "all_reduce,all_gather,reduce_scatter",
+                       "--sizes", "1K,1M"])
+    assert rc == 0, out
+    assert_uncut(out, must_show=("all_reduce", "all_gather", "reduce_scatter", "262,144"))
+    rc, out = run_pty(["compare", *tiny, "--nprocs", "2", "--fabrics", "default,p2p-off", "--sizes", "1K,64K"])
+    assert rc == 0, out
+    words = " ".join(out.split())
+    assert "p2p-off: WAIVED" in words and "gloo ranks use no NCCL" in words
+    assert_uncut(out, must_show=("default",))
+    rc, out = run_pty(["scaling", *tiny, "--counts", "2", "--sizes", "64K"])
+    assert rc == 0, out
+    assert_uncut(out, must_show=("CPU rank count", "ranks"))
+    assert "island" not in out and "GPUs" not in out

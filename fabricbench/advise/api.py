@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from fabricbench.advise.memory import MemoryFit, capacity_from_name, fits
-from fabricbench.advise.placement import PlacementRank, rank_placements
+from fabricbench.topology.ranking import PlacementRank, rank_placements
 from fabricbench.advise.strategy import StrategyTime, predict
 from fabricbench.errors import UsageError
 from fabricbench.measuring.stats import overlaps

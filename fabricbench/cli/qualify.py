@@ -161,7 +161,8 @@ def _dry_run(spec_path: str, only, skip, fabric: str | None, level: int | None, 
     for c, step in zip(checks, plan.steps):
         keys = ", ".join(f"{k}={_shown(k, v)}" for k, v in _jsonable(c.params).items() if v is not None)
         click.echo(f"  {c.name:28s} {c.kind:12s} ~{fmt_seconds(step.seconds):>8s}  {keys}")
-    retry = f", plus up to {plan.max_retries} retries of a missed check" if plan.max_retries else ""
+    retry = (f", plus up to {plan.max_retries} {'retry' if plan.max_retries == 1 else 'retries'} of a missed "
+             "check" if plan.max_retries else "")
     click.echo(f"estimate: ~{fmt_seconds(plan.seconds)} on {plan_gpus(spec)} GPU(s){retry} (level {level} aims "
                f"at ~{fmt_seconds(plan.budget_s)}; a model, see fabricbench/qualifying/plan.py)")
     return 0
@@ -241,7 +242,7 @@ def _fleet(inputs, out_dir, fraction, as_json, prometheus) -> int:
     from fabricbench.qualifying.api import fleet
     from fabricbench.qualifying.fleet import render
 
-    res = fleet(list(inputs), out=out_dir, fraction=fraction, prometheus=prometheus)
+    res = fleet(list(inputs), out=out_dir, fraction=fraction, prometheus=prometheus, quiet=as_json)
     if as_json:
         click.echo(dumps(res.to_dict(), indent=2))
     else:

@@ -15,6 +15,7 @@ import sys
 import click
 
 from fabricbench.files import dumps, nonfinite_paths, refuse_collisions
+from fabricbench.report import table as tables
 
 
 @click.command()
@@ -26,7 +27,7 @@ from fabricbench.files import dumps, nonfinite_paths, refuse_collisions
 def relate(files, reference, as_json, plot_path) -> None:
     """Join sweep/compare records with train records and predict each fabric's step time."""
     import fabricbench
-    from fabricbench.fabrics.study import check_plot_path
+    from fabricbench.measuring.compare import check_plot_path
 
     check_plot_path(plot_path)
     refuse_collisions({"--plot": plot_path}, {f: f for f in files})
@@ -35,8 +36,9 @@ def relate(files, reference, as_json, plot_path) -> None:
 
         _pyplot()  # matplotlib missing is bad input too: say so before any work
     result = fabricbench.relate(list(files), reference=reference)
+    err = tables.console(stderr=True)  # notes wrap at words on a terminal, stay whole lines in a log
     for p in result.problems:
-        click.echo(f"note: {p}", err=True)
+        err.print(f"note: {p}", markup=False, highlight=False)
     if plot_path:
         from fabricbench.relating.plot import plot_relate
 

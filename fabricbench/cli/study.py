@@ -17,6 +17,7 @@ import json
 import click
 
 from fabricbench.procs import Terminated, exit_status
+from fabricbench.report import table as tables
 
 
 def _fmt_s(s: float) -> str:
@@ -111,6 +112,10 @@ def study(out, gpus, device, nprocs, fabrics, strategies, model, model_config, s
                                + f"; their logs are in {res.out_dir}/units/, `--resume` reruns them")
 
 
+PLAN_COLS = (tables.Col("#", key=True), tables.Col("unit", justify="left", key=True),
+             tables.Col("time", justify="left"), tables.Col("what it measures", justify="left", prose=True))
+
+
 def _print_plan(res) -> None:
     from fabricbench.study import records
     from fabricbench.study.units import DONE, UNIT_KINDS
@@ -118,11 +123,14 @@ def _print_plan(res) -> None:
     existing = records.load(res.out_dir, must_exist=False)
     c = res.config
     where = f"{c.nprocs} CPU ranks (gloo)" if c.device == "cpu" else f"GPUs {','.join(map(str, c.gpus))}"
-    click.echo(f"study of {c.model_label} on {where}; fabrics {', '.join(c.fabric_names)}; "
-               f"strategies {', '.join(c.strategies)}")
+    con = tables.console()
+    say = lambda text: con.print(text, markup=False, highlight=False)  # noqa: E731 - prose wraps at words
+    say(f"study of {c.model_label} on {where}; fabrics {', '.join(c.fabrics)}; strategies {', '.join(c.strategies)}")
+    rows = []
     for i, u in enumerate(res.plan, 1):
         skip = existing.status(u.name) in DONE
-        mark = "done, skipped" if skip else f"~{_fmt_s(u.estimate_s)}"
-        click.echo(f"{i:3d}. {u.name:<28} {mark:<14} {UNIT_KINDS.get(u.kind).description}")
-    click.echo(f"estimate: ~{_fmt_s(res.estimate_s)} for the units to run (rough: start-up plus per-step and "
-               f"per-measurement costs)")
+        rows.append([str(i), u.name, "done, skipped" if skip else f"~{_fmt_s(u.estimate_s)}",
+                     UNIT_KINDS.get(u.kind).description])
+    tables.render(con, None, PLAN_COLS, rows)
+    say(f"estimate: ~{_fmt_s(res.estimate_s)} for the units to run (rough: start-up plus per-step and "
+        f"per-measurement costs)")

@@ -84,7 +84,7 @@ def sweep(gpus, ops, sizes, dtype, iters, warmup, adaptive, max_iters, mode, gra
         if config.gpus is None and _plan_without_gpus(config):
             import dataclasses
 
-            click.echo("note: no CUDA GPU is visible here: the plan for one GPU (name others with --gpus)",
+            click.echo("note: no GPU is visible here: the plan for one GPU (name others with --gpus)",
                        err=True)
             config = dataclasses.replace(config, gpus=(0,))
         elif config.gpus is None:

@@ -126,7 +126,7 @@ def train(strategy, model, model_config, model_path, gpus, device, nprocs, backe
                         lr=lr, precision=precision, trace_steps=trace_steps, dataset=dataset, fabric=fabric,
                         nnodes=nnodes, node_rank=node_rank, master_addr=master_addr, master_port=master_port,
                         timeout_s=timeout_s, backend=backend, max_steps=max_steps, target_ci=target_ci or None,
-                        repeats=repeats, max_repeats=max_repeats, time_budget_s=time_budget_s)
+                        repeats=repeats, max_repeats=max_repeats, time_budget_s=time_budget_s, quiet=as_json)
     if not as_json and records:
         tables.render(tables.console(), f"train: {model or model_config or model_path}, {device}", TRAIN_COLS,
                       [_cells(r) for r in records])

@@ -11,7 +11,10 @@ What varies between eras and copies, and how it is read:
 - NCCL INFO lines anywhere, even inside a row (nccl-tests and NCCL share stdout): the row's pieces are
   joined back together and the log goes to that run's transport;
 - runs: a new one at `# Collective test starting`, at `# nThread ...`, or at a command line naming a
-  `*_perf` program, once the current run has rows; the op comes from those lines (or the file name).
+  `*_perf` program, once the current run has rows; the op comes from those lines (or the file name);
+  NCCL lines after a run concluded belong to the next run (another process starting it);
+- the first nccl-tests (and NCCL 1's tests): `bytes N type op ... res` headers, rows behind `#`, time
+  in milliseconds (converted; told by the units line, else by algbw = bytes / time).
 """
 
 from __future__ import annotations
@@ -94,6 +97,7 @@ class Run:
     time_unit: str | None = None  # "us" or "ms", from the units line under the header
     first_era: bool = False  # a "bytes N type op" header: the first nccl-tests, which printed milliseconds
     configured: bool = False  # saw "# nThread ..."
+    concluded: bool = False  # saw "# Collective test concluded"
 
 
 def read(src: Source) -> list[dict[str, Any]]:
@@ -101,18 +105,22 @@ def read(src: Source) -> list[dict[str, Any]]:
     run = Run(index=0, line=1)
     pending: list[str] = []  # a row's first pieces, cut by an NCCL line
     pending_line = 0
+    # NCCL lines after a run concluded: another process's start of the next run (mpirun interleaves them),
+    # or this run's teardown; they go to the next run if one starts, else stay with this one
+    after: list[str] = []
 
     def new_run(line_no: int) -> Run:
-        nonlocal run
+        nonlocal run, after
         runs.append(run)
-        run = Run(index=run.index + 1, line=line_no)
+        run = Run(index=run.index + 1, line=line_no, log=after)
+        after = []
         return run
 
     for line_no, raw in enumerate(src.text.splitlines(), 1):
         line = strip_prefix(raw.rstrip("\r\n"))
         m = _LOG_START.search(line)
         if m:
-            run.log.append(line[m.start():])
+            (after if run.concluded else run.log).append(line[m.start():])
             before = line[:m.start()]
             if before.strip() and _NUMERIC.match(before.split()[0]) and not before.lstrip().startswith("#"):
                 # a row cut by NCCL's line: "...  -1host:12:34 [0] NCCL INFO ..." (the host may be glued on)
@@ -139,6 +147,7 @@ def read(src: Source) -> list[dict[str, Any]]:
         if not text:
             continue
         if _CONCLUDED.search(text):
+            run.concluded = True
             continue
         m = _STARTING.search(text)
         if m:
@@ -209,6 +218,7 @@ def read(src: Source) -> list[dict[str, Any]]:
                 run.facts.op = op_name(m.group(1))
     if pending:
         src.warn(pending_line, f"skipped an incomplete table row at the end ({' '.join(pending)})")
+    run.log += after
     runs.append(run)
     records: list[dict[str, Any]] = []
     number_of_run = 0

@@ -1,4 +1,4 @@
-"""nvbandwidth's matrices -> copy records, the kind `fabricbench p2p` writes (fabrics/copy.py).
+"""nvbandwidth's matrices -> copy records, the kind `fabricbench p2p` writes (measuring/copy.py).
 
     ./nvbandwidth > nvb.txt && fabricbench import nvb.txt --out imported.jsonl
 
@@ -117,9 +117,14 @@ def _record(src: Source, line: int | None, version: str | None, test: str | None
         return None  # N/A: not measured
     if row_kind == col_kind == "GPU" and row == col and gbps == 0:
         return None  # older releases print 0.00 on the diagonal: nothing measured there
+    aggregate = bool(test) and ("all_to_one" in test or "one_to_all" in test)
     row_name = "host" if row_kind == "CPU" else f"GPU{col}" if row_kind == "LOCAL" else f"GPU{row}"
+    if aggregate:  # one row: GPU `col` against all the others at once (a total, no pair's figure)
+        row_name = "all GPUs"
     col_name = "host" if col_kind == "CPU" else f"GPU{col}"
     src_name, dst_name = (col_name, row_name) if arrow == "<-" else (row_name, col_name)
+    if aggregate:  # the test's name says which way: all_to_one into GPU `col`, one_to_all out of it
+        src_name, dst_name = ("all GPUs", col_name) if "all_to_one" in test else (col_name, "all GPUs")
     host = "host" in (src_name, dst_name)
     if arrow == "<->":
         direction = "bidir"
@@ -132,7 +137,8 @@ def _record(src: Source, line: int | None, version: str | None, test: str | None
     extra: dict[str, Any] = {"test": test, "method": method, "matrix": matrix or None}
     if arrow == "<->" and method == "CE" and not matrix:
         extra["note"] = "nvbandwidth CE bidirectional: the measured direction's GB/s, not the sum"
-    return {**head, "copy_kind": "host" if host else "peer", "src": src_name, "dst": dst_name,
+    kind = "host" if host else "peer_total" if aggregate else "peer"
+    return {**head, "copy_kind": kind, "src": src_name, "dst": dst_name,
             "direction": direction, "bytes": None, "iters": None, "time_us": None, "min_us": None,
             "max_us": None, "gbps": gbps, "peer_access": None, "gpus": gpus,
             "gpu_names": [names[g] for g in gpus if g in names], "engine": TOOL,

@@ -86,8 +86,9 @@ class _Speaker:
 class _Watch:
     """Reads the workspace as it grows and applies the stall policy."""
 
-    def __init__(self, ws: Path, records_from: Sequence[Path], expect: Sequence[str], on_record, out: Outcome):
-        self.ws, self.on_record, self.out = ws, on_record, out
+    def __init__(self, ws: Path, records_from: Sequence[Path], expect: Sequence[str], on_record, out: Outcome,
+                 on_progress=None):
+        self.ws, self.on_record, self.out, self.on_progress = ws, on_record, out, on_progress
         self.plain = {Path(p): (os.path.getsize(p) if os.path.exists(p) else 0) for p in records_from}
         self.speakers: dict[str, _Speaker] = {channel.file_name(w): _Speaker(w, None) for w in expect}
         self.started = time.monotonic()
@@ -122,6 +123,8 @@ class _Watch:
                     sp.progress = {k: v for k, v in msg.items() if k not in ("m", "who")}
                     sp.stepping = sp.stepping or "step" in sp.progress
                     self.out.progress[sp.who] = sp.progress
+                    if self.on_progress is not None:  # a progress bar: each rank's step as it happens
+                        self.on_progress(sp.who, sp.progress)
 
     def _record(self, rec: dict[str, Any]) -> None:
         self.out.records.append(rec)
@@ -195,14 +198,16 @@ def run(argv: Sequence[str], *, workspace: Path, env: dict[str, str] | None = No
         budget_s: float | None = None,
         on_record: Callable[[dict[str, Any]], None] | None = None, records_from: Sequence[Path] = (),
         expect: Sequence[str] = (), grace_s: float = procs.GRACE_S,
-        on_poll: Callable[[], None] | None = None, on_start: Callable[[Launch], None] | None = None) -> Outcome:
+        on_poll: Callable[[], None] | None = None, on_start: Callable[[Launch], None] | None = None,
+        on_progress: Callable[[str, dict[str, Any]], None] | None = None) -> Outcome:
     """Run argv to its end under the policy in the module docstring; see Outcome for what comes back.
 
     `env`: the base environment (this process's by default); `fabric`: applied around the child (None:
     nothing to apply); `log_dir`: where NCCL's INFO log goes (fabrics/env.py); `expect`: the speakers that
     must show up (e.g. "rank 0", "rank 1"), so one that never starts is named too; `on_start` gets the
     applied fabric's Launch (its facts: masked variables, namespace) before the child starts; `on_poll`
-    is called after each read of the workspace."""
+    is called after each read of the workspace; `on_progress`: (who, what it said) for each progress
+    message (e.g. ("rank 1", {"step": 3, "steps": 8}))."""
     ws = Path(workspace)
     out = Outcome(returncode=None)
     base = dict(os.environ if env is None else env)
@@ -220,15 +225,15 @@ def run(argv: Sequence[str], *, workspace: Path, env: dict[str, str] | None = No
             with procs.terminated_as_interrupt():  # SIGTERM: the same clean end as Ctrl-C
                 _supervise(cmd, child_env, ws, out, stall_s=stall_s, startup_s=startup_s, budget_s=budget_s,
                            on_record=on_record, records_from=records_from, expect=expect, grace_s=grace_s,
-                           on_poll=on_poll)
+                           on_poll=on_poll, on_progress=on_progress)
     except FabricWaived as e:
         out.waived = str(e)
     return out
 
 
 def _supervise(cmd, env, ws: Path, out: Outcome, *, stall_s, startup_s, budget_s, on_record, records_from, expect,
-               grace_s, on_poll) -> None:
-    watch = _Watch(ws, records_from, expect, on_record, out)
+               grace_s, on_poll, on_progress=None) -> None:
+    watch = _Watch(ws, records_from, expect, on_record, out, on_progress)
     paths = (ws / "job.stdout", ws / "job.stderr")
     with open(paths[0], "w+") as so, open(paths[1], "w+") as se:
         p = procs.spawn(cmd, env=env, stdout=so, stderr=se)

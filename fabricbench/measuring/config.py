@@ -14,6 +14,7 @@ import os
 from dataclasses import dataclass, field
 
 from fabricbench.errors import UsageError
+from fabricbench.jobs.configs import argv_field
 from fabricbench.sizes import SizeSweep
 
 PROCS_PER_CORE = 4  # local ranks per CPU core beyond which a sweep only measures the scheduler
@@ -33,16 +34,18 @@ class SweepConfig:
     warmup: int = 5  # untimed iterations per size, after the communicator's own warm-up
     adaptive: float | None = None  # iterate until the median's 95% CI half-width <= this fraction of it
     max_iters: int = 1000  # cap on iterations in the adaptive mode
-    inplace: str = "out-of-place"  # "out-of-place", "inplace" or "both"
+    inplace: str = field(default="out-of-place", metadata=argv_field(choice=True))  # "out-of-place", "inplace", "both"
     graph: bool = False  # time CUDA-graph replays of graph_iters iterations (small-message latency)
     graph_iters: int = 100  # iterations captured in one graph
     check: bool = False  # verify results on exactly known inputs; a wrong element fails the sweep
     engine: str = "native"  # key of ENGINES: "native" (compiled, NCCL) or "torch" (torch.distributed)
     backend: str | None = None  # torch engine: "nccl" or "gloo"; None = nccl with GPUs, else gloo
     nprocs: int | None = None  # start this many local ranks (one process per rank); None = one process
-    timeout_s: float = 300.0  # a communicator set-up or a collective that takes longer is aborted
+    timeout_s: float = field(default=300.0, metadata=argv_field(flag="--timeout"))  # a set-up or collective
+    # that takes longer is aborted
     nccl_lib: str | None = None  # path of libnccl.so.2; None = FABRICBENCH_NCCL_LIBRARY, torch's, system
-    fabric: str = "default"  # name of the fabric (environment) this runs under; recorded in every result
+    # name of the fabric (environment) this runs under; recorded in every result; a child gets it by name
+    fabric: str = field(default="default", metadata=argv_field(skip=True))
     seed: int | None = None  # seed for --check inputs; None = fresh each run
     # Buffer use per iteration: "rotate" cycles through buffer sets that together span ~2x the L2 (no
     # iteration reads a cache the last one warmed); "reuse" runs every iteration on one set (nccl-tests'

@@ -31,6 +31,7 @@ from fabricbench.fabrics.model import shown
 from fabricbench.jobs import store
 from fabricbench.files import dumps, refuse_collisions, write_text_atomic
 from fabricbench.measuring.runner import new_run_id
+from fabricbench.progress import Progress
 from fabricbench.qualifying.checks import CHECKS
 from fabricbench.qualifying.context import Context
 from fabricbench.qualifying.figures import compare, figures
@@ -192,7 +193,15 @@ def qualify(spec: Spec | str | os.PathLike, *, out: str | os.PathLike | None = N
             topo = ctx.topology() if any(c.kind == "topology" for c in checks) or not spec.run.cpu_ranks else None
             if topo is not None:
                 writer.write(snapshot_record(run_id, topo=topo))
-        verdicts = [_judge(c, CHECKS.get(c.kind), ctx, distributed, echo) for c in checks]
+        # progress: a bar on a terminal (the check lines above it), a line now and then in a log
+        with Progress("qualify", total=len(checks), quiet=echo is None or not rank0) as bar:
+            said = (lambda line: bar.say(line) if bar.live else echo(line)) if echo else None  # noqa: E731
+            ctx.echo = said or ctx.echo
+            verdicts = []
+            for c in checks:
+                bar.update(item=c.name)
+                verdicts.append(_judge(c, CHECKS.get(c.kind), ctx, distributed, said))
+                bar.advance(item=f"{c.name} {verdicts[-1].status}")
         if base_records is not None:
             verdicts.append(_baseline_verdict(base_records, writer.records + previous, tol))
         if rank0:
@@ -298,6 +307,6 @@ def init_spec(results: str | os.PathLike, *, margin: float = 0.9, name: str | No
 
 
 def fleet(inputs: Sequence[str | os.PathLike], *, out: str | os.PathLike | None = None, fraction: float = 0.9,
-          mad_z: float = 3.5, prometheus: str | os.PathLike | None = None):
-    """Per-node verdicts and outliers against the fleet (fleet.py)."""
-    return run_fleet(inputs, out=out, fraction=fraction, mad_z=mad_z, prometheus=prometheus)
+          mad_z: float = 3.5, prometheus: str | os.PathLike | None = None, quiet: bool = False):
+    """Per-node verdicts and outliers against the fleet (fleet.py); progress on stderr unless quiet."""
+    return run_fleet(inputs, out=out, fraction=fraction, mad_z=mad_z, prometheus=prometheus, quiet=quiet)

@@ -148,7 +148,7 @@ class Context:
         elif self.distributed:
             res = self._sweep_here(unit, key)
         else:
-            from fabricbench.fabrics.child import sweep_args
+            from fabricbench.measuring.child import sweep_args
             from fabricbench.sizes import format_size
 
             args = sweep_args(ops=",".join(unit.ops), sizes=",".join(format_size(s) for s in unit.sizes),
@@ -173,12 +173,10 @@ class Context:
         from fabricbench.qualifying.children import run_command
         from fabricbench.sizes import format_size
 
-        args = ["--gpus", ",".join(map(str, gpus)), "--size", format_size(size), "--iters", str(self.run.iters),
-                "--warmup", str(self.run.warmup)]
-        if not peers:
-            args.append("--no-peer")
-        if not host:
-            args.append("--no-host")
+        from fabricbench.jobs.configs import CopyJob
+
+        args = CopyJob(gpus=",".join(map(str, gpus)), size=format_size(size), iters=self.run.iters,
+                       warmup=self.run.warmup, no_peer=not peers, no_host=not host).argv()
         self.echo(f"measuring: p2p {' '.join(args)}")
         return self._keep(run_command("p2p", args, key=key, kind="copy", wall_timeout_s=self.run.unit_timeout_s))
 
@@ -220,7 +218,7 @@ class Context:
 
     def _write(self, rec: dict[str, Any], key: str) -> dict[str, Any]:
         """A child's record joins this run (its own run id kept in extra.child_run_id) and is appended."""
-        from fabricbench.fabrics.study import adopt
+        from fabricbench.measuring.compare import adopt
 
         rec = adopt(rec, self.run_id)
         rec["extra"]["qualify_unit"] = key

@@ -38,9 +38,11 @@ from fabricbench.qualifying.junit import xml_text
 from fabricbench.qualifying.inputs import Tally, orjson, read_json, records
 from fabricbench.qualifying.prometheus import TextFile
 from fabricbench.qualifying.verdict import EXIT, RANK, SEVERITIES
+from fabricbench.progress import Progress
 from fabricbench.report import table as tables
 from fabricbench.report.analysis import fmt
 from fabricbench.report.document import Document
+from fabricbench.report.plot import save as _save
 
 PLOT_MAX_NODES = 64  # beyond this a bar per node is unreadable; fleet.json and the tables hold every node
 SHOW_NODES = 50  # nodes listed in the terminal and the report, worst first (fleet.json has all)
@@ -178,13 +180,17 @@ def _adopt_verdicts(node: Node, verdicts: list[dict[str, Any]]) -> None:
 
 
 def run_fleet(inputs: Sequence[str | os.PathLike], *, out: str | os.PathLike | None = None, fraction: float = 0.9,
-              mad_z: float = 3.5, prometheus: str | os.PathLike | None = None) -> FleetResult:
+              mad_z: float = 3.5, prometheus: str | os.PathLike | None = None, quiet: bool = False) -> FleetResult:
     if not 0 < fraction <= 1:
         raise UsageError(f"--fraction {fraction:g}: a fraction in (0, 1], e.g. 0.9")
     if not inputs:
         raise UsageError("--fleet needs the nodes' qualify --out folders or results files")
     notes: list[str] = []
-    nodes = [n for p in inputs for n in load_nodes(p, notes)]
+    nodes = []
+    with Progress("fleet: reading nodes", total=len(inputs), quiet=quiet) as bar:  # many nodes take a while
+        for p in inputs:
+            nodes += load_nodes(p, notes)
+            bar.advance(item=Path(p).name)
     if len(nodes) < 2:
         raise UsageError(f"--fleet needs at least 2 nodes to compare (got {len(nodes)}: {nodes[0].name})")
     names = [n.name for n in nodes]
@@ -389,7 +395,17 @@ def _plot(res: FleetResult, path: Path) -> bool:
         for x, y in zip(xs, ys):
             ax.text(x, y + 0.02, n.name, rotation=90, ha="center", va="bottom", fontsize=7)
     ax.axhline(1.0, color="gray", linewidth=0.8)
-    ax.axhline(res.fraction, color="tab:red", linewidth=0.8, linestyle="--")
+    # Each figure's own outlier limit: below fraction x median where higher is better (bandwidth), above
+    # median / fraction where lower is better (latency); one line for both senses would mislabel half.
+    tops = [1.0]
+    for j, f in enumerate(figs):
+        limit = res.fraction if res.stats[f].get("sense") == "min" else 1 / res.fraction
+        tops.append(limit)
+        ax.hlines(limit, j - 0.45, j + 0.45, color="tab:red", linewidth=1.0, linestyle="--",
+                  label="outlier limit (bandwidths: below it; times: above it)" if j == 0 else None)
+    tops += [p.get_height() for p in ax.patches]
+    ax.set_ylim(0, max(tops) * 1.3)  # room for the node names above the tallest bar
+    ax.legend(fontsize=7, loc="upper right")
     ax.set_xticks(range(len(figs)))
     import textwrap
 
@@ -397,7 +413,7 @@ def _plot(res: FleetResult, path: Path) -> bool:
     ax.set_ylabel("value / fleet median")
     ax.set_title("fleet: each node against the median (red: outlier)")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    _save(fig, str(path))
     plt.close(fig)
     return True
 

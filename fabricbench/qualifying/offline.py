@@ -27,9 +27,16 @@ class OfflineContext(Context):
         self.source = source
 
     def skip_reason(self, kind: str) -> str | None:
-        if kind in JUDGED:
-            return None
-        return f"judged from {self.source}: a {kind} check needs this machine or a run, not recorded results"
+        """Why a check of this kind is waived here: it needs the machine, or the records hold nothing it reads
+        (what is missing was not measured there: a waiver, not an error that sends someone to the node)."""
+        if kind not in JUDGED:
+            return f"judged from {self.source}: a {kind} check needs this machine or a run, not recorded results"
+        wanted = {"p2p": ("copy", "peer"), "host_copy": ("copy", "host")}.get(kind, ("collective", None))
+        if not any(r.get("kind") == wanted[0] and (wanted[1] is None or r.get("copy_kind") == wanted[1])
+                   for r in self.records):
+            what = f"{wanted[1]} copy" if wanted[1] else "collective"
+            return f"judged from {self.source}: it holds no {what} record for a {kind} check"
+        return None
 
     def topology(self):
         return None
@@ -86,8 +93,8 @@ class OfflineContext(Context):
                     out.append({**best, "requested_bytes": size, "inplace": False})
         if not out:
             have = ", ".join(sorted(fabrics)) or "none"
-            return UnitResult(key=key, reused=True, error=f"{self.source} holds no {'/'.join(unit.ops)} "
-                                                          f"{unit.dtype} record at these sizes (fabrics: {have})")
+            return UnitResult(key=key, reused=True, waived=f"{self.source} holds no {'/'.join(unit.ops)} "
+                                                           f"{unit.dtype} record at these sizes (fabrics: {have})")
         transport = next((r.get("transport") for r in out if r.get("transport")), None)
         return UnitResult(key=key, records=out, transport=transport, reused=True)
 

@@ -1,4 +1,4 @@
-"""The study's figure: busbw drop against training slowdown, per strategy, observed and predicted.
+"""The study's figure: busbw N× slower against step N× slower, per strategy, observed and predicted.
 
     fabricbench relate sweeps.jsonl train.jsonl --plot relate.png
 
@@ -48,7 +48,7 @@ def plot_relate(result: Any, path: str) -> None:
             ys = pred + [r.observed_slowdown for _, r in obs]
             top_x, low_x = max([top_x] + xs), min([low_x] + xs)
             top_y, low_y = max([top_y] + ys), min([low_y] + ys)
-        # y = x drawn only as far as the y axis goes: the slowdowns, not the busbw drops, set its range
+        # y = x drawn only as far as the y axis goes: the step ratios, not the busbw ones, set its range
         ax.plot([low_y * 0.9, top_y * 1.3], [low_y * 0.9, top_y * 1.3], color="grey", linewidth=0.8, linestyle=":",
                 label="all communication (y = x)")
         ax.axhline(1.0, color="grey", linewidth=0.6)
@@ -62,12 +62,12 @@ def plot_relate(result: Any, path: str) -> None:
             axis.set_major_locator(LogLocator(base=10, subs=subs))
             axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
             axis.set_minor_formatter(NullFormatter())
-        ax.set_xlabel(f"busbw drop (trace-weighted busbw on {result.reference} / on the fabric)")
-        ax.set_ylabel(f"training slowdown (step time / on {result.reference})")
+        ax.set_xlabel(f"busbw N× slower than {result.reference} (trace-weighted, at the sizes sent)")
+        ax.set_ylabel(f"step N× slower than {result.reference}")
         model, nranks, precision = wl
         ax.set_title(f"{model}, {nranks} ranks, {precision}")
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=8)
-    fig.suptitle("busbw drop against training slowdown: observed (filled) and predicted (hollow)")
+    fig.suptitle("busbw N× slower against step N× slower: observed (filled) and predicted (hollow)")
     _save(fig, path)
     plt.close(fig)

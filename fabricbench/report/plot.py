@@ -29,15 +29,46 @@ def _pyplot():
     return plt
 
 
-def _save(fig, path: str) -> None:
+def save(fig, path: str) -> None:
+    """Written whole or not at all (a temporary file renamed over `path`): a failed plot never leaves a
+    half-written figure, and never the previous run's figure posing as this one's (remove_stale)."""
+    import os
+
+    tmp = f"{path}.{os.getpid()}.tmp.png"
     try:
-        fig.savefig(path, dpi=110, bbox_inches="tight")
+        fig.savefig(tmp, dpi=110, bbox_inches="tight")
+        os.replace(tmp, path)
     except OSError as e:
         raise UsageError(f"--plot {path}: cannot write there ({e.strerror})") from None
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+_save = save
+
+
+def remove_stale(path: str | None) -> None:
+    """Remove an earlier run's figure at `path` before this run measures anything: should this run end
+    without drawing (Ctrl-C, every fabric failed), no old figure is left beside its new results."""
+    import os
+
+    if path and os.path.isfile(path):
+        os.unlink(path)
+
+
+def _log_y_if_wide(ax, values: list[float]) -> None:
+    """A log y axis where the values span two decades or more (bandwidth from 8 B to 8 GiB does): on a
+    linear one everything below the top decade lies on the floor, unreadable."""
+    pos = [v for v in values if v and v > 0]
+    if pos and max(pos) / min(pos) >= 100:
+        ax.set_yscale("log")
+    else:
+        ax.set_ylim(bottom=0)
 
 
 def _lines(series: dict[str, dict[str, list[tuple[int, float | None]]]], path: str, title: str, *, xlabel: str,
-           ylabel: str, xticks, log2_x: bool) -> None:
+           ylabel: str, xticks, log2_x: bool, log_y: bool = False) -> None:
     """One subplot per op, one line per label; points with no value are dropped, ops with none left out."""
     plt = _pyplot()
     ops = [op for op in series if any(v is not None for pts in series[op].values() for _, v in pts)]
@@ -52,17 +83,24 @@ def _lines(series: dict[str, dict[str, list[tuple[int, float | None]]]], path: s
     fig, axes = plt.subplots(1, len(ops), figsize=(6 * len(ops), 4.2), squeeze=False, layout="constrained")
     for ax, op in zip(axes[0], ops):
         xs: set[int] = set()
+        ys: list[float] = []
         for label, pts in series[op].items():
             pts = sorted(p for p in pts if p[1] is not None)
             if pts:
                 ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label)
                 xs.update(p[0] for p in pts)
+                ys.extend(p[1] for p in pts)
         if log2_x:
             ax.set_xscale("log", base=2)
         xticks(ax, sorted(xs))
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
-        ax.set_ylim(bottom=0)
+        if log_y:
+            _log_y_if_wide(ax, ys)
+        else:
+            ax.set_ylim(bottom=0)
+        if ax.get_yscale() == "log":
+            ax.set_ylabel(f"{ylabel} (log)")
         ax.set_title(op)
         ax.grid(True, alpha=0.3)
         ax.legend()
@@ -73,7 +111,8 @@ def _lines(series: dict[str, dict[str, list[tuple[int, float | None]]]], path: s
 
 def bandwidth_vs_size(series: dict[str, dict[str, list[tuple[int, float | None]]]], path: str, title: str, *,
                       metric: str = "busbw") -> None:
-    """series[op][line label] = [(bytes, GB/s), ...]: one subplot per op, log2 x axis. `metric` ("busbw" or
+    """series[op][line label] = [(bytes, GB/s), ...]: one subplot per op, log2 x axis, log y where the values
+    span two decades. `metric` ("busbw" or
     "algbw") names what the values are, on the axis; the title should say the same."""
     from fabricbench.sizes import format_size
 
@@ -83,7 +122,7 @@ def bandwidth_vs_size(series: dict[str, dict[str, list[tuple[int, float | None]]
         ax.minorticks_off()
 
     _lines(series, path, title, xlabel="message size S (log2)", ylabel=f"{metric} (GB/s, 1e9 B/s)",
-           xticks=ticks, log2_x=True)
+           xticks=ticks, log2_x=True, log_y=True)
 
 
 busbw_vs_size = bandwidth_vs_size  # the name callers used when it plotted busbw only

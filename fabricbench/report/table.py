@@ -6,7 +6,8 @@
 `render(console, title, cols, rows)` prints a table whose figures and names are never cut with "…":
 numbers never wrap (a column is at least as wide as its widest figure), prose wraps at spaces. When the
 terminal is narrower than the table, it reflows in this order, each step only if the last did not fit:
-short headers with a legend under the table; then the columns split into parts, each part repeating the
+short headers with a legend under the table; then a column with one value in every row goes into the
+title ("type float32, place out"); then the columns split into parts, each part repeating the
 key columns (op, size, ...) so that every row can still be read across; then, at widths where even that
 cannot fit, one block of "header: value" lines per row. Piped output (a file, a CI log) is never reflowed:
 it gets the full table at its natural width, so that `grep` and diff see one row per line.
@@ -34,7 +35,7 @@ class Col:
 
     name: str
     short: str = ""
-    legend: str = ""  # what the short header means, e.g. "algbw = algorithm bandwidth, GB/s"
+    legend: str = ""  # what the short header means, e.g. "algbw = algorithm bandwidth, GB/s"; "-": said elsewhere
     justify: str = "right"
     key: bool = False
     prose: bool = False
@@ -86,7 +87,10 @@ def _min_width(con, renderable) -> int:
 
 
 def _legend(cols: Sequence[Col]) -> str:
-    return "; ".join(c.legend or f"{c.short} = {c.name}" for c in cols if c.short and c.short != c.name)
+    """What each short header means; a short header that is its name without the unit ("busbw" for
+    "busbw (GB/s)") needs no line of its own when another says the unit."""
+    return "; ".join(c.legend or f"{c.short} = {c.name}" for c in cols
+                     if c.short and c.short != c.name and c.legend != "-" and (c.legend or c.short not in c.name))
 
 
 def build(con, title: str | None, cols: Sequence[Col], rows: Sequence[Sequence[Any]],
@@ -104,6 +108,15 @@ def build(con, title: str | None, cols: Sequence[Col], rows: Sequence[Sequence[A
     narrow = _table(title, cols, rows, short=True)
     if _min_width(con, narrow) <= width:
         return [narrow, Text(legend, style="dim")] if legend else [narrow]
+    # a column with one value in every row says it once, in the title ("type float32, place out")
+    same = [i for i, c in enumerate(cols) if not c.key and len(rows) > 1 and len({_cell(r[i]).plain for r in rows}) == 1]
+    if same:
+        said = ", ".join(f"{cols[i].short or cols[i].name} {_cell(rows[0][i]).plain}" for i in same)
+        keep = [i for i in range(len(cols)) if i not in same]
+        folded = build(con, f"{title}; {said}" if title else said, [cols[i] for i in keep],
+                       [[r[i] for i in keep] for r in rows], width=width)
+        if len([p for p in folded if hasattr(p, "columns")]) == 1:  # it fits whole now: done
+            return folded
     keys = [i for i, c in enumerate(cols) if c.key] or [0]
     rest = [i for i in range(len(cols)) if i not in keys]
     groups: list[list[int]] = []
@@ -150,7 +163,7 @@ SWEEP_COLS = (
     Col("type", justify="left"),
     Col("place", justify="left"),
     Col("time (us)", "us", "us = median time, microseconds"),
-    Col("algbw (GB/s)", "algbw", "algbw/busbw in GB/s"),
+    Col("algbw (GB/s)", "algbw", "algbw, busbw in GB/s"),
     Col("busbw (GB/s)", "busbw"),
     Col("#wrong", "wrong", "wrong = #wrong elements"),
     Col("cv"),

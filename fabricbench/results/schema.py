@@ -3,12 +3,15 @@
 Header (every kind): schema, kind, run_id, timestamp, host, fabric, env (allow-listed), versions.
 Kinds and who writes them:
 - "collective" (CollectiveResult below): sweep, compare, scaling, study and qualify units;
-- "copy": p2p (fabricbench/fabrics/copy.py CopyResult);
+- "copy": p2p (fabricbench/measuring/copy.py CopyResult);
 - "train" (TrainResult below): train, one per strategy;
 - "topology": one snapshot per results file;
 - "estimate", "relate", "machine", "plan" and "study_unit": fabricbench study (fabricbench/study/);
   "plan" is the study's config and units, written once per start;
-- "qualify_start", "qualify_unit" and "verdict": fabricbench qualify (fabricbench/qualifying/).
+- "qualify_start", "qualify_unit" and "verdict": fabricbench qualify (fabricbench/qualifying/);
+- "transport": fabricbench import of an NCCL log on its own (fabricbench/importing/nccl_log.py).
+`fabricbench import` also writes "collective" (nccl-tests) and "copy" (nvbandwidth) records: they carry
+`source` (tool, version, file, run) and leave null what the other tool did not print (op, nranks, bytes...).
 
 Changing a field's meaning bumps SCHEMA_VERSION; adding a field does not.
 """

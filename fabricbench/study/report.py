@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from fabricbench.report.analysis import byte_unit
+from fabricbench.report.analysis import byte_unit, fmt, fmt_ratio, slower
 from fabricbench.report.document import Document, Section
 from fabricbench.importing import beside
 from fabricbench.study import figures
@@ -229,7 +229,7 @@ def _in_short(doc: Document, sr, c: StudyConfig, trains, colls, advice) -> None:
             continue
         best = figs_by[(groups[0][0], f)]
         ci = best.get("ci95")
-        shown = f"{best['samples_per_s']:.3g} samples/s" + (f" (95% CI {ci[0]:.3g}-{ci[1]:.3g}, {best['runs']} run(s))"
+        shown = f"{fmt(best['samples_per_s'])} samples/s" + (f" (95% CI {fmt(ci[0])}-{fmt(ci[1])}, {best['runs']} run(s))"
                                                              if ci else f" ({best['runs']} run, no interval)")
         lead = " ≈ ".join(f"**{x}**" for x in groups[0])
         text = (f"on **{f}** the fastest: {lead}, {shown}" if len(groups[0]) == 1 else
@@ -243,7 +243,7 @@ def _in_short(doc: Document, sr, c: StudyConfig, trains, colls, advice) -> None:
         bw = _busbw_ratio(colls, c.fabrics[0], f)
         if bw:
             items.append(f"**{f}** against {c.fabrics[0]}: all-reduce busbw at the largest size "
-                         + (f"{bw:.2g}× ({1 / bw:.1f}× lower)" if bw < 1 else f"{bw:.2g}×"))
+                         + f"{fmt_ratio(1 / bw)} slower")  # one direction for every ratio: N× slower
     for hb in summ["host_bound"]:
         items.append(f"{hb['strategy']} @ {hb['fabric']}: {hb['note']}")
     picked = next(iter(sr.of_kind("batch")[-1:]), None)
@@ -378,7 +378,6 @@ def _busbw(doc: Document, c: StudyConfig, colls, figs: _Figs, imported=()) -> No
                        ylabel=f"{metric.replace('_gbps', '')} (GB/s)")
     s.figure(p, f"{metric.replace('_gbps', '')} against message size, one panel per collective, one line per fabric"
                 + (f" ({note})" if note else ""))
-    base = c.fabrics[0]
     fabs = [f for f in c.fabrics if any(r["fabric"] == f for r in ok)]
     fabs += list(dict.fromkeys(r["fabric"] for r in imported if r in ok))
     # one small table per op (rows: sizes; columns: fabrics, then each one's ratio to the first): the
@@ -389,8 +388,8 @@ def _busbw(doc: Document, c: StudyConfig, colls, figs: _Figs, imported=()) -> No
         rows = []
         for dt, size in sorted({(r["dtype"], r["bytes"]) for r in ok if r["op"] == op}):
             vs = [val.get((op, dt, size, f)) for f in fabs]
-            rows.append([_size(size), dt, *vs, *[(v / vs[0]) if (v and vs[0]) else None for v in vs[1:]]])
-        s.table(["size", "dtype", *[f"{f} GB/s" for f in fabs], *[f"{f} ÷ {base}" for f in fabs[1:]]], rows,
+            rows.append([_size(size), dt, *vs, *[fmt_ratio(slower(vs[0], v)) for v in vs[1:]]])
+        s.table(["size", "dtype", *[f"{f} GB/s" for f in fabs], *[f"{f} N× slower than {fabs[0]}" for f in fabs[1:]]], rows,
                 caption=f"{op}: {short} per size and fabric (median over the timed iterations)")
     if note:
         s.text(note + ".")
@@ -459,8 +458,7 @@ def _memory(doc: Document, c: StudyConfig, trains, estimate, figs: _Figs) -> Non
     top = max((v for vs in series.values() for v in vs if v is not None), default=0.0)  # GiB
     unit, divisor = byte_unit(top * 2**30)
     series = {k: [None if v is None else v * 2**30 / divisor for v in vs] for k, vs in series.items()}
-    figures.grouped_bars(list(c.strategies), series, p, title=f"memory per GPU ({base})", ylabel=unit,
-                         value_fmt="{:.3g}")
+    figures.grouped_bars(list(c.strategies), series, p, title=f"memory per GPU ({base})", ylabel=unit)
     s.figure(p, "memory per GPU per strategy: the estimate's staircase, and the measured peaks where a GPU "
                 "reports them")
     s.table(["strategy", "status", "states est. MiB", "activations est. MiB", "total est. MiB",
@@ -517,7 +515,7 @@ def _throughput(doc: Document, c: StudyConfig, trains, figs: _Figs) -> None:
 # -- relate ---------------------------------------------------------------------------------------------------
 def _relate_section(doc: Document, relate, figs: _Figs) -> None:
     s = doc.section("Bandwidth against slowdown (relate)",
-                    intro="Does the busbw drop explain the training slowdown? The model is calibrated on the "
+                    intro="Does a slower busbw explain a slower step? The model is calibrated on the "
                           "reference fabric alone and predicts every other fabric from its sweep and the "
                           "strategy's trace.")
     if relate is None:
@@ -531,18 +529,20 @@ def _relate_section(doc: Document, relate, figs: _Figs) -> None:
         from fabricbench.relating.plot import plot_relate
 
         plot_relate(relate, p)
-        s.figure(p, "step-time slowdown against the busbw drop at the sizes each strategy sends: filled observed, "
+        s.figure(p, "step N× slower against busbw N× slower at the sizes each strategy sends: filled observed, "
                     "hollow predicted; y = x is a step made only of communication")
     s.code(_split_top(relate.formula))
-    rows = [[r.strategy, r.fabric, r.busbw_ratio, r.observed_step_s * 1e3 if r.observed_step_s else None,
-             r.predicted_step_s * 1e3 if r.predicted_step_s else None, r.observed_slowdown, r.predicted_slowdown,
+    rows = [[r.strategy, r.fabric, fmt_ratio(1 / r.busbw_ratio) if r.busbw_ratio else None, r.observed_step_s * 1e3 if r.observed_step_s else None,
+             r.predicted_step_s * 1e3 if r.predicted_step_s else None, fmt_ratio(r.observed_slowdown),
+             fmt_ratio(r.predicted_slowdown),
              r.residual, r.exposed_fraction, ", ".join(r.flags) or "-"]
             for r in relate.rows]
     if rows:
-        s.table(["strategy", "fabric", "busbw ratio", "obs. step ms", "pred. step ms", "obs. slowdown",
-                 "pred. slowdown", "residual", "e", "flags"], rows,
-                caption=f"reference fabric: {relate.reference}; busbw ratio = busbw here ÷ on the reference at "
-                        f"the sizes the strategy sends; residual = predicted ÷ observed − 1")
+        s.table(["strategy", "fabric", "busbw N× slower", "obs. step ms", "pred. step ms", "obs. step N× slower",
+                 "pred. step N× slower", "residual", "e", "flags"], rows,
+                caption=f"reference fabric: {relate.reference}; busbw N× slower = busbw on the reference ÷ here "
+                        f"at the sizes the strategy sends; step N× slower = step here ÷ on the reference; "
+                        f"residual = predicted ÷ observed − 1")
     else:
         s.text(f"No strategy could be related (reference fabric {relate.reference}):")
     if relate.problems:
@@ -571,7 +571,7 @@ def _smaller_jobs(s: Section, c: StudyConfig, machine, records) -> None:
     topo = (machine or {}).get("topology")
     if not topo or len(c.gpus) < 3 or topo.get("uniform"):
         return
-    from fabricbench.advise.placement import rank_placements
+    from fabricbench.topology.ranking import rank_placements
     from fabricbench.topology.model import Topology
 
     t = Topology.from_dict(topo)

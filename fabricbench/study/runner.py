@@ -11,7 +11,6 @@ the rest. A fabric that cannot be applied here (shaped without root) makes its u
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 import uuid

@@ -34,12 +34,14 @@ def strategy_names(strategies: str | Sequence[str]) -> list[str]:
 
 def train(strategies: str | Sequence[str] = "all", *, device: str = "cuda",
           gpus: str | Sequence[int] | None = None, out: str | None = None,
-          echo: Callable[[dict[str, Any]], None] | None = None, **fields: Any) -> list[dict[str, Any]]:
+          echo: Callable[[dict[str, Any]], None] | None = None, quiet: bool = False,
+          **fields: Any) -> list[dict[str, Any]]:
     """Train one model under each strategy and return one record per strategy.
 
     `gpus` (device "cuda"): a list or "0-3", default all visible, one process each; `fields`: the other
     TrainConfig fields (model or model_config or model_path, nprocs, steps, warmup_steps, batch_size,
-    seq_len, precision, fabric, timeout_s, ...); `echo` sees each record as it is written."""
+    seq_len, precision, fabric, timeout_s, ...); `echo` sees each record as it is written; progress (each
+    rank's step) goes to stderr unless `quiet` (fabricbench/progress.py)."""
     names = strategy_names(strategies)
     gpu_list: tuple[int, ...] = ()
     if device == "cuda":
@@ -51,4 +53,4 @@ def train(strategies: str | Sequence[str] = "all", *, device: str = "cuda",
     config = TrainConfig(strategies=names, device=device, gpus=gpu_list, **fields)
     config.validate()  # every field checked before out is opened or anything starts
     with ResultWriter(out) as writer:
-        return run(config, writer, echo=echo)
+        return run(config, writer, echo=echo, quiet=quiet)

@@ -6,7 +6,8 @@ For every strategy: "waived" when it cannot run here (DeepSpeed missing), else o
 (`python -m torch.distributed.run`, one process per GPU, the fabric's environment) of
 fabricbench/training/worker.py, run as a job (fabricbench/jobs): each rank reports its start-up and every
 step over the job's channel, so a rank silent for --timeout s is named ("rank 1 stopped answering") and
-every process is killed then, not when a whole-run limit runs out. The ranks' files are joined into one kind "train" record:
+every process is killed then, not when a whole-run limit runs out. The ranks' files are joined into one
+kind "train" record:
 - status "ok"; "error" when a rank failed or when what ran is not the strategy asked for (verify.py; the
   message says what actually ran), never a result; "oom" with the estimate beside it; "flagged" when the
   loss did not fall; "waived" with the reason.
@@ -35,6 +36,7 @@ from fabricbench.errors import UsageError
 from fabricbench.fabrics import get_fabric
 from fabricbench.jobs.secrets import write_private
 from fabricbench.measuring.config import PROCS_PER_CORE, cores
+from fabricbench.progress import Progress
 from fabricbench.results import ResultWriter, header
 from fabricbench.results.context import package_version
 from fabricbench.results.schema import UNSET, TrainResult
@@ -44,7 +46,8 @@ from fabricbench.training.strategies.base import accelerate_precision
 
 LIBRARIES = ("torch", "accelerate", "transformers", "deepspeed")
 MAX_STEPS = 100_000  # optimizer steps per strategy
-STARTUP_S = 600.0  # start-up (torchrun, imports, building the model) may take this long even with a short --timeout
+STARTUP_S = 600.0  # start-up (torchrun, imports, building the model) may take this long, even with a short
+# --timeout
 MAX_TRACE_STEPS = 20  # profiled steps: a profile grows with every step and is read in memory
 DEFAULT_MAX_STEPS = 40  # steps in all with a target CI, unless --max-steps says otherwise
 MAX_REPEATS = 50
@@ -236,8 +239,10 @@ def launch_command(config: TrainConfig, spec_path: Path) -> list[str]:
             *procs.guard_argv("fabricbench.training.worker", str(spec_path))]
 
 
-def run_strategy(config: TrainConfig, name: str, resolved: models.ResolvedModel, psi: int) -> dict[str, Any]:
-    """One strategy in fresh processes -> the record body (without the header)."""
+def run_strategy(config: TrainConfig, name: str, resolved: models.ResolvedModel, psi: int, *,
+                 on_progress=None) -> dict[str, Any]:
+    """One strategy in fresh processes -> the record body (without the header); `on_progress(who, data)`
+    sees each rank's steps (jobs.run)."""
     strategy = STRATEGIES.get(name)
     body = _base_body(config, name, resolved, psi)
     why = strategy.unavailable()
@@ -257,8 +262,9 @@ def run_strategy(config: TrainConfig, name: str, resolved: models.ResolvedModel,
         # torchrun in its own process group, dead with us; a rank silent for --timeout s, the budget or
         # Ctrl-C/SIGTERM end torchrun and its ranks before this returns or raises.
         res = jobs.run(launch_command(config, spec_path), workspace=run_dir, env=worker_env(config), fabric=fabric,
-                       stall_s=config.timeout_s, startup_s=max(config.timeout_s, STARTUP_S), budget_s=config.budget_s,
-                       expect=[f"rank {first + r}" for r in range(config.procs_per_node)])
+                       stall_s=config.timeout_s, startup_s=max(config.timeout_s, STARTUP_S),
+                       budget_s=config.budget_s,
+                       expect=[f"rank {first + r}" for r in range(config.procs_per_node)], on_progress=on_progress)
         for w in res.warnings:
             print(f"warning: {w}", file=sys.stderr)
         if res.waived:
@@ -452,13 +458,14 @@ def _max(values: list[Any]) -> Any:
     return max(vals) if vals else None
 
 
-def run(config: TrainConfig, writer: ResultWriter, *, echo: Any = None) -> list[dict[str, Any]]:
+def run(config: TrainConfig, writer: ResultWriter, *, echo: Any = None, quiet: bool = False) -> list[dict[str, Any]]:
     """Every strategy of `config` in rounds of fresh processes, a record per run, written as it ends.
 
     Rounds interleave the strategies (A B C A B C, never A A A B B B), so that a drift of the machine hits
     all alike. After min_repeats rounds a strategy whose run-to-run CI (repeats.py) is within target_ci,
     or whose run did not end ok (an oom or a waiver repeats itself), runs no more; the others go on up to
-    max_repeats rounds while time_budget_s lasts. With `repeats` given, exactly that many rounds."""
+    max_repeats rounds while time_budget_s lasts. With `repeats` given, exactly that many rounds.
+    Progress (each rank's step) goes to stderr unless quiet (fabricbench/progress.py)."""
     config.validate()
     resolved = models.resolve(name=config.model, config_file=config.model_config, path=config.model_path)
     data.check(task=resolved.task, config=resolved.config, dataset=config.dataset, seq_len=config.seq_len,
@@ -469,22 +476,42 @@ def run(config: TrainConfig, writer: ResultWriter, *, echo: Any = None) -> list[
     t0 = time.monotonic()
     todo = list(config.strategies)
     rnd = 0
-    while todo:
-        rnd += 1
-        for name in todo:
-            result = TrainResult.from_dict({**run_strategy(config, name, resolved, psi), "repeat": rnd})
-            result.context = header("train", run_id=run_id, fabric=config.fabric)
-            _add_throughput(result, psi)
-            record = result.to_dict()  # the one place a train result becomes a dict
-            note = repeats.host_bound_note(record.get("gpu_busy_fraction"))
-            if note:
-                record["host_bound"] = note
-            writer.write(record)
-            records.append(record)
-            if echo is not None:
-                echo(record)
-        todo = repeats.still_to_run(config, records, round_=rnd, elapsed_s=time.monotonic() - t0)
+    # the number of rounds is decided as they go: the bar counts runs and names each rank's step
+    with Progress("train", total=None, quiet=quiet) as bar:
+        while todo:
+            rnd += 1
+            for name in todo:
+                label = f"{name} (round {rnd})" if rnd > 1 else name
+                bar.update(item=f"{label}: starting")
+                body = run_strategy(config, name, resolved, psi, on_progress=_steps(bar, config, label))
+                result = TrainResult.from_dict({**body, "repeat": rnd})
+                result.context = header("train", run_id=run_id, fabric=config.fabric)
+                _add_throughput(result, psi)
+                record = result.to_dict()  # the one place a train result becomes a dict
+                note = repeats.host_bound_note(record.get("gpu_busy_fraction"))
+                if note:
+                    record["host_bound"] = note
+                writer.write(record)
+                records.append(record)
+                bar.advance(item=f"{label}: {record.get('status')}")
+                if echo is not None:  # on a terminal the bar stays below what echo prints
+                    echo(record)
+            todo = repeats.still_to_run(config, records, round_=rnd, elapsed_s=time.monotonic() - t0)
     return records
+
+
+def _steps(bar: Progress, config: TrainConfig, label: str):
+    """A rank's progress message -> the bar's text: each rank's step, or the phase it is in."""
+    seen: dict[str, int] = {}
+
+    def on_progress(who: str, data: dict[str, Any]) -> None:
+        if isinstance(data.get("step"), int):
+            seen[who] = data["step"]
+            ranks = ", ".join(f"{w.replace('rank ', 'r')} {s}/{config.steps}" for w, s in sorted(seen.items()))
+            bar.update(item=f"{label}: step {ranks}")
+        elif data.get("phase"):
+            bar.update(item=f"{label}: {who} {data['phase']}")
+    return on_progress
 
 
 def _add_throughput(result: TrainResult, psi: int) -> None:

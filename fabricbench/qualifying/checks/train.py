@@ -17,6 +17,7 @@ Runs `fabricbench train` (torchrun, fresh processes). device follows [run]: gloo
 
 from __future__ import annotations
 
+from fabricbench.jobs.configs import TrainJob
 from fabricbench.qualifying.checks.base import Check, CheckKind
 from fabricbench.qualifying.fields import Field
 from fabricbench.qualifying.verdict import Item, at_least, equal, error, waived
@@ -49,17 +50,16 @@ def judge(check: Check, ctx) -> list[Item]:
     p = check.params
     if ctx.distributed:
         return [waived("train", "runs per node: qualify without torchrun for training smoke tests")]
-    args = ["--strategy", p["strategy"], "--model", p["model"], "--steps", str(p["steps"]),
-            "--warmup-steps", str(p["warmup_steps"]), "--batch-size", str(p["batch_size"]),
-            "--seq-len", str(p["seq_len"]), "--fabric", p["fabric"], "--timeout", f"{ctx.run.unit_timeout_s:g}"]
+    job = dict(strategy=p["strategy"], model=p["model"], steps=p["steps"], warmup_steps=p["warmup_steps"],
+               batch_size=p["batch_size"], seq_len=p["seq_len"], fabric=p["fabric"], timeout_s=ctx.run.unit_timeout_s)
     if ctx.run.cpu_ranks:
-        args += ["--device", "cpu", "--nprocs", str(ctx.run.nprocs)]
+        job.update(device="cpu", nprocs=ctx.run.nprocs)
     else:
         n = ctx.visible_gpus()
         if n == 0:
             return [error("train", "no CUDA GPU is visible here (a CPU smoke test needs [run] backend = \"gloo\")")]
-        args += ["--device", "cuda", "--gpus", f"0-{n - 1}" if n > 1 else "0"]
-    res = ctx.train(args)
+        job.update(device="cuda", gpus=f"0-{n - 1}" if n > 1 else "0")
+    res = ctx.train(TrainJob(**job).argv())  # the child's argv from the job type (fabricbench/jobs/configs.py)
     rec = next((r for r in res.records if r.get("kind") == "train"), None)
     if rec is None:
         return [error("train", f"no training record came back: {res.error or 'unknown reason'}")]

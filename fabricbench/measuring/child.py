@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from fabricbench import jobs
+from fabricbench.jobs.configs import SweepJob, to_argv
 from fabricbench.fabrics.model import Fabric
 from fabricbench.fabrics.transport import TransportSummary, mismatch, read_logs
 
@@ -42,55 +43,21 @@ class ChildRun:
     stderr: str = ""
 
 
-def sweep_args(*, ops: str, sizes: str, dtype: str, iters: int, warmup: int, engine: str,
-               backend: str | None, nprocs: int | None, timeout_s: float | None,
-               gpus: tuple[int, ...] | None) -> list[str]:
-    """The child's `fabricbench sweep` options (the names are issue 2's contract)."""
-    args = ["--ops", ops, "--sizes", sizes, "--dtype", dtype, "--iters", str(iters), "--warmup", str(warmup),
-            "--engine", engine]
-    if backend:
-        args += ["--backend", backend]
-    cpu_ranks = engine == "torch" and backend == "gloo"
-    if gpus is not None and not cpu_ranks:  # gloo ranks drive no GPU: the sweep would ignore --gpus
-        args += ["--gpus", ",".join(map(str, gpus))]
-    if nprocs:
-        args += ["--nprocs", str(nprocs)]
-    if timeout_s:
-        args += ["--timeout", f"{timeout_s:g}"]
-    return args
+def sweep_args(**fields: Any) -> list[str]:
+    """The child's `fabricbench sweep` options for compare, scaling and qualify: jobs.configs.SweepJob's."""
+    return SweepJob(**fields).argv()
 
 
 def config_args(config) -> list[str]:
-    """A SweepConfig as the child's `fabricbench sweep` options: every field, so the child measures exactly
-    what the caller configured (--fabric and --out are added by run_child)."""
-    sizes = config.sizes
-    spec = (",".join(str(b) for b in sizes.explicit) if sizes.explicit
-            else f"{sizes.min_bytes}-{sizes.max_bytes}:x{sizes.factor}")
-    args = ["--ops", ",".join(config.ops), "--sizes", spec, "--dtype", config.dtype, "--iters", str(config.iters),
-            "--warmup", str(config.warmup), "--max-iters", str(config.max_iters), f"--{config.inplace}",
-            "--graph-iters", str(config.graph_iters), "--engine", config.engine, "--timeout", repr(config.timeout_s),
-            "--buffers", config.buffers, "--timing", config.timing, "--alloc", config.alloc]
-    if config.gpus is not None:
-        args += ["--gpus", ",".join(map(str, config.gpus))]
-    if config.adaptive is not None:
-        args += ["--adaptive", repr(config.adaptive)]
-    if config.graph:
-        args.append("--graph")
-    if config.check:
-        args.append("--check")
-    if config.backend:
-        args += ["--backend", config.backend]
-    if config.nprocs:
-        args += ["--nprocs", str(config.nprocs)]
-    if config.nccl_lib:
-        args += ["--nccl-lib", config.nccl_lib]
-    if config.seed is not None:
-        args += ["--seed", str(config.seed)]
-    return args
+    """A SweepConfig as the child's `fabricbench sweep` options: every field, from the config type itself
+    (jobs.configs.to_argv), so the child measures exactly what the caller configured (--fabric and --out
+    are added by run_child)."""
+    return to_argv(config)
 
 
 def sweep_under_fabric(config, emit: Callable[[dict[str, Any]], None], *, run_id: str,
-                       prior: list[dict[str, Any]] | None = None, reused: Callable[[dict[str, Any]], None] | None = None,
+                       prior: list[dict[str, Any]] | None = None,
+                       reused: Callable[[dict[str, Any]], None] | None = None,
                        on_skip: Callable[[int, int], None] | None = None) -> ChildRun:
     """`fabricbench sweep --fabric X` when X is not in force here: the same sweep in a fresh child under X.
 
