@@ -81,7 +81,7 @@ def test_summary_and_contradictions_between_two_studies():
 
 
 def _fake_run(calls, steps_by_strategy):
-    def run_strategy(config, name, resolved, psi):
+    def run_strategy(config, name, resolved, psi, **kw):
         calls.append(name)
         n = sum(1 for c in calls if c == name)
         step = steps_by_strategy[name][n - 1]
