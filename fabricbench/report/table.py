@@ -21,6 +21,7 @@ import csv
 from dataclasses import dataclass
 from typing import Any, Sequence, TextIO
 
+from fabricbench.progress import Progress
 from fabricbench.report.analysis import fmt, fmt_cv
 from fabricbench.sizes import format_size
 
@@ -213,13 +214,17 @@ class SweepTable:
         self._progress = None
         if progress and self.console.is_terminal and total > 1:
             from rich.live import Live
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+            from rich.progress import BarColumn, MofNCompleteColumn, TimeElapsedColumn
+            from rich.progress import Progress as Bar
 
-            self._progress = Progress("[progress.description]{task.description}", BarColumn(),
+            self._progress = Bar("[progress.description]{task.description}", BarColumn(),
                                       MofNCompleteColumn(), TimeElapsedColumn())
             self._task = self._progress.add_task("measuring", total=total)
             self._live = Live(self._render(), console=self.console, refresh_per_second=4, transient=True)
             self._live.start()
+        # not on a terminal (a CI log): the table comes whole at the end, so a line now and then on stderr
+        # says how far the sweep got (fabricbench/progress.py's log mode)
+        self._log = Progress("sweep", total=total, quiet=not progress or self._live is not None).__enter__()
 
     def _render(self):
         from rich.console import Group
@@ -237,10 +242,12 @@ class SweepTable:
         if self._live is not None:
             self._progress.advance(self._task)
             self._live.update(self._render())
+        self._log.advance(item=f"{rec.get('op')} {format_size(rec.get('bytes') or rec.get('requested_bytes') or 0)}")
 
     def close(self) -> None:
         from rich.text import Text
 
+        self._log.__exit__(None, None, None)
         if self._live is not None:
             self._live.stop()  # transient: the live view goes, the final table is printed once below
         if self.rows:  # a run that failed before its first result prints its error alone
