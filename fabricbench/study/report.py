@@ -458,8 +458,7 @@ def _memory(doc: Document, c: StudyConfig, trains, estimate, figs: _Figs) -> Non
     top = max((v for vs in series.values() for v in vs if v is not None), default=0.0)  # GiB
     unit, divisor = byte_unit(top * 2**30)
     series = {k: [None if v is None else v * 2**30 / divisor for v in vs] for k, vs in series.items()}
-    figures.grouped_bars(list(c.strategies), series, p, title=f"memory per GPU ({base})", ylabel=unit,
-                         value_fmt="{:.3g}")
+    figures.grouped_bars(list(c.strategies), series, p, title=f"memory per GPU ({base})", ylabel=unit)
     s.figure(p, "memory per GPU per strategy: the estimate's staircase, and the measured peaks where a GPU "
                 "reports them")
     s.table(["strategy", "status", "states est. MiB", "activations est. MiB", "total est. MiB",
