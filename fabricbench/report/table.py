@@ -110,7 +110,8 @@ def build(con, title: str | None, cols: Sequence[Col], rows: Sequence[Sequence[A
     if _min_width(con, narrow) <= width:
         return [narrow, Text(legend, style="dim")] if legend else [narrow]
     # a column with one value in every row says it once, in the title ("type float32, place out")
-    same = [i for i, c in enumerate(cols) if not c.key and len(rows) > 1 and len({_cell(r[i]).plain for r in rows}) == 1]
+    same = [i for i, c in enumerate(cols)
+            if not c.key and len(rows) > 1 and len({_cell(r[i]).plain for r in rows}) == 1]
     if same:
         said = ", ".join(f"{cols[i].short or cols[i].name} {_cell(rows[0][i]).plain}" for i in same)
         keep = [i for i in range(len(cols)) if i not in same]
