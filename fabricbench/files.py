@@ -133,6 +133,13 @@ def write_text_atomic(path: str | os.PathLike, text: str, *, what: str = "output
     A write error leaves the old file as it was and raises OutputError with one line.
     """
     p = Path(path)
+    try:  # renaming over a device (/dev/full), a FIFO or a folder would replace it: refuse instead
+        st = p.stat()
+    except OSError:
+        st = None
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        raise OutputError(f"{what} {p}: exists and is not a regular file (a device, FIFO or folder); "
+                          f"give a file path")
     try:
         p.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
