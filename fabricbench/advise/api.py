@@ -24,6 +24,7 @@ from fabricbench.advise.memory import MemoryFit, capacity_from_name, fits
 from fabricbench.topology.ranking import PlacementRank, rank_placements
 from fabricbench.advise.strategy import StrategyTime, predict
 from fabricbench.errors import UsageError
+from fabricbench.measuring.stats import overlaps
 from fabricbench.sizes import parse_size
 
 EVEN = 0.05  # predicted times within 5% are even (run-to-run noise of step times is of that order)
@@ -225,6 +226,7 @@ def advise(*, model: str | None = None, model_config: str | None = None, num_gpu
     notes = []
     if cap is None:
         notes.append("GPU memory unknown: pass --gpu-memory (e.g. 80GB or 80GiB) to rule strategies in or out")
+    notes += [f"{a.strategy}: {a.time.host_bound}" for a in advice if a.time.host_bound]
     placement_source = best.source
     sources = {a.time.time_source for a in advice if a.time.step_time_s is not None}
     time_source = " and ".join(sorted(sources)) if sources else \
@@ -281,7 +283,8 @@ def _choose(advice: list[StrategyAdvice]) -> list[StrategyAdvice]:
         rest = sorted(group, key=_key)
         while rest:
             fastest = _key(rest[0])
-            band = [a for a in rest if _key(a) <= fastest * (1 + EVEN) or _key(a) == fastest]
+            band = [a for a in rest if _key(a) <= fastest * (1 + EVEN) or _key(a) == fastest
+                    or overlaps(rest[0].time.step_ci95, a.time.step_ci95)]  # measured, inside the noise
             band.sort(key=lambda a: order[a.strategy])
             ranked.extend(band)
             rest = [a for a in rest if a not in band]
@@ -292,6 +295,9 @@ def _choose(advice: list[StrategyAdvice]) -> list[StrategyAdvice]:
         kt, ka = _key(top), _key(a)
         if a.memory.verdict == "tight" and top.memory.verdict != "tight":
             a.note = "fits only without the 10% reserve"
+        elif overlaps(top.time.step_ci95, a.time.step_ci95):
+            a.note = (f"{top.strategy} ≈ {a.strategy} (within noise: their measured 95% intervals overlap); "
+                      f"{top.strategy} comes first in the dial order DDP → ZeRO-1 → ZeRO-2 → ZeRO-3 → FSDP")
         elif ka <= kt * (1 + EVEN):
             a.note = (f"even with {top.strategy} (within {EVEN:.0%}); {top.strategy} comes first in the dial "
                       f"order DDP → ZeRO-1 → ZeRO-2 → ZeRO-3 → FSDP")
