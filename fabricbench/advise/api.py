@@ -25,7 +25,9 @@ from fabricbench.topology.ranking import PlacementRank, rank_placements
 from fabricbench.advise.strategy import StrategyTime, predict
 from fabricbench.errors import UsageError
 from fabricbench.measuring.stats import overlaps
+from fabricbench.results import records as result_records
 from fabricbench.sizes import parse_size
+from fabricbench.topology import load_file
 
 EVEN = 0.05  # predicted times within 5% are even (run-to-run noise of step times is of that order)
 
@@ -98,8 +100,6 @@ def parse_memory(value: Any) -> int | None:
 
 
 def _read_records(results: Any) -> list[dict[str, Any]]:
-    from fabricbench.results.writer import read_results
-
     out: list[dict[str, Any]] = []
     for item in results or []:
         if isinstance(item, dict):
@@ -111,9 +111,7 @@ def _read_records(results: Any) -> list[dict[str, Any]]:
 
             out.extend(records.load(p).records)
             continue
-        if not p.exists():
-            raise UsageError(f"--results {p}: no such file")
-        out.extend(read_results(p))
+        out.extend(result_records.read(p, what="--results").records)
     return out
 
 
@@ -124,20 +122,7 @@ def _topology(topo: Any, topo_file: str | None, records: list[dict[str, Any]]):
         return topo
     path = topo_file or topo
     if path:
-        p = Path(path)
-        if not p.exists():
-            raise UsageError(f"--topo-file {p}: no such file")
-        text = p.read_text(errors="replace").lstrip()
-        if text.startswith("{"):  # `fabricbench topo --json`
-            import json
-
-            return Topology.from_dict(json.loads(text))
-        from fabricbench.topology import read_topology
-
-        t = read_topology(str(p))
-        if t is None:
-            raise UsageError(f"--topo-file {p}: not a `nvidia-smi topo -m` output nor `fabricbench topo --json`")
-        return t
+        return load_file(path, what="--topo-file")
     for r in reversed(records):  # a study's machine record, or a results file's topology snapshot
         body = r.get("topology") if r.get("kind") == "machine" else (r if r.get("kind") == "topology" else None)
         if body and body.get("links"):
