@@ -164,3 +164,17 @@ def test_advise_takes_the_runs_interval_and_the_host_bound_note():
     assert times["ddp"].time_source == "measured" and times["ddp"].step_time_s == 0.10
     assert stats.overlaps(times["ddp"].step_ci95, times["fsdp"].step_ci95)  # advise calls them even
     assert times["ddp"].host_bound.startswith("host-bound") and times["fsdp"].host_bound is None
+
+
+def test_sweep_gloo_lab_shares_gpus_and_nccl_is_refused_up_front():
+    from fabricbench.errors import UsageError
+    from fabricbench.measuring.api import resolve_devices
+    from fabricbench.measuring.config import SweepConfig, validate
+
+    validate(SweepConfig(engine="torch", backend="gloo", nprocs=3, gpus=(0,)))  # 3 ranks on GPU 0: the lab
+    with pytest.raises(UsageError, match="Duplicate GPU detected"):
+        validate(SweepConfig(engine="torch", backend="nccl", nprocs=2, gpus=(0,)))
+    cfg, warnings = resolve_devices(SweepConfig(engine="torch", backend="gloo", nprocs=2, gpus=(0,)), visible=1)
+    assert cfg.gpus == (0,) and warnings == []  # kept: the ranks' tensors live on GPU 0
+    cfg, warnings = resolve_devices(SweepConfig(engine="torch", backend="gloo", nprocs=2), visible=0)
+    assert cfg.gpus is None  # no --gpus: CPU ranks, as before
