@@ -183,7 +183,8 @@ def resolve(*, name: str | None = None, config_file: str | None = None, path: st
         transformers = require_transformers("--model-config")
         try:
             config = transformers.AutoConfig.for_model(**data)
-        except (ValueError, KeyError, TypeError) as e:
+        except Exception as e:  # noqa: BLE001 - transformers' checks of user data raise many kinds (strict
+            # dataclass validation among them); each means "this file cannot be a config": one line
             raise UsageError(f"--model-config {src}: transformers {transformers.__version__} cannot build "
                              f"model_type {data['model_type']!r} ({_first_line(e)})") from None
     else:
@@ -226,6 +227,7 @@ def read_config_json(src: Path, *, flag: str = "--model-config") -> dict[str, An
     for key, most in CONFIG_SIZES.items():
         v = data.get(key)
         if v is None:
+            data.pop(key, None)  # null: transformers' default, as when the key is absent
             continue
         if not isinstance(v, int) or isinstance(v, bool) or not 1 <= v <= most:
             raise UsageError(f"{flag} {src}: \"{key}\" is {str(v)[:24]}; give a whole number from 1 to {most:,}")
