@@ -28,6 +28,12 @@ NO_DIR = "/proc/nonexistent-dir"
 
 # (args, message part); {tmp} is replaced by the files made in `files` below.
 CASES: list[tuple[list[str], str]] = [
+    # outputs that collide with each other or with an input
+    ([*SWEEP, "--out", "{tmp}/r.jsonl", "--csv", "{tmp}/r.jsonl"], "--out and --csv both name"),
+    ([*COMPARE, "--out", "{tmp}/c.jsonl", "--plot", "{tmp}/c.jsonl"], "--plot"),
+    (["topo", "--from-file", TOPO, "--out", TOPO], "is also the input --from-file"),
+    (["p2p", "--out", "{tmp}/p.png", "--plot", "{tmp}/p.png"], "both name"),
+    ([*SWEEP, "--out", "{tmp}"], "is a directory"),
     # sweep: sizes
     (["sweep", "--sizes", "99999999999999999999999", "--dry-run"], "beyond the largest size"),
     (["sweep", "--sizes", "-8", "--dry-run"], "cannot be negative"),
