@@ -24,7 +24,7 @@ import sys
 import time
 
 import fabricbench
-from fabricbench.advise.placement import rank_placements
+from fabricbench.topology.ranking import rank_placements
 from fabricbench.topology.model import Gpu, Topology
 from fabricbench.topology.placement import scaling_sets
 

@@ -15,7 +15,7 @@ import pytest
 
 import fabricbench
 from fabricbench.advise.api import parse_memory
-from fabricbench.advise.placement import nominal_busbw
+from fabricbench.topology.ranking import nominal_busbw
 from fabricbench.errors import UsageError
 from fabricbench.topology.smi import read_file
 

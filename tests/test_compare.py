@@ -10,7 +10,7 @@ import pytest
 
 from fabricbench.report.analysis import comparison
 from fabricbench.fabrics import get_fabric
-from fabricbench.fabrics.child import ChildRun, run_child, sweep_args
+from fabricbench.measuring.child import ChildRun, run_child, sweep_args
 from fabricbench.results import read_results
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

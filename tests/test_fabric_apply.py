@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from fabricbench.errors import UsageError
 from fabricbench.fabrics import get_fabric
 from fabricbench.fabrics.apply import MARKER, applied, in_force
-from fabricbench.fabrics.child import config_args, sweep_under_fabric
+from fabricbench.measuring.child import config_args, sweep_under_fabric
 from fabricbench.results import read_results
 
 SECRET = "s3cr3t-Value-0xC0FFEE"
@@ -220,7 +220,7 @@ def test_nccl_only_fabric_is_waived_on_gloo_before_anything_runs(spec, inert):
     """An NCCL-only fabric on gloo ranks would be the default under another name: waived, with the reason,
     and nothing is started (no child command)."""
     from fabricbench.fabrics import get_fabric
-    from fabricbench.fabrics.child import run_child
+    from fabricbench.measuring.child import run_child
 
     fabric = get_fabric(spec)
     assert bool(fabric.inert_without_nccl()) is inert

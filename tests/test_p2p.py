@@ -7,7 +7,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from fabricbench.fabrics.copy import gbps, matrix, measure_all
+from fabricbench.measuring.copy import gbps, matrix, measure_all
 from fabricbench.results import read_results
 
 
@@ -54,7 +54,7 @@ def test_measure_all_values():
 def test_p2p_cli_records_and_plot(monkeypatch, tmp_path):
     from fabricbench.cli import cli
 
-    monkeypatch.setattr("fabricbench.fabrics.copy.engine", lambda: FakeEngine())
+    monkeypatch.setattr("fabricbench.measuring.copy.engine", lambda: FakeEngine())
     monkeypatch.setattr("fabricbench.gpus.visible_gpu_count", lambda: 2)
     out, png = tmp_path / "p.jsonl", tmp_path / "p.png"
     res = CliRunner().invoke(cli, ["p2p", "--gpus", "0,1", "--size", "64M", "--iters", "5", "--out", str(out),
@@ -77,7 +77,7 @@ def test_p2p_cli_errors(monkeypatch):
     from fabricbench.cli import cli
     from fabricbench.errors import EngineUnavailable, UsageError
 
-    monkeypatch.setattr("fabricbench.fabrics.copy.engine", lambda: FakeEngine())
+    monkeypatch.setattr("fabricbench.measuring.copy.engine", lambda: FakeEngine())
     monkeypatch.setattr("fabricbench.gpus.visible_gpu_count", lambda: 1)
     res = CliRunner().invoke(cli, ["p2p", "--gpus", "0,1"])
     assert isinstance(res.exception, UsageError) and "1 are visible (0-0)" in str(res.exception)
@@ -87,7 +87,7 @@ def test_p2p_cli_errors(monkeypatch):
     def missing():
         raise EngineUnavailable("fabricbench p2p needs the compiled engine")
 
-    monkeypatch.setattr("fabricbench.fabrics.copy.engine", missing)
+    monkeypatch.setattr("fabricbench.measuring.copy.engine", missing)
     res = CliRunner().invoke(cli, ["p2p", "--gpus", "0"])
     assert isinstance(res.exception, EngineUnavailable)
 
@@ -101,7 +101,7 @@ def test_p2p_size_that_cannot_fit_is_refused_before_copying(monkeypatch, capsys)
             return [{"index": i, "free_bytes": 10 << 30} for i in indices]
 
     eng = Small()
-    monkeypatch.setattr("fabricbench.fabrics.copy.engine", lambda: eng)
+    monkeypatch.setattr("fabricbench.measuring.copy.engine", lambda: eng)
     monkeypatch.setattr("fabricbench.gpus.visible_gpu_count", lambda: 2)
     with pytest.raises(SystemExit) as e:
         main(["p2p", "--gpus", "0,1", "--size", "8G", "--no-host"])

@@ -173,7 +173,7 @@ def test_compare_resume_runs_only_the_fabric_not_yet_complete(tmp_path):
 @pytest.mark.slow
 def test_sweep_under_a_delegated_fabric_resumes(tmp_path, monkeypatch):
     """--fabric X not in force here runs in a child sweep; --resume hands it what --out holds."""
-    from fabricbench.fabrics import child
+    from fabricbench.measuring import child
     from fabricbench.measuring.runner import run_sweep
     from fabricbench.results.writer import ResultWriter
 

@@ -21,7 +21,7 @@ import pytest
 from fabricbench.errors import FabricWaived, UsageError
 from fabricbench.fabrics import get_fabric, parse_fabric_list, shaped
 from fabricbench.fabrics.apply import MARKER, applied
-from fabricbench.fabrics.child import run_child
+from fabricbench.measuring.child import run_child
 from fabricbench.results import read_results
 
 

@@ -3,7 +3,7 @@
     fabricbench advise --model mistral-7b --num-gpus 4 --topo-file box.txt --gpu-memory 80G
     fabricbench advise --model dinov2-base --num-gpus 4 --results run/results.jsonl --json
 
-memory.py says which strategies fit the GPU's memory (estimate or measured peaks), placement.py ranks the
+memory.py says which strategies fit the GPU's memory (estimate or measured peaks), topology/ranking.py ranks the
 GPU sets by the busbw they will see (measured where results have it, else from link types), strategy.py
 predicts the step time (relate's model) or the communication time (volume arithmetic) per strategy, and
 api.py draws the conclusion: one recommendation, its reasons and a runner-up.

@@ -2,7 +2,7 @@
 
     fabricbench compare --fabrics default,p2p-off --iters 50 --timeout 60 --plot cmp.png
 
-Only flags live here; fabricbench/fabrics/study.py's SweepOptions holds and checks the values.
+Only flags live here; fabricbench/measuring/compare.py's SweepOptions holds and checks the values.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
     fabricbench p2p --gpus 0-7 --size 256M --plot p2p.png --out p2p.jsonl
 
 Measured by the compiled engine (cudaMemcpyPeerAsync; pinned host memory). GB/s = bytes / median time,
-bidirectional 2 x bytes / time (fabricbench/fabrics/copy.py). Records: kind "copy" in the common header.
+bidirectional 2 x bytes / time (fabricbench/measuring/copy.py). Records: kind "copy" in the common header.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from fabricbench.report.analysis import fmt
 @click.option("--plot", "plot_path", default=None, help="Write a heat-map PNG here.")
 def p2p(gpus, size, iters, warmup, no_host, no_peer, out_path, as_json, plot_path):
     """Copy bandwidth between every GPU pair and between host and each GPU."""
-    from fabricbench.fabrics.study import check_plot_path
+    from fabricbench.measuring.compare import check_plot_path
     from fabricbench.measuring.commands import p2p as run_p2p
 
     check_plot_path(plot_path)  # before anything is measured

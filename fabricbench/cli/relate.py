@@ -27,7 +27,7 @@ from fabricbench.report import table as tables
 def relate(files, reference, as_json, plot_path) -> None:
     """Join sweep/compare records with train records and predict each fabric's step time."""
     import fabricbench
-    from fabricbench.fabrics.study import check_plot_path
+    from fabricbench.measuring.compare import check_plot_path
 
     check_plot_path(plot_path)
     refuse_collisions({"--plot": plot_path}, {f: f for f in files})

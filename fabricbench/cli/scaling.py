@@ -33,7 +33,7 @@ from fabricbench.sizes import format_size
 def scaling(gpus, counts, ops, sizes, fabric_spec, topo_file, resume, dtype, iters, warmup, engine, backend,
             timeout_s, out_path, plot_path, as_json):
     """Bus bandwidth against GPU count, inside one NVLink island and across islands."""
-    from fabricbench.fabrics.study import check_plot_path
+    from fabricbench.measuring.compare import check_plot_path
     from fabricbench.measuring.commands import scaling as run_scaling
 
     check_plot_path(plot_path)  # before anything is measured; the plot itself comes after the table

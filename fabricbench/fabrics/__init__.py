@@ -15,6 +15,7 @@ from fabricbench.fabrics.builtin import DEFAULT, NET, P2P_OFF
 from fabricbench.fabrics.env import FabricEnv, fabric_env, known
 from fabricbench.fabrics.model import Fabric, FabricFamily, parse_custom
 from fabricbench.fabrics.shaped import FAMILY as SHAPED
+from fabricbench.masking import public_value
 from fabricbench.registry import Registry
 
 FABRICS: Registry[Fabric] = Registry("fabric")
@@ -69,8 +70,6 @@ def parse_fabric_list(text: str) -> list[Fabric]:
 
 def _shown_list(text: str) -> str:
     """A --fabrics list as it may be printed: every VAR=VALUE item's value masked unless VAR is public."""
-    from fabricbench.results.context import public_value
-
     out = []
     for item in text.split(","):
         head, colon, rest = item.rpartition(":") if "=" in item else ("", "", item)

@@ -96,7 +96,7 @@ def stamp(record: dict[str, Any], fabric: Fabric) -> dict[str, Any]:
     """A record measured in a process a parent already put under `fabric` (study and qualify units run
     `fabricbench sweep --fabric X` inside the applied fabric) gets the facts a delegating sweep would have
     written: `shaped_rate_bps` and the masked variables in `extra.fabric_env`. The transport NCCL used is
-    read from its log only by the process that captures that log (fabrics/child.py)."""
+    read from its log only by the process that captures that log (measuring/child.py)."""
     if fabric.plain:
         return record
     if record.get("shaped_rate_bps") is None:

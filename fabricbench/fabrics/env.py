@@ -16,7 +16,7 @@ import os
 from dataclasses import dataclass, field
 
 from fabricbench.fabrics.model import NEVER_SET, Fabric, parse_custom
-from fabricbench.results.context import public_value
+from fabricbench.masking import public_value
 
 DEBUG_SUBSYS = "INIT,P2P,SHM,NET"
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
 from fabricbench.errors import UsageError
-from fabricbench.results.context import public_env, public_value
+from fabricbench.masking import public_env, public_value
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _VAR = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

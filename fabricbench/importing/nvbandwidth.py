@@ -1,4 +1,4 @@
-"""nvbandwidth's matrices -> copy records, the kind `fabricbench p2p` writes (fabrics/copy.py).
+"""nvbandwidth's matrices -> copy records, the kind `fabricbench p2p` writes (measuring/copy.py).
 
     ./nvbandwidth > nvb.txt && fabricbench import nvb.txt --out imported.jsonl
 

@@ -4,7 +4,7 @@
     with jobs.workspace("train-ddp") as ws:
         outcome = jobs.run(argv, workspace=ws, fabric=fabric, stall_s=20, on_record=handle)
 
-Every orchestrator goes through here: `sweep --fabric`, `compare`, `scaling` (fabrics/child.py), `train`'s
+Every orchestrator goes through here: `sweep --fabric`, `compare`, `scaling` (measuring/child.py), `train`'s
 torchrun (training/launch.py), `study`'s units (study/runner.py) and `qualify`'s measuring units
 (qualifying/children.py). What lives where:
 - runner.py: the one child runner (fabric applied, process group dead with us, records streamed back over

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Iterable
 
 from fabricbench.fabrics.model import shown
-from fabricbench.results.context import MASK, public_value
+from fabricbench.masking import MASK, public_value
 
 
 def write_private(path: str | os.PathLike, text: str) -> Path:

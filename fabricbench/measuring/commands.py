@@ -6,7 +6,7 @@
     res = fabricbench.scaling(gpus="0-7", counts="2,4,8", sizes="1G")
     res = fabricbench.p2p(gpus="0-3", size="256M")              # res.unidirectional_gbps[i][j]
 
-compare and scaling run each child sweep as a job (fabricbench/jobs, through fabrics/child.py): under its
+compare and scaling run each child sweep as a job (fabricbench/jobs, through measuring/child.py): under its
 fabric, records written to `out` as they come, the rest kept when one fails. Errors name the parameters
 (`counts`, `gpus`), which are also the flags' names.
 """
@@ -41,7 +41,7 @@ def sweep_options(*, ops: Any = "all_reduce", sizes: Any = "1M-1G:x4", dtype: st
                   warmup: int = 5, engine: str = "native", backend: str | None = None, nprocs: int | None = None,
                   timeout_s: float | None = None):
     """What every child sweep of compare and scaling gets (the defaults are `fabricbench sweep`'s)."""
-    from fabricbench.fabrics.study import SweepOptions
+    from fabricbench.measuring.compare import SweepOptions
 
     return SweepOptions(ops=_text(ops), sizes=_text(sizes), dtype=dtype, iters=iters, warmup=warmup, engine=engine,
                         backend=backend, nprocs=nprocs, timeout_s=timeout_s)
@@ -62,7 +62,7 @@ def already_done(prior, opts, fabric, gpus, *, nprocs: int | None = None, where:
                  out: str | None = None, say: Say = _stderr):
     """A ChildRun made of the records that already hold every measurement of this child sweep (then it is
     not run again), or None. Partly measured children run whole: the sweep's own resume is per item."""
-    from fabricbench.fabrics.child import ChildRun
+    from fabricbench.measuring.child import ChildRun
     from fabricbench.measuring.resume import covering
 
     if prior is None:
@@ -91,7 +91,7 @@ def _progress(what: str, total: int, progress: Progress | bool | None) -> Progre
 @dataclass(kw_only=True)
 class CompareResult:
     run_id: str
-    runs: list[Any]  # fabrics/child.ChildRun, one per fabric, in the order named
+    runs: list[Any]  # measuring/child.ChildRun, one per fabric, in the order named
     table: dict[str, Any]  # report.analysis.comparison: rows, metric, note, fabrics
 
     @property
@@ -119,7 +119,7 @@ def compare(fabrics: str | Sequence[str] = "default,p2p-off", *, gpus: str | Seq
     `plot`: a PNG written after the run; `beside`: runs that measured nothing shown as more columns
     (imported results, cli/compare.runs_beside)."""
     from fabricbench.fabrics import parse_fabric_list
-    from fabricbench.fabrics.study import check_plot_path, open_output, run_and_keep
+    from fabricbench.measuring.compare import check_plot_path, open_output, run_and_keep
     from fabricbench.gpus import parse_gpus
     from fabricbench.measuring.runner import new_run_id
     from fabricbench.report.analysis import comparison
@@ -241,7 +241,7 @@ def scaling(*, gpus: str | Sequence[int] | None = None, counts: str | Sequence[i
     (topology/placement.py), each measured by its own child sweep under `fabric`. With CPU ranks
     (engine="torch", backend="gloo") the counts are ranks on this host. `sweep`: as for compare."""
     from fabricbench.fabrics import get_fabric
-    from fabricbench.fabrics.study import check_plot_path, open_output, run_and_keep
+    from fabricbench.measuring.compare import check_plot_path, open_output, run_and_keep
     from fabricbench.gpus import parse_gpus
     from fabricbench.measuring.runner import new_run_id
     from fabricbench.report.analysis import scaling_rows
@@ -320,7 +320,7 @@ class P2PResult:
     run_id: str
     bytes: int
     gpus: tuple[int, ...]
-    results: list[Any]  # fabrics/copy.CopyResult
+    results: list[Any]  # measuring/copy.CopyResult
     unidirectional_gbps: list[list[float | None]]
     bidirectional_gbps: list[list[float | None]]
     host: bool = True
@@ -345,9 +345,9 @@ class P2PResult:
 def p2p(*, gpus: str | Sequence[int] | None = None, size: str | int = "256M", iters: int = 20, warmup: int = 5,
         host: bool = True, peers: bool = True, out: str | None = None, plot: str | None = None) -> P2PResult:
     """Copy bandwidth between every GPU pair (uni- and bidirectional) and between host and each GPU, by the
-    compiled engine (cudaMemcpyPeerAsync; pinned host memory). GB/s = bytes / median time (fabrics/copy.py)."""
-    from fabricbench.fabrics.copy import engine, matrix, measure_all
-    from fabricbench.fabrics.study import check_plot_path, open_output
+    compiled engine (cudaMemcpyPeerAsync; pinned host memory). GB/s = bytes / median time (measuring/copy.py)."""
+    from fabricbench.measuring.copy import engine, matrix, measure_all
+    from fabricbench.measuring.compare import check_plot_path, open_output
     from fabricbench.gpus import default_gpus, parse_gpus
     from fabricbench.measuring.runner import new_run_id
     from fabricbench.results.schema import header

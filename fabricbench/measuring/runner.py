@@ -346,8 +346,8 @@ def run_sweep(config: SweepConfig, *, writer=None, on_result: Callable[[Collecti
     prior = list(resume.records) if resume is not None else None
     if delegated:
         # NCCL reads its variables once per process (and shaped:RATE needs a namespace): the fabric is
-        # applied to a fresh child sweep, whose records stream back through emit (fabrics/child.py).
-        from fabricbench.fabrics.child import sweep_under_fabric
+        # applied to a fresh child sweep, whose records stream back through emit (measuring/child.py).
+        from fabricbench.measuring.child import sweep_under_fabric
 
         sweep_under_fabric(config, emit, run_id=run_id, prior=prior, reused=reuse, on_skip=on_skip)
     elif config.nprocs:

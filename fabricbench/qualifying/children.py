@@ -2,7 +2,7 @@
 
     fabricbench qualify --spec node.toml --out q/      (each measuring unit is one call here)
 
-Sweeps go through fabrics/child.run_child, which applies the fabric (its environment; a shaped network
+Sweeps go through measuring/child.run_child, which applies the fabric (its environment; a shaped network
 namespace for `shaped:RATE`), streams each record back as the child writes it, and reads the transport
 from NCCL's log. A fabric that cannot be applied here (no root, no netns) comes back waived with the
 reason, never as a failure. Every child runs as a job (fabricbench/jobs): nothing outlives qualify.
@@ -33,7 +33,7 @@ def sweep_under(fabric_name: str, args: list[str], *, key: str, wall_timeout_s: 
                 on_record: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> UnitResult:
     """One child sweep under the fabric; `on_record` sees (and may replace) each record as it arrives."""
     from fabricbench.fabrics import get_fabric
-    from fabricbench.fabrics.child import run_child
+    from fabricbench.measuring.child import run_child
 
     fabric = get_fabric(fabric_name)
     kept: list[dict[str, Any]] = []

@@ -148,7 +148,7 @@ class Context:
         elif self.distributed:
             res = self._sweep_here(unit, key)
         else:
-            from fabricbench.fabrics.child import sweep_args
+            from fabricbench.measuring.child import sweep_args
             from fabricbench.sizes import format_size
 
             args = sweep_args(ops=",".join(unit.ops), sizes=",".join(format_size(s) for s in unit.sizes),
@@ -218,7 +218,7 @@ class Context:
 
     def _write(self, rec: dict[str, Any], key: str) -> dict[str, Any]:
         """A child's record joins this run (its own run id kept in extra.child_run_id) and is appended."""
-        from fabricbench.fabrics.study import adopt
+        from fabricbench.measuring.compare import adopt
 
         rec = adopt(rec, self.run_id)
         rec["extra"]["qualify_unit"] = key

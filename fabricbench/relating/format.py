@@ -19,9 +19,9 @@ COLS = (
     tables.Col("T_comm (ms)", "Tc", "Tc = comm time per step (ms)"),
     tables.Col("e", legend="e = exposed fraction of comm"),
     tables.Col("step obs (ms)", "obs", "obs/pred = step time observed/predicted (ms)"),
-    tables.Col("step pred (ms)", "pred"),
+    tables.Col("step pred (ms)", "pred", "-"),
     tables.Col("step slower obs", "obs×", "obs×/pred× = step N× slower, observed/predicted"),
-    tables.Col("step slower pred", "pred×"),
+    tables.Col("step slower pred", "pred×", "-"),
     tables.Col("residual", "resid"),
     tables.Col("flags", justify="left", prose=True),
 )

@@ -6,7 +6,8 @@
 `render(console, title, cols, rows)` prints a table whose figures and names are never cut with "…":
 numbers never wrap (a column is at least as wide as its widest figure), prose wraps at spaces. When the
 terminal is narrower than the table, it reflows in this order, each step only if the last did not fit:
-short headers with a legend under the table; then the columns split into parts, each part repeating the
+short headers with a legend under the table; then a column with one value in every row goes into the
+title ("type float32, place out"); then the columns split into parts, each part repeating the
 key columns (op, size, ...) so that every row can still be read across; then, at widths where even that
 cannot fit, one block of "header: value" lines per row. Piped output (a file, a CI log) is never reflowed:
 it gets the full table at its natural width, so that `grep` and diff see one row per line.
@@ -20,6 +21,7 @@ import csv
 from dataclasses import dataclass
 from typing import Any, Sequence, TextIO
 
+from fabricbench.progress import Progress
 from fabricbench.report.analysis import fmt, fmt_cv
 from fabricbench.sizes import format_size
 
@@ -34,7 +36,7 @@ class Col:
 
     name: str
     short: str = ""
-    legend: str = ""  # what the short header means, e.g. "algbw = algorithm bandwidth, GB/s"
+    legend: str = ""  # what the short header means, e.g. "algbw = algorithm bandwidth, GB/s"; "-": said elsewhere
     justify: str = "right"
     key: bool = False
     prose: bool = False
@@ -86,7 +88,10 @@ def _min_width(con, renderable) -> int:
 
 
 def _legend(cols: Sequence[Col]) -> str:
-    return "; ".join(c.legend or f"{c.short} = {c.name}" for c in cols if c.short and c.short != c.name)
+    """What each short header means; a short header that is its name without the unit ("busbw" for
+    "busbw (GB/s)") needs no line of its own when another says the unit."""
+    return "; ".join(c.legend or f"{c.short} = {c.name}" for c in cols
+                     if c.short and c.short != c.name and c.legend != "-" and (c.legend or c.short not in c.name))
 
 
 def build(con, title: str | None, cols: Sequence[Col], rows: Sequence[Sequence[Any]],
@@ -104,6 +109,16 @@ def build(con, title: str | None, cols: Sequence[Col], rows: Sequence[Sequence[A
     narrow = _table(title, cols, rows, short=True)
     if _min_width(con, narrow) <= width:
         return [narrow, Text(legend, style="dim")] if legend else [narrow]
+    # a column with one value in every row says it once, in the title ("type float32, place out")
+    same = [i for i, c in enumerate(cols)
+            if not c.key and len(rows) > 1 and len({_cell(r[i]).plain for r in rows}) == 1]
+    if same:
+        said = ", ".join(f"{cols[i].short or cols[i].name} {_cell(rows[0][i]).plain}" for i in same)
+        keep = [i for i in range(len(cols)) if i not in same]
+        folded = build(con, f"{title}; {said}" if title else said, [cols[i] for i in keep],
+                       [[r[i] for i in keep] for r in rows], width=width)
+        if len([p for p in folded if hasattr(p, "columns")]) == 1:  # it fits whole now: done
+            return folded
     keys = [i for i, c in enumerate(cols) if c.key] or [0]
     rest = [i for i in range(len(cols)) if i not in keys]
     groups: list[list[int]] = []
@@ -150,7 +165,7 @@ SWEEP_COLS = (
     Col("type", justify="left"),
     Col("place", justify="left"),
     Col("time (us)", "us", "us = median time, microseconds"),
-    Col("algbw (GB/s)", "algbw", "algbw/busbw in GB/s"),
+    Col("algbw (GB/s)", "algbw", "algbw, busbw in GB/s"),
     Col("busbw (GB/s)", "busbw"),
     Col("#wrong", "wrong", "wrong = #wrong elements"),
     Col("cv"),
@@ -200,13 +215,17 @@ class SweepTable:
         self._progress = None
         if progress and self.console.is_terminal and total > 1:
             from rich.live import Live
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+            from rich.progress import BarColumn, MofNCompleteColumn, TimeElapsedColumn
+            from rich.progress import Progress as Bar
 
-            self._progress = Progress("[progress.description]{task.description}", BarColumn(),
+            self._progress = Bar("[progress.description]{task.description}", BarColumn(),
                                       MofNCompleteColumn(), TimeElapsedColumn())
             self._task = self._progress.add_task("measuring", total=total)
             self._live = Live(self._render(), console=self.console, refresh_per_second=4, transient=True)
             self._live.start()
+        # not on a terminal (a CI log): the table comes whole at the end, so a line now and then on stderr
+        # says how far the sweep got (fabricbench/progress.py's log mode)
+        self._log = Progress("sweep", total=total, quiet=not progress or self._live is not None).__enter__()
 
     def _render(self):
         from rich.console import Group
@@ -224,10 +243,12 @@ class SweepTable:
         if self._live is not None:
             self._progress.advance(self._task)
             self._live.update(self._render())
+        self._log.advance(item=f"{rec.get('op')} {format_size(rec.get('bytes') or rec.get('requested_bytes') or 0)}")
 
     def close(self) -> None:
         from rich.text import Text
 
+        self._log.__exit__(None, None, None)
         if self._live is not None:
             self._live.stop()  # transient: the live view goes, the final table is printed once below
         if self.rows:  # a run that failed before its first result prints its error alone

@@ -3,7 +3,7 @@
 Only NCCL_*, GLOO_*, CUDA_VISIBLE_DEVICES and a few named variables are ever recorded — never the whole
 environment, which can hold credentials. A fabric's own variables (`x:SOME_TOKEN=...`) are shown by
 name everywhere, but their values only when the name is NCCL_*, GLOO_* or CUDA_* (public_env); any
-other value is written as "***".
+other value is written as "***" (fabricbench/masking.py).
 """
 
 from __future__ import annotations
@@ -15,15 +15,14 @@ import socket
 import sys
 from importlib import metadata
 
+from fabricbench.errors import UsageError
+from fabricbench.fabrics import get_fabric
+from fabricbench.masking import MASK, PUBLIC_PREFIXES, public_env, public_value  # noqa: F401 (their old home)
+
 ENV_PREFIXES = ("NCCL_", "GLOO_")
 ENV_NAMES = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "TORCH_NCCL_ASYNC_ERROR_HANDLING",
              "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS", "FABRICBENCH_NCCL_LIBRARY",
              "GLOO_SOCKET_IFNAME", "OMP_NUM_THREADS", "FABRICBENCH_FABRIC_APPLIED")
-# A fabric's variable whose value may be printed and recorded; any other is shown by name as MASK.
-PUBLIC_PREFIXES = ("NCCL_", "GLOO_", "CUDA_")
-MASK = "***"
-
-
 # Set by fabricbench itself to capture NCCL's log (a temporary path): noise, not a setting of the run.
 ENV_EXCLUDED = ("NCCL_DEBUG_FILE", "NCCL_VERSION")  # NCCL_VERSION: a container image's label, not the NCCL loaded (records name that: version and path)
 
@@ -34,23 +33,10 @@ def allowed_env(environ: dict[str, str] | None = None) -> dict[str, str]:
             if (k.startswith(ENV_PREFIXES) or k in ENV_NAMES) and k not in ENV_EXCLUDED}
 
 
-def public_value(var: str, value: str) -> str:
-    """The value as it may appear in a record or on screen: itself for NCCL_*/GLOO_*/CUDA_*, else MASK."""
-    return value if var.startswith(PUBLIC_PREFIXES) else MASK
-
-
-def public_env(variables: dict[str, str]) -> dict[str, str]:
-    return {k: public_value(k, v) for k, v in variables.items()}
-
-
 def fabric_label(spec: str) -> str:
     """What a record or a screen calls the fabric a spec names: its name ('x:SOME_TOKEN=abc' -> 'x',
     'shaped:1000mbit' -> 'shaped:1gbit'), so that a value given in a custom spec is never written."""
-    from fabricbench.errors import UsageError
-
     try:
-        from fabricbench.fabrics import get_fabric
-
         return get_fabric(spec).name
     except UsageError:  # not a valid spec (the run will say so): never echo what follows a ':'
         return spec.partition(":")[0] if "=" in spec else spec

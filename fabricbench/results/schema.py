@@ -3,7 +3,7 @@
 Header (every kind): schema, kind, run_id, timestamp, host, fabric, env (allow-listed), versions.
 Kinds and who writes them:
 - "collective" (CollectiveResult below): sweep, compare, scaling, study and qualify units;
-- "copy": p2p (fabricbench/fabrics/copy.py CopyResult);
+- "copy": p2p (fabricbench/measuring/copy.py CopyResult);
 - "train" (TrainResult below): train, one per strategy;
 - "topology": one snapshot per results file;
 - "estimate", "relate", "machine", "plan" and "study_unit": fabricbench study (fabricbench/study/);

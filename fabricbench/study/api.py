@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from fabricbench.errors import UsageError
-from fabricbench.results.context import MASK
+from fabricbench.masking import MASK
 from fabricbench.study.config import StudyConfig
 from fabricbench.study.runner import UnitRun
 from fabricbench.study.units import Unit

@@ -167,12 +167,6 @@ def _estimate_collect(unit: Unit, ctx: Context, children) -> Outcome:
 
 
 # -- train: one strategy on one fabric, with its communication trace ------------------------------------------
-def _train_supports(option: str) -> bool:
-    from fabricbench.cli.train import train
-
-    return any(option in p.opts for p in train.params)
-
-
 def _train_commands(unit: Unit, ctx: Context):
     c = ctx.config
     if unit.repeat > c.min_rounds:
@@ -184,7 +178,7 @@ def _train_commands(unit: Unit, ctx: Context):
               *c.shape_args, "--fabric", str(unit.fabric), "--repeats", "1",
               "--target-ci", f"{c.target_ci or 0:g}", *(["--max-steps", str(c.max_steps)] if c.max_steps else []),
               "--timeout", f"{c.train_timeout_s:g}", "--out", str(ctx.unit_file(unit)))
-    if c.precision and _train_supports("--precision"):
+    if c.precision:
         argv[-2:-2] = ["--precision", c.precision]
     return [argv], {}
 

@@ -32,7 +32,7 @@ def test_nvml_topology_names_the_gpu():
 
 @pytest.mark.gpu(1)
 def test_host_device_copy_bandwidth():
-    from fabricbench.fabrics.copy import measure_all
+    from fabricbench.measuring.copy import measure_all
 
     res = measure_all((0,), 256 << 20, 3, 10, peers=False)
     by = {r.direction: r for r in res}

@@ -45,6 +45,18 @@ def rotate_count(case: Case) -> int:
     return max(1, min(MAX_ROTATE, -(-ROTATE_TARGET_BYTES // max(per_set, 1))))
 
 
+def _loaded_nccl_path() -> str | None:
+    """The libnccl this process loaded, from its memory map (what ncclGetVersion's figure belongs to; never
+    the NCCL_VERSION variable of a container image)."""
+    try:
+        for line in open("/proc/self/maps", encoding="utf-8", errors="replace"):
+            if "libnccl" in line and "/" in line:
+                return line[line.index("/"):].strip()
+    except OSError:
+        pass
+    return None
+
+
 def default_backend() -> str:
     import torch
 
@@ -103,7 +115,7 @@ class TorchSession:
         if self.backend == "nccl":
             v = torch.cuda.nccl.version()
             info["nccl_version"] = ".".join(map(str, v)) if isinstance(v, tuple) else str(v)
-            info["nccl_library"] = "torch (bundled)"
+            info["nccl_library"] = _loaded_nccl_path() or "torch (bundled)"
             info["cuda_runtime"] = torch.version.cuda
             info["gpu_names"] = [torch.cuda.get_device_name(self.device)]
             info["devices"] = [self.device.index]

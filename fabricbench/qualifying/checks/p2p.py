@@ -7,7 +7,7 @@
     min_gbps = 300                  # every pair, unidirectional
     min_fraction_of_median = 0.9    # no pair below 0.9 x the median pair
 
-Measured by `fabricbench p2p` (cudaMemcpyPeerAsync, fabrics/copy.py). A pair check on one GPU is waived.
+Measured by `fabricbench p2p` (cudaMemcpyPeerAsync, measuring/copy.py). A pair check on one GPU is waived.
 """
 
 from __future__ import annotations

@@ -57,7 +57,7 @@ class SweepOptions:
         return self.engine == "torch" and self.backend == "gloo"
 
     def args(self, gpus: tuple[int, ...] | None, nprocs: int | None = None) -> list[str]:
-        from fabricbench.fabrics.child import sweep_args
+        from fabricbench.measuring.child import sweep_args
 
         return sweep_args(ops=self.ops, sizes=self.sizes, dtype=self.dtype, iters=self.iters,
                           warmup=self.warmup, engine=self.engine, backend=self.backend,
@@ -118,7 +118,7 @@ def run_and_keep(fabric, args: list[str], writer, run_id: str, *, what: str, kep
     a failure ("other fabrics' results"); `say` prints one message line; `on_record` sees each record as it
     is written (progress). Returns the ChildRun with its records adopted.
     """
-    from fabricbench.fabrics.child import run_child
+    from fabricbench.measuring.child import run_child
 
     # Written as the child measures them: an interrupted compare keeps every finished measurement.
     def write(rec: dict[str, Any]) -> None:
