@@ -111,7 +111,7 @@ def _read_records(results: Any) -> list[dict[str, Any]]:
 
             out.extend(records.load(p).records)
             continue
-        out.extend(result_records.read(p, what="--results").records)
+        out.extend(result_records.read_nonempty(p, what="--results").records)  # a file with none: say so
     return out
 
 

@@ -19,6 +19,7 @@ import click
 from fabricbench.report import table as tables
 
 from fabricbench.collectives import DEFAULT_OPS
+from fabricbench.fabrics import get_fabric
 from fabricbench.files import OutputError, check_output, refuse_collisions
 
 
@@ -83,6 +84,7 @@ def sweep(gpus, ops, sizes, dtype, iters, warmup, adaptive, max_iters, mode, gra
 
         raise UsageError("--resume skips what --out already holds; give --out FILE (the earlier run's file)")
     if dry_run:  # a plan needs no GPU here: named GPUs as named, else this machine's, else one GPU
+        get_fabric(config.fabric)  # an unknown or malformed fabric is found, as a run would find it
         if config.gpus is None and _plan_without_gpus(config):
             import dataclasses
 

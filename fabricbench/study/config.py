@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from fabricbench.errors import UsageError
 from fabricbench.fabrics.model import shown
 from fabricbench.results.context import fabric_label
+from fabricbench.training.models import read_config_json
 from fabricbench.training.repeats import MIN_REPEATS
 
 # Sweep grids when no trace says what the strategies send (or the trace ran on one rank): GPUs cover
@@ -79,6 +81,8 @@ class StudyConfig:
             from fabricbench.training.models import MODELS
 
             MODELS.get(self.model)
+        else:  # the file read and its sizes checked now, so --dry-run says what a run would
+            read_config_json(Path(self.model_config))
         if self.target_ci is not None and not 0 < self.target_ci < 1:
             raise UsageError(f"--target-ci {self.target_ci}: a fraction between 0 and 1, e.g. 0.03")
         if self.repeats is not None and not 1 <= self.repeats <= 20:
