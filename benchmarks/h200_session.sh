@@ -42,7 +42,7 @@ fi
 
 # The study: every strategy at world size 1 on the default fabric (p2p-off changes nothing for one rank),
 # each train unit with its communication trace and CUDA timeline (the trace must say no collective ran).
-common=(--gpus 0 --fabrics default --strategies ddp,zero1,zero2,zero3,fsdp --steps 6 --warmup-steps 2
+common=(--gpus 0 --fabrics default --strategies ddp,zero1,zero2,zero3,fsdp --steps 6 --warmup-steps 2 --repeats 1 --target-ci 0
         --sizes 1K-1G:x4 --iters 10 --warmup 3 --train-timeout 150 --sweep-timeout 120)
 for model in ${STUDY_MODELS:-dinov2-base mistral-1b}; do
   case $model in

@@ -14,7 +14,7 @@ use_carried_wheels
 export PYTHONUNBUFFERED=1
 # 6 steps (2 untimed): the same per-strategy batch as benchmarks/train_h200.sh; one sweep grid covering
 # DDP's 25 MB buckets to whole-model sizes, 10 timed iterations per size (n = 1: algbw only).
-common=(--gpus 0 --fabrics default --strategies ddp,zero1,zero2,zero3,fsdp --steps 6 --warmup-steps 2
+common=(--gpus 0 --fabrics default --strategies ddp,zero1,zero2,zero3,fsdp --steps 6 --warmup-steps 2 --repeats 1 --target-ci 0
         --sizes 1K-1G:x4 --iters 10 --warmup 3 --train-timeout 240 --sweep-timeout 240)
 start=$(date +%s)
 python3 -m fabricbench study --model dinov2-base --batch-size 32 "${common[@]}" --out "$out/dinov2-base" 2>&1 | tee -a "$out/study.log"

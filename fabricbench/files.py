@@ -69,6 +69,22 @@ def check_input(path: str | os.PathLike, *, what: str = "input", max_bytes: int 
     return p
 
 
+def check_output(path: str | os.PathLike, *, what: str = "output") -> Path:
+    """The path, unless it names something an output cannot be written to without harm: a folder, a FIFO
+    (open() would block until a reader comes), a socket. /dev/null and /dev/full are allowed: writing
+    there is the user's choice, and a full disk gives OutputError like any other."""
+    p = Path(path)
+    try:
+        st = p.stat()
+    except OSError:
+        return p  # not there yet (or a dangling link): the writer creates it or says why not
+    if stat.S_ISDIR(st.st_mode):
+        raise UsageError(f"{what} {p}: is a directory; give a file name")
+    if stat.S_ISFIFO(st.st_mode) or stat.S_ISSOCK(st.st_mode):
+        raise UsageError(f"{what} {p}: is a FIFO or socket; give a regular file")
+    return p
+
+
 def open_input(path: str | os.PathLike, *, what: str = "input", max_bytes: int | None = None) -> TextIO:
     """A text handle on a checked input; bytes that are not UTF-8 become U+FFFD, never an exception."""
     p = check_input(path, what=what, max_bytes=max_bytes)
@@ -117,6 +133,13 @@ def write_text_atomic(path: str | os.PathLike, text: str, *, what: str = "output
     A write error leaves the old file as it was and raises OutputError with one line.
     """
     p = Path(path)
+    try:  # renaming over a device (/dev/full), a FIFO or a folder would replace it: refuse instead
+        st = p.stat()
+    except OSError:
+        st = None
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        raise OutputError(f"{what} {p}: exists and is not a regular file (a device, FIFO or folder); "
+                          f"give a file path")
     try:
         p.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)

@@ -28,6 +28,12 @@ NO_DIR = "/proc/nonexistent-dir"
 
 # (args, message part); {tmp} is replaced by the files made in `files` below.
 CASES: list[tuple[list[str], str]] = [
+    # outputs that collide with each other or with an input
+    ([*SWEEP, "--out", "{tmp}/r.jsonl", "--csv", "{tmp}/r.jsonl"], "--out and --csv both name"),
+    ([*COMPARE, "--out", "{tmp}/c.jsonl", "--plot", "{tmp}/c.jsonl"], "--plot"),
+    (["topo", "--from-file", TOPO, "--out", TOPO], "is also the input --from-file"),
+    (["p2p", "--out", "{tmp}/p.png", "--plot", "{tmp}/p.png"], "both name"),
+    ([*SWEEP, "--out", "{tmp}"], "is a directory"),
     # sweep: sizes
     (["sweep", "--sizes", "99999999999999999999999", "--dry-run"], "beyond the largest size"),
     (["sweep", "--sizes", "-8", "--dry-run"], "cannot be negative"),
@@ -77,7 +83,7 @@ CASES: list[tuple[list[str], str]] = [
     ([*SWEEP, "--out", f"{NO_DIR}/x.jsonl"], "--out"),
     ([*SWEEP, "--csv", f"{NO_DIR}/x.csv"], "--csv"),
     # topo, fabrics
-    (["topo", "--from-file", "/nonexistent.txt"], "cannot read it"),
+    (["topo", "--from-file", "/nonexistent.txt"], "no such file"),
     (["topo", "--from-file", TOPO, "--gpus", "0-99"], "names GPU 8-99 but the topology has 8 GPU(s) (0-7)"),
     (["topo", "--from-file", TOPO, "--gpus", "x"], "cannot read GPU list"),
     (["topo", "--from-file", TOPO, "--out", f"{NO_DIR}/t.jsonl"], "cannot write"),
@@ -106,14 +112,14 @@ CASES: list[tuple[list[str], str]] = [
     ([*SCALING, "--counts", "1"], "has no bus bandwidth"),
     ([*SCALING, "--counts", "2", "--timeout", "inf"], "--timeout inf"),
     ([*SCALING, "--counts", "2", "--plot", f"{NO_DIR}/s.png"], "cannot write there"),
-    ([*SCALING, "--topo-file", "/nonexistent.txt"], "cannot read it"),
+    ([*SCALING, "--topo-file", "/nonexistent.txt"], "no such file"),
     ([*SCALING, "--topo-file", TOPO, "--gpus", "0-3", "--counts", "2,8"], "8 is more than the 4 GPUs"),
     # p2p
     (["p2p", "--size", "abc"], "cannot read size 'abc'"),
     (["p2p", "--size", "-8"], "is negative"),
     (["p2p", "--size", "99999999999999999999999"], "beyond the largest size"),
-    (["p2p", "--iters", "0"], "--iters 0"),
-    (["p2p", "--warmup", "-1"], "--warmup -1"),
+    (["p2p", "--iters", "0"], "iters 0"),
+    (["p2p", "--warmup", "-1"], "warmup -1"),
     (["p2p", "--no-host", "--no-peer"], "leave nothing to measure"),
     (["p2p", "--plot", "{tmp}/p.txt"], "name it *.png"),
     (["p2p", "--gpus", "1-0"], "descends"),
@@ -129,9 +135,9 @@ CASES: list[tuple[list[str], str]] = [
     ([*TRAIN, "--model-config", "{tmp}/bad.json"], "name exactly one of --model"),
     (["train", "--device", "cpu", "--model", "gpt-9"], "unknown model 'gpt-9'"),
     # train: numbers
-    ([*TRAIN, "--timeout", "0"], "--timeout 0.0: must be positive"),
-    ([*TRAIN, "--timeout", "-1"], "--timeout -1.0"),
-    ([*TRAIN, "--timeout", "nan"], "--timeout nan"),
+    ([*TRAIN, "--timeout", "0"], "timeout_s=0.0: must be positive"),
+    ([*TRAIN, "--timeout", "-1"], "timeout_s=-1.0"),
+    ([*TRAIN, "--timeout", "nan"], "timeout_s=nan"),
     ([*TRAIN, "--lr", "-1"], "--lr -1.0: the learning rate must be positive"),
     ([*TRAIN, "--lr", "0"], "--lr 0.0"),
     ([*TRAIN, "--lr", "inf"], "--lr inf"),
@@ -145,7 +151,7 @@ CASES: list[tuple[list[str], str]] = [
     ([*TRAIN, "--warmup-steps", "0"], "--warmup-steps must be at least 1"),
     ([*TRAIN, "--steps", "99999999"], "--steps 99999999"),
     ([*TRAIN, "--strategy", "zero9"], "unknown strategy 'zero9'"),
-    ([*TRAIN, "--strategy", ","], "--strategy is empty"),
+    ([*TRAIN, "--strategy", ","], "strategies is empty"),
     ([*TRAIN, "--fabric", "nosuch"], "unknown fabric 'nosuch'"),
     ([*TRAIN, "--master-port", "70000"], "a TCP port is 1-65535"),
     ([*TRAIN, "--node-rank", "2"], "0 <= node-rank < nnodes"),
@@ -280,3 +286,19 @@ def test_to_dataframe_without_pandas_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "pandas", None)
     with pytest.raises(UsageError, match=r'pip install "fabricbench\[pandas\]"'):
         fabricbench.to_dataframe([])
+
+
+def test_custom_fabric_with_several_variables_is_one_fabric(tmp_path):
+    import fabricbench.errors
+    from fabricbench.fabrics import split_fabric_list
+    from fabricbench.study.api import resolve_config
+
+    assert split_fabric_list("x:A=1,B=2,default") == ["x:A=1,B=2", "default"]
+    assert split_fabric_list("default,y:NCCL_ALGO=Ring,NCCL_PROTO=Simple") == \
+        ["default", "y:NCCL_ALGO=Ring,NCCL_PROTO=Simple"]
+    config = resolve_config(str(tmp_path / "s"), resume=False,
+                            options={"fabrics": "x:NCCL_ALGO=Ring,NCCL_PROTO=Simple,default", "model": "tiny-mistral",
+                                     "device": "cpu"})
+    assert len(config.fabrics) == 2 and config.fabric_names[0] == "x"
+    with pytest.raises(fabricbench.errors.UsageError, match="belongs to no custom fabric"):
+        split_fabric_list("A=1,default")

@@ -461,3 +461,18 @@ def test_damaged_versions_of_a_real_results_file_never_crash_init_or_fleet(tmp_p
         assert "Traceback" not in err and code in (0, 1, 2, 3, 4), (args, code, err)
         if code == 2:
             _one_error_line(code, err)
+
+
+def test_prometheus_never_replaces_a_device_fifo_or_folder(tmp_path, capsys):
+    fifo = tmp_path / "p.prom"
+    os.mkfifo(fifo)
+    spec = tmp_path / "t.toml"
+    spec.write_text('[spec]\nname = "t"\n[[check]]\nname = "w"\nkind = "topology"\ngpu_count = 1\n')
+    for target in (fifo, tmp_path, Path("/dev/null")):
+        code, _, err = _cli(["qualify", "--spec", str(spec), "--topo-file", str(TOPO / "h200_1gpu_real.txt"),
+                             "--prometheus", str(target)], capsys)
+        _one_error_line(code, err)
+        assert "not a regular file" in err
+        code, _, err = _cli(["qualify", "--fleet", str(GLOO), str(GLOO), "--prometheus", str(target)], capsys)
+        _one_error_line(code, err)
+    assert Path("/dev/null").is_char_device() and fifo.is_fifo()

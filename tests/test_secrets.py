@@ -170,7 +170,7 @@ def test_study_under_a_custom_fabric(tmp_path, secret):
                                              "--fabrics", "default,sec:MY_TOKEN={SECRET}", "--strategies", "ddp",
                                              "--steps", "3", "--warmup-steps", "1", "--batch-size", "2",
                                              "--seq-len", "16", "--sizes", "1K", "--iters", "2", "--warmup", "1",
-                                             "--out", "lab"], secret, timeout=900)
+                                             "--repeats", "1", "--out", "lab"], secret, timeout=900)
     assert rc == 0, err
     assert (tmp_path / "lab" / "units" / "train_ddp_sec.jsonl").exists()
     assert "sec:MY_TOKEN=***" in (tmp_path / "lab" / "report.md").read_text()

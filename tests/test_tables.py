@@ -181,10 +181,13 @@ def test_compare_table(term80):
     names = ["default", "p2p-off", "shaped:200mbit", "net"]
     runs = [SimpleNamespace(fabric=SimpleNamespace(name=n), waived=None, mismatch=None, error=None, transport="SHM",
                             records=[{"op": "all_reduce", "dtype": "float32", "inplace": False, "bytes": s,
-                                      "nranks": 8, "busbw_gbps": bw * s / (1 << 30)} for s in (1 << 20, 1 << 30)])
+                                      "nranks": 8, "busbw_gbps": bw * s / (1 << 30),
+                                      "cv": 0.8 if n == "net" else 0.01} for s in (1 << 20, 1 << 30)])
             for n, bw in zip(names, (2157.6, 420.1, 0.0233, 23.3))]
     render(comparison(runs), runs)
-    assert_uncut(term80(), must_show=("shaped:200mbit", "p2p-off", "2,158", "92,601") + tuple(names))
+    text = term80()
+    assert_uncut(text, must_show=("shaped:200mbit", "p2p-off", "2,158", "92,601", "23.30 !") + tuple(names))
+    assert "cv above 0.5" in text and "2,158 !" not in text  # only the noisy fabric is marked
 
 
 def test_scaling_table_gpus_and_cpu_ranks(term80):

@@ -222,7 +222,7 @@ def test_topo_cli_terminal_and_out(tmp_path):
 
 
 @pytest.mark.parametrize("args,msg", [
-    (["--from-file", "/nonexistent/topo.txt"], "Error: --from-file /nonexistent/topo.txt: cannot read it"),
+    (["--from-file", "/nonexistent/topo.txt"], "Error: --from-file /nonexistent/topo.txt: no such file"),
     (["--from-file", __file__], "not an `nvidia-smi topo -m` output"),
     (["--from-file", str(NVL), "--gpus", "0,9"], "names GPU 9"),
 ])

@@ -215,12 +215,12 @@ def test_timeline_exposed_is_comm_outside_compute():
                                  _ev("gloo:all_reduce", 30, 40, tid=GLOO_T, cat="user_annotation")]
     tl = trace.timeline(events, device_type="cpu")
     assert tl == pytest.approx({"comm_s": 40e-6, "exposed_s": 20e-6, "compute_s": 60e-6, "step_s": 100e-6,
-                                "source": "cpu threads"})
+                                "source": "cpu threads", "window_s": 0.0})  # one collective: no window
     gpu = _steps((0, 100)) + [_ev("sm90_gemm", 0, 50, tid=0, cat="kernel"),
                               _ev("ncclDevKernel_AllReduce_Sum_bf16", 40, 30, tid=0, cat="kernel")]
     assert trace.timeline(gpu, device_type="cuda") == pytest.approx(
         {"comm_s": 30e-6, "exposed_s": 20e-6, "compute_s": 50e-6, "step_s": 100e-6, "source": "cuda kernels",
-         "busy_s": 70e-6})  # any kernel 0-70 us of the 100 us step: the GPU-busy fraction 0.7
+         "busy_s": 70e-6, "window_s": 0.0})  # any kernel 0-70 us of the 100 us step: the GPU-busy fraction 0.7
 
 
 def _rank(collectives, times=(0.2, 0.3), timeline=None):

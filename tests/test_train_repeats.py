@@ -14,14 +14,17 @@ from fabricbench.training import launch, repeats
 
 
 def test_repeat_ci_uses_student_t_below_six_and_order_statistics_from_six():
+    import math
+
     v = [100.0, 102.0, 98.0]
     lo, hi = stats.repeat_ci(v)
-    half = 4.303 * statistics.stdev(v) / 3 ** 0.5
-    assert (lo, hi) == pytest.approx((100 - half, 100 + half))
+    half = 4.303 * statistics.stdev(math.log(x) for x in v) / 3 ** 0.5  # Student's t on the log times
+    assert (lo, hi) == pytest.approx((100 * math.exp(-half), 100 * math.exp(half)))
+    assert hi - lo == pytest.approx(2 * 4.303 * statistics.stdev(v) / 3 ** 0.5, rel=0.01)  # ~ the plain one
     assert stats.repeat_ci([5.0]) is None
-    # n = 2: t = 12.7, as wide as two values deserve
-    lo, hi = stats.repeat_ci([10.0, 11.0])
-    assert hi - lo == pytest.approx(2 * 12.706 * statistics.stdev([10.0, 11.0]) / 2 ** 0.5)
+    # n = 2: t = 12.7, as wide as two values deserve, and still above 0
+    lo, hi = stats.repeat_ci([10.0, 15.0])
+    assert 0 < lo < 10.0 and hi > 15.0 and lo * hi == pytest.approx(12.5 ** 2)
     many = [float(x) for x in range(1, 21)]
     lo, hi = stats.repeat_ci(many)
     assert lo in many and hi in many and lo < statistics.median(many) < hi
@@ -81,7 +84,7 @@ def test_summary_and_contradictions_between_two_studies():
 
 
 def _fake_run(calls, steps_by_strategy):
-    def run_strategy(config, name, resolved, psi):
+    def run_strategy(config, name, resolved, psi, **kw):
         calls.append(name)
         n = sum(1 for c in calls if c == name)
         step = steps_by_strategy[name][n - 1]
@@ -146,3 +149,32 @@ def test_relate_intervals_contain_the_prediction():
     assert mid == pytest.approx(1.0 - 0.1 + 0.6 - 0.1)
     lo, hi = predict_interval(ref_ci=(0.95, 1.05), e=0.5, t_ref=(0.19, 0.21), t_fab=(0.55, 0.65))
     assert lo < mid < hi and hi - lo == pytest.approx((1.05 - 0.95) + 0.5 * 0.02 * 0 + (0.65 - 0.55) + 0.01, rel=0.3)
+
+
+def test_advise_takes_the_runs_interval_and_the_host_bound_note():
+    from fabricbench.advise.strategy import predict
+
+    def rec(strategy, step, busy):
+        return {**_rec(strategy, "default", step, busy=busy), "model": "m", "device": "cuda", "gpus": [0],
+                "nranks": 1, "batch_size": 8}
+
+    recs = [rec("ddp", s, 0.3) for s in (0.10, 0.11, 0.09)] + [rec("fsdp", s, 0.8) for s in (0.105, 0.1, 0.11)]
+    times = {t.strategy: t for t in predict(strategies=["ddp", "fsdp"], gpus=[0], busbw_gbps=None, psi=1000, n=1,
+                                            records=recs, model="m", batch_size=8)}
+    assert times["ddp"].time_source == "measured" and times["ddp"].step_time_s == 0.10
+    assert stats.overlaps(times["ddp"].step_ci95, times["fsdp"].step_ci95)  # advise calls them even
+    assert times["ddp"].host_bound.startswith("host-bound") and times["fsdp"].host_bound is None
+
+
+def test_sweep_gloo_lab_shares_gpus_and_nccl_is_refused_up_front():
+    from fabricbench.errors import UsageError
+    from fabricbench.measuring.api import resolve_devices
+    from fabricbench.measuring.config import SweepConfig, validate
+
+    validate(SweepConfig(engine="torch", backend="gloo", nprocs=3, gpus=(0,)))  # 3 ranks on GPU 0: the lab
+    with pytest.raises(UsageError, match="Duplicate GPU detected"):
+        validate(SweepConfig(engine="torch", backend="nccl", nprocs=2, gpus=(0,)))
+    cfg, warnings = resolve_devices(SweepConfig(engine="torch", backend="gloo", nprocs=2, gpus=(0,)), visible=1)
+    assert cfg.gpus == (0,) and warnings == []  # kept: the ranks' tensors live on GPU 0
+    cfg, warnings = resolve_devices(SweepConfig(engine="torch", backend="gloo", nprocs=2), visible=0)
+    assert cfg.gpus is None  # no --gpus: CPU ranks, as before

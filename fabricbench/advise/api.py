@@ -24,7 +24,10 @@ from fabricbench.advise.memory import MemoryFit, capacity_from_name, fits
 from fabricbench.topology.ranking import PlacementRank, rank_placements
 from fabricbench.advise.strategy import StrategyTime, predict
 from fabricbench.errors import UsageError
+from fabricbench.measuring.stats import overlaps
+from fabricbench.results import records as result_records
 from fabricbench.sizes import parse_size
+from fabricbench.topology import load_file
 
 EVEN = 0.05  # predicted times within 5% are even (run-to-run noise of step times is of that order)
 
@@ -97,8 +100,6 @@ def parse_memory(value: Any) -> int | None:
 
 
 def _read_records(results: Any) -> list[dict[str, Any]]:
-    from fabricbench.results.writer import read_results
-
     out: list[dict[str, Any]] = []
     for item in results or []:
         if isinstance(item, dict):
@@ -110,9 +111,7 @@ def _read_records(results: Any) -> list[dict[str, Any]]:
 
             out.extend(records.load(p).records)
             continue
-        if not p.exists():
-            raise UsageError(f"--results {p}: no such file")
-        out.extend(read_results(p))
+        out.extend(result_records.read(p, what="--results").records)
     return out
 
 
@@ -123,20 +122,7 @@ def _topology(topo: Any, topo_file: str | None, records: list[dict[str, Any]]):
         return topo
     path = topo_file or topo
     if path:
-        p = Path(path)
-        if not p.exists():
-            raise UsageError(f"--topo-file {p}: no such file")
-        text = p.read_text(errors="replace").lstrip()
-        if text.startswith("{"):  # `fabricbench topo --json`
-            import json
-
-            return Topology.from_dict(json.loads(text))
-        from fabricbench.topology import read_topology
-
-        t = read_topology(str(p))
-        if t is None:
-            raise UsageError(f"--topo-file {p}: not a `nvidia-smi topo -m` output nor `fabricbench topo --json`")
-        return t
+        return load_file(path, what="--topo-file")
     for r in reversed(records):  # a study's machine record, or a results file's topology snapshot
         body = r.get("topology") if r.get("kind") == "machine" else (r if r.get("kind") == "topology" else None)
         if body and body.get("links"):
@@ -225,6 +211,7 @@ def advise(*, model: str | None = None, model_config: str | None = None, num_gpu
     notes = []
     if cap is None:
         notes.append("GPU memory unknown: pass --gpu-memory (e.g. 80GB or 80GiB) to rule strategies in or out")
+    notes += [f"{a.strategy}: {a.time.host_bound}" for a in advice if a.time.host_bound]
     placement_source = best.source
     sources = {a.time.time_source for a in advice if a.time.step_time_s is not None}
     time_source = " and ".join(sorted(sources)) if sources else \
@@ -281,7 +268,8 @@ def _choose(advice: list[StrategyAdvice]) -> list[StrategyAdvice]:
         rest = sorted(group, key=_key)
         while rest:
             fastest = _key(rest[0])
-            band = [a for a in rest if _key(a) <= fastest * (1 + EVEN) or _key(a) == fastest]
+            band = [a for a in rest if _key(a) <= fastest * (1 + EVEN) or _key(a) == fastest
+                    or overlaps(rest[0].time.step_ci95, a.time.step_ci95)]  # measured, inside the noise
             band.sort(key=lambda a: order[a.strategy])
             ranked.extend(band)
             rest = [a for a in rest if a not in band]
@@ -292,6 +280,9 @@ def _choose(advice: list[StrategyAdvice]) -> list[StrategyAdvice]:
         kt, ka = _key(top), _key(a)
         if a.memory.verdict == "tight" and top.memory.verdict != "tight":
             a.note = "fits only without the 10% reserve"
+        elif overlaps(top.time.step_ci95, a.time.step_ci95):
+            a.note = (f"{top.strategy} ≈ {a.strategy} (within noise: their measured 95% intervals overlap); "
+                      f"{top.strategy} comes first in the dial order DDP → ZeRO-1 → ZeRO-2 → ZeRO-3 → FSDP")
         elif ka <= kt * (1 + EVEN):
             a.note = (f"even with {top.strategy} (within {EVEN:.0%}); {top.strategy} comes first in the dial "
                       f"order DDP → ZeRO-1 → ZeRO-2 → ZeRO-3 → FSDP")

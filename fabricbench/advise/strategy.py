@@ -20,6 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from fabricbench.training import repeats
+
 # S per step in units of Ψ·b when the strategy table does not say (shared/DOMAIN.md, textbook)
 TEXTBOOK_SENDS: dict[str, dict[str, float]] = {
     "ddp": {"all_reduce": 1.0},
@@ -41,12 +43,15 @@ class StrategyTime:
     step_time_s: float | None  # None when no calibration exists
     volume_source: str  # "trace (N ranks)" or "comm-volume arithmetic (textbook)"
     time_source: str  # "relate model" or "comm time only"
+    step_ci95: tuple[float, float] | None = None  # measured: the runs' 95% interval (training/repeats.py)
+    host_bound: str | None = None  # measured: the host-bound note when the GPU was busy under half the step
 
     def to_dict(self) -> dict[str, Any]:
         return {"strategy": self.strategy, "gpus": self.gpus, "comm_bytes_per_step": self.comm_bytes_per_step,
                 "wire_bytes_per_rank": self.wire_bytes_per_rank, "comm_time_s": self.comm_time_s,
                 "step_time_s": self.step_time_s, "volume_source": self.volume_source,
-                "time_source": self.time_source}
+                "time_source": self.time_source, "step_ci95": list(self.step_ci95) if self.step_ci95 else None,
+                "host_bound": self.host_bound}
 
 
 def textbook_sends(strategy: str) -> dict[str, float]:
@@ -98,18 +103,25 @@ def calibration(relate_rows: list[Any], strategy: str) -> tuple[float, float] | 
     return None
 
 
-def measured_step(records: list[dict[str, Any]], *, model: str, strategy: str, gpus: list[int], fabric: str,
-                  batch_size: int | None) -> float | None:
-    """The median step time of a train run of exactly this job: model, strategy, GPU set (any one GPU when
-    n = 1: they are alike), fabric and per-GPU batch. Measured beats any prediction."""
-    found = None
-    for r in records:
-        if (r.get("kind") == "train" and r.get("model") == model and r.get("strategy") == strategy
+def measured(records: list[dict[str, Any]], *, model: str, strategy: str, gpus: list[int], fabric: str,
+             batch_size: int | None) -> repeats.Figure | None:
+    """The train runs of exactly this job (model, strategy, GPU set (any one GPU when n = 1: they are
+    alike), fabric and per-GPU batch) as one figure: the median over runs with its 95% interval and any
+    host-bound note (training/repeats.py). Measured beats any prediction."""
+    runs = [r for r in records
+            if (r.get("kind") == "train" and r.get("model") == model and r.get("strategy") == strategy
                 and r.get("status") in ("ok", "flagged") and (r.get("fabric") or "default") == fabric
                 and r.get("device") == "cuda" and (batch_size is None or r.get("batch_size") == batch_size)
-                and (sorted(r.get("gpus") or []) == sorted(gpus) or (len(gpus) == 1 and r.get("nranks") == 1))):
-            found = ((r.get("step_time") or {}).get("median_s")) or found
-    return found
+                and (sorted(r.get("gpus") or []) == sorted(gpus) or (len(gpus) == 1 and r.get("nranks") == 1)))]
+    figs = repeats.figures([{**r, "fabric": fabric} for r in runs])
+    return figs[0] if figs else None
+
+
+def measured_step(records: list[dict[str, Any]], *, model: str, strategy: str, gpus: list[int], fabric: str,
+                  batch_size: int | None) -> float | None:
+    """The median step time over the runs of exactly this job (see measured), or None."""
+    fig = measured(records, model=model, strategy=strategy, gpus=gpus, fabric=fabric, batch_size=batch_size)
+    return fig.step_s if fig else None
 
 
 def predict(*, strategies: list[str], gpus: list[int], busbw_gbps: float | None, psi: int, n: int,
@@ -122,15 +134,15 @@ def predict(*, strategies: list[str], gpus: list[int], busbw_gbps: float | None,
             comm = 0.0
         else:
             comm = wire / (busbw_gbps * 1e9) if busbw_gbps else None
-        measured = measured_step(records, model=model, strategy=s, gpus=list(gpus), fabric=fabric,
-                                 batch_size=batch_size)
+        fig = measured(records, model=model, strategy=s, gpus=list(gpus), fabric=fabric, batch_size=batch_size)
         cal = calibration(relate_rows or [], s)
-        if measured is not None:
-            step, tsrc = measured, "measured"
+        if fig is not None:
+            step, tsrc = fig.step_s, "measured"
         elif cal is not None and comm is not None:
             step, tsrc = cal[0] + cal[1] * comm, "relate model"
         else:
             step, tsrc = None, "comm time only"
         out.append(StrategyTime(strategy=s, gpus=list(gpus), comm_bytes_per_step=total, wire_bytes_per_rank=wire,
-                                comm_time_s=comm, step_time_s=step, volume_source=vsrc, time_source=tsrc))
+                                comm_time_s=comm, step_time_s=step, volume_source=vsrc, time_source=tsrc,
+                                step_ci95=fig.step_ci95 if fig else None, host_bound=fig.host_bound if fig else None))
     return out

@@ -70,6 +70,7 @@ def fail(message: str) -> "NoReturn":  # noqa: F821
 def main(argv: list[str] | None = None) -> None:
     from fabricbench.errors import EngineUnavailable, FabricbenchError, UsageError
     from fabricbench import procs  # the signal policy lives beside the process supervision
+    from fabricbench.files import OutputError
 
     procs.install()  # SIGTERM ends a run as Ctrl-C does (children killed, results kept), exit 143
     try:
@@ -92,6 +93,9 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM (procs.Terminated)
         click.echo(procs.message(e), err=True)
         sys.exit(procs.exit_status(e))
+    except OutputError as e:  # an output could not be written (full disk, read-only): what was written is kept
+        click.echo(f"Error: {e}", err=True)
+        sys.exit(1)
     except FabricbenchError as e:  # a measurement failed (CUDA, NCCL, timeout, check): not the user's input
         kind = "" if type(e) is FabricbenchError else f"{type(e).__name__}: "  # CollectiveTimeout, NcclError...
         click.echo(f"Error: {kind}{e}", err=True)

@@ -19,12 +19,13 @@ import click
 
 from fabricbench.cli.options import sweep_options
 from fabricbench.errors import UsageError
+from fabricbench.files import refuse_collisions
 from fabricbench.measuring.child import ChildRun
 from fabricbench.fabrics.model import Fabric
 from fabricbench.importing.beside import collective_groups, records_of
 from fabricbench.measuring.commands import plot_comparison
 from fabricbench.report import table as tables
-from fabricbench.report.analysis import fmt, fmt_ratio
+from fabricbench.report.analysis import CV_NOISY, fmt, fmt_ratio, noisy
 from fabricbench.sizes import format_size
 
 
@@ -47,6 +48,7 @@ def compare(fabric_list, gpus, ops, sizes, nprocs, resume, with_paths, dtype, it
     from fabricbench.measuring.commands import compare as run_compare
 
     check_plot_path(plot_path)  # before anything is measured; the plot itself comes after the table
+    refuse_collisions({"--out": out_path, "--plot": plot_path}, {f"--with {p}": p for p in with_paths})
     beside = runs_beside(with_paths, ops=[o.strip() for o in ops.split(",")], dtype=dtype)  # bad input first
     res = run_compare(fabric_list, gpus=gpus, out=out_path, resume=resume, progress=False if as_json else None,
                       beside=beside, ops=ops, sizes=sizes, nprocs=nprocs, dtype=dtype, iters=iters, warmup=warmup,
@@ -92,9 +94,13 @@ def render(table, runs) -> None:
         rows = []
         for row in (r for r in table["rows"] if r["op"] == op):
             size = format_size(row["bytes"]) + (" (in)" if row["inplace"] else "")
-            rows.append([size, *[fmt(row[metric].get(n)) for n in names],
+            vals = [fmt(row[metric].get(n)) + (" !" if noisy(row.get("cv", {}).get(n)) else "") for n in names]
+            rows.append([size, *vals,
                          *[fmt_ratio(row["slower"].get(n)) for n in names[1:]]])
         tables.render(console, f"{op}: {short} (GB/s) per fabric; N× slower than {names[0]}", cols, rows)
+        if any(noisy(c) for r in table["rows"] if r["op"] == op for c in r.get("cv", {}).values()):
+            console.print(f"! : cv above {CV_NOISY}: the spread is over half the median, the figure is noise "
+                          f"(rerun with more --iters)", markup=False)
     if table["note"]:
         console.print(table["note"])
     for r in runs:

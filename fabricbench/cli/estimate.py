@@ -13,6 +13,8 @@ import json
 
 import click
 
+from fabricbench.report.analysis import fmt_count
+
 from fabricbench.training import estimate as est
 
 
@@ -46,7 +48,7 @@ def estimate(model, model_config, num_gpus, recipe, batch_size, seq_len, image_s
     from fabricbench.report.analysis import byte_unit
 
     unit, scale = byte_unit(max(row["total_bytes"] for row in doc["strategies"].values()))
-    click.echo(f"{resolved.name}: {psi:,} parameters ({psi / 1e9:.4g}e9), {num_gpus} GPU(s), recipe {recipe}")
+    click.echo(f"{resolved.name}: {psi:,} parameters ({fmt_count(psi)}), {num_gpus} GPU(s), recipe {recipe}")
     click.echo(f"{'strategy':<8} {'params':>10} {'grads':>10} {'optimizer':>10} {'master':>10} {'total':>10}  {unit}")
     for name, row in doc["strategies"].items():
         cells = [f"{row[k] / scale:10.2f}" for k in ("params_bytes", "grads_bytes", "optimizer_bytes",

@@ -161,7 +161,8 @@ def _dry_run(spec_path: str, only, skip, fabric: str | None, level: int | None, 
     for c, step in zip(checks, plan.steps):
         keys = ", ".join(f"{k}={_shown(k, v)}" for k, v in _jsonable(c.params).items() if v is not None)
         click.echo(f"  {c.name:28s} {c.kind:12s} ~{fmt_seconds(step.seconds):>8s}  {keys}")
-    retry = f", plus up to {plan.max_retries} retries of a missed check" if plan.max_retries else ""
+    retry = (f", plus up to {plan.max_retries} {'retry' if plan.max_retries == 1 else 'retries'} of a missed "
+             "check" if plan.max_retries else "")
     click.echo(f"estimate: ~{fmt_seconds(plan.seconds)} on {plan_gpus(spec)} GPU(s){retry} (level {level} aims "
                f"at ~{fmt_seconds(plan.budget_s)}; a model, see fabricbench/qualifying/plan.py)")
     return 0

@@ -11,6 +11,12 @@ from __future__ import annotations
 
 import click
 
+from fabricbench.files import dumps
+from fabricbench.study import records
+from fabricbench.study.report import summary, write_report
+
+NOTES_SHOWN = 5  # a badly damaged file would otherwise print one note per line
+
 
 @click.command()
 @click.argument("out_dir", type=click.Path(file_okay=False))
@@ -18,14 +24,13 @@ import click
               help="Print the summary as JSON ({rankings, slowdowns, figures, host_bound, ...}); write nothing.")
 def report(out_dir, as_json) -> None:
     """Rebuild DIR/report.md and DIR/report.html from DIR/results.jsonl, measuring nothing."""
-    import json
-
-    from fabricbench.study import records
-    from fabricbench.study.report import summary, write_report
-
-    records.load(out_dir)  # a directory without results is a one-line error
+    sr = records.load(out_dir)  # a directory without results is a one-line error
+    for w in sr.warnings[:NOTES_SHOWN]:
+        click.echo(f"note: {w}", err=True)
+    if len(sr.warnings) > NOTES_SHOWN:
+        click.echo(f"note: ... and {len(sr.warnings) - NOTES_SHOWN} more lines skipped", err=True)
     if as_json:
-        click.echo(json.dumps(summary(out_dir), indent=2))
+        click.echo(dumps(summary(out_dir), indent=2))  # null, never NaN
         return
     md, html = write_report(out_dir)
     click.echo(f"report: {md}\n        {html}")

@@ -136,6 +136,8 @@ class TrainJob:
     image_size: int | None = None
     precision: str | None = None
     trace_steps: int | None = None
+    repeats: int | None = 1  # a smoke test: one run (train repeats 3+ times by default, issue 19)
+    target_ci: float | None = 0.0  # exactly `steps` steps (0: no stepping on until the median's CI is tight)
     fabric: str | None = None  # by name (a custom fabric's values travel in the environment)
     timeout_s: float | None = field(default=None, metadata=argv_field(flag="--timeout"))
 

@@ -7,8 +7,9 @@ median with ~95% probability (the binomial approximation used by nvbench-style t
 
 Repeats (`train --repeats`, `study`): each fresh process has its own level (pyperf, MLPerf), so a
 figure's uncertainty is the spread between processes, not inside one. Few repeats (2-5) are too few for
-order statistics; there the interval is median -/+ t(0.975, n-1) * s / sqrt(n) (Student's t, s the sample
-stdev): wide at n = 2 (t = 12.7), as it must be. From 6 repeats on, the order-statistic interval above.
+order statistics; there the interval is median ×/÷ exp(t(0.975, n-1) * s / sqrt(n)) with s the sample
+stdev of the log times (Student's t in log space: a time interval stays positive): wide at n = 2
+(t = 12.7), as it must be. From 6 repeats on, the order-statistic interval above.
 A ratio of two figures (a slowdown) gets the interval of interval arithmetic, [lo_a / hi_b, hi_a / lo_b]:
 conservative, so that two studies that measure the same thing do not contradict each other.
 Two figures whose intervals overlap are a tie: neither is a finding.
@@ -69,10 +70,15 @@ def repeat_ci(values: list[float]) -> tuple[float, float] | None:
     if n >= 6:
         half = 1.96 * math.sqrt(n) / 2
         return s[max(0, math.floor(n / 2 - half))], s[min(n - 1, math.ceil(n / 2 + half))]
-    mean = sum(s) / n
-    sd = math.sqrt(sum((v - mean) ** 2 for v in s) / (n - 1))
-    h = T975[n - 1] * sd / math.sqrt(n)
-    return med - h, med + h
+    if s[0] <= 0:  # not a time: the plain interval
+        mean = sum(s) / n
+        h = T975[n - 1] * math.sqrt(sum((v - mean) ** 2 for v in s) / (n - 1)) / math.sqrt(n)
+        return med - h, med + h
+    # times are positive and spread by factors: the interval in log space, so it never reaches 0
+    logs = [math.log(v) for v in s]
+    mean = sum(logs) / n
+    h = T975[n - 1] * math.sqrt(sum((v - mean) ** 2 for v in logs) / (n - 1)) / math.sqrt(n)
+    return med * math.exp(-h), med * math.exp(h)
 
 
 def ci_rel(ci: tuple[float, float] | None, center: float) -> float | None:

@@ -40,7 +40,7 @@ from fabricbench.qualifying.init import spec_from_results
 from fabricbench.qualifying.inputs import read_all
 from fabricbench.qualifying.junit import to_xml
 from fabricbench.qualifying.offline import OfflineContext
-from fabricbench.qualifying.prometheus import TextFile
+from fabricbench.qualifying.prometheus import TextFile, check_path as check_prometheus_path
 from fabricbench.qualifying.report import write_report
 from fabricbench.qualifying.spec import DEFAULT_LEVEL, Spec, load_spec, parse_spec
 from fabricbench.qualifying.verdict import (SEVERITIES, Policy, Verdict, attempt_record, combine, error,
@@ -157,6 +157,8 @@ def qualify(spec: Spec | str | os.PathLike, *, out: str | os.PathLike | None = N
         notes += [note] if note else []
     if resume and out is None:
         raise UsageError("--resume continues the run in --out; give --out DIR")
+    if prometheus is not None:
+        check_prometheus_path(prometheus)
     if out is not None or prometheus is not None:
         refuse_collisions({"--prometheus": prometheus, "--out results": Path(out) / "results.jsonl" if out else None},
                           {"--baseline": baseline, "--spec": full.path if os.path.isfile(full.path) else None,

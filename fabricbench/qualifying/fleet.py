@@ -36,7 +36,7 @@ from fabricbench.qualifying.codes import CODES
 from fabricbench.qualifying.figures import Figure, figures
 from fabricbench.qualifying.junit import xml_text
 from fabricbench.qualifying.inputs import Tally, orjson, read_json, records
-from fabricbench.qualifying.prometheus import TextFile
+from fabricbench.qualifying.prometheus import TextFile, check_path as check_prometheus_path
 from fabricbench.qualifying.verdict import EXIT, RANK, SEVERITIES
 from fabricbench.progress import Progress
 from fabricbench.report import table as tables
@@ -185,6 +185,8 @@ def run_fleet(inputs: Sequence[str | os.PathLike], *, out: str | os.PathLike | N
         raise UsageError(f"--fraction {fraction:g}: a fraction in (0, 1], e.g. 0.9")
     if not inputs:
         raise UsageError("--fleet needs the nodes' qualify --out folders or results files")
+    if prometheus is not None:
+        check_prometheus_path(prometheus)
     notes: list[str] = []
     nodes = []
     with Progress("fleet: reading nodes", total=len(inputs), quiet=quiet) as bar:  # many nodes take a while

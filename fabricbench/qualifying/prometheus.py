@@ -18,6 +18,8 @@ the collector never reads half a file).
 
 from __future__ import annotations
 
+import os
+import stat
 import time
 from pathlib import Path
 from typing import Any, Iterable
@@ -53,6 +55,21 @@ def busbw_labels(r: dict[str, Any], host: str | None = None) -> dict[str, str] |
     return {"host": str(host or r.get("host") or ""), "op": str(r.get("op")),
             "size_bytes": str(r.get("requested_bytes")), "gpus": ",".join(map(str, r.get("gpus") or [])),
             "fabric": str(r.get("fabric") or "default"), "dtype": str(r.get("dtype"))}
+
+
+def check_path(path: str | os.PathLike) -> None:
+    """Refuse, before anything runs, a --prometheus path that names something other than a regular file:
+    the textfile is renamed into place, which would replace a device (/dev/full) or a FIFO with a file."""
+    p = Path(path)
+    try:
+        st = p.stat()
+    except FileNotFoundError:
+        return
+    except OSError as e:
+        raise UsageError(f"--prometheus {p}: cannot use it ({e.strerror})") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise UsageError(f"--prometheus {p}: exists and is not a regular file (a device, FIFO or folder); "
+                         f"give a file path such as /var/lib/node_exporter/textfile/fabricbench.prom")
 
 
 class TextFile:
@@ -108,6 +125,7 @@ class TextFile:
         self._set("fabricbench_fleet_outliers", {"host": host}, count)
 
     def write(self, path: str) -> str:
+        check_path(path)
         try:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
             write_to_textfile(str(path), self.registry)

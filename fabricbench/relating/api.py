@@ -86,7 +86,7 @@ class RelateResult:
                 "problems": list(self.problems)}
 
 
-def relate(records_or_paths: Any, reference: str | None = None) -> RelateResult:
+def relate(records_or_paths: Any, reference: str | None = None, *, overlap_window: bool = False) -> RelateResult:
     """Join sweep/compare records with train records by fabric, nranks and dtype; predict every fabric's
     step from the reference's. Raises UsageError for input that cannot be related at all."""
     read_problems: list[str] = []
@@ -119,7 +119,7 @@ def relate(records_or_paths: Any, reference: str | None = None) -> RelateResult:
             problems.append(f"{strategy} ({wl.label()}) has no train run on the reference fabric {ref}: "
                             f"nothing to calibrate its prediction on")
             continue
-        rows.extend(_strategy_rows(base, by_key, curves, swept, problems))
+        rows.extend(_strategy_rows(base, by_key, curves, swept, problems, overlap_window=overlap_window))
     return RelateResult(reference=ref, rows=rows, problems=list(dict.fromkeys(problems)))
 
 
@@ -182,7 +182,7 @@ def _trace_bytes(comm: dict[str, Any]) -> int:
 
 
 def _strategy_rows(base: Observed, by_key: dict[tuple[Workload, str, str], Observed], curves: SweepCurves,
-                   swept: list[str], problems: list[str]) -> list[RelateRow]:
+                   swept: list[str], problems: list[str], *, overlap_window: bool = False) -> list[RelateRow]:
     """Every swept fabric's row for base's (workload, strategy), calibrated on base (the reference run)."""
     wl, strategy, ref = base.workload, base.strategy, base.fabric
     comm = base.comm
@@ -201,6 +201,7 @@ def _strategy_rows(base: Observed, by_key: dict[tuple[Workload, str, str], Obser
             problems.append(f"{strategy} ({wl.label()}) on {ref}: the trace has no overlap timeline, so e = 1 "
                             f"(every second of communication exposed): predictions are upper bounds")
     e = min(1.0, max(0.0, float(e)))
+    window = timeline.get("window_s") if isinstance(timeline, dict) else None
     if not collectives:
         flags_all.append(NO_COMMUNICATION)
         note = comm.get("note") or "no collective in the trace"
@@ -224,15 +225,16 @@ def _strategy_rows(base: Observed, by_key: dict[tuple[Workload, str, str], Obser
                             f"on both {fab} and the reference {ref}; no row")
             continue
         rows.append(_row(base, own, fab, e, on_ref, on_fab, ref_bytes, _trace_dtype(collectives), flags_all,
+                         window if overlap_window else None,
                          problems))
     rows.sort(key=lambda r: (r.fabric != ref, -(r.busbw_ratio or 0.0)))
     return rows
 
 
 def _row(base: Observed, own: Observed | None, fab: str, e: float, on_ref: Pricing, on_fab: Pricing,
-         ref_bytes: int, dtype: str, flags_all: list[str], problems: list[str]) -> RelateRow:
+         ref_bytes: int, dtype: str, flags_all: list[str], window: float | None, problems: list[str]) -> RelateRow:
     wl, ref = base.workload, base.fabric
-    p = predict(ref_step_s=base.step_s, exposed_fraction=e, on_ref=on_ref, on_fabric=on_fab)
+    p = predict(ref_step_s=base.step_s, exposed_fraction=e, on_ref=on_ref, on_fabric=on_fab, window_s=window)
     flags = list(flags_all) + list(p.flags)
     if fab == ref:
         flags.insert(0, REFERENCE)
@@ -263,8 +265,9 @@ def _row(base: Observed, own: Observed | None, fab: str, e: float, on_ref: Prici
     if fab == ref:
         pred_ci, slow_ci = ref_ci, (ref_ci[0] / ref_ci[1], ref_ci[1] / ref_ci[0])
     else:
-        pred_ci = predict_interval(ref_ci=ref_ci, e=e, t_ref=t_ref, t_fab=t_fab)
-        slows = [step_formula(ref_step_s=a, e=e, t_ref=b, t_fab=c) / a for a in ref_ci for b in t_ref for c in t_fab]
+        pred_ci = predict_interval(ref_ci=ref_ci, e=e, t_ref=t_ref, t_fab=t_fab, window_s=window)
+        slows = [step_formula(ref_step_s=a, e=e, t_ref=b, t_fab=c, window_s=window) / a
+                 for a in ref_ci for b in t_ref for c in t_fab]
         slow_ci = (min(slows), max(slows))
     obs_ci = ratio_ci(own.step_ci95, base.step_ci95) if own is not None and own.step_ci95 and base.step_ci95 \
         else None

@@ -41,6 +41,7 @@ class LabConfig:
     batch_size: int = 2  # per rank
     seq_len: int = 64
     trace_steps: int = 1  # profiled steps after the timed ones (train --trace-steps)
+    repeats: int = 1  # train runs per fabric, fresh processes (train --repeats)
     sweep_iters: int = 3
     sweep_warmup: int = 1
     size_factor: int = 4  # swept sizes step by this factor
@@ -122,7 +123,7 @@ def _train(config: LabConfig, fabric: str, run: LabRun, say: Any) -> list[dict[s
     cmd = ["train", "--strategy", ",".join(config.strategies), *model, "--device", "cpu",
            "--trace-steps", str(config.trace_steps), "--nprocs", str(config.nprocs), "--steps", str(config.steps), "--warmup-steps",
            str(config.warmup_steps), "--batch-size", str(config.batch_size), "--seq-len", str(config.seq_len),
-           "--precision", config.precision]
+           "--precision", config.precision, "--repeats", str(config.repeats), "--target-ci", "0"]
     before = _count(run.out)
     _under(config, fabric, cmd, f"train {fabric}", run, say)
     return [r for r in _records(run.out)[before:] if r.get("kind") == "train"]

@@ -350,24 +350,36 @@ def _spread(points: list[tuple[float, float]]) -> float:
     return max(own, between)
 
 
-def step_formula(*, ref_step_s: float, e: float, t_ref: float, t_fab: float, floor: bool = True) -> float:
-    """T_step(f) of the module docstring from its four inputs (compute clipped at 0; the floor T_comm(f))."""
+def hidden(*, e: float, t_ref: float, t_fab: float, window_s: float | None) -> float:
+    """H(f), the communication hidden behind compute on fabric f (module docstring): (1 − e) × T_comm(f),
+    at most the overlap window W (the reference's compute between its first and last collective's start,
+    trace.py), and never less of a window than the reference itself hid. Without a window (traces from
+    before it was recorded) the reference's hidden time (1 − e) × T_comm(ref) is the cap."""
+    cap = (1.0 - e) * t_ref if window_s is None else max(window_s, (1.0 - e) * t_ref)
+    return min((1.0 - e) * t_fab, cap)
+
+
+def step_formula(*, ref_step_s: float, e: float, t_ref: float, t_fab: float, floor: bool = True,
+                 window_s: float | None = None) -> float:
+    """T_step(f) of the module docstring from its inputs (compute clipped at 0; the floor T_comm(f))."""
     compute = max(0.0, ref_step_s - e * t_ref)
-    step = compute + t_fab - min((1.0 - e) * t_fab, (1.0 - e) * t_ref)
+    step = compute + t_fab - hidden(e=e, t_ref=t_ref, t_fab=t_fab, window_s=window_s)
     return max(step, t_fab) if floor else step
 
 
 def predict_interval(*, ref_ci: tuple[float, float], e: float, t_ref: tuple[float, float],
-                     t_fab: tuple[float, float], floor: bool = True) -> tuple[float, float]:
+                     t_fab: tuple[float, float], floor: bool = True,
+                     window_s: float | None = None) -> tuple[float, float]:
     """The predicted step's 95% interval: step_formula at every corner of its inputs' intervals (the
     reference step's run-to-run interval, T_comm on each fabric from the sweeps' per-size intervals),
     lowest and highest; interval arithmetic, so conservative."""
-    vals = [step_formula(ref_step_s=a, e=e, t_ref=b, t_fab=c, floor=floor)
+    vals = [step_formula(ref_step_s=a, e=e, t_ref=b, t_fab=c, floor=floor, window_s=window_s)
             for a in ref_ci for b in t_ref for c in t_fab]
     return min(vals), max(vals)
 
 
-def predict(*, ref_step_s: float, exposed_fraction: float, on_ref: Pricing, on_fabric: Pricing) -> Prediction:
+def predict(*, ref_step_s: float, exposed_fraction: float, on_ref: Pricing, on_fabric: Pricing,
+            window_s: float | None = None) -> Prediction:
     """T_step(f) = max(T_compute + T_comm(f) − H(f), T_comm(f)) as the module docstring says, over the
     collectives priced on both fabrics."""
     assert 0.0 <= exposed_fraction <= 1.0 and ref_step_s > 0
@@ -383,8 +395,7 @@ def predict(*, ref_step_s: float, exposed_fraction: float, on_ref: Pricing, on_f
         # cannot hold (e too high, or the sweep slower than what training saw). Keep the step non-negative.
         flags.append("calibration clipped: e*T_comm(ref) exceeds the observed reference step")
         compute = 0.0
-    hidden = min((1.0 - exposed_fraction) * t_fab, (1.0 - exposed_fraction) * t_ref)
-    step = compute + t_fab - hidden
+    step = compute + t_fab - hidden(e=exposed_fraction, t_ref=t_ref, t_fab=t_fab, window_s=window_s)
     if t_fab > step and on_fabric is not on_ref:  # the reference is what it was observed to be
         flags.append(COMM_BOUND)
         step = t_fab

@@ -39,8 +39,9 @@ def comparison(runs: Sequence[Any]) -> dict[str, Any]:
         for rec in r.records:
             key = (rec["op"], rec["dtype"], bool(rec.get("inplace")), rec["bytes"])
             row = rows.setdefault(key, {"op": key[0], "dtype": key[1], "inplace": key[2], "bytes": key[3],
-                                        metric: {}, "ratio": {}, "slower": {}})
+                                        metric: {}, "ratio": {}, "slower": {}, "cv": {}})
             row[metric][r.fabric.name] = rec.get(metric)
+            row["cv"][r.fabric.name] = rec.get("cv")
     base = names[0] if names else None
     for row in rows.values():
         b = row[metric].get(base)
@@ -118,11 +119,16 @@ def fmt_count(n: float) -> str:
 CV_NOISY = 0.5  # a coefficient of variation above this: the spread is over half the median, the figure is noise
 
 
+def noisy(cv: float | None) -> bool:
+    """A figure whose spread is over half its median: marked '!' wherever it is printed."""
+    return cv is not None and cv > CV_NOISY
+
+
 def fmt_cv(cv: float | None) -> str:
     """cv, marked '!' above CV_NOISY (the legend under each table says what the mark means)."""
     if cv is None:
         return "-"
-    return fmt(cv) + (" !" if cv > CV_NOISY else "")
+    return fmt(cv) + (" !" if noisy(cv) else "")
 
 
 def byte_unit(largest: float) -> tuple[str, int]:

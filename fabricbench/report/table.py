@@ -21,6 +21,7 @@ import csv
 from dataclasses import dataclass
 from typing import Any, Sequence, TextIO
 
+from fabricbench.progress import Progress
 from fabricbench.report.analysis import fmt, fmt_cv
 from fabricbench.sizes import format_size
 
@@ -109,7 +110,8 @@ def build(con, title: str | None, cols: Sequence[Col], rows: Sequence[Sequence[A
     if _min_width(con, narrow) <= width:
         return [narrow, Text(legend, style="dim")] if legend else [narrow]
     # a column with one value in every row says it once, in the title ("type float32, place out")
-    same = [i for i, c in enumerate(cols) if not c.key and len(rows) > 1 and len({_cell(r[i]).plain for r in rows}) == 1]
+    same = [i for i, c in enumerate(cols)
+            if not c.key and len(rows) > 1 and len({_cell(r[i]).plain for r in rows}) == 1]
     if same:
         said = ", ".join(f"{cols[i].short or cols[i].name} {_cell(rows[0][i]).plain}" for i in same)
         keep = [i for i in range(len(cols)) if i not in same]
@@ -213,13 +215,17 @@ class SweepTable:
         self._progress = None
         if progress and self.console.is_terminal and total > 1:
             from rich.live import Live
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+            from rich.progress import BarColumn, MofNCompleteColumn, TimeElapsedColumn
+            from rich.progress import Progress as Bar
 
-            self._progress = Progress("[progress.description]{task.description}", BarColumn(),
+            self._progress = Bar("[progress.description]{task.description}", BarColumn(),
                                       MofNCompleteColumn(), TimeElapsedColumn())
             self._task = self._progress.add_task("measuring", total=total)
             self._live = Live(self._render(), console=self.console, refresh_per_second=4, transient=True)
             self._live.start()
+        # not on a terminal (a CI log): the table comes whole at the end, so a line now and then on stderr
+        # says how far the sweep got (fabricbench/progress.py's log mode)
+        self._log = Progress("sweep", total=total, quiet=not progress or self._live is not None).__enter__()
 
     def _render(self):
         from rich.console import Group
@@ -237,10 +243,12 @@ class SweepTable:
         if self._live is not None:
             self._progress.advance(self._task)
             self._live.update(self._render())
+        self._log.advance(item=f"{rec.get('op')} {format_size(rec.get('bytes') or rec.get('requested_bytes') or 0)}")
 
     def close(self) -> None:
         from rich.text import Text
 
+        self._log.__exit__(None, None, None)
         if self._live is not None:
             self._live.stop()  # transient: the live view goes, the final table is printed once below
         if self.rows:  # a run that failed before its first result prints its error alone

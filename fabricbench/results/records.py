@@ -107,9 +107,15 @@ def _finite(text: str) -> float | None:
     return v if math.isfinite(v) else None
 
 
+def _int64(text: str) -> int | None:
+    # no writer writes a whole number past 64 bits; a bigger one would overflow every float() below
+    return int(text) if len(text) <= 19 else (v if abs(v := int(text)) < 2**63 else None)
+
+
 def loads_record(line: str) -> Any:
-    """json.loads with NaN/Infinity/1e999 read as null. Raises ValueError (JSONDecodeError) or RecursionError."""
-    return json.loads(line, parse_constant=lambda _: None, parse_float=_finite)
+    """json.loads with NaN/Infinity/1e999 and whole numbers past 64 bits read as null.
+    Raises ValueError (JSONDecodeError) or RecursionError."""
+    return json.loads(line, parse_constant=lambda _: None, parse_float=_finite, parse_int=_int64)
 
 
 def _depth(v: Any, limit: int) -> int:

@@ -6,12 +6,13 @@ writability) before anything is measured.
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 from typing import Any, Iterator
 
 from fabricbench.errors import UsageError
-from fabricbench.files import OutputError, dumps
+from fabricbench.files import OutputError, check_output, dumps
 from fabricbench.results import records as _records
 
 
@@ -21,6 +22,7 @@ class ResultWriter:
         self.records: list[dict[str, Any]] = []  # everything written, also when path is None
         self._fh = None
         if self.path is not None:
+            check_output(self.path, what="--out")
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 self._fh = open(self.path, "a", encoding="utf-8")
@@ -35,7 +37,7 @@ class ResultWriter:
                 # NaN/Infinity become null: JSON has neither, and every reader would choke on them
                 self._fh.write(dumps(record, sort_keys=False) + "\n")
                 self._fh.flush()
-                os.fsync(self._fh.fileno())
+                _sync(self._fh.fileno())
             except OSError as e:
                 fh, self._fh = self._fh, None
                 try:
@@ -59,6 +61,14 @@ class ResultWriter:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _sync(fd: int) -> None:
+    try:
+        os.fsync(fd)
+    except OSError as e:
+        if e.errno not in (errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP):  # /dev/null and pipes cannot sync
+            raise
 
 
 def read_results(path: str | os.PathLike, kind: str | None = None) -> Iterator[dict[str, Any]]:

@@ -9,14 +9,16 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from fabricbench.report.analysis import fmt
 from fabricbench.report.plot import _pyplot, _save
 
 COLORS = ("#1f5fa8", "#d9822b", "#2f8f4e", "#b83a3a", "#7a52a8", "#6b7580")
 
 
 def grouped_bars(groups: Sequence[str], series: dict[str, Sequence[float | None]], path: str, *, title: str,
-                 ylabel: str, value_fmt: str = "{:.3g}", log: bool = False) -> None:
-    """One cluster per group (strategy), one bar per series (fabric or memory kind), values printed on top."""
+                 ylabel: str, value_fmt: str | None = None, log: bool = False) -> None:
+    """One cluster per group (strategy), one bar per series (fabric or memory kind), values printed on top
+    (for people: 1,233, never 1.23e+03; `value_fmt` a str.format pattern to say otherwise)."""
     plt = _pyplot()
     n = max(1, len(series))
     width = 0.8 / n
@@ -31,12 +33,15 @@ def grouped_bars(groups: Sequence[str], series: dict[str, Sequence[float | None]
             bars = ax.bar([p[0] for p in pts], [p[1] for p in pts], width * 0.95, label=label,
                           color=COLORS[i % len(COLORS)])
             for b, (_, v) in zip(bars, pts):
-                ax.text(b.get_x() + b.get_width() / 2, b.get_height(), value_fmt.format(v), ha="center",
+                text = value_fmt.format(v) if value_fmt else (fmt(v) if v >= 1 or v == 0 else f"{v:.3g}")
+                ax.text(b.get_x() + b.get_width() / 2, b.get_height(), text, ha="center",
                         va="bottom", fontsize=8)
     ax.set_xticks(range(len(groups)), list(groups))
     ax.set_ylabel(ylabel)
     if log:
         ax.set_yscale("log")
+    else:  # headroom: the value over the tallest bar is never hidden under the title or the frame
+        ax.set_ylim(0, max([v for vs in series.values() for v in vs if v is not None] or [1.0]) * 1.15)
     ax.set_title(title)
     ax.grid(True, axis="y", alpha=0.3)
     if ax.get_legend_handles_labels()[0]:  # nothing measured (every value None): no empty legend

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from fabricbench.errors import UsageError
+from fabricbench.results import records as result_records
 from fabricbench.importing.beside import is_imported
 
 RESULTS = "results.jsonl"
@@ -26,6 +27,7 @@ class StudyRecords:
     plans: list[dict[str, Any]] = field(default_factory=list)  # every start, oldest first
     units: dict[str, dict[str, Any]] = field(default_factory=dict)  # unit name -> its latest study_unit record
     records: list[dict[str, Any]] = field(default_factory=list)  # the latest attempt's records of each unit
+    warnings: list[str] = field(default_factory=list)  # lines of results.jsonl that could not be read
 
     @property
     def plan(self) -> dict[str, Any] | None:
@@ -40,8 +42,6 @@ class StudyRecords:
 
 
 def load(out_dir: str | Path, *, must_exist: bool = True) -> StudyRecords:
-    from fabricbench.results.writer import read_results
-
     out = Path(out_dir)
     path = out / RESULTS
     sr = StudyRecords(out_dir=out)
@@ -50,7 +50,9 @@ def load(out_dir: str | Path, *, must_exist: bool = True) -> StudyRecords:
             raise UsageError(f"{out}: no {RESULTS} here; run `fabricbench study --out {out}` first")
         return sr
     pending: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for rec in read_results(path):
+    got = result_records.read(path, what="study results")  # damaged lines skipped, with warnings
+    sr.warnings = got.warnings
+    for rec in got.records:
         kind = rec.get("kind")
         if kind == "plan" and rec.get("study"):
             sr.plans.append(rec)

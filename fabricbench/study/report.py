@@ -22,6 +22,7 @@ from fabricbench.report.analysis import byte_unit, fmt, fmt_ratio, slower
 from fabricbench.report.document import Document, Section
 from fabricbench.importing import beside
 from fabricbench.study import figures
+from fabricbench.errors import UsageError
 from fabricbench.study import records as study_records
 from fabricbench.study.config import StudyConfig
 from fabricbench.training import repeats
@@ -99,9 +100,14 @@ def wrap(cmd: str, width: int = 100) -> str:
 
 def build(out_dir: str | Path) -> Document:
     sr = study_records.load(out_dir)
-    if sr.plan is None:
-        raise FileNotFoundError  # pragma: no cover - load() refuses a directory without results
-    stored = StudyConfig.from_dict(sr.plan["study"]["config"])  # fabrics masked (StudyConfig.to_dict)
+    plan = (sr.plan or {}).get("study")
+    if not isinstance(plan, dict) or not isinstance(plan.get("config"), dict):
+        raise UsageError(f"{out_dir}: its {study_records.RESULTS} holds no readable study plan record; "
+                         f"is it a `fabricbench study --out` folder?")
+    try:
+        stored = StudyConfig.from_dict(plan["config"])  # fabrics masked (StudyConfig.to_dict)
+    except (TypeError, ValueError) as e:
+        raise UsageError(f"{out_dir}: the study plan record is damaged ({str(e).splitlines()[0][:120]})") from None
     # records and units name a fabric by its name ("sec", never "sec:MY_TOKEN=..."): so does the report,
     # except in the command that reruns the study
     config = dataclasses.replace(stored, fabrics=stored.fabric_names)
@@ -458,8 +464,7 @@ def _memory(doc: Document, c: StudyConfig, trains, estimate, figs: _Figs) -> Non
     top = max((v for vs in series.values() for v in vs if v is not None), default=0.0)  # GiB
     unit, divisor = byte_unit(top * 2**30)
     series = {k: [None if v is None else v * 2**30 / divisor for v in vs] for k, vs in series.items()}
-    figures.grouped_bars(list(c.strategies), series, p, title=f"memory per GPU ({base})", ylabel=unit,
-                         value_fmt="{:.3g}")
+    figures.grouped_bars(list(c.strategies), series, p, title=f"memory per GPU ({base})", ylabel=unit)
     s.figure(p, "memory per GPU per strategy: the estimate's staircase, and the measured peaks where a GPU "
                 "reports them")
     s.table(["strategy", "status", "states est. MiB", "activations est. MiB", "total est. MiB",
@@ -499,12 +504,13 @@ def _throughput(doc: Document, c: StudyConfig, trains, figs: _Figs) -> None:
             comm = r.get("comm") or {}
             tl = comm.get("timeline") or {}
             b = figs_by.get((st, base))
-            rel = (fg.samples_per_s / b.samples_per_s) if (fg and b and fg.samples_per_s and b.samples_per_s) else None
-            ci = f"{fg.ci95[0]:.4g}-{fg.ci95[1]:.4g}" if fg and fg.ci95 else "-"
+            # one direction for every ratio: N× slower than on the first fabric (throughput: base / here)
+            rel = fmt_ratio(slower(b.samples_per_s, fg.samples_per_s)) if (fg and b and b.samples_per_s) else None
+            ci = f"{fmt(fg.ci95[0])}-{fmt(fg.ci95[1])}" if fg and fg.ci95 else "-"
             rows.append([st, f, r.get("status"), fg.samples_per_s if fg else _sps(r), ci, fg.runs if fg else 1,
                          fg.step_s * 1e3 if fg else None, rel, _mib(comm.get("total_bytes_per_step")),
                          tl.get("exposed_fraction"), fg.gpu_busy_fraction if fg else r.get("gpu_busy_fraction")])
-    s.table(["strategy", "fabric", "status", "samples/s", "95% CI", "runs", "median step ms", f"vs {base}",
+    s.table(["strategy", "fabric", "status", "samples/s", "95% CI", "runs", "median step ms", f"N× slower than {base}",
              "comm MiB/step", "exposed comm", "GPU busy"], rows, status_col=2)
     notes = [f"{f.strategy} @ {f.fabric}: {f.host_bound}" for f in figs_by.values() if f.host_bound]
     msgs = notes + [f"{r['strategy']} @ {r.get('fabric')}: {r.get('status')}: {r.get('message')}" for r in trains

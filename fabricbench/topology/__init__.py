@@ -13,8 +13,9 @@ import os
 from typing import Any
 
 from fabricbench.topology.model import Gpu, Nic, Topology
+from fabricbench.topology.smi import load_file
 
-__all__ = ["Gpu", "Nic", "Topology", "read_topology", "snapshot", "islands_warning", "cuda_to_nvml"]
+__all__ = ["Gpu", "Nic", "Topology", "read_topology", "load_file", "snapshot", "islands_warning", "cuda_to_nvml"]
 
 
 @functools.lru_cache(maxsize=1)
@@ -25,12 +26,10 @@ def _machine() -> Topology | None:
     return read_nvml() or read_nvidia_smi()
 
 
-def read_topology(from_file: str | None = None) -> Topology | None:
-    """The topology of a saved `nvidia-smi topo -m` output, or of this machine (NVML, then nvidia-smi)."""
+def read_topology(from_file: str | None = None, *, what: str = "--from-file") -> Topology | None:
+    """The topology of a saved file (see load_file), or of this machine (NVML, then nvidia-smi)."""
     if from_file is not None:
-        from fabricbench.topology.smi import read_file
-
-        return read_file(from_file)
+        return load_file(from_file, what=what)
     return _machine()
 
 

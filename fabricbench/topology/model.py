@@ -360,13 +360,49 @@ class Topology:
         }
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Topology":
-        """Rebuild from to_dict() output (e.g. a topology record of a results file)."""
-        gpus = tuple(Gpu(**g) if isinstance(g, dict) else Gpu(index=int(g)) for g in d["gpus"])
-        return cls(gpus=gpus, links=tuple(tuple(r) for r in d["links"]),
-                   nics=tuple(Nic(label=n["label"], device=n.get("device"), links=tuple(n.get("links", ())))
-                              for n in d.get("nics", ())),
-                   source=d.get("source", "record"))
+    def from_dict(cls, d: Any) -> "Topology":
+        """Rebuild from to_dict() output (`fabricbench topo --json`, a results file's topology record).
+
+        The document may come from anywhere: anything that is not one gives a UsageError naming the field.
+        """
+        if not isinstance(d, dict):
+            raise UsageError("topology: expected a JSON object with \"gpus\" and \"links\"")
+        raw_gpus, raw_links = d.get("gpus"), d.get("links")
+        if not isinstance(raw_gpus, list) or not raw_gpus or not isinstance(raw_links, list):
+            raise UsageError("topology: \"gpus\" must be a non-empty list and \"links\" a list of rows")
+        if len(raw_gpus) > MAX_GPUS:
+            raise UsageError(f"topology: {len(raw_gpus)} GPUs is more than the {MAX_GPUS} this reads")
+        gpus = tuple(_gpu_of(g, i) for i, g in enumerate(raw_gpus))
+        if not all(isinstance(r, list) and all(isinstance(c, str) for c in r) for r in raw_links):
+            raise UsageError("topology: \"links\" must be rows of link strings (X, NV#, PIX ... SYS)")
+        raw_nics = d.get("nics") or []
+        if not isinstance(raw_nics, list) or not all(
+                isinstance(n, dict) and isinstance(n.get("label"), str) and isinstance(n.get("links", []), list)
+                and all(isinstance(c, str) for c in n.get("links", [])) for n in raw_nics):
+            raise UsageError("topology: \"nics\" must be a list of {label, device, links}")
+        source = d.get("source")
+        return cls(gpus=gpus, links=tuple(tuple(r) for r in raw_links),
+                   nics=tuple(Nic(label=n["label"], device=n.get("device") if isinstance(n.get("device"), str)
+                                  else None, links=tuple(n.get("links", ()))) for n in raw_nics),
+                   source=source if isinstance(source, str) else "record")
+
+
+MAX_GPUS = 4096  # a link table of 4096^2 cells is ~16M strings; beyond it a file is not a machine
+_GPU_FIELDS = {"name": str, "uuid": str, "bus_id": str, "pcie_gen": int, "pcie_width": int, "pcie_gen_max": int,
+               "pcie_width_max": int, "numa_node": int, "cpu_affinity": str}
+
+
+def _gpu_of(g: Any, pos: int) -> Gpu:
+    """A Gpu from a document's entry: an index, or an object with "index" and known facts (others ignored)."""
+    if isinstance(g, dict):
+        index = g.get("index")
+        facts = {k: v for k, v in g.items() if k in _GPU_FIELDS and isinstance(v, _GPU_FIELDS[k])
+                 and not isinstance(v, bool)}
+    else:
+        index, facts = g, {}
+    if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < 2**31:
+        raise UsageError(f"topology: GPU {pos} has index {str(index)[:20]!r}; give a whole number >= 0")
+    return Gpu(index=index, **facts)
 
 
 def _bits(mask: int) -> list[int]:

@@ -14,7 +14,11 @@ import re
 import shutil
 import subprocess
 
+import os
+
 from fabricbench.errors import UsageError
+from fabricbench.files import read_input
+from fabricbench.results import records as result_records
 from fabricbench.topology.model import Gpu, Nic, Topology, normalize_link
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\[(?:[0-9]{1,2}(?:;[0-9]{1,2})*)m")
@@ -153,13 +157,41 @@ def read_nvidia_smi(timeout_s: float = 20.0) -> Topology | None:
         return None
 
 
-def read_file(path: str) -> Topology:
+def load_file(path: str | os.PathLike, *, what: str = "--from-file") -> Topology:
+    """A topology saved on some machine: `nvidia-smi topo -m` text, `fabricbench topo --json`, or a
+    results file holding a topology (or study machine) record. Anything else, a FIFO or device, or a
+    damaged table is a UsageError of one line naming `what` (the option it came from)."""
+    text = read_input(path, what=what)
+    start = text.lstrip("\ufeff \t\r\n")[:1]
     try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            text = fh.read()
-    except OSError as e:
-        raise UsageError(f"--from-file {path}: cannot read it ({e.strerror})") from None
-    try:
+        if start == "{":
+            return _from_json_text(text, path, what)
         return parse_topo_matrix(text, source=f"file:{path}")
     except UsageError as e:  # say it in the option's words
-        raise UsageError(str(e).replace(f"file:{path}:", f"--from-file {path}:", 1)) from None
+        msg = str(e)
+        for prefix in (f"file:{path}: ", "topology: "):
+            if msg.startswith(prefix):
+                msg = msg[len(prefix):]
+        raise UsageError(f"{what} {path}: {msg}") from None
+
+
+def _from_json_text(text: str, path, what: str) -> Topology:
+    try:
+        doc = result_records.loads_record(text)
+    except RecursionError:
+        raise UsageError("nested too deeply to be a topology") from None
+    except ValueError:
+        doc = None
+    if isinstance(doc, dict) and "links" in doc:
+        return Topology.from_dict(doc)
+    # a results file (JSON lines): the last topology snapshot or study machine record in it
+    got = result_records.parse_lines(text, source=str(path))
+    for rec in reversed(got.records):
+        body = rec.get("topology") if rec.get("kind") == "machine" else (rec if rec.get("kind") == "topology" else None)
+        if isinstance(body, dict) and body.get("links"):
+            return Topology.from_dict(body)
+    raise UsageError("neither `nvidia-smi topo -m` output, `fabricbench topo --json`, nor a results file "
+                     "with a topology record")
+
+
+read_file = load_file  # the name tests and older callers use

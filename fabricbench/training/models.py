@@ -19,6 +19,7 @@ from types import SimpleNamespace
 from typing import Any, Callable
 
 from fabricbench.errors import UsageError
+from fabricbench.files import read_input
 from fabricbench.registry import Registry
 
 CAUSAL_LM = "causal-lm"
@@ -182,7 +183,8 @@ def resolve(*, name: str | None = None, config_file: str | None = None, path: st
         transformers = require_transformers("--model-config")
         try:
             config = transformers.AutoConfig.for_model(**data)
-        except (ValueError, KeyError, TypeError) as e:
+        except Exception as e:  # noqa: BLE001 - transformers' checks of user data raise many kinds (strict
+            # dataclass validation among them); each means "this file cannot be a config": one line
             raise UsageError(f"--model-config {src}: transformers {transformers.__version__} cannot build "
                              f"model_type {data['model_type']!r} ({_first_line(e)})") from None
     else:
@@ -199,18 +201,36 @@ def resolve(*, name: str | None = None, config_file: str | None = None, path: st
                          layer_class=None, path=str(src) if path else None)
 
 
+# Sizes a config may set, and the most any real model uses (with room): a larger, negative, zero or
+# non-integer one is a damaged file, said before transformers divides by it or builds a 10^30-wide layer.
+CONFIG_SIZES = {"hidden_size": 1 << 17, "intermediate_size": 1 << 20, "num_hidden_layers": 1000,
+                "num_attention_heads": 1024, "num_key_value_heads": 1024, "vocab_size": 1 << 22,
+                "max_position_embeddings": 1 << 24, "head_dim": 1 << 14, "image_size": 1 << 14,
+                "patch_size": 1 << 12, "num_channels": 64}
+
+
 def read_config_json(src: Path, *, flag: str = "--model-config") -> dict[str, Any]:
     """A transformers config file as a dict with a model_type, or a one-line UsageError saying what is wrong."""
+    text = read_input(src, what=flag)  # FIFOs, devices and oversize files refused before open
+    if "\ufffd" in text or "\x00" in text:  # bytes that are not UTF-8 (read_input replaces them), or NULs
+        raise UsageError(f"{flag} {src}: not a text file; give a transformers config JSON")
     try:
-        data = json.loads(src.read_bytes().decode("utf-8"))
-    except UnicodeDecodeError:
-        raise UsageError(f"{flag} {src}: not a text file; give a transformers config JSON") from None
+        data = json.loads(text, parse_constant=lambda c: float(c))
     except json.JSONDecodeError as e:
         raise UsageError(f"{flag} {src}: not valid JSON ({e.msg} at line {e.lineno}, column {e.colno})") from None
-    except OSError as e:
-        raise UsageError(f"{flag} {src}: cannot read it ({e.strerror})") from None
+    except RecursionError:
+        raise UsageError(f"{flag} {src}: nested too deeply to be a transformers config") from None
     if not isinstance(data, dict) or "model_type" not in data:
         raise UsageError(f"{flag} {src}: no \"model_type\" field; is it a transformers config?")
+    if not isinstance(data["model_type"], str) or not data["model_type"].isprintable():
+        raise UsageError(f"{flag} {src}: \"model_type\" must be a name such as \"mistral\"")
+    for key, most in CONFIG_SIZES.items():
+        v = data.get(key)
+        if v is None:
+            data.pop(key, None)  # null: transformers' default, as when the key is absent
+            continue
+        if not isinstance(v, int) or isinstance(v, bool) or not 1 <= v <= most:
+            raise UsageError(f"{flag} {src}: \"{key}\" is {str(v)[:24]}; give a whole number from 1 to {most:,}")
     return data
 
 

@@ -74,8 +74,6 @@ def figures(records: list[dict[str, Any]]) -> list[Figure]:
             rel = (runs[0].get("step_time") or {}).get("ci95_rel")
             ci = (step * (1 - rel), step * (1 + rel)) if isinstance(rel, (int, float)) else None
             how = "within one run" if ci is not None else "none"
-        if ci is not None:
-            ci = (max(ci[0], step * 1e-3), ci[1])  # a time interval stays positive (t at n=2 is 12.7)
         batch = runs[0].get("global_batch")
         sps = batch / step if batch else None
         thr_ci = (batch / ci[1], batch / ci[0]) if batch and ci is not None else None

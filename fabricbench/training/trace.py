@@ -292,9 +292,13 @@ def timeline(events: list[dict[str, Any]], *, device_type: str) -> dict[str, Any
     rows = []
     for lo, hi in windows:
         c, k = _clip(comm, lo, hi), _clip(compute, lo, hi)
-        rows.append((_length(c), _minus(c, k), _length(k), hi - lo, _length(_clip(busy, lo, hi))))
+        # the overlap window: compute between the first collective's start and the last one's start (the
+        # last is issued when backward ends), which a slower fabric's communication could hide behind
+        win = _length(_clip(k, c[0][0], c[-1][0])) if c else 0.0
+        rows.append((_length(c), _minus(c, k), _length(k), hi - lo, _length(_clip(busy, lo, hi)), win))
     mean = [statistics.fmean(col) * 1e-6 for col in zip(*rows)]  # trace times are microseconds
-    out = {"comm_s": mean[0], "exposed_s": mean[1], "compute_s": mean[2], "step_s": mean[3], "source": source}
+    out = {"comm_s": mean[0], "exposed_s": mean[1], "compute_s": mean[2], "step_s": mean[3], "source": source,
+           "window_s": mean[5]}
     if device_type == "cuda":  # any kernel running: what the GPU-busy fraction counts (launch.py)
         out["busy_s"] = mean[4]
     return out
@@ -369,6 +373,8 @@ def join(ranks: list[dict[str, Any]], *, backend: str, world_size: int, sends: d
     if lines and len(lines) == len(ranks):
         tl = {k: statistics.fmean(t[k] for t in lines) for k in ("comm_s", "exposed_s", "compute_s", "step_s")}
         tl["exposed_fraction"] = tl["exposed_s"] / tl["comm_s"] if tl["comm_s"] > 0 else None
+        if all("window_s" in t for t in lines):  # relate's overlap window (model.py)
+            tl["window_s"] = statistics.fmean(t["window_s"] for t in lines)
         if all("busy_s" in t for t in lines):  # the fraction of the step some kernel ran, mean over ranks
             tl["busy_s"] = statistics.fmean(t["busy_s"] for t in lines)
             tl["busy_fraction"] = statistics.fmean(t["busy_s"] / t["step_s"] for t in lines if t["step_s"] > 0) \

@@ -19,6 +19,7 @@ record says so in extra.torch_inplace.
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
@@ -26,6 +27,7 @@ from fabricbench.collectives import COLLECTIVES
 from fabricbench.errors import EngineUnavailable, UsageError
 from fabricbench.measuring.check import count_wrong, input_values
 from fabricbench.measuring.config import SweepConfig
+from fabricbench.measuring.plan import host_available_bytes
 from fabricbench.measuring.session import Case, DistContext, Timing
 
 TORCH_DTYPES = {"float32": "float32", "bfloat16": "bfloat16", "float16": "float16", "float64": "float64",
@@ -43,6 +45,18 @@ def rotate_count(case: Case) -> int:
     if case.buffers == "reuse" or per_set >= ROTATE_TARGET_BYTES:
         return 1
     return max(1, min(MAX_ROTATE, -(-ROTATE_TARGET_BYTES // max(per_set, 1))))
+
+
+def _loaded_nccl_path() -> str | None:
+    """The libnccl this process loaded, from its memory map (what ncclGetVersion's figure belongs to; never
+    the NCCL_VERSION variable of a container image)."""
+    try:
+        for line in open("/proc/self/maps", encoding="utf-8", errors="replace"):
+            if "libnccl" in line and "/" in line:
+                return line[line.index("/"):].strip()
+    except OSError:
+        pass
+    return None
 
 
 def default_backend() -> str:
@@ -103,7 +117,7 @@ class TorchSession:
         if self.backend == "nccl":
             v = torch.cuda.nccl.version()
             info["nccl_version"] = ".".join(map(str, v)) if isinstance(v, tuple) else str(v)
-            info["nccl_library"] = "torch (bundled)"
+            info["nccl_library"] = _loaded_nccl_path() or "torch (bundled)"
             info["cuda_runtime"] = torch.version.cuda
             info["gpu_names"] = [torch.cuda.get_device_name(self.device)]
             info["devices"] = [self.device.index]
@@ -116,10 +130,17 @@ class TorchSession:
         return info
 
     def free_bytes(self) -> int | None:
-        if self.backend != "nccl":
-            return None
+        if self.backend != "nccl":  # CPU ranks: their share of the host's available memory
+            avail = host_available_bytes()
+            return None if avail is None else avail // self.host_ranks()
         free, _ = self.torch.cuda.mem_get_info(self.device)
         return int(free)
+
+    def host_ranks(self) -> int | None:
+        """Ranks sharing this host's memory (CPU tensors), None for GPU ranks."""
+        if self.backend == "nccl":
+            return None
+        return max(1, int(os.environ.get("LOCAL_WORLD_SIZE") or self.nranks))
 
     # -- measuring ------------------------------------------------------------------------------------
     def _buffers(self, case: Case, coll, k: int):

@@ -1,0 +1,82 @@
+"""The README's relate table, from committed records: what `fabricbench relate` says about them, with the
+95% intervals and the residual, in the fixed-width form the README shows.
+
+    python3 benchmarks/relate_table.py                      # print the table
+    python3 benchmarks/relate_table.py --write README.md    # replace the table between the README's markers
+    python3 benchmarks/relate_table.py --check README.md    # exit 1 when the README's table differs
+
+Records: benchmarks/results/cpu-lab/relate-lab/records.jsonl (benchmarks/relate_cpu_lab.py's output).
+`--rule window` prints what the overlap-window rule (relate(..., overlap_window=True): hidden communication
+capped by the reference's compute between its first and last collective instead of by what the reference
+hid) predicts on the same records, for the comparison the README gives.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import fabricbench
+
+ROOT = Path(__file__).resolve().parent.parent
+RECORDS = ROOT / "benchmarks" / "results" / "cpu-lab" / "relate-lab" / "records.jsonl"
+BEGIN, END = "<!-- relate-table: benchmarks/relate_table.py -->", "<!-- /relate-table -->"
+
+
+def _ci(ci) -> str:
+    return f"{ci[0]:.2f}-{ci[1]:.2f}" if ci else "-"
+
+
+def table(records: list[str], *, rule: str = "reference") -> str:
+    res = fabricbench.relate(records, overlap_window=rule == "window")
+    head = (f"{'strategy':<9}{'fabric':<16}{'busbw':>8}{'T_comm ms':>10}{'e':>6}{'obs ms':>8}{'pred ms':>8}"
+            f"{'step obs [95% CI]':>24}{'step pred [95% CI]':>25}{'residual':>9}")
+    lines = [head]
+    for r in res.rows:
+        drop = f"{1 / r.busbw_ratio:.2f}×" if r.busbw_ratio else "-"
+        obs = f"{r.observed_slowdown:.2f}× [{_ci(r.observed_slowdown_ci95)}]" if r.observed_slowdown else "-"
+        pred = f"{r.predicted_slowdown:.2f}× [{_ci(r.predicted_slowdown_ci95)}]"
+        resid = f"{r.residual * 100:+.0f}%" if r.residual is not None else "-"
+        lines.append(f"{r.strategy:<9}{r.fabric:<16}{drop:>8}{r.comm_time_s * 1e3:>10.3g}{r.exposed_fraction:>6.2f}"
+                     f"{(r.observed_step_s or 0) * 1e3:>8.0f}{r.predicted_step_s * 1e3:>8.0f}{obs:>24}{pred:>25}"
+                     f"{resid:>9}")
+    lines.append("busbw = N× slower than on the reference (trace-weighted); step = the step N× slower than on the "
+                 "reference; residual = predicted / observed - 1; [lo-hi] = 95% interval")
+    return "\n".join(lines)
+
+
+def block(text: str) -> str:
+    return f"{BEGIN}\n```\n{text}\n```\n{END}"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("records", nargs="*", default=[str(RECORDS)])
+    ap.add_argument("--rule", choices=("reference", "window"), default="reference")
+    ap.add_argument("--write", default=None, help="replace the table between the markers of this file")
+    ap.add_argument("--check", default=None, help="exit 1 when this file's table differs from the records'")
+    a = ap.parse_args()
+    text = table(a.records, rule=a.rule)
+    target = a.write or a.check
+    if target is None:
+        print(text)
+        return 0
+    doc = Path(target).read_text()
+    if BEGIN not in doc or END not in doc:
+        print(f"{target}: no {BEGIN} ... {END} markers", file=sys.stderr)
+        return 2
+    pre, rest = doc.split(BEGIN, 1)
+    _, post = rest.split(END, 1)
+    new = pre + block(text) + post
+    if a.check:
+        if new != doc:
+            print(f"{target}: the relate table differs from `python3 benchmarks/relate_table.py`", file=sys.stderr)
+            return 1
+        return 0
+    Path(target).write_text(new)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
