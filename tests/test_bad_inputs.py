@@ -28,6 +28,12 @@ NO_DIR = "/proc/nonexistent-dir"
 
 # (args, message part); {tmp} is replaced by the files made in `files` below.
 CASES: list[tuple[list[str], str]] = [
+    # outputs that collide with each other or with an input
+    ([*SWEEP, "--out", "{tmp}/r.jsonl", "--csv", "{tmp}/r.jsonl"], "--out and --csv both name"),
+    ([*COMPARE, "--out", "{tmp}/c.jsonl", "--plot", "{tmp}/c.jsonl"], "--plot"),
+    (["topo", "--from-file", TOPO, "--out", TOPO], "is also the input --from-file"),
+    (["p2p", "--out", "{tmp}/p.png", "--plot", "{tmp}/p.png"], "both name"),
+    ([*SWEEP, "--out", "{tmp}"], "is a directory"),
     # sweep: sizes
     (["sweep", "--sizes", "99999999999999999999999", "--dry-run"], "beyond the largest size"),
     (["sweep", "--sizes", "-8", "--dry-run"], "cannot be negative"),
@@ -280,3 +286,19 @@ def test_to_dataframe_without_pandas_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "pandas", None)
     with pytest.raises(UsageError, match=r'pip install "fabricbench\[pandas\]"'):
         fabricbench.to_dataframe([])
+
+
+def test_custom_fabric_with_several_variables_is_one_fabric(tmp_path):
+    import fabricbench.errors
+    from fabricbench.fabrics import split_fabric_list
+    from fabricbench.study.api import resolve_config
+
+    assert split_fabric_list("x:A=1,B=2,default") == ["x:A=1,B=2", "default"]
+    assert split_fabric_list("default,y:NCCL_ALGO=Ring,NCCL_PROTO=Simple") == \
+        ["default", "y:NCCL_ALGO=Ring,NCCL_PROTO=Simple"]
+    config = resolve_config(str(tmp_path / "s"), resume=False,
+                            options={"fabrics": "x:NCCL_ALGO=Ring,NCCL_PROTO=Simple,default", "model": "tiny-mistral",
+                                     "device": "cpu"})
+    assert len(config.fabrics) == 2 and config.fabric_names[0] == "x"
+    with pytest.raises(fabricbench.errors.UsageError, match="belongs to no custom fabric"):
+        split_fabric_list("A=1,default")

@@ -85,6 +85,22 @@ def test_memory_check_names_what_fits():
     assert check_fits(plan, free_bytes=40 << 30) is None
 
 
+def test_cpu_ranks_check_the_hosts_memory_shared_by_every_rank(monkeypatch):
+    from fabricbench.measuring.engines.torch_engine import TorchSession
+
+    config = SweepConfig(ops=("all_reduce",), sizes=SizeSweep.parse("1G-8G"), engine="torch", backend="gloo")
+    plan = build_plan(config, 4)
+    # 4 ranks on a host with 40 GiB available: 10 GiB each, so 8G out-of-place (16 GiB per rank) does not fit
+    msg = check_fits(plan, free_bytes=(40 << 30) // 4, host_ranks=4)
+    assert "16.0 GiB per rank x 4 CPU rank(s)" in msg and "40.0 GiB available (MemAvailable)" in msg
+    assert "sizes up to 4G fit" in msg and "--nprocs" in msg
+    session = TorchSession.__new__(TorchSession)  # only what free_bytes reads
+    session.backend, session.nranks = "gloo", 4
+    monkeypatch.delenv("LOCAL_WORLD_SIZE", raising=False)
+    monkeypatch.setattr("fabricbench.measuring.engines.torch_engine.host_available_bytes", lambda: 40 << 30)
+    assert session.host_ranks() == 4 and session.free_bytes() == 10 << 30
+
+
 def test_train_result_round_trips_every_record_and_keeps_unknown_keys():
     """Typed train results: today's H200 records come back identical; new keys (precision, comm) are
     fields; a key no field names is kept in `extra`; a stage the run never reached stays absent."""

@@ -19,6 +19,7 @@ import click
 
 from fabricbench.cli.options import sweep_options
 from fabricbench.errors import UsageError
+from fabricbench.files import refuse_collisions
 from fabricbench.measuring.child import ChildRun
 from fabricbench.fabrics.model import Fabric
 from fabricbench.importing.beside import collective_groups, records_of
@@ -47,6 +48,7 @@ def compare(fabric_list, gpus, ops, sizes, nprocs, resume, with_paths, dtype, it
     from fabricbench.measuring.commands import compare as run_compare
 
     check_plot_path(plot_path)  # before anything is measured; the plot itself comes after the table
+    refuse_collisions({"--out": out_path, "--plot": plot_path}, {f"--with {p}": p for p in with_paths})
     beside = runs_beside(with_paths, ops=[o.strip() for o in ops.split(",")], dtype=dtype)  # bad input first
     res = run_compare(fabric_list, gpus=gpus, out=out_path, resume=resume, progress=False if as_json else None,
                       beside=beside, ops=ops, sizes=sizes, nprocs=nprocs, dtype=dtype, iters=iters, warmup=warmup,

@@ -12,6 +12,7 @@ import json
 
 import click
 
+from fabricbench.files import refuse_collisions
 from fabricbench.report import table as tables
 
 from fabricbench.report.analysis import fmt
@@ -34,6 +35,7 @@ def p2p(gpus, size, iters, warmup, no_host, no_peer, out_path, as_json, plot_pat
     from fabricbench.measuring.commands import p2p as run_p2p
 
     check_plot_path(plot_path)  # before anything is measured
+    refuse_collisions({"--out": out_path, "--plot": plot_path})
     res = run_p2p(gpus=gpus, size=size, iters=iters, warmup=warmup, host=not no_host, peers=not no_peer,
                   out=out_path)
     uni, bi, host = res.unidirectional_gbps, res.bidirectional_gbps, res.host_results

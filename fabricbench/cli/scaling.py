@@ -15,6 +15,7 @@ import sys
 
 import click
 
+from fabricbench.files import refuse_collisions
 from fabricbench.cli.options import sweep_options
 from fabricbench.report import table as tables
 from fabricbench.report.analysis import fmt
@@ -37,6 +38,7 @@ def scaling(gpus, counts, ops, sizes, fabric_spec, topo_file, resume, dtype, ite
     from fabricbench.measuring.commands import scaling as run_scaling
 
     check_plot_path(plot_path)  # before anything is measured; the plot itself comes after the table
+    refuse_collisions({"--out": out_path, "--plot": plot_path}, {"--topo-file": topo_file})
     res = run_scaling(gpus=gpus, counts=counts, fabric=fabric_spec, topo_file=topo_file, out=out_path, resume=resume,
                       progress=False if as_json else None, ops=ops, sizes=sizes, dtype=dtype, iters=iters,
                       warmup=warmup, engine=engine, backend=backend, timeout_s=timeout_s)

@@ -19,6 +19,7 @@ import click
 from fabricbench.report import table as tables
 
 from fabricbench.collectives import DEFAULT_OPS
+from fabricbench.files import OutputError, check_output, refuse_collisions
 
 
 @click.command(context_settings={"show_default": True})
@@ -76,6 +77,7 @@ def sweep(gpus, ops, sizes, dtype, iters, warmup, adaptive, max_iters, mode, gra
         max_iters=max_iters, inplace=mode, graph=graph, graph_iters=graph_iters, check=check, engine=engine,
         backend=backend, nprocs=nprocs, timeout_s=timeout_s, nccl_lib=nccl_lib, fabric=fabric, seed=seed,
         buffers=buffers, timing=timing, alloc=alloc)
+    refuse_collisions({"--out": out_path, "--csv": csv_path}, {"--nccl-lib": nccl_lib})
     if resume and not out_path:
         from fabricbench.errors import UsageError
 
@@ -174,6 +176,7 @@ def _run(config, *, out_path, as_json, csv_path, quiet, resume=False) -> None:
     writer = ResultWriter(out_path if root else None)
     csv_fh = None
     if csv_path and root:
+        check_output(csv_path, what="--csv")  # a FIFO would block here until a reader came
         try:
             csv_fh = open(csv_path, "w", newline="", encoding="utf-8")
         except OSError as e:
@@ -203,7 +206,11 @@ def _run(config, *, out_path, as_json, csv_path, quiet, resume=False) -> None:
         if table is not None:
             table.add(rec)
         if csv_sink is not None:
-            csv_sink.add(rec)
+            try:
+                csv_sink.add(rec)
+            except OSError as e:
+                raise OutputError(f"--csv {csv_path}: write failed ({e.strerror}); the records are in --out "
+                                  f"(when given)") from None
 
     try:
         results = run_sweep(config, writer=writer, on_result=on_result, run_id=run_id, resume=prior)
@@ -212,7 +219,11 @@ def _run(config, *, out_path, as_json, csv_path, quiet, resume=False) -> None:
             table.close()
         writer.close()
         if csv_fh is not None:
-            csv_fh.close()
+            try:
+                csv_fh.close()
+            except OSError as e:
+                raise OutputError(f"--csv {csv_path}: write failed ({e.strerror}); the records are in --out "
+                                  f"(when given)") from None
     bad = [r for r in results if r.status == "wrong"]
     if bad:
         worst = ", ".join(f"{r.op} {r.bytes} B: {r.wrong}" for r in bad[:4])

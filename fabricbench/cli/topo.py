@@ -11,6 +11,7 @@ import json
 
 import click
 
+from fabricbench.files import refuse_collisions
 from fabricbench.report import table as tables
 
 
@@ -57,6 +58,7 @@ def topo(gpus, as_json, from_file, out_path):
 
     if gpus is not None:
         parse_gpus(gpus)  # the list's syntax before any topology is read
+    refuse_collisions({"--out": out_path}, {"--from-file": from_file})
     writer = ResultWriter(out_path) if out_path else None  # opened (so checked) before anything is read
     t = select(load_topology(from_file), gpus)
     doc = {**t.to_dict(), "advice": t.advice(), "summary": t.summary()}

@@ -13,6 +13,7 @@ import json
 
 import click
 
+from fabricbench.files import refuse_collisions
 from fabricbench.report import table as tables
 from fabricbench.report.analysis import fmt
 from fabricbench.training import repeats as reps
@@ -119,6 +120,7 @@ def train(strategy, model, model_config, model_path, gpus, device, nprocs, backe
         nprocs = 1
     elif device == "cpu" and gpus:
         click.echo("warning: --gpus is ignored with --device cpu (use --nprocs)", err=True)
+    refuse_collisions({"--out": out}, {"--model-config": model_config, "--dataset": dataset})
     echo = (lambda r: click.echo(json.dumps(r))) if as_json else (lambda r: click.echo(_line(r)))
     records = run_train(strategy, device=device, gpus=gpus if device == "cuda" else None, out=out, echo=echo,
                         model=model, model_config=model_config, model_path=model_path, nprocs=nprocs, steps=steps,

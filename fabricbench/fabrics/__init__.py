@@ -46,6 +46,17 @@ def get_fabric(spec: str) -> Fabric:
 
 def parse_fabric_list(text: str) -> list[Fabric]:
     """'default,p2p-off,lo:A=1,B=2' -> fabrics; a VAR=VAL item continues the custom fabric before it."""
+    fabrics = [get_fabric(s) for s in split_fabric_list(text)]
+    names = [f.name for f in fabrics]
+    dups = sorted({n for n in names if names.count(n) > 1})
+    if dups:
+        raise UsageError(f"--fabrics names {', '.join(dups)} more than once")
+    return fabrics
+
+
+def split_fabric_list(text: str) -> list[str]:
+    """'default,lo:A=1,B=2' -> ['default', 'lo:A=1,B=2']: a custom fabric is one item however many
+    variables it sets (a VAR=VAL item continues the custom fabric before it)."""
     if text is None or not text.strip():
         raise UsageError(f"--fabrics is empty; choose from {', '.join(FABRICS.names())}")
     specs: list[str] = []
@@ -60,12 +71,7 @@ def parse_fabric_list(text: str) -> list[Fabric]:
             specs[-1] += "," + item
         else:
             specs.append(item)
-    fabrics = [get_fabric(s) for s in specs]
-    names = [f.name for f in fabrics]
-    dups = sorted({n for n in names if names.count(n) > 1})
-    if dups:
-        raise UsageError(f"--fabrics names {', '.join(dups)} more than once")
-    return fabrics
+    return specs
 
 
 def _shown_list(text: str) -> str:
@@ -79,4 +85,4 @@ def _shown_list(text: str) -> str:
 
 
 __all__ = ["FABRICS", "FAMILIES", "Fabric", "FabricEnv", "FabricFamily", "fabric_env", "get_fabric",
-           "parse_fabric_list"]
+           "parse_fabric_list", "split_fabric_list"]

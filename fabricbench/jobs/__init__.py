@@ -15,6 +15,13 @@ torchrun (training/launch.py), `study`'s units (study/runner.py) and `qualify`'s
   NCCL_*/GLOO_*/CUDA_* are shown as *** everywhere else;
 - store.py: the one resume store (a torn last line is cut off, with a warning, and measured again);
 - configs.py: typed, frozen job configs whose argv comes from their fields, with a stable resume key.
+
+Where decisions live (what shared/STYLE.md's section of that name would say of this layer): a command
+decides *what* to run (its library call builds the job); this layer decides *how* a child runs, for every
+command alike. So a new orchestrator starts its children with jobs.run and never with subprocess or
+procs directly; a new child option is a config field (configs.py), never a flag list; a resume reads
+through store.py; a fabric reaches a child by name (fabrics.env.carry). Layering: jobs imports fabrics,
+procs and results, and nothing above (measuring, training, study, qualifying and cli import jobs).
 """
 
 from __future__ import annotations

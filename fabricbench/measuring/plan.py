@@ -58,8 +58,25 @@ def bytes_per_gpu(case: Case) -> int:
     return buffers
 
 
-def check_fits(plan: list[PlanItem], free_bytes: int | None) -> str | None:
-    """A one-line reason when the largest Case does not fit the free memory, naming what does fit."""
+def host_available_bytes() -> int | None:
+    """The host's MemAvailable (what can be allocated without swapping), or None where /proc says nothing."""
+    try:
+        with open("/proc/meminfo", encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def check_fits(plan: list[PlanItem], free_bytes: int | None, *, host_ranks: int | None = None) -> str | None:
+    """A one-line reason when the largest Case does not fit the free memory, naming what does fit.
+
+    GPU ranks pass their device's free bytes. CPU ranks pass host_ranks (the ranks on this host) and
+    free_bytes = MemAvailable / host_ranks: they share the host's memory, and a sweep that does not fit
+    would swap the machine to a halt or be killed by the OOM killer instead of saying so.
+    """
     if free_bytes is None:
         return None
     cases = [p.case for p in plan if p.case is not None]
@@ -73,5 +90,10 @@ def check_fits(plan: list[PlanItem], free_bytes: int | None) -> str | None:
     fits = [c.requested_bytes for c in cases if bytes_per_gpu(c) <= usable and c.op == worst.op]
     hint = f"sizes up to {format_size(max(fits))} fit" if fits else "no size of this sweep fits"
     mode = "in-place" if worst.inplace else "out-of-place"
+    if host_ranks is not None:
+        return (f"--sizes up to {format_size(worst.requested_bytes)}: {worst.op} {mode} needs "
+                f"{bytes_per_gpu(worst) / 2**30:.1f} GiB per rank x {host_ranks} CPU rank(s) but the host has "
+                f"{free_bytes * host_ranks / 2**30:.1f} GiB available (MemAvailable); {hint}: lower --sizes "
+                f"or --nprocs")
     return (f"--sizes up to {format_size(worst.requested_bytes)}: {worst.op} {mode} needs "
             f"{bytes_per_gpu(worst) / 2**30:.1f} GiB per GPU but {free_bytes / 2**30:.1f} GiB is free; {hint}")

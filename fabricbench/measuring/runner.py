@@ -171,7 +171,7 @@ def run_rank(config: SweepConfig, dist: DistContext | None, emit: Emit, *, run_i
     try:
         info = _all_ranks_info(dist, run_id, session.info)
         plan = build_plan(config, session.nranks, seed=seed)
-        reason = check_fits(plan, session.free_bytes())
+        reason = check_fits(plan, session.free_bytes(), host_ranks=session.host_ranks())
         if reason:
             raise UsageError(reason)
         held: dict[int, dict[str, Any]] = {}

@@ -85,7 +85,12 @@ class Session(Protocol):
     def measure(self, case: Case) -> Timing: ...
 
     def free_bytes(self) -> int | None:
-        """Smallest free device memory over this process's GPUs, or None where it does not apply."""
+        """Smallest free device memory over this process's GPUs (for CPU ranks: this rank's share of the
+        host's MemAvailable), or None where it does not apply."""
+        ...
+
+    def host_ranks(self) -> int | None:
+        """For CPU ranks, how many share this host's memory; None for GPU ranks."""
         ...
 
     def close(self) -> None: ...

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from fabricbench.errors import UsageError
+from fabricbench.fabrics import split_fabric_list
 from fabricbench.masking import MASK
 from fabricbench.study.config import StudyConfig
 from fabricbench.study.runner import UnitRun
@@ -75,7 +76,9 @@ def resolve_config(out: str, *, resume: bool, options: dict[str, Any]) -> StudyC
             raise UsageError(f"unknown study option(s) {', '.join(unknown)}; known: {', '.join(sorted(names))}")
         kw = dict(options)
         for k in ("gpus", "fabrics", "strategies"):
-            if isinstance(kw.get(k), str):
+            if k == "fabrics" and isinstance(kw.get(k), str):  # x:A=1,B=2 is one fabric, not two
+                kw[k] = tuple(split_fabric_list(kw[k]))
+            elif isinstance(kw.get(k), str):
                 kw[k] = tuple(x.strip() for x in kw[k].split(",") if x.strip())
             elif kw.get(k) is not None:
                 kw[k] = tuple(kw[k])

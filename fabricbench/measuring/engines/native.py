@@ -80,6 +80,9 @@ class NativeSession:
     def free_bytes(self) -> int | None:
         return min(g["free_bytes"] for g in self._engine.devices(list(self._comm.devices)))
 
+    def host_ranks(self) -> int | None:
+        return None  # GPU buffers: each device's own free memory decides
+
     def close(self) -> None:
         self._comm.close()
 

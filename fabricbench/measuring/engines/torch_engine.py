@@ -19,6 +19,7 @@ record says so in extra.torch_inplace.
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
@@ -26,6 +27,7 @@ from fabricbench.collectives import COLLECTIVES
 from fabricbench.errors import EngineUnavailable, UsageError
 from fabricbench.measuring.check import count_wrong, input_values
 from fabricbench.measuring.config import SweepConfig
+from fabricbench.measuring.plan import host_available_bytes
 from fabricbench.measuring.session import Case, DistContext, Timing
 
 TORCH_DTYPES = {"float32": "float32", "bfloat16": "bfloat16", "float16": "float16", "float64": "float64",
@@ -128,10 +130,17 @@ class TorchSession:
         return info
 
     def free_bytes(self) -> int | None:
-        if self.backend != "nccl":
-            return None
+        if self.backend != "nccl":  # CPU ranks: their share of the host's available memory
+            avail = host_available_bytes()
+            return None if avail is None else avail // self.host_ranks()
         free, _ = self.torch.cuda.mem_get_info(self.device)
         return int(free)
+
+    def host_ranks(self) -> int | None:
+        """Ranks sharing this host's memory (CPU tensors), None for GPU ranks."""
+        if self.backend == "nccl":
+            return None
+        return max(1, int(os.environ.get("LOCAL_WORLD_SIZE") or self.nranks))
 
     # -- measuring ------------------------------------------------------------------------------------
     def _buffers(self, case: Case, coll, k: int):
