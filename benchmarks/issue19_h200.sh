@@ -29,7 +29,7 @@ left() { local l=$(( ${BUDGET_S:-530} - ($(date +%s) - begin) )); [ "$l" -lt 1 ]
 stage() { echo "== $1: exit $2, $(( $(date +%s) - t0 )) s (at $(( $(date +%s) - begin )) s)" | tee -a "$R/summary.txt"; }
 fb() { python3 -m fabricbench "$@"; }
 (nvidia-smi; python3 -c 'import torch; print("torch", torch.__version__, "nccl", torch.cuda.nccl.version())';
- env | grep -E '^NCCL_'; command -v ip tc) > "$R/machine.txt" 2>&1
+ env | grep -E '^NCCL_'; command -v ip tc; ip -V; tc -V) > "$R/machine.txt" 2>&1
 
 # 1. three identical studies (about 150 s each on the H200: the batch probe, then 3 runs in fresh processes).
 # STUDIES=0 and HOSTBOUND=0 skip stages 1 and 2 (for a lease that has time only for the lab).
@@ -72,6 +72,8 @@ fi
 # 3. the one-GPU lab: 2 gloo ranks on GPU 0, every strategy, then shaped
 lab=(--model tiny-mistral --device cuda --backend gloo --nprocs 2 --gpus 0 --steps 6 --warmup-steps 2
      --batch-size 4 --seq-len 128 --repeats 1 --target-ci 0 --trace-steps 1 --timeout 60)
+# LAB_DEFAULT=0 skips the unshaped lab stages (their records already in OUT/lab from an earlier lease)
+if [ "${LAB_DEFAULT:-1}" = 1 ]; then
 t0=$(date +%s)
 timeout "$(left 150)" python3 -m fabricbench train --strategy ddp,zero1,zero2,zero3,fsdp "${lab[@]}" \
   --out "$R/lab/train-default.jsonl" > "$R/lab/train-default.txt" 2>&1
@@ -80,6 +82,7 @@ t0=$(date +%s)
 timeout "$(left 40)" python3 -m fabricbench sweep --engine torch --backend gloo --nprocs 2 --gpus 0 --ops all_reduce,all_gather,reduce_scatter \
   --sizes 64K-64M:x4 --iters 5 --warmup 2 --out "$R/lab/sweep-default.jsonl" --quiet > "$R/lab/sweep-default.txt" 2>&1
 stage "lab: gloo sweep on GPU 0, default" $?
+fi
 if command -v ip >/dev/null && command -v tc >/dev/null && ip -V >/dev/null 2>&1; then
   t0=$(date +%s)
   timeout "$(left 80)" python3 -m fabricbench train --strategy ddp,fsdp "${lab[@]}" --fabric shaped:2gbit \
