@@ -19,7 +19,7 @@ class _CallablePackage(_types.ModuleType):
     therefore calls the function, so both spellings keep working whatever was imported first."""
 
     def __call__(self, *args, **kwargs):
-        from fabricbench.advise.api import advise
+        from fabricbench.advise.api import advise  # on call: importing the package stays light
 
         return advise(*args, **kwargs)
 

@@ -20,14 +20,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import fabricbench
 from fabricbench.advise.memory import MemoryFit, capacity_from_name, fits
-from fabricbench.topology.ranking import PlacementRank, rank_placements
 from fabricbench.advise.strategy import StrategyTime, predict
 from fabricbench.errors import UsageError
+from fabricbench.gpus import parse_gpus
 from fabricbench.measuring.stats import overlaps
 from fabricbench.results import records as result_records
 from fabricbench.sizes import parse_size
-from fabricbench.topology import load_file
+from fabricbench.study import records as study_records
+from fabricbench.topology import load_file, read_topology
+from fabricbench.topology.model import Topology, _ranges
+from fabricbench.topology.ranking import PlacementRank, rank_placements
+from fabricbench.training import estimate as est, models
+from fabricbench.training.strategies import STRATEGIES
 
 EVEN = 0.05  # predicted times within 5% are even (run-to-run noise of step times is of that order)
 
@@ -77,8 +83,6 @@ def _gib(b: float | None) -> str:
 
 
 def _set(g: list[int]) -> str:
-    from fabricbench.topology.model import _ranges
-
     return "[" + _ranges(sorted(g)) + "]" if len(g) > 2 else "[" + ",".join(map(str, g)) + "]"
 
 
@@ -107,17 +111,13 @@ def _read_records(results: Any) -> list[dict[str, Any]]:
             continue
         p = Path(item)
         if p.is_dir() and (p / "results.jsonl").exists():  # a study directory: its latest attempts only
-            from fabricbench.study import records
-
-            out.extend(records.load(p).records)
+            out.extend(study_records.load(p).records)
             continue
         out.extend(result_records.read_nonempty(p, what="--results").records)  # a file with none: say so
     return out
 
 
 def _topology(topo: Any, topo_file: str | None, records: list[dict[str, Any]]):
-    from fabricbench.topology.model import Topology
-
     if isinstance(topo, Topology):
         return topo
     path = topo_file or topo
@@ -127,7 +127,6 @@ def _topology(topo: Any, topo_file: str | None, records: list[dict[str, Any]]):
         body = r.get("topology") if r.get("kind") == "machine" else (r if r.get("kind") == "topology" else None)
         if body and body.get("links"):
             return Topology.from_dict(body)
-    from fabricbench.topology import read_topology
 
     return read_topology()
 
@@ -164,10 +163,6 @@ def advise(*, model: str | None = None, model_config: str | None = None, num_gpu
            gpus: Any = None, topo: Any = None, topo_file: str | None = None, results: Any = None,
            gpu_memory: Any = None, batch_size: int = 1, seq_len: int = 512, image_size: int = 224,
            strategies: list[str] | None = None, recipe: str = "framework", fabric: str = "default") -> Advice:
-    from fabricbench.training import estimate as est
-    from fabricbench.training import models
-    from fabricbench.training.strategies import STRATEGIES
-
     # cheap checks first (files, GPUs, memory, names): bad input fails before the model is built
     records = _read_records(results)
     names = list(strategies) if strategies else STRATEGIES.names()
@@ -181,8 +176,6 @@ def advise(*, model: str | None = None, model_config: str | None = None, num_gpu
         raise UsageError(why + "advise places GPU jobs: pass --topo-file with a saved `nvidia-smi topo -m` "
                                "(or `fabricbench topo --json`), or --results of a study run on GPUs")
     if isinstance(gpus, str):
-        from fabricbench.gpus import parse_gpus
-
         gpus = list(parse_gpus(gpus))
     pool = list(gpus) if gpus else list(t.indices)
     missing = [g for g in pool if g not in t.indices]
@@ -240,8 +233,6 @@ def _relate_rows(records: list[dict[str, Any]]) -> list[Any]:
     if not trains or not sweeps:
         return []
     try:
-        import fabricbench
-
         return fabricbench.relate(trains + sweeps).rows
     except Exception:  # no calibration possible from these records: advice falls back to comm time
         return []

@@ -15,7 +15,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+<<<<<<< HEAD
 from fabricbench.results.status import TIMED_TRAIN, Status
+=======
+from fabricbench.training.estimate import model_states
+>>>>>>> main
 
 RESERVE_FRACTION = 0.10
 
@@ -71,8 +75,6 @@ def _measured(records: list[dict[str, Any]], *, model: str, strategy: str, n: in
 def fits(*, strategies: list[str], psi: int, n: int, activation_bytes: int, capacity: int | None, model: str,
          records: list[dict[str, Any]] | None = None, recipe: str = "framework",
          batch_size: int | None = None) -> list[MemoryFit]:
-    from fabricbench.training.estimate import model_states
-
     states = model_states(psi=psi, num_gpus=n, recipe=recipe)
     out = []
     for s in strategies:

@@ -20,8 +20,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+<<<<<<< HEAD
 from fabricbench.results.status import TIMED_TRAIN
+=======
+from fabricbench.collectives import COLLECTIVES
+>>>>>>> main
 from fabricbench.training import repeats
+from fabricbench.training.strategies import STRATEGIES
 
 # S per step in units of Ψ·b when the strategy table does not say (shared/DOMAIN.md, textbook)
 TEXTBOOK_SENDS: dict[str, dict[str, float]] = {
@@ -56,8 +61,6 @@ class StrategyTime:
 
 
 def textbook_sends(strategy: str) -> dict[str, float]:
-    from fabricbench.training.strategies import STRATEGIES
-
     sends = getattr(STRATEGIES.get(strategy), "textbook_sends", None)
     return dict(sends) if sends else TEXTBOOK_SENDS[strategy]
 
@@ -74,8 +77,6 @@ def traced(records: list[dict[str, Any]], *, model: str, strategy: str) -> dict[
 
 
 def _factor(op: str, n: int) -> float:
-    from fabricbench.collectives import COLLECTIVES
-
     return COLLECTIVES.get(op).busbw_factor(n) if op in COLLECTIVES else 0.0
 
 

@@ -14,6 +14,10 @@ import sys
 
 import click
 
+from fabricbench import procs
+from fabricbench.errors import EngineUnavailable, FabricbenchError, UsageError
+from fabricbench.files import OutputError
+
 # name -> (module:function, one-line help shown by `fabricbench --help`)
 COMMANDS: dict[str, tuple[str, str]] = {
     "sweep": ("fabricbench.cli.sweep:sweep", "Time NCCL collectives over a GPU set and a range of sizes."),
@@ -68,10 +72,6 @@ def fail(message: str) -> "NoReturn":  # noqa: F821
 
 
 def main(argv: list[str] | None = None) -> None:
-    from fabricbench.errors import EngineUnavailable, FabricbenchError, UsageError
-    from fabricbench import procs  # the signal policy lives beside the process supervision
-    from fabricbench.files import OutputError
-
     procs.install()  # SIGTERM ends a run as Ctrl-C does (children killed, results kept), exit 143
     try:
         rv = cli.main(args=argv, prog_name="fabricbench", standalone_mode=False)

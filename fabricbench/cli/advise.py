@@ -13,6 +13,8 @@ import json
 
 import click
 
+from fabricbench.advise.api import advise as run_advise
+from fabricbench.errors import UsageError
 from fabricbench.report import table as tables
 from fabricbench.report.analysis import fmt, fmt_count
 
@@ -52,9 +54,6 @@ STRATEGY_COLS = (tables.Col("strategy", justify="left", key=True), tables.Col("m
 def advise(model, model_config, num_gpus, gpus, topo_file, topo_file2, results, gpu_memory, batch_size, seq_len,
            image_size, strategies, as_json) -> None:
     """Rank GPU sets by busbw, check memory per strategy, predict step or comm time, and recommend one."""
-    from fabricbench.advise.api import advise as run_advise
-    from fabricbench.errors import UsageError
-
     if topo_file and topo_file2 and topo_file != topo_file2:
         raise UsageError("--topo and --topo-file name different files; give one")
     a = run_advise(model=model, model_config=model_config, num_gpus=num_gpus, gpus=gpus,

@@ -19,11 +19,12 @@ import click
 
 from fabricbench.cli.options import sweep_options
 from fabricbench.errors import UsageError
-from fabricbench.files import refuse_collisions
-from fabricbench.measuring.child import ChildRun
 from fabricbench.fabrics.model import Fabric
+from fabricbench.files import refuse_collisions
 from fabricbench.importing.beside import collective_groups, records_of
-from fabricbench.measuring.commands import plot_comparison
+from fabricbench.measuring.child import ChildRun
+from fabricbench.measuring.commands import compare as run_compare, plot_comparison
+from fabricbench.measuring.compare import check_plot_path
 from fabricbench.report import table as tables
 from fabricbench.report.analysis import CV_NOISY, fmt, fmt_ratio, noisy
 from fabricbench.sizes import format_size
@@ -44,9 +45,6 @@ from fabricbench.sizes import format_size
 def compare(fabric_list, gpus, ops, sizes, nprocs, resume, with_paths, dtype, iters, warmup, engine, backend,
             timeout_s, out_path, plot_path, as_json):
     """Run the same sweep on each fabric and show busbw side by side with the ratio."""
-    from fabricbench.measuring.compare import check_plot_path
-    from fabricbench.measuring.commands import compare as run_compare
-
     check_plot_path(plot_path)  # before anything is measured; the plot itself comes after the table
     refuse_collisions({"--out": out_path, "--plot": plot_path}, {f"--with {p}": p for p in with_paths})
     beside = runs_beside(with_paths, ops=[o.strip() for o in ops.split(",")], dtype=dtype)  # bad input first

@@ -13,9 +13,9 @@ import json
 
 import click
 
-from fabricbench.report.analysis import fmt_count
+from fabricbench.report.analysis import byte_unit, fmt_count
+from fabricbench.training import estimate as est, models
 
-from fabricbench.training import estimate as est
 
 
 @click.command()
@@ -30,8 +30,6 @@ from fabricbench.training import estimate as est
 @click.option("--json", "as_json", is_flag=True, help="Print the estimate as one JSON object.")
 def estimate(model, model_config, num_gpus, recipe, batch_size, seq_len, image_size, as_json) -> None:
     """Bytes per GPU of parameters, gradients, optimizer states and fp32 master weights, per strategy."""
-    from fabricbench.training import models
-
     # Every number is checked before the model is looked at; a built-in model needs no transformers.
     est.RECIPES.get(recipe)
     est.check_sizes(num_gpus=num_gpus, batch_size=batch_size, seq_len=seq_len, image_size=image_size)
@@ -45,7 +43,6 @@ def estimate(model, model_config, num_gpus, recipe, batch_size, seq_len, image_s
     if as_json:
         click.echo(json.dumps(doc))
         return
-    from fabricbench.report.analysis import byte_unit
 
     unit, scale = byte_unit(max(row["total_bytes"] for row in doc["strategies"].values()))
     click.echo(f"{resolved.name}: {psi:,} parameters ({fmt_count(psi)}), {num_gpus} GPU(s), recipe {recipe}")

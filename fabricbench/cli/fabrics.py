@@ -12,6 +12,7 @@ import json
 
 import click
 
+from fabricbench.fabrics import FABRICS, FAMILIES
 from fabricbench.report import table as tables
 
 
@@ -19,8 +20,6 @@ from fabricbench.report import table as tables
 @click.option("--json", "as_json", is_flag=True, help="Print the fabrics as a JSON list.")
 def fabrics(as_json):
     """List the built-in fabrics and families: name, variables, description, expected transport."""
-    from fabricbench.fabrics import FABRICS, FAMILIES
-
     rows_ = [f.to_dict() for f in FABRICS]
     for fam in FAMILIES:  # a family's row shows an example member, and whether it can be applied here
         example = fam.make(f"{fam.name}:{fam.example}").to_dict()

@@ -13,9 +13,13 @@ import json
 import click
 
 from fabricbench.files import refuse_collisions
+from fabricbench.measuring.commands import p2p as run_p2p
+from fabricbench.measuring.compare import check_plot_path
 from fabricbench.report import table as tables
-
 from fabricbench.report.analysis import fmt
+from fabricbench.report.plot import HeatPanel, heatmaps
+from fabricbench.sizes import format_size
+
 
 
 
@@ -31,9 +35,6 @@ from fabricbench.report.analysis import fmt
 @click.option("--plot", "plot_path", default=None, help="Write a heat-map PNG here.")
 def p2p(gpus, size, iters, warmup, no_host, no_peer, out_path, as_json, plot_path):
     """Copy bandwidth between every GPU pair and between host and each GPU."""
-    from fabricbench.measuring.compare import check_plot_path
-    from fabricbench.measuring.commands import p2p as run_p2p
-
     check_plot_path(plot_path)  # before anything is measured
     refuse_collisions({"--out": out_path, "--plot": plot_path})
     res = run_p2p(gpus=gpus, size=size, iters=iters, warmup=warmup, host=not no_host, peers=not no_peer,
@@ -50,9 +51,6 @@ def p2p(gpus, size, iters, warmup, no_host, no_peer, out_path, as_json, plot_pat
 def plot(gpu_t, uni, bi, host, nbytes, path: str) -> None:
     """Heat maps of what was measured: GPU to GPU (one way; both ways when there are two GPUs or more) and
     host to/from each GPU. Panels with nothing measured are left out."""
-    from fabricbench.report.plot import HeatPanel, heatmaps
-    from fabricbench.sizes import format_size
-
     labels = [f"GPU{g}" for g in gpu_t]
     panels = [HeatPanel("GPU to GPU, one way (GB/s)" + ("; diagonal: within one GPU" if len(gpu_t) > 1 else
                                                         ": within one GPU"), uni, labels, labels)]
@@ -71,8 +69,6 @@ def _host(host, g: int, direction: str):
 
 
 def render(gpu_t, uni, bi, host, nbytes, no_peer, no_host) -> None:
-    from fabricbench.sizes import format_size
-
     console = tables.console()
     labels = [f"GPU{g}" for g in gpu_t]
     if not no_peer:

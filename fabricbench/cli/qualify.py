@@ -22,14 +22,23 @@ import os
 
 import click
 
+from fabricbench.errors import UsageError
+from fabricbench.files import dumps, refuse_collisions, write_text_atomic
+from fabricbench.qualifying.api import fleet as run_fleet, init_spec, qualify as run, select
+from fabricbench.qualifying.checks import CHECKS
+from fabricbench.qualifying.fleet import render as render_fleet
+from fabricbench.qualifying.report import render
+from fabricbench.qualifying.codes import CODES
+from fabricbench.qualifying.plan import LEVEL_NAMES, fmt_seconds, gpu_count, make_plan
+from fabricbench.qualifying.spec import DEFAULT_LEVEL, SpecError, builtin_names, load_spec, parse_spec
+from fabricbench.sizes import format_size
+
 
 def _names(text: str | None) -> list[str] | None:
     if text is None:
         return None
     names = [n.strip() for n in text.split(",") if n.strip()]
     if not names:
-        from fabricbench.errors import UsageError
-
         raise UsageError("--only/--skip is empty; give check names separated by commas")
     return names
 
@@ -88,8 +97,6 @@ def qualify(inputs, spec_path, out_dir, resume, only, skip, fabric, topo_file, l
       gpus = "all"               # or "each_island", "each_pair", [[0,1],[2,3]]
       min_busbw_gbps = 300       # or reference_busbw_gbps + min_fraction
     """
-    from fabricbench.errors import UsageError
-
     modes = [m for m, on in (("--spec", spec_path), ("--init", init_path), ("--fleet", fleet),
                              ("--list-specs", list_specs), ("--list-kinds", list_kinds),
                              ("--list-codes", list_codes)) if on]
@@ -112,9 +119,6 @@ def qualify(inputs, spec_path, out_dir, resume, only, skip, fabric, topo_file, l
         return _fleet(inputs, out_dir, fraction, as_json, prometheus)
     if dry_run:
         return _dry_run(spec_path, _names(only), _names(skip), fabric, level, as_json)
-    from fabricbench.qualifying.api import qualify as run
-    from fabricbench.qualifying.report import render
-
     echo = None if quiet or as_json else (lambda s: click.echo(s, err=True))
     res = run(spec_path, out=out_dir, only=_names(only), skip=_names(skip), resume=resume, topo_file=topo_file,
               baseline=baseline, tolerance=tolerance, fabric=fabric, level=level, prometheus=prometheus, echo=echo,
@@ -122,8 +126,6 @@ def qualify(inputs, spec_path, out_dir, resume, only, skip, fabric, topo_file, l
     if "RANK" in os.environ and os.environ.get("RANK") != "0":
         return 0  # rank 0 reports for the whole launch
     if as_json:
-        from fabricbench.files import dumps
-
         click.echo(dumps(res.to_dict(), indent=2))
     else:
         render(res)
@@ -133,10 +135,6 @@ def qualify(inputs, spec_path, out_dir, resume, only, skip, fabric, topo_file, l
 def _dry_run(spec_path: str, only, skip, fabric: str | None, level: int | None, as_json: bool) -> int:
     """The spec read and checked as a run would (every mistake exit 2), then what would run at the level
     and about how long it takes; for spec authors and CI jobs that keep specs."""
-    from fabricbench.qualifying.api import select
-    from fabricbench.qualifying.plan import LEVEL_NAMES, fmt_seconds, make_plan
-    from fabricbench.qualifying.spec import DEFAULT_LEVEL, load_spec
-
     level = DEFAULT_LEVEL if level is None else level
     spec = load_spec(spec_path)
     total = len(spec.checks)
@@ -169,14 +167,10 @@ def _dry_run(spec_path: str, only, skip, fabric: str | None, level: int | None, 
 
 
 def plan_gpus(spec) -> int:
-    from fabricbench.qualifying.plan import gpu_count
-
     return gpu_count(spec)
 
 
 def _shown(key: str, value):
-    from fabricbench.sizes import format_size
-
     if key in ("size", "busbw_size", "latency_size") and isinstance(value, int):
         return format_size(value)
     if key == "sizes" and isinstance(value, list):
@@ -189,8 +183,6 @@ def _jsonable(params: dict) -> dict:
 
 
 def _list_specs() -> int:
-    from fabricbench.qualifying.spec import builtin_names, load_spec
-
     for n in builtin_names():
         s = load_spec(f"builtin:{n}")
         click.echo(f"builtin:{n:18s} {len(s.checks):2d} checks  {s.description or s.name}")
@@ -198,8 +190,6 @@ def _list_specs() -> int:
 
 
 def _list_kinds() -> int:
-    from fabricbench.qualifying.checks import CHECKS
-
     for k in CHECKS:
         click.echo(f"{k.name:12s} {k.description}")
         for key, f in k.fields.items():
@@ -208,8 +198,6 @@ def _list_kinds() -> int:
 
 
 def _list_codes() -> int:
-    from fabricbench.qualifying.codes import CODES
-
     for c in CODES:
         click.echo(f"{c.code:24s} {c.kind}/{c.criterion}: {c.meaning}")
         if c.action:
@@ -218,11 +206,6 @@ def _list_codes() -> int:
 
 
 def _init(init_path: str, from_path: str | None, margin: float, name: str | None) -> int:
-    from fabricbench.errors import UsageError
-    from fabricbench.files import refuse_collisions, write_text_atomic
-    from fabricbench.qualifying.api import init_spec
-    from fabricbench.qualifying.spec import SpecError, parse_spec
-
     if not from_path:
         raise UsageError("--init needs --from RESULTS.jsonl (a known-good run's results)")
     refuse_collisions({"--init": init_path}, {"--from": from_path})
@@ -238,13 +221,9 @@ def _init(init_path: str, from_path: str | None, margin: float, name: str | None
 
 
 def _fleet(inputs, out_dir, fraction, as_json, prometheus) -> int:
-    from fabricbench.files import dumps
-    from fabricbench.qualifying.api import fleet
-    from fabricbench.qualifying.fleet import render
-
-    res = fleet(list(inputs), out=out_dir, fraction=fraction, prometheus=prometheus, quiet=as_json)
+    res = run_fleet(list(inputs), out=out_dir, fraction=fraction, prometheus=prometheus, quiet=as_json)
     if as_json:
         click.echo(dumps(res.to_dict(), indent=2))
     else:
-        render(res)
+        render_fleet(res)
     return res.exit_code

@@ -14,8 +14,13 @@ import sys
 
 import click
 
+import fabricbench
 from fabricbench.files import dumps, nonfinite_paths, refuse_collisions
+from fabricbench.measuring.compare import check_plot_path
+from fabricbench.relating.format import render
+from fabricbench.relating.plot import plot_relate
 from fabricbench.report import table as tables
+from fabricbench.report.plot import _pyplot
 
 
 @click.command()
@@ -26,22 +31,15 @@ from fabricbench.report import table as tables
 @click.option("--plot", "plot_path", default=None, help="Write busbw drop against slowdown to this PNG.")
 def relate(files, reference, as_json, plot_path) -> None:
     """Join sweep/compare records with train records and predict each fabric's step time."""
-    import fabricbench
-    from fabricbench.measuring.compare import check_plot_path
-
     check_plot_path(plot_path)
     refuse_collisions({"--plot": plot_path}, {f: f for f in files})
     if plot_path:
-        from fabricbench.report.plot import _pyplot
-
         _pyplot()  # matplotlib missing is bad input too: say so before any work
     result = fabricbench.relate(list(files), reference=reference)
     err = tables.console(stderr=True)  # notes wrap at words on a terminal, stay whole lines in a log
     for p in result.problems:
         err.print(f"note: {p}", markup=False, highlight=False)
     if plot_path:
-        from fabricbench.relating.plot import plot_relate
-
         plot_relate(result, plot_path)
     if as_json:
         doc = result.to_dict()
@@ -49,8 +47,6 @@ def relate(files, reference, as_json, plot_path) -> None:
         doc["problems"] += [f"{p} is not a finite number; written as null" for p in nonfinite_paths(doc)]
         click.echo(dumps(doc, indent=2))
     else:
-        from fabricbench.relating.format import render
-
         render(result)
         if plot_path:
             click.echo(f"plot: {plot_path}", err=True)

@@ -15,10 +15,13 @@ import sys
 
 import click
 
-from fabricbench.files import refuse_collisions
 from fabricbench.cli.options import sweep_options
+from fabricbench.files import refuse_collisions
+from fabricbench.measuring.commands import scaling as run_scaling
+from fabricbench.measuring.compare import check_plot_path
 from fabricbench.report import table as tables
-from fabricbench.report.analysis import fmt
+from fabricbench.report.analysis import fmt, scaling_series
+from fabricbench.report.plot import busbw_vs_count
 from fabricbench.sizes import format_size
 
 
@@ -34,9 +37,6 @@ from fabricbench.sizes import format_size
 def scaling(gpus, counts, ops, sizes, fabric_spec, topo_file, resume, dtype, iters, warmup, engine, backend,
             timeout_s, out_path, plot_path, as_json):
     """Bus bandwidth against GPU count, inside one NVLink island and across islands."""
-    from fabricbench.measuring.compare import check_plot_path
-    from fabricbench.measuring.commands import scaling as run_scaling
-
     check_plot_path(plot_path)  # before anything is measured; the plot itself comes after the table
     refuse_collisions({"--out": out_path, "--plot": plot_path}, {"--topo-file": topo_file})
     res = run_scaling(gpus=gpus, counts=counts, fabric=fabric_spec, topo_file=topo_file, out=out_path, resume=resume,
@@ -74,7 +74,4 @@ def render(rows, topo, *, cpu: bool = False) -> None:
 
 
 def plot(rows, path: str) -> None:
-    from fabricbench.report.analysis import scaling_series
-    from fabricbench.report.plot import busbw_vs_count
-
     busbw_vs_count(scaling_series(rows), path, title="busbw against GPU count, per placement (largest size)")

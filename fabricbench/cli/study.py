@@ -16,8 +16,11 @@ import json
 
 import click
 
+from fabricbench.errors import FabricbenchError
 from fabricbench.procs import Terminated, exit_status
 from fabricbench.report import table as tables
+from fabricbench.study import api as study_api, records
+from fabricbench.study.units import DONE, UNIT_KINDS
 
 
 def _fmt_s(s: float) -> str:
@@ -68,8 +71,6 @@ def study(out, gpus, device, nprocs, fabrics, strategies, model, model_config, s
     """Topology, sweeps per fabric, scaling, train per strategy per fabric, estimate, relate, and a report."""
     import sys
 
-    from fabricbench.study.api import study as run_study
-
     ctx = click.get_current_context()
     given = {}
     for name, value in dict(gpus=gpus, device=device, nprocs=nprocs, fabrics=fabrics, strategies=strategies,
@@ -86,7 +87,7 @@ def study(out, gpus, device, nprocs, fabrics, strategies, model, model_config, s
         given.pop("gpus")
     echo = None if (quiet or as_json) else (lambda line: click.echo(line, err=True))
     try:
-        res = run_study(out, resume=resume, dry_run=dry_run, echo=echo,
+        res = study_api.study(out, resume=resume, dry_run=dry_run, echo=echo,
                         progress=False if (quiet or as_json) else None, **given)
     except KeyboardInterrupt as e:  # Ctrl-C (130) or SIGTERM (procs.Terminated, 143)
         word = "Terminated" if isinstance(e, Terminated) else "Interrupted"
@@ -105,8 +106,6 @@ def study(out, gpus, device, nprocs, fabrics, strategies, model, model_config, s
     click.echo(f"report:  {res.report_md}\n         {res.report_html}")
     failed = [u for u in res.units if u.status in ("error", "timeout")]
     if failed:  # the study went on and its report is written; the exit status still says a unit failed
-        from fabricbench.errors import FabricbenchError
-
         raise FabricbenchError(f"{len(failed)} unit(s) failed: " + ", ".join(f"{u.unit.name} ({u.status})"
                                                                           for u in failed[:6])
                                + f"; their logs are in {res.out_dir}/units/, `--resume` reruns them")
@@ -117,9 +116,6 @@ PLAN_COLS = (tables.Col("#", key=True), tables.Col("unit", justify="left", key=T
 
 
 def _print_plan(res) -> None:
-    from fabricbench.study import records
-    from fabricbench.study.units import DONE, UNIT_KINDS
-
     existing = records.load(res.out_dir, must_exist=False)
     c = res.config
     where = f"{c.nprocs} CPU ranks (gloo)" if c.device == "cpu" else f"GPUs {','.join(map(str, c.gpus))}"

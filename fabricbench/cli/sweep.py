@@ -16,11 +16,29 @@ import sys
 
 import click
 
+<<<<<<< HEAD
 from fabricbench.report import table as tables
 
 from fabricbench.collectives import DEFAULT_OPS
 from fabricbench.fabrics import get_fabric
+=======
+import fabricbench.gpus  # looked up on call: tests stand in for visible_gpu_count
+from fabricbench import topology
+from fabricbench.collectives import COLLECTIVES, DEFAULT_OPS
+from fabricbench.errors import CheckFailed, UsageError
+>>>>>>> main
 from fabricbench.files import OutputError, check_output, refuse_collisions
+from fabricbench.measuring.api import make_config, nranks, resolve_devices, uses_gpus
+from fabricbench.measuring.plan import build_plan
+from fabricbench.measuring.resume import Resume
+from fabricbench.measuring.runner import new_run_id, run_sweep
+from fabricbench.report import table as tables
+from fabricbench.report.table import CsvSink, SweepTable
+from fabricbench.results.context import fabric_label
+from fabricbench.results.schema import header
+from fabricbench.results.writer import ResultWriter
+from fabricbench.sizes import format_size
+
 
 
 @click.command(context_settings={"show_default": True})
@@ -68,8 +86,6 @@ def sweep(gpus, ops, sizes, dtype, iters, warmup, adaptive, max_iters, mode, gra
           backend, nprocs, timeout_s, nccl_lib, fabric, seed, buffers, timing, alloc, out_path, resume, as_json,
           csv_path, dry_run, quiet, list_ops):
     """Time NCCL collectives over a GPU set and a range of sizes (nccl-tests' algbw and busbw)."""
-    from fabricbench.measuring.api import make_config
-
     if list_ops:
         _list_ops()
         return
@@ -80,8 +96,6 @@ def sweep(gpus, ops, sizes, dtype, iters, warmup, adaptive, max_iters, mode, gra
         buffers=buffers, timing=timing, alloc=alloc)
     refuse_collisions({"--out": out_path, "--csv": csv_path}, {"--nccl-lib": nccl_lib})
     if resume and not out_path:
-        from fabricbench.errors import UsageError
-
         raise UsageError("--resume skips what --out already holds; give --out FILE (the earlier run's file)")
     if dry_run:  # a plan needs no GPU here: named GPUs as named, else this machine's, else one GPU
         get_fabric(config.fabric)  # an unknown or malformed fabric is found, as a run would find it
@@ -101,16 +115,12 @@ def sweep(gpus, ops, sizes, dtype, iters, warmup, adaptive, max_iters, mode, gra
 
 def _plan_without_gpus(config) -> bool:
     """A dry run of a GPU sweep on a machine that shows no GPU."""
-    from fabricbench.gpus import visible_gpu_count
-    from fabricbench.measuring.api import uses_gpus
 
-    return uses_gpus(config) and visible_gpu_count() == 0
+    return uses_gpus(config) and fabricbench.gpus.visible_gpu_count() == 0
 
 
 def _with_gpus(config, gpus_text=None):
     """The library's defaults for this machine (fabricbench/measuring/api.py), warnings printed."""
-    from fabricbench.measuring.api import resolve_devices
-
     config, notes = resolve_devices(config, gpus_text)
     for note in notes:
         click.echo(f"warning: {note}", err=True)
@@ -118,14 +128,10 @@ def _with_gpus(config, gpus_text=None):
 
 
 def _nranks(config) -> int:
-    from fabricbench.measuring.api import nranks
-
     return nranks(config)
 
 
 def _list_ops() -> None:
-    from fabricbench.collectives import COLLECTIVES
-
     for c in COLLECTIVES:
         click.echo(f"{c.name:16s} busbw = algbw x {c.factor_text:9s} {c.description}")
 
@@ -137,9 +143,6 @@ PLAN_COLS = (tables.Col("op", justify="left", key=True), tables.Col("place", jus
 
 
 def _print_plan(config) -> None:
-    from fabricbench.measuring.plan import build_plan
-    from fabricbench.sizes import format_size
-
     n = _nranks(config)
     plan = build_plan(config, n)
     con = tables.console()
@@ -163,14 +166,6 @@ def _print_plan(config) -> None:
 
 
 def _run(config, *, out_path, as_json, csv_path, quiet, resume=False) -> None:
-    from fabricbench.errors import CheckFailed
-    from fabricbench.measuring.plan import build_plan
-    from fabricbench.measuring.runner import new_run_id, run_sweep
-    from fabricbench.report.table import CsvSink, SweepTable
-    from fabricbench.results.context import fabric_label
-    from fabricbench.results.schema import header
-    from fabricbench.results.writer import ResultWriter
-
     root = int(os.environ.get("RANK", "0")) == 0
     run_id = new_run_id()
     # Open every output before measuring: an unwritable path fails now, not after an hour of sweeping.
@@ -182,8 +177,6 @@ def _run(config, *, out_path, as_json, csv_path, quiet, resume=False) -> None:
         try:
             csv_fh = open(csv_path, "w", newline="", encoding="utf-8")
         except OSError as e:
-            from fabricbench.errors import UsageError
-
             raise UsageError(f"--csv {csv_path}: cannot write there ({e.strerror})") from None
     csv_sink = CsvSink(csv_fh) if csv_fh else None
     if root and config.gpus:
@@ -233,8 +226,6 @@ def _run(config, *, out_path, as_json, csv_path, quiet, resume=False) -> None:
 
 
 def _resume(out_path):
-    from fabricbench.measuring.resume import Resume
-
     def said(skipped: int, planned: int) -> None:
         click.echo(f"resume: {skipped} of {planned} measurement(s) already recorded ok in {out_path}; "
                    f"skipped", err=True)
@@ -243,14 +234,10 @@ def _resume(out_path):
 
 
 def _islands_warning(gpus):
-    from fabricbench import topology
-
     return topology.islands_warning(tuple(gpus))
 
 
 def _topology_snapshot():
-    from fabricbench import topology
-
     return topology.snapshot()
 
 

@@ -11,15 +11,17 @@ import json
 
 import click
 
+from fabricbench.errors import UsageError
 from fabricbench.files import refuse_collisions
+from fabricbench.gpus import parse_gpus
+from fabricbench.measuring.runner import new_run_id
 from fabricbench.report import table as tables
+from fabricbench.results.writer import ResultWriter
+from fabricbench.topology import read_topology, snapshot_record
 
 
 def load_topology(from_file: str | None):
     """The topology from a file or this machine; UsageError when neither answers."""
-    from fabricbench.errors import UsageError
-    from fabricbench.topology import read_topology
-
     topo = read_topology(from_file)
     if topo is None:
         raise UsageError("no GPU topology here: NVML did not answer and `nvidia-smi topo -m` is not "
@@ -28,9 +30,6 @@ def load_topology(from_file: str | None):
 
 
 def select(topo, gpus: str | None):
-    from fabricbench.errors import UsageError
-    from fabricbench.gpus import parse_gpus
-
     if gpus is None:
         return topo
     wanted = parse_gpus(gpus)
@@ -50,11 +49,6 @@ def select(topo, gpus: str | None):
 @click.option("--out", "out_path", default=None, help="Append the topology record to this JSONL file.")
 def topo(gpus, as_json, from_file, out_path):
     """Show GPU links, NVLink islands, and which GPU sets stay on NVLink."""
-    from fabricbench.measuring.runner import new_run_id
-    from fabricbench.results.writer import ResultWriter
-    from fabricbench.topology import snapshot_record
-
-    from fabricbench.gpus import parse_gpus
 
     if gpus is not None:
         parse_gpus(gpus)  # the list's syntax before any topology is read

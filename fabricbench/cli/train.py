@@ -13,10 +13,14 @@ import json
 
 import click
 
+from fabricbench.errors import FabricbenchError
 from fabricbench.files import refuse_collisions
 from fabricbench.report import table as tables
 from fabricbench.report.analysis import fmt
 from fabricbench.training import repeats as reps
+from fabricbench.training.api import train as run_train
+from fabricbench.training.models import MODELS
+from fabricbench.training.strategies import STRATEGIES
 
 
 def _gib(v: object) -> str:
@@ -99,10 +103,6 @@ def train(strategy, model, model_config, model_path, gpus, device, nprocs, backe
           trace_steps, dataset, fabric, out, nnodes, node_rank, master_addr, master_port, timeout_s, as_json,
           list_) -> None:
     """Train one model under each strategy, in fresh processes, and measure throughput and memory."""
-    from fabricbench.training.api import train as run_train
-    from fabricbench.training.models import MODELS
-    from fabricbench.training.strategies import STRATEGIES
-
     if list_:
         for s in STRATEGIES:
             why = s.unavailable()
@@ -142,7 +142,5 @@ def train(strategy, model, model_config, model_path, gpus, device, nprocs, backe
     # though every record (and a dead rank's measured steps) was written; oom and waived are results.
     failed = [r for r in records if r.get("status") in ("error", "timeout")]
     if failed:
-        from fabricbench.errors import FabricbenchError
-
         raise FabricbenchError("; ".join(f"{r['strategy']}: {str(r.get('message'))[:300]}" for r in failed)
                                + (f" (records written to {out})" if out else ""))

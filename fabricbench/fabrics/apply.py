@@ -31,6 +31,7 @@ from typing import Any, Iterator, Sequence
 
 from fabricbench import procs
 from fabricbench.errors import FabricWaived
+from fabricbench.fabrics import get_fabric
 from fabricbench.fabrics.env import carry, fabric_env
 from fabricbench.fabrics.model import Fabric
 
@@ -83,7 +84,6 @@ def in_force(spec: str, environ: dict[str, str] | None = None) -> bool:
     marker = env.get(MARKER)
     if marker is not None and marker == spec:
         return True
-    from fabricbench.fabrics import get_fabric
 
     fabric = get_fabric(spec)
     if fabric.plain:

@@ -11,18 +11,21 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Iterable
 
-from fabricbench.measuring.config import SweepConfig
+import fabricbench.gpus  # looked up on call: tests stand in for visible_gpu_count
+from fabricbench import dtypes
+from fabricbench.collectives import COLLECTIVES
+from fabricbench.errors import UsageError
+from fabricbench.gpus import check_visible, default_gpus, parse_gpus
+from fabricbench.measuring import runner
+from fabricbench.measuring.config import SweepConfig, validate as check
+from fabricbench.measuring.resume import Resume
 from fabricbench.results.schema import CollectiveResult
+from fabricbench.results.writer import ResultWriter
 from fabricbench.sizes import SizeSweep, format_size, parse_size
 
 
 def make_config(**fields: Any) -> SweepConfig:
     """A SweepConfig from friendly values: sizes and gpus as strings or sequences, ops as a list."""
-    from fabricbench import dtypes
-    from fabricbench.collectives import COLLECTIVES
-    from fabricbench.errors import UsageError
-    from fabricbench.gpus import parse_gpus
-
     sizes = fields.get("sizes")
     if isinstance(sizes, str):
         fields["sizes"] = SizeSweep.parse(sizes)
@@ -54,8 +57,6 @@ def make_config(**fields: Any) -> SweepConfig:
 
 def validate(config: SweepConfig) -> None:
     """SweepConfig checks itself when built; kept for callers that re-check a config they hold."""
-    from fabricbench.measuring.config import validate as check
-
     check(config)
 
 
@@ -66,9 +67,7 @@ def uses_gpus(config: SweepConfig) -> bool:
 
 def default_backend(visible: int | None = None) -> str:
     """The torch engine's backend when none is named: nccl where a GPU is visible, else gloo."""
-    from fabricbench.gpus import visible_gpu_count
-
-    return "nccl" if (visible_gpu_count() if visible is None else visible) else "gloo"
+    return "nccl" if (fabricbench.gpus.visible_gpu_count() if visible is None else visible) else "gloo"
 
 
 def resolve_devices(config: SweepConfig, gpus_text: str | None = None, *,
@@ -82,12 +81,9 @@ def resolve_devices(config: SweepConfig, gpus_text: str | None = None, *,
     """
     import os
 
-    from fabricbench.errors import UsageError
-    from fabricbench.gpus import check_visible, default_gpus, visible_gpu_count
-
     warnings: list[str] = []
     if config.engine == "torch" and config.backend is None:
-        visible = visible_gpu_count() if visible is None else visible
+        visible = fabricbench.gpus.visible_gpu_count() if visible is None else visible
         config = dataclasses.replace(config, backend=default_backend(visible))
     lab = config.engine == "torch" and config.backend == "gloo" and config.gpus is not None
     if not uses_gpus(config) and not lab:  # gloo with --gpus: CUDA tensors, ranks sharing GPUs (the lab)
@@ -96,7 +92,7 @@ def resolve_devices(config: SweepConfig, gpus_text: str | None = None, *,
         if config.graph:
             warnings.append("--graph is ignored on CPU ranks (no CUDA graphs)")
         return config, warnings
-    visible = visible_gpu_count() if visible is None else visible
+    visible = fabricbench.gpus.visible_gpu_count() if visible is None else visible
     if visible == 0:
         raise UsageError(f"no CUDA GPU is visible for --engine {config.engine}"
                          f"{' --backend nccl' if config.engine == 'torch' else ''}; on CPU run "
@@ -128,11 +124,6 @@ def sweep(*, out: str | None = None, resume: bool = False, **fields: Any) -> lis
     resume=True: what `out` already holds as ok (same item, ranks, GPUs, engine, fabric and settings; see
     fabricbench/measuring/resume.py) is not measured again; those results are returned from the file, in
     plan order with the new ones, and not written twice."""
-    from fabricbench.errors import UsageError
-    from fabricbench.measuring.resume import Resume
-    from fabricbench.measuring.runner import run_sweep
-    from fabricbench.results.writer import ResultWriter
-
     import warnings
 
     if resume and out is None:
@@ -142,7 +133,7 @@ def sweep(*, out: str | None = None, resume: bool = False, **fields: Any) -> lis
         warnings.warn(note, stacklevel=2)
     prior = Resume.from_file(out) if resume else None
     with ResultWriter(out) as writer:
-        return run_sweep(config, writer=writer, resume=prior)
+        return runner.run_sweep(config, writer=writer, resume=prior)
 
 
 def measure(op: str, size: int | str, **fields: Any) -> CollectiveResult:
@@ -150,7 +141,6 @@ def measure(op: str, size: int | str, **fields: Any) -> CollectiveResult:
     inplace = fields.pop("inplace", False)
     fields["inplace"] = "inplace" if inplace is True else ("out-of-place" if inplace is False else inplace)
     results = [r for r in sweep(ops=[op], sizes=[size], **fields) if r.status != "waived"]
-    from fabricbench.errors import UsageError
 
     if not results:
         raise UsageError(f"{op} at {size} does not run on this many ranks (waived)")
@@ -159,8 +149,6 @@ def measure(op: str, size: int | str, **fields: Any) -> CollectiveResult:
 
 def to_dataframe(results: Iterable[CollectiveResult | dict[str, Any]]):
     """A pandas DataFrame of results (records or dataclasses), one row each."""
-    from fabricbench.errors import UsageError
-
     try:
         import pandas as pd
     except ImportError:

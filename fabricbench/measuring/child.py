@@ -21,10 +21,12 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from fabricbench import jobs
-from fabricbench.jobs.configs import SweepJob, to_argv
+from fabricbench import errors, jobs
+from fabricbench.fabrics import get_fabric
 from fabricbench.fabrics.model import Fabric
 from fabricbench.fabrics.transport import TransportSummary, mismatch, read_logs
+from fabricbench.jobs.configs import SweepJob, to_argv
+from fabricbench.measuring import resume as resuming
 
 
 
@@ -67,9 +69,6 @@ def sweep_under_fabric(config, emit: Callable[[dict[str, Any]], None], *, run_id
     in plan order between the child's records, on_skip(skipped, planned) is called once, and the child gets
     those records and --resume, so it measures only the rest (no child at all when nothing is left).
     """
-    from fabricbench import errors
-    from fabricbench.fabrics import get_fabric
-
     fabric = get_fabric(config.fabric)
     launched = "RANK" in os.environ and "WORLD_SIZE" in os.environ and not config.nprocs
     if launched and fabric.rate_bps is not None:
@@ -121,8 +120,6 @@ class _Resumed:
             return
         import dataclasses
 
-        from fabricbench.measuring import resume as resuming
-
         named = dataclasses.replace(config, fabric=fabric.name)  # what the child's records say
         plan, self.held = resuming.plan_held(named, prior)
         self.measured = [i for i in range(len(plan)) if i not in self.held]
@@ -142,8 +139,6 @@ class _Resumed:
 
 def _child_error(run: ChildRun) -> BaseException:
     """The child's `Error: ...` line as the exception the child raised (same message, same exit status)."""
-    from fabricbench import errors
-
     if run.returncode in (130, -2):
         return KeyboardInterrupt()
     text = (run.error or "").removeprefix("Error: ")

@@ -17,8 +17,23 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from fabricbench.errors import UsageError
+from fabricbench.measuring import copy as copying
+from fabricbench.measuring.copy import matrix, measure_all
+from fabricbench.fabrics import get_fabric, parse_fabric_list
+from fabricbench.gpus import default_gpus, parse_gpus
+from fabricbench.measuring.child import ChildRun
+from fabricbench.measuring.compare import SweepOptions, check_plot_path, open_output, run_and_keep
+from fabricbench.measuring.config import PROCS_PER_CORE, cores
+from fabricbench.measuring.resume import covering, read_prior
+from fabricbench.measuring.runner import new_run_id
 from fabricbench.progress import Progress
-from fabricbench.sizes import format_size
+from fabricbench.report.analysis import METRIC_LABEL, comparison, comparison_series, scaling_rows, scaling_series
+from fabricbench.report.plot import bandwidth_vs_size, busbw_vs_count
+from fabricbench.results.schema import header
+from fabricbench.sizes import format_size, parse_size
+from fabricbench.topology import cuda_to_nvml, read_topology
+from fabricbench.topology.model import Gpu, Topology, _ranges
+from fabricbench.topology.placement import scaling_sets
 
 MAX_COPIES = 1_000_000  # p2p: timed or untimed copies per measurement
 Say = Callable[[str], None]
@@ -41,16 +56,12 @@ def sweep_options(*, ops: Any = "all_reduce", sizes: Any = "1M-1G:x4", dtype: st
                   warmup: int = 5, engine: str = "native", backend: str | None = None, nprocs: int | None = None,
                   timeout_s: float | None = None):
     """What every child sweep of compare and scaling gets (the defaults are `fabricbench sweep`'s)."""
-    from fabricbench.measuring.compare import SweepOptions
-
     return SweepOptions(ops=_text(ops), sizes=_text(sizes), dtype=dtype, iters=iters, warmup=warmup, engine=engine,
                         backend=backend, nprocs=nprocs, timeout_s=timeout_s)
 
 
 def resume_records(out: str | None, resume: bool) -> list[dict[str, Any]] | None:
     """resume=True: the reusable records of the combined `out` (shared by compare and scaling)."""
-    from fabricbench.measuring.resume import read_prior
-
     if not resume:
         return None
     if not out:
@@ -62,9 +73,6 @@ def already_done(prior, opts, fabric, gpus, *, nprocs: int | None = None, where:
                  out: str | None = None, say: Say = _stderr):
     """A ChildRun made of the records that already hold every measurement of this child sweep (then it is
     not run again), or None. Partly measured children run whole: the sweep's own resume is per item."""
-    from fabricbench.measuring.child import ChildRun
-    from fabricbench.measuring.resume import covering
-
     if prior is None:
         return None
     fields = dict(ops=opts.ops, sizes=opts.sizes, dtype=opts.dtype, iters=opts.iters, warmup=opts.warmup,
@@ -118,12 +126,6 @@ def compare(fabrics: str | Sequence[str] = "default,p2p-off", *, gpus: str | Seq
     written as the children measure; `resume`: fabrics whose every measurement `out` holds are not run;
     `plot`: a PNG written after the run; `beside`: runs that measured nothing shown as more columns
     (imported results, cli/compare.runs_beside)."""
-    from fabricbench.fabrics import parse_fabric_list
-    from fabricbench.measuring.compare import check_plot_path, open_output, run_and_keep
-    from fabricbench.gpus import parse_gpus
-    from fabricbench.measuring.runner import new_run_id
-    from fabricbench.report.analysis import comparison
-
     fabs = parse_fabric_list(_text(fabrics))
     gpu_t = parse_gpus(_text(gpus)) if gpus is not None else None
     opts = sweep_options(**sweep)
@@ -165,9 +167,6 @@ def _item(fabric: str, rec: dict[str, Any]) -> str:
 
 
 def plot_comparison(table: dict[str, Any], path: str) -> None:
-    from fabricbench.report.analysis import METRIC_LABEL, comparison_series
-    from fabricbench.report.plot import bandwidth_vs_size
-
     label = METRIC_LABEL[table["metric"]]
     bandwidth_vs_size(comparison_series(table), path, metric=label,
                       title=f"{label} against message size, per fabric"
@@ -208,8 +207,6 @@ def parse_counts(text: str | None, n: int, gpus_text: str) -> list[int]:
 
 def _cpu_ranks_limit(n: int, what: str) -> None:
     """CPU ranks are processes on this host: bounded by its cores as `sweep --nprocs` is."""
-    from fabricbench.measuring.config import PROCS_PER_CORE, cores
-
     if n > PROCS_PER_CORE * cores():
         raise UsageError(f"{what}: {n} CPU ranks are more than {PROCS_PER_CORE} per core "
                          f"({PROCS_PER_CORE} x {cores()} cores = {PROCS_PER_CORE * cores()}); lower it")
@@ -240,15 +237,6 @@ def scaling(*, gpus: str | Sequence[int] | None = None, counts: str | Sequence[i
     """busbw against GPU count: for each count a GPU set inside one NVLink island and one across islands
     (topology/placement.py), each measured by its own child sweep under `fabric`. With CPU ranks
     (engine="torch", backend="gloo") the counts are ranks on this host. `sweep`: as for compare."""
-    from fabricbench.fabrics import get_fabric
-    from fabricbench.measuring.compare import check_plot_path, open_output, run_and_keep
-    from fabricbench.gpus import parse_gpus
-    from fabricbench.measuring.runner import new_run_id
-    from fabricbench.report.analysis import scaling_rows
-    from fabricbench.topology import cuda_to_nvml, read_topology
-    from fabricbench.topology.model import Gpu, Topology, _ranges
-    from fabricbench.topology.placement import scaling_sets
-
     gpus, counts = _text(gpus), _text(counts)
     fab = get_fabric(fabric)
     opts = sweep_options(**{**sweep, "nprocs": None})
@@ -307,9 +295,6 @@ def scaling(*, gpus: str | Sequence[int] | None = None, counts: str | Sequence[i
         writer.close()
     res.rows = scaling_rows(res.results)
     if plot:
-        from fabricbench.report.analysis import scaling_series
-        from fabricbench.report.plot import busbw_vs_count
-
         busbw_vs_count(scaling_series(res.rows), plot, title="busbw against GPU count, per placement (largest size)")
     return res
 
@@ -346,12 +331,6 @@ def p2p(*, gpus: str | Sequence[int] | None = None, size: str | int = "256M", it
         host: bool = True, peers: bool = True, out: str | None = None, plot: str | None = None) -> P2PResult:
     """Copy bandwidth between every GPU pair (uni- and bidirectional) and between host and each GPU, by the
     compiled engine (cudaMemcpyPeerAsync; pinned host memory). GB/s = bytes / median time (measuring/copy.py)."""
-    from fabricbench.measuring.copy import engine, matrix, measure_all
-    from fabricbench.measuring.compare import check_plot_path, open_output
-    from fabricbench.gpus import default_gpus, parse_gpus
-    from fabricbench.measuring.runner import new_run_id
-    from fabricbench.results.schema import header
-    from fabricbench.sizes import parse_size
 
     nbytes = size if isinstance(size, int) else parse_size(size)
     if not 1 <= iters <= MAX_COPIES:
@@ -364,7 +343,7 @@ def p2p(*, gpus: str | Sequence[int] | None = None, size: str | int = "256M", it
     gpus = _text(gpus)
     if gpus is not None:
         parse_gpus(gpus)  # the list's syntax first: it needs no engine
-    eng = engine()
+    eng = copying.engine()
     gpu_t = default_gpus(gpus)
     _check_fits(eng, gpu_t, nbytes, host=host, peers=peers)
     run_id = new_run_id()

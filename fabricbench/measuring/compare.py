@@ -11,8 +11,13 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from fabricbench.errors import UsageError
+from fabricbench.measuring.api import default_backend, make_config, resolve_devices, uses_gpus
+from fabricbench.measuring.child import run_child, sweep_args
+from fabricbench.report.analysis import metric_for as choose
 from fabricbench.report.plot import remove_stale
+from fabricbench.results.writer import ResultWriter
 from fabricbench.sizes import SizeSweep
+from fabricbench.topology import snapshot_record
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -33,14 +38,10 @@ class SweepOptions:
         # The torch engine's backend is decided here, as the sweep itself decides it (nccl when a GPU is
         # visible, else gloo), so that compare and scaling know before any child whether ranks are CPU ones.
         if self.engine == "torch" and self.backend is None:
-            from fabricbench.measuring.api import default_backend
-
             object.__setattr__(self, "backend", default_backend())
 
     def validate(self, gpus: tuple[int, ...] | None) -> None:
         """The checks the sweep would make, made before any child starts."""
-        from fabricbench.measuring.api import make_config, resolve_devices, uses_gpus
-
         config = make_config(gpus=gpus, ops=self.ops, sizes=self.sizes, dtype=self.dtype, iters=self.iters,
                              warmup=self.warmup, engine=self.engine, backend=self.backend, nprocs=self.nprocs,
                              **({"timeout_s": self.timeout_s} if self.timeout_s is not None else {}))
@@ -57,8 +58,6 @@ class SweepOptions:
         return self.engine == "torch" and self.backend == "gloo"
 
     def args(self, gpus: tuple[int, ...] | None, nprocs: int | None = None) -> list[str]:
-        from fabricbench.measuring.child import sweep_args
-
         return sweep_args(ops=self.ops, sizes=self.sizes, dtype=self.dtype, iters=self.iters,
                           warmup=self.warmup, engine=self.engine, backend=self.backend,
                           nprocs=nprocs if nprocs is not None else self.nprocs, timeout_s=self.timeout_s,
@@ -67,9 +66,6 @@ class SweepOptions:
 
 def open_output(out_path: str | None, run_id: str, fabric: str, topo=None):
     """The combined results file, opened (so checked) before anything runs, topology snapshot first."""
-    from fabricbench.results.writer import ResultWriter
-    from fabricbench.topology import snapshot_record
-
     writer = ResultWriter(out_path)
     rec = snapshot_record(run_id, fabric, topo=topo)
     if rec is not None:
@@ -118,8 +114,6 @@ def run_and_keep(fabric, args: list[str], writer, run_id: str, *, what: str, kep
     a failure ("other fabrics' results"); `say` prints one message line; `on_record` sees each record as it
     is written (progress). Returns the ChildRun with its records adopted.
     """
-    from fabricbench.measuring.child import run_child
-
     # Written as the child measures them: an interrupted compare keeps every finished measurement.
     def write(rec: dict[str, Any]) -> None:
         writer.write(adopt(rec, run_id))
@@ -141,6 +135,4 @@ def run_and_keep(fabric, args: list[str], writer, run_id: str, *, what: str, kep
 
 def metric_for(records: list[dict[str, Any]]) -> tuple[str, str | None]:
     """Kept for callers of the old place; the analysis lives in fabricbench/report/analysis.py."""
-    from fabricbench.report.analysis import metric_for as choose
-
     return choose(records)

@@ -13,8 +13,12 @@ import math
 import os
 from dataclasses import dataclass, field
 
-from fabricbench.errors import UsageError
+from fabricbench import dtypes
+from fabricbench.collectives import COLLECTIVES
+from fabricbench.errors import NcclError, UsageError
 from fabricbench.jobs.configs import argv_field
+from fabricbench.measuring.engines import ENGINES
+from fabricbench.measuring.nccl_lib import resolve_nccl_library
 from fabricbench.sizes import SizeSweep
 
 PROCS_PER_CORE = 4  # local ranks per CPU core beyond which a sweep only measures the scheduler
@@ -77,10 +81,6 @@ def cores() -> int:
 
 def validate(config: SweepConfig) -> None:
     """Everything that can be checked before a GPU is touched; the message says what to do."""
-    from fabricbench import dtypes
-    from fabricbench.collectives import COLLECTIVES
-    from fabricbench.measuring.engines import ENGINES
-
     ENGINES.get(config.engine)
     if not isinstance(config.sizes, SizeSweep):
         raise UsageError(f"sizes={config.sizes!r}: build SweepConfig with a SizeSweep "
@@ -160,9 +160,6 @@ def _check_nccl_lib(path: str) -> None:
     """A given --nccl-lib must exist and, where the engine is built, really be NCCL (dlopen + version)."""
     import importlib
     import importlib.util
-
-    from fabricbench.errors import NcclError
-    from fabricbench.measuring.nccl_lib import resolve_nccl_library
 
     resolved = resolve_nccl_library(path)
     if importlib.util.find_spec("fabricbench._engine") is None:

@@ -16,6 +16,11 @@ import sys
 import threading
 import traceback
 
+from fabricbench.errors import FabricbenchError
+from fabricbench.measuring.launch import CONFIG_KEY
+from fabricbench.measuring.runner import run_rank, translate
+from fabricbench.measuring.session import DistContext
+
 
 class Channel:
     """JSON lines to the parent; one lock, so the heartbeat never splits a record."""
@@ -51,8 +56,6 @@ def main(argv: list[str]) -> None:
     except KeyboardInterrupt:
         _say(chan, "error", kind="KeyboardInterrupt", message="interrupted")
     except BaseException as e:  # noqa: BLE001 - every failure goes to the parent as one message
-        from fabricbench.errors import FabricbenchError
-
         if isinstance(e, FabricbenchError):
             _say(chan, "error", kind=type(e).__name__, message=str(e))
         else:  # a bug: keep its traceback for the report
@@ -75,10 +78,6 @@ def _run(rank: int, nprocs: int, port: int, timeout_s: float, chan: Channel) -> 
     import pickle
 
     import torch.distributed as tdist
-
-    from fabricbench.measuring.launch import CONFIG_KEY
-    from fabricbench.measuring.runner import run_rank, translate
-    from fabricbench.measuring.session import DistContext
 
     try:
         store = tdist.TCPStore("127.0.0.1", port, None, False, timeout=datetime.timedelta(seconds=timeout_s))

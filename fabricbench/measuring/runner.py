@@ -22,9 +22,13 @@ from typing import Any, Callable
 
 from fabricbench.collectives import COLLECTIVES
 from fabricbench.errors import CollectiveTimeout, FabricbenchError, UsageError
+from fabricbench.fabrics import get_fabric
+from fabricbench.fabrics.apply import in_force, stamp
 from fabricbench.measuring import resume as resuming
+from fabricbench.measuring.child import sweep_under_fabric
 from fabricbench.measuring.config import SweepConfig
 from fabricbench.measuring.engines import ENGINES
+from fabricbench.measuring.launch import launch_local
 from fabricbench.measuring.plan import PlanItem, build_plan, check_fits
 from fabricbench.measuring.session import Case, DistContext, Session, Timing
 from fabricbench.measuring.stats import combine_slowest, summarize
@@ -317,7 +321,6 @@ def run_sweep(config: SweepConfig, *, writer=None, on_result: Callable[[Collecti
     run_id = run_id or new_run_id()
     seed = config.seed if config.seed is not None else random.SystemRandom().randrange(1, 2**31)
     results: list[CollectiveResult] = []
-    from fabricbench.fabrics.apply import in_force, stamp
 
     delegated = not in_force(config.fabric)
     here = None if delegated else _applied_here(config.fabric)
@@ -347,12 +350,8 @@ def run_sweep(config: SweepConfig, *, writer=None, on_result: Callable[[Collecti
     if delegated:
         # NCCL reads its variables once per process (and shaped:RATE needs a namespace): the fabric is
         # applied to a fresh child sweep, whose records stream back through emit (measuring/child.py).
-        from fabricbench.measuring.child import sweep_under_fabric
-
         sweep_under_fabric(config, emit, run_id=run_id, prior=prior, reused=reuse, on_skip=on_skip)
     elif config.nprocs:
-        from fabricbench.measuring.launch import launch_local
-
         launch_local(config, emit, run_id=run_id, seed=seed, prior=prior, reused=reuse, on_skip=on_skip)
     else:
         dist = dist_from_env(config.timeout_s)
@@ -366,8 +365,6 @@ def run_sweep(config: SweepConfig, *, writer=None, on_result: Callable[[Collecti
 def _applied_here(spec: str):
     """The fabric a parent put this process under, when `spec` is a full definition; None for a plain
     fabric, and for the bare name a delegating sweep gives its child (that parent annotates the records)."""
-    from fabricbench.fabrics import get_fabric
-
     try:
         fabric = get_fabric(spec)
     except UsageError:

@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
+from fabricbench.errors import CollectiveTimeout
+
 
 @dataclass(frozen=True, kw_only=True)
 class Case:
@@ -69,8 +71,6 @@ class DistContext:
         deadline = None if self.timeout_s is None else time.monotonic() + self.timeout_s
         while (arrived := int(self.store.add(f"{key}/arrived", 0))) < self.world_size:
             if deadline is not None and time.monotonic() > deadline:
-                from fabricbench.errors import CollectiveTimeout
-
                 raise CollectiveTimeout(f"barrier {key}: {arrived} of {self.world_size} ranks arrived within "
                                         f"--timeout {self.timeout_s:g} s; a rank is stopped, dead or hung")
             time.sleep(poll_s)

@@ -14,6 +14,8 @@ import sys
 from typing import Any, Callable
 
 from fabricbench import jobs
+from fabricbench.fabrics import get_fabric
+from fabricbench.measuring.child import run_child
 from fabricbench.qualifying.context import UnitResult
 
 
@@ -32,9 +34,6 @@ def _only_wrong(records: list[dict[str, Any]]) -> bool:
 def sweep_under(fabric_name: str, args: list[str], *, key: str, wall_timeout_s: float,
                 on_record: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> UnitResult:
     """One child sweep under the fabric; `on_record` sees (and may replace) each record as it arrives."""
-    from fabricbench.fabrics import get_fabric
-    from fabricbench.measuring.child import run_child
-
     fabric = get_fabric(fabric_name)
     kept: list[dict[str, Any]] = []
 

@@ -20,7 +20,17 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+import fabricbench.gpus  # looked up on call: tests stand in for visible_gpu_count
+from fabricbench.errors import FabricbenchError
+from fabricbench.jobs.configs import CopyJob
+from fabricbench.measuring.api import make_config, resolve_devices
+from fabricbench.measuring import runner
+from fabricbench.measuring.child import sweep_args
+from fabricbench.measuring.compare import adopt
 from fabricbench.qualifying.spec import RunSettings, Spec
+from fabricbench.results.schema import header
+from fabricbench.sizes import format_size
+from fabricbench.topology import read_topology
 
 
 @dataclass(kw_only=True)
@@ -89,15 +99,11 @@ class Context:
     def topology(self):
         """The GPU topology (--topo-file, else NVML / nvidia-smi), or None when nothing answers."""
         if self._topo is ...:
-            from fabricbench.topology import read_topology
-
             self._topo = read_topology(self.topo_file)
         return self._topo
 
     def visible_gpus(self) -> int:
-        from fabricbench.gpus import visible_gpu_count
-
-        return visible_gpu_count()
+        return fabricbench.gpus.visible_gpu_count()
 
     def gpu_sets(self, want) -> tuple[list[tuple[int, ...] | None], str | None]:
         """The GPU sets a collective runs on, or ([], why it cannot apply here)."""
@@ -148,9 +154,6 @@ class Context:
         elif self.distributed:
             res = self._sweep_here(unit, key)
         else:
-            from fabricbench.measuring.child import sweep_args
-            from fabricbench.sizes import format_size
-
             args = sweep_args(ops=",".join(unit.ops), sizes=",".join(format_size(s) for s in unit.sizes),
                               dtype=unit.dtype, iters=self.run.iters, warmup=self.run.warmup,
                               engine=self.run.engine, backend=self.run.backend, nprocs=unit.nprocs,
@@ -158,7 +161,7 @@ class Context:
             if unit.check:
                 args.append("--check")
             self.echo(f"measuring: sweep {' '.join(args)} (fabric {unit.fabric})")
-            from fabricbench.qualifying.children import sweep_under
+            from fabricbench.qualifying.children import sweep_under  # children.py imports UnitResult from here
 
             res = sweep_under(unit.fabric, args, key=key, wall_timeout_s=self.run.unit_timeout_s,
                               on_record=lambda rec: self._write(rec, key))
@@ -170,10 +173,7 @@ class Context:
             return self._units[key]
         if key in self._previous:
             return self._keep(self._previous[key])
-        from fabricbench.qualifying.children import run_command
-        from fabricbench.sizes import format_size
-
-        from fabricbench.jobs.configs import CopyJob
+        from fabricbench.qualifying.children import run_command  # children.py imports UnitResult from here
 
         args = CopyJob(gpus=",".join(map(str, gpus)), size=format_size(size), iters=self.run.iters,
                        warmup=self.run.warmup, no_peer=not peers, no_host=not host).argv()
@@ -186,7 +186,7 @@ class Context:
             return self._units[key]
         if key in self._previous:
             return self._keep(self._previous[key])
-        from fabricbench.qualifying.children import run_command
+        from fabricbench.qualifying.children import run_command  # children.py imports UnitResult from here
 
         self.echo(f"measuring: train {' '.join(args)}")
         return self._keep(run_command("train", args, key=key, kind="train",
@@ -196,10 +196,6 @@ class Context:
         """Under torchrun: every rank runs the sweep; rank 0 gets the records. Each unit is a sweep of its
         own in the launch's ranks (runner.dist_from_env gives each call its own store prefix)."""
         from types import SimpleNamespace
-
-        from fabricbench.errors import FabricbenchError
-        from fabricbench.measuring.api import make_config, resolve_devices
-        from fabricbench.measuring.runner import run_sweep
 
         if unit.fabric != "default":
             return UnitResult(key=key, waived=f"fabric {unit.fabric}: a torchrun launch runs under the "
@@ -211,15 +207,13 @@ class Context:
                                           backend=self.run.backend, check=unit.check, timeout_s=self.run.timeout_s)
             # GPU engines: each rank drives GPU LOCAL_RANK of the GPUs visible to it (the engines decide)
             config, _ = resolve_devices(make_config(**fields))
-            run_sweep(config, writer=SimpleNamespace(write=records.append))  # rank 0's records, as written
+            runner.run_sweep(config, writer=SimpleNamespace(write=records.append))  # rank 0's records, as written
         except FabricbenchError as e:
             return UnitResult(key=key, records=records, error=f"{type(e).__name__}: {e}")
         return UnitResult(key=key, records=records)
 
     def _write(self, rec: dict[str, Any], key: str) -> dict[str, Any]:
         """A child's record joins this run (its own run id kept in extra.child_run_id) and is appended."""
-        from fabricbench.measuring.compare import adopt
-
         rec = adopt(rec, self.run_id)
         rec["extra"]["qualify_unit"] = key
         if self.rank == 0:
@@ -231,7 +225,6 @@ class Context:
         self._units[res.key] = res
         if res.reused or self.rank != 0:
             return res
-        from fabricbench.results.schema import header
 
         if not res.streamed:
             res.records = [self._write(rec, res.key) for rec in res.records]

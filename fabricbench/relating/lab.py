@@ -23,6 +23,7 @@ from typing import Any
 
 from fabricbench import procs
 from fabricbench.errors import FabricbenchError, UsageError
+from fabricbench.fabrics import get_fabric
 from fabricbench.sizes import format_size
 
 
@@ -132,8 +133,6 @@ def _train(config: LabConfig, fabric: str, run: LabRun, say: Any) -> list[dict[s
 def _under(config: LabConfig, fabric: str, cmd: list[str], what: str, run: LabRun, say: Any) -> None:
     """One fabricbench command in a fresh process with --fabric (the command applies it: shaped fabrics
     run in a namespace of their own), its records appended to run.out."""
-    from fabricbench.fabrics import get_fabric
-
     why = get_fabric(fabric).unavailable()
     if why:
         run.waived[fabric] = why

@@ -50,6 +50,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+from fabricbench.collectives import COLLECTIVES
 from fabricbench.sizes import format_size as _exact_size
 
 FORMULA = ("T_step(f) = max(T_compute + T_comm(f) - H(f), T_comm(f)), T_compute = T_step(ref) - e*T_comm(ref), "
@@ -84,8 +85,6 @@ def format_size(nbytes: float) -> str:
 
 
 def busbw_factor(op: str, nranks: int) -> float:
-    from fabricbench.collectives import COLLECTIVES
-
     if op not in COLLECTIVES:
         return 0.0
     return COLLECTIVES.get(op).busbw_factor(nranks)

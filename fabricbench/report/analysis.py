@@ -15,6 +15,8 @@ from __future__ import annotations
 import math
 from typing import Any, Iterable, Sequence
 
+from fabricbench.sizes import format_size
+
 METRIC_LABEL = {"busbw_gbps": "busbw", "algbw_gbps": "algbw"}
 
 
@@ -79,8 +81,6 @@ def scaling_rows(results: Iterable[tuple[Any, Any]]) -> list[dict[str, Any]]:
 
 def scaling_series(rows: list[dict[str, Any]]) -> dict[str, dict[str, list[tuple[int, float | None]]]]:
     """series["op SIZE"][placement] = [(GPU count, busbw), ...] at each op's largest size, out-of-place."""
-    from fabricbench.sizes import format_size
-
     series: dict[str, dict[str, list]] = {}
     for op in dict.fromkeys(r["op"] for r in rows):
         largest = max(r["bytes"] for r in rows if r["op"] == op)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from fabricbench.errors import UsageError
+from fabricbench.sizes import format_size
 
 
 def _pyplot():
@@ -114,8 +115,6 @@ def bandwidth_vs_size(series: dict[str, dict[str, list[tuple[int, float | None]]
     """series[op][line label] = [(bytes, GB/s), ...]: one subplot per op, log2 x axis, log y where the values
     span two decades. `metric` ("busbw" or
     "algbw") names what the values are, on the axis; the title should say the same."""
-    from fabricbench.sizes import format_size
-
     def ticks(ax, sizes):
         shown = sizes[:: max(1, -(-len(sizes) // 8))]
         ax.set_xticks(shown, [format_size(t) for t in shown])

@@ -181,8 +181,6 @@ class TrainResult:
     @classmethod
     def from_dict(cls, record: dict[str, Any]) -> "TrainResult":
         """A record (or a record body) -> TrainResult; header keys go to `context`, unknown ones to `extra`."""
-        from fabricbench.results.context import host_facts
-
         names = {f.name for f in dataclasses.fields(cls)} - {"extra", "context"}
         head = {"schema", "kind", "run_id", "timestamp", "fabric", "env", *host_facts()}
         body = {k: v for k, v in record.items() if k in names}

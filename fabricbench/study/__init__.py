@@ -21,7 +21,7 @@ class _CallablePackage(_types.ModuleType):
     therefore calls the function, so both spellings keep working whatever was imported first."""
 
     def __call__(self, *args, **kwargs):
-        from fabricbench.study.api import study
+        from fabricbench.study.api import study  # on call: importing the package stays light
 
         return study(*args, **kwargs)
 

@@ -19,10 +19,15 @@ from typing import Any, Callable
 
 from fabricbench.errors import UsageError
 from fabricbench.fabrics import split_fabric_list
+from fabricbench.gpus import parse_gpus
 from fabricbench.masking import MASK
+from fabricbench.study import records
 from fabricbench.study.config import StudyConfig
-from fabricbench.study.runner import UnitRun
-from fabricbench.study.units import Unit
+from fabricbench.study.plan import build_plan
+from fabricbench.study.report import write_report
+from fabricbench.study.runner import UnitRun, prepare, run_units
+from fabricbench.study.units import DONE, Unit
+from fabricbench.topology import read_topology
 
 
 @dataclass(kw_only=True)
@@ -58,8 +63,6 @@ class StudyResult:
 
 def resolve_config(out: str, *, resume: bool, options: dict[str, Any]) -> StudyConfig:
     """A validated config: the given options, or (for a bare resume) the ones stored in `out`."""
-    from fabricbench.study import records
-
     if resume and not options:
         stored = records.load(out, must_exist=False).plan
         if stored is None:
@@ -83,20 +86,14 @@ def resolve_config(out: str, *, resume: bool, options: dict[str, Any]) -> StudyC
             elif kw.get(k) is not None:
                 kw[k] = tuple(kw[k])
         if isinstance(kw.get("gpus"), tuple) and kw["gpus"] and isinstance(kw["gpus"][0], str):
-            from fabricbench.gpus import parse_gpus
-
             kw["gpus"] = parse_gpus(",".join(kw["gpus"]))
         config = StudyConfig(out=str(out), **{k: v for k, v in kw.items() if v is not None})
     return config.validate()
 
 
 def plan_for(config: StudyConfig) -> list[Unit]:
-    from fabricbench.study.plan import build_plan
-
     topo = None
     if config.device == "cuda":
-        from fabricbench.topology import read_topology
-
         topo = read_topology()
     return build_plan(config, topo)
 
@@ -104,13 +101,9 @@ def plan_for(config: StudyConfig) -> list[Unit]:
 def study(out: str, *, resume: bool = False, dry_run: bool = False, report: bool = True, progress: bool | None = None,
           echo: Callable[[str], None] | None = None, **options: Any) -> StudyResult:
     """Run (or, with dry_run, only plan) a study into `out`; see the module docstring."""
-    from fabricbench.study import records
-    from fabricbench.study.runner import prepare, run_units
-
     config = resolve_config(out, resume=resume, options=options)
     units = plan_for(config)
     existing = records.load(config.out, must_exist=False)
-    from fabricbench.study.units import DONE
 
     todo = [u for u in units if not (resume and existing.status(u.name) in DONE)]
     res = StudyResult(out_dir=Path(config.out), config=config, plan=units,
@@ -123,8 +116,6 @@ def study(out: str, *, resume: bool = False, dry_run: bool = False, report: bool
     res.units = run_units(config, units, resume=resume, echo=echo, progress=progress)
     res.results_path = Path(config.out) / records.RESULTS
     if report:
-        from fabricbench.study.report import write_report
-
         res.report_md, res.report_html = write_report(config.out)
     return res
 

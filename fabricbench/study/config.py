@@ -13,11 +13,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import fabricbench.gpus  # looked up on call: tests stand in for visible_gpu_count
 from fabricbench.errors import UsageError
+from fabricbench.fabrics import parse_fabric_list
+from fabricbench.gpus import default_gpus
 from fabricbench.fabrics.model import shown
 from fabricbench.results.context import fabric_label
+<<<<<<< HEAD
 from fabricbench.training.models import read_config_json
+=======
+from fabricbench.sizes import SizeSweep
+from fabricbench.training.models import CAUSAL_LM, IMAGE_CLS, MODELS
+>>>>>>> main
 from fabricbench.training.repeats import MIN_REPEATS
+from fabricbench.training.strategies import STRATEGIES
 
 # Sweep grids when no trace says what the strategies send (or the trace ran on one rank): GPUs cover
 # DDP's 25 MB buckets up to whole-model gathers; the CPU lab stays small (gloo over loopback is slow).
@@ -58,9 +67,6 @@ class StudyConfig:
 
     def validate(self) -> "StudyConfig":
         """Check everything that can be checked before a unit runs; fill the defaults. Returns self."""
-        from fabricbench.fabrics import parse_fabric_list
-        from fabricbench.training.strategies import STRATEGIES
-
         if self.device not in ("cuda", "cpu"):
             raise UsageError(f"--device {self.device}: choose cuda or cpu")
         if not self.out:
@@ -78,8 +84,6 @@ class StudyConfig:
             raise UsageError("name the model with exactly one of --model NAME or --model-config FILE "
                              "(fabricbench train --list shows the names)")
         if self.model:
-            from fabricbench.training.models import MODELS
-
             MODELS.get(self.model)
         else:  # the file read and its sizes checked now, so --dry-run says what a run would
             read_config_json(Path(self.model_config))
@@ -106,8 +110,6 @@ class StudyConfig:
         if self.iters < 1 or self.warmup < 0:
             raise UsageError(f"--iters {self.iters} / --warmup {self.warmup}: need iters >= 1, warmup >= 0")
         if self.sizes is not None:
-            from fabricbench.sizes import SizeSweep
-
             SizeSweep.parse(self.sizes)
         if self.device == "cpu":
             if self.nprocs < 2:
@@ -116,9 +118,7 @@ class StudyConfig:
             if self.gpus:
                 raise UsageError("--gpus does not apply to --device cpu; use --nprocs N")
         else:
-            from fabricbench.gpus import default_gpus, visible_gpu_count
-
-            if visible_gpu_count() == 0:
+            if fabricbench.gpus.visible_gpu_count() == 0:
                 raise UsageError("no CUDA GPU is visible here; study the CPU fabric lab instead: --device cpu "
                                  "--nprocs 2 --fabrics default,shaped:1gbit")
             if not self.gpus:
@@ -144,8 +144,6 @@ class StudyConfig:
     def shape_args(self) -> list[str]:
         """The input-shape options the model reads: --seq-len for a causal LM, --image-size for an image
         model; both for a --model-config, whose task only transformers can tell (train ignores the other)."""
-        from fabricbench.training.models import CAUSAL_LM, IMAGE_CLS, MODELS
-
         task = MODELS.get(self.model).task if self.model else None
         args = []
         if task != IMAGE_CLS:

@@ -11,6 +11,8 @@ from typing import Sequence
 
 from fabricbench.report.analysis import fmt
 from fabricbench.report.plot import _pyplot, _save
+from fabricbench.sizes import format_size
+from fabricbench.topology.model import PCIE_RELATIONS, nvlink_count
 
 COLORS = ("#1f5fa8", "#d9822b", "#2f8f4e", "#b83a3a", "#7a52a8", "#6b7580")
 
@@ -54,8 +56,6 @@ def link_matrix(labels: Sequence[str], links: Sequence[Sequence[str]], islands: 
     """The topology matrix as a coloured grid: NVLink count where there is one, the PCIe relation otherwise."""
     import numpy as np
 
-    from fabricbench.topology.model import PCIE_RELATIONS, nvlink_count
-
     plt = _pyplot()
     n = len(labels)
     score = np.zeros((n, n))
@@ -84,8 +84,6 @@ def busbw_grid(series: dict[str, dict[str, list[tuple[int, float | None]]]], pat
     """series[op][fabric] = [(bytes, GB/s)]: two panels per row, log-log, so a fabric 100x slower than
     another stays readable beside it (the shaped CPU fabrics and NVLink against p2p-off alike)."""
     import math
-
-    from fabricbench.sizes import format_size
 
     plt = _pyplot()
     ops = list(series)

@@ -16,6 +16,9 @@ import platform
 import shutil
 from typing import Any
 
+from fabricbench.results.context import package_version
+from fabricbench.topology import snapshot
+
 
 def _try(fn, default=None):
     try:
@@ -61,8 +64,6 @@ def _driver() -> str | None:
 
 
 def facts(device: str, gpus: list[int], nprocs: int) -> dict[str, Any]:
-    from fabricbench.results.context import package_version
-
     doc: dict[str, Any] = {"device": device, "gpus_requested": gpus, "nprocs": nprocs if device == "cpu" else len(gpus),
                            "cpu_model": _cpu_model(), "cpu_count": os.cpu_count(), "platform": platform.platform(),
                            "versions": {lib: package_version(lib) for lib in
@@ -80,7 +81,6 @@ def facts(device: str, gpus: list[int], nprocs: int) -> dict[str, Any]:
         doc["gpus"] = []
         doc["versions"]["nccl_torch"] = None
         doc["versions"]["cuda_driver"] = None
-    from fabricbench.topology import snapshot
 
     doc["topology"] = snapshot() if device == "cuda" else None
     return doc

@@ -14,8 +14,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from fabricbench.fabrics import get_fabric
+from fabricbench.sizes import SizeSweep
 from fabricbench.study.config import DEFAULT_SIZES, SWEEP_OPS, StudyConfig
 from fabricbench.study.units import Unit
+from fabricbench.topology import cuda_to_nvml
 
 
 def has_islands(config: StudyConfig, topo: Any) -> bool:
@@ -24,8 +27,6 @@ def has_islands(config: StudyConfig, topo: Any) -> bool:
     if config.device != "cuda" or topo is None or len(config.gpus) < 3:
         return False
     try:
-        from fabricbench.topology import cuda_to_nvml
-
         sub = topo.subset(cuda_to_nvml(tuple(config.gpus), topo))
     except Exception:  # a topology that does not name these GPUs: nothing to choose sets from
         return False
@@ -33,14 +34,10 @@ def has_islands(config: StudyConfig, topo: Any) -> bool:
 
 
 def _sweep_seconds(config: StudyConfig, fabric: str) -> float:
-    from fabricbench.sizes import SizeSweep
-
     sizes = SizeSweep.parse(config.sizes or DEFAULT_SIZES[config.device]).expand()
     per_iter_gbps = 0.3 if config.device == "cpu" else 50.0
     if fabric.startswith("shaped:"):
         try:
-            from fabricbench.fabrics import get_fabric
-
             rate = getattr(get_fabric(fabric), "rate_bps", None)
             if rate:
                 per_iter_gbps = min(per_iter_gbps, rate / 8 / 2 / 1e9)  # busbw = R/2 on loopback

@@ -18,13 +18,19 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import fabricbench
+from fabricbench.errors import UsageError
+from fabricbench.fabrics import get_fabric
+from fabricbench.importing import beside
+from fabricbench.relating.plot import plot_relate
 from fabricbench.report.analysis import byte_unit, fmt, fmt_ratio, slower
 from fabricbench.report.document import Document, Section
-from fabricbench.importing import beside
-from fabricbench.study import figures
-from fabricbench.errors import UsageError
-from fabricbench.study import records as study_records
+from fabricbench.report.plot import busbw_vs_count
+from fabricbench.sizes import format_size
+from fabricbench.study import figures, records as study_records
 from fabricbench.study.config import StudyConfig
+from fabricbench.topology.model import Topology
+from fabricbench.topology.ranking import rank_placements
 from fabricbench.training import repeats
 
 
@@ -37,8 +43,6 @@ def _mib(b: Any) -> float | None:
 
 
 def _size(b: int) -> str:
-    from fabricbench.sizes import format_size
-
     return format_size(int(b))
 
 
@@ -190,8 +194,6 @@ def _relate(sr: study_records.StudyRecords, c: StudyConfig) -> Any:
     if not trains or not colls:
         return None
     try:
-        import fabricbench
-
         return fabricbench.relate(trains + colls, reference=c.fabrics[0])
     except Exception as e:  # no relation possible (e.g. nothing on the reference): said in the section
         return str(e)
@@ -201,8 +203,6 @@ def _advice(sr, c: StudyConfig, machine) -> Any:
     if c.device != "cuda" or not (machine or {}).get("topology"):
         return None
     try:
-        import fabricbench
-
         return fabricbench.advise(model=c.model, model_config=c.model_config, num_gpus=len(c.gpus), gpus=list(c.gpus)
                                   if len(c.gpus) > 1 else None, results=sr.records, batch_size=_batch(sr.of_kind("train"), c),
                                   seq_len=c.seq_len, image_size=c.image_size, strategies=list(c.strategies),
@@ -335,8 +335,6 @@ def _machine(doc: Document, sr, c: StudyConfig, machine, colls, trains, figs: _F
         env = r0.get("fabric_env")
         if env is None:  # records from before fabric facts were recorded: the fabric's own definition
             try:
-                from fabricbench.fabrics import get_fabric
-
                 env = get_fabric(f).variables
             except Exception:
                 env = {}
@@ -427,7 +425,6 @@ def _scaling(doc: Document, c: StudyConfig, scaling, machine, figs: _Figs) -> No
         rows.append([ex.get("count", r.get("nranks")), ex.get("placement"), ",".join(map(str, ex.get("placement_gpus") or r.get("gpus") or [])),
                      ex.get("slowest_link"), _size(r["bytes"]), r.get("busbw_gbps"), r.get("transport")])
     p = figs.path("scaling")
-    from fabricbench.report.plot import busbw_vs_count
 
     busbw_vs_count(series, p, title="busbw against GPU count, per placement")
     s.figure(p, "busbw of the largest all-reduce against GPU count: inside one island and across islands")
@@ -533,7 +530,6 @@ def _relate_section(doc: Document, relate, figs: _Figs) -> None:
         return
     if relate.rows:
         p = figs.path("relate")
-        from fabricbench.relating.plot import plot_relate
 
         plot_relate(relate, p)
         s.figure(p, "step N× slower against busbw N× slower at the sizes each strategy sends: filled observed, "
@@ -578,8 +574,6 @@ def _smaller_jobs(s: Section, c: StudyConfig, machine, records) -> None:
     topo = (machine or {}).get("topology")
     if not topo or len(c.gpus) < 3 or topo.get("uniform"):
         return
-    from fabricbench.topology.ranking import rank_placements
-    from fabricbench.topology.model import Topology
 
     t = Topology.from_dict(topo)
     pool = [g for g in c.gpus if g in t.indices]

@@ -20,8 +20,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from fabricbench import dtypes
+from fabricbench.collectives import COLLECTIVES
 from fabricbench.registry import Registry
+from fabricbench.results.schema import header
 from fabricbench.results.status import Status
+from fabricbench.results.writer import read_results
+from fabricbench.sizes import SizeSweep, format_size
 from fabricbench.study.config import DEFAULT_SIZES, SWEEP_OPS, StudyConfig
 from fabricbench.training import repeats
 
@@ -127,8 +132,6 @@ def _failure(children, what: str) -> Outcome:
 
 
 def _file_records(path: Path, kind: str | None = None) -> list[dict[str, Any]]:
-    from fabricbench.results.writer import read_results
-
     return list(read_results(path, kind=kind)) if path.exists() else []
 
 
@@ -145,7 +148,6 @@ def _machine_collect(unit: Unit, ctx: Context, children) -> Outcome:
     doc = _last_json(out)
     if rc != 0 or doc is None:
         return _failure(children, "machine facts")
-    from fabricbench.results.schema import header
 
     return Outcome(status="ok", records=[{**header("machine", run_id=""), **doc}])
 
@@ -162,7 +164,6 @@ def _estimate_collect(unit: Unit, ctx: Context, children) -> Outcome:
     doc = _last_json(out)
     if rc != 0 or doc is None:
         return _failure(children, "estimate")
-    from fabricbench.results.schema import header
 
     return Outcome(status="ok", records=[{**header("estimate", run_id=""), **doc}])
 
@@ -225,7 +226,6 @@ def _batch_collect(unit: Unit, ctx: Context, children) -> Outcome:
     doc = _last_json(out)
     if rc != 0 or doc is None:
         return _failure(children, "batch pick")
-    from fabricbench.results.schema import header
 
     return Outcome(status="ok", records=[{**header("batch", run_id=""), **doc}],
                    message=f"batch {doc.get('chosen')} per GPU ({doc.get('why')})")
@@ -241,7 +241,6 @@ def _summary_collect(unit: Unit, ctx: Context, children) -> Outcome:
     doc = _last_json(out)
     if rc != 0 or doc is None:
         return _failure(children, "summary")
-    from fabricbench.results.schema import header
 
     return Outcome(status="ok", records=[{**header("summary", run_id=""), **doc}])
 
@@ -260,9 +259,6 @@ def _train_collect(unit: Unit, ctx: Context, children) -> Outcome:
 # -- sweep: busbw against size on one fabric, sizes covering what the strategies sent ------------------------------
 def traced_sizes(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """dtype -> {"ops": [...], "min": bytes, "max": bytes} over the collectives the train records traced."""
-    from fabricbench import dtypes
-    from fabricbench.collectives import COLLECTIVES
-
     out: dict[str, dict[str, Any]] = {}
     for rec in records:
         if rec.get("kind") != "train":
@@ -284,8 +280,6 @@ def traced_sizes(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 def covering_sizes(lo: int, hi: int) -> str:
     """A power-of-two grid from below `lo` to above `hi` (factor 2, or 4 when that would exceed 12 points)."""
-    from fabricbench.sizes import format_size
-
     a = 2 ** max(3, math.floor(math.log2(lo)))
     b = 2 ** math.ceil(math.log2(max(hi, lo)))
     factor = 2 if math.log2(b / a) <= 11 else 4
@@ -345,8 +339,6 @@ def _scaling_commands(unit: Unit, ctx: Context):
 
 
 def _largest_size(ctx: Context) -> str:
-    from fabricbench.sizes import SizeSweep, format_size
-
     sizes = [max(SizeSweep.parse(p["sizes"]).expand()) for p in sweep_plan(ctx)]
     return format_size(min(max(sizes), 1 << 30))
 
@@ -378,7 +370,6 @@ def _relate_collect(unit: Unit, ctx: Context, children) -> Outcome:
     doc = _last_json(out)
     if doc is None:
         return _failure(children, "relate")
-    from fabricbench.results.schema import header
 
     return Outcome(status="ok" if rc == 0 else "error", records=[{**header("relate", run_id=""), **doc}],
                    message=None if rc == 0 else f"relate exit {rc}")

@@ -12,17 +12,16 @@ import functools
 import os
 from typing import Any
 
-from fabricbench.topology.model import Gpu, Nic, Topology
-from fabricbench.topology.smi import load_file
+from fabricbench.results.schema import header
+from fabricbench.topology.model import Gpu, Nic, Topology, _ranges
+from fabricbench.topology.nvml import read_nvml
+from fabricbench.topology.smi import load_file, read_nvidia_smi
 
 __all__ = ["Gpu", "Nic", "Topology", "read_topology", "load_file", "snapshot", "islands_warning", "cuda_to_nvml"]
 
 
 @functools.lru_cache(maxsize=1)
 def _machine() -> Topology | None:
-    from fabricbench.topology.nvml import read_nvml
-    from fabricbench.topology.smi import read_nvidia_smi
-
     return read_nvml() or read_nvidia_smi()
 
 
@@ -90,7 +89,6 @@ def islands_warning(gpus: tuple[int, ...], topo: Topology | None = None) -> str 
             q = [g for g in p if not any(g in s for s in seen)]
             if q:
                 seen.append(q)
-        from fabricbench.topology.model import _ranges
 
         shown = ", ".join("[" + ",".join(map(str, s)) + "]" for s in seen)
         return (f"GPUs {_ranges(list(gpus))} span {len(seen)} NVLink islands ({shown}): collectives run "
@@ -101,8 +99,6 @@ def islands_warning(gpus: tuple[int, ...], topo: Topology | None = None) -> str 
 
 def snapshot_record(run_id: str, fabric: str = "default", topo: Topology | None = None) -> dict[str, Any] | None:
     """A whole "topology" record (header + snapshot) for the start of a results file, or None."""
-    from fabricbench.results.schema import header
-
     if topo is not None:
         d = topo.to_dict()
         body = {k: d[k] for k in ("gpus", "links", "islands", "uniform", "nics", "source")}

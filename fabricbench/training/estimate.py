@@ -42,6 +42,8 @@ from typing import Any
 
 from fabricbench.errors import UsageError
 from fabricbench.registry import Registry
+from fabricbench.training.models import CAUSAL_LM
+from fabricbench.training.strategies import OPTIMIZER, STRATEGIES
 
 KINDS = ("params", "grads", "optimizer", "master")
 
@@ -50,8 +52,6 @@ def _sharded() -> dict[str, frozenset[str]]:
     """Which kinds each strategy divides by n, from the strategies' own `shards` (the one definition, also
     checked against the bytes each rank holds by verify.py). The fp32 master copy is an optimizer state
     (ZeRO partitions it with m and v from stage 1), so it goes wherever OPTIMIZER goes."""
-    from fabricbench.training.strategies import OPTIMIZER, STRATEGIES
-
     return {s.name: frozenset(s.shards | ({"master"} if OPTIMIZER in s.shards else set())) for s in STRATEGIES}
 
 
@@ -130,8 +130,6 @@ def model_states(*, psi: int, num_gpus: int, recipe: str = "framework") -> dict[
 
 
 def tokens_per_sample(config: Any, *, task: str, seq_len: int, image_size: int) -> int:
-    from fabricbench.training.models import CAUSAL_LM
-
     if task == CAUSAL_LM:
         return seq_len
     return (image_size // config.patch_size) ** 2 + 1  # patches + CLS
@@ -140,8 +138,6 @@ def tokens_per_sample(config: Any, *, task: str, seq_len: int, image_size: int) 
 def activation_bytes(config: Any, *, task: str, batch_size: int, seq_len: int, image_size: int,
                      precision: str = "bf16") -> int:
     """34·s·b·h·L bytes (see the module docstring); twice that in fp32, whose activations are 4-byte."""
-    from fabricbench.training.models import CAUSAL_LM
-
     lm = task == CAUSAL_LM  # the other length does not enter the formula
     check_sizes(batch_size=batch_size, seq_len=seq_len if lm else None, image_size=None if lm else image_size)
     s = tokens_per_sample(config, task=task, seq_len=seq_len, image_size=image_size)

@@ -51,6 +51,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
+from fabricbench.collectives import COLLECTIVES
+
 PROFILED_STEPS = 2  # default; extra steps after the timed ones
 STEP_MARK = "fabricbench:step"
 
@@ -328,8 +330,6 @@ def textbook(sends: dict[str, float], *, psi: int, precision: str) -> dict[str, 
 
 def _wire(by_op: dict[str, int], n: int) -> float:
     """Per-rank wire bytes: S × the op's busbw factor (fabricbench/collectives)."""
-    from fabricbench.collectives import COLLECTIVES
-
     return sum(s * COLLECTIVES.get(op).busbw_factor(n) for op, s in by_op.items() if op in COLLECTIVES)
 
 

@@ -27,7 +27,8 @@ from typing import Any, Callable
 
 from fabricbench.jobs import channel
 from fabricbench.measuring.stats import summarize
-from fabricbench.training import trace
+from fabricbench.training import data, models, trace, verify
+from fabricbench.training.strategies import STRATEGIES, default_precision
 
 OOM_EXIT = 3
 FAKE_OOM_ENV = "FABRICBENCH_FAKE_OOM"  # test hook: a strategy name whose first step raises OutOfMemoryError
@@ -136,9 +137,6 @@ def _more_steps(spec: dict[str, Any], *, rank: int, world: int, device: Any) -> 
 
 def run(spec: dict[str, Any], rank_file: Path, ch: channel.Channel | None = None) -> int:
     import torch
-
-    from fabricbench.training import data, models, verify
-    from fabricbench.training.strategies import STRATEGIES, default_precision
 
     strategy = STRATEGIES.get(spec["strategy"])
     resolved = models.resolve(name=spec.get("model"), config_file=spec.get("model_config"),

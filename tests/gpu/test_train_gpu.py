@@ -17,7 +17,8 @@ STRATEGIES = ["ddp", "fsdp"] + (["zero1", "zero2", "zero3"] if importlib.util.fi
 @pytest.mark.gpu(1)
 def test_strategies_on_one_gpu(tmp_path):
     cfg = launch.TrainConfig(strategies=STRATEGIES, model="tiny-mistral", device="cuda", gpus=(0,), steps=6,
-                             warmup_steps=2, batch_size=4, seq_len=64, lr=1e-3, timeout_s=600)
+                             warmup_steps=2, batch_size=4, seq_len=64, lr=1e-3, timeout_s=600, repeats=1,
+                             target_ci=None)
     with ResultWriter(tmp_path / "t.jsonl") as w:
         recs = launch.run(cfg, w)
     for r in recs:

@@ -63,7 +63,7 @@ def threshold(p: dict) -> tuple[float | None, str | None]:
 
 
 def judge(check: Check, ctx) -> list[Item]:
-    from fabricbench.qualifying.context import SweepUnit
+    from fabricbench.qualifying.context import SweepUnit  # context -> spec -> checks: not at the top
 
     p = check.params
     sets, why = ctx.gpu_sets(p["gpus"])

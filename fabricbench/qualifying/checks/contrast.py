@@ -38,7 +38,7 @@ def validate(p: dict) -> None:
 
 
 def judge(check: Check, ctx) -> list[Item]:
-    from fabricbench.qualifying.context import SweepUnit
+    from fabricbench.qualifying.context import SweepUnit  # context -> spec -> checks: not at the top
 
     p = check.params
     sets, why = ctx.gpu_sets(p["gpus"])

@@ -11,9 +11,9 @@ Inputs are fresh random values each run (a fixed pattern can hide a wrong reduct
 
 from __future__ import annotations
 
-from fabricbench.qualifying.checks.base import Check, CheckKind
+from fabricbench.qualifying.checks.base import Check, CheckKind, Invalid
 from fabricbench.qualifying.checks.common import WHERE, not_here, subject, unit_problem
-from fabricbench.qualifying.fields import Field
+from fabricbench.qualifying.fields import READERS, Field, FieldError
 from fabricbench.qualifying.verdict import Item, at_most, error
 
 FIELDS = {
@@ -25,9 +25,6 @@ FIELDS = {
 
 
 def validate(p: dict) -> None:
-    from fabricbench.qualifying.checks.base import Invalid
-    from fabricbench.qualifying.fields import FieldError, READERS
-
     try:
         p["ops"] = tuple(READERS["op"][0](o) for o in p["ops"])
     except FieldError as e:
@@ -35,7 +32,7 @@ def validate(p: dict) -> None:
 
 
 def judge(check: Check, ctx) -> list[Item]:
-    from fabricbench.qualifying.context import SweepUnit
+    from fabricbench.qualifying.context import SweepUnit  # context -> spec -> checks: not at the top
 
     p = check.params
     sets, why = ctx.gpu_sets(p["gpus"])

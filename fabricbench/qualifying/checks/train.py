@@ -18,9 +18,10 @@ Runs `fabricbench train` (torchrun, fresh processes). device follows [run]: gloo
 from __future__ import annotations
 
 from fabricbench.jobs.configs import TrainJob
-from fabricbench.qualifying.checks.base import Check, CheckKind
+from fabricbench.qualifying.checks.base import Check, CheckKind, Invalid
 from fabricbench.qualifying.fields import Field
 from fabricbench.qualifying.verdict import Item, at_least, equal, error, waived
+from fabricbench.training.strategies import STRATEGIES
 
 FIELDS = {
     "strategy": Field("str", "ddp, zero1, zero2, zero3 or fsdp", default="ddp"),
@@ -36,9 +37,6 @@ FIELDS = {
 
 
 def validate(p: dict) -> None:
-    from fabricbench.qualifying.checks.base import Invalid
-    from fabricbench.training.strategies import STRATEGIES
-
     if p["strategy"] not in STRATEGIES:
         raise Invalid("strategy", f"unknown strategy {p['strategy']!r}; choose from {', '.join(STRATEGIES.names())}")
     if p["steps"] < p["warmup_steps"] + 2:

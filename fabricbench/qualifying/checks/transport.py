@@ -47,7 +47,7 @@ def families(label: str | None) -> set[str]:
 
 
 def judge(check: Check, ctx) -> list[Item]:
-    from fabricbench.qualifying.context import SweepUnit
+    from fabricbench.qualifying.context import SweepUnit  # context -> spec -> checks: not at the top
 
     p = check.params
     if ctx.run.cpu_ranks:

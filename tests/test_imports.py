@@ -1,0 +1,202 @@
+"""The import graph stays clean: no cycle between subpackages, nothing outside cli/ imports cli/, fabricbench's own
+modules imported at module top (at most MAX_LOCAL inside functions), and neither `import fabricbench` nor the
+CLI's start imports torch.
+
+    pytest -q tests/test_imports.py
+    python3 ../shared/tools/import-cycles fabricbench      (the same graph, printed)
+
+A "subpackage" is a first-level name under fabricbench/ (measuring, fabrics, cli, errors.py ...). Every import
+counts for the graph, at module top or inside a function: an import moved into a function still ties the two.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1] / "fabricbench"
+PKG = "fabricbench"
+# Own modules imported inside a function; each one left says why in a comment (a cycle inside a subpackage,
+# or a package __init__ that stays light). Imports of torch, transformers, deepspeed, matplotlib and pandas are
+# not counted: they stay inside functions on purpose.
+MAX_LOCAL = 40
+# The entry point may import the CLI; nothing else outside cli/ may.
+CLI_IMPORTERS_ALLOWED = {"__main__.py"}
+
+
+def _module(path: Path) -> list[str]:
+    parts = list(path.relative_to(ROOT.parent).with_suffix("").parts)
+    return parts[:-1] if parts[-1] == "__init__" else parts
+
+
+def _imported(path: Path, node: ast.Import | ast.ImportFrom) -> list[str]:
+    """The absolute module names an import statement names (relative ones resolved)."""
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names]
+    if not node.level:
+        return [node.module or ""]
+    base = _module(path)
+    if path.name != "__init__.py":
+        base = base[:-1]
+    base = base[: len(base) - node.level + 1]
+    return [".".join(base + ([node.module] if node.module else []))]
+
+
+def _scan() -> tuple[dict[str, set[str]], list[str], list[str]]:
+    """(subpackage -> the subpackages it imports, 'file:line' of every own import inside a function,
+    'file:line' of every import of fabricbench.cli from outside cli/)."""
+    edges: dict[str, set[str]] = defaultdict(set)
+    local: list[str] = []
+    cli_users: list[str] = []
+    for path in sorted(ROOT.rglob("*.py")):
+        rel = path.relative_to(ROOT)
+        src_unit = rel.parts[0].removesuffix(".py")
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        in_function = {id(n) for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+                       for n in ast.walk(f)}
+        for node in ast.walk(tree):
+            if not isinstance(node, (ast.Import, ast.ImportFrom)):
+                continue
+            for name in _imported(path, node):
+                parts = name.split(".")
+                if parts[0] != PKG:
+                    continue
+                targets = [parts[1]] if len(parts) > 1 else [a.name for a in node.names]  # `from fabricbench import x`
+                where = f"{rel}:{node.lineno}"
+                if id(node) in in_function:
+                    local.append(where)
+                for dst in targets:
+                    if dst == "cli" and src_unit != "cli" and str(rel) not in CLI_IMPORTERS_ALLOWED:
+                        cli_users.append(where)
+                    if dst != src_unit and dst != "__init__" and src_unit != "__init__" and (
+                            (ROOT / dst).is_dir() or (ROOT / f"{dst}.py").is_file()):
+                        edges[src_unit].add(dst)
+    return edges, local, cli_users
+
+
+def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one subpackage (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(edges.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                groups.append(sorted(group))
+
+    for v in sorted(set(edges) | {w for ws in edges.values() for w in ws}):
+        if v not in index:
+            visit(v)
+    return groups
+
+
+def test_the_scan_sees_the_graph():
+    # guards the checks below against passing on an empty scan: the graph has its known layers
+    edges, _, _ = _scan()
+    assert {"measuring", "fabrics", "results", "cli"} <= set(edges)
+    assert "fabrics" in edges["measuring"] and "results" in edges["topology"]
+    assert "cli" in edges["__main__"]
+
+
+def test_no_cycle_between_subpackages():
+    edges, _, _ = _scan()
+    cycles = _cycles(edges)
+    assert not cycles, "subpackages that import each other (directly or around a ring): " + "; ".join(
+        " <-> ".join(g) + " [" + ", ".join(f"{a}->{b}" for a in g for b in sorted(edges[a]) if b in g) + "]"
+        for g in cycles)
+
+
+def test_the_cycle_check_finds_a_ring():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": {"c"}}) == []
+
+
+def test_nothing_outside_cli_imports_cli():
+    _, _, cli_users = _scan()
+    assert not cli_users, ("the library imports the CLI (move what it needs into the library; the CLI only maps "
+                           "flags): " + ", ".join(cli_users))
+
+
+def test_own_modules_are_imported_at_module_top():
+    _, local, _ = _scan()
+    assert len(local) <= MAX_LOCAL, (f"{len(local)} imports of fabricbench's own modules inside functions "
+                                     f"(at most {MAX_LOCAL}): " + ", ".join(local))
+
+
+def _python(code: str, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT.parent), os.environ.get("PYTHONPATH")]))}
+    return subprocess.run([sys.executable, *args, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+
+
+def test_import_fabricbench_does_not_import_torch():
+    r = _python("import sys, fabricbench; print(sorted(m for m in ('torch', 'numpy', 'fabricbench.measuring') "
+                "if m in sys.modules))")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "[]"
+
+
+def test_fabricbench_help_does_not_import_torch():
+    # -X importtime lists every module imported, whoever imported it (a lazy import shows up too)
+    r = _python("import sys; sys.argv = ['fabricbench', '--help']; from fabricbench.cli import main; main()",
+                "-X", "importtime")
+    assert r.returncode == 0, r.stderr
+    assert "sweep" in r.stdout
+    imported = {line.split("|")[-1].strip() for line in r.stderr.splitlines() if line.startswith("import time:")}
+    assert "fabricbench.cli" in imported  # the listing is real
+    assert not {m for m in imported if m == "torch" or m.startswith("torch.")}
+    assert not {m for m in imported if m.startswith("fabricbench.cli.")}, "--help loaded a command module"
+
+
+def test_every_command_loads_without_torch():
+    # `fabricbench sweep --help` (and every other command) starts without torch: the command modules and all
+    # they import at their top leave torch to the functions that run on ranks
+    r = _python("import importlib, json, sys\n"
+                "from fabricbench.cli import COMMANDS\n"
+                "for target, _ in COMMANDS.values():\n"
+                "    importlib.import_module(target.partition(':')[0])\n"
+                "print(json.dumps([len(COMMANDS), sorted(m for m in sys.modules if m.split('.')[0] == 'torch')]))")
+    assert r.returncode == 0, r.stderr
+    count, torch_modules = json.loads(r.stdout)
+    assert count >= 10 and torch_modules == []
+
+
+@pytest.mark.parametrize("bad", ["from fabricbench.cli.train import train", "import fabricbench.cli"])
+def test_the_scan_sees_a_cli_import_inside_a_function(tmp_path, monkeypatch, bad):
+    # the checks read every import, also one moved into a function: a fake package proves it
+    pkg = tmp_path / PKG
+    (pkg / "cli").mkdir(parents=True)
+    (pkg / "study").mkdir()
+    for p in (pkg / "__init__.py", pkg / "cli" / "__init__.py", pkg / "study" / "__init__.py"):
+        p.write_text("")
+    (pkg / "cli" / "train.py").write_text("from fabricbench.study import units\n")
+    (pkg / "study" / "units.py").write_text(f"def f():\n    {bad}\n")
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", pkg)
+    edges, local, cli_users = _scan()
+    assert cli_users == ["study/units.py:2"] and local == ["study/units.py:2"]
+    assert _cycles(edges) == [["cli", "study"]]
