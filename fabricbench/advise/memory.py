@@ -15,11 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-<<<<<<< HEAD
 from fabricbench.results.status import TIMED_TRAIN, Status
-=======
 from fabricbench.training.estimate import model_states
->>>>>>> main
 
 RESERVE_FRACTION = 0.10
 

@@ -20,11 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-<<<<<<< HEAD
-from fabricbench.results.status import TIMED_TRAIN
-=======
 from fabricbench.collectives import COLLECTIVES
->>>>>>> main
+from fabricbench.results.status import TIMED_TRAIN
 from fabricbench.training import repeats
 from fabricbench.training.strategies import STRATEGIES
 

@@ -16,17 +16,11 @@ import sys
 
 import click
 
-<<<<<<< HEAD
-from fabricbench.report import table as tables
-
-from fabricbench.collectives import DEFAULT_OPS
-from fabricbench.fabrics import get_fabric
-=======
 import fabricbench.gpus  # looked up on call: tests stand in for visible_gpu_count
 from fabricbench import topology
 from fabricbench.collectives import COLLECTIVES, DEFAULT_OPS
 from fabricbench.errors import CheckFailed, UsageError
->>>>>>> main
+from fabricbench.fabrics import get_fabric
 from fabricbench.files import OutputError, check_output, refuse_collisions
 from fabricbench.measuring.api import make_config, nranks, resolve_devices, uses_gpus
 from fabricbench.measuring.plan import build_plan

@@ -19,12 +19,8 @@ from fabricbench.fabrics import parse_fabric_list
 from fabricbench.gpus import default_gpus
 from fabricbench.fabrics.model import shown
 from fabricbench.results.context import fabric_label
-<<<<<<< HEAD
-from fabricbench.training.models import read_config_json
-=======
 from fabricbench.sizes import SizeSweep
-from fabricbench.training.models import CAUSAL_LM, IMAGE_CLS, MODELS
->>>>>>> main
+from fabricbench.training.models import CAUSAL_LM, IMAGE_CLS, MODELS, read_config_json
 from fabricbench.training.repeats import MIN_REPEATS
 from fabricbench.training.strategies import STRATEGIES
 
