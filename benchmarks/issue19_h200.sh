@@ -29,21 +29,27 @@ left() { local l=$(( ${BUDGET_S:-530} - ($(date +%s) - begin) )); [ "$l" -lt 1 ]
 stage() { echo "== $1: exit $2, $(( $(date +%s) - t0 )) s (at $(( $(date +%s) - begin )) s)" | tee -a "$R/summary.txt"; }
 fb() { python3 -m fabricbench "$@"; }
 (nvidia-smi; python3 -c 'import torch; print("torch", torch.__version__, "nccl", torch.cuda.nccl.version())';
- env | grep -E '^NCCL_'; command -v ip tc) > "$R/machine.txt" 2>&1
+ env | grep -E '^NCCL_'; command -v ip tc; ip -V; tc -V) > "$R/machine.txt" 2>&1
 
-# 1. three identical studies (about 100 s each)
-for i in 1 2 3; do
+# 1. three identical studies (about 150 s each on the H200: the batch probe, then 3 runs in fresh processes).
+# STUDIES=0 and HOSTBOUND=0 skip stages 1 and 2 (for a lease that has time only for the lab).
+for i in $(seq 1 "${STUDIES:-3}"); do
   t0=$(date +%s)
-  timeout "$(left 150)" python3 -m fabricbench study --gpus 0 --model dinov2-base --fabrics default --strategies ddp \
+  timeout "$(left 190)" python3 -m fabricbench study --gpus 0 --model dinov2-base --fabrics default --strategies ddp \
     --steps 10 --warmup-steps 4 --max-steps 40 --max-repeats 3 --train-timeout 100 --quiet \
     --out "$R/study-$i" > "$R/study-$i.log" 2>&1
   stage "study $i" $?
   fb report "$R/study-$i" --json > "$R/study-$i-summary.json" 2>>"$R/study-$i.log"
 done
-python3 "$here/issue19_check.py" "$R"/study-{1,2,3} > "$R/issue19_check.txt" 2>&1
-echo "== check: $(tail -1 "$R/issue19_check.txt")" | tee -a "$R/summary.txt"
+if [ "${STUDIES:-3}" -gt 0 ]; then
+  # PYTHONPATH: the checker lives in benchmarks/ and imports this checkout's fabricbench
+  PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} python3 "$here/issue19_check.py" "$R"/study-* \
+    > "$R/issue19_check.txt" 2>&1
+  echo "== check: $(tail -1 "$R/issue19_check.txt")" | tee -a "$R/summary.txt"
+fi
 
 # 2. the host-bound flag: batch 32 (one run) against the batch the first study picked (its records)
+if [ "${HOSTBOUND:-1}" = 1 ]; then
 t0=$(date +%s)
 timeout "$(left 60)" python3 -m fabricbench train --gpus 0 --model dinov2-base --strategy ddp --batch-size 32 \
   --steps 10 --warmup-steps 4 --max-steps 30 --repeats 1 --timeout 50 --out "$R/hostbound-32.jsonl" \
@@ -61,10 +67,13 @@ for p in [R / "hostbound-32.jsonl", *sorted(R.glob("study-*/units/train_ddp*.jso
                   f"{(r.get('throughput') or {}).get('samples_per_s')} samples/s, GPU busy "
                   f"{r.get('gpu_busy_fraction')}, {r.get('host_bound') or 'not host-bound'}")
 PY
+fi
 
 # 3. the one-GPU lab: 2 gloo ranks on GPU 0, every strategy, then shaped
 lab=(--model tiny-mistral --device cuda --backend gloo --nprocs 2 --gpus 0 --steps 6 --warmup-steps 2
      --batch-size 4 --seq-len 128 --repeats 1 --target-ci 0 --trace-steps 1 --timeout 60)
+# LAB_DEFAULT=0 skips the unshaped lab stages (their records already in OUT/lab from an earlier lease)
+if [ "${LAB_DEFAULT:-1}" = 1 ]; then
 t0=$(date +%s)
 timeout "$(left 150)" python3 -m fabricbench train --strategy ddp,zero1,zero2,zero3,fsdp "${lab[@]}" \
   --out "$R/lab/train-default.jsonl" > "$R/lab/train-default.txt" 2>&1
@@ -73,6 +82,7 @@ t0=$(date +%s)
 timeout "$(left 40)" python3 -m fabricbench sweep --engine torch --backend gloo --nprocs 2 --gpus 0 --ops all_reduce,all_gather,reduce_scatter \
   --sizes 64K-64M:x4 --iters 5 --warmup 2 --out "$R/lab/sweep-default.jsonl" --quiet > "$R/lab/sweep-default.txt" 2>&1
 stage "lab: gloo sweep on GPU 0, default" $?
+fi
 if command -v ip >/dev/null && command -v tc >/dev/null && ip -V >/dev/null 2>&1; then
   t0=$(date +%s)
   timeout "$(left 80)" python3 -m fabricbench train --strategy ddp,fsdp "${lab[@]}" --fabric shaped:2gbit \

@@ -113,7 +113,7 @@ def _read_records(results: Any) -> list[dict[str, Any]]:
         if p.is_dir() and (p / "results.jsonl").exists():  # a study directory: its latest attempts only
             out.extend(study_records.load(p).records)
             continue
-        out.extend(result_records.read(p, what="--results").records)
+        out.extend(result_records.read_nonempty(p, what="--results").records)  # a file with none: say so
     return out
 
 

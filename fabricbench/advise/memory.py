@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from fabricbench.results.status import TIMED_TRAIN, Status
 from fabricbench.training.estimate import model_states
 
 RESERVE_FRACTION = 0.10
@@ -62,7 +63,7 @@ def _measured(records: list[dict[str, Any]], *, model: str, strategy: str, n: in
     found = None
     for r in records:
         if (r.get("kind") == "train" and r.get("model") == model and r.get("strategy") == strategy
-                and r.get("nranks") == n and r.get("device") == "cuda" and r.get("status") in ("ok", "flagged", "oom")
+                and r.get("nranks") == n and r.get("device") == "cuda" and r.get("status") in (*TIMED_TRAIN, Status.OOM)
                 and (batch_size is None or r.get("batch_size") == batch_size)):
             found = r
     return found

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fabricbench.collectives import COLLECTIVES
+from fabricbench.results.status import TIMED_TRAIN
 from fabricbench.training import repeats
 from fabricbench.training.strategies import STRATEGIES
 
@@ -108,7 +109,7 @@ def measured(records: list[dict[str, Any]], *, model: str, strategy: str, gpus: 
     host-bound note (training/repeats.py). Measured beats any prediction."""
     runs = [r for r in records
             if (r.get("kind") == "train" and r.get("model") == model and r.get("strategy") == strategy
-                and r.get("status") in ("ok", "flagged") and (r.get("fabric") or "default") == fabric
+                and r.get("status") in TIMED_TRAIN and (r.get("fabric") or "default") == fabric
                 and r.get("device") == "cuda" and (batch_size is None or r.get("batch_size") == batch_size)
                 and (sorted(r.get("gpus") or []) == sorted(gpus) or (len(gpus) == 1 and r.get("nranks") == 1)))]
     figs = repeats.figures([{**r, "fabric": fabric} for r in runs])

@@ -20,6 +20,7 @@ import fabricbench.gpus  # looked up on call: tests stand in for visible_gpu_cou
 from fabricbench import topology
 from fabricbench.collectives import COLLECTIVES, DEFAULT_OPS
 from fabricbench.errors import CheckFailed, UsageError
+from fabricbench.fabrics import get_fabric
 from fabricbench.files import OutputError, check_output, refuse_collisions
 from fabricbench.measuring.api import make_config, nranks, resolve_devices, uses_gpus
 from fabricbench.measuring.plan import build_plan
@@ -91,6 +92,7 @@ def sweep(gpus, ops, sizes, dtype, iters, warmup, adaptive, max_iters, mode, gra
     if resume and not out_path:
         raise UsageError("--resume skips what --out already holds; give --out FILE (the earlier run's file)")
     if dry_run:  # a plan needs no GPU here: named GPUs as named, else this machine's, else one GPU
+        get_fabric(config.fabric)  # an unknown or malformed fabric is found, as a run would find it
         if config.gpus is None and _plan_without_gpus(config):
             import dataclasses
 

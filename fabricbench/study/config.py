@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import fabricbench.gpus  # looked up on call: tests stand in for visible_gpu_count
@@ -19,7 +20,7 @@ from fabricbench.gpus import default_gpus
 from fabricbench.fabrics.model import shown
 from fabricbench.results.context import fabric_label
 from fabricbench.sizes import SizeSweep
-from fabricbench.training.models import CAUSAL_LM, IMAGE_CLS, MODELS
+from fabricbench.training.models import CAUSAL_LM, IMAGE_CLS, MODELS, read_config_json
 from fabricbench.training.repeats import MIN_REPEATS
 from fabricbench.training.strategies import STRATEGIES
 
@@ -80,6 +81,8 @@ class StudyConfig:
                              "(fabricbench train --list shows the names)")
         if self.model:
             MODELS.get(self.model)
+        else:  # the file read and its sizes checked now, so --dry-run says what a run would
+            read_config_json(Path(self.model_config))
         if self.target_ci is not None and not 0 < self.target_ci < 1:
             raise UsageError(f"--target-ci {self.target_ci}: a fraction between 0 and 1, e.g. 0.03")
         if self.repeats is not None and not 1 <= self.repeats <= 20:

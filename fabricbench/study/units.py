@@ -24,6 +24,7 @@ from fabricbench import dtypes
 from fabricbench.collectives import COLLECTIVES
 from fabricbench.registry import Registry
 from fabricbench.results.schema import header
+from fabricbench.results.status import Status
 from fabricbench.results.writer import read_results
 from fabricbench.sizes import SizeSweep, format_size
 from fabricbench.study.config import DEFAULT_SIZES, SWEEP_OPS, StudyConfig
@@ -31,8 +32,8 @@ from fabricbench.training import repeats
 
 # Unit statuses. A unit recorded with one of DONE is not run again by --resume: "oom" and "flagged" are
 # measured outcomes (rerunning would measure the same); error, timeout, waived and interrupted rerun.
-DONE = ("ok", "oom", "flagged")
-STATUSES = ("ok", "oom", "flagged", "waived", "error", "timeout", "interrupted")
+DONE = (Status.OK, Status.OOM, Status.FLAGGED)
+STATUSES = (Status.OK, Status.OOM, Status.FLAGGED, Status.WAIVED, Status.ERROR, Status.TIMEOUT, Status.INTERRUPTED)
 
 
 @dataclass(frozen=True, kw_only=True)

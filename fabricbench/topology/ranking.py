@@ -23,6 +23,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from fabricbench.results.status import Status
 from fabricbench.topology.model import PCIE_RELATIONS, Topology, link_rank, nvlink_count
 
 NVLINK_GBPS = 25.0  # NVLink 4, per link per direction
@@ -112,7 +113,7 @@ def measured_busbw(records: list[dict[str, Any]], fabric: str = "default") -> di
     """GPU set -> busbw (GB/s) of its all_reduce at the largest size measured on `fabric`."""
     best: dict[tuple[int, ...], tuple[int, float]] = {}
     for r in records:
-        if r.get("kind") != "collective" or r.get("op") != "all_reduce" or r.get("status") not in ("ok", None):
+        if r.get("kind") != "collective" or r.get("op") != "all_reduce" or r.get("status") not in (Status.OK, None):
             continue
         if (r.get("fabric") or "default") != fabric or (r.get("nranks") or 0) < 2 or r.get("busbw_gbps") is None:
             continue
