@@ -41,7 +41,7 @@ def _fmt_s(s: float) -> str:
 @click.option("--steps", type=int, default=8, show_default=True, help="Train steps at least, warm-up included.")
 @click.option("--max-steps", type=int, default=None, help="Cap on train steps while the CI exceeds --target-ci.")
 @click.option("--target-ci", type=float, default=0.03, show_default=True,
-              help="Steps and repeats go on until the median's 95%% CI is within this fraction.")
+              help="Steps and repeats go on until the median's 95% CI is within this fraction.")
 @click.option("--repeats", type=int, default=None,
               help="Train runs per strategy and fabric, fresh processes, interleaved (default: 3, more to --target-ci).")
 @click.option("--max-repeats", type=int, default=5, show_default=True, help="Cap on train runs per strategy and fabric.")
@@ -121,7 +121,7 @@ def _print_plan(res) -> None:
     where = f"{c.nprocs} CPU ranks (gloo)" if c.device == "cpu" else f"GPUs {','.join(map(str, c.gpus))}"
     con = tables.console()
     say = lambda text: con.print(text, markup=False, highlight=False)  # noqa: E731 - prose wraps at words
-    say(f"study of {c.model_label} on {where}; fabrics {', '.join(c.fabrics)}; strategies {', '.join(c.strategies)}")
+    say(f"study of {c.model_label} on {where}; fabrics {', '.join(c.fabrics_shown)}; strategies {', '.join(c.strategies)}")
     rows = []
     for i, u in enumerate(res.plan, 1):
         skip = existing.status(u.name) in DONE

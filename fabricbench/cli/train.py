@@ -70,7 +70,7 @@ def _line(rec: dict) -> str:
 @click.option("--max-steps", type=int, default=None,
               help="Cap on steps while the median's CI exceeds --target-ci (default: max(--steps, 40)).")
 @click.option("--target-ci", type=float, default=0.03, show_default=True,
-              help="Step on, and repeat, until the median's 95%% CI is within this fraction (0: off).")
+              help="Step on, and repeat, until the median's 95% CI is within this fraction (0: off).")
 @click.option("--repeats", type=int, default=None,
               help="Runs of each strategy in fresh processes (default: 3, then more until --target-ci).")
 @click.option("--max-repeats", type=int, default=6, show_default=True, help="Cap on runs per strategy.")

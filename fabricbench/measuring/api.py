@@ -86,7 +86,10 @@ def resolve_devices(config: SweepConfig, gpus_text: str | None = None, *,
         visible = fabricbench.gpus.visible_gpu_count() if visible is None else visible
         config = dataclasses.replace(config, backend=default_backend(visible))
     lab = config.engine == "torch" and config.backend == "gloo" and config.gpus is not None
-    if not uses_gpus(config) and not lab:  # gloo with --gpus: CUDA tensors, ranks sharing GPUs (the lab)
+    if lab:  # gloo with --gpus: CUDA tensors, ranks sharing GPUs (the lab); with no GPU it is CPU ranks, said
+        visible = fabricbench.gpus.visible_gpu_count() if visible is None else visible
+        lab = visible > 0
+    if not uses_gpus(config) and not lab:
         if config.gpus is not None:
             warnings.append(f"--gpus is ignored by --backend {config.backend} (CPU ranks)")
         if config.graph:

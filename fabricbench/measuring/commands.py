@@ -243,7 +243,7 @@ def scaling(*, gpus: str | Sequence[int] | None = None, counts: str | Sequence[i
     check_plot_path(plot)  # outputs first: nothing is read or measured for a plot that cannot be written
     if counts is not None:
         read_counts(counts)
-    topo = read_topology(topo_file)
+    topo = read_topology(topo_file, what="--topo-file")
     if topo is None:
         if not opts.cpu_ranks:
             raise UsageError("no GPU topology here (NVML and nvidia-smi did not answer): give topo_file, a "

@@ -166,10 +166,7 @@ def qualify(spec: Spec | str | os.PathLike, *, out: str | os.PathLike | None = N
     if topo_file is not None:  # bad input is found before anything is written or measured
         if not os.path.isfile(topo_file):
             raise UsageError(f"--topo-file {topo_file}: no such file; give a saved `nvidia-smi topo -m` output")
-        try:
-            read_topology(topo_file)
-        except UsageError as e:
-            raise UsageError(str(e).replace("--from-file", "--topo-file")) from None
+        read_topology(topo_file, what="--topo-file")
     distributed = "RANK" in os.environ and "WORLD_SIZE" in os.environ
     rank0 = not distributed or os.environ.get("RANK") == "0"
     results_path = Path(out) / "results.jsonl" if out is not None else None

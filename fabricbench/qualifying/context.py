@@ -99,7 +99,7 @@ class Context:
     def topology(self):
         """The GPU topology (--topo-file, else NVML / nvidia-smi), or None when nothing answers."""
         if self._topo is ...:
-            self._topo = read_topology(self.topo_file)
+            self._topo = read_topology(self.topo_file, what="--topo-file")
         return self._topo
 
     def visible_gpus(self) -> int:

@@ -155,8 +155,13 @@ class StudyConfig:
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
         # fabrics masked: a custom fabric's values outside NCCL_*/GLOO_*/CUDA_* never reach a file or screen
-        d["gpus"], d["fabrics"], d["strategies"] = list(self.gpus), [shown(f) for f in self.fabrics], list(self.strategies)
+        d["gpus"], d["fabrics"], d["strategies"] = list(self.gpus), list(self.fabrics_shown), list(self.strategies)
         return d
+
+    @property
+    def fabrics_shown(self) -> tuple[str, ...]:
+        """The fabric specs as a screen or file may show them: custom values masked."""
+        return tuple(shown(f) for f in self.fabrics)
 
     @property
     def fabric_names(self) -> tuple[str, ...]:

@@ -160,7 +160,7 @@ def _build(sr: study_records.StudyRecords, c: StudyConfig, figs: _Figs, *, comma
     host = sr.plan.get("host", "?")
     started = (sr.plans[0].get("timestamp") or "")[:19].replace("T", " ")
     doc = Document(f"fabricbench study: {c.model_label} on {where}",
-                   subtitle=f"{host}, started {started} UTC; fabrics {', '.join(c.fabrics)}; "
+                   subtitle=f"{host}, started {started} UTC; fabrics {', '.join(c.fabrics_shown)}; "
                             f"strategies {', '.join(c.strategies)}")
     advice = _advice(sr, c, machine)
     _in_short(doc, sr, c, trains, colls, advice)
