@@ -24,8 +24,16 @@ from typing import Any, Callable
 
 from fabricbench import dtypes
 from fabricbench.collectives import COLLECTIVES
-from fabricbench.jobs.configs import (BatchJob, EstimateJob, MachineJob, RelateJob, ReportJob, ScalingJob, SweepJob,
-                                      TrainJob)
+from fabricbench.jobs.configs import (
+    BatchJob,
+    EstimateJob,
+    MachineJob,
+    RelateJob,
+    ReportJob,
+    ScalingJob,
+    SweepJob,
+    TrainJob,
+)
 from fabricbench.registry import Registry
 from fabricbench.results.schema import header
 from fabricbench.results.status import Status
