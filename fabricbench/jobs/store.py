@@ -24,8 +24,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Hashable, Iterable
 
 from fabricbench.results import records
+from fabricbench.results.status import Status
 
-OK = "ok"
+OK = Status.OK  # done: not measured again
 
 
 def _warn(message: str) -> None:

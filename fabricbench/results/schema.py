@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fabricbench.results.context import allowed_env, fabric_label, host_facts, now_iso
+from fabricbench.results.status import Status
 
 SCHEMA_VERSION = 1
 SCHEMA = f"fabricbench/{SCHEMA_VERSION}"
@@ -65,7 +66,7 @@ class CollectiveResult:
     busbw_factor: float
     busbw_note: str | None  # e.g. "n = 1: busbw factor is 0, busbw not meaningful"
     wrong: int | None  # elements differing from the exact result; None when not checked
-    status: str  # "ok", "wrong", "timeout", "waived", "error"
+    status: Status  # KIND_STATUSES["collective"]
     message: str | None = None  # why, when status is not "ok"
     engine: str
     backend: str | None = None
@@ -145,7 +146,7 @@ class TrainResult:
     fabric_env: Any = UNSET  # the fabric's variables (masked outside NCCL_/GLOO_/CUDA_)
     shaped_rate_bps: Any = UNSET
     # how it went
-    status: str = "ok"  # "ok", "flagged", "oom", "error", "waived"
+    status: Status = Status.OK  # KIND_STATUSES["train"]
     message: str | None = None  # why, when status is not "ok"
     launcher_rc: Any = UNSET  # torchrun's exit status; None when it was killed at --timeout
     rank_died: Any = UNSET  # the rank that ended the run early
