@@ -87,6 +87,86 @@ def test_a_speaker_that_never_starts_is_named():
     assert out.stalled == "rank 0" and "it never started" in out.message
 
 
+# -- a job of several processes (sweep --nprocs N's ranks) ---------------------------------------------------
+RANK = """
+import os, signal, sys, time
+from fabricbench.jobs import channel
+who, mode = sys.argv[1], sys.argv[2]
+ch = channel.open_channel(who)
+ch.record({"kind": "collective", "who": who})
+ch.send("skip", skipped=1, planned=2)
+if mode == "die":
+    os.kill(os.getpid(), signal.SIGKILL)
+if mode == "stop":
+    os.kill(os.getpid(), signal.SIGSTOP)
+if mode.startswith("fail"):
+    time.sleep(float(mode[4:] or 0))
+    ch.error("CollectiveTimeout", "rank 0: the peer went away")
+    sys.exit(1)
+time.sleep({"wait": 60, "slow": 3.5}.get(mode, 0))
+"""
+
+
+def _ranks(*modes: str) -> dict[str, list[str]]:
+    return {f"rank {r}": [sys.executable, "-c", RANK, f"rank {r}", m] for r, m in enumerate(modes)}
+
+
+def _run_ranks(*modes: str, stall_s: float = 60) -> tuple[jobs.Outcome, float, list]:
+    said = []
+    t0 = time.monotonic()
+    with jobs.workspace("t") as ws:
+        out = jobs.run(_ranks(*modes), workspace=ws, stall_s=stall_s, capture=False,
+                       on_message=lambda who, m: said.append((who, m["m"], m.get("skipped"))))
+    return out, time.monotonic() - t0, said
+
+
+def test_several_processes_end_well_and_an_early_finisher_is_not_called_silent():
+    out, _, said = _run_ranks("ok", "slow", stall_s=2)  # rank 0 exits 3.5 s before rank 1: not a stall
+    assert out.ok and out.returncodes == {"rank 0": 0, "rank 1": 0} and out.failed is None
+    assert sorted(r["who"] for r in out.records) == ["rank 0", "rank 1"]
+    assert sorted(said) == [("rank 0", "skip", 1), ("rank 1", "skip", 1)]
+
+
+def test_a_process_that_dies_is_named_and_the_others_are_killed():
+    out, took, _ = _run_ranks("wait", "die")
+    assert out.failed == "rank 1" and out.message == "rank 1 died (killed by SIGKILL) before it finished"
+    assert out.returncode == -9 and out.returncodes["rank 0"] is not None and took < 15 and not out.ok
+
+
+def test_a_process_that_says_why_it_failed_is_named_with_its_reason():
+    out, took, _ = _run_ranks("fail", "wait")
+    assert out.failed == "rank 0" and out.returncode == 1 and out.message is None and took < 15
+    assert out.errors == {"rank 0": {"kind": "CollectiveTimeout", "message": "rank 0: the peer went away"}}
+
+
+def test_a_stopped_process_is_blamed_for_the_error_its_peer_reports():
+    out, took, _ = _run_ranks("fail5", "stop")  # rank 0 fails 5 s after rank 1 stopped (a peer's timeout)
+    assert out.stalled == out.failed == "rank 1" and out.returncode is None and took < 20
+    assert out.message.startswith("rank 1 stopped answering: no sign of life for") and "after 1 record(s)" in out.message
+
+
+def test_the_sweep_launcher_turns_the_outcome_into_the_cause_s_error():
+    from fabricbench.errors import CollectiveTimeout, FabricbenchError
+    from fabricbench.measuring.launch import run_error
+
+    told = {"rank 0": {"kind": "CollectiveTimeout", "message": "rank 0: all_reduce did not finish"}}
+    assert run_error(jobs.Outcome(returncode=0, returncodes={"rank 0": 0})) is None
+    e = run_error(jobs.Outcome(returncode=None, stalled="rank 1", failed="rank 1", errors=told,
+                               message="rank 1 stopped answering: no sign of life for 7 s (...)"))
+    assert isinstance(e, CollectiveTimeout) and str(e) == ("rank 1 stopped answering: no sign of life for 7 s "
+                                                           "(...); rank 0 then reported: rank 0: all_reduce did "
+                                                           "not finish; every rank was killed")
+    e = run_error(jobs.Outcome(returncode=-9, failed="rank 1", message="rank 1 died (killed by SIGKILL) before "
+                               "it finished"))
+    assert type(e) is FabricbenchError and str(e).startswith("rank 1 died (killed by SIGKILL)")
+    e = run_error(jobs.Outcome(returncode=1, failed="rank 0", errors=told))
+    assert isinstance(e, CollectiveTimeout) and str(e) == "rank 0: all_reduce did not finish"
+    e = run_error(jobs.Outcome(returncode=1, failed="rank 1", errors={"rank 1": {"kind": "OSError", "message": "x"}}))
+    assert type(e) is FabricbenchError and str(e) == "rank 1: x"
+    assert isinstance(run_error(jobs.Outcome(returncode=1, failed="rank 0", errors={
+        "rank 0": {"kind": "KeyboardInterrupt", "message": "interrupted"}})), KeyboardInterrupt)
+
+
 # -- the resume store ----------------------------------------------------------------------------------------
 def test_a_torn_last_line_is_cut_off_with_a_warning_and_measured_again(tmp_path):
     path = tmp_path / "r.jsonl"

@@ -80,10 +80,10 @@ def record(head: dict[str, Any], facts: RunFacts, *, nbytes: int | None, count: 
     per_iter = side.min_us is not None or side.cv is not None
     if facts.log is not None and facts.log.log_lines:
         transport = facts.log.label(nranks)
-        nvls = facts.log.nvls
+        nvls, algo, proto = facts.log.nvls, facts.log.algo, facts.log.proto
         extra["transport_detail"] = facts.log.to_dict()
     else:
-        transport, nvls = None, None
+        transport, nvls, algo, proto = None, None, None, None
     r = CollectiveResult(
         op=facts.op, dtype=dtype, bytes=nbytes, requested_bytes=None, count=count, nranks=nranks,
         gpus=list(facts.gpus), inplace=inplace, graph=facts.graph, iters=facts.iters,
@@ -93,5 +93,5 @@ def record(head: dict[str, Any], facts: RunFacts, *, nbytes: int | None, count: 
         wrong=wrong, status=status, message=message, engine=ENGINE, backend="nccl",
         timing_rule=TIMING_RULE + ("; i_* columns: " + PER_ITER_RULE if per_iter else ""),
         nccl_version=facts.nccl_version, gpu_names=list(facts.gpu_names), transport=transport, nvls=nvls,
-        extra=extra, context=head)
+        nccl_algo=algo, nccl_proto=proto, extra=extra, context=head)
     return r.to_dict()

@@ -71,8 +71,19 @@ def job_key(config: Any) -> str:
     return hashlib.sha1(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16]
 
 
+class Job:
+    """What every job kind shares: its child argv and its resume key, both from its fields."""
+
+    def argv(self) -> list[str]:
+        return to_argv(self)
+
+    @property
+    def key(self) -> str:
+        return job_key(self)
+
+
 @dataclass(frozen=True, kw_only=True)
-class SweepJob:
+class SweepJob(Job):
     """A child `fabricbench sweep`, as compare, scaling and qualify start one per fabric or GPU set."""
 
     ops: str  # comma list of collectives
@@ -92,16 +103,9 @@ class SweepJob:
         if self.nprocs == 0:
             object.__setattr__(self, "nprocs", None)
 
-    def argv(self) -> list[str]:
-        return to_argv(self)
-
-    @property
-    def key(self) -> str:
-        return job_key(self)
-
 
 @dataclass(frozen=True, kw_only=True)
-class CopyJob:
+class CopyJob(Job):
     """A child `fabricbench p2p` (the copy matrix), as qualify's copy checks start it."""
 
     gpus: str | None = None
@@ -111,16 +115,9 @@ class CopyJob:
     no_host: bool = False
     no_peer: bool = False
 
-    def argv(self) -> list[str]:
-        return to_argv(self)
-
-    @property
-    def key(self) -> str:
-        return job_key(self)
-
 
 @dataclass(frozen=True, kw_only=True)
-class TrainJob:
+class TrainJob(Job):
     """A child `fabricbench train` of one strategy, as study and qualify start one."""
 
     strategy: str
@@ -140,10 +137,3 @@ class TrainJob:
     target_ci: float | None = 0.0  # exactly `steps` steps (0: no stepping on until the median's CI is tight)
     fabric: str | None = None  # by name (a custom fabric's values travel in the environment)
     timeout_s: float | None = field(default=None, metadata=argv_field(flag="--timeout"))
-
-    def argv(self) -> list[str]:
-        return to_argv(self)
-
-    @property
-    def key(self) -> str:
-        return job_key(self)

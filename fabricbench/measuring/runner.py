@@ -32,6 +32,7 @@ from fabricbench.measuring.launch import launch_local
 from fabricbench.measuring.plan import PlanItem, build_plan, check_fits
 from fabricbench.measuring.session import Case, DistContext, Session, Timing
 from fabricbench.measuring.stats import combine_slowest, summarize
+from fabricbench.results.context import nccl_choice
 from fabricbench.results.schema import CollectiveResult, header
 from fabricbench.results.status import Status
 
@@ -61,6 +62,7 @@ def make_result(*, item: PlanItem, times: list[float] | None, wrong: int | None,
     if "hosts" in info:
         extra = {**extra, "hosts": info["hosts"]}
     gpus = record_gpus(config, info)
+    algo, proto = nccl_choice() if info.get("backend", "nccl") == "nccl" else (None, None)
     return CollectiveResult(
         op=item.op, dtype=item.dtype, bytes=case.bytes if case else 0, requested_bytes=item.requested_bytes,
         count=case.count if case else 0, nranks=nranks, gpus=gpus, inplace=item.inplace,
@@ -72,7 +74,7 @@ def make_result(*, item: PlanItem, times: list[float] | None, wrong: int | None,
         backend=info.get("backend"), timing_rule=info.get("timing_rule", "slowest GPU per iteration"),
         nccl_version=info.get("nccl_version"), nccl_library=info.get("nccl_library"),
         cuda_driver=info.get("cuda_driver"), cuda_runtime=info.get("cuda_runtime"),
-        gpu_names=list(info.get("gpu_names", [])), extra=extra,
+        gpu_names=list(info.get("gpu_names", [])), nccl_algo=algo, nccl_proto=proto, extra=extra,
         context=header("collective", run_id=run_id, fabric=config.fabric))
 
 

@@ -77,7 +77,11 @@ class CollectiveResult:
     cuda_runtime: str | None = None
     gpu_names: list[str] = field(default_factory=list)
     transport: str | None = None  # what NCCL actually used (filled where the NCCL log was read)
-    nvls: bool | None = None  # NVLink SHARP connected, where an NCCL log told (imported records)
+    nvls: bool | None = None  # NVLink SHARP connected, where NCCL's log was read (fabric runs, imports)
+    # NCCL's algorithm and protocol where known: NCCL_ALGO / NCCL_PROTO in force for the run (the user's or
+    # a fabric's). None: NCCL chose per size and per call, which no record can know without its tuner log.
+    nccl_algo: str | None = None
+    nccl_proto: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     context: dict[str, Any] = field(default_factory=dict)  # the header(): schema, kind, host, env, ...
 
