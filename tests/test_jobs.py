@@ -239,3 +239,52 @@ def test_argv_and_key_come_from_the_config_type():
     assert t.argv()[-4:] == ["--fabric", "sec", "--timeout", "20"]
     with pytest.raises(dataclasses.FrozenInstanceError):
         job.iters = 3
+
+
+def _every_field_set() -> list:
+    """One job of each kind with every field given (a bool true), so that each field yields its argument."""
+    from fabricbench.jobs import configs as c
+
+    return [
+        c.SweepJob(ops="all_reduce", sizes="1K", dtype="float32", iters=2, warmup=1, engine="native", backend="nccl",
+                   gpus=(0, 1), nprocs=2, timeout_s=5.0, fabric="sec", out="o.jsonl", quiet=True),
+        c.CopyJob(gpus="0-1", size="1M", iters=2, warmup=1, no_host=True, no_peer=True),
+        c.TrainJob(strategy="ddp", model="tiny-mistral", model_config="m.json", device="cpu", gpus="0", nprocs=2,
+                   steps=4, warmup_steps=1, batch_size=2, seq_len=16, image_size=32, precision="fp32",
+                   trace_steps=0, repeats=1, target_ci=0.0, max_steps=8, fabric="sec", timeout_s=20.0, out="t.jsonl"),
+        c.ScalingJob(gpus=(0, 1), ops="all_reduce", sizes="1M", fabric="sec", iters=2, warmup=1, out="s.jsonl",
+                     as_json=True),
+        c.EstimateJob(model="tiny-mistral", model_config="m.json", num_gpus=2, batch_size=2, seq_len=16,
+                      image_size=32, as_json=True),
+        c.RelateJob(files=("a.jsonl", "b.jsonl"), reference="default", as_json=True),
+        c.ReportJob(out_dir="run", as_json=True),
+        c.MachineJob(device="cpu", gpus=(0,), nprocs=2),
+        c.BatchJob(model="tiny-mistral", model_config="m.json", gpu=1, seq_len=16, image_size=32, precision="bf16"),
+    ]
+
+
+@pytest.mark.parametrize("job", _every_field_set(), ids=lambda j: type(j).__name__)
+def test_every_job_kind_s_arguments_are_its_child_s_options(job):
+    """A job kind's field that its child program does not accept fails here, before any child runs."""
+    import importlib
+
+    import click
+
+    from fabricbench.cli import cli
+    from fabricbench.jobs.configs import ARGV, Job
+
+    assert isinstance(job, Job) and job.command()[:2] == [sys.executable, "-m"]
+    fields = dataclasses.fields(job)
+    positional = [f for f in fields if (f.metadata.get(ARGV) or {}).get("positional")]
+    argv = job.argv()
+    n_pos = sum(len(getattr(job, f.name)) if isinstance(getattr(job, f.name), tuple) else 1 for f in positional)
+    flags = [a for a in argv[n_pos:] if a.startswith("--")]
+    assert len(flags) == len(fields) - len(positional)  # every field set: every field gave its option
+    program = job.PROGRAM
+    if program[0] == "fabricbench":
+        command = cli.get_command(click.Context(cli), program[1])
+        options = {o for p in command.params if isinstance(p, click.Option) for o in p.opts}
+        assert len(positional) == len([p for p in command.params if isinstance(p, click.Argument)])
+    else:
+        options = {o for a in importlib.import_module(program[0]).parser()._actions for o in a.option_strings}
+    assert set(flags) <= options, set(flags) - options

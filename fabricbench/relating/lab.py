@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fabricbench import procs
+from fabricbench import jobs
 from fabricbench.errors import FabricbenchError, UsageError
 from fabricbench.fabrics import get_fabric
 from fabricbench.sizes import format_size
@@ -141,8 +141,10 @@ def _under(config: LabConfig, fabric: str, cmd: list[str], what: str, run: LabRu
     argv = [sys.executable, "-m", "fabricbench", *cmd, "--fabric", fabric, "--timeout", str(config.timeout_s),
             "--out", str(run.out)]
     t0 = time.monotonic()
-    # procs.run: its own process group, dead with us (SIGKILL included), ended as a group on timeout
-    proc = procs.run(argv, timeout_s=config.timeout_s + 60)
+    # a job (fabricbench/jobs): its own process group, dead with us (SIGKILL included), ended as a group on
+    # timeout, its temp files in a workspace removed after it
+    with jobs.workspace("lab") as ws:
+        proc = jobs.run(argv, workspace=ws, budget_s=config.timeout_s + 60)
     if proc.timed_out:
         run.failed.append(f"{what}: timed out after {config.timeout_s + 60:.0f} s (ended; records so far kept)")
         say(run.failed[-1])

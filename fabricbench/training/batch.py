@@ -94,7 +94,8 @@ def probe(*, model: str | None, model_config: str | None, gpu: int, seq_len: int
             "gpu_name": torch.cuda.get_device_name(device)}
 
 
-def main() -> None:
+def parser() -> argparse.ArgumentParser:
+    """The options (jobs.configs' job kind for this child builds its argv from the same names)."""
     ap = argparse.ArgumentParser(prog="python3 -m fabricbench.training.batch")
     ap.add_argument("--model")
     ap.add_argument("--model-config")
@@ -105,7 +106,11 @@ def main() -> None:
     ap.add_argument("--start", type=int, default=8)
     ap.add_argument("--limit", type=int, default=1024)
     ap.add_argument("--gain", type=float, default=0.10)
-    a = ap.parse_args()
+    return ap
+
+
+def main() -> None:
+    a = parser().parse_args()
     print(json.dumps(probe(model=a.model, model_config=a.model_config, gpu=a.gpu, seq_len=a.seq_len,
                            image_size=a.image_size, precision=a.precision, start=a.start, limit=a.limit,
                            gain=a.gain)))
