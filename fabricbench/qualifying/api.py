@@ -205,7 +205,7 @@ def qualify(spec: Spec | str | os.PathLike, *, out: str | os.PathLike | None = N
             verdicts.append(_baseline_verdict(base_records, writer.records + previous, tol))
         if rank0:
             for v in verdicts:
-                writer.write(verdict_record(v, run_id))
+                writer.write(v.to_record(run_id))
     finally:
         writer.close()
     res = QualifyResult(spec=spec, verdicts=verdicts, out=str(out) if out is not None else None, run_id=run_id,
@@ -223,13 +223,6 @@ def qualify(spec: Spec | str | os.PathLike, *, out: str | os.PathLike | None = N
             tf.add_verdicts(res.host, spec.name, verdicts, when=res.when)
             res.files["prometheus"] = tf.write(str(prometheus))
     return res
-
-
-def verdict_record(v: Verdict, run_id: str) -> dict[str, Any]:
-    """A kind "verdict" record: the header's `kind` stays "verdict"; the check's kind is `check_kind`."""
-    body = v.to_dict()
-    body["check_kind"] = body.pop("kind")
-    return {**header("verdict", run_id=run_id), **body}
 
 
 def _judge(check, kind, ctx, distributed: bool, echo) -> Verdict:

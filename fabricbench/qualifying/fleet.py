@@ -37,8 +37,8 @@ from fabricbench.qualifying.figures import Figure, figures
 from fabricbench.qualifying.junit import xml_text
 from fabricbench.qualifying.inputs import Tally, orjson, read_json, records
 from fabricbench.qualifying.prometheus import TextFile, check_path as check_prometheus_path
-from fabricbench.qualifying.verdict import EXIT, RANK, SEVERITIES
-from fabricbench.results.status import Severity, Status, parse_severity, worst as worst_severity
+from fabricbench.qualifying.verdict import EXIT, RANK, SEVERITIES, Verdict
+from fabricbench.results.status import Severity, Status, worst as worst_severity
 from fabricbench.progress import Progress
 from fabricbench.report import table as tables
 from fabricbench.report.analysis import fmt
@@ -50,7 +50,7 @@ SHOW_NODES = 50  # nodes listed in the terminal and the report, worst first (fle
 # The fields a figure (figures.py), a verdict or a busbw series reads: a streamed record keeps only these.
 _KEEP = ("kind", "status", "time_us", "inplace", "requested_bytes", "busbw_gbps", "algbw_gbps", "cv", "op",
          "dtype", "nranks", "gpus", "fabric", "host", "gbps", "direction", "bytes", "copy_kind", "src", "dst",
-         "throughput", "strategy", "model", "check", "severity", "code")
+         "throughput", "strategy", "model", "check", "check_kind", "severity", "code")
 
 
 @dataclass(kw_only=True)
@@ -161,23 +161,20 @@ def load_nodes(path: str | os.PathLike, notes: list[str] | None = None) -> list[
 
 
 def _adopt_verdicts(node: Node, verdicts: list[dict[str, Any]]) -> None:
-    """A node's own verdicts: its failed checks, their severities and codes (older runs: from status)."""
-    if not verdicts:
+    """A node's own verdicts (records or verdicts.json entries, typed by Verdict.from_record: older runs get
+    their severity from their status; one that is not a verdict is left out): its failed checks, their
+    severities and codes."""
+    typed = [v for v in map(Verdict.from_record, verdicts) if v is not None]
+    if not typed:
         return
-    for v in verdicts:
-        status, check = v.get("status"), str(v.get("check"))
-        sev = parse_severity(v.get("severity"))
-        if sev is None:
-            sev = {Status.PASS: Severity.PASS, Status.WAIVED: Severity.INFO,
-                   Status.ERROR: Severity.UNKNOWN}.get(status, Severity.CRITICAL)
-        code = v.get("code") if isinstance(v.get("code"), str) else ("FB_PASS" if sev == Severity.PASS else "FB_FAIL")
-        node.checks[check] = (sev, code)
-        if status in (Status.FAIL, Status.ERROR):
-            node.failed.append(check)
-        if sev.rank > node.severity.rank:
-            node.severity = sev
-        if sev not in (Severity.PASS, Severity.INFO) and code not in node.codes:
-            node.codes.append(code)
+    for v in typed:
+        node.checks[v.check] = (v.severity, v.code)
+        if v.status in (Status.FAIL, Status.ERROR):
+            node.failed.append(v.check)
+        if v.severity.rank > node.severity.rank:
+            node.severity = v.severity
+        if v.severity not in (Severity.PASS, Severity.INFO) and v.code not in node.codes:
+            node.codes.append(v.code)
     node.status = Status.FAIL if node.failed else Status.PASS
 
 

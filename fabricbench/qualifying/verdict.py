@@ -23,10 +23,12 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from fabricbench.qualifying.codes import CODES, code_for
-from fabricbench.results.status import KIND_STATUSES, MISS_SEVERITIES, VERDICT_OK, Severity, Status
+from fabricbench.results.schema import header
+from fabricbench.results.status import (KIND_STATUSES, MISS_SEVERITIES, VERDICT_OK, Severity, Status, parse,
+                                        parse_severity)
 from fabricbench.results.status import worst as worst_severity
 
 # The vocabularies are results/status.py's: a verdict's status (KIND_STATUSES["verdict"]) and its severity.
@@ -162,8 +164,10 @@ class Verdict:
     source: str | None = None  # where the check's threshold comes from (the spec's `source`)
     attempts: list[dict[str, Any]] = field(default_factory=list)  # every try: status, severity, measured
 
+    KIND: ClassVar[str] = "verdict"  # its record kind (results/records.py reads it typed: Records.typed)
+
     def __post_init__(self) -> None:
-        self.status = Status(self.status)  # plain strings (from_dict) become the enums; a stranger raises
+        self.status = Status(self.status)  # plain strings (from_record) become the enums; a stranger raises
         self.severity = Severity(self.severity)
         assert self.status in STATUSES, self.status
 
@@ -189,13 +193,42 @@ class Verdict:
         d["message"] = self.message()
         return d
 
+    def to_record(self, run_id: str) -> dict[str, Any]:
+        """A kind "verdict" record: the header's `kind` stays "verdict"; the check's kind is `check_kind`."""
+        body = self.to_dict()
+        body["check_kind"] = body.pop("kind")
+        return {**header(self.KIND, run_id=run_id), **body}
+
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Verdict":
-        names = {f.name for f in dataclasses.fields(cls)}
-        body = {k: v for k, v in d.items() if k in names and k != "items"}
+    def from_record(cls, d: Any) -> "Verdict | None":
+        """The Verdict a verdict record (to_record) or a verdicts.json entry (to_dict) holds, or None when it
+        holds none (no check name, a status no verdict has: another machine's damaged file). A run from
+        before severities gets the severity its status grades to (Policy.grade of a miss: critical); a
+        missing code is FB_PASS for a pass, FB_FAIL otherwise. Items that do not type are left out."""
+        if not isinstance(d, dict) or not isinstance(d.get("check"), str):
+            return None
+        status = parse(d.get("status"), cls.KIND)
+        if status is None:
+            return None
+        kind = d.get("check_kind") if d.get("kind") == cls.KIND else d.get("kind")
+        severity = parse_severity(d.get("severity")) or _GRADE.get(status, Severity.CRITICAL)
+        code = d.get("code") if isinstance(d.get("code"), str) else (
+            "FB_PASS" if severity == Severity.PASS else "FB_FAIL")
+        names = {f.name for f in dataclasses.fields(cls)} - {"check", "kind", "status", "severity", "code", "items"}
+        body = {k: v for k, v in d.items() if k in names}
         item_names = {f.name for f in dataclasses.fields(Item)}
-        items = [Item(**{k: v for k, v in i.items() if k in item_names}) for i in d.get("items", [])]
-        return cls(**body, items=items)
+        items = []
+        for i in d.get("items") or []:
+            if isinstance(i, dict) and isinstance(i.get("criterion"), str) and parse(i.get("status"), cls.KIND):
+                items.append(Item(**{k: v for k, v in i.items() if k in item_names and k != "severity"},
+                                  severity=parse_severity(i.get("severity"))))
+        return cls(check=d["check"], kind=str(kind or "unknown"), status=status, severity=severity, code=code,
+                   items=items, **body)
+
+
+# What a verdict's status grades to when its record names no severity (runs from before severities).
+_GRADE = {Status.PASS: Severity.PASS, Status.WAIVED: Severity.INFO, Status.ERROR: Severity.UNKNOWN,
+          Status.FAIL: Severity.CRITICAL}
 
 
 def combine(check: str, kind: str, items: list[Item], *, description: str | None = None,
