@@ -85,3 +85,17 @@ def test_older_and_foreign_verdicts():
     assert err.severity is Severity.UNKNOWN
     assert Verdict.from_record({"check": "bw", "status": "ok"}) is None  # a collective's status, not a verdict's
     assert Verdict.from_record({"status": "pass"}) is None and Verdict.from_record(["x"]) is None
+
+
+def test_the_fleet_reader_checks_the_shared_readers_field_types():
+    from fabricbench.qualifying import inputs
+
+    assert records.flat_types("collective", "time_us") == (int, float)
+    assert records.flat_types("copy", "src") == (str,) and records.flat_types(None, "host") == (str,)
+    for kind, table in inputs._TYPES.items():  # every type the fleet checks is the shared table's
+        for key, types in table.items():
+            assert types == records.flat_types(kind, key), (kind, key)
+    good = {"schema": SCHEMA, "kind": "collective", "op": "all_reduce", "time_us": 3, "status": "ok"}
+    assert inputs.well_typed(good)
+    assert not inputs.well_typed({**good, "time_us": "3"}) and not inputs.well_typed({**good, "time_us": True})
+    assert records.parse_lines(json.dumps({**good, "bytes": 8, "nranks": 2, "time_us": "3"})).records == []

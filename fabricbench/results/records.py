@@ -51,7 +51,8 @@ FIELDS: dict[str, dict[str, Any]] = {
         "backend": str, "transport": str, "gpu_names": [str],
         "extra": {"settings": dict, "topology_gpus": [int], "placement_gpus": [int], "hosts": [str]},
     },
-    "copy": {"bytes!": int, "time_us": NUM, "gbps": NUM, "src": str, "dst": str, "gpus": [int], "iters": int},
+    "copy": {"bytes!": int, "time_us": NUM, "min_us": NUM, "max_us": NUM, "gbps": NUM, "copy_kind": str,
+             "direction": str, "src": str, "dst": str, "gpus": [int], "iters": int, "peer_access": bool, "extra": dict},
     "train": {
         "strategy!": str, "model": str, "status!": str, "message": str, "nranks": int, "world_size": int,
         "batch_size": int, "global_batch": int, "seq_len": int, "image_size": int, "device": str,
@@ -71,7 +72,7 @@ FIELDS: dict[str, dict[str, Any]] = {
                    "message": str, "commands": [str], "records": int, "fabric": str},
     "plan": {"study": dict},
     "machine": {"gpus": [{"ordinal": int, "name": str, "memory_total_bytes": int}], "topology": dict},
-    "topology": {"links": list, "islands": list},
+    "topology": {"gpus": list, "links": list, "islands": list},
     "relate": {"rows": [dict]},
 }
 
@@ -79,6 +80,24 @@ FIELDS: dict[str, dict[str, Any]] = {
 # Records `fabricbench import` made from another tool's output say only what that output told: these
 # fields may be null there (an nccl-tests table names no op, nvbandwidth prints no buffer size).
 IMPORTED_MAY_BE_NULL = frozenset({"op", "nranks", "bytes"})
+
+
+def flat_types(kind: str | None, key: str) -> tuple[type, ...]:
+    """The Python types a top-level field of a kind may have (bool is never a number), from FIELDS and the
+    header: for a reader that checks a few fields one level deep (qualify --fleet's streamed lines)."""
+    spec = next((s for k, s in (*FIELDS.get(kind or "", {}).items(), *_HEADER.items())
+                 if k.rstrip("!") == key), None)
+    assert spec is not None, f"{kind}.{key} is not in results/records.FIELDS"
+
+    def types(s: Any) -> tuple[type, ...]:
+        if isinstance(s, tuple):
+            return tuple(t for x in s for t in types(x))
+        if isinstance(s, dict):
+            return (dict,)
+        if isinstance(s, list):
+            return (list,)
+        return (int, float) if s is float else (s,)
+    return types(spec)
 
 
 def imported(rec: dict[str, Any]) -> bool:
