@@ -99,3 +99,22 @@ def test_the_fleet_reader_checks_the_shared_readers_field_types():
     assert inputs.well_typed(good)
     assert not inputs.well_typed({**good, "time_us": "3"}) and not inputs.well_typed({**good, "time_us": True})
     assert records.parse_lines(json.dumps({**good, "bytes": 8, "nranks": 2, "time_us": "3"})).records == []
+
+
+def test_qualify_resumes_units_through_the_one_store_by_status():
+    from fabricbench.qualifying.context import UnitResult, _closed_units
+
+    def unit(key, **kw):
+        return {**header("qualify_unit", run_id="r1"), **UnitResult(key=key, **kw).to_record()}
+
+    recs = [unit("a"), unit("b", error="child exit 1"), unit("c", waived="no root for a shaped fabric"),
+            unit("d", error="timed out"), unit("d"),  # failed, then measured again: the last one counts
+            {**header("qualify_unit", run_id="r0"), "key": "e", "error": "exit 1"},  # before units had a status
+            {**header("qualify_unit", run_id="r0"), "key": "f", "error": None},
+            {**header("collective", run_id="r1"), "op": "all_reduce", "extra": {"qualify_unit": "a"}}]
+    assert recs[0]["status"] == "ok" and recs[1]["status"] == "error" and recs[2]["status"] == "waived"
+    assert records.parse_lines("".join(json.dumps(r) + "\n" for r in recs[:5])).warnings == []
+    closed = _closed_units(recs)
+    assert sorted(closed) == ["a", "c", "d", "f"]
+    assert closed["c"].waived and closed["c"].status is Status.WAIVED and closed["a"].status is Status.OK
+    assert [r["op"] for r in closed["a"].records] == ["all_reduce"] and closed["a"].reused

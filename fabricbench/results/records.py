@@ -68,6 +68,8 @@ FIELDS: dict[str, dict[str, Any]] = {
     "verdict": {"check!": str, "check_kind": str, "status!": str, "severity": str, "code": str, "criterion": str,
                 "subject": str, "reason": str, "unit": str, "sense": str, "margin": NUM, "duration_s": NUM,
                 "action": str, "items": [{"criterion!": str, "status!": str}], "attempts": [dict]},
+    "qualify_unit": {"key!": str, "status": str, "error": str, "waived": str, "transport": str,
+                     "transport_mismatch": str, "facts": dict, "nrecords": int},
     "study_unit": {"name!": str, "status!": str, "unit_kind": str, "attempt": (str, int), "duration_s": NUM,
                    "message": str, "commands": [str], "records": int, "fabric": str},
     "plan": {"study": dict},

@@ -44,6 +44,7 @@ KIND_STATUSES: dict[str, frozenset[Status]] = {
     "study_unit": frozenset({Status.OK, Status.OOM, Status.FLAGGED, Status.WAIVED, Status.ERROR, Status.TIMEOUT,
                              Status.INTERRUPTED, Status.SKIPPED, Status.RUNNING}),
     "verdict": frozenset({Status.PASS, Status.FAIL, Status.WAIVED, Status.ERROR}),
+    "qualify_unit": frozenset({Status.OK, Status.WAIVED, Status.ERROR}),
 }
 
 # A measurement that can be reused (by --resume) or read as a figure.
