@@ -15,6 +15,7 @@ from typing import Any
 from fabricbench.fabrics.transport import TransportSummary
 from fabricbench.importing.base import busbw_factor
 from fabricbench.results.schema import CollectiveResult
+from fabricbench.results.status import Status
 
 ENGINE = "nccl-tests"
 TIMING_RULE = "nccl-tests: mean of a timed loop of launches (host clock), averaged over ranks"
@@ -66,11 +67,11 @@ def record(head: dict[str, Any], facts: RunFacts, *, nbytes: int | None, count: 
     nranks = facts.nranks
     factor = busbw_factor(facts.op, nranks)
     wrong = side.wrong
-    status, message = "ok", None
+    status, message = Status.OK, None
     if wrong:
-        status, message = "wrong", f"nccl-tests counted {wrong} wrong element(s)"
+        status, message = Status.WRONG, f"nccl-tests counted {wrong} wrong element(s)"
     elif side.time_us is None:
-        status, message = "error", "nccl-tests printed no time for this size"
+        status, message = Status.ERROR, "nccl-tests printed no time for this size"
     extra: dict[str, Any] = {k: v for k, v in {"redop": redop, "root": root, "max_error": side.max_error,
                                                  "p99_us": side.p99_us, "hosts": facts.hosts or None,
                                                  "warmup": facts.warmup, "validation": facts.validation,

@@ -131,10 +131,10 @@ def _last_json(stdout: str) -> dict[str, Any] | None:
 def _failure(children, what: str) -> Outcome:
     rc, out, err, timed_out = children[-1]
     if timed_out:
-        return Outcome(status="timeout", records=[], message=f"{what} did not finish in time")
+        return Outcome(status=Status.TIMEOUT, records=[], message=f"{what} did not finish in time")
     lines = [l.strip() for l in (err or "").splitlines() if l.strip()]
     errs = [l for l in lines if "Error" in l]
-    return Outcome(status="error", records=[], message=f"{what} exit {rc}: " + ((errs or lines or ["no output"])[-1])[:400])
+    return Outcome(status=Status.ERROR, records=[], message=f"{what} exit {rc}: " + ((errs or lines or ["no output"])[-1])[:400])
 
 
 def _file_records(path: Path, kind: str | None = None) -> list[dict[str, Any]]:
@@ -155,7 +155,7 @@ def _machine_collect(unit: Unit, ctx: Context, children) -> Outcome:
     if rc != 0 or doc is None:
         return _failure(children, "machine facts")
 
-    return Outcome(status="ok", records=[{**header("machine", run_id=""), **doc}])
+    return Outcome(status=Status.OK, records=[{**header("machine", run_id=""), **doc}])
 
 
 # -- estimate: model-state bytes per GPU per strategy ----------------------------------------------------------
@@ -171,7 +171,7 @@ def _estimate_collect(unit: Unit, ctx: Context, children) -> Outcome:
     if rc != 0 or doc is None:
         return _failure(children, "estimate")
 
-    return Outcome(status="ok", records=[{**header("estimate", run_id=""), **doc}])
+    return Outcome(status=Status.OK, records=[{**header("estimate", run_id=""), **doc}])
 
 
 # -- train: one strategy on one fabric, with its communication trace ------------------------------------------
@@ -228,7 +228,7 @@ def _batch_collect(unit: Unit, ctx: Context, children) -> Outcome:
     if rc != 0 or doc is None:
         return _failure(children, "batch pick")
 
-    return Outcome(status="ok", records=[{**header("batch", run_id=""), **doc}],
+    return Outcome(status=Status.OK, records=[{**header("batch", run_id=""), **doc}],
                    message=f"batch {doc.get('chosen')} per GPU ({doc.get('why')})")
 
 
@@ -243,7 +243,7 @@ def _summary_collect(unit: Unit, ctx: Context, children) -> Outcome:
     if rc != 0 or doc is None:
         return _failure(children, "summary")
 
-    return Outcome(status="ok", records=[{**header("summary", run_id=""), **doc}])
+    return Outcome(status=Status.OK, records=[{**header("summary", run_id=""), **doc}])
 
 
 def _train_collect(unit: Unit, ctx: Context, children) -> Outcome:
@@ -251,9 +251,9 @@ def _train_collect(unit: Unit, ctx: Context, children) -> Outcome:
     if not recs:
         return _failure(children, "train")
     rec = recs[-1]
-    status = rec.get("status") or "error"
+    status = rec.get("status") or Status.ERROR
     if status not in STATUSES:
-        status = "error"
+        status = Status.ERROR
     return Outcome(status=status, records=recs, message=rec.get("message"))
 
 
@@ -324,9 +324,9 @@ def _sweep_collect(unit: Unit, ctx: Context, children) -> Outcome:
     if not recs or bad:
         o = _failure(bad or children, "sweep")
         return Outcome(status=o.status, records=recs, message=o.message)
-    wrong = [r for r in recs if r.get("status") not in ("ok", None)]
+    wrong = [r for r in recs if r.get("status") not in (Status.OK, None)]
     msg = f"{len(wrong)} measurement(s) not ok" if wrong else None
-    return Outcome(status="ok", records=recs, message=msg)
+    return Outcome(status=Status.OK, records=recs, message=msg)
 
 
 # -- scaling: inside and across NVLink islands --------------------------------------------------------------------
@@ -348,7 +348,7 @@ def _scaling_collect(unit: Unit, ctx: Context, children) -> Outcome:
     if not recs:
         return _failure(children, "scaling")
     rc = children[-1][0]
-    return Outcome(status="ok" if rc == 0 else "error", records=recs,
+    return Outcome(status=Status.OK if rc == 0 else Status.ERROR, records=recs,
                    message=None if rc == 0 else "some GPU sets failed; the others are kept")
 
 
@@ -372,7 +372,7 @@ def _relate_collect(unit: Unit, ctx: Context, children) -> Outcome:
     if doc is None:
         return _failure(children, "relate")
 
-    return Outcome(status="ok" if rc == 0 else "error", records=[{**header("relate", run_id=""), **doc}],
+    return Outcome(status=Status.OK if rc == 0 else Status.ERROR, records=[{**header("relate", run_id=""), **doc}],
                    message=None if rc == 0 else f"relate exit {rc}")
 
 

@@ -21,6 +21,7 @@ from fabricbench.jobs.configs import TrainJob
 from fabricbench.qualifying.checks.base import Check, CheckKind, Invalid
 from fabricbench.qualifying.fields import Field
 from fabricbench.qualifying.verdict import Item, at_least, equal, error, waived
+from fabricbench.results.status import Status
 from fabricbench.training.strategies import STRATEGIES
 
 FIELDS = {
@@ -62,9 +63,9 @@ def judge(check: Check, ctx) -> list[Item]:
     if rec is None:
         return [error("train", f"no training record came back: {res.error or 'unknown reason'}")]
     subj = f"{p['strategy']} {p['model']}, {rec.get('nranks')} ranks"
-    if rec.get("status") == "waived":
+    if rec.get("status") == Status.WAIVED:
         return [waived("train", rec.get("message") or "waived", subject=subj)]
-    if rec.get("status") in ("error", "oom"):
+    if rec.get("status") in (Status.ERROR, Status.OOM):
         return [error("train", f"{rec['status']}: {rec.get('message')}", subject=subj)]
     items: list[Item] = []
     if p.get("loss_falls"):
