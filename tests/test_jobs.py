@@ -133,6 +133,13 @@ def test_a_process_that_dies_is_named_and_the_others_are_killed():
     assert out.returncode == -9 and out.returncodes["rank 0"] is not None and took < 15 and not out.ok
 
 
+def test_a_stopped_process_of_several_is_named_by_the_stall_timeout():
+    out, took, _ = _run_ranks("wait", "stop", stall_s=3)  # nobody fails: the stall policy ends the job
+    assert out.stalled == out.failed == "rank 1" and out.returncode is None and took < 15
+    assert out.message.startswith("rank 1 stopped answering: no sign of life for")
+    assert out.returncodes == {"rank 0": -9, "rank 1": -9}  # both killed, the stopped one too
+
+
 def test_a_process_that_says_why_it_failed_is_named_with_its_reason():
     out, took, _ = _run_ranks("fail", "wait")
     assert out.failed == "rank 0" and out.returncode == 1 and out.message is None and took < 15
