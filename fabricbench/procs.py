@@ -81,14 +81,14 @@ def death_signal_available() -> bool:
 
 def spawn(argv: Sequence[str], *, env: dict[str, str] | None = None, cwd: str | os.PathLike | None = None,
           stdin: Any = subprocess.DEVNULL, stdout: Any = None, stderr: Any = None,
-          pass_fds: Sequence[int] = (), text: bool = True) -> subprocess.Popen:
+          text: bool = True) -> subprocess.Popen:
     """Start argv in a new process group that dies with this process (Linux). stdin defaults to
     /dev/null: a background process group that reads the terminal would be stopped by SIGTTIN."""
     parent = os.getpid()
     env = dict(os.environ if env is None else env)
     env[PARENT_ENV] = str(parent)
     return subprocess.Popen(list(argv), env=env, cwd=cwd, stdin=stdin, stdout=stdout, stderr=stderr,
-                            pass_fds=tuple(pass_fds), process_group=0,
+                            process_group=0,
                             preexec_fn=lambda: die_with_parent(parent),
                             text=text, errors="replace" if text else None)
 
