@@ -33,6 +33,7 @@ def main() -> int:
     ap.add_argument("--batch-size", type=int, default=2)
     ap.add_argument("--seq-len", type=int, default=128)
     ap.add_argument("--sweep-iters", type=int, default=5)
+    ap.add_argument("--repeats", type=int, default=1, help="train runs per fabric, fresh processes, interleaved")
     ap.add_argument("--out", default=None, help="records JSONL (default: a fresh temporary folder)")
     ap.add_argument("--plot", default=None, help="also write the relate figure here (PNG)")
     args = ap.parse_args()
@@ -46,7 +47,7 @@ def main() -> int:
     config = LabConfig(fabrics=fabrics, strategies=[s.strip() for s in args.strategies.split(",") if s.strip()],
                        model=args.model, out=out, nprocs=args.nprocs, steps=args.steps,
                        warmup_steps=args.warmup_steps, batch_size=args.batch_size, seq_len=args.seq_len,
-                       sweep_iters=args.sweep_iters)
+                       sweep_iters=args.sweep_iters, repeats=args.repeats)
     t0 = time.monotonic()
     run = run_lab(config, log=lambda m: print(m, flush=True))
     print(f"lab: {time.monotonic() - t0:.0f} s in all; records {out}")
