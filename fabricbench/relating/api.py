@@ -35,6 +35,7 @@ REFERENCE = "reference"
 PREDICTED_ONLY = "predicted-only"
 UPPER_BOUND = "e=1 upper bound"
 NO_COMMUNICATION = "no communication"
+LINK_CREDIT = "link credit"  # T_comm less a token-bucket link's banked credit (model.py)
 
 
 @dataclass(kw_only=True)
@@ -268,6 +269,11 @@ def _row(base: Observed, own: Observed | None, fab: str, e: float, on_ref: Prici
             flags.append("trace differs")
             problems.append(f"{base.strategy} ({wl.label()}): the trace on {fab} sends {own_bytes} B/step, "
                             f"on the reference {ref} {ref_bytes} B/step; the prediction uses the reference's")
+    if p.credit_s > 0:
+        flags.append(LINK_CREDIT)
+        problems.append(f"{fab}: a token-bucket link (tc tbf) banks up to {bucket_s(fab) * 1e3:.2g} ms of its rate "
+                        f"while idle; training spends it at each collective after compute, a sweep never does: "
+                        f"T_comm is the swept price less that credit (flag: link credit; link_credit_s)")
     if own is not None and own.runs > 1:
         flags.append(f"{own.runs} runs")
     obs = own.step_s if own is not None else None
