@@ -108,15 +108,24 @@ def before_after(records: list[dict], reference: str) -> None:
     after = fabricbench.relate(records, reference=reference)
     print("\nissue 19: step N× slower than on the reference, observed and predicted without / with the link credit")
     print(f"{'strategy':<9}{'fabric':<16}{'observed':>20}{'before':>20}{'resid':>7}{'credit ms':>10}{'after':>20}{'resid':>7}")
+    res_b, res_a = [], []
     for r in after.rows:
         if r.fabric == after.reference or r.observed_slowdown is None:
             continue
         b = before[(r.strategy, r.fabric)]
+        res_b.append(b.residual)
+        res_a.append(r.residual)
         print(f"{r.strategy:<9}{r.fabric:<16}"
               f"{f'{r.observed_slowdown:.2f}× {_ci(r.observed_slowdown_ci95)}':>20}"
               f"{f'{b.predicted_slowdown:.2f}× {_ci(b.predicted_slowdown_ci95)}':>20}{b.residual * 100:>+6.0f}%"
               f"{r.link_credit_s * 1e3:>10.1f}"
               f"{f'{r.predicted_slowdown:.2f}× {_ci(r.predicted_slowdown_ci95)}':>20}{r.residual * 100:>+6.0f}%")
+    if res_a:
+        def mean(v):
+            return sum(v) / len(v) * 100
+
+        print(f"{len(res_a)} rows: mean residual {mean(res_b):+.0f}% before, {mean(res_a):+.0f}% after; mean |residual| "
+              f"{mean([abs(x) for x in res_b]):.0f}% before, {mean([abs(x) for x in res_a]):.0f}% after")
 
 
 def own_check(records: list[dict]) -> None:
