@@ -298,6 +298,7 @@ def _supervise(cmds: dict[str | None, list[str]], env, ws: Path, out: Outcome, w
                 verdict = watch.stall(stall_s, startup_s, ended) if stall_s is not None else None
                 if verdict is not None:
                     out.stalled, out.message = verdict
+                    out.failed = verdict[0] if None not in ps else None
                     procs.kill_all(list(ps.values()), grace_s=0)  # a stopped process cannot act on SIGTERM
                     break
                 several = None not in ps  # a single command's own failure is its exit, handled below
