@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from fabricbench.errors import FabricbenchError, UsageError
+from fabricbench.sizes import parse_size
 
 # A results file of a 12,500-host fleet (12 records each) is ~150 MB; a spec or a log is far smaller.
 MAX_INPUT_BYTES = 4 * 1024**3
@@ -39,6 +40,16 @@ def max_input_bytes() -> int:
         raise UsageError(f"{ENV_MAX}={raw!r} is not a whole number of bytes") from None
     if value <= 0:
         raise UsageError(f"{ENV_MAX}={raw!r} must be positive")
+    return value
+
+
+def set_max_input_bytes(size: str | int) -> int:
+    """Raise (or lower) the input cap for this process and its children (`fabricbench --max-input-size`).
+    It travels in the environment because readers also run in child processes (study units, qualify)."""
+    value = size if isinstance(size, int) else parse_size(str(size))
+    if value <= 0:
+        raise UsageError(f"max input size {size!r} must be positive")
+    os.environ[ENV_MAX] = str(value)
     return value
 
 
@@ -63,7 +74,7 @@ def check_input(path: str | os.PathLike, *, what: str = "input", max_bytes: int 
     cap = max_input_bytes() if max_bytes is None else max_bytes
     if st.st_size > cap:
         raise UsageError(f"{what} {p}: {st.st_size:,} bytes is over the {cap:,}-byte cap; "
-                         f"set {ENV_MAX} to a larger number of bytes if the file is right")
+                         f"if the file is right, raise the cap (fabricbench --max-input-size SIZE, or {ENV_MAX})")
     if not os.access(p, os.R_OK):
         raise UsageError(f"{what} {p}: not readable (permissions)")
     return p

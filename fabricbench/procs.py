@@ -1,7 +1,11 @@
-"""Every child process fabricbench starts: its own process group, dead with its parent, killed as a group.
+"""The process primitives under the one child runner (fabricbench/jobs/runner.py): its own process group
+per child, dead with its parent, killed as a group; temp folders; the SIGINT/SIGTERM policy; the guard.
+
+A child run goes through jobs.run, never through these directly (the runner applies the fabric, the stall
+and budget policy and the workspace); what else uses this module is the signal policy (the CLI's entry,
+fabrics.apply, study) and the guard that torchrun's ranks start under (training/launch.py).
 
     from fabricbench import procs
-    res = procs.run([sys.executable, "-m", "fabricbench", "sweep", ...], env=env, timeout_s=600)
     p = procs.spawn(argv, env=env)        # a Popen; procs.kill_tree(p) ends it and all it started
     with procs.temp_dir("train") as tmp:  # removed on exit, Ctrl-C included; stale ones at the next start
     procs.install()                       # SIGTERM -> procs.Terminated (a KeyboardInterrupt), exit 143
@@ -36,25 +40,15 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 GRACE_S = 5.0  # SIGTERM -> SIGKILL: time for a child to shut its own children down
 REAP_S = 10.0  # after SIGKILL: a process in uninterruptible sleep (D state) is left to init past this
-DRAIN_S = 5.0  # after the kill: reading what the child printed, unless a stray holds its pipes open
 PARENT_ENV = "FABRICBENCH_PARENT_PID"  # the pid a `python -m fabricbench.procs` child must find as parent
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 TEMP_PREFIX = "fabricbench-p"
 _TEMP_RE = re.compile(r"^fabricbench-p(\d+)-")
-
-
-@dataclass(frozen=True)
-class Result:
-    returncode: int | None  # negative: killed by that signal (subprocess's convention)
-    stdout: str
-    stderr: str
-    timed_out: bool
 
 
 def _prctl():
@@ -150,50 +144,6 @@ def kill_all(ps: Sequence[subprocess.Popen], grace_s: float = 0.0) -> None:
                 pass
     for p in ps:
         kill_tree(p, grace_s=0)
-
-
-def run(argv: Sequence[str], *, env: dict[str, str] | None = None, cwd: str | os.PathLike | None = None,
-        timeout_s: float | None = None, capture: bool = True, grace_s: float = GRACE_S) -> Result:
-    """Run argv to the end, or to timeout_s: then its whole group is ended (kill_tree) and what it had
-    printed is returned with timed_out=True. On KeyboardInterrupt (or any error here) the group is
-    ended too before the exception goes on. Without capture the child writes to our stdout/stderr."""
-    pipe = subprocess.PIPE if capture else None
-    p = spawn(argv, env=env, cwd=cwd, stdout=pipe, stderr=pipe)
-    timed_out = False
-    out = err = ""
-    try:
-        try:
-            out, err = p.communicate(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            kill_tree(p, grace_s)
-            out, err = _drain(p)
-    except BaseException:
-        kill_tree(p, grace_s=0 if timed_out else min(grace_s, 2.0))
-        _close_pipes(p)
-        raise
-    signal_group(p.pid, signal.SIGKILL)  # strays the child left behind in its group
-    return Result(p.returncode, out or "", err or "", timed_out)
-
-
-def _drain(p: subprocess.Popen) -> tuple[str, str]:
-    """The rest of a killed child's output; a grandchild outside its group may hold the pipes open, so
-    the reading is bounded too."""
-    try:
-        out, err = p.communicate(timeout=DRAIN_S)
-    except subprocess.TimeoutExpired:
-        _close_pipes(p)
-        out, err = "", ""
-    except ValueError:  # nothing to read: no pipes were asked for
-        out, err = "", ""
-    return out or "", err or ""
-
-
-def _close_pipes(p: subprocess.Popen) -> None:
-    for fh in (p.stdin, p.stdout, p.stderr):
-        if fh is not None:
-            with contextlib.suppress(OSError):
-                fh.close()
 
 
 # -- temporary folders ------------------------------------------------------------------------------------

@@ -35,6 +35,22 @@ def test_size_cap_and_env_override(tmp_path, monkeypatch):
     assert read_input(f) == "x" * 100
 
 
+def test_max_input_size_flag_reaches_every_reader(tmp_path):
+    """`fabricbench --max-input-size` moves the cap for any command's reader; a bad size is one line, exit 2."""
+    import subprocess
+    import sys
+
+    f = tmp_path / "r.jsonl"
+    f.write_text('{"schema": "fabricbench/1", "kind": "note"}\n' + " " * 2000 + "\n")
+    fb = [sys.executable, "-m", "fabricbench"]
+    p = subprocess.run([*fb, "--max-input-size", "1K", "relate", str(f)], capture_output=True, text=True)
+    assert p.returncode == 2 and "over the 1,024-byte cap" in p.stderr and "--max-input-size" in p.stderr
+    p = subprocess.run([*fb, "--max-input-size", "1M", "relate", str(f)], capture_output=True, text=True)
+    assert "cap" not in p.stderr and "Traceback" not in p.stderr
+    p = subprocess.run([*fb, "--max-input-size", "lots", "relate", str(f)], capture_output=True, text=True)
+    assert p.returncode == 2 and p.stderr.startswith("Error: --max-input-size ") and len(p.stderr.splitlines()) == 1
+
+
 def test_binary_input_reads_as_text(tmp_path):
     f = tmp_path / "bin"
     f.write_bytes(b"\xff\xfe\x00ok")

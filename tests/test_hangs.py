@@ -3,8 +3,8 @@ with the records kept and no process or temporary folder left behind (checked by
 
     python3 -m pytest -q tests/test_hangs.py
 
-The sweeps run 2 gloo ranks with a small --timeout; bounds are --timeout + launch.DEAD_AFTER_S + a margin
-for a loaded 2-core CI machine. Processes are found through /proc/<pid>/task/*/children.
+The sweeps run 2 gloo ranks (one job of the child runner, fabricbench/jobs) with a small --timeout; bounds
+are --timeout + launch.DEAD_AFTER_S + a margin for a loaded 2-core CI machine. Processes are found through /proc/<pid>/task/*/children.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from fabricbench import procs
+from fabricbench import jobs, procs
 from fabricbench.measuring.launch import DEAD_AFTER_S
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs Linux /proc")
@@ -312,12 +312,13 @@ def test_train_killed_parent_leaves_no_process_or_folder(cmd, tmp_path, sig):
 
 
 # -- procs --------------------------------------------------------------------------------------------------
-def test_run_timeout_kills_the_whole_group():
+def test_run_budget_kills_the_whole_group():
     code = ("import subprocess, sys, time; p = subprocess.Popen([sys.executable, '-c', 'import time; "
             "time.sleep(60)']); print(p.pid, flush=True); time.sleep(60)")
     t0 = time.monotonic()
-    res = procs.run([sys.executable, "-c", code], timeout_s=3, grace_s=1)
-    assert res.timed_out and res.returncode is not None and time.monotonic() - t0 < 15
+    with jobs.workspace("t") as ws:
+        res = jobs.run([sys.executable, "-c", code], workspace=ws, budget_s=3, grace_s=1)
+    assert res.timed_out and res.returncode is None and time.monotonic() - t0 < 15
     assert_gone([int(res.stdout.split()[0])])  # the grandchild went with the group
 
 
@@ -343,7 +344,8 @@ def test_guard_refuses_to_run_when_the_starter_is_gone():
     res = subprocess.run([sys.executable, "-m", "fabricbench.procs", "json.tool", "--help"], env=env,
                          capture_output=True, timeout=60)
     assert res.returncode == -signal.SIGKILL
-    ok = procs.run([sys.executable, "-m", "fabricbench.procs", "json.tool", "--help"], timeout_s=60)
+    with jobs.workspace("t") as ws:
+        ok = jobs.run([sys.executable, "-m", "fabricbench.procs", "json.tool", "--help"], workspace=ws, budget_s=60)
     assert ok.returncode == 0 and "json.tool" in ok.stdout
 
 

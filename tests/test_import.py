@@ -157,6 +157,9 @@ def test_parse_nccl_log_shm_plugins_versions_prefixes():
     assert s.transports == ["NET/NCCL RDMA Plugin v8", "P2P/IPC", "SHM"] and s.connections == 3
     assert s.nccl_version == "2.27.5" and s.network == "AWS Libfabric" and s.gdrdma is True
     assert transport_of("direct shared memory") == "SHM" and transport_of("P2P/MNNVL") == "P2P/MNNVL"
+    told = parse_nccl_log("h:1:2 [0] NCCL INFO NCCL_ALGO set by environment to Ring\n"
+                          "h:1:2 [0] NCCL INFO NCCL_PROTO set by environment to Simple.\n")
+    assert (told.algo, told.proto, s.algo, s.proto) == ("Ring", "Simple", None, None)
     off = parse_nccl_log("h:1:2 [0] NCCL INFO NVLS multicast support is available on dev 0\n"
                          "h:1:2 [0] NCCL INFO 24 coll channels, 0 collnet channels, 0 nvls channels, 32 p2p channels\n")
     assert off.nvls_available and not off.nvls

@@ -87,6 +87,86 @@ def test_a_speaker_that_never_starts_is_named():
     assert out.stalled == "rank 0" and "it never started" in out.message
 
 
+# -- a job of several processes (sweep --nprocs N's ranks) ---------------------------------------------------
+RANK = """
+import os, signal, sys, time
+from fabricbench.jobs import channel
+who, mode = sys.argv[1], sys.argv[2]
+ch = channel.open_channel(who)
+ch.record({"kind": "collective", "who": who})
+ch.send("skip", skipped=1, planned=2)
+if mode == "die":
+    os.kill(os.getpid(), signal.SIGKILL)
+if mode == "stop":
+    os.kill(os.getpid(), signal.SIGSTOP)
+if mode.startswith("fail"):
+    time.sleep(float(mode[4:] or 0))
+    ch.error("CollectiveTimeout", "rank 0: the peer went away")
+    sys.exit(1)
+time.sleep({"wait": 60, "slow": 3.5}.get(mode, 0))
+"""
+
+
+def _ranks(*modes: str) -> dict[str, list[str]]:
+    return {f"rank {r}": [sys.executable, "-c", RANK, f"rank {r}", m] for r, m in enumerate(modes)}
+
+
+def _run_ranks(*modes: str, stall_s: float = 60) -> tuple[jobs.Outcome, float, list]:
+    said = []
+    t0 = time.monotonic()
+    with jobs.workspace("t") as ws:
+        out = jobs.run(_ranks(*modes), workspace=ws, stall_s=stall_s, capture=False,
+                       on_message=lambda who, m: said.append((who, m["m"], m.get("skipped"))))
+    return out, time.monotonic() - t0, said
+
+
+def test_several_processes_end_well_and_an_early_finisher_is_not_called_silent():
+    out, _, said = _run_ranks("ok", "slow", stall_s=2)  # rank 0 exits 3.5 s before rank 1: not a stall
+    assert out.ok and out.returncodes == {"rank 0": 0, "rank 1": 0} and out.failed is None
+    assert sorted(r["who"] for r in out.records) == ["rank 0", "rank 1"]
+    assert sorted(said) == [("rank 0", "skip", 1), ("rank 1", "skip", 1)]
+
+
+def test_a_process_that_dies_is_named_and_the_others_are_killed():
+    out, took, _ = _run_ranks("wait", "die")
+    assert out.failed == "rank 1" and out.message == "rank 1 died (killed by SIGKILL) before it finished"
+    assert out.returncode == -9 and out.returncodes["rank 0"] is not None and took < 15 and not out.ok
+
+
+def test_a_process_that_says_why_it_failed_is_named_with_its_reason():
+    out, took, _ = _run_ranks("fail", "wait")
+    assert out.failed == "rank 0" and out.returncode == 1 and out.message is None and took < 15
+    assert out.errors == {"rank 0": {"kind": "CollectiveTimeout", "message": "rank 0: the peer went away"}}
+
+
+def test_a_stopped_process_is_blamed_for_the_error_its_peer_reports():
+    out, took, _ = _run_ranks("fail5", "stop")  # rank 0 fails 5 s after rank 1 stopped (a peer's timeout)
+    assert out.stalled == out.failed == "rank 1" and out.returncode is None and took < 20
+    assert out.message.startswith("rank 1 stopped answering: no sign of life for") and "after 1 record(s)" in out.message
+
+
+def test_the_sweep_launcher_turns_the_outcome_into_the_cause_s_error():
+    from fabricbench.errors import CollectiveTimeout, FabricbenchError
+    from fabricbench.measuring.launch import run_error
+
+    told = {"rank 0": {"kind": "CollectiveTimeout", "message": "rank 0: all_reduce did not finish"}}
+    assert run_error(jobs.Outcome(returncode=0, returncodes={"rank 0": 0})) is None
+    e = run_error(jobs.Outcome(returncode=None, stalled="rank 1", failed="rank 1", errors=told,
+                               message="rank 1 stopped answering: no sign of life for 7 s (...)"))
+    assert isinstance(e, CollectiveTimeout) and str(e) == ("rank 1 stopped answering: no sign of life for 7 s "
+                                                           "(...); rank 0 then reported: rank 0: all_reduce did "
+                                                           "not finish; every rank was killed")
+    e = run_error(jobs.Outcome(returncode=-9, failed="rank 1", message="rank 1 died (killed by SIGKILL) before "
+                               "it finished"))
+    assert type(e) is FabricbenchError and str(e).startswith("rank 1 died (killed by SIGKILL)")
+    e = run_error(jobs.Outcome(returncode=1, failed="rank 0", errors=told))
+    assert isinstance(e, CollectiveTimeout) and str(e) == "rank 0: all_reduce did not finish"
+    e = run_error(jobs.Outcome(returncode=1, failed="rank 1", errors={"rank 1": {"kind": "OSError", "message": "x"}}))
+    assert type(e) is FabricbenchError and str(e) == "rank 1: x"
+    assert isinstance(run_error(jobs.Outcome(returncode=1, failed="rank 0", errors={
+        "rank 0": {"kind": "KeyboardInterrupt", "message": "interrupted"}})), KeyboardInterrupt)
+
+
 # -- the resume store ----------------------------------------------------------------------------------------
 def test_a_torn_last_line_is_cut_off_with_a_warning_and_measured_again(tmp_path):
     path = tmp_path / "r.jsonl"
@@ -159,3 +239,52 @@ def test_argv_and_key_come_from_the_config_type():
     assert t.argv()[-4:] == ["--fabric", "sec", "--timeout", "20"]
     with pytest.raises(dataclasses.FrozenInstanceError):
         job.iters = 3
+
+
+def _every_field_set() -> list:
+    """One job of each kind with every field given (a bool true), so that each field yields its argument."""
+    from fabricbench.jobs import configs as c
+
+    return [
+        c.SweepJob(ops="all_reduce", sizes="1K", dtype="float32", iters=2, warmup=1, engine="native", backend="nccl",
+                   gpus=(0, 1), nprocs=2, timeout_s=5.0, fabric="sec", out="o.jsonl", quiet=True),
+        c.CopyJob(gpus="0-1", size="1M", iters=2, warmup=1, no_host=True, no_peer=True),
+        c.TrainJob(strategy="ddp", model="tiny-mistral", model_config="m.json", device="cpu", gpus="0", nprocs=2,
+                   steps=4, warmup_steps=1, batch_size=2, seq_len=16, image_size=32, precision="fp32",
+                   trace_steps=0, repeats=1, target_ci=0.0, max_steps=8, fabric="sec", timeout_s=20.0, out="t.jsonl"),
+        c.ScalingJob(gpus=(0, 1), ops="all_reduce", sizes="1M", fabric="sec", iters=2, warmup=1, out="s.jsonl",
+                     as_json=True),
+        c.EstimateJob(model="tiny-mistral", model_config="m.json", num_gpus=2, batch_size=2, seq_len=16,
+                      image_size=32, as_json=True),
+        c.RelateJob(files=("a.jsonl", "b.jsonl"), reference="default", as_json=True),
+        c.ReportJob(out_dir="run", as_json=True),
+        c.MachineJob(device="cpu", gpus=(0,), nprocs=2),
+        c.BatchJob(model="tiny-mistral", model_config="m.json", gpu=1, seq_len=16, image_size=32, precision="bf16"),
+    ]
+
+
+@pytest.mark.parametrize("job", _every_field_set(), ids=lambda j: type(j).__name__)
+def test_every_job_kind_s_arguments_are_its_child_s_options(job):
+    """A job kind's field that its child program does not accept fails here, before any child runs."""
+    import importlib
+
+    import click
+
+    from fabricbench.cli import cli
+    from fabricbench.jobs.configs import ARGV, Job
+
+    assert isinstance(job, Job) and job.command()[:2] == [sys.executable, "-m"]
+    fields = dataclasses.fields(job)
+    positional = [f for f in fields if (f.metadata.get(ARGV) or {}).get("positional")]
+    argv = job.argv()
+    n_pos = sum(len(getattr(job, f.name)) if isinstance(getattr(job, f.name), tuple) else 1 for f in positional)
+    flags = [a for a in argv[n_pos:] if a.startswith("--")]
+    assert len(flags) == len(fields) - len(positional)  # every field set: every field gave its option
+    program = job.PROGRAM
+    if program[0] == "fabricbench":
+        command = cli.get_command(click.Context(cli), program[1])
+        options = {o for p in command.params if isinstance(p, click.Option) for o in p.opts}
+        assert len(positional) == len([p for p in command.params if isinstance(p, click.Argument)])
+    else:
+        options = {o for a in importlib.import_module(program[0]).parser()._actions for o in a.option_strings}
+    assert set(flags) <= options, set(flags) - options

@@ -36,6 +36,19 @@ def test_record_has_every_key_and_right_values():
     json.dumps(rec)  # plain JSON
 
 
+def test_record_names_the_algorithm_and_protocol_nccl_was_told(monkeypatch):
+    monkeypatch.delenv("NCCL_ALGO", raising=False)
+    monkeypatch.delenv("NCCL_PROTO", raising=False)
+    rec = _result([100.0]).to_dict()
+    assert (rec["nccl_algo"], rec["nccl_proto"], rec["nvls"]) == (None, None, None)  # NCCL's choice; no log read
+    monkeypatch.setenv("NCCL_ALGO", "Ring")
+    monkeypatch.setenv("NCCL_PROTO", "LL128")
+    rec = _result([100.0]).to_dict()
+    assert (rec["nccl_algo"], rec["nccl_proto"]) == ("Ring", "LL128")
+    from fabricbench.qualifying.checks.common import nccl_facts
+    assert nccl_facts({**rec, "nvls": False}) == "NVLS off, algorithm Ring, protocol LL128"
+
+
 def test_single_rank_busbw_is_explained_not_zero():
     rec = _result([10.0], nranks=1).to_dict()
     assert rec["busbw_gbps"] is None and "factor" in rec["busbw_note"]

@@ -78,7 +78,7 @@ def fits(*, strategies: list[str], psi: int, n: int, activation_bytes: int, capa
         st = states[s]["total_bytes"]
         need, source = st + activation_bytes, f"estimate ({recipe} recipe)"
         rec = _measured(records or [], model=model, strategy=s, n=n, batch_size=batch_size)
-        if rec is not None and rec.get("status") == "oom":
+        if rec is not None and rec.get("status") == Status.OOM:
             out.append(MemoryFit(strategy=s, need_bytes=need, states_bytes=st, activation_bytes=activation_bytes,
                                  capacity_bytes=capacity, margin_bytes=None, verdict="does not fit",
                                  source="measured: out of memory"))

@@ -14,9 +14,8 @@ import sys
 
 import click
 
-from fabricbench import procs
+from fabricbench import files, procs
 from fabricbench.errors import EngineUnavailable, FabricbenchError, UsageError
-from fabricbench.files import OutputError
 
 # name -> (module:function, one-line help shown by `fabricbench --help`)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -60,8 +59,15 @@ class LazyGroup(click.Group):
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="fabricbench")
-def cli() -> None:
+@click.option("--max-input-size", "max_input_size", default=None, metavar="SIZE",
+              help=f"Largest input file any reader accepts (e.g. 16G; default 4G, or {files.ENV_MAX}).")
+def cli(max_input_size: str | None) -> None:
     """fabricbench: measure NCCL collectives over your GPUs and fabrics, and what they do to training."""
+    if max_input_size is not None:
+        try:
+            files.set_max_input_bytes(max_input_size)
+        except UsageError as e:
+            raise UsageError(f"--max-input-size {e}") from None
 
 
 def fail(message: str) -> "NoReturn":  # noqa: F821
@@ -93,7 +99,7 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM (procs.Terminated)
         click.echo(procs.message(e), err=True)
         sys.exit(procs.exit_status(e))
-    except OutputError as e:  # an output could not be written (full disk, read-only): what was written is kept
+    except files.OutputError as e:  # an output could not be written (full disk, read-only): what was written is kept
         click.echo(f"Error: {e}", err=True)
         sys.exit(1)
     except FabricbenchError as e:  # a measurement failed (CUDA, NCCL, timeout, check): not the user's input

@@ -19,6 +19,7 @@ import click
 from fabricbench.errors import FabricbenchError
 from fabricbench.procs import Terminated, exit_status
 from fabricbench.report import table as tables
+from fabricbench.results.status import Status
 from fabricbench.study import api as study_api, records
 from fabricbench.study.units import DONE, UNIT_KINDS
 
@@ -104,7 +105,7 @@ def study(out, gpus, device, nprocs, fabrics, strategies, model, model_config, s
     click.echo(f"study: {len(res.units)} unit(s): {counts}")
     click.echo(f"results: {res.results_path}")
     click.echo(f"report:  {res.report_md}\n         {res.report_html}")
-    failed = [u for u in res.units if u.status in ("error", "timeout")]
+    failed = [u for u in res.units if u.status in (Status.ERROR, Status.TIMEOUT)]
     if failed:  # the study went on and its report is written; the exit status still says a unit failed
         raise FabricbenchError(f"{len(failed)} unit(s) failed: " + ", ".join(f"{u.unit.name} ({u.status})"
                                                                           for u in failed[:6])

@@ -30,6 +30,7 @@ from fabricbench.report import table as tables
 from fabricbench.report.table import CsvSink, SweepTable
 from fabricbench.results.context import fabric_label
 from fabricbench.results.schema import header
+from fabricbench.results.status import Status
 from fabricbench.results.writer import ResultWriter
 from fabricbench.sizes import format_size
 
@@ -213,7 +214,7 @@ def _run(config, *, out_path, as_json, csv_path, quiet, resume=False) -> None:
             except OSError as e:
                 raise OutputError(f"--csv {csv_path}: write failed ({e.strerror}); the records are in --out "
                                   f"(when given)") from None
-    bad = [r for r in results if r.status == "wrong"]
+    bad = [r for r in results if r.status == Status.WRONG]
     if bad:
         worst = ", ".join(f"{r.op} {r.bytes} B: {r.wrong}" for r in bad[:4])
         raise CheckFailed(f"--check found wrong elements in {len(bad)} measurement(s) ({worst})")

@@ -17,6 +17,7 @@ from fabricbench.errors import FabricbenchError
 from fabricbench.files import refuse_collisions
 from fabricbench.report import table as tables
 from fabricbench.report.analysis import fmt
+from fabricbench.results.status import Status
 from fabricbench.training import repeats as reps
 from fabricbench.training.api import train as run_train
 from fabricbench.training.models import MODELS
@@ -140,7 +141,7 @@ def train(strategy, model, model_config, model_path, gpus, device, nprocs, backe
                 click.echo(f"fastest on {fab}: {reps.ranking_text(groups)}")
     # exit 1 when a run failed (a dead rank, a crash, a timeout, a strategy that did not run as asked),
     # though every record (and a dead rank's measured steps) was written; oom and waived are results.
-    failed = [r for r in records if r.get("status") in ("error", "timeout")]
+    failed = [r for r in records if r.get("status") in (Status.ERROR, Status.TIMEOUT)]
     if failed:
         raise FabricbenchError("; ".join(f"{r['strategy']}: {str(r.get('message'))[:300]}" for r in failed)
                                + (f" (records written to {out})" if out else ""))

@@ -2,9 +2,12 @@
 
     from fabricbench.fabrics import get_fabric
     from fabricbench.fabrics.apply import applied
-    with applied(get_fabric("shaped:200mbit"), log_dir=tmp) as launch:
-        procs.run(launch.argv([sys.executable, "-m", "fabricbench", "sweep", ...]), env=launch.env, ...)
+    with applied(get_fabric("shaped:200mbit"), env, log_dir=tmp) as launch:   # jobs.run does this
+        procs.spawn(launch.argv([sys.executable, "-m", "fabricbench", "sweep", ...]), env=launch.env)
         record.update(launch.facts)
+
+Every child run goes through the one child runner, which applies its fabric here: jobs.run(argv,
+fabric=...) (fabricbench/jobs/runner.py); nothing else calls `applied` to start a child.
 
 `applied` gives
 - `env`: the child's environment (fabric_env: the user's variables, the fabric's on top with a warning

@@ -37,6 +37,8 @@ _NVLS = re.compile(r"NCCL INFO .*(?:Connected NVLS|NVLS comm|nvlsSupport 1)")
 _NVLS_CHANNELS = re.compile(r"NCCL INFO .*\b(\d+) nvls channels")
 _NVLS_AVAILABLE = re.compile(r"NVLS multicast support is available")
 _VERSION = re.compile(r"NCCL version (\d+\.\d+\.\d+)")
+# NCCL echoes each variable it took from the environment: "NCCL_ALGO set by environment to Ring".
+_ENV_SET = re.compile(r"NCCL INFO (NCCL_ALGO|NCCL_PROTO) set by environment to (.+?)\.?\s*$")
 
 
 def transport_of(path: str) -> str:
@@ -66,6 +68,8 @@ class TransportSummary:
     nvls_available: bool = False  # "NVLS multicast support is available"
     nccl_version: str | None = None  # "2.21.5" (the "+cudaX" suffix dropped)
     log_lines: int = 0  # NCCL INFO lines read
+    algo: str | None = None  # NCCL_ALGO as NCCL took it from the environment (None: NCCL's own choice)
+    proto: str | None = None  # NCCL_PROTO likewise
 
     @property
     def families(self) -> set[str]:
@@ -86,7 +90,8 @@ class TransportSummary:
         return {"transports": self.transports, "connections": self.connections, "nranks": self.nranks,
                 "nnodes": self.nnodes, "local_ranks": self.local_ranks, "network": self.network,
                 "gdrdma": self.gdrdma, "nvls": self.nvls, "nvls_available": self.nvls_available,
-                "nccl_version": self.nccl_version, "log_lines": self.log_lines}
+                "nccl_version": self.nccl_version, "log_lines": self.log_lines, "algo": self.algo,
+                "proto": self.proto}
 
 
 def parse_nccl_log(text: str) -> TransportSummary:
@@ -116,6 +121,13 @@ def parse_nccl_log(text: str) -> TransportSummary:
         m = _NETWORK.search(line)
         if m:
             s.network = m.group(1)
+            continue
+        m = _ENV_SET.search(line)
+        if m:
+            if m.group(1) == "NCCL_ALGO":
+                s.algo = m.group(2)
+            else:
+                s.proto = m.group(2)
             continue
         m = _VERSION.search(line)
         if m and s.nccl_version is None:

@@ -15,6 +15,7 @@ from typing import Any
 from fabricbench.fabrics.transport import TransportSummary
 from fabricbench.importing.base import busbw_factor
 from fabricbench.results.schema import CollectiveResult
+from fabricbench.results.status import Status
 
 ENGINE = "nccl-tests"
 TIMING_RULE = "nccl-tests: mean of a timed loop of launches (host clock), averaged over ranks"
@@ -66,11 +67,11 @@ def record(head: dict[str, Any], facts: RunFacts, *, nbytes: int | None, count: 
     nranks = facts.nranks
     factor = busbw_factor(facts.op, nranks)
     wrong = side.wrong
-    status, message = "ok", None
+    status, message = Status.OK, None
     if wrong:
-        status, message = "wrong", f"nccl-tests counted {wrong} wrong element(s)"
+        status, message = Status.WRONG, f"nccl-tests counted {wrong} wrong element(s)"
     elif side.time_us is None:
-        status, message = "error", "nccl-tests printed no time for this size"
+        status, message = Status.ERROR, "nccl-tests printed no time for this size"
     extra: dict[str, Any] = {k: v for k, v in {"redop": redop, "root": root, "max_error": side.max_error,
                                                  "p99_us": side.p99_us, "hosts": facts.hosts or None,
                                                  "warmup": facts.warmup, "validation": facts.validation,
@@ -79,10 +80,10 @@ def record(head: dict[str, Any], facts: RunFacts, *, nbytes: int | None, count: 
     per_iter = side.min_us is not None or side.cv is not None
     if facts.log is not None and facts.log.log_lines:
         transport = facts.log.label(nranks)
-        nvls = facts.log.nvls
+        nvls, algo, proto = facts.log.nvls, facts.log.algo, facts.log.proto
         extra["transport_detail"] = facts.log.to_dict()
     else:
-        transport, nvls = None, None
+        transport, nvls, algo, proto = None, None, None, None
     r = CollectiveResult(
         op=facts.op, dtype=dtype, bytes=nbytes, requested_bytes=None, count=count, nranks=nranks,
         gpus=list(facts.gpus), inplace=inplace, graph=facts.graph, iters=facts.iters,
@@ -92,5 +93,5 @@ def record(head: dict[str, Any], facts: RunFacts, *, nbytes: int | None, count: 
         wrong=wrong, status=status, message=message, engine=ENGINE, backend="nccl",
         timing_rule=TIMING_RULE + ("; i_* columns: " + PER_ITER_RULE if per_iter else ""),
         nccl_version=facts.nccl_version, gpu_names=list(facts.gpu_names), transport=transport, nvls=nvls,
-        extra=extra, context=head)
+        nccl_algo=algo, nccl_proto=proto, extra=extra, context=head)
     return r.to_dict()

@@ -4,12 +4,14 @@
     with jobs.workspace("train-ddp") as ws:
         outcome = jobs.run(argv, workspace=ws, fabric=fabric, stall_s=20, on_record=handle)
 
-Every orchestrator goes through here: `sweep --fabric`, `compare`, `scaling` (measuring/child.py), `train`'s
-torchrun (training/launch.py), `study`'s units (study/runner.py) and `qualify`'s measuring units
-(qualifying/children.py). What lives where:
+Every orchestrator goes through here: `sweep --fabric`, `compare`, `scaling` (measuring/child.py), `sweep
+--nprocs N`'s ranks (measuring/launch.py: one job of N named processes), `train`'s torchrun
+(training/launch.py), `study`'s units (study/runner.py), `qualify`'s measuring units
+(qualifying/children.py) and the relate lab (relating/lab.py). What lives where:
 - runner.py: the one child runner (fabric applied, process group dead with us, records streamed back over
-  one channel, stall timeout naming the process that stopped answering, total budget, no leftovers);
-- channel.py: the child's side of that channel (records, progress, a heartbeat);
+  one channel, stall timeout naming the process that stopped answering, total budget, no leftovers; a
+  job of several processes ends when one fails, naming the cause);
+- channel.py: the child's side of that channel (records, progress, why it failed, a heartbeat);
 - signals: procs.install/Terminated (SIGINT -> exit 130, SIGTERM -> 143, what was measured kept, one line);
 - secrets.py: a fabric travels to children through their environment, never their argv; values outside
   NCCL_*/GLOO_*/CUDA_* are shown as *** everywhere else;

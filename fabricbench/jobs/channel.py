@@ -4,6 +4,8 @@
     ch = channel.open_channel("rank 1")     # None when not started by jobs.run (e.g. by hand)
     ch.progress(step=3)                       # a sign of progress: the stall clock restarts
     ch.record({...})                          # a record, streamed to the runner's on_record
+    ch.error("CollectiveTimeout", "...")      # why this process fails (Outcome.errors), before it exits
+    ch.send("skip", skipped=3, planned=9)     # the job's own message (the runner's on_message)
 
 jobs.run gives every job a workspace folder and names it in FABRICBENCH_JOB_CHANNEL. Each process of the
 job that speaks (a sweep child, each training rank) appends JSON lines to a file of its own there,
@@ -50,6 +52,11 @@ class Channel:
 
     def record(self, rec: dict[str, Any]) -> None:
         self.send("record", record=rec)
+
+    def error(self, kind: str, message: str) -> None:
+        """Why this process fails (an exception class's name, its message): said before it exits, so the
+        runner can tell a process that failed for a reason from one that died."""
+        self.send("error", kind=kind, message=message)
 
     def _heartbeat(self, period: float) -> None:
         while not self._stop.wait(period):

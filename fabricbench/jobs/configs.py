@@ -5,12 +5,16 @@
     job.argv()          # ["--ops", "all_reduce", "--sizes", "1M-1G:x4", ..., "--engine", "native"]
     job.key             # stable across processes and runs: the same job, the same key
     to_argv(sweep_config)   # any config dataclass the same way (measuring.config.SweepConfig)
+    job.command()       # [python, "-m", "fabricbench", "sweep", *job.argv()]: the whole child command
 
 A field becomes `--name-with-dashes VALUE` (None: left out; a bool: the bare flag when true; a tuple: a
 comma list; a float: its shortest exact text). A field says otherwise in its own metadata (argv_field):
-another flag name (`timeout_s` -> `--timeout`), its value as the flag (`inplace` -> `--both`), or left to
-the caller (`fabric`, which a job carries by name: fabrics.env.carry). A new option is one field: its
-flag follows, and tests/test_fabric_apply.py fails for a field that the child command does not accept.
+another flag name (`timeout_s` -> `--timeout`), its value as the flag (`inplace` -> `--both`), an
+argument without a flag (`positional`: a report's folder, relate's files, before the options), or left
+to the caller (`fabric`, which a job carries by name: fabrics.env.carry). A new option is one field: its
+flag follows, and tests/test_fabric_apply.py (SweepConfig) and tests/test_jobs.py (every job kind) fail
+for a field that the child command does not accept. Each kind names its child program (PROGRAM); study's
+units and qualify's checks build their children from these kinds, never from flag lists of their own.
 """
 
 from __future__ import annotations
@@ -18,16 +22,19 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import sys
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 ARGV = "fabricbench.argv"  # the key in a dataclass field's metadata
 
 
-def argv_field(*, flag: str | None = None, choice: bool = False, skip: bool = False) -> dict[str, Any]:
+def argv_field(*, flag: str | None = None, choice: bool = False, skip: bool = False,
+               positional: bool = False) -> dict[str, Any]:
     """Metadata for a config field: `flag` its option's name, `choice` the value is the flag itself
-    (inplace="both" -> --both), `skip` the caller adds it (or it is not an option)."""
-    return {ARGV: {"flag": flag, "choice": choice, "skip": skip}}
+    (inplace="both" -> --both), `skip` the caller adds it (or it is not an option), `positional` an
+    argument without a flag (a tuple: one argument per item)."""
+    return {ARGV: {"flag": flag, "choice": choice, "skip": skip, "positional": positional}}
 
 
 def _text(v: Any) -> str:
@@ -40,12 +47,18 @@ def _text(v: Any) -> str:
 
 
 def to_argv(config: Any) -> list[str]:
-    """The options that rebuild `config` in a child command, one per field, in field order."""
+    """The arguments that rebuild `config` in a child command: positional ones first, then one option
+    per field, in field order."""
     args: list[str] = []
     for f in dataclasses.fields(config):
         meta = f.metadata.get(ARGV) or {}
+        if meta.get("positional"):
+            v = getattr(config, f.name)
+            args += [_text(x) for x in v] if isinstance(v, (tuple, list)) else [_text(v)]
+    for f in dataclasses.fields(config):
+        meta = f.metadata.get(ARGV) or {}
         v = getattr(config, f.name)
-        if meta.get("skip") or v is None:
+        if meta.get("skip") or meta.get("positional") or v is None:
             continue
         if meta.get("choice"):
             args.append(f"--{v}")
@@ -71,10 +84,29 @@ def job_key(config: Any) -> str:
     return hashlib.sha1(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16]
 
 
-@dataclass(frozen=True, kw_only=True)
-class SweepJob:
-    """A child `fabricbench sweep`, as compare, scaling and qualify start one per fabric or GPU set."""
+class Job:
+    """What every job kind shares: its child argv and its resume key, both from its fields."""
 
+    PROGRAM: ClassVar[tuple[str, ...]] = ()  # `python -m` what: ("fabricbench", "sweep"), or a module
+
+    def argv(self) -> list[str]:
+        return to_argv(self)
+
+    def command(self) -> list[str]:
+        """The whole child command, run with this interpreter."""
+        return [sys.executable, "-m", *self.PROGRAM, *self.argv()]
+
+    @property
+    def key(self) -> str:
+        return job_key(self)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SweepJob(Job):
+    """A child `fabricbench sweep`, as compare, scaling, qualify and study start one per fabric or GPU set
+    (compare and scaling add --fabric and --out themselves: measuring/child.run_child)."""
+
+    PROGRAM = ("fabricbench", "sweep")
     ops: str  # comma list of collectives
     sizes: str  # a size spec ("1M-1G:x4", "64K,1M")
     dtype: str
@@ -85,6 +117,9 @@ class SweepJob:
     gpus: tuple[int, ...] | None = None  # None: the child's default (all visible); gloo ranks drive none
     nprocs: int | None = None
     timeout_s: float | None = field(default=None, metadata=argv_field(flag="--timeout"))
+    fabric: str | None = None  # by name (a custom fabric's values travel in the environment)
+    out: str | None = None
+    quiet: bool = False
 
     def __post_init__(self) -> None:
         if self.engine == "torch" and self.backend == "gloo" and self.gpus is not None:
@@ -92,17 +127,12 @@ class SweepJob:
         if self.nprocs == 0:
             object.__setattr__(self, "nprocs", None)
 
-    def argv(self) -> list[str]:
-        return to_argv(self)
-
-    @property
-    def key(self) -> str:
-        return job_key(self)
-
 
 @dataclass(frozen=True, kw_only=True)
-class CopyJob:
+class CopyJob(Job):
     """A child `fabricbench p2p` (the copy matrix), as qualify's copy checks start it."""
+
+    PROGRAM = ("fabricbench", "p2p")
 
     gpus: str | None = None
     size: str = "256M"
@@ -111,17 +141,12 @@ class CopyJob:
     no_host: bool = False
     no_peer: bool = False
 
-    def argv(self) -> list[str]:
-        return to_argv(self)
-
-    @property
-    def key(self) -> str:
-        return job_key(self)
-
 
 @dataclass(frozen=True, kw_only=True)
-class TrainJob:
+class TrainJob(Job):
     """A child `fabricbench train` of one strategy, as study and qualify start one."""
+
+    PROGRAM = ("fabricbench", "train")
 
     strategy: str
     model: str | None = None
@@ -138,12 +163,79 @@ class TrainJob:
     trace_steps: int | None = None
     repeats: int | None = 1  # a smoke test: one run (train repeats 3+ times by default, issue 19)
     target_ci: float | None = 0.0  # exactly `steps` steps (0: no stepping on until the median's CI is tight)
+    max_steps: int | None = None  # with a target CI: the cap on steps
     fabric: str | None = None  # by name (a custom fabric's values travel in the environment)
     timeout_s: float | None = field(default=None, metadata=argv_field(flag="--timeout"))
+    out: str | None = None
 
-    def argv(self) -> list[str]:
-        return to_argv(self)
 
-    @property
-    def key(self) -> str:
-        return job_key(self)
+@dataclass(frozen=True, kw_only=True)
+class ScalingJob(Job):
+    """A child `fabricbench scaling` (busbw inside and across NVLink islands), as study starts one."""
+
+    PROGRAM = ("fabricbench", "scaling")
+    gpus: tuple[int, ...] | None = None
+    ops: str = "all_reduce"
+    sizes: str = "1G"
+    fabric: str | None = None  # by name
+    iters: int | None = None
+    warmup: int | None = None
+    out: str | None = None
+    as_json: bool = field(default=False, metadata=argv_field(flag="--json"))
+
+
+@dataclass(frozen=True, kw_only=True)
+class EstimateJob(Job):
+    """A child `fabricbench estimate` (model-state bytes per GPU per strategy), as study starts one."""
+
+    PROGRAM = ("fabricbench", "estimate")
+    model: str | None = None
+    model_config: str | None = None
+    num_gpus: int
+    batch_size: int | None = None
+    seq_len: int | None = None  # None: the child's default
+    image_size: int | None = None
+    as_json: bool = field(default=False, metadata=argv_field(flag="--json"))
+
+
+@dataclass(frozen=True, kw_only=True)
+class RelateJob(Job):
+    """A child `fabricbench relate FILES...` (predicted against observed slowdown), as study starts one."""
+
+    PROGRAM = ("fabricbench", "relate")
+    files: tuple[str, ...] = field(metadata=argv_field(positional=True))
+    reference: str | None = None
+    as_json: bool = field(default=False, metadata=argv_field(flag="--json"))
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReportJob(Job):
+    """A child `fabricbench report DIR` (a study's rankings and slowdowns), as study's summary starts one."""
+
+    PROGRAM = ("fabricbench", "report")
+    out_dir: str = field(metadata=argv_field(positional=True))
+    as_json: bool = field(default=False, metadata=argv_field(flag="--json"))
+
+
+@dataclass(frozen=True, kw_only=True)
+class MachineJob(Job):
+    """A child `python -m fabricbench.study.machine` (versions, GPUs, topology), as study starts one."""
+
+    PROGRAM = ("fabricbench.study.machine",)
+    device: str = "cuda"
+    gpus: tuple[int, ...] | None = None
+    nprocs: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class BatchJob(Job):
+    """A child `python -m fabricbench.training.batch` (the per-GPU batch that keeps a GPU busy), as study
+    starts one."""
+
+    PROGRAM = ("fabricbench.training.batch",)
+    model: str | None = None
+    model_config: str | None = None
+    gpu: int = 0
+    seq_len: int | None = None
+    image_size: int | None = None
+    precision: str | None = None

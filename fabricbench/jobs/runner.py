@@ -17,6 +17,12 @@ One policy for all jobs:
   step, when all are alive but none made progress (a step, a record) for `stall_s`, the one furthest
   behind is named; start-up (building a model) is bounded by `startup_s` instead. Either way the whole
   group is killed and Outcome.stalled / Outcome.message say who;
+- several processes: a job may be several named processes (`fabricbench sweep --nprocs N`'s ranks, each
+  `{"rank 0": argv, ...}`), each in a group of its own. When one fails (exits non-zero, or says "error"
+  on its channel), the others get SETTLE_S to show themselves, then all are killed and the cause is
+  named: one that died without saying why ("rank 1 died (killed by SIGKILL) before it finished"), else
+  one that stopped answering meanwhile, else the first that said why (Outcome.errors). A process that
+  ended well is never named for its silence afterwards;
 - budget: `budget_s` bounds the whole job (Outcome.timed_out);
 - interruption (KeyboardInterrupt, procs.Terminated): the group is killed, the records already
   complete are handed to on_record, and the exception goes on up (the CLI exits 130 or 143);
@@ -29,10 +35,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Collection, Iterator, Mapping, Sequence
 
 from fabricbench import procs
 from fabricbench.errors import FabricWaived
@@ -42,6 +49,7 @@ from fabricbench.jobs import channel
 
 POLL_S = 0.2  # how often the workspace is read while the job runs
 ALIVE_S = 3.0  # a heartbeat older than this marks the process that stopped when nobody progresses
+SETTLE_S = 1.0  # after one process of several failed: time for the one that made it fail to show itself
 
 
 @dataclass(kw_only=True)
@@ -56,6 +64,9 @@ class Outcome:
     waived: str | None = None  # the fabric cannot be applied here; nothing ran
     warnings: list[str] = field(default_factory=list)
     progress: dict[str, dict[str, Any]] = field(default_factory=dict)  # who -> its last progress message
+    errors: dict[str, dict[str, Any]] = field(default_factory=dict)  # who -> what it said failed, in order
+    failed: str | None = None  # of several processes: the one whose failure ended the job
+    returncodes: dict[str, int | None] = field(default_factory=dict)  # of several processes: each one's
     command: list[str] = field(default_factory=list)
 
     @property
@@ -81,14 +92,16 @@ class _Speaker:
     last_alive: float = field(default_factory=time.monotonic)
     progress: dict[str, Any] = field(default_factory=dict)
     stepping: bool = False  # it reported a step: start-up is over
+    records: int = 0  # records it sent
 
 
 class _Watch:
     """Reads the workspace as it grows and applies the stall policy."""
 
     def __init__(self, ws: Path, records_from: Sequence[Path], expect: Sequence[str], on_record, out: Outcome,
-                 on_progress=None):
+                 on_progress=None, on_message=None):
         self.ws, self.on_record, self.out, self.on_progress = ws, on_record, out, on_progress
+        self.on_message = on_message
         self.plain = {Path(p): (os.path.getsize(p) if os.path.exists(p) else 0) for p in records_from}
         self.speakers: dict[str, _Speaker] = {channel.file_name(w): _Speaker(w, None) for w in expect}
         self.started = time.monotonic()
@@ -118,6 +131,7 @@ class _Watch:
                 sp.last_alive = sp.last_progress = time.monotonic()
                 kind = msg.get("m")
                 if kind == "record" and isinstance(msg.get("record"), dict):
+                    sp.records += 1
                     self._record(msg["record"])
                 elif kind == "progress":
                     sp.progress = {k: v for k, v in msg.items() if k not in ("m", "who")}
@@ -125,33 +139,37 @@ class _Watch:
                     self.out.progress[sp.who] = sp.progress
                     if self.on_progress is not None:  # a progress bar: each rank's step as it happens
                         self.on_progress(sp.who, sp.progress)
+                elif kind == "error":
+                    self.out.errors.setdefault(sp.who, {k: v for k, v in msg.items() if k not in ("m", "who")})
+                elif kind != "hello" and self.on_message is not None:
+                    self.on_message(sp.who, msg)  # the job's own messages, in order with its records
 
     def _record(self, rec: dict[str, Any]) -> None:
         self.out.records.append(rec)
         if self.on_record is not None:
             self.on_record(rec)
 
-    def stall(self, stall_s: float, startup_s: float | None) -> tuple[str, str] | None:
-        """(who, message) when the stall policy ends the job now; None otherwise."""
+    def stall(self, stall_s: float, startup_s: float | None, ended: Collection[str] = ()) -> tuple[str, str] | None:
+        """(who, message) when the stall policy ends the job now; None otherwise. `ended`: processes that
+        have exited (their silence says nothing)."""
         now = time.monotonic()
+        live = [sp for sp in self.speakers.values() if sp.who not in ended]
         first = startup_s if startup_s is not None else stall_s  # bound on a process's first word
         if now - self.started > first:
             if not self.speakers:
                 return "the job", f"the job said nothing for {first:g} s after it started"
-            for sp in self.speakers.values():
+            for sp in live:
                 if sp.path is None:
                     return sp.who, f"{sp.who} stopped answering: it never started within {first:g} s"
-        heard = [sp for sp in self.speakers.values() if sp.path is not None]
+        heard = [sp for sp in live if sp.path is not None]
         if not heard:
             return None
         silent = max(heard, key=lambda sp: now - sp.last_alive)
-        quiet = now - silent.last_alive
-        if quiet > stall_s:
-            return silent.who, (f"{silent.who} stopped answering: no sign of life for {quiet:.0f} s "
-                                f"({_where(silent)}; stopped, or hung where no time-out reaches)")
-        if not all(sp.stepping for sp in self.speakers.values()):
+        if now - silent.last_alive > stall_s:
+            return silent.who, _silent(silent, now)
+        if not all(sp.stepping for sp in live):
             if startup_s is not None and now - self.started > startup_s:
-                late = next(sp for sp in self.speakers.values() if not sp.stepping)
+                late = next(sp for sp in live if not sp.stepping)
                 return late.who, f"{late.who} did not start within {startup_s:g} s ({_where(late)})"
             return None
         if all(now - sp.last_progress > stall_s for sp in heard):
@@ -159,6 +177,19 @@ class _Watch:
             return behind.who, (f"{behind.who} stopped answering: no progress from any process for "
                                 f"{stall_s:g} s, {behind.who} furthest behind ({_where(behind)})")
         return None
+
+    def silent_one(self, among: Collection[str]) -> tuple[str, str] | None:
+        """(who, message) for a process of `among` whose heartbeat is older than ALIVE_S (stopped)."""
+        now = time.monotonic()
+        for sp in self.speakers.values():
+            if sp.who in among and sp.path is not None and now - sp.last_alive > ALIVE_S:
+                return sp.who, _silent(sp, now)
+        return None
+
+
+def _silent(sp: _Speaker, now: float) -> str:
+    return (f"{sp.who} stopped answering: no sign of life for {now - sp.last_alive:.0f} s "
+            f"({_where(sp)}; stopped, or hung where no time-out reaches)")
 
 
 def _where(sp: _Speaker) -> str:
@@ -170,6 +201,8 @@ def _where(sp: _Speaker) -> str:
         return f"last at step {p['step']}{total}"
     if p.get("phase"):
         return f"last at {p['phase']}"
+    if sp.records:
+        return f"after {sp.records} record(s)"
     return "before its first step"
 
 
@@ -193,72 +226,130 @@ def _parse(line: bytes) -> dict[str, Any] | None:
     return v if isinstance(v, dict) else None
 
 
-def run(argv: Sequence[str], *, workspace: Path, env: dict[str, str] | None = None, fabric: Fabric | None = None,
-        log_dir: str | None = None, stall_s: float | None = None, startup_s: float | None = None,
-        budget_s: float | None = None,
+def run(argv: Sequence[str] | Mapping[str, Sequence[str]], *, workspace: Path, env: dict[str, str] | None = None,
+        fabric: Fabric | None = None, log_dir: str | None = None, stall_s: float | None = None,
+        startup_s: float | None = None, budget_s: float | None = None,
         on_record: Callable[[dict[str, Any]], None] | None = None, records_from: Sequence[Path] = (),
-        expect: Sequence[str] = (), grace_s: float = procs.GRACE_S,
+        expect: Sequence[str] = (), grace_s: float = procs.GRACE_S, capture: bool = True,
         on_poll: Callable[[], None] | None = None, on_start: Callable[[Launch], None] | None = None,
-        on_progress: Callable[[str, dict[str, Any]], None] | None = None) -> Outcome:
+        on_progress: Callable[[str, dict[str, Any]], None] | None = None,
+        on_message: Callable[[str, dict[str, Any]], None] | None = None) -> Outcome:
     """Run argv to its end under the policy in the module docstring; see Outcome for what comes back.
 
-    `env`: the base environment (this process's by default); `fabric`: applied around the child (None:
-    nothing to apply); `log_dir`: where NCCL's INFO log goes (fabrics/env.py); `expect`: the speakers that
-    must show up (e.g. "rank 0", "rank 1"), so one that never starts is named too; `on_start` gets the
-    applied fabric's Launch (its facts: masked variables, namespace) before the child starts; `on_poll`
-    is called after each read of the workspace; `on_progress`: (who, what it said) for each progress
-    message (e.g. ("rank 1", {"step": 3, "steps": 8}))."""
+    `argv`: one command, or {who: command} for a job of several processes (each speaks as `who`; they
+    are the expected speakers unless `expect` says otherwise). `env`: the base environment (this
+    process's by default); `fabric`: applied around the child (None: nothing to apply); `log_dir`: where
+    NCCL's INFO log goes (fabrics/env.py); `expect`: the speakers that must show up (e.g. "rank 0",
+    "rank 1"), so one that never starts is named too; `capture`: False leaves the children's stdout and
+    stderr on ours (as they happen); `on_start` gets the applied fabric's Launch (its facts: masked
+    variables, namespace) before the child starts; `on_poll` is called after each read of the workspace;
+    `on_progress`: (who, what it said) for each progress message (e.g. ("rank 1", {"step": 3, "steps":
+    8})); `on_message`: (who, message) for the job's other messages on its channel (Channel.send)."""
     ws = Path(workspace)
     out = Outcome(returncode=None)
     base = dict(os.environ if env is None else env)
     base[channel.ENV] = str(ws)
     for var in ("TMPDIR", "TEMP", "TMP"):  # what the job's tools leave in a temp folder goes with ws
         base[var] = str(ws)
+    named = dict(argv) if isinstance(argv, Mapping) else None
     try:
         ctx = applied(fabric, base, log_dir=log_dir) if fabric is not None else contextlib.nullcontext(None)
         with ctx as launch:
             child_env = launch.env if launch is not None else base
-            cmd = launch.argv(argv) if launch is not None else list(argv)
-            out.command, out.warnings = cmd, list(launch.warnings) if launch is not None else []
+            wrap = launch.argv if launch is not None else list
+            cmds = {who: wrap(a) for who, a in named.items()} if named is not None else {None: wrap(argv)}
+            out.command = next(iter(cmds.values())) if named is None else []
+            out.warnings = list(launch.warnings) if launch is not None else []
             if on_start is not None and launch is not None:
                 on_start(launch)
+            watch = _Watch(ws, records_from, expect or list(named or ()), on_record, out, on_progress, on_message)
             with procs.terminated_as_interrupt():  # SIGTERM: the same clean end as Ctrl-C
-                _supervise(cmd, child_env, ws, out, stall_s=stall_s, startup_s=startup_s, budget_s=budget_s,
-                           on_record=on_record, records_from=records_from, expect=expect, grace_s=grace_s,
-                           on_poll=on_poll, on_progress=on_progress)
+                _supervise(cmds, child_env, ws, out, watch, stall_s=stall_s, startup_s=startup_s,
+                           budget_s=budget_s, grace_s=grace_s, capture=capture, on_poll=on_poll)
     except FabricWaived as e:
         out.waived = str(e)
     return out
 
 
-def _supervise(cmd, env, ws: Path, out: Outcome, *, stall_s, startup_s, budget_s, on_record, records_from, expect,
-               grace_s, on_poll, on_progress=None) -> None:
-    watch = _Watch(ws, records_from, expect, on_record, out, on_progress)
+def _supervise(cmds: dict[str | None, list[str]], env, ws: Path, out: Outcome, watch: _Watch, *, stall_s,
+               startup_s, budget_s, grace_s, capture: bool, on_poll) -> None:
     paths = (ws / "job.stdout", ws / "job.stderr")
-    with open(paths[0], "w+") as so, open(paths[1], "w+") as se:
-        p = procs.spawn(cmd, env=env, stdout=so, stderr=se)
+    with contextlib.ExitStack() as files:
+        so, se = (files.enter_context(open(pth, "w+")) for pth in paths) if capture else (None, None)
+        ps: dict[str | None, Any] = {}
+        ended: dict[str, int] = {}  # who -> exit status, of the named processes that have exited
+        failing = None  # when the first of several processes failed
         deadline = None if budget_s is None else time.monotonic() + budget_s
         try:
-            while p.poll() is None:
+            for who, cmd in cmds.items():
+                ps[who] = procs.spawn(cmd, env=env, stdout=so, stderr=se)
+            while any(p.poll() is None for p in ps.values()):
                 time.sleep(POLL_S)
                 watch.poll()
                 if on_poll is not None:
                     on_poll()
-                if deadline is not None and time.monotonic() > deadline:
+                now = time.monotonic()
+                if deadline is not None and now > deadline:
                     out.timed_out = True
                     out.message = f"did not finish within {budget_s:g} s"
-                    procs.kill_tree(p, grace_s)
+                    procs.kill_all(list(ps.values()), grace_s)
                     break
-                verdict = watch.stall(stall_s, startup_s) if stall_s is not None else None
+                ended.update({w: p.returncode for w, p in ps.items() if w is not None and p.poll() is not None})
+                verdict = watch.stall(stall_s, startup_s, ended) if stall_s is not None else None
                 if verdict is not None:
                     out.stalled, out.message = verdict
-                    procs.kill_tree(p, grace_s=0)  # a stopped process cannot act on SIGTERM anyway
+                    out.failed = verdict[0] if None not in ps else None
+                    procs.kill_all(list(ps.values()), grace_s=0)  # a stopped process cannot act on SIGTERM
+                    break
+                several = None not in ps  # a single command's own failure is its exit, handled below
+                if several and failing is None and (out.errors or any(rc != 0 for rc in ended.values())):
+                    failing = now
+                if failing is not None and now - failing > SETTLE_S:  # one of several failed: the job ends
+                    _blame(out, watch, ps, ended)
+                    procs.kill_all(list(ps.values()), grace_s=0)
                     break
         except BaseException:
-            procs.kill_tree(p, grace_s=min(grace_s, 1.0))
+            procs.kill_all(list(ps.values()), grace_s=min(grace_s, 1.0))
             watch.poll()  # what was finished before the interruption is kept
             raise
-        procs.signal_group(p.pid, 9)  # strays the child left in its group
-        out.returncode = None if out.message else p.returncode
+        for p in ps.values():
+            procs.signal_group(p.pid, 9)  # strays a child left in its group
         watch.poll()
-    out.stdout, out.stderr = (pth.read_text(errors="replace") for pth in paths)
+        if named := {w: p for w, p in ps.items() if w is not None}:
+            out.returncodes = {w: p.returncode for w, p in named.items()}
+            if out.failed is None and not out.message:
+                _blame(out, watch, ps, out.returncodes)
+            bad = out.returncodes.get(out.failed) if out.failed else 0
+            out.returncode = None if out.stalled or out.timed_out else bad
+        else:
+            out.returncode = None if out.message else ps[None].returncode
+    if capture:
+        out.stdout, out.stderr = (pth.read_text(errors="replace") for pth in paths)
+
+
+def _blame(out: Outcome, watch: _Watch, ps: dict, ended: dict[str, int | None]) -> None:
+    """Of several processes, the one whose failure ends the job: one that died without saying why, else
+    one still running that stopped answering, else the first that said why (None: every one ended well)."""
+    watch.poll()
+    for who, rc in ended.items():
+        if rc and who not in out.errors:
+            out.failed, out.message = who, f"{who} died ({_how(rc)}) before it finished"
+            return
+    silent = watch.silent_one([w for w, p in ps.items() if w is not None and p.poll() is None])
+    if silent is not None:
+        out.stalled, out.message = silent
+        out.failed = silent[0]
+        return
+    if out.errors:
+        out.failed = next(iter(out.errors))
+    elif any(ended.values()):
+        out.failed = next(w for w, rc in ended.items() if rc)
+
+
+def _how(rc: int) -> str:
+    if rc < 0:
+        try:
+            return f"killed by {signal.Signals(-rc).name}"
+        except ValueError:
+            return f"killed by signal {-rc}"
+    return f"exit status {rc}"

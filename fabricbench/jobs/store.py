@@ -3,6 +3,7 @@
     from fabricbench.jobs.store import ResumeStore
     store = ResumeStore.open("r.jsonl", key=record_key)     # repairs a torn last line, with a warning
     store.done_ok(key)                                       # the record of that key says "ok"
+    store.reusable(key)                                      # ... or "waived": the record, else None
     store.get(key)                                           # the last record written with that key
 
 A process killed while writing leaves its last line cut in half. Appending after it would glue the next
@@ -24,8 +25,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Hashable, Iterable
 
 from fabricbench.results import records
+from fabricbench.results.status import REUSABLE, Status
 
-OK = "ok"
+OK = Status.OK  # done: not measured again
 
 
 def _warn(message: str) -> None:
@@ -75,6 +77,12 @@ class ResumeStore:
     def done_ok(self, k: Hashable) -> bool:
         rec = self._by_key.get(k)
         return rec is not None and rec.get("status") == OK
+
+    def reusable(self, k: Hashable) -> dict[str, Any] | None:
+        """The record of that key when an earlier run settled it (results/status.REUSABLE: measured, or
+        waived here), else None: what --resume keeps rather than running again."""
+        rec = self._by_key.get(k)
+        return rec if rec is not None and rec.get("status") in REUSABLE else None
 
     def keys(self) -> list[Hashable]:
         return list(self._by_key)

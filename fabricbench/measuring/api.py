@@ -20,6 +20,7 @@ from fabricbench.measuring import runner
 from fabricbench.measuring.config import SweepConfig, validate as check
 from fabricbench.measuring.resume import Resume
 from fabricbench.results.schema import CollectiveResult
+from fabricbench.results.status import Status
 from fabricbench.results.writer import ResultWriter
 from fabricbench.sizes import SizeSweep, format_size, parse_size
 
@@ -143,7 +144,7 @@ def measure(op: str, size: int | str, **fields: Any) -> CollectiveResult:
     """Time one collective at one size (out-of-place unless inplace=True) and return its result."""
     inplace = fields.pop("inplace", False)
     fields["inplace"] = "inplace" if inplace is True else ("out-of-place" if inplace is False else inplace)
-    results = [r for r in sweep(ops=[op], sizes=[size], **fields) if r.status != "waived"]
+    results = [r for r in sweep(ops=[op], sizes=[size], **fields) if r.status != Status.WAIVED]
 
     if not results:
         raise UsageError(f"{op} at {size} does not run on this many ranks (waived)")

@@ -236,6 +236,8 @@ def annotate(rec: dict[str, Any], fabric: Fabric, facts: dict[str, Any], summary
              uses_nccl: bool, extra: dict[str, Any] | None = None) -> None:
     """The observed transport, the mismatch flag and the fabric's facts, written into one record."""
     rec["transport"] = _label(summary, uses_nccl, rec.get("nranks"))
+    if uses_nccl and summary.log_lines:  # what NCCL's log says: NVLS connected or not
+        rec["nvls"] = summary.nvls
     rec["shaped_rate_bps"] = facts["shaped_rate_bps"]
     rec_extra = dict(rec.get("extra") or {})
     rec_extra["transport_detail"] = {**summary.to_dict(), "expected": fabric.expected,

@@ -1,55 +1,40 @@
-"""`--nprocs N`: start N local ranks, one process each, and stream rank 0's records back.
+"""`--nprocs N`: start N local ranks, one process each, as one job of the job layer, and stream rank 0's
+records back.
 
     fabricbench sweep --engine torch --backend gloo --nprocs 2
 
 This process hosts a torch.distributed TCPStore on loopback (the ranks' only meeting point: the config,
-NCCL ids, barriers and timings travel through it). Each rank is a fresh `python -m
-fabricbench.measuring.rank` started with fabricbench.procs (its own process group, SIGKILL when this
-process dies) and talks back over a pipe of its own, one JSON line per message: records as they are
-measured, and a heartbeat every HEARTBEAT_S from a thread that runs whatever the rank is doing.
-
-When the run ends early, every rank is killed (SIGKILL: it works on stopped processes) and what rank 0
-measured before is kept, having been emitted as it came:
-- a rank that exits without saying "done" or why: it died (the message names its exit status or signal);
+NCCL ids, barriers and timings travel through it). The ranks (`python -m fabricbench.measuring.rank`) are
+one job of several processes, "rank 0" ... "rank N-1", run by the one child runner (jobs.run) as every
+other child of fabricbench is, train's ranks included: each rank speaks over the job's channel
+(jobs.channel: its records, a heartbeat, and why it failed), and the runner's policy ends the run:
+- a rank that exits without saying why: it died ("rank 1 died (killed by SIGKILL) before it finished");
 - a rank whose heartbeat stops for --timeout + DEAD_AFTER_S: it is stopped (SIGSTOP) or hung where no
   time-out reaches; every wait inside a rank (store, gloo, NCCL, barrier) ends at --timeout, so a live
   rank always speaks again before that;
 - a rank that reports an error: the run ends with it, unless another rank died or went silent first,
   which is then named as the cause (a dead peer makes the others fail with connection errors).
+Every rank is killed then, and what rank 0 measured before is kept, having been emitted as it came.
+Only rank 0 sends records (measuring/runner.run_rank); its "reused" and "skip" messages (--resume) come
+over the same channel, in order with its records.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import pickle
-import selectors
-import signal
 import sys
-import time
-from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from fabricbench import errors, procs
+from fabricbench import errors, jobs
 from fabricbench.measuring.config import SweepConfig
 
-HEARTBEAT_S = 0.5  # a rank's "alive" period
-DEAD_AFTER_S = 5.0  # past --timeout: heartbeats silent this long mean a stopped or hung rank
-SETTLE_S = 1.0  # after a rank's error: time for the rank that caused it to show as dead or silent
-EXIT_WAIT_S = 5.0  # after every rank said "done": time to exit on their own before they are killed
+DEAD_AFTER_S = 5.0  # past --timeout: a heartbeat silent this long means a stopped or hung rank
 CONFIG_KEY = "launch/config"
 
 
-@dataclass
-class _Rank:
-    rank: int
-    proc: Any  # subprocess.Popen
-    fd: int  # read end of its message pipe; -1 once closed
-    buf: bytes = b""
-    last_heard: float = field(default_factory=time.monotonic)
-    done: bool = False
-    error: tuple[str, str] | None = None  # (error class name, message)
-    eof: bool = False
+def rank_argv(rank: int, nprocs: int, port: int, timeout_s: float) -> list[str]:
+    """One rank's command (measuring/rank.py reads these four arguments)."""
+    return [sys.executable, "-m", "fabricbench.measuring.rank", str(rank), str(nprocs), str(port), repr(timeout_s)]
 
 
 def launch_local(config: SweepConfig, emit: Callable[[dict[str, Any]], None], *, run_id: str, seed: int,
@@ -68,153 +53,42 @@ def launch_local(config: SweepConfig, emit: Callable[[dict[str, Any]], None], *,
     store = tdist.TCPStore("127.0.0.1", 0, None, True, wait_for_workers=False,
                            timeout=datetime.timedelta(seconds=config.timeout_s))
     store.set(CONFIG_KEY, pickle.dumps((config, run_id, seed, prior)))
-    ranks: list[_Rank] = []
-    sel = selectors.DefaultSelector()
-    try:
-        for r in range(nprocs):
-            rfd, wfd = os.pipe()
-            try:
-                argv = [sys.executable, "-m", "fabricbench.measuring.rank", str(r), str(nprocs), str(store.port),
-                        str(wfd), repr(config.timeout_s), repr(HEARTBEAT_S)]
-                p = procs.spawn(argv, pass_fds=(wfd,))
-            except BaseException:
-                os.close(rfd)
-                raise
-            finally:
-                os.close(wfd)  # the rank holds the write end: EOF here means it is gone
-            ranks.append(_Rank(rank=r, proc=p, fd=rfd))
-            sel.register(rfd, selectors.EVENT_READ, ranks[-1])
-        failure = _watch(ranks, sel, config.timeout_s, emit, reused, on_skip)
-    finally:
-        _end(ranks, sel)
-    if failure is not None:
-        cls, message = failure
-        if cls is KeyboardInterrupt:
-            raise KeyboardInterrupt
-        raise cls(message)
+
+    def said(who: str, msg: dict[str, Any]) -> None:
+        if msg.get("m") == "reused" and reused is not None:
+            reused(msg["record"])
+        elif msg.get("m") == "skip" and on_skip is not None:
+            on_skip(msg["skipped"], msg["planned"])
+
+    ranks = {f"rank {r}": rank_argv(r, nprocs, store.port, config.timeout_s) for r in range(nprocs)}
+    with jobs.workspace("sweep-ranks") as ws:
+        # capture=False: the ranks' warnings (and NCCL's log, where the user set NCCL_DEBUG) show as they come
+        out = jobs.run(ranks, workspace=ws, stall_s=config.timeout_s + DEAD_AFTER_S, capture=False,
+                       on_record=emit, on_message=said)
+    error = run_error(out)
+    if error is not None:
+        raise error
 
 
-def _watch(ranks: list[_Rank], sel, timeout_s: float, emit, reused, on_skip) -> tuple[type, str] | None:
-    """Read every rank's messages until all are done or the run must end; returns (error class, message)
-    of the cause, or None."""
-    settle_until = None
-    while True:
-        for key, _ in sel.select(timeout=0.2):
-            _read(key.data, sel, emit, reused, on_skip)
-        now = time.monotonic()
-        if all(r.done for r in ranks):
-            return None
-        cause = _cause(ranks, now, timeout_s)
-        if cause is not None:
-            return cause
-        if any(r.error for r in ranks):
-            # A rank failed; give the one that made it fail (dead, stopped) a moment to show itself.
-            settle_until = settle_until or now + SETTLE_S
-            if now >= settle_until:
-                return _first_error(ranks)
-
-
-def _cause(ranks: list[_Rank], now: float, timeout_s: float) -> tuple[type, str] | None:
-    """A rank that died or went silent: the root cause of whatever the others report."""
-    for r in ranks:
-        if r.done or r.error:
-            continue
-        code = r.proc.poll()
-        # EOF first, so that its last messages are read; unless a stray holds the pipe open
-        if code is not None and (r.eof or now - r.last_heard > 4 * HEARTBEAT_S + 1):
-            return errors.FabricbenchError, _died(r.rank, code) + _others(ranks, r)
-    for r in ranks:
-        if r.done or r.error:
-            continue
-        silent = now - r.last_heard
-        if silent > timeout_s + DEAD_AFTER_S or (any(o.error for o in ranks) and silent > 4 * HEARTBEAT_S + 1):
-            return errors.CollectiveTimeout, (f"rank {r.rank} stopped answering {silent:.0f} s ago (stopped, or "
-                                              f"hung where --timeout {timeout_s:g} s does not reach)"
-                                              + _others(ranks, r) + "; every rank was killed")
-    return None
-
-
-def _died(rank: int, code: int) -> str:
-    if code < 0:
-        try:
-            name = signal.Signals(-code).name
-        except ValueError:
-            name = f"signal {-code}"
-        return f"rank {rank} died (killed by {name}) before it finished"
-    return f"rank {rank} died (exit status {code}) before it finished"
-
-
-def _others(ranks: list[_Rank], cause: _Rank) -> str:
-    said = [f"rank {o.rank} then reported: {o.error[1]}" for o in ranks if o is not cause and o.error]
-    return f"; {'; '.join(said)}" if said else ""
-
-
-def _first_error(ranks: list[_Rank]) -> tuple[type, str]:
-    r = next(r for r in ranks if r.error)
-    kind, message = r.error
+def run_error(out: jobs.Outcome) -> BaseException | None:
+    """The ranks' outcome as the error this run raises (None: every rank finished): the cause the runner
+    named, with what the other ranks then reported."""
+    if out.returncode == 0 and not out.message and not out.errors:
+        return None
+    cause = out.failed or out.stalled
+    others = "".join(f"; {who} then reported: {e.get('message')}" for who, e in out.errors.items() if who != cause)
+    if out.stalled:
+        return errors.CollectiveTimeout(f"{out.message}{others}; every rank was killed")
+    if out.message:  # died without saying why
+        return errors.FabricbenchError(out.message + others)
+    said = out.errors.get(cause) if cause else None
+    if said is None:
+        codes = ", ".join(f"{who}: {rc}" for who, rc in out.returncodes.items())
+        return errors.FabricbenchError(f"the ranks failed without saying why (exit statuses {codes})")
+    kind, message = str(said.get("kind")), str(said.get("message"))
     if kind == "KeyboardInterrupt":
-        return KeyboardInterrupt, message
+        return KeyboardInterrupt(message)
     cls = getattr(errors, kind, None)
     if not (isinstance(cls, type) and issubclass(cls, errors.FabricbenchError)):
         cls = errors.FabricbenchError
-    return cls, f"rank {r.rank}: {message}" if not message.startswith("rank ") else message
-
-
-def _read(r: _Rank, sel, emit, reused, on_skip) -> None:
-    try:
-        chunk = os.read(r.fd, 1 << 16)
-    except BlockingIOError:
-        return
-    if not chunk:
-        sel.unregister(r.fd)
-        os.close(r.fd)
-        r.fd, r.eof = -1, True
-        if r.buf.strip():
-            _handle(r, r.buf, emit, reused, on_skip)
-        r.buf = b""
-        return
-    r.last_heard = time.monotonic()
-    r.buf += chunk
-    *lines, r.buf = r.buf.split(b"\n")
-    for line in lines:
-        if line.strip():
-            _handle(r, line, emit, reused, on_skip)
-
-
-def _handle(r: _Rank, line: bytes, emit, reused, on_skip) -> None:
-    try:
-        msg = json.loads(line)
-    except json.JSONDecodeError:
-        return  # a torn last line from a rank killed mid-write
-    kind = msg.get("m")
-    if kind == "record":
-        emit(msg["record"])
-    elif kind == "reused" and reused is not None:
-        reused(msg["record"])
-    elif kind == "skip" and on_skip is not None:
-        on_skip(msg["skipped"], msg["planned"])
-    elif kind == "done":
-        r.done = True
-    elif kind == "error":
-        r.error = (msg["kind"], msg["message"])
-
-
-def _end(ranks: list[_Rank], sel) -> None:
-    """Every rank gone and reaped: those that said done get EXIT_WAIT_S to exit, the rest are killed."""
-    if ranks and all(r.done for r in ranks):
-        deadline = time.monotonic() + EXIT_WAIT_S
-        for r in ranks:
-            try:
-                r.proc.wait(timeout=max(0.0, deadline - time.monotonic()))
-            except Exception:  # noqa: BLE001 - TimeoutExpired: killed below
-                pass
-    procs.kill_all([r.proc for r in ranks], grace_s=0)
-    for r in ranks:
-        if r.fd >= 0:
-            try:
-                sel.unregister(r.fd)
-            except (KeyError, ValueError):
-                pass
-            os.close(r.fd)
-            r.fd = -1
-    sel.close()
+    return cls(message if message.startswith("rank ") else f"{cause}: {message}")

@@ -22,11 +22,11 @@ from typing import Any, Callable
 from fabricbench.jobs import store
 from fabricbench.measuring.config import SweepConfig
 from fabricbench.measuring.plan import PlanItem, build_plan
+from fabricbench.results.status import REUSABLE, Status
 
 # SweepConfig fields that select which items run, how many ranks, or only bound the time: not settings.
 # A field not named here (a new option) is a setting by default, so it can only make resume measure more.
 SELECTING = frozenset({"ops", "sizes", "dtype", "inplace", "gpus", "backend", "nprocs", "timeout_s", "seed"})
-REUSABLE = ("ok", "waived")
 
 
 def settings(config: SweepConfig) -> dict[str, Any]:
@@ -95,7 +95,7 @@ def match(plan: list[PlanItem], records: list[dict[str, Any]], config: SweepConf
     for i, item in enumerate(plan):
         rec = held.get(item_key(item, config, nranks=nranks, gpus=gpus, backend=backend))
         # a waived record is reused only for an item that is still waived (and vice versa for ok)
-        if rec is not None and (rec["status"] == "waived") == (item.case is None):
+        if rec is not None and (rec["status"] == Status.WAIVED) == (item.case is None):
             out[i] = rec
     return out
 

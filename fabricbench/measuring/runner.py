@@ -32,7 +32,9 @@ from fabricbench.measuring.launch import launch_local
 from fabricbench.measuring.plan import PlanItem, build_plan, check_fits
 from fabricbench.measuring.session import Case, DistContext, Session, Timing
 from fabricbench.measuring.stats import combine_slowest, summarize
+from fabricbench.results.context import nccl_choice
 from fabricbench.results.schema import CollectiveResult, header
+from fabricbench.results.status import Status
 
 Emit = Callable[[dict[str, Any]], None]
 
@@ -56,10 +58,11 @@ def make_result(*, item: PlanItem, times: list[float] | None, wrong: int | None,
         note = f"n = {nranks}: the bus-bandwidth factor {coll.factor_text} is 0, so busbw says nothing"
         busbw = None
     if status is None:
-        status = "wrong" if wrong else "ok"
+        status = Status.WRONG if wrong else Status.OK
     if "hosts" in info:
         extra = {**extra, "hosts": info["hosts"]}
     gpus = record_gpus(config, info)
+    algo, proto = nccl_choice() if info.get("backend", "nccl") == "nccl" else (None, None)
     return CollectiveResult(
         op=item.op, dtype=item.dtype, bytes=case.bytes if case else 0, requested_bytes=item.requested_bytes,
         count=case.count if case else 0, nranks=nranks, gpus=gpus, inplace=item.inplace,
@@ -71,7 +74,7 @@ def make_result(*, item: PlanItem, times: list[float] | None, wrong: int | None,
         backend=info.get("backend"), timing_rule=info.get("timing_rule", "slowest GPU per iteration"),
         nccl_version=info.get("nccl_version"), nccl_library=info.get("nccl_library"),
         cuda_driver=info.get("cuda_driver"), cuda_runtime=info.get("cuda_runtime"),
-        gpu_names=list(info.get("gpu_names", [])), extra=extra,
+        gpu_names=list(info.get("gpu_names", [])), nccl_algo=algo, nccl_proto=proto, extra=extra,
         context=header("collective", run_id=run_id, fabric=config.fabric))
 
 
@@ -194,7 +197,7 @@ def run_rank(config: SweepConfig, dist: DistContext | None, emit: Emit, *, run_i
             if item.case is None:
                 if is_root:
                     emit(make_result(item=item, times=None, wrong=None, nranks=session.nranks, config=config,
-                                     info=info, extra={"settings": settings}, run_id=run_id, status="waived",
+                                     info=info, extra={"settings": settings}, run_id=run_id, status=Status.WAIVED,
                                      message=item.waived).to_dict())
                 continue
             try:
@@ -203,7 +206,7 @@ def run_rank(config: SweepConfig, dist: DistContext | None, emit: Emit, *, run_i
                 err = _translated(e, config.timeout_s)
                 if is_root and isinstance(err, CollectiveTimeout):  # where it hung, kept in the results
                     emit(make_result(item=item, times=None, wrong=None, nranks=session.nranks, config=config,
-                                     info=info, extra={"settings": settings}, run_id=run_id, status="timeout",
+                                     info=info, extra={"settings": settings}, run_id=run_id, status=Status.TIMEOUT,
                                      message=str(err)).to_dict())
                 if err is e:
                     raise

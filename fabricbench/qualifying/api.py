@@ -43,10 +43,11 @@ from fabricbench.qualifying.offline import OfflineContext
 from fabricbench.qualifying.prometheus import TextFile, check_path as check_prometheus_path
 from fabricbench.qualifying.report import write_report
 from fabricbench.qualifying.spec import DEFAULT_LEVEL, Spec, load_spec, parse_spec
-from fabricbench.qualifying.verdict import (SEVERITIES, Policy, Verdict, attempt_record, combine, error,
+from fabricbench.qualifying.verdict import (SEVERITIES, STATUSES, Policy, Verdict, attempt_record, combine, error,
                                             exit_code, flaky, waived, worst)
 from fabricbench.results import records as results_records
 from fabricbench.results.schema import header
+from fabricbench.results.status import Severity, Status
 from fabricbench.results.writer import ResultWriter
 from fabricbench.topology import read_topology, snapshot_record
 
@@ -68,15 +69,14 @@ class QualifyResult:
         return exit_code(self.verdicts)
 
     @property
-    def severity(self) -> str:
+    def severity(self) -> Severity:
         return worst(self.verdicts)
 
     def to_dict(self) -> dict[str, Any]:
         return {"spec": self.spec.name, "spec_path": self.spec.path, "level": self.spec.level,
                 "run_id": self.run_id, "host": self.host, "exit_code": self.exit_code, "severity": self.severity,
                 "reproduce": self.reproduce, "notes": self.notes,
-                "counts": {s: sum(1 for v in self.verdicts if v.status == s)
-                           for s in ("pass", "fail", "waived", "error")},
+                "counts": {s: sum(1 for v in self.verdicts if v.status == s) for s in STATUSES},
                 "severities": {s: sum(1 for v in self.verdicts if v.severity == s) for s in SEVERITIES},
                 "verdicts": [v.to_dict() for v in self.verdicts]}
 
@@ -205,7 +205,7 @@ def qualify(spec: Spec | str | os.PathLike, *, out: str | os.PathLike | None = N
             verdicts.append(_baseline_verdict(base_records, writer.records + previous, tol))
         if rank0:
             for v in verdicts:
-                writer.write(verdict_record(v, run_id))
+                writer.write(v.to_record(run_id))
     finally:
         writer.close()
     res = QualifyResult(spec=spec, verdicts=verdicts, out=str(out) if out is not None else None, run_id=run_id,
@@ -225,13 +225,6 @@ def qualify(spec: Spec | str | os.PathLike, *, out: str | os.PathLike | None = N
     return res
 
 
-def verdict_record(v: Verdict, run_id: str) -> dict[str, Any]:
-    """A kind "verdict" record: the header's `kind` stays "verdict"; the check's kind is `check_kind`."""
-    body = v.to_dict()
-    body["check_kind"] = body.pop("kind")
-    return {**header("verdict", run_id=run_id), **body}
-
-
 def _judge(check, kind, ctx, distributed: bool, echo) -> Verdict:
     """The check's verdict; a miss is measured again up to `retries` times, every attempt recorded, and a
     pass after a miss is a warning (flaky)."""
@@ -244,13 +237,13 @@ def _judge(check, kind, ctx, distributed: bool, echo) -> Verdict:
             if echo:
                 echo(f"retry {attempt} of {retries}: {check.name} missed ({tries[-1].message()})")
         tries.append(_judge_once(check, kind, ctx, distributed, echo, policy))
-        if tries[-1].status != "fail":
+        if tries[-1].status != Status.FAIL:
             break
     ctx.retry(0)  # later checks share the first attempt's units again
     v = tries[-1]
     v.attempts = [attempt_record(n + 1, t) for n, t in enumerate(tries)]
     v.duration_s = sum(t.duration_s for t in tries)
-    if len(tries) > 1 and v.status == "pass":
+    if len(tries) > 1 and v.status == Status.PASS:
         flaky(v, tries[:-1])
     return v
 

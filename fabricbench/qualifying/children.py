@@ -17,6 +17,7 @@ from fabricbench import jobs
 from fabricbench.fabrics import get_fabric
 from fabricbench.measuring.child import run_child
 from fabricbench.qualifying.context import UnitResult
+from fabricbench.results.status import Status
 
 
 def _last_error(stderr: str) -> str | None:
@@ -28,7 +29,7 @@ def _last_error(stderr: str) -> str | None:
 def _only_wrong(records: list[dict[str, Any]]) -> bool:
     """A --check sweep that found wrong elements exits non-zero after writing everything: that is a
     measurement (correctness judges it), not a failure to measure."""
-    return any(r.get("status") == "wrong" for r in records)
+    return any(r.get("status") == Status.WRONG for r in records)
 
 
 def sweep_under(fabric_name: str, args: list[str], *, key: str, wall_timeout_s: float,

@@ -22,6 +22,7 @@ from typing import Any, Callable
 
 import fabricbench.gpus  # looked up on call: tests stand in for visible_gpu_count
 from fabricbench.errors import FabricbenchError
+from fabricbench.jobs import store
 from fabricbench.jobs.configs import CopyJob
 from fabricbench.measuring.api import make_config, resolve_devices
 from fabricbench.measuring import runner
@@ -29,6 +30,7 @@ from fabricbench.measuring.child import sweep_args
 from fabricbench.measuring.compare import adopt
 from fabricbench.qualifying.spec import RunSettings, Spec
 from fabricbench.results.schema import header
+from fabricbench.results.status import Status
 from fabricbench.sizes import format_size
 from fabricbench.topology import read_topology
 
@@ -45,9 +47,15 @@ class UnitResult:
     reused: bool = False  # closed by an earlier run of the same --out (--resume)
     streamed: bool = False  # its records were written to the results file as they arrived
 
+    @property
+    def status(self) -> Status:
+        """error: it could not measure (--resume runs it again); waived: it cannot run here; else ok."""
+        return Status.ERROR if self.error else Status.WAIVED if self.waived else Status.OK
+
     def to_record(self) -> dict[str, Any]:
-        return {"key": self.key, "error": self.error, "waived": self.waived, "transport": self.transport,
-                "transport_mismatch": self.mismatch, "facts": self.facts, "nrecords": len(self.records)}
+        return {"key": self.key, "status": self.status, "error": self.error, "waived": self.waived,
+                "transport": self.transport, "transport_mismatch": self.mismatch, "facts": self.facts,
+                "nrecords": len(self.records)}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -233,12 +241,17 @@ class Context:
 
 
 def _closed_units(records: list[dict[str, Any]]) -> dict[str, UnitResult]:
-    """Units a previous run of the same --out finished (their closing record written), for --resume."""
-    closed = {r["key"]: r for r in records if r.get("kind") == "qualify_unit" and r.get("key")}
+    """Units a previous run of the same --out settled (their closing record says ok or waived), for --resume;
+    a unit that failed is measured again. Records from before units had a status get it from `error`."""
+    units = [r if r.get("status") else {**r, "status": UnitResult(key="", error=r.get("error"),
+                                                                  waived=r.get("waived")).status}
+             for r in records if r.get("kind") == "qualify_unit"]
+    held = store.ResumeStore.of(units, key=lambda r: r.get("key"))
     out: dict[str, UnitResult] = {}
-    for key, c in closed.items():
-        if c.get("error"):
-            continue  # a unit that failed is measured again
+    for key in held.keys():
+        c = held.reusable(key)
+        if c is None:
+            continue
         recs = [r for r in records if (r.get("extra") or {}).get("qualify_unit") == key
                 and r.get("kind") != "qualify_unit"]
         out[key] = UnitResult(key=key, records=recs, waived=c.get("waived"), transport=c.get("transport"),

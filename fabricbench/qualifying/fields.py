@@ -22,7 +22,7 @@ from fabricbench.errors import UsageError
 from fabricbench.fabrics import get_fabric
 from fabricbench.fabrics.env import remember
 from fabricbench.gpus import parse_gpus
-from fabricbench.qualifying.verdict import MISS_SEVERITIES
+from fabricbench.results.status import MISS_SEVERITIES, Severity
 from fabricbench.sizes import SizeSweep, parse_size
 
 # Sanity bounds: no threshold, count or time in a spec comes near these; a value beyond is a typo (1e9 GB/s)
@@ -85,11 +85,11 @@ def _levels(v: Any) -> tuple[int, ...]:
     return tuple(sorted(set(vals)))
 
 
-def _severity(v: Any) -> str:
+def _severity(v: Any) -> Severity:
     s = _str(v).lower()
     if s not in MISS_SEVERITIES:
         raise FieldError(f"expected one of {', '.join(MISS_SEVERITIES)} (the severity of a miss), got {_short(v)}")
-    return s
+    return Severity(s)
 
 
 def _bool(v: Any) -> bool:

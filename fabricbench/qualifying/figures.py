@@ -17,6 +17,7 @@ from typing import Any, Iterable
 
 from fabricbench.qualifying.prometheus import busbw_labels
 from fabricbench.qualifying.verdict import at_least, at_most
+from fabricbench.results.status import TIMED_COLLECTIVE, Status
 from fabricbench.sizes import format_size
 
 
@@ -41,7 +42,7 @@ def figures(records: Iterable[dict[str, Any]]) -> dict[str, Figure]:
     out: dict[str, Figure] = {}
     groups: dict[str, list[dict[str, Any]]] = {}
     for r in recs:
-        if r.get("kind") == "collective" and r.get("status") in ("ok", "wrong") and r.get("time_us") \
+        if r.get("kind") == "collective" and r.get("status") in TIMED_COLLECTIVE and r.get("time_us") \
                 and not r.get("inplace") and isinstance(r.get("requested_bytes"), int):
             groups.setdefault(_group(r), []).append(r)
     for g, rs in groups.items():
@@ -74,7 +75,7 @@ def figures(records: Iterable[dict[str, Any]]) -> dict[str, Figure]:
         name = f"host {d} slowest GPU @{format_size(b)}"
         out[name] = Figure(name, min(vals), "GB/s", "min")
     for r in recs:
-        if r.get("kind") == "train" and r.get("status") == "ok":
+        if r.get("kind") == "train" and r.get("status") == Status.OK:
             sps = (r.get("throughput") or {}).get("samples_per_s")
             if sps:
                 name = f"train {r.get('strategy')} {r.get('model')} {r.get('nranks')} ranks [{r.get('fabric')}]"

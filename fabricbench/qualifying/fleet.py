@@ -37,7 +37,8 @@ from fabricbench.qualifying.figures import Figure, figures
 from fabricbench.qualifying.junit import xml_text
 from fabricbench.qualifying.inputs import Tally, orjson, read_json, records
 from fabricbench.qualifying.prometheus import TextFile, check_path as check_prometheus_path
-from fabricbench.qualifying.verdict import EXIT, RANK, SEVERITIES
+from fabricbench.qualifying.verdict import EXIT, RANK, SEVERITIES, Verdict
+from fabricbench.results.status import Severity, Status, worst as worst_severity
 from fabricbench.progress import Progress
 from fabricbench.report import table as tables
 from fabricbench.report.analysis import fmt
@@ -49,7 +50,7 @@ SHOW_NODES = 50  # nodes listed in the terminal and the report, worst first (fle
 # The fields a figure (figures.py), a verdict or a busbw series reads: a streamed record keeps only these.
 _KEEP = ("kind", "status", "time_us", "inplace", "requested_bytes", "busbw_gbps", "algbw_gbps", "cv", "op",
          "dtype", "nranks", "gpus", "fabric", "host", "gbps", "direction", "bytes", "copy_kind", "src", "dst",
-         "throughput", "strategy", "model", "check", "severity", "code")
+         "throughput", "strategy", "model", "check", "check_kind", "severity", "code")
 
 
 @dataclass(kw_only=True)
@@ -58,9 +59,9 @@ class Node:
     source: str
     host: str | None
     figures: dict[str, Figure]
-    status: str | None = None  # "pass"/"fail" from its verdicts, None when it has none
+    status: Status | None = None  # pass/fail from its verdicts, None when it has none
     failed: list[str] = field(default_factory=list)  # checks that failed or errored
-    severity: str = "pass"  # the worst of its verdicts and, once judged, of its outliers
+    severity: Severity = Severity.PASS  # the worst of its verdicts and, once judged, of its outliers
     codes: list[str] = field(default_factory=list)  # the codes of its non-passing verdicts and outliers
     checks: dict[str, tuple[str, str]] = field(default_factory=dict)  # check -> (severity, code)
 
@@ -74,7 +75,7 @@ class Outlier:
     ratio: float  # value / median
     robust_z: float | None
     why: str
-    severity: str = "critical"  # below fraction x median: critical; by robust z only: warning
+    severity: Severity = Severity.CRITICAL  # below fraction x median: critical; by robust z only: warning
     code: str = "FB_FLEET_OUTLIER"
 
 
@@ -89,8 +90,8 @@ class FleetResult:
     notes: list[str] = field(default_factory=list)
 
     @property
-    def severity(self) -> str:
-        return max((n.severity for n in self.nodes), key=RANK.__getitem__, default="pass")
+    def severity(self) -> Severity:
+        return worst_severity(n.severity for n in self.nodes)
 
     @property
     def exit_code(self) -> int:
@@ -160,23 +161,21 @@ def load_nodes(path: str | os.PathLike, notes: list[str] | None = None) -> list[
 
 
 def _adopt_verdicts(node: Node, verdicts: list[dict[str, Any]]) -> None:
-    """A node's own verdicts: its failed checks, their severities and codes (older runs: from status)."""
-    if not verdicts:
+    """A node's own verdicts (records or verdicts.json entries, typed by Verdict.from_record: older runs get
+    their severity from their status; one that is not a verdict is left out): its failed checks, their
+    severities and codes."""
+    typed = [v for v in map(Verdict.from_record, verdicts) if v is not None]
+    if not typed:
         return
-    for v in verdicts:
-        status, check = v.get("status"), str(v.get("check"))
-        sev = v.get("severity")
-        if sev not in RANK:
-            sev = {"pass": "pass", "waived": "info", "error": "unknown"}.get(status, "critical")
-        code = v.get("code") if isinstance(v.get("code"), str) else ("FB_PASS" if sev == "pass" else "FB_FAIL")
-        node.checks[check] = (sev, code)
-        if status in ("fail", "error"):
-            node.failed.append(check)
-        if RANK[sev] > RANK[node.severity]:
-            node.severity = sev
-        if sev not in ("pass", "info") and code not in node.codes:
-            node.codes.append(code)
-    node.status = "fail" if node.failed else "pass"
+    for v in typed:
+        node.checks[v.check] = (v.severity, v.code)
+        if v.status in (Status.FAIL, Status.ERROR):
+            node.failed.append(v.check)
+        if v.severity.rank > node.severity.rank:
+            node.severity = v.severity
+        if v.severity not in (Severity.PASS, Severity.INFO) and v.code not in node.codes:
+            node.codes.append(v.code)
+    node.status = Status.FAIL if node.failed else Status.PASS
 
 
 def run_fleet(inputs: Sequence[str | os.PathLike], *, out: str | os.PathLike | None = None, fraction: float = 0.9,
@@ -255,7 +254,7 @@ def judge_figure(fig: str, vals: list[tuple[Node, Figure]], fraction: float, mad
                 why.append(f"robust z {z:+.1f}")
             found.append(Outlier(node=n.name, figure=fig, value=f.value, median=med,
                                  ratio=f.value / med if med else float("nan"), robust_z=z, why="; ".join(why),
-                                 severity="critical" if bad_frac else "warning"))
+                                 severity=Severity.CRITICAL if bad_frac else Severity.WARNING))
     return st, found
 
 
@@ -280,9 +279,9 @@ def _junit(res: FleetResult) -> str:
     """A testcase per node: critical -> failure, unknown -> error, warning -> passed with a property."""
     bad = {s: sum(1 for n in res.nodes if n.severity == s) for s in SEVERITIES}
     root = ET.Element("testsuites", name="fabricbench qualify --fleet", tests=str(len(res.nodes)),
-                      failures=str(bad["critical"]), errors=str(bad["unknown"]))
-    ts = ET.SubElement(root, "testsuite", name="fleet", tests=str(len(res.nodes)), failures=str(bad["critical"]),
-                       errors=str(bad["unknown"]))
+                      failures=str(bad[Severity.CRITICAL]), errors=str(bad[Severity.UNKNOWN]))
+    ts = ET.SubElement(root, "testsuite", name="fleet", tests=str(len(res.nodes)),
+                       failures=str(bad[Severity.CRITICAL]), errors=str(bad[Severity.UNKNOWN]))
     by_node: dict[str, list[Outlier]] = defaultdict(list)
     for o in res.outliers:
         by_node[o.node].append(o)
@@ -294,10 +293,10 @@ def _junit(res: FleetResult) -> str:
         lines = [f"{o.figure}: {o.value:.4g} vs median {o.median:.4g} ({o.why})" for o in by_node[n.name]]
         lines += [f"check {c} failed" for c in n.failed]
         msg = xml_text(f"{n.severity}: {', '.join(n.codes)}")
-        if n.severity == "critical":
-            ET.SubElement(tc, "failure", message=msg, type="critical").text = xml_text("\n".join(lines))
-        elif n.severity == "unknown":
-            ET.SubElement(tc, "error", message=msg, type="unknown").text = xml_text("\n".join(lines))
+        if n.severity == Severity.CRITICAL:
+            ET.SubElement(tc, "failure", message=msg, type=Severity.CRITICAL).text = xml_text("\n".join(lines))
+        elif n.severity == Severity.UNKNOWN:
+            ET.SubElement(tc, "error", message=msg, type=Severity.UNKNOWN).text = xml_text("\n".join(lines))
         elif lines:
             ET.SubElement(tc, "system-out").text = xml_text("\n".join(lines))
     ET.indent(root)
@@ -313,7 +312,7 @@ def _write(res: FleetResult, out: Path) -> None:
     res.files["junit"] = str(write_text_atomic(out / "junit.xml", _junit(res), what="junit.xml"))
     png = out / "fleet.png"
     plotted = len(res.nodes) <= PLOT_MAX_NODES and _plot(res, png)
-    crit = sum(1 for n in res.nodes if n.severity == "critical")
+    crit = sum(1 for n in res.nodes if n.severity == Severity.CRITICAL)
     doc = Document("Fleet qualification", subtitle=f"{len(res.nodes)} nodes, {len(res.stats)} figures")
     s = doc.section("Nodes, worst first", intro=(
         f"{crit} critical node(s), {len(res.outliers)} outlier figure(s): a node worse than {res.fraction:g} x "
@@ -428,7 +427,8 @@ def render(res: FleetResult) -> None:
     headers, rows = node_table(res)
     cols = [tables.Col(h, justify="right" if h == "outlier figures" else "left", key=h == "node",
                        prose=h in ("codes", "failed checks")) for h in headers]
-    style = {"critical": "bold red", "unknown": "yellow", "warning": "yellow", "info": "dim", "pass": "green"}
+    style = {Severity.CRITICAL: "bold red", Severity.UNKNOWN: "yellow", Severity.WARNING: "yellow",
+             Severity.INFO: "dim", Severity.PASS: "green"}
     title = (f"fleet: {len(res.nodes)} nodes, worst first" + (
         f" (the {SHOW_NODES} worst; fleet.json has all)" if len(res.nodes) > SHOW_NODES else "")
         + f"; outlier: < {res.fraction:g} x median (critical) or robust z beyond {res.mad_z:g} (warning)")
@@ -442,6 +442,6 @@ def render(res: FleetResult) -> None:
         console.print(f"[yellow]note[/yellow]: {escape(note)}")
     sev = {s: sum(1 for n in res.nodes if n.severity == s) for s in SEVERITIES}
     word = "PASSED" if res.exit_code == 0 else res.severity.upper()
-    console.print(f"[bold]{word}[/bold] (exit {res.exit_code}): {sev['critical']} critical, {sev['unknown']} unknown, "
-                  f"{sev['warning']} warning node(s) of {len(res.nodes)}; {len(res.outliers)} outlier(s)"
+    console.print(f"[bold]{word}[/bold] (exit {res.exit_code}): {sev[Severity.CRITICAL]} critical, "
+                  f"{sev[Severity.UNKNOWN]} unknown, {sev[Severity.WARNING]} warning node(s) of {len(res.nodes)}; {len(res.outliers)} outlier(s)"
                   + (f"; outputs in {Path(res.files['fleet_json']).parent}" if "fleet_json" in res.files else ""))

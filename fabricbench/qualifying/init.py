@@ -33,6 +33,7 @@ from fabricbench.errors import UsageError
 from fabricbench.qualifying.fields import MAX_NUMBER, MAX_SIZE, READERS, FieldError
 from fabricbench.qualifying.figures import SPREAD_Z
 from fabricbench.qualifying.inputs import read_all, results_path
+from fabricbench.results.status import TIMED_COLLECTIVE, Status
 from fabricbench.sizes import format_size
 from fabricbench.topology.model import Topology
 
@@ -46,11 +47,11 @@ def spec_from_results(path: str | os.PathLike, *, margin: float = 0.9, name: str
         raise UsageError(f"--from {path}: no such results file; give a results.jsonl (or a qualify --out folder)")
     p = str(results_path(path, what="--from"))
     records, _ = read_all(path, what="--from")
-    colls = [r for r in records if r.get("kind") == "collective" and r.get("status") in ("ok", "wrong")
+    colls = [r for r in records if r.get("kind") == "collective" and r.get("status") in TIMED_COLLECTIVE
              and _sane(r.get("time_us")) and _readable(r)]
     copies = [r for r in records if r.get("kind") == "copy" and _sane(r.get("gbps"))
               and isinstance(r.get("direction"), str) and isinstance(r.get("bytes"), int) and 0 < r["bytes"] <= MAX_SIZE]
-    trains = [r for r in records if r.get("kind") == "train" and r.get("status") == "ok"]
+    trains = [r for r in records if r.get("kind") == "train" and r.get("status") == Status.OK]
     topo = next((r for r in records if r.get("kind") == "topology"), None)
     try:
         topology = Topology.from_dict(topo) if topo and topo.get("gpus") else None

@@ -36,20 +36,17 @@ from fabricbench.results import records as results_records
 from fabricbench.results.schema import SCHEMA
 
 _NUM = (int, float)
-# kind -> field -> the types a field must have when present (None is always allowed: "not measured")
-_TYPES: dict[str, dict[str, tuple[type, ...]]] = {
-    "collective": {"op": (str,), "dtype": (str,), "requested_bytes": (int,), "time_us": _NUM,
-                   "busbw_gbps": _NUM, "algbw_gbps": _NUM, "cv": _NUM, "nranks": (int,), "gpus": (list,),
-                   "status": (str,), "wrong": (int,), "transport": (str,), "engine": (str,), "backend": (str,),
-                   "iters": (int,)},
-    "copy": {"gbps": _NUM, "direction": (str,), "bytes": (int,), "copy_kind": (str,), "src": (int, str),
-             "dst": (int, str)},
-    "train": {"throughput": (dict,), "status": (str,), "strategy": (str,), "model": (str,), "nranks": (int,),
-              "device": (str,), "first_loss": _NUM, "last_loss": _NUM},
-    "topology": {"gpus": (list,)},
+# kind -> the fields a figure reads, checked when present (None is always allowed: "not measured"); their
+# types are the shared reader's (results/records.FIELDS), so the two readers never disagree on a type
+_READ = {
+    "collective": ("op", "dtype", "requested_bytes", "time_us", "busbw_gbps", "algbw_gbps", "cv", "nranks", "gpus",
+                   "status", "wrong", "transport", "engine", "backend", "iters", "extra"),
+    "copy": ("gbps", "direction", "bytes", "copy_kind", "src", "dst", "extra"),
+    "train": ("throughput", "status", "strategy", "model", "nranks", "device", "first_loss", "last_loss"),
+    "topology": ("gpus",),
 }
-_COMMON = {"kind": (str,), "host": (str,), "fabric": (str,), "run_id": (str,), "schema": (str,),
-           "extra": (dict,)}
+_TYPES = {kind: {k: results_records.flat_types(kind, k) for k in keys} for kind, keys in _READ.items()}
+_COMMON = {k: results_records.flat_types(None, k) for k in ("kind", "host", "fabric", "run_id", "schema")}
 
 
 @dataclass

@@ -16,6 +16,9 @@ import xml.etree.ElementTree as ET
 from typing import Sequence
 
 from fabricbench.qualifying.verdict import Verdict
+from fabricbench.results.status import Severity, Status
+
+_FAILURES = (Severity.CRITICAL, Severity.WARNING)  # a <failure>; the exit status tells the two apart
 
 
 def xml_text(text: str) -> str:
@@ -25,9 +28,9 @@ def xml_text(text: str) -> str:
 
 
 def to_xml(verdicts: Sequence[Verdict], *, suite: str, host: str | None = None, timestamp: str | None = None) -> str:
-    failures = sum(1 for v in verdicts if v.severity in ("critical", "warning"))
-    errors = sum(1 for v in verdicts if v.severity == "unknown")
-    skipped = sum(1 for v in verdicts if v.status == "waived")
+    failures = sum(1 for v in verdicts if v.severity in _FAILURES)
+    errors = sum(1 for v in verdicts if v.severity == Severity.UNKNOWN)
+    skipped = sum(1 for v in verdicts if v.status == Status.WAIVED)
     total_time = sum(v.duration_s for v in verdicts)
     root = ET.Element("testsuites", name="fabricbench qualify", tests=str(len(verdicts)), failures=str(failures),
                       errors=str(errors), skipped=str(skipped), time=f"{total_time:.3f}")
@@ -44,18 +47,18 @@ def to_xml(verdicts: Sequence[Verdict], *, suite: str, host: str | None = None, 
             ET.SubElement(props, "property", name=k, value=xml_text(val))
         body = xml_text("\n".join(i.text() for i in v.items))
         message = xml_text(v.message())
-        if v.severity in ("critical", "warning") and v.status != "pass":
+        if v.severity in _FAILURES and v.status != Status.PASS:
             el = ET.SubElement(tc, "failure", message=message, type=v.severity)
             el.text = body + (f"\naction: {xml_text(v.action)}" if v.action else "")
-        elif v.severity == "warning":  # flaky: passed on a retry
-            el = ET.SubElement(tc, "failure", message=xml_text(v.reason or message), type="warning")
+        elif v.severity == Severity.WARNING:  # flaky: passed on a retry
+            el = ET.SubElement(tc, "failure", message=xml_text(v.reason or message), type=Severity.WARNING)
             el.text = body
-        elif v.severity == "unknown":
-            el = ET.SubElement(tc, "error", message=message, type="unknown")
+        elif v.severity == Severity.UNKNOWN:
+            el = ET.SubElement(tc, "error", message=message, type=Severity.UNKNOWN)
             el.text = body
-        elif v.status == "waived" or v.severity == "info":
+        elif v.status == Status.WAIVED or v.severity == Severity.INFO:
             ET.SubElement(tc, "skipped", message=xml_text(f"{v.severity}: {v.reason or v.message()}"))
-        if v.status == "pass" and v.severity == "pass" and body:
+        if v.status == Status.PASS and v.severity == Severity.PASS and body:
             out = ET.SubElement(tc, "system-out")
             out.text = body
     ET.indent(root)

@@ -27,6 +27,7 @@ from typing import Any, Iterable
 from fabricbench.errors import UsageError
 from fabricbench.files import OutputError
 from fabricbench.qualifying.verdict import RANK, Verdict
+from fabricbench.results.status import TIMED_COLLECTIVE, Severity
 
 try:
     from prometheus_client import CollectorRegistry, write_to_textfile
@@ -50,7 +51,7 @@ METRICS = {
 def busbw_labels(r: dict[str, Any], host: str | None = None) -> dict[str, str] | None:
     """The labels of one collective record's busbw series, or None when it has no busbw to show."""
     if r.get("kind") != "collective" or r.get("inplace") or r.get("busbw_gbps") is None \
-            or r.get("status") not in ("ok", "wrong"):
+            or r.get("status") not in TIMED_COLLECTIVE:
         return None
     return {"host": str(host or r.get("host") or ""), "op": str(r.get("op")),
             "size_bytes": str(r.get("requested_bytes")), "gpus": ",".join(map(str, r.get("gpus") or [])),
@@ -107,7 +108,7 @@ class TextFile:
     def add_busbw(self, labels: dict[str, str], value: float) -> None:
         self._set("fabricbench_busbw_gbps", labels, value)
 
-    def add_status(self, host: str, check: str, kind: str, severity: str, code: str) -> None:
+    def add_status(self, host: str, check: str, kind: str, severity: Severity, code: str) -> None:
         self._set("fabricbench_check_status", {"host": host, "check": check, "kind": kind, "severity": severity,
                                                 "code": code}, RANK[severity])
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fabricbench.qualifying.verdict import Verdict, fmt_value
+from fabricbench.qualifying.verdict import STATUSES, Verdict, fmt_value
+from fabricbench.results.status import Severity, Status
 from fabricbench.report import table as tables
 from fabricbench.report.document import Document
 
@@ -26,8 +27,11 @@ COLS = (tables.Col("check", justify="left", key=True), tables.Col("kind", justif
         tables.Col("note", justify="left", prose=True))
 HEADERS = [c.name for c in COLS]
 SHOW_ITEMS = 12  # failing items listed under the terminal table per check (all are in verdicts.json)
-_STYLE = {"pass": "green", "fail": "bold red", "error": "bold red", "waived": "dim"}
-_SEV_STYLE = {"pass": "green", "info": "dim", "warning": "yellow", "unknown": "bold yellow", "critical": "bold red"}
+_STYLE = {Status.PASS: "green", Status.FAIL: "bold red", Status.ERROR: "bold red", Status.WAIVED: "dim"}
+_SEV_STYLE = {Severity.PASS: "green", Severity.INFO: "dim", Severity.WARNING: "yellow",
+              Severity.UNKNOWN: "bold yellow", Severity.CRITICAL: "bold red"}
+# Severities whose check has an action to show (a pass or an info needs none).
+_ACT_ON = (Severity.WARNING, Severity.UNKNOWN, Severity.CRITICAL)
 
 
 def row(v: Verdict) -> list[str]:
@@ -35,9 +39,9 @@ def row(v: Verdict) -> list[str]:
     rel = {"min": ">= ", "max": "<= ", "equal": ""}.get(v.sense or "", "")
     threshold = f"{rel}{fmt_value(v.threshold)}{unit}" if v.threshold is not None else "-"
     note = v.reason or ""
-    if v.status == "pass":
+    if v.status == Status.PASS:
         note = ""
-    elif v.status in ("fail", "error"):
+    elif v.status in (Status.FAIL, Status.ERROR):
         more = sum(1 for i in v.items if i.status == v.status) - 1
         if more > 0:
             note = (note + "; " if note else "") + f"{more} more {v.status}"
@@ -61,21 +65,22 @@ def render(res: "QualifyResult", console=None) -> None:
         rows.append(cells)
     tables.render(console, f"fabricbench qualify: {res.spec.name} ({res.spec.path}) on {res.host}", COLS, rows)
     for v in res.verdicts:  # every failing item, so that an operator sees all the bad pairs, not one
-        bad = [i for i in v.items if i.status in ("fail", "error")]
+        bad = [i for i in v.items if i.status in (Status.FAIL, Status.ERROR)]
         for i in bad[:SHOW_ITEMS]:
             console.print(f"  [red]{v.check}[/red] {escape(i.text())}")
         if len(bad) > SHOW_ITEMS:
             console.print(f"  [red]{v.check}[/red] ... {len(bad) - SHOW_ITEMS} more in verdicts.json")
     for v in res.verdicts:
-        if v.severity in ("warning", "unknown", "critical") and v.action:
+        if v.severity in _ACT_ON and v.action:
             console.print(f"  [bold]{v.check}[/bold] {v.code}: {escape(v.action)}")
     for note in res.notes:
         console.print(f"[yellow]note[/yellow]: {escape(note)}")
     d = res.to_dict()
     counts, sev = d["counts"], d["severities"]
     word = "PASSED" if res.exit_code == 0 else res.severity.upper()
-    console.print(f"[bold]{word}[/bold] (exit {res.exit_code}): {sev['critical']} critical, {sev['unknown']} "
-                  f"unknown, {sev['warning']} warning, {counts['pass']} pass, {counts['waived']} waived"
+    console.print(f"[bold]{word}[/bold] (exit {res.exit_code}): {sev[Severity.CRITICAL]} critical, "
+                  f"{sev[Severity.UNKNOWN]} unknown, {sev[Severity.WARNING]} warning, {counts[Status.PASS]} pass, "
+                  f"{counts[Status.WAIVED]} waived"
                   + (f"; outputs in {res.out}" if res.out else ""))
 
 
@@ -86,16 +91,17 @@ def write_report(res: "QualifyResult", out: Path) -> dict[str, str]:
     word = "passed" if res.exit_code == 0 else f"is {res.severity}"
     level = f", level {res.spec.level}" if res.spec.level else ""
     doc = Document(f"Qualification: {res.spec.name}", subtitle=f"{res.host}, run {res.run_id}{level}")
-    s = doc.section("Verdict", intro=(f"The node {word}: {counts['pass']} checks passed, {counts['fail']} missed "
-                                      f"({sev['critical']} critical, {sev['warning']} warning), {counts['error']} "
-                                      f"could not be measured, {counts['waived']} were waived. Exit status "
+    s = doc.section("Verdict", intro=(f"The node {word}: {counts[Status.PASS]} checks passed, {counts[Status.FAIL]} "
+                                      f"missed ({sev[Severity.CRITICAL]} critical, {sev[Severity.WARNING]} warning), "
+                                      f"{counts[Status.ERROR]} could not be measured, {counts[Status.WAIVED]} were "
+                                      f"waived. Exit status "
                                       f"{res.exit_code} (0 pass, 1 critical, 3 unknown, 4 warning)."))
     if res.spec.description:
         s.text(res.spec.description)
     if res.spec.source:
         s.text(f"Thresholds: {res.spec.source}")
     s.table(HEADERS, [row(v) for v in res.verdicts], status_col=3)
-    todo = [v for v in res.verdicts if v.severity in ("warning", "unknown", "critical") and v.action]
+    todo = [v for v in res.verdicts if v.severity in _ACT_ON and v.action]
     if todo:
         s.table(["check", "severity", "code", "action"], [[v.check, v.severity, v.code, v.action] for v in todo],
                 caption="What to do", status_col=1)
@@ -122,4 +128,4 @@ def write_report(res: "QualifyResult", out: Path) -> dict[str, str]:
 
 
 def counts_line(verdicts: list[Verdict]) -> dict[str, Any]:
-    return {s: sum(1 for v in verdicts if v.status == s) for s in ("pass", "fail", "error", "waived")}
+    return {s: sum(1 for v in verdicts if v.status == s) for s in STATUSES}

@@ -23,16 +23,22 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from fabricbench.qualifying.codes import CODES, code_for
+from fabricbench.results.schema import header
+from fabricbench.results.status import (KIND_STATUSES, MISS_SEVERITIES, VERDICT_OK, Severity, Status, parse,
+                                        parse_severity)
+from fabricbench.results.status import worst as worst_severity
 
-STATUSES = ("pass", "fail", "waived", "error")
-OK_STATUSES = ("pass", "waived")  # exit 0 when every verdict is one of these
-SEVERITIES = ("pass", "info", "warning", "unknown", "critical")  # from best to worst
-RANK = {s: i for i, s in enumerate(SEVERITIES)}
-MISS_SEVERITIES = ("critical", "warning", "info")  # what a spec may make a miss
-EXIT = {"pass": 0, "info": 0, "critical": 1, "unknown": 3, "warning": 4}
+# The vocabularies are results/status.py's: a verdict's status (KIND_STATUSES["verdict"]) and its severity.
+STATUSES = (Status.PASS, Status.FAIL, Status.WAIVED, Status.ERROR)
+assert frozenset(STATUSES) == KIND_STATUSES["verdict"]
+OK_STATUSES = VERDICT_OK  # exit 0 when every verdict is one of these
+SEVERITIES = tuple(Severity)  # from best to worst
+RANK = {s: s.rank for s in Severity}
+# The exit status by the worst severity (2 is bad input, never a verdict).
+EXIT = {Severity.PASS: 0, Severity.INFO: 0, Severity.CRITICAL: 1, Severity.UNKNOWN: 3, Severity.WARNING: 4}
 # Criteria whose miss is a warning by default: a spread or a small-message time moves with load and
 # clocks; it says "look", not "drain". Every floor (bandwidth, links, counts, correctness) is critical.
 WARNING_CRITERIA = frozenset({"cv", "latency", "vs baseline"})
@@ -42,19 +48,20 @@ WARNING_CRITERIA = frozenset({"cv", "latency", "vs baseline"})
 class Policy:
     """How a check's misses are graded (spec keys `severity`, `warn_fraction`)."""
 
-    severity: str | None = None  # of a miss; None: WARNING_CRITERIA warn, the rest are critical
+    severity: Severity | None = None  # of a miss; None: WARNING_CRITERIA warn, the rest are critical
     warn_fraction: float | None = None  # a floor missed by less than this fraction is a warning
 
-    def grade(self, item: "Item") -> str:
-        if item.status == "pass":
-            return "pass"
-        if item.status == "waived":
-            return "info"
-        if item.status == "error":
-            return "unknown"
-        sev = self.severity or ("warning" if item.criterion in WARNING_CRITERIA else "critical")
-        if sev == "critical" and self.warn_fraction is not None and _in_band(item, self.warn_fraction):
-            return "warning"
+    def grade(self, item: "Item") -> Severity:
+        if item.status == Status.PASS:
+            return Severity.PASS
+        if item.status == Status.WAIVED:
+            return Severity.INFO
+        if item.status == Status.ERROR:
+            return Severity.UNKNOWN
+        sev = Severity(self.severity) if self.severity else (
+            Severity.WARNING if item.criterion in WARNING_CRITERIA else Severity.CRITICAL)
+        if sev == Severity.CRITICAL and self.warn_fraction is not None and _in_band(item, self.warn_fraction):
+            return Severity.WARNING
         return sev
 
 
@@ -75,7 +82,7 @@ class Item:
     """One criterion on one subject: e.g. busbw of GPUs [0,1] at 1 GiB >= 300 GB/s."""
 
     criterion: str  # "min_busbw_gbps", "link", "transport"...
-    status: str
+    status: Status
     subject: str | None = None  # "GPUs 0,1", "GPU0->GPU4", "fabric p2p-off"
     measured: float | str | None = None
     threshold: float | str | None = None
@@ -83,16 +90,22 @@ class Item:
     sense: str | None = None  # "min", "max" or "equal"
     margin: float | None = None
     reason: str | None = None
-    severity: str | None = None  # set when the check's verdict is combined (Policy.grade)
+    severity: Severity | None = None  # set when the check's verdict is combined (Policy.grade)
     code: str | None = None
+
+    def __post_init__(self) -> None:
+        self.status = Status(self.status)  # a plain string read back from verdicts.json becomes the enum
+        assert self.status in STATUSES, self.status
+        if self.severity is not None:
+            self.severity = Severity(self.severity)
 
     def text(self) -> str:
         """'GPUs 0,1: 289.1 GB/s < 300 GB/s (-3.6%)' — the numbers a failure carries."""
         subj = f"{self.subject}: " if self.subject else ""
-        if self.status in ("waived", "error") and self.measured is None:
+        if self.status in (Status.WAIVED, Status.ERROR) and self.measured is None:
             return f"{subj}{self.criterion} {self.status}: {self.reason}"
         rel = {"min": ">=", "max": "<=", "equal": "=="}.get(self.sense or "", "vs")
-        ok = self.status == "pass"
+        ok = self.status == Status.PASS
         op = rel if ok else {">=": "<", "<=": ">", "==": "!="}.get(rel, "vs")
         m = f" ({self.margin:+.1%})" if self.margin is not None else ""
         why = f"; {self.reason}" if self.reason and not ok else ""
@@ -103,37 +116,37 @@ class Item:
 def at_least(criterion: str, measured: float, threshold: float, *, unit: str = "", subject: str | None = None,
              reason: str | None = None) -> Item:
     margin = measured / threshold - 1 if threshold else None
-    return Item(criterion=criterion, status="pass" if measured >= threshold else "fail", subject=subject,
+    return Item(criterion=criterion, status=Status.PASS if measured >= threshold else Status.FAIL, subject=subject,
                 measured=measured, threshold=threshold, unit=unit, sense="min", margin=margin, reason=reason)
 
 
 def at_most(criterion: str, measured: float, threshold: float, *, unit: str = "", subject: str | None = None,
             reason: str | None = None) -> Item:
     margin = 1 - measured / threshold if threshold else None
-    return Item(criterion=criterion, status="pass" if measured <= threshold else "fail", subject=subject,
+    return Item(criterion=criterion, status=Status.PASS if measured <= threshold else Status.FAIL, subject=subject,
                 measured=measured, threshold=threshold, unit=unit, sense="max", margin=margin, reason=reason)
 
 
 def equal(criterion: str, measured: Any, expected: Any, *, subject: str | None = None,
           ok: bool | None = None, reason: str | None = None) -> Item:
     good = (measured == expected) if ok is None else ok
-    return Item(criterion=criterion, status="pass" if good else "fail", subject=subject, measured=measured,
+    return Item(criterion=criterion, status=Status.PASS if good else Status.FAIL, subject=subject, measured=measured,
                 threshold=expected, sense="equal", reason=reason)
 
 
 def waived(criterion: str, reason: str, subject: str | None = None) -> Item:
-    return Item(criterion=criterion, status="waived", subject=subject, reason=reason)
+    return Item(criterion=criterion, status=Status.WAIVED, subject=subject, reason=reason)
 
 
 def error(criterion: str, reason: str, subject: str | None = None) -> Item:
-    return Item(criterion=criterion, status="error", subject=subject, reason=reason)
+    return Item(criterion=criterion, status=Status.ERROR, subject=subject, reason=reason)
 
 
 @dataclass(kw_only=True)
 class Verdict:
     check: str  # the check's name in the spec
     kind: str  # its kind (a key of CHECKS)
-    status: str
+    status: Status
     measured: float | str | None = None  # the headline item's
     threshold: float | str | None = None
     unit: str = ""
@@ -145,15 +158,18 @@ class Verdict:
     items: list[Item] = field(default_factory=list)
     duration_s: float = 0.0
     description: str | None = None
-    severity: str = "pass"
+    severity: Severity = Severity.PASS
     code: str = "FB_PASS"
     action: str = ""
     source: str | None = None  # where the check's threshold comes from (the spec's `source`)
     attempts: list[dict[str, Any]] = field(default_factory=list)  # every try: status, severity, measured
 
+    KIND: ClassVar[str] = "verdict"  # its record kind (results/records.py reads it typed: Records.typed)
+
     def __post_init__(self) -> None:
+        self.status = Status(self.status)  # plain strings (from_record) become the enums; a stranger raises
+        self.severity = Severity(self.severity)
         assert self.status in STATUSES, self.status
-        assert self.severity in SEVERITIES, self.severity
 
     @property
     def ok(self) -> bool:
@@ -168,7 +184,7 @@ class Verdict:
         else:
             text = self.reason or ""
         bad = [i for i in self.items if i.status == self.status and i is not head]
-        if self.status in ("fail", "error") and bad:
+        if self.status in (Status.FAIL, Status.ERROR) and bad:
             text += f" (and {len(bad)} more {self.status}{'s' if len(bad) > 1 else ''})"
         return text
 
@@ -177,13 +193,42 @@ class Verdict:
         d["message"] = self.message()
         return d
 
+    def to_record(self, run_id: str) -> dict[str, Any]:
+        """A kind "verdict" record: the header's `kind` stays "verdict"; the check's kind is `check_kind`."""
+        body = self.to_dict()
+        body["check_kind"] = body.pop("kind")
+        return {**header(self.KIND, run_id=run_id), **body}
+
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Verdict":
-        names = {f.name for f in dataclasses.fields(cls)}
-        body = {k: v for k, v in d.items() if k in names and k != "items"}
+    def from_record(cls, d: Any) -> "Verdict | None":
+        """The Verdict a verdict record (to_record) or a verdicts.json entry (to_dict) holds, or None when it
+        holds none (no check name, a status no verdict has: another machine's damaged file). A run from
+        before severities gets the severity its status grades to (Policy.grade of a miss: critical); a
+        missing code is FB_PASS for a pass, FB_FAIL otherwise. Items that do not type are left out."""
+        if not isinstance(d, dict) or not isinstance(d.get("check"), str):
+            return None
+        status = parse(d.get("status"), cls.KIND)
+        if status is None:
+            return None
+        kind = d.get("check_kind") if d.get("kind") == cls.KIND else d.get("kind")
+        severity = parse_severity(d.get("severity")) or _GRADE.get(status, Severity.CRITICAL)
+        code = d.get("code") if isinstance(d.get("code"), str) else (
+            "FB_PASS" if severity == Severity.PASS else "FB_FAIL")
+        names = {f.name for f in dataclasses.fields(cls)} - {"check", "kind", "status", "severity", "code", "items"}
+        body = {k: v for k, v in d.items() if k in names}
         item_names = {f.name for f in dataclasses.fields(Item)}
-        items = [Item(**{k: v for k, v in i.items() if k in item_names}) for i in d.get("items", [])]
-        return cls(**body, items=items)
+        items = []
+        for i in d.get("items") or []:
+            if isinstance(i, dict) and isinstance(i.get("criterion"), str) and parse(i.get("status"), cls.KIND):
+                items.append(Item(**{k: v for k, v in i.items() if k in item_names and k != "severity"},
+                                  severity=parse_severity(i.get("severity"))))
+        return cls(check=d["check"], kind=str(kind or "unknown"), status=status, severity=severity, code=code,
+                   items=items, **body)
+
+
+# What a verdict's status grades to when its record names no severity (runs from before severities).
+_GRADE = {Status.PASS: Severity.PASS, Status.WAIVED: Severity.INFO, Status.ERROR: Severity.UNKNOWN,
+          Status.FAIL: Severity.CRITICAL}
 
 
 def combine(check: str, kind: str, items: list[Item], *, description: str | None = None,
@@ -198,21 +243,21 @@ def combine(check: str, kind: str, items: list[Item], *, description: str | None
         i.severity = policy.grade(i)
         i.code = _code(kind, i).code
     statuses = {i.status for i in items}
-    if "error" in statuses:
-        status = "error"
-    elif "fail" in statuses:
-        status = "fail"
-    elif "pass" in statuses:
-        status = "pass"
+    if Status.ERROR in statuses:
+        status = Status.ERROR
+    elif Status.FAIL in statuses:
+        status = Status.FAIL
+    elif Status.PASS in statuses:
+        status = Status.PASS
     else:
-        status = "waived"
+        status = Status.WAIVED
     pool = [i for i in items if i.status == status]
     head = min(pool, key=lambda i: (-RANK[i.severity], i.margin is None,
                                     i.margin if i.margin is not None else 0.0))
-    if status == "fail":  # an equality failure (no margin) is as bad as it gets: show it first
+    if status == Status.FAIL:  # an equality failure (no margin) is as bad as it gets: show it first
         head = next((i for i in pool if i.margin is None and i.severity == head.severity), head)
-    severity = max((i.severity for i in items), key=RANK.__getitem__)
-    code = _code(kind, head) if status != "pass" else CODES.get("FB_PASS")
+    severity = worst_severity(i.severity for i in items)
+    code = _code(kind, head) if status != Status.PASS else CODES.get("FB_PASS")
     return Verdict(check=check, kind=kind, status=status, measured=head.measured, threshold=head.threshold,
                    unit=head.unit, sense=head.sense, margin=head.margin, criterion=head.criterion,
                    subject=head.subject, reason=head.reason, items=items, description=description,
@@ -220,11 +265,11 @@ def combine(check: str, kind: str, items: list[Item], *, description: str | None
 
 
 def _code(kind: str, item: Item):
-    if item.status == "pass":
+    if item.status == Status.PASS:
         return CODES.get("FB_PASS")
-    if item.status == "waived":
+    if item.status == Status.WAIVED:
         return CODES.get("FB_WAIVED")
-    if item.status == "error":
+    if item.status == Status.ERROR:
         return CODES.get("FB_UNMEASURED")
     return code_for(kind, item.criterion)
 
@@ -232,7 +277,7 @@ def _code(kind: str, item: Item):
 def flaky(v: Verdict, misses: list[Verdict]) -> Verdict:
     """A pass that came after misses: a warning, FB_FLAKY, with what the misses measured."""
     code = CODES.get("FB_FLAKY")
-    v.severity, v.code = "warning", code.code
+    v.severity, v.code = Severity.WARNING, code.code
     v.action = code.action
     v.reason = f"passed on attempt {len(misses) + 1} after {len(misses)} miss(es): " + "; ".join(
         m.message() for m in misses)
@@ -245,8 +290,8 @@ def attempt_record(n: int, v: Verdict) -> dict[str, Any]:
             "message": v.message()}
 
 
-def worst(verdicts: list[Verdict]) -> str:
-    return max((v.severity for v in verdicts), key=RANK.__getitem__, default="pass")
+def worst(verdicts: list[Verdict]) -> Severity:
+    return worst_severity(v.severity for v in verdicts)
 
 
 def exit_code(verdicts: list[Verdict]) -> int:

@@ -15,15 +15,15 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fabricbench import procs
+from fabricbench import jobs
 from fabricbench.errors import FabricbenchError, UsageError
 from fabricbench.fabrics import get_fabric
+from fabricbench.jobs.configs import Job, SweepJob, TrainJob
 from fabricbench.sizes import format_size
 
 
@@ -113,36 +113,38 @@ def run_lab(config: LabConfig, *, log: Any = None) -> LabRun:
 
 def _sweep(config: LabConfig, fabric: str, ops: list[str], dtype: str, sizes: list[int], run: LabRun,
            say: Any) -> None:
-    cmd = ["sweep", "--engine", "torch", "--backend", "gloo", "--nprocs", str(config.nprocs), "--ops",
-           ",".join(ops), "--sizes", ",".join(str(s) for s in sizes), "--dtype", dtype, "--iters",
-           str(config.sweep_iters), "--warmup", str(config.sweep_warmup), "--quiet"]
-    _under(config, fabric, cmd, f"sweep {fabric} {dtype}", run, say)
+    job = SweepJob(ops=",".join(ops), sizes=",".join(str(s) for s in sizes), dtype=dtype, iters=config.sweep_iters,
+                   warmup=config.sweep_warmup, engine="torch", backend="gloo", nprocs=config.nprocs,
+                   timeout_s=config.timeout_s, fabric=fabric, out=str(run.out), quiet=True)
+    _under(config, fabric, job, f"sweep {fabric} {dtype}", run, say)
 
 
 def _train(config: LabConfig, fabric: str, run: LabRun, say: Any) -> list[dict[str, Any]]:
-    model = ["--model-config" if config.model.endswith(".json") else "--model", config.model]
-    cmd = ["train", "--strategy", ",".join(config.strategies), *model, "--device", "cpu",
-           "--trace-steps", str(config.trace_steps), "--nprocs", str(config.nprocs), "--steps", str(config.steps), "--warmup-steps",
-           str(config.warmup_steps), "--batch-size", str(config.batch_size), "--seq-len", str(config.seq_len),
-           "--precision", config.precision, "--repeats", str(config.repeats), "--target-ci", "0"]
+    model = {"model_config" if config.model.endswith(".json") else "model": config.model}
+    job = TrainJob(strategy=",".join(config.strategies), **model, device="cpu", nprocs=config.nprocs,
+                   steps=config.steps, warmup_steps=config.warmup_steps, batch_size=config.batch_size,
+                   seq_len=config.seq_len, precision=config.precision, trace_steps=config.trace_steps,
+                   repeats=config.repeats, target_ci=0.0, fabric=fabric, timeout_s=config.timeout_s, out=str(run.out))
     before = _count(run.out)
-    _under(config, fabric, cmd, f"train {fabric}", run, say)
+    _under(config, fabric, job, f"train {fabric}", run, say)
     return [r for r in _records(run.out)[before:] if r.get("kind") == "train"]
 
 
-def _under(config: LabConfig, fabric: str, cmd: list[str], what: str, run: LabRun, say: Any) -> None:
-    """One fabricbench command in a fresh process with --fabric (the command applies it: shaped fabrics
-    run in a namespace of their own), its records appended to run.out."""
+def _under(config: LabConfig, fabric: str, job: Job, what: str, run: LabRun, say: Any) -> None:
+    """One fabricbench command (a typed job: fabricbench/jobs/configs.py) in a fresh process with --fabric
+    (the command applies it: shaped fabrics run in a namespace of their own), its records appended to
+    run.out."""
     why = get_fabric(fabric).unavailable()
     if why:
         run.waived[fabric] = why
         say(f"{what}: waived ({why})")
         return
-    argv = [sys.executable, "-m", "fabricbench", *cmd, "--fabric", fabric, "--timeout", str(config.timeout_s),
-            "--out", str(run.out)]
+    argv = job.command()
     t0 = time.monotonic()
-    # procs.run: its own process group, dead with us (SIGKILL included), ended as a group on timeout
-    proc = procs.run(argv, timeout_s=config.timeout_s + 60)
+    # a job (fabricbench/jobs): its own process group, dead with us (SIGKILL included), ended as a group on
+    # timeout, its temp files in a workspace removed after it
+    with jobs.workspace("lab") as ws:
+        proc = jobs.run(argv, workspace=ws, budget_s=config.timeout_s + 60)
     if proc.timed_out:
         run.failed.append(f"{what}: timed out after {config.timeout_s + 60:.0f} s (ended; records so far kept)")
         say(run.failed[-1])

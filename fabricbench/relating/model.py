@@ -72,6 +72,7 @@ from typing import Any, Iterable
 from fabricbench.collectives import COLLECTIVES
 from fabricbench.errors import UsageError
 from fabricbench.fabrics import get_fabric
+from fabricbench.results.status import Status
 from fabricbench.sizes import format_size as _exact_size
 
 FORMULA = ("T_step(f) = max(T_compute + T_comm(f) - H(f), T_comm(f)), T_compute = T_step(ref) - e*T_comm(ref), "
@@ -178,7 +179,7 @@ class SweepCurves:
     def from_records(cls, records: Iterable[dict[str, Any]]) -> "SweepCurves":
         points: dict[tuple[str, str, str, int], dict[bool, dict[int, list[float]]]] = {}
         for rec in records:
-            if rec.get("kind", "collective") != "collective" or rec.get("status") != "ok":
+            if rec.get("kind", "collective") != "collective" or rec.get("status") != Status.OK:
                 continue
             t_us, nbytes = rec.get("time_us"), rec.get("bytes")
             if not t_us or not nbytes or t_us <= 0 or nbytes <= 0 or not rec.get("op"):

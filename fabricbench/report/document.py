@@ -28,12 +28,19 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from fabricbench.report.analysis import fmt
+from fabricbench.results.status import Severity, Status
 
-# Cells whose text is one of these get a colour in HTML (and keep their text in both formats).
-STATUS_CLASSES = {"pass": "ok", "ok": "ok", "fail": "bad", "failed": "bad", "error": "bad", "wrong": "bad",
-                  "timeout": "bad", "oom": "warn", "flagged": "warn", "waived": "muted", "skipped": "muted",
-                  "predicted-only": "muted", "critical": "bad", "unknown": "warn", "warning": "warn",
-                  "info": "muted"}
+# Cells whose text is one of these get a colour in HTML (and keep their text in both formats): every
+# status and every severity (results/status.py; a new one without a colour fails at import), and two
+# words of other tables ("failed" checks, relate's "predicted-only" fabrics).
+_STATUS_CLASS = {Status.OK: "ok", Status.PASS: "ok", Status.FAIL: "bad", Status.WRONG: "bad", Status.FLAGGED: "warn",
+                 Status.OOM: "warn", Status.TIMEOUT: "bad", Status.WAIVED: "muted", Status.ERROR: "bad",
+                 Status.INTERRUPTED: "warn", Status.SKIPPED: "muted", Status.RUNNING: "muted"}
+_SEVERITY_CLASS = {Severity.PASS: "ok", Severity.INFO: "muted", Severity.WARNING: "warn", Severity.UNKNOWN: "warn",
+                   Severity.CRITICAL: "bad"}
+assert set(_STATUS_CLASS) == set(Status) and set(_SEVERITY_CLASS) == set(Severity)
+STATUS_CLASSES = {**{s.value: c for s, c in _STATUS_CLASS.items()}, **{s.value: c for s, c in _SEVERITY_CLASS.items()},
+                  "failed": "bad", "predicted-only": "muted"}
 
 PROSE_CHARS = 24  # a cell longer than this wraps (words, reasons); shorter ones (figures, names) never do
 

@@ -23,6 +23,7 @@ from typing import Any, Sequence, TextIO
 
 from fabricbench.progress import Progress
 from fabricbench.report.analysis import fmt, fmt_cv
+from fabricbench.results.status import KIND_STATUSES, TIMED_COLLECTIVE
 from fabricbench.sizes import format_size
 
 PIPED_WIDTH = 10_000  # no table is this wide: piped output keeps every row on one line
@@ -177,11 +178,13 @@ CSV_FIELDS = ("op", "dtype", "bytes", "count", "nranks", "inplace", "graph", "ti
 
 
 _num = fmt  # the one number formatter (fabricbench/report/analysis.py)
+# Collectives with no time (waived, timed out, failed): a row of dashes, the reason under the table.
+UNTIMED = KIND_STATUSES["collective"] - TIMED_COLLECTIVE
 
 
 def note(rec: dict[str, Any]) -> str | None:
     """The line under the table for a waived or failed record: what and why, never cut."""
-    if rec.get("status") in ("waived", "timeout", "error"):
+    if rec.get("status") in UNTIMED:
         return f"{rec['op']} {format_size(rec['requested_bytes'])}: {rec['status']}: {rec.get('message') or ''}"
     return None
 
@@ -190,7 +193,7 @@ def row(rec: dict[str, Any]) -> list[str]:
     """The sweep table's cells for one record (a waived or failed one's reason goes under the table:
     see note())."""
     status = rec.get("status")
-    if status in ("waived", "timeout", "error"):
+    if status in UNTIMED:
         return [rec["op"], format_size(rec["requested_bytes"]), "-", rec["dtype"],
                 "in" if rec["inplace"] else "out", status, "", "", "", ""]
     wrong = rec.get("wrong")

@@ -33,6 +33,12 @@ def allowed_env(environ: dict[str, str] | None = None) -> dict[str, str]:
             if (k.startswith(ENV_PREFIXES) or k in ENV_NAMES) and k not in ENV_EXCLUDED}
 
 
+def nccl_choice(environ: dict[str, str] | None = None) -> tuple[str | None, str | None]:
+    """(algorithm, protocol) NCCL was told to use (NCCL_ALGO, NCCL_PROTO), or None where it chooses."""
+    env = os.environ if environ is None else environ
+    return env.get("NCCL_ALGO") or None, env.get("NCCL_PROTO") or None
+
+
 def fabric_label(spec: str) -> str:
     """What a record or a screen calls the fabric a spec names: its name ('x:SOME_TOKEN=abc' -> 'x',
     'shaped:1000mbit' -> 'shaped:1gbit'), so that a value given in a custom spec is never written."""

@@ -23,11 +23,11 @@ import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, TypeVar
 
 from fabricbench.errors import UsageError
 from fabricbench.files import OutputError, check_input, open_input, write_text_atomic
-from fabricbench.results.status import KIND_STATUSES, parse as parse_status
+from fabricbench.results.status import KIND_STATUSES, parse as parse_status, parse_severity
 
 SCHEMA_PREFIX = "fabricbench/"
 READS_VERSION = 1  # the newest record schema this reader understands (results/schema.SCHEMA_VERSION)
@@ -51,7 +51,8 @@ FIELDS: dict[str, dict[str, Any]] = {
         "backend": str, "transport": str, "gpu_names": [str],
         "extra": {"settings": dict, "topology_gpus": [int], "placement_gpus": [int], "hosts": [str]},
     },
-    "copy": {"bytes!": int, "time_us": NUM, "gbps": NUM, "src": str, "dst": str, "gpus": [int], "iters": int},
+    "copy": {"bytes!": int, "time_us": NUM, "min_us": NUM, "max_us": NUM, "gbps": NUM, "copy_kind": str,
+             "direction": str, "src": str, "dst": str, "gpus": [int], "iters": int, "peer_access": bool, "extra": dict},
     "train": {
         "strategy!": str, "model": str, "status!": str, "message": str, "nranks": int, "world_size": int,
         "batch_size": int, "global_batch": int, "seq_len": int, "image_size": int, "device": str,
@@ -64,11 +65,16 @@ FIELDS: dict[str, dict[str, Any]] = {
                  "timeline": {"exposed_fraction": NUM, "step_s": NUM}},
         "losses": [NUM], "step_times_s": [NUM], "first_loss": NUM, "last_loss": NUM,
     },
+    "verdict": {"check!": str, "check_kind": str, "status!": str, "severity": str, "code": str, "criterion": str,
+                "subject": str, "reason": str, "unit": str, "sense": str, "margin": NUM, "duration_s": NUM,
+                "action": str, "items": [{"criterion!": str, "status!": str}], "attempts": [dict]},
+    "qualify_unit": {"key!": str, "status": str, "error": str, "waived": str, "transport": str,
+                     "transport_mismatch": str, "facts": dict, "nrecords": int},
     "study_unit": {"name!": str, "status!": str, "unit_kind": str, "attempt": (str, int), "duration_s": NUM,
                    "message": str, "commands": [str], "records": int, "fabric": str},
     "plan": {"study": dict},
     "machine": {"gpus": [{"ordinal": int, "name": str, "memory_total_bytes": int}], "topology": dict},
-    "topology": {"links": list, "islands": list},
+    "topology": {"gpus": list, "links": list, "islands": list},
     "relate": {"rows": [dict]},
 }
 
@@ -78,8 +84,29 @@ FIELDS: dict[str, dict[str, Any]] = {
 IMPORTED_MAY_BE_NULL = frozenset({"op", "nranks", "bytes"})
 
 
+def flat_types(kind: str | None, key: str) -> tuple[type, ...]:
+    """The Python types a top-level field of a kind may have (bool is never a number), from FIELDS and the
+    header: for a reader that checks a few fields one level deep (qualify --fleet's streamed lines)."""
+    spec = next((s for k, s in (*FIELDS.get(kind or "", {}).items(), *_HEADER.items())
+                 if k.rstrip("!") == key), None)
+    assert spec is not None, f"{kind}.{key} is not in results/records.FIELDS"
+
+    def types(s: Any) -> tuple[type, ...]:
+        if isinstance(s, tuple):
+            return tuple(t for x in s for t in types(x))
+        if isinstance(s, dict):
+            return (dict,)
+        if isinstance(s, list):
+            return (list,)
+        return (int, float) if s is float else (s,)
+    return types(spec)
+
+
 def imported(rec: dict[str, Any]) -> bool:
     return isinstance(rec.get("source"), dict) and isinstance(rec["source"].get("tool"), str)
+
+
+T = TypeVar("T")
 
 
 @dataclass(kw_only=True)
@@ -100,6 +127,17 @@ class Records:
 
     def of_kind(self, kind: str) -> list[dict[str, Any]]:
         return [r for r in self.records if r.get("kind") == kind]
+
+    def typed(self, cls: type[T]) -> list[T]:
+        """The records of cls.KIND as cls (cls.from_record: CollectiveResult, TrainResult, qualify's
+        Verdict), their status the Status enum: what a command reads fields from, instead of a dict it
+        checks again. A record the type cannot hold (from_record gives None) is left out."""
+        out = []
+        for rec in self.of_kind(cls.KIND):
+            got = cls.from_record(rec)
+            if got is not None:
+                out.append(got)
+        return out
 
 
 def _finite(text: str) -> float | None:
@@ -237,6 +275,8 @@ def check_record(rec: Any) -> str | None:
     has_status = rec.get("status") is not None or "status!" in (spec or {})
     if kind in KIND_STATUSES and has_status and parse_status(rec.get("status"), kind) is None:
         return f"{kind} record: status {str(rec.get('status'))[:40]!r} is not one a {kind} record can have"
+    if kind == "verdict" and rec.get("severity") is not None and parse_severity(rec["severity"]) is None:
+        return f"verdict record: severity {str(rec['severity'])[:40]!r} is not a severity"
     return None
 
 
@@ -291,6 +331,28 @@ def read(path: str | os.PathLike, *, kind: str | Iterable[str] | None = None, wh
         kinds = {kind} if isinstance(kind, str) else set(kind)
         got.records = [r for r in got.records if r.get("kind") in kinds]
     return got
+
+
+def typed(recs: Iterable[Any], cls: type[T], *, source: str = "records") -> tuple[list[T], list[str]]:
+    """Records already in memory (a child's, a library caller's) of cls.KIND, checked as a file's lines
+    are (check_record) and typed (cls.from_record); one warning per record of that kind left out."""
+    got = Records(path=source)
+    for n, rec in enumerate(recs, 1):
+        if not isinstance(rec, dict) or rec.get("kind") != cls.KIND:
+            continue
+        why = check_record(rec) if _depth(rec, MAX_NESTING) <= MAX_NESTING else "nested too deep"
+        if why:
+            got.warnings.append(f"{source}: record {n}: {why}; skipped")
+        else:
+            got.records.append(rec)
+    return got.typed(cls), got.warnings
+
+
+def read_typed(path: str | os.PathLike, cls: type[T], *, what: str = "results file",
+               missing_ok: bool = False) -> tuple[list[T], list[str]]:
+    """The records of one kind of a results file, typed (Records.typed), and one warning per line skipped."""
+    got = read(path, kind=cls.KIND, what=what, missing_ok=missing_ok)
+    return got.typed(cls), got.warnings
 
 
 def read_nonempty(path: str | os.PathLike, *, what: str = "results file", kind: str | None = None) -> Records:

@@ -21,9 +21,10 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from fabricbench.results.context import allowed_env, fabric_label, host_facts, now_iso
+from fabricbench.results.status import Status
 
 SCHEMA_VERSION = 1
 SCHEMA = f"fabricbench/{SCHEMA_VERSION}"
@@ -65,7 +66,7 @@ class CollectiveResult:
     busbw_factor: float
     busbw_note: str | None  # e.g. "n = 1: busbw factor is 0, busbw not meaningful"
     wrong: int | None  # elements differing from the exact result; None when not checked
-    status: str  # "ok", "wrong", "timeout", "waived", "error"
+    status: Status  # KIND_STATUSES["collective"]
     message: str | None = None  # why, when status is not "ok"
     engine: str
     backend: str | None = None
@@ -76,9 +77,15 @@ class CollectiveResult:
     cuda_runtime: str | None = None
     gpu_names: list[str] = field(default_factory=list)
     transport: str | None = None  # what NCCL actually used (filled where the NCCL log was read)
-    nvls: bool | None = None  # NVLink SHARP connected, where an NCCL log told (imported records)
+    nvls: bool | None = None  # NVLink SHARP connected, where NCCL's log was read (fabric runs, imports)
+    # NCCL's algorithm and protocol where known: NCCL_ALGO / NCCL_PROTO in force for the run (the user's or
+    # a fabric's). None: NCCL chose per size and per call, which no record can know without its tuner log.
+    nccl_algo: str | None = None
+    nccl_proto: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     context: dict[str, Any] = field(default_factory=dict)  # the header(): schema, kind, host, env, ...
+
+    KIND: ClassVar[str] = "collective"
 
     def to_dict(self) -> dict[str, Any]:
         """The flat JSON record: header first, then the measurement."""
@@ -90,6 +97,17 @@ class CollectiveResult:
         names = {f.name for f in dataclasses.fields(cls)} - {"context"}
         body = {k: v for k, v in record.items() if k in names}
         return cls(**body, context={k: v for k, v in record.items() if k not in names})
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> "CollectiveResult":
+        """A record the shared reader passed (results/records.py checked its field types and status) as a
+        CollectiveResult: a field an older writer or an imported tool left out is None, the status the
+        enum. Writing it back (to_dict) gives those fields as null."""
+        required = {f.name for f in dataclasses.fields(cls)
+                    if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING}
+        res = cls.from_dict({**dict.fromkeys(required), **record})
+        res.status = Status(res.status)
+        return res
 
 
 def _clean(v: Any) -> Any:
@@ -145,7 +163,7 @@ class TrainResult:
     fabric_env: Any = UNSET  # the fabric's variables (masked outside NCCL_/GLOO_/CUDA_)
     shaped_rate_bps: Any = UNSET
     # how it went
-    status: str = "ok"  # "ok", "flagged", "oom", "error", "waived"
+    status: Status = Status.OK  # KIND_STATUSES["train"]
     message: str | None = None  # why, when status is not "ok"
     launcher_rc: Any = UNSET  # torchrun's exit status; None when it was killed at --timeout
     rank_died: Any = UNSET  # the rank that ended the run early
@@ -172,6 +190,13 @@ class TrainResult:
     extra: dict[str, Any] = field(default_factory=dict)  # keys not named above, kept as they came
     context: dict[str, Any] = field(default_factory=dict)  # the header(): schema, kind, host, env, ...
 
+    KIND: ClassVar[str] = "train"
+
+    def reached(self, name: str) -> Any:
+        """A field's value, or None where the run never got that far (UNSET: absent from the record)."""
+        v = getattr(self, name)
+        return None if v is UNSET else v
+
     def to_dict(self) -> dict[str, Any]:
         """The flat JSON record: header first, then every field that was reached, then `extra`."""
         body = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
@@ -187,3 +212,13 @@ class TrainResult:
         context = {k: v for k, v in record.items() if k in head and k not in names}
         extra = {k: v for k, v in record.items() if k not in names and k not in head}
         return cls(**body, context=context, extra=extra)
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> "TrainResult":
+        """A record the shared reader passed (results/records.py) as a TrainResult: a setting an older
+        writer left out is None, the status the enum."""
+        required = {f.name for f in dataclasses.fields(cls)
+                    if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING}
+        res = cls.from_dict({**dict.fromkeys(required), **record})
+        res.status = Status(res.status)
+        return res

@@ -21,6 +21,7 @@ from fabricbench.errors import UsageError
 from fabricbench.fabrics import split_fabric_list
 from fabricbench.gpus import parse_gpus
 from fabricbench.masking import MASK
+from fabricbench.results.status import Status
 from fabricbench.study import records
 from fabricbench.study.config import StudyConfig
 from fabricbench.study.plan import build_plan
@@ -43,7 +44,7 @@ class StudyResult:
 
     @property
     def ok(self) -> bool:
-        return all(u.status in ("ok", "skipped") for u in self.units)
+        return all(u.status in (Status.OK, Status.SKIPPED) for u in self.units)
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -123,6 +124,6 @@ def study(out: str, *, resume: bool = False, dry_run: bool = False, report: bool
 def _expected(unit: Unit, existing) -> float:
     """The earlier attempt's duration where one was recorded (a better guess than the formula)."""
     u = existing.units.get(unit.name)
-    if u and isinstance(u.get("duration_s"), (int, float)) and u.get("status") != "interrupted":
+    if u and isinstance(u.get("duration_s"), (int, float)) and u.get("status") != Status.INTERRUPTED:
         return float(u["duration_s"])
     return unit.estimate_s

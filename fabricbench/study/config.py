@@ -137,16 +137,21 @@ class StudyConfig:
         return self.nprocs if self.device == "cpu" else len(self.gpus)
 
     @property
-    def shape_args(self) -> list[str]:
-        """The input-shape options the model reads: --seq-len for a causal LM, --image-size for an image
+    def shape(self) -> dict[str, int]:
+        """The input-shape settings the model reads: seq_len for a causal LM, image_size for an image
         model; both for a --model-config, whose task only transformers can tell (train ignores the other)."""
         task = MODELS.get(self.model).task if self.model else None
-        args = []
+        out = {}
         if task != IMAGE_CLS:
-            args += ["--seq-len", str(self.seq_len)]
+            out["seq_len"] = self.seq_len
         if task != CAUSAL_LM:
-            args += ["--image-size", str(self.image_size)]
-        return args
+            out["image_size"] = self.image_size
+        return out
+
+    @property
+    def shape_args(self) -> list[str]:
+        """`shape` as options (the command that reruns the study shows them)."""
+        return [a for k, v in self.shape.items() for a in (f"--{k.replace('_', '-')}", str(v))]
 
     @property
     def model_label(self) -> str:

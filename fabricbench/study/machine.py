@@ -86,12 +86,17 @@ def facts(device: str, gpus: list[int], nprocs: int) -> dict[str, Any]:
     return doc
 
 
-def main() -> None:
+def parser() -> argparse.ArgumentParser:
+    """The options (jobs.configs' job kind for this child builds its argv from the same names)."""
     ap = argparse.ArgumentParser(prog="python3 -m fabricbench.study.machine")
     ap.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
     ap.add_argument("--gpus", default="")
     ap.add_argument("--nprocs", type=int, default=1)
-    a = ap.parse_args()
+    return ap
+
+
+def main() -> None:
+    a = parser().parse_args()
     gpus = [int(g) for g in a.gpus.split(",") if g.strip()] if a.gpus else []
     print(json.dumps(facts(a.device, gpus, a.nprocs)))
 

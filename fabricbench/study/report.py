@@ -26,6 +26,7 @@ from fabricbench.relating.plot import plot_relate
 from fabricbench.report.analysis import byte_unit, fmt, fmt_ratio, slower
 from fabricbench.report.document import Document, Section
 from fabricbench.report.plot import busbw_vs_count
+from fabricbench.results.status import Status
 from fabricbench.sizes import format_size
 from fabricbench.study import figures, records as study_records
 from fabricbench.study.config import StudyConfig
@@ -274,7 +275,7 @@ def _busbw_ratio(colls, base: str, f: str) -> float | None:
     """busbw on f / on base for all_reduce at the largest size both have (algbw when n = 1)."""
     def largest(fab):
         pts = {r["bytes"]: r for r in colls if r.get("fabric") == fab and r.get("op") == "all_reduce"
-               and r.get("status") == "ok"}
+               and r.get("status") == Status.OK}
         return pts
     a, b = largest(base), largest(f)
     common = sorted(set(a) & set(b))
@@ -340,7 +341,7 @@ def _machine(doc: Document, sr, c: StudyConfig, machine, colls, trains, figs: _F
                 env = {}
         rate = r0.get("shaped_rate_bps")
         units = [u for u in sr.units.values() if u.get("fabric") == f and u.get("unit_kind") in ("sweep", "train")]
-        status = "ok" if units and all(u["status"] == "ok" for u in units) else \
+        status = Status.OK if units and all(u["status"] == Status.OK for u in units) else \
             (sorted({u["status"] for u in units})[0] if units else "not run")
         used = ", ".join(transports) or ("gloo over loopback" if c.device == "cpu" else
                                          "none (one rank: no peer)" if c.world_size < 2 else "not recorded")
@@ -366,11 +367,11 @@ def _busbw(doc: Document, c: StudyConfig, colls, figs: _Figs, imported=()) -> No
                     intro="busbw = S / t × the op's factor (all-reduce 2(n−1)/n; all-gather, reduce-scatter "
                           "(n−1)/n), nccl-tests' definition: comparable across GPU counts. Sizes cover what the "
                           "strategies sent (from their traces) or a default grid.")
-    ok = [r for r in colls if r.get("status") == "ok"]
+    ok = [r for r in colls if r.get("status") == Status.OK]
     if not ok:
         s.text("No sweep finished; nothing to show (see “Reproduce”).")
         return
-    ok += [r for r in imported if r.get("status") == "ok"]
+    ok += [r for r in imported if r.get("status") == Status.OK]
     metric, note = _metric(ok)
     dtypes = sorted({r["dtype"] for r in ok})
     series: dict[str, dict[str, list]] = {}
@@ -404,7 +405,7 @@ def _scaling(doc: Document, c: StudyConfig, scaling, machine, figs: _Figs) -> No
     s = doc.section("Scaling inside and across NVLink islands",
                     intro="busbw of the largest all-reduce for GPU sets of each count, inside one island and "
                           "across islands: what placement does to a job.")
-    ok = [r for r in scaling if r.get("status") == "ok"]
+    ok = [r for r in scaling if r.get("status") == Status.OK]
     if not ok:
         if c.device == "cpu":
             why = "CPU ranks all share one host and one loopback: there are no islands to compare."

@@ -26,6 +26,7 @@ from fabricbench import procs
 from fabricbench.jobs import secrets, store
 from fabricbench.progress import Progress
 from fabricbench.results import ResultWriter, header
+from fabricbench.results.status import Status
 from fabricbench.study import records as study_records
 from fabricbench.study.config import StudyConfig
 from fabricbench.study.units import DONE, UNIT_KINDS, Context, Outcome, Unit, shown
@@ -96,7 +97,7 @@ def run_units(config: StudyConfig, units: list[Unit], *, resume: bool, echo: Cal
         with procs.terminated_as_interrupt(), bar:
             for unit in units:
                 if unit.name in done:
-                    results.append(UnitRun(unit=unit, status="skipped", message="recorded ok earlier"))
+                    results.append(UnitRun(unit=unit, status=Status.SKIPPED, message="recorded ok earlier"))
                     bar.advance(item=f"{unit.name} skipped")
                     continue
                 bar.update(item=unit.name)
@@ -146,15 +147,15 @@ def _run_unit(unit: Unit, ctx: Context, writer: ResultWriter, attempt: str) -> U
                 if child[0] != 0 and unit.kind != "scaling":
                     break
         if not commands:  # the kind decided there is nothing to run here, and said why
-            outcome = Outcome(status="waived", records=[], message=details.get("waived"))
+            outcome = Outcome(status=Status.WAIVED, records=[], message=details.get("waived"))
         else:
             outcome = kind.collect(unit, ctx, children)
     except KeyboardInterrupt:
-        _write_unit(writer, unit, attempt, status="interrupted", started=t0, commands=commands,
+        _write_unit(writer, unit, attempt, status=Status.INTERRUPTED, started=t0, commands=commands,
                     message="stopped by Ctrl-C / SIGTERM; --resume reruns it", details=details, facts=facts)
         raise
     except FabricbenchError as e:
-        status = "waived" if isinstance(e, FabricWaived) else "error"
+        status = Status.WAIVED if isinstance(e, FabricWaived) else Status.ERROR
         outcome = Outcome(status=status, records=[], message=str(e))
     for rec in outcome.records:
         rec["study"] = {"unit": unit.name, "attempt": attempt}

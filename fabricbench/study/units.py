@@ -5,7 +5,9 @@
 A unit is data (Unit); its kind (one UnitKind row in UNIT_KINDS) builds the child's command from the
 study so far (a sweep takes its sizes from the traces the train units recorded) and turns what the child
 wrote into records. Every child is an ordinary fabricbench command (or fabricbench.study.machine), so the
-report can print each unit's command for anyone to rerun by hand.
+report can print each unit's command for anyone to rerun by hand; its argv comes from a typed job
+(fabricbench/jobs/configs.py: SweepJob, TrainJob, ...), never from a flag list written here. A fabric
+goes by its name: a custom fabric's values reach the child through its environment (study/runner.py).
 """
 
 from __future__ import annotations
@@ -22,6 +24,16 @@ from typing import Any, Callable
 
 from fabricbench import dtypes
 from fabricbench.collectives import COLLECTIVES
+from fabricbench.jobs.configs import (
+    BatchJob,
+    EstimateJob,
+    MachineJob,
+    RelateJob,
+    ReportJob,
+    ScalingJob,
+    SweepJob,
+    TrainJob,
+)
 from fabricbench.registry import Registry
 from fabricbench.results.schema import header
 from fabricbench.results.status import Status
@@ -83,11 +95,6 @@ class UnitKind:
     timeout_s: Callable[[StudyConfig], float]
 
 
-def fb(*args: str) -> list[str]:
-    """`python -m fabricbench ARGS` with this interpreter (the command a user would type as fabricbench)."""
-    return [sys.executable, "-m", "fabricbench", *args]
-
-
 def shown(argv: list[str]) -> str:
     """The command as a person types it: `fabricbench ...` instead of `/usr/bin/python3 -m fabricbench ...`."""
     if argv[:3] == [sys.executable, "-m", "fabricbench"]:
@@ -97,13 +104,12 @@ def shown(argv: list[str]) -> str:
     return shlex.join(argv)
 
 
-def _placement_args(c: StudyConfig) -> list[str]:
-    return ["--device", "cpu", "--nprocs", str(c.nprocs)] if c.device == "cpu" else \
-        ["--gpus", ",".join(map(str, c.gpus))]
+def _placement(c: StudyConfig) -> dict[str, Any]:
+    return {"device": "cpu", "nprocs": c.nprocs} if c.device == "cpu" else {"gpus": ",".join(map(str, c.gpus))}
 
 
-def _model_args(c: StudyConfig) -> list[str]:
-    return ["--model", c.model] if c.model else ["--model-config", os.path.abspath(str(c.model_config))]
+def _model(c: StudyConfig) -> dict[str, str]:
+    return {"model": c.model} if c.model else {"model_config": os.path.abspath(str(c.model_config))}
 
 
 def _last_json(stdout: str) -> dict[str, Any] | None:
@@ -125,10 +131,10 @@ def _last_json(stdout: str) -> dict[str, Any] | None:
 def _failure(children, what: str) -> Outcome:
     rc, out, err, timed_out = children[-1]
     if timed_out:
-        return Outcome(status="timeout", records=[], message=f"{what} did not finish in time")
+        return Outcome(status=Status.TIMEOUT, records=[], message=f"{what} did not finish in time")
     lines = [l.strip() for l in (err or "").splitlines() if l.strip()]
     errs = [l for l in lines if "Error" in l]
-    return Outcome(status="error", records=[], message=f"{what} exit {rc}: " + ((errs or lines or ["no output"])[-1])[:400])
+    return Outcome(status=Status.ERROR, records=[], message=f"{what} exit {rc}: " + ((errs or lines or ["no output"])[-1])[:400])
 
 
 def _file_records(path: Path, kind: str | None = None) -> list[dict[str, Any]]:
@@ -138,9 +144,9 @@ def _file_records(path: Path, kind: str | None = None) -> list[dict[str, Any]]:
 # -- machine: versions, GPUs, topology ----------------------------------------------------------------------
 def _machine_commands(unit: Unit, ctx: Context):
     c = ctx.config
-    argv = [sys.executable, "-m", "fabricbench.study.machine", "--device", c.device]
-    argv += ["--nprocs", str(c.nprocs)] if c.device == "cpu" else ["--gpus", ",".join(map(str, c.gpus))]
-    return [argv], {}
+    cpu = c.device == "cpu"
+    job = MachineJob(device=c.device, nprocs=c.nprocs if cpu else None, gpus=None if cpu else tuple(c.gpus))
+    return [job.command()], {}
 
 
 def _machine_collect(unit: Unit, ctx: Context, children) -> Outcome:
@@ -149,14 +155,14 @@ def _machine_collect(unit: Unit, ctx: Context, children) -> Outcome:
     if rc != 0 or doc is None:
         return _failure(children, "machine facts")
 
-    return Outcome(status="ok", records=[{**header("machine", run_id=""), **doc}])
+    return Outcome(status=Status.OK, records=[{**header("machine", run_id=""), **doc}])
 
 
 # -- estimate: model-state bytes per GPU per strategy ----------------------------------------------------------
 def _estimate_commands(unit: Unit, ctx: Context):
     c = ctx.config
-    return [fb("estimate", *_model_args(c), "--num-gpus", str(c.world_size), "--batch-size", str(batch_of(ctx)),
-               *c.shape_args, "--json")], {}
+    job = EstimateJob(**_model(c), num_gpus=c.world_size, batch_size=batch_of(ctx), **c.shape, as_json=True)
+    return [job.command()], {}
 
 
 def _estimate_collect(unit: Unit, ctx: Context, children) -> Outcome:
@@ -165,7 +171,7 @@ def _estimate_collect(unit: Unit, ctx: Context, children) -> Outcome:
     if rc != 0 or doc is None:
         return _failure(children, "estimate")
 
-    return Outcome(status="ok", records=[{**header("estimate", run_id=""), **doc}])
+    return Outcome(status=Status.OK, records=[{**header("estimate", run_id=""), **doc}])
 
 
 # -- train: one strategy on one fabric, with its communication trace ------------------------------------------
@@ -175,14 +181,11 @@ def _train_commands(unit: Unit, ctx: Context):
         enough = _enough_runs(unit, ctx)
         if enough:
             return [], {"waived": enough}
-    argv = fb("train", "--strategy", str(unit.strategy), *_model_args(c), *_placement_args(c),
-              "--steps", str(c.steps), "--warmup-steps", str(c.warmup_steps), "--batch-size", str(batch_of(ctx)),
-              *c.shape_args, "--fabric", str(unit.fabric), "--repeats", "1",
-              "--target-ci", f"{c.target_ci or 0:g}", *(["--max-steps", str(c.max_steps)] if c.max_steps else []),
-              "--timeout", f"{c.train_timeout_s:g}", "--out", str(ctx.unit_file(unit)))
-    if c.precision:
-        argv[-2:-2] = ["--precision", c.precision]
-    return [argv], {}
+    job = TrainJob(strategy=str(unit.strategy), **_model(c), **_placement(c), steps=c.steps,
+                   warmup_steps=c.warmup_steps, batch_size=batch_of(ctx), **c.shape, precision=c.precision,
+                   repeats=1, target_ci=float(c.target_ci or 0), max_steps=c.max_steps or None,
+                   fabric=str(unit.fabric), timeout_s=float(c.train_timeout_s), out=str(ctx.unit_file(unit)))
+    return [job.command()], {}
 
 
 def _enough_runs(unit: Unit, ctx: Context) -> str | None:
@@ -216,9 +219,7 @@ FALLBACK_BATCH = 8
 # -- batch: on GPUs without --batch-size, the batch that keeps the GPU busy ------------------------------------
 def _batch_commands(unit: Unit, ctx: Context):
     c = ctx.config
-    argv = [sys.executable, "-m", "fabricbench.training.batch", *_model_args(c), "--gpu", str(c.gpus[0]),
-            *c.shape_args, *(["--precision", c.precision] if c.precision else [])]
-    return [argv], {}
+    return [BatchJob(**_model(c), gpu=c.gpus[0], **c.shape, precision=c.precision).command()], {}
 
 
 def _batch_collect(unit: Unit, ctx: Context, children) -> Outcome:
@@ -227,13 +228,13 @@ def _batch_collect(unit: Unit, ctx: Context, children) -> Outcome:
     if rc != 0 or doc is None:
         return _failure(children, "batch pick")
 
-    return Outcome(status="ok", records=[{**header("batch", run_id=""), **doc}],
+    return Outcome(status=Status.OK, records=[{**header("batch", run_id=""), **doc}],
                    message=f"batch {doc.get('chosen')} per GPU ({doc.get('why')})")
 
 
 # -- summary: rankings with ties, slowdowns with intervals, host-bound notes ------------------------------------
 def _summary_commands(unit: Unit, ctx: Context):
-    return [fb("report", str(ctx.out_dir), "--json")], {}
+    return [ReportJob(out_dir=str(ctx.out_dir), as_json=True).command()], {}
 
 
 def _summary_collect(unit: Unit, ctx: Context, children) -> Outcome:
@@ -242,7 +243,7 @@ def _summary_collect(unit: Unit, ctx: Context, children) -> Outcome:
     if rc != 0 or doc is None:
         return _failure(children, "summary")
 
-    return Outcome(status="ok", records=[{**header("summary", run_id=""), **doc}])
+    return Outcome(status=Status.OK, records=[{**header("summary", run_id=""), **doc}])
 
 
 def _train_collect(unit: Unit, ctx: Context, children) -> Outcome:
@@ -250,9 +251,9 @@ def _train_collect(unit: Unit, ctx: Context, children) -> Outcome:
     if not recs:
         return _failure(children, "train")
     rec = recs[-1]
-    status = rec.get("status") or "error"
+    status = rec.get("status") or Status.ERROR
     if status not in STATUSES:
-        status = "error"
+        status = Status.ERROR
     return Outcome(status=status, records=recs, message=rec.get("message"))
 
 
@@ -302,19 +303,18 @@ def sweep_plan(ctx: Context) -> list[dict[str, Any]]:
             for dt, d in sorted(traced.items())]
 
 
-def _sweep_engine_args(c: StudyConfig) -> list[str]:
+def _sweep_engine(c: StudyConfig) -> dict[str, Any]:
     if c.device == "cpu":
-        return ["--engine", "torch", "--backend", "gloo", "--nprocs", str(c.nprocs)]
-    return ["--engine", "native", "--gpus", ",".join(map(str, c.gpus))]
+        return {"engine": "torch", "backend": "gloo", "nprocs": c.nprocs}
+    return {"engine": "native", "gpus": tuple(c.gpus)}
 
 
 def _sweep_commands(unit: Unit, ctx: Context):
     c = ctx.config
     plan = sweep_plan(ctx)
-    cmds = [fb("sweep", *_sweep_engine_args(c), "--ops", ",".join(p["ops"]), "--sizes", p["sizes"],
-               "--dtype", p["dtype"], "--iters", str(c.iters), "--warmup", str(c.warmup),
-               "--fabric", str(unit.fabric), "--timeout", f"{min(c.sweep_timeout_s, 300):g}",
-               "--out", str(ctx.unit_file(unit)), "--quiet") for p in plan]
+    cmds = [SweepJob(ops=",".join(p["ops"]), sizes=p["sizes"], dtype=p["dtype"], iters=c.iters, warmup=c.warmup,
+                     **_sweep_engine(c), fabric=str(unit.fabric), timeout_s=float(min(c.sweep_timeout_s, 300)),
+                     out=str(ctx.unit_file(unit)), quiet=True).command() for p in plan]
     return cmds, {"sweeps": plan}
 
 
@@ -324,18 +324,18 @@ def _sweep_collect(unit: Unit, ctx: Context, children) -> Outcome:
     if not recs or bad:
         o = _failure(bad or children, "sweep")
         return Outcome(status=o.status, records=recs, message=o.message)
-    wrong = [r for r in recs if r.get("status") not in ("ok", None)]
+    wrong = [r for r in recs if r.get("status") not in (Status.OK, None)]
     msg = f"{len(wrong)} measurement(s) not ok" if wrong else None
-    return Outcome(status="ok", records=recs, message=msg)
+    return Outcome(status=Status.OK, records=recs, message=msg)
 
 
 # -- scaling: inside and across NVLink islands --------------------------------------------------------------------
 def _scaling_commands(unit: Unit, ctx: Context):
     c = ctx.config
     biggest = _largest_size(ctx)
-    return [fb("scaling", "--gpus", ",".join(map(str, c.gpus)), "--ops", "all_reduce", "--sizes", biggest,
-               "--fabric", str(unit.fabric), "--iters", str(c.iters), "--warmup", str(c.warmup),
-               "--out", str(ctx.unit_file(unit)), "--json")], {"sizes": biggest}
+    job = ScalingJob(gpus=tuple(c.gpus), ops="all_reduce", sizes=biggest, fabric=str(unit.fabric), iters=c.iters,
+                     warmup=c.warmup, out=str(ctx.unit_file(unit)), as_json=True)
+    return [job.command()], {"sizes": biggest}
 
 
 def _largest_size(ctx: Context) -> str:
@@ -348,7 +348,7 @@ def _scaling_collect(unit: Unit, ctx: Context, children) -> Outcome:
     if not recs:
         return _failure(children, "scaling")
     rc = children[-1][0]
-    return Outcome(status="ok" if rc == 0 else "error", records=recs,
+    return Outcome(status=Status.OK if rc == 0 else Status.ERROR, records=recs,
                    message=None if rc == 0 else "some GPU sets failed; the others are kept")
 
 
@@ -362,7 +362,8 @@ def _relate_commands(unit: Unit, ctx: Context):
     files = sorted(str(p) for p in (ctx.out_dir / "units").glob("*.jsonl")
                    if p.name.startswith(("sweep", "train")))
     ref = ctx.config.fabric_names[0]
-    return [fb("relate", *files, "--reference", ref, "--json")], {"inputs": [os.path.basename(f) for f in files]}
+    job = RelateJob(files=tuple(files), reference=ref, as_json=True)
+    return [job.command()], {"inputs": [os.path.basename(f) for f in files]}
 
 
 def _relate_collect(unit: Unit, ctx: Context, children) -> Outcome:
@@ -371,7 +372,7 @@ def _relate_collect(unit: Unit, ctx: Context, children) -> Outcome:
     if doc is None:
         return _failure(children, "relate")
 
-    return Outcome(status="ok" if rc == 0 else "error", records=[{**header("relate", run_id=""), **doc}],
+    return Outcome(status=Status.OK if rc == 0 else Status.ERROR, records=[{**header("relate", run_id=""), **doc}],
                    message=None if rc == 0 else f"relate exit {rc}")
 
 

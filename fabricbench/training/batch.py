@@ -21,6 +21,7 @@ import json
 import time
 from typing import Any
 
+from fabricbench.results.status import Status
 from fabricbench.training import data, models
 from fabricbench.training.strategies import STRATEGIES, default_precision
 
@@ -64,19 +65,19 @@ def probe(*, model: str | None, model_config: str | None, gpu: int, seq_len: int
                 if i >= WARMUP:
                     times.append(time.perf_counter() - t0)
             step = statistics.median(times)
-            point = {"batch": batch, "status": "ok", "step_s": step, "samples_per_s": batch / step,
+            point = {"batch": batch, "status": Status.OK, "step_s": step, "samples_per_s": batch / step,
                      "peak_allocated_bytes": int(torch.cuda.max_memory_allocated(device))}
         except torch.cuda.OutOfMemoryError:
-            point = {"batch": batch, "status": "oom"}
+            point = {"batch": batch, "status": Status.OOM}
         finally:
             optimizer.zero_grad(set_to_none=True)
             gc.collect()
             torch.cuda.empty_cache()
         curve.append(point)
-        if point["status"] == "oom":
+        if point["status"] == Status.OOM:
             why = f"batch {batch} ran out of memory; {chosen} was the last that fitted"
             break
-        prev = [p for p in curve[:-1] if p["status"] == "ok"]
+        prev = [p for p in curve[:-1] if p["status"] == Status.OK]
         if prev:
             rise = point["samples_per_s"] / prev[-1]["samples_per_s"] - 1
             point["rise"] = rise
@@ -93,7 +94,8 @@ def probe(*, model: str | None, model_config: str | None, gpu: int, seq_len: int
             "gpu_name": torch.cuda.get_device_name(device)}
 
 
-def main() -> None:
+def parser() -> argparse.ArgumentParser:
+    """The options (jobs.configs' job kind for this child builds its argv from the same names)."""
     ap = argparse.ArgumentParser(prog="python3 -m fabricbench.training.batch")
     ap.add_argument("--model")
     ap.add_argument("--model-config")
@@ -104,7 +106,11 @@ def main() -> None:
     ap.add_argument("--start", type=int, default=8)
     ap.add_argument("--limit", type=int, default=1024)
     ap.add_argument("--gain", type=float, default=0.10)
-    a = ap.parse_args()
+    return ap
+
+
+def main() -> None:
+    a = parser().parse_args()
     print(json.dumps(probe(model=a.model, model_config=a.model_config, gpu=a.gpu, seq_len=a.seq_len,
                            image_size=a.image_size, precision=a.precision, start=a.start, limit=a.limit,
                            gain=a.gain)))

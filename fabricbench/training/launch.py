@@ -40,6 +40,7 @@ from fabricbench.progress import Progress
 from fabricbench.results import ResultWriter, header
 from fabricbench.results.context import package_version
 from fabricbench.results.schema import UNSET, TrainResult
+from fabricbench.results.status import Status
 from fabricbench.training import data, estimate, metrics, models, repeats, trace, verify
 from fabricbench.training.strategies import PRECISIONS, STRATEGIES, default_precision
 from fabricbench.training.strategies.base import accelerate_precision
@@ -247,7 +248,7 @@ def run_strategy(config: TrainConfig, name: str, resolved: models.ResolvedModel,
     body = _base_body(config, name, resolved, psi)
     why = strategy.unavailable()
     if why:
-        return {**body, "status": "waived", "message": why}
+        return {**body, "status": Status.WAIVED, "message": why}
     fabric = get_fabric(config.fabric)
     body.update(fabric_env=fabric.public_variables, shaped_rate_bps=fabric.rate_bps)
     first = config.node_rank * config.procs_per_node
@@ -268,7 +269,7 @@ def run_strategy(config: TrainConfig, name: str, resolved: models.ResolvedModel,
         for w in res.warnings:
             print(f"warning: {w}", file=sys.stderr)
         if res.waived:
-            return {**body, "status": "waived", "message": res.waived}
+            return {**body, "status": Status.WAIVED, "message": res.waived}
         rc, log = res.returncode, res.stdout + res.stderr
         if res.message:
             log = f"{res.message}; torchrun and its ranks were killed\n{log}"
@@ -299,7 +300,7 @@ def _unfinished(config: TrainConfig, ranks: list[dict[str, Any]], *, rc: int | N
     finished kept (slowest rank per step, as join_ranks times them). None: every rank finished."""
     by_rank = {int(r.get("rank", i)): r for i, r in enumerate(ranks)}
     missing = [r for r in range(config.procs_per_node) if r not in by_rank]
-    running = [r for r, doc in sorted(by_rank.items()) if doc.get("status") == "running"]
+    running = [r for r, doc in sorted(by_rank.items()) if doc.get("status") == Status.RUNNING]
     if not missing and not running:
         return None
     culprit = stalled if stalled is not None else _root_cause(log)
@@ -315,13 +316,13 @@ def _unfinished(config: TrainConfig, ranks: list[dict[str, Any]], *, rc: int | N
     else:
         msg = f"rank {dead} died after {k} of {config.steps} steps{how}"
     others = [f"rank {r}: {str(doc.get('message'))[:160]}" for r, doc in sorted(by_rank.items())
-              if doc.get("status") not in ("running", "ok") and doc.get("message")]
+              if doc.get("status") not in (Status.RUNNING, Status.OK) and doc.get("message")]
     if others:
         msg += "; then " + "; ".join(others)
     done = min([steps.get(r, 0) for r in range(config.procs_per_node)] or [0])
     per_step = [max(by_rank[r]["step_times_s"][i] for r in by_rank) for i in range(done)]
     r0 = by_rank.get(0, {})
-    out: dict[str, Any] = {"status": "error", "message": msg, "launcher_rc": rc, "rank_died": dead,
+    out: dict[str, Any] = {"status": Status.ERROR, "message": msg, "launcher_rc": rc, "rank_died": dead,
                            "steps_completed": done, "step_times_s": per_step,
                            "losses": (r0.get("losses") or [])[:done]}
     timed = per_step[config.warmup_steps:]
@@ -389,22 +390,22 @@ def join_ranks(config: TrainConfig, name: str, ranks: list[dict[str, Any]], *, r
                psi: int) -> dict[str, Any]:
     """The rank files of one run -> status, verification, timing, memory."""
     strategy = STRATEGIES.get(name)
-    out: dict[str, Any] = {"status": "ok", "message": None, "launcher_rc": rc}
+    out: dict[str, Any] = {"status": Status.OK, "message": None, "launcher_rc": rc}
     mem = {"peak_allocated_bytes": [r.get("peak_allocated_bytes") for r in ranks],
            "peak_reserved_bytes": [r.get("peak_reserved_bytes") for r in ranks]}
     out["memory"] = {**mem, "max_allocated_bytes": _max(mem["peak_allocated_bytes"]),
                      "max_reserved_bytes": _max(mem["peak_reserved_bytes"])}
-    oom = [r for r in ranks if r.get("status") == "oom"]
+    oom = [r for r in ranks if r.get("status") == Status.OOM]
     if oom:
-        return {**out, "status": "oom", "message": f"rank {oom[0]['rank']}: {oom[0]['message']}"}
-    failed = [r for r in ranks if r.get("status") != "ok"]
+        return {**out, "status": Status.OOM, "message": f"rank {oom[0]['rank']}: {oom[0]['message']}"}
+    failed = [r for r in ranks if r.get("status") != Status.OK]
     if failed or not ranks or rc not in (0,) or len(ranks) != config.procs_per_node:
         if failed:
             msg = f"rank {failed[0]['rank']}: {failed[0]['message']}"
         else:
             msg = (f"launcher exit {rc}, {len(ranks)} of {config.procs_per_node} rank(s) reported; "
                    f"log tail: {log.strip()[-600:]}")
-        return {**out, "status": "error", "message": msg}
+        return {**out, "status": Status.ERROR, "message": msg}
     r0 = ranks[0]
     held = [verify.Holdings(**r["holdings"]) for r in ranks]
     problems = verify.check(strategy, engine=(r0["engine"], r0["zero_stage"]), world_size=r0["world_size"],
@@ -416,7 +417,7 @@ def join_ranks(config: TrainConfig, name: str, ranks: list[dict[str, Any]], *, r
                held_fraction={k: [getattr(h, f"{k}_numel") / (psi * (2 if k == "optimizer" else 1)) for h in held]
                               for k in ("params", "grads", "optimizer")})
     if problems:
-        return {**out, "status": "error", "message": "strategy check failed: " + "; ".join(problems)}
+        return {**out, "status": Status.ERROR, "message": "strategy check failed: " + "; ".join(problems)}
     n_steps = min(len(r["step_times_s"]) for r in ranks)  # equal: rank 0's stopping rule is broadcast
     per_step = [max(r["step_times_s"][i] for r in ranks) for i in range(n_steps)]
     timed = per_step[config.warmup_steps:]
@@ -439,7 +440,7 @@ def join_ranks(config: TrainConfig, name: str, ranks: list[dict[str, Any]], *, r
     out.update(first_loss=losses[0], last_loss=losses[-1], losses=losses,
                loss_decreased=losses[-1] < losses[0])
     if not out["loss_decreased"]:
-        out.update(status="flagged", message=f"loss did not decrease: {losses[0]:.4f} -> {losses[-1]:.4f}")
+        out.update(status=Status.FLAGGED, message=f"loss did not decrease: {losses[0]:.4f} -> {losses[-1]:.4f}")
     return out
 
 

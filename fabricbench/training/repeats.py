@@ -21,10 +21,11 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from fabricbench.measuring.stats import ci_rel, overlaps, ratio_ci, repeat_ci, tie_groups
+from fabricbench.results.status import TIMED_TRAIN
 
 MIN_REPEATS = 3  # runs before the run-to-run CI is judged (at 2 Student's t is 12.7: no CI gets within 3%)
 HOST_BOUND = 0.5  # gpu_busy_fraction below this: the step measures the host, not the GPU or the fabric
-OK = ("ok", "flagged")  # runs whose step times count (flagged: the loss did not fall, the timing stands)
+OK = TIMED_TRAIN  # runs whose step times count (flagged: the loss did not fall, the timing stands)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -6,7 +6,7 @@ Builds the Accelerator of the strategy, a randomly initialised model, AdamW, and
 its batches, timing each step (device synchronised on both ends); with a target CI it goes on until the
 median step's 95% CI is within it (at most max_steps). Between backward and the optimizer
 step of step 1 it counts what it holds (verify.py). After every step it rewrites <run_dir>/rank-<r>.json
-whole (a temporary file, then os.replace) with "status": "running" and the steps so far, so that a rank
+whole (a temporary file, then os.replace) with "status": Status.RUNNING and the steps so far, so that a rank
 that dies later keeps them. Then --trace-steps more steps run under torch.profiler, untimed, for the
 communication trace (trace.py), and the file gets its final status; the launcher joins the ranks into
 one record. Progress (start-up phases, each step) and a heartbeat go over the job's channel
@@ -27,6 +27,7 @@ from typing import Any, Callable
 
 from fabricbench.jobs import channel
 from fabricbench.measuring.stats import summarize
+from fabricbench.results.status import Status
 from fabricbench.training import data, models, trace, verify
 from fabricbench.training.strategies import STRATEGIES, default_precision
 
@@ -141,7 +142,7 @@ def run(spec: dict[str, Any], rank_file: Path, ch: channel.Channel | None = None
     strategy = STRATEGIES.get(spec["strategy"])
     resolved = models.resolve(name=spec.get("model"), config_file=spec.get("model_config"),
                               path=spec.get("model_path"))
-    out: dict[str, Any] = {"rank": int(os.environ.get("RANK", 0)), "status": "ok", "message": None}
+    out: dict[str, Any] = {"rank": int(os.environ.get("RANK", 0)), "status": Status.OK, "message": None}
     device = torch.device("cpu")
     try:
         torch.manual_seed(spec.get("seed", 0))
@@ -218,7 +219,7 @@ def run(spec: dict[str, Any], rank_file: Path, ch: channel.Channel | None = None
             return took, value
 
         times, losses = [], []
-        out["status"] = "running"
+        out["status"] = Status.RUNNING
         more = _more_steps(spec, rank=rank, world=world, device=device)
         step = 0
         while step < spec["steps"] or more(times):
@@ -228,16 +229,16 @@ def run(spec: dict[str, Any], rank_file: Path, ch: channel.Channel | None = None
             out.update(step_times_s=times, losses=losses)
             _write_atomic(rank_file, out)  # a rank that dies later keeps its steps
             step += 1
-        out.update(status="ok", **_memory(device))  # the peaks of the timed steps, before the profiler's
+        out.update(status=Status.OK, **_memory(device))  # the peaks of the timed steps, before the profiler's
         if spec.get("trace_steps", trace.PROFILED_STEPS) > 0:
             out["comm"] = _trace(one_step, steps=spec.get("trace_steps", trace.PROFILED_STEPS), device=device,
                                  world=world, run_dir=rank_file.parent, name=f"{strategy.name}-rank-{rank}")
         code = 0
     except torch.cuda.OutOfMemoryError as e:
-        out.update(status="oom", message=str(e).splitlines()[0][:300], **_memory(device))
+        out.update(status=Status.OOM, message=str(e).splitlines()[0][:300], **_memory(device))
         code = OOM_EXIT
     except Exception as e:  # noqa: BLE001 - any failure of a rank becomes the record's message
-        out.update(status="error", message=f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:500],
+        out.update(status=Status.ERROR, message=f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:500],
                    traceback=traceback.format_exc()[-4000:])
         code = 1
     _write_atomic(rank_file, out)

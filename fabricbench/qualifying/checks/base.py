@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
 from fabricbench.qualifying.fields import Field
+from fabricbench.results.status import Severity
 
 if TYPE_CHECKING:
     from fabricbench.qualifying.context import Context
@@ -54,7 +55,7 @@ class Check:
     description: str | None = None
     line: int | None = None  # where its table starts in the spec file
     source: str | None = None
-    severity: str | None = None  # of a miss; None: the criterion's default (verdict.WARNING_CRITERIA)
+    severity: Severity | None = None  # of a miss; None: the criterion's default (verdict.WARNING_CRITERIA)
     warn_fraction: float | None = None
     retries: int | None = None  # None: the spec's [run] retries
     levels: tuple[int, ...] = (1, 2, 3)

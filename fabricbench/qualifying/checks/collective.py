@@ -22,6 +22,7 @@ from fabricbench.qualifying.checks.base import Check, CheckKind, Invalid
 from fabricbench.qualifying.checks.common import WHERE, by_size, nccl_facts, not_here, subject, unit_problem
 from fabricbench.qualifying.fields import Field
 from fabricbench.qualifying.verdict import Item, at_least, at_most, error, waived
+from fabricbench.results.status import TIMED_COLLECTIVE, Status
 from fabricbench.sizes import format_size
 
 CV_FROM = 1 << 20  # max_cv judges sizes from here up, when the check has any
@@ -85,7 +86,7 @@ def judge(check: Check, ctx) -> list[Item]:
         if floor is not None:
             r = recs.get(bsize)
             label = f"{subj}, {format_size(bsize)}"
-            if r is None or r.get("status") not in ("ok", "wrong"):
+            if r is None or r.get("status") not in TIMED_COLLECTIVE:
                 items.append(_missing("busbw", r, label))
             elif r.get("busbw_gbps") is None:
                 items.append(waived("busbw", r.get("busbw_note") or "no bus bandwidth at this rank count",
@@ -117,7 +118,7 @@ def judge(check: Check, ctx) -> list[Item]:
 def _missing(criterion: str, rec, label: str) -> Item:
     if rec is None:
         return error(criterion, "this size was not measured", subject=label)
-    if rec.get("status") == "waived":
+    if rec.get("status") == Status.WAIVED:
         return waived(criterion, rec.get("message") or "waived by the sweep", subject=label)
     return error(criterion, f"status {rec.get('status')}: {rec.get('message')}", subject=label)
 

@@ -58,16 +58,19 @@ def by_size(records: list[dict[str, Any]], op: str) -> dict[int, dict[str, Any]]
 def nccl_facts(rec: dict[str, Any]) -> str | None:
     """What NCCL ran a measurement with, where the record knows: NVLS (NVLink SHARP, from NCCL's log) and
     the algorithm and protocol (NCCL_ALGO / NCCL_PROTO when set, else NCCL's own choice per size).
-    A busbw floor such as 431 GB/s for 8x H200 assumes NVLS on; with it off ~367 GB/s is healthy."""
+    A busbw floor such as 431 GB/s for 8x H200 assumes NVLS on; with it off ~367 GB/s is healthy.
+    Records before the nvls/nccl_algo/nccl_proto fields keep them in transport_detail and env."""
     extra = rec.get("extra") if isinstance(rec.get("extra"), dict) else {}
     detail = extra.get("transport_detail") if isinstance(extra.get("transport_detail"), dict) else {}
     env = rec.get("env") if isinstance(rec.get("env"), dict) else {}
-    parts = []
-    if isinstance(detail.get("nvls"), bool) and detail.get("log_lines"):
-        parts.append(f"NVLS {'on' if detail['nvls'] else 'off'}")
-    for var, what in (("NCCL_ALGO", "algorithm"), ("NCCL_PROTO", "protocol")):
-        if isinstance(env.get(var), str):
-            parts.append(f"{what} {env[var]}")
+    nvls = rec.get("nvls")
+    if not isinstance(nvls, bool) and detail.get("log_lines"):
+        nvls = detail.get("nvls")
+    parts = [f"NVLS {'on' if nvls else 'off'}"] if isinstance(nvls, bool) else []
+    for field, var, what in (("nccl_algo", "NCCL_ALGO", "algorithm"), ("nccl_proto", "NCCL_PROTO", "protocol")):
+        value = rec.get(field) if isinstance(rec.get(field), str) else env.get(var)
+        if isinstance(value, str):
+            parts.append(f"{what} {value}")
     if parts and not any(p.startswith("algorithm") for p in parts):
         parts.append("algorithm and protocol NCCL's choice")
     return ", ".join(parts) or None

@@ -15,6 +15,7 @@ from fabricbench.qualifying.checks.base import Check, CheckKind, Invalid
 from fabricbench.qualifying.checks.common import WHERE, not_here, subject, unit_problem
 from fabricbench.qualifying.fields import READERS, Field, FieldError
 from fabricbench.qualifying.verdict import Item, at_most, error
+from fabricbench.results.status import Status
 
 FIELDS = {
     "ops": Field("str_list", "collectives to check", default=("all_reduce",)),
@@ -47,7 +48,7 @@ def judge(check: Check, ctx) -> list[Item]:
         if problem:
             items.append(problem)
             continue
-        checked = [r for r in res.records if r.get("kind") == "collective" and r.get("status") != "waived"]
+        checked = [r for r in res.records if r.get("kind") == "collective" and r.get("status") != Status.WAIVED]
         unchecked = [r for r in checked if r.get("wrong") is None]
         if not checked or unchecked:
             items.append(error("wrong", f"{len(unchecked)} of {len(checked)} measurements carry no check result"
