@@ -107,3 +107,21 @@ def test_the_interval_spans_the_gaps_as_profiled_and_as_timed():
     lo, hi = r.predicted_step_ci95
     # as profiled (10 ms gaps) the credit is 4x larger: the interval's low end reaches that prediction
     assert lo <= r.predicted_step_s - 3 * 8 * 2.5 * MS + 1e-12 and hi >= r.predicted_step_s
+
+
+def test_calls_smaller_than_the_bucket_do_not_drain_it_so_their_gaps_add_no_credit():
+    # DDP-like: a 128 B broadcast, then two all-reduces of 2 MiB; three busy stretches, each after 30 ms
+    g = Gaps(gaps_s=(30 * MS, 30 * MS, 30 * MS), steps=1)
+    b = bucket_s("shaped:1gbit")
+    assert g.credit(bucket_s=b, comm_s=1.0) == pytest.approx(3 * b)
+    assert g.credit(bucket_s=b, comm_s=1.0, draining_per_step=2.0) == pytest.approx(2 * b)
+    g2 = Gaps(gaps_s=(30 * MS, 1 * MS, 30 * MS, 1 * MS), steps=2)  # the largest terms count: one per step
+    assert g2.credit(bucket_s=b, comm_s=1.0, draining_per_step=1.0) == pytest.approx(b)
+    trace = [coll("all_reduce", 2 * MiB, 2.0), coll("broadcast", 128, 1.0)]
+    ref = train_rec("ddp", "default", 0.2, trace, exposed=1.0)
+    ref["comm"]["timeline"].update(idle_gaps_s=[30 * MS] * 3, idle_gap_steps=1)
+    recs = (sweep("default", 1.0, ops=("all_reduce", "broadcast"))
+            + sweep("shaped:1gbit", 1e9 / 8 / 1e9 / 2, ops=("all_reduce", "broadcast"))
+            + [ref])
+    row = next(r for r in fabricbench.relate(recs, reference="default").rows if r.fabric == "shaped:1gbit")
+    assert row.link_credit_s == pytest.approx(2 * b)  # the broadcast (50 us here) drains nothing

@@ -43,7 +43,9 @@ compute and do. Measured on this lab (2 gloo ranks, all-reduce of 0.5 and 1.5 Mi
     T_comm(f) ← T_comm(f) − C(f)
 
 over the idle gaps before each busy stretch of communication in the reference's profiled steps (every
-rank's; `comm.timeline.idle_gaps_s`, trace.py), each at most what one stretch costs. At a mild fabric
+rank's; `comm.timeline.idle_gaps_s`, trace.py), each at most what one stretch costs, and per step at
+most as many gaps (the largest terms) as calls that cost a bucket or more on f: a smaller call (DDP's
+128 B broadcast) leaves the bucket full for the next, which can still take only B. At a mild fabric
 B / R is a large part of each collective (FSDP's 11 collectives per step on 1 gbit: 23 ms of 80 ms); at
 a strong one the gaps (the compute between collectives) cap it, so the credit shrinks against the step:
 this is the over-prediction at mild fabrics that vanishes at strong ones. The profiled steps run slower
@@ -383,14 +385,21 @@ class Gaps:
     def stretches_per_step(self) -> float:
         return len(self.gaps_s) / self.steps
 
-    def credit(self, *, bucket_s: float | None, comm_s: float, scaled: bool = True) -> float:
+    def credit(self, *, bucket_s: float | None, comm_s: float, scaled: bool = True,
+               draining_per_step: float | None = None) -> float:
         """C(f) of the module docstring: seconds per step the bucket saves. scaled: gaps divided by the
-        profiler's overhead (the timed steps' gaps); else as profiled (the larger bound)."""
+        profiler's overhead (the timed steps' gaps); else as profiled (the larger bound). draining_per_step:
+        the calls per step that cost at least a bucket (a smaller call, e.g. DDP's 128 B broadcast, leaves
+        the bucket full for the next one, which can still take only B): at most that many gaps count per
+        step, the largest."""
         if not bucket_s or not self.gaps_s or comm_s <= 0:
             return 0.0
         stretch = comm_s / self.stretches_per_step
         k = self.overhead if scaled else 1.0
-        return sum(min(bucket_s, g / k, stretch) for g in self.gaps_s) / self.steps
+        terms = sorted((min(bucket_s, g / k, stretch) for g in self.gaps_s), reverse=True)
+        if draining_per_step is not None:
+            terms = terms[:max(0, round(draining_per_step * self.steps))]
+        return sum(terms) / self.steps
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -446,6 +455,16 @@ def predict_interval(*, ref_ci: tuple[float, float], e: float, t_ref: tuple[floa
     return min(vals), max(vals)
 
 
+def _credit(gaps: Gaps | None, pricing: Pricing, entries: list[PricedCollective], comm_s: float,
+            scaled: bool) -> float:
+    """C on pricing's fabric: the gaps' credit, counting only as many per step as calls drain a bucket."""
+    b = bucket_s(pricing.fabric)
+    if gaps is None or b is None:
+        return 0.0
+    draining = sum(e.calls_per_step for e in entries if (e.time_s or 0.0) >= b)
+    return gaps.credit(bucket_s=b, comm_s=comm_s, scaled=scaled, draining_per_step=draining)
+
+
 def predict(*, ref_step_s: float, exposed_fraction: float, on_ref: Pricing, on_fabric: Pricing,
             window_s: float | None = None, gaps: Gaps | None = None, scaled: bool = True) -> Prediction:
     """T_step(f) = max(T_compute + T_comm(f) − H(f), T_comm(f)) as the module docstring says, over the
@@ -456,8 +475,8 @@ def predict(*, ref_step_s: float, exposed_fraction: float, on_ref: Pricing, on_f
               if r.time_s is not None and f.time_s is not None]
     swept_ref = sum(r.step_time_s for r, _ in common)
     swept_fab = sum(f.step_time_s for _, f in common)
-    c_ref = gaps.credit(bucket_s=bucket_s(on_ref.fabric), comm_s=swept_ref, scaled=scaled) if gaps else 0.0
-    c_fab = gaps.credit(bucket_s=bucket_s(on_fabric.fabric), comm_s=swept_fab, scaled=scaled) if gaps else 0.0
+    c_ref = _credit(gaps, on_ref, [r for r, _ in common], swept_ref, scaled)
+    c_fab = _credit(gaps, on_fabric, [f for _, f in common], swept_fab, scaled)
     t_ref, t_fab = swept_ref - c_ref, swept_fab - c_fab
     flags: list[str] = []
     compute = ref_step_s - exposed_fraction * t_ref
