@@ -168,16 +168,22 @@ def test_host_copy_per_gpu():
 def test_train_smoke():
     spec = '[spec]\nname = "t"\n[run]\nengine = "torch"\nbackend = "gloo"\nnprocs = 2\n' \
            '[[check]]\nname = "s"\nkind = "train"\nloss_falls = true\nmin_samples_per_s = 2\n'
-    rec = {"kind": "train", "status": "ok", "nranks": 2, "first_loss": 10.4, "last_loss": 9.8,
-           "loss_decreased": True, "throughput": {"samples_per_s": 3.5}}
+    rec = {"schema": "fabricbench/1", "kind": "train", "strategy": "ddp", "status": "ok", "nranks": 2,
+           "first_loss": 10.4, "last_loss": 9.8, "loss_decreased": True, "throughput": {"samples_per_s": 3.5}}
     ctx = CannedContext(spec, gpus=0, train=lambda a: UnitResult(key="t", records=[rec]))
     v = judge(ctx, "s")
     assert v.status == "pass" and "--device" in ctx.units[0] and ctx.units[0][ctx.units[0].index("--nprocs") + 1] == "2"
     rec.update(loss_decreased=False, last_loss=10.9)
     v = judge(ctx, "s")
     assert v.status == "fail" and v.criterion == "loss_falls" and v.measured == "10.4000 -> 10.9000"
+    rec.update(status="timeout", message="timed out after 60 s")  # nothing timed to judge: not measured
+    v = judge(ctx, "s")
+    assert v.status == "error" and "timeout: timed out after 60 s" in v.reason
     rec.update(status="waived", message="DeepSpeed is not installed")
     assert judge(ctx, "s").status == "waived"
+    rec.update(status="ok", first_loss="10.4")  # a damaged record is read as none, and says why
+    v = judge(ctx, "s")
+    assert v.status == "error" and "first_loss is a string, not a number" in v.reason
 
 
 def test_cv_is_judged_from_1mib_up():

@@ -118,3 +118,13 @@ def test_qualify_resumes_units_through_the_one_store_by_status():
     assert sorted(closed) == ["a", "c", "d", "f"]
     assert closed["c"].waived and closed["c"].status is Status.WAIVED and closed["a"].status is Status.OK
     assert [r["op"] for r in closed["a"].records] == ["all_reduce"] and closed["a"].reused
+
+
+def test_records_in_memory_are_checked_then_typed():
+    good = {"schema": SCHEMA, "kind": "train", "strategy": "ddp", "status": "ok", "first_loss": 2.5}
+    bad = {**good, "first_loss": "2.5"}
+    other = {"schema": SCHEMA, "kind": "collective", "op": "all_reduce", "bytes": 8, "nranks": 2, "status": "ok"}
+    runs, warnings = records.typed([other, bad, good], TrainResult, source="child")
+    assert [r.first_loss for r in runs] == [2.5] and runs[0].status is Status.OK
+    assert warnings == ["child: record 2: train record: first_loss is a string, not a number; skipped"]
+    assert runs[0].reached("last_loss") is None and runs[0].reached("first_loss") == 2.5

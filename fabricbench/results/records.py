@@ -333,6 +333,21 @@ def read(path: str | os.PathLike, *, kind: str | Iterable[str] | None = None, wh
     return got
 
 
+def typed(recs: Iterable[Any], cls: type[T], *, source: str = "records") -> tuple[list[T], list[str]]:
+    """Records already in memory (a child's, a library caller's) of cls.KIND, checked as a file's lines
+    are (check_record) and typed (cls.from_record); one warning per record of that kind left out."""
+    got = Records(path=source)
+    for n, rec in enumerate(recs, 1):
+        if not isinstance(rec, dict) or rec.get("kind") != cls.KIND:
+            continue
+        why = check_record(rec) if _depth(rec, MAX_NESTING) <= MAX_NESTING else "nested too deep"
+        if why:
+            got.warnings.append(f"{source}: record {n}: {why}; skipped")
+        else:
+            got.records.append(rec)
+    return got.typed(cls), got.warnings
+
+
 def read_typed(path: str | os.PathLike, cls: type[T], *, what: str = "results file",
                missing_ok: bool = False) -> tuple[list[T], list[str]]:
     """The records of one kind of a results file, typed (Records.typed), and one warning per line skipped."""

@@ -192,6 +192,11 @@ class TrainResult:
 
     KIND: ClassVar[str] = "train"
 
+    def reached(self, name: str) -> Any:
+        """A field's value, or None where the run never got that far (UNSET: absent from the record)."""
+        v = getattr(self, name)
+        return None if v is UNSET else v
+
     def to_dict(self) -> dict[str, Any]:
         """The flat JSON record: header first, then every field that was reached, then `extra`."""
         body = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)

@@ -21,7 +21,9 @@ from fabricbench.jobs.configs import TrainJob
 from fabricbench.qualifying.checks.base import Check, CheckKind, Invalid
 from fabricbench.qualifying.fields import Field
 from fabricbench.qualifying.verdict import Item, at_least, equal, error, waived
-from fabricbench.results.status import Status
+from fabricbench.results import records
+from fabricbench.results.schema import TrainResult
+from fabricbench.results.status import TIMED_TRAIN, Status
 from fabricbench.training.strategies import STRATEGIES
 
 FIELDS = {
@@ -59,21 +61,23 @@ def judge(check: Check, ctx) -> list[Item]:
             return [error("train", "no CUDA GPU is visible here (a CPU smoke test needs [run] backend = \"gloo\")")]
         job.update(device="cuda", gpus=f"0-{n - 1}" if n > 1 else "0")
     res = ctx.train(TrainJob(**job).argv())  # the child's argv from the job type (fabricbench/jobs/configs.py)
-    rec = next((r for r in res.records if r.get("kind") == "train"), None)
-    if rec is None:
-        return [error("train", f"no training record came back: {res.error or 'unknown reason'}")]
-    subj = f"{p['strategy']} {p['model']}, {rec.get('nranks')} ranks"
-    if rec.get("status") == Status.WAIVED:
-        return [waived("train", rec.get("message") or "waived", subject=subj)]
-    if rec.get("status") in (Status.ERROR, Status.OOM):
-        return [error("train", f"{rec['status']}: {rec.get('message')}", subject=subj)]
+    runs, damaged = records.typed(res.records, TrainResult, source="the training child")
+    if not runs:
+        why = damaged[0] if damaged else res.error or "unknown reason"
+        return [error("train", f"no training record came back: {why}")]
+    run = runs[0]
+    subj = f"{p['strategy']} {p['model']}, {run.nranks} ranks"
+    if run.status == Status.WAIVED:
+        return [waived("train", run.message or "waived", subject=subj)]
+    if run.status not in TIMED_TRAIN:  # error, oom, timeout: nothing was timed to judge
+        return [error("train", f"{run.status}: {run.message}", subject=subj)]
     items: list[Item] = []
     if p.get("loss_falls"):
-        first, last = rec.get("first_loss"), rec.get("last_loss")
-        items.append(equal("loss_falls", f"{first:.4f} -> {last:.4f}" if first is not None else None,
-                           "falling", subject=subj, ok=bool(rec.get("loss_decreased"))))
+        first, last = run.reached("first_loss"), run.reached("last_loss")
+        items.append(equal("loss_falls", f"{first:.4f} -> {last:.4f}" if first is not None and last is not None
+                           else None, "falling", subject=subj, ok=bool(run.reached("loss_decreased"))))
     if p.get("min_samples_per_s") is not None:
-        sps = (rec.get("throughput") or {}).get("samples_per_s")
+        sps = (run.reached("throughput") or {}).get("samples_per_s")
         if sps is None:
             items.append(error("samples_per_s", "no throughput in the record", subject=subj))
         else:
