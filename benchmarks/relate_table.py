@@ -30,7 +30,7 @@ def _ci(ci) -> str:
 
 def table(records: list[str], *, rule: str = "reference") -> str:
     res = fabricbench.relate(records, overlap_window=rule == "window")
-    head = (f"{'strategy':<9}{'fabric':<16}{'busbw':>8}{'T_comm ms':>10}{'e':>6}{'obs ms':>8}{'pred ms':>8}"
+    head = (f"{'strategy':<9}{'fabric':<16}{'busbw':>8}{'T_comm ms':>10}{'C ms':>6}{'e':>6}{'obs ms':>8}{'pred ms':>8}"
             f"{'step obs [95% CI]':>24}{'step pred [95% CI]':>25}{'residual':>9}")
     lines = [head]
     for r in res.rows:
@@ -38,11 +38,13 @@ def table(records: list[str], *, rule: str = "reference") -> str:
         obs = f"{r.observed_slowdown:.2f}× [{_ci(r.observed_slowdown_ci95)}]" if r.observed_slowdown else "-"
         pred = f"{r.predicted_slowdown:.2f}× [{_ci(r.predicted_slowdown_ci95)}]"
         resid = f"{r.residual * 100:+.0f}%" if r.residual is not None else "-"
-        lines.append(f"{r.strategy:<9}{r.fabric:<16}{drop:>8}{r.comm_time_s * 1e3:>10.3g}{r.exposed_fraction:>6.2f}"
+        lines.append(f"{r.strategy:<9}{r.fabric:<16}{drop:>8}{r.comm_time_s * 1e3:>10.3g}{r.link_credit_s * 1e3:>6.1f}"
+                     f"{r.exposed_fraction:>6.2f}"
                      f"{(r.observed_step_s or 0) * 1e3:>8.0f}{r.predicted_step_s * 1e3:>8.0f}{obs:>24}{pred:>25}"
                      f"{resid:>9}")
-    lines.append("busbw = N× slower than on the reference (trace-weighted); step = the step N× slower than on the "
-                 "reference; residual = predicted / observed - 1; [lo-hi] = 95% interval")
+    lines.append("busbw = N× slower than on the reference (trace-weighted); T_comm = swept price less C, the "
+                 "link credit of a shaped fabric's token bucket; step = the step N× slower than on the reference; "
+                 "residual = predicted / observed - 1; [lo-hi] = 95% interval")
     return "\n".join(lines)
 
 

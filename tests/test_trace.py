@@ -215,12 +215,25 @@ def test_timeline_exposed_is_comm_outside_compute():
                                  _ev("gloo:all_reduce", 30, 40, tid=GLOO_T, cat="user_annotation")]
     tl = trace.timeline(events, device_type="cpu")
     assert tl == pytest.approx({"comm_s": 40e-6, "exposed_s": 20e-6, "compute_s": 60e-6, "step_s": 100e-6,
-                                "source": "cpu threads", "window_s": 0.0})  # one collective: no window
+                                "source": "cpu threads", "window_s": 0.0,  # one collective: no window
+                                "idle_gaps_s": [60e-6], "idle_gap_steps": 1})  # 30 us head + 30 us tail
     gpu = _steps((0, 100)) + [_ev("sm90_gemm", 0, 50, tid=0, cat="kernel"),
                               _ev("ncclDevKernel_AllReduce_Sum_bf16", 40, 30, tid=0, cat="kernel")]
     assert trace.timeline(gpu, device_type="cuda") == pytest.approx(
         {"comm_s": 30e-6, "exposed_s": 20e-6, "compute_s": 50e-6, "step_s": 100e-6, "source": "cuda kernels",
-         "busy_s": 70e-6, "window_s": 0.0})  # any kernel 0-70 us of the 100 us step: the GPU-busy fraction 0.7
+         "busy_s": 70e-6, "window_s": 0.0, "idle_gaps_s": [70e-6], "idle_gap_steps": 1})  # any kernel 0-70 us of the 100 us step: the GPU-busy fraction 0.7
+
+
+def test_idle_gaps_wrap_the_step_and_separate_busy_stretches():
+    # step 0..100: busy 10-20, 20-30 (one stretch once merged by the caller) and 50-60: head 10 + tail 40
+    assert trace.idle_gaps([(10, 30), (50, 60)], 0, 100) == [50, 20]
+    assert trace.idle_gaps([], 0, 100) == []
+    events = _steps((0, 100), (100, 200)) + [
+        _ev("gloo:all_gather", 10, 10, tid=GLOO_T, cat="user_annotation"),
+        _ev("gloo:all_gather", 50, 10, tid=GLOO_T, cat="user_annotation"),
+        _ev("gloo:all_gather", 130, 20, tid=GLOO_T, cat="user_annotation")]
+    tl = trace.timeline(events, device_type="cpu")
+    assert tl["idle_gaps_s"] == pytest.approx([50e-6, 30e-6, 80e-6]) and tl["idle_gap_steps"] == 2
 
 
 def _rank(collectives, times=(0.2, 0.3), timeline=None):

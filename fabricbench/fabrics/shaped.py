@@ -37,7 +37,12 @@ from fabricbench.errors import FabricWaived, UsageError
 from fabricbench.fabrics.model import Fabric, FabricFamily
 
 PREFIX = "fb-"
-BURST = "256kb"  # tc's kb: kilobytes. Large enough for a 10 gbit rate at the kernel's timer resolution
+# tc's kb: kilobytes of 1024 B. Large enough for a 10 gbit rate at the kernel's timer resolution, and no
+# smaller will do: lo's 64 KiB packets larger than the burst are dropped (a 32kb burst stalls gloo). The
+# bucket refills while the link idles, so a collective that follows compute sends its first BURST_BYTES
+# at loopback speed, a sweep's back-to-back calls do not: relate prices that credit (relating/model.py).
+BURST_BYTES = 256 * 1024
+BURST = f"{BURST_BYTES // 1024}kb"
 LATENCY = "100ms"  # how long a packet may wait in the queue before tbf drops it
 IP_TIMEOUT_S = 15.0
 # Test hook: a reason here makes capability() report the fabric as unavailable, as a machine without
@@ -95,6 +100,11 @@ def capability() -> str | None:
 @dataclass(frozen=True, kw_only=True)
 class ShapedFabric(Fabric):
     """A Fabric whose processes run in a fresh network namespace with a tbf-shaped loopback."""
+
+    @property
+    def burst_bytes(self) -> int:
+        """The token bucket's depth: what the link banks while idle (relate's link credit)."""
+        return BURST_BYTES
 
     def unavailable(self) -> str | None:
         return capability()

@@ -11,7 +11,8 @@ The model (fabricbench/relating/model.py) is calibrated on the reference fabric 
     T_step(f) = max(T_compute + T_comm(f) − H(f), T_comm(f)),   T_compute = T_step(ref) − e × T_comm(ref),
     H(f) = min((1 − e) × T_comm(f), (1 − e) × T_comm(ref))     (the communication hidden behind compute)
 
-T_comm(f) prices the reference run's communication trace on f's sweep; e is the exposed fraction from
+T_comm(f) prices the reference run's communication trace on f's sweep, less the credit C(f) a token-bucket
+link (shaped:RATE) banks in the reference's idle gaps and spends at the start of the next collective; e is the exposed fraction from
 the reference run's overlap timeline (1, an upper bound, where the trace has none). The default
 reference is the fastest fabric by trace-weighted busbw among those with a sweep and a train run.
 """
@@ -26,13 +27,15 @@ from fabricbench.errors import UsageError
 from fabricbench.relating import inputs
 from fabricbench.relating.inputs import Observed, Workload
 from fabricbench.measuring.stats import ratio_ci
-from fabricbench.relating.model import FORMULA, Pricing, SweepCurves, predict, predict_interval, price, step_formula
+from fabricbench.relating.model import (FORMULA, Gaps, Pricing, SweepCurves, bucket_s, predict, predict_interval,
+                                        price, step_formula)
 
 # short codes in RelateRow.flags; the sentences that explain them are in RelateResult.problems
 REFERENCE = "reference"
 PREDICTED_ONLY = "predicted-only"
 UPPER_BOUND = "e=1 upper bound"
 NO_COMMUNICATION = "no communication"
+LINK_CREDIT = "link credit"  # T_comm less a token-bucket link's banked credit (model.py)
 
 
 @dataclass(kw_only=True)
@@ -69,6 +72,7 @@ class RelateRow:
     predicted_step_ci95: list[float] | None = None
     predicted_slowdown_ci95: list[float] | None = None
     observed_slowdown_ci95: list[float] | None = None
+    link_credit_s: float = 0.0  # C(f): what a token-bucket link's banked credit takes off T_comm (model.py)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -202,6 +206,7 @@ def _strategy_rows(base: Observed, by_key: dict[tuple[Workload, str, str], Obser
                             f"(every second of communication exposed): predictions are upper bounds")
     e = min(1.0, max(0.0, float(e)))
     window = timeline.get("window_s") if isinstance(timeline, dict) else None
+    gaps = Gaps.from_timeline(timeline, (comm.get("overhead") or {}).get("ratio"))
     if not collectives:
         flags_all.append(NO_COMMUNICATION)
         note = comm.get("note") or "no collective in the trace"
@@ -219,22 +224,32 @@ def _strategy_rows(base: Observed, by_key: dict[tuple[Workload, str, str], Obser
         on_fab = on_ref if fab == ref else price(collectives, curves, fabric=fab, nranks=wl.nranks)
         if fab != ref:
             problems.extend(on_fab.flags)
+        if gaps is None and collectives and bucket_s(fab) is not None:
+            problems.append(f"{strategy} ({wl.label()}) on {fab}: the reference's trace has no idle gaps "
+                            f"(recorded before traces had them), so the link credit of {fab}'s token bucket is "
+                            f"not priced: the prediction there is high by up to {bucket_s(fab) * 1e3:.2g} ms per "
+                            f"collective; rerun `fabricbench train` on {ref}")
         if collectives and not any(r.time_s is not None and f.time_s is not None
                                    for r, f in zip(on_ref.entries, on_fab.entries)):
             problems.append(f"{strategy} ({wl.label()}) on {fab}: none of its traced collectives can be priced "
                             f"on both {fab} and the reference {ref}; no row")
             continue
         rows.append(_row(base, own, fab, e, on_ref, on_fab, ref_bytes, _trace_dtype(collectives), flags_all,
-                         window if overlap_window else None,
+                         window if overlap_window else None, gaps,
                          problems))
     rows.sort(key=lambda r: (r.fabric != ref, -(r.busbw_ratio or 0.0)))
     return rows
 
 
 def _row(base: Observed, own: Observed | None, fab: str, e: float, on_ref: Pricing, on_fab: Pricing,
-         ref_bytes: int, dtype: str, flags_all: list[str], window: float | None, problems: list[str]) -> RelateRow:
+         ref_bytes: int, dtype: str, flags_all: list[str], window: float | None, gaps: Gaps | None,
+         problems: list[str]) -> RelateRow:
     wl, ref = base.workload, base.fabric
-    p = predict(ref_step_s=base.step_s, exposed_fraction=e, on_ref=on_ref, on_fabric=on_fab, window_s=window)
+    p = predict(ref_step_s=base.step_s, exposed_fraction=e, on_ref=on_ref, on_fabric=on_fab, window_s=window,
+                gaps=gaps)
+    # the gaps were profiled, slower than the timed steps: the credit as profiled bounds the other side
+    wide = predict(ref_step_s=base.step_s, exposed_fraction=e, on_ref=on_ref, on_fabric=on_fab, window_s=window,
+                   gaps=gaps, scaled=False)
     flags = list(flags_all) + list(p.flags)
     if fab == ref:
         flags.insert(0, REFERENCE)
@@ -254,14 +269,19 @@ def _row(base: Observed, own: Observed | None, fab: str, e: float, on_ref: Prici
             flags.append("trace differs")
             problems.append(f"{base.strategy} ({wl.label()}): the trace on {fab} sends {own_bytes} B/step, "
                             f"on the reference {ref} {ref_bytes} B/step; the prediction uses the reference's")
+    if p.credit_s > 0:
+        flags.append(LINK_CREDIT)
+        problems.append(f"{fab}: a token-bucket link (tc tbf) banks up to {bucket_s(fab) * 1e3:.2g} ms of its rate "
+                        f"while idle; training spends it at each collective after compute, a sweep never does: "
+                        f"T_comm is the swept price less that credit (flag: link credit; link_credit_s)")
     if own is not None and own.runs > 1:
         flags.append(f"{own.runs} runs")
     obs = own.step_s if own is not None else None
     batch = base.global_batch
     ref_ci = base.step_ci95 or (base.step_s, base.step_s)
     rr, rf = on_ref.rel(), on_fab.rel()
-    t_ref = (p.comm_time_ref_s * (1 - rr), p.comm_time_ref_s * (1 + rr))
-    t_fab = (p.comm_time_s * (1 - rf), p.comm_time_s * (1 + rf))
+    t_ref = (min(p.comm_time_ref_s, wide.comm_time_ref_s) * (1 - rr), p.comm_time_ref_s * (1 + rr))
+    t_fab = (min(p.comm_time_s, wide.comm_time_s) * (1 - rf), p.comm_time_s * (1 + rf))
     if fab == ref:
         pred_ci, slow_ci = ref_ci, (ref_ci[0] / ref_ci[1], ref_ci[1] / ref_ci[0])
     else:
@@ -284,4 +304,4 @@ def _row(base: Observed, own: Observed | None, fab: str, e: float, on_ref: Prici
         predicted_throughput=batch / p.predicted_step_s if batch and p.predicted_step_s > 0 else None,
         runs=own.runs if own is not None else 0, predicted_only=own is None, flags=flags,
         predicted_step_ci95=list(pred_ci), predicted_slowdown_ci95=list(slow_ci),
-        observed_slowdown_ci95=list(obs_ci) if obs_ci else None)
+        observed_slowdown_ci95=list(obs_ci) if obs_ci else None, link_credit_s=p.credit_s)

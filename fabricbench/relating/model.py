@@ -32,6 +32,27 @@ communication instead ((1 − e) × T_comm(f), bounded only by T_compute) under-
 step by 46% at 1 gbit, where the reference hid 70% of a 5 ms all-reduce behind the tail of backward and
 the slow fabric could hide no more. A step never takes less than its communication (the floor; flagged
 "communication-bound" where it binds).
+Link credit. A token-bucket link (shaped:RATE: tc tbf, rate R, burst B) banks credit while it idles, up
+to B bytes, and a collective that starts after an idle gap g sends its first min(B, g × R) bytes at
+loopback speed. A sweep's calls run back to back and never see it; a training step's collectives follow
+compute and do. Measured on this lab (2 gloo ranks, all-reduce of 0.5 and 1.5 MiB, 256 KiB bucket): a
+20 ms gap before each call saved 10.1 ms at 200 mbit (B/R = 10.5 ms) and 1.8 ms at 1 gbit (2.1 ms); a
+5 ms gap saved 5 ms at 200 mbit (g < B/R). So on such a fabric
+
+    C(f)       = (1 / steps) × Σ_gaps min(B / R, g, T_comm(f) / stretches)       link credit per step
+    T_comm(f) ← T_comm(f) − C(f)
+
+over the idle gaps before each busy stretch of communication in the reference's profiled steps (every
+rank's; `comm.timeline.idle_gaps_s`, trace.py), each at most what one stretch costs, and per step at
+most as many gaps (the largest terms) as calls that cost a bucket or more on f: a smaller call (DDP's
+128 B broadcast) leaves the bucket full for the next, which can still take only B. At a mild fabric
+B / R is a large part of each collective (FSDP's 11 collectives per step on 1 gbit: 23 ms of 80 ms); at
+a strong one the gaps (the compute between collectives) cap it, so the credit shrinks against the step:
+this is the over-prediction at mild fabrics that vanishes at strong ones. The profiled steps run slower
+than the timed ones (comm.overhead.ratio), so the gaps are divided by that ratio; the interval takes
+both. Fabrics without a bucket (every real one) have C = 0; a trace without gaps (recorded before
+they were) gets none, flagged.
+
 Collectives that cannot be priced on both fabrics are left out of both
 sums, and said so. The trace-weighted bus-bandwidth ratio compares the fabrics at the sizes the strategy
 really sends:
@@ -51,12 +72,16 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from fabricbench.collectives import COLLECTIVES
+from fabricbench.errors import UsageError
+from fabricbench.fabrics import get_fabric
 from fabricbench.results.status import Status
 from fabricbench.sizes import format_size as _exact_size
 
 FORMULA = ("T_step(f) = max(T_compute + T_comm(f) - H(f), T_comm(f)), T_compute = T_step(ref) - e*T_comm(ref), "
            "H(f) = min((1-e)*T_comm(f), (1-e)*T_comm(ref)) (hidden communication), "
-           "T_comm(f) = sum over traced collectives of calls * t_f(op, S) (swept time, log-log interpolation), "
+           "T_comm(f) = sum over traced collectives of calls * t_f(op, S) (swept time, log-log interpolation) "
+           "- C(f), C(f) = link credit of a token-bucket fabric per step: sum over the reference's idle gaps g "
+           "of min(burst/rate, g, one stretch's T_comm) / steps (0 on other fabrics), "
            "e = exposed fraction from the reference run's overlap timeline (1 where it has none: an upper bound)")
 
 # The nearest swept size must lie within this factor of a traced size for the price to count as measured
@@ -327,17 +352,69 @@ def _flag(status: str, op: str, dtype: str, n: int, group: list[PricedCollective
             f"from the nearest swept sizes ({curve.span()}, interpolated)")
 
 
+def bucket_s(fabric: str) -> float | None:
+    """B / R: seconds of the link's rate a full token bucket is worth (None: no bucket on this fabric)."""
+    try:
+        fab = get_fabric(fabric)
+    except UsageError:  # a name from imported records that is no fabric here: nothing known of a bucket
+        return None
+    burst = getattr(fab, "burst_bytes", None)
+    return burst * 8 / fab.rate_bps if burst and fab.rate_bps else None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Gaps:
+    """The link's idle gaps before each busy stretch of communication over `steps` profiled rank-steps
+    (trace.py's comm.timeline.idle_gaps_s / idle_gap_steps), and the profiled/timed step ratio."""
+
+    gaps_s: tuple[float, ...]
+    steps: int
+    overhead: float = 1.0  # comm.overhead.ratio: profiled step / timed step (>= 1 dilates the gaps)
+
+    @classmethod
+    def from_timeline(cls, timeline: dict[str, Any] | None, overhead: float | None) -> "Gaps | None":
+        if not isinstance(timeline, dict) or not timeline.get("idle_gap_steps"):
+            return None
+        gaps = timeline.get("idle_gaps_s")
+        if not isinstance(gaps, list):
+            return None
+        return cls(gaps_s=tuple(max(0.0, float(g)) for g in gaps), steps=int(timeline["idle_gap_steps"]),
+                   overhead=max(1.0, float(overhead)) if overhead else 1.0)
+
+    @property
+    def stretches_per_step(self) -> float:
+        return len(self.gaps_s) / self.steps
+
+    def credit(self, *, bucket_s: float | None, comm_s: float, scaled: bool = True,
+               draining_per_step: float | None = None) -> float:
+        """C(f) of the module docstring: seconds per step the bucket saves. scaled: gaps divided by the
+        profiler's overhead (the timed steps' gaps); else as profiled (the larger bound). draining_per_step:
+        the calls per step that cost at least a bucket (a smaller call, e.g. DDP's 128 B broadcast, leaves
+        the bucket full for the next one, which can still take only B): at most that many gaps count per
+        step, the largest."""
+        if not bucket_s or not self.gaps_s or comm_s <= 0:
+            return 0.0
+        stretch = comm_s / self.stretches_per_step
+        k = self.overhead if scaled else 1.0
+        terms = sorted((min(bucket_s, g / k, stretch) for g in self.gaps_s), reverse=True)
+        if draining_per_step is not None:
+            terms = terms[:max(0, round(draining_per_step * self.steps))]
+        return sum(terms) / self.steps
+
+
 @dataclass(frozen=True, kw_only=True)
 class Prediction:
     """The model's figures for one strategy on one fabric, calibrated on the reference."""
 
-    comm_time_s: float  # T_comm(f) over the collectives priced on both fabrics
-    comm_time_ref_s: float  # T_comm(ref) over the same collectives
+    comm_time_s: float  # T_comm(f) over the collectives priced on both fabrics, less the link credit
+    comm_time_ref_s: float  # T_comm(ref) over the same collectives, less the link credit
     compute_s: float  # T_compute = T_step(ref) − e × T_comm(ref)
     predicted_step_s: float
     busbw_ratio: float | None  # busbw_eff(f) / busbw_eff(ref)
     busbw_gbps: float | None  # busbw_eff(f)
     flags: tuple[str, ...]
+    credit_s: float = 0.0  # C(f): the link credit taken off T_comm(f)
+    credit_ref_s: float = 0.0  # C(ref)
 
 
 def _spread(points: list[tuple[float, float]]) -> float:
@@ -378,16 +455,29 @@ def predict_interval(*, ref_ci: tuple[float, float], e: float, t_ref: tuple[floa
     return min(vals), max(vals)
 
 
+def _credit(gaps: Gaps | None, pricing: Pricing, entries: list[PricedCollective], comm_s: float,
+            scaled: bool) -> float:
+    """C on pricing's fabric: the gaps' credit, counting only as many per step as calls drain a bucket."""
+    b = bucket_s(pricing.fabric)
+    if gaps is None or b is None:
+        return 0.0
+    draining = sum(e.calls_per_step for e in entries if (e.time_s or 0.0) >= b)
+    return gaps.credit(bucket_s=b, comm_s=comm_s, scaled=scaled, draining_per_step=draining)
+
+
 def predict(*, ref_step_s: float, exposed_fraction: float, on_ref: Pricing, on_fabric: Pricing,
-            window_s: float | None = None) -> Prediction:
+            window_s: float | None = None, gaps: Gaps | None = None, scaled: bool = True) -> Prediction:
     """T_step(f) = max(T_compute + T_comm(f) − H(f), T_comm(f)) as the module docstring says, over the
-    collectives priced on both fabrics."""
+    collectives priced on both fabrics, each T_comm less its fabric's link credit (from `gaps`)."""
     assert 0.0 <= exposed_fraction <= 1.0 and ref_step_s > 0
     assert len(on_ref.entries) == len(on_fabric.entries), "both pricings must be of the same trace"
     common = [(r, f) for r, f in zip(on_ref.entries, on_fabric.entries)
               if r.time_s is not None and f.time_s is not None]
-    t_ref = sum(r.step_time_s for r, _ in common)
-    t_fab = sum(f.step_time_s for _, f in common)
+    swept_ref = sum(r.step_time_s for r, _ in common)
+    swept_fab = sum(f.step_time_s for _, f in common)
+    c_ref = _credit(gaps, on_ref, [r for r, _ in common], swept_ref, scaled)
+    c_fab = _credit(gaps, on_fabric, [f for _, f in common], swept_fab, scaled)
+    t_ref, t_fab = swept_ref - c_ref, swept_fab - c_fab
     flags: list[str] = []
     compute = ref_step_s - exposed_fraction * t_ref
     if compute < 0:
@@ -399,10 +489,11 @@ def predict(*, ref_step_s: float, exposed_fraction: float, on_ref: Pricing, on_f
     if t_fab > step and on_fabric is not on_ref:  # the reference is what it was observed to be
         flags.append(COMM_BOUND)
         step = t_fab
+    # the busbw the sweeps measured at the traced sizes: the fabric's, not the credit's
     bus = sum(f.bus_bytes for _, f in common)
-    eff_fab = bus / t_fab / 1e9 if t_fab > 0 and bus > 0 else None
-    eff_ref = bus / t_ref / 1e9 if t_ref > 0 and bus > 0 else None
+    eff_fab = bus / swept_fab / 1e9 if swept_fab > 0 and bus > 0 else None
+    eff_ref = bus / swept_ref / 1e9 if swept_ref > 0 and bus > 0 else None
     ratio = eff_fab / eff_ref if eff_fab and eff_ref else None
     return Prediction(comm_time_s=t_fab, comm_time_ref_s=t_ref, compute_s=compute,
                       predicted_step_s=step, busbw_ratio=ratio,
-                      busbw_gbps=eff_fab, flags=tuple(flags))
+                      busbw_gbps=eff_fab, flags=tuple(flags), credit_s=c_fab, credit_ref_s=c_ref)

@@ -270,6 +270,18 @@ def _minus(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> float:
     return _length(a) - sum(_length(_clip(b, x, y)) for x, y in a)
 
 
+def idle_gaps(comm: list[tuple[float, float]], lo: float, hi: float) -> list[float]:
+    """The link's idle time before each busy stretch of one step (comm: the step's sorted, disjoint
+    communication intervals, clipped to [lo, hi]): between one stretch's end and the next one's start, and
+    for the first, the step's tail after its last stretch plus its head before the first (steady steps:
+    the previous step's tail is this one's). relate's link credit (model.py) prices a token-bucket
+    link's refill from these."""
+    if not comm:
+        return []
+    first = (comm[0][0] - lo) + (hi - comm[-1][1])
+    return [first] + [b[0] - a[1] for a, b in zip(comm, comm[1:])]
+
+
 def timeline(events: list[dict[str, Any]], *, device_type: str) -> dict[str, Any] | None:
     """Per profiled step (mean): comm_s, exposed_s, compute_s, step_s (see the module docstring)."""
     windows = step_windows(events)
@@ -291,16 +303,17 @@ def timeline(events: list[dict[str, Any]], *, device_type: str) -> dict[str, Any
                          if e.get("ph") == "X" and e.get("tid") in main and e.get("name", "").startswith("aten::"))
         busy = []  # no GPU: the busy fraction of a GPU does not apply
         source = "cpu threads"
-    rows = []
+    rows, gaps = [], []
     for lo, hi in windows:
         c, k = _clip(comm, lo, hi), _clip(compute, lo, hi)
+        gaps.extend(idle_gaps(c, lo, hi))
         # the overlap window: compute between the first collective's start and the last one's start (the
         # last is issued when backward ends), which a slower fabric's communication could hide behind
         win = _length(_clip(k, c[0][0], c[-1][0])) if c else 0.0
         rows.append((_length(c), _minus(c, k), _length(k), hi - lo, _length(_clip(busy, lo, hi)), win))
     mean = [statistics.fmean(col) * 1e-6 for col in zip(*rows)]  # trace times are microseconds
     out = {"comm_s": mean[0], "exposed_s": mean[1], "compute_s": mean[2], "step_s": mean[3], "source": source,
-           "window_s": mean[5]}
+           "window_s": mean[5], "idle_gaps_s": [round(g * 1e-6, 9) for g in gaps], "idle_gap_steps": len(rows)}
     if device_type == "cuda":  # any kernel running: what the GPU-busy fraction counts (launch.py)
         out["busy_s"] = mean[4]
     return out
@@ -375,6 +388,9 @@ def join(ranks: list[dict[str, Any]], *, backend: str, world_size: int, sends: d
         tl["exposed_fraction"] = tl["exposed_s"] / tl["comm_s"] if tl["comm_s"] > 0 else None
         if all("window_s" in t for t in lines):  # relate's overlap window (model.py)
             tl["window_s"] = statistics.fmean(t["window_s"] for t in lines)
+        if all("idle_gaps_s" in t for t in lines):  # relate's link credit (model.py): every rank's gaps
+            tl["idle_gaps_s"] = [g for t in lines for g in t["idle_gaps_s"]]
+            tl["idle_gap_steps"] = sum(t["idle_gap_steps"] for t in lines)  # ranks x profiled steps
         if all("busy_s" in t for t in lines):  # the fraction of the step some kernel ran, mean over ranks
             tl["busy_s"] = statistics.fmean(t["busy_s"] for t in lines)
             tl["busy_fraction"] = statistics.fmean(t["busy_s"] / t["step_s"] for t in lines if t["step_s"] > 0) \
