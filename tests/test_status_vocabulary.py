@@ -176,3 +176,8 @@ def test_a_record_with_another_kinds_status_is_skipped():
     line = json.dumps({"schema": "fabricbench/1", "kind": "train", "strategy": "ddp", "status": "pass"})
     got = records.parse_lines(line + "\n")
     assert got.records == [] and "status 'pass' is not one a train record can have" in got.warnings[0]
+
+
+def test_every_kind_with_a_status_field_names_its_statuses():
+    with_status = {kind for kind, spec in records.FIELDS.items() if {"status", "status!"} & set(spec)}
+    assert with_status <= set(KIND_STATUSES), with_status - set(KIND_STATUSES)

@@ -33,6 +33,8 @@ from fabricbench.errors import UsageError
 from fabricbench.qualifying.fields import MAX_NUMBER, MAX_SIZE, READERS, FieldError
 from fabricbench.qualifying.figures import SPREAD_Z
 from fabricbench.qualifying.inputs import read_all, results_path
+from fabricbench.results import records as results_records
+from fabricbench.results.schema import TrainResult
 from fabricbench.results.status import TIMED_COLLECTIVE, Status
 from fabricbench.sizes import format_size
 from fabricbench.topology.model import Topology
@@ -51,7 +53,7 @@ def spec_from_results(path: str | os.PathLike, *, margin: float = 0.9, name: str
              and _sane(r.get("time_us")) and _readable(r)]
     copies = [r for r in records if r.get("kind") == "copy" and _sane(r.get("gbps"))
               and isinstance(r.get("direction"), str) and isinstance(r.get("bytes"), int) and 0 < r["bytes"] <= MAX_SIZE]
-    trains = [r for r in records if r.get("kind") == "train" and r.get("status") == Status.OK]
+    trains = [t for t in results_records.typed(records, TrainResult)[0] if t.status == Status.OK]
     topo = next((r for r in records if r.get("kind") == "topology"), None)
     try:
         topology = Topology.from_dict(topo) if topo and topo.get("gpus") else None
@@ -132,15 +134,15 @@ def spec_from_results(path: str | os.PathLike, *, margin: float = 0.9, name: str
     _transport(w, colls, used, all_gpus, run)
     _contrast(w, groups, used, all_gpus, run, margin)
     _copies(w, copies, used, margin)
-    for r in trains:
-        sps = (r.get("throughput") or {}).get("samples_per_s")
-        w.check(_unique(used, f"train_{r.get('strategy')}"), "train")
-        w.kv("strategy", r.get("strategy"))
-        w.kv("model", r.get("model"))
+    for t in trains:
+        sps = (t.reached("throughput") or {}).get("samples_per_s")
+        w.check(_unique(used, f"train_{t.strategy}"), "train")
+        w.kv("strategy", t.strategy)
+        w.kv("model", t.model)
         for k in ("steps", "warmup_steps", "batch_size", "seq_len"):
-            if isinstance(r.get(k), int):
-                w.kv(k, r[k])
-        w.kv("fabric", r.get("fabric") or "default")
+            if isinstance(t.reached(k), int) and not isinstance(t.reached(k), bool):
+                w.kv(k, t.reached(k))
+        w.kv("fabric", t.context.get("fabric") or "default")
         w.kv("loss_falls", True)
         if _sane(sps):
             w.kv("min_samples_per_s", _round(sps * margin), f"measured {sps:.4g} samples/s x {margin:g}")
@@ -181,11 +183,11 @@ def _factor(margin: float, cv: Any) -> float:
     return margin
 
 
-def _run_settings(colls: list[dict[str, Any]], trains: list[dict[str, Any]]) -> dict[str, Any]:
+def _run_settings(colls: list[dict[str, Any]], trains: list[TrainResult]) -> dict[str, Any]:
     if not colls:
-        cpu = next((t for t in trains if t.get("device") == "cpu"), None)
+        cpu = next((t for t in trains if t.device == "cpu"), None)
         if cpu is not None:  # a CPU training run: gloo ranks, as many as it had
-            return {"engine": "torch", "backend": "gloo", "nprocs": int(cpu.get("nranks") or 2)}
+            return {"engine": "torch", "backend": "gloo", "nprocs": int(cpu.nranks or 2)}
         return {"engine": "native"}
     r = colls[0]
     engine = r.get("engine") or "native"

@@ -11,6 +11,12 @@ either records (plus one warning per line skipped), or one UsageError line:
 - a record of a newer schema (fabricbench/99) is an error: its fields may mean something else;
 - non-finite numbers (NaN, Infinity, 1e999) are read as null, as the writers write them.
 
+Typed, per kind: `read_typed(path, CollectiveResult)` (or TrainResult, or qualify's Verdict: a type that
+names its KIND and has from_record), `Records.typed(cls)`, and `typed(recs, cls)` for records already in
+memory (a child's), checked as a line of a file is. A reader of one kind's fields should take them from
+these rather than check a dict again (qualify's train check and --fleet's verdicts do); dicts are made
+once, by to_dict, where a record is written.
+
 The resume store calls `repair` first: a torn last line (a crash mid-write) is cut off so that every line
 of the file parses and the measurement is done again; damaged lines further up are moved aside to
 FILE.unreadable, never deleted.

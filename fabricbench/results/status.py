@@ -1,5 +1,5 @@
-"""The one status vocabulary of every record kind: collective, copy, train, study unit, qualify verdict;
-and, beside it, the one severity scale of qualify.
+"""The one status vocabulary of every record kind: collective, copy, train, study unit, qualify unit and
+verdict; and, beside it, the one severity scale of qualify.
 
     fabricbench relate r.jsonl      (a train record's status decides whether its step time is used)
     fabricbench qualify --spec builtin:h200-sxm-8 --out q/      (each verdict: a status and a severity)
@@ -47,7 +47,8 @@ KIND_STATUSES: dict[str, frozenset[Status]] = {
     "qualify_unit": frozenset({Status.OK, Status.WAIVED, Status.ERROR}),
 }
 
-# A measurement that can be reused (by --resume) or read as a figure.
+# What --resume keeps rather than runs again (sweep, compare, scaling, qualify units): measured, or waived
+# here. (A study keeps its units' measured outcomes, oom and flagged too: study/units.DONE.)
 REUSABLE = frozenset({Status.OK, Status.WAIVED})
 # Collectives whose time was measured: "wrong" (elements differ from the exact result) was timed all the same.
 TIMED_COLLECTIVE = frozenset({Status.OK, Status.WRONG})

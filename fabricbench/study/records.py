@@ -16,6 +16,7 @@ from typing import Any
 
 from fabricbench.errors import UsageError
 from fabricbench.results import records as result_records
+from fabricbench.results.status import Status, parse
 from fabricbench.importing.beside import is_imported
 
 RESULTS = "results.jsonl"
@@ -36,9 +37,10 @@ class StudyRecords:
     def of_kind(self, kind: str) -> list[dict[str, Any]]:
         return [r for r in self.records if r.get("kind") == kind]
 
-    def status(self, unit: str) -> str | None:
+    def status(self, unit: str) -> Status | None:
+        """The status of a unit's latest attempt (the reader checked it is one a study unit can have)."""
         u = self.units.get(unit)
-        return u.get("status") if u else None
+        return parse(u.get("status"), "study_unit") if u else None
 
 
 def load(out_dir: str | Path, *, must_exist: bool = True) -> StudyRecords:
