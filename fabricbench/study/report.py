@@ -68,10 +68,10 @@ class _Figs:
 
 
 def study_command(c: StudyConfig) -> str:
-    """The one command that reruns this study (every setting spelled out)."""
+    """The one command that reruns this study (every setting spelled out; a custom fabric's values as ***)."""
     argv = ["fabricbench", "study"]
     argv += ["--device", "cpu", "--nprocs", str(c.nprocs)] if c.device == "cpu" else ["--gpus", ",".join(map(str, c.gpus))]
-    argv += ["--fabrics", ",".join(c.fabrics), "--strategies", ",".join(c.strategies)]
+    argv += ["--fabrics", ",".join(c.fabrics_shown), "--strategies", ",".join(c.strategies)]
     argv += ["--model", c.model] if c.model else ["--model-config", str(c.model_config)]
     argv += ["--steps", str(c.steps), "--warmup-steps", str(c.warmup_steps)]
     if c.batch_size is not None:  # None: the study picks it again
