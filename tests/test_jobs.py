@@ -295,3 +295,23 @@ def test_every_job_kind_s_arguments_are_its_child_s_options(job):
     else:
         options = {o for a in importlib.import_module(program[0]).parser()._actions for o in a.option_strings}
     assert set(flags) <= options, set(flags) - options
+
+
+def test_a_job_names_a_custom_fabric_by_name_and_carries_its_values_in_the_environment():
+    """Whatever a caller hands a job (a whole custom spec, or a name this process knows), its argv shows
+    the name only and its environment() carries the values: qualify's train check and the relate lab rely
+    on it. Built-in and family fabrics travel as they are."""
+    from fabricbench.fabrics.env import remember
+    from fabricbench.jobs.configs import SweepJob, TrainJob
+
+    whole = TrainJob(strategy="ddp", model="tiny-mistral", fabric="tok:MY_TOKEN=s3cr3t,NCCL_ALGO=Ring")
+    assert whole.argv()[-2:] == ["--fabric", "tok"] and "s3cr3t" not in " ".join(whole.command())
+    assert travelled("tok", whole.environment({})).env == (("MY_TOKEN", "s3cr3t"), ("NCCL_ALGO", "Ring"))
+    remember(get_fabric("named:MY_TOKEN=abc"))
+    by_name = SweepJob(ops="all_reduce", sizes="1K", dtype="float32", iters=1, warmup=0, engine="torch",
+                       fabric="named")
+    assert by_name.argv()[-2:] == ["--fabric", "named"]
+    assert travelled("named", by_name.environment({"PATH": "/bin"})).env == (("MY_TOKEN", "abc"),)
+    shaped = SweepJob(ops="all_reduce", sizes="1K", dtype="float32", iters=1, warmup=0, engine="torch",
+                      fabric="shaped:1gbit")
+    assert shaped.argv()[-2:] == ["--fabric", "shaped:1gbit"] and shaped.environment({}) == {}

@@ -33,7 +33,8 @@ class CannedContext(Context):
     def copies(self, gpus, size, *, peers, host):
         return self._copies_fn(gpus, size, peers, host)
 
-    def train(self, args):
+    def train(self, job):
+        args = job.argv()
         self.units.append(args)
         return self._train_fn(args)
 

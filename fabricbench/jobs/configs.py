@@ -22,19 +22,27 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
 import sys
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Mapping
+
+from fabricbench.fabrics import get_fabric
+from fabricbench.fabrics.env import carry, known
 
 ARGV = "fabricbench.argv"  # the key in a dataclass field's metadata
 
 
 def argv_field(*, flag: str | None = None, choice: bool = False, skip: bool = False,
-               positional: bool = False) -> dict[str, Any]:
+               positional: bool = False, fabric: bool = False) -> dict[str, Any]:
     """Metadata for a config field: `flag` its option's name, `choice` the value is the flag itself
     (inplace="both" -> --both), `skip` the caller adds it (or it is not an option), `positional` an
-    argument without a flag (a tuple: one argument per item)."""
-    return {ARGV: {"flag": flag, "choice": choice, "skip": skip, "positional": positional}}
+    argument without a flag (a tuple: one argument per item), `fabric` a fabric spec, written by its name
+    alone (a custom fabric's values travel in the child's environment: Job.environment)."""
+    return {ARGV: {"flag": flag, "choice": choice, "skip": skip, "positional": positional, "fabric": fabric}}
+
+
+FABRIC = argv_field(fabric=True)
 
 
 def _text(v: Any) -> str:
@@ -60,6 +68,8 @@ def to_argv(config: Any) -> list[str]:
         v = getattr(config, f.name)
         if meta.get("skip") or meta.get("positional") or v is None:
             continue
+        if meta.get("fabric") and "=" in str(v):  # a custom fabric's spec: its name alone, never its values
+            v = get_fabric(v).name  # (argv is visible to every user: ps)
         if meta.get("choice"):
             args.append(f"--{v}")
         elif isinstance(v, bool):
@@ -96,6 +106,16 @@ class Job:
         """The whole child command, run with this interpreter."""
         return [sys.executable, "-m", *self.PROGRAM, *self.argv()]
 
+    def environment(self, base: Mapping[str, str] | None = None) -> dict[str, str]:
+        """The child's environment: `base` (this process's) with the custom fabric the job names carried
+        in it (fabrics.env.carry), since its argv names that fabric by its name alone."""
+        env = dict(os.environ if base is None else base)
+        spec = getattr(self, "fabric", None)
+        fabric = (get_fabric(spec) if "=" in spec else known(spec)) if spec else None
+        if fabric is not None:  # a custom fabric given whole, or one this process knows by name
+            carry(fabric, env)
+        return env
+
     @property
     def key(self) -> str:
         return job_key(self)
@@ -117,7 +137,7 @@ class SweepJob(Job):
     gpus: tuple[int, ...] | None = None  # None: the child's default (all visible); gloo ranks drive none
     nprocs: int | None = None
     timeout_s: float | None = field(default=None, metadata=argv_field(flag="--timeout"))
-    fabric: str | None = None  # by name (a custom fabric's values travel in the environment)
+    fabric: str | None = field(default=None, metadata=FABRIC)  # by name; values in environment()
     out: str | None = None
     quiet: bool = False
 
@@ -164,7 +184,7 @@ class TrainJob(Job):
     repeats: int | None = 1  # a smoke test: one run (train repeats 3+ times by default, issue 19)
     target_ci: float | None = 0.0  # exactly `steps` steps (0: no stepping on until the median's CI is tight)
     max_steps: int | None = None  # with a target CI: the cap on steps
-    fabric: str | None = None  # by name (a custom fabric's values travel in the environment)
+    fabric: str | None = field(default=None, metadata=FABRIC)  # by name; values in environment()
     timeout_s: float | None = field(default=None, metadata=argv_field(flag="--timeout"))
     out: str | None = None
 
@@ -177,7 +197,7 @@ class ScalingJob(Job):
     gpus: tuple[int, ...] | None = None
     ops: str = "all_reduce"
     sizes: str = "1G"
-    fabric: str | None = None  # by name
+    fabric: str | None = field(default=None, metadata=FABRIC)  # by name; values in environment()
     iters: int | None = None
     warmup: int | None = None
     out: str | None = None

@@ -10,11 +10,11 @@ reason, never as a failure. Every child runs as a job (fabricbench/jobs): nothin
 
 from __future__ import annotations
 
-import sys
 from typing import Any, Callable
 
 from fabricbench import jobs
 from fabricbench.fabrics import get_fabric
+from fabricbench.jobs.configs import Job
 from fabricbench.measuring.child import run_child
 from fabricbench.qualifying.context import UnitResult
 from fabricbench.results.status import Status
@@ -54,12 +54,13 @@ def sweep_under(fabric_name: str, args: list[str], *, key: str, wall_timeout_s: 
                       facts=facts, streamed=True)
 
 
-def run_command(command: str, args: list[str], *, key: str, kind: str, wall_timeout_s: float) -> UnitResult:
-    """`fabricbench COMMAND ARGS --out tmp` as a job (fabricbench/jobs: its own process group dead with us,
-    a private workspace removed on every exit); its records of `kind` come back as they are written."""
+def run_command(job: Job, *, key: str, kind: str, wall_timeout_s: float) -> UnitResult:
+    """A typed job (`fabricbench train|p2p ... --out tmp`) as a child (fabricbench/jobs: its own process group
+    dead with us, a private workspace removed on every exit; a custom fabric by name in its argv, its values
+    in its environment); its records of `kind` come back as they are written."""
     with jobs.workspace("qualify") as ws:
         out = ws / "out.jsonl"
-        res = jobs.run([sys.executable, "-m", "fabricbench", command, *args, "--out", str(out)], workspace=ws,
+        res = jobs.run([*job.command(), "--out", str(out)], workspace=ws, env=job.environment(),
                        budget_s=wall_timeout_s, records_from=[out])
     records = [r for r in res.records if r.get("kind") == kind]
     if res.timed_out:

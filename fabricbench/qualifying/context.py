@@ -23,7 +23,7 @@ from typing import Any, Callable
 import fabricbench.gpus  # looked up on call: tests stand in for visible_gpu_count
 from fabricbench.errors import FabricbenchError
 from fabricbench.jobs import store
-from fabricbench.jobs.configs import CopyJob
+from fabricbench.jobs.configs import CopyJob, TrainJob
 from fabricbench.measuring.api import make_config, resolve_devices
 from fabricbench.measuring import runner
 from fabricbench.measuring.child import sweep_args
@@ -183,12 +183,13 @@ class Context:
             return self._keep(self._previous[key])
         from fabricbench.qualifying.children import run_command  # children.py imports UnitResult from here
 
-        args = CopyJob(gpus=",".join(map(str, gpus)), size=format_size(size), iters=self.run.iters,
-                       warmup=self.run.warmup, no_peer=not peers, no_host=not host).argv()
-        self.echo(f"measuring: p2p {' '.join(args)}")
-        return self._keep(run_command("p2p", args, key=key, kind="copy", wall_timeout_s=self.run.unit_timeout_s))
+        job = CopyJob(gpus=",".join(map(str, gpus)), size=format_size(size), iters=self.run.iters,
+                      warmup=self.run.warmup, no_peer=not peers, no_host=not host)
+        self.echo(f"measuring: p2p {' '.join(job.argv())}")
+        return self._keep(run_command(job, key=key, kind="copy", wall_timeout_s=self.run.unit_timeout_s))
 
-    def train(self, args: list[str]) -> UnitResult:
+    def train(self, job: TrainJob) -> UnitResult:
+        args = job.argv()  # the key from the child's options, as before: --resume finds earlier units
         key = self._fresh(_key("train", args))
         if key in self._units:
             return self._units[key]
@@ -197,8 +198,7 @@ class Context:
         from fabricbench.qualifying.children import run_command  # children.py imports UnitResult from here
 
         self.echo(f"measuring: train {' '.join(args)}")
-        return self._keep(run_command("train", args, key=key, kind="train",
-                                      wall_timeout_s=self.run.unit_timeout_s))
+        return self._keep(run_command(job, key=key, kind="train", wall_timeout_s=self.run.unit_timeout_s))
 
     def _sweep_here(self, unit: SweepUnit, key: str) -> UnitResult:
         """Under torchrun: every rank runs the sweep; rank 0 gets the records. Each unit is a sweep of its

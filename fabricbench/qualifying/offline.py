@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from fabricbench.jobs.configs import TrainJob
 from fabricbench.qualifying.context import Context, SweepUnit, UnitResult, _key
 
 # Check kinds that read collective or copy records; the others need a machine or a run (waived).
@@ -69,8 +70,8 @@ class OfflineContext(Context):
                                           waived=None if recs else f"no copy record in {self.source}")
         return self._units[key]
 
-    def train(self, args: list[str]) -> UnitResult:
-        return UnitResult(key=_key("train", args), waived=self.skip_reason("train"), reused=True)
+    def train(self, job: TrainJob) -> UnitResult:
+        return UnitResult(key=_key("train", job.argv()), waived=self.skip_reason("train"), reused=True)
 
     def _answer(self, unit: SweepUnit, key: str) -> UnitResult:
         colls = [r for r in self.records if r.get("kind") == "collective" and r.get("op") in unit.ops

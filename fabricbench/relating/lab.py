@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +23,6 @@ from typing import Any
 from fabricbench import jobs
 from fabricbench.errors import FabricbenchError, UsageError
 from fabricbench.fabrics import get_fabric
-from fabricbench.fabrics.env import carry
 from fabricbench.jobs.configs import Job, SweepJob, TrainJob
 from fabricbench.sizes import format_size
 
@@ -117,7 +115,7 @@ def _sweep(config: LabConfig, fabric: str, ops: list[str], dtype: str, sizes: li
            say: Any) -> None:
     job = SweepJob(ops=",".join(ops), sizes=",".join(str(s) for s in sizes), dtype=dtype, iters=config.sweep_iters,
                    warmup=config.sweep_warmup, engine="torch", backend="gloo", nprocs=config.nprocs,
-                   timeout_s=config.timeout_s, fabric=get_fabric(fabric).name, out=str(run.out), quiet=True)
+                   timeout_s=config.timeout_s, fabric=fabric, out=str(run.out), quiet=True)
     _under(config, fabric, job, f"sweep {get_fabric(fabric).name} {dtype}", run, say)
 
 
@@ -126,7 +124,7 @@ def _train(config: LabConfig, fabric: str, run: LabRun, say: Any) -> list[dict[s
     job = TrainJob(strategy=",".join(config.strategies), **model, device="cpu", nprocs=config.nprocs,
                    steps=config.steps, warmup_steps=config.warmup_steps, batch_size=config.batch_size,
                    seq_len=config.seq_len, precision=config.precision, trace_steps=config.trace_steps,
-                   repeats=config.repeats, target_ci=0.0, fabric=get_fabric(fabric).name,
+                   repeats=config.repeats, target_ci=0.0, fabric=fabric,
                    timeout_s=config.timeout_s, out=str(run.out))
     before = _count(run.out)
     _under(config, fabric, job, f"train {get_fabric(fabric).name}", run, say)
@@ -142,9 +140,7 @@ def _under(config: LabConfig, fabric: str, job: Job, what: str, run: LabRun, say
         run.waived[fabric] = why
         say(f"{what}: waived ({why})")
         return
-    argv = job.command()
-    env = dict(os.environ)
-    carry(get_fabric(fabric), env)  # the job names a custom fabric by name; its values travel in env only
+    argv, env = job.command(), job.environment()  # a custom fabric: by name in argv, its values in env only
     t0 = time.monotonic()
     # a job (fabricbench/jobs): its own process group, dead with us (SIGKILL included), ended as a group on
     # timeout, its temp files in a workspace removed after it

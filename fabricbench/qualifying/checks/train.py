@@ -60,7 +60,7 @@ def judge(check: Check, ctx) -> list[Item]:
         if n == 0:
             return [error("train", "no CUDA GPU is visible here (a CPU smoke test needs [run] backend = \"gloo\")")]
         job.update(device="cuda", gpus=f"0-{n - 1}" if n > 1 else "0")
-    res = ctx.train(TrainJob(**job).argv())  # the child's argv from the job type (fabricbench/jobs/configs.py)
+    res = ctx.train(TrainJob(**job))  # the child's argv and environment from the job type (fabricbench/jobs/configs.py)
     runs, damaged = records.typed(res.records, TrainResult, source="the training child")
     if not runs:
         why = damaged[0] if damaged else res.error or "unknown reason"
