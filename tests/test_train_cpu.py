@@ -164,6 +164,20 @@ def test_rank_crash_is_an_error_not_a_result():
     assert out["status"] == "error" and "launcher exit 1, 0 of 2 rank(s) reported" in out["message"]
 
 
+def test_an_oom_rank_is_the_outcome_when_torchrun_stopped_the_others_first():
+    """Rank 0 out of memory at its first step; torchrun SIGTERMs rank 1 before it got there (it was still
+    preparing): the run is an OOM result, not "rank 1 died". A stalled or timed-out run still names its rank."""
+    cfg = _config("tiny-mistral", ["ddp"])
+    ranks = [{"rank": 0, "status": "oom", "message": "injected out of memory", "step_times_s": []},
+             {"rank": 1, "status": "running", "step_times_s": []}]
+    log = "rank 1 exited with signal SIGTERM"
+    assert launch._unfinished(cfg, ranks, rc=1, log=log, timed_out=False) is None
+    out = launch.join_ranks(cfg, "ddp", ranks, rc=1, log=log, psi=10)
+    assert out["status"] == "oom" and out["message"] == "rank 0: injected out of memory"
+    stalled = launch._unfinished(cfg, ranks, rc=1, log=log, timed_out=False, stalled=1, why="rank 1 stopped answering")
+    assert stalled["status"] == "error" and stalled["rank_died"] == 1
+
+
 def test_flat_loss_is_flagged():
     psi = 1000
     h = dict(params_bytes=4000, grads_bytes=4000, optimizer_bytes=8000, master_bytes=0, params_numel=psi,

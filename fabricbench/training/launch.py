@@ -303,6 +303,10 @@ def _unfinished(config: TrainConfig, ranks: list[dict[str, Any]], *, rc: int | N
     running = [r for r, doc in sorted(by_rank.items()) if doc.get("status") == Status.RUNNING]
     if not missing and not running:
         return None
+    if stalled is None and not timed_out and any(d.get("status") == Status.OOM for d in by_rank.values()):
+        # A rank out of memory is the run's outcome, a result (join_ranks): torchrun then stops the other
+        # ranks with SIGTERM, and one stopped before its own step would otherwise be named as the cause.
+        return None
     culprit = stalled if stalled is not None else _root_cause(log)
     dead = culprit if culprit is not None and (culprit in running or culprit in missing) else \
         (missing or running)[0]
