@@ -122,7 +122,8 @@ def test_torchrun_two_nodes_run_the_collective_checks(tmp_path):
                 "-m", "fabricbench", "qualify", "--spec", str(SPEC), "--out", str(tmp_path / f"node{node}"),
                 "--quiet"]
         procs.append(subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                      env={**os.environ, "OMP_NUM_THREADS": "1"}, start_new_session=True))
+                                      env={**os.environ, "OMP_NUM_THREADS": "1", "TMPDIR": str(tmp_path)},
+                                      start_new_session=True))  # TMPDIR: torchrun's torchelastic_* folder
     outs = []
     try:
         for p in procs:

@@ -113,7 +113,9 @@ def test_torchrun_launch_one_rank_per_process(tmp_path):
     out = tmp_path / "r.jsonl"
     import socket
 
-    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
+    # TMPDIR: the test's own torchrun (standing in for the user's) keeps its torchelastic_* folder there
+    env = {**{k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")},
+           "TMPDIR": str(tmp_path)}
     with socket.socket() as s:  # a port nobody holds, so parallel runs do not collide
         s.bind(("127.0.0.1", 0))
         port = str(s.getsockname()[1])
@@ -137,7 +139,9 @@ def test_two_library_sweeps_in_one_torchrun_launch(tmp_path):
             "                             check=True, timeout_s=60)\n"
             "    if rows:  # rank 0's (the others get none); one write, so the ranks' lines do not interleave\n"
             "        print(f'ROWS {json.dumps([[r.op, r.nranks, r.wrong] for r in rows])}', flush=True)\n")
-    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
+    # TMPDIR: the test's own torchrun (standing in for the user's) keeps its torchelastic_* folder there
+    env = {**{k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")},
+           "TMPDIR": str(tmp_path)}
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = str(s.getsockname()[1])
