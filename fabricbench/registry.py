@@ -6,7 +6,7 @@ module plus one `register` line, never import-time discovery.
 
 from __future__ import annotations
 
-from typing import Generic, Iterator, TypeVar
+from typing import Generic, Iterable, Iterator, TypeVar
 
 from fabricbench.errors import UsageError
 
@@ -31,6 +31,24 @@ class Registry(Generic[T]):
 
     def names(self) -> list[str]:
         return list(self._items)
+
+    def pick(self, chosen: str | Iterable[str] | None, *, option: str | None = None) -> list[str]:
+        """A user's choice: None, "" or "all" -> every name; a comma text or a list -> those names in the
+        order given, each one known and none twice (a name given twice would be run, or counted, twice).
+        `option` names the flag in messages ("--strategies"); the library's messages name the kind."""
+        if chosen is None or (isinstance(chosen, str) and chosen.strip() in ("", "all")):
+            return self.names()
+        names = [s.strip() for s in (chosen.split(",") if isinstance(chosen, str) else map(str, chosen))]
+        names = [s for s in names if s]
+        what = option or f"the {self.kind} list"
+        if not names:
+            raise UsageError(f"{what} is empty; choose from {', '.join(self._items)} or all")
+        for name in names:
+            self.get(name)
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise UsageError(f"{what} names {', '.join(twice)} twice; give each {self.kind} once")
+        return names
 
     def __contains__(self, name: object) -> bool:
         return name in self._items

@@ -302,3 +302,15 @@ def test_custom_fabric_with_several_variables_is_one_fabric(tmp_path):
     assert len(config.fabrics) == 2 and config.fabric_names[0] == "x"
     with pytest.raises(fabricbench.errors.UsageError, match="belongs to no custom fabric"):
         split_fabric_list("A=1,default")
+
+
+@pytest.mark.parametrize("cmd", [["advise", "--model", "tiny-mistral", "--num-gpus", "2", "--strategies"],
+                                 ["study", "--model", "tiny-mistral", "--device", "cpu", "--out", "never", "--dry-run", "--strategies"],
+                                 ["train", "--model", "tiny-mistral", "--device", "cpu", "--strategy"]])
+def test_a_strategy_named_twice_is_refused(cmd):
+    """One strategy given twice would be run (train, study) or ranked (advise) twice: refused up front by
+    the one parser of strategy lists (Registry.pick), in every command."""
+    res = subprocess.run([sys.executable, "-m", "fabricbench", *cmd, "ddp,fsdp,ddp"], capture_output=True,
+                         text=True, timeout=120)
+    assert res.returncode == 2, res.stderr
+    assert res.stderr.strip().splitlines()[-1] == "Error: strategies names ddp twice; give each strategy once"

@@ -162,12 +162,10 @@ def _capacity(gpu_memory: Any, topo: Any, records: list[dict[str, Any]], from_ma
 def advise(*, model: str | None = None, model_config: str | None = None, num_gpus: int | None = None,
            gpus: Any = None, topo: Any = None, topo_file: str | None = None, results: Any = None,
            gpu_memory: Any = None, batch_size: int = 1, seq_len: int = 512, image_size: int = 224,
-           strategies: list[str] | None = None, recipe: str = "framework", fabric: str = "default") -> Advice:
+           strategies: str | list[str] | None = None, recipe: str = "framework", fabric: str = "default") -> Advice:
     # cheap checks first (files, GPUs, memory, names): bad input fails before the model is built
     records = _read_records(results)
-    names = list(strategies) if strategies else STRATEGIES.names()
-    for s in names:
-        STRATEGIES.get(s)
+    names = STRATEGIES.pick(strategies, option="strategies")
     parse_memory(gpu_memory)
     t = _topology(topo, topo_file, records)
     if t is None:

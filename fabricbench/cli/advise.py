@@ -59,7 +59,7 @@ def advise(model, model_config, num_gpus, gpus, topo_file, topo_file2, results, 
     a = run_advise(model=model, model_config=model_config, num_gpus=num_gpus, gpus=gpus,
                    topo_file=topo_file or topo_file2, results=list(results), gpu_memory=gpu_memory,
                    batch_size=batch_size, seq_len=seq_len, image_size=image_size,
-                   strategies=[s.strip() for s in strategies.split(",") if s.strip()] if strategies else None)
+                   strategies=strategies)
     if as_json:
         click.echo(json.dumps(a.to_dict(), indent=2))
         return

@@ -70,12 +70,7 @@ class StudyConfig:
         if not self.fabrics:
             self.fabrics = DEFAULT_FABRICS[self.device]
         parse_fabric_list(",".join(self.fabrics))  # unknown or duplicate fabrics fail here
-        if not self.strategies:
-            self.strategies = tuple(STRATEGIES.names())
-        for s in self.strategies:
-            STRATEGIES.get(s)
-        if len(set(self.strategies)) != len(self.strategies):
-            raise UsageError(f"--strategies {','.join(self.strategies)} names a strategy twice")
+        self.strategies = tuple(STRATEGIES.pick(self.strategies or None, option="strategies"))
         if bool(self.model) == bool(self.model_config):
             raise UsageError("name the model with exactly one of --model NAME or --model-config FILE "
                              "(fabricbench train --list shows the names)")

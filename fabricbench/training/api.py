@@ -23,14 +23,8 @@ from fabricbench.training.strategies import STRATEGIES
 
 
 def strategy_names(strategies: str | Sequence[str]) -> list[str]:
-    """"all", a comma text or a list -> the registered names, in the order given."""
-    if isinstance(strategies, str):
-        names = STRATEGIES.names() if strategies == "all" else [s.strip() for s in strategies.split(",") if s.strip()]
-    else:
-        names = [str(s) for s in strategies]
-    if not names:
-        raise UsageError("strategies is empty; choose from " + ", ".join(STRATEGIES.names()) + " or all")
-    return names
+    """"all", a comma text or a list -> the registered names, in the order given (Registry.pick)."""
+    return STRATEGIES.pick(strategies, option="strategies")
 
 
 def train(strategies: str | Sequence[str] = "all", *, device: str = "cuda",
