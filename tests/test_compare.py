@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -10,7 +11,8 @@ import pytest
 
 from fabricbench.report.analysis import comparison
 from fabricbench.fabrics import get_fabric
-from fabricbench.measuring.child import ChildRun, run_child, sweep_args
+from fabricbench.jobs.configs import SweepDelivery, SweepJob, sweep_command
+from fabricbench.measuring.child import ChildRun, run_child
 from fabricbench.results import read_results
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -42,14 +44,30 @@ def test_comparison_single_rank_uses_algbw():
     assert t["rows"][0]["ratio"]["p2p-off"] == pytest.approx(0.8)
 
 
-def test_sweep_args_follow_the_sweep_contract():
-    a = sweep_args(ops="all_reduce", sizes="1M", dtype="bfloat16", iters=5, warmup=1, engine="native",
-                   backend=None, nprocs=None, timeout_s=60.0, gpus=(0, 2))
+def test_sweep_job_follows_the_sweep_contract():
+    a = SweepJob(ops="all_reduce", sizes="1M", dtype="bfloat16", iters=5, warmup=1, engine="native",
+                 backend=None, nprocs=None, timeout_s=60.0, gpus=(0, 2), check=True).argv()
     assert a == ["--ops", "all_reduce", "--sizes", "1M", "--dtype", "bfloat16", "--iters", "5", "--warmup", "1",
-                 "--engine", "native", "--gpus", "0,2", "--timeout", "60"]
-    g = sweep_args(ops="all_reduce", sizes="1K", dtype="float32", iters=2, warmup=0, engine="torch",
-                   backend="gloo", nprocs=4, timeout_s=None, gpus=(0, 4))
+                 "--engine", "native", "--gpus", "0,2", "--timeout", "60", "--check"]
+    g = SweepJob(ops="all_reduce", sizes="1K", dtype="float32", iters=2, warmup=0, engine="torch",
+                 backend="gloo", nprocs=4, timeout_s=None, gpus=(0, 4)).argv()
     assert "--gpus" not in g and g[-2:] == ["--nprocs", "4"]  # gloo ranks drive no GPU
+
+
+def test_sweep_command_names_fabric_out_and_resume_once():
+    """The parent's additions come from SweepDelivery, never twice: a sweep that names its own --out or
+    fabric is refused (the child would get the flag twice), and a custom fabric goes by name alone."""
+    job = SweepJob(ops="all_reduce", sizes="1K", dtype="float32", iters=2, warmup=0, engine="native")
+    cmd = sweep_command(job, SweepDelivery(fabric="sec:MY_TOKEN=hunter2", out="/w/out.jsonl", resume=True))
+    assert cmd[:4] == [sys.executable, "-m", "fabricbench", "sweep"]
+    assert cmd[-6:] == ["--fabric", "sec", "--out", "/w/out.jsonl", "--quiet", "--resume"]
+    assert not any("hunter2" in a for a in cmd)
+    for own in ({"out": "x.jsonl"}, {"fabric": "p2p-off"}, {"resume": True}):
+        with pytest.raises(ValueError, match="from the delivery"):
+            sweep_command(dataclasses.replace(job, **own), SweepDelivery(fabric="default", out="o"))
+
+
+_JOB = SweepJob(ops="all_reduce", sizes="1K", dtype="float32", iters=2, warmup=0, engine="native")
 
 
 def _fake_spawn(monkeypatch, seen, *, write=None, rc=0, stderr=""):
@@ -82,7 +100,7 @@ def test_run_child_reads_records_and_transport(monkeypatch):
 
     _fake_spawn(monkeypatch, seen, write=write)
     streamed = []
-    run = run_child(get_fabric("p2p-off"), ["--ops", "all_reduce"], base_env={"NCCL_ALGO": "Ring"},
+    run = run_child(get_fabric("p2p-off"), _JOB, base_env={"NCCL_ALGO": "Ring"},
                     extra={"placement": "intra-island"}, on_record=streamed.append)
     assert seen["cmd"][:4] == [sys.executable, "-m", "fabricbench", "sweep"]
     assert seen["cmd"][-5:-3] == ["--fabric", "p2p-off"] and seen["cmd"][-1] == "--quiet"
@@ -103,7 +121,7 @@ def test_run_child_reads_records_and_transport(monkeypatch):
 def test_run_child_failure_is_reported(monkeypatch):
     msg = "Error: --gpus 0,1 names 2 GPU(s) up to 1 but 1 are visible (0-0)"
     _fake_spawn(monkeypatch, {}, rc=2, stderr=msg + "\n")
-    run = run_child(get_fabric("default"), [])
+    run = run_child(get_fabric("default"), _JOB)
     assert run.returncode == 2 and run.records == []
     assert run.error == msg
 

@@ -18,7 +18,8 @@ from click.testing import CliRunner
 from fabricbench.errors import UsageError
 from fabricbench.fabrics import get_fabric
 from fabricbench.fabrics.apply import MARKER, applied, in_force
-from fabricbench.measuring.child import config_args, sweep_under_fabric
+from fabricbench.jobs.configs import to_argv as config_args
+from fabricbench.measuring.child import sweep_under_fabric
 from fabricbench.results import read_results
 
 SECRET = "s3cr3t-Value-0xC0FFEE"
@@ -220,12 +221,14 @@ def test_nccl_only_fabric_is_waived_on_gloo_before_anything_runs(spec, inert):
     """An NCCL-only fabric on gloo ranks would be the default under another name: waived, with the reason,
     and nothing is started (no child command)."""
     from fabricbench.fabrics import get_fabric
+    from fabricbench.jobs.configs import SweepJob
     from fabricbench.measuring.child import run_child
 
     fabric = get_fabric(spec)
     assert bool(fabric.inert_without_nccl()) is inert
     if inert:
-        run = run_child(fabric, ["--engine", "torch", "--backend", "gloo", "--nprocs", "2", "--sizes", "1K"])
+        run = run_child(fabric, SweepJob(ops="all_reduce", sizes="1K", dtype="float32", iters=2, warmup=0,
+                                         engine="torch", backend="gloo", nprocs=2))
         assert "gloo ranks use no NCCL" in run.waived and fabric.name in run.waived
         assert run.records == [] and run.command == []
 

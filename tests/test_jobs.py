@@ -239,7 +239,11 @@ def test_argv_and_key_come_from_the_config_type():
     gloo = SweepJob(ops="all_reduce", sizes="1K", dtype="float32", iters=2, warmup=0, engine="torch",
                     backend="gloo", nprocs=4, gpus=(0, 4))
     assert "--gpus" not in gloo.argv() and gloo.argv()[-2:] == ["--nprocs", "4"]  # gloo ranks drive no GPU
-    assert job.key == SweepJob(**{**job.__dict__}).key and job.key != gloo.key and len(job.key) == 16
+    assert job.key == SweepJob(**{**job.__dict__}).key and job.key != gloo.key and job.key.startswith("sweep-")
+    # what is measured changes the key; a time limit or where records go does not (a resumed run with more
+    # time finds what it measured before)
+    assert dataclasses.replace(job, iters=6).key != job.key
+    assert dataclasses.replace(job, timeout_s=99.0, out="o.jsonl", quiet=True, resume=True).key == job.key
     assert CopyJob(gpus="0-3", no_host=True).argv() == ["--gpus", "0-3", "--size", "256M", "--iters", "20",
                                                          "--warmup", "5", "--no-host"]
     t = TrainJob(strategy="ddp", model="tiny-mistral", device="cpu", nprocs=2, fabric="sec", timeout_s=20.0)
@@ -248,13 +252,28 @@ def test_argv_and_key_come_from_the_config_type():
         job.iters = 3
 
 
+def test_a_key_is_never_derived_from_a_masked_value():
+    """Keys are written into records and file names: a custom fabric enters them as it is shown, so no
+    key is a hash of a credential (a short one could be found by trying values). NCCL_* values are shown,
+    so they still tell two fabrics apart."""
+    from fabricbench.jobs.configs import SweepJob, TrainJob
+
+    base = dict(ops="all_reduce", sizes="1K", dtype="float32", iters=2, warmup=0, engine="native")
+    assert SweepJob(**base, fabric="sec:MY_TOKEN=hunter2").key == SweepJob(**base, fabric="sec:MY_TOKEN=x").key
+    assert SweepJob(**base, fabric="x:NCCL_ALGO=Ring").key != SweepJob(**base, fabric="x:NCCL_ALGO=Tree").key
+    assert SweepJob(**base, fabric="sec:MY_TOKEN=hunter2").key != SweepJob(**base).key
+    t = dict(strategy="ddp", device="cpu")
+    assert TrainJob(**t, fabric="sec:MY_TOKEN=a").key == TrainJob(**t, fabric="sec:MY_TOKEN=b").key
+
+
 def _every_field_set() -> list:
     """One job of each kind with every field given (a bool true), so that each field yields its argument."""
     from fabricbench.jobs import configs as c
 
     return [
         c.SweepJob(ops="all_reduce", sizes="1K", dtype="float32", iters=2, warmup=1, engine="native", backend="nccl",
-                   gpus=(0, 1), nprocs=2, timeout_s=5.0, fabric="sec", out="o.jsonl", quiet=True),
+                   gpus=(0, 1), nprocs=2, timeout_s=5.0, check=True, fabric="sec", out="o.jsonl", quiet=True,
+                   resume=True),
         c.CopyJob(gpus="0-1", size="1M", iters=2, warmup=1, no_host=True, no_peer=True),
         c.TrainJob(strategy="ddp", model="tiny-mistral", model_config="m.json", device="cpu", gpus="0", nprocs=2,
                    steps=4, warmup_steps=1, batch_size=2, seq_len=16, image_size=32, precision="fp32",

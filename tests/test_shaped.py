@@ -21,6 +21,7 @@ import pytest
 from fabricbench.errors import FabricWaived, UsageError
 from fabricbench.fabrics import get_fabric, parse_fabric_list, shaped
 from fabricbench.fabrics.apply import MARKER, applied
+from fabricbench.jobs.configs import SweepJob
 from fabricbench.measuring.child import run_child
 from fabricbench.results import read_results
 
@@ -86,7 +87,8 @@ def test_waived_without_the_capability(monkeypatch):
     with pytest.raises(FabricWaived, match=r"fabric shaped:200mbit is waived here: shaped fabrics need root"):
         with applied(get_fabric("shaped:200mbit")):
             pytest.fail("a waived fabric must not be entered")
-    run = run_child(get_fabric("shaped:200mbit"), ["--engine", "torch", "--backend", "gloo"])
+    run = run_child(get_fabric("shaped:200mbit"), SweepJob(ops="all_reduce", sizes="1K", dtype="float32", iters=2,
+                                                           warmup=0, engine="torch", backend="gloo"))
     assert run.waived and "need root" in run.waived and run.records == [] and run.error is None
     with applied(get_fabric("p2p-off")) as launch:  # nothing else is affected
         assert launch.env["NCCL_P2P_DISABLE"] == "1"

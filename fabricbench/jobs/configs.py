@@ -29,20 +29,26 @@ from typing import Any, ClassVar, Mapping
 
 from fabricbench.fabrics import get_fabric
 from fabricbench.fabrics.env import carry, known
+from fabricbench.fabrics.model import shown
 
 ARGV = "fabricbench.argv"  # the key in a dataclass field's metadata
 
 
 def argv_field(*, flag: str | None = None, choice: bool = False, skip: bool = False,
-               positional: bool = False, fabric: bool = False) -> dict[str, Any]:
+               positional: bool = False, fabric: bool = False, keyed: bool = True) -> dict[str, Any]:
     """Metadata for a config field: `flag` its option's name, `choice` the value is the flag itself
     (inplace="both" -> --both), `skip` the caller adds it (or it is not an option), `positional` an
     argument without a flag (a tuple: one argument per item), `fabric` a fabric spec, written by its name
-    alone (a custom fabric's values travel in the child's environment: Job.environment)."""
-    return {ARGV: {"flag": flag, "choice": choice, "skip": skip, "positional": positional, "fabric": fabric}}
+    alone (a custom fabric's values travel in the child's environment: Job.environment), `keyed` False
+    for a field that does not change what is measured (a time limit, where records go), so that the resume
+    key stays the same when it changes (job_key)."""
+    return {ARGV: {"flag": flag, "choice": choice, "skip": skip, "positional": positional, "fabric": fabric,
+                   "keyed": keyed}}
 
 
 FABRIC = argv_field(fabric=True)
+UNKEYED = argv_field(keyed=False)
+TIMEOUT = argv_field(flag="--timeout", keyed=False)  # more time for a resumed run must not measure all again
 
 
 def _text(v: Any) -> str:
@@ -81,7 +87,12 @@ def to_argv(config: Any) -> list[str]:
 
 
 def job_key(config: Any) -> str:
-    """A stable key: the config's kind and every field, hashed (the same in every process and run)."""
+    """A stable resume key, "KIND-HASH": the config's kind and every field that changes what is measured,
+    hashed (the same in every process and run). Fields marked keyed=False (time limits, --out) are left
+    out, so a run resumed with more time finds what it measured before. A custom fabric enters as it is
+    shown (fabrics.model.shown: values outside NCCL_*/GLOO_*/CUDA_* masked): keys are written into records,
+    and a hash of a short credential can be reversed by trying values. So two runs under one custom
+    fabric name that differ only in a masked value share their keys."""
     def plain(v: Any) -> Any:
         if isinstance(v, (tuple, list)):
             return [plain(x) for x in v]
@@ -89,9 +100,17 @@ def job_key(config: Any) -> str:
             return {str(k): plain(x) for k, x in v.items()}
         return v if isinstance(v, (int, float, str, bool)) or v is None else str(v)
 
-    doc = {f.name: plain(getattr(config, f.name)) for f in dataclasses.fields(config)}
-    doc["kind"] = type(config).__name__
-    return hashlib.sha1(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16]
+    doc: dict[str, Any] = {}
+    for f in dataclasses.fields(config):
+        meta = f.metadata.get(ARGV) or {}
+        if not meta.get("keyed", True):
+            continue
+        v = getattr(config, f.name)
+        doc[f.name] = shown(v) if meta.get("fabric") and isinstance(v, str) else plain(v)
+    program = getattr(config, "PROGRAM", ())
+    kind = program[-1] if program else type(config).__name__.lower()
+    doc["kind"] = kind
+    return f"{kind}-{hashlib.sha1(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:12]}"
 
 
 class Job:
@@ -124,7 +143,7 @@ class Job:
 @dataclass(frozen=True, kw_only=True)
 class SweepJob(Job):
     """A child `fabricbench sweep`, as compare, scaling, qualify and study start one per fabric or GPU set
-    (compare and scaling add --fabric and --out themselves: measuring/child.run_child)."""
+    (under a fabric, measuring/child.run_child names the fabric, --out and --resume: sweep_command)."""
 
     PROGRAM = ("fabricbench", "sweep")
     ops: str  # comma list of collectives
@@ -136,16 +155,40 @@ class SweepJob(Job):
     backend: str | None = None
     gpus: tuple[int, ...] | None = None  # None: the child's default (all visible); gloo ranks drive none
     nprocs: int | None = None
-    timeout_s: float | None = field(default=None, metadata=argv_field(flag="--timeout"))
+    timeout_s: float | None = field(default=None, metadata=TIMEOUT)
+    check: bool = False  # verify results on known inputs (qualify's correctness checks)
     fabric: str | None = field(default=None, metadata=FABRIC)  # by name; values in environment()
-    out: str | None = None
-    quiet: bool = False
+    out: str | None = field(default=None, metadata=UNKEYED)
+    quiet: bool = field(default=False, metadata=UNKEYED)
+    resume: bool = field(default=False, metadata=UNKEYED)  # skip what --out already holds
 
     def __post_init__(self) -> None:
         if self.engine == "torch" and self.backend == "gloo" and self.gpus is not None:
             object.__setattr__(self, "gpus", None)  # gloo ranks drive no GPU: the sweep would ignore --gpus
         if self.nprocs == 0:
             object.__setattr__(self, "nprocs", None)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SweepDelivery:
+    """What a parent adds to a child sweep it runs under a fabric: the fabric (by name), where the child
+    writes, and whether it resumes from what that file already holds."""
+
+    fabric: str = field(metadata=FABRIC)
+    out: str
+    quiet: bool = True
+    resume: bool = False
+
+
+def sweep_command(sweep: Any, delivery: SweepDelivery) -> list[str]:
+    """The child `fabricbench sweep` for `sweep` (a SweepJob, or the library's whole SweepConfig) delivered
+    as `delivery` says: every option from the two types, none written by hand."""
+    written = {f.name for f in dataclasses.fields(sweep) if not (f.metadata.get(ARGV) or {}).get("skip")
+               and getattr(sweep, f.name) not in (None, False)}
+    if written & {f.name for f in dataclasses.fields(delivery)}:  # the child would get them twice
+        raise ValueError(f"sweep_command: {sorted(written & {'fabric', 'out', 'quiet', 'resume'})} come "
+                         f"from the delivery, not the sweep")
+    return [sys.executable, "-m", "fabricbench", "sweep", *to_argv(sweep), *to_argv(delivery)]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -185,8 +228,8 @@ class TrainJob(Job):
     target_ci: float | None = 0.0  # exactly `steps` steps (0: no stepping on until the median's CI is tight)
     max_steps: int | None = None  # with a target CI: the cap on steps
     fabric: str | None = field(default=None, metadata=FABRIC)  # by name; values in environment()
-    timeout_s: float | None = field(default=None, metadata=argv_field(flag="--timeout"))
-    out: str | None = None
+    timeout_s: float | None = field(default=None, metadata=TIMEOUT)
+    out: str | None = field(default=None, metadata=UNKEYED)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -17,7 +17,7 @@ from fabricbench.collectives import COLLECTIVES
 from fabricbench.errors import UsageError
 from fabricbench.gpus import check_visible, default_gpus, parse_gpus
 from fabricbench.measuring import runner
-from fabricbench.measuring.config import SweepConfig, validate as check
+from fabricbench.measuring.config import SweepConfig, default_backend, validate as check
 from fabricbench.measuring.resume import Resume
 from fabricbench.results.schema import CollectiveResult
 from fabricbench.results.status import Status
@@ -64,11 +64,6 @@ def validate(config: SweepConfig) -> None:
 def uses_gpus(config: SweepConfig) -> bool:
     """Whether this config's ranks drive GPUs (the native engine, or torch with nccl)."""
     return config.engine == "native" or (config.engine == "torch" and config.backend == "nccl")
-
-
-def default_backend(visible: int | None = None) -> str:
-    """The torch engine's backend when none is named: nccl where a GPU is visible, else gloo."""
-    return "nccl" if (fabricbench.gpus.visible_gpu_count() if visible is None else visible) else "gloo"
 
 
 def resolve_devices(config: SweepConfig, gpus_text: str | None = None, *,

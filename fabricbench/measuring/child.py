@@ -25,8 +25,9 @@ from fabricbench import errors, jobs
 from fabricbench.fabrics import get_fabric
 from fabricbench.fabrics.model import Fabric
 from fabricbench.fabrics.transport import TransportSummary, mismatch, read_logs
-from fabricbench.jobs.configs import SweepJob, to_argv
+from fabricbench.jobs.configs import SweepDelivery, sweep_command
 from fabricbench.measuring import resume as resuming
+from fabricbench.measuring.config import default_backend
 
 
 
@@ -45,16 +46,12 @@ class ChildRun:
     stderr: str = ""
 
 
-def sweep_args(**fields: Any) -> list[str]:
-    """The child's `fabricbench sweep` options for compare, scaling and qualify: jobs.configs.SweepJob's."""
-    return SweepJob(**fields).argv()
-
-
-def config_args(config) -> list[str]:
-    """A SweepConfig as the child's `fabricbench sweep` options: every field, from the config type itself
-    (jobs.configs.to_argv), so the child measures exactly what the caller configured (--fabric and --out
-    are added by run_child)."""
-    return to_argv(config)
+def _uses_nccl(sweep: Any) -> bool:
+    """Whether the child's ranks talk through NCCL: the native engine always; the torch engine unless its
+    backend is gloo (decided as the sweep decides it when none is given: nccl where a GPU is visible)."""
+    if sweep.engine != "torch":
+        return True
+    return (sweep.backend or default_backend()) != "gloo"
 
 
 def sweep_under_fabric(config, emit: Callable[[dict[str, Any]], None], *, run_id: str,
@@ -88,8 +85,7 @@ def sweep_under_fabric(config, emit: Callable[[dict[str, Any]], None], *, run_id
     if resumed.nothing_left:
         resumed.before(None)
         return ChildRun(fabric=fabric)
-    args = config_args(config) + (["--resume"] if prior is not None else [])
-    run = run_child(fabric, args, on_record=adopt, prior=prior)
+    run = run_child(fabric, config, on_record=adopt, prior=prior)
     for w in run.warnings:
         print(f"warning: {w}", file=sys.stderr)
     if run.waived:
@@ -151,27 +147,26 @@ def _child_error(run: ChildRun) -> BaseException:
     return errors.FabricbenchError(f"the sweep under fabric {run.fabric.name} failed: {run.error}")
 
 
-def run_child(fabric: Fabric, args: list[str], *, base_env: dict[str, str] | None = None,
+def run_child(fabric: Fabric, sweep: Any, *, base_env: dict[str, str] | None = None,
               wall_timeout_s: float | None = None, extra: dict[str, Any] | None = None,
               on_record: Callable[[dict[str, Any]], None] | None = None,
               prior: list[dict[str, Any]] | None = None) -> ChildRun:
-    """Run the sweep under `fabric` as a job (fabricbench/jobs); `extra` is merged into every record's
-    `extra` (e.g. the placement).
+    """Run the sweep `sweep` (a SweepJob, or the library's whole SweepConfig) under `fabric` as a job
+    (fabricbench/jobs); `extra` is merged into every record's `extra` (e.g. the placement).
 
     `on_record` gets each annotated record as soon as the child has written it (streaming); `prior`: records
     the child's --out starts with (its --resume skips them; they are not read back). A fabric
     that cannot be applied here comes back as ChildRun.waived; Ctrl-C ends the child and goes on up.
     """
     run = ChildRun(fabric=fabric)
-    uses_nccl = not ("--backend" in args and args[args.index("--backend") + 1] == "gloo")
+    uses_nccl = _uses_nccl(sweep)
     if not uses_nccl and fabric.inert_without_nccl():  # refused before anything runs: never a fake comparison
         run.waived = fabric.inert_without_nccl()
         return run
     with jobs.workspace(f"sweep-{fabric.name}") as ws:
         out = ws / "out.jsonl"
         # the fabric by its name: a custom fabric's values travel in the child's environment (fabrics.env.carry)
-        cmd = [sys.executable, "-m", "fabricbench", "sweep", *args, "--fabric", fabric.name, "--out", str(out),
-               "--quiet"]
+        cmd = sweep_command(sweep, SweepDelivery(fabric=fabric.name, out=str(out), resume=prior is not None))
         run.command = cmd
         if prior:  # --resume in the child: it skips what these hold (and does not write them again)
             with open(out, "w", encoding="utf-8") as fh:

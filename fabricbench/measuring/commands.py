@@ -147,7 +147,7 @@ def compare(fabrics: str | Sequence[str] = "default,p2p-off", *, gpus: str | Seq
                     bar.advance(per_fabric, item=f"{fab.name}: already recorded")
                     continue
                 bar.update(item=fab.name)
-                run = run_and_keep(fab, opts.args(gpu_t), writer, run_id, what=f"fabric {fab.name}",
+                run = run_and_keep(fab, opts.job(gpu_t), writer, run_id, what=f"fabric {fab.name}",
                                    kept="other fabrics' results", say=bar.say,
                                    on_record=lambda rec, f=fab.name: bar.advance(item=_item(f, rec)))
                 bar.advance(per_fabric - len(run.records), item=fab.name)  # waived or failed: the rest
@@ -286,7 +286,7 @@ def scaling(*, gpus: str | Sequence[int] | None = None, counts: str | Sequence[i
                     continue
                 label = f"{p.count} ranks" if opts.cpu_ranks else f"{p.count} GPUs {p.label}"
                 bar.update(item=label)
-                run = run_and_keep(fab, opts.args(cuda_set, nprocs=nprocs), writer, run_id, what=label,
+                run = run_and_keep(fab, opts.job(cuda_set, nprocs=nprocs), writer, run_id, what=label,
                                    kept="the other sets", extra=extra, say=bar.say, on_record=lambda rec, w=label:
                                    bar.advance(item=f"{w} {rec.get('op')} {format_size(rec.get('bytes') or 0)}"))
                 bar.advance(per_set - len(run.records), item=label)  # waived or failed: the rest

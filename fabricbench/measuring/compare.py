@@ -12,7 +12,8 @@ from typing import Any, Callable
 
 from fabricbench.errors import UsageError
 from fabricbench.measuring.api import default_backend, make_config, resolve_devices, uses_gpus
-from fabricbench.measuring.child import run_child, sweep_args
+from fabricbench.jobs.configs import SweepJob
+from fabricbench.measuring.child import run_child
 from fabricbench.report.analysis import metric_for as choose
 from fabricbench.report.plot import remove_stale
 from fabricbench.results.writer import ResultWriter
@@ -57,11 +58,11 @@ class SweepOptions:
     def cpu_ranks(self) -> bool:
         return self.engine == "torch" and self.backend == "gloo"
 
-    def args(self, gpus: tuple[int, ...] | None, nprocs: int | None = None) -> list[str]:
-        return sweep_args(ops=self.ops, sizes=self.sizes, dtype=self.dtype, iters=self.iters,
-                          warmup=self.warmup, engine=self.engine, backend=self.backend,
-                          nprocs=nprocs if nprocs is not None else self.nprocs, timeout_s=self.timeout_s,
-                          gpus=gpus)
+    def job(self, gpus: tuple[int, ...] | None, nprocs: int | None = None) -> SweepJob:
+        """The child sweep over `gpus` (run_child adds the fabric and where it writes)."""
+        return SweepJob(ops=self.ops, sizes=self.sizes, dtype=self.dtype, iters=self.iters, warmup=self.warmup,
+                        engine=self.engine, backend=self.backend,
+                        nprocs=nprocs if nprocs is not None else self.nprocs, timeout_s=self.timeout_s, gpus=gpus)
 
 
 def open_output(out_path: str | None, run_id: str, fabric: str, topo=None):
@@ -105,7 +106,7 @@ def _stderr(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def run_and_keep(fabric, args: list[str], writer, run_id: str, *, what: str, kept: str,
+def run_and_keep(fabric, job: SweepJob, writer, run_id: str, *, what: str, kept: str,
                  extra: dict[str, Any] | None = None, say: Callable[[str], None] = _stderr,
                  on_record: Callable[[dict[str, Any]], None] | None = None):
     """One child sweep under `fabric`: report its warnings and failure, write its records into this run.
@@ -120,7 +121,7 @@ def run_and_keep(fabric, args: list[str], writer, run_id: str, *, what: str, kep
         if on_record is not None:
             on_record(rec)
 
-    run = run_child(fabric, args, extra=extra, on_record=write)
+    run = run_child(fabric, job, extra=extra, on_record=write)
     for w in run.warnings:
         say(f"warning: {w}")
     if run.waived:

@@ -13,6 +13,7 @@ import math
 import os
 from dataclasses import dataclass, field
 
+import fabricbench.gpus  # looked up on call: tests stand in for visible_gpu_count
 from fabricbench import dtypes
 from fabricbench.collectives import COLLECTIVES
 from fabricbench.errors import NcclError, UsageError
@@ -77,6 +78,11 @@ def cores() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
         return os.cpu_count() or 1
+
+
+def default_backend(visible: int | None = None) -> str:
+    """The torch engine's backend when none is named: nccl where a GPU is visible, else gloo."""
+    return "nccl" if (fabricbench.gpus.visible_gpu_count() if visible is None else visible) else "gloo"
 
 
 def validate(config: SweepConfig) -> None:

@@ -14,19 +14,18 @@ engine's rank-per-process mode); every rank makes the same calls in the same ord
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import fabricbench.gpus  # looked up on call: tests stand in for visible_gpu_count
 from fabricbench.errors import FabricbenchError
 from fabricbench.jobs import store
-from fabricbench.jobs.configs import CopyJob, TrainJob
+from fabricbench.jobs.configs import CopyJob, SweepJob, TrainJob, job_key
 from fabricbench.measuring.api import make_config, resolve_devices
 from fabricbench.measuring import runner
-from fabricbench.measuring.child import sweep_args
 from fabricbench.measuring.compare import adopt
 from fabricbench.qualifying.spec import RunSettings, Spec
 from fabricbench.results.schema import header
@@ -69,9 +68,16 @@ class SweepUnit:
     run: RunSettings
 
     @property
+    def job(self) -> SweepJob:
+        """The child sweep that measures this unit (its key whether it runs in a child or in this process)."""
+        return SweepJob(ops=",".join(self.ops), sizes=",".join(format_size(s) for s in self.sizes),
+                        dtype=self.dtype, iters=self.run.iters, warmup=self.run.warmup, engine=self.run.engine,
+                        backend=self.run.backend, nprocs=self.nprocs, timeout_s=self.run.timeout_s,
+                        gpus=self.gpus, check=self.check, fabric=self.fabric)
+
+    @property
     def key(self) -> str:
-        return _key("sweep", self.fabric, self.ops, self.sizes, self.dtype, self.gpus, self.check,
-                    self.run.engine, self.run.backend, self.nprocs, self.run.iters, self.run.warmup)
+        return job_key(self.job)
 
     @property
     def nprocs(self) -> int | None:
@@ -80,11 +86,6 @@ class SweepUnit:
         if self.run.engine == "torch" and self.gpus is not None and len(self.gpus) > 1:
             return len(self.gpus)  # torch drives one GPU per process
         return self.run.nprocs if self.run.engine == "torch" else None
-
-
-def _key(*parts: Any) -> str:
-    text = json.dumps(parts, default=str)
-    return f"{parts[0]}-{hashlib.sha1(text.encode()).hexdigest()[:12]}"
 
 
 class Context:
@@ -162,35 +163,30 @@ class Context:
         elif self.distributed:
             res = self._sweep_here(unit, key)
         else:
-            args = sweep_args(ops=",".join(unit.ops), sizes=",".join(format_size(s) for s in unit.sizes),
-                              dtype=unit.dtype, iters=self.run.iters, warmup=self.run.warmup,
-                              engine=self.run.engine, backend=self.run.backend, nprocs=unit.nprocs,
-                              timeout_s=self.run.timeout_s, gpus=unit.gpus)
-            if unit.check:
-                args.append("--check")
-            self.echo(f"measuring: sweep {' '.join(args)} (fabric {unit.fabric})")
+            job = dataclasses.replace(unit.job, fabric=None)  # run_child names the fabric (and --out)
+            self.echo(f"measuring: sweep {' '.join(job.argv())} (fabric {unit.fabric})")
             from fabricbench.qualifying.children import sweep_under  # children.py imports UnitResult from here
 
-            res = sweep_under(unit.fabric, args, key=key, wall_timeout_s=self.run.unit_timeout_s,
+            res = sweep_under(unit.fabric, job, key=key, wall_timeout_s=self.run.unit_timeout_s,
                               on_record=lambda rec: self._write(rec, key))
         return self._keep(res)
 
     def copies(self, gpus: tuple[int, ...], size: int, *, peers: bool, host: bool) -> UnitResult:
-        key = self._fresh(_key("copy", gpus, size, peers, host, self.run.iters, self.run.warmup))
+        job = CopyJob(gpus=",".join(map(str, gpus)), size=format_size(size), iters=self.run.iters,
+                      warmup=self.run.warmup, no_peer=not peers, no_host=not host)
+        key = self._fresh(job_key(job))
         if key in self._units:
             return self._units[key]
         if key in self._previous:
             return self._keep(self._previous[key])
         from fabricbench.qualifying.children import run_command  # children.py imports UnitResult from here
 
-        job = CopyJob(gpus=",".join(map(str, gpus)), size=format_size(size), iters=self.run.iters,
-                      warmup=self.run.warmup, no_peer=not peers, no_host=not host)
         self.echo(f"measuring: p2p {' '.join(job.argv())}")
         return self._keep(run_command(job, key=key, kind="copy", wall_timeout_s=self.run.unit_timeout_s))
 
     def train(self, job: TrainJob) -> UnitResult:
-        args = job.argv()  # the key from the child's options, as before: --resume finds earlier units
-        key = self._fresh(_key("train", args))
+        args = job.argv()
+        key = self._fresh(job_key(job))
         if key in self._units:
             return self._units[key]
         if key in self._previous:

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from fabricbench.jobs.configs import TrainJob
-from fabricbench.qualifying.context import Context, SweepUnit, UnitResult, _key
+from fabricbench.jobs.configs import CopyJob, TrainJob, job_key
+from fabricbench.qualifying.context import Context, SweepUnit, UnitResult
 
 # Check kinds that read collective or copy records; the others need a machine or a run (waived).
 JUDGED = ("collective", "correctness", "transport", "p2p", "host_copy")
@@ -61,7 +61,7 @@ class OfflineContext(Context):
         return self._units[key]
 
     def copies(self, gpus: tuple[int, ...], size: int, *, peers: bool, host: bool) -> UnitResult:
-        key = _key("copy", gpus, size, peers, host)
+        key = job_key(CopyJob(gpus=",".join(map(str, gpus)), size=str(size), no_peer=not peers, no_host=not host))
         if key not in self._units:
             kinds = {"peer"} if peers and not host else {"host"} if host and not peers else {"peer", "host"}
             recs = [r for r in self.records if r.get("kind") == "copy" and r.get("copy_kind") in kinds
@@ -71,7 +71,7 @@ class OfflineContext(Context):
         return self._units[key]
 
     def train(self, job: TrainJob) -> UnitResult:
-        return UnitResult(key=_key("train", job.argv()), waived=self.skip_reason("train"), reused=True)
+        return UnitResult(key=job_key(job), waived=self.skip_reason("train"), reused=True)
 
     def _answer(self, unit: SweepUnit, key: str) -> UnitResult:
         colls = [r for r in self.records if r.get("kind") == "collective" and r.get("op") in unit.ops
