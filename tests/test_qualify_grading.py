@@ -20,7 +20,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from fabricbench.cli import main
 from fabricbench.qualifying import api
-from fabricbench.qualifying.checks.base import Check, CheckKind
+from fabricbench.qualifying.checks import CHECKS
+from fabricbench.qualifying.checks.base import Check, CheckKind, retries_of
 from fabricbench.qualifying.codes import CODES, code_for, markdown_table
 from fabricbench.qualifying.fleet import run_fleet
 from fabricbench.qualifying.plan import make_plan
@@ -237,6 +238,19 @@ def test_a_miss_on_every_attempt_stays_critical_and_retries_stop_at_a_pass():
     assert (v.status, v.severity, v.measured) == ("fail", "critical", 80.0) and len(v.attempts) == 2
     once = api._judge(Check(name="ok", kind="collective", params={}), _kind([150.0]), _Ctx(retries=3), False, None)
     assert len(once.attempts) == 1 and once.severity == "pass"
+
+
+def test_a_topology_miss_is_final_not_retried():
+    """The topology is read, not timed: a retry would read the same GPU count, so the miss is not retried
+    (and never 'flaky'), and the plan counts no retry for it."""
+    topo = CheckKind(name="topology", description="", fields={}, measures=False,
+                     judge=lambda check, ctx: [at_least("gpus", [1, 8][ctx.attempt], 8)])
+    v = api._judge(Check(name="wiring", kind="topology", params={}), topo, _Ctx(retries=2), False, None)
+    assert v.status == "fail" and len(v.attempts) == 1
+    assert retries_of(Check(name="w", kind="topology", params={}, retries=3), CHECKS.get("topology"),
+                      RunSettings(retries=2)) == 0
+    assert retries_of(Check(name="c", kind="collective", params={}), CHECKS.get("collective"),
+                      RunSettings(retries=2)) == 2
 
 
 # -- Prometheus -------------------------------------------------------------------------------------------

@@ -33,6 +33,7 @@ from fabricbench.files import dumps, refuse_collisions, write_text_atomic
 from fabricbench.measuring.runner import new_run_id
 from fabricbench.progress import Progress
 from fabricbench.qualifying.checks import CHECKS
+from fabricbench.qualifying.checks.base import retries_of
 from fabricbench.qualifying.context import Context
 from fabricbench.qualifying.figures import compare, figures
 from fabricbench.qualifying.fleet import run_fleet
@@ -227,9 +228,9 @@ def qualify(spec: Spec | str | os.PathLike, *, out: str | os.PathLike | None = N
 
 def _judge(check, kind, ctx, distributed: bool, echo) -> Verdict:
     """The check's verdict; a miss is measured again up to `retries` times, every attempt recorded, and a
-    pass after a miss is a warning (flaky)."""
+    pass after a miss is a warning (flaky). A kind that measures nothing (the topology) is judged once."""
     policy = Policy(severity=check.severity, warn_fraction=check.warn_fraction)
-    retries = check.retries if check.retries is not None else ctx.run.retries
+    retries = retries_of(check, kind, ctx.run)
     tries: list[Verdict] = []
     for attempt in range(retries + 1):
         if attempt:

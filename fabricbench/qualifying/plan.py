@@ -16,7 +16,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from fabricbench.qualifying.checks.base import Check
+from fabricbench.qualifying.checks import CHECKS
+from fabricbench.qualifying.checks.base import Check, retries_of
 from fabricbench.qualifying.spec import RunSettings, Spec
 
 LEVEL_BUDGET_S = {1: 60, 2: 300, 3: 1200}  # what each level aims at (README: quick, standard, long)
@@ -138,7 +139,7 @@ def make_plan(spec: Spec, checks: list[Check]) -> Plan:
     plan = Plan(spec=spec.name, level=spec.level)
     for c in checks:
         plan.steps.append(estimate(c, spec.run, n, seen))
-        plan.max_retries = max(plan.max_retries, c.retries if c.retries is not None else spec.run.retries)
+        plan.max_retries = max(plan.max_retries, retries_of(c, CHECKS.get(c.kind), spec.run))
     return plan
 
 

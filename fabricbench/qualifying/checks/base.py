@@ -76,6 +76,17 @@ class CheckKind:
     # the ranks of a torchrun/srun launch
     scope: str = "node"
     threshold_keys: tuple[str, ...] = field(default=())  # a check with none of these set judges nothing
+    # False for a kind that reads facts (the topology) rather than timing anything: a retry would read
+    # the same facts, so its miss is final and never retried (nor called flaky)
+    measures: bool = True
 
     def all_fields(self) -> dict[str, Field]:
         return {**COMMON, **self.fields}
+
+
+def retries_of(check: Check, kind: CheckKind, run: Any) -> int:
+    """How many times a miss of `check` is measured again: its own retries, else the run's (spec [run]
+    or level); none for a kind that measures nothing."""
+    if not kind.measures:
+        return 0
+    return check.retries if check.retries is not None else run.retries

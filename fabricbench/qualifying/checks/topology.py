@@ -122,4 +122,4 @@ def _islands(isl) -> str:
 
 
 TOPOLOGY = CheckKind(name="topology", description="GPU count and name, links per pair, islands, PCIe",
-                     fields=FIELDS, judge=judge, threshold_keys=tuple(FIELDS))
+                     fields=FIELDS, judge=judge, threshold_keys=tuple(FIELDS), measures=False)
