@@ -19,7 +19,8 @@ the largest size), the latency at `latency_size` (default: the smallest).
 from __future__ import annotations
 
 from fabricbench.qualifying.checks.base import Check, CheckKind, Invalid
-from fabricbench.qualifying.checks.common import WHERE, by_size, nccl_facts, not_here, subject, unit_problem
+from fabricbench.qualifying.checks.common import (WHERE, by_size, nccl_facts, per_gpu_set, subject, sweep,
+                                                  unit_problem)
 from fabricbench.qualifying.fields import Field
 from fabricbench.qualifying.verdict import Item, at_least, at_most, error, waived
 from fabricbench.results.status import TIMED_COLLECTIVE, Status
@@ -64,24 +65,18 @@ def threshold(p: dict) -> tuple[float | None, str | None]:
 
 
 def judge(check: Check, ctx) -> list[Item]:
-    from fabricbench.qualifying.context import SweepUnit  # context -> spec -> checks: not at the top
-
     p = check.params
-    sets, why = ctx.gpu_sets(p["gpus"])
-    if why:
-        return [not_here("gpus", why)]
-    items: list[Item] = []
     floor, floor_why = threshold(p)
     bsize = p.get("busbw_size") or max(p["sizes"])
     lsize = p.get("latency_size") or min(p["sizes"])
-    for gpus in sets:
+
+    def judge_set(gpus) -> list[Item]:
         subj = subject(gpus, ctx, p["fabric"])
-        res = ctx.sweep(SweepUnit(fabric=p["fabric"], ops=(p["op"],), sizes=p["sizes"], dtype=p["dtype"],
-                                  gpus=gpus, check=False, run=ctx.run))
+        res = sweep(ctx, gpus, fabric=p["fabric"], ops=(p["op"],), sizes=p["sizes"], dtype=p["dtype"])
         problem = unit_problem(p["op"], res, subj)
         if problem:
-            items.append(problem)
-            continue
+            return [problem]
+        items: list[Item] = []
         recs = by_size(res.records, p["op"])
         if floor is not None:
             r = recs.get(bsize)
@@ -112,7 +107,9 @@ def judge(check: Check, ctx) -> list[Item]:
             else:
                 s, cv = max(cvs, key=lambda sc: sc[1])
                 items.append(at_most("cv", cv, p["max_cv"], subject=f"{subj}, worst at {format_size(s)}"))
-    return items
+        return items
+
+    return per_gpu_set(check, ctx, judge_set)
 
 
 def _missing(criterion: str, rec, label: str) -> Item:

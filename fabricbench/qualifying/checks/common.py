@@ -9,7 +9,7 @@ GPU set, and the subject label a verdict item names.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable, Iterable
 
 from fabricbench.qualifying.fields import Field
 from fabricbench.qualifying.verdict import Item, error, waived
@@ -19,6 +19,24 @@ WHERE = {
     "fabric": Field("fabric", "the fabric (NCCL environment) it runs under", default="default"),
     "dtype": Field("dtype", "element type", default="float32"),
 }
+
+
+def per_gpu_set(check, ctx, judge_set: Callable[[tuple[int, ...] | None], list[Item]]) -> list[Item]:
+    """A check judged on every GPU set its `gpus` names (ctx.gpu_sets), the items of each set in order;
+    one item saying why when the sets cannot be formed here."""
+    sets, why = ctx.gpu_sets(check.params["gpus"])
+    if why:
+        return [not_here("gpus", why)]
+    return [item for gpus in sets for item in judge_set(gpus)]
+
+
+def sweep(ctx, gpus: tuple[int, ...] | None, *, fabric: str, ops: Iterable[str], sizes: Iterable[int],
+          dtype: str, check: bool = False):
+    """One GPU set's sweep (measured, reused from --resume or read from --from: the context decides)."""
+    from fabricbench.qualifying.context import SweepUnit  # context -> spec -> checks: not at the top
+
+    return ctx.sweep(SweepUnit(fabric=fabric, ops=tuple(ops), sizes=tuple(sizes), dtype=dtype, gpus=gpus,
+                               check=check, run=ctx.run))
 
 
 def not_here(criterion: str, why: str) -> Item:

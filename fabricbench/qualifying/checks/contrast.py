@@ -16,7 +16,7 @@ rank count). With one rank no traffic crosses the fabric: waived.
 from __future__ import annotations
 
 from fabricbench.qualifying.checks.base import Check, CheckKind, Invalid
-from fabricbench.qualifying.checks.common import not_here, subject, unit_problem
+from fabricbench.qualifying.checks.common import per_gpu_set, subject, sweep, unit_problem
 from fabricbench.qualifying.fields import Field
 from fabricbench.qualifying.verdict import Item, at_least, error, waived
 from fabricbench.sizes import format_size
@@ -38,39 +38,28 @@ def validate(p: dict) -> None:
 
 
 def judge(check: Check, ctx) -> list[Item]:
-    from fabricbench.qualifying.context import SweepUnit  # context -> spec -> checks: not at the top
-
     p = check.params
-    sets, why = ctx.gpu_sets(p["gpus"])
-    if why:
-        return [not_here("gpus", why)]
-    items: list[Item] = []
-    for gpus in sets:
+
+    def judge_set(gpus) -> list[Item]:
         subj = f"{subject(gpus, ctx)}, {p['op']} {format_size(p['size'])}"
         recs = {}
         for role in ("fast", "slow"):
-            res = ctx.sweep(SweepUnit(fabric=p[role], ops=(p["op"],), sizes=(p["size"],), dtype=p["dtype"],
-                                      gpus=gpus, check=False, run=ctx.run))
+            res = sweep(ctx, gpus, fabric=p[role], ops=(p["op"],), sizes=(p["size"],), dtype=p["dtype"])
             problem = unit_problem("ratio", res, f"{subj}, fabric {p[role]}")
             if problem:
-                items.append(problem)
-                break
+                return [problem]
             r = next((r for r in res.records if r.get("kind") == "collective" and r.get("time_us")), None)
             if r is None:
-                items.append(error("ratio", f"fabric {p[role]}: no time measured", subject=subj))
-                break
+                return [error("ratio", f"fabric {p[role]}: no time measured", subject=subj)]
             recs[role] = r
-        if len(recs) < 2:
-            continue
         if (recs["fast"].get("nranks") or 0) < 2:
-            items.append(waived("ratio", "1 rank: nothing crosses the fabric, so fabrics cannot differ",
-                                subject=subj))
-            continue
+            return [waived("ratio", "1 rank: nothing crosses the fabric, so fabrics cannot differ", subject=subj)]
         ratio = recs["slow"]["time_us"] / recs["fast"]["time_us"]
-        items.append(at_least("ratio", ratio, p["min_ratio"], unit="x", subject=subj,
-                              reason=f"{p['fast']} {recs['fast']['time_us']:.1f} µs vs {p['slow']} "
-                                     f"{recs['slow']['time_us']:.1f} µs"))
-    return items
+        return [at_least("ratio", ratio, p["min_ratio"], unit="x", subject=subj,
+                         reason=f"{p['fast']} {recs['fast']['time_us']:.1f} µs vs {p['slow']} "
+                                f"{recs['slow']['time_us']:.1f} µs")]
+
+    return per_gpu_set(check, ctx, judge_set)
 
 
 CONTRAST = CheckKind(name="contrast", description="one fabric at least k x faster than another",

@@ -13,7 +13,7 @@ opens none either (waived).
 from __future__ import annotations
 
 from fabricbench.qualifying.checks.base import Check, CheckKind, Invalid
-from fabricbench.qualifying.checks.common import not_here, subject, unit_problem
+from fabricbench.qualifying.checks.common import per_gpu_set, subject, sweep, unit_problem
 from fabricbench.qualifying.fields import Field, FieldError, READERS
 from fabricbench.qualifying.verdict import Item, equal, error, waived
 
@@ -47,39 +47,26 @@ def families(label: str | None) -> set[str]:
 
 
 def judge(check: Check, ctx) -> list[Item]:
-    from fabricbench.qualifying.context import SweepUnit  # context -> spec -> checks: not at the top
-
     p = check.params
     if ctx.run.cpu_ranks:
         return [waived("transport", "gloo ranks: NCCL opens no transport")]
-    sets, why = ctx.gpu_sets(p["gpus"])
-    if why:
-        return [not_here("gpus", why)]
-    items: list[Item] = []
-    for gpus in sets:
-        subj = subject(gpus, ctx)
-        for fabric, want in p["expect"].items():
-            label = f"{subj}, fabric {fabric}"
-            res = ctx.sweep(SweepUnit(fabric=fabric, ops=(p["op"],), sizes=(p["size"],), dtype=p["dtype"],
-                                      gpus=gpus, check=False, run=ctx.run))
-            problem = unit_problem("transport", res, label)
-            if problem:
-                items.append(problem)
-                continue
-            nranks = max((r.get("nranks") or 0 for r in res.records), default=0)
-            if nranks < 2:
-                items.append(waived("transport", f"{nranks} rank: NCCL connects no peers, so no transport",
-                                    subject=label))
-                continue
-            got = families(res.transport)
-            if not got or (res.transport or "").startswith("unknown"):
-                items.append(error("transport", f"NCCL's log named no transport ({res.transport})",
-                                   subject=label))
-                continue
-            expect = {w.strip().upper() for w in want.split("+")}
-            items.append(equal("transport", res.transport, want, subject=label, ok=got == expect,
-                               reason=res.mismatch))
-    return items
+
+    def judge_fabric(gpus, fabric: str, want: str) -> Item:
+        label = f"{subject(gpus, ctx)}, fabric {fabric}"
+        res = sweep(ctx, gpus, fabric=fabric, ops=(p["op"],), sizes=(p["size"],), dtype=p["dtype"])
+        problem = unit_problem("transport", res, label)
+        if problem:
+            return problem
+        nranks = max((r.get("nranks") or 0 for r in res.records), default=0)
+        if nranks < 2:
+            return waived("transport", f"{nranks} rank: NCCL connects no peers, so no transport", subject=label)
+        got = families(res.transport)
+        if not got or (res.transport or "").startswith("unknown"):
+            return error("transport", f"NCCL's log named no transport ({res.transport})", subject=label)
+        expect = {w.strip().upper() for w in want.split("+")}
+        return equal("transport", res.transport, want, subject=label, ok=got == expect, reason=res.mismatch)
+
+    return per_gpu_set(check, ctx, lambda gpus: [judge_fabric(gpus, f, w) for f, w in p["expect"].items()])
 
 
 TRANSPORT = CheckKind(name="transport", description="the transport NCCL used under each fabric",
