@@ -24,6 +24,7 @@ NVL = str(DATA / "h200_nvl_two_quads.txt")
 SXM = str(DATA / "h200_sxm_nvswitch.txt")
 PCIE = str(DATA / "l40s_pcie.txt")
 QUADS = ({0, 1, 2, 3}, {4, 5, 6, 7})
+HEAD = {"schema": "fabricbench/1"}  # records handed to advise are checked as a results file's lines are
 
 
 @pytest.fixture(scope="module")
@@ -79,11 +80,11 @@ def test_pcie_ranks_by_the_slowest_hop():
 
 
 def test_measured_busbw_beats_link_types():
-    recs = [{"kind": "collective", "op": "all_reduce", "status": "ok", "fabric": "default", "nranks": 4,
+    recs = [{**HEAD, "kind": "collective", "op": "all_reduce", "status": "ok", "fabric": "default", "nranks": 4,
              "bytes": 1 << 30, "busbw_gbps": 300.0, "gpus": [0, 1, 2, 3]},
-            {"kind": "collective", "op": "all_reduce", "status": "ok", "fabric": "default", "nranks": 4,
+            {**HEAD, "kind": "collective", "op": "all_reduce", "status": "ok", "fabric": "default", "nranks": 4,
              "bytes": 1 << 30, "busbw_gbps": 20.0, "gpus": [0, 1, 4, 5]},
-            {"kind": "collective", "op": "all_reduce", "status": "ok", "fabric": "p2p-off", "nranks": 4,
+            {**HEAD, "kind": "collective", "op": "all_reduce", "status": "ok", "fabric": "p2p-off", "nranks": 4,
              "bytes": 1 << 30, "busbw_gbps": 5.0, "gpus": [0, 1, 2, 3]}]
     a = fabricbench.advise(model="mistral-7b", num_gpus=4, topo_file=NVL, gpu_memory="80GB", results=recs)
     best = a.placements[0]
@@ -95,7 +96,7 @@ def test_measured_busbw_beats_link_types():
 
 
 def test_relate_calibration_gives_step_times():
-    recs = [{"kind": "relate", "rows": [
+    recs = [{**HEAD, "kind": "relate", "rows": [
         {"strategy": s, "fabric": "default", "reference": "default", "compute_s": 0.2, "exposed_fraction": 0.5}
         for s in ("zero1", "zero2", "zero3", "fsdp")]}]
     a = fabricbench.advise(model="mistral-7b", num_gpus=4, topo_file=NVL, gpu_memory="80GB", results=recs)
@@ -109,7 +110,7 @@ def test_relate_calibration_gives_step_times():
 def test_trace_volume_replaces_the_textbook():
     comm = {"world_size": 2, "collectives": [{"op": "all_reduce", "bytes": 4 << 20, "dtype": "float32",
                                               "group_size": 2, "calls_per_step": 3.0}]}
-    recs = [{"kind": "train", "model": "mistral-7b", "strategy": "ddp", "comm": comm}]
+    recs = [{**HEAD, "kind": "train", "model": "mistral-7b", "strategy": "ddp", "status": "ok", "comm": comm}]
     a = fabricbench.advise(model="mistral-7b", num_gpus=4, topo_file=NVL, gpu_memory="141GB", results=recs)
     ddp = next(s for s in a.strategies if s.strategy == "ddp")
     assert ddp.time.volume_source == "trace (2 ranks)" and ddp.time.comm_bytes_per_step == 12 << 20
@@ -168,3 +169,30 @@ def test_advise_surface_is_frozen():
     assert sorted(o for p in advise.params for o in p.opts) == sorted([
         "--model", "--model-config", "--num-gpus", "--gpus", "--topo", "--topo-file", "--results", "--gpu-memory",
         "--batch-size", "--seq-len", "--image-size", "--strategies", "--json"])
+
+
+def test_a_damaged_record_is_left_out_not_a_traceback():
+    # records handed to advise are checked as a file's lines are: a busbw that is a string was a
+    # ValueError (float("fast")) in the placement ranking
+    good = {**HEAD, "kind": "collective", "op": "all_reduce", "status": "ok", "fabric": "default", "nranks": 4,
+            "bytes": 1 << 30, "busbw_gbps": 300.0, "gpus": [0, 1, 4, 5]}
+    bad = {**good, "busbw_gbps": "fast", "gpus": [0, 1, 2, 3]}
+    a = fabricbench.advise(model="mistral-7b", num_gpus=4, topo_file=NVL, gpu_memory="80GB", results=[good, bad])
+    assert [(p.busbw_gbps, p.source) for p in a.placements] == [
+        (360.0, "link types (nominal)"), (300.0, "measured on [0,1,4,5] (same links)")]
+    assert len(a.warnings) == 1 and a.warnings[0].startswith("results item 2: ") and "busbw_gbps" in \
+        a.warnings[0] and a.to_dict()["warnings"] == a.warnings
+
+
+def test_lines_left_out_of_results_are_said(tmp_path):
+    """A damaged line of a --results file is left out with one warning line on stderr, never in silence
+    (advise read the file's warnings and dropped them)."""
+    good = {**HEAD, "kind": "collective", "op": "all_reduce", "status": "ok", "fabric": "default", "nranks": 4,
+            "bytes": 1 << 30, "busbw_gbps": 300.0, "gpus": [0, 1, 4, 5]}
+    f = tmp_path / "r.jsonl"
+    f.write_text(json.dumps(good) + "\n" + "{not json\n")
+    r = _cli("--model", "mistral-7b", "--num-gpus", "4", "--topo-file", str(NVL), "--gpu-memory", "80GB",
+             "--results", str(f))
+    assert r.returncode == 0, r.stderr
+    warned = [ln for ln in r.stderr.splitlines() if ln.startswith("warning: ")]
+    assert len(warned) == 1 and "line 2" in warned[0], r.stderr

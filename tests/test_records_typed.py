@@ -128,3 +128,24 @@ def test_records_in_memory_are_checked_then_typed():
     assert [r.first_loss for r in runs] == [2.5] and runs[0].status is Status.OK
     assert warnings == ["child: record 2: train record: first_loss is a string, not a number; skipped"]
     assert runs[0].reached("last_loss") is None and runs[0].reached("first_loss") == 2.5
+
+
+def test_a_train_trace_entry_needs_an_op_and_a_size():
+    # relate prices each traced collective and advise sums their sizes: an entry without op or bytes, or
+    # a null in place of one, was a KeyError or TypeError there; now the reader leaves the record out
+    base = {"schema": SCHEMA, "kind": "train", "strategy": "ddp", "status": "ok"}
+    good = {"op": "all_reduce", "bytes": 1024, "calls_per_step": 1.0}
+    lines = [dict(base, comm={"collectives": [good]}),
+             dict(base, comm={"collectives": [{"bytes": 1024}]}),
+             dict(base, comm={"collectives": [{"op": "all_reduce"}]}),
+             dict(base, comm={"collectives": [None, good]}),
+             dict(base, losses=[1.0, None, 0.5], gpu_busy_fraction=0.4, step_time={"median_s": 0.1, "ci95_rel": 0.02})]
+    got = records.parse_lines("".join(json.dumps(x) + "\n" for x in lines))
+    assert [w.split(": ", 2)[-1] for w in got.warnings] == [
+        "train record: comm.collectives[0].op is missing; skipped",
+        "train record: comm.collectives[0].bytes is missing; skipped",
+        "train record: comm.collectives[0] is null, not an object; skipped"]
+    first, last = got.typed(TrainResult)
+    assert first.fabric == "default" and last.gpu_busy_fraction == 0.4 and last.losses == [1.0, None, 0.5]
+    bad = records.parse_lines(json.dumps(dict(base, gpu_busy_fraction="busy")) + "\n")
+    assert bad.warnings == ["results file: line 1: train record: gpu_busy_fraction is a string, not a number; skipped"]

@@ -15,6 +15,8 @@ import pytest
 import fabricbench
 from fabricbench.cli import main
 from fabricbench.errors import UsageError
+from fabricbench.results import records
+from fabricbench.results.schema import CollectiveResult
 from fabricbench.relating.model import (ABOVE, BELOW, EXACT, FAR, INTERPOLATED, Curve, SweepCurves, comm_time,
                                         price)
 
@@ -26,6 +28,13 @@ def sweep_rec(fabric, op, nbytes, time_us, *, dtype="float32", nranks=2, graph=F
     return {"schema": "fabricbench/1", "kind": "collective", "fabric": fabric, "op": op, "dtype": dtype,
             "bytes": nbytes, "nranks": nranks, "time_us": time_us, "graph": graph, "status": status,
             "inplace": inplace}
+
+
+def _curves(recs):
+    """The curves of collective records as relate reads them: checked and typed (results/records.py)."""
+    typed, warnings = records.typed(recs, CollectiveResult)
+    assert not warnings, warnings
+    return SweepCurves.from_records(typed)
 
 
 def call_us(nbytes, *, gbps, lat_us=50.0):
@@ -90,7 +99,7 @@ def test_curves_from_records_median_of_repeats_and_graph_only_as_fallback():
             sweep_rec("a", "all_gather", 1024, 2.0, graph=True),
             sweep_rec("b", "all_reduce", 1024, 5.0, dtype="bfloat16", nranks=4),
             {"kind": "train", "fabric": "a"}]
-    curves = SweepCurves.from_records(recs)
+    curves = _curves(recs)
     assert len(curves) == 3 and curves.fabrics() == ["a", "b"]
     ar = curves.get("a", "all_reduce", "float32", 2)
     assert ar.sizes == (1024,) and ar.times_s == (pytest.approx(20e-6),)  # the timeout and the graph left out
@@ -99,7 +108,7 @@ def test_curves_from_records_median_of_repeats_and_graph_only_as_fallback():
 
 
 def test_comm_time_sums_calls_and_names_what_it_cannot_price():
-    curves = SweepCurves.from_records(sweep("fast", 10.0, ops=("all_reduce",)))
+    curves = _curves(sweep("fast", 10.0, ops=("all_reduce",)))
     t, flags = comm_time(DDP_TRACE, curves, fabric="fast")
     assert t == pytest.approx(t_comm(DDP_TRACE, 10.0))
     assert flags == ["fabric fast: no broadcast sweep (it has all_reduce): broadcast float32 on 2 ranks at 64B "
@@ -112,7 +121,7 @@ def test_comm_time_sums_calls_and_names_what_it_cannot_price():
 
 
 def test_dtype_substitution_is_priced_at_the_same_bytes_and_flagged():
-    curves = SweepCurves.from_records(sweep("fast", 10.0, ops=("all_reduce",), dtype="bfloat16"))
+    curves = _curves(sweep("fast", 10.0, ops=("all_reduce",), dtype="bfloat16"))
     p = price([coll("all_reduce", 4 * MiB, 2.0)], curves, fabric="fast")
     assert p.time_s == pytest.approx(2 * call_us(4 * MiB, gbps=10.0) * 1e-6)
     assert p.entries[0].substituted and p.entries[0].status == EXACT
@@ -121,7 +130,7 @@ def test_dtype_substitution_is_priced_at_the_same_bytes_and_flagged():
 
 
 def test_sizes_outside_the_sweep_are_flagged_exactly():
-    curves = SweepCurves.from_records(sweep("fast", 10.0, ops=("all_gather",), sizes=[MiB, 4 * MiB]))
+    curves = _curves(sweep("fast", 10.0, ops=("all_gather",), sizes=[MiB, 4 * MiB]))
     p = price([coll("all_gather", 64 * MiB, 1.0), coll("all_gather", 80 * MiB, 1.0), coll("all_gather", 16, 1.0)],
               curves, fabric="fast")
     assert [e.status for e in p.entries] == [ABOVE, ABOVE, BELOW]
@@ -284,6 +293,22 @@ def test_bad_input_raises_usage_errors(tmp_path):
     (tmp_path / "empty.jsonl").write_text("not json\n")
     with pytest.raises(UsageError, match="no fabricbench records"):
         fabricbench.relate([tmp_path / "empty.jsonl"])
+
+
+@pytest.mark.parametrize("entry, why", [({"bytes": MiB, "calls_per_step": 1.0}, "comm.collectives[0].op is missing"),
+                                        ({"op": "all_reduce", "calls_per_step": 1.0}, "comm.collectives[0].bytes is missing"),
+                                        (None, "comm.collectives[0] is null, not an object")])
+def test_a_damaged_trace_entry_leaves_its_record_out(tmp_path, entry, why):
+    # the trace's entries are read as objects with an op and a size: one without (a hand edit) was a
+    # KeyError or TypeError in relate's pricing (and advise's volume), a traceback instead of a note
+    bad = train_rec("ddp", "slow", 0.5, DDP_TRACE, exposed=E)
+    bad["comm"]["collectives"] = [entry, *DDP_TRACE]
+    path = tmp_path / "r.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in [bad, *lab()]))  # its trace first: the one priced
+    res = fabricbench.relate([path])
+    assert any(why in p and "line" in p for p in res.problems), res.problems
+    slow = next(r for r in res.rows if (r.strategy, r.fabric) == ("ddp", "slow"))
+    assert slow.runs == 1  # the damaged run is not one of them
 
 
 # ---------------------------------------------------------------- CLI

@@ -10,6 +10,7 @@ import pytest
 
 from fabricbench.measuring import stats
 from fabricbench.results import ResultWriter
+from fabricbench.results.schema import TrainResult
 from fabricbench.training import launch, repeats
 
 
@@ -159,8 +160,9 @@ def test_advise_takes_the_runs_interval_and_the_host_bound_note():
                 "nranks": 1, "batch_size": 8}
 
     recs = [rec("ddp", s, 0.3) for s in (0.10, 0.11, 0.09)] + [rec("fsdp", s, 0.8) for s in (0.105, 0.1, 0.11)]
+    trains = [TrainResult.from_record(r) for r in recs]  # advise takes train records typed (results/records.py)
     times = {t.strategy: t for t in predict(strategies=["ddp", "fsdp"], gpus=[0], busbw_gbps=None, psi=1000, n=1,
-                                            records=recs, model="m", batch_size=8)}
+                                            trains=trains, model="m", batch_size=8)}
     assert times["ddp"].time_source == "measured" and times["ddp"].step_time_s == 0.10
     assert stats.overlaps(times["ddp"].step_ci95, times["fsdp"].step_ci95)  # advise calls them even
     assert times["ddp"].host_bound.startswith("host-bound") and times["fsdp"].host_bound is None

@@ -27,6 +27,7 @@ from fabricbench.errors import UsageError
 from fabricbench.gpus import parse_gpus
 from fabricbench.measuring.stats import overlaps
 from fabricbench.results import records as result_records
+from fabricbench.results.schema import CollectiveResult, TrainResult
 from fabricbench.sizes import parse_size
 from fabricbench.study import records as study_records
 from fabricbench.topology import load_file, read_topology
@@ -67,13 +68,14 @@ class Advice:
     placement_source: str
     time_source: str
     notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # --results lines or records left out, one each
 
     def to_dict(self) -> dict[str, Any]:
         return {"model": self.model, "params": self.params, "num_gpus": self.num_gpus,
                 "gpu_memory_bytes": self.gpu_memory_bytes, "topology": self.topology,
                 "placement": self.placement, "strategy": self.strategy, "reasons": self.reasons,
                 "runner_up": self.runner_up, "placement_source": self.placement_source,
-                "time_source": self.time_source, "notes": self.notes,
+                "time_source": self.time_source, "notes": self.notes, "warnings": self.warnings,
                 "placements": [p.to_dict() for p in self.placements],
                 "strategies": [s.to_dict() for s in self.strategies]}
 
@@ -103,18 +105,38 @@ def parse_memory(value: Any) -> int | None:
                          f"count") from None
 
 
-def _read_records(results: Any) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    for item in results or []:
-        if isinstance(item, dict):
-            out.append(item)
+@dataclass(kw_only=True)
+class _Results:
+    """What --results held: every record (the machine, topology and relate records are read from these),
+    and the collective and train records typed (results/records.py)."""
+
+    records: list[dict[str, Any]]
+    collectives: list[CollectiveResult]
+    trains: list[TrainResult]
+    warnings: list[str] = field(default_factory=list)  # one per line or record left out
+
+
+def _read_records(results: Any) -> _Results:
+    got = result_records.Records(path="--results")
+    for n, item in enumerate(results or [], 1):
+        if isinstance(item, dict):  # a library caller's record: checked as a file's line is
+            why = result_records.check_record(item)
+            if why is None:
+                got.records.append(item)
+            else:
+                got.warnings.append(f"results item {n}: {why}; skipped")
             continue
         p = Path(item)
         if p.is_dir() and (p / "results.jsonl").exists():  # a study directory: its latest attempts only
-            out.extend(study_records.load(p).records)
+            sr = study_records.load(p)
+            got.records.extend(sr.records)
+            got.warnings.extend(sr.warnings)
             continue
-        out.extend(result_records.read_nonempty(p, what="--results").records)  # a file with none: say so
-    return out
+        held = result_records.read_nonempty(p, what="--results")  # a file with none: say so
+        got.records.extend(held.records)
+        got.warnings.extend(held.warnings)
+    return _Results(records=got.records, collectives=got.typed(CollectiveResult), trains=got.typed(TrainResult),
+                    warnings=got.warnings)
 
 
 def _topology(topo: Any, topo_file: str | None, records: list[dict[str, Any]]):
@@ -164,7 +186,8 @@ def advise(*, model: str | None = None, model_config: str | None = None, num_gpu
            gpu_memory: Any = None, batch_size: int = 1, seq_len: int = 512, image_size: int = 224,
            strategies: str | list[str] | None = None, recipe: str = "framework", fabric: str = "default") -> Advice:
     # cheap checks first (files, GPUs, memory, names): bad input fails before the model is built
-    records = _read_records(results)
+    given = _read_records(results)
+    records = given.records
     names = STRATEGIES.pick(strategies, option="strategies")
     parse_memory(gpu_memory)
     t = _topology(topo, topo_file, records)
@@ -189,13 +212,13 @@ def advise(*, model: str | None = None, model_config: str | None = None, num_gpu
     act = est.activation_bytes(resolved.config, task=resolved.task, batch_size=batch_size, seq_len=seq_len,
                                image_size=image_size)
     mem = {m.strategy: m for m in fits(strategies=names, psi=psi, n=n, activation_bytes=act, capacity=cap,
-                                       model=resolved.name, records=records, recipe=recipe,
+                                       model=resolved.name, trains=given.trains, recipe=recipe,
                                        batch_size=batch_size)}
-    placements = rank_placements(t, pool, n, records, fabric=fabric)
+    placements = rank_placements(t, pool, n, given.collectives, fabric=fabric)
     best = placements[0]
-    relate_rows = _relate_rows(records)
+    relate_rows = _relate_rows(given)
     times = {x.strategy: x for x in predict(strategies=names, gpus=best.gpus, busbw_gbps=best.busbw_gbps, psi=psi,
-                                            n=n, records=records, model=resolved.name, relate_rows=relate_rows,
+                                            n=n, trains=given.trains, model=resolved.name, relate_rows=relate_rows,
                                             fabric=fabric, batch_size=batch_size)}
     advice = [StrategyAdvice(strategy=s, memory=mem[s], time=times[s]) for s in names]
     chosen = _choose(advice)
@@ -219,19 +242,17 @@ def advise(*, model: str | None = None, model_config: str | None = None, num_gpu
                       "step_time_s": runner.time.step_time_s, "comm_time_s": runner.time.comm_time_s,
                       "margin_bytes": runner.memory.margin_bytes},
                   placements=placements, strategies=advice, placement_source=placement_source,
-                  time_source=time_source, notes=notes)
+                  time_source=time_source, notes=notes, warnings=given.warnings)
 
 
-def _relate_rows(records: list[dict[str, Any]]) -> list[Any]:
-    for r in reversed(records):
+def _relate_rows(given: _Results) -> list[Any]:
+    for r in reversed(given.records):
         if r.get("kind") == "relate" and r.get("rows"):
             return r["rows"]
-    trains = [r for r in records if r.get("kind") == "train"]
-    sweeps = [r for r in records if r.get("kind") == "collective"]
-    if not trains or not sweeps:
+    if not given.trains or not given.collectives:
         return []
     try:
-        return fabricbench.relate(trains + sweeps).rows
+        return fabricbench.relate([*given.trains, *given.collectives]).rows
     except Exception:  # no calibration possible from these records: advice falls back to comm time
         return []
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from fabricbench.results.schema import TrainResult
 from fabricbench.results.status import TIMED_TRAIN, Status
 from fabricbench.training.estimate import model_states
 
@@ -57,34 +58,34 @@ def capacity_from_name(name: str | None) -> int | None:
     return None
 
 
-def _measured(records: list[dict[str, Any]], *, model: str, strategy: str, n: int,
-              batch_size: int | None) -> dict[str, Any] | None:
-    """The latest GPU train record of this model, strategy, GPU count and per-GPU batch."""
+def _measured(trains: list[TrainResult], *, model: str, strategy: str, n: int,
+              batch_size: int | None) -> TrainResult | None:
+    """The latest GPU train run of this model, strategy, GPU count and per-GPU batch."""
     found = None
-    for r in records:
-        if (r.get("kind") == "train" and r.get("model") == model and r.get("strategy") == strategy
-                and r.get("nranks") == n and r.get("device") == "cuda" and r.get("status") in (*TIMED_TRAIN, Status.OOM)
-                and (batch_size is None or r.get("batch_size") == batch_size)):
+    for r in trains:
+        if (r.model == model and r.strategy == strategy and r.nranks == n and r.device == "cuda"
+                and r.status in (*TIMED_TRAIN, Status.OOM) and (batch_size is None or r.batch_size == batch_size)):
             found = r
     return found
 
 
 def fits(*, strategies: list[str], psi: int, n: int, activation_bytes: int, capacity: int | None, model: str,
-         records: list[dict[str, Any]] | None = None, recipe: str = "framework",
+         trains: list[TrainResult] = (), recipe: str = "framework",
          batch_size: int | None = None) -> list[MemoryFit]:
+    """Each strategy's need against `capacity`; `trains` (typed train records) give measured needs."""
     states = model_states(psi=psi, num_gpus=n, recipe=recipe)
     out = []
     for s in strategies:
         st = states[s]["total_bytes"]
         need, source = st + activation_bytes, f"estimate ({recipe} recipe)"
-        rec = _measured(records or [], model=model, strategy=s, n=n, batch_size=batch_size)
-        if rec is not None and rec.get("status") == Status.OOM:
+        rec = _measured(list(trains), model=model, strategy=s, n=n, batch_size=batch_size)
+        if rec is not None and rec.status == Status.OOM:
             out.append(MemoryFit(strategy=s, need_bytes=need, states_bytes=st, activation_bytes=activation_bytes,
                                  capacity_bytes=capacity, margin_bytes=None, verdict="does not fit",
                                  source="measured: out of memory"))
             continue
-        peak = ((rec or {}).get("memory") or {}).get("max_reserved_bytes")
-        if isinstance(peak, int) and peak > 0:
+        peak = ((rec.reached("memory") if rec else None) or {}).get("max_reserved_bytes")
+        if peak is not None and peak > 0:
             need, source = peak, "measured peak reserved"
         if capacity is None:
             verdict, margin = "unknown", None

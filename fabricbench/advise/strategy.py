@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fabricbench.collectives import COLLECTIVES
+from fabricbench.results.schema import TrainResult
 from fabricbench.results.status import TIMED_TRAIN
 from fabricbench.training import repeats
 from fabricbench.training.strategies import STRATEGIES
@@ -62,13 +63,12 @@ def textbook_sends(strategy: str) -> dict[str, float]:
     return dict(sends) if sends else TEXTBOOK_SENDS[strategy]
 
 
-def traced(records: list[dict[str, Any]], *, model: str, strategy: str) -> dict[str, Any] | None:
-    """The comm section of the latest train record of this model and strategy that traced collectives."""
+def traced(trains: list[TrainResult], *, model: str, strategy: str) -> dict[str, Any] | None:
+    """The comm section of the latest train run of this model and strategy that traced collectives."""
     found = None
-    for r in records:
-        comm = r.get("comm") or {}
-        if (r.get("kind") == "train" and r.get("model") == model and r.get("strategy") == strategy
-                and comm.get("collectives") and (comm.get("world_size") or 0) >= 2):
+    for r in trains:
+        comm = r.reached("comm") or {}
+        if r.model == model and r.strategy == strategy and comm.get("collectives") and (comm.get("world_size") or 0) >= 2:
             found = comm
     return found
 
@@ -77,9 +77,9 @@ def _factor(op: str, n: int) -> float:
     return COLLECTIVES.get(op).busbw_factor(n) if op in COLLECTIVES else 0.0
 
 
-def volume(*, strategy: str, psi: int, n: int, records: list[dict[str, Any]], model: str) -> tuple[int, float, str]:
+def volume(*, strategy: str, psi: int, n: int, trains: list[TrainResult], model: str) -> tuple[int, float, str]:
     """(S bytes per step, wire bytes per rank, source)."""
-    comm = traced(records, model=model, strategy=strategy)
+    comm = traced(trains, model=model, strategy=strategy)
     if comm is not None:
         s = wire = 0.0
         for c in comm["collectives"]:
@@ -102,38 +102,37 @@ def calibration(relate_rows: list[Any], strategy: str) -> tuple[float, float] | 
     return None
 
 
-def measured(records: list[dict[str, Any]], *, model: str, strategy: str, gpus: list[int], fabric: str,
+def measured(trains: list[TrainResult], *, model: str, strategy: str, gpus: list[int], fabric: str,
              batch_size: int | None) -> repeats.Figure | None:
     """The train runs of exactly this job (model, strategy, GPU set (any one GPU when n = 1: they are
     alike), fabric and per-GPU batch) as one figure: the median over runs with its 95% interval and any
     host-bound note (training/repeats.py). Measured beats any prediction."""
-    runs = [r for r in records
-            if (r.get("kind") == "train" and r.get("model") == model and r.get("strategy") == strategy
-                and r.get("status") in TIMED_TRAIN and (r.get("fabric") or "default") == fabric
-                and r.get("device") == "cuda" and (batch_size is None or r.get("batch_size") == batch_size)
-                and (sorted(r.get("gpus") or []) == sorted(gpus) or (len(gpus) == 1 and r.get("nranks") == 1)))]
-    figs = repeats.figures([{**r, "fabric": fabric} for r in runs])
+    runs = [r for r in trains
+            if (r.model == model and r.strategy == strategy and r.status in TIMED_TRAIN and r.fabric == fabric
+                and r.device == "cuda" and (batch_size is None or r.batch_size == batch_size)
+                and (sorted(r.gpus or []) == sorted(gpus) or (len(gpus) == 1 and r.nranks == 1)))]
+    figs = repeats.figures(runs)
     return figs[0] if figs else None
 
 
-def measured_step(records: list[dict[str, Any]], *, model: str, strategy: str, gpus: list[int], fabric: str,
+def measured_step(trains: list[TrainResult], *, model: str, strategy: str, gpus: list[int], fabric: str,
                   batch_size: int | None) -> float | None:
     """The median step time over the runs of exactly this job (see measured), or None."""
-    fig = measured(records, model=model, strategy=strategy, gpus=gpus, fabric=fabric, batch_size=batch_size)
+    fig = measured(trains, model=model, strategy=strategy, gpus=gpus, fabric=fabric, batch_size=batch_size)
     return fig.step_s if fig else None
 
 
 def predict(*, strategies: list[str], gpus: list[int], busbw_gbps: float | None, psi: int, n: int,
-            records: list[dict[str, Any]], model: str, relate_rows: list[Any] | None = None,
+            trains: list[TrainResult], model: str, relate_rows: list[Any] | None = None,
             fabric: str = "default", batch_size: int | None = None) -> list[StrategyTime]:
     out = []
     for s in strategies:
-        total, wire, vsrc = volume(strategy=s, psi=psi, n=n, records=records, model=model)
+        total, wire, vsrc = volume(strategy=s, psi=psi, n=n, trains=trains, model=model)
         if n < 2:
             comm = 0.0
         else:
             comm = wire / (busbw_gbps * 1e9) if busbw_gbps else None
-        fig = measured(records, model=model, strategy=s, gpus=list(gpus), fabric=fabric, batch_size=batch_size)
+        fig = measured(trains, model=model, strategy=s, gpus=list(gpus), fabric=fabric, batch_size=batch_size)
         cal = calibration(relate_rows or [], s)
         if fig is not None:
             step, tsrc = fig.step_s, "measured"

@@ -60,6 +60,8 @@ def advise(model, model_config, num_gpus, gpus, topo_file, topo_file2, results, 
                    topo_file=topo_file or topo_file2, results=list(results), gpu_memory=gpu_memory,
                    batch_size=batch_size, seq_len=seq_len, image_size=image_size,
                    strategies=strategies)
+    for w in a.warnings:  # what --results held that could not be read: said, never dropped in silence
+        click.echo(f"warning: {w}", err=True)
     if as_json:
         click.echo(json.dumps(a.to_dict(), indent=2))
         return

@@ -94,9 +94,8 @@ def relate(records_or_paths: Any, reference: str | None = None, *, overlap_windo
     """Join sweep/compare records with train records by fabric, nranks and dtype; predict every fabric's
     step from the reference's. Raises UsageError for input that cannot be related at all."""
     read_problems: list[str] = []
-    records = inputs.load(records_or_paths, read_problems)
-    collectives = [r for r in records if r.get("kind") == "collective"]
-    trains = [r for r in records if r.get("kind") == "train"]
+    got = inputs.load(records_or_paths, read_problems)
+    collectives, trains = got.collectives, got.trains
     if not trains:
         raise UsageError("no train records among the inputs; add a `fabricbench train --out FILE` results file")
     if not collectives:

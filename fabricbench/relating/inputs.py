@@ -16,14 +16,24 @@ from typing import Any, Iterable
 
 from fabricbench.errors import UsageError
 from fabricbench.results import records as results_records
+from fabricbench.results.schema import CollectiveResult, TrainResult
 from fabricbench.results.status import TIMED_TRAIN
 from fabricbench.training import repeats
 
 USABLE_TRAIN = tuple(TIMED_TRAIN)  # "flagged": the loss did not fall, but the step was timed all the same
 
 
-def load(records_or_paths: Any, problems: list[str] | None = None) -> list[dict[str, Any]]:
-    """Records from paths (JSONL written by fabricbench), dicts, or objects with to_dict(), in order.
+@dataclass(kw_only=True)
+class Inputs:
+    """What relate joins, typed (results/records.py): the collective records and the train records."""
+
+    collectives: list[CollectiveResult]
+    trains: list[TrainResult]
+
+
+def load(records_or_paths: Any, problems: list[str] | None = None) -> Inputs:
+    """The collective and train records of paths (JSONL written by fabricbench), dicts, or objects with
+    to_dict(), in order, typed.
 
     Every record is checked as results/records.py checks a file's (types per kind); one that fails is
     left out with a sentence in `problems`. A file with no readable record at all is a UsageError.
@@ -31,7 +41,7 @@ def load(records_or_paths: Any, problems: list[str] | None = None) -> list[dict[
     if isinstance(records_or_paths, (str, os.PathLike, dict)) or hasattr(records_or_paths, "to_dict"):
         records_or_paths = [records_or_paths]
     problems = [] if problems is None else problems
-    out: list[dict[str, Any]] = []
+    got = results_records.Records(path="relate inputs")
     for item in records_or_paths:
         if hasattr(item, "to_dict") and not isinstance(item, dict):
             item = item.to_dict()
@@ -40,18 +50,18 @@ def load(records_or_paths: Any, problems: list[str] | None = None) -> list[dict[
             if why:
                 problems.append(f"record {str(item.get('kind'))[:40]}: {why}; left out")
             else:
-                out.append(item)
+                got.records.append(item)
         elif isinstance(item, (str, os.PathLike)):
-            got = results_records.read_nonempty(Path(item), what="input")
-            problems.extend(got.warnings)
-            out.extend(got.records)
+            read = results_records.read_nonempty(Path(item), what="input")
+            problems.extend(read.warnings)
+            got.records.extend(read.records)
         else:
             raise UsageError(f"relate takes paths, record dicts or results, not {type(item).__name__}")
-    return out
+    return Inputs(collectives=got.typed(CollectiveResult), trains=got.typed(TrainResult))
 
 
-def precision_of(rec: dict[str, Any]) -> str:
-    return str(rec.get("precision") or rec.get("mixed_precision") or "?")
+def precision_of(run: TrainResult) -> str:
+    return str(run.reached("precision") or run.reached("mixed_precision") or "?")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -67,10 +77,10 @@ class Workload:
     device: str | None
 
     @classmethod
-    def of(cls, rec: dict[str, Any]) -> "Workload":
-        return cls(model=str(rec.get("model")), nranks=int(rec.get("nranks") or rec.get("world_size") or 0),
-                   precision=precision_of(rec), batch_size=rec.get("batch_size"), seq_len=rec.get("seq_len"),
-                   image_size=rec.get("image_size"), device=rec.get("device"))
+    def of(cls, run: TrainResult) -> "Workload":
+        return cls(model=str(run.model), nranks=int(run.nranks or run.reached("world_size") or 0),
+                   precision=precision_of(run), batch_size=run.batch_size, seq_len=run.seq_len,
+                   image_size=run.image_size, device=run.device)
 
     def label(self) -> str:
         return f"{self.model}, {self.nranks} ranks, {self.precision}, batch {self.batch_size}"
@@ -91,27 +101,29 @@ class Observed:
     step_ci95: tuple[float, float] | None = None  # run-to-run (or one run's own) 95% interval of step_s
 
 
-def observations(trains: Iterable[dict[str, Any]]) -> tuple[list[Observed], list[str]]:
-    """Usable train records combined per (workload, strategy, fabric); problems for the rest."""
-    groups: dict[tuple[Workload, str, str], list[dict[str, Any]]] = {}
+def _step(run: TrainResult) -> float | None:
+    return (run.reached("step_time") or {}).get("median_s")
+
+
+def observations(trains: Iterable[TrainResult]) -> tuple[list[Observed], list[str]]:
+    """Usable train runs combined per (workload, strategy, fabric); problems for the rest."""
+    groups: dict[tuple[Workload, str, str], list[TrainResult]] = {}
     problems: list[str] = []
-    for rec in trains:
-        strategy, fabric = rec.get("strategy"), rec.get("fabric") or "default"
-        step = (rec.get("step_time") or {}).get("median_s")
-        if rec.get("status") not in USABLE_TRAIN or not step or step <= 0:
-            why = rec.get("message") or "no timed step"
-            problems.append(f"train record {strategy} on fabric {fabric}: status {rec.get('status')} "
+    for run in trains:
+        step = _step(run)
+        if run.status not in USABLE_TRAIN or not step or step <= 0:
+            why = run.message or "no timed step"
+            problems.append(f"train record {run.strategy} on fabric {run.fabric}: status {run.status.value} "
                             f"({why}); left out")
             continue
-        groups.setdefault((Workload.of(rec), str(strategy), str(fabric)), []).append(rec)
+        groups.setdefault((Workload.of(run), run.strategy, run.fabric), []).append(run)
     out = []
-    for (wl, strategy, fabric), recs in groups.items():
-        sps = [r["throughput"]["samples_per_s"] for r in recs
-               if (r.get("throughput") or {}).get("samples_per_s")]
-        comm = next((r["comm"] for r in recs if isinstance(r.get("comm"), dict)), None)
-        fig = repeats.figures(recs)[0]  # the one statistics rule (measuring/stats.py via repeats.py)
+    for (wl, strategy, fabric), runs in groups.items():
+        sps = [v for r in runs if (v := (r.reached("throughput") or {}).get("samples_per_s"))]
+        comm = next((c for r in runs if (c := r.reached("comm")) is not None), None)
+        fig = repeats.figures(runs)[0]  # the one statistics rule (measuring/stats.py via repeats.py)
         out.append(Observed(workload=wl, strategy=strategy, fabric=fabric, step_ci95=fig.step_ci95,
-                            step_s=statistics.median(r["step_time"]["median_s"] for r in recs),
+                            step_s=statistics.median(_step(r) for r in runs),
                             samples_per_s=statistics.median(sps) if sps else None,
-                            global_batch=recs[0].get("global_batch"), comm=comm, runs=len(recs)))
+                            global_batch=runs[0].global_batch, comm=comm, runs=len(runs)))
     return out, problems

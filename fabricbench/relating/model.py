@@ -74,6 +74,7 @@ from typing import Any, Iterable
 from fabricbench.collectives import COLLECTIVES
 from fabricbench.errors import UsageError
 from fabricbench.fabrics import get_fabric
+from fabricbench.results.schema import CollectiveResult
 from fabricbench.results.status import Status
 from fabricbench.sizes import format_size as _exact_size
 
@@ -178,19 +179,17 @@ class SweepCurves:
             self._curves[key] = c
 
     @classmethod
-    def from_records(cls, records: Iterable[dict[str, Any]]) -> "SweepCurves":
+    def from_records(cls, results: Iterable[CollectiveResult]) -> "SweepCurves":
+        """The curves of the measured (status ok) collectives; an imported one that names no op, or a size
+        or time that is not positive, is no point."""
         points: dict[tuple[str, str, str, int], dict[bool, dict[int, list[float]]]] = {}
-        for rec in records:
-            if rec.get("kind", "collective") != "collective" or rec.get("status") != Status.OK:
+        for r in results:
+            if r.status != Status.OK or not r.time_us or not r.bytes or r.time_us <= 0 or r.bytes <= 0 or not r.op:
                 continue
-            t_us, nbytes = rec.get("time_us"), rec.get("bytes")
-            if not t_us or not nbytes or t_us <= 0 or nbytes <= 0 or not rec.get("op"):
-                continue
-            key = (rec.get("fabric") or "default", rec["op"], rec.get("dtype") or "float32",
-                   int(rec.get("nranks") or 0))
-            per_mode = points.setdefault(key, {}).setdefault(bool(rec.get("graph")), {})
-            rel = rec.get("ci95_rel") if rec.get("ci95_rel") is not None else rec.get("cv")
-            per_mode.setdefault(int(nbytes), []).append((float(t_us) * 1e-6, float(rel or 0.0)))
+            key = (r.fabric, r.op, r.dtype or "float32", r.nranks or 0)
+            per_mode = points.setdefault(key, {}).setdefault(bool(r.graph), {})
+            rel = r.ci95_rel if r.ci95_rel is not None else r.cv
+            per_mode.setdefault(r.bytes, []).append((r.time_us * 1e-6, float(rel or 0.0)))
         curves = []
         for key, modes in points.items():
             pts = modes.get(False) or modes[True]

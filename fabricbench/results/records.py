@@ -42,7 +42,8 @@ MAX_NESTING = 64  # deeper JSON is not a record (and would exhaust Python's recu
 # --- field types per kind ----------------------------------------------------------------------------
 # A spec is a type (str, int, float = any number, bool, dict, list), a tuple of specs (any of them),
 # a dict (an object whose listed keys, where present and not null, match), or a one-element list
-# (a list whose items match). Keys ending in "!" must be present and not null.
+# (a list whose items match; null items only where they are numbers). Keys ending in "!" must be present
+# and not null.
 NUM = float
 _STUDY_TAG = {"unit": str, "attempt": (str, int)}
 _HEADER = {"schema!": str, "kind!": str, "run_id": str, "timestamp": str, "fabric": str, "host": str, "env": dict,
@@ -63,13 +64,13 @@ FIELDS: dict[str, dict[str, Any]] = {
         "strategy!": str, "model": str, "status!": str, "message": str, "nranks": int, "world_size": int,
         "batch_size": int, "global_batch": int, "seq_len": int, "image_size": int, "device": str,
         "gpus": [int], "precision": str, "mixed_precision": str, "steps": int, "params": int,
-        "step_time": {"median_s": NUM, "mean_s": NUM, "p95_s": NUM, "cv": NUM},
+        "step_time": {"median_s": NUM, "mean_s": NUM, "p95_s": NUM, "cv": NUM, "ci95_rel": NUM},
         "throughput": {"samples_per_s": NUM, "tokens_per_s": NUM, "mfu": NUM},
         "memory": {"max_reserved_bytes": int, "max_allocated_bytes": int},
-        "comm": {"world_size": int, "collectives": [{"bytes": NUM, "calls_per_step": NUM, "group_size": int,
-                                                      "dtype": str, "op": str}],
+        "comm": {"world_size": int, "collectives": [{"bytes!": NUM, "calls_per_step": NUM, "group_size": int,
+                                                      "dtype": str, "op!": str}],
                  "timeline": {"exposed_fraction": NUM, "step_s": NUM}},
-        "losses": [NUM], "step_times_s": [NUM], "first_loss": NUM, "last_loss": NUM,
+        "losses": [NUM], "step_times_s": [NUM], "first_loss": NUM, "last_loss": NUM, "gpu_busy_fraction": NUM,
     },
     "verdict": {"check!": str, "check_kind": str, "status!": str, "severity": str, "code": str, "criterion": str,
                 "subject": str, "reason": str, "unit": str, "sense": str, "margin": NUM, "duration_s": NUM,
@@ -217,6 +218,8 @@ def field_problem(value: Any, spec: Any, where: str = "") -> str | None:
     if isinstance(spec, list):
         for i, item in enumerate(value):
             if item is None:
+                if isinstance(spec[0], dict):  # a null is a non-finite number read back, never an object
+                    return f"{where}[{i}] is null, not an object"
                 continue
             if not _type_ok(item, spec[0]):
                 return f"{where}[{i}] is {_name(item)}, not {_want(spec[0])}"

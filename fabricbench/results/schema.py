@@ -87,6 +87,11 @@ class CollectiveResult:
 
     KIND: ClassVar[str] = "collective"
 
+    @property
+    def fabric(self) -> str:
+        """The fabric it ran on, by name (a header field, in `context`); "default" where none is named."""
+        return self.context.get("fabric") or "default"
+
     def to_dict(self) -> dict[str, Any]:
         """The flat JSON record: header first, then the measurement."""
         body = {k: _clean(v) for k, v in dataclasses.asdict(self).items() if k != "context"}
@@ -187,10 +192,16 @@ class TrainResult:
     last_loss: Any = UNSET
     losses: Any = UNSET
     loss_decreased: Any = UNSET
+    gpu_busy_fraction: Any = UNSET  # kernel time / step time in the profiled steps (launch._busy); None off GPU
     extra: dict[str, Any] = field(default_factory=dict)  # keys not named above, kept as they came
     context: dict[str, Any] = field(default_factory=dict)  # the header(): schema, kind, host, env, ...
 
     KIND: ClassVar[str] = "train"
+
+    @property
+    def fabric(self) -> str:
+        """The fabric it ran on, by name (a header field, in `context`); "default" where none is named."""
+        return self.context.get("fabric") or "default"
 
     def reached(self, name: str) -> Any:
         """A field's value, or None where the run never got that far (UNSET: absent from the record)."""

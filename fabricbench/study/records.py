@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from fabricbench.errors import UsageError
 from fabricbench.results import records as result_records
@@ -20,6 +20,7 @@ from fabricbench.results.status import Status, parse
 from fabricbench.importing.beside import is_imported
 
 RESULTS = "results.jsonl"
+T = TypeVar("T")
 
 
 @dataclass(kw_only=True)
@@ -36,6 +37,11 @@ class StudyRecords:
 
     def of_kind(self, kind: str) -> list[dict[str, Any]]:
         return [r for r in self.records if r.get("kind") == kind]
+
+    def typed(self, cls: type[T]) -> list[T]:
+        """The records of cls.KIND (CollectiveResult, TrainResult) as cls, as results/records.py types a
+        file's: what the report reads fields from, instead of a dict it checks again."""
+        return result_records.Records(path=str(self.out_dir / RESULTS), records=self.records).typed(cls)
 
     def status(self, unit: str) -> Status | None:
         """The status of a unit's latest attempt (the reader checked it is one a study unit can have)."""

@@ -26,6 +26,7 @@ from fabricbench.relating.plot import plot_relate
 from fabricbench.report.analysis import byte_unit, fmt, fmt_ratio, slower
 from fabricbench.report.document import Document, Section
 from fabricbench.report.plot import busbw_vs_count
+from fabricbench.results.schema import CollectiveResult
 from fabricbench.results.status import Status
 from fabricbench.sizes import format_size
 from fabricbench.study import figures, records as study_records
@@ -174,7 +175,7 @@ def _build(sr: study_records.StudyRecords, c: StudyConfig, figs: _Figs, *, comma
     _memory(doc, c, trains, estimate, figs)
     _throughput(doc, c, trains, figs)
     _relate_section(doc, relate, figs)
-    _advice_section(doc, c, advice, trains, machine, sr.records)
+    _advice_section(doc, c, advice, trains, machine, sr.typed(CollectiveResult))
     _reproduce(doc, sr, c, command)
     return doc
 
@@ -569,7 +570,7 @@ def _split_top(text: str) -> str:
 
 
 # -- advice ---------------------------------------------------------------------------------------------------
-def _smaller_jobs(s: Section, c: StudyConfig, machine, records) -> None:
+def _smaller_jobs(s: Section, c: StudyConfig, machine, collectives: list[CollectiveResult]) -> None:
     """For each smaller job size: the best GPU set against the worst kind, by measured busbw where the
     scaling unit measured that shape, else from link types ("pin a 4-GPU job to 0-3: 9× the busbw of 0,1,4,5")."""
     topo = (machine or {}).get("topology")
@@ -580,7 +581,7 @@ def _smaller_jobs(s: Section, c: StudyConfig, machine, records) -> None:
     pool = [g for g in c.gpus if g in t.indices]
     rows = []
     for k in sorted({2, 4, 8, 16} & set(range(2, len(pool)))):
-        ranked = rank_placements(t, pool, k, records, fabric=c.fabrics[0])
+        ranked = rank_placements(t, pool, k, collectives, fabric=c.fabrics[0])
         best, worst = ranked[0], ranked[-1]
         rows.append([k, ",".join(map(str, best.gpus)), best.label, best.busbw_gbps, best.source,
                      ",".join(map(str, worst.gpus)), worst.busbw_gbps,
@@ -590,7 +591,8 @@ def _smaller_jobs(s: Section, c: StudyConfig, machine, records) -> None:
                 caption="smaller jobs on this machine: the best GPU set against the worst kind of set")
 
 
-def _advice_section(doc: Document, c: StudyConfig, advice, trains, machine=None, records=()) -> None:
+def _advice_section(doc: Document, c: StudyConfig, advice, trains, machine=None,
+                    collectives: list[CollectiveResult] = ()) -> None:
     s = doc.section("Advice", intro="Where to run this job and with which strategy, from the measurements above "
                                     "(fabricbench advise gives the same for other GPU counts and saved "
                                     "topologies).")
@@ -612,7 +614,7 @@ def _advice_section(doc: Document, c: StudyConfig, advice, trains, machine=None,
         notes = [f"{a.strategy}: {a.note}" for a in advice.strategies if a.note]
         if notes:
             s.bullets(notes)
-    _smaller_jobs(s, c, machine, list(records))
+    _smaller_jobs(s, c, machine, list(collectives))
     th = _throughputs(trains)
     rows = []
     for f in c.fabrics:

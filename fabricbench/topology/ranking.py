@@ -21,8 +21,9 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterable
 
+from fabricbench.results.schema import CollectiveResult
 from fabricbench.results.status import Status
 from fabricbench.topology.model import PCIE_RELATIONS, Topology, link_rank, nvlink_count
 
@@ -109,29 +110,30 @@ def candidates(topo: Topology, pool: list[int], n: int) -> list[tuple[int, ...]]
     return sorted(out)
 
 
-def measured_busbw(records: list[dict[str, Any]], fabric: str = "default") -> dict[tuple[int, ...], float]:
+def measured_busbw(results: Iterable[CollectiveResult], fabric: str = "default") -> dict[tuple[int, ...], float]:
     """GPU set -> busbw (GB/s) of its all_reduce at the largest size measured on `fabric`."""
     best: dict[tuple[int, ...], tuple[int, float]] = {}
-    for r in records:
-        if r.get("kind") != "collective" or r.get("op") != "all_reduce" or r.get("status") not in (Status.OK, None):
+    for r in results:
+        if r.op != "all_reduce" or r.status != Status.OK or r.fabric != fabric:
             continue
-        if (r.get("fabric") or "default") != fabric or (r.get("nranks") or 0) < 2 or r.get("busbw_gbps") is None:
+        if (r.nranks or 0) < 2 or r.busbw_gbps is None:
             continue
-        extra = r.get("extra") or {}
-        gpus = extra.get("topology_gpus") or extra.get("placement_gpus") or r.get("gpus")
-        if not gpus or len(set(gpus)) != r["nranks"]:
+        extra = r.extra or {}
+        gpus = extra.get("topology_gpus") or extra.get("placement_gpus") or r.gpus
+        if not gpus or None in gpus or len(set(gpus)) != r.nranks:  # a list of numbers may hold nulls
             continue
-        key = tuple(sorted(int(g) for g in gpus))
-        size = int(r.get("bytes") or 0)
-        if key not in best or size > best[key][0] or (size == best[key][0] and r["busbw_gbps"] > best[key][1]):
-            best[key] = (size, float(r["busbw_gbps"]))
+        key = tuple(sorted(gpus))
+        size = r.bytes or 0
+        if key not in best or size > best[key][0] or (size == best[key][0] and r.busbw_gbps > best[key][1]):
+            best[key] = (size, r.busbw_gbps)
     return {k: v[1] for k, v in best.items()}
 
 
 def rank_placements(topo: Topology, pool: list[int], n: int,
-                    records: list[dict[str, Any]] | None = None, fabric: str = "default") -> list[PlacementRank]:
-    """Every candidate set of n GPUs from pool, best first; equal sets folded into `equivalent`."""
-    measured = measured_busbw(records or [], fabric)
+                    collectives: Iterable[CollectiveResult] = (), fabric: str = "default") -> list[PlacementRank]:
+    """Every candidate set of n GPUs from pool, best first; equal sets folded into `equivalent`. Measured
+    busbw comes from `collectives` (results/records.py's typed collective records)."""
+    measured = measured_busbw(collectives, fabric)
     by_shape = {}
     known = set(topo.indices)
     for k, v in measured.items():

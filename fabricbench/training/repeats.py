@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Iterable
 
 from fabricbench.measuring.stats import ci_rel, overlaps, ratio_ci, repeat_ci, tie_groups
+from fabricbench.results.schema import TrainResult
 from fabricbench.results.status import TIMED_TRAIN
 
 MIN_REPEATS = 3  # runs before the run-to-run CI is judged (at 2 Student's t is 12.7: no CI gets within 3%)
@@ -53,18 +54,25 @@ class Figure:
         return d
 
 
-def _median_step(rec: dict[str, Any]) -> float | None:
-    v = (rec.get("step_time") or {}).get("median_s")
-    return float(v) if isinstance(v, (int, float)) and v > 0 else None
+def _median_step(run: TrainResult) -> float | None:
+    v = (run.reached("step_time") or {}).get("median_s")
+    return v if v is not None and v > 0 else None
 
 
-def figures(records: list[dict[str, Any]]) -> list[Figure]:
-    """The train records that measured a step -> one Figure per (strategy, fabric), in first-seen order."""
-    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+def figures(records: Iterable[TrainResult | dict[str, Any]]) -> list[Figure]:
+    """The train runs that measured a step -> one Figure per (strategy, fabric), in first-seen order.
+
+    Takes TrainResults (what a reader gets from results/records.py's typed accessors) or the train records
+    a run holds in memory (launch.run's, a study's), typed here; records of other kinds are left out."""
+    groups: dict[tuple[str, str], list[TrainResult]] = {}
     for r in records:
-        if r.get("kind", "train") != "train" or r.get("status") not in OK or _median_step(r) is None:
+        if isinstance(r, dict):
+            if r.get("kind", "train") != "train":
+                continue
+            r = TrainResult.from_record(r)
+        if r.status not in OK or _median_step(r) is None:
             continue
-        groups.setdefault((r["strategy"], r.get("fabric") or "default"), []).append(r)
+        groups.setdefault((r.strategy, r.fabric), []).append(r)
     out = []
     for (strategy, fabric), runs in groups.items():
         steps = [_median_step(r) for r in runs]
@@ -72,13 +80,13 @@ def figures(records: list[dict[str, Any]]) -> list[Figure]:
         ci = repeat_ci(steps)
         how = "run-to-run"
         if ci is None:  # one run: its own CI, where it has one
-            rel = (runs[0].get("step_time") or {}).get("ci95_rel")
-            ci = (step * (1 - rel), step * (1 + rel)) if isinstance(rel, (int, float)) else None
+            rel = (runs[0].reached("step_time") or {}).get("ci95_rel")
+            ci = (step * (1 - rel), step * (1 + rel)) if rel is not None else None
             how = "within one run" if ci is not None else "none"
-        batch = runs[0].get("global_batch")
+        batch = runs[0].global_batch
         sps = batch / step if batch else None
         thr_ci = (batch / ci[1], batch / ci[0]) if batch and ci is not None else None
-        busy = [r["gpu_busy_fraction"] for r in runs if isinstance(r.get("gpu_busy_fraction"), (int, float))]
+        busy = [b for r in runs if (b := r.reached("gpu_busy_fraction")) is not None]
         busy_m = statistics.median(busy) if busy else None
         out.append(Figure(strategy=strategy, fabric=fabric, runs=len(runs), step_s=step, step_ci95=ci,
                           samples_per_s=sps, ci95=thr_ci, ci95_rel=ci_rel(ci, step), interval=how,
