@@ -149,3 +149,26 @@ def test_a_train_trace_entry_needs_an_op_and_a_size():
     assert first.fabric == "default" and last.gpu_busy_fraction == 0.4 and last.losses == [1.0, None, 0.5]
     bad = records.parse_lines(json.dumps(dict(base, gpu_busy_fraction="busy")) + "\n")
     assert bad.warnings == ["results file: line 1: train record: gpu_busy_fraction is a string, not a number; skipped"]
+
+
+def test_the_facts_a_study_writes_onto_a_record_read_typed():
+    # study/runner adds the study tag and the fabric's facts after to_dict, and measuring/child the mismatch
+    # flag: the report reads them as attributes; a record without them writes no null for them
+    facts = {"study": {"unit": "sweep @ shaped:1gbit", "attempt": "a1"}, "fabric_env": {"NCCL_P2P_DISABLE": "1"},
+             "shaped_rate_bps": 1e9, "netns": "fb-1", "transport_mismatch": "asked P2P off, saw P2P"}
+    coll = {"schema": SCHEMA, "kind": "collective", "op": "all_reduce", "bytes": 8, "nranks": 2, "status": "ok",
+            "extra": None, **facts}
+    train = {"schema": SCHEMA, "kind": "train", "strategy": "ddp", "status": "ok", **facts}
+    got = records.parse_lines(json.dumps(coll) + "\n" + json.dumps(train) + "\n")
+    (c,), (t,) = got.typed(CollectiveResult), got.typed(TrainResult)
+    assert c.study_unit == "sweep @ shaped:1gbit" and c.fabric_env == {"NCCL_P2P_DISABLE": "1"}
+    assert c.shaped_rate_bps == 1e9 and c.netns == "fb-1" and c.transport_mismatch == "asked P2P off, saw P2P"
+    assert c.extra == {}  # null (an imported record's) reads as no extras
+    assert t.reached("fabric_env") == {"NCCL_P2P_DISABLE": "1"} and t.reached("shaped_rate_bps") == 1e9
+    assert t.netns == "fb-1"
+    assert "transport_mismatch" not in _collective().to_dict() and _collective().study_unit is None
+    bad = records.parse_lines("".join(json.dumps(dict(coll, **{k: v})) + "\n" for k, v in
+                                      (("fabric_env", "x"), ("shaped_rate_bps", "1g"), ("netns", 3),
+                                       ("transport_mismatch", [1]))))
+    assert not bad.records and len(bad.warnings) == 4
+    assert "fabric_env is a string, not an object" in bad.warnings[0]

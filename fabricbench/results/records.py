@@ -49,13 +49,16 @@ _STUDY_TAG = {"unit": str, "attempt": (str, int)}
 _HEADER = {"schema!": str, "kind!": str, "run_id": str, "timestamp": str, "fabric": str, "host": str, "env": dict,
            "study": _STUDY_TAG}
 
+# the fabric's facts a study writes onto its records (study/runner._facts); a train run writes the first two
+_FACTS = {"fabric_env": dict, "shaped_rate_bps": NUM, "netns": str}
+
 FIELDS: dict[str, dict[str, Any]] = {
     "collective": {
         "op!": str, "dtype": str, "bytes!": int, "requested_bytes": int, "count": int, "nranks!": int,
         "gpus": [int], "inplace": bool, "graph": bool, "iters": int, "time_us": NUM, "mean_us": NUM,
         "min_us": NUM, "max_us": NUM, "p95_us": NUM, "cv": NUM, "ci95_rel": NUM, "algbw_gbps": NUM,
         "busbw_gbps": NUM, "busbw_factor": NUM, "wrong": int, "status!": str, "message": str, "engine": str,
-        "backend": str, "transport": str, "gpu_names": [str],
+        "backend": str, "transport": str, "gpu_names": [str], "transport_mismatch": str, **_FACTS,
         "extra": {"settings": dict, "topology_gpus": [int], "placement_gpus": [int], "hosts": [str]},
     },
     "copy": {"bytes!": int, "time_us": NUM, "min_us": NUM, "max_us": NUM, "gbps": NUM, "copy_kind": str,
@@ -70,7 +73,7 @@ FIELDS: dict[str, dict[str, Any]] = {
         "comm": {"world_size": int, "collectives": [{"bytes!": NUM, "calls_per_step": NUM, "group_size": int,
                                                       "dtype": str, "op!": str}],
                  "timeline": {"exposed_fraction": NUM, "step_s": NUM}},
-        "losses": [NUM], "step_times_s": [NUM], "first_loss": NUM, "last_loss": NUM, "gpu_busy_fraction": NUM,
+        "losses": [NUM], "step_times_s": [NUM], **_FACTS, "first_loss": NUM, "last_loss": NUM, "gpu_busy_fraction": NUM,
     },
     "verdict": {"check!": str, "check_kind": str, "status!": str, "severity": str, "code": str, "criterion": str,
                 "subject": str, "reason": str, "unit": str, "sense": str, "margin": NUM, "duration_s": NUM,

@@ -92,6 +92,33 @@ class CollectiveResult:
         """The fabric it ran on, by name (a header field, in `context`); "default" where none is named."""
         return self.context.get("fabric") or "default"
 
+    # Written onto the record after to_dict, so kept in `context` (as fields they would write a null into
+    # every record): the study tag and the fabric's facts (study/runner.py), and the mismatch flag
+    # (measuring/child.annotate). Their types are checked by the reader (results/records.FIELDS).
+    @property
+    def study_unit(self) -> str | None:
+        """The study unit that wrote it ("sweep @ default", "scaling @ default"); None outside a study."""
+        return (self.context.get("study") or {}).get("unit")
+
+    @property
+    def fabric_env(self) -> dict[str, Any] | None:
+        """The fabric's variables (masked outside NCCL_/GLOO_/CUDA_); None in records from before facts."""
+        return self.context.get("fabric_env")
+
+    @property
+    def shaped_rate_bps(self) -> float | None:
+        return self.context.get("shaped_rate_bps")
+
+    @property
+    def netns(self) -> str | None:
+        """The network namespace a shaped fabric ran in."""
+        return self.context.get("netns")
+
+    @property
+    def transport_mismatch(self) -> str | None:
+        """Why the transport NCCL used is not the one the fabric asked for; None when it is (or unread)."""
+        return self.context.get("transport_mismatch")
+
     def to_dict(self) -> dict[str, Any]:
         """The flat JSON record: header first, then the measurement."""
         body = {k: _clean(v) for k, v in dataclasses.asdict(self).items() if k != "context"}
@@ -112,6 +139,7 @@ class CollectiveResult:
                     if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING}
         res = cls.from_dict({**dict.fromkeys(required), **record})
         res.status = Status(res.status)
+        res.extra = res.extra or {}  # null (an imported record's) reads as no extras
         return res
 
 
@@ -207,6 +235,11 @@ class TrainResult:
         """A field's value, or None where the run never got that far (UNSET: absent from the record)."""
         v = getattr(self, name)
         return None if v is UNSET else v
+
+    @property
+    def netns(self) -> str | None:
+        """The network namespace a shaped fabric ran in (study/runner.py adds it after to_dict: in `extra`)."""
+        return self.extra.get("netns")
 
     def to_dict(self) -> dict[str, Any]:
         """The flat JSON record: header first, then every field that was reached, then `extra`."""
