@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import shlex
-import statistics
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -26,7 +25,7 @@ from fabricbench.relating.plot import plot_relate
 from fabricbench.report.analysis import byte_unit, fmt, fmt_ratio, slower
 from fabricbench.report.document import Document, Section
 from fabricbench.report.plot import busbw_vs_count
-from fabricbench.results.schema import CollectiveResult
+from fabricbench.results.schema import CollectiveResult, TrainResult
 from fabricbench.results.status import Status
 from fabricbench.sizes import format_size
 from fabricbench.study import figures, records as study_records
@@ -46,11 +45,6 @@ def _mib(b: Any) -> float | None:
 
 def _size(b: int) -> str:
     return format_size(int(b))
-
-
-def _median(xs: list[float]) -> float | None:
-    xs = [x for x in xs if x is not None]
-    return statistics.median(xs) if xs else None
 
 
 class _Figs:
@@ -132,11 +126,12 @@ def summary(out_dir: str | Path) -> dict[str, Any]:
     sr = study_records.load(out_dir)
     stored = StudyConfig.from_dict(sr.plan["study"]["config"])
     config = dataclasses.replace(stored, fabrics=stored.fabric_names)  # as the records name them
-    out = repeats.summary(sr.of_kind("train"), fabrics=list(config.fabrics), reference=config.fabrics[0])
+    trains = sr.typed(TrainResult)
+    out = repeats.summary(trains, fabrics=list(config.fabrics), reference=config.fabrics[0])
     batch = next(iter(sr.of_kind("batch")[-1:]), None)
     out["batch"] = {k: batch.get(k) for k in ("chosen", "why", "curve", "rule")} if batch else \
         {"chosen": config.batch_size, "why": "--batch-size"}
-    rel = _relate(sr, config)
+    rel = _relate(config, trains, _unit_records(sr.typed(CollectiveResult), "sweep"))
     out["relate"] = [{"strategy": r.strategy, "fabric": r.fabric, "predicted_slowdown": r.predicted_slowdown,
                       "predicted_ci95": getattr(r, "predicted_slowdown_ci95", None),
                       "observed_slowdown": r.observed_slowdown,
@@ -152,11 +147,12 @@ def write_report(out_dir: str | Path) -> tuple[Path, Path]:
 # -- the document ---------------------------------------------------------------------------------------------
 def _build(sr: study_records.StudyRecords, c: StudyConfig, figs: _Figs, *, command: str) -> Document:
     machine = next(iter(sr.of_kind("machine")), None)
-    trains = sr.of_kind("train")
-    colls = [r for r in sr.of_kind("collective") if (r.get("study") or {}).get("unit", "").startswith("sweep")]
-    scaling = [r for r in sr.of_kind("collective") if (r.get("study") or {}).get("unit", "").startswith("scaling")]
+    trains = sr.typed(TrainResult)
+    collectives = sr.typed(CollectiveResult)
+    colls = _unit_records(collectives, "sweep")
+    scaling = _unit_records(collectives, "scaling")
     estimate = next(iter(sr.of_kind("estimate")), None)
-    relate = _relate(sr, c)
+    relate = _relate(c, trains, colls)
     where = (f"{c.nprocs} CPU ranks (gloo)" if c.device == "cpu" else
              f"{len(c.gpus)} × {_gpu_name(machine)} (GPUs {','.join(map(str, c.gpus))})")
     host = sr.plan.get("host", "?")
@@ -164,20 +160,25 @@ def _build(sr: study_records.StudyRecords, c: StudyConfig, figs: _Figs, *, comma
     doc = Document(f"fabricbench study: {c.model_label} on {where}",
                    subtitle=f"{host}, started {started} UTC; fabrics {', '.join(c.fabrics_shown)}; "
                             f"strategies {', '.join(c.strategies)}")
-    advice = _advice(sr, c, machine)
+    advice = _advice(sr, c, machine, trains)
     _in_short(doc, sr, c, trains, colls, advice)
     _machine(doc, sr, c, machine, colls, trains, figs)
     # `fabricbench import`ed results appended to results.jsonl: lines and columns of their own, beside
     groups = beside.collective_groups([r for r in sr.of_kind("collective") if beside.is_imported(r)])
-    _busbw(doc, c, colls, figs, imported=[dict(r, fabric=name) for name, rs in groups.items() for r in rs
-                                          if not r.get("inplace")])
+    _busbw(doc, c, colls, figs, imported=[CollectiveResult.from_record(dict(r, fabric=name))
+                                          for name, rs in groups.items() for r in rs if not r.get("inplace")])
     _scaling(doc, c, scaling, machine, figs)
     _memory(doc, c, trains, estimate, figs)
     _throughput(doc, c, trains, figs)
     _relate_section(doc, relate, figs)
-    _advice_section(doc, c, advice, trains, machine, sr.typed(CollectiveResult))
+    _advice_section(doc, c, advice, trains, machine, collectives)
     _reproduce(doc, sr, c, command)
     return doc
+
+
+def _unit_records(colls: list[CollectiveResult], kind: str) -> list[CollectiveResult]:
+    """The collectives a study unit of this kind wrote ("sweep", "scaling"); imported ones name no unit."""
+    return [r for r in colls if (r.study_unit or "").startswith(kind)]
 
 
 def _gpu_name(machine: dict[str, Any] | None) -> str:
@@ -185,14 +186,12 @@ def _gpu_name(machine: dict[str, Any] | None) -> str:
     return gpus[0]["name"] if gpus else "GPU"
 
 
-def _relate(sr: study_records.StudyRecords, c: StudyConfig) -> Any:
+def _relate(c: StudyConfig, trains: list[TrainResult], colls: list[CollectiveResult]) -> Any:
     """relate's result from the records (recomputed, so a rebuilt report agrees with its inputs), or None."""
     if c.world_size < 2:
         return f"{c.world_size} rank: no collective ran, so there is no slowdown to explain"
     if len(c.fabrics) < 2:
         return "one fabric: relate explains the slowdown between fabrics (name two with --fabrics)"
-    trains = sr.of_kind("train")
-    colls = [r for r in sr.of_kind("collective") if (r.get("study") or {}).get("unit", "").startswith("sweep")]
     if not trains or not colls:
         return None
     try:
@@ -201,32 +200,33 @@ def _relate(sr: study_records.StudyRecords, c: StudyConfig) -> Any:
         return str(e)
 
 
-def _advice(sr, c: StudyConfig, machine) -> Any:
+def _advice(sr, c: StudyConfig, machine, trains: list[TrainResult]) -> Any:
     if c.device != "cuda" or not (machine or {}).get("topology"):
         return None
     try:
         return fabricbench.advise(model=c.model, model_config=c.model_config, num_gpus=len(c.gpus), gpus=list(c.gpus)
-                                  if len(c.gpus) > 1 else None, results=sr.records, batch_size=_batch(sr.of_kind("train"), c),
+                                  if len(c.gpus) > 1 else None, results=sr.records, batch_size=_batch(trains, c),
                                   seq_len=c.seq_len, image_size=c.image_size, strategies=list(c.strategies),
                                   fabric=c.fabrics[0])
     except Exception as e:  # advice is derived; a failure is reported in its section, never fatal
         return str(e)
 
 
-def _batch(trains: list[dict[str, Any]], c: StudyConfig) -> Any:
+def _batch(trains: list[TrainResult], c: StudyConfig) -> Any:
     """The per-GPU batch the train runs used (the study's, or the one it picked)."""
-    return next((r.get("batch_size") for r in trains if r.get("batch_size")), c.batch_size)
+    return next((r.batch_size for r in trains if r.batch_size), c.batch_size)
 
 
-def _throughputs(trains: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
-    return {(r["strategy"], r.get("fabric", "default")): r for r in trains}
+def _throughputs(trains: list[TrainResult]) -> dict[tuple[str, str], TrainResult]:
+    return {(r.strategy, r.fabric): r for r in trains}
 
 
-def _sps(r: dict[str, Any] | None) -> float | None:
-    return ((r or {}).get("throughput") or {}).get("samples_per_s")
+def _sps(r: TrainResult | None) -> float | None:
+    return (r.reached("throughput") or {}).get("samples_per_s") if r else None
 
 
-def _in_short(doc: Document, sr, c: StudyConfig, trains, colls, advice) -> None:
+def _in_short(doc: Document, sr, c: StudyConfig, trains: list[TrainResult], colls: list[CollectiveResult],
+              advice) -> None:
     s = doc.section("In short", intro="What this study measured on this machine, and what to do about it. "
                                       "Every figure below comes with its numbers and the command that made it.")
     items = []
@@ -268,27 +268,22 @@ def _in_short(doc: Document, sr, c: StudyConfig, trains, colls, advice) -> None:
     s.bullets(items)
 
 
-def _step(r: dict[str, Any] | None) -> float | None:
-    return ((r or {}).get("step_time") or {}).get("median_s")
-
-
-def _busbw_ratio(colls, base: str, f: str) -> float | None:
+def _busbw_ratio(colls: list[CollectiveResult], base: str, f: str) -> float | None:
     """busbw on f / on base for all_reduce at the largest size both have (algbw when n = 1)."""
     def largest(fab):
-        pts = {r["bytes"]: r for r in colls if r.get("fabric") == fab and r.get("op") == "all_reduce"
-               and r.get("status") == Status.OK}
-        return pts
+        return {r.bytes: r for r in colls if r.fabric == fab and r.op == "all_reduce" and r.status == Status.OK}
     a, b = largest(base), largest(f)
     common = sorted(set(a) & set(b))
     if not common:
         return None
-    key = "busbw_gbps" if (a[common[-1]].get("nranks") or 0) > 1 else "algbw_gbps"
-    x, y = a[common[-1]].get(key), b[common[-1]].get(key)
+    x, y = a[common[-1]], b[common[-1]]
+    x, y = (x.busbw_gbps, y.busbw_gbps) if (x.nranks or 0) > 1 else (x.algbw_gbps, y.algbw_gbps)
     return y / x if x and y else None
 
 
 # -- the machine ----------------------------------------------------------------------------------------------
-def _machine(doc: Document, sr, c: StudyConfig, machine, colls, trains, figs: _Figs) -> None:
+def _machine(doc: Document, sr, c: StudyConfig, machine, colls: list[CollectiveResult], trains: list[TrainResult],
+             figs: _Figs) -> None:
     s = doc.section("The machine", intro="Where the numbers come from: the processors, the wiring between the "
                                          "GPUs, the library versions, and each fabric with the transport it "
                                          "really used.")
@@ -330,17 +325,19 @@ def _machine(doc: Document, sr, c: StudyConfig, machine, colls, trains, figs: _F
             s.text("No topology could be read (NVML and nvidia-smi did not answer).")
     rows, variables = [], []
     for f in c.fabrics:
-        recs = [r for r in colls if r.get("fabric") == f] or [r for r in trains if r.get("fabric") == f]
-        r0 = recs[0] if recs else {}
-        transports = sorted({str(r.get("transport")) for r in recs if r.get("transport")})
-        mismatch = sorted({r["transport_mismatch"] for r in recs if r.get("transport_mismatch")})
-        env = r0.get("fabric_env")
+        mine = [r for r in colls if r.fabric == f]
+        # the fabric's facts, which every study record carries (study/runner._facts), from a train run where no
+        # sweep finished; the transport only from collectives (NCCL's log is read for those alone)
+        r0 = next(iter(mine or [r for r in trains if r.fabric == f]), None)
+        transports = sorted({r.transport for r in mine if r.transport})
+        mismatch = sorted({r.transport_mismatch for r in mine if r.transport_mismatch})
+        env = _fact(r0, "fabric_env")
         if env is None:  # records from before fabric facts were recorded: the fabric's own definition
             try:
                 env = get_fabric(f).variables
             except Exception:
                 env = {}
-        rate = r0.get("shaped_rate_bps")
+        rate = _fact(r0, "shaped_rate_bps")
         units = [u for u in sr.units.values() if u.get("fabric") == f and u.get("unit_kind") in ("sweep", "train")]
         status = Status.OK if units and all(u["status"] == Status.OK for u in units) else \
             (sorted({u["status"] for u in units})[0] if units else "not run")
@@ -350,49 +347,58 @@ def _machine(doc: Document, sr, c: StudyConfig, machine, colls, trains, figs: _F
             used += " — MISMATCH: " + "; ".join(mismatch)
         rows.append([f, f"{rate / 1e9:g} Gbit/s (tc on the loopback of a namespace)" if rate else "-", used, status])
         variables.append(f"**{f}** sets " + (", ".join(f"`{k}={v}`" for k, v in env.items()) if env else "nothing")
-                         + (f"; ran in network namespace `{r0.get('netns')}`" if r0.get("netns") else ""))
+                         + (f"; ran in network namespace `{r0.netns}`" if r0 and r0.netns else ""))
     s.table(["fabric", "shaping", "transport really used", "units"], rows, status_col=3,
             caption="The fabrics, and what the collectives really ran over")
     s.bullets(variables)
 
 
+def _fact(r: CollectiveResult | TrainResult | None, name: str) -> Any:
+    """A fabric fact of a record (fabric_env, shaped_rate_bps), None where it has none or it never ran."""
+    if isinstance(r, TrainResult):
+        return r.reached(name)
+    return getattr(r, name) if r is not None else None
+
+
 # -- busbw ----------------------------------------------------------------------------------------------------
-def _metric(colls) -> tuple[str, str | None]:
-    if colls and all((r.get("nranks") or 0) <= 1 for r in colls):
+def _metric(colls: list[CollectiveResult]) -> tuple[str, str | None]:
+    """The CollectiveResult field to plot (busbw_gbps, or algbw_gbps when every record is one rank) and why."""
+    if colls and all((r.nranks or 0) <= 1 for r in colls):
         return "algbw_gbps", "one rank: the busbw factor 2(n−1)/n is 0, so algbw (S / t) is shown instead"
     return "busbw_gbps", None
 
 
-def _busbw(doc: Document, c: StudyConfig, colls, figs: _Figs, imported=()) -> None:
+def _busbw(doc: Document, c: StudyConfig, colls: list[CollectiveResult], figs: _Figs,
+           imported: list[CollectiveResult] = ()) -> None:
     s = doc.section("Bus bandwidth against size, per fabric",
                     intro="busbw = S / t × the op's factor (all-reduce 2(n−1)/n; all-gather, reduce-scatter "
                           "(n−1)/n), nccl-tests' definition: comparable across GPU counts. Sizes cover what the "
                           "strategies sent (from their traces) or a default grid.")
-    ok = [r for r in colls if r.get("status") == Status.OK]
+    ok = [r for r in colls if r.status == Status.OK]
     if not ok:
         s.text("No sweep finished; nothing to show (see “Reproduce”).")
         return
-    ok += [r for r in imported if r.get("status") == Status.OK]
+    ok += [r for r in imported if r.status == Status.OK]
     metric, note = _metric(ok)
-    dtypes = sorted({r["dtype"] for r in ok})
+    dtypes = sorted({r.dtype for r in ok})
     series: dict[str, dict[str, list]] = {}
     for r in ok:
-        label = r["fabric"] + (f" ({r['dtype']})" if len(dtypes) > 1 else "")
-        series.setdefault(r["op"], {}).setdefault(label, []).append((r["bytes"], r.get(metric)))
+        label = r.fabric + (f" ({r.dtype})" if len(dtypes) > 1 else "")
+        series.setdefault(r.op, {}).setdefault(label, []).append((r.bytes, getattr(r, metric)))
     p = figs.path("busbw")
     figures.busbw_grid(series, p, title=f"{metric.replace('_gbps', '')} against size, per fabric (log-log)",
                        ylabel=f"{metric.replace('_gbps', '')} (GB/s)")
     s.figure(p, f"{metric.replace('_gbps', '')} against message size, one panel per collective, one line per fabric"
                 + (f" ({note})" if note else ""))
-    fabs = [f for f in c.fabrics if any(r["fabric"] == f for r in ok)]
-    fabs += list(dict.fromkeys(r["fabric"] for r in imported if r in ok))
+    fabs = [f for f in c.fabrics if any(r.fabric == f for r in ok)]
+    fabs += list(dict.fromkeys(r.fabric for r in imported if r in ok))
     # one small table per op (rows: sizes; columns: fabrics, then each one's ratio to the first): the
     # numbers under each panel of the figure, narrow enough to read without scrolling
-    val = {(r["op"], r["dtype"], r["bytes"], r["fabric"]): r.get(metric) for r in ok}
+    val = {(r.op, r.dtype, r.bytes, r.fabric): getattr(r, metric) for r in ok}
     short = metric.replace("_gbps", "")
-    for op in dict.fromkeys(r["op"] for r in ok):
+    for op in dict.fromkeys(r.op for r in ok):
         rows = []
-        for dt, size in sorted({(r["dtype"], r["bytes"]) for r in ok if r["op"] == op}):
+        for dt, size in sorted({(r.dtype, r.bytes) for r in ok if r.op == op}):
             vs = [val.get((op, dt, size, f)) for f in fabs]
             rows.append([_size(size), dt, *vs, *[fmt_ratio(slower(vs[0], v)) for v in vs[1:]]])
         s.table(["size", "dtype", *[f"{f} GB/s" for f in fabs], *[f"{f} N× slower than {fabs[0]}" for f in fabs[1:]]], rows,
@@ -402,11 +408,11 @@ def _busbw(doc: Document, c: StudyConfig, colls, figs: _Figs, imported=()) -> No
 
 
 # -- scaling --------------------------------------------------------------------------------------------------
-def _scaling(doc: Document, c: StudyConfig, scaling, machine, figs: _Figs) -> None:
+def _scaling(doc: Document, c: StudyConfig, scaling: list[CollectiveResult], machine, figs: _Figs) -> None:
     s = doc.section("Scaling inside and across NVLink islands",
                     intro="busbw of the largest all-reduce for GPU sets of each count, inside one island and "
                           "across islands: what placement does to a job.")
-    ok = [r for r in scaling if r.get("status") == Status.OK]
+    ok = [r for r in scaling if r.status == Status.OK]
     if not ok:
         if c.device == "cpu":
             why = "CPU ranks all share one host and one loopback: there are no islands to compare."
@@ -420,12 +426,13 @@ def _scaling(doc: Document, c: StudyConfig, scaling, machine, figs: _Figs) -> No
         return
     series: dict[str, dict[str, list]] = {}
     rows = []
-    for r in sorted(ok, key=lambda r: ((r.get("extra") or {}).get("count", 0), (r.get("extra") or {}).get("placement", ""))):
-        ex = r.get("extra") or {}
-        series.setdefault(f"all_reduce {_size(r['bytes'])}", {}).setdefault(ex.get("placement", "?"), []).append(
-            (ex.get("count", r.get("nranks")), r.get("busbw_gbps")))
-        rows.append([ex.get("count", r.get("nranks")), ex.get("placement"), ",".join(map(str, ex.get("placement_gpus") or r.get("gpus") or [])),
-                     ex.get("slowest_link"), _size(r["bytes"]), r.get("busbw_gbps"), r.get("transport")])
+    # extra.count, .placement, .slowest_link: what the scaling command (topology/placement.py) tags each run with
+    for r in sorted(ok, key=lambda r: (r.extra.get("count", 0), r.extra.get("placement", ""))):
+        ex = r.extra
+        series.setdefault(f"all_reduce {_size(r.bytes)}", {}).setdefault(ex.get("placement", "?"), []).append(
+            (ex.get("count", r.nranks), r.busbw_gbps))
+        rows.append([ex.get("count", r.nranks), ex.get("placement"), ",".join(map(str, ex.get("placement_gpus") or r.gpus or [])),
+                     ex.get("slowest_link"), _size(r.bytes), r.busbw_gbps, r.transport])
     p = figs.path("scaling")
 
     busbw_vs_count(series, p, title="busbw against GPU count, per placement")
@@ -434,26 +441,27 @@ def _scaling(doc: Document, c: StudyConfig, scaling, machine, figs: _Figs) -> No
 
 
 # -- memory ---------------------------------------------------------------------------------------------------
-def _memory(doc: Document, c: StudyConfig, trains, estimate, figs: _Figs) -> None:
+def _memory(doc: Document, c: StudyConfig, trains: list[TrainResult], estimate, figs: _Figs) -> None:
     s = doc.section("Memory per GPU per strategy: measured against estimated",
                     intro="Each step down the dial DDP → ZeRO-1 → ZeRO-2 → ZeRO-3 → FSDP shards more of the model "
                           "states; activations are not sharded, so the staircase never reaches 1/n. Estimate: "
                           "the framework recipe of fabricbench estimate (model states) plus 34·s·b·h·L bytes of "
                           "activations.")
     base = c.fabrics[0]
-    by = {r["strategy"]: r for r in trains if r.get("fabric") == base}
+    by = {r.strategy: r for r in trains if r.fabric == base}
     est = (estimate or {}).get("strategies") or {}
     act = (estimate or {}).get("activation_bytes")
     rows, states, totals, alloc, reserved = [], [], [], [], []
     for st in c.strategies:
-        r = by.get(st) or {}
-        e = est.get(st) or (r.get("estimate") or {})
+        r = by.get(st)
+        run_est = (r.estimate if r else None) or {}  # the estimate record's, else the one the run carried
+        e = est.get(st) or run_est
         st_b = e.get("total_bytes")
-        tot = (st_b + act) if (st_b is not None and act is not None) else (r.get("estimate") or {}).get("with_activations_bytes")
-        mem = r.get("memory") or {}
+        tot = (st_b + act) if (st_b is not None and act is not None) else run_est.get("with_activations_bytes")
+        mem = (r.reached("memory") if r else None) or {}
         a, rv = mem.get("max_allocated_bytes"), mem.get("max_reserved_bytes")
         states.append(_gib(st_b)); totals.append(_gib(tot)); alloc.append(_gib(a)); reserved.append(_gib(rv))
-        rows.append([st, r.get("status", "not run"), _mib(st_b), _mib(act), _mib(tot), _mib(a), _mib(rv),
+        rows.append([st, r.status if r else "not run", _mib(st_b), _mib(act), _mib(tot), _mib(a), _mib(rv),
                      (a / tot) if (a and tot) else None])
     p = figs.path("memory")
     series = {"estimate: model states": states, "estimate: + activations": totals}
@@ -475,7 +483,7 @@ def _memory(doc: Document, c: StudyConfig, trains, estimate, figs: _Figs) -> Non
 
 
 # -- throughput -----------------------------------------------------------------------------------------------
-def _throughput(doc: Document, c: StudyConfig, trains, figs: _Figs) -> None:
+def _throughput(doc: Document, c: StudyConfig, trains: list[TrainResult], figs: _Figs) -> None:
     s = doc.section("Throughput per strategy per fabric",
                     intro="samples/s = global batch / median step time (steps after the warm-up, each the "
                           "slowest rank's), per run; each (strategy, fabric) is the median over its runs in "
@@ -500,20 +508,19 @@ def _throughput(doc: Document, c: StudyConfig, trains, figs: _Figs) -> None:
             if r is None:
                 rows.append([st, f, "not run", None, None, None, None, None, None, None, None])
                 continue
-            comm = r.get("comm") or {}
+            comm = r.reached("comm") or {}
             tl = comm.get("timeline") or {}
             b = figs_by.get((st, base))
             # one direction for every ratio: N× slower than on the first fabric (throughput: base / here)
             rel = fmt_ratio(slower(b.samples_per_s, fg.samples_per_s)) if (fg and b and b.samples_per_s) else None
             ci = f"{fmt(fg.ci95[0])}-{fmt(fg.ci95[1])}" if fg and fg.ci95 else "-"
-            rows.append([st, f, r.get("status"), fg.samples_per_s if fg else _sps(r), ci, fg.runs if fg else 1,
+            rows.append([st, f, r.status, fg.samples_per_s if fg else _sps(r), ci, fg.runs if fg else 1,
                          fg.step_s * 1e3 if fg else None, rel, _mib(comm.get("total_bytes_per_step")),
-                         tl.get("exposed_fraction"), fg.gpu_busy_fraction if fg else r.get("gpu_busy_fraction")])
+                         tl.get("exposed_fraction"), fg.gpu_busy_fraction if fg else r.reached("gpu_busy_fraction")])
     s.table(["strategy", "fabric", "status", "samples/s", "95% CI", "runs", "median step ms", f"N× slower than {base}",
              "comm MiB/step", "exposed comm", "GPU busy"], rows, status_col=2)
     notes = [f"{f.strategy} @ {f.fabric}: {f.host_bound}" for f in figs_by.values() if f.host_bound]
-    msgs = notes + [f"{r['strategy']} @ {r.get('fabric')}: {r.get('status')}: {r.get('message')}" for r in trains
-                    if r.get("message")]
+    msgs = notes + [f"{r.strategy} @ {r.fabric}: {r.status}: {r.message}" for r in trains if r.message]
     if msgs:
         s.bullets(msgs)
 
@@ -591,7 +598,7 @@ def _smaller_jobs(s: Section, c: StudyConfig, machine, collectives: list[Collect
                 caption="smaller jobs on this machine: the best GPU set against the worst kind of set")
 
 
-def _advice_section(doc: Document, c: StudyConfig, advice, trains, machine=None,
+def _advice_section(doc: Document, c: StudyConfig, advice, trains: list[TrainResult], machine=None,
                     collectives: list[CollectiveResult] = ()) -> None:
     s = doc.section("Advice", intro="Where to run this job and with which strategy, from the measurements above "
                                     "(fabricbench advise gives the same for other GPU counts and saved "
