@@ -164,9 +164,10 @@ def _build(sr: study_records.StudyRecords, c: StudyConfig, figs: _Figs, *, comma
     _in_short(doc, sr, c, trains, colls, advice)
     _machine(doc, sr, c, machine, colls, trains, figs)
     # `fabricbench import`ed results appended to results.jsonl: lines and columns of their own, beside
+    # (beside labels the dicts: "nvswitch (nccl-tests)"; that label is the fabric they are shown under)
     groups = beside.collective_groups([r for r in sr.of_kind("collective") if beside.is_imported(r)])
-    _busbw(doc, c, colls, figs, imported=[CollectiveResult.from_record(dict(r, fabric=name))
-                                          for name, rs in groups.items() for r in rs if not r.get("inplace")])
+    imported = [CollectiveResult.from_record(dict(r, fabric=name)) for name, rs in groups.items() for r in rs]
+    _busbw(doc, c, colls, figs, imported=[r for r in imported if not r.inplace])
     _scaling(doc, c, scaling, machine, figs)
     _memory(doc, c, trains, estimate, figs)
     _throughput(doc, c, trains, figs)
