@@ -185,9 +185,9 @@ def sweep_command(sweep: Any, delivery: SweepDelivery) -> list[str]:
     as `delivery` says: every option from the two types, none written by hand."""
     written = {f.name for f in dataclasses.fields(sweep) if not (f.metadata.get(ARGV) or {}).get("skip")
                and getattr(sweep, f.name) not in (None, False)}
-    if written & {f.name for f in dataclasses.fields(delivery)}:  # the child would get them twice
-        raise ValueError(f"sweep_command: {sorted(written & {'fabric', 'out', 'quiet', 'resume'})} come "
-                         f"from the delivery, not the sweep")
+    twice = written & {f.name for f in dataclasses.fields(delivery)}  # the child would get them twice
+    if twice:
+        raise ValueError(f"sweep_command: {sorted(twice)} come from the delivery, not the sweep")
     return [sys.executable, "-m", "fabricbench", "sweep", *to_argv(sweep), *to_argv(delivery)]
 
 
