@@ -13,7 +13,7 @@ Verdicts: "fits" when the margin keeps RESERVE_FRACTION of the GPU free for what
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 from fabricbench.results.schema import TrainResult
 from fabricbench.results.status import TIMED_TRAIN, Status
@@ -58,7 +58,7 @@ def capacity_from_name(name: str | None) -> int | None:
     return None
 
 
-def _measured(trains: list[TrainResult], *, model: str, strategy: str, n: int,
+def _measured(trains: Sequence[TrainResult], *, model: str, strategy: str, n: int,
               batch_size: int | None) -> TrainResult | None:
     """The latest GPU train run of this model, strategy, GPU count and per-GPU batch."""
     found = None
@@ -70,7 +70,7 @@ def _measured(trains: list[TrainResult], *, model: str, strategy: str, n: int,
 
 
 def fits(*, strategies: list[str], psi: int, n: int, activation_bytes: int, capacity: int | None, model: str,
-         trains: list[TrainResult] = (), recipe: str = "framework",
+         trains: Sequence[TrainResult] = (), recipe: str = "framework",
          batch_size: int | None = None) -> list[MemoryFit]:
     """Each strategy's need against `capacity`; `trains` (typed train records) give measured needs."""
     states = model_states(psi=psi, num_gpus=n, recipe=recipe)
@@ -78,7 +78,7 @@ def fits(*, strategies: list[str], psi: int, n: int, activation_bytes: int, capa
     for s in strategies:
         st = states[s]["total_bytes"]
         need, source = st + activation_bytes, f"estimate ({recipe} recipe)"
-        rec = _measured(list(trains), model=model, strategy=s, n=n, batch_size=batch_size)
+        rec = _measured(trains, model=model, strategy=s, n=n, batch_size=batch_size)
         if rec is not None and rec.status == Status.OOM:
             out.append(MemoryFit(strategy=s, need_bytes=need, states_bytes=st, activation_bytes=activation_bytes,
                                  capacity_bytes=capacity, margin_bytes=None, verdict="does not fit",

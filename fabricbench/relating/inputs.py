@@ -101,16 +101,12 @@ class Observed:
     step_ci95: tuple[float, float] | None = None  # run-to-run (or one run's own) 95% interval of step_s
 
 
-def _step(run: TrainResult) -> float | None:
-    return (run.reached("step_time") or {}).get("median_s")
-
-
 def observations(trains: Iterable[TrainResult]) -> tuple[list[Observed], list[str]]:
     """Usable train runs combined per (workload, strategy, fabric); problems for the rest."""
     groups: dict[tuple[Workload, str, str], list[TrainResult]] = {}
     problems: list[str] = []
     for run in trains:
-        step = _step(run)
+        step = run.median_step_s
         if run.status not in USABLE_TRAIN or not step or step <= 0:
             why = run.message or "no timed step"
             problems.append(f"train record {run.strategy} on fabric {run.fabric}: status {run.status.value} "
@@ -123,7 +119,7 @@ def observations(trains: Iterable[TrainResult]) -> tuple[list[Observed], list[st
         comm = next((c for r in runs if (c := r.reached("comm")) is not None), None)
         fig = repeats.figures(runs)[0]  # the one statistics rule (measuring/stats.py via repeats.py)
         out.append(Observed(workload=wl, strategy=strategy, fabric=fabric, step_ci95=fig.step_ci95,
-                            step_s=statistics.median(_step(r) for r in runs),
+                            step_s=statistics.median(r.median_step_s for r in runs),
                             samples_per_s=statistics.median(sps) if sps else None,
                             global_batch=runs[0].global_batch, comm=comm, runs=len(runs)))
     return out, problems

@@ -237,6 +237,12 @@ class TrainResult:
         return None if v is UNSET else v
 
     @property
+    def median_step_s(self) -> float | None:
+        """The run's median step time, where it timed a (positive) step; None otherwise."""
+        v = (self.reached("step_time") or {}).get("median_s")
+        return v if v is not None and v > 0 else None
+
+    @property
     def netns(self) -> str | None:
         """The network namespace a shaped fabric ran in (study/runner.py adds it after to_dict: in `extra`)."""
         return self.extra.get("netns")

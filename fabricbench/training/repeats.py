@@ -54,11 +54,6 @@ class Figure:
         return d
 
 
-def _median_step(run: TrainResult) -> float | None:
-    v = (run.reached("step_time") or {}).get("median_s")
-    return v if v is not None and v > 0 else None
-
-
 def figures(records: Iterable[TrainResult | dict[str, Any]]) -> list[Figure]:
     """The train runs that measured a step -> one Figure per (strategy, fabric), in first-seen order.
 
@@ -66,16 +61,16 @@ def figures(records: Iterable[TrainResult | dict[str, Any]]) -> list[Figure]:
     a run holds in memory (launch.run's, a study's), typed here; records of other kinds are left out."""
     groups: dict[tuple[str, str], list[TrainResult]] = {}
     for r in records:
-        if isinstance(r, dict):
-            if r.get("kind", "train") != "train":
+        if isinstance(r, dict):  # typed only once its kind and status say it is a run to count
+            if r.get("kind", "train") != "train" or r.get("status") not in OK:
                 continue
             r = TrainResult.from_record(r)
-        if r.status not in OK or _median_step(r) is None:
+        if r.status not in OK or r.median_step_s is None:
             continue
         groups.setdefault((r.strategy, r.fabric), []).append(r)
     out = []
     for (strategy, fabric), runs in groups.items():
-        steps = [_median_step(r) for r in runs]
+        steps = [r.median_step_s for r in runs]
         step = statistics.median(steps)
         ci = repeat_ci(steps)
         how = "run-to-run"
