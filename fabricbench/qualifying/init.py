@@ -135,7 +135,7 @@ def spec_from_results(path: str | os.PathLike, *, margin: float = 0.9, name: str
     _contrast(w, groups, used, all_gpus, run, margin)
     _copies(w, copies, used, margin)
     for t in trains:
-        sps = (t.reached("throughput") or {}).get("samples_per_s")
+        sps = t.samples_per_s
         w.check(_unique(used, f"train_{t.strategy}"), "train")
         w.kv("strategy", t.strategy)
         w.kv("model", t.model)

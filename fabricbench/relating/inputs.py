@@ -115,7 +115,7 @@ def observations(trains: Iterable[TrainResult]) -> tuple[list[Observed], list[st
         groups.setdefault((Workload.of(run), run.strategy, run.fabric), []).append(run)
     out = []
     for (wl, strategy, fabric), runs in groups.items():
-        sps = [v for r in runs if (v := (r.reached("throughput") or {}).get("samples_per_s"))]
+        sps = [v for r in runs if (v := r.samples_per_s)]
         comm = next((c for r in runs if (c := r.reached("comm")) is not None), None)
         fig = repeats.figures(runs)[0]  # the one statistics rule (measuring/stats.py via repeats.py)
         out.append(Observed(workload=wl, strategy=strategy, fabric=fabric, step_ci95=fig.step_ci95,

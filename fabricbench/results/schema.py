@@ -237,6 +237,11 @@ class TrainResult:
         return None if v is UNSET else v
 
     @property
+    def samples_per_s(self) -> float | None:
+        """The run's throughput, where it timed steps; None otherwise."""
+        return (self.reached("throughput") or {}).get("samples_per_s")
+
+    @property
     def median_step_s(self) -> float | None:
         """The run's median step time, where it timed a (positive) step; None otherwise."""
         v = (self.reached("step_time") or {}).get("median_s")

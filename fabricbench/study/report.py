@@ -223,7 +223,7 @@ def _throughputs(trains: list[TrainResult]) -> dict[tuple[str, str], TrainResult
 
 
 def _sps(r: TrainResult | None) -> float | None:
-    return (r.reached("throughput") or {}).get("samples_per_s") if r else None
+    return r.samples_per_s if r else None
 
 
 def _in_short(doc: Document, sr, c: StudyConfig, trains: list[TrainResult], colls: list[CollectiveResult],

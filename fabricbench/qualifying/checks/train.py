@@ -77,7 +77,7 @@ def judge(check: Check, ctx) -> list[Item]:
         items.append(equal("loss_falls", f"{first:.4f} -> {last:.4f}" if first is not None and last is not None
                            else None, "falling", subject=subj, ok=bool(run.reached("loss_decreased"))))
     if p.get("min_samples_per_s") is not None:
-        sps = (run.reached("throughput") or {}).get("samples_per_s")
+        sps = run.samples_per_s
         if sps is None:
             items.append(error("samples_per_s", "no throughput in the record", subject=subj))
         else:
