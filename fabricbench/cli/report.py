@@ -3,7 +3,7 @@
     fabricbench report run/
     fabricbench report run/ --json      (the summary only: rankings with ties, slowdowns with intervals)
 
-Nothing is measured: the report is drawn again from the records (fabricbench/study/report.py), so a
+Nothing is measured: the report is drawn again from the records (fabricbench/study/report/), so a
 study interrupted and resumed, or one copied from another machine, gets its report the same way.
 """
 

@@ -8,7 +8,7 @@
 
 config.py says what a study is (StudyConfig), plan.py which units it runs, units.py what each kind of
 unit runs and keeps, runner.py runs them (results.jsonl, resume, Ctrl-C), records.py reads a study
-directory back, report.py writes report.md/report.html from it.
+directory back, report/ writes report.md/report.html from it.
 """
 
 import sys as _sys
