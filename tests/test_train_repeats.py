@@ -1,6 +1,6 @@
-"""Repeats in fresh processes, intervals and ties (issue 19), without starting a process: the statistics
-(measuring/stats.py), the figures, rankings and slowdowns (training/repeats.py), the order and stopping
-rule of train's rounds (launch.run with run_strategy replaced), and relate's propagated intervals."""
+"""Repeats in fresh processes, intervals and verdicts (issues 19, 27), without starting a process: the
+statistics (measuring/stats.py), the figures, comparisons, rankings and slowdowns (training/repeats.py), the
+order and stopping rule of train's rounds (launch.run with run_strategy replaced), and relate's intervals."""
 
 from __future__ import annotations
 
@@ -31,16 +31,22 @@ def test_repeat_ci_uses_student_t_below_six_and_order_statistics_from_six():
     assert lo in many and hi in many and lo < statistics.median(many) < hi
 
 
-def test_ratio_ci_is_interval_arithmetic_and_overlap_is_a_tie():
+def test_ratio_ci_is_interval_arithmetic_and_overlap():
     assert stats.ratio_ci((2.0, 3.0), (1.0, 1.5)) == pytest.approx((2 / 1.5, 3.0))
     assert stats.overlaps((1, 2), (2, 3)) and not stats.overlaps((1, 2), (2.1, 3))
-    assert not stats.overlaps(None, (1, 2))  # a figure without an interval ties with nothing
+    assert not stats.overlaps(None, (1, 2))  # a figure without an interval overlaps nothing
 
 
-def test_tie_groups_rank_best_first_with_overlapping_leaders():
-    items = [("fsdp", 90.0, (85.0, 95.0)), ("ddp", 100.0, (92.0, 108.0)), ("zero1", 50.0, (48.0, 52.0))]
-    assert stats.tie_groups(items) == [["ddp", "fsdp"], ["zero1"]]
-    assert repeats.ranking_text([["ddp", "fsdp"], ["zero1"]]) == "ddp ≈ fsdp (within noise), then zero1"
+def test_rankings_order_only_where_a_comparison_says_faster():
+    # ddp 5% ahead of fsdp in every round, zero1 half as fast: ddp > fsdp > zero1, each a finding
+    recs = [_rec(st, "default", step * k, rnd=r) for r, k in enumerate((1.0, 1.02, 0.99, 1.01), 1)
+            for st, step in (("ddp", 0.100), ("fsdp", 0.105), ("zero1", 0.200))]
+    s = repeats.summary(recs, last_look=4)
+    assert s["rankings"]["default"] == [["ddp"], ["fsdp"], ["zero1"]]
+    # one run each: no interval, nothing decided, so no order
+    one = repeats.summary([_rec("ddp", "default", 0.1, rnd=1), _rec("fsdp", "default", 0.2, rnd=1)])
+    assert one["rankings"]["default"] == [["ddp", "fsdp"]]
+    assert [c["verdict"] for c in one["comparisons"]] == ["undecided"]
 
 
 def test_outliers_are_the_slow_step_a_mean_would_follow():
@@ -49,9 +55,12 @@ def test_outliers_are_the_slow_step_a_mean_would_follow():
     assert stats.outliers([1.0, 1.0, 1.0]) == []  # too few to tell
 
 
-def _rec(strategy, fabric, step, *, batch=8, status="ok", ci=None, busy=None):
-    return {"kind": "train", "strategy": strategy, "fabric": fabric, "status": status, "global_batch": batch,
-            "step_time": {"median_s": step, "ci95_rel": ci}, "gpu_busy_fraction": busy}
+def _rec(strategy, fabric, step, *, batch=8, status="ok", ci=None, busy=None, rnd=None):
+    r = {"kind": "train", "strategy": strategy, "fabric": fabric, "status": status, "global_batch": batch,
+         "step_time": {"median_s": step, "ci95_rel": ci}, "gpu_busy_fraction": busy}
+    if rnd is not None:  # the round, as a study names it (train's own runs say "repeat")
+        r["study"] = {"unit": f"train {strategy} @ {fabric}" + (f" #{rnd}" if rnd > 1 else "")}
+    return r
 
 
 def test_figures_slowdowns_and_host_bound():
@@ -65,23 +74,33 @@ def test_figures_slowdowns_and_host_bound():
     assert figs[("ddp", "slow")].host_bound is None
     f = figs[("fsdp", "default")]  # one run: its own interval, said so
     assert f.interval == "within one run" and f.step_ci95 == pytest.approx((0.19, 0.21))
-    (sl,) = repeats.slowdowns(list(figs.values()), "default")
-    assert sl["value"] == pytest.approx(2.0)
-    lo, hi = sl["ci95"]
-    assert lo == pytest.approx(figs[("ddp", "slow")].step_ci95[0] / d.step_ci95[1]) and lo < 2.0 < hi
-    assert "2.00× slower than on default" in repeats.slowdown_text(sl)
+
+def test_slowdown_is_the_paired_ratio_of_the_fabric_comparison():
+    # the slow fabric doubles the step in every round; round 2 is slow on both (the machine drifted)
+    recs = [_rec("ddp", f, step * k, rnd=r) for r, k in enumerate((1.0, 1.3, 0.95), 1)
+            for f, step in (("default", 0.10), ("slow", 0.20))]
+    (sl,) = repeats.summary(recs, fabrics=["default", "slow"], last_look=3)["slowdowns"]
+    assert sl["value"] == pytest.approx(2.0) and sl["paired"] and sl["rounds"] == 3
+    # the drift is shared by the pair: it cancels, and the interval is the ratio itself
+    assert sl["verdict"] == "faster" and sl["ci95"] == pytest.approx([2.0, 2.0], rel=1e-6)
+    assert sl["text"].startswith("ddp: default is 2.00× faster than slow [")
 
 
 def test_summary_and_contradictions_between_two_studies():
-    a = repeats.summary([_rec("ddp", "default", 0.100, ci=0.02), _rec("fsdp", "default", 0.103, ci=0.02)])
-    b = repeats.summary([_rec("ddp", "default", 0.104, ci=0.02), _rec("fsdp", "default", 0.101, ci=0.02)])
-    # the order flips, but each calls it a tie: no contradiction
-    assert a["rankings"]["default"] == [["ddp", "fsdp"]] and repeats.contradictions(a, b) == []
-    c = repeats.summary([_rec("ddp", "default", 0.100, ci=0.01), _rec("fsdp", "default", 0.200, ci=0.01)])
-    d = repeats.summary([_rec("ddp", "default", 0.200, ci=0.01), _rec("fsdp", "default", 0.100, ci=0.01)])
-    problems = repeats.contradictions(c, d)
-    assert any("neither a tie" in p for p in problems) and any("do not overlap" in p for p in problems)
-    assert c["headline"] == ["on default: ddp, then fsdp"]
+    def study(ratio, noise):  # ddp's step / fsdp's, over 4 paired rounds
+        return repeats.summary([_rec(st, "default", 0.1 * (ratio if st == "ddp" else 1.0) * (1 + e), rnd=r)
+                                for r, e in enumerate(noise, 1) for st in ("ddp", "fsdp")], last_look=4)
+
+    tight = (0.0, 0.001, -0.001, 0.0)
+    a, b = study(1.05, tight), study(0.95, tight)  # fsdp faster in one, ddp faster in the other
+    assert a["comparisons"][0]["verdict"] == b["comparisons"][0]["verdict"] == "faster"
+    problems = repeats.contradictions(a, b)
+    assert any(p.startswith("one says: on default: fsdp is") for p in problems)
+    assert a["headline"][0].startswith("on default: fsdp is 5.0% faster than ddp [")
+    same = study(1.05, (0.0, 0.002, -0.001, 0.001))
+    assert repeats.contradictions(a, same) == []
+    eq = study(1.0, tight)
+    assert eq["comparisons"][0]["verdict"] == "equivalent" and repeats.contradictions(a, eq)
 
 
 def _fake_run(calls, steps_by_strategy):
@@ -103,14 +122,21 @@ def _config(**kw):
     return launch.TrainConfig(**base)
 
 
-def test_rounds_interleave_and_stop_when_the_ci_is_within_target(tmp_path, monkeypatch):
+def test_rounds_interleave_and_stop_when_the_question_is_answered(tmp_path, monkeypatch):
     calls: list[str] = []
-    # ddp repeats tightly (done after the minimum of 3), fsdp spreads (runs to --max-repeats 5)
+    # ddp 2x faster, both tight: decided at the first look (round 3), both precise: stop
+    monkeypatch.setattr(launch, "run_strategy", _fake_run(calls, {"ddp": [0.100, 0.1001, 0.0999, 0.1, 0.1],
+                                                                  "fsdp": [0.2, 0.2001, 0.1999, 0.2, 0.2]}))
+    with ResultWriter(tmp_path / "t.jsonl") as w:
+        launch.run(_config(max_repeats=5), w)
+    assert calls == ["ddp", "fsdp"] * 3
+    # fsdp spreads: the comparison stays undecided, so whole rounds go on to --max-repeats (pairs kept)
+    calls.clear()
     monkeypatch.setattr(launch, "run_strategy", _fake_run(calls, {"ddp": [0.100, 0.1001, 0.0999, 0.1, 0.1],
                                                                   "fsdp": [0.1, 0.2, 0.15, 0.12, 0.18]}))
-    with ResultWriter(tmp_path / "t.jsonl") as w:
+    with ResultWriter(tmp_path / "u.jsonl") as w:
         recs = launch.run(_config(max_repeats=5), w)
-    assert calls == ["ddp", "fsdp"] * 3 + ["fsdp", "fsdp"]  # A B A B A B, then only what is not yet within 3%
+    assert calls == ["ddp", "fsdp"] * 5
     assert [r["repeat"] for r in recs if r["strategy"] == "fsdp"] == [1, 2, 3, 4, 5]
 
 

@@ -25,7 +25,7 @@ from fabricbench.advise.memory import MemoryFit, capacity_from_name, fits
 from fabricbench.advise.strategy import StrategyTime, predict
 from fabricbench.errors import UsageError
 from fabricbench.gpus import parse_gpus
-from fabricbench.measuring.stats import overlaps
+from fabricbench.measuring.comparison import Comparison
 from fabricbench.results import records as result_records
 from fabricbench.results.schema import CollectiveResult, TrainResult
 from fabricbench.sizes import parse_size
@@ -33,7 +33,7 @@ from fabricbench.study import records as study_records
 from fabricbench.topology import load_file, read_topology
 from fabricbench.topology.model import Topology, _ranges
 from fabricbench.topology.ranking import PlacementRank, rank_placements
-from fabricbench.training import estimate as est, models
+from fabricbench.training import estimate as est, models, repeats
 from fabricbench.training.strategies import STRATEGIES
 
 EVEN = 0.05  # predicted times within 5% are even (run-to-run noise of step times is of that order)
@@ -262,6 +262,23 @@ def _key(a: StrategyAdvice) -> float:
     return float("inf") if t is None else t
 
 
+def _verdict(x: StrategyAdvice, y: StrategyAdvice) -> Comparison | None:
+    """x against y where both were measured: the paired comparison of their runs (training/repeats.py)."""
+    if not (x.time.runs and y.time.runs) or x is y:
+        return None
+    comps = repeats.comparisons([*x.time.runs, *y.time.runs])
+    return comps[0] if comps else None
+
+
+def _even(top: StrategyAdvice, a: StrategyAdvice, fastest: float) -> bool:
+    """Whether a shares top's band: measured both, unless the comparison says one is faster; else
+    predicted times within EVEN."""
+    v = _verdict(top, a)
+    if v is not None:
+        return v.verdict != "faster"
+    return _key(a) <= fastest * (1 + EVEN) or _key(a) == fastest
+
+
 def _choose(advice: list[StrategyAdvice]) -> list[StrategyAdvice]:
     """The usable strategies in recommended order (rank set on each); the others get a note."""
     order = {a.strategy: i for i, a in enumerate(advice)}
@@ -278,8 +295,7 @@ def _choose(advice: list[StrategyAdvice]) -> list[StrategyAdvice]:
         rest = sorted(group, key=_key)
         while rest:
             fastest = _key(rest[0])
-            band = [a for a in rest if _key(a) <= fastest * (1 + EVEN) or _key(a) == fastest
-                    or overlaps(rest[0].time.step_ci95, a.time.step_ci95)]  # measured, inside the noise
+            band = [a for a in rest if _even(rest[0], a, fastest)]
             band.sort(key=lambda a: order[a.strategy])
             ranked.extend(band)
             rest = [a for a in rest if a not in band]
@@ -290,9 +306,9 @@ def _choose(advice: list[StrategyAdvice]) -> list[StrategyAdvice]:
         kt, ka = _key(top), _key(a)
         if a.memory.verdict == "tight" and top.memory.verdict != "tight":
             a.note = "fits only without the 10% reserve"
-        elif overlaps(top.time.step_ci95, a.time.step_ci95):
-            a.note = (f"{top.strategy} ≈ {a.strategy} (within noise: their measured 95% intervals overlap); "
-                      f"{top.strategy} comes first in the dial order DDP → ZeRO-1 → ZeRO-2 → ZeRO-3 → FSDP")
+        elif (v := _verdict(top, a)) is not None:  # both measured: the paired comparison's sentence
+            a.note = v.text() + ("" if v.verdict == "faster" else
+                                 f"; {top.strategy} comes first in the dial order DDP → ZeRO-1 → ZeRO-2 → ZeRO-3 → FSDP")
         elif ka <= kt * (1 + EVEN):
             a.note = (f"even with {top.strategy} (within {EVEN:.0%}); {top.strategy} comes first in the dial "
                       f"order DDP → ZeRO-1 → ZeRO-2 → ZeRO-3 → FSDP")

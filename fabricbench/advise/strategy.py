@@ -49,6 +49,7 @@ class StrategyTime:
     time_source: str  # "relate model" or "comm time only"
     step_ci95: tuple[float, float] | None = None  # measured: the runs' 95% interval (training/repeats.py)
     host_bound: str | None = None  # measured: the host-bound note when the GPU was busy under half the step
+    runs: tuple[TrainResult, ...] = ()  # measured: the runs behind step_time_s (advise compares them in pairs)
 
     def to_dict(self) -> dict[str, Any]:
         return {"strategy": self.strategy, "gpus": self.gpus, "comm_bytes_per_step": self.comm_bytes_per_step,
@@ -107,12 +108,18 @@ def measured(trains: list[TrainResult], *, model: str, strategy: str, gpus: list
     """The train runs of exactly this job (model, strategy, GPU set (any one GPU when n = 1: they are
     alike), fabric and per-GPU batch) as one figure: the median over runs with its 95% interval and any
     host-bound note (training/repeats.py). Measured beats any prediction."""
-    runs = [r for r in trains
-            if (r.model == model and r.strategy == strategy and r.status in TIMED_TRAIN and r.fabric == fabric
-                and r.device == "cuda" and (batch_size is None or r.batch_size == batch_size)
-                and (sorted(r.gpus or []) == sorted(gpus) or (len(gpus) == 1 and r.nranks == 1)))]
+    runs = measured_runs(trains, model=model, strategy=strategy, gpus=gpus, fabric=fabric, batch_size=batch_size)
     figs = repeats.figures(runs)
     return figs[0] if figs else None
+
+
+def measured_runs(trains: list[TrainResult], *, model: str, strategy: str, gpus: list[int], fabric: str,
+                  batch_size: int | None) -> tuple[TrainResult, ...]:
+    """The runs `measured` takes (so that two candidates can be compared round by round)."""
+    return tuple(r for r in trains
+                 if (r.model == model and r.strategy == strategy and r.status in TIMED_TRAIN and r.fabric == fabric
+                     and r.device == "cuda" and (batch_size is None or r.batch_size == batch_size)
+                     and (sorted(r.gpus or []) == sorted(gpus) or (len(gpus) == 1 and r.nranks == 1))))
 
 
 def measured_step(trains: list[TrainResult], *, model: str, strategy: str, gpus: list[int], fabric: str,
@@ -142,5 +149,7 @@ def predict(*, strategies: list[str], gpus: list[int], busbw_gbps: float | None,
             step, tsrc = None, "comm time only"
         out.append(StrategyTime(strategy=s, gpus=list(gpus), comm_bytes_per_step=total, wire_bytes_per_rank=wire,
                                 comm_time_s=comm, step_time_s=step, volume_source=vsrc, time_source=tsrc,
-                                step_ci95=fig.step_ci95 if fig else None, host_bound=fig.host_bound if fig else None))
+                                step_ci95=fig.step_ci95 if fig else None, host_bound=fig.host_bound if fig else None,
+                                runs=measured_runs(trains, model=model, strategy=s, gpus=list(gpus), fabric=fabric,
+                                                   batch_size=batch_size) if fig else ()))
     return out

@@ -13,7 +13,7 @@ import click
 
 from fabricbench.files import dumps
 from fabricbench.study import records
-from fabricbench.study.report import summary, write_report
+from fabricbench.study.report import answer_lines, summary, write_report
 
 NOTES_SHOWN = 5  # a badly damaged file would otherwise print one note per line
 
@@ -21,7 +21,7 @@ NOTES_SHOWN = 5  # a badly damaged file would otherwise print one note per line
 @click.command()
 @click.argument("out_dir", type=click.Path(file_okay=False))
 @click.option("--json", "as_json", is_flag=True,
-              help="Print the summary as JSON ({rankings, slowdowns, figures, host_bound, ...}); write nothing.")
+              help="Print the summary as JSON ({comparisons, rankings, slowdowns, figures, ...}); write nothing.")
 def report(out_dir, as_json) -> None:
     """Rebuild DIR/report.md and DIR/report.html from DIR/results.jsonl, measuring nothing."""
     sr = records.load(out_dir)  # a directory without results is a one-line error
@@ -34,3 +34,5 @@ def report(out_dir, as_json) -> None:
         return
     md, html = write_report(out_dir)
     click.echo(f"report: {md}\n        {html}")
+    for line in answer_lines(out_dir):
+        click.echo(line)

@@ -21,6 +21,7 @@ from fabricbench.procs import Terminated, exit_status
 from fabricbench.report import table as tables
 from fabricbench.results.status import Status
 from fabricbench.study import api as study_api, records
+from fabricbench.study.report import answer_lines
 from fabricbench.study.units import DONE, UNIT_KINDS
 
 
@@ -48,6 +49,8 @@ def _fmt_s(s: float) -> str:
 @click.option("--max-repeats", type=int, default=5, show_default=True, help="Cap on train runs per strategy and fabric.")
 @click.option("--repeat-budget", "repeat_budget_s", type=float, default=1800.0, show_default=True,
               help="Seconds of study after which no repeat beyond the minimum starts.")
+@click.option("--margin", type=float, default=0.02, show_default=True,
+              help="Two strategies within ±this fraction are \"equivalent\" (docs/comparisons.md).")
 @click.option("--warmup-steps", type=int, default=3, show_default=True, help="Untimed first train steps.")
 @click.option("--batch-size", type=int, default=None,
               help="Samples per GPU per step (default: 8 on CPU; on GPUs the study picks it, doubling while it pays).")
@@ -67,7 +70,7 @@ def _fmt_s(s: float) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print the result (or the plan) as one JSON object.")
 @click.option("--quiet", is_flag=True, help="No progress bar and no line per unit.")
 def study(out, gpus, device, nprocs, fabrics, strategies, model, model_config, steps, max_steps, target_ci, repeats,
-          max_repeats, repeat_budget_s, warmup_steps, batch_size, seq_len, image_size, precision, sizes, iters,
+          max_repeats, repeat_budget_s, margin, warmup_steps, batch_size, seq_len, image_size, precision, sizes, iters,
           warmup, train_timeout_s, sweep_timeout_s, resume, dry_run, as_json, quiet) -> None:
     """Topology, sweeps per fabric, scaling, train per strategy per fabric, estimate, relate, and a report."""
     import sys
@@ -77,7 +80,7 @@ def study(out, gpus, device, nprocs, fabrics, strategies, model, model_config, s
     for name, value in dict(gpus=gpus, device=device, nprocs=nprocs, fabrics=fabrics, strategies=strategies,
                             model=model, model_config=model_config, steps=steps, max_steps=max_steps,
                             target_ci=target_ci or None, repeats=repeats, max_repeats=max_repeats,
-                            repeat_budget_s=repeat_budget_s, warmup_steps=warmup_steps,
+                            repeat_budget_s=repeat_budget_s, margin=margin, warmup_steps=warmup_steps,
                             batch_size=batch_size, seq_len=seq_len, image_size=image_size, precision=precision,
                             sizes=sizes, iters=iters, warmup=warmup, train_timeout_s=train_timeout_s,
                             sweep_timeout_s=sweep_timeout_s).items():
@@ -105,6 +108,9 @@ def study(out, gpus, device, nprocs, fabrics, strategies, model, model_config, s
     click.echo(f"study: {len(res.units)} unit(s): {counts}")
     click.echo(f"results: {res.results_path}")
     click.echo(f"report:  {res.report_md}\n         {res.report_html}")
+    if res.report_md is not None:  # the answer last, where a person looks after waiting
+        for line in answer_lines(res.out_dir):
+            click.echo(line)
     failed = [u for u in res.units if u.status in (Status.ERROR, Status.TIMEOUT)]
     if failed:  # the study went on and its report is written; the exit status still says a unit failed
         raise FabricbenchError(f"{len(failed)} unit(s) failed: " + ", ".join(f"{u.unit.name} ({u.status})"

@@ -136,9 +136,8 @@ def train(strategy, model, model_config, model_path, gpus, device, nprocs, backe
         figs = reps.figures(records)  # each strategy over its runs, with the run-to-run interval
         for f in figs:
             click.echo(reps.figure_text(f))
-        for fab, groups in reps.rankings(figs).items():
-            if sum(map(len, groups)) > 1:
-                click.echo(f"fastest on {fab}: {reps.ranking_text(groups)}")
+        for line in reps.answer_lines(records, repeats=repeats, max_repeats=max_repeats):
+            click.echo(line)
     # exit 1 when a run failed (a dead rank, a crash, a timeout, a strategy that did not run as asked),
     # though every record (and a dead rank's measured steps) was written; oom and waived are results.
     failed = [r for r in records if r.get("status") in (Status.ERROR, Status.TIMEOUT)]

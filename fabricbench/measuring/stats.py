@@ -1,6 +1,6 @@
 """Statistics over per-iteration times: median (the headline), mean, min, max, p95, cv, and the median's
 95% confidence interval that drives the adaptive mode (`fabricbench sweep --adaptive 0.02`, and the steps
-of `fabricbench train`); the run-to-run interval of repeats in fresh processes; outliers; ties.
+of `fabricbench train`); the run-to-run interval of repeats in fresh processes; outliers.
 
 The CI of the median is distribution-free: the order statistics at n/2 -/+ 1.96*sqrt(n)/2 bracket the
 median with ~95% probability (the binomial approximation used by nvbench-style tools).
@@ -11,8 +11,8 @@ order statistics; there the interval is median ×/÷ exp(t(0.975, n-1) * s / sqr
 stdev of the log times (Student's t in log space: a time interval stays positive): wide at n = 2
 (t = 12.7), as it must be. From 6 repeats on, the order-statistic interval above.
 A ratio of two figures (a slowdown) gets the interval of interval arithmetic, [lo_a / hi_b, hi_a / lo_b]:
-conservative, so that two studies that measure the same thing do not contradict each other.
-Two figures whose intervals overlap are a tie: neither is a finding.
+conservative. Whether two figures differ is not read from their intervals' overlap: comparison.py
+pairs their rounds and gives a verdict.
 """
 
 from __future__ import annotations
@@ -95,22 +95,8 @@ def ratio_ci(a: tuple[float, float], b: tuple[float, float]) -> tuple[float, flo
 
 
 def overlaps(a: tuple[float, float] | None, b: tuple[float, float] | None) -> bool:
-    """Whether two intervals overlap: a tie. A figure without an interval ties with nothing."""
+    """Whether two intervals overlap (two studies' figures of one thing); False without an interval."""
     return a is not None and b is not None and a[0] <= b[1] and b[0] <= a[1]
-
-
-def tie_groups(items: list[tuple[str, float, tuple[float, float] | None]], *,
-               higher_is_better: bool = True) -> list[list[str]]:
-    """[(name, value, ci)] -> [[tied first], [next], ...]: best first; each group is the best remaining
-    figure and every remaining one whose interval overlaps it (a tie with the leader of the group)."""
-    rest = sorted(items, key=lambda x: -x[1] if higher_is_better else x[1])
-    groups = []
-    while rest:
-        lead = rest[0]
-        group = [lead] + [x for x in rest[1:] if overlaps(lead[2], x[2])]
-        groups.append([x[0] for x in group])
-        rest = [x for x in rest if x not in group]
-    return groups
 
 
 def outliers(values: list[float], k: float = 3.0) -> list[int]:

@@ -50,6 +50,7 @@ class StudyConfig:
     # MIN_REPEATS, then more until the run-to-run CI is within target_ci, at most max_repeats
     max_repeats: int = 5
     repeat_budget_s: float = 1800.0  # no repeat beyond the minimum starts after this many seconds of study
+    margin: float = 0.02  # δ: a comparison within ±margin is "equivalent" (measuring/comparison.py)
     batch_size: int | None = None  # train: samples per GPU per step; None: 8 on CPU, picked on GPUs (batch.py)
     seq_len: int = 512  # train: tokens per sample (causal LM)
     image_size: int = 224  # train: pixels per side (images)
@@ -82,6 +83,8 @@ class StudyConfig:
             raise UsageError(f"--target-ci {self.target_ci}: a fraction between 0 and 1, e.g. 0.03")
         if self.repeats is not None and not 1 <= self.repeats <= 20:
             raise UsageError(f"--repeats {self.repeats}: 1 to 20 runs per strategy and fabric")
+        if not 0 < self.margin < 0.5:
+            raise UsageError(f"--margin {self.margin}: a fraction between 0 and 0.5, e.g. 0.02 for ±2%")
         if not 1 <= self.max_repeats <= 20:
             raise UsageError(f"--max-repeats {self.max_repeats}: 1 to 20")
         if self.max_steps is not None and self.max_steps < self.steps:
@@ -126,6 +129,14 @@ class StudyConfig:
     @property
     def min_rounds(self) -> int:
         return self.repeats if self.repeats is not None else min(MIN_REPEATS, self.max_repeats)
+
+    @property
+    def looks(self) -> dict[str, int]:
+        """The sequential rule's looks (measuring/comparison.py): from round 3 up to the most rounds the
+        study may run; with --repeats N, one look at N (nobody peeks)."""
+        if self.repeats is not None:
+            return {"first_look": self.repeats, "last_look": self.repeats}
+        return {"first_look": min(MIN_REPEATS, self.max_repeats), "last_look": self.max_repeats}
 
     @property
     def world_size(self) -> int:

@@ -189,19 +189,25 @@ def _train_commands(unit: Unit, ctx: Context):
 
 
 def _enough_runs(unit: Unit, ctx: Context) -> str | None:
-    """Why a repeat past the minimum is not needed (the run-to-run CI is within target, the budget is
-    spent, or an earlier run did not end ok); None: run it."""
+    """Why a round past the minimum is not needed (every comparison is decided and every figure within
+    --target-ci, the repeat budget is spent, or this strategy's last run did not end ok); None: run it.
+    The question is judged on the rounds before this one only, so every unit of a round gets the same
+    answer and rounds stay paired; a round once started is finished even if the budget runs out."""
     c = ctx.config
-    mine = [r for r in ctx.records if r.get("kind") == "train" and r.get("strategy") == unit.strategy
-            and (r.get("fabric") or "default") == unit.fabric]
+    trains = [r for r in ctx.records if r.get("kind") == "train"]
+    mine = [r for r in trains if r.get("strategy") == unit.strategy and (r.get("fabric") or "default") == unit.fabric]
     if not mine or mine[-1].get("status") not in repeats.OK:
         return f"not repeated: the last run of {unit.strategy} @ {unit.fabric} did not end ok"
-    fig = next(iter(repeats.figures(mine)), None)
-    if fig is not None and fig.interval == "run-to-run" and c.target_ci and fig.ci95_rel is not None \
-            and fig.ci95_rel <= c.target_ci:
-        return f"not needed: {fig.runs} runs give a 95% CI of ±{fig.ci95_rel:.1%}, within --target-ci {c.target_ci:g}"
+    if any(repeats.round_of(r) == unit.repeat for r in trains):
+        return None  # this round has begun: finish it, so that its runs have their pairs
+    before = [r for r in trains if (repeats.round_of(r) or 0) < unit.repeat]
+    open_ = repeats.open_questions(before, margin=c.margin, target_ci=c.target_ci, fabrics=list(c.fabric_names),
+                                   reference=c.fabric_names[0], **c.looks)
+    if not open_:
+        return f"not needed: after {unit.repeat - 1} rounds every comparison is decided and every figure precise"
     if time.monotonic() - ctx.started > c.repeat_budget_s:
-        return f"not run: the study's repeat budget ({c.repeat_budget_s:g} s) is spent"
+        return (f"not run: the study's repeat budget ({c.repeat_budget_s:g} s) is spent with "
+                f"{len(open_)} question(s) open: " + "; ".join(open_)[:600])
     return None
 
 
@@ -232,7 +238,7 @@ def _batch_collect(unit: Unit, ctx: Context, children) -> Outcome:
                    message=f"batch {doc.get('chosen')} per GPU ({doc.get('why')})")
 
 
-# -- summary: rankings with ties, slowdowns with intervals, host-bound notes ------------------------------------
+# -- summary: comparisons with verdicts, slowdowns, host-bound notes ---------------------------------------------
 def _summary_commands(unit: Unit, ctx: Context):
     return [ReportJob(out_dir=str(ctx.out_dir), as_json=True).command()], {}
 
@@ -392,7 +398,7 @@ for _k in (
              commands=_relate_commands, collect=_relate_collect, timeout_s=lambda c: 300.0),
     UnitKind(name="batch", description="the per-GPU batch that keeps the GPU busy (doubling, out of memory probed)",
              commands=_batch_commands, collect=_batch_collect, timeout_s=lambda c: 600.0),
-    UnitKind(name="summary", description="rankings (ties within noise), slowdowns with intervals, host-bound",
+    UnitKind(name="summary", description="comparisons with verdicts, rankings from them, slowdowns, host-bound",
              commands=_summary_commands, collect=_summary_collect, timeout_s=lambda c: 120.0),
 ):
     UNIT_KINDS.register(_k.name, _k)

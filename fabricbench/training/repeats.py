@@ -1,17 +1,19 @@
-"""Repeats in fresh processes: one figure per (strategy, fabric) with its run-to-run interval, rankings in
-which overlapping intervals are ties, and slowdowns with propagated intervals.
+"""Repeats in fresh processes: one figure per (strategy, fabric) with its run-to-run interval, and the
+comparisons that answer the question: paired ratios over interleaved rounds with a verdict each.
 
     fabricbench train --strategy ddp,fsdp --model tiny-mistral --device cpu --nprocs 2 --repeats 3
-    fabricbench report run/ --json          (the study's summary: rankings, slowdowns, host-bound notes)
+    fabricbench report run/ --json          (the study's summary: comparisons, rankings, slowdowns)
 
 Each run's figure is its median step time (metrics.py). A (strategy, fabric) over its runs:
 step = median of the runs' medians; ci95 = the run-to-run interval of that median (stats.repeat_ci), or,
 with one run only, the run's own median CI (marked "within one run": it understates, each process has its
-own level). Throughput = global batch / step, its interval [batch / hi, batch / lo]. A slowdown is
-step(f) / step(reference) with the interval [lo_f / hi_ref, hi_f / lo_ref] (stats.ratio_ci). Two figures
-whose intervals overlap are a tie ("ddp ≈ fsdp (within noise)"): the CLI, the report, advise and the
-summary record all rank with stats.tie_groups, so none of them calls a difference inside the noise a
-finding.
+own level). Throughput = global batch / step, its interval [batch / hi, batch / lo].
+
+The answers are comparisons (measuring/comparison.py): strategies on one fabric, and each fabric against
+the reference for one strategy (a slowdown is that comparison's ratio). Round k of A is paired with round
+k of B (the study's unit "train A @ f #k", train's own "repeat"); each comparison has a verdict, faster,
+equivalent within the margin, or undecided. Rankings order two strategies only where a comparison says
+faster. The CLI, the report, advise and the summary record all use these same sentences.
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ import statistics
 from dataclasses import asdict, dataclass
 from typing import Any, Iterable
 
-from fabricbench.measuring.stats import ci_rel, overlaps, ratio_ci, repeat_ci, tie_groups
+from fabricbench.measuring import comparison
+from fabricbench.measuring.comparison import MARGIN, Comparison
+from fabricbench.measuring.stats import ci_rel, overlaps, repeat_ci
 from fabricbench.results.schema import TrainResult
 from fabricbench.results.status import TIMED_TRAIN
 
@@ -99,16 +103,35 @@ def host_bound_note(busy: Any) -> str | None:
 
 
 def still_to_run(config: Any, records: list[dict[str, Any]], *, round_: int, elapsed_s: float) -> list[str]:
-    """The strategies that get another round after `round_` (see launch.run)."""
+    """The strategies that get another round after `round_` (see launch.run): every strategy whose last
+    run ended ok, while a comparison between them is undecided or a figure is less precise than
+    target_ci; none once max_repeats or time_budget_s is reached. A round is all or nothing, so that
+    rounds stay paired."""
+    alive = [s for s in config.strategies if _last_ok(records, s)]
     if round_ < config.min_repeats:
-        return [s for s in config.strategies if _last_ok(records, s)]
-    if config.repeats is not None or not config.target_ci or round_ >= config.max_repeats \
-            or elapsed_s >= config.time_budget_s:  # --repeats N: exactly N
-        return []
-    figs = {f.strategy: f for f in figures(records)}
-    return [s for s in config.strategies if _last_ok(records, s) and s in figs
-            and (figs[s].interval != "run-to-run" or figs[s].ci95_rel is None
-                 or figs[s].ci95_rel > config.target_ci)]
+        return alive
+    if config.repeats is not None or round_ >= config.max_repeats or elapsed_s >= config.time_budget_s:
+        return []  # --repeats N: exactly N
+    open_ = open_questions(records, margin=getattr(config, "margin", MARGIN), target_ci=config.target_ci,
+                           first_look=min(comparison.FIRST_LOOK, config.max_repeats), last_look=config.max_repeats)
+    return alive if open_ else []
+
+
+def open_questions(records: Iterable[TrainResult | dict[str, Any]], *, margin: float = MARGIN,
+                   target_ci: float | None = None, fabrics: list[str] | None = None,
+                   reference: str | None = None, first_look: int = comparison.FIRST_LOOK,
+                   last_look: int | None = None) -> list[str]:
+    """What another round would still answer: each undecided comparison, and each figure whose
+    run-to-run interval is wider than target_ci (the precision floor), one short phrase each."""
+    records = list(records)
+    figs = figures(records)
+    out = [c.text() for c in comparisons(records, fabrics=fabrics, reference=reference, margin=margin,
+                                         first_look=first_look, last_look=last_look) if not c.decided]
+    if target_ci:
+        out += [f"{f.strategy} @ {f.fabric}: ±{f.ci95_rel:.1%} > ±{target_ci:.0%}" if f.ci95_rel is not None else
+                f"{f.strategy} @ {f.fabric}: no run-to-run interval yet"
+                for f in figs if f.interval != "run-to-run" or f.ci95_rel is None or f.ci95_rel > target_ci]
+    return out
 
 
 def _last_ok(records: list[dict[str, Any]], strategy: str) -> bool:
@@ -116,44 +139,118 @@ def _last_ok(records: list[dict[str, Any]], strategy: str) -> bool:
     return bool(mine) and mine[-1].get("status") in OK
 
 
-def rankings(figs: list[Figure]) -> dict[str, list[list[str]]]:
-    """fabric -> [[strategies tied first], [next], ...] by samples/s, ties by overlapping intervals."""
+def round_of(r: TrainResult | dict[str, Any]) -> int | None:
+    """The round a run belongs to: k of the study unit "train A @ f #k" (1 without "#"), else train's own
+    "repeat"; None where neither says (an imported record): such a run cannot be paired."""
+    extra = r if isinstance(r, dict) else {**r.extra, **r.context}
+    unit = (extra.get("study") or {}).get("unit") if isinstance(extra.get("study"), dict) else None
+    if isinstance(unit, str) and unit.startswith("train "):
+        tail = unit.rsplit(" #", 1)
+        return int(tail[1]) if len(tail) == 2 and tail[1].isdigit() else 1
+    rep = extra.get("repeat")
+    return rep if isinstance(rep, int) and rep > 0 else None
+
+
+def runs(records: Iterable[TrainResult | dict[str, Any]]) -> dict[tuple[str, str], list[tuple[int | None, float]]]:
+    """(strategy, fabric) -> [(round, samples/s)] over the runs that count, in record order (a round
+    measured twice, by a resumed study: the later run)."""
+    out: dict[tuple[str, str], dict[Any, float]] = {}
+    for r in records:
+        if isinstance(r, dict):
+            if r.get("kind", "train") != "train" or r.get("status") not in OK:
+                continue
+            r = TrainResult.from_record(r)
+        if r.status not in OK or r.median_step_s is None or not r.global_batch:
+            continue
+        rnd = round_of(r)
+        mine = out.setdefault((r.strategy, r.fabric), {})
+        mine[rnd if rnd is not None else ("unpaired", len(mine))] = r.global_batch / r.median_step_s
+    return {k: [(rk if isinstance(rk, int) else None, v) for rk, v in d.items()] for k, d in out.items()}
+
+
+def comparisons(records: Iterable[TrainResult | dict[str, Any]], *, fabrics: list[str] | None = None,
+                reference: str | None = None, margin: float = MARGIN, first_look: int = comparison.FIRST_LOOK,
+                last_look: int | None = None, strategies: list[str] | None = None) -> list[Comparison]:
+    """Every comparison a headline orders: each pair of strategies on each fabric, then each fabric
+    against the reference for each strategy. last_look: the most rounds the run could have had (the
+    sequential rule's last look; default: the rounds there are)."""
+    records = list(records)
+    by = runs(records)
+    order_f = list(dict.fromkeys((fabrics or []) + [f for _, f in by]))
+    order_s = list(dict.fromkeys((strategies or []) + [s for s, _ in by]))
+    ref = reference or (order_f[0] if order_f else None)
+    kw = dict(margin=margin, first_look=first_look, last_look=last_look)
+
+    def cmp(x, y, key_x, key_y, **names):
+        vx, vy = by.get(key_x, []), by.get(key_y, [])
+        return comparison.compare(x, y, [v for _, v in vx], [v for _, v in vy], rounds_a=[k for k, _ in vx],
+                                  rounds_b=[k for k, _ in vy], **names, **kw)
+
+    out = []
+    for f in order_f:
+        here = [s for s in order_s if (s, f) in by]
+        out += [cmp(x, y, (x, f), (y, f), fabric=f) for i, x in enumerate(here) for y in here[i + 1:]]
+    for s in order_s:
+        if (s, ref) in by:
+            out += [cmp(ref, f, (s, ref), (s, f), strategy=s) for f in order_f if f != ref and (s, f) in by]
+    return out
+
+
+def rankings(figs: list[Figure], comps: list[Comparison]) -> dict[str, list[list[str]]]:
+    """fabric -> [[first], [next], ...] by samples/s: a strategy starts a new group only where the
+    comparison with the one before it says "faster"; otherwise the two share a group (not an order)."""
+    verdict = {(c.fabric, c.a, c.b): c.verdict for c in comps if c.fabric is not None}
     out: dict[str, list[list[str]]] = {}
     for fabric in dict.fromkeys(f.fabric for f in figs):
-        items = [(f.strategy, f.samples_per_s, f.ci95) for f in figs if f.fabric == fabric and f.samples_per_s]
-        out[fabric] = tie_groups(items)
+        ranked = sorted((f for f in figs if f.fabric == fabric and f.samples_per_s), key=lambda f: -f.samples_per_s)
+        groups: list[list[str]] = []
+        for f in ranked:
+            if groups and verdict.get((fabric, groups[-1][-1], f.strategy)) != "faster":
+                groups[-1].append(f.strategy)
+            else:
+                groups.append([f.strategy])
+        out[fabric] = groups
     return out
 
 
-def slowdowns(figs: list[Figure], reference: str) -> list[dict[str, Any]]:
-    """step(f) / step(reference) per strategy and fabric, with the propagated interval."""
-    ref = {f.strategy: f for f in figs if f.fabric == reference}
+def slowdowns(comps: list[Comparison], reference: str) -> list[dict[str, Any]]:
+    """step(f) / step(reference) per strategy and fabric: the paired ratio of the fabric comparison,
+    with its interval and verdict."""
     out = []
-    for f in figs:
-        base = ref.get(f.strategy)
-        if f.fabric == reference or base is None:
+    for c in comps:
+        if c.strategy is None or c.ratio is None:
             continue
-        ci = ratio_ci(f.step_ci95, base.step_ci95) if f.step_ci95 and base.step_ci95 else None
-        out.append({"strategy": f.strategy, "fabric": f.fabric, "reference": reference,
-                    "value": f.step_s / base.step_s, "ci95": list(ci) if ci else None,
-                    "within_noise": ci is not None and ci[0] <= 1.0 <= ci[1]})
+        fab = c.b if c.a == reference else c.a
+        flip = c.a != reference  # the ratio is leader / trailer in throughput: a slowdown is ref / fabric
+        ci = c.ci95
+        out.append({"strategy": c.strategy, "fabric": fab, "reference": reference,
+                    "value": 1 / c.ratio if flip else c.ratio,
+                    "ci95": ([1 / ci[1], 1 / ci[0]] if flip else list(ci)) if ci else None,
+                    "verdict": c.verdict, "paired": c.paired, "rounds": c.rounds, "text": c.text()})
     return out
 
 
-def ranking_text(groups: list[list[str]]) -> str:
-    """[[a, b], [c]] -> "a ≈ b (within noise), then c"."""
-    parts = [" ≈ ".join(g) + (" (within noise)" if len(g) > 1 else "") for g in groups]
-    return ", then ".join(parts)
+def verdict_lines(comps: list[Comparison] | list[dict[str, Any]], width: int = 80) -> list[str]:
+    """The comparisons as the CLI ends with them: one sentence each, wrapped at `width` columns."""
+    import textwrap
+
+    out = []
+    for c in comps:
+        text = c.text() if isinstance(c, Comparison) else c.get("text") or ""
+        out += textwrap.wrap(text, width=width, initial_indent="  ", subsequent_indent="      ")
+    return out
 
 
-def slowdown_text(s: dict[str, Any]) -> str:
-    """One slowdown in words, "N× slower" (or faster) with its interval; inside the noise said so."""
-    v, ci = s["value"], s.get("ci95")
-    shown = f" (95% CI {ci[0]:.2f}-{ci[1]:.2f}×)" if ci else " (no interval: one run)"
-    if ci and ci[0] <= 1.0 <= ci[1]:
-        return f"{s['strategy']} on {s['fabric']}: {v:.2f}× the {s['reference']} step, within noise{shown}"
-    word = "slower" if v >= 1 else "faster"
-    return f"{s['strategy']} on {s['fabric']}: {max(v, 1 / v):.2f}× {word} than on {s['reference']}{shown}"
+def answer_lines(records: list[dict[str, Any]], *, repeats: int | None = None, max_repeats: int = 6,
+                 margin: float = MARGIN, width: int = 80) -> list[str]:
+    """What `fabricbench train` ends with when it compared strategies: their verdicts, at `width` columns
+    (looks as launch.run took them: one at N with --repeats N, else from round 3 to max_repeats)."""
+    looks = ({"first_look": repeats, "last_look": repeats} if repeats else
+             {"first_look": min(comparison.FIRST_LOOK, max_repeats), "last_look": max_repeats})
+    comps = comparisons(records, margin=margin, **looks)
+    if not comps:
+        return []
+    return [f"answers (95% intervals, margin ±{margin:.0%}):"] + verdict_lines(comps, width=width)
 
 
 def figure_text(f: Figure) -> str:
@@ -165,47 +262,40 @@ def figure_text(f: Figure) -> str:
 
 
 def summary(records: list[dict[str, Any]], *, fabrics: list[str] | None = None,
-            reference: str | None = None) -> dict[str, Any]:
+            reference: str | None = None, margin: float = MARGIN, first_look: int = comparison.FIRST_LOOK,
+            last_look: int | None = None, strategies: list[str] | None = None) -> dict[str, Any]:
     """The machine-readable summary (`fabricbench report DIR --json`, the study's "summary" record)."""
+    records = list(records)
     figs = figures(records)
     order = list(dict.fromkeys((fabrics or []) + [f.fabric for f in figs]))
     figs.sort(key=lambda f: order.index(f.fabric))
     ref = reference or (order[0] if order else None)
-    ranks = rankings(figs)
-    slows = slowdowns(figs, ref) if ref else []
-    return {"rankings": ranks, "slowdowns": slows, "reference": ref,
+    comps = comparisons(records, fabrics=order, reference=ref, margin=margin, first_look=first_look,
+                        last_look=last_look, strategies=strategies)
+    ranks = rankings(figs, comps)
+    slows = slowdowns(comps, ref) if ref else []
+    return {"comparisons": [dict(c.to_dict(), text=c.text()) for c in comps], "margin": margin,
+            "rankings": ranks, "slowdowns": slows, "reference": ref,
             "figures": [f.to_dict() for f in figs],
             "host_bound": [{"strategy": f.strategy, "fabric": f.fabric, "gpu_busy_fraction": f.gpu_busy_fraction,
                             "note": f.host_bound} for f in figs if f.host_bound],
             "host_bound_threshold": HOST_BOUND,
-            "headline": [f"on {fab}: {ranking_text(g)}" for fab, g in ranks.items()]
-            + [slowdown_text(s) for s in slows]}
-
-
-def overlapping(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    """Whether two slowdown entries' intervals overlap (for comparing two studies)."""
-    return overlaps(tuple(a["ci95"]) if a.get("ci95") else None, tuple(b["ci95"]) if b.get("ci95") else None)
+            "headline": [c.text() for c in comps]}
 
 
 def contradictions(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
-    """Where two summaries of the same measurement contradict each other, one sentence each: an order of
-    two strategies that flips with neither calling it a tie, a slowdown whose intervals do not overlap,
-    a (strategy, fabric) figure whose intervals do not overlap. [] when they agree within noise."""
+    """Where two summaries of the same measurement contradict each other, one sentence each: a comparison
+    that says "x faster" in one and "y faster" or "equivalent" in the other ("undecided" contradicts
+    nothing), and a (strategy, fabric) figure whose intervals do not overlap. [] when they agree."""
+    def key(c):
+        return (c.get("fabric"), c.get("strategy"), frozenset((c.get("a"), c.get("b"))))
+
     out = []
-    for fabric in set(a.get("rankings", {})) & set(b.get("rankings", {})):
-        pos_a = {s: i for i, g in enumerate(a["rankings"][fabric]) for s in g}
-        pos_b = {s: i for i, g in enumerate(b["rankings"][fabric]) for s in g}
-        common = sorted(set(pos_a) & set(pos_b))
-        for x in common:
-            for y in common:
-                if pos_a[x] < pos_a[y] and pos_b[y] < pos_b[x]:
-                    out.append(f"on {fabric}: one says {x} before {y}, the other {y} before {x}, neither a tie")
-    sa = {(s["strategy"], s["fabric"]): s for s in a.get("slowdowns", [])}
-    for s in b.get("slowdowns", []):
-        other = sa.get((s["strategy"], s["fabric"]))
-        if other is not None and not overlapping(s, other):
-            out.append(f"{s['strategy']} on {s['fabric']}: slowdown {other['value']:.3f} {other.get('ci95')} "
-                       f"against {s['value']:.3f} {s.get('ci95')}: the intervals do not overlap")
+    ca = {key(c): c for c in a.get("comparisons", [])}
+    for c in b.get("comparisons", []):
+        other = ca.get(key(c))
+        if other is not None and comparison.contradicts(other, c):
+            out.append(f"one says: {other.get('text')}; the other: {c.get('text')}")
     fa = {(f["strategy"], f["fabric"]): f for f in a.get("figures", [])}
     for f in b.get("figures", []):
         g = fa.get((f["strategy"], f["fabric"]))

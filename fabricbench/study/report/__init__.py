@@ -12,7 +12,7 @@ assemble.py builds the document and the JSON summary; one module per section (sh
 bandwidth, training, relate, advice, command) writes its part; common.py holds what they share.
 """
 
-from fabricbench.study.report.assemble import build, summary, write_report
+from fabricbench.study.report.assemble import answer_lines, build, summary, write_report
 from fabricbench.study.report.command import study_command, wrap
 
-__all__ = ["build", "summary", "write_report", "study_command", "wrap"]
+__all__ = ["answer_lines", "build", "summary", "write_report", "study_command", "wrap"]

@@ -4,11 +4,12 @@ results.jsonl alone; each section is written by its own module."""
 from __future__ import annotations
 
 import dataclasses
+import textwrap
 from pathlib import Path
 from typing import Any
 
 import fabricbench
-from fabricbench.errors import UsageError
+from fabricbench.errors import FabricbenchError, UsageError
 from fabricbench.importing import beside
 from fabricbench.report.document import Document
 from fabricbench.results.schema import CollectiveResult, TrainResult
@@ -17,7 +18,7 @@ from fabricbench.study.config import StudyConfig
 from fabricbench.study.report.advice import advice_section
 from fabricbench.study.report.bandwidth import busbw_section, scaling_section
 from fabricbench.study.report.command import reproduce_section, study_command
-from fabricbench.study.report.common import Figs, batch_of, gpu_name, unit_records
+from fabricbench.study.report.common import Figs, batch_of, gpu_name, question_summary, unit_records
 from fabricbench.study.report.machine import machine_section
 from fabricbench.study.report.relate import relate_section
 from fabricbench.study.report.short import in_short
@@ -47,14 +48,14 @@ def build(out_dir: str | Path) -> Document:
 
 def summary(out_dir: str | Path) -> dict[str, Any]:
     """The study's machine-readable summary (`fabricbench report DIR --json`, and its "summary" record):
-    per fabric the strategies ranked with ties (overlapping 95% intervals), each slowdown against the
-    first fabric with its propagated interval, each (strategy, fabric) figure with its run-to-run
-    interval, host-bound notes, the batch the study picked, and relate's predictions with intervals."""
+    the comparisons with their verdicts (strategies on each fabric, each fabric against the first),
+    rankings derived from them, each slowdown as a paired ratio, each (strategy, fabric) figure with its
+    run-to-run interval, host-bound notes, the batch the study picked, and relate's predictions."""
     sr = study_records.load(out_dir)
     stored = StudyConfig.from_dict(sr.plan["study"]["config"])
     config = dataclasses.replace(stored, fabrics=stored.fabric_names)  # as the records name them
     trains = sr.typed(TrainResult)
-    out = repeats.summary(trains, fabrics=list(config.fabrics), reference=config.fabrics[0])
+    out = question_summary(trains, config)
     batch = next(iter(sr.of_kind("batch")[-1:]), None)
     out["batch"] = {k: batch.get(k) for k in ("chosen", "why", "curve", "rule")} if batch else \
         {"chosen": config.batch_size, "why": "--batch-size"}
@@ -65,6 +66,21 @@ def summary(out_dir: str | Path) -> dict[str, Any]:
                       "observed_ci95": getattr(r, "observed_slowdown_ci95", None)}
                      for r in getattr(rel, "rows", [])]
     return out
+
+
+def answer_lines(out_dir: str | Path, width: int = 80) -> list[str]:
+    """What `fabricbench study` and `fabricbench report` end with: the verdicts, at `width` columns."""
+    try:
+        summ = summary(out_dir)
+    except FabricbenchError as e:  # nothing readable to answer from: say so, never fail the command on it
+        return [f"answers: none ({str(e).splitlines()[0][:160]})"]
+    comps = summ["comparisons"]
+    if not comps:
+        return ["answers: no comparison (one strategy on one fabric, or nothing measured)"]
+    n = {v: sum(c["verdict"] == v for c in comps) for v in ("faster", "equivalent", "undecided")}
+    head = (f"answers ({len(comps)} comparison(s), 95% intervals, margin ±{summ['margin']:.0%}): "
+            + ", ".join(f"{k} {v}" for k, v in n.items() if v))
+    return textwrap.wrap(head, width=width) + repeats.verdict_lines(comps, width=width)
 
 
 def write_report(out_dir: str | Path) -> tuple[Path, Path]:

@@ -11,6 +11,7 @@ from typing import Any
 from fabricbench.results.schema import CollectiveResult, TrainResult
 from fabricbench.sizes import format_size
 from fabricbench.study.config import StudyConfig
+from fabricbench.training import repeats
 
 
 def gib(b: Any) -> float | None:
@@ -61,3 +62,10 @@ def throughputs(trains: list[TrainResult]) -> dict[tuple[str, str], TrainResult]
 
 def sps(r: TrainResult | None) -> float | None:
     return r.samples_per_s if r else None
+
+
+def question_summary(trains: list[TrainResult], c: StudyConfig) -> dict[str, Any]:
+    """repeats.summary with the study's question: its fabrics (the first the reference), strategies,
+    margin and looks, so the report, `report --json` and the stopping rule judge alike."""
+    return repeats.summary(trains, fabrics=list(c.fabrics), reference=c.fabrics[0], strategies=list(c.strategies),
+                           margin=c.margin, **c.looks)

@@ -7,7 +7,7 @@ from fabricbench.report.document import Document
 from fabricbench.results.schema import CollectiveResult, TrainResult
 from fabricbench.results.status import Status
 from fabricbench.study.config import StudyConfig
-from fabricbench.training import repeats
+from fabricbench.study.report.common import question_summary
 
 
 def in_short(doc: Document, sr, c: StudyConfig, trains: list[TrainResult], colls: list[CollectiveResult],
@@ -15,7 +15,7 @@ def in_short(doc: Document, sr, c: StudyConfig, trains: list[TrainResult], colls
     s = doc.section("In short", intro="What this study measured on this machine, and what to do about it. "
                                       "Every figure below comes with its numbers and the command that made it.")
     items = []
-    summ = repeats.summary(trains, fabrics=list(c.fabrics), reference=c.fabrics[0])
+    summ = question_summary(trains, c)
     figs_by = {(f["strategy"], f["fabric"]): f for f in summ["figures"]}
     for f, groups in summ["rankings"].items():
         if not groups:
@@ -24,14 +24,13 @@ def in_short(doc: Document, sr, c: StudyConfig, trains: list[TrainResult], colls
         ci = best.get("ci95")
         shown = f"{fmt(best['samples_per_s'])} samples/s" + (f" (95% CI {fmt(ci[0])}-{fmt(ci[1])}, {best['runs']} run(s))"
                                                              if ci else f" ({best['runs']} run, no interval)")
-        lead = " ≈ ".join(f"**{x}**" for x in groups[0])
-        text = (f"on **{f}** the fastest: {lead}, {shown}" if len(groups[0]) == 1 else
-                f"on **{f}** {lead} are tied first (within noise), {shown} for {groups[0][0]}")
-        if len(groups) > 1:
-            text += "; then " + repeats.ranking_text(groups[1:])
-        items.append(text)
-    for sl in summ["slowdowns"]:
-        items.append(repeats.slowdown_text(sl))
+        if len(groups[0]) == 1 and len(figs_by) > 1 and sum(map(len, groups)) > 1:
+            items.append(f"on **{f}** the fastest: **{groups[0][0]}**, {shown}")
+        elif sum(map(len, groups)) > 1:
+            items.append(f"on **{f}** no strategy is shown faster than {', '.join(groups[0][1:])} "
+                         f"(see the verdicts); {groups[0][0]} measured highest, {shown}")
+    # the answers: one verdict per comparison (measuring/comparison.py), the same sentences as the CLI's
+    items += [("**" + cm["verdict"] + "**: " + cm["text"]) for cm in summ["comparisons"]]
     for f in c.fabrics[1:]:
         bw = _busbw_ratio(colls, c.fabrics[0], f)
         if bw:
