@@ -231,9 +231,9 @@ def test_every_unit_recorded_and_measured(full):
 
 @pytest.mark.slow
 def test_two_identical_studies_never_contradict(full):
-    """Issue 19's CPU criterion: where an order flips between two identical studies, at least one calls it
-    a tie, and each slowdown's interval in one overlaps the other's; each study says so in its summary
-    record and in `fabricbench report DIR --json`."""
+    """Issue 27's CPU criterion: two identical studies never contradict ("a faster" against "b faster", or
+    "faster" against "equivalent"; undecided contradicts nothing), and figures' intervals overlap; each
+    study says its comparisons in its summary record and in `fabricbench report DIR --json`."""
     from fabricbench.training.repeats import contradictions
 
     sums = []
@@ -242,7 +242,13 @@ def test_two_identical_studies_never_contradict(full):
         assert r.returncode == 0, r.stderr
         doc = json.loads(r.stdout)
         (rec,) = study_records.load(out).of_kind("summary")
-        assert rec["rankings"] == doc["rankings"]
+        assert rec["rankings"] == doc["rankings"] and rec["comparisons"] == doc["comparisons"]
+        n_fab = len(FABRICS.split(","))
+        assert len(doc["comparisons"]) == n_fab + 2 * (n_fab - 1)  # ddp/fsdp per fabric, each fabric per strategy
+        for c in doc["comparisons"]:
+            assert {"a", "b", "fabric", "metric", "ratio", "ci95", "verdict", "rounds", "paired", "method"} <= set(c)
+            assert c["verdict"] in ("faster", "equivalent", "undecided") and c["paired"] and c["rounds"] == 2
+            assert c["ratio"] >= 1 and c["ci95"][0] <= c["ratio"] <= c["ci95"][1]
         assert set(doc["rankings"]) == set(FABRICS.split(","))
         assert sorted(s for g in doc["rankings"]["default"] for s in g) == ["ddp", "fsdp"]
         for sl in doc["slowdowns"]:

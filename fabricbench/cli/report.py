@@ -1,7 +1,7 @@
 """`fabricbench report DIR`: rebuild a study's report.md and report.html from its results.jsonl.
 
     fabricbench report run/
-    fabricbench report run/ --json      (the summary only: rankings with ties, slowdowns with intervals)
+    fabricbench report run/ --json      (the summary only: comparisons with verdicts, rankings, slowdowns)
 
 Nothing is measured: the report is drawn again from the records (fabricbench/study/report/), so a
 study interrupted and resumed, or one copied from another machine, gets its report the same way.

@@ -162,8 +162,11 @@ class Comparison:
         """One sentence, the same in the report, the CLI, advise and the JSON headline."""
         who = f"{self.strategy}: " if self.strategy else (f"on {self.fabric}: " if self.fabric else "")
         n = f"{self.rounds} {'paired ' if self.paired else 'unpaired '}round{'s' if self.rounds != 1 else ''}"
-        if self.ratio is None or self.ci95 is None:
-            return f"{who}{self.a} against {self.b}: undecided ({self.note or 'no interval'}; {n})"
+        if self.ratio is None:
+            return f"{who}{self.a} against {self.b}: undecided ({self.note or 'no interval'})"
+        if self.ci95 is None:
+            return (f"{who}{self.a} against {self.b}: undecided, {self.a}/{self.b} {_pct(self.ratio)} "
+                    f"({self.note or 'no interval'})")
         lo, hi = self.ci95
         if self.verdict == "faster":
             return f"{who}{self.a} is {_lead(self.ratio)} faster than {self.b} [{_span(lo, hi)}] ({n})"
@@ -223,6 +226,14 @@ def _welch_ci(la: Sequence[float], lb: Sequence[float], alpha: float) -> tuple[f
         return ma - mb, 0.0, 0.0
     df = se2 ** 2 / ((va / na) ** 2 / (na - 1) + (vb / nb) ** 2 / (nb - 1))
     return ma - mb, t_crit(alpha, df) * math.sqrt(se2), math.sqrt(va + vb)
+
+
+def log_ratio_interval(xa: Sequence[float], xb: Sequence[float], alpha: float = ALPHA) -> tuple[float, float, float]:
+    """(ratio, lo, hi): mean(a) / mean(b) on the log scale with Welch's (1 − alpha) interval, for two sets
+    of independent positive samples (the batch picker's step times of two batches in one process)."""
+    assert len(xa) >= 2 and len(xb) >= 2 and min(xa) > 0 and min(xb) > 0
+    m, h, _ = _welch_ci([math.log(v) for v in xa], [math.log(v) for v in xb], alpha)
+    return math.exp(m), math.exp(m - h), math.exp(m + h)
 
 
 def compare(a: str, b: str, values_a: Sequence[float], values_b: Sequence[float], *,

@@ -15,6 +15,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from fabricbench.measuring.comparison import Comparison, judge
 from fabricbench.qualifying.prometheus import busbw_labels
 from fabricbench.qualifying.verdict import at_least, at_most
 from fabricbench.results.status import TIMED_COLLECTIVE, Status
@@ -94,18 +95,37 @@ def tolerance_for(o: Figure, n: Figure | None, tolerance: float) -> float:
     return min(0.9, max(tolerance, spread))
 
 
+def verdict_against(o: Figure, n: Figure, tolerance: float) -> str:
+    """This run against the baseline in the comparison vocabulary (measuring/comparison.py), the tolerance
+    as the margin: "this run is 3.1% slower than the baseline [...]", "... equivalent within ±5% [...]" or
+    "undecided". One figure per run has no rounds: its interval is ±1.96 × the two runs' cvs combined on
+    the log scale (each run's own spread standing for the figure's; without cvs, a point and no interval)."""
+    better = n.value / o.value if o.sense == "min" else o.value / n.value  # > 1: this run is better
+    sd = math.sqrt(sum(c * c for c in (o.cv, n.cv) if c is not None and c >= 0))
+    lo, hi = better * math.exp(-1.96 * sd), better * math.exp(1.96 * sd)
+    lead, ci = (better >= 1), (lo, hi) if better >= 1 else (1 / hi, 1 / lo)
+    c = Comparison(a="this run" if lead else "the baseline", b="the baseline" if lead else "this run",
+                   fabric=None, metric=n.unit, ratio=max(better, 1 / better), ci95=ci if sd > 0 else None,
+                   verdict=judge(ci, min(0.5, tolerance)) if sd > 0 else "undecided", rounds=1, paired=False,
+                   method="one figure per run; interval from the runs' cvs", margin=min(0.5, tolerance),
+                   note=None if sd > 0 else "no spread recorded: no interval")
+    return c.text().replace(" (1 unpaired round)", "")
+
+
 def compare(old: dict[str, Figure], new: dict[str, Figure], tolerance: float):
     """Items (verdict.py) for every figure both runs have: a regression is worse than old by more than
-    the tolerance (widened to the runs' measured spread, tolerance_for)."""
+    the tolerance (widened to the runs' measured spread, tolerance_for); each reason ends with the
+    comparison's sentence (verdict_against)."""
     items = []
     for name in sorted(set(old) & set(new)):
         o, n = old[name], new[name]
         tol = tolerance_for(o, n, tolerance)
         why = f"{tol:.0%}" + (" (the runs' spread)" if tol > tolerance else "")
+        said = verdict_against(o, n, tolerance)
         if o.sense == "min":
             items.append(at_least("vs baseline", n.value, o.value * (1 - tol), unit=n.unit, subject=name,
-                                  reason=f"baseline {o.value:.4g} {o.unit} - {why}"))
+                                  reason=f"baseline {o.value:.4g} {o.unit} - {why}; {said}"))
         else:
             items.append(at_most("vs baseline", n.value, o.value * (1 + tol), unit=n.unit, subject=name,
-                                 reason=f"baseline {o.value:.4g} {o.unit} + {why}"))
+                                 reason=f"baseline {o.value:.4g} {o.unit} + {why}; {said}"))
     return items

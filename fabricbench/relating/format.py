@@ -45,6 +45,22 @@ def _xci(v: float | None, ci: Any) -> str:
     return _x(v) + (f" [{ci[0]:.2f}-{ci[1]:.2f}]" if ci else "")
 
 
+def judged(row: Any) -> str:
+    """A prediction judged against the observed slowdown with both 95% intervals (the terms of
+    measuring/comparison.py): "within its interval" when the two intervals meet, else "off by X% beyond
+    it", X the gap between them over the observed bound (a point stands in for a missing interval)."""
+    obs, pred = row.observed_slowdown, row.predicted_slowdown
+    if obs is None or pred is None:
+        return "not judged: nothing observed" if pred is not None else "not judged: nothing predicted"
+    o_lo, o_hi = row.observed_slowdown_ci95 or (obs, obs)
+    p_lo, p_hi = row.predicted_slowdown_ci95 or (pred, pred)
+    if p_lo > o_hi:
+        return f"off by {(p_lo / o_hi - 1) * 100:.0f}% beyond it (predicted slower)"
+    if p_hi < o_lo:
+        return f"off by {(1 - p_hi / o_lo) * 100:.0f}% beyond it (predicted faster)"
+    return "within its interval"
+
+
 def cells(row: Any) -> list[str]:
     """A RelateRow as the table's text cells."""
     drop = 1.0 / row.busbw_ratio if row.busbw_ratio else None
@@ -52,7 +68,8 @@ def cells(row: Any) -> list[str]:
     return [row.strategy, row.fabric, _x(drop), format_size(row.comm_bytes_per_step), _ms(row.comm_time_s),
             f"{row.exposed_fraction:.2f}", _ms(row.observed_step_s), _ms(row.predicted_step_s),
             _xci(row.observed_slowdown, row.observed_slowdown_ci95),
-            _xci(row.predicted_slowdown, row.predicted_slowdown_ci95), residual, ", ".join(row.flags)]
+            _xci(row.predicted_slowdown, row.predicted_slowdown_ci95), residual,
+            ", ".join([judged(row), *row.flags]) if row.observed_slowdown is not None else ", ".join(row.flags)]
 
 
 def render(result: Any, con=None) -> None:
@@ -67,4 +84,5 @@ def render(result: Any, con=None) -> None:
     con.print(f"model: {result.formula}", markup=False)
     con.print("busbw N× slower = trace-weighted busbw on the reference / on the fabric; step N× slower = the "
               "fabric's step / the reference's; residual = predicted / observed - 1; [lo-hi] = 95% interval (runs in "
-              "fresh processes, the sweeps' spread)", markup=False)
+              "fresh processes, the sweeps' spread); a prediction is \"within its interval\" when the two "
+              "intervals meet, else \"off by X% beyond it\"", markup=False)

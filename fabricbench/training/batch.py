@@ -9,8 +9,14 @@ rate, and a fabric's effect hides behind it. One process, one GPU, plain DDP's r
 (Accelerate's bf16 autocast, fused AdamW): the batch doubles from --start while samples/s still rises
 by more than --gain (10%) per doubling; the batch before the doubling that gained less is chosen.
 Out of memory ends the doubling as in Accelerate's find_executable_batch_size (there the batch halves
-until it fits; here the last batch that fitted is kept). Each point is the median of --steps timed steps
-after 2 untimed ones.
+until it fits; here the last batch that fitted is kept). Each point times --steps steps after 2 untimed ones.
+
+The decision is made robust to its own noise (issue 27: rises of 6.4-9.6% against a 10% rule flipped the
+batch between identical studies): a doubling counts only when the rise clears --gain by its own 95%
+interval (Welch on the log step times of the two batches, measuring/comparison.log_ratio_interval); when
+the interval straddles --gain, both points are timed again (--steps more steps each, pooled) up to
+AGAIN times; still straddling, the smaller batch is kept (a doubling must show that it pays). The record
+keeps each decision's rise, its interval and its margin (the interval's distance from --gain).
 """
 
 from __future__ import annotations
@@ -21,11 +27,30 @@ import json
 import time
 from typing import Any
 
+from fabricbench.measuring.comparison import log_ratio_interval
 from fabricbench.results.status import Status
 from fabricbench.training import data, models
 from fabricbench.training.strategies import STRATEGIES, default_precision
 
 WARMUP = 2
+AGAIN = 2  # times a straddling pair of points is measured again before the smaller batch is kept
+
+
+def decide(prev_times: list[float], prev_batch: int, times: list[float], batch: int, gain: float) -> dict[str, Any]:
+    """Whether doubling prev_batch -> batch paid: {"verdict": "double" | "stop" | "again", "rise",
+    "rise_ci95", "margin"}. double: the rise's interval lies wholly above gain; stop: wholly at or below
+    it; again: it straddles gain. margin: how far the interval clears gain (> 0 when decided)."""
+    # samples/s = batch / step: the rise is (batch / prev_batch) × (prev step / step) − 1
+    r, lo, hi = log_ratio_interval(prev_times, times)
+    k = batch / prev_batch
+    rise, rise_lo, rise_hi = k * r - 1, k * lo - 1, k * hi - 1
+    if rise_lo > gain:
+        verdict, margin = "double", rise_lo - gain
+    elif rise_hi <= gain:
+        verdict, margin = "stop", gain - rise_hi
+    else:
+        verdict, margin = "again", -min(rise_hi - gain, gain - rise_lo)
+    return {"verdict": verdict, "rise": rise, "rise_ci95": [rise_lo, rise_hi], "margin": margin}
 
 
 def probe(*, model: str | None, model_config: str | None, gpu: int, seq_len: int, image_size: int,
@@ -47,8 +72,10 @@ def probe(*, model: str | None, model_config: str | None, gpu: int, seq_len: int
     net, optimizer = acc.prepare(module, optimizer)
     curve: list[dict[str, Any]] = []
     chosen, why = start, f"the first batch ({start})"
-    batch = start
-    while batch <= limit:
+    decision: dict[str, Any] | None = None
+
+    def timed(batch: int) -> list[float] | None:
+        """`steps` step times at this batch after WARMUP untimed ones; None when it ran out of memory."""
         try:
             feed = data.batches(task=resolved.task, config=resolved.config, batch_size=batch, seq_len=seq_len,
                                 image_size=image_size, dataset=None, rank=0, world=1, device=device)
@@ -64,33 +91,51 @@ def probe(*, model: str | None, model_config: str | None, gpu: int, seq_len: int
                 torch.cuda.synchronize(device)
                 if i >= WARMUP:
                     times.append(time.perf_counter() - t0)
-            step = statistics.median(times)
-            point = {"batch": batch, "status": Status.OK, "step_s": step, "samples_per_s": batch / step,
-                     "peak_allocated_bytes": int(torch.cuda.max_memory_allocated(device))}
+            return times
         except torch.cuda.OutOfMemoryError:
-            point = {"batch": batch, "status": Status.OOM}
+            return None
         finally:
             optimizer.zero_grad(set_to_none=True)
             gc.collect()
             torch.cuda.empty_cache()
-        curve.append(point)
-        if point["status"] == Status.OOM:
+
+    batch, prev_times = start, None
+    while batch <= limit:
+        times = timed(batch)
+        if times is None:
+            curve.append({"batch": batch, "status": Status.OOM})
             why = f"batch {batch} ran out of memory; {chosen} was the last that fitted"
             break
-        prev = [p for p in curve[:-1] if p["status"] == Status.OK]
-        if prev:
-            rise = point["samples_per_s"] / prev[-1]["samples_per_s"] - 1
-            point["rise"] = rise
-            if rise <= gain:
-                why = (f"doubling {chosen} -> {batch} raised samples/s by {rise:+.1%}, not more than "
-                       f"{gain:.0%}")
+        point = {"batch": batch, "status": Status.OK, "step_s": statistics.median(times),
+                 "samples_per_s": batch / statistics.median(times),
+                 "peak_allocated_bytes": int(torch.cuda.max_memory_allocated(device))}
+        curve.append(point)
+        if prev_times is not None:
+            d = decide(prev_times, chosen, times, batch, gain)
+            for _ in range(AGAIN):  # near the threshold: both points again, pooled
+                if d["verdict"] != "again":
+                    break
+                more_prev, more = timed(chosen), timed(batch)
+                if more_prev is None or more is None:
+                    break
+                prev_times, times = prev_times + more_prev, times + more
+                d = decide(prev_times, chosen, times, batch, gain)
+            point.update(rise=d["rise"], rise_ci95=d["rise_ci95"], steps_timed=len(times))
+            decision = {"from": chosen, "to": batch, **d, "gain": gain}
+            if d["verdict"] != "double":
+                why = (f"doubling {chosen} -> {batch} raised samples/s by {d['rise']:+.1%} "
+                       f"[{d['rise_ci95'][0]:+.1%}, {d['rise_ci95'][1]:+.1%}], "
+                       + (f"not more than {gain:.0%}" if d["verdict"] == "stop" else
+                          f"not clearly more than {gain:.0%} after {AGAIN} more timings"))
                 break
-        chosen = batch
+        chosen, prev_times = batch, times
         why = f"samples/s still rose by more than {gain:.0%} per doubling up to the limit {limit}"
         batch *= 2
     return {"chosen": chosen, "why": why, "curve": curve, "model": resolved.name, "precision": prec,
-            "rule": f"double from {start} while samples/s rises by more than {gain:.0%} per doubling and memory "
-                    f"allows (out of memory probed); median of {steps} steps per batch, DDP recipe, one GPU",
+            "decision": decision, "margin": decision["margin"] if decision else None,
+            "rule": f"double from {start} while samples/s rises by more than {gain:.0%} per doubling, clear of it "
+                    f"by its 95% interval (a straddling pair timed again up to {AGAIN} times), and memory "
+                    f"allows (out of memory probed); {steps} steps per batch, DDP recipe, one GPU",
             "gpu_name": torch.cuda.get_device_name(device)}
 
 

@@ -11,6 +11,7 @@ from typing import Any
 import fabricbench
 from fabricbench.errors import FabricbenchError, UsageError
 from fabricbench.importing import beside
+from fabricbench.relating.format import judged
 from fabricbench.report.document import Document
 from fabricbench.results.schema import CollectiveResult, TrainResult
 from fabricbench.study import records as study_records
@@ -57,13 +58,13 @@ def summary(out_dir: str | Path) -> dict[str, Any]:
     trains = sr.typed(TrainResult)
     out = question_summary(trains, config)
     batch = next(iter(sr.of_kind("batch")[-1:]), None)
-    out["batch"] = {k: batch.get(k) for k in ("chosen", "why", "curve", "rule")} if batch else \
+    out["batch"] = {k: batch.get(k) for k in ("chosen", "why", "curve", "rule", "margin", "decision")} if batch else \
         {"chosen": config.batch_size, "why": "--batch-size"}
     rel = _relate(config, trains, unit_records(sr.typed(CollectiveResult), "sweep"))
     out["relate"] = [{"strategy": r.strategy, "fabric": r.fabric, "predicted_slowdown": r.predicted_slowdown,
                       "predicted_ci95": getattr(r, "predicted_slowdown_ci95", None),
                       "observed_slowdown": r.observed_slowdown,
-                      "observed_ci95": getattr(r, "observed_slowdown_ci95", None)}
+                      "observed_ci95": getattr(r, "observed_slowdown_ci95", None), "judged": judged(r)}
                      for r in getattr(rel, "rows", [])]
     return out
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from fabricbench.relating.format import judged
 from fabricbench.relating.plot import plot_relate
 from fabricbench.report.analysis import fmt_ratio
 from fabricbench.report.document import Document
@@ -29,14 +30,14 @@ def relate_section(doc: Document, relate, figs: Figs) -> None:
     rows = [[r.strategy, r.fabric, fmt_ratio(1 / r.busbw_ratio) if r.busbw_ratio else None, r.observed_step_s * 1e3 if r.observed_step_s else None,
              r.predicted_step_s * 1e3 if r.predicted_step_s else None, fmt_ratio(r.observed_slowdown),
              fmt_ratio(r.predicted_slowdown),
-             r.residual, r.exposed_fraction, ", ".join(r.flags) or "-"]
+             r.residual, judged(r), r.exposed_fraction, ", ".join(r.flags) or "-"]
             for r in relate.rows]
     if rows:
         s.table(["strategy", "fabric", "busbw N× slower", "obs. step ms", "pred. step ms", "obs. step N× slower",
-                 "pred. step N× slower", "residual", "e", "flags"], rows,
+                 "pred. step N× slower", "residual", "prediction judged", "e", "flags"], rows,
                 caption=f"reference fabric: {relate.reference}; busbw N× slower = busbw on the reference ÷ here "
                         f"at the sizes the strategy sends; step N× slower = step here ÷ on the reference; "
-                        f"residual = predicted ÷ observed − 1")
+                        f"residual = predicted ÷ observed − 1; judged with both 95% intervals")
     else:
         s.text(f"No strategy could be related (reference fabric {relate.reference}):")
     if relate.problems:

@@ -8,7 +8,7 @@ from fabricbench.report.document import Document
 from fabricbench.results.schema import TrainResult
 from fabricbench.study import figures
 from fabricbench.study.config import StudyConfig
-from fabricbench.study.report.common import Figs, batch_of, gib, mib, sps, throughputs
+from fabricbench.study.report.common import Figs, batch_of, gib, mib, question_summary, sps, throughputs
 from fabricbench.training import repeats
 
 
@@ -58,8 +58,10 @@ def throughput_section(doc: Document, c: StudyConfig, trains: list[TrainResult],
     s = doc.section("Throughput per strategy per fabric",
                     intro="samples/s = global batch / median step time (steps after the warm-up, each the "
                           "slowest rank's), per run; each (strategy, fabric) is the median over its runs in "
-                          "fresh processes, with the run-to-run 95% interval. Overlapping intervals are a tie. "
-                          "The communication columns come from the last run's trace.")
+                          "fresh processes, with the run-to-run 95% interval. Whether one is faster is not read "
+                          "from overlapping intervals: the comparisons below pair round k of one with round k "
+                          "of the other (docs/comparisons.md). The communication columns come from the last "
+                          "run's trace.")
     th = throughputs(trains)
     if not th:
         s.text("No train unit finished (see “Reproduce”).")
@@ -90,6 +92,14 @@ def throughput_section(doc: Document, c: StudyConfig, trains: list[TrainResult],
                          tl.get("exposed_fraction"), fg.gpu_busy_fraction if fg else r.reached("gpu_busy_fraction")])
     s.table(["strategy", "fabric", "status", "samples/s", "95% CI", "runs", "median step ms", f"N× slower than {base}",
              "comm MiB/step", "exposed comm", "GPU busy"], rows, status_col=2)
+    comps = question_summary(trains, c)["comparisons"]
+    if comps:
+        s.table(["a", "b", "on", "a / b", "95% CI", "verdict", "rounds", "paired"],
+                [[cm["a"], cm["b"], cm["fabric"] or f"{cm['strategy']} (fabrics)", cm["ratio"],
+                  f"{cm['ci95'][0]:.4f}-{cm['ci95'][1]:.4f}" if cm["ci95"] else "-", cm["verdict"], cm["rounds"],
+                  "yes" if cm["paired"] else "no"] for cm in comps],
+                caption=f"comparisons: throughput of a over b (a measured higher); faster: the interval lies above "
+                        f"1; equivalent: inside 1 ± {c.margin:.0%}; 95% over every look of the sequential rule")
     notes = [f"{f.strategy} @ {f.fabric}: {f.host_bound}" for f in figs_by.values() if f.host_bound]
     msgs = notes + [f"{r.strategy} @ {r.fabric}: {r.status}: {r.message}" for r in trains if r.message]
     if msgs:
