@@ -3,8 +3,8 @@ spread of their headline throughputs, and each one's host-bound notes and picked
 
     python3 benchmarks/issue19_check.py OUT/study-1 OUT/study-2 OUT/study-3
 
-The last line says PASS or FAIL: no contradiction between any two (an order that flips is a tie in at
-least one; every slowdown's and figure's intervals overlap) and a headline spread of at most --spread
+The last line says PASS or FAIL: no contradiction between any two (comparison verdicts: "a faster" against
+"b faster" or "equivalent"; every figure's intervals overlap) and a headline spread of at most --spread
 (2%: max / min - 1 of the fastest strategy's samples/s on the first fabric).
 """
 

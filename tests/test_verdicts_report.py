@@ -57,3 +57,14 @@ def test_report_json_of_the_mistral_study_pairs_nothing_it_cannot():
     assert {c["verdict"] for c in summ["comparisons"]} == {"undecided"}
     assert all(c["ci95"] is None and c["note"] == "one run each: no interval" for c in summ["comparisons"])
     assert summ["rankings"]["default"] == [["ddp", "zero1", "fsdp", "zero2", "zero3"]]
+
+
+@pytest.mark.parametrize("folder", FOLDERS[:3], ids=lambda p: str(p.relative_to(ROOT)))
+def test_the_answers_read_at_80_columns(folder):
+    from fabricbench.training.repeats import verdict_lines
+
+    sr = study_records.load(folder)
+    stored = StudyConfig.from_dict(sr.plan["study"]["config"])
+    summ = question_summary(sr.typed(TrainResult), dataclasses.replace(stored, fabrics=stored.fabric_names))
+    lines = verdict_lines(summ["comparisons"])
+    assert len(lines) >= len(summ["comparisons"]) and all(len(line) <= 80 for line in lines)

@@ -27,8 +27,8 @@ def in_short(doc: Document, sr, c: StudyConfig, trains: list[TrainResult], colls
         if len(groups[0]) == 1 and len(figs_by) > 1 and sum(map(len, groups)) > 1:
             items.append(f"on **{f}** the fastest: **{groups[0][0]}**, {shown}")
         elif sum(map(len, groups)) > 1:
-            items.append(f"on **{f}** no strategy is shown faster than {', '.join(groups[0][1:])} "
-                         f"(see the verdicts); {groups[0][0]} measured highest, {shown}")
+            items.append(f"on **{f}** no strategy is shown faster than {', '.join(groups[0][1:])} yet "
+                         f"(the verdicts below): {groups[0][0]} measured highest, {shown}")
     # the answers: one verdict per comparison (measuring/comparison.py), the same sentences as the CLI's
     items += [("**" + cm["verdict"] + "**: " + cm["text"]) for cm in summ["comparisons"]]
     for f in c.fabrics[1:]:
