@@ -17,7 +17,7 @@ Then, issue 19's bias: the prediction without the link credit (the model before 
 gaps left out) against with it, per row with 95% intervals, and each run's own check of the mechanism:
 the communication its trace saw on its fabric (union of gloo's events, peer waits included) against the
 sweep's price of the same collectives, and that price less the credit of the run's own idle gaps
-(relating/model.py). Where the credit is the cause, traced ≈ swept − credit on the shaped fabrics.
+(relating/credit.py). Where the credit is the cause, traced ≈ swept − credit on the shaped fabrics.
 """
 
 from __future__ import annotations
@@ -131,7 +131,9 @@ def before_after(records: list[dict], reference: str) -> None:
 def own_check(records: list[dict]) -> None:
     """Each run on its own fabric: traced communication against the sweep's price, less the credit of
     the run's own idle gaps (as profiled)."""
-    from fabricbench.relating.model import Gaps, SweepCurves, bucket_s, price
+    from fabricbench.relating.credit import Gaps, bucket_s
+    from fabricbench.relating.curves import SweepCurves
+    from fabricbench.relating.pricing import price
 
     curves = SweepCurves.from_records([r for r in records if r.get("kind") == "collective"])
     print("\neach run's traced communication on its own fabric (ms per step, mean over ranks) against its sweep")

@@ -17,8 +17,8 @@ from fabricbench.cli import main
 from fabricbench.errors import UsageError
 from fabricbench.results import records
 from fabricbench.results.schema import CollectiveResult
-from fabricbench.relating.model import (ABOVE, BELOW, EXACT, FAR, INTERPOLATED, Curve, SweepCurves, comm_time,
-                                        price)
+from fabricbench.relating.curves import ABOVE, BELOW, EXACT, FAR, INTERPOLATED, Curve, SweepCurves
+from fabricbench.relating.pricing import comm_time, price
 
 MiB = 1 << 20
 SIZES = [2**k for k in range(10, 27, 2)]  # 1K .. 64M, factor 4, as a sweep --sizes 1K-64M:x4 would

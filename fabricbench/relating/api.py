@@ -6,7 +6,7 @@
         print(row.strategy, row.fabric, row.observed_slowdown, row.predicted_slowdown)
     res.problems      # exactly what did not match, one sentence each
 
-The model (fabricbench/relating/model.py) is calibrated on the reference fabric alone:
+The model (fabricbench/relating/model.py, pricing.py, credit.py) is calibrated on the reference fabric alone:
 
     T_step(f) = max(T_compute + T_comm(f) − H(f), T_comm(f)),   T_compute = T_step(ref) − e × T_comm(ref),
     H(f) = min((1 − e) × T_comm(f), (1 − e) × T_comm(ref))     (the communication hidden behind compute)
@@ -27,15 +27,17 @@ from fabricbench.errors import UsageError
 from fabricbench.relating import inputs
 from fabricbench.relating.inputs import Observed, Workload
 from fabricbench.measuring.stats import ratio_ci
-from fabricbench.relating.model import (FORMULA, Gaps, Pricing, SweepCurves, bucket_s, predict, predict_interval,
-                                        price, step_formula)
+from fabricbench.relating.credit import Gaps, bucket_s
+from fabricbench.relating.curves import SweepCurves
+from fabricbench.relating.model import FORMULA, predict, predict_interval, step_formula
+from fabricbench.relating.pricing import Pricing, price
 
 # short codes in RelateRow.flags; the sentences that explain them are in RelateResult.problems
 REFERENCE = "reference"
 PREDICTED_ONLY = "predicted-only"
 UPPER_BOUND = "e=1 upper bound"
 NO_COMMUNICATION = "no communication"
-LINK_CREDIT = "link credit"  # T_comm less a token-bucket link's banked credit (model.py)
+LINK_CREDIT = "link credit"  # T_comm less a token-bucket link's banked credit (credit.py)
 
 
 @dataclass(kw_only=True)
@@ -72,7 +74,7 @@ class RelateRow:
     predicted_step_ci95: list[float] | None = None
     predicted_slowdown_ci95: list[float] | None = None
     observed_slowdown_ci95: list[float] | None = None
-    link_credit_s: float = 0.0  # C(f): what a token-bucket link's banked credit takes off T_comm (model.py)
+    link_credit_s: float = 0.0  # C(f): what a token-bucket link's banked credit takes off T_comm (credit.py)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
