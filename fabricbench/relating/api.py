@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fabricbench.errors import UsageError
+from fabricbench.relating import coverage as cover
 from fabricbench.relating import inputs
 from fabricbench.relating.inputs import Observed, Workload
 from fabricbench.measuring.stats import ratio_ci
@@ -87,9 +88,14 @@ class RelateResult:
     problems: list[str]
     formula: str = FORMULA
 
+    @property
+    def coverage(self) -> cover.Coverage:
+        """How many held-out observed steps lie inside their predicted 95% interval (coverage.py)."""
+        return cover.coverage(self.rows)
+
     def to_dict(self) -> dict[str, Any]:
         return {"reference": self.reference, "formula": self.formula, "rows": [r.to_dict() for r in self.rows],
-                "problems": list(self.problems)}
+                "coverage": self.coverage.to_dict(), "problems": list(self.problems)}
 
 
 def relate(records_or_paths: Any, reference: str | None = None, *, overlap_window: bool = False) -> RelateResult:

@@ -68,3 +68,4 @@ def render(result: Any, con=None) -> None:
     con.print("busbw N× slower = trace-weighted busbw on the reference / on the fabric; step N× slower = the "
               "fabric's step / the reference's; residual = predicted / observed - 1; [lo-hi] = 95% interval (runs in "
               "fresh processes, the sweeps' spread)", markup=False)
+    con.print(result.coverage.line(), markup=False)
