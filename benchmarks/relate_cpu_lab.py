@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import json
 import os
 import sys
 import tempfile
@@ -50,7 +51,6 @@ def main() -> int:
 
     import fabricbench
     from fabricbench.relating.format import render
-    from fabricbench.relating.inputs import load
     from fabricbench.relating.lab import LabConfig, run_lab
 
     fabrics = [f.strip() for f in args.fabrics.split(",") if f.strip()]
@@ -84,7 +84,7 @@ def main() -> int:
             w = max(worst, key=lambda r: abs(r.residual))
             print(f"{s}: largest |residual| {abs(w.residual) * 100:.0f}% on {w.fabric} "
                   f"(observed slowdown {w.observed_slowdown:.2f}x, predicted {w.predicted_slowdown:.2f}x)")
-    records = load([out])
+    records = [json.loads(line) for line in open(out, encoding="utf-8") if line.strip()]
     before_after(records, fabrics[0])
     own_check(records)
     return 1 if failed else 0
