@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Issue 29's GPU lab on one H200, in one call of under 9.5 minutes (design: ~7.5): DDP, ZeRO-2 and FSDP with
-# N = 2 and 3 gloo ranks with CUDA tensors on GPU 0, lab-mistral at batch 8 x 256 (the choice and its
+# Issue 29's GPU lab on one H200, in one call of under 9.5 minutes (500 s of stages after the wheels
+# install): DDP, ZeRO-2 and FSDP with N = 2 and 3 gloo ranks with CUDA tensors on GPU 0, lab-mistral at batch 8 x 256 (the choice and its
 # arithmetic: benchmarks/relate_gpu_lab.py), under default, shaped:4gbit and shaped:2gbit (tc in a network
 # namespace; iproute2 carried in .carry/iproute2), the gloo sweeps relate needs, then relate --json and the
 # checker of the bar (median |error| <= 5%, max <= 10%, coverage >= 80%, a measured e everywhere).
@@ -10,7 +10,7 @@
 #   train default, the 3 strategies, 1 run each, 2 profiled steps (the reference's trace and e)   ~60 s
 #   sweep default, the ops/dtypes/sizes those traces show                                         ~10-20 s
 #   train + sweep shaped:4gbit, then shaped:2gbit (no profiled steps)                             ~2 x 75 s
-# so ~220 s for N = 2 and ~240 s for N = 3; then, while BUDGET_S (default 520 s) lasts, a second default run
+# so ~220 s for N = 2 and ~240 s for N = 3; then, while BUDGET_S (default 500 s) lasts, a second default run
 # per N (fresh processes, after the shaped ones: the reference's run-to-run interval) ~60 s each. Each stage's
 # limit is cut to what is left of the budget; what finished is kept and related.
 # Writes OUT/summary.txt (one line per stage), OUT/lab/*.jsonl (records), OUT/lab/*.txt (consoles),
@@ -28,7 +28,7 @@ for d in .carry/iproute2/usr/bin .carry/iproute2/usr/sbin .carry/iproute2/bin .c
 done
 export PATH PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}  # the helper imports this checkout's fabricbench
 begin=$(date +%s)
-left() { local l=$(( ${BUDGET_S:-520} - ($(date +%s) - begin) )); [ "$l" -lt 1 ] && l=1; [ "$l" -lt "$1" ] && echo "$l" || echo "$1"; }
+left() { local l=$(( ${BUDGET_S:-500} - ($(date +%s) - begin) )); [ "$l" -lt 1 ] && l=1; [ "$l" -lt "$1" ] && echo "$l" || echo "$1"; }
 stage() { echo "== $1: exit $2, $(( $(date +%s) - t0 )) s (at $(( $(date +%s) - begin )) s)" | tee -a "$R/summary.txt"; }
 (nvidia-smi 2>&1; python3 -c 'import torch; print("torch", torch.__version__)'; command -v ip tc; ip -V; tc -V) \
   > "$R/machine.txt" 2>&1
@@ -41,7 +41,7 @@ FABRICS=${FABRICS:-shaped:4gbit shaped:2gbit}
 NRANKS=${NRANKS:-2 3}
 if [ "${DEVICE:-cuda}" = cuda ]; then dev=(--device cuda --backend gloo --gpus 0); on=(--gpus 0); else dev=(--device cpu); on=(); fi
 lab=(--strategy "$STRATEGIES" --model "${MODEL:-lab-mistral}" "${dev[@]}" --batch-size 8 --seq-len 256
-     --steps "${STEPS:-10}" --warmup-steps 3 --target-ci 0 --repeats 1 --timeout 90)
+     --steps "${STEPS:-12}" --warmup-steps 3 --target-ci 0 --repeats 1 --timeout 90)
 shaped_ok=0
 if command -v ip >/dev/null && command -v tc >/dev/null && ip -V >/dev/null 2>&1; then shaped_ok=1; fi
 [ "$shaped_ok" = 1 ] || echo "== shaped fabrics skipped (no working ip/tc: carry iproute2 in .carry/iproute2)" \
