@@ -2,8 +2,9 @@
 # Issue 29's GPU lab on one H200, in one call of under 9.5 minutes (500 s of stages after the wheels
 # install): DDP, ZeRO-2 and FSDP with N = 2 and 3 gloo ranks with CUDA tensors on GPU 0, lab-mistral at
 # batch 8 x 256 (the choice and its arithmetic: benchmarks/relate_gpu_lab.py), under default, shaped:4gbit
-# and shaped:2gbit (tc in a network namespace; iproute2 carried in .carry/iproute2), the gloo sweeps relate needs, then relate --json and the
-# checker of the bar (median |error| <= 5%, max <= 10%, coverage >= 80%, a measured e everywhere).
+# and shaped:2gbit (tc in a network namespace; iproute2 carried in .carry/iproute2), the gloo sweeps relate
+# needs, then relate --json and the checker of the bar (median |error| <= 5%, max <= 10%, coverage >= 80%,
+# a measured e everywhere).
 #   bash benchmarks/relate_gpu_lab_h200.sh OUTDIR     (DeepSpeed's wheels in .whl/, iproute2 in .carry/iproute2)
 # Stages per rank count N (expected seconds on the H200, from issue 19's lab: ~15-25 s per train run, most of
 # it start-up, ~10 s per sweep):
