@@ -63,3 +63,17 @@ def test_no_held_out_point_says_so():
                                                                            exposed=1.0))]
     cov = fabricbench.relate(recs).coverage
     assert (cov.points, cov.fraction) == (0, None) and cov.line().startswith("coverage: no held-out point")
+
+
+def test_two_runs_that_agree_by_chance_keep_their_own_interval():
+    # two reference runs 0.1% apart, each with a ±14% interval of its own: the run-to-run interval alone
+    # (±~0.3%) would claim what neither run knows; with fewer than 3 runs the interval is at least theirs
+    runs = [_with_ci(train_rec("ddp", "fast", s, DDP_TRACE, exposed=1.0), 0.14) for s in (0.3, 0.3003)]
+    res = fabricbench.relate(sweep("fast", 10.0) + sweep("slow", 1.0) + runs)
+    ref = next(r for r in res.rows if r.fabric == "fast")
+    mid = (0.3 + 0.3003) / 2
+    assert ref.predicted_step_ci95 == pytest.approx([mid * 0.86, mid * 1.14], rel=1e-3)
+    three = [_with_ci(train_rec("ddp", "fast", s, DDP_TRACE, exposed=1.0), 0.14) for s in (0.3, 0.3003, 0.2997)]
+    ref3 = next(r for r in fabricbench.relate(sweep("fast", 10.0) + sweep("slow", 1.0) + three).rows
+                if r.fabric == "fast")
+    assert ref3.predicted_step_ci95[1] - ref3.predicted_step_ci95[0] < 0.01 * mid  # 3 runs: run to run stands
