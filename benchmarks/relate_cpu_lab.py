@@ -134,8 +134,10 @@ def own_check(records: list[dict]) -> None:
     from fabricbench.relating.credit import Gaps, bucket_s
     from fabricbench.relating.curves import SweepCurves
     from fabricbench.relating.pricing import price
+    from fabricbench.results.schema import CollectiveResult
 
-    curves = SweepCurves.from_records([r for r in records if r.get("kind") == "collective"])
+    typed = [CollectiveResult.from_record(r) for r in records if r.get("kind") == "collective"]
+    curves = SweepCurves.from_records(typed)
     print("\neach run's traced communication on its own fabric (ms per step, mean over ranks) against its sweep")
     print(f"{'strategy':<9}{'fabric':<16}{'traced':>8}{'swept':>8}{'credit':>8}{'swept-credit':>13}"
           f"{'traced/swept':>13}{'traced/(swept-credit)':>22}")
