@@ -17,13 +17,14 @@ Then, issue 19's bias: the prediction without the link credit (the model before 
 gaps left out) against with it, per row with 95% intervals, and each run's own check of the mechanism:
 the communication its trace saw on its fabric (union of gloo's events, peer waits included) against the
 sweep's price of the same collectives, and that price less the credit of the run's own idle gaps
-(relating/model.py). Where the credit is the cause, traced ≈ swept − credit on the shaped fabrics.
+(relating/credit.py). Where the credit is the cause, traced ≈ swept − credit on the shaped fabrics.
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
+import json
 import os
 import sys
 import tempfile
@@ -50,7 +51,6 @@ def main() -> int:
 
     import fabricbench
     from fabricbench.relating.format import render
-    from fabricbench.relating.inputs import load
     from fabricbench.relating.lab import LabConfig, run_lab
 
     fabrics = [f.strip() for f in args.fabrics.split(",") if f.strip()]
@@ -84,7 +84,7 @@ def main() -> int:
             w = max(worst, key=lambda r: abs(r.residual))
             print(f"{s}: largest |residual| {abs(w.residual) * 100:.0f}% on {w.fabric} "
                   f"(observed slowdown {w.observed_slowdown:.2f}x, predicted {w.predicted_slowdown:.2f}x)")
-    records = load([out])
+    records = [json.loads(line) for line in open(out, encoding="utf-8") if line.strip()]
     before_after(records, fabrics[0])
     own_check(records)
     return 1 if failed else 0
@@ -131,9 +131,13 @@ def before_after(records: list[dict], reference: str) -> None:
 def own_check(records: list[dict]) -> None:
     """Each run on its own fabric: traced communication against the sweep's price, less the credit of
     the run's own idle gaps (as profiled)."""
-    from fabricbench.relating.model import Gaps, SweepCurves, bucket_s, price
+    from fabricbench.relating.credit import Gaps, bucket_s
+    from fabricbench.relating.curves import SweepCurves
+    from fabricbench.relating.pricing import price
+    from fabricbench.results.schema import CollectiveResult
 
-    curves = SweepCurves.from_records([r for r in records if r.get("kind") == "collective"])
+    typed = [CollectiveResult.from_record(r) for r in records if r.get("kind") == "collective"]
+    curves = SweepCurves.from_records(typed)
     print("\neach run's traced communication on its own fabric (ms per step, mean over ranks) against its sweep")
     print(f"{'strategy':<9}{'fabric':<16}{'traced':>8}{'swept':>8}{'credit':>8}{'swept-credit':>13}"
           f"{'traced/swept':>13}{'traced/(swept-credit)':>22}")

@@ -6,7 +6,7 @@ namespace (fabricbench/fabrics/shaped.py: tc tbf, burst BURST_BYTES).
     python3 benchmarks/relate_credit_probe.py --rates 300mbit --sizes 524288 --gaps 0,0.02 --iters 10
 
 A token bucket of B bytes refilled at R while the link idles predicts the saving per call:
-min(B / R, gap) (relate's link credit, fabricbench/relating/model.py). Prints one line per (rate, size,
+min(B / R, gap) (relate's link credit, fabricbench/relating/credit.py). Prints one line per (rate, size,
 gap): the median call, the saving against back to back, and that prediction. Needs root and iproute2.
 The gap is a sleep, so the ranks compete for no core during it.
 """

@@ -4,6 +4,10 @@
     python3 benchmarks/relate_table.py                      # print the table
     python3 benchmarks/relate_table.py --write README.md    # replace the table between the README's markers
     python3 benchmarks/relate_table.py --check README.md    # exit 1 when the README's table differs
+    python3 benchmarks/relate_table.py --write docs/relate.md --before OLD/records.jsonl   # + before/after
+
+The table ends with the held-out points' median and largest |residual| and the intervals' coverage
+(fabricbench/relating/coverage.py); --before puts an earlier lab's summary line above this one's.
 
 Records: benchmarks/results/cpu-lab/relate-lab/records.jsonl (benchmarks/relate_cpu_lab.py's output).
 `--rule window` prints what the overlap-window rule (relate(..., overlap_window=True): hidden communication
@@ -42,10 +46,21 @@ def table(records: list[str], *, rule: str = "reference") -> str:
                      f"{r.exposed_fraction:>6.2f}"
                      f"{(r.observed_step_s or 0) * 1e3:>8.0f}{r.predicted_step_s * 1e3:>8.0f}{obs:>24}{pred:>25}"
                      f"{resid:>9}")
+    lines.append(summary(res))
     lines.append("busbw = N× slower than on the reference (trace-weighted); T_comm = swept price less C, the "
                  "link credit of a shaped fabric's token bucket; step = the step N× slower than on the reference; "
                  "residual = predicted / observed - 1; [lo-hi] = 95% interval")
     return "\n".join(lines)
+
+
+def summary(res) -> str:
+    """Median and largest |residual| over the held-out rows, and the intervals' coverage."""
+    errs = sorted(abs(r.residual) for r in res.rows if r.fabric != res.reference and r.residual is not None)
+    if not errs:
+        return res.coverage.line()
+    med = errs[len(errs) // 2] if len(errs) % 2 else (errs[len(errs) // 2 - 1] + errs[len(errs) // 2]) / 2
+    return (f"{len(errs)} held-out points: median |residual| {med:.0%}, largest {errs[-1]:.0%}; "
+            f"{res.coverage.line()}")
 
 
 def block(text: str) -> str:
@@ -58,8 +73,13 @@ def main() -> int:
     ap.add_argument("--rule", choices=("reference", "window"), default="reference")
     ap.add_argument("--write", default=None, help="replace the table between the markers of this file")
     ap.add_argument("--check", default=None, help="exit 1 when this file's table differs from the records'")
+    ap.add_argument("--before", default=None, help="records of an earlier lab: its summary line goes first")
     a = ap.parse_args()
     text = table(a.records, rule=a.rule)
+    if a.before:
+        before = summary(fabricbench.relate([a.before], overlap_window=a.rule == "window"))
+        after = text.splitlines()[-2]
+        text = f"before ({a.before}):\n  {before}\nafter:\n  {after}\n\n{text}"
     target = a.write or a.check
     if target is None:
         print(text)

@@ -17,8 +17,8 @@ from fabricbench.cli import main
 from fabricbench.errors import UsageError
 from fabricbench.results import records
 from fabricbench.results.schema import CollectiveResult
-from fabricbench.relating.model import (ABOVE, BELOW, EXACT, FAR, INTERPOLATED, Curve, SweepCurves, comm_time,
-                                        price)
+from fabricbench.relating.curves import ABOVE, BELOW, EXACT, FAR, INTERPOLATED, Curve, SweepCurves
+from fabricbench.relating.pricing import comm_time, price
 
 MiB = 1 << 20
 SIZES = [2**k for k in range(10, 27, 2)]  # 1K .. 64M, factor 4, as a sweep --sizes 1K-64M:x4 would
@@ -327,7 +327,7 @@ def test_cli_json_rows_and_problems_on_stderr(lab_files, capsys):
     main(["relate", *map(str, lab_files), "--json"])
     cap = capsys.readouterr()
     doc = json.loads(cap.out)
-    assert set(doc) == {"reference", "formula", "rows", "problems"} and doc["reference"] == "fast"
+    assert set(doc) == {"reference", "formula", "rows", "coverage", "problems"} and doc["reference"] == "fast"
     assert "max(T_compute + T_comm(f) - H(f), T_comm(f))" in doc["formula"]
     need = {"strategy", "fabric", "reference", "observed_step_s", "predicted_step_s", "observed_slowdown",
             "predicted_slowdown", "busbw_ratio", "comm_bytes_per_step", "exposed_fraction", "residual",

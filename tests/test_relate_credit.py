@@ -1,5 +1,5 @@
 """relate's link credit: a token-bucket link (shaped:RATE, tc tbf) banks up to its burst while idle, and a
-collective after compute spends it; the sweep's back-to-back calls never see it (model.py's docstring).
+collective after compute spends it; the sweep's back-to-back calls never see it (credit.py's docstring).
 
 Unit tests only: records built by hand, every expected figure computed here from B, R and the gaps.
 """
@@ -10,7 +10,7 @@ import pytest
 
 import fabricbench
 from fabricbench.fabrics.shaped import BURST_BYTES
-from fabricbench.relating.model import Gaps, bucket_s
+from fabricbench.relating.credit import Gaps, bucket_s
 from tests.test_relate import MiB, call_us, coll, sweep, train_rec
 
 MS = 1e-3

@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from fabricbench.results import ResultWriter
-from fabricbench.training import launch, trace
+from fabricbench.training import launch, timeline, trace
 from fabricbench.training.strategies import STRATEGIES
 
 HAS_DEEPSPEED = importlib.util.find_spec("deepspeed") is not None
@@ -226,8 +226,8 @@ def test_timeline_exposed_is_comm_outside_compute():
 
 def test_idle_gaps_wrap_the_step_and_separate_busy_stretches():
     # step 0..100: busy 10-20, 20-30 (one stretch once merged by the caller) and 50-60: head 10 + tail 40
-    assert trace.idle_gaps([(10, 30), (50, 60)], 0, 100) == [50, 20]
-    assert trace.idle_gaps([], 0, 100) == []
+    assert timeline.idle_gaps([(10, 30), (50, 60)], 0, 100) == [50, 20]
+    assert timeline.idle_gaps([], 0, 100) == []
     events = _steps((0, 100), (100, 200)) + [
         _ev("gloo:all_gather", 10, 10, tid=GLOO_T, cat="user_annotation"),
         _ev("gloo:all_gather", 50, 10, tid=GLOO_T, cat="user_annotation"),

@@ -2,11 +2,14 @@
 
     fabricbench relate sweeps.jsonl train.jsonl --plot relate.png
 
-model.py prices a communication trace on a sweep and holds the step-time model (its docstring states the
-formula); inputs.py reads and groups the records; api.py joins them into rows; format.py prints them;
+curves.py reads the sweeps' curves, pricing.py prices a communication trace on them, credit.py takes off a
+token-bucket link's credit, model.py holds the step-time model (its docstring states the formula);
+inputs.py reads and groups the records; api.py joins them into rows; format.py prints them;
 plot.py draws busbw drop against slowdown.
 """
 
-from fabricbench.relating.model import FORMULA, Curve, SweepCurves, comm_time, price
+from fabricbench.relating.curves import Curve, SweepCurves
+from fabricbench.relating.model import FORMULA
+from fabricbench.relating.pricing import comm_time, price
 
 __all__ = ["FORMULA", "Curve", "SweepCurves", "comm_time", "price"]

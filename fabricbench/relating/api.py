@@ -6,7 +6,7 @@
         print(row.strategy, row.fabric, row.observed_slowdown, row.predicted_slowdown)
     res.problems      # exactly what did not match, one sentence each
 
-The model (fabricbench/relating/model.py) is calibrated on the reference fabric alone:
+The model (fabricbench/relating/model.py, pricing.py, credit.py) is calibrated on the reference fabric alone:
 
     T_step(f) = max(T_compute + T_comm(f) − H(f), T_comm(f)),   T_compute = T_step(ref) − e × T_comm(ref),
     H(f) = min((1 − e) × T_comm(f), (1 − e) × T_comm(ref))     (the communication hidden behind compute)
@@ -24,18 +24,22 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fabricbench.errors import UsageError
+from fabricbench.relating import coverage as cover
 from fabricbench.relating import inputs
+from fabricbench.relating import job as jobs
 from fabricbench.relating.inputs import Observed, Workload
 from fabricbench.measuring.stats import ratio_ci
-from fabricbench.relating.model import (FORMULA, Gaps, Pricing, SweepCurves, bucket_s, predict, predict_interval,
-                                        price, step_formula)
+from fabricbench.relating.credit import Gaps, bucket_s
+from fabricbench.relating.curves import SweepCurves
+from fabricbench.relating.model import FORMULA, predict, predict_interval, step_formula
+from fabricbench.relating.pricing import Pricing, price
 
 # short codes in RelateRow.flags; the sentences that explain them are in RelateResult.problems
 REFERENCE = "reference"
 PREDICTED_ONLY = "predicted-only"
 UPPER_BOUND = "e=1 upper bound"
 NO_COMMUNICATION = "no communication"
-LINK_CREDIT = "link credit"  # T_comm less a token-bucket link's banked credit (model.py)
+LINK_CREDIT = "link credit"  # T_comm less a token-bucket link's banked credit (credit.py)
 
 
 @dataclass(kw_only=True)
@@ -72,7 +76,7 @@ class RelateRow:
     predicted_step_ci95: list[float] | None = None
     predicted_slowdown_ci95: list[float] | None = None
     observed_slowdown_ci95: list[float] | None = None
-    link_credit_s: float = 0.0  # C(f): what a token-bucket link's banked credit takes off T_comm (model.py)
+    link_credit_s: float = 0.0  # C(f): what a token-bucket link's banked credit takes off T_comm (credit.py)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -85,9 +89,14 @@ class RelateResult:
     problems: list[str]
     formula: str = FORMULA
 
+    @property
+    def coverage(self) -> cover.Coverage:
+        """How many held-out observed steps lie inside their predicted 95% interval (coverage.py)."""
+        return cover.coverage(self.rows)
+
     def to_dict(self) -> dict[str, Any]:
         return {"reference": self.reference, "formula": self.formula, "rows": [r.to_dict() for r in self.rows],
-                "problems": list(self.problems)}
+                "coverage": self.coverage.to_dict(), "problems": list(self.problems)}
 
 
 def relate(records_or_paths: Any, reference: str | None = None, *, overlap_window: bool = False) -> RelateResult:
@@ -101,7 +110,9 @@ def relate(records_or_paths: Any, reference: str | None = None, *, overlap_windo
     if not collectives:
         raise UsageError("no sweep records (kind collective) among the inputs; add a `fabricbench sweep --out` "
                          "or `compare --out` results file")
-    curves = SweepCurves.from_records(collectives)
+    swept_recs, job_recs = jobs.split(collectives)  # a job's observed calls calibrate prices (job.py)
+    curves = SweepCurves.from_records(swept_recs)
+    job_curves = SweepCurves.from_records(job_recs) if job_recs else None
     observed, problems = inputs.observations(trains)
     problems = read_problems + problems
     if not curves:
@@ -122,7 +133,11 @@ def relate(records_or_paths: Any, reference: str | None = None, *, overlap_windo
             problems.append(f"{strategy} ({wl.label()}) has no train run on the reference fabric {ref}: "
                             f"nothing to calibrate its prediction on")
             continue
-        rows.extend(_strategy_rows(base, by_key, curves, swept, problems, overlap_window=overlap_window))
+        rows.extend(_strategy_rows(base, by_key, curves, swept, problems, overlap_window=overlap_window,
+                                   job_curves=job_curves))
+    if job_curves is not None and ref not in job_curves.fabrics():
+        problems.append(f"the job's observed collectives ran on {', '.join(job_curves.fabrics())}, not on the "
+                        f"reference {ref}: nothing to calibrate the prices against (job.py)")
     return RelateResult(reference=ref, rows=rows, problems=list(dict.fromkeys(problems)))
 
 
@@ -185,7 +200,8 @@ def _trace_bytes(comm: dict[str, Any]) -> int:
 
 
 def _strategy_rows(base: Observed, by_key: dict[tuple[Workload, str, str], Observed], curves: SweepCurves,
-                   swept: list[str], problems: list[str], *, overlap_window: bool = False) -> list[RelateRow]:
+                   swept: list[str], problems: list[str], *, overlap_window: bool = False,
+                   job_curves: SweepCurves | None = None) -> list[RelateRow]:
     """Every swept fabric's row for base's (workload, strategy), calibrated on base (the reference run)."""
     wl, strategy, ref = base.workload, base.strategy, base.fabric
     comm = base.comm
@@ -212,6 +228,11 @@ def _strategy_rows(base: Observed, by_key: dict[tuple[Workload, str, str], Obser
         problems.append(f"{strategy} ({wl.label()}): {note}; every fabric predicts the reference's step")
     on_ref = price(collectives, curves, fabric=ref, nranks=wl.nranks)
     problems.extend(on_ref.flags)
+    ks = jobs.factors(on_ref, job_curves) if job_curves is not None else [None] * len(on_ref.entries)
+    if any(k is not None for k in ks):
+        problems.append(jobs.note(f"{strategy} ({wl.label()})", ks, on_ref.entries, ref))
+        flags_all.append(jobs.CALIBRATED)
+        on_ref = jobs.calibrate(on_ref, ks)
     if on_ref.time_s > base.step_s:
         problems.append(f"{strategy} ({wl.label()}) on the reference {ref}: its sweep prices {on_ref.time_s:.4g} s "
                         f"of communication per step, more than the observed {base.step_s:.4g} s step; the sweep "
@@ -220,7 +241,7 @@ def _strategy_rows(base: Observed, by_key: dict[tuple[Workload, str, str], Obser
     rows = []
     for fab in swept:
         own = by_key.get((wl, strategy, fab))
-        on_fab = on_ref if fab == ref else price(collectives, curves, fabric=fab, nranks=wl.nranks)
+        on_fab = on_ref if fab == ref else jobs.calibrate(price(collectives, curves, fabric=fab, nranks=wl.nranks), ks)
         if fab != ref:
             problems.extend(on_fab.flags)
         if gaps is None and collectives and bucket_s(fab) is not None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fabricbench.relating.model import format_size
+from fabricbench.relating.curves import size_3sig
 from fabricbench.report import table as tables
 from fabricbench.report.analysis import fmt_ratio
 
@@ -65,7 +65,7 @@ def cells(row: Any) -> list[str]:
     """A RelateRow as the table's text cells."""
     drop = 1.0 / row.busbw_ratio if row.busbw_ratio else None
     residual = "-" if row.residual is None else f"{row.residual * 100:+.0f}%".replace("-0%", "+0%")
-    return [row.strategy, row.fabric, _x(drop), format_size(row.comm_bytes_per_step), _ms(row.comm_time_s),
+    return [row.strategy, row.fabric, _x(drop), size_3sig(row.comm_bytes_per_step), _ms(row.comm_time_s),
             f"{row.exposed_fraction:.2f}", _ms(row.observed_step_s), _ms(row.predicted_step_s),
             _xci(row.observed_slowdown, row.observed_slowdown_ci95),
             _xci(row.predicted_slowdown, row.predicted_slowdown_ci95), residual,
@@ -86,3 +86,4 @@ def render(result: Any, con=None) -> None:
               "fabric's step / the reference's; residual = predicted / observed - 1; [lo-hi] = 95% interval (runs in "
               "fresh processes, the sweeps' spread); a prediction is \"within its interval\" when the two "
               "intervals meet, else \"off by X% beyond it\"", markup=False)
+    con.print(result.coverage.line(), markup=False)

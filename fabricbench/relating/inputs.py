@@ -118,8 +118,27 @@ def observations(trains: Iterable[TrainResult]) -> tuple[list[Observed], list[st
         sps = [v for r in runs if (v := r.samples_per_s)]
         comm = next((c for r in runs if (c := r.reached("comm")) is not None), None)
         fig = repeats.figures(runs)[0]  # the one statistics rule (measuring/stats.py via repeats.py)
-        out.append(Observed(workload=wl, strategy=strategy, fabric=fabric, step_ci95=fig.step_ci95,
+        out.append(Observed(workload=wl, strategy=strategy, fabric=fabric, step_ci95=_step_ci(fig, runs),
                             step_s=statistics.median(r.median_step_s for r in runs),
                             samples_per_s=statistics.median(sps) if sps else None,
                             global_batch=runs[0].global_batch, comm=comm, runs=len(runs)))
     return out, problems
+
+
+FEW_RUNS = 3  # below this many runs the run-to-run interval alone can be a coincidence
+
+
+def _step_ci(fig: repeats.Figure, runs: list[TrainResult]) -> tuple[float, float] | None:
+    """The step's 95% interval: run to run (repeats.py), but with fewer than FEW_RUNS runs never narrower
+    than the runs' own (the median of their within-run intervals, around the combined step). Two runs that
+    agree by chance give a run-to-run interval of ±0.2% where each run's own is ±14% (the CPU lab of
+    issue 29, DDP on default): an interval that held nothing of the next run."""
+    ci = fig.step_ci95
+    if len(runs) >= FEW_RUNS:
+        return ci
+    rels = [float(v) for r in runs if isinstance(v := (r.reached("step_time") or {}).get("ci95_rel"), (int, float))]
+    if not rels:
+        return ci
+    own = statistics.median(rels)
+    lo, hi = fig.step_s * (1 - own), fig.step_s * (1 + own)
+    return (min(ci[0], lo), max(ci[1], hi)) if ci else (lo, hi)

@@ -5,7 +5,10 @@
 Order: the strategies train on the first fabric (the reference) first; their traces say which collectives,
 sizes and dtypes a step sends, and every fabric's sweep then covers exactly those ops and that size range
 (powers of two, factor 4, up to the next power of two above the largest traced size), so that pricing
-interpolates instead of extrapolating. Then every other fabric trains. Each command is a fresh
+interpolates instead of extrapolating. Then every other fabric trains; with repeats, further rounds train
+every fabric once each, in order, so that the k-th runs of all fabrics share the machine's state at the
+time (on a shared machine whose load drifts, runs grouped by fabric compare one load with another: issue
+29's lab on 2 shared cores saw FSDP's 2gbit step 2.2x its default one, grouped). Each command is a fresh
 `python -m fabricbench` process given --fabric, which the command applies (fabricbench/fabrics/apply.py:
 shaped fabrics run inside a namespace of their own, removed on the way out); all records go to one
 JSONL file. A fabric that cannot be applied here (shaped without root) is waived, with the reason.
@@ -42,7 +45,7 @@ class LabConfig:
     batch_size: int = 2  # per rank
     seq_len: int = 64
     trace_steps: int = 1  # profiled steps after the timed ones (train --trace-steps)
-    repeats: int = 1  # train runs per fabric, fresh processes (train --repeats)
+    repeats: int = 1  # rounds of train runs, fresh processes, every fabric once per round (interleaved)
     sweep_iters: int = 3
     sweep_warmup: int = 1
     size_factor: int = 4  # swept sizes step by this factor
@@ -108,6 +111,10 @@ def run_lab(config: LabConfig, *, log: Any = None) -> LabRun:
             _sweep(config, fab, ops, dtype, sizes, run, say)
         if fab != first and fab not in run.waived:
             _train(config, fab, run, say)
+    for k in range(2, config.repeats + 1):  # rounds: every fabric once per round, so round k's runs share
+        for fab in config.fabrics:          # the machine's drift (a paired design, DOMAIN.md)
+            if fab not in run.waived:
+                _train(config, fab, run, say, label=f" round {k}")
     return run
 
 
@@ -119,15 +126,16 @@ def _sweep(config: LabConfig, fabric: str, ops: list[str], dtype: str, sizes: li
     _under(config, fabric, job, f"sweep {get_fabric(fabric).name} {dtype}", run, say)
 
 
-def _train(config: LabConfig, fabric: str, run: LabRun, say: Any) -> list[dict[str, Any]]:
+def _train(config: LabConfig, fabric: str, run: LabRun, say: Any, label: str = "") -> list[dict[str, Any]]:
+    """One run per strategy on `fabric` (one round: run_lab repeats the rounds)."""
     model = {"model_config" if config.model.endswith(".json") else "model": config.model}
     job = TrainJob(strategy=",".join(config.strategies), **model, device="cpu", nprocs=config.nprocs,
                    steps=config.steps, warmup_steps=config.warmup_steps, batch_size=config.batch_size,
                    seq_len=config.seq_len, precision=config.precision, trace_steps=config.trace_steps,
-                   repeats=config.repeats, target_ci=0.0, fabric=fabric,
+                   repeats=1, target_ci=0.0, fabric=fabric,
                    timeout_s=config.timeout_s, out=str(run.out))
     before = _count(run.out)
-    _under(config, fabric, job, f"train {get_fabric(fabric).name}", run, say)
+    _under(config, fabric, job, f"train {get_fabric(fabric).name}{label}", run, say)
     return [r for r in _records(run.out)[before:] if r.get("kind") == "train"]
 
 

@@ -19,18 +19,7 @@ in their arguments); `rank_summary` records the sizes of the groups that exist, 
 some group differs.
 Calls on a group of one rank move nothing and are not listed (world size 1: "no collective ran").
 
-Timeline, per profiled step (the window of each step is a `fabricbench:step` annotation; the device is
-synchronised at both ends, so the step's kernels lie inside it):
-- GPU ("cuda kernels"): comm = the union of NCCL kernel intervals, compute = the union of every other
-  kernel, exposed = comm minus compute (communication that overlaps no compute kernel).
-- CPU ("cpu threads"): gloo runs each collective on a worker thread (`gloo:*` events), so comm = the
-  union of those intervals and compute = the union of the `aten::*` ops of the thread that runs the step
-  (on CPU, autograd runs backward on that thread too); exposed = comm minus compute. On a machine with
-  fewer cores than ranks × threads the comm thread competes with compute for a core; the figure is what
-  the timeline shows, not a measure of the wire alone.
-Both count the time a collective waits for a late peer as communication, as NCCL's kernels do. On GPU
-busy_s is the union of every kernel: busy_fraction = busy_s / step_s is the record's gpu_busy_fraction
-(below 0.5 the step is host-bound: it measures the host's launch rate, and hides a fabric's effect).
+Timeline: how much of each profiled step's communication overlapped no compute (timeline.py).
 
 Textbook volume: `Strategy.textbook_sends` (fabricbench/training/strategies), in S per step in units
 of Ψ·b, b = 2 bytes for bf16/fp16 and 4 for fp32 (the ZeRO paper's accounting): DDP all-reduces Ψ
@@ -52,9 +41,9 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from fabricbench.collectives import COLLECTIVES
+from fabricbench.training.timeline import STEP_MARK, step_windows, timeline
 
 PROFILED_STEPS = 2  # default; extra steps after the timed ones
-STEP_MARK = "fabricbench:step"
 
 # profiler "Input type" -> fabricbench dtype name (fabricbench/dtypes.py, plus int64/bool)
 DTYPE_NAMES = {"float": "float32", "c10::BFloat16": "bfloat16", "c10::Half": "float16", "double": "float64",
@@ -188,11 +177,6 @@ def _is_cpu_op(e: dict[str, Any]) -> bool:
     return e.get("ph") == "X" and e.get("cat") in ("cpu_op", "user_annotation", None)
 
 
-def step_windows(events: list[dict[str, Any]]) -> list[tuple[float, float]]:
-    return sorted((e["ts"], e["ts"] + e["dur"]) for e in events
-                  if e.get("name") == STEP_MARK and e.get("ph") == "X" and e.get("cat") != "gpu_user_annotation")
-
-
 def calls(events: list[dict[str, Any]], *, world_size: int) -> tuple[list[Call], list[str]]:
     """Every collective call inside the step windows -> (calls, problems)."""
     windows = step_windows(events)
@@ -245,78 +229,6 @@ def per_step(calls_: Iterable[Call], steps: int) -> list[dict[str, Any]]:
     rows = [{"op": c.op, "bytes": c.bytes, "dtype": c.dtype, "group_size": c.group_size,
              "calls_per_step": n / steps} for c, n in counts.items()]
     return sorted(rows, key=lambda r: (r["op"], -r["bytes"] * r["calls_per_step"], -r["bytes"]))
-
-
-def _union(intervals: Iterable[tuple[float, float]]) -> list[tuple[float, float]]:
-    merged: list[list[float]] = []
-    for a, b in sorted(intervals):
-        if merged and a <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], b)
-        else:
-            merged.append([a, b])
-    return [(a, b) for a, b in merged]
-
-
-def _length(intervals: list[tuple[float, float]]) -> float:
-    return sum(b - a for a, b in intervals)
-
-
-def _clip(intervals: list[tuple[float, float]], lo: float, hi: float) -> list[tuple[float, float]]:
-    return [(max(a, lo), min(b, hi)) for a, b in intervals if b > lo and a < hi]
-
-
-def _minus(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> float:
-    """Length of the union `a` not covered by the union `b` (both sorted, disjoint)."""
-    return _length(a) - sum(_length(_clip(b, x, y)) for x, y in a)
-
-
-def idle_gaps(comm: list[tuple[float, float]], lo: float, hi: float) -> list[float]:
-    """The link's idle time before each busy stretch of one step (comm: the step's sorted, disjoint
-    communication intervals, clipped to [lo, hi]): between one stretch's end and the next one's start, and
-    for the first, the step's tail after its last stretch plus its head before the first (steady steps:
-    the previous step's tail is this one's). relate's link credit (model.py) prices a token-bucket
-    link's refill from these."""
-    if not comm:
-        return []
-    first = (comm[0][0] - lo) + (hi - comm[-1][1])
-    return [first] + [b[0] - a[1] for a, b in zip(comm, comm[1:])]
-
-
-def timeline(events: list[dict[str, Any]], *, device_type: str) -> dict[str, Any] | None:
-    """Per profiled step (mean): comm_s, exposed_s, compute_s, step_s (see the module docstring)."""
-    windows = step_windows(events)
-    if not windows:
-        return None
-    if device_type == "cuda":
-        kernels = [e for e in events if e.get("cat") == "kernel" and e.get("ph") == "X"]
-        is_comm = [("nccl" in e["name"].lower()) for e in kernels]
-        comm = _union((e["ts"], e["ts"] + e["dur"]) for e, c in zip(kernels, is_comm) if c)
-        compute = _union((e["ts"], e["ts"] + e["dur"]) for e, c in zip(kernels, is_comm) if not c)
-        busy = _union((e["ts"], e["ts"] + e["dur"]) for e in kernels)
-        source = "cuda kernels"
-    else:
-        marks = [e for e in events if e.get("name") == STEP_MARK and e.get("ph") == "X"]
-        main = {e.get("tid") for e in marks}
-        comm = _union((e["ts"], e["ts"] + e["dur"]) for e in events
-                      if e.get("ph") == "X" and e.get("name", "").startswith("gloo:"))
-        compute = _union((e["ts"], e["ts"] + e["dur"]) for e in events
-                         if e.get("ph") == "X" and e.get("tid") in main and e.get("name", "").startswith("aten::"))
-        busy = []  # no GPU: the busy fraction of a GPU does not apply
-        source = "cpu threads"
-    rows, gaps = [], []
-    for lo, hi in windows:
-        c, k = _clip(comm, lo, hi), _clip(compute, lo, hi)
-        gaps.extend(idle_gaps(c, lo, hi))
-        # the overlap window: compute between the first collective's start and the last one's start (the
-        # last is issued when backward ends), which a slower fabric's communication could hide behind
-        win = _length(_clip(k, c[0][0], c[-1][0])) if c else 0.0
-        rows.append((_length(c), _minus(c, k), _length(k), hi - lo, _length(_clip(busy, lo, hi)), win))
-    mean = [statistics.fmean(col) * 1e-6 for col in zip(*rows)]  # trace times are microseconds
-    out = {"comm_s": mean[0], "exposed_s": mean[1], "compute_s": mean[2], "step_s": mean[3], "source": source,
-           "window_s": mean[5], "idle_gaps_s": [round(g * 1e-6, 9) for g in gaps], "idle_gap_steps": len(rows)}
-    if device_type == "cuda":  # any kernel running: what the GPU-busy fraction counts (launch.py)
-        out["busy_s"] = mean[4]
-    return out
 
 
 def rank_summary(events: list[dict[str, Any]], *, device_type: str, world_size: int, steps: int,
@@ -388,7 +300,7 @@ def join(ranks: list[dict[str, Any]], *, backend: str, world_size: int, sends: d
         tl["exposed_fraction"] = tl["exposed_s"] / tl["comm_s"] if tl["comm_s"] > 0 else None
         if all("window_s" in t for t in lines):  # relate's overlap window (model.py)
             tl["window_s"] = statistics.fmean(t["window_s"] for t in lines)
-        if all("idle_gaps_s" in t for t in lines):  # relate's link credit (model.py): every rank's gaps
+        if all("idle_gaps_s" in t for t in lines):  # relate's link credit (relating/credit.py): every rank's gaps
             tl["idle_gaps_s"] = [g for t in lines for g in t["idle_gaps_s"]]
             tl["idle_gap_steps"] = sum(t["idle_gap_steps"] for t in lines)  # ranks x profiled steps
         if all("busy_s" in t for t in lines):  # the fraction of the step some kernel ran, mean over ranks

@@ -1,0 +1,95 @@
+"""Link credit: what a token-bucket link banks while idle and a training step spends, which a sweep never
+sees.
+
+    fabricbench relate sweeps.jsonl train.jsonl --reference default
+
+A token-bucket link (shaped:RATE: tc tbf, rate R, burst B) banks credit while it idles, up
+to B bytes, and a collective that starts after an idle gap g sends its first min(B, g × R) bytes at
+loopback speed. A sweep's calls run back to back and never see it; a training step's collectives follow
+compute and do. Measured on this lab (2 gloo ranks, all-reduce of 0.5 and 1.5 MiB, 256 KiB bucket): a
+20 ms gap before each call saved 10.1 ms at 200 mbit (B/R = 10.5 ms) and 1.8 ms at 1 gbit (2.1 ms); a
+5 ms gap saved 5 ms at 200 mbit (g < B/R). So on such a fabric
+
+    C(f)       = (1 / steps) × Σ_gaps min(B / R, g, T_comm(f) / stretches)       link credit per step
+    T_comm(f) ← T_comm(f) − C(f)
+
+over the idle gaps before each busy stretch of communication in the reference's profiled steps (every
+rank's; `comm.timeline.idle_gaps_s`, trace.py), each at most what one stretch costs, and per step at
+most as many gaps (the largest terms) as calls that cost a bucket or more on f: a smaller call (DDP's
+128 B broadcast) leaves the bucket full for the next, which can still take only B. At a mild fabric
+B / R is a large part of each collective (FSDP's 11 collectives per step on 1 gbit: 23 ms of 80 ms); at
+a strong one the gaps (the compute between collectives) cap it, so the credit shrinks against the step:
+this is the over-prediction at mild fabrics that vanishes at strong ones. The profiled steps run slower
+than the timed ones (comm.overhead.ratio), so the gaps are divided by that ratio; the interval takes
+both. Fabrics without a bucket (every real one) have C = 0; a trace without gaps (recorded before
+they were) gets none, flagged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from fabricbench.errors import UsageError
+from fabricbench.fabrics import get_fabric
+from fabricbench.relating.pricing import PricedCollective, Pricing
+
+
+def bucket_s(fabric: str) -> float | None:
+    """B / R: seconds of the link's rate a full token bucket is worth (None: no bucket on this fabric)."""
+    try:
+        fab = get_fabric(fabric)
+    except UsageError:  # a name from imported records that is no fabric here: nothing known of a bucket
+        return None
+    burst = getattr(fab, "burst_bytes", None)
+    return burst * 8 / fab.rate_bps if burst and fab.rate_bps else None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Gaps:
+    """The link's idle gaps before each busy stretch of communication over `steps` profiled rank-steps
+    (trace.py's comm.timeline.idle_gaps_s / idle_gap_steps), and the profiled/timed step ratio."""
+
+    gaps_s: tuple[float, ...]
+    steps: int
+    overhead: float = 1.0  # comm.overhead.ratio: profiled step / timed step (>= 1 dilates the gaps)
+
+    @classmethod
+    def from_timeline(cls, timeline: dict[str, Any] | None, overhead: float | None) -> "Gaps | None":
+        if not isinstance(timeline, dict) or not timeline.get("idle_gap_steps"):
+            return None
+        gaps = timeline.get("idle_gaps_s")
+        if not isinstance(gaps, list):
+            return None
+        return cls(gaps_s=tuple(max(0.0, float(g)) for g in gaps), steps=int(timeline["idle_gap_steps"]),
+                   overhead=max(1.0, float(overhead)) if overhead else 1.0)
+
+    @property
+    def stretches_per_step(self) -> float:
+        return len(self.gaps_s) / self.steps
+
+    def credit(self, *, bucket_s: float | None, comm_s: float, scaled: bool = True,
+               draining_per_step: float | None = None) -> float:
+        """C(f) of the module docstring: seconds per step the bucket saves. scaled: gaps divided by the
+        profiler's overhead (the timed steps' gaps); else as profiled (the larger bound). draining_per_step:
+        the calls per step that cost at least a bucket (a smaller call, e.g. DDP's 128 B broadcast, leaves
+        the bucket full for the next one, which can still take only B): at most that many gaps count per
+        step, the largest."""
+        if not bucket_s or not self.gaps_s or comm_s <= 0:
+            return 0.0
+        stretch = comm_s / self.stretches_per_step
+        k = self.overhead if scaled else 1.0
+        terms = sorted((min(bucket_s, g / k, stretch) for g in self.gaps_s), reverse=True)
+        if draining_per_step is not None:
+            terms = terms[:max(0, round(draining_per_step * self.steps))]
+        return sum(terms) / self.steps
+
+
+def link_credit(gaps: Gaps | None, pricing: Pricing, entries: list[PricedCollective], comm_s: float,
+                scaled: bool) -> float:
+    """C on pricing's fabric: the gaps' credit, counting only as many per step as calls drain a bucket."""
+    b = bucket_s(pricing.fabric)
+    if gaps is None or b is None:
+        return 0.0
+    draining = sum(e.calls_per_step for e in entries if (e.time_s or 0.0) >= b)
+    return gaps.credit(bucket_s=b, comm_s=comm_s, scaled=scaled, draining_per_step=draining)
