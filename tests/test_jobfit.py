@@ -94,3 +94,18 @@ def test_gloo_job_against_its_sweep(tmp_path):
         else:
             assert s[key]["ratio"] == pytest.approx(a[key]["ratio"], rel=1e-9)
     assert (tmp_path / "jf.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_study_report_section_only_when_the_study_holds_a_job():
+    from fabricbench.report.document import Document
+    from fabricbench.study import jobfit_section
+
+    doc = Document("t")
+    sweep = [_swept("all_reduce", 4 << 30, 9000.0), _swept("all_reduce", 16 << 30, 33000.0)]
+    jobfit_section.add(doc, [s.to_dict() for s in sweep], sweep)
+    assert doc.sections == []
+    job = import_file(INS / "readme_v4_2_algo_proto.log").records
+    jobfit_section.add(doc, job + [s.to_dict() for s in sweep], sweep)
+    (sec,) = doc.sections
+    table = next(b for b in sec.blocks if b.kind == "table")
+    assert table.data["rows"][0][0] == "all_reduce" and table.data["rows"][0][-1] == "short"

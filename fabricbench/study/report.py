@@ -28,7 +28,7 @@ from fabricbench.report.plot import busbw_vs_count
 from fabricbench.results.schema import CollectiveResult, TrainResult
 from fabricbench.results.status import Status
 from fabricbench.sizes import format_size
-from fabricbench.study import figures, records as study_records
+from fabricbench.study import figures, jobfit_section, records as study_records
 from fabricbench.study.config import StudyConfig
 from fabricbench.topology.model import Topology
 from fabricbench.topology.ranking import rank_placements
@@ -172,6 +172,7 @@ def _build(sr: study_records.StudyRecords, c: StudyConfig, figs: _Figs, *, comma
     _memory(doc, c, trains, estimate, figs)
     _throughput(doc, c, trains, figs)
     _relate_section(doc, relate, figs)
+    jobfit_section.add(doc, sr.of_kind("collective"), colls)
     _advice_section(doc, c, advice, trains, machine, collectives)
     _reproduce(doc, sr, c, command)
     return doc
