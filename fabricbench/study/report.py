@@ -28,7 +28,7 @@ from fabricbench.report.plot import busbw_vs_count
 from fabricbench.results.schema import CollectiveResult, TrainResult
 from fabricbench.results.status import Status
 from fabricbench.sizes import format_size
-from fabricbench.study import figures, jobfit_section, records as study_records
+from fabricbench.study import figures, jobfit_section, records as study_records, references_section
 from fabricbench.study.config import StudyConfig
 from fabricbench.topology.model import Topology
 from fabricbench.topology.ranking import rank_placements
@@ -168,6 +168,7 @@ def _build(sr: study_records.StudyRecords, c: StudyConfig, figs: _Figs, *, comma
     groups = beside.collective_groups([r for r in sr.of_kind("collective") if beside.is_imported(r)])
     imported = [CollectiveResult.from_record(dict(r, fabric=name)) for name, rs in groups.items() for r in rs]
     _busbw(doc, c, colls, figs, imported=[r for r in imported if not r.inplace])
+    references_section.add(doc, colls)
     _scaling(doc, c, scaling, machine, figs)
     _memory(doc, c, trains, estimate, figs)
     _throughput(doc, c, trains, figs)
