@@ -34,6 +34,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "qualify": ("fabricbench.cli.qualify:qualify", "Check a node against a spec: verdicts, JUnit, fleets."),
     "import": ("fabricbench.cli.importer:importer", "Read nccl-tests, NCCL logs and nvbandwidth into records."),
     "jobfit": ("fabricbench.cli.jobfit:jobfit_command", "A job's collectives (NCCL Inspector) against a sweep."),
+    "export": ("fabricbench.cli.export:export_command", "Results out to simulators (SimAI busbw.yaml, comm trace)."),
 }
 
 
