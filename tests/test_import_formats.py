@@ -180,3 +180,18 @@ def test_cli_imports_a_job_folder_s_files(tmp_path, capsys):
                          str(tmp_path / "readme_v4_2_algo_proto.log"), "--out", str(out))
     assert code == 0, printed
     assert "nccl-inspector" in printed and len(out.read_text().splitlines()) == 3
+
+
+def test_inferred_only_where_the_columns_leave_one_answer():
+    from fabricbench.importing.infer import collective
+
+    ar8 = [("sum", -1, 200.0, 350.0), ("sum", -1, 100.0, 175.0)]  # 2(n-1)/n = 1.75 at n = 8
+    assert collective(ar8, 8) == ("all_reduce", None)
+    assert collective(ar8, None) == ("all_reduce", 8)  # only n = 8 fits 1.75 to two decimals
+    assert collective([("sum", -1, 200.0, 175.0)], 8) == ("reduce_scatter", None)
+    assert collective([("sum", -1, 200.0, 350.0)], 4) == (None, None)  # 1.75 is not 2(4-1)/4: no op fits
+    assert collective([("none", -1, 200.0, 175.0)], 8) == (None, None)  # all-gather or all-to-all: ambiguous
+    assert collective([("none", 0, 200.0, 200.0)], 8) == ("broadcast", None)
+    assert collective([("sum", 0, 200.0, 200.0)], 8) == ("reduce", None)
+    assert collective([("sum", -1, 0.0, 0.0)], 8) == (None, None)  # too small to print a bandwidth
+    assert collective(ar8, 1) == (None, None)

@@ -23,6 +23,7 @@ import re
 from typing import Any
 
 from fabricbench.fabrics.transport import parse_nccl_log
+from fabricbench.importing import infer
 from fabricbench.importing.base import Source, dtype_name, op_name
 from fabricbench.importing.collective import Side, record
 from fabricbench.importing.nccl_tests_rows import parse_row, side_of
@@ -103,12 +104,15 @@ def _records(src: Source, run: Run, index: int, file_op: str | None) -> list[dic
         if facts.nccl_version is None:
             facts.nccl_version = facts.log.nccl_version
     told = facts.log.nranks if facts.log and facts.log.nranks else (max(run.ranks) + 1 if run.ranks else None)
+    inferred = ["nranks"] if told is not None and not (facts.log and facts.log.nranks) else []  # from Rank lines
     facts.nranks = src.ranks(told, first)
     head = src.header("collective", index, tool=TOOL, tool_version=facts.tool_version, line=first,
                       host=facts.host, timestamp=facts.timestamp)
     out = []
     parsed_rows = [(line_no, parse_row(tokens, run.layout)) for line_no, tokens in run.rows]
     scale = _time_scale(run, parsed_rows)
+    if facts.op is None:
+        inferred += _infer_op(src, facts, parsed_rows, first, index)
     for line_no, parsed in parsed_rows:
         assert parsed is not None  # only rows that parsed were kept
         pre, sides = parsed
@@ -126,5 +130,27 @@ def _records(src: Source, run: Run, index: int, file_op: str | None) -> list[dic
             rec = record(dict(head, source={**head["source"], "line": line_no}), facts, nbytes=size, count=count,
                          dtype=dtype_name(pre["type"]), redop=None if redop in (None, "none") else redop,
                          root=None if root_v is None or root_v < 0 else root_v, inplace=inplace, side=side)
+            if inferred:
+                rec["extra"]["inferred"] = inferred
             out.append(rec)
     return out
+
+
+def _infer_op(src: Source, facts, parsed_rows, first: int, index: int) -> list[str]:
+    """Fill the op (and the rank count) the columns imply unambiguously (infer.py); the fields inferred."""
+    rows = []
+    for _, (pre, sides) in parsed_rows:
+        root = pre.get("root")
+        side = side_of(sides[0])
+        rows.append((pre.get("redop"), int(root) if root is not None and re.fullmatch(r"-?\d+", root) else None,
+                     side.algbw, side.busbw))
+    op, n = infer.collective(rows, facts.nranks)
+    if op is None:
+        return []
+    facts.op = op
+    got = ["op"]
+    if n is not None:
+        facts.nranks, got = n, got + ["nranks"]
+    src.warn(first, f"run {index}: the op ({op}{f', {n} ranks' if n else ''}) is inferred from the columns "
+                    f"(redop, root, busbw/algbw): extra.inferred says so")
+    return got
