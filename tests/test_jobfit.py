@@ -109,3 +109,11 @@ def test_study_report_section_only_when_the_study_holds_a_job():
     (sec,) = doc.sections
     table = next(b for b in sec.blocks if b.kind == "table")
     assert table.data["rows"][0][0] == "all_reduce" and table.data["rows"][0][-1] == "short"
+
+
+def test_one_rank_compares_algbw():
+    rec = dict(import_file(INS / "readme_v4_2_algo_proto.log").records[0], nranks=1, busbw_gbps=0.0)
+    sweep = [_swept("all_reduce", 4 << 30, 9000.0, n=1), _swept("all_reduce", 16 << 30, 61974.0, n=1)]
+    (row,) = jobfit.fit([rec], sweep).rows
+    assert row.ratio == pytest.approx(1.0) and row.verdict == jobfit.PAR
+    assert row.job_busbw == pytest.approx((16 << 30) / 61974e-6 / 1e9) and "algbw" in " ".join(row.notes)

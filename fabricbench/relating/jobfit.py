@@ -121,10 +121,12 @@ def fit(job: list[dict[str, Any]], sweep: list[CollectiveResult], *, fabric: str
 
 
 def _busbw(rec: dict[str, Any], size: int) -> float | None:
-    if rec.get("busbw_gbps") is not None:
+    """The call's busbw; on one rank (factor 0) its algbw, S / t, which is what there is to compare."""
+    factor = busbw_factor(rec["op"], rec["nranks"])
+    if factor and rec.get("busbw_gbps") is not None:
         return float(rec["busbw_gbps"])
     t = rec.get("time_us")
-    return size / (t * 1e-6) / 1e9 * busbw_factor(rec["op"], rec["nranks"]) if t else None
+    return size / (t * 1e-6) / 1e9 * (factor or 1.0) if t else None
 
 
 def _row(curves: SweepCurves, fabric: str, key: tuple[str, int, str], calls: list, sweep_algo: set[str],
@@ -145,13 +147,17 @@ def _row(curves: SweepCurves, fabric: str, key: tuple[str, int, str], calls: lis
         return Row(**base, sweep_busbw=None, sweep_noise_rel=None, ratio=None, verdict=UNPRICED, notes=notes)
     if why == DTYPE_SUBSTITUTED:
         notes.append(f"the Inspector names no dtype: priced on the sweep's {curve.dtype} curve")
+    one_rank = busbw_factor(op, n) == 0
+    if one_rank:
+        notes.append("one rank: busbw is 0 by definition (factor 0), so algbw = S / t is compared")
+    bw = (lambda size, t: size / t / 1e9) if one_rank else curve.busbw_gbps
     ratios, statuses = [], set()
     for size, b in vals:
         t, status = curve.time_at(size)
         statuses.add(status)
-        ratios.append(b / curve.busbw_gbps(size, t))
+        ratios.append(b / bw(size, t))
     t_med, _ = curve.time_at(size_med)
-    sweep_bw = curve.busbw_gbps(size_med, t_med)
+    sweep_bw = bw(size_med, t_med)
     noise = max(curve.rel_at(size_med), NOISE_FLOOR)
     ratio = statistics.median(ratios)
     notes += sorted(s for s in statuses if s.startswith("extrapolated") or s.startswith("far"))
