@@ -29,6 +29,7 @@ from __future__ import annotations
 from typing import Any
 
 from fabricbench.errors import UsageError
+from fabricbench.results.status import TIMED_COLLECTIVE
 from fabricbench.sizes import format_size
 
 SECTIONS = ("TP", "DP", "EP", "PP")
@@ -42,7 +43,7 @@ def table(records: list[dict[str, Any]], *, group: str = "TP", fabric: str | Non
     """{section: {key: busbw or None}} and one note per figure (which record it came from)."""
     if group not in SECTIONS:
         raise UsageError(f"--group {group}: SimAI's sections are {', '.join(SECTIONS)}")
-    colls = [r for r in records if r.get("kind") == "collective" and r.get("status") in ("ok", "wrong")
+    colls = [r for r in records if r.get("kind") == "collective" and r.get("status") in TIMED_COLLECTIVE
              and r.get("busbw_gbps") and r.get("bytes") and not (r.get("extra") or {}).get("observed")]
     if not colls:
         raise UsageError("no measured collective with a busbw in the results (a sweep, compare or study)")

@@ -14,6 +14,7 @@ import re
 from typing import Any
 
 from fabricbench.references.table import REFERENCES, Reference
+from fabricbench.results.status import TIMED_COLLECTIVE
 from fabricbench.sizes import format_size
 
 
@@ -41,7 +42,7 @@ def summary(records: list[dict[str, Any]]) -> list[str]:
     """Lines for a command's summary: each group's largest measured size beside its references."""
     best: dict[tuple, dict[str, Any]] = {}
     for r in records:
-        if r.get("kind") != "collective" or r.get("status") not in ("ok", "wrong") or not r.get("busbw_gbps"):
+        if r.get("kind") != "collective" or r.get("status") not in TIMED_COLLECTIVE or not r.get("busbw_gbps"):
             continue
         names = r.get("gpu_names") or []
         model = names[0] if names and len(set(names)) == 1 else None
