@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from fabricbench.errors import UsageError
+from fabricbench.files import check_input
 from fabricbench.importing import import_file
 from fabricbench.relating.jobfit import SHORT, JobFit, job_records
 from fabricbench.relating.model import format_size
@@ -33,7 +34,9 @@ def load_job(paths: list[str | os.PathLike]) -> tuple[list[dict[str, Any]], list
         if p.is_dir() and not files:
             raise UsageError(f"--job {p}: a folder with no Inspector file (*.log, *.jsonl, *.gz, *.prom)")
         for f in files:
-            head = f.open("rb").read(64)
+            check_input(f, what="--job")
+            with f.open("rb") as fh:
+                head = fh.read(64)
             if head.lstrip().startswith(b'{"schema":') or head.lstrip().startswith(b'{"schema" :'):
                 got = results_records.read_nonempty(f, what="--job")
                 recs += got.records
