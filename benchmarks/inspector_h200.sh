@@ -3,6 +3,8 @@
 # wrote, and set the job against a sweep of the same GPU (fabricbench jobfit).
 #   bash benchmarks/carry_nccl_inspector.sh /work/.mirror/NVIDIA+nccl/repo     (here, once: fills .carry/)
 #   bash benchmarks/inspector_h200.sh "$OUT"                                    (on the GPU machine; carry .carry)
+# The plugin's build was checked on a CPU machine against CUDA 12.9's headers from PyPI (nvidia-cuda-runtime-cu12,
+# nvidia-cuda-nvcc-cu12): 26 s, exports ncclProfiler_v5. The nvidia-nccl-cu13 2.32.6 wheel ships no plugin.
 # Stages (each with its own time limit, cut to what is left of BUDGET_S, default 230 s):
 #   1. build .carry/nccl-inspector/plugins/profiler/inspector -> libnccl-profiler-inspector.so (g++, CUDA_HOME
 #      from the machine's nvcc);
@@ -41,7 +43,8 @@ ins_vars() {  # the plugin's variables for one job (for `env`), dumps into $1 (a
   mkdir -p "$1"
   echo NCCL_PROFILER_PLUGIN="$plugin" NCCL_INSPECTOR_ENABLE=1 NCCL_INSPECTOR_DUMP_DIR="$1" \
     NCCL_INSPECTOR_DUMP_THREAD_INTERVAL_MICROSECONDS=500 NCCL_INSPECTOR_REQUIRE_KERNEL_TIMING=0 \
-    NCCL_INSPECTOR_DUMP_VERBOSE=1 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,PROFILE
+    NCCL_INSPECTOR_DUMP_VERBOSE=1 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,PROFILE \
+    LD_LIBRARY_PATH="$cuda_home/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"  # the plugin links libcudart
 }
 sizes=1M-256M:x4
 ops=all_reduce,all_gather,reduce_scatter
