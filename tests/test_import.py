@@ -25,7 +25,8 @@ def _fig(recs, nbytes, inplace):
 
 
 def test_formats_table_and_sniffing():
-    assert FORMATS.names() == ["nvbandwidth-json", "nccl-tests-json", "nccl-tests", "nvbandwidth", "nccl-log"]
+    assert FORMATS.names() == ["nccl-inspector", "nccl-inspector-prom", "dcgm-diag", "nccl-ras", "nvbandwidth-json",
+                               "nccl-tests-json", "nccl-tests", "nvbandwidth", "nccl-log"]
     assert sniff((DATA / "constructed_2_19_6_json.json").read_text()) == "nccl-tests-json"
     assert sniff((DATA / "nccl_tests_gb200_nvl72.txt").read_text()) == "nccl-tests"
     assert sniff((DATA / "nvbandwidth_v0_8_a6000.txt").read_text()) == "nvbandwidth"
@@ -58,7 +59,9 @@ def test_current_era_gb200_rank_lines_give_nranks():
     assert (r["count"], r["time_us"], r["algbw_gbps"], r["busbw_gbps"], r["wrong"]) == \
         (1073741824, 10094.0, 425.49, 839.16, 0)
     assert _fig(recs, 8589934592, True)["busbw_gbps"] == 846.82
-    assert r["nranks"] == 72 and r["op"] is None  # the excerpt names no program: op stays null
+    # the excerpt names no program, but sum, root -1 and busbw/algbw = 2(71)/72 leave only all-reduce (issue 30.7)
+    assert r["nranks"] == 72 and r["op"] == "all_reduce" and r["extra"]["inferred"] == ["nranks", "op"]
+    assert r["busbw_factor"] == 2 * 71 / 72
 
 
 def test_mpirun_prefixes_and_file_name_op(tmp_path):

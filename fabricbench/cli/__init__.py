@@ -33,6 +33,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "advise": ("fabricbench.cli.advise:advise", "Which GPUs and which strategy for a job, with the reasons."),
     "qualify": ("fabricbench.cli.qualify:qualify", "Check a node against a spec: verdicts, JUnit, fleets."),
     "import": ("fabricbench.cli.importer:importer", "Read nccl-tests, NCCL logs and nvbandwidth into records."),
+    "jobfit": ("fabricbench.cli.jobfit:jobfit_command", "A job's collectives (NCCL Inspector) against a sweep."),
+    "export": ("fabricbench.cli.export:export_command", "Results out to simulators (SimAI busbw.yaml, comm trace)."),
 }
 
 

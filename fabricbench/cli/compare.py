@@ -17,6 +17,7 @@ from typing import Any
 
 import click
 
+from fabricbench import references
 from fabricbench.cli.options import sweep_options
 from fabricbench.errors import UsageError
 from fabricbench.fabrics.model import Fabric
@@ -55,6 +56,8 @@ def compare(fabric_list, gpus, ops, sizes, nprocs, resume, with_paths, dtype, it
         click.echo(json.dumps(res.to_dict(), indent=2))
     else:
         render(res.table, res.runs)
+        for line in references.summary(res.to_dict()["records"]):  # is this normal? the published figures
+            click.echo(line)
     if plot_path:  # after the table: a plot that fails to write costs no printed result
         plot_comparison(res.table, plot_path)
     if res.failed:

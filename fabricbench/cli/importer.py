@@ -1,6 +1,8 @@
-"""`fabricbench import`: other tools' results (nccl-tests, NCCL logs, nvbandwidth) as fabricbench records.
+"""`fabricbench import`: other tools' results (nccl-tests, NCCL logs, nvbandwidth, NCCL Inspector, NCCL RAS,
+DCGM diag) as fabricbench records.
 
     fabricbench import all_reduce.log all_gather.json nvbandwidth.txt --out imported.jsonl
+    fabricbench import nccl-inspector-42/*.log ras.json dcgm.json --out job.jsonl
     fabricbench import old/*.log --out imported.jsonl --fabric nvswitch --nranks 8
     fabricbench qualify --spec node.toml --from imported.jsonl     (judge them without measuring)
 
@@ -33,7 +35,8 @@ from fabricbench.importing import import_file
 @click.option("--fabric", default=None, help="The fabric label to give the records (what compare/relate group by).")
 @click.option("--nranks", type=int, default=None, help="Rank count where a file does not tell it.")
 def importer(files, out_path, as_json, fabric, nranks) -> None:
-    """Read nccl-tests output (text or -J JSON), NCCL_DEBUG=INFO logs and nvbandwidth into one schema."""
+    """Read nccl-tests output (text or -J JSON), NCCL_DEBUG=INFO logs, nvbandwidth, NCCL Inspector (JSON, .gz,
+    .prom), ncclras (text, JSON) and dcgmi diag -j into one schema."""
     refuse_collisions({"--out": out_path}, {str(f): f for f in files})
     if fabric is not None and not fabric.strip():
         raise UsageError("--fabric is empty; give a label such as nvswitch or p2p-off")

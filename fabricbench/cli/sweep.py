@@ -17,7 +17,7 @@ import sys
 import click
 
 import fabricbench.gpus  # looked up on call: tests stand in for visible_gpu_count
-from fabricbench import topology
+from fabricbench import references, topology
 from fabricbench.collectives import COLLECTIVES, DEFAULT_OPS
 from fabricbench.errors import CheckFailed, UsageError
 from fabricbench.fabrics import get_fabric
@@ -214,6 +214,9 @@ def _run(config, *, out_path, as_json, csv_path, quiet, resume=False) -> None:
             except OSError as e:
                 raise OutputError(f"--csv {csv_path}: write failed ({e.strerror}); the records are in --out "
                                   f"(when given)") from None
+    if root and not quiet and not as_json:  # is this normal? the published figure of the same platform
+        for line in references.summary([r.to_dict() for r in results]):
+            click.echo(line)
     bad = [r for r in results if r.status == Status.WRONG]
     if bad:
         worst = ", ".join(f"{r.op} {r.bytes} B: {r.wrong}" for r in bad[:4])

@@ -202,6 +202,7 @@ def qualify(spec: Spec | str | os.PathLike, *, out: str | os.PathLike | None = N
                 bar.update(item=c.name)
                 verdicts.append(_judge(c, CHECKS.get(c.kind), ctx, distributed, said))
                 bar.advance(item=f"{c.name} {verdicts[-1].status}")
+        verdicts += getattr(ctx, "health_verdicts", list)()  # --from: imported DCGM and NCCL RAS (health.py)
         if base_records is not None:
             verdicts.append(_baseline_verdict(base_records, writer.records + previous, tol))
         if rank0:

@@ -119,6 +119,29 @@ _ROWS = [
          action="`nvidia-smi -q -d PCIE` (link gen and width under load), NUMA placement of the test "
                 "(`nvidia-smi topo -m` CPU affinity), and IOMMU settings; reseat if the link is narrow"),
     # -- training ---------------------------------------------------------------------------------------
+    # -- imported health: DCGM diagnostics and NCCL RAS (qualifying/health.py) ------------------------
+    Code(code="FB_DCGM_FAIL", kind="dcgm", criterion="fail", meaning="a DCGM diagnostic test failed on an entity",
+         action="read DCGM's error id and message in the item; rerun `dcgmi diag -r 3` on the node; an isolate or "
+                "reset severity (dcgm_errors.h) means " + DRAIN + " and reset the GPU, then open a hardware ticket "
+                "if it fails again"),
+    Code(code="FB_DCGM_WARN", kind="dcgm", criterion="warn", meaning="a DCGM diagnostic test warned",
+         action="read DCGM's message; a config severity (persistence mode, clocks) is fixed on the node; rerun "
+                "`dcgmi diag -r 2` after the fix"),
+    Code(code="FB_RAS_MISSING_RANK", kind="nccl_ras", criterion="missing",
+         meaning="NCCL RAS got no data from a rank of a communicator (process gone or unreachable)",
+         action="the item names the host, GPU and pid: check that process and `dmesg | grep -i xid` on that "
+                "host; " + DRAIN + " if the GPU is at fault"),
+    Code(code="FB_RAS_DEAD_RANK", kind="nccl_ras", criterion="dead",
+         meaning="NCCL RAS considers a rank dead (unreachable over the RAS network)",
+         action="the job is hung on that rank: end the job, check the named host's network and GPU, " + DRAIN),
+    Code(code="FB_RAS_ERROR", kind="nccl_ras", criterion="error",
+         meaning="a rank reports an NCCL error, a failed init or an abort (or RAS timed out gathering)",
+         action="read the rank's NCCL log (NCCL_DEBUG=WARN) for the error named; rerun the node's collective "
+                "checks before it takes jobs again"),
+    Code(code="FB_RAS_MISMATCH", kind="nccl_ras", criterion="mismatch",
+         meaning="ranks of a communicator launched different numbers of an operation",
+         action="query ncclras again: a rank still behind on the second snapshot is where the job hangs (the "
+                "item names it); a transient skew is normal while ranks are in flight"),
     Code(code="FB_TRAIN_LOSS", kind="train", criterion="loss_falls",
          meaning="the training smoke test's loss did not fall",
          action="rerun the train check alone; a loss that does not fall on a known-good recipe points at "

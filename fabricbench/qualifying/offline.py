@@ -5,7 +5,7 @@ nothing is run.
     fabricbench qualify --spec builtin:h200-sxm-8 --from imported.jsonl
 
 The checks ask the context for measurements as always; this context answers from the records instead of
-starting children. What the records cannot answer is waived with the reason (a topology or training
+starting children. Imported DCGM diagnostics and NCCL RAS health become verdicts of their own (health.py). What the records cannot answer is waived with the reason (a topology or training
 check, a pair of GPUs the records do not single out), never measured.
 """
 
@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from fabricbench.jobs.configs import CopyJob, TrainJob, job_key
+from fabricbench.qualifying import health
 from fabricbench.qualifying.context import Context, SweepUnit, UnitResult
 
 # Check kinds that read collective or copy records; the others need a machine or a run (waived).
@@ -41,6 +42,10 @@ class OfflineContext(Context):
 
     def topology(self):
         return None
+
+    def health_verdicts(self):
+        """Verdicts of the imported DCGM diagnostics and NCCL RAS health the records hold (health.py)."""
+        return health.verdicts(self.records, self.source)
 
     def visible_gpus(self) -> int:
         n = [r.get("nranks") or 0 for r in self.records if r.get("kind") == "collective"]

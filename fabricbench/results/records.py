@@ -86,6 +86,12 @@ FIELDS: dict[str, dict[str, Any]] = {
     "machine": {"gpus": [{"ordinal": int, "name": str, "memory_total_bytes": int}], "topology": dict},
     "topology": {"gpus": list, "links": list, "islands": list},
     "relate": {"rows": [dict]},
+    # imported health (results/health.py): NCCL RAS per communicator, DCGM diag per test and entity
+    "health": {"check!": str, "healthy!": bool, "comm_hash": str, "nranks": int, "ranks_reporting": int,
+               "findings": [{"kind!": str, "detail": str, "ranks": [dict], "counts": dict}], "extra": dict},
+    "diag": {"test!": str, "result!": str, "category": str, "entity_group": str, "entity_id": int,
+             "errors": [{"error_id": int, "category": int, "severity": int, "message": str}], "info": [str],
+             "figures": [{"name!": str, "value!": NUM, "unit": str}], "extra": dict},
 }
 
 

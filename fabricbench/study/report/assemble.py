@@ -14,7 +14,7 @@ from fabricbench.importing import beside
 from fabricbench.relating.format import judged
 from fabricbench.report.document import Document
 from fabricbench.results.schema import CollectiveResult, TrainResult
-from fabricbench.study import records as study_records
+from fabricbench.study import jobfit_section, records as study_records, references_section
 from fabricbench.study.config import StudyConfig
 from fabricbench.study.report.advice import advice_section
 from fabricbench.study.report.bandwidth import busbw_section, scaling_section
@@ -111,10 +111,12 @@ def _build(sr: study_records.StudyRecords, c: StudyConfig, figs: Figs, *, comman
     groups = beside.collective_groups([r for r in sr.of_kind("collective") if beside.is_imported(r)])
     imported = [CollectiveResult.from_record(dict(r, fabric=name)) for name, rs in groups.items() for r in rs]
     busbw_section(doc, c, colls, figs, imported=[r for r in imported if not r.inplace])
+    references_section.add(doc, colls)
     scaling_section(doc, c, scaling, machine, figs)
     memory_section(doc, c, trains, estimate, figs)
     throughput_section(doc, c, trains, figs)
     relate_section(doc, relate, figs)
+    jobfit_section.add(doc, sr.of_kind("collective"), colls)
     advice_section(doc, c, advice, trains, machine, collectives)
     reproduce_section(doc, sr, c, command)
     return doc

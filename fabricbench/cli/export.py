@@ -1,0 +1,37 @@
+"""`fabricbench export`: results out to simulators (SimAI's busbw.yaml, a train run's communication trace).
+
+    fabricbench export sweep.jsonl --format simai-busbw --out busbw.yaml [--group TP] [--fabric F] [--size 1G]
+    fabricbench export train.jsonl --format comm-trace --out trace.json
+
+This layer only maps flags to fabricbench/export, which decides.
+"""
+
+from __future__ import annotations
+
+import click
+
+from fabricbench.errors import UsageError
+from fabricbench.export import EXPORTERS, export
+from fabricbench.files import check_output, refuse_collisions
+from fabricbench.sizes import parse_size
+
+
+@click.command(name="export")
+@click.argument("results")
+@click.option("--format", "fmt", required=True, help=f"One of: {', '.join(EXPORTERS.names())}.")
+@click.option("--out", "out_path", required=True, help="The file to write (replaced).")
+@click.option("--group", default="TP", show_default=True, help="simai-busbw: the section the sweep fills (TP, DP, EP, PP).")
+@click.option("--fabric", default=None, help="The fabric to export, when the results hold several.")
+@click.option("--size", default=None, help="simai-busbw: take busbw at this size (e.g. 1G), not the largest swept.")
+def export_command(results, fmt, out_path, group, fabric, size) -> None:
+    """Write a sweep as SimAI's busbw table, or a train run's traced communication as a per-step JSON."""
+    refuse_collisions({"--out": out_path}, {results: results})
+    check_output(out_path, what="--out")
+    try:
+        nbytes = parse_size(size) if size is not None else None
+    except ValueError as e:
+        raise UsageError(f"--size {size}: {e}") from None
+    opts = {"group": group, "fabric": fabric, "size": nbytes} if fmt == "simai-busbw" else {}
+    for note in export(results, fmt, out_path, **opts):
+        click.echo(f"note: {note}", err=True)
+    click.echo(f"{fmt}: wrote {out_path}")

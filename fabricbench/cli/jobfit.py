@@ -1,0 +1,37 @@
+"""`fabricbench jobfit`: a production job's collectives (NCCL Inspector) against a sweep of the same GPUs.
+
+    fabricbench jobfit --job nccl-inspector-42/ --sweep sweep.jsonl
+    fabricbench jobfit --job host-pid7.log.gz --sweep study/ --json --plot jobfit.png
+
+This layer only maps flags to fabricbench/relating/jobfit.py, which decides; reading and printing are in
+relating/jobfit_io.py.
+"""
+
+from __future__ import annotations
+
+import click
+
+from fabricbench.files import dumps, refuse_collisions
+from fabricbench.measuring.compare import check_plot_path
+from fabricbench.relating import jobfit, jobfit_io
+
+
+@click.command()
+@click.option("--job", "job", multiple=True, required=True,
+              help="NCCL Inspector output: files (.log, .jsonl, .gz, .prom), a folder of them, or imported records.")
+@click.option("--sweep", "sweep", required=True, help="A sweep's results file, or a study folder.")
+@click.option("--fabric", default=None, help="The sweep's fabric to compare with, when it holds several.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object (rows, findings, problems).")
+@click.option("--plot", "plot_path", default=None, help="Write job calls against the swept curve to this PNG.")
+def jobfit_command(job, sweep, fabric, as_json, plot_path) -> None:
+    """Each collective and size the job ran: its busbw beside the sweep's, the ratio, and where it falls short."""
+    check_plot_path(plot_path)
+    refuse_collisions({"--plot": plot_path}, {**{j: j for j in job}, sweep: sweep})
+    records, warnings = jobfit_io.load_job(list(job))
+    swept, sweep_warnings = jobfit_io.load_sweep(sweep)
+    for w in warnings + sweep_warnings:
+        click.echo(f"warning: {w}", err=True)
+    res = jobfit.fit(records, swept, fabric=fabric)
+    if plot_path:
+        jobfit_io.plot(res, records, plot_path)
+    click.echo(dumps(res.to_dict(), indent=2) if as_json else jobfit_io.format_text(res))

@@ -1,0 +1,61 @@
+"""Out to simulators: fabricbench results in the formats other tools read.
+
+    fabricbench export sweep.jsonl --format simai-busbw --out busbw.yaml
+    fabricbench export train.jsonl --format comm-trace --out trace.json
+
+One module per format (simai.py, trace.py), one row of EXPORTERS each; `export(path_or_folder, fmt, out)`
+reads the records (a results file, or a study folder's results.jsonl) and writes the file.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from fabricbench.errors import UsageError
+from fabricbench.export import simai, trace
+from fabricbench.files import dumps, write_text_atomic
+from fabricbench.registry import Registry
+from fabricbench.results import records as results_records
+
+
+@dataclass(frozen=True, kw_only=True)
+class Exporter:
+    description: str
+    write: Callable[..., tuple[str, list[str]]]  # (text, notes)
+
+
+def _simai(recs: list[dict[str, Any]], *, source: str, group: str = "TP", fabric: str | None = None,
+           size: int | None = None) -> tuple[str, list[str]]:
+    tab, notes = simai.table(recs, group=group, fabric=fabric, size=size)
+    return simai.render(tab, name=f"fabricbench {Path(source).name}"), notes
+
+
+def _trace(recs: list[dict[str, Any]], *, source: str, **_: Any) -> tuple[str, list[str]]:
+    doc = trace.trace(recs, source=source)
+    return dumps(doc, indent=2) + "\n", [f"{len(doc['runs'])} train run(s) written"]
+
+
+EXPORTERS: Registry[Exporter] = Registry("export format")
+EXPORTERS.register("simai-busbw", Exporter(description="SimAI analytical busbw.yaml (format 3, TP/DP/EP/PP)",
+                                           write=_simai))
+EXPORTERS.register("comm-trace", Exporter(description="per-step (op, bytes, group) JSON of a train run's trace",
+                                          write=_trace))
+
+
+def export(results: str | os.PathLike, fmt: str, out: str | os.PathLike, **options: Any) -> list[str]:
+    """Write `results` as `fmt` to `out`; the notes say what was taken from where."""
+    p = Path(results)
+    if p.is_dir():
+        p = p / "results.jsonl"
+    if fmt not in EXPORTERS.names():
+        raise UsageError(f"--format {fmt}: choose from {', '.join(EXPORTERS.names())}")
+    got = results_records.read_nonempty(p, what="export")
+    text, notes = EXPORTERS.get(fmt).write(list(got.records), source=str(results), **options)
+    write_text_atomic(out, text, what="--out")
+    return notes + got.warnings
+
+
+__all__ = ["EXPORTERS", "Exporter", "export"]

@@ -1,0 +1,212 @@
+"""nccl-tests' text, line by line -> runs (facts, table layout, rows, NCCL log lines), not yet records.
+
+    fabricbench import all_reduce_perf.log --out imported.jsonl
+
+A run starts at `# Collective test starting`, at `# nThread ...`, at a version line or a command line naming
+a `*_perf` program, or at a new table header, once the current run has rows. NCCL lines may arrive anywhere,
+even inside a row: the row's pieces are joined back together; NCCL lines after a run concluded go to the
+next run if one starts (another process starting it under mpirun), else stay with this one.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from fabricbench.importing.base import Source, nccl_version_from_code, op_name, strip_prefix
+from fabricbench.importing.collective import RunFacts
+from fabricbench.importing.nccl_tests_rows import NUMERIC, Layout, is_row, split_glued, width
+
+_VERSION = re.compile(r"nccl-tests version (\S+)(?: nccl-headers=(\d+))?(?: nccl-library=(\d+))?")
+_STARTING = re.compile(r"Collective test starting: (\S+)")
+_CONCLUDED = re.compile(r"Collective test concluded")
+_NTHREAD = re.compile(r"nThread +(\d+) +nGpus +(\d+) +minBytes +(\d+) +maxBytes +(\d+)")
+_ITERS = re.compile(r"warmup iters: *(\d+) +iters: *(\d+)")
+_GRAPH = re.compile(r"\bgraph: *(\d+)")
+_VALIDATION = re.compile(r"\bvalidation: *(\d+)")
+_RANK = re.compile(r"Rank +(\d+) +(?:Group +\d+ +)?(?:Pid +\d+ +)?on +(\S+) +device +(\d+) +\[[^\]]*\] +(.*?)\s*$")
+# NCCL 1's tests and the first nccl-tests: "#   Device  0 ->  0 [0x0a] GeForce GTX TITAN X" (one process)
+_DEVICE = re.compile(r"^Device +(\d+) +-> +(\d+) +\[[^\]]*\] +(.*?)\s*$")
+_PROGRAM = re.compile(r"(?:^|[\s/=])([a-z_]+_(?:perf|test))(?:_mpi)?\b")  # NCCL 1: all_reduce_test
+# Where an NCCL line starts inside a line: "host:pid:tid [dev] NCCL INFO", or NCCL's bare version line.
+_LOG_START = re.compile(r"[^\s:]*:\d+:\d+ \[\d+\] NCCL (?:INFO|WARN|TRACE)|NCCL version \d")
+# the first nccl-tests' header names: "bytes N type op time algbw busbw res" (time in ms then)
+_ALIASES = {"bytes": "size", "n": "count", "op": "redop", "elements": "count"}
+
+
+@dataclass(kw_only=True)
+class Run:
+    index: int
+    line: int  # where it starts (1-based)
+    facts: RunFacts = field(default_factory=RunFacts)
+    layout: Layout | None = None
+    rows: list[tuple[int, list[str]]] = field(default_factory=list)  # (line, tokens)
+    log: list[str] = field(default_factory=list)
+    ranks: dict[int, tuple[str, int, str]] = field(default_factory=dict)  # rank -> host, device, name
+    started: bool = False  # saw "# Collective test starting"
+    time_unit: str | None = None  # "us" or "ms", from the units line under the header
+    first_era: bool = False  # a "bytes N type op" header: the first nccl-tests, which printed milliseconds
+    configured: bool = False  # saw "# nThread ..."
+    concluded: bool = False  # saw "# Collective test concluded"
+
+
+class Scanner:
+    """Reads one file's lines in order; `runs()` gives every run, rows or not, once the text is read."""
+
+    def __init__(self, src: Source):
+        self.src = src
+        self.done: list[Run] = []
+        self.run = Run(index=0, line=1)
+        self.pending: list[str] = []  # a row's first pieces, cut by an NCCL line
+        self.pending_line = 0
+        # NCCL lines after a run concluded: another process's start of the next run (mpirun interleaves
+        # them), or this run's teardown; they go to the next run if one starts, else stay with this one
+        self.after: list[str] = []
+
+    def runs(self) -> list[Run]:
+        for line_no, raw in enumerate(self.src.text.splitlines(), 1):
+            self._line(line_no, strip_prefix(raw.rstrip("\r\n")))
+        if self.pending:
+            self.src.warn(self.pending_line, f"skipped an incomplete table row at the end ({' '.join(self.pending)})")
+        self.run.log += self.after
+        return [*self.done, self.run]
+
+    def _new_run(self, line_no: int) -> None:
+        self.done.append(self.run)
+        self.run = Run(index=self.run.index + 1, line=line_no, log=self.after)
+        self.after = []
+
+    def _line(self, line_no: int, line: str) -> None:
+        if self._log_line(line_no, line):
+            return
+        body = line.strip()
+        if not body or self._continue_row(line_no, body):
+            return
+        text = body.lstrip("#").strip()
+        if not text:
+            return
+        for kind in (self._marker, self._config, self._rank, self._table):
+            if kind(line_no, text):
+                return
+        self._command_line(line_no, body)
+
+    def _log_line(self, line_no: int, line: str) -> bool:
+        """An NCCL line (or the tail of a row cut by one); the row's pieces wait in `pending`."""
+        m = _LOG_START.search(line)
+        if not m:
+            return False
+        (self.after if self.run.concluded else self.run.log).append(line[m.start():])
+        before = line[:m.start()]
+        if before.strip() and NUMERIC.match(before.split()[0]) and not before.lstrip().startswith("#"):
+            # a row cut by NCCL's line: "...  -1host:12:34 [0] NCCL INFO ..." (the host may be glued on)
+            if not self.pending:
+                self.pending_line = line_no
+            self.pending.extend(split_glued(before.split()))
+        return True
+
+    def _continue_row(self, line_no: int, body: str) -> bool:
+        """True when the line completed (or continued) a row cut by an NCCL line."""
+        if not self.pending:
+            return False
+        joined = self.pending + body.split()
+        if is_row(joined, self.run.layout):
+            self.run.rows.append((self.pending_line, joined))
+            self.pending = []
+            return True
+        if is_row(body.split(), self.run.layout) or not NUMERIC.match(body):
+            self.src.warn(self.pending_line, f"skipped an incomplete table row ({' '.join(self.pending)})")
+            self.pending = []
+            return False
+        self.pending = joined  # a further piece of the same row (cut twice)
+        return True
+
+    def _marker(self, line_no: int, text: str) -> bool:
+        """`Collective test starting/concluded` and nccl-tests' version line."""
+        run = self.run
+        if _CONCLUDED.search(text):
+            run.concluded = True
+            return True
+        m = _STARTING.search(text)
+        if m:
+            if run.rows or run.started or run.configured:
+                self._new_run(line_no)
+            self.run.started = True
+            self.run.facts.op = op_name(m.group(1)) or self.run.facts.op
+            return True
+        m = _VERSION.search(text)
+        if m:
+            if run.rows:
+                self._new_run(line_no)
+            self.run.facts.tool_version = m.group(1)
+            if m.group(3):
+                self.run.facts.nccl_version = nccl_version_from_code(int(m.group(3)))
+            return True
+        return False
+
+    def _config(self, line_no: int, text: str) -> bool:
+        """`# nThread 1 nGpus 1 minBytes ...` with the warmup/iters/graph/validation lines it carries."""
+        m = _NTHREAD.search(text)
+        if not m:
+            return False
+        if self.run.rows or self.run.configured:
+            self._new_run(line_no)
+        run = self.run
+        run.configured = True
+        it = _ITERS.search(text)
+        if it:
+            run.facts.warmup, run.facts.iters = int(it.group(1)), int(it.group(2))
+        g = _GRAPH.search(text)
+        if g:
+            run.facts.graph = int(g.group(1)) > 0
+        v = _VALIDATION.search(text)
+        if v:
+            run.facts.validation = int(v.group(1)) > 0
+        return True
+
+    def _rank(self, line_no: int, text: str) -> bool:
+        """`#  Rank  0 ... on host device 0 [...] NAME` (and the first era's `Device 0 -> 0` lines)."""
+        m = _RANK.search(text)
+        if m and text.startswith("Rank"):
+            self.run.ranks[int(m.group(1))] = (m.group(2), int(m.group(3)), m.group(4))
+            return True
+        m = _DEVICE.match(text)
+        if m:
+            self.run.ranks[int(m.group(1))] = ("", int(m.group(2)), m.group(3))
+            return True
+        return False
+
+    def _table(self, line_no: int, text: str) -> bool:
+        """The table: its units line, its header (a new layout may start a run) and its rows."""
+        run = self.run
+        tokens = text.split()
+        if tokens[0] == "(B)" or (tokens[0].startswith("(") and "(GB/s)" in tokens):
+            run.time_unit = "ms" if "(ms)" in tokens else "us" if "(us)" in tokens else run.time_unit
+            return True
+        names = [_ALIASES.get(t.lower(), t) for t in tokens]
+        if names[0] == "size" and "count" in names:
+            run.first_era = tokens[0].lower() == "bytes"
+            layout = Layout.of_header(names)
+            if layout is None:
+                self.src.warn(line_no, "a table header without a time column; its rows are read by their shape")
+            if run.rows and run.layout is not None and layout is not None and layout != run.layout:
+                self._new_run(line_no)  # another table in the same run's place: a new block
+            self.run.layout = layout or run.layout
+            return True
+        if is_row(tokens, run.layout):
+            run.rows.append((line_no, tokens))
+            return True
+        if (len(tokens) >= 4 and tokens[0].isdigit() and tokens[1].isdigit() and not NUMERIC.match(tokens[2])
+                and (run.layout is not None or run.rows)):
+            self.src.warn(line_no, f"skipped a table row that does not fit the table's {width(run.layout)} columns "
+                                   f"({len(tokens)} values)")
+            return True
+        return False
+
+    def _command_line(self, line_no: int, body: str) -> None:
+        """A command line (after a shell prompt, or mpirun's) names the next run's program."""
+        m = _PROGRAM.search(body)
+        if m and op_name(m.group(1)) and not body.startswith("#"):
+            if self.run.rows:
+                self._new_run(line_no)
+            if not self.run.started:
+                self.run.facts.op = op_name(m.group(1))

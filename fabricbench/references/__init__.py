@@ -1,0 +1,69 @@
+"""Is this normal? A measurement beside the published figures of the same platform (table.py).
+
+    fabricbench sweep --gpus 0-7 --sizes 1G-16G:x4
+      expected on 8× H200 SXM (NVSwitch): 431-482 GB/s at >= 1G, NVLS on ... [nccl-tests#272, ...]
+
+`matching(gpu_name, nranks, op, nbytes)` gives the rows a measurement falls under; `summary(records)`
+one line per (GPU model, rank count, op) of measured collective records, at their largest size: the
+measurement, then each matching reference with its sources, or "no published reference" and why.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from fabricbench.references.table import REFERENCES, Reference
+from fabricbench.results.status import TIMED_COLLECTIVE
+from fabricbench.sizes import format_size
+
+
+def matching(gpu_name: str | None, nranks: int | None, op: str | None, nbytes: int | None) -> list[Reference]:
+    if not gpu_name or not nranks or not op or not nbytes:
+        return []
+    name = gpu_name.upper()
+    return [r for r in REFERENCES if r.gpu.upper() in name and not any(x.upper() in name for x in r.gpu_not)
+            and r.gpus == nranks and r.op == op and nbytes >= r.min_bytes]
+
+
+def tag(source: str) -> str:
+    """'https://github.com/NVIDIA/nccl-tests/issues/272 (...)' -> 'nccl-tests#272'; else the text before ':'."""
+    m = re.match(r"https://github\.com/[^/]+/([^/]+)/(?:issues|pull)/(\d+)", source)
+    return f"{m.group(1)}#{m.group(2)}" if m else source.split(":")[0]
+
+
+def line(ref: Reference) -> str:
+    cond = f", {ref.condition}" if ref.condition else ""
+    return (f"expected on {ref.platform}: {ref.lo_gbps:g}-{ref.hi_gbps:g} GB/s at >= {format_size(ref.min_bytes)}"
+            f"{cond} [{', '.join(tag(s) for s in ref.sources)}]")
+
+
+def summary(records: list[dict[str, Any]]) -> list[str]:
+    """Lines for a command's summary: each group's largest measured size beside its references."""
+    best: dict[tuple, dict[str, Any]] = {}
+    for r in records:
+        if r.get("kind") != "collective" or r.get("status") not in TIMED_COLLECTIVE or not r.get("busbw_gbps"):
+            continue
+        names = r.get("gpu_names") or []
+        model = names[0] if names and len(set(names)) == 1 else None
+        key = (model, r.get("nranks"), r.get("op"), r.get("fabric"))
+        if key not in best or (r.get("bytes") or 0) > (best[key].get("bytes") or 0):
+            best[key] = r
+    out = []
+    for (model, n, op, fabric), r in best.items():
+        head = (f"reference: {op} on {n} × {model or 'unnamed GPU'} (fabric {fabric or 'default'}) measured "
+                f"{r['busbw_gbps']:.4g} GB/s at {format_size(r['bytes'])}")
+        refs = matching(model, n, op, r.get("bytes"))
+        if refs:
+            out += [head] + [f"  {line(x)}" for x in refs]
+        else:
+            why = ("the GPUs are not named (a gloo or imported run)" if not model else
+                   f"none for {n} × {model} {op} at {format_size(r['bytes'])}: the table's rows start at "
+                   f"{format_size(min(x.min_bytes for x in REFERENCES))}" if any(x.gpu.upper() in model.upper()
+                                                                               for x in REFERENCES) else
+                   f"none for {model}")
+            out.append(f"{head}; no published reference matches ({why})")
+    return out
+
+
+__all__ = ["REFERENCES", "Reference", "line", "matching", "summary"]
