@@ -29,7 +29,7 @@ from typing import Any
 
 from fabricbench.errors import UsageError
 from fabricbench.measuring.stats import median_ci_rel, percentile
-from fabricbench.relating.model import DTYPE_SUBSTITUTED, SweepCurves, busbw_factor, format_size
+from fabricbench.relating.curves import DTYPE_SUBSTITUTED, SweepCurves, busbw_factor, size_3sig as format_size
 from fabricbench.results.schema import CollectiveResult
 
 NOISE_FLOOR = 0.05  # the least relative noise granted to a sweep point (see the module docstring)

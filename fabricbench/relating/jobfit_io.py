@@ -16,7 +16,7 @@ from fabricbench.errors import UsageError
 from fabricbench.files import check_input
 from fabricbench.importing import import_file
 from fabricbench.relating.jobfit import SHORT, JobFit, job_records
-from fabricbench.relating.model import format_size
+from fabricbench.relating.curves import size_3sig as format_size
 from fabricbench.results import records as results_records
 from fabricbench.results.schema import CollectiveResult
 
