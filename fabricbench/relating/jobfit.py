@@ -29,7 +29,7 @@ from typing import Any
 
 from fabricbench.errors import UsageError
 from fabricbench.measuring.stats import median_ci_rel, percentile
-from fabricbench.relating.curves import DTYPE_SUBSTITUTED, SweepCurves, busbw_factor, size_3sig as format_size
+from fabricbench.relating.curves import DTYPE_SUBSTITUTED, SweepCurves, busbw_factor, size_3sig
 from fabricbench.results.schema import CollectiveResult
 
 NOISE_FLOOR = 0.05  # the least relative noise granted to a sweep point (see the module docstring)
@@ -84,7 +84,7 @@ def _size_of(rec: dict[str, Any]) -> tuple[int | None, str | None]:
 
 def _bucket(nbytes: int) -> str:
     k = int(math.log2(nbytes))
-    return f"{format_size(2 ** k)}-{format_size(2 ** (k + 1))}"
+    return f"{size_3sig(2 ** k)}-{size_3sig(2 ** (k + 1))}"
 
 
 def fit(job: list[dict[str, Any]], sweep: list[CollectiveResult], *, fabric: str | None = None) -> JobFit:
@@ -175,7 +175,7 @@ def findings(rows: list[Row]) -> list[str]:
     """One sentence per row that is not as swept, and per algorithm the job and the sweep disagree on."""
     out = []
     for r in rows:
-        where = f"{r.op} {format_size(r.size_bytes)} ({r.nranks} ranks)"
+        where = f"{r.op} {size_3sig(r.size_bytes)} ({r.nranks} ranks)"
         if r.verdict == SHORT:
             out.append(f"{where}: the job reached {r.ratio:.2f}x of the sweep (n = {r.calls} calls), short by more "
                        f"than the sweep's noise (±{r.sweep_noise_rel:.0%})")

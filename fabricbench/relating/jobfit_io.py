@@ -16,7 +16,7 @@ from fabricbench.errors import UsageError
 from fabricbench.files import check_input
 from fabricbench.importing import import_file
 from fabricbench.relating.jobfit import SHORT, JobFit, job_records
-from fabricbench.relating.curves import size_3sig as format_size
+from fabricbench.relating.curves import size_3sig
 from fabricbench.results import records as results_records
 from fabricbench.results.schema import CollectiveResult
 
@@ -74,7 +74,7 @@ def format_text(res: JobFit) -> str:
     for r in res.rows:
         spread = f"{_gb(r.job_p10)}-{_gb(r.job_p90)}"
         ratio = "-" if r.ratio is None else f"{r.ratio:.2f}"
-        lines.append(f"{r.op[:13]:<13}{r.nranks:>3}{format_size(r.size_bytes):>7}{r.calls:>6}{_gb(r.job_busbw):>9}"
+        lines.append(f"{r.op[:13]:<13}{r.nranks:>3}{size_3sig(r.size_bytes):>7}{r.calls:>6}{_gb(r.job_busbw):>9}"
                      f"{spread:>16}{_gb(r.sweep_busbw):>9}{ratio:>6}  {r.verdict}")
     short = sum(r.verdict == SHORT for r in res.rows)
     lines.append(f"{short} of {len(res.rows)} (op, size) group(s) short of the sweep by more than its noise")
