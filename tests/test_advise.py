@@ -196,3 +196,34 @@ def test_lines_left_out_of_results_are_said(tmp_path):
     assert r.returncode == 0, r.stderr
     warned = [ln for ln in r.stderr.splitlines() if ln.startswith("warning: ")]
     assert len(warned) == 1 and "line 2" in warned[0], r.stderr
+
+
+def test_two_measured_candidates_are_judged_by_their_paired_comparison():
+    """Issue 27: advise's candidates in the verdict vocabulary: a measured lead that is a finding orders
+    them and says so; one that is not keeps the dial order and says "undecided"."""
+    from fabricbench.advise.api import StrategyAdvice, _choose
+    from fabricbench.advise.memory import MemoryFit
+    from fabricbench.advise.strategy import StrategyTime
+    from fabricbench.results.schema import TrainResult
+
+    def runs(strategy, steps):
+        return tuple(TrainResult.from_record({
+            "kind": "train", "strategy": strategy, "fabric": "default", "status": "ok", "global_batch": 8,
+            "step_time": {"median_s": s}, "repeat": r}) for r, s in enumerate(steps, 1))
+
+    def cand(strategy, steps):
+        mem = MemoryFit(strategy=strategy, need_bytes=1, states_bytes=1, activation_bytes=0, capacity_bytes=10,
+                        margin_bytes=9, verdict="fits", source="estimate")
+        t = StrategyTime(strategy=strategy, gpus=[0], comm_bytes_per_step=0, wire_bytes_per_rank=0.0,
+                         comm_time_s=0.0, step_time_s=sorted(steps)[1], volume_source="-", time_source="measured",
+                         runs=runs(strategy, steps))
+        return StrategyAdvice(strategy=strategy, memory=mem, time=t)
+
+    # fsdp 3% faster in every round: fsdp first, and the note is the comparison's sentence
+    ranked = _choose([cand("ddp", [0.103, 0.1133, 0.0979]), cand("fsdp", [0.100, 0.1101, 0.0951])])
+    assert [a.strategy for a in ranked] == ["fsdp", "ddp"]
+    assert ranked[1].note.startswith("on default: fsdp is 3.0% faster than ddp [")
+    # noisy rounds: undecided, so the dial order (ddp first) and the sentence says undecided
+    ranked = _choose([cand("ddp", [0.103, 0.090, 0.115]), cand("fsdp", [0.100, 0.112, 0.094])])
+    assert [a.strategy for a in ranked] == ["ddp", "fsdp"]
+    assert "undecided" in ranked[1].note and "dial order" in ranked[1].note

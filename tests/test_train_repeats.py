@@ -206,3 +206,14 @@ def test_sweep_gloo_lab_shares_gpus_and_nccl_is_refused_up_front():
     assert cfg.gpus == (0,) and warnings == []  # kept: the ranks' tensors live on GPU 0
     cfg, warnings = resolve_devices(SweepConfig(engine="torch", backend="gloo", nprocs=2), visible=0)
     assert cfg.gpus is None  # no --gpus: CPU ranks, as before
+
+
+def test_train_ends_with_the_verdicts_at_80_columns():
+    recs = [dict(_rec(st, "default", step * k * (1 + e if st == "fsdp" else 1)), repeat=r)
+            for r, k, e in ((1, 1.0, 0.0), (2, 1.01, 0.002), (3, 0.99, -0.002))
+            for st, step in (("ddp", 0.100), ("fsdp", 0.130))]
+    lines = repeats.answer_lines(recs, repeats=3)
+    assert lines[0] == "answers (95% intervals, margin ±2%):"
+    assert lines[1].startswith("  on default: ddp is 30.0% faster than fsdp [") and "(3 paired rounds)" in lines[1]
+    assert all(len(line) <= 80 for line in lines)
+    assert repeats.answer_lines([r for r in recs if r["strategy"] == "ddp"], repeats=3) == []  # nothing compared

@@ -45,7 +45,7 @@ def _fmt_s(s: float) -> str:
 @click.option("--target-ci", type=float, default=0.03, show_default=True,
               help="Steps and repeats go on until the median's 95% CI is within this fraction.")
 @click.option("--repeats", type=int, default=None,
-              help="Train runs per strategy and fabric, fresh processes, interleaved (default: 3, more to --target-ci).")
+              help="Train runs per strategy and fabric, fresh processes, interleaved (default: 3, more while undecided).")
 @click.option("--max-repeats", type=int, default=5, show_default=True, help="Cap on train runs per strategy and fabric.")
 @click.option("--repeat-budget", "repeat_budget_s", type=float, default=1800.0, show_default=True,
               help="Seconds of study after which no repeat beyond the minimum starts.")

@@ -136,7 +136,7 @@ class Comparison:
     b: str
     fabric: str | None  # the fabric both ran on; None when a and b are fabrics (then `strategy` names it)
     metric: str  # "samples_per_s"
-    ratio: float | None  # a / b (median of a over median of b's paired rounds: exp(mean log-ratio))
+    ratio: float | None  # a / b: the geometric mean of the paired ratios, exp(mean log-ratio) (Welch: of the runs)
     ci95: tuple[float, float] | None  # the sequential 95% interval of the ratio (its deciding look's)
     verdict: str  # VERDICTS
     rounds: int  # paired rounds (unpaired: the smaller side's runs) at the deciding look

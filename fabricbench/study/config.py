@@ -47,7 +47,7 @@ class StudyConfig:
     max_steps: int | None = None  # train: cap on steps while the median's CI exceeds target_ci
     target_ci: float | None = 0.03  # train: steps and repeats go on until the median's 95% CI is within this
     repeats: int | None = None  # train runs per (strategy, fabric), fresh processes, interleaved; None:
-    # MIN_REPEATS, then more until the run-to-run CI is within target_ci, at most max_repeats
+    # MIN_REPEATS, then more while a comparison is undecided or a CI is wider than target_ci, at most max_repeats
     max_repeats: int = 5
     repeat_budget_s: float = 1800.0  # no repeat beyond the minimum starts after this many seconds of study
     margin: float = 0.02  # δ: a comparison within ±margin is "equivalent" (measuring/comparison.py)

@@ -189,10 +189,9 @@ def _train_commands(unit: Unit, ctx: Context):
 
 
 def _enough_runs(unit: Unit, ctx: Context) -> str | None:
-    """Why a round past the minimum is not needed (every comparison is decided and every figure within
-    --target-ci, the repeat budget is spent, or this strategy's last run did not end ok); None: run it.
-    The question is judged on the rounds before this one only, so every unit of a round gets the same
-    answer and rounds stay paired; a round once started is finished even if the budget runs out."""
+    """Why a round past the minimum is not run (every comparison decided and every figure within
+    --target-ci, the budget spent, or the last run not ok); None: run it. Judged on the earlier rounds
+    only, so a round is all or nothing (pairs stay whole); a begun round is finished."""
     c = ctx.config
     trains = [r for r in ctx.records if r.get("kind") == "train"]
     mine = [r for r in trains if r.get("strategy") == unit.strategy and (r.get("fabric") or "default") == unit.fabric]
@@ -206,8 +205,8 @@ def _enough_runs(unit: Unit, ctx: Context) -> str | None:
     if not open_:
         return f"not needed: after {unit.repeat - 1} rounds every comparison is decided and every figure precise"
     if time.monotonic() - ctx.started > c.repeat_budget_s:
-        return (f"not run: the study's repeat budget ({c.repeat_budget_s:g} s) is spent with "
-                f"{len(open_)} question(s) open: " + "; ".join(open_)[:600])
+        return f"not run: the study's repeat budget ({c.repeat_budget_s:g} s) is spent with {len(open_)} " \
+               "question(s) open: " + "; ".join(open_)[:600]
     return None
 
 
