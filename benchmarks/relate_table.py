@@ -4,10 +4,11 @@
     python3 benchmarks/relate_table.py                      # print the table
     python3 benchmarks/relate_table.py --write README.md    # replace the table between the README's markers
     python3 benchmarks/relate_table.py --check README.md    # exit 1 when the README's table differs
-    python3 benchmarks/relate_table.py --write docs/relate.md --before OLD/records.jsonl   # + before/after
+    python3 benchmarks/relate_table.py --write docs/relate.md   # the table in docs/relate.md
 
 The table ends with the held-out points' median and largest |residual| and the intervals' coverage
-(fabricbench/relating/coverage.py); --before puts an earlier lab's summary line above this one's.
+(fabricbench/relating/coverage.py); above it, the same line for the lab before (--before, default
+relate-lab/before/records.jsonl, the records of the lab this one replaced) and for this one.
 
 Records: benchmarks/results/cpu-lab/relate-lab/records.jsonl (benchmarks/relate_cpu_lab.py's output).
 `--rule window` prints what the overlap-window rule (relate(..., overlap_window=True): hidden communication
@@ -25,6 +26,7 @@ import fabricbench
 
 ROOT = Path(__file__).resolve().parent.parent
 RECORDS = ROOT / "benchmarks" / "results" / "cpu-lab" / "relate-lab" / "records.jsonl"
+BEFORE = ROOT / "benchmarks" / "results" / "cpu-lab" / "relate-lab" / "before" / "records.jsonl"  # the lab before
 BEGIN, END = "<!-- relate-table: benchmarks/relate_table.py -->", "<!-- /relate-table -->"
 
 
@@ -73,13 +75,15 @@ def main() -> int:
     ap.add_argument("--rule", choices=("reference", "window"), default="reference")
     ap.add_argument("--write", default=None, help="replace the table between the markers of this file")
     ap.add_argument("--check", default=None, help="exit 1 when this file's table differs from the records'")
-    ap.add_argument("--before", default=None, help="records of an earlier lab: its summary line goes first")
+    ap.add_argument("--before", default=str(BEFORE) if BEFORE.exists() else None,
+                    help="records of an earlier lab: its summary line goes first (default: relate-lab/before/)")
     a = ap.parse_args()
     text = table(a.records, rule=a.rule)
     if a.before:
         before = summary(fabricbench.relate([a.before], overlap_window=a.rule == "window"))
         after = text.splitlines()[-2]
-        text = f"before ({a.before}):\n  {before}\nafter:\n  {after}\n\n{text}"
+        shown = Path(a.before).resolve().relative_to(ROOT) if Path(a.before).resolve().is_relative_to(ROOT) else a.before
+        text = f"before ({shown}):\n  {before}\nafter:\n  {after}\n\n{text}"
     target = a.write or a.check
     if target is None:
         print(text)
