@@ -21,7 +21,7 @@ def parse_gpus(text: str) -> tuple[int, ...]:
     out: list[int] = []
     for part in text.split(","):
         part = part.strip()
-        m = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
+        m = re.fullmatch(r"([0-9]+)(?:-([0-9]+))?", part, re.ASCII)  # not \d: '١' is not a GPU
         if not m:
             raise UsageError(f"cannot read GPU list {text!r} at {part!r}; write e.g. 0-7 or 0,2,5")
         lo = int(m.group(1))

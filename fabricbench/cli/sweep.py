@@ -16,12 +16,16 @@ import sys
 
 import click
 
+from fabricbench.cli.declared import declared_option
+from fabricbench.cli.types import OutputFile
+
 import fabricbench.gpus  # looked up on call: tests stand in for visible_gpu_count
 from fabricbench import topology
 from fabricbench.collectives import COLLECTIVES, DEFAULT_OPS
 from fabricbench.errors import CheckFailed, UsageError
 from fabricbench.fabrics import get_fabric
 from fabricbench.files import OutputError, check_output, refuse_collisions
+from fabricbench.measuring.config import SweepConfig
 from fabricbench.measuring.api import make_config, nranks, resolve_devices, uses_gpus
 from fabricbench.measuring.plan import build_plan
 from fabricbench.measuring.resume import Resume
@@ -37,43 +41,36 @@ from fabricbench.sizes import format_size
 
 
 @click.command(context_settings={"show_default": True})
-@click.option("--gpus", default=None, help="GPU list: 0-7, 0,2,5, 0-3,6 (rank order). Default: all visible.")
-@click.option("--ops", default=",".join(DEFAULT_OPS), help="Comma list of collectives (see --list-ops).")
-@click.option("--sizes", default="8-8G:x4", help="8-8G, 1M-1G:x2 (factor) or a list 64K,1M (a bare G is GiB, 2^30 B; GB is 10^9 B).")
-@click.option("--dtype", default="float32", help="float32, bfloat16, float16, float64, int32, int8, uint8.")
-@click.option("--iters", type=int, default=20, help="Timed iterations per size (graph mode: replays).")
-@click.option("--warmup", type=int, default=5, help="Untimed iterations per size.")
-@click.option("--adaptive", type=float, default=None,
-              help="Iterate until the median's 95% CI half-width is within this fraction (e.g. 0.02).")
-@click.option("--max-iters", type=int, default=1000, help="Cap on iterations in the adaptive mode.")
+@declared_option(SweepConfig, "gpus")
+@declared_option(SweepConfig, "ops")
+@declared_option(SweepConfig, "sizes")
+@declared_option(SweepConfig, "dtype")
+@declared_option(SweepConfig, "iters")
+@declared_option(SweepConfig, "warmup")
+@declared_option(SweepConfig, "adaptive")
+@declared_option(SweepConfig, "max_iters")
 @click.option("--inplace", "mode", flag_value="inplace", help="In-place only.")
 @click.option("--out-of-place", "mode", flag_value="out-of-place", default=True, help="Out-of-place only.")
 @click.option("--both", "mode", flag_value="both", help="Out-of-place and in-place.")
-@click.option("--graph", is_flag=True, help="Time CUDA-graph replays (small-message latency).")
-@click.option("--graph-iters", type=int, default=100, help="Iterations captured in one graph.")
-@click.option("--check", is_flag=True, help="Verify results on exactly known inputs; wrong fails the run.")
-@click.option("--engine", default="native", help="native (compiled, NCCL) or torch (torch.distributed).")
-@click.option("--backend", default=None, help="torch engine: nccl or gloo. Default: nccl with GPUs, else gloo.")
-@click.option("--nprocs", type=int, default=None, help="Start N local ranks, one process each.")
-@click.option("--timeout", "timeout_s", type=float, default=300.0, help="Seconds before a hung step is aborted.")
-@click.option("--nccl-lib", default=None, help="libnccl.so.2 to load (else $FABRICBENCH_NCCL_LIBRARY, torch's, system).")
-@click.option("--fabric", default="default",
-              help="Fabric to measure under: default, p2p-off, net, shaped:RATE or name:VAR=VAL[,VAR=VAL] "
-                   "(see `fabricbench fabrics`); applied to a fresh child process.")
-@click.option("--seed", type=int, default=None, help="Seed of the --check inputs (default: fresh).")
-@click.option("--buffers", default="rotate",
-              help="rotate: cycle buffer sets spanning ~2x the L2 (cold cache); reuse: every iteration on "
-                   "one set (warm L2 below ~L2/2; nccl-tests' footprint at -b S -e S).")
-@click.option("--timing", default="events",
-              help="events: a CUDA event per iteration behind a blocking kernel (device time); loop: host "
-                   "clock around the whole loop / count, as nccl-tests (launch cost included).")
-@click.option("--alloc", default="cuda",
-              help="Native engine buffers from cuda (cudaMalloc, as PyTorch) or nccl (ncclMemAlloc, as nccl-tests).")
-@click.option("--out", "out_path", default=None, help="Append JSONL records here, one per measurement.")
+@declared_option(SweepConfig, "graph")
+@declared_option(SweepConfig, "graph_iters")
+@declared_option(SweepConfig, "check")
+@declared_option(SweepConfig, "engine")
+@declared_option(SweepConfig, "backend")
+@declared_option(SweepConfig, "nprocs")
+@declared_option(SweepConfig, "timeout_s")
+@declared_option(SweepConfig, "nccl_lib")
+@declared_option(SweepConfig, "fabric")
+@declared_option(SweepConfig, "seed")
+@declared_option(SweepConfig, "buffers")
+@declared_option(SweepConfig, "timing")
+@declared_option(SweepConfig, "alloc")
+@click.option("--out", "out_path", type=OutputFile(), default=None,
+              help="Append JSONL records here, one per measurement.")
 @click.option("--resume", is_flag=True,
               help="Skip what --out already holds as ok (same op, size, dtype, ranks, GPUs, engine, fabric, settings).")
 @click.option("--json", "as_json", is_flag=True, help="Print records as JSON lines instead of the table.")
-@click.option("--csv", "csv_path", default=None, help="Also write a CSV of the results here.")
+@click.option("--csv", "csv_path", type=OutputFile(), default=None, help="Also write a CSV of the results here.")
 @click.option("--dry-run", is_flag=True, help="Print the expanded plan and exit.")
 @click.option("--quiet", is_flag=True, help="No table (records still go to --out).")
 @click.option("--list-ops", is_flag=True, help="List the collectives and exit.")
