@@ -11,6 +11,8 @@ import re
 from fabricbench.errors import UsageError
 
 
+# The settings that measure on CPU ranks instead of GPUs (a UsageError hint: the CLI shows it as flags)
+CPU_RANKS = {"engine": "torch", "backend": "gloo", "nprocs": 2}
 MAX_ORDINAL = 1023  # CUDA ordinals of one host; a bound that keeps '0-99999999999' from filling memory
 
 
@@ -42,8 +44,7 @@ def check_visible(gpus: tuple[int, ...], visible: int, text: str | None = None) 
     """Refuse ordinals past the visible count, with the arithmetic in the message."""
     shown = text if text is not None else ",".join(map(str, gpus))
     if visible == 0:
-        raise UsageError(f"--gpus {shown}: no CUDA GPU is visible here; run on CPU with "
-                         f"--engine torch --backend gloo --nprocs 2")
+        raise UsageError(f"no CUDA GPU is visible here{f' for gpus {shown}' if shown else ''}", hint=CPU_RANKS, hint_text="on CPU, run with")
     bad = [g for g in gpus if g >= visible]
     if bad:
         raise UsageError(f"--gpus {shown} names {len(gpus)} GPU(s) up to {max(gpus)} but {visible} "

@@ -104,8 +104,8 @@ def test_bad_input_is_one_line_exit_2(args, msg):
 def test_no_gpu_visible_names_the_cpu_alternative():
     out = _run(["sweep", "--sizes", "8"], env={"CUDA_VISIBLE_DEVICES": ""})
     assert out.returncode == 2
-    assert out.stderr.strip() == ("Error: no CUDA GPU is visible for --engine native; on CPU run "
-                                  "--engine torch --backend gloo --nprocs 2")
+    assert out.stderr.strip() == ("Error: no CUDA GPU is visible for engine native; on CPU, run with "
+                                  "`fabricbench sweep --engine torch --backend gloo --nprocs 2`")
 
 
 def test_gpus_out_of_range_shows_arithmetic(monkeypatch, capsys):

@@ -15,6 +15,8 @@ from collections import Counter
 
 import click
 
+from fabricbench.cli.types import Count, InputPath, OutputFile, Text
+
 from fabricbench.errors import UsageError
 from fabricbench.files import (
     check_input,
@@ -27,11 +29,11 @@ from fabricbench.importing import import_file
 
 
 @click.command(name="import")
-@click.argument("files", nargs=-1, required=True)
-@click.option("--out", "out_path", required=True, help="Append the records (JSON lines) to this file.")
+@click.argument("files", nargs=-1, required=True, type=InputPath())
+@click.option("--out", "out_path", type=OutputFile(), required=True, help="Append the records (JSON lines) to this file.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object (files, formats, counts, warnings).")
-@click.option("--fabric", default=None, help="The fabric label to give the records (what compare/relate group by).")
-@click.option("--nranks", type=int, default=None, help="Rank count where a file does not tell it.")
+@click.option("--fabric", type=Text(), default=None, help="The fabric label to give the records (what compare/relate group by).")
+@click.option("--nranks", type=Count(1, 2**20), default=None, help="Rank count where a file does not tell it.")
 def importer(files, out_path, as_json, fabric, nranks) -> None:
     """Read nccl-tests output (text or -J JSON), NCCL_DEBUG=INFO logs and nvbandwidth into one schema."""
     refuse_collisions({"--out": out_path}, {str(f): f for f in files})

@@ -12,6 +12,8 @@ import json
 
 import click
 
+from fabricbench.cli.types import Count, GpuList, OutputFile, Size
+
 from fabricbench.files import refuse_collisions
 from fabricbench.measuring.commands import p2p as run_p2p
 from fabricbench.measuring.compare import check_plot_path
@@ -24,15 +26,15 @@ from fabricbench.sizes import format_size
 
 
 @click.command()
-@click.option("--gpus", default=None, help="GPU list: 0-7, 0,2,5. Default: all visible.")
-@click.option("--size", default="256M", show_default=True, help="Bytes per copy (a bare G is GiB, 2^30 B; GB is 10^9 B).")
-@click.option("--iters", type=int, default=20, show_default=True, help="Timed copies per measurement.")
-@click.option("--warmup", type=int, default=5, show_default=True, help="Untimed copies first.")
+@click.option("--gpus", type=GpuList(), default=None, help="GPU list: 0-7, 0,2,5. Default: all visible.")
+@click.option("--size", type=Size(), default="256M", show_default=True, help="Bytes per copy (a bare G is GiB, 2^30 B; GB is 10^9 B).")
+@click.option("--iters", type=Count(1, 10_000_000), default=20, show_default=True, help="Timed copies per measurement.")
+@click.option("--warmup", type=Count(0, 10_000_000), default=5, show_default=True, help="Untimed copies first.")
 @click.option("--no-host", is_flag=True, help="Skip host<->GPU copies.")
 @click.option("--no-peer", is_flag=True, help="Skip GPU<->GPU copies.")
-@click.option("--out", "out_path", default=None, help="Append JSONL records (kind 'copy') here.")
+@click.option("--out", "out_path", type=OutputFile(), default=None, help="Append JSONL records (kind 'copy') here.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
-@click.option("--plot", "plot_path", default=None, help="Write a heat-map PNG here.")
+@click.option("--plot", "plot_path", type=OutputFile(), default=None, help="Write a heat-map PNG here.")
 def p2p(gpus, size, iters, warmup, no_host, no_peer, out_path, as_json, plot_path):
     """Copy bandwidth between every GPU pair and between host and each GPU."""
     check_plot_path(plot_path)  # before anything is measured

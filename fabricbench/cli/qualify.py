@@ -22,6 +22,8 @@ import os
 
 import click
 
+from fabricbench.cli.types import MAX_TEXT, Count, FabricSpec, Fraction, InputPath, NameList, OutputFile, OutputFolder, Text
+
 from fabricbench.errors import UsageError
 from fabricbench.files import dumps, refuse_collisions, write_text_atomic
 from fabricbench.qualifying.api import fleet as run_fleet, init_spec, qualify as run, select
@@ -44,28 +46,28 @@ def _names(text: str | None) -> list[str] | None:
 
 
 @click.command(context_settings={"show_default": True})
-@click.argument("inputs", nargs=-1)
-@click.option("--spec", "spec_path", default=None, help="A TOML spec, or builtin:NAME (see --list-specs).")
-@click.option("--out", "out_dir", default=None, help="Folder for results.jsonl, verdicts.json, junit.xml, report.")
+@click.argument("inputs", nargs=-1, type=InputPath(folder=True))
+@click.option("--spec", "spec_path", type=Text(MAX_TEXT), default=None, help="A TOML spec, or builtin:NAME (see --list-specs).")
+@click.option("--out", "out_dir", type=OutputFolder(), default=None, help="Folder for results.jsonl, verdicts.json, junit.xml, report.")
 @click.option("--resume", is_flag=True, help="Continue the run in --out: measured units are reused.")
-@click.option("--only", default=None, help="Run only these checks (comma list of names).")
-@click.option("--skip", default=None, help="Skip these checks (comma list of names).")
-@click.option("--fabric", default=None, help="Run the checks that use the default fabric under this one instead.")
-@click.option("--topo-file", default=None, help="Judge topology checks on a saved `nvidia-smi topo -m` output.")
-@click.option("--level", type=click.IntRange(1, 3), default=None,
+@click.option("--only", type=NameList(what="check"), default=None, help="Run only these checks (comma list of names).")
+@click.option("--skip", type=NameList(what="check"), default=None, help="Skip these checks (comma list of names).")
+@click.option("--fabric", type=FabricSpec(), default=None, help="Run the checks that use the default fabric under this one instead.")
+@click.option("--topo-file", type=InputPath(), default=None, help="Judge topology checks on a saved `nvidia-smi topo -m` output.")
+@click.option("--level", type=Count(1, 3), default=None,
               help="1 quick (~1 min), 2 standard (~5 min; the default), 3 long (~20 min): the spec's checks "
                    "and run settings for that level.")
-@click.option("--prometheus", default=None, help="Also write a node_exporter textfile (.prom) here, atomically.")
-@click.option("--baseline", default=None, help="An earlier results.jsonl of this node: flag regressions.")
-@click.option("--tolerance", type=float, default=None,
+@click.option("--prometheus", type=OutputFile(), default=None, help="Also write a node_exporter textfile (.prom) here, atomically.")
+@click.option("--baseline", type=InputPath(folder=True), default=None, help="An earlier results.jsonl of this node: flag regressions.")
+@click.option("--tolerance", type=Fraction(lo_open=False), default=None,
               help="Regression tolerance against --baseline [default: the spec's baseline_tolerance, 0.05].")
-@click.option("--init", "init_path", default=None, help="Write a spec here from --from RESULTS.jsonl.")
-@click.option("--from", "from_path", default=None,
+@click.option("--init", "init_path", type=OutputFile(), default=None, help="Write a spec here from --from RESULTS.jsonl.")
+@click.option("--from", "from_path", type=InputPath(folder=True), default=None,
               help="Results to read: --init writes a spec from them; --spec judges them, measuring nothing.")
-@click.option("--margin", type=float, default=0.9, help="--init: thresholds = measured x margin.")
-@click.option("--name", default=None, help="--init: the spec's name (default: from the host).")
+@click.option("--margin", type=Fraction(hi_open=False), default=0.9, help="--init: thresholds = measured x margin.")
+@click.option("--name", type=Text(), default=None, help="--init: the spec's name (default: from the host).")
 @click.option("--fleet", is_flag=True, help="Compare the nodes given as INPUTS (qualify --out folders or results).")
-@click.option("--fraction", type=float, default=0.9, help="--fleet: a node below this x the median is an outlier.")
+@click.option("--fraction", type=Fraction(), default=0.9, help="--fleet: a node below this x the median is an outlier.")
 @click.option("--list-specs", is_flag=True, help="List the built-in specs and exit.")
 @click.option("--list-kinds", is_flag=True, help="List the check kinds and their keys, then exit.")
 @click.option("--list-codes", is_flag=True, help="List the finding codes and their actions, then exit.")

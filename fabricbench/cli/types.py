@@ -48,8 +48,10 @@ class OptionError(click.BadParameter):
 
     def format_message(self) -> str:
         p = self.param
-        flag = (p.opts[0] if p.opts and p.opts[0].startswith("-") else p.human_readable_name) if p else "value"
         msg = self.message
+        if p is None or not p.opts or not p.opts[0].startswith("-"):
+            return msg  # an argument (relate FILES...): the message starts with the value, a path
+        flag = p.opts[0]
         if msg.startswith(flag):
             return msg
         return f"{flag}: {msg}" if self.library else f"{flag} {msg}"
