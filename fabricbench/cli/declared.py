@@ -55,7 +55,7 @@ TYPES: dict[str, Callable[[Declared], click.ParamType]] = {
 
 def help_text(d: Declared, default: Any) -> str:
     text = d.help
-    if d.default_by and default is None:
+    if d.default_by and default in (None, ()):
         text += f" [default: {d.default_by}]"
     if d.aliases:
         text += f" ({', '.join(d.aliases)}: a deprecated alias, accepted until the next release.)"
