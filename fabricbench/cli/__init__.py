@@ -83,6 +83,11 @@ def shown(message: object) -> str:
     return masking.redact(message, _SECRETS)
 
 
+def warn(message: object) -> None:
+    """A warning on stderr, one line, through `shown` (no secret value of a fabric spec)."""
+    click.echo(f"warning: {shown(message)}", err=True)
+
+
 def fail(message: str) -> "NoReturn":  # noqa: F821
     """Print one line and exit 2: for what the user got wrong."""
     click.echo(f"Error: {shown(message)}", err=True)

@@ -13,6 +13,8 @@ import json
 
 import click
 
+from fabricbench.cli import warn
+
 from fabricbench.cli.types import STRATEGY_REGISTRY, Count, GpuList, InputPath, NameList, Size, Text
 
 from fabricbench.advise.api import advise as run_advise
@@ -63,7 +65,7 @@ def advise(model, model_config, num_gpus, gpus, topo_file, topo_file2, results, 
                    batch_size=batch_size, seq_len=seq_len, image_size=image_size,
                    strategies=strategies)
     for w in a.warnings:  # what --results held that could not be read: said, never dropped in silence
-        click.echo(f"warning: {w}", err=True)
+        warn(w)
     if as_json:
         click.echo(json.dumps(a.to_dict(), indent=2))
         return

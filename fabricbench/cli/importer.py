@@ -15,6 +15,8 @@ from collections import Counter
 
 import click
 
+from fabricbench.cli import warn
+
 from fabricbench.cli.types import Count, InputPath, OutputFile, Text
 
 from fabricbench.errors import UsageError
@@ -54,7 +56,7 @@ def importer(files, out_path, as_json, fabric, nranks) -> None:
         return
     for g, s in zip(got, summary):
         for w in g.warnings:
-            click.echo(f"warning: {w}", err=True)
+            warn(w)
         kinds = ", ".join(f"{n} {k}" for k, n in s["kinds"].items())
         ops = f" ({', '.join(s['ops'])})" if s["ops"] else ""
         click.echo(f"{g.path}: {g.format}, {s['runs']} run(s), {kinds}{ops}")

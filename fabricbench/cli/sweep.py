@@ -16,6 +16,8 @@ import sys
 
 import click
 
+from fabricbench.cli import warn
+
 from fabricbench.cli.declared import declared_option
 from fabricbench.cli.types import OutputFile
 
@@ -115,7 +117,7 @@ def _with_gpus(config, gpus_text=None):
     """The library's defaults for this machine (fabricbench/measuring/api.py), warnings printed."""
     config, notes = resolve_devices(config, gpus_text)
     for note in notes:
-        click.echo(f"warning: {note}", err=True)
+        warn(note)
     return config
 
 
@@ -174,7 +176,7 @@ def _run(config, *, out_path, as_json, csv_path, quiet, resume=False) -> None:
     if root and config.gpus:
         warning = _islands_warning(config.gpus)
         if warning:
-            click.echo(f"warning: {warning}", err=True)
+            warn(warning)
     if root and out_path:
         snap = _topology_snapshot()
         if snap is not None:
