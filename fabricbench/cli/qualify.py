@@ -83,6 +83,7 @@ def qualify(inputs, spec_path, out_dir, resume, only, skip, fabric, topo_file, l
     Exit status, by the worst verdict's severity (a fleet: the worst node's):
       0 pass or info (waived)    1 critical (a floor missed: drain)    2 bad input
       3 unknown (a check could not be measured)    4 warning (near miss, cv, latency, flaky)
+      5 nothing measured (every check waived: not a pass)
     \b
     Spec format (TOML; `--list-kinds` shows every kind's keys):
       [spec]

@@ -4,7 +4,8 @@
     res = fabricbench.qualify("builtin:h200-sxm-8", out="q/")
     for v in res.verdicts:
         print(v.check, v.status, v.measured, v.threshold, v.margin)
-    res.exit_code          # by the worst severity: 0 pass/info, 1 critical, 3 unknown, 4 warning
+    res.exit_code          # by the worst severity: 0 pass/info, 1 critical, 3 unknown, 4 warning;
+                           # 5 when every check was waived (res.outcome == "nothing measured")
 
     from fabricbench.qualifying.api import init_spec, fleet
     text = init_spec("q/results.jsonl", margin=0.9)             # a spec from a known-good node
@@ -45,7 +46,7 @@ from fabricbench.qualifying.prometheus import TextFile, check_path as check_prom
 from fabricbench.qualifying.report import write_report
 from fabricbench.qualifying.spec import DEFAULT_LEVEL, Spec, load_spec, parse_spec
 from fabricbench.qualifying.verdict import (SEVERITIES, STATUSES, Policy, Verdict, attempt_record, combine, error,
-                                            exit_code, flaky, waived, worst)
+                                            exit_code, flaky, outcome, waived, worst)
 from fabricbench.results import records as results_records
 from fabricbench.results.schema import header
 from fabricbench.results.status import Severity, Status
@@ -73,9 +74,14 @@ class QualifyResult:
     def severity(self) -> Severity:
         return worst(self.verdicts)
 
+    @property
+    def outcome(self) -> str:
+        """"passed", "nothing measured" (every check waived: exit 5, not a pass) or the worst severity."""
+        return outcome(self.verdicts)
+
     def to_dict(self) -> dict[str, Any]:
         return {"spec": self.spec.name, "spec_path": self.spec.path, "level": self.spec.level,
-                "run_id": self.run_id, "host": self.host, "exit_code": self.exit_code, "severity": self.severity,
+                "run_id": self.run_id, "host": self.host, "exit_code": self.exit_code, "outcome": self.outcome, "severity": self.severity,
                 "reproduce": self.reproduce, "notes": self.notes,
                 "counts": {s: sum(1 for v in self.verdicts if v.status == s) for s in STATUSES},
                 "severities": {s: sum(1 for v in self.verdicts if v.severity == s) for s in SEVERITIES},
