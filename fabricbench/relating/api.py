@@ -99,8 +99,8 @@ def relate(records_or_paths: Any, reference: str | None = None, *, overlap_windo
     if not trains:
         raise UsageError("no train records among the inputs; add a `fabricbench train --out FILE` results file")
     if not collectives:
-        raise UsageError("no sweep records (kind collective) among the inputs; add a `fabricbench sweep --out` "
-                         "or `compare --out` results file")
+        raise UsageError("no sweep records (kind collective) among the inputs; add a `fabricbench sweep --out FILE` "
+                         "or `fabricbench compare --out FILE` results file")
     curves = SweepCurves.from_records(collectives)
     observed, problems = inputs.observations(trains)
     problems = read_problems + problems
