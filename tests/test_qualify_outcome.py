@@ -54,3 +54,24 @@ def test_cli_all_waived_exits_5():
         main(["qualify", "--spec", "builtin:h200-sxm-8", "--from", str(TRAIN)])
     assert e.value.code == 5
     assert "NOTHING MEASURED (exit 5): 0 critical, 0 unknown, 0 warning, 0 pass, 7 waived" in out.getvalue()
+
+
+@pytest.mark.parametrize("level", [1, 2, 3])
+def test_library_dry_run_is_the_plan_the_cli_prints(level):
+    """fabricbench.qualify(..., dry_run=True) returns the plan; the CLI prints its lines and its dict."""
+    import json
+
+    from fabricbench.cli import main
+
+    plan = fabricbench.qualify("builtin:h200-sxm-8", level=level, dry_run=True)
+    assert plan.level == level and plan.checks and len(plan.lines()) == len(plan.checks) + 2
+    assert plan.lines()[-1].startswith("estimate: ~") and "nothing measured" in plan.lines()[0]
+    for args, expect in ((["--dry-run"], "\n".join(plan.lines()) + "\n"),
+                         (["--dry-run", "--json"], json.dumps(plan.to_dict(), indent=2) + "\n")):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            try:
+                main(["qualify", "--spec", "builtin:h200-sxm-8", "--level", str(level), *args])
+            except SystemExit as e:
+                assert e.code in (0, None)
+        assert out.getvalue() == expect

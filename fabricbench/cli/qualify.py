@@ -16,7 +16,6 @@ The library decides (fabricbench/qualifying/api.py); this module maps flags.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 
@@ -26,14 +25,12 @@ from fabricbench.cli.types import MAX_TEXT, Count, FabricSpec, Fraction, InputPa
 
 from fabricbench.errors import UsageError
 from fabricbench.files import dumps, refuse_collisions, write_text_atomic
-from fabricbench.qualifying.api import fleet as run_fleet, init_spec, qualify as run, select
+from fabricbench.qualifying.api import fleet as run_fleet, init_spec, qualify as run
 from fabricbench.qualifying.checks import CHECKS
 from fabricbench.qualifying.fleet import render as render_fleet
 from fabricbench.qualifying.report import render
 from fabricbench.qualifying.codes import CODES
-from fabricbench.qualifying.plan import LEVEL_NAMES, fmt_seconds, gpu_count, make_plan
-from fabricbench.qualifying.spec import DEFAULT_LEVEL, SpecError, builtin_names, load_spec, parse_spec
-from fabricbench.sizes import format_size
+from fabricbench.qualifying.spec import SpecError, builtin_names, load_spec, parse_spec
 
 
 def _names(text: str | None) -> list[str] | None:
@@ -136,53 +133,14 @@ def qualify(inputs, spec_path, out_dir, resume, only, skip, fabric, topo_file, l
 
 
 def _dry_run(spec_path: str, only, skip, fabric: str | None, level: int | None, as_json: bool) -> int:
-    """The spec read and checked as a run would (every mistake exit 2), then what would run at the level
-    and about how long it takes; for spec authors and CI jobs that keep specs."""
-    level = DEFAULT_LEVEL if level is None else level
-    spec = load_spec(spec_path)
-    total = len(spec.checks)
-    if fabric:
-        spec = spec.under(fabric)
-    checks = select(spec, only, skip, level)
-    spec = spec.at_level(level)
-    plan = make_plan(spec, checks)
+    """The plan the library returns (fabricbench/qualifying/dryrun.py), printed."""
+    plan = run(spec_path, only=only, skip=skip, fabric=fabric, level=level, dry_run=True)
     if as_json:
-        click.echo(json.dumps({"spec": spec.name, "path": spec.path, "level": level,
-                               "run": dataclasses.asdict(spec.run), "plan": plan.to_dict(),
-                               "checks": [{"name": c.name, "kind": c.kind, "levels": list(c.levels),
-                                           "severity": c.severity, "warn_fraction": c.warn_fraction,
-                                           "retries": c.retries, "source": c.source, **_jsonable(c.params)}
-                                          for c in checks]}, indent=2))
+        click.echo(json.dumps(plan.to_dict(), indent=2))
         return 0
-    r = spec.run
-    where = (f"{r.nprocs} {r.backend} rank(s)" if r.cpu_ranks else f"engine {r.engine}"
-             + (f", backend {r.backend}" if r.backend else ""))
-    click.echo(f"{spec.name} ({spec.path}) at level {level} ({LEVEL_NAMES[level]}): {len(checks)} of {total} "
-               f"check(s), {where}, iters {r.iters}, warmup {r.warmup}, retries {r.retries}; nothing measured")
-    for c, step in zip(checks, plan.steps):
-        keys = ", ".join(f"{k}={_shown(k, v)}" for k, v in _jsonable(c.params).items() if v is not None)
-        click.echo(f"  {c.name:28s} {c.kind:12s} ~{fmt_seconds(step.seconds):>8s}  {keys}")
-    retry = (f", plus up to {plan.max_retries} {'retry' if plan.max_retries == 1 else 'retries'} of a missed "
-             "check" if plan.max_retries else "")
-    click.echo(f"estimate: ~{fmt_seconds(plan.seconds)} on {plan_gpus(spec)} GPU(s){retry} (level {level} aims "
-               f"at ~{fmt_seconds(plan.budget_s)}; a model, see fabricbench/qualifying/plan.py)")
+    for line in plan.lines():
+        click.echo(line)
     return 0
-
-
-def plan_gpus(spec) -> int:
-    return gpu_count(spec)
-
-
-def _shown(key: str, value):
-    if key in ("size", "busbw_size", "latency_size") and isinstance(value, int):
-        return format_size(value)
-    if key == "sizes" and isinstance(value, list):
-        return ",".join(format_size(v) for v in value)
-    return value
-
-
-def _jsonable(params: dict) -> dict:
-    return {k: (list(v) if isinstance(v, tuple) else v) for k, v in params.items()}
 
 
 def _list_specs() -> int:

@@ -36,6 +36,7 @@ from fabricbench.progress import Progress
 from fabricbench.qualifying.checks import CHECKS
 from fabricbench.qualifying.checks.base import retries_of
 from fabricbench.qualifying.context import Context
+from fabricbench.qualifying.dryrun import DryRun, dry_run as plan_dry_run, select
 from fabricbench.qualifying.figures import compare, figures
 from fabricbench.qualifying.fleet import run_fleet
 from fabricbench.qualifying.init import spec_from_results
@@ -97,23 +98,6 @@ def _as_spec(spec: Spec | str | os.PathLike) -> Spec:
     return load_spec(text)
 
 
-def select(spec: Spec, only: Sequence[str] | None, skip: Sequence[str] | None, level: int | None = None) -> list:
-    """The checks to run: those at `level` (spec.at_level), then --only/--skip by name."""
-    names = [c.name for c in spec.checks]
-    for flag, given in (("--only", only), ("--skip", skip)):
-        unknown = [n for n in (given or []) if n not in names]
-        if unknown:
-            raise UsageError(f"{flag} {','.join(unknown)}: no such check in {spec.path}; its checks are "
-                             f"{', '.join(names)}")
-    at = spec.checks if level is None else [c for c in spec.checks if level in c.levels]
-    elsewhere = [c for c in spec.checks if c.name in (only or []) and c not in at]
-    if elsewhere:
-        c = elsewhere[0]
-        raise UsageError(f"--only {c.name}: it runs at --level {','.join(map(str, c.levels))}, not {level}; "
-                         f"give --level {c.levels[0]}")
-    return [c for c in at if (not only or c.name in only) and c.name not in (skip or [])]
-
-
 def reproduce_line(spec_path: str, *, out=None, level: int | None = None, only=None, skip=None, fabric=None,
                    topo_file=None, baseline=None, tolerance: float | None = None, prometheus=None,
                    records_from=None) -> str:
@@ -137,11 +121,15 @@ def qualify(spec: Spec | str | os.PathLike, *, out: str | os.PathLike | None = N
             tolerance: float | None = None, fabric: str | None = None, level: int | None = None,
             prometheus: str | os.PathLike | None = None,
             echo: Callable[[str], None] | None = None,
-            records_from: str | os.PathLike | None = None) -> QualifyResult:
+            records_from: str | os.PathLike | None = None, dry_run: bool = False) -> QualifyResult | DryRun:
     """Run a spec's checks (those selected, at `level`: default 2) and return their verdicts; see the
     module docstring. `tolerance` (for `baseline`) defaults to the spec's [run] baseline_tolerance.
-    `records_from`: judge these results (fabricbench's, or `fabricbench import`ed) instead of measuring."""
+    `records_from`: judge these results (fabricbench's, or `fabricbench import`ed) instead of measuring.
+    `dry_run`: measure nothing; return the plan (dryrun.DryRun: the checks, a time estimate) that
+    `fabricbench qualify --dry-run` prints."""
     spec = _as_spec(spec)
+    if dry_run:
+        return plan_dry_run(spec, only=only, skip=skip, fabric=fabric, level=level)
     level = DEFAULT_LEVEL if level is None else level
     full = spec
     if fabric is not None and fabric != "default":
