@@ -18,44 +18,12 @@ from fabricbench.cli.types import OutputFile
 
 from fabricbench.errors import FabricbenchError
 from fabricbench.files import refuse_collisions
-from fabricbench.report import table as tables
-from fabricbench.report.analysis import fmt
 from fabricbench.results.status import Status
-from fabricbench.training import repeats as reps
 from fabricbench.training.api import train as run_train
+from fabricbench.training.format import line, render
 from fabricbench.training.launch import TrainConfig
 from fabricbench.training.models import MODELS
 from fabricbench.training.strategies import STRATEGIES
-
-
-def _gib(v: object) -> str:
-    return f"{v / 2**30:.2f}" if isinstance(v, (int, float)) else "-"
-
-
-TRAIN_COLS = (tables.Col("strategy", justify="left", key=True), tables.Col("run", key=True),
-              tables.Col("status", justify="left"), tables.Col("samples/s"),
-              tables.Col("median CI", "ci", "ci = the median step's 95% CI inside the run, ±"),
-              tables.Col("peak alloc GiB", "alloc", "alloc/resv/est = peak allocated/reserved/estimated memory, GiB"),
-              tables.Col("reserved GiB", "resv"), tables.Col("estimate GiB", "est"),
-              tables.Col("note", justify="left", prose=True))
-
-
-def _cells(rec: dict) -> list[str]:
-    thr = rec.get("throughput") or {}
-    mem = rec.get("memory") or {}
-    sps = thr.get("samples_per_s")
-    ci = (rec.get("step_time") or {}).get("ci95_rel")
-    note = "; ".join(x for x in (rec.get("message"), rec.get("host_bound")) if x)
-    return [rec["strategy"], str(rec.get("repeat") or 1), rec["status"], fmt(sps) if sps else "-",
-            f"±{ci:.1%}" if sps and isinstance(ci, (int, float)) else "-", _gib(mem.get("max_allocated_bytes")),
-            _gib(mem.get("max_reserved_bytes")), _gib((rec.get("estimate") or {}).get("with_activations_bytes")), note]
-
-
-def _line(rec: dict) -> str:
-    """One short line per run as it finishes (the table and the figures with their intervals follow)."""
-    c = _cells(rec)
-    return f"{c[0]} run {c[1]}: {c[2]}" + (f", {c[3]} samples/s {c[4]}" if c[3] != "-" else "") + \
-        (f" ({c[8]})" if c[8] else "")
 
 
 @click.command()
@@ -113,7 +81,7 @@ def train(strategies, model, model_config, model_path, gpus, device, nprocs, bac
     elif device == "cpu" and gpus:
         click.echo("warning: --gpus is ignored with --device cpu (use --nprocs)", err=True)
     refuse_collisions({"--out": out}, {"--model-config": model_config, "--dataset": dataset})
-    echo = (lambda r: click.echo(json.dumps(r))) if as_json else (lambda r: click.echo(_line(r)))
+    echo = (lambda r: click.echo(json.dumps(r))) if as_json else (lambda r: click.echo(line(r)))
     records = run_train(strategies, device=device, gpus=gpus if device == "cuda" else None, out=out, echo=echo,
                         model=model, model_config=model_config, model_path=model_path, nprocs=nprocs, steps=steps,
                         warmup_steps=warmup_steps, batch_size=batch_size, seq_len=seq_len, image_size=image_size,
@@ -122,14 +90,7 @@ def train(strategies, model, model_config, model_path, gpus, device, nprocs, bac
                         timeout_s=timeout_s, backend=backend, max_steps=max_steps, target_ci=target_ci or None,
                         repeats=repeats, max_repeats=max_repeats, time_budget_s=time_budget_s, quiet=as_json)
     if not as_json and records:
-        tables.render(tables.console(), f"train: {model or model_config or model_path}, {device}", TRAIN_COLS,
-                      [_cells(r) for r in records])
-        figs = reps.figures(records)  # each strategy over its runs, with the run-to-run interval
-        for f in figs:
-            click.echo(reps.figure_text(f))
-        for fab, groups in reps.rankings(figs).items():
-            if sum(map(len, groups)) > 1:
-                click.echo(f"fastest on {fab}: {reps.ranking_text(groups)}")
+        render(records, f"train: {model or model_config or model_path}, {device}", say=click.echo)
     # exit 1 when a run failed (a dead rank, a crash, a timeout, a strategy that did not run as asked),
     # though every record (and a dead rank's measured steps) was written; oom and waived are results.
     failed = [r for r in records if r.get("status") in (Status.ERROR, Status.TIMEOUT)]
