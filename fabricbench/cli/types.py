@@ -131,11 +131,18 @@ class Count(OptionType):
         else:
             s = self.text(value, param, ctx)
             if not _INT.fullmatch(s):
-                self.fail(f"{s[:40]!r} is not a whole number (ASCII digits, e.g. {max(self.lo, 2)})", param, ctx)
+                self.fail(f"{s[:40]!r} is not a whole number (ASCII digits, e.g. {self._example()})", param, ctx)
             n = int(s)
         if not self.lo <= n <= self.hi:
             self.fail(f"{n} is outside {self.lo:,} to {self.hi:,}", param, ctx)
         return n
+
+    def _example(self) -> int:
+        return _count_example(self.lo, self.hi)
+
+
+def _count_example(lo: int, hi: int) -> int:
+    return 20 if lo <= 20 <= hi else lo
 
 
 class Real(OptionType):
@@ -282,7 +289,8 @@ class NameList(OptionType):
         self.registry, self.what, self.allow_all = registry, what, allow_all
 
     def describe(self) -> str:
-        return f"comma list of {self.what}s, each once, no empty item" + (" (or all)" if self.allow_all else "")
+        plural = self.what[:-1] + "ies" if self.what.endswith("y") else self.what + "s"
+        return f"comma list of {plural}, each once, no empty item" + (" (or all)" if self.allow_all else "")
 
     def convert(self, value, param, ctx):
         s = self.text(value, param, ctx)

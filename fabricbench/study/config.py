@@ -66,7 +66,7 @@ class StudyConfig:
         default_by="max(--steps, 40)"))  # exceeds target_ci
     target_ci: float | None = field(default=0.03, metadata=declare(  # train: steps and repeats go on until the
         "--target-ci", "fraction", "Step on, and repeat, until the median's 95% CI is within this fraction "
-        "(0: off).", zero_off=True))  # median's 95% CI is within this
+        "(0: off).", zero_off=True, lo_open=True, hi_open=True))  # median's 95% CI is within this
     repeats: int | None = field(default=None, metadata=declare(  # train runs per (strategy, fabric), fresh
         "--repeats", "count", "Runs of each strategy in fresh processes.", lo=1, hi=20,
         default_by="3, then more until --target-ci"))  # processes, interleaved; None:

@@ -84,7 +84,7 @@ class TrainConfig:
         "--warmup-steps", "count", "Untimed first steps.", lo=1, hi=MAX_STEPS))
     target_ci: float | None = field(default=0.03, metadata=declare(  # go on stepping (and repeating) until the
         "--target-ci", "fraction", "Step on, and repeat, until the median's 95% CI is within this fraction "
-        "(0: off).", zero_off=True))  # median's 95% CI half-width is
+        "(0: off).", zero_off=True, lo_open=True, hi_open=True))  # median's 95% CI half-width is
     # within this fraction of it; None: exactly `steps` steps and `repeats` (or 1) runs
     max_steps: int | None = field(default=None, metadata=declare(  # cap on steps with target_ci
         "--max-steps", "count", "Cap on steps while the median's CI exceeds --target-ci.", lo=1, hi=MAX_STEPS,
