@@ -50,7 +50,7 @@ def hostile(t: click.ParamType, tmp: Path) -> list[str]:
         return CONTROL + NON_ASCII_DIGITS + ["nan", "inf", "-inf", "1e308", "1e-9", "1.5", "0x10", "1_0", "--1",
                                             str(t.lo - 1), str(t.hi + 1), str(2**64), "1e3", "1 2", "½"]
     if isinstance(t, T.Real):
-        below = t.lo if t.lo_open else t.lo - (abs(t.lo) or 1) / 2
+        below = t.lo if t.lo_open and not (t.zero and t.lo == 0) else t.lo - (abs(t.lo) or 1) / 2
         above = t.hi if t.hi_open else t.hi * 2 + 1
         extra = ["1e-9"] if t.lo >= 1e-6 else []
         extra += ["0"] if (t.lo > 0 or t.lo_open) and not t.zero else []

@@ -221,7 +221,7 @@ def _in_process(args, tmp_path):
     return code, out.getvalue() + err.getvalue()
 
 
-QUALIFY_SPEC = str(Path(__file__).parent / "data" / "qualify" / "gloo.toml")
+GLOO_SPEC_FILE = str(Path(__file__).parent / "data" / "qualify" / "gloo.toml")
 
 
 @pytest.mark.parametrize("value", AWKWARD)
@@ -230,7 +230,7 @@ QUALIFY_SPEC = str(Path(__file__).parent / "data" / "qualify" / "gloo.toml")
     ["sweep", "--fabric", "{SPEC},9bad=1", "--dry-run"],  # an error naming the fabric
     ["compare", "--fabrics", "default,{SPEC},{SPEC}"],  # a fabric given twice
     ["study", "--device", "cpu", "--model", "tiny-mistral", "--out", "s", "--fabrics", "default,{SPEC}", "--dry-run"],
-    ["qualify", "--spec", QUALIFY_SPEC, "--fabric", "{SPEC}", "--dry-run"],
+    ["qualify", "--spec", GLOO_SPEC_FILE, "--fabric", "{SPEC}", "--dry-run"],
     ["train", "--device", "cpu", "--model", "nope", "--fabric", "{SPEC}"],
 ], ids=["sweep-dry-run", "sweep-error", "compare-twice", "study-dry-run", "qualify-dry-run", "train-error"])
 def test_no_message_shows_an_awkward_secret(args, value, tmp_path, monkeypatch):
