@@ -16,8 +16,27 @@ class FabricbenchError(Exception):
 class UsageError(FabricbenchError, ValueError):
     """What the user asked for cannot be done (bad option, bad size, too few GPUs...).
 
-    The message is one line that says what to do instead.
+    The message is one line that says what to do instead. A suggestion of other settings is `hint`, in
+    the library's argument names ({"device": "cpu", "nprocs": 2}), written after the message as a library
+    caller would type them; the CLI writes it as the flags of the command that printed it, or leaves it
+    out where that command has no such flags (fabricbench/cli/hints.py), so a hint never names a flag
+    that its command lacks.
     """
+
+    def __init__(self, message: str = "", *, hint: dict | list[dict] | None = None,
+                 hint_text: str = "run with") -> None:
+        self.message, self.hint_text = str(message), hint_text
+        self.hints = [dict(h) for h in (hint if isinstance(hint, list) else [hint] if hint else [])]
+        self.hint = hint
+        said = " or ".join(", ".join(f"{k}={v!r}" for k, v in h.items()) for h in self.hints)
+        super().__init__(self.message + (f"; {hint_text} {said}" if said else ""))
+
+    def __reduce__(self):  # keyword arguments survive pickling (a child's error read by its parent)
+        return (_usage_error, (self.message, self.hint, self.hint_text))
+
+
+def _usage_error(message: str, hint: dict, hint_text: str) -> "UsageError":
+    return UsageError(message, hint=hint, hint_text=hint_text)
 
 
 class EngineUnavailable(FabricbenchError):

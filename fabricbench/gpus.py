@@ -11,6 +11,8 @@ import re
 from fabricbench.errors import UsageError
 
 
+# The settings that measure on CPU ranks instead of GPUs (a UsageError hint: the CLI shows it as flags)
+CPU_RANKS = {"engine": "torch", "backend": "gloo", "nprocs": 2}
 MAX_ORDINAL = 1023  # CUDA ordinals of one host; a bound that keeps '0-99999999999' from filling memory
 
 
@@ -21,7 +23,7 @@ def parse_gpus(text: str) -> tuple[int, ...]:
     out: list[int] = []
     for part in text.split(","):
         part = part.strip()
-        m = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
+        m = re.fullmatch(r"([0-9]+)(?:-([0-9]+))?", part, re.ASCII)  # not \d: '١' is not a GPU
         if not m:
             raise UsageError(f"cannot read GPU list {text!r} at {part!r}; write e.g. 0-7 or 0,2,5")
         lo = int(m.group(1))
@@ -42,8 +44,7 @@ def check_visible(gpus: tuple[int, ...], visible: int, text: str | None = None) 
     """Refuse ordinals past the visible count, with the arithmetic in the message."""
     shown = text if text is not None else ",".join(map(str, gpus))
     if visible == 0:
-        raise UsageError(f"--gpus {shown}: no CUDA GPU is visible here; run on CPU with "
-                         f"--engine torch --backend gloo --nprocs 2")
+        raise UsageError(f"no CUDA GPU is visible here{f' for gpus {shown}' if shown else ''}", hint=CPU_RANKS, hint_text="on CPU, run with")
     bad = [g for g in gpus if g >= visible]
     if bad:
         raise UsageError(f"--gpus {shown} names {len(gpus)} GPU(s) up to {max(gpus)} but {visible} "

@@ -19,7 +19,8 @@ from fabricbench.errors import UsageError
 _SUFFIX = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 _DECIMAL = {"K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12}
 # number, then: nothing or B (bytes); K/M/G/T alone or with iB (binary); K/M/G/T with B alone (decimal)
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(?:([KMGT])(IB|B)?|B)?\s*$", re.IGNORECASE)
+# ASCII digits only: \d alone would read '١٢' (Arabic-Indic) or '１２' (fullwidth) as 12
+_SIZE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*(?:([KMGT])(IB|B)?|B)?\s*$", re.IGNORECASE | re.ASCII)
 UNITS_HELP = "K/M/G and KiB/MiB/GiB are binary (1G = 2^30 B); KB/MB/GB are decimal (1GB = 10^9 B)"
 
 
@@ -78,14 +79,16 @@ class SizeSweep:
         if not text:
             raise UsageError("--sizes is empty; write e.g. 8-8G, 1M-1G:x2 or 64K,1M")
         if "," in text:
-            sizes = tuple(parse_size(part) for part in text.split(",") if part.strip())
+            if any(not part.strip() for part in text.split(",")):
+                raise UsageError(f"--sizes {text!r} has an empty item; write e.g. 64K,1M")
+            sizes = tuple(parse_size(part) for part in text.split(","))
             return cls(explicit=sizes, spec=text)
         if text.startswith("-"):
             raise UsageError(f"--sizes {text!r}: sizes cannot be negative; write e.g. 8-8G, 1M-1G:x2 or 64K,1M")
         rng, _, fac = text.partition(":")
         factor = 2
         if fac:
-            m = re.fullmatch(r"\s*[x*]?(\d+)\s*", fac)
+            m = re.fullmatch(r"\s*[x*]?([0-9]+)\s*", fac, re.ASCII)
             if not m or int(m.group(1)) < 2:
                 raise UsageError(f"bad factor {fac!r} in --sizes {text!r}; write e.g. 1M-1G:x2 (factor >= 2)")
             factor = int(m.group(1))

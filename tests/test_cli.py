@@ -72,17 +72,21 @@ BAD = [
     (["sweep", "--sizes", "1G-1M"], "descends"),
     (["sweep", "--ops", "allreduce"], "unknown op"),
     (["sweep", "--dtype", "float8"], "unknown dtype"),
-    (["sweep", "--iters", "0"], "at least 1 timed iteration"),
-    (["sweep", "--iters", "-3"], "at least 1 timed iteration"),
-    (["sweep", "--engine", "foo"], "unknown engine"),
-    (["sweep", "--nprocs", "0", "--engine", "torch"], "at least 1 process"),
-    (["sweep", "--timeout", "0"], "must be positive"),
-    (["sweep", "--adaptive", "2"], "fraction"),
+    (["sweep", "--iters", "0"], "--iters 0 is outside 1 to 10,000,000"),
+    (["sweep", "--iters", "-3"], "--iters -3 is outside 1 to 10,000,000"),
+    (["sweep", "--engine", "foo"], "--engine: 'foo' is not one of 'native', 'torch'"),
+    (["sweep", "--nprocs", "0", "--engine", "torch"], "--nprocs 0 is outside 1 to 4,096"),
+    (["sweep", "--timeout", "0"], "--timeout 0 is outside [1, 604800 (7 days)] s"),
+    (["sweep", "--adaptive", "2"], "--adaptive 2 is outside (0, 1)"),
     (["sweep", "--bogus"], "No such option"),
-    (["sweep", "--iters", "many"], "is not a valid integer"),
+    (["sweep", "--iters", "many"], "--iters 'many' is not a whole number"),
     (["sweep", "--engine", "torch", "--backend", "gloo", "--nprocs", "2", "--out", "/proc/nope/x.jsonl"],
      "cannot write"),
     (["nosuchcommand"], "No such command"),
+    (["sweep", "--iters", "\u0661\u0662"], "is not a whole number (ASCII digits"),  # Arabic-Indic 12
+    (["sweep", "--sizes", "1K,,4K"], "empty item"),
+    (["sweep", "--timeout", "1e308"], "is outside [1, 604800 (7 days)] s"),
+    (["sweep", "--timeout", "inf"], "--timeout 'inf' is not a number"),
     (["sweep", "--nccl-lib", "/nonexistent/libnccl.so.2"], "no such file"),
 ]
 
@@ -100,8 +104,8 @@ def test_bad_input_is_one_line_exit_2(args, msg):
 def test_no_gpu_visible_names_the_cpu_alternative():
     out = _run(["sweep", "--sizes", "8"], env={"CUDA_VISIBLE_DEVICES": ""})
     assert out.returncode == 2
-    assert out.stderr.strip() == ("Error: no CUDA GPU is visible for --engine native; on CPU run "
-                                  "--engine torch --backend gloo --nprocs 2")
+    assert out.stderr.strip() == ("Error: no CUDA GPU is visible for engine native; on CPU, run with "
+                                  "`fabricbench sweep --engine torch --backend gloo --nprocs 2`")
 
 
 def test_gpus_out_of_range_shows_arithmetic(monkeypatch, capsys):

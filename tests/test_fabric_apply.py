@@ -77,11 +77,12 @@ def test_in_force():
         in_force("nvlink", {})
 
 
-def test_config_args_give_the_child_the_same_config(monkeypatch):
+def test_config_args_give_the_child_the_same_config(monkeypatch, tmp_path):
     """Every SweepConfig field survives the trip through the child's command line."""
     import dataclasses
 
     import fabricbench.cli.sweep as cli_sweep
+    import fabricbench.measuring.sweep_run as sweep_run
     from fabricbench.measuring.api import make_config
 
     torch_cpu = make_config(ops="all_gather,broadcast", sizes="3K-1M:x4", dtype="bfloat16", iters=7, warmup=2,
@@ -90,7 +91,9 @@ def test_config_args_give_the_child_the_same_config(monkeypatch):
     import fabricbench.measuring.config as sweep_config
 
     monkeypatch.setattr(sweep_config, "_check_nccl_lib", lambda path: None)  # only the path travels
-    native = make_config(sizes="1M", gpus=(0, 1), graph=True, nccl_lib="/opt/nccl/libnccl.so.2",
+    lib = tmp_path / "libnccl.so.2"  # --nccl-lib is an input file: it must exist to pass its option type
+    lib.write_bytes(b"not really NCCL")
+    native = make_config(sizes="1M", gpus=(0, 1), graph=True, nccl_lib=str(lib),
                          buffers="reuse", timing="loop", alloc="nccl")
     # between them every field leaves its default, so a field config_args forgets (a new option) fails here
     default = make_config()
@@ -98,8 +101,8 @@ def test_config_args_give_the_child_the_same_config(monkeypatch):
             and all(getattr(c, f.name) == getattr(default, f.name) for c in (torch_cpu, native))]
     assert not same, f"give these fields a non-default value in this test: {same}"
     seen = {}
-    monkeypatch.setattr(cli_sweep, "_run", lambda config, **kw: seen.__setitem__("config", config))
-    monkeypatch.setattr(cli_sweep, "_with_gpus", lambda config, gpus_text=None: config)  # no GPU needed here
+    monkeypatch.setattr(sweep_run, "run", lambda config, **kw: seen.__setitem__("config", config))
+    monkeypatch.setattr(sweep_run, "devices", lambda config, gpus_text=None: (config, []))  # no GPU needed here
     strip = lambda c: {k: v for k, v in dataclasses.asdict(c).items() if k != "sizes"}  # noqa: E731
     for config in (torch_cpu, native):
         res = CliRunner().invoke(cli_sweep.sweep, [*config_args(config), "--fabric", "default"])

@@ -211,7 +211,7 @@ def test_cli_import_appends_and_refuses_bad_input(tmp_path, capsys):
     (lambda d: d / "missing.log", "no such file"),
     (lambda d: (d / "junk.txt").write_text("hello world\n") and d / "junk.txt", "not a format fabricbench imports"),
     (lambda d: (d / "bad.json").write_text('{"version": 3, "args": ["x"]') and d / "bad.json", "bad.json:1"),
-    (lambda d: d, "is a directory"),
+    (lambda d: d, "is a folder; give a file"),
 ])
 def test_bad_inputs_are_one_line_exit_2(tmp_path, make, msg):
     path = make(tmp_path)

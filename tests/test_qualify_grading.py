@@ -486,7 +486,7 @@ def test_prometheus_never_replaces_a_device_fifo_or_folder(tmp_path, capsys):
         code, _, err = _cli(["qualify", "--spec", str(spec), "--topo-file", str(TOPO / "h200_1gpu_real.txt"),
                              "--prometheus", str(target)], capsys)
         _one_error_line(code, err)
-        assert "not a regular file" in err
+        assert f"--prometheus {target}: is a " in err and "give a file name" in err  # the option type
         code, _, err = _cli(["qualify", "--fleet", str(GLOO), str(GLOO), "--prometheus", str(target)], capsys)
         _one_error_line(code, err)
     assert Path("/dev/null").is_char_device() and fifo.is_fifo()

@@ -132,13 +132,13 @@ def test_mistake_kinds_count():
     (["--init", "x.toml"], "--init needs --from"),
     (["--fleet", str(QDATA / "gloo_node_results.jsonl")], "at least 2 nodes"),
     (["--spec", "builtin:h200-sxm-8", "--baseline", "x"], "--baseline x: no such file"),
-    (["--spec", "builtin:h200-sxm-8", "--tolerance", "2"], "--tolerance 2: a fraction"),
+    (["--spec", "builtin:h200-sxm-8", "--tolerance", "2"], "--tolerance 2 is outside [0, 1)"),
     (["--spec", "builtin:h200-sxm-8", "--resume"], "--resume continues the run in --out"),
     (["--spec", "builtin:h200-sxm-8", "--topo-file", "/nonexistent/topo.txt"], "--topo-file /nonexistent"),
     (["--init", "x.toml", "--from", str(QDATA / "gloo_node_results.jsonl"), "--margin", "1.5"], "--margin 1.5"),
     (["--fleet", str(QDATA), str(QDATA), "--fraction", "0"], "--fraction 0"),
-    (["--spec", "builtin:h200-sxm-8", "--fabric", "warp"], "--fabric warp: unknown fabric"),
-    (["--list-specs", "stray"], "unexpected argument"),
+    (["--spec", "builtin:h200-sxm-8", "--fabric", "warp"], "--fabric: unknown fabric 'warp'"),
+    (["--list-specs", "stray"], "stray: no such file"),
 ])
 def test_bad_invocations(capsys, args, expect):
     code, _, err = _cli(["qualify", *args], capsys)

@@ -174,3 +174,73 @@ def test_study_under_a_custom_fabric(tmp_path, secret):
     assert rc == 0, err
     assert (tmp_path / "lab" / "units" / "train_ddp_sec.jsonl").exists()
     assert "sec:MY_TOKEN=***" in (tmp_path / "lab" / "report.md").read_text()
+
+
+# --- one place formats any text that may hold a fabric spec (issue 30.5): awkward values, in-process ---
+
+AWKWARD = ["s3cr3tA,s3cr3tB", "s3cr3tP=s3cr3tQ", '"s3cr3t quoted"', "s3cr3t with spaces", "s3cr3tñé✓ü",
+           "s3cr3tX,s3cr3tY z", "'s3cr3t'"]
+
+
+def _parts(value: str) -> list[str]:
+    """The pieces of a secret that must never be printed (each comma part, quotes stripped)."""
+    return [p.strip().strip("\"'") for p in value.replace("=", ",").split(",") if len(p.strip().strip("\"'")) > 3]
+
+
+@pytest.mark.parametrize("value", AWKWARD)
+def test_masking_rule_on_awkward_values(value):
+    from fabricbench.masking import redact, secret_values, shown_spec
+
+    spec = f"x:MY_TOKEN={value},NCCL_ALGO=Ring"
+    shown = shown_spec(spec)
+    assert shown.startswith("x:MY_TOKEN=***") and shown.endswith("NCCL_ALGO=Ring"), shown
+    text = redact(f"failed under {spec}; the value {value} again", secret_values([spec]))
+    for part in _parts(value):
+        assert part not in shown and part not in text, (part, shown, text)
+    assert "NCCL_ALGO=Ring" in text  # public values stay readable
+
+
+def _in_process(args, tmp_path):
+    import contextlib
+    import io
+
+    from fabricbench.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    old = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                main(args)
+                code = 0
+            except SystemExit as e:
+                code = e.code
+    finally:
+        os.chdir(old)
+    return code, out.getvalue() + err.getvalue()
+
+
+GLOO_SPEC_FILE = str(Path(__file__).parent / "data" / "qualify" / "gloo.toml")
+
+
+@pytest.mark.parametrize("value", AWKWARD)
+@pytest.mark.parametrize("args", [
+    ["sweep", "--engine", "torch", "--backend", "gloo", "--nprocs", "2", "--fabric", "{SPEC}", "--dry-run"],
+    ["sweep", "--fabric", "{SPEC},9bad=1", "--dry-run"],  # an error naming the fabric
+    ["compare", "--fabrics", "default,{SPEC},{SPEC}"],  # a fabric given twice
+    ["study", "--device", "cpu", "--model", "tiny-mistral", "--out", "s", "--fabrics", "default,{SPEC}", "--dry-run"],
+    ["qualify", "--spec", GLOO_SPEC_FILE, "--fabric", "{SPEC}", "--dry-run"],
+    ["train", "--device", "cpu", "--model", "nope", "--fabric", "{SPEC}"],
+], ids=["sweep-dry-run", "sweep-error", "compare-twice", "study-dry-run", "qualify-dry-run", "train-error"])
+def test_no_message_shows_an_awkward_secret(args, value, tmp_path, monkeypatch):
+    monkeypatch.setattr("fabricbench.gpus.visible_gpu_count", lambda: 0)
+    spec = f"sec:MY_TOKEN={value}"
+    code, text = _in_process([a.replace("{SPEC}", spec) for a in args], tmp_path)
+    assert code in (0, 2), text[-500:]
+    for part in _parts(value):
+        assert part not in text, f"{part!r} printed: {text[-600:]}"
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            data = path.read_bytes()
+            assert not any(part.encode() in data for part in _parts(value)), path

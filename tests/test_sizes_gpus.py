@@ -59,6 +59,6 @@ def test_parse_gpus_rejects(text, msg):
 def test_check_visible_shows_arithmetic():
     with pytest.raises(UsageError, match=r"--gpus 0-9 names 10 GPU\(s\) up to 9 but 8 are visible \(0-7\)"):
         check_visible(tuple(range(10)), 8, "0-9")
-    with pytest.raises(UsageError, match="no CUDA GPU is visible.*--engine torch --backend gloo"):
+    with pytest.raises(UsageError, match="no CUDA GPU is visible.*engine=.torch., backend=.gloo."):
         check_visible((0,), 0)
     check_visible((0, 7), 8)

@@ -141,7 +141,7 @@ def test_cli_bad_input_is_one_line(tmp_path):
     r = _fb("study", "--device", "cpu", "--model", "nope", "--out", str(tmp_path / "s"))
     assert r.returncode == 2 and r.stderr.strip().count("\n") == 0 and r.stderr.startswith("Error: unknown model")
     r = _fb("report", str(tmp_path / "none"))
-    assert r.returncode == 2 and "no results.jsonl" in r.stderr
+    assert r.returncode == 2 and ": no such folder" in r.stderr
 
 
 def test_cli_exit_1_names_the_failed_units(tmp_path, monkeypatch, capsys):

@@ -205,7 +205,7 @@ def test_scaling_table_gpus_and_cpu_ranks(term80):
 
 
 def test_train_table(term80):
-    from fabricbench.cli.train import TRAIN_COLS, _cells
+    from fabricbench.training.format import TRAIN_COLS, cells as _cells
 
     recs = [{"strategy": s, "status": st, "throughput": {"samples_per_s": 1233.4}, "message": msg,
              "memory": {"max_allocated_bytes": 3 << 30, "max_reserved_bytes": 5 << 30},

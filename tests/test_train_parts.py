@@ -73,11 +73,11 @@ def test_text_dataset_is_byte_tokens(tmp_path):
                           dataset=str(tmp_path), rank=0, world=1, device="cpu"))
 
 
-TRAIN_OPTIONS = {"--strategy", "--model", "--model-config", "--model-path", "--gpus", "--device", "--nprocs",
+TRAIN_OPTIONS = {"--strategies", "--strategy", "--model", "--model-config", "--model-path", "--gpus", "--device", "--nprocs",
                  "--steps", "--warmup-steps", "--batch-size", "--seq-len", "--image-size", "--lr", "--dataset",
                  "--fabric", "--out", "--nnodes", "--node-rank", "--master-addr", "--master-port", "--timeout",
                  "--json", "--list", "--precision", "--trace-steps", "--backend", "--max-steps", "--target-ci",
-                 "--repeats", "--max-repeats", "--time-budget"}
+                 "--repeats", "--max-repeats", "--repeat-budget", "--time-budget"}  # --strategy, --time-budget: deprecated
 
 
 def test_train_surface_is_frozen():
@@ -114,11 +114,11 @@ def test_train_exit_1_when_a_strategy_failed(monkeypatch, capsys, tmp_path):
 
 
 @pytest.mark.parametrize("args, msg", [
-    (["--device", "cpu", "--model", "tiny-mistral", "--strategy", "zero4"], "Error: unknown strategy 'zero4'"),
+    (["--device", "cpu", "--model", "tiny-mistral", "--strategies", "zero4"], "Error: --strategies: unknown strategy 'zero4'"),
     (["--device", "cpu", "--model", "tiny-mistral", "--steps", "4", "--warmup-steps", "3"],
      "Error: --steps 4 with --warmup-steps 3 leaves 1 timed step(s)"),
     (["--device", "cpu", "--model", "nope"], "Error: unknown model 'nope'"),
-    (["--device", "cpu", "--model", "tiny-mistral", "--fabric", "warp-drive"], "Error: unknown fabric"),
+    (["--device", "cpu", "--model", "tiny-mistral", "--fabric", "warp-drive"], "Error: --fabric: unknown fabric"),
 ])
 def test_train_errors_are_one_line_exit_2(args, msg, capsys):
     from fabricbench.cli import main

@@ -14,7 +14,10 @@ import sys
 
 import click
 
-from fabricbench import files, procs
+from fabricbench.cli.types import Size
+
+from fabricbench import files, masking, procs
+from fabricbench.cli import hints
 from fabricbench.errors import EngineUnavailable, FabricbenchError, UsageError
 
 # name -> (module:function, one-line help shown by `fabricbench --help`)
@@ -61,7 +64,7 @@ class LazyGroup(click.Group):
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="fabricbench")
-@click.option("--max-input-size", "max_input_size", default=None, metavar="SIZE",
+@click.option("--max-input-size", "max_input_size", type=Size(), default=None,
               help=f"Largest input file any reader accepts (e.g. 16G; default 4G, or {files.ENV_MAX}).")
 def cli(max_input_size: str | None) -> None:
     """fabricbench: measure NCCL collectives over your GPUs and fabrics, and what they do to training."""
@@ -72,20 +75,35 @@ def cli(max_input_size: str | None) -> None:
             raise UsageError(f"--max-input-size {e}") from None
 
 
+_SECRETS: list[str] = []  # the secret values of the fabric specs on this command line (masking.secret_values)
+
+
+def shown(message: object) -> str:
+    """Any text this command prints about its input, as it may be shown: one line, and no secret value
+    of a fabric spec given on the command line (masking.redact: the one place)."""
+    message = "; ".join(ln.strip() for ln in str(message).splitlines() if ln.strip())  # one line, always
+    return masking.redact(message, _SECRETS)
+
+
+def warn(message: object) -> None:
+    """A warning on stderr, one line, through `shown` (no secret value of a fabric spec)."""
+    click.echo(f"warning: {shown(message)}", err=True)
+
+
 def fail(message: str) -> "NoReturn":  # noqa: F821
     """Print one line and exit 2: for what the user got wrong."""
-    message = "; ".join(ln.strip() for ln in str(message).splitlines() if ln.strip())  # one line, always
-    click.echo(f"Error: {message}", err=True)
+    click.echo(f"Error: {shown(message)}", err=True)
     sys.exit(2)
 
 
 def main(argv: list[str] | None = None) -> None:
     procs.install()  # SIGTERM ends a run as Ctrl-C does (children killed, results kept), exit 143
+    _SECRETS[:] = masking.secret_values(sys.argv[1:] if argv is None else argv)
     try:
         rv = cli.main(args=argv, prog_name="fabricbench", standalone_mode=False)
     except click.exceptions.NoSuchOption as e:
         fail(e.format_message())
-    except click.UsageError as e:  # click's own parse errors: one line, not the usage block
+    except click.UsageError as e:  # click's own parse errors and the option types': one line, no usage block
         fail(e.format_message())
     except click.ClickException as e:  # click's file errors (an unreadable click.File/Path argument)
         fail(e.format_message())
@@ -97,16 +115,21 @@ def main(argv: list[str] | None = None) -> None:
         click.echo("Aborted.", err=True)
         sys.exit(130)
     except (UsageError, EngineUnavailable) as e:
-        fail(str(e))
+        fail(hints.to_flags(e, _command(argv)))
     except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM (procs.Terminated)
         click.echo(procs.message(e), err=True)
         sys.exit(procs.exit_status(e))
     except files.OutputError as e:  # an output could not be written (full disk, read-only): what was written is kept
-        click.echo(f"Error: {e}", err=True)
+        click.echo(f"Error: {shown(e)}", err=True)
         sys.exit(1)
     except FabricbenchError as e:  # a measurement failed (CUDA, NCCL, timeout, check): not the user's input
         kind = "" if type(e) is FabricbenchError else f"{type(e).__name__}: "  # CollectiveTimeout, NcclError...
-        click.echo(f"Error: {kind}{e}", err=True)
+        click.echo(f"Error: {kind}{shown(e)}", err=True)
         sys.exit(1)
     if isinstance(rv, int) and rv:
         sys.exit(rv)
+
+
+def _command(argv: list[str] | None) -> str | None:
+    """The subcommand named on the command line (the first word that is one), for hints.to_flags."""
+    return next((a for a in (sys.argv[1:] if argv is None else argv) if a in COMMANDS), None)

@@ -13,6 +13,10 @@ import json
 
 import click
 
+from fabricbench.cli import warn
+
+from fabricbench.cli.types import STRATEGY_REGISTRY, Count, GpuList, InputPath, NameList, Size, Text
+
 from fabricbench.advise.api import advise as run_advise
 from fabricbench.errors import UsageError
 from fabricbench.report import table as tables
@@ -36,20 +40,20 @@ STRATEGY_COLS = (tables.Col("strategy", justify="left", key=True), tables.Col("m
 
 
 @click.command()
-@click.option("--model", default=None, help="A model name (fabricbench train --list).")
-@click.option("--model-config", type=click.Path(dir_okay=False), default=None, help="A transformers config JSON.")
-@click.option("--num-gpus", type=int, default=None, help="GPUs the job uses (default: all of --gpus).")
-@click.option("--gpus", default=None, help="GPUs to choose from (with --num-gpus) or the set to judge.")
-@click.option("--topo", "topo_file", default=None, type=click.Path(dir_okay=False),
+@click.option("--model", type=Text(), default=None, help="A model name (fabricbench train --list).")
+@click.option("--model-config", type=InputPath(), default=None, help="A transformers config JSON.")
+@click.option("--num-gpus", type=Count(1, 1024), default=None, help="GPUs the job uses (default: all of --gpus).")
+@click.option("--gpus", type=GpuList(), default=None, help="GPUs to choose from (with --num-gpus) or the set to judge.")
+@click.option("--topo", "topo_file", default=None, type=InputPath(),
               help="A saved `nvidia-smi topo -m` or `fabricbench topo --json` (default: this machine).")
-@click.option("--topo-file", "topo_file2", default=None, type=click.Path(dir_okay=False), help="Same as --topo.")
-@click.option("--results", multiple=True, type=click.Path(), help="Results JSONL or a study directory (repeatable).")
-@click.option("--gpu-memory", default=None, help="Memory per GPU, e.g. 80GB (10^9 B) or 80GiB (a bare G is GiB), when the topology "
+@click.option("--topo-file", "topo_file2", default=None, type=InputPath(), help="Same as --topo.")
+@click.option("--results", multiple=True, type=InputPath(folder=True), help="Results JSONL or a study directory (repeatable).")
+@click.option("--gpu-memory", type=Size(), default=None, help="Memory per GPU, e.g. 80GB (10^9 B) or 80GiB (a bare G is GiB), when the topology "
                                                  "does not say it.")
-@click.option("--batch-size", type=int, default=1, show_default=True, help="Per-GPU batch for the activations.")
-@click.option("--seq-len", type=int, default=512, show_default=True, help="Tokens per sample (causal LM).")
-@click.option("--image-size", type=int, default=224, show_default=True, help="Pixels per side (images).")
-@click.option("--strategies", default=None, help="Comma list to consider (default: all).")
+@click.option("--batch-size", type=Count(1, 2**20), default=1, show_default=True, help="Per-GPU batch for the activations.")
+@click.option("--seq-len", type=Count(1, 2**24), default=512, show_default=True, help="Tokens per sample (causal LM).")
+@click.option("--image-size", type=Count(1, 2**16), default=224, show_default=True, help="Pixels per side (images).")
+@click.option("--strategies", type=NameList(STRATEGY_REGISTRY, "strategy", allow_all=True), default=None, help="Comma list to consider (default: all).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def advise(model, model_config, num_gpus, gpus, topo_file, topo_file2, results, gpu_memory, batch_size, seq_len,
            image_size, strategies, as_json) -> None:
@@ -61,7 +65,7 @@ def advise(model, model_config, num_gpus, gpus, topo_file, topo_file2, results, 
                    batch_size=batch_size, seq_len=seq_len, image_size=image_size,
                    strategies=strategies)
     for w in a.warnings:  # what --results held that could not be read: said, never dropped in silence
-        click.echo(f"warning: {w}", err=True)
+        warn(w)
     if as_json:
         click.echo(json.dumps(a.to_dict(), indent=2))
         return

@@ -18,6 +18,8 @@ from typing import Any
 import click
 
 from fabricbench import references
+from fabricbench.cli.types import OP_REGISTRY, Count, FabricSpec, GpuList, InputPath, NameList, SizeList
+
 from fabricbench.cli.options import sweep_options
 from fabricbench.errors import UsageError
 from fabricbench.fabrics.model import Fabric
@@ -32,15 +34,15 @@ from fabricbench.sizes import format_size
 
 
 @click.command()
-@click.option("--fabrics", "fabric_list", default="default,p2p-off", show_default=True,
+@click.option("--fabrics", "fabric_list", type=FabricSpec(many=True), default="default,p2p-off", show_default=True,
               help="Comma list: built-in names (see `fabricbench fabrics`), shaped:RATE (an emulated link, "
                    "e.g. shaped:1gbit) or name:VAR=VAL[,VAR=VAL].")
-@click.option("--gpus", default=None, help="GPU list for every fabric: 0,1 or 0-7. Default: all visible.")
-@click.option("--ops", default="all_reduce", show_default=True, help="Comma list of collectives.")
-@click.option("--sizes", default="1M-1G:x4", show_default=True, help="Sizes: 8-8G, 1M-1G:x2 or 64K,1M (a bare G is GiB, 2^30 B; GB is 10^9 B).")
-@click.option("--nprocs", type=int, default=None, help="Local ranks per run (one process each).")
+@click.option("--gpus", type=GpuList(), default=None, help="GPU list for every fabric: 0,1 or 0-7. Default: all visible.")
+@click.option("--ops", type=NameList(OP_REGISTRY, "collective"), default="all_reduce", show_default=True, help="Comma list of collectives.")
+@click.option("--sizes", type=SizeList(), default="1M-1G:x4", show_default=True, help="Sizes: 8-8G, 1M-1G:x2 or 64K,1M (a bare G is GiB, 2^30 B; GB is 10^9 B).")
+@click.option("--nprocs", type=Count(1, 4096), default=None, help="Local ranks per run (one process each).")
 @click.option("--resume", is_flag=True, help="Skip fabrics whose every measurement --out already holds as ok.")
-@click.option("--with", "with_paths", multiple=True,
+@click.option("--with", "with_paths", type=InputPath(), multiple=True,
               help="Show these results beside the fabrics (e.g. `fabricbench import`ed nccl-tests); repeatable.")
 @sweep_options
 def compare(fabric_list, gpus, ops, sizes, nprocs, resume, with_paths, dtype, iters, warmup, engine, backend,

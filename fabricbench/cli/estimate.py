@@ -13,20 +13,22 @@ import json
 
 import click
 
+from fabricbench.cli.types import Count, InputPath, Text
+
 from fabricbench.report.analysis import byte_unit, fmt_count
 from fabricbench.training import estimate as est, models
 
 
 
 @click.command()
-@click.option("--model", default=None, help="A model name (fabricbench train --list).")
-@click.option("--model-config", type=click.Path(dir_okay=False), default=None, help="A transformers config JSON.")
-@click.option("--num-gpus", type=int, required=True, help="GPUs the model states are divided over.")
-@click.option("--recipe", default="framework", show_default=True,
+@click.option("--model", type=Text(), default=None, help="A model name (fabricbench train --list).")
+@click.option("--model-config", type=InputPath(), default=None, help="A transformers config JSON.")
+@click.option("--num-gpus", type=Count(1, 2**20), required=True, help="GPUs the model states are divided over.")
+@click.option("--recipe", type=Text(), default="framework", show_default=True,
               help=f"Bytes per parameter: {', '.join(est.RECIPES.names())}.")
-@click.option("--batch-size", type=int, default=None, help="Per-GPU batch, for the activation estimate.")
-@click.option("--seq-len", type=int, default=512, show_default=True, help="Tokens per sample (causal LM).")
-@click.option("--image-size", type=int, default=224, show_default=True, help="Pixels per side (images).")
+@click.option("--batch-size", type=Count(1, 2**20), default=None, help="Per-GPU batch, for the activation estimate.")
+@click.option("--seq-len", type=Count(1, 2**24), default=512, show_default=True, help="Tokens per sample (causal LM).")
+@click.option("--image-size", type=Count(1, 2**16), default=224, show_default=True, help="Pixels per side (images).")
 @click.option("--json", "as_json", is_flag=True, help="Print the estimate as one JSON object.")
 def estimate(model, model_config, num_gpus, recipe, batch_size, seq_len, image_size, as_json) -> None:
     """Bytes per GPU of parameters, gradients, optimizer states and fp32 master weights, per strategy."""

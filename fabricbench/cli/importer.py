@@ -17,6 +17,10 @@ from collections import Counter
 
 import click
 
+from fabricbench.cli import warn
+
+from fabricbench.cli.types import Count, InputPath, OutputFile, Text
+
 from fabricbench.errors import UsageError
 from fabricbench.files import (
     check_input,
@@ -29,11 +33,11 @@ from fabricbench.importing import import_file
 
 
 @click.command(name="import")
-@click.argument("files", nargs=-1, required=True)
-@click.option("--out", "out_path", required=True, help="Append the records (JSON lines) to this file.")
+@click.argument("files", nargs=-1, required=True, type=InputPath())
+@click.option("--out", "out_path", type=OutputFile(), required=True, help="Append the records (JSON lines) to this file.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object (files, formats, counts, warnings).")
-@click.option("--fabric", default=None, help="The fabric label to give the records (what compare/relate group by).")
-@click.option("--nranks", type=int, default=None, help="Rank count where a file does not tell it.")
+@click.option("--fabric", type=Text(), default=None, help="The fabric label to give the records (what compare/relate group by).")
+@click.option("--nranks", type=Count(1, 2**20), default=None, help="Rank count where a file does not tell it.")
 def importer(files, out_path, as_json, fabric, nranks) -> None:
     """Read nccl-tests output (text or -J JSON), NCCL_DEBUG=INFO logs, nvbandwidth, NCCL Inspector (JSON, .gz,
     .prom), ncclras (text, JSON) and dcgmi diag -j into one schema."""
@@ -55,7 +59,7 @@ def importer(files, out_path, as_json, fabric, nranks) -> None:
         return
     for g, s in zip(got, summary):
         for w in g.warnings:
-            click.echo(f"warning: {w}", err=True)
+            warn(w)
         kinds = ", ".join(f"{n} {k}" for k, n in s["kinds"].items())
         ops = f" ({', '.join(s['ops'])})" if s["ops"] else ""
         click.echo(f"{g.path}: {g.format}, {s['runs']} run(s), {kinds}{ops}")

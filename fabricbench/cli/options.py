@@ -9,18 +9,22 @@ from __future__ import annotations
 
 import click
 
+from fabricbench.cli.declared import declared_option
+from fabricbench.cli.types import OutputFile
+from fabricbench.measuring.config import SweepConfig
+
 
 def sweep_options(f):
     """The click options compare and scaling share with `fabricbench sweep`."""
     for opt in reversed([
-        click.option("--dtype", default="float32", show_default=True, help="Element type."),
-        click.option("--iters", type=int, default=20, show_default=True, help="Timed iterations per size."),
-        click.option("--warmup", type=int, default=5, show_default=True, help="Untimed iterations per size."),
-        click.option("--engine", default="native", show_default=True, help="native or torch."),
-        click.option("--backend", default=None, help="torch engine: nccl or gloo."),
-        click.option("--timeout", "timeout_s", type=float, default=None, help="Seconds before a hung step is aborted."),
-        click.option("--out", "out_path", default=None, help="Write the combined JSONL records here."),
-        click.option("--plot", "plot_path", default=None, help="Write a PNG plot here."),
+        declared_option(SweepConfig, "dtype"),
+        declared_option(SweepConfig, "iters"),
+        declared_option(SweepConfig, "warmup"),
+        declared_option(SweepConfig, "engine"),
+        declared_option(SweepConfig, "backend"),
+        declared_option(SweepConfig, "timeout_s"),
+        click.option("--out", "out_path", type=OutputFile(), default=None, help="Write the combined JSONL records here."),
+        click.option("--plot", "plot_path", type=OutputFile(), default=None, help="Write a PNG plot here."),
         click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the table."),
     ]):
         f = opt(f)

@@ -16,22 +16,21 @@ The library decides (fabricbench/qualifying/api.py); this module maps flags.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 
 import click
 
+from fabricbench.cli.types import MAX_TEXT, Count, FabricSpec, Fraction, InputPath, NameList, OutputFile, OutputFolder, Text
+
 from fabricbench.errors import UsageError
 from fabricbench.files import dumps, refuse_collisions, write_text_atomic
-from fabricbench.qualifying.api import fleet as run_fleet, init_spec, qualify as run, select
+from fabricbench.qualifying.api import fleet as run_fleet, init_spec, qualify as run
 from fabricbench.qualifying.checks import CHECKS
 from fabricbench.qualifying.fleet import render as render_fleet
 from fabricbench.qualifying.report import render
 from fabricbench.qualifying.codes import CODES
-from fabricbench.qualifying.plan import LEVEL_NAMES, fmt_seconds, gpu_count, make_plan
-from fabricbench.qualifying.spec import DEFAULT_LEVEL, SpecError, builtin_names, load_spec, parse_spec
-from fabricbench.sizes import format_size
+from fabricbench.qualifying.spec import SpecError, builtin_names, load_spec, parse_spec
 
 
 def _names(text: str | None) -> list[str] | None:
@@ -44,28 +43,28 @@ def _names(text: str | None) -> list[str] | None:
 
 
 @click.command(context_settings={"show_default": True})
-@click.argument("inputs", nargs=-1)
-@click.option("--spec", "spec_path", default=None, help="A TOML spec, or builtin:NAME (see --list-specs).")
-@click.option("--out", "out_dir", default=None, help="Folder for results.jsonl, verdicts.json, junit.xml, report.")
+@click.argument("inputs", nargs=-1, type=InputPath(folder=True))
+@click.option("--spec", "spec_path", type=Text(MAX_TEXT), default=None, help="A TOML spec, or builtin:NAME (see --list-specs).")
+@click.option("--out", "out_dir", type=OutputFolder(), default=None, help="Folder for results.jsonl, verdicts.json, junit.xml, report.")
 @click.option("--resume", is_flag=True, help="Continue the run in --out: measured units are reused.")
-@click.option("--only", default=None, help="Run only these checks (comma list of names).")
-@click.option("--skip", default=None, help="Skip these checks (comma list of names).")
-@click.option("--fabric", default=None, help="Run the checks that use the default fabric under this one instead.")
-@click.option("--topo-file", default=None, help="Judge topology checks on a saved `nvidia-smi topo -m` output.")
-@click.option("--level", type=click.IntRange(1, 3), default=None,
+@click.option("--only", type=NameList(what="check"), default=None, help="Run only these checks (comma list of names).")
+@click.option("--skip", type=NameList(what="check"), default=None, help="Skip these checks (comma list of names).")
+@click.option("--fabric", type=FabricSpec(), default=None, help="Run the checks that use the default fabric under this one instead.")
+@click.option("--topo-file", type=InputPath(), default=None, help="Judge topology checks on a saved `nvidia-smi topo -m` output.")
+@click.option("--level", type=Count(1, 3), default=None,
               help="1 quick (~1 min), 2 standard (~5 min; the default), 3 long (~20 min): the spec's checks "
                    "and run settings for that level.")
-@click.option("--prometheus", default=None, help="Also write a node_exporter textfile (.prom) here, atomically.")
-@click.option("--baseline", default=None, help="An earlier results.jsonl of this node: flag regressions.")
-@click.option("--tolerance", type=float, default=None,
+@click.option("--prometheus", type=OutputFile(), default=None, help="Also write a node_exporter textfile (.prom) here, atomically.")
+@click.option("--baseline", type=InputPath(folder=True), default=None, help="An earlier results.jsonl of this node: flag regressions.")
+@click.option("--tolerance", type=Fraction(lo_open=False), default=None,
               help="Regression tolerance against --baseline [default: the spec's baseline_tolerance, 0.05].")
-@click.option("--init", "init_path", default=None, help="Write a spec here from --from RESULTS.jsonl.")
-@click.option("--from", "from_path", default=None,
+@click.option("--init", "init_path", type=OutputFile(), default=None, help="Write a spec here from --from RESULTS.jsonl.")
+@click.option("--from", "from_path", type=InputPath(folder=True), default=None,
               help="Results to read: --init writes a spec from them; --spec judges them, measuring nothing.")
-@click.option("--margin", type=float, default=0.9, help="--init: thresholds = measured x margin.")
-@click.option("--name", default=None, help="--init: the spec's name (default: from the host).")
+@click.option("--margin", type=Fraction(hi_open=False), default=0.9, help="--init: thresholds = measured x margin.")
+@click.option("--name", type=Text(), default=None, help="--init: the spec's name (default: from the host).")
 @click.option("--fleet", is_flag=True, help="Compare the nodes given as INPUTS (qualify --out folders or results).")
-@click.option("--fraction", type=float, default=0.9, help="--fleet: a node below this x the median is an outlier.")
+@click.option("--fraction", type=Fraction(), default=0.9, help="--fleet: a node below this x the median is an outlier.")
 @click.option("--list-specs", is_flag=True, help="List the built-in specs and exit.")
 @click.option("--list-kinds", is_flag=True, help="List the check kinds and their keys, then exit.")
 @click.option("--list-codes", is_flag=True, help="List the finding codes and their actions, then exit.")
@@ -81,6 +80,7 @@ def qualify(inputs, spec_path, out_dir, resume, only, skip, fabric, topo_file, l
     Exit status, by the worst verdict's severity (a fleet: the worst node's):
       0 pass or info (waived)    1 critical (a floor missed: drain)    2 bad input
       3 unknown (a check could not be measured)    4 warning (near miss, cv, latency, flaky)
+      5 nothing measured (every check waived: not a pass)
     \b
     Spec format (TOML; `--list-kinds` shows every kind's keys):
       [spec]
@@ -133,53 +133,14 @@ def qualify(inputs, spec_path, out_dir, resume, only, skip, fabric, topo_file, l
 
 
 def _dry_run(spec_path: str, only, skip, fabric: str | None, level: int | None, as_json: bool) -> int:
-    """The spec read and checked as a run would (every mistake exit 2), then what would run at the level
-    and about how long it takes; for spec authors and CI jobs that keep specs."""
-    level = DEFAULT_LEVEL if level is None else level
-    spec = load_spec(spec_path)
-    total = len(spec.checks)
-    if fabric:
-        spec = spec.under(fabric)
-    checks = select(spec, only, skip, level)
-    spec = spec.at_level(level)
-    plan = make_plan(spec, checks)
+    """The plan the library returns (fabricbench/qualifying/dryrun.py), printed."""
+    plan = run(spec_path, only=only, skip=skip, fabric=fabric, level=level, dry_run=True)
     if as_json:
-        click.echo(json.dumps({"spec": spec.name, "path": spec.path, "level": level,
-                               "run": dataclasses.asdict(spec.run), "plan": plan.to_dict(),
-                               "checks": [{"name": c.name, "kind": c.kind, "levels": list(c.levels),
-                                           "severity": c.severity, "warn_fraction": c.warn_fraction,
-                                           "retries": c.retries, "source": c.source, **_jsonable(c.params)}
-                                          for c in checks]}, indent=2))
+        click.echo(json.dumps(plan.to_dict(), indent=2))
         return 0
-    r = spec.run
-    where = (f"{r.nprocs} {r.backend} rank(s)" if r.cpu_ranks else f"engine {r.engine}"
-             + (f", backend {r.backend}" if r.backend else ""))
-    click.echo(f"{spec.name} ({spec.path}) at level {level} ({LEVEL_NAMES[level]}): {len(checks)} of {total} "
-               f"check(s), {where}, iters {r.iters}, warmup {r.warmup}, retries {r.retries}; nothing measured")
-    for c, step in zip(checks, plan.steps):
-        keys = ", ".join(f"{k}={_shown(k, v)}" for k, v in _jsonable(c.params).items() if v is not None)
-        click.echo(f"  {c.name:28s} {c.kind:12s} ~{fmt_seconds(step.seconds):>8s}  {keys}")
-    retry = (f", plus up to {plan.max_retries} {'retry' if plan.max_retries == 1 else 'retries'} of a missed "
-             "check" if plan.max_retries else "")
-    click.echo(f"estimate: ~{fmt_seconds(plan.seconds)} on {plan_gpus(spec)} GPU(s){retry} (level {level} aims "
-               f"at ~{fmt_seconds(plan.budget_s)}; a model, see fabricbench/qualifying/plan.py)")
+    for line in plan.lines():
+        click.echo(line)
     return 0
-
-
-def plan_gpus(spec) -> int:
-    return gpu_count(spec)
-
-
-def _shown(key: str, value):
-    if key in ("size", "busbw_size", "latency_size") and isinstance(value, int):
-        return format_size(value)
-    if key == "sizes" and isinstance(value, list):
-        return ",".join(format_size(v) for v in value)
-    return value
-
-
-def _jsonable(params: dict) -> dict:
-    return {k: (list(v) if isinstance(v, tuple) else v) for k, v in params.items()}
 
 
 def _list_specs() -> int:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import click
 
+from fabricbench.cli.types import InputPath
+
 from fabricbench.files import dumps
 from fabricbench.study import records
 from fabricbench.study.report import answer_lines, summary, write_report
@@ -19,7 +21,7 @@ NOTES_SHOWN = 5  # a badly damaged file would otherwise print one note per line
 
 
 @click.command()
-@click.argument("out_dir", type=click.Path(file_okay=False))
+@click.argument("out_dir", type=InputPath(folder_only=True))
 @click.option("--json", "as_json", is_flag=True,
               help="Print the summary as JSON ({comparisons, rankings, slowdowns, figures, ...}); write nothing.")
 def report(out_dir, as_json) -> None:

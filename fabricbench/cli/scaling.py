@@ -15,6 +15,8 @@ import sys
 
 import click
 
+from fabricbench.cli.types import OP_REGISTRY, CountList, FabricSpec, GpuList, InputPath, NameList, SizeList
+
 from fabricbench.cli.options import sweep_options
 from fabricbench.files import refuse_collisions
 from fabricbench.measuring.commands import scaling as run_scaling
@@ -26,12 +28,12 @@ from fabricbench.sizes import format_size
 
 
 @click.command()
-@click.option("--gpus", default=None, help="GPUs to draw the sets from (CUDA ordinals). Default: all.")
-@click.option("--counts", default=None, help="GPU counts: 2,4,8. Default: powers of 2 up to all GPUs.")
-@click.option("--ops", default="all_reduce", show_default=True, help="Comma list of collectives.")
-@click.option("--sizes", default="1G", show_default=True, help="Sizes: 1G, 64M-1G:x4 or 64K,1M (a bare G is GiB, 2^30 B; GB is 10^9 B).")
-@click.option("--fabric", "fabric_spec", default="default", show_default=True, help="Fabric for every set (see `fabricbench fabrics`; shaped:RATE too).")
-@click.option("--topo-file", default=None, help="Choose sets from a saved `nvidia-smi topo -m` output.")
+@click.option("--gpus", type=GpuList(), default=None, help="GPUs to draw the sets from (CUDA ordinals). Default: all.")
+@click.option("--counts", type=CountList(2, 1024), default=None, help="GPU counts: 2,4,8. Default: powers of 2 up to all GPUs.")
+@click.option("--ops", type=NameList(OP_REGISTRY, "collective"), default="all_reduce", show_default=True, help="Comma list of collectives.")
+@click.option("--sizes", type=SizeList(), default="1G", show_default=True, help="Sizes: 1G, 64M-1G:x4 or 64K,1M (a bare G is GiB, 2^30 B; GB is 10^9 B).")
+@click.option("--fabric", "fabric_spec", type=FabricSpec(), default="default", show_default=True, help="Fabric for every set (see `fabricbench fabrics`; shaped:RATE too).")
+@click.option("--topo-file", type=InputPath(), default=None, help="Choose sets from a saved `nvidia-smi topo -m` output.")
 @click.option("--resume", is_flag=True, help="Skip GPU sets whose every measurement --out already holds as ok.")
 @sweep_options
 def scaling(gpus, counts, ops, sizes, fabric_spec, topo_file, resume, dtype, iters, warmup, engine, backend,

@@ -16,12 +16,15 @@ import json
 
 import click
 
+from fabricbench.cli.declared import config_options, fields_of, given as declared_given
+
 from fabricbench.errors import FabricbenchError
 from fabricbench.procs import Terminated, exit_status
 from fabricbench.report import table as tables
 from fabricbench.results.status import Status
 from fabricbench.study import api as study_api, records
 from fabricbench.study.report import answer_lines
+from fabricbench.study.config import StudyConfig
 from fabricbench.study.units import DONE, UNIT_KINDS
 
 
@@ -30,62 +33,19 @@ def _fmt_s(s: float) -> str:
 
 
 @click.command()
-@click.option("--out", "out", required=True, type=click.Path(file_okay=False),
-              help="Study directory: results.jsonl, units/, report.md, report.html.")
-@click.option("--gpus", default=None, help="GPUs to study, e.g. 0-3 (default: all visible).")
-@click.option("--device", type=click.Choice(["cuda", "cpu"]), default="cuda", show_default=True)
-@click.option("--nprocs", type=int, default=2, show_default=True, help="Ranks with --device cpu (gloo).")
-@click.option("--fabrics", default=None,
-              help="Comma list (default: default,p2p-off on GPUs, default on CPU); shaped:RATE on CPU.")
-@click.option("--strategies", default=None, help="Comma list of ddp, zero1, zero2, zero3, fsdp (default: all).")
-@click.option("--model", default=None, help="A model name (fabricbench train --list).")
-@click.option("--model-config", type=click.Path(dir_okay=False), default=None, help="A transformers config JSON.")
-@click.option("--steps", type=int, default=8, show_default=True, help="Train steps at least, warm-up included.")
-@click.option("--max-steps", type=int, default=None, help="Cap on train steps while the CI exceeds --target-ci.")
-@click.option("--target-ci", type=float, default=0.03, show_default=True,
-              help="Steps and repeats go on until the median's 95% CI is within this fraction.")
-@click.option("--repeats", type=int, default=None,
-              help="Train runs per strategy and fabric, fresh processes, interleaved (default: 3, more while undecided).")
-@click.option("--max-repeats", type=int, default=5, show_default=True, help="Cap on train runs per strategy and fabric.")
-@click.option("--repeat-budget", "repeat_budget_s", type=float, default=1800.0, show_default=True,
-              help="Seconds of study after which no repeat beyond the minimum starts.")
-@click.option("--margin", type=float, default=0.02, show_default=True,
-              help="Two strategies within ±this fraction are \"equivalent\" (docs/comparisons.md).")
-@click.option("--warmup-steps", type=int, default=3, show_default=True, help="Untimed first train steps.")
-@click.option("--batch-size", type=int, default=None,
-              help="Samples per GPU per step (default: 8 on CPU; on GPUs the study picks it, doubling while it pays).")
-@click.option("--seq-len", type=int, default=512, show_default=True, help="Tokens per sample (causal LM).")
-@click.option("--image-size", type=int, default=224, show_default=True, help="Pixels per side (images).")
-@click.option("--precision", type=click.Choice(["bf16", "fp16", "fp32"]), default=None,
-              help="Train precision (default: bf16 on GPUs, fp32 on CPU).")
-@click.option("--sizes", default=None, help="Sweep sizes (default: covering what the traces sent).")
-@click.option("--iters", type=int, default=None, help="Sweep timed iterations per size (GPU 20, CPU 5).")
-@click.option("--warmup", type=int, default=None, help="Sweep warm-up iterations per size.")
-@click.option("--train-timeout", "train_timeout_s", type=float, default=1800.0, show_default=True,
-              help="Seconds one train unit may take.")
-@click.option("--sweep-timeout", "sweep_timeout_s", type=float, default=900.0, show_default=True,
-              help="Seconds one sweep unit may take.")
+@config_options(StudyConfig, exclude=("extra",))
 @click.option("--resume", is_flag=True, help="Continue the study in --out: skip the units recorded ok.")
 @click.option("--dry-run", is_flag=True, help="Print the units and a time estimate; run nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result (or the plan) as one JSON object.")
 @click.option("--quiet", is_flag=True, help="No progress bar and no line per unit.")
-def study(out, gpus, device, nprocs, fabrics, strategies, model, model_config, steps, max_steps, target_ci, repeats,
-          max_repeats, repeat_budget_s, margin, warmup_steps, batch_size, seq_len, image_size, precision, sizes, iters,
-          warmup, train_timeout_s, sweep_timeout_s, resume, dry_run, as_json, quiet) -> None:
+def study(out, device, gpus, resume, dry_run, as_json, quiet, **_) -> None:
     """Topology, sweeps per fabric, scaling, train per strategy per fabric, estimate, relate, and a report."""
     import sys
 
     ctx = click.get_current_context()
-    given = {}
-    for name, value in dict(gpus=gpus, device=device, nprocs=nprocs, fabrics=fabrics, strategies=strategies,
-                            model=model, model_config=model_config, steps=steps, max_steps=max_steps,
-                            target_ci=target_ci or None, repeats=repeats, max_repeats=max_repeats,
-                            repeat_budget_s=repeat_budget_s, margin=margin, warmup_steps=warmup_steps,
-                            batch_size=batch_size, seq_len=seq_len, image_size=image_size, precision=precision,
-                            sizes=sizes, iters=iters, warmup=warmup, train_timeout_s=train_timeout_s,
-                            sweep_timeout_s=sweep_timeout_s).items():
-        if ctx.get_parameter_source(name).name != "DEFAULT":
-            given[name] = value
+    given = declared_given(ctx, [n for n in fields_of(StudyConfig) if n != "out"])
+    if "target_ci" in given:
+        given["target_ci"] = given["target_ci"] or None  # 0: off
     if device == "cpu" and gpus:
         click.echo("warning: --gpus is ignored with --device cpu (use --nprocs)", err=True)
         given.pop("gpus")

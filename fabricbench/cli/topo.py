@@ -11,6 +11,8 @@ import json
 
 import click
 
+from fabricbench.cli.types import GpuList, InputPath, OutputFile
+
 from fabricbench.errors import UsageError
 from fabricbench.files import refuse_collisions
 from fabricbench.gpus import parse_gpus
@@ -43,10 +45,10 @@ def select(topo, gpus: str | None):
 
 
 @click.command()
-@click.option("--gpus", default=None, help="GPU list to show (NVML indices): 0-7, 0,2,5. Default: all.")
+@click.option("--gpus", type=GpuList(), default=None, help="GPU list to show (NVML indices): 0-7, 0,2,5. Default: all.")
 @click.option("--json", "as_json", is_flag=True, help="Print the topology as one JSON object.")
-@click.option("--from-file", "from_file", default=None, help="Parse a saved `nvidia-smi topo -m` output.")
-@click.option("--out", "out_path", default=None, help="Append the topology record to this JSONL file.")
+@click.option("--from-file", "from_file", type=InputPath(), default=None, help="Parse a saved `nvidia-smi topo -m` output.")
+@click.option("--out", "out_path", type=OutputFile(), default=None, help="Append the topology record to this JSONL file.")
 def topo(gpus, as_json, from_file, out_path):
     """Show GPU links, NVLink islands, and which GPU sets stay on NVLink."""
 

@@ -15,7 +15,7 @@ from fabricbench.fabrics.builtin import DEFAULT, NET, P2P_OFF
 from fabricbench.fabrics.env import FabricEnv, fabric_env, known
 from fabricbench.fabrics.model import Fabric, FabricFamily, parse_custom
 from fabricbench.fabrics.shaped import FAMILY as SHAPED
-from fabricbench.masking import public_value
+from fabricbench.masking import shown_spec
 from fabricbench.registry import Registry
 
 FABRICS: Registry[Fabric] = Registry("fabric")
@@ -75,13 +75,8 @@ def split_fabric_list(text: str) -> list[str]:
 
 
 def _shown_list(text: str) -> str:
-    """A --fabrics list as it may be printed: every VAR=VALUE item's value masked unless VAR is public."""
-    out = []
-    for item in text.split(","):
-        head, colon, rest = item.rpartition(":") if "=" in item else ("", "", item)
-        var, eq, val = rest.partition("=")
-        out.append(f"{head}{colon}{var}={public_value(var.strip(), val)}" if eq else item)
-    return ",".join(out)
+    """A --fabrics list as it may be printed (masking.shown_spec: the one rule)."""
+    return shown_spec(text)
 
 
 __all__ = ["FABRICS", "FAMILIES", "Fabric", "FabricEnv", "FabricFamily", "fabric_env", "get_fabric",

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
 from fabricbench.errors import UsageError
-from fabricbench.masking import public_env, public_value
+from fabricbench.masking import MASK, public_env, shown_spec
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _VAR = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -97,15 +97,9 @@ class FabricFamily:
 
 
 def shown(spec: str) -> str:
-    """A fabric spec as it may be printed: 'x:SOME_TOKEN=abc' -> 'x:SOME_TOKEN=***'."""
-    name, sep, body = spec.partition(":")
-    if not sep:
-        return spec
-    items = []
-    for item in body.split(","):
-        var, eq, val = item.partition("=")
-        items.append(f"{var}={public_value(var.strip(), val)}" if eq else item)
-    return f"{name}:{','.join(items)}"
+    """A fabric spec as it may be printed: 'x:SOME_TOKEN=abc' -> 'x:SOME_TOKEN=***' (masking.shown_spec, the
+    one rule: a value with commas is masked whole)."""
+    return shown_spec(spec)
 
 
 def parse_custom(spec: str, known: list[str]) -> Fabric:
@@ -125,7 +119,9 @@ def parse_custom(spec: str, known: list[str]) -> Fabric:
         var, eq, val = item.partition("=")
         var = var.strip()
         if not eq or not _VAR.match(var):
-            raise UsageError(f"fabric {spec!r}: {shown('x:' + item.strip())[2:]!r} is not VAR=VALUE")
+            # after a VAR=VALUE the item may be the rest of that value (a comma in a secret): shown masked
+            raise UsageError(f"fabric {spec!r}: {shown_spec(item.strip()) if not env else MASK!r} is not "
+                             f"VAR=VALUE (a value cannot hold a comma)")
         if var in NEVER_SET:
             raise UsageError(f"fabric {spec!r}: a fabric never sets {var} (NVLS stays as you have it); "
                              f"export it yourself if you mean it")

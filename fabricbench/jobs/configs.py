@@ -211,7 +211,7 @@ class TrainJob(Job):
 
     PROGRAM = ("fabricbench", "train")
 
-    strategy: str
+    strategy: str = field(metadata=argv_field(flag="--strategies"))  # one name
     model: str | None = None
     model_config: str | None = None
     device: str = "cuda"

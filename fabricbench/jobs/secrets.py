@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Iterable
 
 from fabricbench.fabrics.model import shown
-from fabricbench.masking import MASK, public_value
+from fabricbench import masking
 
 
 def write_private(path: str | os.PathLike, text: str) -> Path:
@@ -32,25 +32,14 @@ def write_private(path: str | os.PathLike, text: str) -> Path:
 
 
 def secret_values(specs: Iterable[str]) -> list[str]:
-    """The values in fabric specs ('x:A=1,B=2') that are not public (see results.context.public_value)."""
-    out = []
-    for spec in specs:
-        _, sep, body = str(spec).partition(":")
-        if not sep:
-            continue
-        for item in body.split(","):
-            var, eq, val = item.partition("=")
-            val = val.strip()
-            if eq and val and public_value(var.strip(), val) == MASK:
-                out.append(val)
-    return out
+    """The values in fabric specs ('x:A=1,B=2') that are not public (masking.secret_values: the one rule,
+    a value with commas whole and in parts)."""
+    return masking.secret_values(specs)
 
 
 def mask(text: str, specs: Iterable[str]) -> str:
     """`text` with every fabric spec of `specs` shown masked, and any secret value left in it as ***."""
     specs = list(specs)
-    for spec in specs:
+    for spec in sorted(specs, key=len, reverse=True):
         text = text.replace(spec, shown(spec))
-    for value in sorted(secret_values(specs), key=len, reverse=True):
-        text = text.replace(value, MASK)
-    return text
+    return masking.redact(text, secret_values(specs))

@@ -93,9 +93,9 @@ def resolve_devices(config: SweepConfig, gpus_text: str | None = None, *,
         return config, warnings
     visible = fabricbench.gpus.visible_gpu_count() if visible is None else visible
     if visible == 0:
-        raise UsageError(f"no CUDA GPU is visible for --engine {config.engine}"
-                         f"{' --backend nccl' if config.engine == 'torch' else ''}; on CPU run "
-                         f"--engine torch --backend gloo --nprocs 2")
+        raise UsageError(f"no CUDA GPU is visible for engine {config.engine}"
+                         f"{', backend nccl' if config.engine == 'torch' else ''}", hint=fabricbench.gpus.CPU_RANKS,
+                         hint_text="on CPU, run with")
     if config.gpus is not None:
         gpus = config.gpus
         check_visible(gpus, visible, gpus_text)

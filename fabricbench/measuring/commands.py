@@ -246,8 +246,9 @@ def scaling(*, gpus: str | Sequence[int] | None = None, counts: str | Sequence[i
     topo = read_topology(topo_file, what="--topo-file")
     if topo is None:
         if not opts.cpu_ranks:
-            raise UsageError("no GPU topology here (NVML and nvidia-smi did not answer): give topo_file, a "
-                             "saved `nvidia-smi topo -m`, or run CPU ranks (engine torch, backend gloo)")
+            raise UsageError("no GPU topology here (NVML and nvidia-smi did not answer)", hint_text="give a saved "
+                             "`nvidia-smi topo -m` output or run CPU ranks:",
+                             hint=[{"topo_file": "FILE"}, {"engine": "torch", "backend": "gloo"}])
         n = len(parse_gpus(gpus)) if gpus else max(read_counts(counts or "2"))
         _cpu_ranks_limit(n, f"counts {counts}" if not gpus else f"gpus {gpus}")
         topo = Topology(gpus=tuple(Gpu(index=i) for i in range(n)),  # CPU ranks: all alike

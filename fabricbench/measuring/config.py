@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import fabricbench.gpus  # looked up on call: tests stand in for visible_gpu_count
 from fabricbench import dtypes
 from fabricbench.collectives import COLLECTIVES
+from fabricbench.declare import declare
 from fabricbench.errors import NcclError, UsageError
 from fabricbench.jobs.configs import argv_field
 from fabricbench.measuring.engines import ENGINES
@@ -31,38 +32,69 @@ ALLOCS = ("cuda", "nccl")  # SweepConfig.alloc
 
 @dataclass(frozen=True, kw_only=True)
 class SweepConfig:
-    gpus: tuple[int, ...] | None = None  # CUDA device ordinals driven by one process; None = all visible
-    ops: tuple[str, ...] = ("all_reduce", "all_gather", "reduce_scatter")  # keys of COLLECTIVES
-    sizes: SizeSweep = field(default_factory=lambda: SizeSweep.parse("8-8G:x4"))  # S per measurement
-    dtype: str = "float32"  # key of fabricbench.dtypes.DTYPES
-    iters: int = 20  # timed iterations per size (graph mode: timed replays)
-    warmup: int = 5  # untimed iterations per size, after the communicator's own warm-up
-    adaptive: float | None = None  # iterate until the median's 95% CI half-width <= this fraction of it
-    max_iters: int = 1000  # cap on iterations in the adaptive mode
+    gpus: tuple[int, ...] | None = field(default=None, metadata=declare(  # CUDA device ordinals driven by one
+        "--gpus", "GPU list", "GPU list: 0-7, 0,2,5, 0-3,6 (rank order).", default_by="all visible"))  # process
+    ops: tuple[str, ...] = field(default=("all_reduce", "all_gather", "reduce_scatter"), metadata=declare(
+        "--ops", "op list", "Comma list of collectives (see --list-ops)."))  # keys of COLLECTIVES
+    sizes: SizeSweep = field(default_factory=lambda: SizeSweep.parse("8-8G:x4"), metadata=declare(  # S per
+        "--sizes", "size list", "8-8G, 1M-1G:x2 (factor) or a list 64K,1M (a bare G is GiB, 2^30 B; GB is "
+        "10^9 B)."))  # measurement
+    dtype: str = field(default="float32", metadata=declare(  # key of fabricbench.dtypes.DTYPES
+        "--dtype", "text", "float32, bfloat16, float16, float64, int32, int8, uint8."))
+    iters: int = field(default=20, metadata=declare(  # timed iterations per size (graph mode: timed replays)
+        "--iters", "count", "Timed iterations per size (graph mode: replays).", lo=1, hi=MAX_ITERS))
+    warmup: int = field(default=5, metadata=declare(  # untimed iterations per size, after the communicator's
+        "--warmup", "count", "Untimed iterations per size.", lo=0, hi=MAX_ITERS))  # own warm-up
+    adaptive: float | None = field(default=None, metadata=declare(  # iterate until the median's 95% CI
+        "--adaptive", "fraction", "Iterate until the median's 95% CI half-width is within this fraction "
+        "(e.g. 0.02).", lo_open=True, hi_open=True, default_by="off"))  # half-width <= this fraction of it
+    max_iters: int = field(default=1000, metadata=declare(  # cap on iterations in the adaptive mode
+        "--max-iters", "count", "Cap on iterations in the adaptive mode.", lo=1, hi=MAX_ITERS))
     inplace: str = field(default="out-of-place", metadata=argv_field(choice=True))  # "out-of-place", "inplace", "both"
-    graph: bool = False  # time CUDA-graph replays of graph_iters iterations (small-message latency)
-    graph_iters: int = 100  # iterations captured in one graph
-    check: bool = False  # verify results on exactly known inputs; a wrong element fails the sweep
-    engine: str = "native"  # key of ENGINES: "native" (compiled, NCCL) or "torch" (torch.distributed)
-    backend: str | None = None  # torch engine: "nccl" or "gloo"; None = nccl with GPUs, else gloo
-    nprocs: int | None = None  # start this many local ranks (one process per rank); None = one process
-    timeout_s: float = field(default=300.0, metadata=argv_field(flag="--timeout"))  # a set-up or collective
-    # that takes longer is aborted
-    nccl_lib: str | None = None  # path of libnccl.so.2; None = FABRICBENCH_NCCL_LIBRARY, torch's, system
+    graph: bool = field(default=False, metadata=declare(  # time CUDA-graph replays of graph_iters iterations
+        "--graph", "flag", "Time CUDA-graph replays (small-message latency)."))
+    graph_iters: int = field(default=100, metadata=declare(  # iterations captured in one graph
+        "--graph-iters", "count", "Iterations captured in one graph.", lo=1, hi=MAX_ITERS))
+    check: bool = field(default=False, metadata=declare(  # verify results on exactly known inputs
+        "--check", "flag", "Verify results on exactly known inputs; wrong fails the run."))
+    engine: str = field(default="native", metadata=declare(  # key of ENGINES: "native" (compiled, NCCL) or
+        "--engine", "choice", "native (compiled, NCCL) or torch (torch.distributed).",
+        choices=("native", "torch")))  # "torch" (torch.distributed)
+    backend: str | None = field(default=None, metadata=declare(  # torch engine: "nccl" or "gloo"
+        "--backend", "choice", "torch engine: nccl or gloo.", choices=("nccl", "gloo"),
+        default_by="nccl with GPUs, else gloo"))
+    nprocs: int | None = field(default=None, metadata=declare(  # start this many local ranks (one process per
+        "--nprocs", "count", "Start N local ranks, one process each.", lo=1, hi=4096, concept="ranks",
+        default_by="one process drives every GPU"))  # rank); None = one process
+    timeout_s: float = field(default=300.0, metadata={**argv_field(flag="--timeout"), **declare(
+        "--timeout", "seconds", "Seconds before a hung step is aborted.", unit="s",
+        concept="step_timeout_s")})  # a set-up or collective that takes longer is aborted
+    nccl_lib: str | None = field(default=None, metadata=declare(  # path of libnccl.so.2
+        "--nccl-lib", "input file", "libnccl.so.2 to load.",
+        default_by="$FABRICBENCH_NCCL_LIBRARY, torch's, the system's"))
     # name of the fabric (environment) this runs under; recorded in every result; a child gets it by name
-    fabric: str = field(default="default", metadata=argv_field(skip=True))
-    seed: int | None = None  # seed for --check inputs; None = fresh each run
+    fabric: str = field(default="default", metadata={**argv_field(skip=True), **declare(
+        "--fabric", "fabric", "Fabric to measure under: default, p2p-off, net, shaped:RATE or "
+        "name:VAR=VAL[,VAR=VAL] (see `fabricbench fabrics`); applied to a fresh child process.")})
+    seed: int | None = field(default=None, metadata=declare(  # seed for --check inputs; None = fresh each run
+        "--seed", "count", "Seed of the --check inputs.", lo=0, hi=2**63 - 1, default_by="fresh"))
     # Buffer use per iteration: "rotate" cycles through buffer sets that together span ~2x the L2 (no
     # iteration reads a cache the last one warmed); "reuse" runs every iteration on one set (nccl-tests'
     # footprint when it cannot shift, e.g. -b S -e S: a warm L2 below ~L2/2).
-    buffers: str = "rotate"
+    buffers: str = field(default="rotate", metadata=declare(
+        "--buffers", "choice", "rotate: cycle buffer sets spanning ~2x the L2 (cold cache); reuse: every "
+        "iteration on one set (warm L2 below ~L2/2; nccl-tests' footprint at -b S -e S).", choices=BUFFERS))
     # How time is read: "events" = a CUDA event per iteration behind a blocking kernel (device time, no
     # launch cost); "loop" = a host clock around the whole loop of launches up to the last completion,
     # divided by the count (nccl-tests' method; launch-bound where the host is slower than the GPU).
-    timing: str = "events"
+    timing: str = field(default="events", metadata=declare(
+        "--timing", "choice", "events: a CUDA event per iteration behind a blocking kernel (device time); "
+        "loop: host clock around the whole loop / count, as nccl-tests (launch cost included).", choices=TIMINGS))
     # Where buffers come from (native engine): "cuda" = cudaMalloc, what PyTorch's caching allocator hands
     # NCCL; "nccl" = ncclMemAlloc (NCCL's cuMem allocator, NCCL >= 2.19), what nccl-tests allocates with.
-    alloc: str = "cuda"
+    alloc: str = field(default="cuda", metadata=declare(
+        "--alloc", "choice", "Native engine buffers from cuda (cudaMalloc, as PyTorch) or nccl (ncclMemAlloc, "
+        "as nccl-tests).", choices=ALLOCS))
 
     def __post_init__(self) -> None:
         validate(self)

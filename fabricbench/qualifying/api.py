@@ -4,7 +4,8 @@
     res = fabricbench.qualify("builtin:h200-sxm-8", out="q/")
     for v in res.verdicts:
         print(v.check, v.status, v.measured, v.threshold, v.margin)
-    res.exit_code          # by the worst severity: 0 pass/info, 1 critical, 3 unknown, 4 warning
+    res.exit_code          # by the worst severity: 0 pass/info, 1 critical, 3 unknown, 4 warning;
+                           # 5 when every check was waived (res.outcome == "nothing measured")
 
     from fabricbench.qualifying.api import init_spec, fleet
     text = init_spec("q/results.jsonl", margin=0.9)             # a spec from a known-good node
@@ -35,6 +36,7 @@ from fabricbench.progress import Progress
 from fabricbench.qualifying.checks import CHECKS
 from fabricbench.qualifying.checks.base import retries_of
 from fabricbench.qualifying.context import Context
+from fabricbench.qualifying.dryrun import DryRun, dry_run as plan_dry_run, select
 from fabricbench.qualifying.figures import compare, figures
 from fabricbench.qualifying.fleet import run_fleet
 from fabricbench.qualifying.init import spec_from_results
@@ -45,7 +47,7 @@ from fabricbench.qualifying.prometheus import TextFile, check_path as check_prom
 from fabricbench.qualifying.report import write_report
 from fabricbench.qualifying.spec import DEFAULT_LEVEL, Spec, load_spec, parse_spec
 from fabricbench.qualifying.verdict import (SEVERITIES, STATUSES, Policy, Verdict, attempt_record, combine, error,
-                                            exit_code, flaky, waived, worst)
+                                            exit_code, flaky, outcome, waived, worst)
 from fabricbench.results import records as results_records
 from fabricbench.results.schema import header
 from fabricbench.results.status import Severity, Status
@@ -73,9 +75,14 @@ class QualifyResult:
     def severity(self) -> Severity:
         return worst(self.verdicts)
 
+    @property
+    def outcome(self) -> str:
+        """"passed", "nothing measured" (every check waived: exit 5, not a pass) or the worst severity."""
+        return outcome(self.verdicts)
+
     def to_dict(self) -> dict[str, Any]:
         return {"spec": self.spec.name, "spec_path": self.spec.path, "level": self.spec.level,
-                "run_id": self.run_id, "host": self.host, "exit_code": self.exit_code, "severity": self.severity,
+                "run_id": self.run_id, "host": self.host, "exit_code": self.exit_code, "outcome": self.outcome, "severity": self.severity,
                 "reproduce": self.reproduce, "notes": self.notes,
                 "counts": {s: sum(1 for v in self.verdicts if v.status == s) for s in STATUSES},
                 "severities": {s: sum(1 for v in self.verdicts if v.severity == s) for s in SEVERITIES},
@@ -89,23 +96,6 @@ def _as_spec(spec: Spec | str | os.PathLike) -> Spec:
     if "\n" in text and "[" in text:  # TOML given inline
         return parse_spec(text, "<inline spec>")
     return load_spec(text)
-
-
-def select(spec: Spec, only: Sequence[str] | None, skip: Sequence[str] | None, level: int | None = None) -> list:
-    """The checks to run: those at `level` (spec.at_level), then --only/--skip by name."""
-    names = [c.name for c in spec.checks]
-    for flag, given in (("--only", only), ("--skip", skip)):
-        unknown = [n for n in (given or []) if n not in names]
-        if unknown:
-            raise UsageError(f"{flag} {','.join(unknown)}: no such check in {spec.path}; its checks are "
-                             f"{', '.join(names)}")
-    at = spec.checks if level is None else [c for c in spec.checks if level in c.levels]
-    elsewhere = [c for c in spec.checks if c.name in (only or []) and c not in at]
-    if elsewhere:
-        c = elsewhere[0]
-        raise UsageError(f"--only {c.name}: it runs at --level {','.join(map(str, c.levels))}, not {level}; "
-                         f"give --level {c.levels[0]}")
-    return [c for c in at if (not only or c.name in only) and c.name not in (skip or [])]
 
 
 def reproduce_line(spec_path: str, *, out=None, level: int | None = None, only=None, skip=None, fabric=None,
@@ -131,11 +121,15 @@ def qualify(spec: Spec | str | os.PathLike, *, out: str | os.PathLike | None = N
             tolerance: float | None = None, fabric: str | None = None, level: int | None = None,
             prometheus: str | os.PathLike | None = None,
             echo: Callable[[str], None] | None = None,
-            records_from: str | os.PathLike | None = None) -> QualifyResult:
+            records_from: str | os.PathLike | None = None, dry_run: bool = False) -> QualifyResult | DryRun:
     """Run a spec's checks (those selected, at `level`: default 2) and return their verdicts; see the
     module docstring. `tolerance` (for `baseline`) defaults to the spec's [run] baseline_tolerance.
-    `records_from`: judge these results (fabricbench's, or `fabricbench import`ed) instead of measuring."""
+    `records_from`: judge these results (fabricbench's, or `fabricbench import`ed) instead of measuring.
+    `dry_run`: measure nothing; return the plan (dryrun.DryRun: the checks, a time estimate) that
+    `fabricbench qualify --dry-run` prints."""
     spec = _as_spec(spec)
+    if dry_run:
+        return plan_dry_run(spec, only=only, skip=skip, fabric=fabric, level=level)
     level = DEFAULT_LEVEL if level is None else level
     full = spec
     if fabric is not None and fabric != "default":

@@ -77,7 +77,7 @@ def render(res: "QualifyResult", console=None) -> None:
         console.print(f"[yellow]note[/yellow]: {escape(note)}")
     d = res.to_dict()
     counts, sev = d["counts"], d["severities"]
-    word = "PASSED" if res.exit_code == 0 else res.severity.upper()
+    word = res.outcome.upper()
     console.print(f"[bold]{word}[/bold] (exit {res.exit_code}): {sev[Severity.CRITICAL]} critical, "
                   f"{sev[Severity.UNKNOWN]} unknown, {sev[Severity.WARNING]} warning, {counts[Status.PASS]} pass, "
                   f"{counts[Status.WAIVED]} waived"
@@ -88,14 +88,15 @@ def write_report(res: "QualifyResult", out: Path) -> dict[str, str]:
     """report.md and report.html in `out`; returns their paths by name."""
     d = res.to_dict()
     counts, sev = d["counts"], d["severities"]
-    word = "passed" if res.exit_code == 0 else f"is {res.severity}"
+    word = {"passed": "passed", "nothing measured": "was not qualified: no check measured anything"}.get(
+        res.outcome, f"is {res.outcome}")
     level = f", level {res.spec.level}" if res.spec.level else ""
     doc = Document(f"Qualification: {res.spec.name}", subtitle=f"{res.host}, run {res.run_id}{level}")
     s = doc.section("Verdict", intro=(f"The node {word}: {counts[Status.PASS]} checks passed, {counts[Status.FAIL]} "
                                       f"missed ({sev[Severity.CRITICAL]} critical, {sev[Severity.WARNING]} warning), "
                                       f"{counts[Status.ERROR]} could not be measured, {counts[Status.WAIVED]} were "
                                       f"waived. Exit status "
-                                      f"{res.exit_code} (0 pass, 1 critical, 3 unknown, 4 warning)."))
+                                      f"{res.exit_code} (0 pass, 1 critical, 3 unknown, 4 warning, 5 nothing measured)."))
     if res.spec.description:
         s.text(res.spec.description)
     if res.spec.source:

@@ -9,7 +9,8 @@ severity: how bad it is, for the operator and the exit status (NVIDIA health val
 pass; info (waived); warning (a miss in the `warn_fraction` band just below a floor, a miss of a warning
 criterion such as cv or latency, or a pass after a miss: flaky); unknown (could not be measured);
 critical (a floor missed). A spec sets the severity of a miss per check (`severity = "warning"`).
-Exit status: 0 pass/info, 1 critical, 3 unknown, 4 warning (the worst verdict decides; 2 is bad input).
+Exit status: 0 pass/info, 1 critical, 3 unknown, 4 warning (the worst verdict decides; 2 is bad input),
+5 nothing measured: every check waived (none could apply here), which is not a pass (`outcome`).
 code and action: codes.py. A check may judge several criteria and
 subjects (each GPU set, each pair, each fabric): every one is an Item, and the check's headline is its
 worst item (a failing one first, then the smallest margin).
@@ -42,6 +43,9 @@ EXIT = {Severity.PASS: 0, Severity.INFO: 0, Severity.CRITICAL: 1, Severity.UNKNO
 # Criteria whose miss is a warning by default: a spread or a small-message time moves with load and
 # clocks; it says "look", not "drain". Every floor (bandwidth, links, counts, correctness) is critical.
 WARNING_CRITERIA = frozenset({"cv", "latency", "vs baseline"})
+# A run in which no check measured anything (all waived) has an outcome of its own, and an exit status.
+NOTHING_MEASURED = "nothing measured"
+EXIT_NOTHING_MEASURED = 5
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -294,8 +298,26 @@ def worst(verdicts: list[Verdict]) -> Severity:
     return worst_severity(v.severity for v in verdicts)
 
 
+def measured_nothing(verdicts: list[Verdict]) -> bool:
+    """No check measured anything: every verdict waived (or none at all). Such a run is not a pass: a CI
+    gate that went green on it would have checked nothing (`qualify --spec builtin:h200-sxm-8 --from
+    FILE` with records that no check can use)."""
+    return all(v.status == Status.WAIVED for v in verdicts)
+
+
+def outcome(verdicts: list[Verdict]) -> str:
+    """The run's one word: "passed", "nothing measured", or the worst severity (critical, unknown, warning)."""
+    if measured_nothing(verdicts):
+        return NOTHING_MEASURED
+    sev = worst(verdicts)
+    return "passed" if EXIT[sev] == 0 else str(sev)
+
+
 def exit_code(verdicts: list[Verdict]) -> int:
-    """By the worst severity: 0 pass or info, 1 critical, 3 unknown (not measured), 4 warning."""
+    """By the worst severity: 0 pass or info, 1 critical, 3 unknown (not measured), 4 warning; and 5 when no
+    check measured anything (every verdict waived), which is not a pass."""
+    if measured_nothing(verdicts):
+        return EXIT_NOTHING_MEASURED
     return EXIT[worst(verdicts)]
 
 

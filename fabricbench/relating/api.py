@@ -108,8 +108,8 @@ def relate(records_or_paths: Any, reference: str | None = None, *, overlap_windo
     if not trains:
         raise UsageError("no train records among the inputs; add a `fabricbench train --out FILE` results file")
     if not collectives:
-        raise UsageError("no sweep records (kind collective) among the inputs; add a `fabricbench sweep --out` "
-                         "or `compare --out` results file")
+        raise UsageError("no sweep records (kind collective) among the inputs; add a `fabricbench sweep --out FILE` "
+                         "or `fabricbench compare --out FILE` results file")
     swept_recs, job_recs = jobs.split(collectives)  # a job's observed calls calibrate prices (job.py)
     curves = SweepCurves.from_records(swept_recs)
     job_curves = SweepCurves.from_records(job_recs) if job_recs else None

@@ -14,12 +14,16 @@ from pathlib import Path
 from typing import Any
 
 import fabricbench.gpus  # looked up on call: tests stand in for visible_gpu_count
+from fabricbench.declare import declare
 from fabricbench.errors import UsageError
 from fabricbench.fabrics import parse_fabric_list
 from fabricbench.gpus import default_gpus
 from fabricbench.fabrics.model import shown
 from fabricbench.results.context import fabric_label
 from fabricbench.sizes import SizeSweep
+from fabricbench.measuring.config import MAX_ITERS
+from fabricbench.training.estimate import MAX_BATCH, MAX_IMAGE, MAX_SEQ_LEN
+from fabricbench.training.launch import MAX_STEPS
 from fabricbench.training.models import CAUSAL_LM, IMAGE_CLS, MODELS, read_config_json
 from fabricbench.training.repeats import MIN_REPEATS
 from fabricbench.training.strategies import STRATEGIES
@@ -34,32 +38,68 @@ SWEEP_OPS = ("all_reduce", "all_gather", "reduce_scatter")  # what DDP, ZeRO and
 
 @dataclass(kw_only=True)
 class StudyConfig:
-    out: str  # the study directory: results.jsonl, units/, report.md, report.html
-    device: str = "cuda"  # "cuda" (one process per GPU) or "cpu" (gloo ranks, `nprocs` of them)
-    gpus: tuple[int, ...] = ()  # CUDA ordinals (device cuda); () = all visible, filled by validate()
-    nprocs: int = 2  # ranks on CPU
-    fabrics: tuple[str, ...] = ()  # fabric specs; () = DEFAULT_FABRICS[device]; written out masked (to_dict)
-    strategies: tuple[str, ...] = ()  # () = every registered strategy
-    model: str | None = None  # a registered model name
-    model_config: str | None = None  # or a transformers config JSON
-    steps: int = 8  # train: steps at least, warm-up included
-    warmup_steps: int = 3  # train: untimed first steps
-    max_steps: int | None = None  # train: cap on steps while the median's CI exceeds target_ci
-    target_ci: float | None = 0.03  # train: steps and repeats go on until the median's 95% CI is within this
-    repeats: int | None = None  # train runs per (strategy, fabric), fresh processes, interleaved; None:
+    out: str = field(metadata=declare(  # the study directory: results.jsonl, units/, report.md, report.html
+        "--out", "output folder", "Study directory: results.jsonl, units/, report.md, report.html."))
+    device: str = field(default="cuda", metadata=declare(  # "cuda" (one process per GPU) or "cpu" (gloo ranks,
+        "--device", "choice", "cuda: one process per GPU; cpu: gloo ranks (--nprocs of them).",
+        choices=("cuda", "cpu")))  # `nprocs` of them)
+    gpus: tuple[int, ...] = field(default=(), metadata=declare(  # CUDA ordinals (device cuda); () = all
+        "--gpus", "GPU list", "GPUs to study, e.g. 0-3.", default_by="all visible"))  # visible, filled by validate()
+    nprocs: int = field(default=2, metadata=declare(  # ranks on CPU
+        "--nprocs", "count", "Ranks with --device cpu (gloo).", lo=1, hi=4096, concept="ranks"))
+    fabrics: tuple[str, ...] = field(default=(), metadata=declare(  # fabric specs; () = DEFAULT_FABRICS[device];
+        "--fabrics", "fabric list", "Comma list of fabrics; shaped:RATE on CPU.",
+        default_by="default,p2p-off on GPUs, default on CPU"))  # written out masked (to_dict)
+    strategies: tuple[str, ...] = field(default=(), metadata=declare(  # () = every registered strategy
+        "--strategies", "strategy list", "Comma list of ddp, zero1, zero2, zero3, fsdp, or all.",
+        default_by="all"))
+    model: str | None = field(default=None, metadata=declare(  # a registered model name
+        "--model", "text", "A model name (fabricbench train --list)."))
+    model_config: str | None = field(default=None, metadata=declare(  # or a transformers config JSON
+        "--model-config", "input file", "A transformers config JSON; random weights."))
+    steps: int = field(default=8, metadata=declare(  # train: steps at least, warm-up included
+        "--steps", "count", "Train steps at least, warm-up included.", lo=1, hi=MAX_STEPS))
+    warmup_steps: int = field(default=3, metadata=declare(  # train: untimed first steps
+        "--warmup-steps", "count", "Untimed first steps.", lo=1, hi=MAX_STEPS))
+    max_steps: int | None = field(default=None, metadata=declare(  # train: cap on steps while the median's CI
+        "--max-steps", "count", "Cap on steps while the median's CI exceeds --target-ci.", lo=1, hi=MAX_STEPS,
+        default_by="max(--steps, 40)"))  # exceeds target_ci
+    target_ci: float | None = field(default=0.03, metadata=declare(  # train: steps and repeats go on until the
+        "--target-ci", "fraction", "Step on, and repeat, until the median's 95% CI is within this fraction "
+        "(0: off).", zero_off=True, lo_open=True, hi_open=True))  # median's 95% CI is within this
+    repeats: int | None = field(default=None, metadata=declare(  # train runs per (strategy, fabric), fresh
+        "--repeats", "count", "Runs of each strategy in fresh processes.", lo=1, hi=20,
+        default_by="3, then more until --target-ci"))  # processes, interleaved; None:
     # MIN_REPEATS, then more while a comparison is undecided or a CI is wider than target_ci, at most max_repeats
-    max_repeats: int = 5
-    repeat_budget_s: float = 1800.0  # no repeat beyond the minimum starts after this many seconds of study
-    margin: float = 0.02  # δ: a comparison within ±margin is "equivalent" (measuring/comparison.py)
-    batch_size: int | None = None  # train: samples per GPU per step; None: 8 on CPU, picked on GPUs (batch.py)
-    seq_len: int = 512  # train: tokens per sample (causal LM)
-    image_size: int = 224  # train: pixels per side (images)
-    precision: str | None = None  # train --precision (None: train's default: bf16 on cuda, fp32 on cpu)
-    sizes: str | None = None  # sweep sizes; None: from the strategies' traces, else DEFAULT_SIZES[device]
-    iters: int | None = None  # sweep timed iterations per size (None: DEFAULT_ITERS[device])
-    warmup: int | None = None  # sweep warm-up iterations per size
-    train_timeout_s: float = 1800.0  # one train unit, start to end
-    sweep_timeout_s: float = 900.0  # one sweep or scaling unit
+    max_repeats: int = field(default=5, metadata=declare(
+        "--max-repeats", "count", "Cap on runs per strategy.", lo=1, hi=20))
+    repeat_budget_s: float = field(default=1800.0, metadata=declare(  # no repeat beyond the minimum starts
+        "--repeat-budget", "seconds", "Seconds after which no repeat beyond the minimum starts.", lo=0,
+        unit="s"))  # after this many seconds of study
+    margin: float = field(default=0.02, metadata=declare(  # δ: a comparison within ±margin is "equivalent"
+        "--margin", "fraction", "Two figures within ±this fraction are \"equivalent\" (docs/comparisons.md).",
+        lo=0, hi=0.5, lo_open=True, hi_open=True))  # measuring/comparison.py
+    batch_size: int | None = field(default=None, metadata=declare(  # train: samples per GPU per step; None: 8
+        "--batch-size", "count", "Samples per GPU per step.", lo=1, hi=MAX_BATCH,
+        default_by="8 on CPU; on GPUs the study picks it, doubling while it pays"))  # on CPU, picked on GPUs
+    seq_len: int = field(default=512, metadata=declare(  # train: tokens per sample (causal LM)
+        "--seq-len", "count", "Tokens per sample (causal LM).", lo=1, hi=MAX_SEQ_LEN))
+    image_size: int = field(default=224, metadata=declare(  # train: pixels per side (images)
+        "--image-size", "count", "Pixels per side (images).", lo=1, hi=MAX_IMAGE))
+    precision: str | None = field(default=None, metadata=declare(  # train --precision (None: train's default:
+        "--precision", "choice", "Compute precision.", choices=("bf16", "fp16", "fp32"),
+        default_by="bf16 on cuda, fp32 on cpu"))  # bf16 on cuda, fp32 on cpu)
+    sizes: str | None = field(default=None, metadata=declare(  # sweep sizes; None: from the strategies'
+        "--sizes", "size list", "Sweep sizes.", default_by="covering what the traces sent"))  # traces
+    iters: int | None = field(default=None, metadata=declare(  # sweep timed iterations per size
+        "--iters", "count", "Sweep timed iterations per size.", lo=1, hi=MAX_ITERS,
+        default_by="GPU 20, CPU 5"))  # (None: DEFAULT_ITERS[device])
+    warmup: int | None = field(default=None, metadata=declare(  # sweep warm-up iterations per size
+        "--warmup", "count", "Sweep warm-up iterations per size.", lo=0, hi=MAX_ITERS, default_by="GPU 5, CPU 2"))
+    train_timeout_s: float = field(default=1800.0, metadata=declare(  # one train unit, start to end
+        "--train-timeout", "seconds", "Seconds one train unit may take.", unit="s"))
+    sweep_timeout_s: float = field(default=900.0, metadata=declare(  # one sweep or scaling unit
+        "--sweep-timeout", "seconds", "Seconds one sweep unit may take.", unit="s"))
     extra: dict[str, Any] = field(default_factory=dict)  # free-form notes stored with the plan
 
     def validate(self) -> "StudyConfig":

@@ -40,9 +40,11 @@ def train(strategies: str | Sequence[str] = "all", *, device: str = "cuda",
     names = strategy_names(strategies)
     gpu_list: tuple[int, ...] = ()
     if device == "cuda":
+        fields.setdefault("nprocs", 1)  # one rank per GPU named; TrainConfig's 2 is the CPU ranks' default
         visible = visible_gpu_count()
         if visible == 0:
-            raise UsageError("no CUDA GPU is visible here; train on CPU with device cpu and nprocs 2")
+            raise UsageError("no CUDA GPU is visible here", hint={"device": "cpu", "nprocs": 2},
+                             hint_text="train on CPU with")
         text = gpus if gpus is None or isinstance(gpus, str) else ",".join(map(str, gpus))
         gpu_list = default_gpus(text or None, visible=visible)
     config = TrainConfig(strategies=names, device=device, gpus=gpu_list, **fields)

@@ -32,6 +32,7 @@ from typing import Any
 
 import fabricbench
 from fabricbench import jobs, procs
+from fabricbench.declare import declare
 from fabricbench.errors import UsageError
 from fabricbench.fabrics import get_fabric
 from fabricbench.jobs.secrets import write_private
@@ -56,37 +57,78 @@ MAX_REPEATS = 50
 
 @dataclass(kw_only=True)
 class TrainConfig:
-    strategies: list[str]  # names in STRATEGIES, run in this order
-    model: str | None = None  # a name in MODELS
-    model_config: str | None = None  # a transformers config JSON
-    model_path: str | None = None  # a folder of local pretrained weights
-    device: str = "cuda"  # "cuda" (one process per GPU in `gpus`) or "cpu" (gloo, `nprocs` processes)
-    gpus: tuple[int, ...] = ()  # device ordinals, rank order
-    nprocs: int = 1  # processes on this node: device "cpu"; on "cuda" with backend gloo, ranks over `gpus`
+    strategies: list[str] = field(metadata=declare(  # names in STRATEGIES, run in this order
+        "--strategies", "strategy list", "ddp, zero1, zero2, zero3, fsdp, a comma list of them, or all.",
+        aliases=("--strategy",), default_by="all"))
+    model: str | None = field(default=None, metadata=declare(  # a name in MODELS
+        "--model", "text", "A model name (fabricbench train --list)."))
+    model_config: str | None = field(default=None, metadata=declare(  # a transformers config JSON
+        "--model-config", "input file", "A transformers config JSON; random weights."))
+    model_path: str | None = field(default=None, metadata=declare(  # a folder of local pretrained weights
+        "--model-path", "input file or folder", "Local pretrained weights (a folder)."))
+    device: str = field(default="cuda", metadata=declare(  # "cuda" (one process per GPU in `gpus`) or "cpu"
+        "--device", "choice", "cuda: one process per GPU; cpu: gloo ranks (--nprocs of them).",
+        choices=("cuda", "cpu")))  # (gloo, `nprocs` processes)
+    gpus: tuple[int, ...] = field(default=(), metadata=declare(  # device ordinals, rank order
+        "--gpus", "GPU list", "GPU list, one process each, e.g. 0-3.", default_by="all visible"))
+    nprocs: int = field(default=2, metadata=declare(  # processes on this node: device "cpu"; on "cuda" with
+        "--nprocs", "count", "Processes with --device cpu; with --device cuda --backend gloo, ranks over --gpus "
+        "(several per GPU).", lo=1, hi=4096, concept="ranks"))  # backend gloo, ranks over `gpus`
     # round robin (several ranks on one GPU: the one-GPU lab); on "cuda" with nccl one per GPU
-    backend: str | None = None  # None: nccl on cuda, gloo on cpu; "gloo" on cuda for the one-GPU lab
-    steps: int = 8  # optimizer steps at least, warm-up included
-    warmup_steps: int = 3  # steps left out of the timing
-    target_ci: float | None = 0.03  # go on stepping (and repeating) until the median's 95% CI half-width is
+    backend: str | None = field(default=None, metadata=declare(  # None: nccl on cuda, gloo on cpu; "gloo" on
+        "--backend", "choice", "Collective backend; gloo on cuda for several ranks per GPU.",
+        choices=("nccl", "gloo"), default_by="nccl on cuda, gloo on cpu"))  # cuda for the one-GPU lab
+    steps: int = field(default=8, metadata=declare(  # optimizer steps at least, warm-up included
+        "--steps", "count", "Train steps at least, warm-up included.", lo=1, hi=MAX_STEPS))
+    warmup_steps: int = field(default=3, metadata=declare(  # steps left out of the timing
+        "--warmup-steps", "count", "Untimed first steps.", lo=1, hi=MAX_STEPS))
+    target_ci: float | None = field(default=0.03, metadata=declare(  # go on stepping (and repeating) until the
+        "--target-ci", "fraction", "Step on, and repeat, until the median's 95% CI is within this fraction "
+        "(0: off).", zero_off=True, lo_open=True, hi_open=True))  # median's 95% CI half-width is
     # within this fraction of it; None: exactly `steps` steps and `repeats` (or 1) runs
-    max_steps: int | None = None  # cap on steps with target_ci (None: max(steps, DEFAULT_MAX_STEPS))
-    repeats: int | None = None  # runs of each strategy in fresh processes; None: MIN_REPEATS, then more until
+    max_steps: int | None = field(default=None, metadata=declare(  # cap on steps with target_ci
+        "--max-steps", "count", "Cap on steps while the median's CI exceeds --target-ci.", lo=1, hi=MAX_STEPS,
+        default_by="max(--steps, 40)"))  # (None: max(steps, DEFAULT_MAX_STEPS))
+    repeats: int | None = field(default=None, metadata=declare(  # runs of each strategy in fresh processes;
+        "--repeats", "count", "Runs of each strategy in fresh processes.", lo=1, hi=MAX_REPEATS,
+        default_by="3, then more until --target-ci"))  # None: MIN_REPEATS, then more until
     # the run-to-run CI is within target_ci (at most max_repeats, within time_budget_s)
-    max_repeats: int = 6
-    time_budget_s: float = 1800.0  # no repeat beyond the minimum starts after this many seconds
-    batch_size: int = 8  # samples per GPU (per process) per step
-    seq_len: int = 512  # tokens per sample (causal LM)
-    image_size: int = 224  # pixels per side (image classification)
-    lr: float = 1e-4  # AdamW learning rate
-    precision: str | None = None  # "bf16", "fp16" or "fp32"; None: bf16 on cuda, fp32 on cpu (run_precision)
-    trace_steps: int = 2  # profiled steps after the timed ones, for the record's "comm" (trace.py); 0: none
-    dataset: str | None = None  # local dataset folder (data.py); synthetic when None
-    fabric: str = "default"  # a fabric name (fabricbench/fabrics)
-    nnodes: int = 1  # torchrun pass-through, for several nodes
-    node_rank: int = 0
-    master_addr: str = "127.0.0.1"
-    master_port: int | None = None  # None: a free port on this host
-    timeout_s: float = 1800.0  # a rank with no progress (start-up phase, step) for this long ends the run
+    max_repeats: int = field(default=5, metadata=declare(
+        "--max-repeats", "count", "Cap on runs per strategy.", lo=1, hi=MAX_REPEATS))
+    time_budget_s: float = field(default=1800.0, metadata=declare(  # no repeat beyond the minimum starts after
+        "--repeat-budget", "seconds", "Seconds after which no repeat beyond the minimum starts.", lo=0,
+        unit="s", concept="repeat_budget_s", aliases=("--time-budget",)))  # this many seconds
+    batch_size: int = field(default=8, metadata=declare(  # samples per GPU (per process) per step
+        "--batch-size", "count", "Samples per GPU per step.", lo=1, hi=estimate.MAX_BATCH))
+    seq_len: int = field(default=512, metadata=declare(  # tokens per sample (causal LM)
+        "--seq-len", "count", "Tokens per sample (causal LM).", lo=1, hi=estimate.MAX_SEQ_LEN))
+    image_size: int = field(default=224, metadata=declare(  # pixels per side (image classification)
+        "--image-size", "count", "Pixels per side (images).", lo=1, hi=estimate.MAX_IMAGE))
+    lr: float = field(default=1e-4, metadata=declare(  # AdamW learning rate
+        "--lr", "number", "AdamW learning rate.", lo=0, hi=10, lo_open=True))
+    precision: str | None = field(default=None, metadata=declare(  # "bf16", "fp16" or "fp32"; None: bf16 on
+        "--precision", "choice", "Compute precision.", choices=("bf16", "fp16", "fp32"),
+        default_by="bf16 on cuda, fp32 on cpu"))  # cuda, fp32 on cpu (run_precision)
+    trace_steps: int = field(default=2, metadata=declare(  # profiled steps after the timed ones, for the
+        "--trace-steps", "count", "Profiled steps after the timed ones, for the communication trace (0: none).",
+        lo=0, hi=MAX_TRACE_STEPS))  # record's "comm" (trace.py); 0: none
+    dataset: str | None = field(default=None, metadata=declare(  # local dataset folder (data.py); synthetic
+        "--dataset", "input file or folder", "Local data: DIR/<class>/<image>, or *.txt / *.npy tokens.",
+        default_by="synthetic"))  # when None
+    fabric: str = field(default="default", metadata=declare(  # a fabric name (fabricbench/fabrics)
+        "--fabric", "fabric", "The NCCL environment to run under (see `fabricbench fabrics`)."))
+    nnodes: int = field(default=1, metadata=declare(  # torchrun pass-through, for several nodes
+        "--nnodes", "count", "torchrun pass-through.", lo=1, hi=4096))
+    node_rank: int = field(default=0, metadata=declare(
+        "--node-rank", "count", "torchrun pass-through.", lo=0, hi=4095))
+    master_addr: str = field(default="127.0.0.1", metadata=declare(
+        "--master-addr", "text", "torchrun pass-through."))
+    master_port: int | None = field(default=None, metadata=declare(  # None: a free port on this host
+        "--master-port", "count", "torchrun pass-through.", lo=1, hi=65535, default_by="a free port"))
+    timeout_s: float = field(default=1800.0, metadata=declare(  # a rank with no progress (start-up phase,
+        "--timeout", "seconds", "Seconds a rank may go without progress (a step; start-up gets at least 10 "
+        "min) before the run ends naming it.", unit="s", concept="progress_timeout_s"))  # step) for this long
+    # ends the run
     budget_s: float | None = None  # one strategy's processes, start to end; None: no limit beyond timeout_s
     extra_env: dict[str, str] = field(default_factory=dict)  # added to the workers' environment
 

@@ -32,7 +32,7 @@ def build(out_dir: str | Path) -> Document:
     plan = (sr.plan or {}).get("study")
     if not isinstance(plan, dict) or not isinstance(plan.get("config"), dict):
         raise UsageError(f"{out_dir}: its {study_records.RESULTS} holds no readable study plan record; "
-                         f"is it a `fabricbench study --out` folder?")
+                         f"is it a `fabricbench study --out DIR` folder?")
     try:
         stored = StudyConfig.from_dict(plan["config"])  # fabrics masked (StudyConfig.to_dict)
     except (TypeError, ValueError) as e:

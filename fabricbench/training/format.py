@@ -1,0 +1,57 @@
+"""What `fabricbench train` prints: one line per run as it ends, then the table of runs, each strategy's
+figure over its runs (with the run-to-run interval) and the ranking per fabric.
+
+    fabricbench train --strategies ddp,fsdp --model tiny-mistral --device cpu --nprocs 2
+
+Library code, so that the CLI, the study and the tests share one formatting of train records.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from fabricbench.report import table as tables
+from fabricbench.report.analysis import fmt
+from fabricbench.training import repeats as reps
+
+
+def _gib(v: object) -> str:
+    return f"{v / 2**30:.2f}" if isinstance(v, (int, float)) else "-"
+
+
+TRAIN_COLS = (tables.Col("strategy", justify="left", key=True), tables.Col("run", key=True),
+              tables.Col("status", justify="left"), tables.Col("samples/s"),
+              tables.Col("median CI", "ci", "ci = the median step's 95% CI inside the run, ±"),
+              tables.Col("peak alloc GiB", "alloc", "alloc/resv/est = peak allocated/reserved/estimated memory, GiB"),
+              tables.Col("reserved GiB", "resv"), tables.Col("estimate GiB", "est"),
+              tables.Col("note", justify="left", prose=True))
+
+
+def cells(rec: dict) -> list[str]:
+    thr = rec.get("throughput") or {}
+    mem = rec.get("memory") or {}
+    sps = thr.get("samples_per_s")
+    ci = (rec.get("step_time") or {}).get("ci95_rel")
+    note = "; ".join(x for x in (rec.get("message"), rec.get("host_bound")) if x)
+    return [rec["strategy"], str(rec.get("repeat") or 1), rec["status"], fmt(sps) if sps else "-",
+            f"±{ci:.1%}" if sps and isinstance(ci, (int, float)) else "-", _gib(mem.get("max_allocated_bytes")),
+            _gib(mem.get("max_reserved_bytes")), _gib((rec.get("estimate") or {}).get("with_activations_bytes")), note]
+
+
+def line(rec: dict) -> str:
+    """One short line per run as it finishes (the table and the figures with their intervals follow)."""
+    c = cells(rec)
+    return f"{c[0]} run {c[1]}: {c[2]}" + (f", {c[3]} samples/s {c[4]}" if c[3] != "-" else "") + \
+        (f" ({c[8]})" if c[8] else "")
+
+
+def render(records: list[dict[str, Any]], title: str, *, say: Callable[[str], Any] = print,
+           repeats: int | None = None, max_repeats: int | None = None) -> None:
+    """The table of runs, then each strategy's figure over its runs and the verdicts of the comparisons
+    (measuring/comparison.py), with what stayed open."""
+    tables.render(tables.console(), title, TRAIN_COLS, [cells(r) for r in records])
+    figs = reps.figures(records)  # each strategy over its runs, with the run-to-run interval
+    for f in figs:
+        say(reps.figure_text(f))
+    for text in reps.answer_lines(records, repeats=repeats, max_repeats=max_repeats):
+        say(text)

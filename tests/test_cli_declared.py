@@ -1,0 +1,131 @@
+"""Options declared once (issue 32): each config field carries its flag, default, unit and help
+(fabricbench/declare.py), the CLI takes its options from them (fabricbench/cli/declared.py), and nothing
+drifts: a command's option has its field's flag, aliases, default and help, and two commands never give
+one concept two names or two defaults.
+
+    python3 -m pytest -q tests/test_cli_declared.py
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import click
+import pytest
+
+from fabricbench.cli.declared import TYPES, help_text, shown_default
+from fabricbench.cli.hints import command
+from fabricbench.declare import Declared, concept, declared
+from fabricbench.measuring.config import SweepConfig
+from fabricbench.study.config import StudyConfig
+from fabricbench.training.launch import TrainConfig
+
+# command -> the config its options come from, and the fields it leaves to others (with the reason)
+COMMANDS = {
+    "sweep": (SweepConfig, {}),
+    "train": (TrainConfig, {}),
+    "study": (StudyConfig, {}),
+    "compare": (SweepConfig, {f: "compare passes the rest to its child sweeps by name"
+                              for f in ("gpus", "ops", "sizes", "adaptive", "max_iters", "graph", "graph_iters",
+                                        "check", "nprocs", "nccl_lib", "fabric", "seed", "buffers", "timing",
+                                        "alloc")}),
+    "scaling": (SweepConfig, {f: "scaling chooses GPU sets and passes the rest to its child sweeps"
+                              for f in ("gpus", "ops", "sizes", "adaptive", "max_iters", "graph", "graph_iters",
+                                        "check", "nprocs", "nccl_lib", "fabric", "seed", "buffers", "timing",
+                                        "alloc")}),
+}
+CONFIGS = (SweepConfig, TrainConfig, StudyConfig)
+# One flag, two ideas, each with its own default: said in each --help, and listed here on purpose.
+SHARED_FLAGS = {"--timeout": {"step_timeout_s", "progress_timeout_s"}}
+
+
+def option_of(cmd: click.Command, name: str) -> click.Option | None:
+    return next((p for p in cmd.params if isinstance(p, click.Option) and p.name == name), None)
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_each_option_is_its_field(name):
+    config, left = COMMANDS[name]
+    cmd = command(name)
+    for field, (d, default) in declared(config).items():
+        opt = option_of(cmd, field)
+        if field in left:
+            assert opt is None or opt.opts[0] == d.flag, f"{name} {field}: {opt.opts} against {d.flag}"
+            continue
+        assert opt is not None, f"{name} has no option for {config.__name__}.{field} ({d.flag})"
+        assert opt.opts[0] == d.flag and tuple(opt.opts[1:]) == d.aliases, (name, field, opt.opts)
+        if d.kind == "flag":
+            assert opt.is_flag and opt.default is bool(default), (name, field)
+            continue
+        required = opt.required and default is None
+        assert required or opt.default == shown_default(default), \
+            f"{name} {d.flag}: default {opt.default!r}, field {default!r}"
+        assert type(opt.type) is type(TYPES[d.kind](d)), (name, field, opt.type)
+        assert opt.help == help_text(d, default), (name, field)
+
+
+def _concepts() -> dict[str, list[tuple[str, str, Declared, object]]]:
+    out: dict[str, list] = {}
+    for config in CONFIGS:
+        for field, (d, default) in declared(config).items():
+            out.setdefault(concept(field, d), []).append((config.__name__, field, d, default))
+    return out
+
+
+def test_one_name_per_concept():
+    for c, uses in _concepts().items():
+        flags = {d.flag for _, _, d, _ in uses}
+        assert len(flags) == 1, f"concept {c} has two names: {[(k, d.flag) for k, _, d, _ in uses]}"
+
+
+def test_one_default_per_concept():
+    """A concrete default is the same wherever the concept appears; a None default says who decides it
+    (default_by), which is then the concept's rule for that command."""
+    for c, uses in _concepts().items():
+        concrete = {repr(default) for _, _, _, default in uses if default not in (None, ())}
+        assert len(concrete) <= 1, f"concept {c} has two defaults: {[(k, f, v) for k, f, _, v in uses]}"
+        for k, f, d, default in uses:
+            required = getattr(globals()[k], "__dataclass_fields__")[f].default is dataclasses.MISSING and \
+                getattr(globals()[k], "__dataclass_fields__")[f].default_factory is dataclasses.MISSING
+            if default in (None, ()) and d.kind != "flag" and not required:
+                assert d.default_by or d.kind in ("text", "input file", "input file or folder", "output file"), \
+                    f"{k}.{f}: a None default must say who decides it (default_by)"
+
+
+def test_one_concept_per_flag():
+    by_flag: dict[str, set[str]] = {}
+    for c, uses in _concepts().items():
+        for _, _, d, _ in uses:
+            by_flag.setdefault(d.flag, set()).add(c)
+    for flag, cs in by_flag.items():
+        assert len(cs) == 1 or cs == SHARED_FLAGS.get(flag), f"{flag} names {sorted(cs)}"
+
+
+def test_drift_is_caught():
+    """The checks above fail on drift: a second default or a second name for one concept."""
+    a = Declared(flag="--max-repeats", kind="count", help="x")
+    b = Declared(flag="--max-rounds", kind="count", help="x", concept="max_repeats")
+
+    @dataclasses.dataclass
+    class Drifted:
+        max_repeats: int = dataclasses.field(default=6, metadata={"fabricbench.option": a})
+        rounds: int = dataclasses.field(default=5, metadata={"fabricbench.option": b})
+
+    uses = [(f, d, v) for f, (d, v) in declared(Drifted).items()]
+    assert {concept(f, d) for f, d, _ in uses} == {"max_repeats"}
+    assert len({d.flag for _, d, _ in uses}) == 2 and len({v for _, _, v in uses}) == 2
+
+
+def test_deprecated_aliases_work_and_say_so():
+    train = command("train")
+    opt = option_of(train, "time_budget_s")
+    assert opt.opts == ["--repeat-budget", "--time-budget"] and "deprecated alias" in opt.help
+    ctx = train.make_context("train", ["--time-budget", "60", "--strategy", "ddp"])
+    assert ctx.params["time_budget_s"] == 60.0 and ctx.params["strategies"] == "ddp"
+    assert option_of(command("study"), "repeat_budget_s").opts == ["--repeat-budget"]
+
+
+def test_max_repeats_is_one_default():
+    assert TrainConfig.__dataclass_fields__["max_repeats"].default == \
+        StudyConfig.__dataclass_fields__["max_repeats"].default == 5
+    assert option_of(command("train"), "max_repeats").default == option_of(command("study"), "max_repeats").default

@@ -1,0 +1,77 @@
+"""A qualification in which no check measured anything is not a pass (issue 30.6): outcome "nothing
+measured", exit status 5, in the library (fabricbench/qualifying/verdict.py) and on the command line.
+
+    fabricbench qualify --spec builtin:h200-sxm-8 --from train.jsonl     (every check waived: exit 5)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from pathlib import Path
+
+import pytest
+
+import fabricbench
+from fabricbench.qualifying.verdict import (EXIT_NOTHING_MEASURED, NOTHING_MEASURED, at_least, combine, exit_code,
+                                            outcome, waived)
+
+TRAIN = Path(__file__).resolve().parent.parent / "benchmarks/results/cpu-lab/study/units/train_ddp_default.jsonl"
+
+
+def _waived(name: str):
+    return combine(name, "p2p", [waived("peer copy", "no GPU pair here")])
+
+
+def _passed(name: str):
+    return combine(name, "collective", [at_least("busbw", 10.0, 5.0, unit="GB/s")])
+
+
+@pytest.mark.parametrize("verdicts, word, code", [
+    ([], NOTHING_MEASURED, EXIT_NOTHING_MEASURED),
+    ([_waived("a"), _waived("b")], NOTHING_MEASURED, EXIT_NOTHING_MEASURED),
+    ([_waived("a"), _passed("b")], "passed", 0),
+    ([_passed("b")], "passed", 0),
+])
+def test_outcome_and_exit(verdicts, word, code):
+    assert outcome(verdicts) == word and exit_code(verdicts) == code
+    assert EXIT_NOTHING_MEASURED not in (0, 1, 2, 3, 4)  # its own status, not a pass nor bad input
+
+
+def test_library_all_waived_is_not_a_pass(tmp_path):
+    res = fabricbench.qualify("builtin:h200-sxm-8", records_from=str(TRAIN), out=str(tmp_path / "q"))
+    assert [v.status for v in res.verdicts] == ["waived"] * len(res.verdicts) and res.verdicts
+    assert res.outcome == NOTHING_MEASURED and res.exit_code == 5
+    assert res.to_dict()["outcome"] == NOTHING_MEASURED and res.to_dict()["exit_code"] == 5
+    assert "no check measured anything" in (tmp_path / "q" / "report.md").read_text()
+
+
+def test_cli_all_waived_exits_5():
+    from fabricbench.cli import main
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), pytest.raises(SystemExit) as e:
+        main(["qualify", "--spec", "builtin:h200-sxm-8", "--from", str(TRAIN)])
+    assert e.value.code == 5
+    assert "NOTHING MEASURED (exit 5): 0 critical, 0 unknown, 0 warning, 0 pass, 7 waived" in out.getvalue()
+
+
+@pytest.mark.parametrize("level", [1, 2, 3])
+def test_library_dry_run_is_the_plan_the_cli_prints(level):
+    """fabricbench.qualify(..., dry_run=True) returns the plan; the CLI prints its lines and its dict."""
+    import json
+
+    from fabricbench.cli import main
+
+    plan = fabricbench.qualify("builtin:h200-sxm-8", level=level, dry_run=True)
+    assert plan.level == level and plan.checks and len(plan.lines()) == len(plan.checks) + 2
+    assert plan.lines()[-1].startswith("estimate: ~") and "nothing measured" in plan.lines()[0]
+    for args, expect in ((["--dry-run"], "\n".join(plan.lines()) + "\n"),
+                         (["--dry-run", "--json"], json.dumps(plan.to_dict(), indent=2) + "\n")):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            try:
+                main(["qualify", "--spec", "builtin:h200-sxm-8", "--level", str(level), *args])
+            except SystemExit as e:
+                assert e.code in (0, None)
+        assert out.getvalue() == expect
