@@ -95,7 +95,7 @@ def hostile(t: click.ParamType, tmp: Path) -> list[str]:
         return CONTROL + [paths["file"], paths["fifo"], "/dev/null", "/dev/zero", paths["socket"],
                           paths["under_file"], "a" * 300, f"{tmp}/x\ny", "/etc/passwd"]
     if isinstance(t, T.Choice):
-        return CONTROL + ["nosuch", t.choices[0].upper(), t.choices[0] + " ", " " + t.choices[0], t.choices[0] + "\x00",
+        return CONTROL + ["nosuch", t.choices[0].swapcase(), t.choices[0] + " ", " " + t.choices[0], t.choices[0] + "\x00",
                           ",".join(t.choices), t.choices[0][:-1], "1", "-"]
     raise AssertionError(f"no hostile values for option type {type(t).__name__}: add them to hostile()")
 
@@ -124,6 +124,8 @@ def valid(p: click.Parameter, tmp: Path) -> str:
         return str(tmp / "new-folder")
     if isinstance(t, T.OutputFile):
         return str(tmp / "new-file.jsonl")
+    if isinstance(t, T.Choice):
+        return t.choices[0]
     raise AssertionError(f"no valid sample for required {p.name} of type {type(t).__name__}")
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import click
 
+from fabricbench.cli.types import Choice, InputPath, OutputFile, Size, Text
 from fabricbench.errors import UsageError
 from fabricbench.export import EXPORTERS, export
 from fabricbench.files import check_output, refuse_collisions
@@ -17,12 +18,12 @@ from fabricbench.sizes import parse_size
 
 
 @click.command(name="export")
-@click.argument("results")
-@click.option("--format", "fmt", required=True, help=f"One of: {', '.join(EXPORTERS.names())}.")
-@click.option("--out", "out_path", required=True, help="The file to write (replaced).")
-@click.option("--group", default="TP", show_default=True, help="simai-busbw: the section the sweep fills (TP, DP, EP, PP).")
-@click.option("--fabric", default=None, help="The fabric to export, when the results hold several.")
-@click.option("--size", default=None, help="simai-busbw: take busbw at this size (e.g. 1G), not the largest swept.")
+@click.argument("results", type=InputPath(folder=True))
+@click.option("--format", "fmt", type=Choice(EXPORTERS.names()), required=True, help=f"One of: {', '.join(EXPORTERS.names())}.")
+@click.option("--out", "out_path", type=OutputFile(), required=True, help="The file to write (replaced).")
+@click.option("--group", type=Choice(("TP", "DP", "EP", "PP")), default="TP", show_default=True, help="simai-busbw: the section the sweep fills (TP, DP, EP, PP).")
+@click.option("--fabric", type=Text(), default=None, help="The fabric to export, when the results hold several.")
+@click.option("--size", type=Size(), default=None, help="simai-busbw: take busbw at this size (e.g. 1G), not the largest swept.")
 def export_command(results, fmt, out_path, group, fabric, size) -> None:
     """Write a sweep as SimAI's busbw table, or a train run's traced communication as a per-step JSON."""
     refuse_collisions({"--out": out_path}, {results: results})

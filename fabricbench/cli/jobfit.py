@@ -11,18 +11,19 @@ from __future__ import annotations
 
 import click
 
+from fabricbench.cli.types import InputPath, OutputFile, Text
 from fabricbench.files import dumps, refuse_collisions
 from fabricbench.measuring.compare import check_plot_path
 from fabricbench.relating import jobfit, jobfit_io
 
 
 @click.command()
-@click.option("--job", "job", multiple=True, required=True,
+@click.option("--job", "job", type=InputPath(folder=True), multiple=True, required=True,
               help="NCCL Inspector output: files (.log, .jsonl, .gz, .prom), a folder of them, or imported records.")
-@click.option("--sweep", "sweep", required=True, help="A sweep's results file, or a study folder.")
-@click.option("--fabric", default=None, help="The sweep's fabric to compare with, when it holds several.")
+@click.option("--sweep", "sweep", type=InputPath(folder=True), required=True, help="A sweep's results file, or a study folder.")
+@click.option("--fabric", type=Text(), default=None, help="The sweep's fabric to compare with, when it holds several.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object (rows, findings, problems).")
-@click.option("--plot", "plot_path", default=None, help="Write job calls against the swept curve to this PNG.")
+@click.option("--plot", "plot_path", type=OutputFile(), default=None, help="Write job calls against the swept curve to this PNG.")
 def jobfit_command(job, sweep, fabric, as_json, plot_path) -> None:
     """Each collective and size the job ran: its busbw beside the sweep's, the ratio, and where it falls short."""
     check_plot_path(plot_path)

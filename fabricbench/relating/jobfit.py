@@ -91,7 +91,7 @@ def fit(job: list[dict[str, Any]], sweep: list[CollectiveResult], *, fabric: str
     """The job's collectives set against the sweep (module docstring); UsageError when they cannot meet."""
     if not job:
         raise UsageError("no job records: give NCCL Inspector output (its .log/.jsonl/.gz files, a folder of them, "
-                         "or records `fabricbench import` made from it)")
+                         "or records `fabricbench import FILE --out RESULTS` made from it)")
     swept = [r for r in sweep if not (r.extra or {}).get("observed")]
     curves = SweepCurves.from_records(swept)
     if not len(curves):
