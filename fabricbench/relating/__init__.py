@@ -7,6 +7,7 @@ formula); inputs.py reads and groups the records; api.py joins them into rows; f
 plot.py draws busbw drop against slowdown.
 """
 
+from fabricbench.relating import kinds as _kinds  # noqa: F401  (registers relate's record kind)
 from fabricbench.relating.model import FORMULA, Curve, SweepCurves, comm_time, price
 
 __all__ = ["FORMULA", "Curve", "SweepCurves", "comm_time", "price"]

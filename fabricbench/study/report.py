@@ -30,6 +30,7 @@ from fabricbench.results.status import Status
 from fabricbench.sizes import format_size
 from fabricbench.study import figures, records as study_records
 from fabricbench.study.config import StudyConfig
+from fabricbench.study.kinds import unit_of
 from fabricbench.topology.model import Topology
 from fabricbench.topology.ranking import rank_placements
 from fabricbench.training import repeats
@@ -179,7 +180,7 @@ def _build(sr: study_records.StudyRecords, c: StudyConfig, figs: _Figs, *, comma
 
 def _unit_records(colls: list[CollectiveResult], kind: str) -> list[CollectiveResult]:
     """The collectives a study unit of this kind wrote ("sweep", "scaling"); imported ones name no unit."""
-    return [r for r in colls if (r.study_unit or "").startswith(kind)]
+    return [r for r in colls if (unit_of(r) or "").startswith(kind)]
 
 
 def _gpu_name(machine: dict[str, Any] | None) -> str:

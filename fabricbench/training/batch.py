@@ -19,13 +19,29 @@ import argparse
 import gc
 import json
 import time
+from dataclasses import dataclass
 from typing import Any
 
+from fabricbench.jobs.configs import Job
 from fabricbench.results.status import Status
 from fabricbench.training import data, models
 from fabricbench.training.strategies import STRATEGIES, default_precision
 
 WARMUP = 2
+
+
+@dataclass(frozen=True, kw_only=True)
+class BatchJob(Job):
+    """A child `python -m fabricbench.training.batch` (the per-GPU batch that keeps a GPU busy), as study
+    starts one."""
+
+    PROGRAM = ("fabricbench.training.batch",)  # this module
+    model: str | None = None
+    model_config: str | None = None
+    gpu: int = 0
+    seq_len: int | None = None
+    image_size: int | None = None
+    precision: str | None = None
 
 
 def probe(*, model: str | None, model_config: str | None, gpu: int, seq_len: int, image_size: int,
