@@ -182,7 +182,39 @@ def test_dry_run_lists_units_and_measures_nothing(tmp_path):
     assert not (out / "results.jsonl").exists()
 
 
-# -- end to end ------------------------------------------------------------------------------------------------
+# -- end to end: the default command's one small study --------------------------------------------------------
+SMALL = ["--steps", "4", "--warmup-steps", "1", "--max-steps", "4", "--batch-size", "2", "--seq-len", "32",
+         "--iters", "3", "--warmup", "1", "--repeats", "1"]
+
+
+def test_one_small_study_end_to_end(tmp_path):
+    """The default test command's end-to-end study (the two full ones below run with -m slow): one fabric,
+    DDP on 2 gloo ranks, as a user types it: every unit recorded and measured, the report built from the
+    records, and `fabricbench report` rebuilding the same report without measuring."""
+    out = tmp_path / "one"
+    r = _fb("study", "--device", "cpu", "--nprocs", "2", "--fabrics", "default", "--strategies", "ddp",
+            "--model", "tiny-mistral", *SMALL, "--out", str(out))
+    assert r.returncode == 0, r.stdout + r.stderr
+    sr = study_records.load(out)
+    assert set(sr.units) == {"machine", "estimate", "relate", "summary", "sweep @ default", "train ddp @ default"}
+    for name, u in sr.units.items():
+        if name != "relate":  # relate needs two fabrics to compare; its status is its own business
+            assert u["status"] == "ok", (name, u["message"])
+    (train,) = sr.of_kind("train")
+    assert train["strategy"] == "ddp" and train["step_time"]["timed_steps"] >= 3
+    assert train["throughput"]["samples_per_s"] > 0 and train["nranks"] == 2
+    colls = sr.of_kind("collective")
+    assert colls and all(c["status"] == "ok" and c["fabric"] == "default" and c["busbw_gbps"] > 0 for c in colls)
+    assert {c["op"] for c in colls} >= {"all_reduce"}
+    md = (out / "report.md").read_text()
+    assert md.count("\n## ") >= 5 and "## Reproduce" in md and "fabricbench study --device cpu --nprocs 2" in md
+    results = (out / "results.jsonl").read_text()
+    again = _fb("report", str(out))
+    assert again.returncode == 0, again.stderr
+    assert (out / "report.md").read_text() == md and (out / "results.jsonl").read_text() == results
+
+
+# -- end to end (-m slow) --------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def full(tmp_path_factory):
     out = tmp_path_factory.mktemp("study") / "lab"

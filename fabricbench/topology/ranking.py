@@ -25,7 +25,8 @@ from typing import Any, Iterable
 
 from fabricbench.results.schema import CollectiveResult
 from fabricbench.results.status import Status
-from fabricbench.topology.model import PCIE_RELATIONS, Topology, link_rank, nvlink_count
+from fabricbench.topology.links import PCIE_RELATIONS, link_rank, nvlink_count
+from fabricbench.topology.model import Topology
 
 NVLINK_GBPS = 25.0  # NVLink 4, per link per direction
 NVLINKS_PER_GPU = 18  # H100/H200
