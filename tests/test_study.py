@@ -5,7 +5,7 @@ The end-to-end part runs two small studies once each (module fixtures) and asser
   ddp and fsdp: every unit recorded, the shaped fabric really applied (busbw held to RATE/2), the report
   (Markdown and self-contained HTML, every figure a data: URI) built from the records; `--resume`
   measures nothing; `fabricbench report` rebuilds the same report.
-- STOPPED: fsdp made to run out of memory (the worker's test hook), the run interrupted with SIGINT in
+- STOPPED: fsdp made to run out of memory (training/faults.py's injection point), the run interrupted with SIGINT in
   its sweep: the OOM is a result, the interrupted unit is recorded, `--resume` finishes only what is left.
 """
 
@@ -29,6 +29,7 @@ from fabricbench.study import records as study_records
 from fabricbench.study.config import StudyConfig
 from fabricbench.study.plan import build_plan
 from fabricbench.study.units import Context, covering_sizes, sweep_plan, traced_sizes
+from fabricbench.training import faults
 from fabricbench.topology.smi import read_file
 
 DATA = Path(__file__).parent / "data" / "topo"
@@ -390,7 +391,7 @@ def stopped(tmp_path_factory):
     out = tmp_path_factory.mktemp("study") / "stopped"
     args = ["study", "--device", "cpu", "--nprocs", "2", "--fabrics", "default", "--strategies", "ddp,fsdp",
             "--model", MODEL, *TRAIN, "--out", str(out)]
-    env = {**os.environ, "FABRICBENCH_FAKE_OOM": "fsdp"}
+    env = {**os.environ, faults.INJECT_ENV: "oom:fsdp"}
     p = subprocess.Popen([sys.executable, "-m", "fabricbench", *args], env=env, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 400

@@ -13,7 +13,7 @@ import pytest
 
 from fabricbench.results import ResultWriter
 from fabricbench.training import estimate as est
-from fabricbench.training import launch, models, verify
+from fabricbench.training import faults, launch, models, verify
 from fabricbench.training.strategies import STRATEGIES
 
 NPROCS = 2
@@ -161,8 +161,18 @@ def test_engine_of_a_real_ddp_module(tmp_path):
         dist.destroy_process_group()
 
 
+def test_the_fault_injection_point_is_inert_unless_armed_and_refuses_a_mistyped_arm():
+    assert faults.armed("oom", "ddp", env={}) is None  # a normal run
+    assert faults.armed("oom", "ddp", env={faults.INJECT_ENV: "oom:fsdp"}) is None  # another strategy's
+    assert "injected out of memory" in faults.armed("oom", "fsdp", env={faults.INJECT_ENV: "oom:ddp, oom:fsdp"})
+    for bad in ("fsdp", "oom", "oom:", "crash:fsdp", ""):
+        with pytest.raises(ValueError, match="KIND:STRATEGY"):
+            faults.armed("oom", "ddp", env={faults.INJECT_ENV: bad})
+
+
+@pytest.mark.slow
 def test_oom_is_a_result_and_all_goes_on(tmp_path):
-    cfg = _config("tiny-mistral", ["ddp", "fsdp"], extra_env={"FABRICBENCH_FAKE_OOM": "ddp"})
+    cfg = _config("tiny-mistral", ["ddp", "fsdp"], extra_env={faults.INJECT_ENV: "oom:ddp"})
     with ResultWriter(tmp_path / "oom.jsonl") as w:
         recs = launch.run(cfg, w)
     assert [r["status"] for r in recs] == ["oom", "ok"]

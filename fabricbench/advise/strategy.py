@@ -115,13 +115,6 @@ def measured(trains: list[TrainResult], *, model: str, strategy: str, gpus: list
     return figs[0] if figs else None
 
 
-def measured_step(trains: list[TrainResult], *, model: str, strategy: str, gpus: list[int], fabric: str,
-                  batch_size: int | None) -> float | None:
-    """The median step time over the runs of exactly this job (see measured), or None."""
-    fig = measured(trains, model=model, strategy=strategy, gpus=gpus, fabric=fabric, batch_size=batch_size)
-    return fig.step_s if fig else None
-
-
 def predict(*, strategies: list[str], gpus: list[int], busbw_gbps: float | None, psi: int, n: int,
             trains: list[TrainResult], model: str, relate_rows: list[Any] | None = None,
             fabric: str = "default", batch_size: int | None = None) -> list[StrategyTime]:

@@ -71,7 +71,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from fabricbench.collectives import COLLECTIVES
+from fabricbench.collectives import busbw_factor
 from fabricbench.errors import UsageError
 from fabricbench.fabrics import get_fabric
 from fabricbench.results.schema import CollectiveResult
@@ -109,12 +109,6 @@ def format_size(nbytes: float) -> str:
                 return exact
             return f"{nbytes / unit:.3g}{suffix}"
     return f"{nbytes:g}B"
-
-
-def busbw_factor(op: str, nranks: int) -> float:
-    if op not in COLLECTIVES:
-        return 0.0
-    return COLLECTIVES.get(op).busbw_factor(nranks)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -158,7 +152,7 @@ class Curve:
         return max(near) if near else 0.0
 
     def busbw_gbps(self, nbytes: int, time_s: float) -> float:
-        return nbytes / time_s / 1e9 * busbw_factor(self.op, self.nranks)
+        return nbytes / time_s / 1e9 * (busbw_factor(self.op, self.nranks) or 0.0)  # an op not ours: no bus bytes
 
     def span(self) -> str:
         return f"{format_size(self.sizes[0])}-{format_size(self.sizes[-1])}"
@@ -263,7 +257,7 @@ class PricedCollective:
     @property
     def bus_bytes(self) -> float:
         """calls × S × busbw factor: the numerator of the trace-weighted busbw."""
-        return self.calls_per_step * self.bytes * busbw_factor(self.op, self.group_size)
+        return self.calls_per_step * self.bytes * (busbw_factor(self.op, self.group_size) or 0.0)
 
 
 @dataclass(frozen=True, kw_only=True)

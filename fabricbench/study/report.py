@@ -27,17 +27,13 @@ from fabricbench.report.document import Document, Section
 from fabricbench.report.plot import busbw_vs_count
 from fabricbench.results.schema import CollectiveResult, TrainResult
 from fabricbench.results.status import Status
-from fabricbench.sizes import format_size
+from fabricbench.sizes import format_size, gib
 from fabricbench.study import figures, records as study_records
 from fabricbench.study.config import StudyConfig
 from fabricbench.study.kinds import unit_of
 from fabricbench.topology.model import Topology
 from fabricbench.topology.ranking import rank_placements
 from fabricbench.training import repeats
-
-
-def _gib(b: Any) -> float | None:
-    return b / 2**30 if isinstance(b, (int, float)) else None
 
 
 def _mib(b: Any) -> float | None:
@@ -462,7 +458,7 @@ def _memory(doc: Document, c: StudyConfig, trains: list[TrainResult], estimate, 
         tot = (st_b + act) if (st_b is not None and act is not None) else run_est.get("with_activations_bytes")
         mem = (r.reached("memory") if r else None) or {}
         a, rv = mem.get("max_allocated_bytes"), mem.get("max_reserved_bytes")
-        states.append(_gib(st_b)); totals.append(_gib(tot)); alloc.append(_gib(a)); reserved.append(_gib(rv))
+        states.append(gib(st_b)); totals.append(gib(tot)); alloc.append(gib(a)); reserved.append(gib(rv))
         rows.append([st, r.status if r else "not run", _mib(st_b), _mib(act), _mib(tot), _mib(a), _mib(rv),
                      (a / tot) if (a and tot) else None])
     p = figs.path("memory")
@@ -615,7 +611,7 @@ def _advice_section(doc: Document, c: StudyConfig, advice, trains: list[TrainRes
                   "; ".join(",".join(map(str, e)) for e in p.equivalent[:4]) + (" …" if len(p.equivalent) > 4 else "")]
                  for p in advice.placements[:8]], caption="GPU sets, best busbw first")
         s.table(["strategy", "rank", "memory", "need GiB", "margin GiB", "comm ms/step", "step ms", "step time from"],
-                [[a.strategy, a.rank, a.memory.verdict, _gib(a.memory.need_bytes), _gib(a.memory.margin_bytes),
+                [[a.strategy, a.rank, a.memory.verdict, gib(a.memory.need_bytes), gib(a.memory.margin_bytes),
                   a.time.comm_time_s * 1e3 if a.time.comm_time_s is not None else None,
                   a.time.step_time_s * 1e3 if a.time.step_time_s is not None else None,
                   a.time.time_source] for a in advice.strategies],

@@ -54,10 +54,6 @@ class PlacementRank:
                 "equivalent": self.equivalent}
 
 
-def _clique(topo: Topology, gpus: tuple[int, ...]) -> bool:
-    return all(topo.nvlinks(a, b) > 0 for a, b in itertools.combinations(gpus, 2))
-
-
 def _inside(topo: Topology, gpus: tuple[int, ...]) -> list[int] | None:
     """NVLinks each GPU has to the others of the set, or None when some pair has none (not a clique)."""
     nv = topo._nv
