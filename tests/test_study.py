@@ -112,10 +112,11 @@ def test_sweep_sizes_cover_the_traced_collectives():
 
 
 def test_records_keep_only_each_units_latest_attempt(tmp_path):
-    lines = [{"kind": "plan", "study": {"config": {}, "units": []}},
+    plan = {"kind": "plan", "study": {"config": {"out": str(tmp_path)}, "units": []}}  # a readable plan: out at least
+    lines = [plan,
              {"kind": "machine", "strategy": "ddp", "study": {"unit": "train ddp @ default", "attempt": "a1"}},
              {"kind": "study_unit", "name": "train ddp @ default", "attempt": "a1", "status": "error"},
-             {"kind": "plan", "study": {"config": {}, "units": []}},
+             plan,
              {"kind": "machine", "strategy": "ddp", "v": 2, "study": {"unit": "train ddp @ default", "attempt": "a2"}},
              {"kind": "study_unit", "name": "train ddp @ default", "attempt": "a2", "status": "ok"}]
     from fabricbench.results import header

@@ -103,7 +103,7 @@ def write_outputs(res: FleetResult, out: Path) -> None:
     if plotted:
         t.figure(str(png), "each node's figures relative to the fleet median (1.0); outliers in red")
         res.files["fleet_png"] = str(png)
-    c = doc.section("Codes", intro="What each code found means and what to do (README: qualify codes).")
+    c = doc.section("Codes", intro="What each code found means and what to do (docs/qualify.md: the codes).")
     used = sorted({code for n in res.nodes for code in n.codes})
     c.table(["code", "meaning", "action"],
             [[code, CODES.get(code).meaning, CODES.get(code).action] for code in used if code in CODES])
