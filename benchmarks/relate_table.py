@@ -1,14 +1,14 @@
-"""docs/relate-lab.md's relate table, from committed records: what `fabricbench relate` says about them, with
-the 95% intervals and the residual, in the fixed-width form the page shows.
+"""The README's relate table, from committed records: what `fabricbench relate` says about them, with the
+95% intervals and the residual, in the fixed-width form the README shows.
 
     python3 benchmarks/relate_table.py                      # print the table
-    python3 benchmarks/relate_table.py --write docs/relate-lab.md   # replace the table between the page's markers
-    python3 benchmarks/relate_table.py --check docs/relate-lab.md   # exit 1 when the page's table differs
+    python3 benchmarks/relate_table.py --write README.md    # replace the table between the README's markers
+    python3 benchmarks/relate_table.py --check README.md    # exit 1 when the README's table differs
 
 Records: benchmarks/results/cpu-lab/relate-lab/records.jsonl (benchmarks/relate_cpu_lab.py's output).
 `--rule window` prints what the overlap-window rule (relate(..., overlap_window=True): hidden communication
 capped by the reference's compute between its first and last collective instead of by what the reference
-hid) predicts on the same records, for the comparison the page gives.
+hid) predicts on the same records, for the comparison the README gives.
 """
 
 from __future__ import annotations

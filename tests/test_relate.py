@@ -400,7 +400,7 @@ E2E = dict(fabrics=["default", "shaped:300mbit", "shaped:100mbit"], strategies=[
 TOLERANCE = 0.20  # issue 9: predicted step within 20% of the observed one on every non-reference fabric
 
 
-@pytest.mark.lab  # its verdict (predicted against observed step times) needs a quiet machine: -m lab
+@pytest.mark.slow
 @pytest.mark.skipif(_lab_lack() is not None, reason=f"CPU fabric lab: {_lab_lack()}")
 def test_relate_cpu_lab_predicts_shaped_fabrics(tmp_path):
     import time
@@ -432,13 +432,13 @@ def test_relate_cpu_lab_predicts_shaped_fabrics(tmp_path):
                 f"{s} on {fab}: predicted {r.predicted_step_s:.3f} s, observed {r.observed_step_s:.3f} s")
 
 
-def test_docs_relate_table_is_the_scripts_output():
-    """docs/relate-lab.md's relate table is what benchmarks/relate_table.py makes of the committed lab records."""
+def test_readme_relate_table_is_the_scripts_output():
+    """The README's relate table is what benchmarks/relate_table.py makes of the committed lab records."""
     import subprocess
     import sys
     from pathlib import Path
 
     root = Path(__file__).resolve().parent.parent
     r = subprocess.run([sys.executable, str(root / "benchmarks" / "relate_table.py"), "--check",
-                        str(root / "docs" / "relate-lab.md")], capture_output=True, text=True, timeout=120)
+                        str(root / "README.md")], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr

@@ -251,3 +251,13 @@ register_kind("train", {
     "losses": [NUM], "step_times_s": [TIME], **_FACTS, "first_loss": NUM, "last_loss": NUM,
     "gpu_busy_fraction": FRACTION,
 })
+# imported health (results/health.py on main: NCCL RAS per communicator, DCGM diag per test and entity)
+register_kind("health", {
+    "check!": str, "healthy!": bool, "comm_hash": str, "nranks": RANKS, "ranks_reporting": COUNT,
+    "findings": [{"kind!": str, "detail": str, "ranks": [dict], "counts": dict}], "extra": dict,
+})
+register_kind("diag", {
+    "test!": str, "result!": str, "category": str, "entity_group": str, "entity_id": INDEX,
+    "errors": [{"error_id": int, "category": int, "severity": int, "message": str}], "info": [str],
+    "figures": [{"name!": str, "value!": NUM, "unit": str}], "extra": dict,
+})
