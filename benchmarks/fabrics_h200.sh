@@ -37,7 +37,7 @@ for r in rows:
 PY
 
 # 3. The fabric and shaped tests (CPU tier) on this machine.
-python3 -m pytest -q tests/test_fabrics.py tests/test_fabric_apply.py tests/test_shaped.py tests/test_compare.py \
+python3 -m pytest -q -m "not lab" -p no:xdist tests/test_fabrics.py tests/test_fabric_apply.py tests/test_shaped.py tests/test_compare.py \
   2>&1 | tee "$OUT/pytest.log" | tail -15
 ip netns list 2>/dev/null | grep '^fb-' > "$OUT/left_namespaces.txt"
 echo "namespaces left: $(wc -l < "$OUT/left_namespaces.txt")" | tee -a "$OUT/summary.txt"

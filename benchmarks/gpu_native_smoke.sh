@@ -25,4 +25,4 @@ print(json.dumps({"gpu": e.devices([0])[0]["name"], "nccl": lib["version_str"], 
                   "timing": "median of per-iteration CUDA-event times, slowest GPU"}, indent=1))
 c.close()
 PY
-python3 -m pytest tests/gpu tests/test_engine_ext.py -x -q 2>&1 | tee "$OUT/pytest.log" | tail -25
+python3 -m pytest -m "not lab" -p no:xdist tests/gpu tests/test_engine_ext.py -x -q 2>&1 | tee "$OUT/pytest.log" | tail -25

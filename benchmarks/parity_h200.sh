@@ -48,7 +48,7 @@ if [ $FB_RC -ne 0 ] || [ $NT_RC -ne 0 ]; then tail -40 "$OUTDIR/build.log"; exit
 
 echo "built at $(date -u +%T)" | tee -a "$OUTDIR/build.log"
 if [ "${GPU_TESTS:-0}" = 1 ]; then
-  python3 -m pytest tests/gpu/test_native_gpu.py -q 2>&1 | tee "$OUTDIR/pytest.log" | tail -5
+  python3 -m pytest -m "not lab" -p no:xdist tests/gpu/test_native_gpu.py -q 2>&1 | tee "$OUTDIR/pytest.log" | tail -5
 fi
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader | tee -a "$OUTDIR/build.log"
 if [ -n "${SPREAD:-}" ]; then

@@ -1,12 +1,15 @@
-"""README's terminal samples and report screenshots, regenerated from real runs at 80 columns.
+"""The terminal samples and report screenshots of README.md and docs/, regenerated from real runs at 80 columns.
 
     python3 benchmarks/readme_samples.py                  # print the samples (as an 80-column terminal shows them)
     python3 benchmarks/readme_samples.py --shots DIR      # and screenshot the CPU-lab report at 420 and 1280 px
 
 1. `sweep`'s table for the H200 run recorded in benchmarks/results/h200-1gpu/sweep_sample.jsonl (the records
-   as measured, printed by the table `sweep` prints, at 80 columns);
-2. `compare` on 2 gloo ranks, run here: default against p2p-off (waived: gloo uses no NCCL) and lo;
-3. `relate` on the CPU lab's study units (benchmarks/results/cpu-lab/study/units).
+   as measured, printed by the table `sweep` prints, at 80 columns): README.md and docs/sweep.md;
+2. `compare` on 2 gloo ranks, run here: default against p2p-off (waived: gloo uses no NCCL) and lo:
+   docs/fabrics.md;
+3. `relate` on the CPU lab's study units (benchmarks/results/cpu-lab/study/units): docs/relate-lab.md
+   (its table with intervals: benchmarks/relate_table.py);
+--shots: the report screenshots of docs/study.md (benchmarks/results/cpu-lab/report*.png).
 Commands 2 and 3 run through a pseudo-terminal of 80 columns, exactly as a user sees them.
 """
 

@@ -75,10 +75,6 @@ def die_with_parent(parent_pid: int | None) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
-def death_signal_available() -> bool:
-    return _PRCTL is not None
-
-
 def spawn(argv: Sequence[str], *, env: dict[str, str] | None = None, cwd: str | os.PathLike | None = None,
           stdin: Any = subprocess.DEVNULL, stdout: Any = None, stderr: Any = None,
           text: bool = True) -> subprocess.Popen:

@@ -53,6 +53,21 @@ def parse_size(text: str) -> int:
     return value
 
 
+GIB = 2**30
+
+
+def gib(nbytes: object) -> float | None:
+    """Bytes in GiB (binary), or None where there is no number (a memory figure a run never reached)."""
+    return nbytes / GIB if isinstance(nbytes, (int, float)) and not isinstance(nbytes, bool) else None
+
+
+def format_gib(nbytes: object, *, digits: int = 1, missing: str = "-", unit: bool = False) -> str:
+    """Bytes as GiB for a table cell ("13.5") or a sentence ("13.5 GiB", unit=True); `missing` where gib()
+    has no number."""
+    v = gib(nbytes)
+    return missing if v is None else f"{v:.{digits}f}" + (" GiB" if unit else "")
+
+
 def format_size(nbytes: int) -> str:
     """Shortest exact binary form: 8 -> '8B', 1048576 -> '1M', 1536 -> '1.5K'."""
     for suffix in ("T", "G", "M", "K"):

@@ -1,8 +1,18 @@
-"""Test tiers: CPU (default), one GPU and several GPUs.
+"""Test tiers, and what the default command runs.
 
-GPU tests carry @pytest.mark.gpu(n) and are skipped, with the detected count in the reason, when fewer
-than n GPUs are present. Detection reads the NVIDIA driver's device list (no CUDA context, no torch),
-never an exception caught at test time.
+    python3 -m pytest -q                 the default: fast tests and a few end-to-end runs, in parallel (minutes)
+    python3 -m pytest -q -m slow         the rest of the end-to-end runs (.ci/run's second step)
+    python3 -m pytest -q -m lab          measurements whose verdict depends on the machine's load: run alone
+    python3 -m pytest -q -n0 tests/x.py  one file, in this process (no workers to start)
+
+Markers (pyproject.toml): `slow` is an end-to-end run (real processes, seconds to minutes) left out of the
+default command; `lab` a measurement that needs a quiet machine; `gpu(n)` needs n CUDA GPUs and is skipped,
+with the detected count in the reason, when fewer are present. Detection reads the NVIDIA driver's device
+list (no CUDA context, no torch), never an exception caught at test time.
+
+Workers: pytest-xdist runs the default command on up to MAX_WORKERS processes, one whole test file per
+worker at a time (module fixtures run once), and every GPU test on one worker (one at a time, the machine's
+GPUs to itself). Where pytest-xdist is not installed, -n and --dist are accepted and the tests run here.
 """
 
 from __future__ import annotations
@@ -12,6 +22,8 @@ import shutil
 import subprocess
 
 import pytest
+
+MAX_WORKERS = 4  # each worker imports torch (~0.5 GB); the e2e runs start 2-3 ranks each
 
 
 def detected_gpus() -> int:
@@ -32,11 +44,26 @@ def detected_gpus() -> int:
 GPUS = detected_gpus()
 
 
+def pytest_addoption(parser, pluginmanager):
+    if not pluginmanager.has_plugin("xdist"):  # addopts asks for workers: accept the flags, run here
+        group = parser.getgroup("xdist", "pytest-xdist is not installed: -n and --dist are accepted and ignored")
+        group._addoption("-n", "--numprocesses", dest="numprocesses", default=None)
+        group._addoption("--dist", dest="dist", default="no")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config):
+    """-n auto: one worker per core up to MAX_WORKERS; one on a GPU machine, where GPU tests measure."""
+    return 1 if GPUS else max(1, min(os.cpu_count() or 1, MAX_WORKERS))
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups (--dist loadgroup)
 def pytest_collection_modifyitems(config, items):
     for item in items:
         mark = item.get_closest_marker("gpu")
-        if mark is None:
-            continue
-        need = mark.args[0] if mark.args else 1
-        if GPUS < need:
-            item.add_marker(pytest.mark.skip(reason=f"needs {need} GPU(s); {GPUS} detected"))
+        if mark is not None:
+            need = mark.args[0] if mark.args else 1
+            if GPUS < need:
+                item.add_marker(pytest.mark.skip(reason=f"needs {need} GPU(s); {GPUS} detected"))
+        if item.get_closest_marker("xdist_group") is None:  # a file's tests on one worker; GPU tests together
+            item.add_marker(pytest.mark.xdist_group("gpu" if mark is not None else item.nodeid.split("::")[0]))

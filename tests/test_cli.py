@@ -47,15 +47,16 @@ def _run(args, env=None):
                           timeout=120, env=e)
 
 
-def test_help_is_fast_and_imports_no_torch():
-    code = ("import sys, time; t = time.perf_counter(); from fabricbench.cli import main\n"
+def test_help_imports_no_torch():
+    # how fast it answers (0.5 s) is a wall-clock figure: benchmarks/startup_times.py measures it
+    code = ("import sys; from fabricbench.cli import main\n"
             "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
             "assert 'torch' not in sys.modules, 'torch imported by --help'\n"
             "assert 'fabricbench.cli.sweep' not in sys.modules\n"
-            "print(time.perf_counter() - t)")
+            "print('imported', len(sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
-    assert float(out.stdout.strip().splitlines()[-1]) < 0.5
+    assert out.stdout.strip().splitlines()[-1].startswith("imported ")
 
 
 def test_import_fabricbench_is_light():

@@ -100,19 +100,17 @@ def test_estimate_needs_no_transformers_for_builtin_models(monkeypatch, capsys, 
     assert capsys.readouterr().err.strip().endswith('pip install "fabricbench[train]"')
 
 
-def test_estimate_answers_fast():
-    """A fresh process, as a user types it: well under the 2 s the issue allows (no transformers import)."""
+def test_estimate_imports_neither_transformers_nor_torch():
+    """A fresh process, as a user types it: what keeps it fast (how fast, within the 2 s the issue allows, is
+    measured by benchmarks/startup_times.py: a wall-clock limit flakes in a unit test on a loaded machine)."""
     import subprocess
     import sys
-    import time
 
     code = ("import sys; from fabricbench.cli import main\n"
             "try:\n    main(['estimate', '--model', 'mistral-7b', '--num-gpus', '4'])\nexcept SystemExit:\n    pass\n"
             "assert 'transformers' not in sys.modules and 'torch' not in sys.modules")
-    t = time.perf_counter()
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
-    assert time.perf_counter() - t < 2.0
 
 
 def test_activation_formula():

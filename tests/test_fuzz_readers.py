@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 import fabricbench
 from fabricbench.errors import UsageError
 from fabricbench.results import records
+from fabricbench.results.repair import repair
 from fabricbench.topology import load_file
 from fabricbench.training.models import read_config_json
 
@@ -120,13 +121,13 @@ def test_relate_reads_damaged_files_or_says_why(tmp_path_factory, data):
 def test_repair_leaves_every_line_parsing(tmp_path_factory, data):
     path = tmp_path_factory.mktemp("rep") / "r.jsonl"
     path.write_bytes(data)
-    records.repair(path)
+    repair(path)
     text = path.read_bytes()
     assert not text or text.endswith(b"\n")
     for line in text.split(b"\n"):
         if line.strip():
             assert isinstance(records.loads_record(line.decode("utf-8")), dict)
-    assert records.repair(path) == []  # a repaired file needs no more
+    assert repair(path) == []  # a repaired file needs no more
 
 
 @SETTINGS

@@ -1,12 +1,14 @@
-"""The import graph stays clean: no cycle between subpackages, nothing outside cli/ imports cli/, fabricbench's own
-modules imported at module top (at most MAX_LOCAL inside functions), and neither `import fabricbench` nor the
-CLI's start imports torch.
+"""The import graph stays clean: every arrow runs down the layer order (LAYERS), no cycle between subpackages,
+nothing outside cli/ imports cli/, fabricbench's own modules imported at module top (at most MAX_LOCAL inside
+functions), and neither `import fabricbench` nor the CLI's start imports torch.
 
     pytest -q tests/test_imports.py
     python3 ../shared/tools/import-cycles fabricbench      (the same graph, printed)
 
 A "subpackage" is a first-level name under fabricbench/ (measuring, fabrics, cli, errors.py ...). Every import
 counts for the graph, at module top or inside a function: an import moved into a function still ties the two.
+So does a module named in a string ("fabricbench.study.machine" as a child program): the layer test reads
+those too, since a lower layer that starts a higher one's module depends on it as much as an import does.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import re
 import subprocess
 import sys
 from collections import defaultdict
@@ -29,6 +32,21 @@ PKG = "fabricbench"
 MAX_LOCAL = 40
 # The entry point may import the CLI; nothing else outside cli/ may.
 CLI_IMPORTERS_ALLOWED = {"__main__.py"}
+# The layer order, top first (STYLE.md): a subpackage imports (or names) only its own layer's and lower
+# layers' subpackages. Within a layer an arrow is allowed where it makes no cycle (advise uses study's
+# machinery); fabricbench/__init__.py, the lazy facade over every layer, is outside the order.
+LAYERS = [
+    {"__main__", "cli"},
+    {"advise", "study"},
+    {"qualifying", "relating"},
+    {"training"},
+    {"measuring"},
+    {"jobs", "topology", "report", "importing"},
+    {"results"},
+    {"fabrics", "files", "collectives"},
+    {"errors", "dtypes", "gpus", "masking", "procs", "progress", "registry", "sizes"},  # leaf modules
+]
+LEVEL = {unit: len(LAYERS) - i for i, layer in enumerate(LAYERS) for unit in layer}
 
 
 def _module(path: Path) -> list[str]:
@@ -47,6 +65,60 @@ def _imported(path: Path, node: ast.Import | ast.ImportFrom) -> list[str]:
         base = base[:-1]
     base = base[: len(base) - node.level + 1]
     return [".".join(base + ([node.module] if node.module else []))]
+
+
+def _unit(name: str) -> str | None:
+    """The subpackage a dotted module name names ("fabricbench.study.machine" -> "study"), if it exists."""
+    parts = name.split(".")
+    if parts[0] != PKG or len(parts) < 2:
+        return None
+    return parts[1] if (ROOT / parts[1]).is_dir() or (ROOT / f"{parts[1]}.py").is_file() else None
+
+
+def _named_in_strings(tree: ast.AST) -> list[tuple[str, int]]:
+    """(subpackage, line) of each own module named in a string constant that is not a docstring."""
+    docs = {id(n.body[0].value) for n in ast.walk(tree)
+            if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and n.body
+            and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+    out = []
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docs:
+            unit = _unit(n.value.strip())
+            if unit is not None and re.fullmatch(r"[\w.]+", n.value.strip()):
+                out.append((unit, n.lineno))
+    return out
+
+
+def _arrows() -> list[tuple[str, str, str]]:
+    """(from, to, 'file:line') for every own import and every own module named in a string, between two
+    different subpackages (the root facade fabricbench/__init__.py left out)."""
+    out = []
+    for path in sorted(ROOT.rglob("*.py")):
+        rel = path.relative_to(ROOT)
+        src_unit = rel.parts[0].removesuffix(".py")
+        if src_unit == "__init__":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                for name in _imported(path, node):
+                    names = [name] if name != PKG else [f"{PKG}.{a.name}" for a in node.names]
+                    out += [(src_unit, u, f"{rel}:{node.lineno}") for u in map(_unit, names)
+                            if u is not None and u != src_unit]
+        out += [(src_unit, u, f"{rel}:{line}") for u, line in _named_in_strings(tree) if u != src_unit]
+    return out
+
+
+def _upward(arrows: list[tuple[str, str, str]]) -> list[str]:
+    """The arrows that run up the layer order, and the subpackages no layer names."""
+    bad = []
+    for src, dst, where in arrows:
+        missing = [u for u in (src, dst) if u not in LEVEL]
+        if missing:
+            bad.append(f"{where}: {', '.join(missing)} is in no layer (add it to LAYERS)")
+        elif LEVEL[dst] > LEVEL[src]:
+            bad.append(f"{where}: {src} -> {dst}")
+    return bad
 
 
 def _scan() -> tuple[dict[str, set[str]], list[str], list[str]]:
@@ -130,6 +202,35 @@ def test_no_cycle_between_subpackages():
     assert not cycles, "subpackages that import each other (directly or around a ring): " + "; ".join(
         " <-> ".join(g) + " [" + ", ".join(f"{a}->{b}" for a in g for b in sorted(edges[a]) if b in g) + "]"
         for g in cycles)
+
+
+def test_every_arrow_runs_down_the_layer_order():
+    arrows = _arrows()
+    assert len({(a, b) for a, b, _ in arrows}) > 80  # the scan sees the graph (118 arrows at its writing)
+    bad = _upward(arrows)
+    assert not bad, "arrows that run up the layer order (LAYERS, top first): " + "; ".join(bad)
+
+
+def test_every_subpackage_is_in_a_layer():
+    units = {p.name.removesuffix(".py") for p in ROOT.iterdir()
+             if (p.is_dir() and (p / "__init__.py").exists()) or (p.suffix == ".py" and p.name != "__init__.py")}
+    assert units == set(LEVEL), (f"in no layer: {sorted(units - set(LEVEL))}; "
+                                 f"in LAYERS but gone: {sorted(set(LEVEL) - units)}")
+
+
+def test_the_layer_check_finds_an_arrow_up(tmp_path, monkeypatch):
+    # a fake package: results imports study inside a function, and jobs names study's module in a string
+    pkg = tmp_path / PKG
+    for sub in ("results", "study", "jobs"):
+        (pkg / sub).mkdir(parents=True)
+        (pkg / sub / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "results" / "kinds.py").write_text('"""fabricbench.study is named here: a docstring."""\n'
+                                              "def f():\n    from fabricbench.study import units\n")
+    (pkg / "jobs" / "configs.py").write_text('PROGRAM = ("fabricbench.study.machine",)\n'
+                                             "from fabricbench.results import kinds\n")
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", pkg)
+    assert sorted(_upward(_arrows())) == ["jobs/configs.py:1: jobs -> study", "results/kinds.py:3: results -> study"]
 
 
 def test_the_cycle_check_finds_a_ring():

@@ -11,9 +11,10 @@ import json
 
 from fabricbench.files import dumps
 from fabricbench.qualifying.verdict import Verdict, at_least, combine, error, waived
-from fabricbench.results import records
+from fabricbench.results import fields, records
 from fabricbench.results.schema import SCHEMA, CollectiveResult, TrainResult, header
 from fabricbench.results.status import Severity, Status
+from fabricbench.study.kinds import unit_of
 
 
 def _collective(**over) -> CollectiveResult:
@@ -26,7 +27,7 @@ def _collective(**over) -> CollectiveResult:
 
 
 def test_collective_records_read_back_typed_with_the_status_enum(tmp_path):
-    wrote = [_collective(), _collective(requested_bytes=64, bytes=64, wrong=3, status=Status.WRONG)]
+    wrote = [_collective(), _collective(requested_bytes=64, bytes=64, count=16, wrong=3, status=Status.WRONG)]
     path = tmp_path / "r.jsonl"
     path.write_text("".join(dumps(r.to_dict()) + "\n" for r in wrote) + '{"not": "a record"}\n')
     assert '"status": "ok"' in path.read_text()  # the file holds the plain string
@@ -90,11 +91,11 @@ def test_older_and_foreign_verdicts():
 def test_the_fleet_reader_checks_the_shared_readers_field_types():
     from fabricbench.qualifying import inputs
 
-    assert records.flat_types("collective", "time_us") == (int, float)
-    assert records.flat_types("copy", "src") == (str,) and records.flat_types(None, "host") == (str,)
+    assert fields.flat_types("collective", "time_us") == (int, float)
+    assert fields.flat_types("copy", "src") == (str,) and fields.flat_types(None, "host") == (str,)
     for kind, table in inputs._TYPES.items():  # every type the fleet checks is the shared table's
         for key, types in table.items():
-            assert types == records.flat_types(kind, key), (kind, key)
+            assert types == fields.flat_types(kind, key), (kind, key)
     good = {"schema": SCHEMA, "kind": "collective", "op": "all_reduce", "time_us": 3, "status": "ok"}
     assert inputs.well_typed(good)
     assert not inputs.well_typed({**good, "time_us": "3"}) and not inputs.well_typed({**good, "time_us": True})
@@ -161,12 +162,12 @@ def test_the_facts_a_study_writes_onto_a_record_read_typed():
     train = {"schema": SCHEMA, "kind": "train", "strategy": "ddp", "status": "ok", **facts}
     got = records.parse_lines(json.dumps(coll) + "\n" + json.dumps(train) + "\n")
     (c,), (t,) = got.typed(CollectiveResult), got.typed(TrainResult)
-    assert c.study_unit == "sweep @ shaped:1gbit" and c.fabric_env == {"NCCL_P2P_DISABLE": "1"}
+    assert unit_of(c) == "sweep @ shaped:1gbit" and unit_of(coll) == unit_of(c) and c.fabric_env == {"NCCL_P2P_DISABLE": "1"}
     assert c.shaped_rate_bps == 1e9 and c.netns == "fb-1" and c.transport_mismatch == "asked P2P off, saw P2P"
     assert c.extra == {}  # null (an imported record's) reads as no extras
     assert t.reached("fabric_env") == {"NCCL_P2P_DISABLE": "1"} and t.reached("shaped_rate_bps") == 1e9
     assert t.netns == "fb-1"
-    assert "transport_mismatch" not in _collective().to_dict() and _collective().study_unit is None
+    assert "transport_mismatch" not in _collective().to_dict() and unit_of(_collective()) is None
     bad = records.parse_lines("".join(json.dumps(dict(coll, **{k: v})) + "\n" for k, v in
                                       (("fabric_env", "x"), ("shaped_rate_bps", "1g"), ("netns", 3),
                                        ("transport_mismatch", [1]))))

@@ -3,7 +3,7 @@
 image or code block. Skips, saying what is missing, where chromium, its driver or selenium is not
 installed (`.ci/run` installs them).
 
-    FABRICBENCH_SCREENSHOTS=docs/img python3 -m pytest -q tests/test_report_browser.py   (README's pictures)
+    FABRICBENCH_SCREENSHOTS=docs/img python3 -m pytest -q tests/test_report_browser.py   (docs/study.md's pictures)
 """
 
 from __future__ import annotations
@@ -108,7 +108,7 @@ def fleet_report(tmp_path: Path) -> Path:
 
 
 def study_report(tmp_path: Path) -> Path:
-    """The CPU lab's study report (README's picture), rebuilt here from its recorded results."""
+    """The CPU lab's study report (docs/study.md's picture), rebuilt here from its recorded results."""
     from fabricbench.study.report import write_report
 
     study = tmp_path / "study"

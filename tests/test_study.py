@@ -5,7 +5,7 @@ The end-to-end part runs two small studies once each (module fixtures) and asser
   ddp and fsdp: every unit recorded, the shaped fabric really applied (busbw held to RATE/2), the report
   (Markdown and self-contained HTML, every figure a data: URI) built from the records; `--resume`
   measures nothing; `fabricbench report` rebuilds the same report.
-- STOPPED: fsdp made to run out of memory (the worker's test hook), the run interrupted with SIGINT in
+- STOPPED: fsdp made to run out of memory (training/faults.py's injection point), the run interrupted with SIGINT in
   its sweep: the OOM is a result, the interrupted unit is recorded, `--resume` finishes only what is left.
 """
 
@@ -29,6 +29,7 @@ from fabricbench.study import records as study_records
 from fabricbench.study.config import StudyConfig
 from fabricbench.study.plan import build_plan
 from fabricbench.study.units import Context, covering_sizes, sweep_plan, traced_sizes
+from fabricbench.training import faults
 from fabricbench.topology.smi import read_file
 
 DATA = Path(__file__).parent / "data" / "topo"
@@ -111,10 +112,11 @@ def test_sweep_sizes_cover_the_traced_collectives():
 
 
 def test_records_keep_only_each_units_latest_attempt(tmp_path):
-    lines = [{"kind": "plan", "study": {"config": {}, "units": []}},
+    plan = {"kind": "plan", "study": {"config": {"out": str(tmp_path)}, "units": []}}  # a readable plan: out at least
+    lines = [plan,
              {"kind": "machine", "strategy": "ddp", "study": {"unit": "train ddp @ default", "attempt": "a1"}},
              {"kind": "study_unit", "name": "train ddp @ default", "attempt": "a1", "status": "error"},
-             {"kind": "plan", "study": {"config": {}, "units": []}},
+             plan,
              {"kind": "machine", "strategy": "ddp", "v": 2, "study": {"unit": "train ddp @ default", "attempt": "a2"}},
              {"kind": "study_unit", "name": "train ddp @ default", "attempt": "a2", "status": "ok"}]
     from fabricbench.results import header
@@ -182,7 +184,39 @@ def test_dry_run_lists_units_and_measures_nothing(tmp_path):
     assert not (out / "results.jsonl").exists()
 
 
-# -- end to end ------------------------------------------------------------------------------------------------
+# -- end to end: the default command's one small study --------------------------------------------------------
+SMALL = ["--steps", "4", "--warmup-steps", "1", "--max-steps", "4", "--batch-size", "2", "--seq-len", "32",
+         "--iters", "3", "--warmup", "1", "--repeats", "1"]
+
+
+def test_one_small_study_end_to_end(tmp_path):
+    """The default test command's end-to-end study (the two full ones below run with -m slow): one fabric,
+    DDP on 2 gloo ranks, as a user types it: every unit recorded and measured, the report built from the
+    records, and `fabricbench report` rebuilding the same report without measuring."""
+    out = tmp_path / "one"
+    r = _fb("study", "--device", "cpu", "--nprocs", "2", "--fabrics", "default", "--strategies", "ddp",
+            "--model", "tiny-mistral", *SMALL, "--out", str(out))
+    assert r.returncode == 0, r.stdout + r.stderr
+    sr = study_records.load(out)
+    assert set(sr.units) == {"machine", "estimate", "relate", "summary", "sweep @ default", "train ddp @ default"}
+    for name, u in sr.units.items():
+        if name != "relate":  # relate needs two fabrics to compare; its status is its own business
+            assert u["status"] == "ok", (name, u["message"])
+    (train,) = sr.of_kind("train")
+    assert train["strategy"] == "ddp" and train["step_time"]["timed_steps"] >= 3
+    assert train["throughput"]["samples_per_s"] > 0 and train["nranks"] == 2
+    colls = sr.of_kind("collective")
+    assert colls and all(c["status"] == "ok" and c["fabric"] == "default" and c["busbw_gbps"] > 0 for c in colls)
+    assert {c["op"] for c in colls} >= {"all_reduce"}
+    md = (out / "report.md").read_text()
+    assert md.count("\n## ") >= 5 and "## Reproduce" in md and "fabricbench study --device cpu --nprocs 2" in md
+    results = (out / "results.jsonl").read_text()
+    again = _fb("report", str(out))
+    assert again.returncode == 0, again.stderr
+    assert (out / "report.md").read_text() == md and (out / "results.jsonl").read_text() == results
+
+
+# -- end to end (-m slow) --------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def full(tmp_path_factory):
     out = tmp_path_factory.mktemp("study") / "lab"
@@ -364,7 +398,7 @@ def stopped(tmp_path_factory):
     out = tmp_path_factory.mktemp("study") / "stopped"
     args = ["study", "--device", "cpu", "--nprocs", "2", "--fabrics", "default", "--strategies", "ddp,fsdp",
             "--model", MODEL, *TRAIN, "--out", str(out)]
-    env = {**os.environ, "FABRICBENCH_FAKE_OOM": "fsdp"}
+    env = {**os.environ, faults.INJECT_ENV: "oom:fsdp"}
     p = subprocess.Popen([sys.executable, "-m", "fabricbench", *args], env=env, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 400

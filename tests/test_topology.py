@@ -247,10 +247,8 @@ def _synthetic(n, link):
     return Topology(gpus=tuple(Gpu(index=i) for i in range(n)), links=links)
 
 
-def test_nvl72_in_trays_and_576_answer_fast_and_right():
-    import time
-
-    t0 = time.monotonic()
+def test_nvl72_in_trays_and_576_answer_right():
+    # how fast (~0.3 s; minutes before, with an exponential search): benchmarks/topology_scaling.py
     trays = _synthetic(72, lambda i, j: "NV18" if i // 4 == j // 4 else "SYS")
     assert trays.islands() == [list(range(i, i + 4)) for i in range(0, 72, 4)]
     adv = {a["k"]: a for a in trays.advice()}
@@ -260,7 +258,6 @@ def test_nvl72_in_trays_and_576_answer_fast_and_right():
     big = _synthetic(576, lambda i, j: "NV18")
     assert big.islands() == [list(range(576))] and big.uniform and big.best_set(300) == list(range(300))
     assert {a["k"]: a for a in big.advice()}[576]["text"] == "any 576 GPUs: every pair is NV18"
-    assert time.monotonic() - t0 < 10  # ~0.3 s alone; minutes before (exponential search)
 
 
 def test_irregular_graph_islands_are_maximal_cliques_covering_every_gpu():

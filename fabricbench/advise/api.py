@@ -15,6 +15,7 @@ study found DDP a few percent faster wherever it fits. The runner-up is the next
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +29,7 @@ from fabricbench.gpus import parse_gpus
 from fabricbench.measuring.comparison import Comparison
 from fabricbench.results import records as result_records
 from fabricbench.results.schema import CollectiveResult, TrainResult
-from fabricbench.sizes import parse_size
+from fabricbench.sizes import format_gib, parse_size
 from fabricbench.study import records as study_records
 from fabricbench.topology import load_file, read_topology
 from fabricbench.topology.model import Topology, _ranges
@@ -36,6 +37,8 @@ from fabricbench.topology.ranking import PlacementRank, rank_placements
 from fabricbench.training import estimate as est, models, repeats
 from fabricbench.training.strategies import STRATEGIES
 
+
+_gib_text = functools.partial(format_gib, missing="?", unit=True)  # "13.5 GiB" in sentences
 EVEN = 0.05  # predicted times within 5% are even (run-to-run noise of step times is of that order)
 
 
@@ -78,10 +81,6 @@ class Advice:
                 "time_source": self.time_source, "notes": self.notes, "warnings": self.warnings,
                 "placements": [p.to_dict() for p in self.placements],
                 "strategies": [s.to_dict() for s in self.strategies]}
-
-
-def _gib(b: float | None) -> str:
-    return "?" if b is None else f"{b / 2**30:.1f} GiB"
 
 
 def _set(g: list[int]) -> str:
@@ -284,8 +283,8 @@ def _choose(advice: list[StrategyAdvice]) -> list[StrategyAdvice]:
     order = {a.strategy: i for i, a in enumerate(advice)}
     for a in advice:
         if not a.memory.usable:
-            a.note = (f"ruled out: needs {_gib(a.memory.need_bytes)} per GPU, "
-                      f"{_gib(a.memory.capacity_bytes)} available ({a.memory.source})")
+            a.note = (f"ruled out: needs {_gib_text(a.memory.need_bytes)} per GPU, "
+                      f"{_gib_text(a.memory.capacity_bytes)} available ({a.memory.source})")
     usable = [a for a in advice if a.memory.usable]
     if not usable:
         return []
@@ -337,13 +336,13 @@ def _reasons(chosen: list[StrategyAdvice], placements: list[PlacementRank], n: i
                        f"{_set(worse.gpus)} ({worse.label}, slowest hop {worse.slowest_link}, "
                        f"{worse.busbw_gbps:.0f} GB/s, {worse.source})")
     if not chosen:
-        out.append(f"no strategy fits {_gib(cap)} per GPU ({cap_src}): use more GPUs, a smaller batch or "
+        out.append(f"no strategy fits {_gib_text(cap)} per GPU ({cap_src}): use more GPUs, a smaller batch or "
                    f"activation checkpointing")
         return out
     top = chosen[0]
     m = top.memory
-    mem = (f"needs {_gib(m.need_bytes)} of {_gib(m.capacity_bytes)} per GPU ({m.source}; margin "
-           f"{_gib(m.margin_bytes)})" if m.capacity_bytes else f"needs {_gib(m.need_bytes)} per GPU ({m.source}); "
+    mem = (f"needs {_gib_text(m.need_bytes)} of {_gib_text(m.capacity_bytes)} per GPU ({m.source}; margin "
+           f"{_gib_text(m.margin_bytes)})" if m.capacity_bytes else f"needs {_gib_text(m.need_bytes)} per GPU ({m.source}); "
            f"GPU memory unknown")
     t = top.time
     if t.step_time_s is not None and t.time_source == "measured":

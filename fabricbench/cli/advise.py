@@ -21,10 +21,7 @@ from fabricbench.advise.api import advise as run_advise
 from fabricbench.errors import UsageError
 from fabricbench.report import table as tables
 from fabricbench.report.analysis import fmt, fmt_count
-
-
-def _gib(b) -> str:
-    return "-" if b is None else f"{b / 2**30:.1f}"
+from fabricbench.sizes import format_gib
 
 
 def _ms(s) -> str:
@@ -86,7 +83,7 @@ def advise(model, model_config, num_gpus, gpus, topo_file, topo_file2, results, 
                     f"+{len(p.equivalent)}" if p.equivalent else ""] for p in a.placements[:6]])
     con.print()
     tables.render(con, f"Strategies on {','.join(map(str, a.placement))} ({a.time_source})", STRATEGY_COLS,
-                  [[s.strategy, s.memory.verdict, _gib(s.memory.need_bytes), _gib(s.memory.margin_bytes),
+                  [[s.strategy, s.memory.verdict, format_gib(s.memory.need_bytes), format_gib(s.memory.margin_bytes),
                     _ms(s.time.comm_time_s), _ms(s.time.step_time_s), s.note] for s in a.strategies])
     for n in a.notes:
         say(f"note: {n}")

@@ -23,4 +23,13 @@ COLLECTIVES.register("all_to_all", ALL_TO_ALL)
 # What a sweep runs when --ops is not given: the three that data-parallel training depends on.
 DEFAULT_OPS = ("all_reduce", "all_gather", "reduce_scatter")
 
-__all__ = ["COLLECTIVES", "DEFAULT_OPS", "Collective", "Sizing"]
+
+def busbw_factor(op: str | None, nranks: int | None) -> float | None:
+    """The bus-bandwidth factor of `op` on `nranks` ranks (0 for one rank: busbw means nothing there), or None
+    where the op is not one of these or the rank count is unknown (never guessed; an imported record keeps
+    it null, relate counts no bus bytes for it)."""
+    if op is None or not nranks or op not in COLLECTIVES.names():
+        return None
+    return COLLECTIVES.get(op).busbw_factor(nranks)
+
+__all__ = ["COLLECTIVES", "DEFAULT_OPS", "Collective", "Sizing", "busbw_factor"]

@@ -84,12 +84,6 @@ def _travelled(environ: dict[str, str]) -> dict:
     return v if isinstance(v, dict) else {}
 
 
-def argv_name(fabric: Fabric) -> str:
-    """What a child's argv says for `fabric`: a custom fabric's name (its values travel by carry()), a
-    built-in's or a family member's full name (nothing secret in them)."""
-    return fabric.name
-
-
 _KNOWN: dict[str, Fabric] = {}  # custom fabrics parsed in this process (a qualify spec's), by name
 
 

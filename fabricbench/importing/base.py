@@ -14,7 +14,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
-from fabricbench.collectives import COLLECTIVES
 from fabricbench.dtypes import ALIASES, DTYPES
 from fabricbench.errors import UsageError
 from fabricbench.results.context import allowed_env, package_version
@@ -82,13 +81,6 @@ def number(token: str | None) -> float | None:
     except ValueError:
         return None
     return v if math.isfinite(v) else None
-
-
-def busbw_factor(op: str | None, nranks: int | None) -> float | None:
-    """Our factor for (op, n) where both are known and the op is one of ours; else None (never guessed)."""
-    if op is None or not nranks or op not in COLLECTIVES:
-        return None
-    return COLLECTIVES.get(op).busbw_factor(nranks)
 
 
 @dataclass(kw_only=True)

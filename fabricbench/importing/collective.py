@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from fabricbench.collectives import busbw_factor
 from fabricbench.fabrics.transport import TransportSummary
-from fabricbench.importing.base import busbw_factor
 from fabricbench.results.schema import CollectiveResult
 from fabricbench.results.status import Status
 

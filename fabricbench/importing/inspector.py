@@ -31,7 +31,8 @@ import json
 import re
 from typing import Any
 
-from fabricbench.importing.base import Source, busbw_factor, number
+from fabricbench.collectives import busbw_factor
+from fabricbench.importing.base import Source, number
 from fabricbench.importing.inspector_common import OP_NAMES, s_of_msg, version_tuple
 from fabricbench.results.schema import CollectiveResult
 from fabricbench.results.status import Status

@@ -17,7 +17,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from fabricbench.importing.base import Source, busbw_factor, number
+from fabricbench.collectives import busbw_factor
+from fabricbench.importing.base import Source, number
 from fabricbench.importing.inspector_common import OP_NAMES, bucket_bytes, s_of_msg
 from fabricbench.results.schema import CollectiveResult
 from fabricbench.results.status import Status

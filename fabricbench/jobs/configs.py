@@ -278,27 +278,3 @@ class ReportJob(Job):
     PROGRAM = ("fabricbench", "report")
     out_dir: str = field(metadata=argv_field(positional=True))
     as_json: bool = field(default=False, metadata=argv_field(flag="--json"))
-
-
-@dataclass(frozen=True, kw_only=True)
-class MachineJob(Job):
-    """A child `python -m fabricbench.study.machine` (versions, GPUs, topology), as study starts one."""
-
-    PROGRAM = ("fabricbench.study.machine",)
-    device: str = "cuda"
-    gpus: tuple[int, ...] | None = None
-    nprocs: int | None = None
-
-
-@dataclass(frozen=True, kw_only=True)
-class BatchJob(Job):
-    """A child `python -m fabricbench.training.batch` (the per-GPU batch that keeps a GPU busy), as study
-    starts one."""
-
-    PROGRAM = ("fabricbench.training.batch",)
-    model: str | None = None
-    model_config: str | None = None
-    gpu: int = 0
-    seq_len: int | None = None
-    image_size: int | None = None
-    precision: str | None = None

@@ -8,7 +8,7 @@
 
 A process killed while writing leaves its last line cut in half. Appending after it would glue the next
 record onto the fragment, and both would be lost; skipping the fragment silently would leave the file
-with a line no reader can parse. So opening the store repairs the file first (results.records.repair,
+with a line no reader can parse. So opening the store repairs the file first (results.repair.repair,
 the one reader of results files: the fragment is cut off, a damaged line further up is moved aside to
 FILE.unreadable), says so once per line on stderr, and the measurement the fragment held is not in the
 store: it is done again.
@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Hashable, Iterable
 
 from fabricbench.results import records
+from fabricbench.results.repair import repair
 from fabricbench.results.status import REUSABLE, Status
 
 OK = Status.OK  # done: not measured again
@@ -34,11 +35,11 @@ def _warn(message: str) -> None:
     print(f"warning: {message}", file=sys.stderr)
 
 
-def repair(path: str | os.PathLike, *, warn: Callable[[str], None] = _warn) -> list[dict[str, Any]]:
-    """Every record of a results file, after the repair (results.records.repair: a torn last line cut off,
+def read_repaired(path: str | os.PathLike, *, warn: Callable[[str], None] = _warn) -> list[dict[str, Any]]:
+    """Every record of a results file, after the repair (results.repair.repair: a torn last line cut off,
     damaged lines moved aside); one warning per line cut or moved. A file that does not exist holds
     nothing."""
-    for w in records.repair(path):
+    for w in repair(path):
         warn(w)
     return records.read(path, missing_ok=True).records
 
@@ -62,7 +63,7 @@ class ResumeStore:
     def open(cls, path: str | os.PathLike, *, key: Callable[[dict[str, Any]], Hashable | None],
              keep: Callable[[dict[str, Any]], bool] | None = None,
              warn: Callable[[str], None] = _warn) -> "ResumeStore":
-        recs = repair(path, warn=warn)
+        recs = read_repaired(path, warn=warn)
         if keep is not None:
             recs = [r for r in recs if keep(r)]
         return cls(records=recs, key=key, source=str(path))

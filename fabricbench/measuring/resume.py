@@ -69,7 +69,7 @@ def _freeze(v: Any) -> Any:
 def read_prior(path: str | os.PathLike) -> list[dict[str, Any]]:
     """The reusable collective records of a results file (none when it does not exist yet), read through the
     one resume store: a torn last line is cut off with a warning and its measurement done again."""
-    return [r for r in store.repair(path) if r.get("kind") == "collective" and r.get("status") in REUSABLE]
+    return [r for r in store.read_repaired(path) if r.get("kind") == "collective" and r.get("status") in REUSABLE]
 
 
 @dataclass(kw_only=True)

@@ -11,3 +11,5 @@ points, retries, and the --baseline verdict); codes.py (stable finding codes and
 --level runs and how long: --dry-run), prometheus.py (the node_exporter textfile), inputs.py (results
 files read back; the fleet's streamed).
 """
+
+from fabricbench.qualifying import kinds as _kinds  # noqa: F401  (registers qualify's record kinds)

@@ -170,7 +170,7 @@ def qualify(spec: Spec | str | os.PathLike, *, out: str | os.PathLike | None = N
         if not resume:
             raise UsageError(f"--out {out}: {results_path} already holds a run; pass --resume to continue "
                              f"it or choose another --out")
-        store.repair(results_path)  # a torn last line (a killed run) is cut off, and that unit measured again
+        store.read_repaired(results_path)  # a torn last line (a killed run) is cut off, and that unit measured again
         previous = list(results_records.read(results_path, what="--resume"))
     run_id = next((r["run_id"] for r in previous if r.get("kind") == "qualify_start" and r.get("run_id")),
                   None) or new_run_id()

@@ -5,7 +5,7 @@
 
 A code names *what kind of finding* it is, never a number that changes with the run, so that fleet tools
 can count and route findings (like DCGM's DCGM_FR_* codes). Codes are never renamed or reused; a new
-criterion gets a new row. README's table of codes is checked against this one by tests/test_qualify_codes.py.
+criterion gets a new row. docs/qualify.md's table of codes is checked against this one by tests/test_qualify_grading.py.
 
 Severity (verdict.py) says how bad a finding is; the code says which one it is; the action says what to do.
 """
@@ -173,7 +173,7 @@ def code_for(kind: str, criterion: str | None) -> Code:
 
 
 def markdown_table() -> str:
-    """The README's table of codes (tests check that README holds it)."""
+    """docs/qualify.md's table of codes (tests/test_qualify_grading.py checks that the page holds it)."""
     lines = ["| code | check kind | criterion | meaning |", "|---|---|---|---|"]
     lines += [f"| `{c.code}` | {c.kind} | {c.criterion} | {c.meaning} |" for c in _ROWS]
     return "\n".join(lines)

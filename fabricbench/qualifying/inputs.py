@@ -33,11 +33,12 @@ except ImportError:
 from fabricbench.errors import UsageError
 from fabricbench.files import check_input, json_safe
 from fabricbench.results import records as results_records
+from fabricbench.results.fields import flat_types
 from fabricbench.results.schema import SCHEMA
 
 _NUM = (int, float)
 # kind -> the fields a figure reads, checked when present (None is always allowed: "not measured"); their
-# types are the shared reader's (results/records.FIELDS), so the two readers never disagree on a type
+# types are the shared reader's (results/fields.FIELDS), so the two readers never disagree on a type
 _READ = {
     "collective": ("op", "dtype", "requested_bytes", "time_us", "busbw_gbps", "algbw_gbps", "cv", "nranks", "gpus",
                    "status", "wrong", "transport", "engine", "backend", "iters", "extra"),
@@ -45,8 +46,8 @@ _READ = {
     "train": ("throughput", "status", "strategy", "model", "nranks", "device", "first_loss", "last_loss"),
     "topology": ("gpus",),
 }
-_TYPES = {kind: {k: results_records.flat_types(kind, k) for k in keys} for kind, keys in _READ.items()}
-_COMMON = {k: results_records.flat_types(None, k) for k in ("kind", "host", "fabric", "run_id", "schema")}
+_TYPES = {kind: {k: flat_types(kind, k) for k in keys} for kind, keys in _READ.items()}
+_COMMON = {k: flat_types(None, k) for k in ("kind", "host", "fabric", "run_id", "schema")}
 
 
 @dataclass

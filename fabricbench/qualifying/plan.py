@@ -20,7 +20,7 @@ from fabricbench.qualifying.checks import CHECKS
 from fabricbench.qualifying.checks.base import Check, retries_of
 from fabricbench.qualifying.spec import RunSettings, Spec
 
-LEVEL_BUDGET_S = {1: 60, 2: 300, 3: 1200}  # what each level aims at (README: quick, standard, long)
+LEVEL_BUDGET_S = {1: 60, 2: 300, 3: 1200}  # what each level aims at (docs/qualify.md: quick, standard, long)
 LEVEL_NAMES = {1: "quick", 2: "standard", 3: "long"}
 START_S = {"native": 6.0, "torch": 5.0}  # a measuring child: interpreter, CUDA context, NCCL communicator
 LATENCY_S = {"gpu": 30e-6, "gloo": 300e-6}

@@ -125,6 +125,17 @@ class TextFile:
     def add_outliers(self, host: str, count: int) -> None:
         self._set("fabricbench_fleet_outliers", {"host": host}, count)
 
+    def add_node(self, host: str, *, busbw: list[dict[str, str]], values: list[float],
+                 checks: dict[str, tuple[Severity, str]], worst: int, outliers: int) -> None:
+        """One node of a fleet: its busbw figures (labels and values), its checks (severity, code), its
+        worst severity's number and the figures on which it is an outlier."""
+        for labels, value in zip(busbw, values):
+            self.add_busbw({**labels, "host": host}, value)
+        for check, (sev, code) in checks.items():
+            self.add_status(host, check, "", sev, code)
+        self.add_summary(host, "fleet", worst)
+        self.add_outliers(host, outliers)
+
     def write(self, path: str) -> str:
         check_path(path)
         try:

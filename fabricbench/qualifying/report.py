@@ -10,9 +10,9 @@ reproduces the run (every flag that shaped it: api.reproduce_line).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from fabricbench.qualifying.verdict import STATUSES, Verdict, fmt_value
+from fabricbench.qualifying.verdict import Verdict, fmt_value
 from fabricbench.results.status import Severity, Status
 from fabricbench.report import table as tables
 from fabricbench.report.document import Document
@@ -127,6 +127,3 @@ def write_report(res: "QualifyResult", out: Path) -> dict[str, str]:
     md, html = doc.write(out, stem="report")
     return {"report_md": str(md), "report_html": str(html)}
 
-
-def counts_line(verdicts: list[Verdict]) -> dict[str, Any]:
-    return {s: sum(1 for v in verdicts if v.status == s) for s in STATUSES}

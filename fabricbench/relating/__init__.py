@@ -8,6 +8,7 @@ inputs.py reads and groups the records; api.py joins them into rows; format.py p
 plot.py draws busbw drop against slowdown.
 """
 
+from fabricbench.relating import kinds as _kinds  # noqa: F401  (registers relate's record kind)
 from fabricbench.relating.curves import Curve, SweepCurves
 from fabricbench.relating.model import FORMULA
 from fabricbench.relating.pricing import comm_time, price

@@ -22,7 +22,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Iterable
 
-from fabricbench.collectives import COLLECTIVES
+from fabricbench.collectives import COLLECTIVES, busbw_factor
 from fabricbench.results.schema import CollectiveResult
 from fabricbench.results.status import Status
 from fabricbench.sizes import format_size as _exact_size
@@ -50,12 +50,6 @@ def size_3sig(nbytes: float) -> str:
                 return exact
             return f"{nbytes / unit:.3g}{suffix}"
     return f"{nbytes:g}B"
-
-
-def busbw_factor(op: str, nranks: int) -> float:
-    if op not in COLLECTIVES:
-        return 0.0
-    return COLLECTIVES.get(op).busbw_factor(nranks)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -99,7 +93,7 @@ class Curve:
         return max(near) if near else 0.0
 
     def busbw_gbps(self, nbytes: int, time_s: float) -> float:
-        return nbytes / time_s / 1e9 * busbw_factor(self.op, self.nranks)
+        return nbytes / time_s / 1e9 * (busbw_factor(self.op, self.nranks) or 0.0)
 
     def span(self) -> str:
         return f"{size_3sig(self.sizes[0])}-{size_3sig(self.sizes[-1])}"

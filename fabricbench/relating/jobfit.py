@@ -27,9 +27,10 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from fabricbench.collectives import busbw_factor
 from fabricbench.errors import UsageError
 from fabricbench.measuring.stats import median_ci_rel, percentile
-from fabricbench.relating.curves import DTYPE_SUBSTITUTED, SweepCurves, busbw_factor, size_3sig
+from fabricbench.relating.curves import DTYPE_SUBSTITUTED, SweepCurves, size_3sig
 from fabricbench.results.schema import CollectiveResult
 
 NOISE_FLOOR = 0.05  # the least relative noise granted to a sweep point (see the module docstring)
@@ -122,7 +123,7 @@ def fit(job: list[dict[str, Any]], sweep: list[CollectiveResult], *, fabric: str
 
 def _busbw(rec: dict[str, Any], size: int) -> float | None:
     """The call's busbw; on one rank (factor 0) its algbw, S / t, which is what there is to compare."""
-    factor = busbw_factor(rec["op"], rec["nranks"])
+    factor = busbw_factor(rec["op"], rec["nranks"]) or 0.0
     if factor and rec.get("busbw_gbps") is not None:
         return float(rec["busbw_gbps"])
     t = rec.get("time_us")
@@ -147,7 +148,7 @@ def _row(curves: SweepCurves, fabric: str, key: tuple[str, int, str], calls: lis
         return Row(**base, sweep_busbw=None, sweep_noise_rel=None, ratio=None, verdict=UNPRICED, notes=notes)
     if why == DTYPE_SUBSTITUTED:
         notes.append(f"the Inspector names no dtype: priced on the sweep's {curve.dtype} curve")
-    one_rank = busbw_factor(op, n) == 0
+    one_rank = (busbw_factor(op, n) or 0.0) == 0
     if one_rank:
         notes.append("one rank: busbw is 0 by definition (factor 0), so algbw = S / t is compared")
     bw = (lambda size, t: size / t / 1e9) if one_rank else curve.busbw_gbps

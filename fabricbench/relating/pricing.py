@@ -23,8 +23,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+from fabricbench.collectives import busbw_factor
 from fabricbench.relating.curves import (ABOVE, BELOW, DTYPE_SUBSTITUTED, EXACT, FAR, INTERPOLATED, NEAR_FACTOR,
-                                         UNPRICED, Curve, SweepCurves, busbw_factor, size_3sig)
+                                         UNPRICED, Curve, SweepCurves, size_3sig)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -50,7 +51,7 @@ class PricedCollective:
     @property
     def bus_bytes(self) -> float:
         """calls × S × busbw factor: the numerator of the trace-weighted busbw."""
-        return self.calls_per_step * self.bytes * busbw_factor(self.op, self.group_size)
+        return self.calls_per_step * self.bytes * (busbw_factor(self.op, self.group_size) or 0.0)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -5,9 +5,10 @@
 A results file comes from another machine, a run cut short or a hand edit. Any byte sequence gives
 either records (plus one warning per line skipped), or one UsageError line:
 - a line that is not a JSON object, or not a fabricbench record, is skipped with a warning;
-- a record whose fields have the wrong JSON type for its kind (FIELDS), or whose status is not one its
-  kind can carry (results/status.py), is skipped with a warning naming the field, so no reader below
-  ever meets a string where it expects a number;
+- a record whose fields have the wrong JSON type for its kind, or a value physics does not allow (a
+  negative count, a fraction above 1, a time of 0, bytes that are not whole elements: results/fields.py),
+  or whose status is not one its kind can carry (results/status.py), is skipped with one warning naming
+  the file, the line and the field, so no reader below ever meets a string where it expects a number;
 - a record of a newer schema (fabricbench/99) is an error: its fields may mean something else;
 - non-finite numbers (NaN, Infinity, 1e999) are read as null, as the writers write them.
 
@@ -17,9 +18,7 @@ memory (a child's), checked as a line of a file is. A reader of one kind's field
 these rather than check a dict again (qualify's train check and --fleet's verdicts do); dicts are made
 once, by to_dict, where a record is written.
 
-The resume store calls `repair` first: a torn last line (a crash mid-write) is cut off so that every line
-of the file parses and the measurement is done again; damaged lines further up are moved aside to
-FILE.unreadable, never deleted.
+A writer about to append (the resume store) repairs the file first: results/repair.py.
 """
 
 from __future__ import annotations
@@ -32,90 +31,17 @@ from pathlib import Path
 from typing import Any, Iterable, TypeVar
 
 from fabricbench.errors import UsageError
-from fabricbench.files import OutputError, check_input, open_input, write_text_atomic
-from fabricbench.results.status import KIND_STATUSES, parse as parse_status, parse_severity
+from fabricbench.files import open_input
+from fabricbench.results.fields import HEADER, KINDS, field_problem, value_name
+from fabricbench.results.status import KIND_STATUSES, parse as parse_status
 
 SCHEMA_PREFIX = "fabricbench/"
 READS_VERSION = 1  # the newest record schema this reader understands (results/schema.SCHEMA_VERSION)
 MAX_NESTING = 64  # deeper JSON is not a record (and would exhaust Python's recursion)
 
-# --- field types per kind ----------------------------------------------------------------------------
-# A spec is a type (str, int, float = any number, bool, dict, list), a tuple of specs (any of them),
-# a dict (an object whose listed keys, where present and not null, match), or a one-element list
-# (a list whose items match; null items only where they are numbers). Keys ending in "!" must be present
-# and not null.
-NUM = float
-_STUDY_TAG = {"unit": str, "attempt": (str, int)}
-_HEADER = {"schema!": str, "kind!": str, "run_id": str, "timestamp": str, "fabric": str, "host": str, "env": dict,
-           "study": _STUDY_TAG}
-
-# the fabric's facts a study writes onto its records (study/runner._facts); a train run writes the first two
-_FACTS = {"fabric_env": dict, "shaped_rate_bps": NUM, "netns": str}
-
-FIELDS: dict[str, dict[str, Any]] = {
-    "collective": {
-        "op!": str, "dtype": str, "bytes!": int, "requested_bytes": int, "count": int, "nranks!": int,
-        "gpus": [int], "inplace": bool, "graph": bool, "iters": int, "time_us": NUM, "mean_us": NUM,
-        "min_us": NUM, "max_us": NUM, "p95_us": NUM, "cv": NUM, "ci95_rel": NUM, "algbw_gbps": NUM,
-        "busbw_gbps": NUM, "busbw_factor": NUM, "wrong": int, "status!": str, "message": str, "engine": str,
-        "backend": str, "transport": str, "gpu_names": [str], "transport_mismatch": str, **_FACTS,
-        "extra": {"settings": dict, "topology_gpus": [int], "placement_gpus": [int], "hosts": [str]},
-    },
-    "copy": {"bytes!": int, "time_us": NUM, "min_us": NUM, "max_us": NUM, "gbps": NUM, "copy_kind": str,
-             "direction": str, "src": str, "dst": str, "gpus": [int], "iters": int, "peer_access": bool, "extra": dict},
-    "train": {
-        "strategy!": str, "model": str, "status!": str, "message": str, "nranks": int, "world_size": int,
-        "batch_size": int, "global_batch": int, "seq_len": int, "image_size": int, "device": str,
-        "gpus": [int], "precision": str, "mixed_precision": str, "steps": int, "params": int,
-        "step_time": {"median_s": NUM, "mean_s": NUM, "p95_s": NUM, "cv": NUM, "ci95_rel": NUM},
-        "throughput": {"samples_per_s": NUM, "tokens_per_s": NUM, "mfu": NUM},
-        "memory": {"max_reserved_bytes": int, "max_allocated_bytes": int},
-        "comm": {"world_size": int, "collectives": [{"bytes!": NUM, "calls_per_step": NUM, "group_size": int,
-                                                      "dtype": str, "op!": str}],
-                 "timeline": {"exposed_fraction": NUM, "step_s": NUM}},
-        "losses": [NUM], "step_times_s": [NUM], **_FACTS, "first_loss": NUM, "last_loss": NUM, "gpu_busy_fraction": NUM,
-    },
-    "verdict": {"check!": str, "check_kind": str, "status!": str, "severity": str, "code": str, "criterion": str,
-                "subject": str, "reason": str, "unit": str, "sense": str, "margin": NUM, "duration_s": NUM,
-                "action": str, "items": [{"criterion!": str, "status!": str}], "attempts": [dict]},
-    "qualify_unit": {"key!": str, "status": str, "error": str, "waived": str, "transport": str,
-                     "transport_mismatch": str, "facts": dict, "nrecords": int},
-    "study_unit": {"name!": str, "status!": str, "unit_kind": str, "attempt": (str, int), "duration_s": NUM,
-                   "message": str, "commands": [str], "records": int, "fabric": str},
-    "plan": {"study": dict},
-    "machine": {"gpus": [{"ordinal": int, "name": str, "memory_total_bytes": int}], "topology": dict},
-    "topology": {"gpus": list, "links": list, "islands": list},
-    "relate": {"rows": [dict]},
-    # imported health (results/health.py): NCCL RAS per communicator, DCGM diag per test and entity
-    "health": {"check!": str, "healthy!": bool, "comm_hash": str, "nranks": int, "ranks_reporting": int,
-               "findings": [{"kind!": str, "detail": str, "ranks": [dict], "counts": dict}], "extra": dict},
-    "diag": {"test!": str, "result!": str, "category": str, "entity_group": str, "entity_id": int,
-             "errors": [{"error_id": int, "category": int, "severity": int, "message": str}], "info": [str],
-             "figures": [{"name!": str, "value!": NUM, "unit": str}], "extra": dict},
-}
-
-
 # Records `fabricbench import` made from another tool's output say only what that output told: these
 # fields may be null there (an nccl-tests table names no op, nvbandwidth prints no buffer size).
 IMPORTED_MAY_BE_NULL = frozenset({"op", "nranks", "bytes"})
-
-
-def flat_types(kind: str | None, key: str) -> tuple[type, ...]:
-    """The Python types a top-level field of a kind may have (bool is never a number), from FIELDS and the
-    header: for a reader that checks a few fields one level deep (qualify --fleet's streamed lines)."""
-    spec = next((s for k, s in (*FIELDS.get(kind or "", {}).items(), *_HEADER.items())
-                 if k.rstrip("!") == key), None)
-    assert spec is not None, f"{kind}.{key} is not in results/records.FIELDS"
-
-    def types(s: Any) -> tuple[type, ...]:
-        if isinstance(s, tuple):
-            return tuple(t for x in s for t in types(x))
-        if isinstance(s, dict):
-            return (dict,)
-        if isinstance(s, list):
-            return (list,)
-        return (int, float) if s is float else (s,)
-    return types(spec)
 
 
 def imported(rec: dict[str, Any]) -> bool:
@@ -186,76 +112,6 @@ def _depth(v: Any, limit: int) -> int:
     return depth
 
 
-def _type_ok(v: Any, spec: Any) -> bool:
-    if spec is float:
-        return isinstance(v, (int, float)) and not isinstance(v, bool)
-    if spec is int:
-        return isinstance(v, int) and not isinstance(v, bool)
-    if isinstance(spec, type):
-        return isinstance(v, spec)
-    if isinstance(spec, tuple):
-        return any(_type_ok(v, s) for s in spec)
-    if isinstance(spec, list):
-        return isinstance(v, list)
-    if isinstance(spec, dict):
-        return isinstance(v, dict)
-    raise AssertionError(f"bad field spec {spec!r}")
-
-
-def field_problem(value: Any, spec: Any, where: str = "") -> str | None:
-    """The first field of `value` that does not match `spec` ("step_time.median_s is a str, not a number"),
-    or None when it matches."""
-    if isinstance(spec, dict):
-        if not isinstance(value, dict):
-            return f"{where or 'record'} is {_name(value)}, not an object"
-        for key, sub in spec.items():
-            required = key.endswith("!")
-            key = key.rstrip("!")
-            here = f"{where}.{key}" if where else key
-            v = value.get(key)
-            if v is None:
-                if required:
-                    return f"{here} is missing"
-                continue
-            if isinstance(sub, (dict, list)) and _type_ok(v, sub):
-                why = field_problem(v, sub, here)
-                if why:
-                    return why
-            elif not _type_ok(v, sub):
-                return f"{here} is {_name(v)}, not {_want(sub)}"
-        return None
-    if isinstance(spec, list):
-        for i, item in enumerate(value):
-            if item is None:
-                if isinstance(spec[0], dict):  # a null is a non-finite number read back, never an object
-                    return f"{where}[{i}] is null, not an object"
-                continue
-            if not _type_ok(item, spec[0]):
-                return f"{where}[{i}] is {_name(item)}, not {_want(spec[0])}"
-            if isinstance(spec[0], dict):
-                why = field_problem(item, spec[0], f"{where}[{i}]")
-                if why:
-                    return why
-        return None
-    return None if _type_ok(value, spec) else f"{where} is {_name(value)}, not {_want(spec)}"
-
-
-def _name(v: Any) -> str:
-    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", int: "a whole number",
-            float: "a number", type(None): "null"}.get(type(v), type(v).__name__)
-
-
-def _want(spec: Any) -> str:
-    if isinstance(spec, tuple):
-        return " or ".join(_want(s) for s in spec)
-    if isinstance(spec, list):
-        return "a list"
-    if isinstance(spec, dict):
-        return "an object"
-    return {str: "a string", int: "a whole number", float: "a number", bool: "true/false", dict: "an object",
-            list: "a list"}[spec]
-
-
 def schema_version(rec: dict[str, Any]) -> int | None:
     """The N of "fabricbench/N", or None when the record names no fabricbench schema."""
     s = rec.get("schema")
@@ -270,7 +126,7 @@ def schema_version(rec: dict[str, Any]) -> int | None:
 def check_record(rec: Any) -> str | None:
     """Why `rec` is not a readable fabricbench record (None when it is). A newer schema raises UsageError."""
     if not isinstance(rec, dict):
-        return f"{_name(rec)}, not a record (a JSON object)"
+        return f"{value_name(rec)}, not a record (a JSON object)"
     version = schema_version(rec)
     if version is None:
         return f"not a fabricbench record (schema {str(rec.get('schema'))[:40]!r})"
@@ -279,11 +135,12 @@ def check_record(rec: Any) -> str | None:
                          f"({SCHEMA_PREFIX}{READS_VERSION}); upgrade fabricbench to read them")
     if version < 1:
         return f"unknown schema {rec['schema']}"
-    why = field_problem(rec, _HEADER)
+    why = field_problem(rec, HEADER)
     if why:
         return why
     kind = rec["kind"]
-    spec = FIELDS.get(kind)
+    registered = KINDS.get(kind)
+    spec = registered.fields if registered is not None else None
     if spec is not None and imported(rec):
         spec = {(k.rstrip("!") if k.rstrip("!") in IMPORTED_MAY_BE_NULL else k): v for k, v in spec.items()}
     if spec is not None:
@@ -293,8 +150,9 @@ def check_record(rec: Any) -> str | None:
     has_status = rec.get("status") is not None or "status!" in (spec or {})
     if kind in KIND_STATUSES and has_status and parse_status(rec.get("status"), kind) is None:
         return f"{kind} record: status {str(rec.get('status'))[:40]!r} is not one a {kind} record can have"
-    if kind == "verdict" and rec.get("severity") is not None and parse_severity(rec["severity"]) is None:
-        return f"verdict record: severity {str(rec['severity'])[:40]!r} is not a severity"
+    why = registered.check(rec) if registered is not None and registered.check else None
+    if why:
+        return f"{kind} record: {why}"
     return None
 
 
@@ -382,63 +240,3 @@ def read_nonempty(path: str | os.PathLike, *, what: str = "results file", kind: 
     if kind is not None:
         got.records = [r for r in got.records if r.get("kind") == kind]
     return got
-
-
-def repair(path: str | os.PathLike) -> list[str]:
-    """Make every line of a results file parse, for a writer about to append to it (--resume).
-
-    A torn last line (no newline, not JSON: a crash mid-write) is cut off, so its measurement is done
-    again. Other lines that do not parse are moved to PATH.unreadable (appended) and the file rewritten
-    atomically without them. Returns one warning per line moved or cut; [] when the file was whole or
-    does not exist. A newline is added after a last record that lacks one, so the next append starts a
-    line of its own.
-    """
-    p = Path(path)
-    if not os.path.lexists(p):
-        return []
-    check_input(p, what="results file")
-    try:
-        data = p.read_bytes()
-    except OSError as e:
-        raise UsageError(f"results file {p}: cannot read it ({e.strerror})") from None
-    raw = data.split(b"\n")
-    keep: list[bytes] = []
-    bad: list[bytes] = []
-    warnings: list[str] = []
-    cut_tail = False
-    for i, line in enumerate(raw):
-        if not line.strip():
-            continue
-        try:
-            rec = loads_record(line.decode("utf-8"))
-            ok = isinstance(rec, dict)
-        except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
-            ok = False
-        if ok:
-            keep.append(line)
-        elif i == len(raw) - 1:
-            cut_tail = True
-            warnings.append(f"results file {p}: its last line was cut short (a run stopped mid-write); "
-                            f"removed, and that measurement is done again")
-        else:
-            bad.append(line)
-            warnings.append(f"results file {p}: line {i + 1} does not parse; moved to {p.name}.unreadable")
-    if not bad and not cut_tail and (not data or data.endswith(b"\n")):
-        return []
-    try:
-        if not bad:
-            # only the tail: truncate in place (no rewrite of a large file) and end with a newline
-            end = data.rfind(b"\n") + 1 if cut_tail else len(data)
-            with open(p, "r+b") as fh:
-                fh.truncate(end)
-                if end and data[end - 1:end] != b"\n":
-                    fh.seek(end)
-                    fh.write(b"\n")
-            return warnings
-        with open(p.with_name(p.name + ".unreadable"), "ab") as fh:
-            fh.write(b"".join(b + b"\n" for b in bad))
-        write_text_atomic(p, "".join(b.decode("utf-8") + "\n" for b in keep), what="results file")
-    except OSError as e:
-        raise OutputError(f"results file {p}: cannot repair it ({e.strerror}); copy the good lines aside") \
-            from None
-    return warnings

@@ -9,6 +9,7 @@ Kinds and who writes them:
 - "estimate", "relate", "machine", "plan" and "study_unit": fabricbench study (fabricbench/study/);
   "plan" is the study's config and units, written once per start;
 - "qualify_start", "qualify_unit" and "verdict": fabricbench qualify (fabricbench/qualifying/);
+(each package declares the fields of the kinds it writes to the reader: results/fields.register_kind)
 - "transport": fabricbench import of an NCCL log on its own (fabricbench/importing/nccl_log.py).
 `fabricbench import` also writes "collective" (nccl-tests) and "copy" (nvbandwidth) records: they carry
 `source` (tool, version, file, run) and leave null what the other tool did not print (op, nranks, bytes...).
@@ -93,13 +94,9 @@ class CollectiveResult:
         return self.context.get("fabric") or "default"
 
     # Written onto the record after to_dict, so kept in `context` (as fields they would write a null into
-    # every record): the study tag and the fabric's facts (study/runner.py), and the mismatch flag
-    # (measuring/child.annotate). Their types are checked by the reader (results/records.FIELDS).
-    @property
-    def study_unit(self) -> str | None:
-        """The study unit that wrote it ("sweep @ default", "scaling @ default"); None outside a study."""
-        return (self.context.get("study") or {}).get("unit")
-
+    # every record): the fabric's facts (study/runner.py) and the mismatch flag (measuring/child.annotate);
+    # the study's tag too (study/kinds.unit_of reads it). Their types are checked by the reader
+    # (results/fields.py).
     @property
     def fabric_env(self) -> dict[str, Any] | None:
         """The fabric's variables (masked outside NCCL_/GLOO_/CUDA_); None in records from before facts."""

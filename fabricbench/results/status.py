@@ -36,15 +36,12 @@ class Status(str, Enum):
         return self.value
 
 
-# Which statuses each record kind may carry (what its writer can write).
+# Which statuses each record kind may carry (what its writer can write): the measurement kinds here, the
+# others registered by their packages (results/fields.register_kind: study units, qualify units, verdicts).
 KIND_STATUSES: dict[str, frozenset[Status]] = {
     "collective": frozenset({Status.OK, Status.WRONG, Status.TIMEOUT, Status.WAIVED, Status.ERROR}),
     "copy": frozenset({Status.OK, Status.WAIVED, Status.ERROR}),
     "train": frozenset({Status.OK, Status.FLAGGED, Status.OOM, Status.ERROR, Status.WAIVED, Status.TIMEOUT}),
-    "study_unit": frozenset({Status.OK, Status.OOM, Status.FLAGGED, Status.WAIVED, Status.ERROR, Status.TIMEOUT,
-                             Status.INTERRUPTED, Status.SKIPPED, Status.RUNNING}),
-    "verdict": frozenset({Status.PASS, Status.FAIL, Status.WAIVED, Status.ERROR}),
-    "qualify_unit": frozenset({Status.OK, Status.WAIVED, Status.ERROR}),
 }
 
 # What --resume keeps rather than runs again (sweep, compare, scaling, qualify units): measured, or waived

@@ -14,6 +14,8 @@ directory back, report/ writes report.md/report.html from it.
 import sys as _sys
 import types as _types
 
+from fabricbench.study import kinds as _kinds  # noqa: F401  (registers the study's record kinds)
+
 
 class _CallablePackage(_types.ModuleType):
     """`fabricbench.study(...)` is the library function (fabricbench/__init__.py _LAZY), but importing this

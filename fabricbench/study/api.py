@@ -65,7 +65,8 @@ class StudyResult:
 def resolve_config(out: str, *, resume: bool, options: dict[str, Any]) -> StudyConfig:
     """A validated config: the given options, or (for a bare resume) the ones stored in `out`."""
     if resume and not options:
-        stored = records.load(out, must_exist=False).plan
+        # a results file without a readable plan is a damaged study, said in one line (records.load)
+        stored = records.load(out, must_exist=(Path(out) / records.RESULTS).exists()).plan
         if stored is None:
             raise UsageError(f"--resume: {out} holds no study yet; give the study's options (at least --model)")
         config = StudyConfig.from_dict({**stored["study"]["config"], "out": str(out)})

@@ -14,10 +14,22 @@ import json
 import os
 import platform
 import shutil
+from dataclasses import dataclass
 from typing import Any
 
+from fabricbench.jobs.configs import Job
 from fabricbench.results.context import package_version
 from fabricbench.topology import snapshot
+
+
+@dataclass(frozen=True, kw_only=True)
+class MachineJob(Job):
+    """A child `python -m fabricbench.study.machine` (versions, GPUs, topology), as study starts one."""
+
+    PROGRAM = ("fabricbench.study.machine",)  # this module
+    device: str = "cuda"
+    gpus: tuple[int, ...] | None = None
+    nprocs: int | None = None
 
 
 def _try(fn, default=None):

@@ -50,6 +50,8 @@ class StudyRecords:
 
 
 def load(out_dir: str | Path, *, must_exist: bool = True) -> StudyRecords:
+    """The study in out_dir. must_exist: a folder without results.jsonl, or without a readable plan (the
+    reader skipped it: results/fields.py checks it against study/kinds.py), is a one-line UsageError."""
     out = Path(out_dir)
     path = out / RESULTS
     sr = StudyRecords(out_dir=out)
@@ -74,4 +76,8 @@ def load(out_dir: str | Path, *, must_exist: bool = True) -> StudyRecords:
                 pending.setdefault((tag["unit"], tag.get("attempt", "")), []).append(rec)
     for name, u in sr.units.items():
         sr.records.extend(pending.get((name, u.get("attempt", "")), []))
+    if must_exist and sr.plan is None:  # report, advise --results: a folder they cannot read is one line
+        why = next((w.split(": ", 1)[-1] for w in sr.warnings if "plan record" in w), None)
+        raise UsageError(f"{out}: its {RESULTS} holds no readable study plan record{f' ({why})' if why else ''}; "
+                         f"is it a `fabricbench study --out` folder?")
     return sr

@@ -57,7 +57,7 @@ def prepare(config: StudyConfig, *, resume: bool) -> study_records.StudyRecords:
     """Refuse to mix studies: a directory with results needs --resume, and --resume the same settings."""
     out = Path(config.out)
     if resume:  # a torn last line (a killed study) is cut off with a warning; its unit runs again
-        store.repair(out / study_records.RESULTS)
+        store.read_repaired(out / study_records.RESULTS)
     existing = study_records.load(out, must_exist=False)
     if not resume:
         if (out / study_records.RESULTS).exists():

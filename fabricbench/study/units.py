@@ -25,9 +25,7 @@ from typing import Any, Callable
 from fabricbench import dtypes
 from fabricbench.collectives import COLLECTIVES
 from fabricbench.jobs.configs import (
-    BatchJob,
     EstimateJob,
-    MachineJob,
     RelateJob,
     ReportJob,
     ScalingJob,
@@ -40,7 +38,9 @@ from fabricbench.results.status import Status
 from fabricbench.results.writer import read_results
 from fabricbench.sizes import SizeSweep, format_size
 from fabricbench.study.config import DEFAULT_SIZES, SWEEP_OPS, StudyConfig
+from fabricbench.study.machine import MachineJob
 from fabricbench.training import repeats
+from fabricbench.training.batch import BatchJob
 
 # Unit statuses. A unit recorded with one of DONE is not run again by --resume: "oom" and "flagged" are
 # measured outcomes (rerunning would measure the same); error, timeout, waived and interrupted rerun.

@@ -13,6 +13,7 @@ import os
 from typing import Any
 
 from fabricbench.results.schema import header
+from fabricbench.topology import kinds as _kinds  # noqa: F401  (registers the snapshot's record kind)
 from fabricbench.topology.model import Gpu, Nic, Topology, _ranges
 from fabricbench.topology.nvml import read_nvml
 from fabricbench.topology.smi import load_file, read_nvidia_smi

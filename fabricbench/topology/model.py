@@ -2,8 +2,8 @@
 
     fabricbench topo --json          (this model, read from NVML or `nvidia-smi topo -m`)
 
-A link is the string `nvidia-smi topo -m` prints: "X" (self), "NV<n>" (n bonded NVLinks), or the PCIe
-relation PIX < PXB < PHB < NODE < SYS (fewest to most hops). An NVLink island is a maximal set of GPUs
+A link is the string `nvidia-smi topo -m` prints (links.py: "X", "NV<n>", PIX ... SYS, and the limits a
+file must keep: NV1-NV36, GPU indices 0-4095). An NVLink island is a maximal set of GPUs
 joined pairwise by NVLink (a clique): one island on NVSwitch boards, two quads on H200 NVL machines,
 single GPUs on PCIe-only boxes. A collective runs at the speed of its slowest required hop, so a job
 that spans islands runs at the PCIe/SYS speed between them.
@@ -12,7 +12,7 @@ Every analysis here takes polynomial time, so an NVL72 rack or a 576-GPU domain 
 second (benchmarks/topology_scaling.py): links are turned once into integer ranks and bit sets, islands
 are the connected components when those are cliques (every real board), exact maximal cliques for a small
 irregular component, and one greedily grown maximal clique per uncovered GPU for a large irregular one
-(enumerating all maximal cliques is exponential). best_set is exhaustive only while that is cheap.
+(enumerating all maximal cliques is exponential: cliques.py). best_set is exhaustive only while that is cheap.
 """
 
 from __future__ import annotations
@@ -20,43 +20,28 @@ from __future__ import annotations
 import functools
 import itertools
 import math
-import re
 from dataclasses import dataclass
 from typing import Any
 
 from fabricbench.errors import UsageError
+from fabricbench.topology.cliques import (
+    bits,
+    bron_kerbosch,
+    component_seeds,
+    components,
+    greedy_cliques,
+    grow_cliques,
+)
+from fabricbench.topology.links import (
+    MAX_NVLINKS,
+    PCIE_RELATIONS,
+    link_rank,
+    normalize_link,
+    nvlink_count,
+)
 
-# PCIe relations, nearest first (nvidia-smi's legend); "SOC" is the old name of SYS.
-PCIE_RELATIONS = ("PIX", "PXB", "PHB", "NODE", "SYS")
-_NV = re.compile(r"^NV(\d+)$")
 _EXHAUSTIVE_PAIRS = 60_000  # best_set examines every k-subset while C(n,k) x k^2/2 pair lookups stay below this
 _EXACT_CLIQUES = 24  # an irregular NVLink component this small gets all its maximal cliques (Bron-Kerbosch)
-
-
-def nvlink_count(link: str) -> int:
-    """Bonded NVLinks in a link string ("NV18" -> 18, "SYS" -> 0)."""
-    m = _NV.match(link)
-    return int(m.group(1)) if m else 0
-
-
-def normalize_link(token: str) -> str | None:
-    """A topo -m cell as a link string, or None when it is not one."""
-    t = token.strip().upper()
-    if t == "SOC":
-        return "SYS"
-    if t == "X" or t in PCIE_RELATIONS or _NV.match(t):
-        return t
-    return None
-
-
-def link_rank(link: str) -> tuple[int, int]:
-    """Sort key, best link first: more NVLinks beat fewer, any NVLink beats PCIe, PIX beats SYS."""
-    n = nvlink_count(link)
-    if n:
-        return (0, -n)
-    if link in PCIE_RELATIONS:
-        return (1, PCIE_RELATIONS.index(link))
-    return (2, 0)  # unknown: worst
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -105,8 +90,14 @@ class Topology:
         bad = {lk for row in self.links for lk in row} - {"X"}
         bad = {lk for lk in bad if not isinstance(lk, str) or normalize_link(lk) != lk}
         if bad:
-            raise UsageError(f"topology: unknown link {sorted(map(str, bad))[0][:20]!r}; links are NV<n>, "
+            raise UsageError(f"topology: unknown link {sorted(map(str, bad))[0][:20]!r}; links are NV1 to "
+                             f"NV{MAX_NVLINKS} (NVLinks per pair: topology/links.py), "
                              f"{', '.join(PCIE_RELATIONS)} or X")
+        if n > MAX_GPUS:
+            raise UsageError(f"topology: {n} GPUs is more than the {MAX_GPUS} one table may hold")
+        beyond = [g.index for g in self.gpus if not 0 <= g.index < MAX_GPUS]
+        if beyond:
+            raise UsageError(f"topology: GPU index {beyond[0]} is outside 0-{MAX_GPUS - 1} (topology/links.py)")
         for p, row in enumerate(self.links):
             for q in range(p):
                 if row[q] != self.links[q][p]:
@@ -196,14 +187,14 @@ class Topology:
         idx = self.indices
         adj = self._adj()
         found: list[list[int]] = []
-        for comp in _components(adj):
-            members = _bits(comp)
+        for comp in components(adj):
+            members = bits(comp)
             if all((adj[p] | (1 << p)) & comp == comp for p in members):  # a clique: the island itself
                 found.append(members)
             elif len(members) <= _EXACT_CLIQUES:
-                found.extend(_bron_kerbosch(adj, comp))
+                found.extend(bron_kerbosch(adj, comp))
             else:
-                found.extend(_greedy_cliques(adj, comp))
+                found.extend(greedy_cliques(adj, comp))
         out = [sorted(idx[p] for p in c) for c in found]
         return tuple(tuple(s) for s in sorted(out, key=lambda s: (s[0], -len(s), s)))
 
@@ -276,31 +267,10 @@ class Topology:
         return {}
 
     def _grown(self, r: int) -> list[tuple[list[int], list[int], list[int]]]:
-        """Cliques of links of rank <= r, grown from each GPU: (GPUs in the order added, the sum and the
-        worst of the pair ranks of each prefix). Each step adds the GPU joined to every one chosen by rank <= r with
-        the smallest sum of ranks to them (lowest index on a tie); prefixes are the candidates."""
-        n, rank, idx = len(self.gpus), self._rank, self.indices
-        out = []
-        seeds = list(range(n)) if n <= 64 else _component_seeds(self._adj(r))
-        for seed in seeds:
-            order, sums, worst = [seed], [0], [-1]
-            rs = rank[seed]
-            cand = [q for q in range(n) if q != seed and rs[q] <= r]  # ascending: min() breaks ties low
-            dist = list(rs)  # sum of ranks from each candidate to the chosen ones
-            far = list(rs)  # worst rank from each candidate to the chosen ones
-            while cand:
-                v = min(cand, key=dist.__getitem__)
-                sums.append(sums[-1] + dist[v])
-                worst.append(max(worst[-1], far[v]))
-                order.append(v)
-                rv = rank[v]
-                cand = [q for q in cand if q != v and rv[q] <= r]
-                for q in cand:
-                    dist[q] += rv[q]
-                    if rv[q] > far[q]:
-                        far[q] = rv[q]
-            out.append(([idx[p] for p in order], sums, worst))
-        return out
+        """Cliques of links of rank <= r grown from each GPU (cliques.grow_cliques), by GPU index."""
+        n, idx = len(self.gpus), self.indices
+        seeds = list(range(n)) if n <= 64 else component_seeds(self._adj(r))
+        return [([idx[p] for p in order], sums, worst) for order, sums, worst in grow_cliques(self._rank, r, seeds)]
 
     def advice(self) -> list[dict[str, Any]]:
         """For each job size k = 2..n: the sets that stay inside one island, or the best one can do."""
@@ -387,7 +357,7 @@ class Topology:
                    source=source if isinstance(source, str) else "record")
 
 
-MAX_GPUS = 4096  # a link table of 4096^2 cells is ~16M strings; beyond it a file is not a machine
+MAX_GPUS = 4096  # GPUs in one table, and indices below it: a 4096^2 table is ~16M cells (topology/links.py)
 _GPU_FIELDS = {"name": str, "uuid": str, "bus_id": str, "pcie_gen": int, "pcie_width": int, "pcie_gen_max": int,
                "pcie_width_max": int, "numa_node": int, "cpu_affinity": str}
 
@@ -400,73 +370,10 @@ def _gpu_of(g: Any, pos: int) -> Gpu:
                  and not isinstance(v, bool)}
     else:
         index, facts = g, {}
-    if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < 2**31:
-        raise UsageError(f"topology: GPU {pos} has index {str(index)[:20]!r}; give a whole number >= 0")
+    if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < MAX_GPUS:
+        raise UsageError(f"topology: GPU {pos} has index {str(index)[:20]!r}; give a whole number from 0 to "
+                         f"{MAX_GPUS - 1}")
     return Gpu(index=index, **facts)
-
-
-def _bits(mask: int) -> list[int]:
-    """Positions of the set bits, lowest first."""
-    return [i for i, c in enumerate(bin(mask)[:1:-1]) if c == "1"]
-
-
-def _components(adj: list[int]) -> list[int]:
-    """Connected components as bit sets, in order of their lowest position."""
-    seen, out = 0, []
-    for p in range(len(adj)):
-        if seen >> p & 1:
-            continue
-        comp, frontier = 1 << p, 1 << p
-        while frontier:
-            nxt = 0
-            for q in _bits(frontier):
-                nxt |= adj[q]
-            frontier = nxt & ~comp
-            comp |= nxt
-        seen |= comp
-        out.append(comp)
-    return out
-
-
-def _component_seeds(adj: list[int]) -> list[int]:
-    """One seed per component (its lowest position): enough for a graph of cliques, linear in size."""
-    return [_bits(c)[0] for c in _components(adj)]
-
-
-def _bron_kerbosch(adj: list[int], comp: int) -> list[list[int]]:
-    """Every maximal clique inside the component `comp` (bit sets), Bron-Kerbosch with pivoting."""
-    found: list[list[int]] = []
-
-    def grow(r: int, p: int, x: int) -> None:
-        if not p and not x:
-            found.append(_bits(r))
-            return
-        pivot = max(_bits(p | x), key=lambda v: bin(adj[v] & p).count("1"))
-        for v in _bits(p & ~adj[pivot]):
-            grow(r | (1 << v), p & adj[v], x & adj[v])
-            p &= ~(1 << v)
-            x |= 1 << v
-
-    grow(0, comp, 0)
-    return found
-
-
-def _greedy_cliques(adj: list[int], comp: int) -> list[list[int]]:
-    """Maximal cliques covering every GPU of a large irregular component, in O(n^2) bit-set steps each:
-    from each GPU no clique holds yet, add the candidate with the most neighbours among the candidates."""
-    found: list[list[int]] = []
-    covered = 0
-    for seed in _bits(comp):
-        if covered >> seed & 1:
-            continue
-        clique, cand = 1 << seed, adj[seed] & comp
-        while cand:
-            v = max(_bits(cand), key=lambda q: (bin(adj[q] & cand).count("1"), -q))
-            clique |= 1 << v
-            cand &= adj[v]
-        covered |= clique
-        found.append(_bits(clique))
-    return found
 
 
 def _list(s: list[int]) -> str:

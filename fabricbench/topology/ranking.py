@@ -25,7 +25,8 @@ from typing import Any, Iterable
 
 from fabricbench.results.schema import CollectiveResult
 from fabricbench.results.status import Status
-from fabricbench.topology.model import PCIE_RELATIONS, Topology, link_rank, nvlink_count
+from fabricbench.topology.links import PCIE_RELATIONS, link_rank, nvlink_count
+from fabricbench.topology.model import Topology
 
 NVLINK_GBPS = 25.0  # NVLink 4, per link per direction
 NVLINKS_PER_GPU = 18  # H100/H200
@@ -51,10 +52,6 @@ class PlacementRank:
         return {"gpus": self.gpus, "label": self.label, "slowest_link": self.slowest_link,
                 "nvlinks_per_gpu": self.nvlinks_per_gpu, "busbw_gbps": self.busbw_gbps, "source": self.source,
                 "equivalent": self.equivalent}
-
-
-def _clique(topo: Topology, gpus: tuple[int, ...]) -> bool:
-    return all(topo.nvlinks(a, b) > 0 for a, b in itertools.combinations(gpus, 2))
 
 
 def _inside(topo: Topology, gpus: tuple[int, ...]) -> list[int] | None:

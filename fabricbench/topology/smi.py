@@ -10,16 +10,16 @@ header columns by position for the link matrix; the trailing columns are matched
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
 
-import os
-
 from fabricbench.errors import UsageError
 from fabricbench.files import read_input
 from fabricbench.results import records as result_records
-from fabricbench.topology.model import Gpu, Nic, Topology, normalize_link
+from fabricbench.topology.links import normalize_link
+from fabricbench.topology.model import Gpu, Nic, Topology
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\[(?:[0-9]{1,2}(?:;[0-9]{1,2})*)m")
 _DEVICE = re.compile(r"^(GPU\d+|NIC\d+|mlx\d+_\d+|[a-z]+\d+_\d+)$")

@@ -25,9 +25,11 @@ import argparse
 import gc
 import json
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from fabricbench.measuring.comparison import log_ratio_interval
+from fabricbench.jobs.configs import Job
 from fabricbench.results.status import Status
 from fabricbench.training import data, models
 from fabricbench.training.strategies import STRATEGIES, default_precision
@@ -51,6 +53,20 @@ def decide(prev_times: list[float], prev_batch: int, times: list[float], batch: 
     else:
         verdict, margin = "again", -min(rise_hi - gain, gain - rise_lo)
     return {"verdict": verdict, "rise": rise, "rise_ci95": [rise_lo, rise_hi], "margin": margin}
+
+
+@dataclass(frozen=True, kw_only=True)
+class BatchJob(Job):
+    """A child `python -m fabricbench.training.batch` (the per-GPU batch that keeps a GPU busy), as study
+    starts one."""
+
+    PROGRAM = ("fabricbench.training.batch",)  # this module
+    model: str | None = None
+    model_config: str | None = None
+    gpu: int = 0
+    seq_len: int | None = None
+    image_size: int | None = None
+    precision: str | None = None
 
 
 def probe(*, model: str | None, model_config: str | None, gpu: int, seq_len: int, image_size: int,

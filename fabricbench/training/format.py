@@ -12,11 +12,8 @@ from typing import Any, Callable
 
 from fabricbench.report import table as tables
 from fabricbench.report.analysis import fmt
+from fabricbench.sizes import format_gib
 from fabricbench.training import repeats as reps
-
-
-def _gib(v: object) -> str:
-    return f"{v / 2**30:.2f}" if isinstance(v, (int, float)) else "-"
 
 
 TRAIN_COLS = (tables.Col("strategy", justify="left", key=True), tables.Col("run", key=True),
@@ -34,8 +31,8 @@ def cells(rec: dict) -> list[str]:
     ci = (rec.get("step_time") or {}).get("ci95_rel")
     note = "; ".join(x for x in (rec.get("message"), rec.get("host_bound")) if x)
     return [rec["strategy"], str(rec.get("repeat") or 1), rec["status"], fmt(sps) if sps else "-",
-            f"±{ci:.1%}" if sps and isinstance(ci, (int, float)) else "-", _gib(mem.get("max_allocated_bytes")),
-            _gib(mem.get("max_reserved_bytes")), _gib((rec.get("estimate") or {}).get("with_activations_bytes")), note]
+            f"±{ci:.1%}" if sps and isinstance(ci, (int, float)) else "-", format_gib(mem.get("max_allocated_bytes"), digits=2),
+            format_gib(mem.get("max_reserved_bytes"), digits=2), format_gib((rec.get("estimate") or {}).get("with_activations_bytes"), digits=2), note]
 
 
 def line(rec: dict) -> str:

@@ -28,11 +28,10 @@ from typing import Any, Callable
 from fabricbench.jobs import channel
 from fabricbench.measuring.stats import summarize
 from fabricbench.results.status import Status
-from fabricbench.training import data, models, trace, verify
+from fabricbench.training import data, faults, models, trace, verify
 from fabricbench.training.strategies import STRATEGIES, default_precision
 
 OOM_EXIT = 3
-FAKE_OOM_ENV = "FABRICBENCH_FAKE_OOM"  # test hook: a strategy name whose first step raises OutOfMemoryError
 VERIFY_STEP = 1  # the second step: Adam's state exists, gradients are alive before step()
 
 
@@ -191,15 +190,15 @@ def run(spec: dict[str, Any], rank_file: Path, ch: channel.Channel | None = None
                             seq_len=spec["seq_len"], image_size=spec["image_size"], dataset=spec.get("dataset"),
                             rank=rank, world=world, device=device,
                             seed=spec.get("seed", 0))
-        fake_oom = os.environ.get(FAKE_OOM_ENV) == strategy.name
+        fault = faults.armed("oom", strategy.name)  # None in a normal run (faults.py: tests' injection point)
 
         def one_step(step: int) -> tuple[float, float]:
             """One optimizer step -> (seconds, loss); the device synchronised at both ends."""
             batch = next(feed)
             _sync(device)
             t0 = time.perf_counter()
-            if fake_oom:
-                raise torch.cuda.OutOfMemoryError(f"{FAKE_OOM_ENV}={strategy.name}: injected out of memory")
+            if fault:
+                raise torch.cuda.OutOfMemoryError(fault)
             loss = model(**batch).loss
             if engine[0] == "deepspeed":  # what Accelerate's DeepSpeedEngineWrapper.backward does, split
                 model.backward(loss)

@@ -18,7 +18,7 @@ from __future__ import annotations
 from fabricbench.qualifying.checks.base import Check, CheckKind
 from fabricbench.qualifying.fields import Field
 from fabricbench.qualifying.verdict import Item, at_least, equal, error, waived
-from fabricbench.topology.model import link_rank
+from fabricbench.topology.links import link_rank
 
 FIELDS = {
     "gpu_count": Field("int", "GPUs the node must have", at_least=1),

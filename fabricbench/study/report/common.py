@@ -9,13 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from fabricbench.results.schema import CollectiveResult, TrainResult
-from fabricbench.sizes import format_size
+from fabricbench.sizes import format_size, gib  # noqa: F401  (gib: the report's GiB cells)
 from fabricbench.study.config import StudyConfig
+from fabricbench.study.kinds import unit_of
 from fabricbench.training import repeats
-
-
-def gib(b: Any) -> float | None:
-    return b / 2**30 if isinstance(b, (int, float)) else None
 
 
 def mib(b: Any) -> float | None:
@@ -43,7 +40,7 @@ class Figs:
 
 def unit_records(colls: list[CollectiveResult], kind: str) -> list[CollectiveResult]:
     """The collectives a study unit of this kind wrote ("sweep", "scaling"); imported ones name no unit."""
-    return [r for r in colls if (r.study_unit or "").startswith(kind)]
+    return [r for r in colls if (unit_of(r) or "").startswith(kind)]
 
 
 def gpu_name(machine: dict[str, Any] | None) -> str:

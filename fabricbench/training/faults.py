@@ -1,0 +1,37 @@
+"""Fault injection: the one, documented way a test makes a training rank fail on purpose.
+
+    FABRICBENCH_INJECT_FAULT=oom:fsdp fabricbench study --device cpu ...     (tests/test_study.py)
+    TrainConfig(..., extra_env={INJECT_ENV: "oom:ddp"})                      (tests/test_train_cpu.py)
+
+A training rank (worker.py) asks `armed(kind, strategy)` once before its first step. The point is inert
+(None) unless FABRICBENCH_INJECT_FAULT names this fault for this strategy, so a normal run cannot reach it;
+a value that is set but not a fault this module knows ("KIND:STRATEGY[,KIND:STRATEGY...]", KIND in FAULTS)
+raises ValueError, and the rank ends as an error: a mistyped injection never passes as a clean run.
+Kinds:
+- oom: the first timed step raises torch.cuda.OutOfMemoryError (the rank writes status "oom" and exits
+  with OOM_EXIT, as a real one does).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Mapping
+
+INJECT_ENV = "FABRICBENCH_INJECT_FAULT"
+FAULTS = ("oom",)
+
+
+def armed(kind: str, strategy: str, env: Mapping[str, str] | None = None) -> str | None:
+    """The message of the fault to inject at this point, or None (always None in a normal run)."""
+    assert kind in FAULTS, kind
+    value = (os.environ if env is None else env).get(INJECT_ENV)
+    if value is None:
+        return None
+    wanted = set()
+    for item in value.split(","):
+        k, sep, s = item.strip().partition(":")
+        if not sep or k not in FAULTS or not s:
+            raise ValueError(f"{INJECT_ENV}={value!r}: give KIND:STRATEGY (KIND one of {', '.join(FAULTS)}), "
+                             f"e.g. oom:fsdp")
+        wanted.add((k, s))
+    return f"{INJECT_ENV}={kind}:{strategy}: injected out of memory" if (kind, strategy) in wanted else None
