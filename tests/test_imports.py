@@ -41,10 +41,10 @@ LAYERS = [
     {"qualifying", "relating"},
     {"training"},
     {"measuring"},
-    {"jobs", "topology", "report", "importing"},
+    {"jobs", "topology", "report", "importing", "export", "references"},
     {"results"},
     {"fabrics", "files", "collectives"},
-    {"errors", "dtypes", "gpus", "masking", "procs", "progress", "registry", "sizes"},  # leaf modules
+    {"declare", "errors", "dtypes", "gpus", "masking", "procs", "progress", "registry", "sizes"},  # leaf modules
 ]
 LEVEL = {unit: len(LAYERS) - i for i, layer in enumerate(LAYERS) for unit in layer}
 
