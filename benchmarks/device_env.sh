@@ -13,3 +13,13 @@ use_carried_wheels() {
 build_fabricbench() {
   CMAKE_ARGS=-DCMAKE_CUDA_ARCHITECTURES=90 python3 -m pip install -q --no-build-isolation --no-deps -e . > "$1" 2>&1
 }
+
+# iproute2 carried in .carry/iproute2 (benchmarks/carry_iproute2.sh) first on PATH: the GPU machine has no
+# `ip` or `tc`, which shaped fabrics need.
+use_carried_iproute2() {
+  local d
+  for d in .carry/iproute2/usr/bin .carry/iproute2/usr/sbin .carry/iproute2/bin .carry/iproute2/sbin; do
+    [ -d "$d" ] && PATH="$PWD/$d:$PATH"
+  done
+  export PATH
+}

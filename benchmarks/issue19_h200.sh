@@ -19,10 +19,7 @@ here=$(dirname "$0")
 # shellcheck source=benchmarks/device_env.sh
 . "$here/device_env.sh"
 use_carried_wheels
-for d in .carry/iproute2/usr/bin .carry/iproute2/usr/sbin .carry/iproute2/bin .carry/iproute2/sbin; do
-  [ -d "$d" ] && PATH="$PWD/$d:$PATH"
-done
-export PATH
+use_carried_iproute2
 begin=$(date +%s)
 # every stage's limit is cut to what is left of BUDGET_S (default 530 s), so the whole stays under 9 minutes
 left() { local l=$(( ${BUDGET_S:-530} - ($(date +%s) - begin) )); [ "$l" -lt 1 ] && l=1; [ "$l" -lt "$1" ] && echo "$l" || echo "$1"; }

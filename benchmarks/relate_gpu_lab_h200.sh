@@ -24,10 +24,8 @@ here=$(dirname "$0")
 # shellcheck source=benchmarks/device_env.sh
 . "$here/device_env.sh"
 use_carried_wheels
-for d in .carry/iproute2/usr/bin .carry/iproute2/usr/sbin .carry/iproute2/bin .carry/iproute2/sbin; do
-  [ -d "$d" ] && PATH="$PWD/$d:$PATH"
-done
-export PATH PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}  # the helper imports this checkout's fabricbench
+use_carried_iproute2
+export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}  # the helper imports this checkout's fabricbench
 begin=$(date +%s)
 left() { local l=$(( ${BUDGET_S:-500} - ($(date +%s) - begin) )); [ "$l" -lt 1 ] && l=1; [ "$l" -lt "$1" ] && echo "$l" || echo "$1"; }
 stage() { echo "== $1: exit $2, $(( $(date +%s) - t0 )) s (at $(( $(date +%s) - begin )) s)" | tee -a "$R/summary.txt"; }
