@@ -75,7 +75,7 @@ BAD = [
     (["sweep", "--dtype", "float8"], "unknown dtype"),
     (["sweep", "--iters", "0"], "--iters 0 is outside 1 to 10,000,000"),
     (["sweep", "--iters", "-3"], "--iters -3 is outside 1 to 10,000,000"),
-    (["sweep", "--engine", "foo"], "--engine: 'foo' is not one of 'native', 'torch'"),
+    (["sweep", "--engine", "foo"], "--engine foo: choose native or torch"),
     (["sweep", "--nprocs", "0", "--engine", "torch"], "--nprocs 0 is outside 1 to 4,096"),
     (["sweep", "--timeout", "0"], "--timeout 0 is outside [1, 604800 (7 days)] s"),
     (["sweep", "--adaptive", "2"], "--adaptive 2 is outside (0, 1)"),

@@ -347,6 +347,14 @@ class Choice(click.Choice):
     def fail(self, message, param=None, ctx=None) -> "NoReturn":  # noqa: F821
         _refuse(message, param, ctx, library=True)
 
+    def convert(self, value, param, ctx):
+        if isinstance(value, str) and value not in self.choices and not _CONTROL.search(value):
+            # the value, then the words (as every other refusal: "--buffers warm: choose rotate or reuse")
+            words = list(map(str, self.choices))
+            either = " or ".join(words) if len(words) <= 2 else ", ".join(words[:-1]) + " or " + words[-1]
+            _refuse(f"{value[:80]}: choose {either}", param, ctx)
+        return super().convert(value, param, ctx)
+
     def describe(self) -> str:
         return "one of " + ", ".join(self.choices)
 

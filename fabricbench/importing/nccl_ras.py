@@ -111,6 +111,6 @@ def _comm(src: Source, i: int, comm: dict[str, Any], version: str | None, stamp:
              "missing_ranks_count": comm.get("missing_ranks_count")}
     if inferred:
         extra["inferred"] = sorted(set(inferred))
-    return HealthRecord(check=TOOL, healthy=not findings, comm_hash=str(comm.get("hash")), nranks=comm.get("size"),
+    return HealthRecord(check=TOOL, healthy=not findings, comm_hash=str(comm.get("hash")), nranks=comm.get("size") or None,
                         ranks_reporting=comm.get("ranks_count"), findings=findings, nccl_version=version,
                         extra=extra, context=context).to_dict()

@@ -115,5 +115,5 @@ def _record(src: Source, i: int, line: int, version: str | None, nums: list[int]
     context = src.header("health", i, tool=TOOL, tool_version=version, line=line,
                          host=hosts[0] if len(hosts) == 1 else None)
     return HealthRecord(check=TOOL, healthy=healthy, comm_hash=hashes[0] if len(hashes) == 1 else None,
-                        nranks=nums[4] if nums else None, ranks_reporting=None, findings=findings,
+                        nranks=(nums[4] or None) if nums else None, ranks_reporting=None, findings=findings,
                         nccl_version=version, extra=extra, context=context).to_dict()

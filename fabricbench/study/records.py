@@ -79,5 +79,5 @@ def load(out_dir: str | Path, *, must_exist: bool = True) -> StudyRecords:
     if must_exist and sr.plan is None:  # report, advise --results: a folder they cannot read is one line
         why = next((w.split(": ", 1)[-1] for w in sr.warnings if "plan record" in w), None)
         raise UsageError(f"{out}: its {RESULTS} holds no readable study plan record{f' ({why})' if why else ''}; "
-                         f"is it a `fabricbench study --out` folder?")
+                         f"is it a `fabricbench study --out DIR` folder?")
     return sr
