@@ -1,0 +1,178 @@
+"""What one `fabricbench train` run is: TrainConfig, its derived counts (ranks per node, world size, each
+rank's GPU) and its validation, the one check every path (CLI, fabricbench.train) takes before anything
+starts.
+
+    fabricbench train --strategy all --model tiny-mistral --device cpu --nprocs 2 --steps 6 --out t.jsonl
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+from dataclasses import dataclass, field
+
+from fabricbench.errors import UsageError
+from fabricbench.fabrics import get_fabric
+from fabricbench.measuring.config import PROCS_PER_CORE, cores
+from fabricbench.training import estimate, models, repeats
+from fabricbench.training.strategies import PRECISIONS, STRATEGIES, default_precision
+
+MAX_STEPS = 100_000  # optimizer steps per strategy
+STARTUP_S = 600.0  # start-up (torchrun, imports, building the model) may take this long, even with a short
+# --timeout
+MAX_TRACE_STEPS = 20  # profiled steps: a profile grows with every step and is read in memory
+DEFAULT_MAX_STEPS = 40  # steps in all with a target CI, unless --max-steps says otherwise
+MAX_REPEATS = 50
+
+@dataclass(kw_only=True)
+class TrainConfig:
+    strategies: list[str]  # names in STRATEGIES, run in this order
+    model: str | None = None  # a name in MODELS
+    model_config: str | None = None  # a transformers config JSON
+    model_path: str | None = None  # a folder of local pretrained weights
+    device: str = "cuda"  # "cuda" (one process per GPU in `gpus`) or "cpu" (gloo, `nprocs` processes)
+    gpus: tuple[int, ...] = ()  # device ordinals, rank order
+    nprocs: int = 1  # processes on this node: device "cpu"; on "cuda" with backend gloo, ranks over `gpus`
+    # round robin (several ranks on one GPU: the one-GPU lab); on "cuda" with nccl one per GPU
+    backend: str | None = None  # None: nccl on cuda, gloo on cpu; "gloo" on cuda for the one-GPU lab
+    steps: int = 8  # optimizer steps at least, warm-up included
+    warmup_steps: int = 3  # steps left out of the timing
+    target_ci: float | None = 0.03  # go on stepping (and repeating) until the median's 95% CI half-width is
+    # within this fraction of it; None: exactly `steps` steps and `repeats` (or 1) runs
+    max_steps: int | None = None  # cap on steps with target_ci (None: max(steps, DEFAULT_MAX_STEPS))
+    repeats: int | None = None  # runs of each strategy in fresh processes; None: MIN_REPEATS, then more until
+    # the run-to-run CI is within target_ci (at most max_repeats, within time_budget_s)
+    max_repeats: int = 6
+    time_budget_s: float = 1800.0  # no repeat beyond the minimum starts after this many seconds
+    batch_size: int = 8  # samples per GPU (per process) per step
+    seq_len: int = 512  # tokens per sample (causal LM)
+    image_size: int = 224  # pixels per side (image classification)
+    lr: float = 1e-4  # AdamW learning rate
+    precision: str | None = None  # "bf16", "fp16" or "fp32"; None: bf16 on cuda, fp32 on cpu (run_precision)
+    trace_steps: int = 2  # profiled steps after the timed ones, for the record's "comm" (trace.py); 0: none
+    dataset: str | None = None  # local dataset folder (data.py); synthetic when None
+    fabric: str = "default"  # a fabric name (fabricbench/fabrics)
+    nnodes: int = 1  # torchrun pass-through, for several nodes
+    node_rank: int = 0
+    master_addr: str = "127.0.0.1"
+    master_port: int | None = None  # None: a free port on this host
+    timeout_s: float = 1800.0  # a rank with no progress (start-up phase, step) for this long ends the run
+    budget_s: float | None = None  # one strategy's processes, start to end; None: no limit beyond timeout_s
+    extra_env: dict[str, str] = field(default_factory=dict)  # added to the workers' environment
+
+    @property
+    def procs_per_node(self) -> int:
+        if self.device == "cuda":
+            return max(self.nprocs, len(self.gpus)) if self.run_backend == "gloo" else len(self.gpus)
+        return self.nprocs
+
+    @property
+    def run_backend(self) -> str:
+        return self.backend or ("nccl" if self.device == "cuda" else "gloo")
+
+    @property
+    def rank_gpus(self) -> list[int]:
+        """The GPU of each local rank (round robin over `gpus`); [] on CPU."""
+        if self.device != "cuda" or not self.gpus:
+            return []
+        return [self.gpus[i % len(self.gpus)] for i in range(self.procs_per_node)]
+
+    @property
+    def step_cap(self) -> int:
+        return self.steps if not self.target_ci else max(self.steps, self.max_steps or DEFAULT_MAX_STEPS)
+
+    @property
+    def min_repeats(self) -> int:
+        return self.repeats if self.repeats is not None else repeats.MIN_REPEATS
+
+    @property
+    def world_size(self) -> int:
+        return self.procs_per_node * self.nnodes
+
+    @property
+    def run_precision(self) -> str:
+        return self.precision or default_precision(self.device)
+
+    def validate(self) -> None:
+        for s in self.strategies:
+            STRATEGIES.get(s)
+        if self.steps < self.warmup_steps + 2:
+            raise UsageError(f"--steps {self.steps} with --warmup-steps {self.warmup_steps} leaves "
+                             f"{self.steps - self.warmup_steps} timed step(s); need at least 2 (and step 1 is "
+                             f"where the sharding is counted)")
+        if self.warmup_steps < 1:
+            raise UsageError("--warmup-steps must be at least 1: the first step builds state and is not timed")
+        estimate.check_sizes(batch_size=self.batch_size, seq_len=self.seq_len, image_size=self.image_size)
+        if self.steps > MAX_STEPS:
+            raise UsageError(f"--steps {self.steps}: more than {MAX_STEPS:,} steps is a training job, not a "
+                             f"measurement; lower it")
+        if not (math.isfinite(self.lr) and self.lr > 0):
+            raise UsageError(f"--lr {self.lr}: the learning rate must be positive and finite, e.g. 1e-4")
+        if not (math.isfinite(self.timeout_s) and self.timeout_s > 0):
+            raise UsageError(f"timeout_s={self.timeout_s}: must be positive and finite (seconds a rank may go "
+                             f"without progress)")
+        if self.budget_s is not None and not (math.isfinite(self.budget_s) and self.budget_s > 0):
+            raise UsageError(f"budget_s={self.budget_s}: must be positive and finite (seconds per strategy), "
+                             f"or None")
+        if self.device not in ("cuda", "cpu"):
+            raise UsageError(f"--device {self.device}: choose cuda or cpu")
+        if self.precision is not None and self.precision not in PRECISIONS:
+            raise UsageError(f"--precision {self.precision}: choose {', '.join(PRECISIONS)}")
+        ds = [s for s in self.strategies if STRATEGIES.get(s).engine == "deepspeed"]
+        if self.precision == "fp16" and self.device == "cpu" and ds:
+            raise UsageError(f"--precision fp16 --device cpu: DeepSpeed's CPU accelerator has no fp16 "
+                             f"({', '.join(ds)}); use bf16 or fp32 there")
+        if not 0 <= self.trace_steps <= MAX_TRACE_STEPS:
+            raise UsageError(f"--trace-steps {self.trace_steps}: 0 (no trace) to {MAX_TRACE_STEPS}")
+        if self.backend is not None and self.backend not in ("nccl", "gloo"):
+            raise UsageError(f"--backend {self.backend}: choose nccl or gloo")
+        if self.device == "cpu" and self.run_backend != "gloo":
+            raise UsageError("--backend nccl needs --device cuda; CPU ranks talk over gloo")
+        if self.device == "cuda" and self.run_backend == "nccl" and self.nprocs > max(1, len(self.gpus)):
+            raise UsageError(f"--nprocs {self.nprocs} on {len(self.gpus)} GPU(s): NCCL refuses two ranks on one "
+                             f"GPU (\"Duplicate GPU detected\"); add --backend gloo for a lab of several ranks "
+                             f"per GPU, or name one GPU per rank with --gpus")
+        if self.target_ci is not None and not (math.isfinite(self.target_ci) and 0 < self.target_ci < 1):
+            raise UsageError(f"--target-ci {self.target_ci}: a fraction between 0 and 1, e.g. 0.03")
+        if self.max_steps is not None and self.max_steps < self.steps:
+            raise UsageError(f"--max-steps {self.max_steps} is below --steps {self.steps}")
+        if self.repeats is not None and not 1 <= self.repeats <= MAX_REPEATS:
+            raise UsageError(f"--repeats {self.repeats}: 1 to {MAX_REPEATS}")
+        if not 1 <= self.max_repeats <= MAX_REPEATS:
+            raise UsageError(f"--max-repeats {self.max_repeats}: 1 to {MAX_REPEATS}")
+        if not (math.isfinite(self.time_budget_s) and self.time_budget_s > 0):
+            raise UsageError(f"--time-budget {self.time_budget_s}: seconds, positive")
+        if self.device == "cpu" and self.nprocs < 1:
+            raise UsageError(f"--nprocs {self.nprocs}: need at least 1 process")
+        if self.device == "cpu" and self.nprocs > PROCS_PER_CORE * cores():
+            raise UsageError(f"--nprocs {self.nprocs}: more CPU ranks than {PROCS_PER_CORE} per core "
+                             f"({PROCS_PER_CORE} x {cores()} cores = {PROCS_PER_CORE * cores()}); lower it")
+        if self.procs_per_node < 1:
+            raise UsageError(f"{self.procs_per_node} processes: name GPUs with --gpus or use --nprocs N")
+        if self.nnodes < 1 or not 0 <= self.node_rank < self.nnodes:
+            raise UsageError(f"--nnodes {self.nnodes} --node-rank {self.node_rank}: need nnodes >= 1 and "
+                             f"0 <= node-rank < nnodes")
+        if not self.master_addr.strip():
+            raise UsageError("--master-addr is empty; give the rank-0 host, e.g. 127.0.0.1")
+        if self.master_port is not None and not 1 <= self.master_port <= 65535:
+            raise UsageError(f"--master-port {self.master_port}: a TCP port is 1-65535")
+        given = [x for x in (self.model, self.model_config, self.model_path) if x]
+        if len(given) != 1:
+            raise UsageError("name exactly one of --model NAME, --model-config FILE, --model-path DIR "
+                             f"(got {len(given)}); models: {', '.join(models.MODELS.names())}")
+        if self.model:
+            models.MODELS.get(self.model)
+        missing = [lib for lib in ("accelerate", "transformers") if importlib.util.find_spec(lib) is None]
+        if missing:
+            raise UsageError(f'train needs {" and ".join(missing)}: pip install "fabricbench[train]"')
+        get_fabric(self.fabric)  # an unknown fabric fails before any model is built
+
+
+def _local_devices(config: TrainConfig) -> list[int] | None:
+    """The CUDA index (inside CUDA_VISIBLE_DEVICES) of each local rank, where ranks share GPUs; else None."""
+    ranks = config.rank_gpus
+    if len(set(ranks)) == len(ranks):
+        return None
+    visible = list(dict.fromkeys(config.gpus))
+    return [visible.index(g) for g in ranks]
+
