@@ -77,7 +77,7 @@ TRAIN_OPTIONS = {"--strategy", "--model", "--model-config", "--model-path", "--g
                  "--steps", "--warmup-steps", "--batch-size", "--seq-len", "--image-size", "--lr", "--dataset",
                  "--fabric", "--out", "--nnodes", "--node-rank", "--master-addr", "--master-port", "--timeout",
                  "--json", "--list", "--precision", "--trace-steps", "--backend", "--max-steps", "--target-ci",
-                 "--repeats", "--max-repeats", "--time-budget"}
+                 "--repeats", "--max-repeats", "--time-budget", "--stall-timeout"}
 
 
 def test_train_surface_is_frozen():

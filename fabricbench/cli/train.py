@@ -97,12 +97,15 @@ def _line(rec: dict) -> str:
 @click.option("--timeout", "timeout_s", type=float, default=1800.0, show_default=True,
               help="Seconds a rank may go without progress (a step; start-up gets at least 10 min) before "
                    "the run ends naming it.")
+@click.option("--stall-timeout", "stall_timeout_s", type=float, default=None,
+              help="Seconds a rank's heartbeat (or every rank's step) may stop before the run ends naming the "
+                   "rank and its host, on every node [default: max(60, 10x the median step)].")
 @click.option("--json", "as_json", is_flag=True, help="Print each record as JSON instead of a line.")
 @click.option("--list", "list_", is_flag=True, help="List strategies and models, then exit.")
 def train(strategy, model, model_config, model_path, gpus, device, nprocs, backend, steps, max_steps, target_ci,
           repeats, max_repeats, time_budget_s, warmup_steps, batch_size, seq_len, image_size, lr, precision,
           trace_steps, dataset, fabric, out, nnodes, node_rank, master_addr, master_port, timeout_s, as_json,
-          list_) -> None:
+          list_, stall_timeout_s=None) -> None:
     """Train one model under each strategy, in fresh processes, and measure throughput and memory."""
     if list_:
         for s in STRATEGIES:
@@ -128,7 +131,7 @@ def train(strategy, model, model_config, model_path, gpus, device, nprocs, backe
                         warmup_steps=warmup_steps, batch_size=batch_size, seq_len=seq_len, image_size=image_size,
                         lr=lr, precision=precision, trace_steps=trace_steps, dataset=dataset, fabric=fabric,
                         nnodes=nnodes, node_rank=node_rank, master_addr=master_addr, master_port=master_port,
-                        timeout_s=timeout_s, backend=backend, max_steps=max_steps, target_ci=target_ci or None,
+                        timeout_s=timeout_s, stall_timeout_s=stall_timeout_s, backend=backend, max_steps=max_steps, target_ci=target_ci or None,
                         repeats=repeats, max_repeats=max_repeats, time_budget_s=time_budget_s, quiet=as_json)
     if not as_json and records:
         tables.render(tables.console(), f"train: {model or model_config or model_path}, {device}", TRAIN_COLS,

@@ -23,6 +23,7 @@ STARTUP_S = 600.0  # start-up (torchrun, imports, building the model) may take t
 MAX_TRACE_STEPS = 20  # profiled steps: a profile grows with every step and is read in memory
 DEFAULT_MAX_STEPS = 40  # steps in all with a target CI, unless --max-steps says otherwise
 MAX_REPEATS = 50
+MIN_STALL_S, MAX_STALL_S = 3.0, 86_400.0  # --stall-timeout's range, seconds
 
 @dataclass(kw_only=True)
 class TrainConfig:
@@ -56,7 +57,10 @@ class TrainConfig:
     node_rank: int = 0
     master_addr: str = "127.0.0.1"
     master_port: int | None = None  # None: a free port on this host
-    timeout_s: float = 1800.0  # a rank with no progress (start-up phase, step) for this long ends the run
+    timeout_s: float = 1800.0  # a rank with no progress (start-up phase, step) for this long ends the run;
+    # it bounds the nodes' rendezvous too (torchrun's static rendezvous `timeout`)
+    stall_timeout_s: float | None = None  # the stall watchdog (jobs/heartbeat.py): a rank whose heartbeat
+    # (or every rank's step) stops this long is named and the run ends; None: max(60 s, 10 x median step)
     budget_s: float | None = None  # one strategy's processes, start to end; None: no limit beyond timeout_s
     extra_env: dict[str, str] = field(default_factory=dict)  # added to the workers' environment
 
@@ -65,6 +69,12 @@ class TrainConfig:
         if self.device == "cuda":
             return max(self.nprocs, len(self.gpus)) if self.run_backend == "gloo" else len(self.gpus)
         return self.nprocs
+
+    @property
+    def local_ranks(self) -> range:
+        """The global ranks of this node's processes (torchrun numbers node by node)."""
+        first = self.node_rank * self.procs_per_node
+        return range(first, first + self.procs_per_node)
 
     @property
     def run_backend(self) -> str:
@@ -111,6 +121,10 @@ class TrainConfig:
         if not (math.isfinite(self.timeout_s) and self.timeout_s > 0):
             raise UsageError(f"timeout_s={self.timeout_s}: must be positive and finite (seconds a rank may go "
                              f"without progress)")
+        if self.stall_timeout_s is not None and not (math.isfinite(self.stall_timeout_s)
+                                                     and MIN_STALL_S <= self.stall_timeout_s <= MAX_STALL_S):
+            raise UsageError(f"--stall-timeout {self.stall_timeout_s:g}: seconds, {MIN_STALL_S:g} to "
+                             f"{MAX_STALL_S:g} (a rank's heartbeat every second must be missed several times)")
         if self.budget_s is not None and not (math.isfinite(self.budget_s) and self.budget_s > 0):
             raise UsageError(f"budget_s={self.budget_s}: must be positive and finite (seconds per strategy), "
                              f"or None")
@@ -154,6 +168,9 @@ class TrainConfig:
                              f"0 <= node-rank < nnodes")
         if not self.master_addr.strip():
             raise UsageError("--master-addr is empty; give the rank-0 host, e.g. 127.0.0.1")
+        if self.nnodes > 1 and self.master_port is None:
+            raise UsageError(f"--nnodes {self.nnodes}: give --master-port (the same on every node); a free port "
+                             f"picked here would differ from node to node")
         if self.master_port is not None and not 1 <= self.master_port <= 65535:
             raise UsageError(f"--master-port {self.master_port}: a TCP port is 1-65535")
         given = [x for x in (self.model, self.model_config, self.model_path) if x]

@@ -22,6 +22,7 @@ naming the rank that failed, in training/join.py.
 from __future__ import annotations
 
 import json
+import math
 import os
 import socket
 import sys
@@ -47,6 +48,7 @@ from fabricbench.training.strategies import STRATEGIES
 from fabricbench.training.strategies.base import accelerate_precision
 
 LIBRARIES = ("torch", "accelerate", "transformers", "deepspeed")
+WATCHDOG_FIRST_S = 5.0  # this process's own stall verdict waits this long past --stall-timeout
 
 
 def _free_port() -> int:
@@ -76,9 +78,12 @@ def launch_command(config: TrainConfig, spec_path: Path) -> list[str]:
     """torchrun, whose ranks start under fabricbench.procs' guard: torchrun puts each rank in a session of
     its own, out of reach of a group kill, so each rank asks for the death signal itself."""
     port = config.master_port if config.master_port is not None else _free_port()
+    # --timeout bounds the nodes' meeting too: the static rendezvous's store waits `timeout` s for every
+    # node (else its own 600 s, whatever --timeout says)
     return [sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={config.procs_per_node}",
             f"--nnodes={config.nnodes}", f"--node-rank={config.node_rank}",
             f"--master-addr={config.master_addr}", f"--master-port={port}",
+            f"--rdzv-conf=timeout={max(1, math.ceil(config.timeout_s))}",
             *procs.guard_argv("fabricbench.training.worker", str(spec_path))]
 
 
@@ -93,7 +98,6 @@ def run_strategy(config: TrainConfig, name: str, resolved: models.ResolvedModel,
         return {**body, "status": Status.WAIVED, "message": why}
     fabric = get_fabric(config.fabric)
     body.update(fabric_env=fabric.public_variables, shaped_rate_bps=fabric.rate_bps)
-    first = config.node_rank * config.procs_per_node
     with jobs.workspace(f"train-{name}") as run_dir:  # removed on Ctrl-C/SIGTERM too; after a SIGKILL, next start
         spec = {**asdict(config), "strategy": name, "run_dir": str(run_dir), "fabric": fabric.name,
                 "max_steps": config.step_cap, "backend": config.backend, "local_devices": _local_devices(config)}
@@ -102,12 +106,15 @@ def run_strategy(config: TrainConfig, name: str, resolved: models.ResolvedModel,
         spec_path = run_dir / "spec.json"
         write_private(spec_path, json.dumps(spec))
         # jobs.run: the fabric applied (environment; torchrun inside the namespace of shaped:RATE),
-        # torchrun in its own process group, dead with us; a rank silent for --timeout s, the budget or
-        # Ctrl-C/SIGTERM end torchrun and its ranks before this returns or raises.
+        # torchrun in its own process group, dead with us; a rank silent for --timeout s (or --stall-timeout),
+        # a rank's own stall watchdog naming a peer (on any node), the budget or Ctrl-C/SIGTERM end torchrun
+        # and its ranks before this returns or raises.
+        # (the ranks' own watchdogs speak first: they see every node, this process only its own ranks)
+        stall_s = min(config.timeout_s, (config.stall_timeout_s or math.inf) + WATCHDOG_FIRST_S)
         res = jobs.run(launch_command(config, spec_path), workspace=run_dir, env=worker_env(config), fabric=fabric,
-                       stall_s=config.timeout_s, startup_s=max(config.timeout_s, STARTUP_S),
+                       stall_s=stall_s, startup_s=max(config.timeout_s, STARTUP_S),
                        budget_s=config.budget_s,
-                       expect=[f"rank {first + r}" for r in range(config.procs_per_node)], on_progress=on_progress)
+                       expect=[f"rank {r}" for r in config.local_ranks], on_progress=on_progress)
         for w in res.warnings:
             print(f"warning: {w}", file=sys.stderr)
         if res.waived:
@@ -141,7 +148,7 @@ def _base_body(config: TrainConfig, name: str, resolved: models.ResolvedModel, p
         "tokens_per_sample": tps, "device": config.device,
         "gpus": list(config.gpus) if config.device == "cuda" else [], "nranks": config.world_size,
         "rank_gpus": config.rank_gpus, "backend": config.run_backend,
-        "nnodes": config.nnodes, "steps": config.steps, "warmup_steps": config.warmup_steps,
+        "nnodes": config.nnodes, "procs_per_node": config.procs_per_node, "steps": config.steps, "warmup_steps": config.warmup_steps,
         "lr": config.lr, "optimizer": "AdamW (fused on GPU)",
         "precision": precision, "mixed_precision": accelerate_precision(precision),
         "dataset": config.dataset or "synthetic",
@@ -184,7 +191,8 @@ def run(config: TrainConfig, writer: ResultWriter, *, echo: Any = None, quiet: b
                 note = repeats.host_bound_note(record.get("gpu_busy_fraction"))
                 if note:
                     record["host_bound"] = note
-                writer.write(record)
+                if config.node_rank == 0:  # node 0 writes the records (they name every node); the others
+                    writer.write(record)  # return theirs, for their exit status, and write none
                 records.append(record)
                 bar.advance(item=f"{label}: {record.get('status')}")
                 if echo is not None:  # on a terminal the bar stays below what echo prints
