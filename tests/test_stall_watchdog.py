@@ -74,3 +74,28 @@ def test_stopped_train_rank_is_named_within_the_stall_bound(cmd, tmp_path, strat
     assert rec["hosts"] and len(rec["hosts"]) == 2
     assert_gone([*launcher, *workers])
     assert not tmp.exists()
+
+
+@pytest.mark.slow
+def test_stopped_sweep_rank_is_named_within_the_stall_bound(cmd, tmp_path):
+    from test_hangs import LONG_SWEEP, records
+
+    stall = 6
+    out = tmp_path / "s.jsonl"
+    c = cmd(["sweep", *LONG_SWEEP, "--timeout", "300", "--stall-timeout", str(stall), "--out", str(out)])
+    wait_for(lambda: records(out) or c.p.poll() is not None, 120, "a first record")
+    assert c.p.poll() is None, c.stderr
+    ranks = wait_for(lambda: len(children(c.p.pid)) == 2 and children(c.p.pid), 10, "two ranks")
+    kept = len(records(out))
+    os.kill(ranks[1], signal.SIGSTOP)
+    try:
+        rc, took = c.wait(stall + 60)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(ranks[1], signal.SIGCONT)
+    print(f"sweep: ended {took:.1f} s after the fault (stall {stall} s)")
+    assert rc != 0 and took < stall + SLACK, (took, c.stderr)
+    (line,) = error_lines(c.stderr)
+    assert "rank 1 stopped answering" in line, line
+    assert len(records(out)) >= kept >= 1
+    assert_gone(ranks)

@@ -62,13 +62,16 @@ def _fmt_s(s: float) -> str:
               help="Seconds one train unit may take.")
 @click.option("--sweep-timeout", "sweep_timeout_s", type=float, default=900.0, show_default=True,
               help="Seconds one sweep unit may take.")
+@click.option("--stall-timeout", "stall_timeout_s", type=float, default=None,
+              help="Seconds a unit's rank may stop (SIGSTOP, a dead node) before the unit ends naming it "
+                   "[default: train's and sweep's own].")
 @click.option("--resume", is_flag=True, help="Continue the study in --out: skip the units recorded ok.")
 @click.option("--dry-run", is_flag=True, help="Print the units and a time estimate; run nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result (or the plan) as one JSON object.")
 @click.option("--quiet", is_flag=True, help="No progress bar and no line per unit.")
 def study(out, gpus, device, nprocs, fabrics, strategies, model, model_config, steps, max_steps, target_ci, repeats,
           max_repeats, repeat_budget_s, warmup_steps, batch_size, seq_len, image_size, precision, sizes, iters,
-          warmup, train_timeout_s, sweep_timeout_s, resume, dry_run, as_json, quiet) -> None:
+          warmup, train_timeout_s, sweep_timeout_s, resume, dry_run, as_json, quiet, stall_timeout_s=None) -> None:
     """Topology, sweeps per fabric, scaling, train per strategy per fabric, estimate, relate, and a report."""
     import sys
 
@@ -80,7 +83,7 @@ def study(out, gpus, device, nprocs, fabrics, strategies, model, model_config, s
                             repeat_budget_s=repeat_budget_s, warmup_steps=warmup_steps,
                             batch_size=batch_size, seq_len=seq_len, image_size=image_size, precision=precision,
                             sizes=sizes, iters=iters, warmup=warmup, train_timeout_s=train_timeout_s,
-                            sweep_timeout_s=sweep_timeout_s).items():
+                            sweep_timeout_s=sweep_timeout_s, stall_timeout_s=stall_timeout_s).items():
         if ctx.get_parameter_source(name).name != "DEFAULT":
             given[name] = value
     if device == "cpu" and gpus:

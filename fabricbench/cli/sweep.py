@@ -56,6 +56,9 @@ from fabricbench.sizes import format_size
 @click.option("--backend", default=None, help="torch engine: nccl or gloo. Default: nccl with GPUs, else gloo.")
 @click.option("--nprocs", type=int, default=None, help="Start N local ranks, one process each.")
 @click.option("--timeout", "timeout_s", type=float, default=300.0, help="Seconds before a hung step is aborted.")
+@click.option("--stall-timeout", "stall_timeout_s", type=float, default=None,
+              help="Seconds a rank's heartbeat may stop (SIGSTOP, a dead node) before the run ends naming it "
+                   "[default: --timeout + 5 for --nprocs ranks, 60 under torchrun/srun].")
 @click.option("--nccl-lib", default=None, help="libnccl.so.2 to load (else $FABRICBENCH_NCCL_LIBRARY, torch's, system).")
 @click.option("--fabric", default="default",
               help="Fabric to measure under: default, p2p-off, net, shaped:RATE or name:VAR=VAL[,VAR=VAL] "
@@ -79,7 +82,7 @@ from fabricbench.sizes import format_size
 @click.option("--list-ops", is_flag=True, help="List the collectives and exit.")
 def sweep(gpus, ops, sizes, dtype, iters, warmup, adaptive, max_iters, mode, graph, graph_iters, check, engine,
           backend, nprocs, timeout_s, nccl_lib, fabric, seed, buffers, timing, alloc, out_path, resume, as_json,
-          csv_path, dry_run, quiet, list_ops):
+          csv_path, dry_run, quiet, list_ops, stall_timeout_s=None):
     """Time NCCL collectives over a GPU set and a range of sizes (nccl-tests' algbw and busbw)."""
     if list_ops:
         _list_ops()
@@ -88,7 +91,7 @@ def sweep(gpus, ops, sizes, dtype, iters, warmup, adaptive, max_iters, mode, gra
         gpus=gpus, ops=ops, sizes=sizes, dtype=dtype, iters=iters, warmup=warmup, adaptive=adaptive,
         max_iters=max_iters, inplace=mode, graph=graph, graph_iters=graph_iters, check=check, engine=engine,
         backend=backend, nprocs=nprocs, timeout_s=timeout_s, nccl_lib=nccl_lib, fabric=fabric, seed=seed,
-        buffers=buffers, timing=timing, alloc=alloc)
+        buffers=buffers, timing=timing, alloc=alloc, stall_timeout_s=stall_timeout_s)
     refuse_collisions({"--out": out_path, "--csv": csv_path}, {"--nccl-lib": nccl_lib})
     if resume and not out_path:
         raise UsageError("--resume skips what --out already holds; give --out FILE (the earlier run's file)")

@@ -29,11 +29,13 @@ a collective's own time-outs (gloo's, NCCL's watchdog, the store's) are the run'
 
 from __future__ import annotations
 
+import atexit
 import datetime
 import json
 import os
 import socket
 import statistics
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -42,6 +44,7 @@ from typing import Any, Callable
 BEAT_S = 1.0  # how often a rank writes its beat and reads its peers'
 MIN_STALL_S = 60.0  # the default bound's floor
 STEPS_X = 10.0  # the default bound: this many median steps, when that is above the floor
+STORE_WAIT_S = 2.0  # one store operation's bound: a verdict is checked at least every BEAT_S + this
 DEAD_S = 5.0  # after a rank's own collective failed: a peer silent this long is the one that died
 PREFIX = "fabricbench/hb"
 RUNNING, FAILED, DONE = "running", "failed", "done"
@@ -182,7 +185,8 @@ class Heartbeat:
         self._stop.set()
 
     # -- the thread -----------------------------------------------------------------------------------------
-    def _beat(self) -> None:
+    def _beat(self) -> bool:
+        """Write this rank's beat; False when the store did not answer."""
         with self._lock:
             self.seq += 1
             doc = {"seq": self.seq, "host": self.host, "step": self.step, "tick": self.tick, "state": self.state,
@@ -190,8 +194,9 @@ class Heartbeat:
         try:
             self.store.set(f"{PREFIX}/{self.rank}", json.dumps(doc))
             self.store_ok_at = time.monotonic()
+            return True
         except Exception:  # noqa: BLE001 - an unreachable store is a verdict of its own, after the bound
-            pass
+            return False
 
     def _read(self) -> None:
         keys = [f"{PREFIX}/{r}" for r in range(self.world)]
@@ -217,8 +222,8 @@ class Heartbeat:
 
     def _loop(self) -> None:
         while not self._stop.wait(BEAT_S):
-            self._beat()
-            self._read()
+            if self._beat():  # a store that does not answer costs one STORE_WAIT_S per beat, not two
+                self._read()
             with self._lock:
                 bound = stall_bound(self.stall_s, self.step_times)
                 if self.state != RUNNING:
@@ -242,7 +247,7 @@ def start(*, rank: int, world: int, host_addr: str, port: int, stall_s: float | 
 
     store = tdist.TCPStore(host_addr, port, None, False, timeout=datetime.timedelta(seconds=connect_s),
                            wait_for_workers=False)
-    store.set_timeout(datetime.timedelta(seconds=max(2.0, 3 * BEAT_S)))  # a dead store: errors, not waits
+    store.set_timeout(datetime.timedelta(seconds=STORE_WAIT_S))  # a dead store: errors, not waits
     return Heartbeat(store, rank=rank, world=world, stall_s=stall_s, on_stall=on_stall, store_host=host_addr)
 
 
@@ -258,3 +263,30 @@ def from_env(*, stall_s: float | None, on_stall: Callable[[str, list[int]], None
     if world < 2:
         return None
     return start(rank=rank, world=world, host_addr=addr, port=port, stall_s=stall_s, on_stall=on_stall)
+
+
+_THIS: list[Heartbeat] = []  # this process's own watchdog, when watch_this_rank started one
+STALL_EXIT = 1
+
+
+def watch_this_rank(stall_s: float | None) -> Heartbeat | None:
+    """For a rank launched by torchrun/srun whose command has no parent of fabricbench's (a sweep, a
+    qualify across nodes): start this process's watchdog once. Its verdict is one `Error:` line naming
+    the rank and host that stopped, then this rank exits (STALL_EXIT); what it wrote before stays. Done
+    at exit, so a rank that finished is never named for its silence."""
+    if _THIS:
+        return _THIS[0]
+    hb = from_env(stall_s=stall_s, on_stall=_end_this_rank)
+    if hb is not None:
+        _THIS.append(hb)
+        atexit.register(hb.done)
+    return hb
+
+
+def _end_this_rank(message: str, ranks: list[int]) -> None:
+    try:
+        sys.stdout.flush()
+        sys.stderr.write(f"Error: {message}; rank {_THIS[0].rank if _THIS else '?'} ends the run\n")
+        sys.stderr.flush()
+    finally:
+        os._exit(STALL_EXIT)

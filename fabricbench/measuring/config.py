@@ -48,6 +48,9 @@ class SweepConfig:
     nprocs: int | None = None  # start this many local ranks (one process per rank); None = one process
     timeout_s: float = field(default=300.0, metadata=argv_field(flag="--timeout"))  # a set-up or collective
     # that takes longer is aborted
+    stall_timeout_s: float | None = field(default=None, metadata=argv_field(flag="--stall-timeout", keyed=False))
+    # a rank whose heartbeat stops this long (SIGSTOP, a dead node) ends the run naming it; None: --timeout
+    # + DEAD_AFTER_S for local ranks, 60 s for torchrun/srun ranks (jobs/heartbeat.py)
     nccl_lib: str | None = None  # path of libnccl.so.2; None = FABRICBENCH_NCCL_LIBRARY, torch's, system
     # name of the fabric (environment) this runs under; recorded in every result; a child gets it by name
     fabric: str = field(default="default", metadata=argv_field(skip=True))
@@ -111,6 +114,10 @@ def validate(config: SweepConfig) -> None:
     if isinstance(config.timeout_s, bool) or not isinstance(config.timeout_s, (int, float)) \
             or not math.isfinite(config.timeout_s) or config.timeout_s <= 0:
         raise UsageError(f"--timeout {config.timeout_s}: must be positive and finite (seconds)")
+    if config.stall_timeout_s is not None and not (
+            isinstance(config.stall_timeout_s, (int, float)) and not isinstance(config.stall_timeout_s, bool)
+            and math.isfinite(config.stall_timeout_s) and 3 <= config.stall_timeout_s <= 86_400):
+        raise UsageError(f"--stall-timeout {config.stall_timeout_s}: seconds, 3 to 86400")
     if config.adaptive is not None:
         if not (isinstance(config.adaptive, (int, float)) and 0 < config.adaptive < 1):
             raise UsageError(f"--adaptive {config.adaptive}: a fraction between 0 and 1, e.g. 0.02")

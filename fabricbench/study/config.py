@@ -9,6 +9,7 @@ checks; to_dict/from_dict let `--resume` compare a new command against the plan 
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -59,6 +60,8 @@ class StudyConfig:
     warmup: int | None = None  # sweep warm-up iterations per size
     train_timeout_s: float = 1800.0  # one train unit, start to end
     sweep_timeout_s: float = 900.0  # one sweep or scaling unit
+    stall_timeout_s: float | None = None  # a unit's rank silent this long ends the unit naming it (train and
+    # sweep --stall-timeout; None: their defaults)
     extra: dict[str, Any] = field(default_factory=dict)  # free-form notes stored with the plan
 
     def validate(self) -> "StudyConfig":
@@ -100,6 +103,10 @@ class StudyConfig:
             self.warmup = DEFAULT_ITERS[self.device][1]
         if self.iters < 1 or self.warmup < 0:
             raise UsageError(f"--iters {self.iters} / --warmup {self.warmup}: need iters >= 1, warmup >= 0")
+        if self.stall_timeout_s is not None and not (isinstance(self.stall_timeout_s, (int, float))
+                                                     and math.isfinite(self.stall_timeout_s)
+                                                     and 3 <= self.stall_timeout_s <= 86_400):
+            raise UsageError(f"--stall-timeout {self.stall_timeout_s}: seconds, 3 to 86400")
         if self.sizes is not None:
             SizeSweep.parse(self.sizes)
         if self.device == "cpu":
@@ -178,6 +185,6 @@ class StudyConfig:
 
     def differences(self, other: "StudyConfig") -> list[str]:
         """'field: stored -> new' for each setting that would make other measure something else."""
-        ignore = {"out", "extra", "train_timeout_s", "sweep_timeout_s", "repeat_budget_s"}
+        ignore = {"out", "extra", "train_timeout_s", "sweep_timeout_s", "repeat_budget_s", "stall_timeout_s"}
         a, b = self.to_dict(), other.to_dict()
         return [f"{k}: {a[k]!r} -> {b[k]!r}" for k in a if k not in ignore and a[k] != b[k]]

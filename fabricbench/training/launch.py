@@ -48,7 +48,8 @@ from fabricbench.training.strategies import STRATEGIES
 from fabricbench.training.strategies.base import accelerate_precision
 
 LIBRARIES = ("torch", "accelerate", "transformers", "deepspeed")
-WATCHDOG_FIRST_S = 5.0  # this process's own stall verdict waits this long past --stall-timeout
+MIN_RDZV_S = 5.0  # the shortest rendezvous bound handed to torchrun
+WATCHDOG_FIRST_S = 10.0  # this process's own stall verdict waits this long past --stall-timeout
 
 
 def _free_port() -> int:
@@ -74,23 +75,24 @@ def worker_env(config: TrainConfig) -> dict[str, str]:
     return env
 
 
-def launch_command(config: TrainConfig, spec_path: Path) -> list[str]:
+def launch_command(config: TrainConfig, spec_path: Path, *, rdzv_s: float | None = None) -> list[str]:
     """torchrun, whose ranks start under fabricbench.procs' guard: torchrun puts each rank in a session of
-    its own, out of reach of a group kill, so each rank asks for the death signal itself."""
+    its own, out of reach of a group kill, so each rank asks for the death signal itself. `rdzv_s`: the
+    nodes' rendezvous bound (default --timeout)."""
     port = config.master_port if config.master_port is not None else _free_port()
     # --timeout bounds the nodes' meeting too: the static rendezvous's store waits `timeout` s for every
     # node (else its own 600 s, whatever --timeout says)
     return [sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={config.procs_per_node}",
             f"--nnodes={config.nnodes}", f"--node-rank={config.node_rank}",
             f"--master-addr={config.master_addr}", f"--master-port={port}",
-            f"--rdzv-conf=timeout={max(1, math.ceil(config.timeout_s))}",
+            f"--rdzv-conf=timeout={max(1, math.ceil(config.timeout_s if rdzv_s is None else rdzv_s))}",
             *procs.guard_argv("fabricbench.training.worker", str(spec_path))]
 
 
 def run_strategy(config: TrainConfig, name: str, resolved: models.ResolvedModel, psi: int, *,
-                 on_progress=None) -> dict[str, Any]:
+                 on_progress=None, rdzv_s: float | None = None) -> dict[str, Any]:
     """One strategy in fresh processes -> the record body (without the header); `on_progress(who, data)`
-    sees each rank's steps (jobs.run)."""
+    sees each rank's steps (jobs.run); `rdzv_s`: the nodes' rendezvous bound (default --timeout)."""
     strategy = STRATEGIES.get(name)
     body = _base_body(config, name, resolved, psi)
     why = strategy.unavailable()
@@ -111,7 +113,7 @@ def run_strategy(config: TrainConfig, name: str, resolved: models.ResolvedModel,
         # and its ranks before this returns or raises.
         # (the ranks' own watchdogs speak first: they see every node, this process only its own ranks)
         stall_s = min(config.timeout_s, (config.stall_timeout_s or math.inf) + WATCHDOG_FIRST_S)
-        res = jobs.run(launch_command(config, spec_path), workspace=run_dir, env=worker_env(config), fabric=fabric,
+        res = jobs.run(launch_command(config, spec_path, rdzv_s=rdzv_s), workspace=run_dir, env=worker_env(config), fabric=fabric,
                        stall_s=stall_s, startup_s=max(config.timeout_s, STARTUP_S),
                        budget_s=config.budget_s,
                        expect=[f"rank {r}" for r in config.local_ranks], on_progress=on_progress)
@@ -183,7 +185,12 @@ def run(config: TrainConfig, writer: ResultWriter, *, echo: Any = None, quiet: b
             for name in todo:
                 label = f"{name} (round {rnd})" if rnd > 1 else name
                 bar.update(item=f"{label}: starting")
-                body = run_strategy(config, name, resolved, psi, on_progress=_steps(bar, config, label))
+                # the first meeting of the nodes counts from this command's start (--timeout is what the
+                # user waits for a node that never comes); later ones get the whole --timeout
+                first = not records and config.nnodes > 1
+                rdzv_s = max(MIN_RDZV_S, config.timeout_s - procs.age_s()) if first else None
+                body = run_strategy(config, name, resolved, psi, on_progress=_steps(bar, config, label),
+                                    rdzv_s=rdzv_s)
                 result = TrainResult.from_dict({**body, "repeat": rnd})
                 result.context = header("train", run_id=run_id, fabric=config.fabric)
                 _add_throughput(result, psi)
