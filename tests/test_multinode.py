@@ -134,3 +134,40 @@ def test_a_dead_node_ends_the_other_within_the_stall_bound_naming_it(tmp_path, f
     (rec,) = records(tmp_path, nodes[0])
     assert rec["status"] == "error" and rec["rank_died"] == 1 and rec["ranks_died"] == [1]
     assert rec["steps_completed"] >= 3 and len(rec["step_times_s"]) == rec["steps_completed"]
+
+
+def sweep_argv(node: lab.Node, nodes: list[lab.Node], out: Path, launcher: str) -> tuple[list[str], dict]:
+    """docs/multinode.md, "sweep": torchrun, one agent per node; or what srun starts (one task per node,
+    Slurm's variables, which fabricbench turns into torchrun's: fabricbench/cluster/env.py)."""
+    sweep = ["-m", "fabricbench", "sweep", "--engine", "torch", "--backend", "gloo", "--ops", "all_reduce",
+             "--sizes", "1M,4M", "--iters", "3", "--warmup", "1", "--timeout", "60", "--quiet",
+             "--out", str(out / f"{node.name}.jsonl")]
+    env = dict(os.environ, GLOO_SOCKET_IFNAME="eth0")
+    if launcher == "torchrun":
+        return [sys.executable, "-m", "torch.distributed.run", "--nnodes", str(len(nodes)), "--nproc-per-node", "1",
+                "--node-rank", str(node.index), "--master-addr", nodes[0].addr, "--master-port", str(PORT),
+                "--rdzv-conf", "timeout=60", *sweep], env
+    env.update(SLURM_STEP_ID="0", SLURM_PROCID=str(node.index), SLURM_NTASKS=str(len(nodes)), SLURM_LOCALID="0",
+               SLURM_NODEID=str(node.index), SLURM_JOB_NODELIST=f"node[0-{len(nodes) - 1}]", SLURM_JOB_ID="4242",
+               MASTER_PORT=str(PORT))
+    return [sys.executable, *sweep], env
+
+
+@pytest.mark.parametrize("launcher", ["torchrun", "srun"])
+def test_sweep_across_two_nodes_follows_the_shaped_link(tmp_path, launcher):
+    with lab.cluster(2, rate="1gbit") as nodes:
+        ps = []
+        for nd in nodes:
+            argv, env = sweep_argv(nd, nodes, tmp_path, launcher)
+            err = open(tmp_path / f"{nd.name}.err", "w")
+            ps.append(nd.popen(argv, env=env, stdout=err, stderr=err))
+        lab.wait_all(ps, 400)
+        assert [p.returncode for p in ps] == [0, 0], [(tmp_path / f"{nd.name}.err").read_text()[-600:] for nd in nodes]
+    assert not lab.leftovers(nodes)
+    recs = [r for r in records(tmp_path, nodes[0]) if r.get("kind") == "collective"]
+    assert records(tmp_path, nodes[1]) == []  # rank 0 writes the records
+    assert len(recs) == 2 and all(r["status"] == "ok" and r["nranks"] == 2 for r in recs)
+    assert all(r["extra"]["hosts"] == ["node0", "node1"] for r in recs)
+    # 1 gbit = 0.125 GB/s each way; an all-reduce of 2 ranks moves S each way: busbw at most the link's
+    big = max(recs, key=lambda r: r["bytes"])
+    assert 0.02 < big["busbw_gbps"] < 0.125 * 1.1, big["busbw_gbps"]

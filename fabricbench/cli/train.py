@@ -10,9 +10,11 @@ This layer only maps flags to fabricbench.train (fabricbench/training/api.py); T
 from __future__ import annotations
 
 import json
+import os
 
 import click
 
+from fabricbench.cluster import env as cluster_env
 from fabricbench.errors import FabricbenchError
 from fabricbench.files import refuse_collisions
 from fabricbench.report import table as tables
@@ -116,6 +118,9 @@ def train(strategy, model, model_config, model_path, gpus, device, nprocs, backe
         return
     ctx = click.get_current_context()
     nprocs_given = ctx.get_parameter_source("nprocs").name != "DEFAULT"
+    slurm = cluster_env.slurm_nodes(os.environ)  # srun, one task per node: the nodes from Slurm
+    if slurm is not None and ctx.get_parameter_source("nnodes").name == "DEFAULT":
+        nnodes, node_rank, master_addr, master_port = slurm
     if device == "cuda" and not nprocs_given:
         nprocs = 1  # one rank per GPU named
     elif device == "cuda" and backend != "gloo":

@@ -133,8 +133,12 @@ class Heartbeat:
         self._stop = threading.Event()
         self.fired: tuple[str, list[int]] | None = None
         self.store_ok_at = time.monotonic()
-        self._beat()  # registered before the thread starts: the host is known from the first moment
-        self._thread = threading.Thread(target=self._loop, daemon=True, name="fabricbench-stall-watch")
+        self._beat()  # registered before the threads start: the host is known from the first moment
+        # Two threads: one talks to the store (a store call on a link that went down may never return),
+        # the other judges from what the first last learnt, so a hung store call is itself a verdict.
+        self._io = threading.Thread(target=self._io_loop, daemon=True, name="fabricbench-heartbeat")
+        self._thread = threading.Thread(target=self._watch_loop, daemon=True, name="fabricbench-stall-watch")
+        self._io.start()
         self._thread.start()
 
     # -- this rank ------------------------------------------------------------------------------------------
@@ -160,13 +164,12 @@ class Heartbeat:
         `wait_s` for a peer that is silent (dead) -> (message naming it, its ranks), else None (this
         rank's own error stands)."""
         with self._lock:
-            self.state, self.message = FAILED, message[:300]
-        self._beat()
+            self.state, self.message = FAILED, message[:300]  # the heartbeat thread publishes it
         if self.fired is not None:
             return self.fired
-        deadline = time.monotonic() + wait_s
-        while time.monotonic() < deadline + BEAT_S:
-            self._read()
+        # a peer's last beat is seen up to one BEAT_S late (it is read once a beat): wait that much more
+        deadline = time.monotonic() + wait_s + 2 * BEAT_S + 0.5
+        while time.monotonic() < deadline:
             now = time.monotonic()
             dead = [p for p in self.peers.values() if p.rank != self.rank and p.state not in (DONE, FAILED)
                     and now - p.alive_at > wait_s]
@@ -182,7 +185,17 @@ class Heartbeat:
         return None
 
     def close(self) -> None:
+        """Stop the thread and wait for it: a thread still inside a store call while the interpreter
+        tears down aborts the process ("terminate called without an active exception")."""
         self._stop.set()
+        for t in (self._thread, self._io):
+            if t is not threading.current_thread():
+                t.join(timeout=STORE_WAIT_S + BEAT_S + 1)
+
+    def finish(self) -> None:
+        """done(), then close(): what a rank does on its way out."""
+        self.done()
+        self.close()
 
     # -- the thread -----------------------------------------------------------------------------------------
     def _beat(self) -> bool:
@@ -192,8 +205,9 @@ class Heartbeat:
             doc = {"seq": self.seq, "host": self.host, "step": self.step, "tick": self.tick, "state": self.state,
                    "message": self.message}
         try:
+            # no store_ok_at here: a set is sent without an answer, and lands in the socket's buffer even
+            # when the link is down; only a read (_read) proves the store answers
             self.store.set(f"{PREFIX}/{self.rank}", json.dumps(doc))
-            self.store_ok_at = time.monotonic()
             return True
         except Exception:  # noqa: BLE001 - an unreachable store is a verdict of its own, after the bound
             return False
@@ -220,10 +234,13 @@ class Heartbeat:
             p.step = doc.get("step")
             p.host, p.state, p.message = doc.get("host"), doc.get("state"), doc.get("message")
 
-    def _loop(self) -> None:
+    def _io_loop(self) -> None:
         while not self._stop.wait(BEAT_S):
             if self._beat():  # a store that does not answer costs one STORE_WAIT_S per beat, not two
                 self._read()
+
+    def _watch_loop(self) -> None:
+        while not self._stop.wait(BEAT_S / 2):
             with self._lock:
                 bound = stall_bound(self.stall_s, self.step_times)
                 if self.state != RUNNING:
@@ -236,7 +253,7 @@ class Heartbeat:
                 return
 
     def hosts(self) -> dict[int, str | None]:
-        self._read()
+        """Each rank's host, as the heartbeat thread last read them (None: not joined)."""
         return {r: p.host for r, p in sorted(self.peers.items())}
 
 
@@ -279,7 +296,7 @@ def watch_this_rank(stall_s: float | None) -> Heartbeat | None:
     hb = from_env(stall_s=stall_s, on_stall=_end_this_rank)
     if hb is not None:
         _THIS.append(hb)
-        atexit.register(hb.done)
+        atexit.register(hb.finish)
     return hb
 
 

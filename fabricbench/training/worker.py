@@ -296,7 +296,7 @@ def run(spec: dict[str, Any], rank_file: Path, ch: channel.Channel | None = None
             out.update(message=f"{blame[0]} (rank {out['rank']} then failed: {own[:200]})", culprit_ranks=blame[1])
         code = 1
     if hb is not None:
-        hb.done()
+        hb.finish()
     _write_atomic(rank_file, out)
     return code
 
