@@ -41,3 +41,22 @@ def test_train_takes_the_nodes_from_one_task_per_node():
     one_per_node = {**SRUN, "SLURM_NTASKS": "2", "SLURM_PROCID": "1", "SLURM_LOCALID": "0"}
     assert slurm_nodes(one_per_node) == (2, 1, "gpu07", 20000 + 123456 % 20000)
     assert slurm_nodes(SRUN) is None  # 4 tasks on 2 nodes: not train's layout
+
+
+def test_the_launcher_starts_the_reproduce_line():
+    from fabricbench.cluster.env import launcher_prefix
+
+    torchrun = {"RANK": "0", "WORLD_SIZE": "16", "LOCAL_WORLD_SIZE": "8", "GROUP_WORLD_SIZE": "2",
+                "MASTER_ADDR": "node0", "MASTER_PORT": "29400"}
+    assert launcher_prefix(torchrun) == ("python -m torch.distributed.run --nnodes 2 --nproc-per-node 8 "
+                                         "--node-rank NODE --master-addr node0 --master-port 29400 -m")
+    assert launcher_prefix({**SRUN, **from_slurm(SRUN)}) == "srun --nodes 2 --ntasks 4 python -m"
+    assert launcher_prefix({}) is None
+
+
+def test_hosts_come_from_the_records_in_order():
+    from fabricbench.cluster.env import hosts_in
+
+    recs = [{"kind": "collective", "extra": {"hosts": ["node0", "node1"]}}, {"kind": "x"},
+            {"kind": "collective", "extra": {"hosts": ["node0", "node2"]}}]
+    assert hosts_in(recs) == ["node0", "node1", "node2"]

@@ -171,3 +171,27 @@ def test_sweep_across_two_nodes_follows_the_shaped_link(tmp_path, launcher):
     # 1 gbit = 0.125 GB/s each way; an all-reduce of 2 ranks moves S each way: busbw at most the link's
     big = max(recs, key=lambda r: r["bytes"])
     assert 0.02 < big["busbw_gbps"] < 0.125 * 1.1, big["busbw_gbps"]
+
+
+def test_qualify_across_two_nodes_names_both(tmp_path):
+    """docs/multinode.md, "qualify": torchrun on each node with a cluster spec; rank 0's report names every
+    node and its Reproduce line starts with the launcher."""
+    spec = Path(__file__).parent / "data" / "qualify" / "gloo_e2e.toml"
+    with lab.cluster(2, rate="1gbit") as nodes:
+        ps = []
+        for nd in nodes:
+            argv = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--nproc-per-node", "1",
+                    "--node-rank", str(nd.index), "--master-addr", nodes[0].addr, "--master-port", str(PORT),
+                    "--rdzv-conf", "timeout=120", "-m", "fabricbench", "qualify", "--spec", str(spec),
+                    "--out", str(tmp_path / nd.name), "--quiet"]
+            err = open(tmp_path / f"{nd.name}.err", "w")
+            ps.append(nd.popen(argv, env=dict(os.environ, GLOO_SOCKET_IFNAME="eth0", OMP_NUM_THREADS="1"),
+                               stdout=err, stderr=err))
+        lab.wait_all(ps, 500)
+        assert [p.returncode for p in ps] == [0, 0], [(tmp_path / f"{nd.name}.err").read_text()[-600:] for nd in nodes]
+    assert not lab.leftovers(nodes)
+    report = (tmp_path / "node0" / "report.md").read_text()
+    assert "node0, node1" in report
+    assert "python -m torch.distributed.run --nnodes 2 --nproc-per-node 1 --node-rank NODE --master-addr " \
+           f"{nodes[0].addr} --master-port {PORT} -m fabricbench qualify --spec" in report
+    assert not (tmp_path / "node1" / "report.md").exists()

@@ -80,3 +80,29 @@ def slurm_nodes(environ: Mapping[str, str]) -> tuple[int, int, str, int] | None:
         return None
     port = environ.get("MASTER_PORT") or str(SLURM_PORT_BASE + int(environ.get("SLURM_JOB_ID") or 0) % SLURM_PORT_SPAN)
     return len(hosts), int(environ["SLURM_NODEID"]), environ.get("MASTER_ADDR") or hosts[0], int(port)
+
+
+def launcher_prefix(environ: Mapping[str, str]) -> str | None:
+    """How this distributed run was launched, as the start of a command line that runs it again (the
+    program's own `-m fabricbench ...` follows); None when this process was not launched as a rank."""
+    if "RANK" not in environ or "WORLD_SIZE" not in environ:
+        return None
+    world = environ["WORLD_SIZE"]
+    if _slurm(environ):
+        nodes = len(expand_nodelist(environ.get("SLURM_STEP_NODELIST") or environ["SLURM_JOB_NODELIST"]))
+        return f"srun --nodes {nodes} --ntasks {world} python -m"
+    per_node = environ.get("LOCAL_WORLD_SIZE") or world
+    nnodes = environ.get("GROUP_WORLD_SIZE") or str(max(1, int(world) // max(1, int(per_node))))
+    where = f"--master-addr {environ.get('MASTER_ADDR', '?')} --master-port {environ.get('MASTER_PORT', '?')}"
+    node = " --node-rank NODE" if nnodes != "1" else ""
+    return f"python -m torch.distributed.run --nnodes {nnodes} --nproc-per-node {per_node}{node} {where} -m"
+
+
+def hosts_in(records) -> list[str]:
+    """Every host the records' ranks ran on (collective records name them in extra.hosts), in order."""
+    seen: dict[str, None] = {}
+    for r in records:
+        extra = r.get("extra") if isinstance(r, dict) else None
+        for h in (extra or {}).get("hosts") or []:
+            seen.setdefault(str(h), None)
+    return list(seen)

@@ -133,7 +133,8 @@ class Heartbeat:
         self._stop = threading.Event()
         self.fired: tuple[str, list[int]] | None = None
         self.store_ok_at = time.monotonic()
-        self._beat()  # registered before the threads start: the host is known from the first moment
+        self._kick = threading.Event()  # beat now (done() says so at once)
+        self._beats = 0  # beats written, by the heartbeat thread (the only one that talks to the store)
         # Two threads: one talks to the store (a store call on a link that went down may never return),
         # the other judges from what the first last learnt, so a hung store call is itself a verdict.
         self._io = threading.Thread(target=self._io_loop, daemon=True, name="fabricbench-heartbeat")
@@ -154,10 +155,15 @@ class Heartbeat:
                 self.step = step
 
     def done(self) -> None:
-        """This rank finished: its silence from now on says nothing."""
+        """This rank finished: its silence from now on says nothing (published by the heartbeat thread,
+        waited for a moment)."""
         with self._lock:
             self.state = DONE
-        self._beat()
+            before = self._beats
+        self._kick.set()
+        deadline = time.monotonic() + STORE_WAIT_S + BEAT_S
+        while self._beats <= before and self._io.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.02)
 
     def failed(self, message: str, wait_s: float = DEAD_S) -> tuple[str, list[int]] | None:
         """This rank's collective failed (a connection reset, a time-out): publish it, then wait up to
@@ -188,6 +194,7 @@ class Heartbeat:
         """Stop the thread and wait for it: a thread still inside a store call while the interpreter
         tears down aborts the process ("terminate called without an active exception")."""
         self._stop.set()
+        self._kick.set()
         for t in (self._thread, self._io):
             if t is not threading.current_thread():
                 t.join(timeout=STORE_WAIT_S + BEAT_S + 1)
@@ -208,6 +215,7 @@ class Heartbeat:
             # no store_ok_at here: a set is sent without an answer, and lands in the socket's buffer even
             # when the link is down; only a read (_read) proves the store answers
             self.store.set(f"{PREFIX}/{self.rank}", json.dumps(doc))
+            self._beats += 1
             return True
         except Exception:  # noqa: BLE001 - an unreachable store is a verdict of its own, after the bound
             return False
@@ -235,9 +243,12 @@ class Heartbeat:
             p.host, p.state, p.message = doc.get("host"), doc.get("state"), doc.get("message")
 
     def _io_loop(self) -> None:
-        while not self._stop.wait(BEAT_S):
+        """The one thread that uses the store client: it registers this rank at once, then beats."""
+        while not self._stop.is_set():
             if self._beat():  # a store that does not answer costs one STORE_WAIT_S per beat, not two
                 self._read()
+            self._kick.wait(BEAT_S)
+            self._kick.clear()
 
     def _watch_loop(self) -> None:
         while not self._stop.wait(BEAT_S / 2):
@@ -249,6 +260,11 @@ class Heartbeat:
                         store_ok_at=self.store_ok_at, store_host=self.store_host)
             if v is not None and self.fired is None:
                 self.fired = v
+                now = time.monotonic()
+                seen = "; ".join(f"rank {p.rank} {p.host or '?'} {p.state or 'unseen'} step {p.step} beat {now - p.alive_at:.0f} s ago"
+                                 for p in self.peers.values())
+                print(f"stall watchdog of rank {self.rank}: {v[0]} [store answered {now - self.store_ok_at:.0f} s "
+                      f"ago; {seen}]", file=sys.stderr, flush=True)
                 self.on_stall(*v)
                 return
 
