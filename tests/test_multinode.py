@@ -108,7 +108,7 @@ def test_a_node_that_never_joins_is_named_within_the_timeout(tmp_path):
 
 @pytest.mark.parametrize("fault", ["killed", "unplugged"])
 def test_a_dead_node_ends_the_other_within_the_stall_bound_naming_it(tmp_path, fault):
-    stall = 10
+    stall = 20
     with lab.cluster(2, rate="1gbit") as nodes:
         ps = [start(nd, nodes, tmp_path, "--timeout", "300", "--stall-timeout", str(stall), steps=2000)
               for nd in nodes]

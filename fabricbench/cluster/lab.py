@@ -38,6 +38,10 @@ from fabricbench.fabrics import shaped
 SUBNET = "10.77.0"
 NETNS_ETC = Path("/etc/netns")
 MAX_NODES = 8
+# How long a packet may queue at a node's link before tbf drops it. Longer than the shaped fabric's 100 ms:
+# a training step's gradients fill the queue, and dropped packets of the store's heartbeat wait out TCP's
+# retransmission back-off (0.2, 0.4, 0.8 ... s), which starved a 10 s stall bound in this lab.
+LINK_LATENCY = "1s"
 
 
 def unavailable() -> str | None:
@@ -145,7 +149,7 @@ def cluster(n: int = 2, *, rate: str = "1gbit", names: Sequence[str] | None = No
 
 def _tc(ns: str, dev: str, bps: int) -> None:
     subprocess.run(["ip", "netns", "exec", ns, "tc", "qdisc", "add", "dev", dev, "root", "tbf", "rate",
-                    f"{bps}bit", "burst", shaped.BURST, "latency", shaped.LATENCY], check=True,
+                    f"{bps}bit", "burst", shaped.BURST, "latency", LINK_LATENCY], check=True,
                    capture_output=True, timeout=shaped.IP_TIMEOUT_S)
 
 
