@@ -167,8 +167,8 @@ class Heartbeat:
 
     def failed(self, message: str, wait_s: float = DEAD_S) -> tuple[str, list[int]] | None:
         """This rank's collective failed (a connection reset, a time-out): publish it, then wait up to
-        `wait_s` for a peer that is silent (dead) -> (message naming it, its ranks), else None (this
-        rank's own error stands)."""
+        `wait_s` for a peer on another host that is silent (dead) -> (message naming it, its ranks), else
+        None (this rank's own error stands, and a dead peer on this host is its launcher's to name)."""
         with self._lock:
             self.state, self.message = FAILED, message[:300]  # the heartbeat thread publishes it
         if self.fired is not None:
@@ -177,8 +177,9 @@ class Heartbeat:
         deadline = time.monotonic() + wait_s + 2 * BEAT_S + 0.5
         while time.monotonic() < deadline:
             now = time.monotonic()
+            # a peer on this host: its launcher sees it die (its exit status), which says more
             dead = [p for p in self.peers.values() if p.rank != self.rank and p.state not in (DONE, FAILED)
-                    and now - p.alive_at > wait_s]
+                    and p.host != self.host and now - p.alive_at > wait_s]
             if dead:
                 v = verdict({p.rank: p for p in dead} | {self.rank: self.peers[self.rank]}, me=self.rank,
                             now=now, bound=wait_s - 0.01, store_ok_at=now, store_host=self.store_host)
