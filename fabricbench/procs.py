@@ -202,6 +202,17 @@ class Terminated(KeyboardInterrupt):
     signum = signal.SIGTERM
 
 
+def age_s(pid: int | None = None) -> float:
+    """Seconds since the process started (this one by default), from /proc (start time in clock ticks
+    after boot) and the boot clock; 0.0 where that cannot be read."""
+    try:
+        with open(f"/proc/{pid or os.getpid()}/stat", encoding="ascii") as fh:
+            ticks = int(fh.read().rsplit(")", 1)[1].split()[19])
+        return max(0.0, time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError, AttributeError):
+        return 0.0
+
+
 def exit_status(e: BaseException) -> int:
     """130 for Ctrl-C, 143 for SIGTERM."""
     return 128 + int(getattr(e, "signum", signal.SIGINT))

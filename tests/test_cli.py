@@ -9,7 +9,7 @@ import pytest
 
 from fabricbench.cli import COMMANDS, main
 
-SWEEP_OPTIONS = {"--gpus", "--ops", "--sizes", "--dtype", "--iters", "--warmup", "--adaptive", "--max-iters",
+SWEEP_OPTIONS = {"--stall-timeout", "--gpus", "--ops", "--sizes", "--dtype", "--iters", "--warmup", "--adaptive", "--max-iters",
                  "--inplace", "--out-of-place", "--both", "--graph", "--graph-iters", "--check", "--engine",
                  "--backend", "--nprocs", "--timeout", "--nccl-lib", "--fabric", "--seed", "--out", "--json",
                  "--csv", "--dry-run", "--quiet", "--list-ops", "--buffers", "--timing", "--alloc", "--resume",

@@ -41,7 +41,7 @@ LAYERS = [
     {"qualifying", "relating"},
     {"training"},
     {"measuring"},
-    {"jobs", "topology", "report", "importing", "export", "references"},
+    {"jobs", "topology", "report", "importing", "export", "references", "cluster"},
     {"results"},
     {"fabrics", "files", "collectives"},
     {"declare", "errors", "dtypes", "gpus", "masking", "procs", "progress", "registry", "sizes"},  # leaf modules

@@ -460,7 +460,7 @@ def test_study_and_report_surfaces_are_frozen():
         "--out", "--gpus", "--device", "--nprocs", "--fabrics", "--strategies", "--model", "--model-config",
         "--steps", "--warmup-steps", "--batch-size", "--seq-len", "--image-size", "--precision", "--sizes",
         "--iters", "--warmup", "--train-timeout", "--sweep-timeout", "--resume", "--dry-run", "--json", "--quiet",
-        "--max-steps", "--target-ci", "--repeats", "--max-repeats", "--repeat-budget", "--margin"])
+        "--max-steps", "--target-ci", "--repeats", "--max-repeats", "--repeat-budget", "--margin", "--stall-timeout"])
     assert [p.name for p in report.params] == ["out_dir", "as_json"]
 
 

@@ -10,6 +10,7 @@ ends as one line `Error: ...` and exit status 2; nothing already written to --ou
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 
 import click
@@ -18,6 +19,7 @@ from fabricbench.cli.types import Size
 
 from fabricbench import files, masking, procs
 from fabricbench.cli import hints
+from fabricbench.cluster import env as cluster_env
 from fabricbench.errors import EngineUnavailable, FabricbenchError, UsageError
 
 # name -> (module:function, one-line help shown by `fabricbench --help`)
@@ -99,6 +101,7 @@ def fail(message: str) -> "NoReturn":  # noqa: F821
 def main(argv: list[str] | None = None) -> None:
     procs.install()  # SIGTERM ends a run as Ctrl-C does (children killed, results kept), exit 143
     _SECRETS[:] = masking.secret_values(sys.argv[1:] if argv is None else argv)
+    os.environ.update(cluster_env.from_slurm(os.environ))  # under srun: torchrun's RANK, WORLD_SIZE, ...
     try:
         rv = cli.main(args=argv, prog_name="fabricbench", standalone_mode=False)
     except click.exceptions.NoSuchOption as e:

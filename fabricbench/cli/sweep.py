@@ -45,6 +45,7 @@ from fabricbench.measuring.config import SweepConfig
 @declared_option(SweepConfig, "backend")
 @declared_option(SweepConfig, "nprocs")
 @declared_option(SweepConfig, "timeout_s")
+@declared_option(SweepConfig, "stall_timeout_s")
 @declared_option(SweepConfig, "nccl_lib")
 @declared_option(SweepConfig, "fabric")
 @declared_option(SweepConfig, "seed")
@@ -62,7 +63,7 @@ from fabricbench.measuring.config import SweepConfig
 @click.option("--list-ops", is_flag=True, help="List the collectives and exit.")
 def sweep(gpus, ops, sizes, dtype, iters, warmup, adaptive, max_iters, mode, graph, graph_iters, check, engine,
           backend, nprocs, timeout_s, nccl_lib, fabric, seed, buffers, timing, alloc, out_path, resume, as_json,
-          csv_path, dry_run, quiet, list_ops):
+          csv_path, dry_run, quiet, list_ops, stall_timeout_s=None):
     """Time NCCL collectives over a GPU set and a range of sizes (nccl-tests' algbw and busbw)."""
     if list_ops:
         _list_ops()
@@ -71,7 +72,7 @@ def sweep(gpus, ops, sizes, dtype, iters, warmup, adaptive, max_iters, mode, gra
         gpus=gpus, ops=ops, sizes=sizes, dtype=dtype, iters=iters, warmup=warmup, adaptive=adaptive,
         max_iters=max_iters, inplace=mode, graph=graph, graph_iters=graph_iters, check=check, engine=engine,
         backend=backend, nprocs=nprocs, timeout_s=timeout_s, nccl_lib=nccl_lib, fabric=fabric, seed=seed,
-        buffers=buffers, timing=timing, alloc=alloc)
+        buffers=buffers, timing=timing, alloc=alloc, stall_timeout_s=stall_timeout_s)
     refuse_collisions({"--out": out_path, "--csv": csv_path}, {"--nccl-lib": nccl_lib})
     if resume and not out_path:
         raise UsageError("--resume skips what --out already holds; give --out FILE (the earlier run's file)")

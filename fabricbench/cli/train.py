@@ -10,12 +10,14 @@ This layer only maps flags to fabricbench.train (fabricbench/training/api.py); T
 from __future__ import annotations
 
 import json
+import os
 
 import click
 
 from fabricbench.cli.declared import declared_option
 from fabricbench.cli.types import OutputFile
 
+from fabricbench.cluster import env as cluster_env
 from fabricbench.errors import FabricbenchError
 from fabricbench.files import refuse_collisions
 from fabricbench.results.status import Status
@@ -56,12 +58,13 @@ from fabricbench.training.strategies import STRATEGIES
 @declared_option(TrainConfig, "master_addr")
 @declared_option(TrainConfig, "master_port")
 @declared_option(TrainConfig, "timeout_s")
+@declared_option(TrainConfig, "stall_timeout_s")
 @click.option("--json", "as_json", is_flag=True, help="Print each record as JSON instead of a line.")
 @click.option("--list", "list_", is_flag=True, help="List strategies and models, then exit.")
 def train(strategies, model, model_config, model_path, gpus, device, nprocs, backend, steps, max_steps, target_ci,
           repeats, max_repeats, time_budget_s, warmup_steps, batch_size, seq_len, image_size, lr, precision,
           trace_steps, dataset, fabric, out, nnodes, node_rank, master_addr, master_port, timeout_s, as_json,
-          list_) -> None:
+          list_, stall_timeout_s=None) -> None:
     """Train one model under each strategy, in fresh processes, and measure throughput and memory."""
     if list_:
         for s in STRATEGIES:
@@ -72,6 +75,9 @@ def train(strategies, model, model_config, model_path, gpus, device, nprocs, bac
         return
     ctx = click.get_current_context()
     nprocs_given = ctx.get_parameter_source("nprocs").name != "DEFAULT"
+    slurm = cluster_env.slurm_nodes(os.environ)  # srun, one task per node: the nodes from Slurm
+    if slurm is not None and ctx.get_parameter_source("nnodes").name == "DEFAULT":
+        nnodes, node_rank, master_addr, master_port = slurm
     if device == "cuda" and not nprocs_given:
         nprocs = 1  # one rank per GPU named
     elif device == "cuda" and backend != "gloo":
@@ -87,7 +93,7 @@ def train(strategies, model, model_config, model_path, gpus, device, nprocs, bac
                         warmup_steps=warmup_steps, batch_size=batch_size, seq_len=seq_len, image_size=image_size,
                         lr=lr, precision=precision, trace_steps=trace_steps, dataset=dataset, fabric=fabric,
                         nnodes=nnodes, node_rank=node_rank, master_addr=master_addr, master_port=master_port,
-                        timeout_s=timeout_s, backend=backend, max_steps=max_steps, target_ci=target_ci or None,
+                        timeout_s=timeout_s, stall_timeout_s=stall_timeout_s, backend=backend, max_steps=max_steps, target_ci=target_ci or None,
                         repeats=repeats, max_repeats=max_repeats, time_budget_s=time_budget_s, quiet=as_json)
     if not as_json and records:
         render(records, f"train: {model or model_config or model_path}, {device}", say=click.echo,

@@ -53,10 +53,11 @@ class Channel:
     def record(self, rec: dict[str, Any]) -> None:
         self.send("record", record=rec)
 
-    def error(self, kind: str, message: str) -> None:
+    def error(self, kind: str, message: str, **data: Any) -> None:
         """Why this process fails (an exception class's name, its message): said before it exits, so the
-        runner can tell a process that failed for a reason from one that died."""
-        self.send("error", kind=kind, message=message)
+        runner can tell a process that failed for a reason from one that died. `stalled="rank 3"`: this
+        process's stall watchdog (jobs/heartbeat.py) named another rank; the runner ends the job at once."""
+        self.send("error", kind=kind, message=message, **data)
 
     def _heartbeat(self, period: float) -> None:
         while not self._stop.wait(period):

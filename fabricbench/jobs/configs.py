@@ -49,6 +49,7 @@ def argv_field(*, flag: str | None = None, choice: bool = False, skip: bool = Fa
 FABRIC = argv_field(fabric=True)
 UNKEYED = argv_field(keyed=False)
 TIMEOUT = argv_field(flag="--timeout", keyed=False)  # more time for a resumed run must not measure all again
+STALL = argv_field(flag="--stall-timeout", keyed=False)
 
 
 def _text(v: Any) -> str:
@@ -156,6 +157,7 @@ class SweepJob(Job):
     gpus: tuple[int, ...] | None = None  # None: the child's default (all visible); gloo ranks drive none
     nprocs: int | None = None
     timeout_s: float | None = field(default=None, metadata=TIMEOUT)
+    stall_timeout_s: float | None = field(default=None, metadata=STALL)  # the stall watchdog's bound
     check: bool = False  # verify results on known inputs (qualify's correctness checks)
     fabric: str | None = field(default=None, metadata=FABRIC)  # by name; values in environment()
     out: str | None = field(default=None, metadata=UNKEYED)
@@ -229,6 +231,7 @@ class TrainJob(Job):
     max_steps: int | None = None  # with a target CI: the cap on steps
     fabric: str | None = field(default=None, metadata=FABRIC)  # by name; values in environment()
     timeout_s: float | None = field(default=None, metadata=TIMEOUT)
+    stall_timeout_s: float | None = field(default=None, metadata=STALL)  # the stall watchdog's bound
     out: str | None = field(default=None, metadata=UNKEYED)
 
 

@@ -12,6 +12,8 @@ One policy for all jobs:
 - records stream back over one channel, the workspace: plain JSONL files the caller names (a sweep's
   --out) and the `*.chan.jsonl` files each speaking process writes (jobs.channel); `on_record` sees each
   record as soon as its line is complete;
+- a rank's own stall watchdog (jobs/heartbeat.py, across nodes) that names who stalled ends the job at
+  once, with its message (Outcome.stalled: the rank it named, which may run on another node);
 - stall: a process whose channel file has not been touched for `stall_s` is named as the one that stopped
   answering (its heartbeat thread stopped: SIGSTOP, a frozen process); once every process has reported a
   step, when all are alive but none made progress (a step, a record) for `stall_s`, the one furthest
@@ -152,6 +154,9 @@ class _Watch:
     def stall(self, stall_s: float, startup_s: float | None, ended: Collection[str] = ()) -> tuple[str, str] | None:
         """(who, message) when the stall policy ends the job now; None otherwise. `ended`: processes that
         have exited (their silence says nothing)."""
+        for said in self.out.errors.values():  # a rank's own watchdog named who stalled, maybe on another node
+            if said.get("stalled"):
+                return str(said["stalled"]), str(said.get("message"))
         now = time.monotonic()
         live = [sp for sp in self.speakers.values() if sp.who not in ended]
         first = startup_s if startup_s is not None else stall_s  # bound on a process's first word

@@ -69,6 +69,12 @@ class SweepConfig:
     timeout_s: float = field(default=300.0, metadata={**argv_field(flag="--timeout"), **declare(
         "--timeout", "seconds", "Seconds before a hung step is aborted.", unit="s",
         concept="step_timeout_s")})  # a set-up or collective that takes longer is aborted
+    stall_timeout_s: float | None = field(default=None, metadata={**argv_field(flag="--stall-timeout", keyed=False),
+        **declare("--stall-timeout", "seconds", "Seconds a rank's heartbeat may stop (SIGSTOP, a dead node) "
+                  "before the run ends naming it.", lo=3, hi=86_400, unit="s",
+                  default_by="--timeout + 5 for --nprocs ranks, 60 under torchrun/srun")})
+    # a rank whose heartbeat stops this long (SIGSTOP, a dead node) ends the run naming it; None: --timeout
+    # + DEAD_AFTER_S for local ranks, 60 s for torchrun/srun ranks (jobs/heartbeat.py)
     nccl_lib: str | None = field(default=None, metadata=declare(  # path of libnccl.so.2
         "--nccl-lib", "input file", "libnccl.so.2 to load.",
         default_by="$FABRICBENCH_NCCL_LIBRARY, torch's, the system's"))
@@ -143,6 +149,10 @@ def validate(config: SweepConfig) -> None:
     if isinstance(config.timeout_s, bool) or not isinstance(config.timeout_s, (int, float)) \
             or not math.isfinite(config.timeout_s) or config.timeout_s <= 0:
         raise UsageError(f"--timeout {config.timeout_s}: must be positive and finite (seconds)")
+    if config.stall_timeout_s is not None and not (
+            isinstance(config.stall_timeout_s, (int, float)) and not isinstance(config.stall_timeout_s, bool)
+            and math.isfinite(config.stall_timeout_s) and 3 <= config.stall_timeout_s <= 86_400):
+        raise UsageError(f"--stall-timeout {config.stall_timeout_s}: seconds, 3 to 86400")
     if config.adaptive is not None:
         if not (isinstance(config.adaptive, (int, float)) and 0 < config.adaptive < 1):
             raise UsageError(f"--adaptive {config.adaptive}: a fraction between 0 and 1, e.g. 0.02")

@@ -9,7 +9,7 @@ one job of several processes, "rank 0" ... "rank N-1", run by the one child runn
 other child of fabricbench is, train's ranks included: each rank speaks over the job's channel
 (jobs.channel: its records, a heartbeat, and why it failed), and the runner's policy ends the run:
 - a rank that exits without saying why: it died ("rank 1 died (killed by SIGKILL) before it finished");
-- a rank whose heartbeat stops for --timeout + DEAD_AFTER_S: it is stopped (SIGSTOP) or hung where no
+- a rank whose heartbeat stops for --stall-timeout (default --timeout + DEAD_AFTER_S): it is stopped (SIGSTOP) or hung where no
   time-out reaches; every wait inside a rank (store, gloo, NCCL, barrier) ends at --timeout, so a live
   rank always speaks again before that;
 - a rank that reports an error: the run ends with it, unless another rank died or went silent first,
@@ -63,7 +63,8 @@ def launch_local(config: SweepConfig, emit: Callable[[dict[str, Any]], None], *,
     ranks = {f"rank {r}": rank_argv(r, nprocs, store.port, config.timeout_s) for r in range(nprocs)}
     with jobs.workspace("sweep-ranks") as ws:
         # capture=False: the ranks' warnings (and NCCL's log, where the user set NCCL_DEBUG) show as they come
-        out = jobs.run(ranks, workspace=ws, stall_s=config.timeout_s + DEAD_AFTER_S, capture=False,
+        stall_s = config.stall_timeout_s if config.stall_timeout_s is not None else config.timeout_s + DEAD_AFTER_S
+        out = jobs.run(ranks, workspace=ws, stall_s=stall_s, capture=False,
                        on_record=emit, on_message=said)
     error = run_error(out)
     if error is not None:

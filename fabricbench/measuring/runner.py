@@ -24,6 +24,7 @@ from fabricbench.collectives import COLLECTIVES
 from fabricbench.errors import CollectiveTimeout, FabricbenchError, UsageError
 from fabricbench.fabrics import get_fabric
 from fabricbench.fabrics.apply import in_force, stamp
+from fabricbench.jobs import heartbeat
 from fabricbench.measuring import resume as resuming
 from fabricbench.measuring.child import sweep_under_fabric
 from fabricbench.measuring.config import SweepConfig
@@ -359,6 +360,7 @@ def run_sweep(config: SweepConfig, *, writer=None, on_result: Callable[[Collecti
     else:
         dist = dist_from_env(config.timeout_s)
         if dist is not None:
+            heartbeat.watch_this_rank(config.stall_timeout_s)  # a stopped or lost rank ends every node's run
             run_id, seed = _agree(dist, run_id, seed)
         run_rank(config, dist, emit, run_id=run_id, seed=seed, prior=prior if _is_root(dist) else None,
                  reused=reuse, on_skip=on_skip)

@@ -20,12 +20,14 @@ from __future__ import annotations
 import os
 import shlex
 import socket
+import sys
 import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from fabricbench.cluster import env as cluster_env
 from fabricbench.errors import FabricbenchError, UsageError
 from fabricbench.fabrics.env import mask_known
 from fabricbench.fabrics.model import shown
@@ -164,6 +166,12 @@ def qualify(spec: Spec | str | os.PathLike, *, out: str | os.PathLike | None = N
         read_topology(topo_file, what="--topo-file")
     distributed = "RANK" in os.environ and "WORLD_SIZE" in os.environ
     rank0 = not distributed or os.environ.get("RANK") == "0"
+    if distributed and spec.run.nprocs is not None and int(os.environ["WORLD_SIZE"]) != spec.run.nprocs:
+        note = (f"the spec's nprocs = {spec.run.nprocs} is ignored: the launcher started "
+                f"WORLD_SIZE={os.environ['WORLD_SIZE']} ranks, and they measure together")
+        notes.append(note)
+        if rank0:
+            print(f"warning: {note}", file=sys.stderr)
     results_path = Path(out) / "results.jsonl" if out is not None else None
     previous: list[dict[str, Any]] = []
     if results_path is not None and results_path.exists() and results_path.stat().st_size > 0:
@@ -204,9 +212,11 @@ def qualify(spec: Spec | str | os.PathLike, *, out: str | os.PathLike | None = N
                 writer.write(v.to_record(run_id))
     finally:
         writer.close()
+    hosts = cluster_env.hosts_in(writer.records) if distributed else []
+    launcher = cluster_env.launcher_prefix(os.environ) if distributed else None
     res = QualifyResult(spec=spec, verdicts=verdicts, out=str(out) if out is not None else None, run_id=run_id,
-                        host=socket.gethostname(), notes=notes,
-                        reproduce=reproduce_line(full.path, out=out, level=level, only=only, skip=skip,
+                        host=", ".join(hosts) if len(hosts) > 1 else socket.gethostname(), notes=notes,
+                        reproduce=(f"{launcher} " if launcher else "") + reproduce_line(full.path, out=out, level=level, only=only, skip=skip,
                                                  fabric=fabric, topo_file=topo_file, baseline=baseline,
                                                  tolerance=tolerance, prometheus=prometheus,
                                                  records_from=records_from))

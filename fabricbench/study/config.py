@@ -9,6 +9,7 @@ checks; to_dict/from_dict let `--resume` compare a new command against the plan 
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ from fabricbench.results.context import fabric_label
 from fabricbench.sizes import SizeSweep
 from fabricbench.measuring.config import MAX_ITERS
 from fabricbench.training.estimate import MAX_BATCH, MAX_IMAGE, MAX_SEQ_LEN
-from fabricbench.training.launch import MAX_STEPS
+from fabricbench.training.config import MAX_STEPS
 from fabricbench.training.models import CAUSAL_LM, IMAGE_CLS, MODELS, read_config_json
 from fabricbench.training.repeats import MIN_REPEATS
 from fabricbench.training.strategies import STRATEGIES
@@ -100,6 +101,10 @@ class StudyConfig:
         "--train-timeout", "seconds", "Seconds one train unit may take.", unit="s"))
     sweep_timeout_s: float = field(default=900.0, metadata=declare(  # one sweep or scaling unit
         "--sweep-timeout", "seconds", "Seconds one sweep unit may take.", unit="s"))
+    stall_timeout_s: float | None = field(default=None, metadata=declare(  # a unit's rank silent this long ends
+        "--stall-timeout", "seconds", "Seconds a unit's rank may stop (SIGSTOP, a dead node) before the unit ends "
+        "naming it.", lo=3, hi=86_400, unit="s", default_by="train's and sweep's own"))  # (train and sweep
+    # --stall-timeout; None: their defaults)
     extra: dict[str, Any] = field(default_factory=dict)  # free-form notes stored with the plan
 
     def validate(self) -> "StudyConfig":
@@ -143,6 +148,10 @@ class StudyConfig:
             self.warmup = DEFAULT_ITERS[self.device][1]
         if self.iters < 1 or self.warmup < 0:
             raise UsageError(f"--iters {self.iters} / --warmup {self.warmup}: need iters >= 1, warmup >= 0")
+        if self.stall_timeout_s is not None and not (isinstance(self.stall_timeout_s, (int, float))
+                                                     and math.isfinite(self.stall_timeout_s)
+                                                     and 3 <= self.stall_timeout_s <= 86_400):
+            raise UsageError(f"--stall-timeout {self.stall_timeout_s}: seconds, 3 to 86400")
         if self.sizes is not None:
             SizeSweep.parse(self.sizes)
         if self.device == "cpu":
@@ -229,6 +238,6 @@ class StudyConfig:
 
     def differences(self, other: "StudyConfig") -> list[str]:
         """'field: stored -> new' for each setting that would make other measure something else."""
-        ignore = {"out", "extra", "train_timeout_s", "sweep_timeout_s", "repeat_budget_s"}
+        ignore = {"out", "extra", "train_timeout_s", "sweep_timeout_s", "repeat_budget_s", "stall_timeout_s"}
         a, b = self.to_dict(), other.to_dict()
         return [f"{k}: {a[k]!r} -> {b[k]!r}" for k in a if k not in ignore and a[k] != b[k]]

@@ -184,7 +184,8 @@ def _train_commands(unit: Unit, ctx: Context):
     job = TrainJob(strategy=str(unit.strategy), **_model(c), **_placement(c), steps=c.steps,
                    warmup_steps=c.warmup_steps, batch_size=batch_of(ctx), **c.shape, precision=c.precision,
                    repeats=1, target_ci=float(c.target_ci or 0), max_steps=c.max_steps or None,
-                   fabric=str(unit.fabric), timeout_s=float(c.train_timeout_s), out=str(ctx.unit_file(unit)))
+                   fabric=str(unit.fabric), timeout_s=float(c.train_timeout_s), out=str(ctx.unit_file(unit)),
+                   stall_timeout_s=c.stall_timeout_s)
     return [job.command()], {}
 
 
@@ -319,7 +320,7 @@ def _sweep_commands(unit: Unit, ctx: Context):
     plan = sweep_plan(ctx)
     cmds = [SweepJob(ops=",".join(p["ops"]), sizes=p["sizes"], dtype=p["dtype"], iters=c.iters, warmup=c.warmup,
                      **_sweep_engine(c), fabric=str(unit.fabric), timeout_s=float(min(c.sweep_timeout_s, 300)),
-                     out=str(ctx.unit_file(unit)), quiet=True).command() for p in plan]
+                     stall_timeout_s=c.stall_timeout_s, out=str(ctx.unit_file(unit)), quiet=True).command() for p in plan]
     return cmds, {"sweeps": plan}
 
 

@@ -19,19 +19,22 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import sys
+import threading
 import time
 import traceback
 from pathlib import Path
 from typing import Any, Callable
 
-from fabricbench.jobs import channel
+from fabricbench.jobs import channel, heartbeat
 from fabricbench.measuring.stats import summarize
 from fabricbench.results.status import Status
 from fabricbench.training import data, faults, models, trace, verify
 from fabricbench.training.strategies import STRATEGIES, default_precision
 
 OOM_EXIT = 3
+STALL_EXIT = 4  # the stall watchdog (jobs/heartbeat.py) ended this rank, naming the rank that stalled
 VERIFY_STEP = 1  # the second step: Adam's state exists, gradients are alive before step()
 
 
@@ -51,11 +54,50 @@ def _memory(device: Any) -> dict[str, int | None]:
             "peak_reserved_bytes": int(torch.cuda.max_memory_reserved(device))}
 
 
+_WRITE = threading.Lock()  # the main thread and the stall watchdog's both write the rank file
+
+
 def _write_atomic(path: Path, doc: dict[str, Any]) -> None:
     """Replace the rank file whole: a reader (the launcher, after a crash) sees the old or the new one."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(doc))
-    os.replace(tmp, path)
+    with _WRITE:
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps(doc, default=str))
+        os.replace(tmp, path)
+
+
+def _on_stall(out: dict[str, Any], rank_file: Path, ch: channel.Channel | None):
+    """The watchdog's verdict -> this rank's file says who stalled (the steps so far kept), the launcher is
+    told at once over the channel, and this rank exits (its peers' watchdogs do the same)."""
+    def stalled(message: str, ranks: list[int]) -> None:
+        out.update(status=Status.ERROR, message=message, culprit_ranks=ranks, stalled=True)
+        try:
+            _write_atomic(rank_file, dict(out))
+            if ch is not None:
+                ch.error("RankStalled", message, stalled=f"rank {ranks[0]}", ranks=ranks)
+        finally:
+            sys.stderr.flush()
+            os._exit(STALL_EXIT)
+    return stalled
+
+
+def _gather(out: dict[str, Any], rank_file: Path, world: int) -> None:
+    """Across nodes: every rank's file reaches every node (the ranks of the other nodes write theirs on
+    their own disks), so that rank 0's record holds every rank's memory, holdings, trace and host."""
+    import torch
+
+    dist = torch.distributed
+    local = int(os.environ.get("LOCAL_WORLD_SIZE", world))
+    if world < 2 or local >= world or not dist.is_initialized():
+        return
+    docs: list[Any] = [None] * world
+    dist.all_gather_object(docs, out)
+    if int(os.environ.get("LOCAL_RANK", 0)) != 0:
+        return
+    for doc in docs:
+        r = int((doc or {}).get("rank", -1))
+        path = rank_file.with_name(f"rank-{r}.json")
+        if r >= 0 and not path.exists():
+            _write_atomic(path, doc)
 
 
 def _trace(one_step: Callable[[int], tuple[float, float]], *, steps: int, device: Any, world: int, run_dir: Path,
@@ -141,8 +183,10 @@ def run(spec: dict[str, Any], rank_file: Path, ch: channel.Channel | None = None
     strategy = STRATEGIES.get(spec["strategy"])
     resolved = models.resolve(name=spec.get("model"), config_file=spec.get("model_config"),
                               path=spec.get("model_path"))
-    out: dict[str, Any] = {"rank": int(os.environ.get("RANK", 0)), "status": Status.OK, "message": None}
+    out: dict[str, Any] = {"rank": int(os.environ.get("RANK", 0)), "status": Status.OK, "message": None,
+                           "host": socket.gethostname(), "node_rank": int(os.environ.get("GROUP_RANK") or os.environ.get("SLURM_NODEID") or 0)}
     device = torch.device("cpu")
+    hb = None
     try:
         torch.manual_seed(spec.get("seed", 0))
         on_gpu = spec["device"] == "cuda"
@@ -180,6 +224,8 @@ def run(spec: dict[str, Any], rank_file: Path, ch: channel.Channel | None = None
         # push mistral-7b under DDP out of memory; the update is the same AdamW
         optimizer = torch.optim.AdamW(module.parameters(), lr=spec["lr"], weight_decay=0.0, fused=on_gpu)
         model, optimizer = acc.prepare(module, optimizer)
+        if world > 1:  # the group exists: its store is where the ranks' heartbeats meet (jobs/heartbeat.py)
+            hb = heartbeat.from_env(stall_s=spec.get("stall_timeout_s"), on_stall=_on_stall(out, rank_file, ch))
         if ch is not None:
             ch.progress(phase="prepared")
         engine = verify.engine_of(model)
@@ -213,6 +259,8 @@ def run(spec: dict[str, Any], rank_file: Path, ch: channel.Channel | None = None
                 optimizer.zero_grad(set_to_none=True)
             _sync(device)
             took, value = time.perf_counter() - t0, float(loss.detach().float().item())
+            if hb is not None:
+                hb.progress(step + 1 if step >= 0 else None)
             if ch is not None:  # the launcher's stall clock restarts with every step, profiled ones too
                 ch.progress(**({"step": step + 1, "steps": spec["steps"]} if step >= 0 else {"phase": "profiled step"}))
             return took, value
@@ -232,14 +280,22 @@ def run(spec: dict[str, Any], rank_file: Path, ch: channel.Channel | None = None
         if spec.get("trace_steps", trace.PROFILED_STEPS) > 0:
             out["comm"] = _trace(one_step, steps=spec.get("trace_steps", trace.PROFILED_STEPS), device=device,
                                  world=world, run_dir=rank_file.parent, name=f"{strategy.name}-rank-{rank}")
+        _gather(out, rank_file, world)
         code = 0
     except torch.cuda.OutOfMemoryError as e:
         out.update(status=Status.OOM, message=str(e).splitlines()[0][:300], **_memory(device))
         code = OOM_EXIT
     except Exception as e:  # noqa: BLE001 - any failure of a rank becomes the record's message
-        out.update(status=Status.ERROR, message=f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:500],
-                   traceback=traceback.format_exc()[-4000:])
+        own = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:500]
+        out.update(status=Status.ERROR, message=own, traceback=traceback.format_exc()[-4000:])
+        # a peer that died (its node killed) fails this rank's collective with "Connection reset by peer":
+        # the peer whose heartbeat stopped is the cause, named with its host, not this rank
+        blame = hb.failed(own) if hb is not None else None
+        if blame is not None:
+            out.update(message=f"{blame[0]} (rank {out['rank']} then failed: {own[:200]})", culprit_ranks=blame[1])
         code = 1
+    if hb is not None:
+        hb.finish()
     _write_atomic(rank_file, out)
     return code
 

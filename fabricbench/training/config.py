@@ -1,0 +1,239 @@
+"""What one `fabricbench train` run is: TrainConfig, its derived counts (ranks per node, world size, each
+rank's GPU) and its validation, the one check every path (CLI, fabricbench.train) takes before anything
+starts.
+
+    fabricbench train --strategy all --model tiny-mistral --device cpu --nprocs 2 --steps 6 --out t.jsonl
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+from dataclasses import dataclass, field
+
+from fabricbench.declare import declare
+from fabricbench.errors import UsageError
+from fabricbench.fabrics import get_fabric
+from fabricbench.measuring.config import PROCS_PER_CORE, cores
+from fabricbench.training import estimate, models, repeats
+from fabricbench.training.strategies import PRECISIONS, STRATEGIES, default_precision
+
+MAX_STEPS = 100_000  # optimizer steps per strategy
+STARTUP_S = 600.0  # start-up (torchrun, imports, building the model) may take this long, even with a short
+# --timeout
+MAX_TRACE_STEPS = 20  # profiled steps: a profile grows with every step and is read in memory
+DEFAULT_MAX_STEPS = 40  # steps in all with a target CI, unless --max-steps says otherwise
+MAX_REPEATS = 50
+MIN_STALL_S, MAX_STALL_S = 3.0, 86_400.0  # --stall-timeout's range, seconds
+
+@dataclass(kw_only=True)
+class TrainConfig:
+    strategies: list[str] = field(metadata=declare(  # names in STRATEGIES, run in this order
+        "--strategies", "strategy list", "ddp, zero1, zero2, zero3, fsdp, a comma list of them, or all.",
+        aliases=("--strategy",), default_by="all"))
+    model: str | None = field(default=None, metadata=declare(  # a name in MODELS
+        "--model", "text", "A model name (fabricbench train --list)."))
+    model_config: str | None = field(default=None, metadata=declare(  # a transformers config JSON
+        "--model-config", "input file", "A transformers config JSON; random weights."))
+    model_path: str | None = field(default=None, metadata=declare(  # a folder of local pretrained weights
+        "--model-path", "input file or folder", "Local pretrained weights (a folder)."))
+    device: str = field(default="cuda", metadata=declare(  # "cuda" (one process per GPU in `gpus`) or "cpu"
+        "--device", "choice", "cuda: one process per GPU; cpu: gloo ranks (--nprocs of them).",
+        choices=("cuda", "cpu")))  # (gloo, `nprocs` processes)
+    gpus: tuple[int, ...] = field(default=(), metadata=declare(  # device ordinals, rank order
+        "--gpus", "GPU list", "GPU list, one process each, e.g. 0-3.", default_by="all visible"))
+    nprocs: int = field(default=2, metadata=declare(  # processes on this node: device "cpu"; on "cuda" with
+        "--nprocs", "count", "Processes with --device cpu; with --device cuda --backend gloo, ranks over --gpus "
+        "(several per GPU).", lo=1, hi=4096, concept="ranks"))  # backend gloo, ranks over `gpus`
+    # round robin (several ranks on one GPU: the one-GPU lab); on "cuda" with nccl one per GPU
+    backend: str | None = field(default=None, metadata=declare(  # None: nccl on cuda, gloo on cpu; "gloo" on
+        "--backend", "choice", "Collective backend; gloo on cuda for several ranks per GPU.",
+        choices=("nccl", "gloo"), default_by="nccl on cuda, gloo on cpu"))  # cuda for the one-GPU lab
+    steps: int = field(default=8, metadata=declare(  # optimizer steps at least, warm-up included
+        "--steps", "count", "Train steps at least, warm-up included.", lo=1, hi=MAX_STEPS))
+    warmup_steps: int = field(default=3, metadata=declare(  # steps left out of the timing
+        "--warmup-steps", "count", "Untimed first steps.", lo=1, hi=MAX_STEPS))
+    target_ci: float | None = field(default=0.03, metadata=declare(  # go on stepping (and repeating) until the
+        "--target-ci", "fraction", "Step on, and repeat, until the median's 95% CI is within this fraction "
+        "(0: off).", zero_off=True, lo_open=True, hi_open=True))  # median's 95% CI half-width is
+    # within this fraction of it; None: exactly `steps` steps and `repeats` (or 1) runs
+    max_steps: int | None = field(default=None, metadata=declare(  # cap on steps with target_ci
+        "--max-steps", "count", "Cap on steps while the median's CI exceeds --target-ci.", lo=1, hi=MAX_STEPS,
+        default_by="max(--steps, 40)"))  # (None: max(steps, DEFAULT_MAX_STEPS))
+    repeats: int | None = field(default=None, metadata=declare(  # runs of each strategy in fresh processes;
+        "--repeats", "count", "Runs of each strategy in fresh processes.", lo=1, hi=MAX_REPEATS,
+        default_by="3, then more until --target-ci"))  # None: MIN_REPEATS, then more until
+    # the run-to-run CI is within target_ci (at most max_repeats, within time_budget_s)
+    max_repeats: int = field(default=5, metadata=declare(
+        "--max-repeats", "count", "Cap on runs per strategy.", lo=1, hi=MAX_REPEATS))
+    time_budget_s: float = field(default=1800.0, metadata=declare(  # no repeat beyond the minimum starts after
+        "--repeat-budget", "seconds", "Seconds after which no repeat beyond the minimum starts.", lo=0,
+        unit="s", concept="repeat_budget_s", aliases=("--time-budget",)))  # this many seconds
+    batch_size: int = field(default=8, metadata=declare(  # samples per GPU (per process) per step
+        "--batch-size", "count", "Samples per GPU per step.", lo=1, hi=estimate.MAX_BATCH))
+    seq_len: int = field(default=512, metadata=declare(  # tokens per sample (causal LM)
+        "--seq-len", "count", "Tokens per sample (causal LM).", lo=1, hi=estimate.MAX_SEQ_LEN))
+    image_size: int = field(default=224, metadata=declare(  # pixels per side (image classification)
+        "--image-size", "count", "Pixels per side (images).", lo=1, hi=estimate.MAX_IMAGE))
+    lr: float = field(default=1e-4, metadata=declare(  # AdamW learning rate
+        "--lr", "number", "AdamW learning rate.", lo=0, hi=10, lo_open=True))
+    precision: str | None = field(default=None, metadata=declare(  # "bf16", "fp16" or "fp32"; None: bf16 on
+        "--precision", "choice", "Compute precision.", choices=("bf16", "fp16", "fp32"),
+        default_by="bf16 on cuda, fp32 on cpu"))  # cuda, fp32 on cpu (run_precision)
+    trace_steps: int = field(default=2, metadata=declare(  # profiled steps after the timed ones, for the
+        "--trace-steps", "count", "Profiled steps after the timed ones, for the communication trace (0: none).",
+        lo=0, hi=MAX_TRACE_STEPS))  # record's "comm" (trace.py); 0: none
+    dataset: str | None = field(default=None, metadata=declare(  # local dataset folder (data.py); synthetic
+        "--dataset", "input file or folder", "Local data: DIR/<class>/<image>, or *.txt / *.npy tokens.",
+        default_by="synthetic"))  # when None
+    fabric: str = field(default="default", metadata=declare(  # a fabric name (fabricbench/fabrics)
+        "--fabric", "fabric", "The NCCL environment to run under (see `fabricbench fabrics`)."))
+    nnodes: int = field(default=1, metadata=declare(  # torchrun pass-through, for several nodes
+        "--nnodes", "count", "torchrun pass-through.", lo=1, hi=4096))
+    node_rank: int = field(default=0, metadata=declare(
+        "--node-rank", "count", "torchrun pass-through.", lo=0, hi=4095))
+    master_addr: str = field(default="127.0.0.1", metadata=declare(
+        "--master-addr", "text", "torchrun pass-through."))
+    master_port: int | None = field(default=None, metadata=declare(  # None: a free port on this host
+        "--master-port", "count", "torchrun pass-through.", lo=1, hi=65535, default_by="a free port"))
+    timeout_s: float = field(default=1800.0, metadata=declare(  # a rank with no progress (start-up phase,
+        "--timeout", "seconds", "Seconds a rank may go without progress (a step; start-up gets at least 10 "
+        "min) before the run ends naming it.", unit="s", concept="progress_timeout_s"))  # step) for this long
+    # ends the run
+    # it bounds the nodes' rendezvous too (torchrun's static rendezvous `timeout`)
+    stall_timeout_s: float | None = field(default=None, metadata=declare(  # the stall watchdog (jobs/heartbeat.py)
+        "--stall-timeout", "seconds", "Seconds a rank's heartbeat (or every rank's step) may stop before the run "
+        "ends naming the rank and its host, on every node.", lo=MIN_STALL_S, hi=MAX_STALL_S, unit="s",
+        default_by="max(60, 10x the median step)"))  # None: max(60 s, 10 x median step)
+    budget_s: float | None = None  # one strategy's processes, start to end; None: no limit beyond timeout_s
+    extra_env: dict[str, str] = field(default_factory=dict)  # added to the workers' environment
+
+    @property
+    def procs_per_node(self) -> int:
+        if self.device == "cuda":
+            return max(self.nprocs, len(self.gpus)) if self.run_backend == "gloo" else len(self.gpus)
+        return self.nprocs
+
+    @property
+    def local_ranks(self) -> range:
+        """The global ranks of this node's processes (torchrun numbers node by node)."""
+        first = self.node_rank * self.procs_per_node
+        return range(first, first + self.procs_per_node)
+
+    @property
+    def run_backend(self) -> str:
+        return self.backend or ("nccl" if self.device == "cuda" else "gloo")
+
+    @property
+    def rank_gpus(self) -> list[int]:
+        """The GPU of each local rank (round robin over `gpus`); [] on CPU."""
+        if self.device != "cuda" or not self.gpus:
+            return []
+        return [self.gpus[i % len(self.gpus)] for i in range(self.procs_per_node)]
+
+    @property
+    def step_cap(self) -> int:
+        return self.steps if not self.target_ci else max(self.steps, self.max_steps or DEFAULT_MAX_STEPS)
+
+    @property
+    def min_repeats(self) -> int:
+        return self.repeats if self.repeats is not None else repeats.MIN_REPEATS
+
+    @property
+    def world_size(self) -> int:
+        return self.procs_per_node * self.nnodes
+
+    @property
+    def run_precision(self) -> str:
+        return self.precision or default_precision(self.device)
+
+    def validate(self) -> None:
+        for s in self.strategies:
+            STRATEGIES.get(s)
+        if self.steps < self.warmup_steps + 2:
+            raise UsageError(f"--steps {self.steps} with --warmup-steps {self.warmup_steps} leaves "
+                             f"{self.steps - self.warmup_steps} timed step(s); need at least 2 (and step 1 is "
+                             f"where the sharding is counted)")
+        if self.warmup_steps < 1:
+            raise UsageError("--warmup-steps must be at least 1: the first step builds state and is not timed")
+        estimate.check_sizes(batch_size=self.batch_size, seq_len=self.seq_len, image_size=self.image_size)
+        if self.steps > MAX_STEPS:
+            raise UsageError(f"--steps {self.steps}: more than {MAX_STEPS:,} steps is a training job, not a "
+                             f"measurement; lower it")
+        if not (math.isfinite(self.lr) and self.lr > 0):
+            raise UsageError(f"--lr {self.lr}: the learning rate must be positive and finite, e.g. 1e-4")
+        if not (math.isfinite(self.timeout_s) and self.timeout_s > 0):
+            raise UsageError(f"timeout_s={self.timeout_s}: must be positive and finite (seconds a rank may go "
+                             f"without progress)")
+        if self.stall_timeout_s is not None and not (math.isfinite(self.stall_timeout_s)
+                                                     and MIN_STALL_S <= self.stall_timeout_s <= MAX_STALL_S):
+            raise UsageError(f"--stall-timeout {self.stall_timeout_s:g}: seconds, {MIN_STALL_S:g} to "
+                             f"{MAX_STALL_S:g} (a rank's heartbeat every second must be missed several times)")
+        if self.budget_s is not None and not (math.isfinite(self.budget_s) and self.budget_s > 0):
+            raise UsageError(f"budget_s={self.budget_s}: must be positive and finite (seconds per strategy), "
+                             f"or None")
+        if self.device not in ("cuda", "cpu"):
+            raise UsageError(f"--device {self.device}: choose cuda or cpu")
+        if self.precision is not None and self.precision not in PRECISIONS:
+            raise UsageError(f"--precision {self.precision}: choose {', '.join(PRECISIONS)}")
+        ds = [s for s in self.strategies if STRATEGIES.get(s).engine == "deepspeed"]
+        if self.precision == "fp16" and self.device == "cpu" and ds:
+            raise UsageError(f"--precision fp16 --device cpu: DeepSpeed's CPU accelerator has no fp16 "
+                             f"({', '.join(ds)}); use bf16 or fp32 there")
+        if not 0 <= self.trace_steps <= MAX_TRACE_STEPS:
+            raise UsageError(f"--trace-steps {self.trace_steps}: 0 (no trace) to {MAX_TRACE_STEPS}")
+        if self.backend is not None and self.backend not in ("nccl", "gloo"):
+            raise UsageError(f"--backend {self.backend}: choose nccl or gloo")
+        if self.device == "cpu" and self.run_backend != "gloo":
+            raise UsageError("--backend nccl needs --device cuda; CPU ranks talk over gloo")
+        if self.device == "cuda" and self.run_backend == "nccl" and self.nprocs > max(1, len(self.gpus)):
+            raise UsageError(f"--nprocs {self.nprocs} on {len(self.gpus)} GPU(s): NCCL refuses two ranks on one "
+                             f"GPU (\"Duplicate GPU detected\"); add --backend gloo for a lab of several ranks "
+                             f"per GPU, or name one GPU per rank with --gpus")
+        if self.target_ci is not None and not (math.isfinite(self.target_ci) and 0 < self.target_ci < 1):
+            raise UsageError(f"--target-ci {self.target_ci}: a fraction between 0 and 1, e.g. 0.03")
+        if self.max_steps is not None and self.max_steps < self.steps:
+            raise UsageError(f"--max-steps {self.max_steps} is below --steps {self.steps}")
+        if self.repeats is not None and not 1 <= self.repeats <= MAX_REPEATS:
+            raise UsageError(f"--repeats {self.repeats}: 1 to {MAX_REPEATS}")
+        if not 1 <= self.max_repeats <= MAX_REPEATS:
+            raise UsageError(f"--max-repeats {self.max_repeats}: 1 to {MAX_REPEATS}")
+        if not (math.isfinite(self.time_budget_s) and self.time_budget_s > 0):
+            raise UsageError(f"--time-budget {self.time_budget_s}: seconds, positive")
+        if self.device == "cpu" and self.nprocs < 1:
+            raise UsageError(f"--nprocs {self.nprocs}: need at least 1 process")
+        if self.device == "cpu" and self.nprocs > PROCS_PER_CORE * cores():
+            raise UsageError(f"--nprocs {self.nprocs}: more CPU ranks than {PROCS_PER_CORE} per core "
+                             f"({PROCS_PER_CORE} x {cores()} cores = {PROCS_PER_CORE * cores()}); lower it")
+        if self.procs_per_node < 1:
+            raise UsageError(f"{self.procs_per_node} processes: name GPUs with --gpus or use --nprocs N")
+        if self.nnodes < 1 or not 0 <= self.node_rank < self.nnodes:
+            raise UsageError(f"--nnodes {self.nnodes} --node-rank {self.node_rank}: need nnodes >= 1 and "
+                             f"0 <= node-rank < nnodes")
+        if not self.master_addr.strip():
+            raise UsageError("--master-addr is empty; give the rank-0 host, e.g. 127.0.0.1")
+        if self.nnodes > 1 and self.master_port is None:
+            raise UsageError(f"--nnodes {self.nnodes}: give --master-port (the same on every node); a free port "
+                             f"picked here would differ from node to node")
+        if self.master_port is not None and not 1 <= self.master_port <= 65535:
+            raise UsageError(f"--master-port {self.master_port}: a TCP port is 1-65535")
+        given = [x for x in (self.model, self.model_config, self.model_path) if x]
+        if len(given) != 1:
+            raise UsageError("name exactly one of --model NAME, --model-config FILE, --model-path DIR "
+                             f"(got {len(given)}); models: {', '.join(models.MODELS.names())}")
+        if self.model:
+            models.MODELS.get(self.model)
+        missing = [lib for lib in ("accelerate", "transformers") if importlib.util.find_spec(lib) is None]
+        if missing:
+            raise UsageError(f'train needs {" and ".join(missing)}: pip install "fabricbench[train]"')
+        get_fabric(self.fabric)  # an unknown fabric fails before any model is built
+
+
+def _local_devices(config: TrainConfig) -> list[int] | None:
+    """The CUDA index (inside CUDA_VISIBLE_DEVICES) of each local rank, where ranks share GPUs; else None."""
+    ranks = config.rank_gpus
+    if len(set(ranks)) == len(ranks):
+        return None
+    visible = list(dict.fromkeys(config.gpus))
+    return [visible.index(g) for g in ranks]
+

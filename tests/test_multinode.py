@@ -1,0 +1,197 @@
+"""The emulated multi-node lab (fabricbench/cluster/lab.py): two nodes (network namespaces with their own
+hostnames) on a 1 gbit link, one `fabricbench train` per node, each launching torchrun for its ranks.
+
+    python3 -m pytest -q -m multinode tests/test_multinode.py
+
+Skipped, with the reason, where the lab cannot be built (no root, ip, tc, unshare or namespaces). The
+commands are docs/multinode.md's torchrun recipe for train, with the lab's addresses.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from fabricbench import procs
+from fabricbench.cluster import lab
+
+WHY = lab.unavailable()
+pytestmark = [pytest.mark.multinode, pytest.mark.slow, pytest.mark.skipif(WHY is not None, reason=WHY or "")]
+
+PORT = 29400 + os.getpid() % 500  # inside the lab's namespaces: no other test's port
+SLACK = 15
+
+
+def train_argv(node: lab.Node, nodes: list[lab.Node], out: Path, *extra: str, steps: int = 5) -> list[str]:
+    """docs/multinode.md, "train with torchrun": one command per node."""
+    return [sys.executable, "-m", "fabricbench", "train", "--strategy", "ddp", "--model", "tiny-mistral",
+            "--device", "cpu", "--nprocs", "1", "--nnodes", str(len(nodes)), "--node-rank", str(node.index),
+            "--master-addr", nodes[0].addr, "--master-port", str(PORT), "--steps", str(steps),
+            "--warmup-steps", "2", "--batch-size", "2", "--seq-len", "16", "--trace-steps", "0", "--repeats", "1",
+            "--target-ci", "0", "--out", str(out / f"{node.name}.jsonl"), *extra]
+
+
+def start(node, nodes, tmp, *extra, steps=5):
+    env = dict(os.environ, GLOO_SOCKET_IFNAME="eth0")
+    err = open(tmp / f"{node.name}.err", "w")
+    return node.popen(train_argv(node, nodes, tmp, *extra, steps=steps), env=env, stdout=err, stderr=err)
+
+
+def errors(tmp: Path, node) -> list[str]:
+    return [ln for ln in (tmp / f"{node.name}.err").read_text().splitlines() if ln.startswith("Error:")]
+
+
+def records(tmp: Path, node) -> list[dict]:
+    f = tmp / f"{node.name}.jsonl"
+    return [json.loads(ln) for ln in f.read_text().splitlines()] if f.exists() else []
+
+
+def steps_of(pid: int) -> int:
+    """Steps rank files of the train process `pid` hold (its workspace, TMPDIR of its job)."""
+    for d in Path(tempfile.gettempdir()).glob(f"{procs.TEMP_PREFIX}{pid}-train-*"):
+        for f in d.glob("rank-*.json"):
+            try:
+                return len(json.loads(f.read_text()).get("step_times_s") or [])
+            except (OSError, ValueError):
+                pass
+    return 0
+
+
+def wait_for(cond, timeout, what):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"not within {timeout} s: {what}")
+
+
+def test_train_across_two_nodes_names_both_hosts(tmp_path):
+    with lab.cluster(2, rate="1gbit") as nodes:
+        ps = [start(nd, nodes, tmp_path) for nd in nodes]
+        lab.wait_all(ps, 400)
+        assert [p.returncode for p in ps] == [0, 0], [(tmp_path / f"{nd.name}.err").read_text()[-600:] for nd in nodes]
+    assert not lab.leftovers(nodes)
+    (rec,) = records(tmp_path, nodes[0])
+    assert records(tmp_path, nodes[1]) == []  # node 0 writes the records
+    assert rec["status"] == "ok" and rec["nranks"] == 2 and rec["nnodes"] == 2
+    assert rec["hosts"] == ["node0", "node1"]
+    assert rec["nodes"] == [{"host": "node0", "ranks": [0]}, {"host": "node1", "ranks": [1]}]
+    assert len(rec["memory"]["peak_allocated_bytes"]) == 2 and len(rec["holdings"]) == 2
+    assert len(rec["step_times_s"]) == 5 and all(t > 0 for t in rec["step_times_s"])
+
+
+def test_a_node_that_never_joins_is_named_within_the_timeout(tmp_path):
+    timeout = 20
+    with lab.cluster(2, rate="1gbit") as nodes:
+        p = start(nodes[0], nodes, tmp_path, "--timeout", str(timeout))
+        t0 = time.monotonic()
+        p.wait(timeout=timeout + 120)
+        took = time.monotonic() - t0
+    assert not lab.leftovers(nodes)
+    print(f"ended after {took:.1f} s")
+    # start-up of python and torchrun comes before the rendezvous's clock starts: a few s on a loaded box
+    assert p.returncode == 1 and took < timeout + SLACK + 10, took
+    (line,) = errors(tmp_path, nodes[0])
+    assert "node 1 (rank 1) did not join within --timeout 20 s" in line, line
+    (rec,) = records(tmp_path, nodes[0])
+    assert rec["status"] == "error" and rec["nodes_missing"] == [1]
+
+
+@pytest.mark.parametrize("fault", ["killed", "unplugged"])
+def test_a_dead_node_ends_the_other_within_the_stall_bound_naming_it(tmp_path, fault):
+    stall = 20
+    with lab.cluster(2, rate="1gbit") as nodes:
+        ps = [start(nd, nodes, tmp_path, "--timeout", "300", "--stall-timeout", str(stall), steps=2000)
+              for nd in nodes]
+        wait_for(lambda: steps_of(ps[0].pid) >= 3 or ps[0].poll() is not None, 300, "node 0 past 3 steps")
+        assert ps[0].poll() is None, (tmp_path / "node0.err").read_text()
+        if fault == "killed":
+            nodes[1].kill()
+        else:
+            nodes[1].unplug()
+        t0 = time.monotonic()
+        ps[0].wait(timeout=stall + 90)
+        took = time.monotonic() - t0
+        if fault == "unplugged":  # node 1 lost node 0 (its store): it ends too, naming node 0
+            ps[1].wait(timeout=stall + 90)
+            assert ps[1].returncode == 1
+            (line1,) = errors(tmp_path, nodes[1])
+            assert "node node0 (ranks 0) is unreachable" in line1, line1
+    assert not lab.leftovers(nodes)
+    print(f"{fault}: node 0 ended {took:.1f} s after the fault")
+    assert ps[0].returncode == 1 and took < stall + SLACK, took
+    (line,) = errors(tmp_path, nodes[0])
+    assert "ddp: rank 1 (host node1)" in line, line
+    (rec,) = records(tmp_path, nodes[0])
+    assert rec["status"] == "error" and rec["rank_died"] == 1 and rec["ranks_died"] == [1]
+    assert rec["steps_completed"] >= 3 and len(rec["step_times_s"]) == rec["steps_completed"]
+
+
+def sweep_argv(node: lab.Node, nodes: list[lab.Node], out: Path, launcher: str) -> tuple[list[str], dict]:
+    """docs/multinode.md, "sweep": torchrun, one agent per node; or what srun starts (one task per node,
+    Slurm's variables, which fabricbench turns into torchrun's: fabricbench/cluster/env.py)."""
+    sweep = ["-m", "fabricbench", "sweep", "--engine", "torch", "--backend", "gloo", "--ops", "all_reduce",
+             "--sizes", "1M,4M", "--iters", "3", "--warmup", "1", "--timeout", "60", "--quiet",
+             "--out", str(out / f"{node.name}.jsonl")]
+    env = dict(os.environ, GLOO_SOCKET_IFNAME="eth0")
+    if launcher == "torchrun":
+        return [sys.executable, "-m", "torch.distributed.run", "--nnodes", str(len(nodes)), "--nproc-per-node", "1",
+                "--node-rank", str(node.index), "--master-addr", nodes[0].addr, "--master-port", str(PORT),
+                "--rdzv-conf", "timeout=60", *sweep], env
+    env.update(SLURM_STEP_ID="0", SLURM_PROCID=str(node.index), SLURM_NTASKS=str(len(nodes)), SLURM_LOCALID="0",
+               SLURM_NODEID=str(node.index), SLURM_JOB_NODELIST=f"node[0-{len(nodes) - 1}]", SLURM_JOB_ID="4242",
+               MASTER_PORT=str(PORT))
+    return [sys.executable, *sweep], env
+
+
+@pytest.mark.parametrize("launcher", ["torchrun", "srun"])
+def test_sweep_across_two_nodes_follows_the_shaped_link(tmp_path, launcher):
+    with lab.cluster(2, rate="1gbit") as nodes:
+        ps = []
+        for nd in nodes:
+            argv, env = sweep_argv(nd, nodes, tmp_path, launcher)
+            err = open(tmp_path / f"{nd.name}.err", "w")
+            ps.append(nd.popen(argv, env=env, stdout=err, stderr=err))
+        lab.wait_all(ps, 400)
+        assert [p.returncode for p in ps] == [0, 0], [(tmp_path / f"{nd.name}.err").read_text()[-600:] for nd in nodes]
+    assert not lab.leftovers(nodes)
+    recs = [r for r in records(tmp_path, nodes[0]) if r.get("kind") == "collective"]
+    assert records(tmp_path, nodes[1]) == []  # rank 0 writes the records
+    assert len(recs) == 2 and all(r["status"] == "ok" and r["nranks"] == 2 for r in recs)
+    assert all(r["extra"]["hosts"] == ["node0", "node1"] for r in recs)
+    # 1 gbit = 0.125 GB/s each way; an all-reduce of 2 ranks moves S each way: busbw at most the link's
+    big = max(recs, key=lambda r: r["bytes"])
+    assert 0.02 < big["busbw_gbps"] < 0.125 * 1.1, big["busbw_gbps"]
+
+
+def test_qualify_across_two_nodes_names_both(tmp_path):
+    """docs/multinode.md, "qualify": torchrun on each node with a cluster spec; rank 0's report names every
+    node and its Reproduce line starts with the launcher."""
+    spec = Path(__file__).parent / "data" / "qualify" / "gloo_e2e.toml"
+    with lab.cluster(2, rate="1gbit") as nodes:
+        ps = []
+        for nd in nodes:
+            argv = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--nproc-per-node", "1",
+                    "--node-rank", str(nd.index), "--master-addr", nodes[0].addr, "--master-port", str(PORT),
+                    "--rdzv-conf", "timeout=120", "-m", "fabricbench", "qualify", "--spec", str(spec),
+                    "--out", str(tmp_path / nd.name), "--quiet"]
+            err = open(tmp_path / f"{nd.name}.err", "w")
+            ps.append(nd.popen(argv, env=dict(os.environ, GLOO_SOCKET_IFNAME="eth0", OMP_NUM_THREADS="1"),
+                               stdout=err, stderr=err))
+        lab.wait_all(ps, 500)
+        assert [p.returncode for p in ps] == [0, 0], [(tmp_path / f"{nd.name}.err").read_text()[-600:] for nd in nodes]
+    assert not lab.leftovers(nodes)
+    report = (tmp_path / "node0" / "report.md").read_text()
+    assert "node0, node1" in report
+    assert "python -m torch.distributed.run --nnodes 2 --nproc-per-node 1 --node-rank NODE --master-addr " \
+           f"{nodes[0].addr} --master-port {PORT} -m fabricbench qualify --spec" in report
+    assert not (tmp_path / "node1" / "report.md").exists()

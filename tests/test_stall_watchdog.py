@@ -1,0 +1,101 @@
+"""Issue 30.4: the stall watchdog (fabricbench/jobs/heartbeat.py). A SIGSTOPped rank of train (DDP, FSDP,
+ZeRO-3) ends the run within --stall-timeout + 15 s, exit 1, naming the rank and its host, with the steps
+every rank finished kept and no process or temporary folder left.
+
+    python3 -m pytest -q -m slow tests/test_stall_watchdog.py
+
+Each run: 2 gloo ranks of tiny-mistral on CPU; the whole-run --timeout is far away (240 s), so only the
+watchdog can end the run in time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_hangs import TRAIN, assert_gone, children, cmd, error_lines, wait_for  # noqa: E402,F401
+
+from fabricbench import procs  # noqa: E402
+
+HAS_DEEPSPEED = __import__("importlib").util.find_spec("deepspeed") is not None
+SLACK = 15  # issue 30: within stall + 15 s
+
+
+def start(cmd, out: Path, strategy: str, stall: int):
+    args = [*TRAIN[:2], strategy, *TRAIN[3:], "--timeout", "240", "--stall-timeout", str(stall), "--out", str(out)]
+    c = cmd(args)
+
+    def stepping():
+        if c.p.poll() is not None:
+            return True
+        dirs = list(Path(tempfile.gettempdir()).glob(f"{procs.TEMP_PREFIX}{c.p.pid}-train-*"))
+        try:
+            return dirs and len(json.loads((dirs[0] / "rank-1.json").read_text()).get("step_times_s") or []) >= 2
+        except (OSError, ValueError):
+            return False
+
+    wait_for(stepping, 240, "rank 1 past two steps")
+    assert c.p.poll() is None, c.stderr
+    launcher = children(c.p.pid)
+    workers = wait_for(lambda: len(sum((children(t) for t in launcher), [])) == 2
+                       and sum((children(t) for t in launcher), []), 10, "two workers")
+    tmp = next(Path(tempfile.gettempdir()).glob(f"{procs.TEMP_PREFIX}{c.p.pid}-train-*"))
+    return c, launcher, workers, tmp
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("strategy, stall", [
+    ("ddp", 30), ("ddp", 6), ("fsdp", 6),
+    pytest.param("zero3", 6, marks=pytest.mark.skipif(not HAS_DEEPSPEED, reason="DeepSpeed is not installed"))])
+def test_stopped_train_rank_is_named_within_the_stall_bound(cmd, tmp_path, strategy, stall):
+    out = tmp_path / "t.jsonl"
+    c, launcher, workers, tmp = start(cmd, out, strategy, stall)
+    os.kill(workers[1], signal.SIGSTOP)
+    try:
+        rc, took = c.wait(stall + 60)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(workers[1], signal.SIGCONT)
+    print(f"{strategy}: ended {took:.1f} s after the fault (stall {stall} s)")
+    assert rc == 1 and took < stall + SLACK, (took, c.stderr)
+    (line,) = error_lines(c.stderr)
+    assert f"{strategy}: rank 1 (host " in line and f"made no progress for {stall}" in line, line
+    (rec,) = [json.loads(ln) for ln in out.read_text().splitlines()]
+    assert rec["status"] == "error" and rec["rank_died"] == 1 and rec["ranks_died"] == [1]
+    assert rec["steps_completed"] >= 2 and len(rec["step_times_s"]) == rec["steps_completed"]
+    assert rec["hosts"] and len(rec["hosts"]) == 2
+    assert_gone([*launcher, *workers])
+    assert not tmp.exists()
+
+
+@pytest.mark.slow
+def test_stopped_sweep_rank_is_named_within_the_stall_bound(cmd, tmp_path):
+    from test_hangs import LONG_SWEEP, records
+
+    stall = 6
+    out = tmp_path / "s.jsonl"
+    c = cmd(["sweep", *LONG_SWEEP, "--timeout", "300", "--stall-timeout", str(stall), "--out", str(out)])
+    wait_for(lambda: records(out) or c.p.poll() is not None, 120, "a first record")
+    assert c.p.poll() is None, c.stderr
+    ranks = wait_for(lambda: len(children(c.p.pid)) == 2 and children(c.p.pid), 10, "two ranks")
+    kept = len(records(out))
+    os.kill(ranks[1], signal.SIGSTOP)
+    try:
+        rc, took = c.wait(stall + 60)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(ranks[1], signal.SIGCONT)
+    print(f"sweep: ended {took:.1f} s after the fault (stall {stall} s)")
+    assert rc != 0 and took < stall + SLACK, (took, c.stderr)
+    (line,) = error_lines(c.stderr)
+    assert "rank 1 stopped answering" in line, line
+    assert len(records(out)) >= kept >= 1
+    assert_gone(ranks)
