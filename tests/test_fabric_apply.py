@@ -87,7 +87,8 @@ def test_config_args_give_the_child_the_same_config(monkeypatch, tmp_path):
 
     torch_cpu = make_config(ops="all_gather,broadcast", sizes="3K-1M:x4", dtype="bfloat16", iters=7, warmup=2,
                             adaptive=0.05, max_iters=70, inplace="both", check=True, engine="torch",
-                            backend="gloo", nprocs=2, timeout_s=12.5, seed=1234, graph_iters=9)
+                            backend="gloo", nprocs=2, timeout_s=12.5, seed=1234, graph_iters=9,
+                            stall_timeout_s=17.0)
     import fabricbench.measuring.config as sweep_config
 
     monkeypatch.setattr(sweep_config, "_check_nccl_lib", lambda path: None)  # only the path travels
