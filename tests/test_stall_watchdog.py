@@ -99,3 +99,71 @@ def test_stopped_sweep_rank_is_named_within_the_stall_bound(cmd, tmp_path):
     assert "rank 1 stopped answering" in line, line
     assert len(records(out)) >= kept >= 1
     assert_gone(ranks)
+
+
+def _descendants(pid: int) -> set[int]:
+    seen, todo = set(), [pid]
+    while todo:
+        for k in children(todo.pop()):
+            if k not in seen:
+                seen.add(k)
+                todo.append(k)
+    return seen
+
+
+@pytest.mark.slow
+def test_stopped_rank_of_a_study_unit_is_named_within_the_stall_bound(cmd, tmp_path):
+    """A study's train unit whose rank stops ends within the bound, naming the rank; the study goes on, writes
+    its report, exits 1 (a unit failed) and leaves nothing behind."""
+    stall = 6
+    out = tmp_path / "study"
+    c = cmd(["study", "--device", "cpu", "--nprocs", "2", "--strategies", "ddp", "--fabrics", "default",
+             "--model", "tiny-mistral", "--steps", "2000", "--warmup-steps", "2", "--batch-size", "2",
+             "--seq-len", "16", "--repeats", "1", "--target-ci", "0", "--sizes", "1K,4K", "--iters", "2",
+             "--train-timeout", "600", "--stall-timeout", str(stall), "--quiet", "--out", str(out)])
+
+    def training():  # (the train unit's pid, its temp folder) once its rank 1 is past two steps
+        if c.p.poll() is not None:
+            return True
+        mine = _descendants(c.p.pid)
+        # a study's unit runs in its job's private folder, which is also its TMPDIR (jobs/runner.py)
+        top = Path(tempfile.gettempdir())
+        for d in [*top.glob(f"{procs.TEMP_PREFIX}*-train-*"), *top.glob(f"*/{procs.TEMP_PREFIX}*-train-*")]:
+            pid = int(d.name[len(procs.TEMP_PREFIX):].split("-")[0])
+            try:
+                steps = json.loads((d / "rank-1.json").read_text()).get("step_times_s") or []
+            except (OSError, ValueError):
+                continue
+            if pid in mine and len(steps) >= 2:
+                return pid, d
+        return False
+
+    found = wait_for(training, 300, "the study's train unit past two steps")
+    assert c.p.poll() is None, c.stderr
+    unit_pid, tmp = found
+    launcher = children(unit_pid)
+    workers = wait_for(lambda: len(sum((children(t) for t in launcher), [])) == 2
+                       and sum((children(t) for t in launcher), []), 10, "two workers")
+    import time
+
+    t0 = time.monotonic()
+    os.kill(workers[1], signal.SIGSTOP)
+    try:
+        wait_for(lambda: not Path(f"/proc/{unit_pid}").exists(), stall + 60, "the train unit to end")
+        took = time.monotonic() - t0
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(workers[1], signal.SIGCONT)
+    print(f"study unit: ended {took:.1f} s after the fault (stall {stall} s)")
+    assert took < stall + SLACK, took
+    rc, _ = c.wait(300)
+    assert rc == 1, c.stderr
+    assert "unit(s) failed: train ddp @ default" in c.stderr, c.stderr
+    recs = [json.loads(ln) for ln in (out / "units" / "train_ddp_default.jsonl").read_text().splitlines()]
+    train = [r for r in recs if r.get("kind") == "train"]
+    assert train and train[-1]["status"] == "error" and train[-1]["rank_died"] == 1, train
+    assert "rank 1 (host " in train[-1]["message"] and f"made no progress for {stall}" in train[-1]["message"]
+    assert train[-1]["steps_completed"] >= 2
+    assert (out / "report.md").exists()
+    assert_gone([unit_pid, *launcher, *workers])
+    assert not tmp.exists()
