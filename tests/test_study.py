@@ -487,3 +487,16 @@ def test_a_model_config_keeps_both_shapes(tmp_path):
 
     c = StudyConfig(out="s", model_config="m.json", seq_len=128, image_size=64)
     assert c.shape_args == ["--seq-len", "128", "--image-size", "64"]
+
+
+def test_target_ci_zero_turns_the_precision_floor_off(tmp_path):
+    """--target-ci 0 is "off" (the study's rounds then stop on the comparisons alone); it used to be dropped as
+    "not given", so the study kept the 3% default and its units ran with --target-ci 0.03."""
+    from fabricbench.study.api import resolve_config
+
+    c = resolve_config(str(tmp_path / "s"), resume=False,
+                       options=dict(device="cpu", nprocs=2, strategies="ddp", model="tiny-mistral", target_ci=0))
+    assert c.target_ci is None
+    d = resolve_config(str(tmp_path / "t"), resume=False,
+                       options=dict(device="cpu", nprocs=2, strategies="ddp", model="tiny-mistral"))
+    assert d.target_ci == 0.03

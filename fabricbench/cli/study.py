@@ -44,8 +44,6 @@ def study(out, device, gpus, resume, dry_run, as_json, quiet, **_) -> None:
 
     ctx = click.get_current_context()
     given = declared_given(ctx, [n for n in fields_of(StudyConfig) if n != "out"])
-    if "target_ci" in given:
-        given["target_ci"] = given["target_ci"] or None  # 0: off
     if device == "cpu" and gpus:
         click.echo("warning: --gpus is ignored with --device cpu (use --nprocs)", err=True)
         given.pop("gpus")

@@ -124,6 +124,8 @@ class StudyConfig:
             MODELS.get(self.model)
         else:  # the file read and its sizes checked now, so --dry-run says what a run would
             read_config_json(Path(self.model_config))
+        if self.target_ci == 0:  # --target-ci 0: the precision floor off (a None would read as "not given")
+            self.target_ci = None
         if self.target_ci is not None and not 0 < self.target_ci < 1:
             raise UsageError(f"--target-ci {self.target_ci}: a fraction between 0 and 1, e.g. 0.03")
         if self.repeats is not None and not 1 <= self.repeats <= 20:
