@@ -11,6 +11,7 @@ measurement, then each matching reference with its sources, or "no published ref
 from __future__ import annotations
 
 import re
+import textwrap
 from typing import Any
 
 from fabricbench.references.table import REFERENCES, Reference
@@ -38,32 +39,43 @@ def line(ref: Reference) -> str:
             f"{cond} [{', '.join(tag(s) for s in ref.sources)}]")
 
 
-def summary(records: list[dict[str, Any]]) -> list[str]:
-    """Lines for a command's summary: each group's largest measured size beside its references."""
+def summary(records: list[dict[str, Any]], width: int = 79, *, unnamed_line: bool = True) -> list[str]:
+    """Lines for a command's summary, each at most `width` columns: each group's largest measured size beside
+    its references. Records whose GPUs are not named (gloo ranks, an imported table) have no platform to
+    match: they get one line for all of them (unnamed_line), not one per collective."""
     best: dict[tuple, dict[str, Any]] = {}
+    unnamed = False
     for r in records:
         if r.get("kind") != "collective" or r.get("status") not in TIMED_COLLECTIVE or not r.get("busbw_gbps"):
             continue
         names = r.get("gpu_names") or []
         model = names[0] if names and len(set(names)) == 1 else None
+        if model is None:
+            unnamed = True
+            continue
         key = (model, r.get("nranks"), r.get("op"), r.get("fabric"))
         if key not in best or (r.get("bytes") or 0) > (best[key].get("bytes") or 0):
             best[key] = r
     out = []
     for (model, n, op, fabric), r in best.items():
-        head = (f"reference: {op} on {n} × {model or 'unnamed GPU'} (fabric {fabric or 'default'}) measured "
+        head = (f"reference: {op}, {n} × {model}, fabric {fabric or 'default'}: "
                 f"{r['busbw_gbps']:.4g} GB/s at {format_size(r['bytes'])}")
         refs = matching(model, n, op, r.get("bytes"))
         if refs:
             out += [head] + [f"  {line(x)}" for x in refs]
         else:
-            why = ("the GPUs are not named (a gloo or imported run)" if not model else
-                   f"none for {n} × {model} {op} at {format_size(r['bytes'])}: the table's rows start at "
+            why = (f"none for {n} × {model} {op} at {format_size(r['bytes'])}: the table's rows start at "
                    f"{format_size(min(x.min_bytes for x in REFERENCES))}" if any(x.gpu.upper() in model.upper()
-                                                                               for x in REFERENCES) else
+                                                                             for x in REFERENCES) else
                    f"none for {model}")
             out.append(f"{head}; no published reference matches ({why})")
-    return out
+    if unnamed and not best and unnamed_line:
+        out.append("reference: none matches (the GPUs are not named: a gloo or imported run)")
+    wrapped = []
+    for text in out:
+        indent = "    " if text.startswith("  ") else "  "
+        wrapped += textwrap.wrap(text, width=width, subsequent_indent=indent, break_on_hyphens=False) or [text]
+    return wrapped
 
 
 __all__ = ["REFERENCES", "Reference", "line", "matching", "summary"]
