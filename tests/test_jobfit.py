@@ -64,10 +64,10 @@ def _fb(*args, timeout=400):
                           timeout=timeout, env=env)
 
 
-@pytest.mark.slow
-def test_gloo_job_against_its_sweep(tmp_path):
+def _gloo_job_and_sweep(tmp_path):
     """2 gloo ranks: a sweep, and a job's Inspector-format records of the same collectives and sizes timed on the
-    same machine right after; the same calls written again with all_gather slowed 10x on purpose."""
+    same machine right after; the same calls written again with all_gather slowed 10x on purpose. Returns the
+    jobfit rows of both, keyed by (op, size)."""
     job = tmp_path / "job"
     p = subprocess.run([sys.executable, "-W", "ignore", str(HERE / "inspector_gloo_job.py"), str(job),
                         "--slow-op", "all_gather", "--slow-factor", "10"], capture_output=True, text=True, timeout=400)
@@ -84,16 +84,30 @@ def test_gloo_job_against_its_sweep(tmp_path):
     s = {(r["op"], r["size_bytes"]): r for r in json.loads(slowed.stdout)["rows"]}
     assert set(a) == set(s) == {(op, size) for op in ("all_reduce", "all_gather") for size in (4 << 20, 16 << 20)}
     assert all(r["calls"] == 24 for r in a.values())  # 12 calls x 2 ranks
-    # as timed, the job ran at the sweep's busbw: near 1 (2 shared cores: ±15% per figure, wider under load)
-    for key, r in a.items():
-        assert 1 / 3 < r["ratio"] < 3, (key, r)
+    assert (tmp_path / "jf.png").read_bytes()[:4] == b"\x89PNG"
+    return a, s
+
+
+@pytest.mark.slow
+def test_gloo_job_against_its_sweep(tmp_path):
+    """The same calls slowed 10x on purpose are a tenth of the ratio and reported short; the others unchanged.
+    (That the as-timed job sits near the sweep depends on the machine's load: test_..._near_one, a lab test.)"""
+    a, s = _gloo_job_and_sweep(tmp_path)
     for key in a:
-        if key[0] == "all_gather":  # the same calls, 10x slower: a tenth of the ratio, and short
+        if key[0] == "all_gather":
             assert s[key]["ratio"] == pytest.approx(a[key]["ratio"] / 10, rel=1e-6)
             assert s[key]["verdict"] == jobfit.SHORT
         else:
             assert s[key]["ratio"] == pytest.approx(a[key]["ratio"], rel=1e-9)
-    assert (tmp_path / "jf.png").read_bytes()[:4] == b"\x89PNG"
+
+
+@pytest.mark.lab
+def test_gloo_job_against_its_sweep_is_near_one(tmp_path):
+    """As timed, the job ran at the sweep's busbw: near 1 (2 shared cores: ±15% per figure; under the load of a
+    parallel test run the job and the sweep, timed a minute apart, differed 8x once, hence a lab test)."""
+    a, _ = _gloo_job_and_sweep(tmp_path)
+    for key, r in a.items():
+        assert 1 / 3 < r["ratio"] < 3, (key, r)
 
 
 def test_study_report_section_only_when_the_study_holds_a_job():
