@@ -52,9 +52,9 @@ def start(cmd, out: Path, strategy: str, stall: int):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("strategy, stall", [
-    ("ddp", 30), ("ddp", 6), ("fsdp", 6),
-    pytest.param("zero3", 6, marks=pytest.mark.skipif(not HAS_DEEPSPEED, reason="DeepSpeed is not installed"))])
+@pytest.mark.parametrize("strategy, stall", [  # issue 30 asks 30 s; 6 s shows the bound is the watchdog's own
+    ("ddp", 30), ("fsdp", 30), ("ddp", 6),
+    pytest.param("zero3", 30, marks=pytest.mark.skipif(not HAS_DEEPSPEED, reason="DeepSpeed is not installed"))])
 def test_stopped_train_rank_is_named_within_the_stall_bound(cmd, tmp_path, strategy, stall):
     out = tmp_path / "t.jsonl"
     c, launcher, workers, tmp = start(cmd, out, strategy, stall)
@@ -80,7 +80,7 @@ def test_stopped_train_rank_is_named_within_the_stall_bound(cmd, tmp_path, strat
 def test_stopped_sweep_rank_is_named_within_the_stall_bound(cmd, tmp_path):
     from test_hangs import LONG_SWEEP, records
 
-    stall = 6
+    stall = 30
     out = tmp_path / "s.jsonl"
     c = cmd(["sweep", *LONG_SWEEP, "--timeout", "300", "--stall-timeout", str(stall), "--out", str(out)])
     wait_for(lambda: records(out) or c.p.poll() is not None, 120, "a first record")
@@ -115,7 +115,7 @@ def _descendants(pid: int) -> set[int]:
 def test_stopped_rank_of_a_study_unit_is_named_within_the_stall_bound(cmd, tmp_path):
     """A study's train unit whose rank stops ends within the bound, naming the rank; the study goes on, writes
     its report, exits 1 (a unit failed) and leaves nothing behind."""
-    stall = 6
+    stall = 30
     out = tmp_path / "study"
     c = cmd(["study", "--device", "cpu", "--nprocs", "2", "--strategies", "ddp", "--fabrics", "default",
              "--model", "tiny-mistral", "--steps", "2000", "--warmup-steps", "2", "--batch-size", "2",
