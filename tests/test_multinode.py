@@ -142,7 +142,8 @@ def sweep_argv(node: lab.Node, nodes: list[lab.Node], out: Path, launcher: str) 
     sweep = ["-m", "fabricbench", "sweep", "--engine", "torch", "--backend", "gloo", "--ops", "all_reduce",
              "--sizes", "1M,4M", "--iters", "3", "--warmup", "1", "--timeout", "60", "--quiet",
              "--out", str(out / f"{node.name}.jsonl")]
-    env = dict(os.environ, GLOO_SOCKET_IFNAME="eth0")
+    # TMPDIR: a torchrun started by hand (not by fabricbench) leaves its torchelastic_* folders there
+    env = dict(os.environ, GLOO_SOCKET_IFNAME="eth0", TMPDIR=str(out))
     if launcher == "torchrun":
         return [sys.executable, "-m", "torch.distributed.run", "--nnodes", str(len(nodes)), "--nproc-per-node", "1",
                 "--node-rank", str(node.index), "--master-addr", nodes[0].addr, "--master-port", str(PORT),
@@ -185,7 +186,8 @@ def test_qualify_across_two_nodes_names_both(tmp_path):
                     "--rdzv-conf", "timeout=120", "-m", "fabricbench", "qualify", "--spec", str(spec),
                     "--out", str(tmp_path / nd.name), "--quiet"]
             err = open(tmp_path / f"{nd.name}.err", "w")
-            ps.append(nd.popen(argv, env=dict(os.environ, GLOO_SOCKET_IFNAME="eth0", OMP_NUM_THREADS="1"),
+            ps.append(nd.popen(argv, env=dict(os.environ, GLOO_SOCKET_IFNAME="eth0", OMP_NUM_THREADS="1",
+                                                     TMPDIR=str(tmp_path)),
                                stdout=err, stderr=err))
         lab.wait_all(ps, 500)
         assert [p.returncode for p in ps] == [0, 0], [(tmp_path / f"{nd.name}.err").read_text()[-600:] for nd in nodes]
