@@ -43,6 +43,8 @@ from typing import Any, Callable
 
 BEAT_S = 1.0  # how often a rank writes its beat and reads its peers'
 MIN_STALL_S = 60.0  # the default bound's floor
+STALL_LO_S, STALL_HI_S = 3.0, 86_400.0  # --stall-timeout's accepted range (a beat every BEAT_S must be missed
+# several times), for train, sweep and study alike
 STEPS_X = 10.0  # the default bound: this many median steps, when that is above the floor
 STORE_WAIT_S = 2.0  # one store operation's bound: a verdict is checked at least every BEAT_S + this
 DEAD_S = 5.0  # after a rank's own collective failed: a peer silent this long is the one that died

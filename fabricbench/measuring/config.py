@@ -19,6 +19,7 @@ from fabricbench.collectives import COLLECTIVES
 from fabricbench.declare import declare
 from fabricbench.errors import NcclError, UsageError
 from fabricbench.jobs.configs import argv_field
+from fabricbench.jobs.heartbeat import STALL_HI_S, STALL_LO_S
 from fabricbench.measuring.engines import ENGINES
 from fabricbench.measuring.nccl_lib import resolve_nccl_library
 from fabricbench.sizes import SizeSweep
@@ -71,7 +72,7 @@ class SweepConfig:
         concept="step_timeout_s")})  # a set-up or collective that takes longer is aborted
     stall_timeout_s: float | None = field(default=None, metadata={**argv_field(flag="--stall-timeout", keyed=False),
         **declare("--stall-timeout", "seconds", "Seconds a rank's heartbeat may stop (SIGSTOP, a dead node) "
-                  "before the run ends naming it.", lo=3, hi=86_400, unit="s",
+                  "before the run ends naming it.", lo=STALL_LO_S, hi=STALL_HI_S, unit="s",
                   default_by="--timeout + 5 for --nprocs ranks, 60 under torchrun/srun")})
     # a rank whose heartbeat stops this long (SIGSTOP, a dead node) ends the run naming it; None: --timeout
     # + DEAD_AFTER_S for local ranks, 60 s for torchrun/srun ranks (jobs/heartbeat.py)
@@ -151,8 +152,8 @@ def validate(config: SweepConfig) -> None:
         raise UsageError(f"--timeout {config.timeout_s}: must be positive and finite (seconds)")
     if config.stall_timeout_s is not None and not (
             isinstance(config.stall_timeout_s, (int, float)) and not isinstance(config.stall_timeout_s, bool)
-            and math.isfinite(config.stall_timeout_s) and 3 <= config.stall_timeout_s <= 86_400):
-        raise UsageError(f"--stall-timeout {config.stall_timeout_s}: seconds, 3 to 86400")
+            and math.isfinite(config.stall_timeout_s) and STALL_LO_S <= config.stall_timeout_s <= STALL_HI_S):
+        raise UsageError(f"--stall-timeout {config.stall_timeout_s}: seconds, {STALL_LO_S:g} to {STALL_HI_S:g}")
     if config.adaptive is not None:
         if not (isinstance(config.adaptive, (int, float)) and 0 < config.adaptive < 1):
             raise UsageError(f"--adaptive {config.adaptive}: a fraction between 0 and 1, e.g. 0.02")

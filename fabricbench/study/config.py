@@ -17,6 +17,7 @@ from typing import Any
 import fabricbench.gpus  # looked up on call: tests stand in for visible_gpu_count
 from fabricbench.declare import declare
 from fabricbench.errors import UsageError
+from fabricbench.jobs.heartbeat import STALL_HI_S, STALL_LO_S
 from fabricbench.fabrics import parse_fabric_list
 from fabricbench.gpus import default_gpus
 from fabricbench.fabrics.model import shown
@@ -103,7 +104,7 @@ class StudyConfig:
         "--sweep-timeout", "seconds", "Seconds one sweep unit may take.", unit="s"))
     stall_timeout_s: float | None = field(default=None, metadata=declare(  # a unit's rank silent this long ends
         "--stall-timeout", "seconds", "Seconds a unit's rank may stop (SIGSTOP, a dead node) before the unit ends "
-        "naming it.", lo=3, hi=86_400, unit="s", default_by="train's and sweep's own"))  # (train and sweep
+        "naming it.", lo=STALL_LO_S, hi=STALL_HI_S, unit="s", default_by="train's and sweep's own"))  # (train and sweep
     # --stall-timeout; None: their defaults)
     extra: dict[str, Any] = field(default_factory=dict)  # free-form notes stored with the plan
 
@@ -152,8 +153,8 @@ class StudyConfig:
             raise UsageError(f"--iters {self.iters} / --warmup {self.warmup}: need iters >= 1, warmup >= 0")
         if self.stall_timeout_s is not None and not (isinstance(self.stall_timeout_s, (int, float))
                                                      and math.isfinite(self.stall_timeout_s)
-                                                     and 3 <= self.stall_timeout_s <= 86_400):
-            raise UsageError(f"--stall-timeout {self.stall_timeout_s}: seconds, 3 to 86400")
+                                                     and STALL_LO_S <= self.stall_timeout_s <= STALL_HI_S):
+            raise UsageError(f"--stall-timeout {self.stall_timeout_s}: seconds, {STALL_LO_S:g} to {STALL_HI_S:g}")
         if self.sizes is not None:
             SizeSweep.parse(self.sizes)
         if self.device == "cpu":

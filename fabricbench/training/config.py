@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from fabricbench.declare import declare
 from fabricbench.errors import UsageError
 from fabricbench.fabrics import get_fabric
+from fabricbench.jobs.heartbeat import STALL_HI_S, STALL_LO_S
 from fabricbench.measuring.config import PROCS_PER_CORE, cores
 from fabricbench.training import estimate, models, repeats
 from fabricbench.training.strategies import PRECISIONS, STRATEGIES, default_precision
@@ -24,7 +25,6 @@ STARTUP_S = 600.0  # start-up (torchrun, imports, building the model) may take t
 MAX_TRACE_STEPS = 20  # profiled steps: a profile grows with every step and is read in memory
 DEFAULT_MAX_STEPS = 40  # steps in all with a target CI, unless --max-steps says otherwise
 MAX_REPEATS = 50
-MIN_STALL_S, MAX_STALL_S = 3.0, 86_400.0  # --stall-timeout's range, seconds
 
 @dataclass(kw_only=True)
 class TrainConfig:
@@ -103,7 +103,7 @@ class TrainConfig:
     # it bounds the nodes' rendezvous too (torchrun's static rendezvous `timeout`)
     stall_timeout_s: float | None = field(default=None, metadata=declare(  # the stall watchdog (jobs/heartbeat.py)
         "--stall-timeout", "seconds", "Seconds a rank's heartbeat (or every rank's step) may stop before the run "
-        "ends naming the rank and its host, on every node.", lo=MIN_STALL_S, hi=MAX_STALL_S, unit="s",
+        "ends naming the rank and its host, on every node.", lo=STALL_LO_S, hi=STALL_HI_S, unit="s",
         default_by="max(60, 10x the median step)"))  # None: max(60 s, 10 x median step)
     budget_s: float | None = None  # one strategy's processes, start to end; None: no limit beyond timeout_s
     extra_env: dict[str, str] = field(default_factory=dict)  # added to the workers' environment
@@ -166,9 +166,9 @@ class TrainConfig:
             raise UsageError(f"timeout_s={self.timeout_s}: must be positive and finite (seconds a rank may go "
                              f"without progress)")
         if self.stall_timeout_s is not None and not (math.isfinite(self.stall_timeout_s)
-                                                     and MIN_STALL_S <= self.stall_timeout_s <= MAX_STALL_S):
-            raise UsageError(f"--stall-timeout {self.stall_timeout_s:g}: seconds, {MIN_STALL_S:g} to "
-                             f"{MAX_STALL_S:g} (a rank's heartbeat every second must be missed several times)")
+                                                     and STALL_LO_S <= self.stall_timeout_s <= STALL_HI_S):
+            raise UsageError(f"--stall-timeout {self.stall_timeout_s:g}: seconds, {STALL_LO_S:g} to "
+                             f"{STALL_HI_S:g} (a rank's heartbeat every second must be missed several times)")
         if self.budget_s is not None and not (math.isfinite(self.budget_s) and self.budget_s > 0):
             raise UsageError(f"budget_s={self.budget_s}: must be positive and finite (seconds per strategy), "
                              f"or None")
