@@ -33,6 +33,7 @@ def test_repeat_ci_uses_student_t_below_six_and_order_statistics_from_six():
 
 def test_ratio_ci_is_interval_arithmetic_and_overlap():
     assert stats.ratio_ci((2.0, 3.0), (1.0, 1.5)) == pytest.approx((2 / 1.5, 3.0))
+    assert stats.ratio_ci((2.0, 3.0), (0.0, 1.5)) is None  # a divisor that may be 0: no interval, not a crash
     assert stats.overlaps((1, 2), (2, 3)) and not stats.overlaps((1, 2), (2.1, 3))
     assert not stats.overlaps(None, (1, 2))  # a figure without an interval overlaps nothing
 
@@ -73,7 +74,15 @@ def test_figures_slowdowns_and_host_bound():
     assert d.host_bound.startswith("host-bound: the GPU was busy 30% of the step")
     assert figs[("ddp", "slow")].host_bound is None
     f = figs[("fsdp", "default")]  # one run: its own interval, said so
-    assert f.interval == "within one run" and f.step_ci95 == pytest.approx((0.19, 0.21))
+    assert f.interval == "within one run" and f.step_ci95 == pytest.approx((0.2 / 1.05, 0.21))
+
+
+def test_a_run_noisier_than_its_own_step_keeps_a_positive_interval():
+    # CI's 2-core VM: one run's own ci95_rel reached 1 or more, and step * (1 - rel) put 0 in the interval;
+    # relate then divided by it (the study's relate unit failed with "divisor interval must be positive")
+    f = repeats.figures([_rec("ddp", "default", 0.2, ci=1.4)])[0]
+    assert f.step_ci95 == pytest.approx((0.2 / 2.4, 0.2 * 2.4)) and f.step_ci95[0] > 0
+    assert stats.around(0.2, 0.0) == (0.2, 0.2)
 
 def test_slowdown_is_the_paired_ratio_of_the_fabric_comparison():
     # the slow fabric doubles the step in every round; round 2 is slow on both (the machine drifted)

@@ -88,9 +88,19 @@ def ci_rel(ci: tuple[float, float] | None, center: float) -> float | None:
     return (ci[1] - ci[0]) / 2 / center
 
 
-def ratio_ci(a: tuple[float, float], b: tuple[float, float]) -> tuple[float, float]:
-    """Interval of a / b from the intervals of a and b (interval arithmetic; b's interval must be > 0)."""
-    assert b[0] > 0, "divisor interval must be positive"
+def around(center: float, rel: float) -> tuple[float, float]:
+    """The interval of a positive figure (a time) whose relative half-width is rel: [c / (1 + rel), c * (1 + rel)].
+    Taken as a factor, not as c * (1 -/+ rel): a noisy run's own ci95_rel can reach 1 or more (a loaded 2-core VM),
+    and c * (1 - rel) would then put 0 or a negative time inside the interval."""
+    f = 1.0 + max(0.0, rel)
+    return center / f, center * f
+
+
+def ratio_ci(a: tuple[float, float], b: tuple[float, float]) -> tuple[float, float] | None:
+    """Interval of a / b from the intervals of a and b (interval arithmetic); None where b's reaches 0 or below,
+    since the ratio is then unbounded and no interval can be stated."""
+    if b[0] <= 0 or a[0] < 0:
+        return None
     return a[0] / b[1], a[1] / b[0]
 
 

@@ -28,7 +28,7 @@ from fabricbench.relating import coverage as cover
 from fabricbench.relating import inputs
 from fabricbench.relating import job as jobs
 from fabricbench.relating.inputs import Observed, Workload
-from fabricbench.measuring.stats import ratio_ci
+from fabricbench.measuring.stats import around, ratio_ci
 from fabricbench.relating.credit import Gaps, bucket_s
 from fabricbench.relating.curves import SweepCurves
 from fabricbench.relating.model import FORMULA, predict, predict_interval, step_formula
@@ -300,8 +300,8 @@ def _row(base: Observed, own: Observed | None, fab: str, e: float, on_ref: Prici
     batch = base.global_batch
     ref_ci = base.step_ci95 or (base.step_s, base.step_s)
     rr, rf = on_ref.rel(), on_fab.rel()
-    t_ref = (min(p.comm_time_ref_s, wide.comm_time_ref_s) * (1 - rr), p.comm_time_ref_s * (1 + rr))
-    t_fab = (min(p.comm_time_s, wide.comm_time_s) * (1 - rf), p.comm_time_s * (1 + rf))
+    t_ref = (around(min(p.comm_time_ref_s, wide.comm_time_ref_s), rr)[0], around(p.comm_time_ref_s, rr)[1])
+    t_fab = (around(min(p.comm_time_s, wide.comm_time_s), rf)[0], around(p.comm_time_s, rf)[1])
     if fab == ref:
         pred_ci, slow_ci = ref_ci, (ref_ci[0] / ref_ci[1], ref_ci[1] / ref_ci[0])
     else:

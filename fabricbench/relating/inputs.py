@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from fabricbench.errors import UsageError
+from fabricbench.measuring.stats import around
 from fabricbench.results import records as results_records
 from fabricbench.results.schema import CollectiveResult, TrainResult
 from fabricbench.results.status import TIMED_TRAIN
@@ -140,5 +141,5 @@ def _step_ci(fig: repeats.Figure, runs: list[TrainResult]) -> tuple[float, float
     if not rels:
         return ci
     own = statistics.median(rels)
-    lo, hi = fig.step_s * (1 - own), fig.step_s * (1 + own)
+    lo, hi = around(fig.step_s, own)
     return (min(ci[0], lo), max(ci[1], hi)) if ci else (lo, hi)

@@ -24,7 +24,7 @@ from typing import Any, Iterable
 
 from fabricbench.measuring import comparison
 from fabricbench.measuring.comparison import MARGIN, Comparison
-from fabricbench.measuring.stats import ci_rel, overlaps, repeat_ci
+from fabricbench.measuring.stats import around, ci_rel, overlaps, repeat_ci
 from fabricbench.results.schema import TrainResult
 from fabricbench.results.status import TIMED_TRAIN
 
@@ -80,7 +80,7 @@ def figures(records: Iterable[TrainResult | dict[str, Any]]) -> list[Figure]:
         how = "run-to-run"
         if ci is None:  # one run: its own CI, where it has one
             rel = (runs[0].reached("step_time") or {}).get("ci95_rel")
-            ci = (step * (1 - rel), step * (1 + rel)) if rel is not None else None
+            ci = around(step, rel) if rel is not None else None
             how = "within one run" if ci is not None else "none"
         batch = runs[0].global_batch
         sps = batch / step if batch else None
