@@ -28,7 +28,8 @@ from fabricbench.results import read_results
 from fabricbench.study import records as study_records
 from fabricbench.study.config import StudyConfig
 from fabricbench.study.plan import build_plan
-from fabricbench.study.units import Context, covering_sizes, sweep_plan, traced_sizes
+from fabricbench.study.sweeps import covering_sizes, sweep_plan, traced_sizes
+from fabricbench.study.units import Context
 from fabricbench.training import faults
 from fabricbench.topology.smi import read_file
 
@@ -460,7 +461,8 @@ def test_study_and_report_surfaces_are_frozen():
         "--out", "--gpus", "--device", "--nprocs", "--fabrics", "--strategies", "--model", "--model-config",
         "--steps", "--warmup-steps", "--batch-size", "--seq-len", "--image-size", "--precision", "--sizes",
         "--iters", "--warmup", "--train-timeout", "--sweep-timeout", "--resume", "--dry-run", "--json", "--quiet",
-        "--max-steps", "--target-ci", "--repeats", "--max-repeats", "--repeat-budget", "--margin", "--stall-timeout"])
+        "--max-steps", "--target-ci", "--repeats", "--max-repeats", "--repeat-budget", "--margin", "--stall-timeout",
+        "--nnodes", "--node-rank", "--master-addr", "--master-port", "--join-timeout"])  # across nodes (issue 28)
     assert [p.name for p in report.params] == ["out_dir", "as_json"]
 
 

@@ -13,8 +13,11 @@ fills the defaults, so a bare `--resume` takes the settings stored in the direct
 from __future__ import annotations
 
 import json
+import os
 
 import click
+
+from fabricbench.cluster import env as cluster_env
 
 from fabricbench.cli.declared import config_options, fields_of, given as declared_given
 
@@ -44,6 +47,9 @@ def study(out, device, gpus, resume, dry_run, as_json, quiet, **_) -> None:
 
     ctx = click.get_current_context()
     given = declared_given(ctx, [n for n in fields_of(StudyConfig) if n != "out"])
+    slurm = cluster_env.slurm_nodes(os.environ)  # srun, one task per node: the nodes from Slurm
+    if slurm is not None and "nnodes" not in given:
+        given.update(zip(("nnodes", "node_rank", "master_addr", "master_port"), slurm))
     if device == "cpu" and gpus:
         click.echo("warning: --gpus is ignored with --device cpu (use --nprocs)", err=True)
         given.pop("gpus")
@@ -61,6 +67,14 @@ def study(out, device, gpus, resume, dry_run, as_json, quiet, **_) -> None:
         return
     if dry_run:
         _print_plan(res)
+        return
+    if res.follower is not None:  # a node above 0: node 0 holds the records and the report
+        f = res.follower
+        click.echo(f"study: node {f['node']} ran its {f['shares']} share(s) of node 0's units; node 0 writes "
+                   f"the results and the report to its --out")
+        if f["exit"] != 0:
+            raise FabricbenchError(f"node 0's study ended with exit {f['exit']} (a unit failed or stopped); "
+                                   f"see its report")
         return
     counts = ", ".join(f"{n} {s}" for s, n in res.counts().items())
     click.echo(f"study: {len(res.units)} unit(s): {counts}")

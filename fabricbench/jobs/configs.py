@@ -232,6 +232,11 @@ class TrainJob(Job):
     fabric: str | None = field(default=None, metadata=FABRIC)  # by name; values in environment()
     timeout_s: float | None = field(default=None, metadata=TIMEOUT)
     stall_timeout_s: float | None = field(default=None, metadata=STALL)  # the stall watchdog's bound
+    # across nodes (a study's train unit): this node's share of one job, as train's own flags say
+    nnodes: int | None = None
+    node_rank: int | None = None
+    master_addr: str | None = None
+    master_port: int | None = None
     out: str | None = field(default=None, metadata=UNKEYED)
 
 

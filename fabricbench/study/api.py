@@ -26,7 +26,8 @@ from fabricbench.study import records
 from fabricbench.study.config import StudyConfig
 from fabricbench.study.plan import build_plan
 from fabricbench.study.report import write_report
-from fabricbench.study.runner import UnitRun, prepare, run_units
+from fabricbench.study.nodes import NodeLost
+from fabricbench.study.runner import UnitRun, follow, prepare, run_units
 from fabricbench.study.units import DONE, Unit
 from fabricbench.topology import read_topology
 
@@ -41,6 +42,7 @@ class StudyResult:
     report_md: Path | None = None
     report_html: Path | None = None
     estimate_s: float = 0.0  # the plan's rough total (units to run only)
+    follower: dict[str, int] | None = None  # a node above 0: {"node", "shares" run, "exit" of node 0's study}
 
     @property
     def ok(self) -> bool:
@@ -59,7 +61,7 @@ class StudyResult:
                            "message": u.message, "commands": u.commands} for u in self.units],
                 "results": str(self.results_path) if self.results_path else None,
                 "report_md": str(self.report_md) if self.report_md else None,
-                "report_html": str(self.report_html) if self.report_html else None}
+                "report_html": str(self.report_html) if self.report_html else None, "follower": self.follower}
 
 
 def resolve_config(out: str, *, resume: bool, options: dict[str, Any]) -> StudyConfig:
@@ -111,11 +113,21 @@ def study(out: str, *, resume: bool = False, dry_run: bool = False, report: bool
     res = StudyResult(out_dir=Path(config.out), config=config, plan=units,
                       estimate_s=sum(_expected(u, existing) for u in todo))
     if dry_run:
-        prepare(config, resume=resume)  # the same refusals a real run would give
+        if config.node_rank == 0:
+            prepare(config, resume=resume)  # the same refusals a real run would give
+        return res
+    if config.node_rank > 0:  # across nodes: node 0 decides and writes; this node runs its shares
+        code, shares = follow(config, echo=echo)
+        res.follower = {"node": config.node_rank, "shares": shares, "exit": code}
         return res
     # Ctrl-C propagates from here without a report (a second Ctrl-C would cut it); `fabricbench report`
     # or --resume writes it later from what was recorded.
-    res.units = run_units(config, units, resume=resume, echo=echo, progress=progress)
+    try:
+        res.units = run_units(config, units, resume=resume, echo=echo, progress=progress)
+    except NodeLost:  # the units finished before the node went are recorded: their report is written
+        if report and (Path(config.out) / records.RESULTS).exists():
+            write_report(config.out)
+        raise
     res.results_path = Path(config.out) / records.RESULTS
     if report:
         res.report_md, res.report_html = write_report(config.out)

@@ -106,6 +106,21 @@ class StudyConfig:
         "--stall-timeout", "seconds", "Seconds a unit's rank may stop (SIGSTOP, a dead node) before the unit ends "
         "naming it.", lo=STALL_LO_S, hi=STALL_HI_S, unit="s", default_by="train's and sweep's own"))  # (train and sweep
     # --stall-timeout; None: their defaults)
+    # across nodes (study/nodes.py): node 0 runs the study, the others follow it; the flags as train's
+    nnodes: int = field(default=1, metadata=declare(
+        "--nnodes", "count", "Nodes the study spans (the same study command on each, with its --node-rank).",
+        lo=1, hi=4096))
+    node_rank: int = field(default=0, metadata=declare(
+        "--node-rank", "count", "This node's index: 0 runs the study and writes --out, the others follow it.",
+        lo=0, hi=4095))
+    master_addr: str = field(default="127.0.0.1", metadata=declare(
+        "--master-addr", "text", "Node 0's address, where the nodes meet."))
+    master_port: int | None = field(default=None, metadata=declare(  # the study's store; units use the next port
+        "--master-port", "count", "Node 0's port for the study (its units use the next one).", lo=1, hi=65534,
+        default_by="required with --nnodes above 1"))
+    join_timeout_s: float = field(default=300.0, metadata=declare(  # every node at the study's start, and
+        "--join-timeout", "seconds", "Seconds every node has to join the study (and each unit's rendezvous).",
+        lo=1, hi=86_400, unit="s"))  # each spanning unit's rendezvous
     extra: dict[str, Any] = field(default_factory=dict)  # free-form notes stored with the plan
 
     def validate(self) -> "StudyConfig":
@@ -157,6 +172,7 @@ class StudyConfig:
             raise UsageError(f"--stall-timeout {self.stall_timeout_s}: seconds, {STALL_LO_S:g} to {STALL_HI_S:g}")
         if self.sizes is not None:
             SizeSweep.parse(self.sizes)
+        self._validate_nodes()
         if self.device == "cpu":
             if self.nprocs < 2:
                 raise UsageError(f"--nprocs {self.nprocs}: a study compares collectives, which need at least "
@@ -172,6 +188,29 @@ class StudyConfig:
             else:
                 default_gpus(",".join(map(str, self.gpus)))
         return self
+
+    def _validate_nodes(self) -> None:
+        if not 1 <= self.nnodes <= 4096 or not 0 <= self.node_rank < self.nnodes:
+            raise UsageError(f"--nnodes {self.nnodes} --node-rank {self.node_rank}: need 1 <= nnodes and "
+                             f"0 <= node-rank < nnodes")
+        if not (isinstance(self.join_timeout_s, (int, float)) and math.isfinite(self.join_timeout_s)
+                and 1 <= self.join_timeout_s <= 86_400):
+            raise UsageError(f"--join-timeout {self.join_timeout_s}: seconds, 1 to 86400")
+        if self.nnodes == 1:
+            return
+        if self.master_port is None or not 1 <= self.master_port <= 65534:
+            raise UsageError(f"--nnodes {self.nnodes}: give --master-port P, the same on every node (1-65534; "
+                             f"the study meets on P, its units on P+1)")
+        if not str(self.master_addr).strip():
+            raise UsageError("--master-addr: give node 0's address, the same on every node")
+        shaped = [n for n in self.fabric_names if n.startswith("shaped:")]
+        if shaped:  # tc shapes one node's loopback; between nodes the wire itself is the fabric
+            raise UsageError(f"--fabrics {','.join(shaped)}: a shaped fabric limits one node's loopback, not the "
+                             f"link between nodes; across nodes study default or NCCL fabrics")
+
+    @property
+    def ranks_per_node(self) -> int:
+        return self.nprocs if self.device == "cpu" else len(self.gpus)
 
     @property
     def rounds(self) -> int:
@@ -192,7 +231,8 @@ class StudyConfig:
 
     @property
     def world_size(self) -> int:
-        return self.nprocs if self.device == "cpu" else len(self.gpus)
+        """Ranks in all: those of one node times the nodes (every node brings the same count)."""
+        return self.ranks_per_node * self.nnodes
 
     @property
     def shape(self) -> dict[str, int]:
@@ -241,6 +281,8 @@ class StudyConfig:
 
     def differences(self, other: "StudyConfig") -> list[str]:
         """'field: stored -> new' for each setting that would make other measure something else."""
-        ignore = {"out", "extra", "train_timeout_s", "sweep_timeout_s", "repeat_budget_s", "stall_timeout_s"}
+        # where the nodes meet, and how long they wait, measure nothing
+        ignore = {"out", "extra", "train_timeout_s", "sweep_timeout_s", "repeat_budget_s", "stall_timeout_s",
+                  "node_rank", "master_addr", "master_port", "join_timeout_s"}
         a, b = self.to_dict(), other.to_dict()
         return [f"{k}: {a[k]!r} -> {b[k]!r}" for k in a if k not in ignore and a[k] != b[k]]

@@ -46,8 +46,11 @@ register_kind("study_unit", {
                        Status.INTERRUPTED, Status.SKIPPED, Status.RUNNING}))
 # the study's config and units, written once per start
 register_kind("plan", {"study": {"config!": _CONFIG, "units": [{"name!": str, "kind": str, "fabric": str,
-                                                                 "strategy": str, "estimate_s": DURATION}]}})
-register_kind("machine", {"gpus": [{"ordinal": INDEX, "name": str, "memory_total_bytes": SIZE}], "topology": dict})
+                                                                 "strategy": str, "estimate_s": DURATION}],
+                                  "nodes": [str]}})  # across nodes: each node's host, node 0 first
+# across nodes, one per node, tagged with it (study/runner.py)
+register_kind("machine", {"gpus": [{"ordinal": INDEX, "name": str, "memory_total_bytes": SIZE}], "topology": dict,
+                          "node": {"index": INDEX, "host": str}})
 
 
 def unit_of(record: Any) -> str | None:

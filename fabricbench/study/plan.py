@@ -5,7 +5,8 @@
 
 Order: the machine; the batch (picked on GPUs when none is given); the estimate; train on the first
 fabric (its traces say what each strategy sends); a sweep per fabric (sizes covering those traces);
-scaling inside and across NVLink islands when the GPUs span islands; train on the other fabrics; the
+scaling inside and across NVLink islands when the GPUs span islands; across nodes, each sweep
+again inside node 0 ("intra-node sweep @ F", not related: the report sets it against the sweep across nodes); train on the other fabrics; the
 repeat rounds of train; relate; the summary (rankings with ties, slowdowns with intervals). Durations are rough (start-up plus a per-step or
 per-measurement cost); `--resume` uses the durations recorded by the earlier attempt where it has them.
 """
@@ -17,7 +18,7 @@ from typing import Any
 from fabricbench.fabrics import get_fabric
 from fabricbench.sizes import SizeSweep
 from fabricbench.study.config import DEFAULT_SIZES, SWEEP_OPS, StudyConfig
-from fabricbench.study.units import Unit
+from fabricbench.study.units import INTRA, Unit
 from fabricbench.topology import cuda_to_nvml
 
 
@@ -69,14 +70,20 @@ def build_plan(config: StudyConfig, topo: Any = None) -> list[Unit]:
     # fabric names, never specs: a custom fabric's values stay out of unit names, file names and argv
     first, rest = config.fabric_names[0], list(config.fabric_names[1:])
 
+    span = config.nnodes > 1  # across nodes: train and sweep are jobs of every node's ranks (study/nodes.py)
+
     def train(s: str, f: str, r: int) -> Unit:
         return Unit(name=f"train {s} @ {f}" + (f" #{r}" if r > 1 else ""), kind="train", fabric=f, strategy=s,
-                    repeat=r, estimate_s=_train_seconds(config))
+                    repeat=r, estimate_s=_train_seconds(config), span=span)
 
     units += [train(s, first, 1) for s in config.strategies]
     if config.world_size > 1:
         for f in config.fabric_names:
-            units.append(Unit(name=f"sweep @ {f}", kind="sweep", fabric=f, estimate_s=_sweep_seconds(config, f)))
+            units.append(Unit(name=f"sweep @ {f}", kind="sweep", fabric=f, estimate_s=_sweep_seconds(config, f),
+                              span=span))
+            if span and config.ranks_per_node > 1:  # the same sweep inside node 0: intra- against inter-node
+                units.append(Unit(name=f"{INTRA} @ {f}", kind="sweep", fabric=f,
+                                  estimate_s=_sweep_seconds(config, f)))
     if has_islands(config, topo):
         units.append(Unit(name=f"scaling @ {first}", kind="scaling", fabric=first, estimate_s=60.0))
     units += [train(s, f, 1) for f in rest for s in config.strategies]

@@ -12,8 +12,8 @@ goes by its name: a custom fabric's values reach the child through its environme
 
 from __future__ import annotations
 
+import dataclasses
 import json
-import math
 import os
 import shlex
 import sys
@@ -22,8 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from fabricbench import dtypes
-from fabricbench.collectives import COLLECTIVES
 from fabricbench.jobs.configs import (
     EstimateJob,
     RelateJob,
@@ -37,10 +35,14 @@ from fabricbench.results.schema import header
 from fabricbench.results.status import Status
 from fabricbench.results.writer import read_results
 from fabricbench.sizes import SizeSweep, format_size
-from fabricbench.study.config import DEFAULT_SIZES, SWEEP_OPS, StudyConfig
+from fabricbench.study.config import StudyConfig
 from fabricbench.study.machine import MachineJob
+from fabricbench.study.nodes import NODE_DIR
+from fabricbench.study.sweeps import spanning, sweep_plan
 from fabricbench.training import repeats
 from fabricbench.training.batch import BatchJob
+
+INTRA = "intra-node sweep"  # across nodes: the name of a fabric's sweep inside node 0 (plan.py, the report)
 
 # Unit statuses. A unit recorded with one of DONE is not run again by --resume: "oom" and "flagged" are
 # measured outcomes (rerunning would measure the same); error, timeout, waived and interrupted rerun.
@@ -56,6 +58,7 @@ class Unit:
     strategy: str | None = None  # train units
     repeat: int = 1  # train units: the round (1: the first run of this strategy on this fabric)
     estimate_s: float = 0.0  # rough expected duration (for --dry-run and the progress bar)
+    span: bool = False  # across nodes: one job of every node's ranks (study/nodes.py); else node 0's alone
 
     @property
     def slug(self) -> str:
@@ -71,9 +74,15 @@ class Context:
     out_dir: Path
     records: list[dict[str, Any]] = field(default_factory=list)  # latest attempt of every finished unit
     started: float = field(default_factory=time.monotonic)  # when this run of the study began (repeat budget)
+    node: int = 0  # whose command is built: node 0's, or a follower's share of a spanning unit
 
     def unit_file(self, unit: Unit, suffix: str = ".jsonl") -> Path:
         return self.out_dir / "units" / f"{unit.slug}{suffix}"
+
+    def for_node(self, node: int) -> "Context":
+        """This context as node `node` sees it: its files in its own folder (NODE_DIR, which the follower
+        makes its temporary one), the records node 0 holds (the commands depend on them)."""
+        return dataclasses.replace(self, node=node, out_dir=Path(NODE_DIR) if node else self.out_dir)
 
 
 @dataclass(kw_only=True)
@@ -93,6 +102,7 @@ class UnitKind:
     # (unit, ctx, children: [(returncode, stdout, stderr, timed_out)]) -> Outcome
     collect: Callable[[Unit, Context, list[tuple[int | None, str, str, bool]]], Outcome]
     timeout_s: Callable[[StudyConfig], float]
+    each_node: bool = False  # across nodes: every node runs it for itself and node 0 keeps each one's output
 
 
 def shown(argv: list[str]) -> str:
@@ -185,8 +195,17 @@ def _train_commands(unit: Unit, ctx: Context):
                    warmup_steps=c.warmup_steps, batch_size=batch_of(ctx), **c.shape, precision=c.precision,
                    repeats=1, target_ci=float(c.target_ci or 0), max_steps=c.max_steps or None,
                    fabric=str(unit.fabric), timeout_s=float(c.train_timeout_s), out=str(ctx.unit_file(unit)),
-                   stall_timeout_s=c.stall_timeout_s)
+                   stall_timeout_s=c.stall_timeout_s, **_nodes(unit, ctx))
     return [job.command()], {}
+
+
+def _nodes(unit: Unit, ctx: Context) -> dict[str, Any]:
+    """A spanning train unit's node flags: this node's share of one job, meeting on the study's port + 1."""
+    c = ctx.config
+    if not unit.span or c.nnodes == 1:
+        return {}
+    return {"nnodes": c.nnodes, "node_rank": ctx.node, "master_addr": c.master_addr,
+            "master_port": int(c.master_port) + 1}
 
 
 def _enough_runs(unit: Unit, ctx: Context) -> str | None:
@@ -263,53 +282,10 @@ def _train_collect(unit: Unit, ctx: Context, children) -> Outcome:
     return Outcome(status=status, records=recs, message=rec.get("message"))
 
 
-# -- sweep: busbw against size on one fabric, sizes covering what the strategies sent ------------------------------
-def traced_sizes(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """dtype -> {"ops": [...], "min": bytes, "max": bytes} over the collectives the train records traced."""
-    out: dict[str, dict[str, Any]] = {}
-    for rec in records:
-        if rec.get("kind") != "train":
-            continue
-        for col in ((rec.get("comm") or {}).get("collectives") or []):
-            op, size, dt = col.get("op"), col.get("bytes"), col.get("dtype")
-            if op not in COLLECTIVES or not isinstance(size, int) or size <= 0 or not dt:
-                continue
-            try:
-                dt = dtypes.resolve(str(dt).replace("torch.", ""))
-            except Exception:  # a dtype the sweep cannot run (e.g. int64 bookkeeping): not a bandwidth size
-                continue
-            d = out.setdefault(dt, {"ops": [], "min": size, "max": size})
-            if op not in d["ops"]:
-                d["ops"].append(op)
-            d["min"], d["max"] = min(d["min"], size), max(d["max"], size)
-    return out
-
-
-def covering_sizes(lo: int, hi: int) -> str:
-    """A power-of-two grid from below `lo` to above `hi` (factor 2, or 4 when that would exceed 12 points)."""
-    a = 2 ** max(3, math.floor(math.log2(lo)))
-    b = 2 ** math.ceil(math.log2(max(hi, lo)))
-    factor = 2 if math.log2(b / a) <= 11 else 4
-    a = max(8, a // factor)  # one point below and above, so interpolation never extrapolates at the ends
-    b = b * factor
-    return f"{format_size(a)}-{format_size(b)}:x{factor}"
-
-
-def sweep_plan(ctx: Context) -> list[dict[str, Any]]:
-    """[{dtype, ops, sizes, source}] for each sweep child a fabric gets."""
-    c = ctx.config
-    if c.sizes is not None:
-        return [{"dtype": "float32", "ops": list(SWEEP_OPS), "sizes": c.sizes, "source": "--sizes"}]
-    traced = traced_sizes(ctx.records)
-    if not traced:
-        return [{"dtype": "float32", "ops": list(SWEEP_OPS), "sizes": DEFAULT_SIZES[c.device],
-                 "source": "default grid (no trace recorded a collective)"}]
-    return [{"dtype": dt, "ops": sorted(d["ops"]), "sizes": covering_sizes(d["min"], d["max"]),
-             "source": f"traces: {len(d['ops'])} op(s) from {d['min']} to {d['max']} B"}
-            for dt, d in sorted(traced.items())]
-
-
-def _sweep_engine(c: StudyConfig) -> dict[str, Any]:
+# -- sweep: busbw against size on one fabric (sizes: study/sweeps.py) ----------------------------------------------
+def _sweep_engine(c: StudyConfig, span: bool) -> dict[str, Any]:
+    if span:  # ranks torchrun starts on every node: the torch engine, one GPU per local rank
+        return {"engine": "torch", "backend": "gloo" if c.device == "cpu" else "nccl"}
     if c.device == "cpu":
         return {"engine": "torch", "backend": "gloo", "nprocs": c.nprocs}
     return {"engine": "native", "gpus": tuple(c.gpus)}
@@ -318,10 +294,11 @@ def _sweep_engine(c: StudyConfig) -> dict[str, Any]:
 def _sweep_commands(unit: Unit, ctx: Context):
     c = ctx.config
     plan = sweep_plan(ctx)
+    span = unit.span and c.nnodes > 1
     cmds = [SweepJob(ops=",".join(p["ops"]), sizes=p["sizes"], dtype=p["dtype"], iters=c.iters, warmup=c.warmup,
-                     **_sweep_engine(c), fabric=str(unit.fabric), timeout_s=float(min(c.sweep_timeout_s, 300)),
+                     **_sweep_engine(c, span), fabric=str(unit.fabric), timeout_s=float(min(c.sweep_timeout_s, 300)),
                      stall_timeout_s=c.stall_timeout_s, out=str(ctx.unit_file(unit)), quiet=True).command() for p in plan]
-    return cmds, {"sweeps": plan}
+    return [spanning(c, a, ctx.node) for a in cmds] if span else cmds, {"sweeps": plan}
 
 
 def _sweep_collect(unit: Unit, ctx: Context, children) -> Outcome:
@@ -384,8 +361,8 @@ def _relate_collect(unit: Unit, ctx: Context, children) -> Outcome:
 
 UNIT_KINDS: Registry[UnitKind] = Registry("unit kind")
 for _k in (
-    UnitKind(name="machine", description="GPUs, topology, NCCL/driver/torch versions",
-             commands=_machine_commands, collect=_machine_collect, timeout_s=lambda c: 180.0),
+    UnitKind(name="machine", description="GPUs, topology, NCCL/driver/torch versions (of every node)",
+             commands=_machine_commands, collect=_machine_collect, timeout_s=lambda c: 180.0, each_node=True),
     UnitKind(name="estimate", description="model-state bytes per GPU per strategy",
              commands=_estimate_commands, collect=_estimate_collect, timeout_s=lambda c: 300.0),
     UnitKind(name="train", description="one strategy on one fabric: throughput, memory, comm trace",
