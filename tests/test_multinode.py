@@ -197,3 +197,109 @@ def test_qualify_across_two_nodes_names_both(tmp_path):
     assert "python -m torch.distributed.run --nnodes 2 --nproc-per-node 1 --node-rank NODE --master-addr " \
            f"{nodes[0].addr} --master-port {PORT} -m fabricbench qualify --spec" in report
     assert not (tmp_path / "node1" / "report.md").exists()
+
+
+def study_argv(node: lab.Node, nodes: list[lab.Node], out: Path, *extra: str, steps: int = 4) -> list[str]:
+    """docs/multinode.md, "study": the same command on every node, with its --node-rank; one --out for all
+    (as on a shared filesystem: only node 0 writes it)."""
+    return [sys.executable, "-m", "fabricbench", "study", "--device", "cpu", "--nprocs", "2",
+            "--nnodes", str(len(nodes)), "--node-rank", str(node.index), "--master-addr", nodes[0].addr,
+            "--master-port", str(PORT), "--strategies", "ddp", "--fabrics", "default", "--model", "tiny-mistral",
+            "--steps", str(steps), "--warmup-steps", "1", "--batch-size", "2", "--seq-len", "16", "--repeats", "1",
+            "--target-ci", "0", "--sizes", "64K,1M", "--quiet", "--out", str(out / "study"), *extra]
+
+
+def start_study(node, nodes, tmp, *extra, steps=4):
+    env = dict(os.environ, GLOO_SOCKET_IFNAME="eth0", OMP_NUM_THREADS="1", TMPDIR=str(tmp))
+    err = open(tmp / f"{node.name}.err", "w")
+    return node.popen(study_argv(node, nodes, tmp, *extra, steps=steps), env=env, stdout=err, stderr=err)
+
+
+def test_study_across_two_nodes_sets_intra_against_inter_node_busbw(tmp_path):
+    with lab.cluster(2, rate="1gbit") as nodes:
+        ps = [start_study(nd, nodes, tmp_path) for nd in nodes]
+        lab.wait_all(ps, 600)
+        assert [p.returncode for p in ps] == [0, 0], [(tmp_path / f"{nd.name}.err").read_text()[-800:] for nd in nodes]
+    assert not lab.leftovers(nodes)
+    recs = [json.loads(ln) for ln in (tmp_path / "study" / "results.jsonl").read_text().splitlines()]
+    (plan,) = [r for r in recs if r["kind"] == "plan"]  # node 0 alone wrote the shared folder
+    assert plan["study"]["nodes"] == ["node0", "node1"]
+    assert sorted((r["node"]["index"], r["node"]["host"]) for r in recs if r["kind"] == "machine") == \
+        [(0, "node0"), (1, "node1")]
+    (train,) = [r for r in recs if r["kind"] == "train"]
+    assert train["status"] == "ok" and train["nranks"] == 4 and train["nnodes"] == 2
+    assert train["nodes"] == [{"host": "node0", "ranks": [0, 1]}, {"host": "node1", "ranks": [2, 3]}]
+    colls = [r for r in recs if r["kind"] == "collective" and r["status"] == "ok"]
+    inter = {(r["op"], r["bytes"]): r for r in colls if r["study"]["unit"] == "sweep @ default"}
+    intra = {(r["op"], r["bytes"]): r for r in colls if r["study"]["unit"] == "intra-node sweep @ default"}
+    assert set(inter) == set(intra) and inter, (sorted(inter), sorted(intra))
+    assert all(r["nranks"] == 4 and r["extra"]["hosts"] == ["node0", "node1"] for r in inter.values())
+    assert all(r["nranks"] == 2 and r["extra"]["hosts"] == ["node0"] for r in intra.values())
+    # across the 1 gbit link (0.125 GB/s each way) an all-reduce's busbw cannot beat the link; inside node 0
+    # (loopback) nothing limits it so: the report's ratio says the link costs
+    big = inter[("all_reduce", 1 << 20)]
+    assert big["busbw_gbps"] < 0.125 * 1.1, big["busbw_gbps"]
+    report = (tmp_path / "study" / "report.md").read_text()
+    section = report.split("## Across nodes", 1)[1].split("\n## ", 1)[0]
+    assert "| 0 | node0 | 0, 1 |" in section and "| 1 | node1 | 2, 3 |" in section
+    assert "intra-node busbw (2 ranks)" in section and "across 2 nodes (4 ranks)" in section
+    assert "At 1M all_reduce, 2 nodes reach" in section
+    assert "study: node 1 ran its 3 share(s)" in (tmp_path / "node1.err").read_text()
+
+
+def test_a_study_node_that_never_joins_is_named_within_the_join_timeout(tmp_path):
+    join = 20
+    with lab.cluster(2, rate="1gbit") as nodes:
+        t0 = time.monotonic()
+        p = start_study(nodes[0], nodes, tmp_path, "--join-timeout", str(join))
+        p.wait(timeout=join + 120)
+        took = time.monotonic() - t0
+        q = start_study(nodes[1], nodes, tmp_path, "--join-timeout", str(join))  # and node 0 never comes
+        t1 = time.monotonic()
+        q.wait(timeout=join + 120)
+        took1 = time.monotonic() - t1
+    assert not lab.leftovers(nodes)
+    print(f"node 0 ended after {took:.1f} s, node 1 after {took1:.1f} s")
+    assert p.returncode == 1 and took < join + SLACK, took
+    (line,) = errors(tmp_path, nodes[0])
+    assert "node(s) 1 did not join the study within --join-timeout 20 s" in line, line
+    assert not (tmp_path / "study" / "results.jsonl").exists()  # nothing was started
+    assert q.returncode == 1 and took1 < join + SLACK, took1
+    (line1,) = errors(tmp_path, nodes[1])
+    assert "node 0 did not answer" in line1 and nodes[0].addr in line1, line1
+
+
+def test_a_study_node_killed_mid_run_ends_node_0_naming_it_with_the_steps_kept(tmp_path):
+    stall = 20
+    with lab.cluster(2, rate="1gbit") as nodes:
+        ps = [start_study(nd, nodes, tmp_path, "--stall-timeout", str(stall), steps=2000) for nd in nodes]
+        unit_log = tmp_path / "study" / "units" / "train_ddp_default.log"
+        wait_for(lambda: steps_under(tmp_path) >= 3 or ps[0].poll() is not None, 400, "the train unit past 3 steps")
+        assert ps[0].poll() is None, (tmp_path / "node0.err").read_text()
+        nodes[1].kill()
+        t0 = time.monotonic()
+        ps[0].wait(timeout=stall + 120)
+        took = time.monotonic() - t0
+    assert not lab.leftovers(nodes)
+    print(f"node 0 ended {took:.1f} s after node 1 was killed")
+    assert ps[0].returncode == 1 and took < stall + SLACK, took
+    (line,) = errors(tmp_path, nodes[0])
+    assert "node 1 (node1) stopped answering" in line, line
+    recs = [json.loads(ln) for ln in (tmp_path / "study" / "results.jsonl").read_text().splitlines()]
+    (train,) = [r for r in recs if r["kind"] == "train"]
+    assert train["status"] == "error" and train["steps_completed"] >= 3 and train["ranks_died"]
+    unit = [r for r in recs if r["kind"] == "study_unit" and r["name"] == "train ddp @ default"][-1]
+    assert unit["status"] == "error" and "node 1 (node1) stopped answering" in unit["message"]
+    assert (tmp_path / "study" / "report.md").exists() and unit_log.exists()
+
+
+def steps_under(folder: Path) -> int:
+    """The most steps any rank file under `folder` holds (the study's children keep theirs in their job's
+    workspace, under the TMPDIR the test gives)."""
+    most = 0
+    for f in folder.glob("**/rank-*.json"):
+        try:
+            most = max(most, len(json.loads(f.read_text()).get("step_times_s") or []))
+        except (OSError, ValueError):
+            pass
+    return most

@@ -145,12 +145,25 @@ def host_store(addr: str, port: int, timeout_s: float) -> Any:
 
 
 def join_store(addr: str, port: int, timeout_s: float, node: int) -> Any:
+    """A client of node 0's store, once its port answers; within timeout_s from now, else NodeLost. The
+    port is tried by hand: TCPStore's own connect spends its timeout more than once."""
+    deadline = time.monotonic() + timeout_s
+    why = "nothing listens there"
+    while True:
+        try:
+            with socket.create_connection((addr, port), timeout=min(2.0, max(0.1, deadline - time.monotonic()))):
+                break
+        except OSError as e:
+            why = e.strerror or type(e).__name__
+        if time.monotonic() >= deadline:
+            raise NodeLost(f"node 0 did not answer at {addr}:{port} within --join-timeout {timeout_s:g} s "
+                           f"(this is node {node}; {why}): start node 0's study, or check --master-addr and "
+                           f"--master-port")
+        time.sleep(POLL_S)
     try:
-        return _store(addr, port, host=False, timeout_s=timeout_s)
+        return _store(addr, port, host=False, timeout_s=OP_S)
     except Exception as e:
-        raise NodeLost(f"node 0 did not answer at {addr}:{port} within --join-timeout {timeout_s:g} s "
-                       f"(this is node {node}; {type(e).__name__}): start node 0's study, or check "
-                       f"--master-addr and --master-port") from None
+        raise NodeLost(f"node 0's study store at {addr}:{port} did not answer ({type(e).__name__}: {e})") from None
 
 
 @dataclass(kw_only=True)

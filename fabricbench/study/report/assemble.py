@@ -21,6 +21,7 @@ from fabricbench.study.report.bandwidth import busbw_section, scaling_section
 from fabricbench.study.report.command import reproduce_section, study_command
 from fabricbench.study.report.common import Figs, batch_of, gpu_name, question_summary, unit_records
 from fabricbench.study.report.machine import machine_section
+from fabricbench.study.report.nodes import nodes_section
 from fabricbench.study.report.relate import relate_section
 from fabricbench.study.report.short import in_short
 from fabricbench.study.report.training import memory_section, throughput_section
@@ -98,6 +99,8 @@ def _build(sr: study_records.StudyRecords, c: StudyConfig, figs: Figs, *, comman
     relate = _relate(c, trains, colls)
     where = (f"{c.nprocs} CPU ranks (gloo)" if c.device == "cpu" else
              f"{len(c.gpus)} × {gpu_name(machine)} (GPUs {','.join(map(str, c.gpus))})")
+    if c.nnodes > 1:
+        where = f"{c.nnodes} nodes × {where}"
     host = sr.plan.get("host", "?")
     started = (sr.plans[0].get("timestamp") or "")[:19].replace("T", " ")
     doc = Document(f"fabricbench study: {c.model_label} on {where}",
@@ -106,6 +109,7 @@ def _build(sr: study_records.StudyRecords, c: StudyConfig, figs: Figs, *, comman
     advice = _advice(sr, c, machine, trains)
     in_short(doc, sr, c, trains, colls, advice)
     machine_section(doc, sr, c, machine, colls, trains, figs)
+    nodes_section(doc, sr, c, trains, collectives)
     # `fabricbench import`ed results appended to results.jsonl: lines and columns of their own, beside
     # (beside labels the dicts: "nvswitch (nccl-tests)"; that label is the fabric they are shown under)
     groups = beside.collective_groups([r for r in sr.of_kind("collective") if beside.is_imported(r)])
