@@ -281,7 +281,7 @@ def _every_field_set() -> list:
         c.TrainJob(strategy="ddp", model="tiny-mistral", model_config="m.json", device="cpu", gpus="0", nprocs=2,
                    steps=4, warmup_steps=1, batch_size=2, seq_len=16, image_size=32, precision="fp32",
                    trace_steps=0, repeats=1, target_ci=0.0, max_steps=8, fabric="sec", timeout_s=20.0, out="t.jsonl",
-                   stall_timeout_s=30.0),
+                   stall_timeout_s=30.0, nnodes=2, node_rank=1, master_addr="node0", master_port=29401),
         c.ScalingJob(gpus=(0, 1), ops="all_reduce", sizes="1M", fabric="sec", iters=2, warmup=1, out="s.jsonl",
                      as_json=True),
         c.EstimateJob(model="tiny-mistral", model_config="m.json", num_gpus=2, batch_size=2, seq_len=16,

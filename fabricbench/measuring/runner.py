@@ -20,6 +20,7 @@ import random
 import uuid
 from typing import Any, Callable
 
+from fabricbench import topology
 from fabricbench.collectives import COLLECTIVES
 from fabricbench.errors import CollectiveTimeout, FabricbenchError, UsageError
 from fabricbench.fabrics import get_fabric
@@ -178,6 +179,9 @@ def run_rank(config: SweepConfig, dist: DistContext | None, emit: Emit, *, run_i
     settings = resuming.settings(config)
     try:
         info = _all_ranks_info(dist, run_id, session.info)
+        for host, snap in (info.get("node_topologies") or {}).items() if is_root else ():
+            # another node's wiring (sweep_run.py wrote this one's): the file names every node's
+            emit({**header("topology", run_id=run_id, fabric=config.fabric), **snap, "host": host})
         plan = build_plan(config, session.nranks, seed=seed)
         reason = check_fits(plan, session.free_bytes(), host_ranks=session.host_ranks())
         if reason:
@@ -235,20 +239,26 @@ def _share(dist: DistContext | None, run_id: str, key: str, value: Any) -> Any:
 
 
 def _all_ranks_info(dist: DistContext | None, run_id: str, info: dict[str, Any]) -> dict[str, Any]:
-    """With one rank per process, rank 0 learns every rank's GPUs and host, so records name them all."""
+    """With one rank per process, rank 0 learns every rank's GPUs and host, so records name them all; and
+    across nodes, each other node's topology (its first local rank sends the snapshot), under
+    "node_topologies" {host: snapshot}, which rank 0 writes as topology records (run_rank)."""
     if dist is None or dist.world_size == 1:
         return info
     import socket
 
-    mine = {"devices": info.get("devices", []), "gpu_names": info.get("gpu_names", []),
-            "host": socket.gethostname()}
+    mine: dict[str, Any] = {"devices": info.get("devices", []), "gpu_names": info.get("gpu_names", []),
+                            "host": socket.gethostname()}
+    if dist.rank != 0 and dist.local_rank == 0:
+        mine["topology"] = topology.snapshot()
     dist.store.set(f"{run_id}/info/{dist.rank}", json.dumps(mine))
     if dist.rank != 0:
         return info
     ranks = [json.loads(dist.store.get(f"{run_id}/info/{r}")) for r in range(dist.world_size)]
     return {**info, "gpus": [d for r in ranks for d in r["devices"]],
             "gpu_names": [n for r in ranks for n in r["gpu_names"]],
-            "hosts": sorted({r["host"] for r in ranks})}
+            "hosts": sorted({r["host"] for r in ranks}),
+            "node_topologies": {r["host"]: r["topology"] for r in ranks
+                                if r.get("topology") and r["host"] != mine["host"]}}
 
 
 _LAUNCH: dict[str, Any] = {}  # this process's env:// rendezvous, made once: {"dist": DistContext, "sweeps": n}
@@ -332,6 +342,10 @@ def run_sweep(config: SweepConfig, *, writer=None, on_result: Callable[[Collecti
         config = dataclasses.replace(config, fabric=here.name)
 
     def emit(record: dict[str, Any]) -> None:
+        if record.get("kind") == "topology":  # another node's snapshot (_all_ranks_info): written, no result
+            if writer is not None:
+                writer.write(record)
+            return
         if here is not None and record.get("kind") == "collective":
             stamp(record, here)  # a parent applied the fabric: the record still says its rate and variables
         if writer is not None:
