@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from fabricbench.cli import main
-from fabricbench.cli.compare import runs_beside
+from fabricbench.measuring.compare import runs_beside
 from fabricbench.errors import UsageError
 from fabricbench.importing import import_file
 from fabricbench.importing.beside import label

@@ -176,7 +176,7 @@ def test_piped_output_keeps_the_full_table():
 # -- each command's table at 80 columns -----------------------------------------------------------------------
 
 def test_compare_table(term80):
-    from fabricbench.cli.compare import render
+    from fabricbench.measuring.format import render_compare_table as render
 
     names = ["default", "p2p-off", "shaped:200mbit", "net"]
     runs = [SimpleNamespace(fabric=SimpleNamespace(name=n), waived=None, mismatch=None, error=None, transport="SHM",
@@ -191,7 +191,7 @@ def test_compare_table(term80):
 
 
 def test_scaling_table_gpus_and_cpu_ranks(term80):
-    from fabricbench.cli.scaling import render
+    from fabricbench.measuring.format import render_scaling as render
 
     rows = [{"op": "all_reduce", "bytes": 1 << 30, "inplace": False, "count": c, "placement": p,
              "gpus": list(range(c)), "slowest_link": "NV18", "busbw_gbps": 1234.5 / c, "algbw_gbps": 617.25 / c,

@@ -122,13 +122,6 @@ def measured_runs(trains: list[TrainResult], *, model: str, strategy: str, gpus:
                      and (sorted(r.gpus or []) == sorted(gpus) or (len(gpus) == 1 and r.nranks == 1))))
 
 
-def measured_step(trains: list[TrainResult], *, model: str, strategy: str, gpus: list[int], fabric: str,
-                  batch_size: int | None) -> float | None:
-    """The median step time over the runs of exactly this job (see measured), or None."""
-    fig = measured(trains, model=model, strategy=strategy, gpus=gpus, fabric=fabric, batch_size=batch_size)
-    return fig.step_s if fig else None
-
-
 def predict(*, strategies: list[str], gpus: list[int], busbw_gbps: float | None, psi: int, n: int,
             trains: list[TrainResult], model: str, relate_rows: list[Any] | None = None,
             fabric: str = "default", batch_size: int | None = None) -> list[StrategyTime]:

@@ -11,26 +11,17 @@ fabric (algbw when n = 1, where the busbw factor is 0). Records: the common sche
 from __future__ import annotations
 
 import json
-import os
 import sys
-from typing import Any
 
 import click
 
-from fabricbench import references
 from fabricbench.cli.types import OP_REGISTRY, Count, FabricSpec, GpuList, InputPath, NameList, SizeList
 
 from fabricbench.cli.options import sweep_options
-from fabricbench.errors import UsageError
-from fabricbench.fabrics.model import Fabric
 from fabricbench.files import refuse_collisions
-from fabricbench.importing.beside import collective_groups, records_of
-from fabricbench.measuring.child import ChildRun
 from fabricbench.measuring.commands import compare as run_compare, plot_comparison
-from fabricbench.measuring.compare import check_plot_path
-from fabricbench.report import table as tables
-from fabricbench.report.analysis import CV_NOISY, fmt, fmt_ratio, noisy
-from fabricbench.sizes import format_size
+from fabricbench.measuring.compare import check_plot_path, runs_beside
+from fabricbench.measuring.format import render_compare
 
 
 @click.command()
@@ -57,61 +48,8 @@ def compare(fabric_list, gpus, ops, sizes, nprocs, resume, with_paths, dtype, it
     if as_json:
         click.echo(json.dumps(res.to_dict(), indent=2))
     else:
-        render(res.table, res.runs)
-        for line in references.summary(res.to_dict()["records"]):  # is this normal? the published figures
-            click.echo(line)
+        render_compare(res, say=click.echo)  # the table, the transports, and the published figures beside
     if plot_path:  # after the table: a plot that fails to write costs no printed result
         plot_comparison(res.table, plot_path)
     if res.failed:
         sys.exit(1)
-
-
-def runs_beside(paths, *, ops: list[str], dtype: str) -> list[Any]:
-    """--with FILE: one column per fabric label of the file's collective records (imported ones read as
-    "<fabric> (<tool>)"), as runs that measured nothing."""
-    runs = []
-    for path in paths:
-        # compare measures out of place: the imported in-place rows would stand alone
-        recs = [r for r in records_of(path) if not r.get("inplace")]
-        groups = collective_groups(recs, ops=ops, dtype=dtype)
-        if not groups:
-            raise UsageError(f"--with {path}: no {'/'.join(ops)} {dtype} record in it to show beside the fabrics")
-        for name, recs in groups.items():
-            if any(r.fabric.name == name for r in runs):  # two files of one label stay two columns
-                name = f"{name} [{os.path.basename(path)}]"
-            runs.append(ChildRun(fabric=Fabric(name=name, description=f"from {path}", builtin=False), records=recs,
-                                 transport=next((r.get("transport") for r in recs if r.get("transport")), None)))
-    return runs
-
-
-def render(table, runs) -> None:
-    from rich.markup import escape
-
-    console = tables.console()
-    metric, names = table["metric"], table["fabrics"]
-    short = metric.replace("_gbps", "")
-    cols = ([tables.Col("size", key=True)] + [tables.Col(n) for n in names]
-            + [tables.Col(f"{n} slower", f"{i}:×", f"{i}:× = {n} N× slower than {names[0]}")
-               for i, n in enumerate(names[1:], 1)])
-    for op in dict.fromkeys(r["op"] for r in table["rows"]):
-        rows = []
-        for row in (r for r in table["rows"] if r["op"] == op):
-            size = format_size(row["bytes"]) + (" (in)" if row["inplace"] else "")
-            vals = [fmt(row[metric].get(n)) + (" !" if noisy(row.get("cv", {}).get(n)) else "") for n in names]
-            rows.append([size, *vals,
-                         *[fmt_ratio(row["slower"].get(n)) for n in names[1:]]])
-        tables.render(console, f"{op}: {short} (GB/s) per fabric; N× slower than {names[0]}", cols, rows)
-        if any(noisy(c) for r in table["rows"] if r["op"] == op for c in r.get("cv", {}).values()):
-            console.print(f"! : cv above {CV_NOISY}: the spread is over half the median, the figure is noise "
-                          f"(rerun with more --iters)", markup=False)
-    if table["note"]:
-        console.print(table["note"])
-    for r in runs:
-        line = f"{escape(r.fabric.name)}: transport {escape(str(r.transport))}"
-        if r.waived:
-            line = f"{escape(r.fabric.name)}: [yellow]WAIVED: {escape(r.waived)}[/yellow]"
-        if r.mismatch:
-            line += f" [red]MISMATCH: {escape(r.mismatch)}[/red]"
-        if r.error:
-            line += f" [red]FAILED: {escape(r.error)}[/red]"
-        console.print(line)

@@ -15,9 +15,8 @@ import click
 
 from fabricbench.cli.types import Count, InputPath, Text
 
-from fabricbench.report.analysis import byte_unit, fmt_count
-from fabricbench.training import estimate as est, models
-
+from fabricbench.training import estimate as est
+from fabricbench.training.format import estimate_lines
 
 
 @click.command()
@@ -32,26 +31,10 @@ from fabricbench.training import estimate as est, models
 @click.option("--json", "as_json", is_flag=True, help="Print the estimate as one JSON object.")
 def estimate(model, model_config, num_gpus, recipe, batch_size, seq_len, image_size, as_json) -> None:
     """Bytes per GPU of parameters, gradients, optimizer states and fp32 master weights, per strategy."""
-    # Every number is checked before the model is looked at; a built-in model needs no transformers.
-    est.RECIPES.get(recipe)
-    est.check_sizes(num_gpus=num_gpus, batch_size=batch_size, seq_len=seq_len, image_size=image_size)
-    resolved = models.describe(name=model, config_file=model_config)
-    psi = resolved.params
-    act = None
-    if batch_size is not None:
-        act = est.activation_bytes(resolved.shape, task=resolved.task, batch_size=batch_size, seq_len=seq_len,
-                                   image_size=image_size)
-    doc = est.estimate(model=resolved.name, psi=psi, num_gpus=num_gpus, recipe=recipe, activations=act)
+    doc = est.for_model(model=model, model_config=model_config, num_gpus=num_gpus, recipe=recipe,
+                        batch_size=batch_size, seq_len=seq_len, image_size=image_size)
     if as_json:
         click.echo(json.dumps(doc))
         return
-
-    unit, scale = byte_unit(max(row["total_bytes"] for row in doc["strategies"].values()))
-    click.echo(f"{resolved.name}: {psi:,} parameters ({fmt_count(psi)}), {num_gpus} GPU(s), recipe {recipe}")
-    click.echo(f"{'strategy':<8} {'params':>10} {'grads':>10} {'optimizer':>10} {'master':>10} {'total':>10}  {unit}")
-    for name, row in doc["strategies"].items():
-        cells = [f"{row[k] / scale:10.2f}" for k in ("params_bytes", "grads_bytes", "optimizer_bytes",
-                                                     "master_bytes", "total_bytes")]
-        click.echo(f"{name:<8} " + " ".join(cells))
-    if act is not None:
-        click.echo(f"activations (not sharded, per GPU): {act / scale:.2f} {unit}")
+    for line in estimate_lines(doc):
+        click.echo(line)

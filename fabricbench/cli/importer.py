@@ -13,7 +13,6 @@ module is not called `import`, which Python reserves.
 from __future__ import annotations
 
 import json
-from collections import Counter
 
 import click
 
@@ -22,14 +21,8 @@ from fabricbench.cli import warn
 from fabricbench.cli.types import Count, InputPath, OutputFile, Text
 
 from fabricbench.errors import UsageError
-from fabricbench.files import (
-    check_input,
-    dumps,
-    read_input,
-    refuse_collisions,
-    write_text_atomic,
-)
-from fabricbench.importing import import_file
+from fabricbench.files import refuse_collisions
+from fabricbench.importing import import_file, output
 
 
 @click.command(name="import")
@@ -46,31 +39,13 @@ def importer(files, out_path, as_json, fabric, nranks) -> None:
         raise UsageError("--fabric is empty; give a label such as nvswitch or p2p-off")
     got = [import_file(f, fabric=fabric, nranks=nranks) for f in files]  # all read before anything is written
     records = [r for g in got for r in g.records]
-    old = read_input(out_path, what="--out") if _exists(out_path) else ""
-    if old and not old.endswith("\n"):
-        old += "\n"  # a torn last line stays torn (readers skip it); ours start on a line of their own
-    write_text_atomic(out_path, old + "".join(dumps(r) + "\n" for r in records), what="--out")
-    summary = [{"file": g.path, "format": g.format, "records": len(g.records),
-                "kinds": dict(Counter(r["kind"] for r in g.records)),
-                "ops": sorted({r["op"] for r in g.records if r.get("op")}),
-                "runs": len({r["run_id"] for r in g.records}), "warnings": g.warnings} for g in got]
+    output.append(out_path, records)
+    summary = output.summary(got)
     if as_json:
         click.echo(json.dumps({"out": out_path, "records": len(records), "files": summary}, indent=2))
         return
     for g, s in zip(got, summary):
         for w in g.warnings:
             warn(w)
-        kinds = ", ".join(f"{n} {k}" for k, n in s["kinds"].items())
-        ops = f" ({', '.join(s['ops'])})" if s["ops"] else ""
-        click.echo(f"{g.path}: {g.format}, {s['runs']} run(s), {kinds}{ops}")
+        click.echo(output.line(s))
     click.echo(f"{len(records)} record(s) appended to {out_path}")
-
-
-def _exists(path: str) -> bool:
-    try:
-        check_input(path, what="--out")
-    except UsageError as e:
-        if "no such file" in str(e):
-            return False
-        raise
-    return True

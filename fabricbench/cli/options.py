@@ -30,6 +30,3 @@ def sweep_options(f):
         f = opt(f)
     return f
 
-
-def echo_err(message: str) -> None:
-    click.echo(message, err=True)

@@ -15,6 +15,7 @@ import os
 import stat
 
 from fabricbench.cli.types import OptionType
+from fabricbench.files import check_input
 
 
 def _kind_of(mode: int) -> str:
@@ -61,8 +62,6 @@ class InputPath(PathType):
             self.kind]
 
     def convert(self, value, param, ctx):
-        from fabricbench.files import check_input
-
         path = self.text(value, param, ctx)
         st = self.stat(path, param, ctx)
         if st is None:

@@ -24,13 +24,11 @@ import click
 from fabricbench.cli.types import MAX_TEXT, Count, FabricSpec, Fraction, InputPath, NameList, OutputFile, OutputFolder, Text
 
 from fabricbench.errors import UsageError
-from fabricbench.files import dumps, refuse_collisions, write_text_atomic
-from fabricbench.qualifying.api import fleet as run_fleet, init_spec, qualify as run
-from fabricbench.qualifying.checks import CHECKS
+from fabricbench.files import dumps, refuse_collisions
+from fabricbench.qualifying.api import fleet as run_fleet, qualify as run, write_init_spec
 from fabricbench.qualifying.fleet import render as render_fleet
+from fabricbench.qualifying.listing import code_lines, kind_lines, spec_lines
 from fabricbench.qualifying.report import render
-from fabricbench.qualifying.codes import CODES
-from fabricbench.qualifying.spec import SpecError, builtin_names, load_spec, parse_spec
 
 
 def _names(text: str | None) -> list[str] | None:
@@ -107,12 +105,10 @@ def qualify(inputs, spec_path, out_dir, resume, only, skip, fabric, topo_file, l
         raise UsageError("--dry-run goes with --spec (it checks a spec and lists its checks)")
     if inputs and not fleet:
         raise UsageError(f"unexpected argument(s) {' '.join(inputs)}; folders to compare go with --fleet")
-    if list_specs:
-        return _list_specs()
-    if list_kinds:
-        return _list_kinds()
-    if list_codes:
-        return _list_codes()
+    if list_specs or list_kinds or list_codes:
+        for line in spec_lines() if list_specs else kind_lines() if list_kinds else code_lines():
+            click.echo(line)
+        return 0
     if init_path:
         return _init(init_path, from_path, margin, name)
     if fleet:
@@ -143,39 +139,11 @@ def _dry_run(spec_path: str, only, skip, fabric: str | None, level: int | None, 
     return 0
 
 
-def _list_specs() -> int:
-    for n in builtin_names():
-        s = load_spec(f"builtin:{n}")
-        click.echo(f"builtin:{n:18s} {len(s.checks):2d} checks  {s.description or s.name}")
-    return 0
-
-
-def _list_kinds() -> int:
-    for k in CHECKS:
-        click.echo(f"{k.name:12s} {k.description}")
-        for key, f in k.fields.items():
-            click.echo(f"    {key:24s} {f.expects}{' (required)' if f.required else ''}: {f.doc}")
-    return 0
-
-
-def _list_codes() -> int:
-    for c in CODES:
-        click.echo(f"{c.code:24s} {c.kind}/{c.criterion}: {c.meaning}")
-        if c.action:
-            click.echo(f"{'':24s} action: {c.action}")
-    return 0
-
-
 def _init(init_path: str, from_path: str | None, margin: float, name: str | None) -> int:
     if not from_path:
         raise UsageError("--init needs --from RESULTS.jsonl (a known-good run's results)")
     refuse_collisions({"--init": init_path}, {"--from": from_path})
-    text = init_spec(from_path, margin=margin, name=name)
-    try:
-        spec = parse_spec(text, init_path)  # what we write must read back
-    except SpecError as e:
-        raise UsageError(f"--from {from_path}: its records do not make a valid spec ({e})") from None
-    write_text_atomic(init_path, text, what="--init")
+    spec = write_init_spec(init_path, from_path, margin=margin, name=name)  # read back before it is written
     click.echo(f"wrote {init_path}: {len(spec.checks)} checks ({', '.join(c.name for c in spec.checks)}), "
                f"thresholds = measured x {margin:g}")
     return 0

@@ -21,10 +21,7 @@ from fabricbench.cli.options import sweep_options
 from fabricbench.files import refuse_collisions
 from fabricbench.measuring.commands import scaling as run_scaling
 from fabricbench.measuring.compare import check_plot_path
-from fabricbench.report import table as tables
-from fabricbench.report.analysis import fmt, scaling_series
-from fabricbench.report.plot import busbw_vs_count
-from fabricbench.sizes import format_size
+from fabricbench.measuring.format import plot_scaling, render_scaling
 
 
 @click.command()
@@ -47,33 +44,8 @@ def scaling(gpus, counts, ops, sizes, fabric_spec, topo_file, resume, dtype, ite
     if as_json:
         click.echo(json.dumps(res.to_dict(), indent=2))
     else:
-        render(res.rows, res.topology, cpu=res.cpu_ranks)
+        render_scaling(res.rows, res.topology, cpu=res.cpu_ranks)
     if plot_path:  # after the table: a plot that fails to write costs no printed result
-        plot(res.rows, plot_path)
+        plot_scaling(res.rows, plot_path)
     if res.failed:
         sys.exit(1)
-
-
-def render(rows, topo, *, cpu: bool = False) -> None:
-    """The table; with CPU ranks it says ranks (there are no GPUs, islands or hops to name)."""
-    console = tables.console()
-    key = [tables.Col("op", justify="left", key=True), tables.Col("size", key=True)]
-    bw = [tables.Col("busbw"), tables.Col("algbw"), tables.Col("transport", justify="left")]
-    cells = lambda r: [fmt(r["busbw_gbps"]), fmt(r["algbw_gbps"]), r["transport"] or "-"]  # noqa: E731
-    op = lambda r: [r["op"] + (" (in)" if r["inplace"] else ""), format_size(r["bytes"])]  # noqa: E731
-    if cpu:
-        cols = key + [tables.Col("ranks", key=True)] + bw
-        table_rows = [op(r) + [str(r["count"])] + cells(r) for r in rows]
-        title = "busbw and algbw (GB/s) against CPU rank count (processes on this host)"
-    else:
-        console.print(topo.summary(), markup=False)
-        cols = key + [tables.Col("GPUs", key=True), tables.Col("placement", justify="left"),
-                      tables.Col("set", justify="left"), tables.Col("slowest hop", "hop", justify="left")] + bw
-        table_rows = [op(r) + [str(r["count"]), r["placement"], ",".join(map(str, r["gpus"])),
-                               r["slowest_link"] or "-"] + cells(r) for r in rows]
-        title = "busbw and algbw (GB/s) against GPU count, per placement"
-    tables.render(console, title, cols, table_rows)
-
-
-def plot(rows, path: str) -> None:
-    busbw_vs_count(scaling_series(rows), path, title="busbw against GPU count, per placement (largest size)")

@@ -18,7 +18,7 @@ import click
 from fabricbench.cli import warn
 from fabricbench.cli.declared import declared_option
 from fabricbench.cli.types import OutputFile
-from fabricbench.collectives import COLLECTIVES
+from fabricbench.collectives import listing
 from fabricbench.errors import UsageError
 from fabricbench.files import refuse_collisions
 from fabricbench.measuring import sweep_run
@@ -66,7 +66,8 @@ def sweep(gpus, ops, sizes, dtype, iters, warmup, adaptive, max_iters, mode, gra
           csv_path, dry_run, quiet, list_ops, stall_timeout_s=None):
     """Time NCCL collectives over a GPU set and a range of sizes (nccl-tests' algbw and busbw)."""
     if list_ops:
-        _list_ops()
+        for line in listing():
+            click.echo(line)
         return
     config = make_config(
         gpus=gpus, ops=ops, sizes=sizes, dtype=dtype, iters=iters, warmup=warmup, adaptive=adaptive,
@@ -87,11 +88,6 @@ def sweep(gpus, ops, sizes, dtype, iters, warmup, adaptive, max_iters, mode, gra
         warn(note)
     sweep_run.run(config, out_path=out_path, as_json=as_json, csv_path=csv_path, quiet=quiet, resume=resume,
                   echo=click.echo, warn=warn, note=lambda text: click.echo(text, err=True))
-
-
-def _list_ops() -> None:
-    for c in COLLECTIVES:
-        click.echo(f"{c.name:16s} busbw = algbw x {c.factor_text:9s} {c.description}")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -22,7 +22,7 @@ from fabricbench.errors import FabricbenchError
 from fabricbench.files import refuse_collisions
 from fabricbench.results.status import Status
 from fabricbench.training.api import train as run_train
-from fabricbench.training.format import line, render
+from fabricbench.training.format import line, listing, render
 from fabricbench.training.launch import TrainConfig
 from fabricbench.training.models import MODELS
 from fabricbench.training.strategies import STRATEGIES
@@ -67,11 +67,8 @@ def train(strategies, model, model_config, model_path, gpus, device, nprocs, bac
           list_, stall_timeout_s=None) -> None:
     """Train one model under each strategy, in fresh processes, and measure throughput and memory."""
     if list_:
-        for s in STRATEGIES:
-            why = s.unavailable()
-            click.echo(f"strategy {s.name:<6} {s.description}" + (f"  [{why}]" if why else ""))
-        for m in MODELS:
-            click.echo(f"model    {m.name:<13} {m.task:<9} {m.description}")
+        for text in listing(STRATEGIES, MODELS):
+            click.echo(text)
         return
     ctx = click.get_current_context()
     nprocs_given = ctx.get_parameter_source("nprocs").name != "DEFAULT"

@@ -22,6 +22,11 @@ from typing import Any, Callable
 
 import click
 
+from fabricbench.errors import UsageError
+from fabricbench.gpus import parse_gpus
+from fabricbench.masking import shown_spec
+from fabricbench.sizes import SizeSweep, parse_size
+
 MAX_TEXT = 4096  # characters in one option's value: a path or a list, never a document
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _INT = re.compile(r"[+-]?[0-9]+", re.ASCII)
@@ -84,8 +89,6 @@ class OptionType(click.ParamType):
 
     def library(self, call: Callable[[], Any], param, ctx) -> Any:
         """Run a library parser; its UsageError becomes this option's one-line refusal."""
-        from fabricbench.errors import UsageError
-
         try:
             return call()
         except (UsageError, ValueError) as e:
@@ -212,8 +215,6 @@ class Size(OptionType):
         return "size 1 B to 8 EiB: 64K, 1M, 8G (binary) or 80GB (decimal)"
 
     def convert(self, value, param, ctx):
-        from fabricbench.sizes import parse_size
-
         s = self.text(value, param, ctx)
         self.library(lambda: parse_size(s), param, ctx)
         return s
@@ -229,8 +230,6 @@ class SizeList(OptionType):
         return "sizes: MIN-MAX, MIN-MAX:xF (F >= 2) or a list A,B,C, no empty item"
 
     def convert(self, value, param, ctx):
-        from fabricbench.sizes import SizeSweep
-
         s = self.text(value, param, ctx)
         self.library(lambda: SizeSweep.parse(s), param, ctx)
         return s
@@ -246,8 +245,6 @@ class GpuList(OptionType):
         return "GPU list: 0-7, 0,2,5 or 0-3,6; ordinals 0 to 1023, each once, no empty item"
 
     def convert(self, value, param, ctx):
-        from fabricbench.gpus import parse_gpus
-
         s = self.text(value, param, ctx)
         self.library(lambda: parse_gpus(s), param, ctx)
         return s
@@ -329,8 +326,8 @@ class FabricSpec(OptionType):
         return f"comma list of fabrics ({one}), each once" if self.many else f"fabric: {one}"
 
     def convert(self, value, param, ctx):
+        # fabrics (~35 ms: subprocess, secrets, the families) loads when a fabric is read, not for --help
         from fabricbench.fabrics import get_fabric, parse_fabric_list
-        from fabricbench.masking import shown_spec
 
         if len(str(value)) > MAX_TEXT or _CONTROL.search(str(value)):  # never echo what may be a secret
             self.fail(f"{shown_spec(str(value)[:40])!r} is too long or holds a control character", param, ctx)

@@ -32,4 +32,9 @@ def busbw_factor(op: str | None, nranks: int | None) -> float | None:
         return None
     return COLLECTIVES.get(op).busbw_factor(nranks)
 
-__all__ = ["COLLECTIVES", "DEFAULT_OPS", "Collective", "Sizing", "busbw_factor"]
+def listing() -> list[str]:
+    """`fabricbench sweep --list-ops`: one line per collective with its bus-bandwidth factor."""
+    return [f"{c.name:16s} busbw = algbw x {c.factor_text:9s} {c.description}" for c in COLLECTIVES]
+
+
+__all__ = ["COLLECTIVES", "DEFAULT_OPS", "Collective", "Sizing", "busbw_factor", "listing"]

@@ -74,10 +74,21 @@ def split_fabric_list(text: str) -> list[str]:
     return specs
 
 
+def listing() -> list[dict]:
+    """`fabricbench fabrics`: each built-in as its dict, then each family as an example member's dict under
+    the family's syntax and description, with whether it can be applied here (waived_here)."""
+    rows = [f.to_dict() for f in FABRICS]
+    for fam in FAMILIES:
+        example = fam.make(f"{fam.name}:{fam.example}").to_dict()
+        rows.append({**example, "name": fam.syntax, "description": fam.description,
+                     "waived_here": fam.make(f"{fam.name}:{fam.example}").unavailable()})
+    return rows
+
+
 def _shown_list(text: str) -> str:
     """A --fabrics list as it may be printed (masking.shown_spec: the one rule)."""
     return shown_spec(text)
 
 
-__all__ = ["FABRICS", "FAMILIES", "Fabric", "FabricEnv", "FabricFamily", "fabric_env", "get_fabric",
+__all__ = ["FABRICS", "FAMILIES", "Fabric", "FabricEnv", "FabricFamily", "fabric_env", "get_fabric", "listing",
            "parse_fabric_list", "split_fabric_list"]

@@ -125,7 +125,7 @@ def compare(fabrics: str | Sequence[str] = "default,p2p-off", *, gpus: str | Seq
     options (ops, sizes, dtype, iters, warmup, engine, backend, nprocs, timeout_s); `out`: the combined JSONL,
     written as the children measure; `resume`: fabrics whose every measurement `out` holds are not run;
     `plot`: a PNG written after the run; `beside`: runs that measured nothing shown as more columns
-    (imported results, cli/compare.runs_beside)."""
+    (imported results, measuring/compare.runs_beside)."""
     fabs = parse_fabric_list(_text(fabrics))
     gpu_t = parse_gpus(_text(gpus)) if gpus is not None else None
     opts = sweep_options(**sweep)

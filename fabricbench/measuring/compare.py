@@ -1,19 +1,23 @@
-"""Shared by `compare` and `scaling`: the sweep options they pass on, validated once, and the output file.
-No click here: the flags are in fabricbench/cli/options.py, the comparison rows in report/analysis.py.
+"""Shared by `compare` and `scaling`: the sweep options they pass on, validated once, and the output file;
+compare's `--with` files as runs beside the measured fabrics. No click here: the flags are in
+fabricbench/cli/options.py, the comparison rows in report/analysis.py, the tables in measuring/format.py.
 
     fabricbench compare --fabrics default,p2p-off --gpus 0,1 --out cmp.jsonl
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from fabricbench.errors import UsageError
+from fabricbench.fabrics.model import Fabric
+from fabricbench.importing.beside import collective_groups, records_of
 from fabricbench.measuring.api import default_backend, make_config, resolve_devices, uses_gpus
 from fabricbench.jobs.configs import SweepJob
-from fabricbench.measuring.child import run_child
+from fabricbench.measuring.child import ChildRun, run_child
 from fabricbench.report.analysis import metric_for as choose
 from fabricbench.report.plot import remove_stale
 from fabricbench.results.writer import ResultWriter
@@ -65,6 +69,24 @@ class SweepOptions:
                         nprocs=nprocs if nprocs is not None else self.nprocs, timeout_s=self.timeout_s, gpus=gpus)
 
 
+def runs_beside(paths, *, ops: list[str], dtype: str) -> list[Any]:
+    """compare --with FILE: one column per fabric label of the file's collective records (imported ones read
+    as "<fabric> (<tool>)"), as runs that measured nothing (measuring.commands.compare's `beside`)."""
+    runs = []
+    for path in paths:
+        # compare measures out of place: the imported in-place rows would stand alone
+        recs = [r for r in records_of(path) if not r.get("inplace")]
+        groups = collective_groups(recs, ops=ops, dtype=dtype)
+        if not groups:
+            raise UsageError(f"--with {path}: no {'/'.join(ops)} {dtype} record in it to show beside the fabrics")
+        for name, recs in groups.items():
+            if any(r.fabric.name == name for r in runs):  # two files of one label stay two columns
+                name = f"{name} [{os.path.basename(path)}]"
+            runs.append(ChildRun(fabric=Fabric(name=name, description=f"from {path}", builtin=False), records=recs,
+                                 transport=next((r.get("transport") for r in recs if r.get("transport")), None)))
+    return runs
+
+
 def open_output(out_path: str | None, run_id: str, fabric: str, topo=None):
     """The combined results file, opened (so checked) before anything runs, topology snapshot first."""
     writer = ResultWriter(out_path)
@@ -77,7 +99,6 @@ def open_output(out_path: str | None, run_id: str, fabric: str, topo=None):
 def check_plot_path(path: str | None) -> None:
     """Refuse a --plot that could not be written, before anything is measured (and say which extra draws it)."""
     import importlib.util
-    import os
 
     if path is None:
         return

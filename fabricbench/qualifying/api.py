@@ -47,7 +47,7 @@ from fabricbench.qualifying.junit import to_xml
 from fabricbench.qualifying.offline import OfflineContext
 from fabricbench.qualifying.prometheus import TextFile, check_path as check_prometheus_path
 from fabricbench.qualifying.report import write_report
-from fabricbench.qualifying.spec import DEFAULT_LEVEL, Spec, load_spec, parse_spec
+from fabricbench.qualifying.spec import DEFAULT_LEVEL, Spec, SpecError, load_spec, parse_spec
 from fabricbench.qualifying.verdict import (SEVERITIES, STATUSES, Policy, Verdict, attempt_record, combine, error,
                                             exit_code, flaky, outcome, waived, worst)
 from fabricbench.results import records as results_records
@@ -302,6 +302,18 @@ def _write_outputs(res: QualifyResult, out: Path) -> None:
 def init_spec(results: str | os.PathLike, *, margin: float = 0.9, name: str | None = None) -> str:
     """The TOML text of a spec whose thresholds are this known-good run's figures x margin."""
     return spec_from_results(results, margin=margin, name=name)
+
+
+def write_init_spec(path: str, results: str | os.PathLike, *, margin: float = 0.9, name: str | None = None) -> Spec:
+    """`qualify --init PATH --from RESULTS`: init_spec's text, read back as a run reads a spec (what is
+    written must be valid), then written to `path` atomically. Returns the spec."""
+    text = init_spec(results, margin=margin, name=name)
+    try:
+        spec = parse_spec(text, path)
+    except SpecError as e:
+        raise UsageError(f"--from {results}: its records do not make a valid spec ({e})") from None
+    write_text_atomic(path, text, what="--init")
+    return spec
 
 
 def fleet(inputs: Sequence[str | os.PathLike], *, out: str | os.PathLike | None = None, fraction: float = 0.9,

@@ -6,18 +6,44 @@ Sweeps go through measuring/child.run_child, which applies the fabric (its envir
 namespace for `shaped:RATE`), streams each record back as the child writes it, and reads the transport
 from NCCL's log. A fabric that cannot be applied here (no root, no netns) comes back waived with the
 reason, never as a failure. Every child runs as a job (fabricbench/jobs): nothing outlives qualify.
+A unit's outcome is a UnitResult (defined here, so that context.py, which starts the units, imports
+this module at its top).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from fabricbench import jobs
 from fabricbench.fabrics import get_fabric
 from fabricbench.jobs.configs import Job, SweepJob
 from fabricbench.measuring.child import run_child
-from fabricbench.qualifying.context import UnitResult
 from fabricbench.results.status import Status
+
+
+@dataclass(kw_only=True)
+class UnitResult:
+    key: str
+    records: list[dict[str, Any]] = field(default_factory=list)
+    error: str | None = None  # the unit could not measure (child failed, timed out)
+    waived: str | None = None  # the unit cannot run here (e.g. a shaped fabric without root)
+    transport: str | None = None
+    mismatch: str | None = None
+    facts: dict[str, Any] = field(default_factory=dict)
+    reused: bool = False  # closed by an earlier run of the same --out (--resume)
+    streamed: bool = False  # its records were written to the results file as they arrived
+
+    @property
+    def status(self) -> Status:
+        """error: it could not measure (--resume runs it again); waived: it cannot run here; else ok."""
+        return Status.ERROR if self.error else Status.WAIVED if self.waived else Status.OK
+
+    def to_record(self) -> dict[str, Any]:
+        return {"key": self.key, "status": self.status, "error": self.error, "waived": self.waived,
+                "transport": self.transport, "transport_mismatch": self.mismatch, "facts": self.facts,
+                "nrecords": len(self.records)}
+
 
 
 def _last_error(stderr: str) -> str | None:

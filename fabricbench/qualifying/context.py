@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import os
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import fabricbench.gpus  # looked up on call: tests stand in for visible_gpu_count
@@ -27,34 +27,12 @@ from fabricbench.jobs.configs import CopyJob, SweepJob, TrainJob, job_key
 from fabricbench.measuring.api import make_config, resolve_devices
 from fabricbench.measuring import runner
 from fabricbench.measuring.compare import adopt
+from fabricbench.qualifying import children
+from fabricbench.qualifying.children import UnitResult
 from fabricbench.qualifying.spec import RunSettings, Spec
 from fabricbench.results.schema import header
-from fabricbench.results.status import Status
 from fabricbench.sizes import format_size
 from fabricbench.topology import read_topology
-
-
-@dataclass(kw_only=True)
-class UnitResult:
-    key: str
-    records: list[dict[str, Any]] = field(default_factory=list)
-    error: str | None = None  # the unit could not measure (child failed, timed out)
-    waived: str | None = None  # the unit cannot run here (e.g. a shaped fabric without root)
-    transport: str | None = None
-    mismatch: str | None = None
-    facts: dict[str, Any] = field(default_factory=dict)
-    reused: bool = False  # closed by an earlier run of the same --out (--resume)
-    streamed: bool = False  # its records were written to the results file as they arrived
-
-    @property
-    def status(self) -> Status:
-        """error: it could not measure (--resume runs it again); waived: it cannot run here; else ok."""
-        return Status.ERROR if self.error else Status.WAIVED if self.waived else Status.OK
-
-    def to_record(self) -> dict[str, Any]:
-        return {"key": self.key, "status": self.status, "error": self.error, "waived": self.waived,
-                "transport": self.transport, "transport_mismatch": self.mismatch, "facts": self.facts,
-                "nrecords": len(self.records)}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -165,9 +143,7 @@ class Context:
         else:
             job = dataclasses.replace(unit.job, fabric=None)  # run_child names the fabric (and --out)
             self.echo(f"measuring: sweep {' '.join(job.argv())} (fabric {unit.fabric})")
-            from fabricbench.qualifying.children import sweep_under  # children.py imports UnitResult from here
-
-            res = sweep_under(unit.fabric, job, key=key, wall_timeout_s=self.run.unit_timeout_s,
+            res = children.sweep_under(unit.fabric, job, key=key, wall_timeout_s=self.run.unit_timeout_s,
                               on_record=lambda rec: self._write(rec, key))
         return self._keep(res)
 
@@ -179,10 +155,8 @@ class Context:
             return self._units[key]
         if key in self._previous:
             return self._keep(self._previous[key])
-        from fabricbench.qualifying.children import run_command  # children.py imports UnitResult from here
-
         self.echo(f"measuring: p2p {' '.join(job.argv())}")
-        return self._keep(run_command(job, key=key, kind="copy", wall_timeout_s=self.run.unit_timeout_s))
+        return self._keep(children.run_command(job, key=key, kind="copy", wall_timeout_s=self.run.unit_timeout_s))
 
     def train(self, job: TrainJob) -> UnitResult:
         args = job.argv()
@@ -191,10 +165,8 @@ class Context:
             return self._units[key]
         if key in self._previous:
             return self._keep(self._previous[key])
-        from fabricbench.qualifying.children import run_command  # children.py imports UnitResult from here
-
         self.echo(f"measuring: train {' '.join(args)}")
-        return self._keep(run_command(job, key=key, kind="train", wall_timeout_s=self.run.unit_timeout_s))
+        return self._keep(children.run_command(job, key=key, kind="train", wall_timeout_s=self.run.unit_timeout_s))
 
     def _sweep_here(self, unit: SweepUnit, key: str) -> UnitResult:
         """Under torchrun: every rank runs the sweep; rank 0 gets the records. Each unit is a sweep of its

@@ -28,7 +28,7 @@ from typing import Any, ClassVar
 
 from fabricbench.qualifying.codes import CODES, code_for
 from fabricbench.results.schema import header
-from fabricbench.results.status import (KIND_STATUSES, MISS_SEVERITIES, VERDICT_OK, Severity, Status, parse,
+from fabricbench.results.status import (KIND_STATUSES, VERDICT_OK, Severity, Status, parse,
                                         parse_severity)
 from fabricbench.results.status import worst as worst_severity
 

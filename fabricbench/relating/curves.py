@@ -22,7 +22,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Iterable
 
-from fabricbench.collectives import COLLECTIVES, busbw_factor
+from fabricbench.collectives import busbw_factor
 from fabricbench.results.schema import CollectiveResult
 from fabricbench.results.status import Status
 from fabricbench.sizes import format_size as _exact_size

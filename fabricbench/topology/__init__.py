@@ -12,13 +12,16 @@ import functools
 import os
 from typing import Any
 
+from fabricbench.errors import UsageError
+from fabricbench.gpus import parse_gpus
 from fabricbench.results.schema import header
 from fabricbench.topology import kinds as _kinds  # noqa: F401  (registers the snapshot's record kind)
 from fabricbench.topology.model import Gpu, Nic, Topology, _ranges
 from fabricbench.topology.nvml import read_nvml
 from fabricbench.topology.smi import load_file, read_nvidia_smi
 
-__all__ = ["Gpu", "Nic", "Topology", "read_topology", "load_file", "snapshot", "islands_warning", "cuda_to_nvml"]
+__all__ = ["Gpu", "Nic", "Topology", "read_topology", "load_file", "snapshot", "islands_warning", "cuda_to_nvml",
+           "topology_for"]
 
 
 @functools.lru_cache(maxsize=1)
@@ -31,6 +34,25 @@ def read_topology(from_file: str | None = None, *, what: str = "--from-file") ->
     if from_file is not None:
         return load_file(from_file, what=what)
     return _machine()
+
+
+def topology_for(from_file: str | None, gpus: str | None) -> Topology:
+    """What `fabricbench topo` shows: the topology of `from_file` or this machine, cut to `gpus` (NVML
+    indices); UsageError when neither answers, or when `gpus` names a GPU the topology lacks."""
+    topo = read_topology(from_file)
+    if topo is None:
+        raise UsageError("no GPU topology here: NVML did not answer and `nvidia-smi topo -m` is not "
+                         "available; pass --from-file with a saved `nvidia-smi topo -m` output")
+    if gpus is None:
+        return topo
+    wanted = parse_gpus(gpus)
+    n = len(topo.gpus)
+    beyond = [g for g in wanted if g >= n]
+    if beyond:
+        shown = str(beyond[0]) if len(beyond) == 1 else f"{min(beyond)}-{max(beyond)}" \
+            if len(beyond) == max(beyond) - min(beyond) + 1 else ", ".join(map(str, beyond[:8]))
+        raise UsageError(f"--gpus {gpus} names GPU {shown} but the topology has {n} GPU(s) (0-{n - 1})")
+    return topo.subset(wanted)
 
 
 def cuda_to_nvml(gpus: tuple[int, ...], topo: Topology | None = None) -> tuple[int, ...]:

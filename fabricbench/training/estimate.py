@@ -42,7 +42,7 @@ from typing import Any
 
 from fabricbench.errors import UsageError
 from fabricbench.registry import Registry
-from fabricbench.training.models import CAUSAL_LM
+from fabricbench.training.models import CAUSAL_LM, describe
 from fabricbench.training.strategies import OPTIMIZER, STRATEGIES
 
 KINDS = ("params", "grads", "optimizer", "master")
@@ -152,3 +152,19 @@ def estimate(*, model: str, psi: int, num_gpus: int, recipe: str = "framework",
     if activations is not None:
         doc["activation_bytes"] = activations
     return doc
+
+
+def for_model(*, model: str | None = None, model_config: str | None = None, num_gpus: int,
+              recipe: str = "framework", batch_size: int | None = None, seq_len: int = 512,
+              image_size: int = 224) -> dict[str, Any]:
+    """`fabricbench estimate`: a model by name or config file, the document of `estimate` (with
+    activation_bytes when `batch_size` is given). Every number is checked before the model is looked at;
+    a built-in model needs no transformers."""
+    RECIPES.get(recipe)
+    check_sizes(num_gpus=num_gpus, batch_size=batch_size, seq_len=seq_len, image_size=image_size)
+    resolved = describe(name=model, config_file=model_config)
+    act = None
+    if batch_size is not None:
+        act = activation_bytes(resolved.shape, task=resolved.task, batch_size=batch_size, seq_len=seq_len,
+                               image_size=image_size)
+    return estimate(model=resolved.name, psi=resolved.params, num_gpus=num_gpus, recipe=recipe, activations=act)

@@ -1,7 +1,9 @@
 """What `fabricbench train` prints: one line per run as it ends, then the table of runs, each strategy's
-figure over its runs (with the run-to-run interval) and the ranking per fabric.
+figure over its runs (with the run-to-run interval) and the ranking per fabric; its `--list`; and
+`fabricbench estimate`'s table.
 
     fabricbench train --strategies ddp,fsdp --model tiny-mistral --device cpu --nprocs 2
+    fabricbench estimate --model mistral-7b --num-gpus 4
 
 Library code, so that the CLI, the study and the tests share one formatting of train records.
 """
@@ -11,7 +13,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from fabricbench.report import table as tables
-from fabricbench.report.analysis import fmt
+from fabricbench.report.analysis import byte_unit, fmt, fmt_count
 from fabricbench.sizes import format_gib
 from fabricbench.training import repeats as reps
 
@@ -52,3 +54,30 @@ def render(records: list[dict[str, Any]], title: str, *, say: Callable[[str], An
         say(reps.figure_text(f))
     for text in reps.answer_lines(records, repeats=repeats, max_repeats=max_repeats):
         say(text)
+
+
+def estimate_lines(doc: dict[str, Any]) -> list[str]:
+    """An estimate document (training/estimate.py for_model): bytes per GPU per strategy, in one unit."""
+    unit, scale = byte_unit(max(row["total_bytes"] for row in doc["strategies"].values()))
+    psi = doc["params"]
+    out = [f"{doc['model']}: {psi:,} parameters ({fmt_count(psi)}), {doc['num_gpus']} GPU(s), recipe {doc['recipe']}",
+           f"{'strategy':<8} {'params':>10} {'grads':>10} {'optimizer':>10} {'master':>10} {'total':>10}  {unit}"]
+    for name, row in doc["strategies"].items():
+        cells = [f"{row[k] / scale:10.2f}" for k in ("params_bytes", "grads_bytes", "optimizer_bytes",
+                                                     "master_bytes", "total_bytes")]
+        out.append(f"{name:<8} " + " ".join(cells))
+    act = doc.get("activation_bytes")
+    if act is not None:
+        out.append(f"activations (not sharded, per GPU): {act / scale:.2f} {unit}")
+    return out
+
+
+def listing(strategies, models) -> list[str]:
+    """`fabricbench train --list`: each strategy (with why it cannot run here) and each model."""
+    out = []
+    for s in strategies:
+        why = s.unavailable()
+        out.append(f"strategy {s.name:<6} {s.description}" + (f"  [{why}]" if why else ""))
+    for m in models:
+        out.append(f"model    {m.name:<13} {m.task:<9} {m.description}")
+    return out

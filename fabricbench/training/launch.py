@@ -34,7 +34,6 @@ from typing import Any
 
 import fabricbench
 from fabricbench import jobs, procs
-from fabricbench.errors import UsageError
 from fabricbench.fabrics import get_fabric
 from fabricbench.jobs.secrets import write_private
 from fabricbench.progress import Progress

@@ -9,7 +9,8 @@ estimate), throughput per strategy per fabric, relate (predicted against observe
 advice, and the exact commands to reproduce every number. Nothing here measures.
 
 assemble.py builds the document and the JSON summary; one module per section (short, machine,
-bandwidth, training, relate, advice, command) writes its part; common.py holds what they share.
+bandwidth, training, relate, references, jobfit, advice, command) writes its part; common.py holds what
+they share.
 """
 
 from fabricbench.study.report.assemble import answer_lines, build, summary, write_report

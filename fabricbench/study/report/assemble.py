@@ -14,8 +14,9 @@ from fabricbench.importing import beside
 from fabricbench.relating.format import judged
 from fabricbench.report.document import Document
 from fabricbench.results.schema import CollectiveResult, TrainResult
-from fabricbench.study import jobfit_section, records as study_records, references_section
+from fabricbench.study import records as study_records
 from fabricbench.study.config import StudyConfig
+from fabricbench.study.report import jobfit as jobfit_section, references as references_section
 from fabricbench.study.report.advice import advice_section
 from fabricbench.study.report.bandwidth import busbw_section, scaling_section
 from fabricbench.study.report.command import reproduce_section, study_command
