@@ -1,5 +1,5 @@
 """A sweep across nodes names every node's wiring: each other node's first local rank sends its topology
-snapshot with its host (measuring/runner._all_ranks_info), and rank 0 gets {host: snapshot} to write as
+snapshot with its host (measuring/ranks._all_ranks_info), and rank 0 gets {host: snapshot} to write as
 topology records. Ranks simulated here in one process through a dict store, hosts and snapshots faked."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from fabricbench.measuring import runner
+from fabricbench.measuring import ranks as runner
 from fabricbench.measuring.session import DistContext
 
 

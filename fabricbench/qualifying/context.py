@@ -170,7 +170,7 @@ class Context:
 
     def _sweep_here(self, unit: SweepUnit, key: str) -> UnitResult:
         """Under torchrun: every rank runs the sweep; rank 0 gets the records. Each unit is a sweep of its
-        own in the launch's ranks (runner.dist_from_env gives each call its own store prefix)."""
+        own in the launch's ranks (ranks.dist_from_env gives each call its own store prefix)."""
         from types import SimpleNamespace
 
         if unit.fabric != "default":

@@ -2,19 +2,22 @@
 as one job of every node's ranks (torchrun on each node, as docs/multinode.md's recipe starts it).
 
     sweep_plan(ctx)          # [{dtype, ops, sizes, source}]: one child sweep each
-    spanning(ctx, argv, n)   # the sweep argv as node n's share of a sweep across the nodes
+    spanning(config, argv, n)   # the sweep argv as node n's share of a sweep across the nodes
 """
 
 from __future__ import annotations
 
 import math
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fabricbench import dtypes
 from fabricbench.collectives import COLLECTIVES
 from fabricbench.sizes import format_size
-from fabricbench.study.config import DEFAULT_SIZES, SWEEP_OPS
+from fabricbench.study.config import DEFAULT_SIZES, SWEEP_OPS, StudyConfig
+
+if TYPE_CHECKING:  # units.py imports this module: the annotation only
+    from fabricbench.study.units import Context
 
 
 def traced_sizes(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -62,7 +65,7 @@ def sweep_plan(ctx: Context) -> list[dict[str, Any]]:
             for dt, d in sorted(traced.items())]
 
 
-def spanning(config: Any, argv: list[str], node: int) -> list[str]:
+def spanning(config: StudyConfig, argv: list[str], node: int) -> list[str]:
     """A child `fabricbench sweep` argv (python -m fabricbench sweep ...) as node `node`'s share of one
     sweep over every node's ranks: torchrun starts this node's ranks, the nodes meet on MASTER_PORT + 1
     within --join-timeout (torchrun's own rendezvous wait is 600 s otherwise), and rank 0 (node 0) writes."""
