@@ -23,16 +23,11 @@ from fabricbench.cli.declared import config_options, fields_of, given as declare
 
 from fabricbench.errors import FabricbenchError
 from fabricbench.procs import Terminated, exit_status
-from fabricbench.report import table as tables
 from fabricbench.results.status import Status
-from fabricbench.study import api as study_api, records
+from fabricbench.study import api as study_api
 from fabricbench.study.report import answer_lines
 from fabricbench.study.config import StudyConfig
-from fabricbench.study.units import DONE, UNIT_KINDS
-
-
-def _fmt_s(s: float) -> str:
-    return f"{s / 60:.1f} min" if s >= 90 else f"{s:.0f} s"
+from fabricbench.study.format import render_plan
 
 
 @click.command()
@@ -66,7 +61,7 @@ def study(out, device, gpus, resume, dry_run, as_json, quiet, **_) -> None:
         click.echo(json.dumps(res.to_dict(), indent=2))
         return
     if dry_run:
-        _print_plan(res)
+        render_plan(res)
         return
     if res.follower is not None:  # a node above 0: node 0 holds the records and the report
         f = res.follower
@@ -88,24 +83,3 @@ def study(out, device, gpus, resume, dry_run, as_json, quiet, **_) -> None:
         raise FabricbenchError(f"{len(failed)} unit(s) failed: " + ", ".join(f"{u.unit.name} ({u.status})"
                                                                           for u in failed[:6])
                                + f"; their logs are in {res.out_dir}/units/, `--resume` reruns them")
-
-
-PLAN_COLS = (tables.Col("#", key=True), tables.Col("unit", justify="left", key=True),
-             tables.Col("time", justify="left"), tables.Col("what it measures", justify="left", prose=True))
-
-
-def _print_plan(res) -> None:
-    existing = records.load(res.out_dir, must_exist=False)
-    c = res.config
-    where = f"{c.nprocs} CPU ranks (gloo)" if c.device == "cpu" else f"GPUs {','.join(map(str, c.gpus))}"
-    con = tables.console()
-    say = lambda text: con.print(text, markup=False, highlight=False)  # noqa: E731 - prose wraps at words
-    say(f"study of {c.model_label} on {where}; fabrics {', '.join(c.fabrics_shown)}; strategies {', '.join(c.strategies)}")
-    rows = []
-    for i, u in enumerate(res.plan, 1):
-        skip = existing.status(u.name) in DONE
-        rows.append([str(i), u.name, "done, skipped" if skip else f"~{_fmt_s(u.estimate_s)}",
-                     UNIT_KINDS.get(u.kind).description])
-    tables.render(con, None, PLAN_COLS, rows)
-    say(f"estimate: ~{_fmt_s(res.estimate_s)} for the units to run (rough: start-up plus per-step and "
-        f"per-measurement costs)")
