@@ -57,7 +57,7 @@ def main() -> int:
             procs.append(nd.popen(argv, env=env, stdout=log, stderr=log))
         lab.wait_all(procs, 3000)
         walls = time.monotonic() - t0
-        left = lab.leftovers(nodes)
+    left = lab.leftovers(nodes)  # after the lab is taken down: what it failed to remove
     for nd, p in zip(nodes, procs):
         print(f"{nd.name}: exit {p.returncode}")
     print(f"wall: {walls:.0f} s; left behind: {left or 'nothing'}")

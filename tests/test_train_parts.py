@@ -77,7 +77,8 @@ TRAIN_OPTIONS = {"--strategies", "--strategy", "--model", "--model-config", "--m
                  "--steps", "--warmup-steps", "--batch-size", "--seq-len", "--image-size", "--lr", "--dataset",
                  "--fabric", "--out", "--nnodes", "--node-rank", "--master-addr", "--master-port", "--timeout",
                  "--json", "--list", "--precision", "--trace-steps", "--backend", "--max-steps", "--target-ci",
-                 "--repeats", "--max-repeats", "--repeat-budget", "--time-budget", "--stall-timeout"}  # --strategy, --time-budget: deprecated
+                 "--repeats", "--max-repeats", "--repeat-budget", "--time-budget", "--stall-timeout",
+                 "--margin"}  # --strategy, --time-budget: deprecated
 
 
 def test_train_surface_is_frozen():

@@ -226,3 +226,18 @@ def test_train_ends_with_the_verdicts_at_80_columns():
     assert lines[1].startswith("  on default: ddp is 30.0% faster than fsdp [") and "(3 paired rounds)" in lines[1]
     assert all(len(line) <= 80 for line in lines)
     assert repeats.answer_lines([r for r in recs if r["strategy"] == "ddp"], repeats=3) == []  # nothing compared
+
+
+def test_train_stops_repeating_on_its_own_margin():
+    """train --margin: the stopping rule asks its question. Two strategies whose paired ratio over 3 rounds
+    is 1.003, 0.998, 1.001: within ±2% they are equivalent (decided: no 4th round); within ±0.1% that is
+    undecided (one more round, up to --max-repeats)."""
+    from fabricbench.training.config import TrainConfig
+
+    recs = []
+    for r, (drift, ratio) in enumerate(((1.0, 1.003), (1.05, 0.998), (0.97, 1.001)), 1):
+        recs += [_rec("ddp", "default", 0.1 * drift, rnd=r), _rec("fsdp", "default", 0.1 * drift * ratio, rnd=r)]
+    wide = TrainConfig(strategies=("ddp", "fsdp"), model="tiny-mistral", device="cpu", target_ci=None)
+    tight = TrainConfig(strategies=("ddp", "fsdp"), model="tiny-mistral", device="cpu", target_ci=None, margin=0.001)
+    assert repeats.still_to_run(wide, recs, round_=3, elapsed_s=1.0) == []
+    assert repeats.still_to_run(tight, recs, round_=3, elapsed_s=1.0) == ["ddp", "fsdp"]

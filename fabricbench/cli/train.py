@@ -43,6 +43,7 @@ from fabricbench.training.strategies import STRATEGIES
 @declared_option(TrainConfig, "repeats")
 @declared_option(TrainConfig, "max_repeats")
 @declared_option(TrainConfig, "time_budget_s")
+@declared_option(TrainConfig, "margin")
 @declared_option(TrainConfig, "warmup_steps")
 @declared_option(TrainConfig, "batch_size")
 @declared_option(TrainConfig, "seq_len")
@@ -62,7 +63,7 @@ from fabricbench.training.strategies import STRATEGIES
 @click.option("--json", "as_json", is_flag=True, help="Print each record as JSON instead of a line.")
 @click.option("--list", "list_", is_flag=True, help="List strategies and models, then exit.")
 def train(strategies, model, model_config, model_path, gpus, device, nprocs, backend, steps, max_steps, target_ci,
-          repeats, max_repeats, time_budget_s, warmup_steps, batch_size, seq_len, image_size, lr, precision,
+          repeats, max_repeats, time_budget_s, margin, warmup_steps, batch_size, seq_len, image_size, lr, precision,
           trace_steps, dataset, fabric, out, nnodes, node_rank, master_addr, master_port, timeout_s, as_json,
           list_, stall_timeout_s=None) -> None:
     """Train one model under each strategy, in fresh processes, and measure throughput and memory."""
@@ -91,10 +92,11 @@ def train(strategies, model, model_config, model_path, gpus, device, nprocs, bac
                         lr=lr, precision=precision, trace_steps=trace_steps, dataset=dataset, fabric=fabric,
                         nnodes=nnodes, node_rank=node_rank, master_addr=master_addr, master_port=master_port,
                         timeout_s=timeout_s, stall_timeout_s=stall_timeout_s, backend=backend, max_steps=max_steps, target_ci=target_ci or None,
-                        repeats=repeats, max_repeats=max_repeats, time_budget_s=time_budget_s, quiet=as_json)
+                        repeats=repeats, max_repeats=max_repeats, time_budget_s=time_budget_s, margin=margin,
+                        quiet=as_json)
     if not as_json and records:
         render(records, f"train: {model or model_config or model_path}, {device}", say=click.echo,
-               repeats=repeats, max_repeats=max_repeats)
+               repeats=repeats, max_repeats=max_repeats, margin=margin)
     # exit 1 when a run failed (a dead rank, a crash, a timeout, a strategy that did not run as asked),
     # though every record (and a dead rank's measured steps) was written; oom and waived are results.
     failed = [r for r in records if r.get("status") in (Status.ERROR, Status.TIMEOUT)]

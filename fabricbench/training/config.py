@@ -15,6 +15,7 @@ from fabricbench.declare import declare
 from fabricbench.errors import UsageError
 from fabricbench.fabrics import get_fabric
 from fabricbench.jobs.heartbeat import STALL_HI_S, STALL_LO_S
+from fabricbench.measuring.comparison import MARGIN
 from fabricbench.measuring.config import PROCS_PER_CORE, cores
 from fabricbench.training import estimate, models, repeats
 from fabricbench.training.strategies import PRECISIONS, STRATEGIES, default_precision
@@ -69,6 +70,9 @@ class TrainConfig:
     time_budget_s: float = field(default=1800.0, metadata=declare(  # no repeat beyond the minimum starts after
         "--repeat-budget", "seconds", "Seconds after which no repeat beyond the minimum starts.", lo=0,
         unit="s", concept="repeat_budget_s", aliases=("--time-budget",)))  # this many seconds
+    margin: float = field(default=MARGIN, metadata=declare(  # δ: strategies within ±margin are "equivalent"
+        "--margin", "fraction", "Two figures within ±this fraction are \"equivalent\" (docs/comparisons.md).",
+        lo=0, hi=0.5, lo_open=True, hi_open=True))  # (measuring/comparison.py); also when repeats stop
     batch_size: int = field(default=8, metadata=declare(  # samples per GPU (per process) per step
         "--batch-size", "count", "Samples per GPU per step.", lo=1, hi=estimate.MAX_BATCH))
     seq_len: int = field(default=512, metadata=declare(  # tokens per sample (causal LM)
@@ -198,6 +202,8 @@ class TrainConfig:
             raise UsageError(f"--repeats {self.repeats}: 1 to {MAX_REPEATS}")
         if not 1 <= self.max_repeats <= MAX_REPEATS:
             raise UsageError(f"--max-repeats {self.max_repeats}: 1 to {MAX_REPEATS}")
+        if not (isinstance(self.margin, (int, float)) and 0 < self.margin < 0.5):
+            raise UsageError(f"--margin {self.margin}: a fraction between 0 and 0.5, e.g. 0.02 for ±2%")
         if not (math.isfinite(self.time_budget_s) and self.time_budget_s > 0):
             raise UsageError(f"--time-budget {self.time_budget_s}: seconds, positive")
         if self.device == "cpu" and self.nprocs < 1:

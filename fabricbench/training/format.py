@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from fabricbench.measuring.comparison import MARGIN
 from fabricbench.report import table as tables
 from fabricbench.report.analysis import byte_unit, fmt, fmt_count
 from fabricbench.sizes import format_gib
@@ -45,14 +46,14 @@ def line(rec: dict) -> str:
 
 
 def render(records: list[dict[str, Any]], title: str, *, say: Callable[[str], Any] = print,
-           repeats: int | None = None, max_repeats: int | None = None) -> None:
+           repeats: int | None = None, max_repeats: int | None = None, margin: float = MARGIN) -> None:
     """The table of runs, then each strategy's figure over its runs and the verdicts of the comparisons
     (measuring/comparison.py), with what stayed open."""
     tables.render(tables.console(), title, TRAIN_COLS, [cells(r) for r in records])
     figs = reps.figures(records)  # each strategy over its runs, with the run-to-run interval
     for f in figs:
         say(reps.figure_text(f))
-    for text in reps.answer_lines(records, repeats=repeats, max_repeats=max_repeats):
+    for text in reps.answer_lines(records, repeats=repeats, max_repeats=max_repeats, margin=margin):
         say(text)
 
 

@@ -112,7 +112,7 @@ def still_to_run(config: Any, records: list[dict[str, Any]], *, round_: int, ela
         return alive
     if config.repeats is not None or round_ >= config.max_repeats or elapsed_s >= config.time_budget_s:
         return []  # --repeats N: exactly N
-    open_ = open_questions(records, margin=getattr(config, "margin", MARGIN), target_ci=config.target_ci,
+    open_ = open_questions(records, margin=config.margin, target_ci=config.target_ci,
                            first_look=min(comparison.FIRST_LOOK, config.max_repeats), last_look=config.max_repeats)
     return alive if open_ else []
 
