@@ -1,4 +1,5 @@
-"""GPU topology: links per pair, NVLink islands, placement advice; the snapshot every results file holds.
+"""GPU topology: links per pair, NVLink islands, placement advice; the snapshot a results file starts with
+where this machine has GPUs to describe (a CPU sweep's file has none; across nodes, one per node).
 
     fabricbench topo [--gpus 0-7] [--json] [--from-file saved-topo-m.txt]
 
