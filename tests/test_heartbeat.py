@@ -59,6 +59,21 @@ def test_a_finished_rank_is_never_named_and_a_lost_store_names_its_node():
     assert ranks == [0] and msg.startswith("node node0 (ranks 0) is unreachable") and "31 s" in msg
 
 
+def test_a_store_lost_before_rank_0_was_ever_read_is_named_by_its_host_s_name(monkeypatch):
+    """A link saturated from the first step: rank 0's beat never read, so the verdict has only the store's
+    address; start() resolved it to the host's name beforehand (the lab's node1 said "node 10.77.0.1")."""
+    from fabricbench.jobs import heartbeat
+
+    monkeypatch.setattr(heartbeat.socket, "gethostbyaddr", lambda addr: ("node0", [], [addr]))
+    assert heartbeat.host_name("10.77.0.1") == "node0" and heartbeat.host_name("node0") == "node0"
+    monkeypatch.setattr(heartbeat.socket, "gethostbyaddr", lambda addr: (_ for _ in ()).throw(OSError("no name")))
+    assert heartbeat.host_name("10.77.0.1") == "10.77.0.1"  # no name known: the address, still said
+    now = 1000.0
+    ps = peers(now, r1=("node1", 0.5, 0.5, 8))
+    msg, ranks = verdict(ps, me=1, now=now, bound=30, store_ok_at=now - 31, store_host="node0")
+    assert ranks == [0] and msg.startswith("node node0 (ranks 0) is unreachable")
+
+
 def test_the_default_bound_is_60_s_or_ten_median_steps():
     assert stall_bound(None, []) == 60.0
     assert stall_bound(None, [1.0, 2.0, 3.0]) == 60.0

@@ -286,7 +286,31 @@ def start(*, rank: int, world: int, host_addr: str, port: int, stall_s: float | 
     store = tdist.TCPStore(host_addr, port, None, False, timeout=datetime.timedelta(seconds=connect_s),
                            wait_for_workers=False)
     store.set_timeout(datetime.timedelta(seconds=STORE_WAIT_S))  # a dead store: errors, not waits
-    return Heartbeat(store, rank=rank, world=world, stall_s=stall_s, on_stall=on_stall, store_host=host_addr)
+    return Heartbeat(store, rank=rank, world=world, stall_s=stall_s, on_stall=on_stall,
+                     store_host=host_name(host_addr))
+
+
+def host_name(addr: str, wait_s: float = 1.0) -> str:
+    """The name of the store's host, for the verdict that names it before rank 0's beat was ever read (a
+    link saturated from the first step): /etc/hosts or DNS, given wait_s at most; else the address."""
+    import ipaddress
+
+    try:
+        ipaddress.ip_address(addr)
+    except ValueError:
+        return addr  # already a name
+    found: list[str] = []
+
+    def look() -> None:
+        try:
+            found.append(socket.gethostbyaddr(addr)[0])
+        except OSError:
+            pass
+
+    t = threading.Thread(target=look, daemon=True)
+    t.start()
+    t.join(wait_s)
+    return found[0] if found else addr
 
 
 def from_env(*, stall_s: float | None, on_stall: Callable[[str, list[int]], None]) -> Heartbeat | None:
