@@ -67,7 +67,6 @@ class Peers:
 
     store: Any
     me: int
-    nnodes: int
     stall_s: float
     where: str = "?"  # the store's address, for messages
     hosts: dict[int, str] = field(default_factory=dict)
@@ -98,9 +97,9 @@ class Peers:
         try:
             beats = {n: int(self.store.add(f"beat/{n}", 0)) for n in nodes}
         except Exception as e:
-            raise NodeLost(self._gone(0, f"its study store at {self.where} stopped answering ({type(e).__name__})"))
+            raise self._store_lost(type(e).__name__) from None
         if self._broken:
-            raise NodeLost(self._gone(0, f"its study store at {self.where} stopped answering ({self._broken[0]})"))
+            raise self._store_lost(self._broken[0])
         for n, b in beats.items():
             last = self._seen.get(n)
             if last is None or last[0] != b:
@@ -112,6 +111,10 @@ class Peers:
         host = self.hosts.get(n)
         return f"node {n}{f' ({host})' if host else ''} stopped answering: {why}; the study ends here"
 
+    def _store_lost(self, why: str) -> NodeLost:
+        """The store lives in node 0's process: its going is node 0's."""
+        return NodeLost(self._gone(0, f"its study store at {self.where} stopped answering ({why})"))
+
     def wait_for(self, key: str, *, nodes: list[int], until: float | None = None) -> str:
         """The value of `key` once set, watching `nodes` meanwhile; NodeLost when one goes, TimeoutError at
         `until` (a monotonic time)."""
@@ -120,8 +123,7 @@ class Peers:
                 if self.store.check([key]):
                     return self.store.get(key).decode()
             except Exception as e:
-                raise NodeLost(self._gone(0, f"its study store at {self.where} stopped answering "
-                                             f"({type(e).__name__})")) from None
+                raise self._store_lost(type(e).__name__) from None
             self.watch(nodes)
             if until is not None and time.monotonic() > until:
                 raise TimeoutError(key)
@@ -132,8 +134,7 @@ def _store(addr: str, port: int, *, host: bool, timeout_s: float) -> Any:
     from torch.distributed import TCPStore
 
     return TCPStore(addr, port, is_master=host, wait_for_workers=False, timeout=timedelta(seconds=timeout_s),
-                    use_libuv=False) if host else TCPStore(addr, port, is_master=False,
-                                                            timeout=timedelta(seconds=timeout_s), use_libuv=False)
+                    use_libuv=False)
 
 
 def host_store(addr: str, port: int, timeout_s: float) -> Any:
@@ -183,7 +184,7 @@ class Crew:
     @classmethod
     def lead(cls, *, addr: str, port: int, nnodes: int, join_timeout_s: float, stall_s: float) -> "Crew":
         store = host_store(addr, port, OP_S)
-        peers = Peers(store=store, me=0, nnodes=nnodes, stall_s=stall_s, where=f"{addr}:{port}")
+        peers = Peers(store=store, me=0, stall_s=stall_s, where=f"{addr}:{port}")
         peers.hosts[0] = socket.gethostname()
         store.set("hello/0", json.dumps({"host": peers.hosts[0]}))
         crew = cls(peers=peers.start(), nnodes=nnodes, join_timeout_s=join_timeout_s)
@@ -266,12 +267,12 @@ class Crew:
         self.peers.close()
 
 
-def follow(*, addr: str, port: int, node: int, nnodes: int, join_timeout_s: float, stall_s: float,
+def follow(*, addr: str, port: int, node: int, join_timeout_s: float, stall_s: float,
            run_child: Callable[[dict[str, Any], Callable[[], None]], dict[str, Any]]) -> int:
     """A follower's whole study: join, run each posted child (run_child(job, watch) -> its result; `watch`
     raises NodeLost when node 0 goes), answer, until node 0 says the end. Returns node 0's exit status."""
     store = join_store(addr, port, join_timeout_s, node)
-    peers = Peers(store=store, me=node, nnodes=nnodes, stall_s=stall_s, where=f"{addr}:{port}")
+    peers = Peers(store=store, me=node, stall_s=stall_s, where=f"{addr}:{port}")
     host = socket.gethostname()
     try:
         store.set(f"hello/{node}", json.dumps({"host": host}))
