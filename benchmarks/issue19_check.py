@@ -14,7 +14,7 @@ import argparse
 import itertools
 
 from fabricbench.study.report import summary
-from fabricbench.training.repeats import contradictions
+from fabricbench.training.repeats import contradictions, disjoint_figures
 
 
 def main() -> None:
@@ -36,7 +36,7 @@ def main() -> None:
                   f"{f['runs']} runs {[round(x, 1) for x in f['run_samples_per_s']]}, GPU busy "
                   f"{f['gpu_busy_fraction']}" + (f" ({f['host_bound']})" if f["host_bound"] else ""))
     bad = [f"{x} vs {y}: {c}" for x, y in itertools.combinations(sums, 2)
-           for c in contradictions(sums[x], sums[y])]
+           for c in contradictions(sums[x], sums[y]) + disjoint_figures(sums[x], sums[y])]
     for b in bad:
         print("contradiction:", b)
     spread = max(heads) / min(heads) - 1 if len(heads) == len(sums) and heads else None

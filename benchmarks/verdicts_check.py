@@ -16,15 +16,11 @@ import itertools
 import json
 from pathlib import Path
 
-from fabricbench.measuring.comparison import contradicts
+from fabricbench.training.repeats import contradictions
 
 
 def _ci(ci) -> str:
     return f"[{ci[0]:.1f}, {ci[1]:.1f}]" if ci else "[-]"
-
-
-def _key(c: dict) -> tuple:
-    return (c.get("fabric"), c.get("strategy"), frozenset((c.get("a"), c.get("b"))))
 
 
 def main() -> None:
@@ -59,13 +55,8 @@ def main() -> None:
     for p, s in sums.items():
         for c in s.get("comparisons", []):
             print(f"{Path(p).stem}: {c.get('text')}")
-    bad = []
-    for (px, x), (py, y) in itertools.combinations(sums.items(), 2):
-        cy = {_key(c): c for c in y.get("comparisons", [])}
-        for c in x.get("comparisons", []):
-            other = cy.get(_key(c))
-            if other is not None and contradicts(c, other):
-                bad.append(f"{Path(px).stem}: {c.get('text')}  AGAINST  {Path(py).stem}: {other.get('text')}")
+    bad = [f"{Path(px).stem} against {Path(py).stem}: {line}"
+           for (px, x), (py, y) in itertools.combinations(sums.items(), 2) for line in contradictions(x, y)]
     for line in bad:
         print("contradiction:", line)
     verdicts = [f"{c['verdict']}" + (f" ({c['a']})" if c["verdict"] == "faster" else "")

@@ -110,6 +110,12 @@ def test_summary_and_contradictions_between_two_studies():
     assert repeats.contradictions(a, same) == []
     eq = study(1.0, tight)
     assert eq["comparisons"][0]["verdict"] == "equivalent" and repeats.contradictions(a, eq)
+    # a twin on a machine 10% slower throughout: its figures move, its answer does not
+    slower = study(1.05, tuple(e + 0.1 for e in tight))
+    assert repeats.contradictions(a, slower) == []
+    (moved,) = [p for p in repeats.disjoint_figures(a, slower) if p.startswith("fsdp @ default")]
+    assert "the intervals do not overlap" in moved
+    assert repeats.disjoint_figures(a, same) == []
 
 
 def _fake_run(calls, steps_by_strategy):

@@ -284,18 +284,22 @@ def summary(records: list[dict[str, Any]], *, fabrics: list[str] | None = None,
 
 
 def contradictions(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
-    """Where two summaries of the same measurement contradict each other, one sentence each: a comparison
-    that says "x faster" in one and "y faster" or "equivalent" in the other ("undecided" contradicts
-    nothing), and a (strategy, fabric) figure whose intervals do not overlap. [] when they agree."""
+    """Where two summaries of the same question give answers that contradict, one sentence each: a comparison
+    that says "x faster" in one and "y faster" or "equivalent" in the other ("undecided" contradicts nothing).
+    [] when they agree. Figures are left to `disjoint_figures`: their run-to-run intervals cover one study's
+    runs, not a machine whose load changed between two studies, and paired ratios are what cancels that."""
     def key(c):
         return (c.get("fabric"), c.get("strategy"), frozenset((c.get("a"), c.get("b"))))
 
-    out = []
     ca = {key(c): c for c in a.get("comparisons", [])}
-    for c in b.get("comparisons", []):
-        other = ca.get(key(c))
-        if other is not None and comparison.contradicts(other, c):
-            out.append(f"one says: {other.get('text')}; the other: {c.get('text')}")
+    return [f"one says: {ca[key(c)].get('text')}; the other: {c.get('text')}"
+            for c in b.get("comparisons", []) if key(c) in ca and comparison.contradicts(ca[key(c)], c)]
+
+
+def disjoint_figures(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
+    """The (strategy, fabric) figures of two summaries whose intervals do not overlap, one sentence each: on a
+    quiet, dedicated machine a sign that a figure's interval is too narrow (issue 19's check)."""
+    out = []
     fa = {(f["strategy"], f["fabric"]): f for f in a.get("figures", [])}
     for f in b.get("figures", []):
         g = fa.get((f["strategy"], f["fabric"]))
