@@ -172,6 +172,14 @@ def test_train_config_refuses_nccl_with_two_ranks_on_one_gpu_and_maps_the_gloo_l
     assert launch.worker_env(lab)["CUDA_VISIBLE_DEVICES"] == "0"
     one_each = _config(device="cuda", gpus=(2, 5))
     assert one_each.procs_per_node == 2 and launch._local_devices(one_each) is None
+    # the library's own default on one GPU: one rank (the H200 tier once failed here, when the CPU ranks'
+    # default of 2 leaked into cuda and only the CLI mapped it back)
+    from fabricbench.training.config import CPU_RANKS, TrainConfig
+
+    one = TrainConfig(strategies=["ddp"], model="tiny-mistral", device="cuda", gpus=(0,))
+    one.validate()
+    assert one.procs_per_node == 1 and one.world_size == 1
+    assert TrainConfig(strategies=["ddp"], model="tiny-mistral", device="cpu").procs_per_node == CPU_RANKS
 
 
 def test_step_stats_give_ci_and_outliers_and_throughput_uses_the_median():

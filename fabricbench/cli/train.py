@@ -72,16 +72,13 @@ def train(strategies, model, model_config, model_path, gpus, device, nprocs, bac
             click.echo(text)
         return
     ctx = click.get_current_context()
-    nprocs_given = ctx.get_parameter_source("nprocs").name != "DEFAULT"
     slurm = cluster_env.slurm_nodes(os.environ)  # srun, one task per node: the nodes from Slurm
     if slurm is not None and ctx.get_parameter_source("nnodes").name == "DEFAULT":
         nnodes, node_rank, master_addr, master_port = slurm
-    if device == "cuda" and not nprocs_given:
-        nprocs = 1  # one rank per GPU named
-    elif device == "cuda" and backend != "gloo":
+    if device == "cuda" and nprocs is not None and backend != "gloo":
         click.echo("warning: --nprocs is ignored with --device cuda and nccl (one process per --gpus entry; "
                    "--backend gloo runs several ranks per GPU)", err=True)
-        nprocs = 1
+        nprocs = None
     elif device == "cpu" and gpus:
         click.echo("warning: --gpus is ignored with --device cpu (use --nprocs)", err=True)
     refuse_collisions({"--out": out}, {"--model-config": model_config, "--dataset": dataset})

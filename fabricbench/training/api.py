@@ -40,7 +40,6 @@ def train(strategies: str | Sequence[str] = "all", *, device: str = "cuda",
     names = strategy_names(strategies)
     gpu_list: tuple[int, ...] = ()
     if device == "cuda":
-        fields.setdefault("nprocs", 1)  # one rank per GPU named; TrainConfig's 2 is the CPU ranks' default
         visible = visible_gpu_count()
         if visible == 0:
             raise UsageError("no CUDA GPU is visible here", hint={"device": "cpu", "nprocs": 2},

@@ -26,6 +26,7 @@ STARTUP_S = 600.0  # start-up (torchrun, imports, building the model) may take t
 MAX_TRACE_STEPS = 20  # profiled steps: a profile grows with every step and is read in memory
 DEFAULT_MAX_STEPS = 40  # steps in all with a target CI, unless --max-steps says otherwise
 MAX_REPEATS = 50
+CPU_RANKS = 2  # --device cpu without --nprocs: two gloo ranks, the fewest that exchange a gradient
 
 @dataclass(kw_only=True)
 class TrainConfig:
@@ -43,10 +44,12 @@ class TrainConfig:
         choices=("cuda", "cpu")))  # (gloo, `nprocs` processes)
     gpus: tuple[int, ...] = field(default=(), metadata=declare(  # device ordinals, rank order
         "--gpus", "GPU list", "GPU list, one process each, e.g. 0-3.", default_by="all visible"))
-    nprocs: int = field(default=2, metadata=declare(  # processes on this node: device "cpu"; on "cuda" with
+    nprocs: int | None = field(default=None, metadata=declare(  # processes on this node: device "cpu"; on
         "--nprocs", "count", "Processes with --device cpu; with --device cuda --backend gloo, ranks over --gpus "
-        "(several per GPU).", lo=1, hi=4096, concept="ranks"))  # backend gloo, ranks over `gpus`
-    # round robin (several ranks on one GPU: the one-GPU lab); on "cuda" with nccl one per GPU
+        "(several per GPU).", lo=1, hi=4096, concept="ranks",  # "cuda" with backend gloo, ranks over `gpus`
+        default_by=f"{CPU_RANKS} with --device cpu, one per --gpus entry on cuda"))
+    # round robin (several ranks on one GPU: the one-GPU lab); on "cuda" with nccl one per GPU. None: decided
+    # here (procs_per_node), so the library and the CLI agree without either patching the other's default
     backend: str | None = field(default=None, metadata=declare(  # None: nccl on cuda, gloo on cpu; "gloo" on
         "--backend", "choice", "Collective backend; gloo on cuda for several ranks per GPU.",
         choices=("nccl", "gloo"), default_by="nccl on cuda, gloo on cpu"))  # cuda for the one-GPU lab
@@ -115,8 +118,8 @@ class TrainConfig:
     @property
     def procs_per_node(self) -> int:
         if self.device == "cuda":
-            return max(self.nprocs, len(self.gpus)) if self.run_backend == "gloo" else len(self.gpus)
-        return self.nprocs
+            return max(self.nprocs or 1, len(self.gpus)) if self.run_backend == "gloo" else len(self.gpus)
+        return self.nprocs or CPU_RANKS
 
     @property
     def local_ranks(self) -> range:
@@ -190,7 +193,7 @@ class TrainConfig:
             raise UsageError(f"--backend {self.backend}: choose nccl or gloo")
         if self.device == "cpu" and self.run_backend != "gloo":
             raise UsageError("--backend nccl needs --device cuda; CPU ranks talk over gloo")
-        if self.device == "cuda" and self.run_backend == "nccl" and self.nprocs > max(1, len(self.gpus)):
+        if self.device == "cuda" and self.run_backend == "nccl" and (self.nprocs or 1) > max(1, len(self.gpus)):
             raise UsageError(f"--nprocs {self.nprocs} on {len(self.gpus)} GPU(s): NCCL refuses two ranks on one "
                              f"GPU (\"Duplicate GPU detected\"); add --backend gloo for a lab of several ranks "
                              f"per GPU, or name one GPU per rank with --gpus")
@@ -206,10 +209,10 @@ class TrainConfig:
             raise UsageError(f"--margin {self.margin}: a fraction between 0 and 0.5, e.g. 0.02 for ±2%")
         if not (math.isfinite(self.time_budget_s) and self.time_budget_s > 0):
             raise UsageError(f"--time-budget {self.time_budget_s}: seconds, positive")
-        if self.device == "cpu" and self.nprocs < 1:
+        if self.device == "cpu" and self.procs_per_node < 1:
             raise UsageError(f"--nprocs {self.nprocs}: need at least 1 process")
-        if self.device == "cpu" and self.nprocs > PROCS_PER_CORE * cores():
-            raise UsageError(f"--nprocs {self.nprocs}: more CPU ranks than {PROCS_PER_CORE} per core "
+        if self.device == "cpu" and self.procs_per_node > PROCS_PER_CORE * cores():
+            raise UsageError(f"--nprocs {self.procs_per_node}: more CPU ranks than {PROCS_PER_CORE} per core "
                              f"({PROCS_PER_CORE} x {cores()} cores = {PROCS_PER_CORE * cores()}); lower it")
         if self.procs_per_node < 1:
             raise UsageError(f"{self.procs_per_node} processes: name GPUs with --gpus or use --nprocs N")
