@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -56,6 +57,21 @@ def test_jobfit_refuses_what_cannot_meet():
     assert res.rows[0].verdict == jobfit.UNPRICED and "nranks differ" in res.problems[0]
     with pytest.raises(UsageError, match="no job records"):
         jobfit.fit([], [_swept("all_reduce", 1 << 30, 5000.0)])
+
+
+def test_an_empty_inspector_dump_is_named_not_misread(tmp_path):
+    """What the H200 gave (benchmarks/results/h200-1gpu/issue31-inspector): the plugin loaded, made its dump
+    file, and wrote nothing, since NCCL runs a 1-rank communicator's collectives as a local copy."""
+    empty = tmp_path / "job" / "vm-pid1115.log"
+    empty.parent.mkdir()
+    empty.write_text("")
+    with pytest.raises(UsageError, match="empty, nothing to import"):
+        import_file(empty)
+    with pytest.raises(UsageError, match="its 1 file.s. are empty: the job ran no collective of 2 or more ranks"):
+        jobfit_io.load_job([empty.parent])
+    shutil.copy(INS / "readme_v4_2_algo_proto.log", empty.parent / "rank1.log")
+    recs, warnings = jobfit_io.load_job([empty.parent])
+    assert recs and warnings[-1] == "1 empty file(s) skipped (vm-pid1115.log)"
 
 
 def _fb(*args, timeout=400):

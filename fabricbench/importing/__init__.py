@@ -93,6 +93,9 @@ def import_file(path: str | os.PathLike, *, fabric: str | None = None, nranks: i
     if nranks is not None and nranks < 1:
         raise UsageError(f"--nranks {nranks}: need at least 1 rank")
     text = _read_text(path)
+    if not text.strip():
+        raise UsageError(f"{path}: empty, nothing to import; the tool that wrote it recorded nothing (NCCL "
+                         f"Inspector does so on a 1-rank communicator: NCCL runs its collectives as a local copy)")
     src = Source(path=str(path), text=text, fabric=fabric, nranks=nranks)
     name = fmt or sniff(text)
     if name == "fabricbench":

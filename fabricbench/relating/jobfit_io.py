@@ -28,6 +28,7 @@ def load_job(paths: list[str | os.PathLike]) -> tuple[list[dict[str, Any]], list
     """The job's observed collective records and the warnings met reading them."""
     recs: list[dict[str, Any]] = []
     warnings: list[str] = []
+    empty: list[str] = []
     for p in paths:
         p = Path(p)
         files = sorted(f for f in p.iterdir() if f.is_file() and f.name.endswith(_SUFFIXES)) if p.is_dir() else [p]
@@ -35,6 +36,9 @@ def load_job(paths: list[str | os.PathLike]) -> tuple[list[dict[str, Any]], list
             raise UsageError(f"--job {p}: a folder with no Inspector file (*.log, *.jsonl, *.gz, *.prom)")
         for f in files:
             check_input(f, what="--job")
+            if p.is_dir() and f.stat().st_size == 0:  # an Inspector dump of a rank that recorded nothing
+                empty.append(f.name)
+                continue
             with f.open("rb") as fh:
                 head = fh.read(64)
             if head.lstrip().startswith(b'{"schema":') or head.lstrip().startswith(b'{"schema" :'):
@@ -45,10 +49,14 @@ def load_job(paths: list[str | os.PathLike]) -> tuple[list[dict[str, Any]], list
                 imp = import_file(f)
                 recs += imp.records
                 warnings += imp.warnings
+    if empty:
+        warnings.append(f"{len(empty)} empty file(s) skipped ({', '.join(empty[:3])}{', ...' if len(empty) > 3 else ''})")
     job = job_records(recs)
     if not job:
         raise UsageError("--job: no collective observed in a job (NCCL Inspector records) in "
-                         + ", ".join(str(p) for p in paths))
+                         + ", ".join(str(p) for p in paths)
+                         + (f"; its {len(empty)} file(s) are empty: the job ran no collective of 2 or more ranks"
+                            if empty and not recs else ""))
     return job, warnings
 
 
