@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# NCCL Inspector on one H200, in under 4 minutes: build the plugin, load it into NCCL jobs, import what it
-# wrote, and set the job against a sweep of the same GPU (fabricbench jobfit).
+# NCCL Inspector on H200s, in under 4 minutes: build the plugin, load it into NCCL jobs, import what it
+# wrote, and set the job against a sweep of the same GPUs (fabricbench jobfit). Every visible GPU (GPUS=0,1
+# picks): on one GPU the plugin loads and records nothing (measured 2026-12-05, results/h200-1gpu/
+# issue31-inspector/README.md says why).
 #   bash benchmarks/carry_nccl_inspector.sh /work/.mirror/NVIDIA+nccl/repo     (here, once: fills .carry/)
 #   bash benchmarks/inspector_h200.sh "$OUT"                                    (on the GPU machine; carry .carry)
 # The plugin's build was checked on a CPU machine against CUDA 12.9's headers from PyPI (nvidia-cuda-runtime-cu12,
@@ -8,11 +10,10 @@
 # Stages (each with its own time limit, cut to what is left of BUDGET_S, default 230 s):
 #   1. build .carry/nccl-inspector/plugins/profiler/inspector -> libnccl-profiler-inspector.so (g++, CUDA_HOME
 #      from the machine's nvcc);
-#   2. a torch NCCL job on GPU 0 with the plugin loaded: `fabricbench sweep --engine torch --backend nccl` over
-#      all_reduce/all_gather/reduce_scatter 1M-256M (one rank: NCCL runs its collectives on a 1-rank
-#      communicator; NCCL_INSPECTOR_REQUIRE_KERNEL_TIMING=0 keeps calls timed by the CPU, since a 1-rank
-#      collective may be a copy without a kernel); Inspector files in OUT/inspector-job/;
-#   3. a real `fabricbench train` (DDP, tiny-mistral, GPU 0, NCCL) with the plugin loaded: OUT/inspector-train/;
+#   2. a torch NCCL job on $GPUS with the plugin loaded: `fabricbench sweep --engine torch --backend nccl` over
+#      all_reduce/all_gather/reduce_scatter 1M-256M (NCCL_INSPECTOR_REQUIRE_KERNEL_TIMING=0 keeps calls timed
+#      by the CPU, since a 1-rank collective is a copy without a kernel); Inspector files in OUT/inspector-job/;
+#   3. a real `fabricbench train` (DDP, tiny-mistral, $GPUS, NCCL) with the plugin loaded: OUT/inspector-train/;
 #   4. the sweep to compare with, without the plugin: `fabricbench sweep --engine native` at the same sizes;
 #   5. `fabricbench import` of every Inspector file, `fabricbench jobfit` of the job (and of the train run)
 #      against the sweep, and benchmarks/inspector_check.py's summary: OUT/inspector_check.txt.
@@ -46,25 +47,29 @@ ins_vars() {  # the plugin's variables for one job (for `env`), dumps into $1 (a
     NCCL_INSPECTOR_DUMP_VERBOSE=1 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,PROFILE \
     LD_LIBRARY_PATH="$cuda_home/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"  # the plugin links libcudart
 }
+# every visible GPU unless GPUS says otherwise: one GPU records nothing (a 1-rank communicator's collectives
+# are local copies without profiler events: benchmarks/results/h200-1gpu/issue31-inspector/README.md), two or
+# more give the Inspector records this script is for
+GPUS=${GPUS:-$(python3 -c 'import torch; print(",".join(map(str, range(max(1, torch.cuda.device_count())))))')}
 sizes=1M-256M:x4
 ops=all_reduce,all_gather,reduce_scatter
 
 # 2. a torch NCCL job with the plugin
 t0=$(date +%s)
 timeout "$(left 60)" env $(ins_vars "$R/inspector-job") python3 -m fabricbench sweep --engine torch --backend nccl \
-  --gpus 0 --ops $ops --sizes $sizes --iters 20 --warmup 5 --out "$R/job-sweep.jsonl" > "$R/job.txt" 2>&1
+  --gpus "$GPUS" --ops $ops --sizes $sizes --iters 20 --warmup 5 --out "$R/job-sweep.jsonl" > "$R/job.txt" 2>&1
 stage "torch NCCL job with the Inspector ($(ls "$R/inspector-job" 2>/dev/null | wc -l) file(s))" $?
 
 # 3. a real train run with the plugin
 t0=$(date +%s)
-timeout "$(left 70)" env $(ins_vars "$R/inspector-train") python3 -m fabricbench train --gpus 0 --model tiny-mistral \
+timeout "$(left 70)" env $(ins_vars "$R/inspector-train") python3 -m fabricbench train --gpus "$GPUS" --model tiny-mistral \
   --strategy ddp --steps 8 --warmup-steps 2 --batch-size 4 --seq-len 128 --repeats 1 --timeout 60 \
   --out "$R/train.jsonl" > "$R/train.txt" 2>&1
 stage "train ddp with the Inspector ($(ls "$R/inspector-train" 2>/dev/null | wc -l) file(s))" $?
 
 # 4. the sweep to compare with (no plugin)
 t0=$(date +%s)
-timeout "$(left 50)" python3 -m fabricbench sweep --engine native --gpus 0 --ops $ops --sizes $sizes --iters 20 \
+timeout "$(left 50)" python3 -m fabricbench sweep --engine native --gpus "$GPUS" --ops $ops --sizes $sizes --iters 20 \
   --warmup 5 --out "$R/sweep.jsonl" > "$R/sweep.txt" 2>&1
 stage "native sweep, same sizes" $?
 
