@@ -26,7 +26,7 @@ from fabricbench.qualifying.codes import CODES, code_for, markdown_table
 from fabricbench.qualifying.fleet import run_fleet
 from fabricbench.qualifying.plan import make_plan
 from fabricbench.qualifying.prometheus import TextFile
-from fabricbench.qualifying.spec import RunSettings, SpecError, builtin_names, load_spec, parse_spec
+from fabricbench.qualifying.spec import RunSettings, builtin_names, load_spec, parse_spec
 from fabricbench.qualifying.verdict import Policy, at_least, at_most, combine, equal, error, exit_code, waived
 
 ROOT = Path(__file__).resolve().parent.parent
