@@ -61,7 +61,8 @@ def test_a_finished_rank_is_never_named_and_a_lost_store_names_its_node():
 
 def test_a_store_lost_before_rank_0_was_ever_read_is_named_by_its_host_s_name(monkeypatch):
     """A link saturated from the first step: rank 0's beat never read, so the verdict has only the store's
-    address; start() resolved it to the host's name beforehand (the lab's node1 said "node 10.77.0.1")."""
+    address; start() resolves it to the host's name beforehand, in the background (the lab's node1 said "node
+    10.77.0.1")."""
     from fabricbench.jobs import heartbeat
 
     monkeypatch.setattr(heartbeat.socket, "gethostbyaddr", lambda addr: ("node0", [], [addr]))

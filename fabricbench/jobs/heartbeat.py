@@ -286,8 +286,12 @@ def start(*, rank: int, world: int, host_addr: str, port: int, stall_s: float | 
     store = tdist.TCPStore(host_addr, port, None, False, timeout=datetime.timedelta(seconds=connect_s),
                            wait_for_workers=False)
     store.set_timeout(datetime.timedelta(seconds=STORE_WAIT_S))  # a dead store: errors, not waits
-    return Heartbeat(store, rank=rank, world=world, stall_s=stall_s, on_stall=on_stall,
-                     store_host=host_name(host_addr))
+    hb = Heartbeat(store, rank=rank, world=world, stall_s=stall_s, on_stall=on_stall, store_host=host_addr)
+    # the store host's name, for the verdict, found off the start-up path: a slow resolver would otherwise
+    # hold every rank's start for up to host_name's wait; until it answers, the address is said
+    threading.Thread(target=lambda: setattr(hb, "store_host", host_name(host_addr, wait_s=10.0)), daemon=True,
+                     name="fabricbench-store-name").start()
+    return hb
 
 
 def host_name(addr: str, wait_s: float = 1.0) -> str:
