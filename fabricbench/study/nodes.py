@@ -21,9 +21,9 @@ Faults end every surviving node and name the node:
 - a node that never joins: node 0 waits --join-timeout for all, then names the missing ones; a follower
   whose node 0 does not answer gives up after --join-timeout, naming node 0;
 - a node that dies or goes silent: each node beats (a counter in the store, every BEAT_S); a peer whose
-  beat stands still for the stall bound (--stall-timeout, else MIN_STALL_S) is named, the child running
-  is killed, the unit recorded as an error and the study ends (its finished units kept, the report
-  written by node 0). The store's host going away is node 0 dying, said as such.
+  beat stands still for the stall bound (jobs/heartbeat.stall_bound: --stall-timeout, else its floor) is
+  named, the child running is killed, the unit recorded as an error and the study ends (its finished
+  units kept, the report written by node 0). The store's host going away is node 0 dying, said as such.
 """
 
 from __future__ import annotations
@@ -38,10 +38,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 from fabricbench.errors import FabricbenchError
+from fabricbench.jobs.heartbeat import BEAT_S
 
 NODE_DIR = "@NODE_DIR@"  # in a posted argv: where the follower's children write (its own temp folder)
-BEAT_S = 1.0
-MIN_STALL_S = 60.0  # the silence that names a node when --stall-timeout is not given
 OP_S = 10.0  # one store operation's bound (a check or a set; never a blocking wait)
 POLL_S = 0.25
 SLACK_S = 15.0  # a child's own watchdog's reaction time beyond its stall bound
@@ -55,10 +54,6 @@ class NodeLost(FabricbenchError):
 class ShareFailed(FabricbenchError):
     """A follower's share of a spanning child failed and node 0's did not end by itself: the unit failed,
     the study goes on."""
-
-
-def stall_bound(stall_timeout_s: float | None) -> float:
-    return float(stall_timeout_s) if stall_timeout_s else MIN_STALL_S
 
 
 @dataclass(kw_only=True)

@@ -24,6 +24,7 @@ from fabricbench.fabrics import get_fabric
 from fabricbench.fabrics.model import Fabric
 from fabricbench import procs
 from fabricbench.jobs import secrets, store
+from fabricbench.jobs.heartbeat import stall_bound
 from fabricbench.progress import Progress
 from fabricbench.results import ResultWriter, header
 from fabricbench.results.status import Status
@@ -82,7 +83,7 @@ def run_units(config: StudyConfig, units: list[Unit], *, resume: bool, echo: Cal
     existing = prepare(config, resume=resume)
     # across nodes: every node joins before anything is written (a missing one is named, nothing started)
     crew = nodes.Crew.lead(addr=config.master_addr, port=int(config.master_port), nnodes=config.nnodes,
-                           join_timeout_s=config.join_timeout_s, stall_s=nodes.stall_bound(config.stall_timeout_s)) \
+                           join_timeout_s=config.join_timeout_s, stall_s=stall_bound(config.stall_timeout_s, [])) \
         if config.nnodes > 1 else None
     (out / "units").mkdir(parents=True, exist_ok=True)
     attempt = uuid.uuid4().hex[:12]
@@ -298,5 +299,5 @@ def follow(config: StudyConfig, echo: Callable[[str], None] | None = None) -> tu
 
         code = nodes.follow(addr=config.master_addr, port=int(config.master_port), node=config.node_rank,
                             join_timeout_s=config.join_timeout_s,
-                            stall_s=nodes.stall_bound(config.stall_timeout_s), run_child=run_child)
+                            stall_s=stall_bound(config.stall_timeout_s, []), run_child=run_child)
     return code, ran[0]
