@@ -5,10 +5,11 @@
 
 Order: the machine; the batch (picked on GPUs when none is given); the estimate; train on the first
 fabric (its traces say what each strategy sends); a sweep per fabric (sizes covering those traces);
-scaling inside and across NVLink islands when the GPUs span islands; across nodes, each sweep
-again inside node 0 ("intra-node sweep @ F", not related: the report sets it against the sweep across nodes); train on the other fabrics; the
-repeat rounds of train; relate; the summary (rankings with ties, slowdowns with intervals). Durations are rough (start-up plus a per-step or
-per-measurement cost); `--resume` uses the durations recorded by the earlier attempt where it has them.
+scaling inside and across NVLink islands when the GPUs span islands; across nodes, each sweep again
+inside node 0 ("intra-node sweep @ F", not related: the report sets it against the sweep across nodes);
+train on the other fabrics; the repeat rounds of train; relate; the summary (rankings with ties, slowdowns
+with intervals). Durations are rough (start-up plus a per-step or per-measurement cost); `--resume` uses
+the durations recorded by the earlier attempt where it has them.
 """
 
 from __future__ import annotations

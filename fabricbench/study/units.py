@@ -202,7 +202,7 @@ def _train_commands(unit: Unit, ctx: Context):
 def _nodes(unit: Unit, ctx: Context) -> dict[str, Any]:
     """A spanning train unit's node flags: this node's share of one job, meeting on the study's port + 1."""
     c = ctx.config
-    if not unit.span or c.nnodes == 1:
+    if not unit.span:  # the plan spans units only across nodes
         return {}
     return {"nnodes": c.nnodes, "node_rank": ctx.node, "master_addr": c.master_addr,
             "master_port": int(c.master_port) + 1}
@@ -294,11 +294,10 @@ def _sweep_engine(c: StudyConfig, span: bool) -> dict[str, Any]:
 def _sweep_commands(unit: Unit, ctx: Context):
     c = ctx.config
     plan = sweep_plan(ctx)
-    span = unit.span and c.nnodes > 1
     cmds = [SweepJob(ops=",".join(p["ops"]), sizes=p["sizes"], dtype=p["dtype"], iters=c.iters, warmup=c.warmup,
-                     **_sweep_engine(c, span), fabric=str(unit.fabric), timeout_s=float(min(c.sweep_timeout_s, 300)),
+                     **_sweep_engine(c, unit.span), fabric=str(unit.fabric), timeout_s=float(min(c.sweep_timeout_s, 300)),
                      stall_timeout_s=c.stall_timeout_s, out=str(ctx.unit_file(unit)), quiet=True).command() for p in plan]
-    return [spanning(c, a, ctx.node) for a in cmds] if span else cmds, {"sweeps": plan}
+    return [spanning(c, a, ctx.node) for a in cmds] if unit.span else cmds, {"sweeps": plan}
 
 
 def _sweep_collect(unit: Unit, ctx: Context, children) -> Outcome:
