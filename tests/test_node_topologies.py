@@ -1,5 +1,5 @@
 """A sweep across nodes names every node's wiring: each other node's first local rank sends its topology
-snapshot with its host (measuring/ranks._all_ranks_info), and rank 0 gets {host: snapshot} to write as
+snapshot with its host (measuring/ranks.all_ranks_info), and rank 0 gets {host: snapshot} to write as
 topology records. Ranks simulated here in one process through a dict store, hosts and snapshots faked."""
 
 from __future__ import annotations
@@ -35,12 +35,12 @@ def test_rank_0_learns_every_other_node_s_topology(two_nodes):
     for rank in (3, 2, 1):  # the others first: rank 0 reads what they set
         two_nodes["host"] = "node1" if rank >= 2 else "node0"
         dist = DistContext(rank=rank, world_size=4, local_rank=rank % 2, store=store)
-        assert runner._all_ranks_info(dist, "r", {"devices": [rank % 2], "gpu_names": ["X"]}) == \
+        assert runner.all_ranks_info(dist, "r", {"devices": [rank % 2], "gpu_names": ["X"]}) == \
             {"devices": [rank % 2], "gpu_names": ["X"]}
     sent = {r: json.loads(store[f"r/info/{r}"]) for r in (1, 2, 3)}
     assert "topology" in sent[2] and "topology" not in sent[3] and "topology" not in sent[1]  # first local ranks
     two_nodes["host"] = "node0"
-    info = runner._all_ranks_info(DistContext(rank=0, world_size=4, local_rank=0, store=store), "r",
+    info = runner.all_ranks_info(DistContext(rank=0, world_size=4, local_rank=0, store=store), "r",
                                   {"devices": [0], "gpu_names": ["X"]})
     assert info["hosts"] == ["node0", "node1"] and info["gpus"] == [0, 1, 0, 1]
     assert info["node_topologies"] == {"node1": {"gpus": [{"index": 0, "name": "GPU of node1"}], "links": [],
@@ -49,6 +49,6 @@ def test_rank_0_learns_every_other_node_s_topology(two_nodes):
 
 def test_one_node_sends_no_snapshot(two_nodes):
     store = Store()
-    runner._all_ranks_info(DistContext(rank=1, world_size=2, local_rank=1, store=store), "r", {})
-    info = runner._all_ranks_info(DistContext(rank=0, world_size=2, local_rank=0, store=store), "r", {})
+    runner.all_ranks_info(DistContext(rank=1, world_size=2, local_rank=1, store=store), "r", {})
+    info = runner.all_ranks_info(DistContext(rank=0, world_size=2, local_rank=0, store=store), "r", {})
     assert info["node_topologies"] == {} and info["hosts"] == ["node0"]

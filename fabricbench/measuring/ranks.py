@@ -83,7 +83,7 @@ def _rendezvous(timeout_s: float) -> DistContext:
     return DistContext(rank=rank, world_size=world, local_rank=local, store=store, timeout_s=timeout_s)
 
 
-def _share(dist: DistContext | None, run_id: str, key: str, value: Any) -> Any:
+def share(dist: DistContext | None, run_id: str, key: str, value: Any) -> Any:
     """Rank 0's value, on every rank (through the store)."""
     if dist is None or dist.world_size == 1:
         return value
@@ -93,7 +93,7 @@ def _share(dist: DistContext | None, run_id: str, key: str, value: Any) -> Any:
     return json.loads(dist.store.get(f"{run_id}/{key}"))
 
 
-def _all_ranks_info(dist: DistContext | None, run_id: str, info: dict[str, Any]) -> dict[str, Any]:
+def all_ranks_info(dist: DistContext | None, run_id: str, info: dict[str, Any]) -> dict[str, Any]:
     """With one rank per process, rank 0 learns every rank's GPUs and host, so records name them all; and
     across nodes, each other node's topology (its first local rank sends the snapshot), under
     "node_topologies" {host: snapshot}, which rank 0 writes as topology records (run_rank)."""
@@ -116,7 +116,7 @@ def _all_ranks_info(dist: DistContext | None, run_id: str, info: dict[str, Any])
                                 if r.get("topology") and r["host"] != mine["host"]}}
 
 
-def _agree(dist: DistContext, run_id: str, seed: int) -> tuple[str, int]:
+def agree(dist: DistContext, run_id: str, seed: int) -> tuple[str, int]:
     """Rank 0's run id and check seed for every rank: the store keys and the --check inputs depend on them."""
     if dist.rank == 0:
         dist.store.set("run", json.dumps([run_id, seed]))

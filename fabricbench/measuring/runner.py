@@ -29,7 +29,7 @@ from fabricbench.measuring.child import sweep_under_fabric
 from fabricbench.measuring.config import SweepConfig
 from fabricbench.measuring.engines import ENGINES
 from fabricbench.measuring.launch import launch_local
-from fabricbench.measuring.ranks import _agree, _all_ranks_info, _share, dist_from_env
+from fabricbench.measuring.ranks import agree, all_ranks_info, dist_from_env, share
 from fabricbench.measuring.plan import PlanItem, build_plan, check_fits
 from fabricbench.measuring.session import Case, DistContext, Session, Timing
 from fabricbench.measuring.stats import combine_slowest, summarize
@@ -177,7 +177,7 @@ def run_rank(config: SweepConfig, dist: DistContext | None, emit: Emit, *, run_i
     is_root = dist is None or dist.rank == 0
     settings = resuming.settings(config)
     try:
-        info = _all_ranks_info(dist, run_id, session.info)
+        info = all_ranks_info(dist, run_id, session.info)
         for host, snap in (info.get("node_topologies") or {}).items() if is_root else ():
             # another node's wiring (sweep_run.py wrote this one's): the file names every node's
             emit({**header("topology", run_id=run_id, fabric=config.fabric), **snap, "host": host})
@@ -189,7 +189,7 @@ def run_rank(config: SweepConfig, dist: DistContext | None, emit: Emit, *, run_i
         if is_root and prior:
             held = resuming.match(plan, prior, config, nranks=session.nranks, gpus=record_gpus(config, info),
                                   backend=info.get("backend"))
-        skip = set(_share(dist, run_id, "resume", sorted(held)))  # every rank skips the same items
+        skip = set(share(dist, run_id, "resume", sorted(held)))  # every rank skips the same items
         if is_root and on_skip is not None and prior is not None:
             on_skip(*resuming.skip_counts(plan, skip))
         gather = _Gather(dist, run_id)
@@ -242,7 +242,7 @@ def run_sweep(config: SweepConfig, *, writer=None, on_result: Callable[[Collecti
         config = dataclasses.replace(config, fabric=here.name)
 
     def emit(record: dict[str, Any]) -> None:
-        if record.get("kind") == "topology":  # another node's snapshot (_all_ranks_info): written, no result
+        if record.get("kind") == "topology":  # another node's snapshot (all_ranks_info): written, no result
             if writer is not None:
                 writer.write(record)
             return
@@ -275,7 +275,7 @@ def run_sweep(config: SweepConfig, *, writer=None, on_result: Callable[[Collecti
         dist = dist_from_env(config.timeout_s)
         if dist is not None:
             heartbeat.watch_this_rank(config.stall_timeout_s)  # a stopped or lost rank ends every node's run
-            run_id, seed = _agree(dist, run_id, seed)
+            run_id, seed = agree(dist, run_id, seed)
         run_rank(config, dist, emit, run_id=run_id, seed=seed, prior=prior if _is_root(dist) else None,
                  reused=reuse, on_skip=on_skip)
     return results
