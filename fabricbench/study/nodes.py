@@ -100,15 +100,16 @@ class Peers:
             if last is None or last[0] != b:
                 self._seen[n] = (b, now)
             elif now - last[1] > bound_s:
-                raise NodeLost(self._gone(n, f"no beat for {now - last[1]:.0f} s"))
+                raise self.lost(n, f"no beat for {now - last[1]:.0f} s")
 
-    def _gone(self, n: int, why: str) -> str:
+    def lost(self, n: int, why: str) -> NodeLost:
+        """Node n's loss, named with its host, to raise."""
         host = self.hosts.get(n)
-        return f"node {n}{f' ({host})' if host else ''} stopped answering: {why}; the study ends here"
+        return NodeLost(f"node {n}{f' ({host})' if host else ''} stopped answering: {why}; the study ends here")
 
     def _store_lost(self, why: str) -> NodeLost:
         """The store lives in node 0's process: its going is node 0's."""
-        return NodeLost(self._gone(0, f"its study store at {self.where} stopped answering ({why})"))
+        return self.lost(0, f"its study store at {self.where} stopped answering ({why})")
 
     def wait_for(self, key: str, *, nodes: list[int], until: float | None = None) -> str:
         """The value of `key` once set, watching `nodes` meanwhile; NodeLost when one goes, TimeoutError at
@@ -225,8 +226,7 @@ class Crew:
             try:
                 out[n] = json.loads(self.peers.wait_for(f"done/{k}/{n}", nodes=self.followers, until=until))
             except TimeoutError:
-                raise NodeLost(self.peers._gone(n, f"no result of its share in {budget_s + self.peers.stall_s:.0f} s")) \
-                    from None
+                raise self.peers.lost(n, f"no result of its share in {budget_s + self.peers.stall_s:.0f} s") from None
         return out
 
     def watch_share(self, k: int) -> None:
