@@ -26,9 +26,11 @@ latency that minimises the relative error over the smaller sizes, divided only w
 back (num_per_node 8). SimuMax then re-predicts the largest size (`repredict`: the round trip the tests hold
 to 2%); the smaller sizes are off by what a straight line misses (a knee, noise on a CPU sweep), said per op
 in a note with its median and worst. gbps is the --base file's nominal when given, else the best op's
-fitted figure (a sweep does not know its link's nominal), and each op's efficient_factor is relative to it. One node fills
-high_intra_node and low_intra_node (SimuMax routes intra-node groups to high_intra_node), several fill
-inter_node. Broadcast and ops SimuMax has no key for are left out, with a note.
+fitted figure (a sweep does not know its link's nominal), and each op's efficient_factor is relative to it.
+One node fills high_intra_node and low_intra_node (SimuMax routes intra-node groups to high_intra_node), or,
+where --base says intra_with_pcie, the intra_node_pcie_Nx group for the rank count; several nodes fill
+inter_node. A --base config keeps its accelerator, its other groups, its num_per_node and its nominal gbps.
+Broadcast and ops SimuMax has no key for are left out, with a note.
 """
 
 from __future__ import annotations
@@ -146,6 +148,23 @@ def _measured(records: list[dict[str, Any]], fabric: str | None) -> tuple[str, d
     return fabric, by_op, notes
 
 
+def _groups(nodes: int, nranks: int, pcie: bool) -> tuple[str, ...]:
+    """The network groups SimuMax reads for a group of `nranks` on `nodes` nodes (perf_llm.py's routing).
+
+    Several nodes: inter_node. One: high_intra_node (and low_intra_node, which its docs ask for), or where the
+    --base config says intra_with_pcie, the PCIe group SimuMax's analysis_pcie_net picks for that many ranks.
+    """
+    if nodes > 1:
+        return ("inter_node",)
+    if not pcie:
+        return INTRA
+    for width in (2, 4, 8):
+        if nranks <= width:
+            return (f"intra_node_pcie_{width}x",)
+    raise UsageError(f"the sweep ran {nranks} ranks on one node; SimuMax's PCIe groups hold at most 8 "
+                     f"(give a --base without intra_with_pcie)")
+
+
 def _base(path: str | None) -> dict[str, Any]:
     if path is None:
         return {}
@@ -165,32 +184,36 @@ def system(records: list[dict[str, Any]], *, fabric: str | None = None, base: st
     fabric, by_op, notes = _measured(records, fabric)
     nodes = max(_nodes(rs) for rs in by_op.values())
     n_max = max(rs[0]["nranks"] for rs in by_op.values())
-    per_node = max(1, n_max // nodes)
-    nets = ("inter_node",) if nodes > 1 else INTRA
+    doc = copy.deepcopy(_base(base))
+    # GPUs per node is the machine's: a --base config's figure stands (the sweep may have used fewer)
+    per_node = int(doc.get("num_per_node") or max(1, n_max // nodes))
+    nets = _groups(nodes, n_max, bool((doc.get("networks") or {}).get("intra_with_pcie")))
     fits = {op: _fit(op, _times(rs), rs[0]["nranks"], per_node) for op, rs in by_op.items()}
     # on inter_node SimuMax runs p2p at gbps / num_per_node: its share of the link is per_node times its figure
     share = {op: per_node if nets[0] == "inter_node" and OPS[op][0] == "p2p" else 1 for op in fits}
-    doc = copy.deepcopy(_base(base))
     old = (doc.get("networks") or {}).get(nets[0]) or {}
     gbps = (old.get("bandwidth") or {}).get("gbps") or max(fits[op][0] * share[op] for op in fits)
-    doc.update({"sys_name": doc.get("sys_name") or f"fabricbench {source}".strip(), "num_per_node": per_node})
+    doc["sys_name"] = doc.get("sys_name") or f"fabricbench {source}".strip()
+    doc["num_per_node"] = per_node
     networks = doc.setdefault("networks", {})
-    if nodes == 1:
-        if networks.get("intra_with_pcie") or doc.get("FC8"):
-            notes.append("--base's intra_with_pcie and FC8 set to false: the fitted figures already hold the topology")
+    if nets == INTRA:
+        if doc.get("FC8"):
+            notes.append("--base's FC8 set to false: the fitted figures already hold the NVLink topology")
         networks["intra_with_pcie"], doc["FC8"] = False, False
     lats = [lat for _, lat, _ in fits.values()]
     for net in nets:
         group = copy.deepcopy(networks.get(net) or {})
         group.setdefault("processor_usage", 0.0)
-        group["bandwidth"] = {"gbps": _sig(gbps), "efficient_factor": 1.0, "latency_us": _sig(statistics.median(lats))}
+        # a --base group's bandwidth stands: the ops not measured keep their figures
+        group.setdefault("bandwidth", {"gbps": _sig(gbps), "efficient_factor": 1.0,
+                                       "latency_us": _sig(statistics.median(lats))})
         ops = group.setdefault("op", {})
         for op, (key, scale, offset) in OPS.items():
             ops.setdefault(key, {"scale": scale, "offset": offset})
             if op in fits:
                 bw, lat, _ = fits[op]
                 ops[key] = {"scale": scale, "offset": offset, "efficient_factor": _sig(bw * share[op] / gbps),
-                            "latency_us": _sig(lat)}
+                            "latency_us": _sig(lat), "fixed_latency_us": 0.0}
         networks[net] = group
     doc["fabricbench"] = {"source": source, "fabric": fabric, "network": nets[0], "ops": {
         op: {"key": OPS[op][0], "nranks": by_op[op][0]["nranks"]} for op in fits}}
