@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import fabricbench.gpus
 from fabricbench import references
+from fabricbench.cli import main
+from fabricbench.measuring import sweep_run
 from fabricbench.references.table import REFERENCES
+from fabricbench.results.schema import CollectiveResult
+from fabricbench.results.status import Status
 
 
 def _rec(gpu, n, size, busbw, op="all_reduce", fabric="default"):
@@ -43,6 +48,31 @@ def test_sweep_under_p2p_off_prints_the_p2p_off_row():
     text = " ".join(ln.strip() for ln in lines)
     assert lines[0].startswith("reference: all_reduce, 4 × NVIDIA A100-SXM4-40GB, fabric p2p-off: 5 GB/s")
     assert "P2P disabled (DGX A100): 5.2 GB/s" in text and all(len(ln) <= 79 for ln in lines)
+
+
+def test_sweep_command_under_p2p_off_prints_the_p2p_off_row(monkeypatch, capsys):
+    # `sweep --fabric p2p-off` on 4 × A100 (the measurement stood in for: no GPU here) ends on the P2P-off row
+    n, size = 4, 1 << 30
+    f = 2 * (n - 1) / n
+    t = size / (5.0 / f * 1e9) * 1e6  # a 5 GB/s busbw, as DGX A100's published P2P-off figure
+    rec = CollectiveResult(op="all_reduce", dtype="float32", bytes=size, requested_bytes=size, count=size // 4,
+                           nranks=n, gpus=list(range(n)), inplace=False, graph=False, iters=20, time_us=t, mean_us=t,
+                           min_us=t, max_us=t, p95_us=t, cv=0.01, ci95_rel=None, algbw_gbps=5.0 / f,
+                           busbw_gbps=5.0, busbw_factor=f, busbw_note=None, wrong=None, status=Status.OK,
+                           engine="native", gpu_names=["NVIDIA A100-SXM4-40GB"] * n,
+                           context={"kind": "collective", "fabric": "p2p-off"})
+
+    def measured(config, *, on_result=None, **_):
+        assert config.fabric == "p2p-off"
+        on_result(rec)
+        return [rec]
+
+    monkeypatch.setattr(sweep_run, "run_sweep", measured)
+    monkeypatch.setattr(fabricbench.gpus, "visible_gpu_count", lambda: n)
+    main(["sweep", "--gpus", "0-3", "--fabric", "p2p-off", "--sizes", "1G", "--ops", "all_reduce"])
+    out = " ".join(ln.strip() for ln in capsys.readouterr().out.splitlines())
+    assert "reference: all_reduce, 4 × NVIDIA A100-SXM4-40GB, fabric p2p-off: 5 GB/s" in out
+    assert "P2P disabled (DGX A100): 5.2 GB/s" in out
 
 
 def test_azure_h200_note_names_the_gated_figure():
