@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import fabricbench.gpus
 from fabricbench import references
 from fabricbench.cli import main
@@ -103,8 +106,21 @@ def test_summary_lines():
     assert "no published reference matches (none for 1 × NVIDIA H200 all_reduce at 64M" in small
 
 
-def test_docs_list_every_row():
-    from pathlib import Path
+def _named(source: str) -> str:
+    """What a docs line must name of a source: an issue's tag, a repository's owner/name, a page's address,
+    else the text before ':' (DOMAIN.md)."""
+    m = re.match(r"https://github\.com/([^/ ]+/[^/ ]+)(/(issues|pull)/\d+)?", source)
+    if m:
+        return references.tag(source) if m.group(2) else m.group(1)
+    return source.split()[0] if source.startswith("http") else source.split(":")[0]
+
+
+def test_docs_list_every_row_with_its_figure_and_sources():
     page = (Path(__file__).parent.parent / "docs" / "references.md").read_text(encoding="utf-8")
     for r in REFERENCES:
-        assert f"| {r.platform} |" in page, r.platform
+        fig = ("no published figure" if r.lo_gbps is None else
+               f"{r.lo_gbps:g}" if r.lo_gbps == r.hi_gbps else f"{r.lo_gbps:g}–{r.hi_gbps:g}")
+        lines = [ln for ln in page.splitlines() if ln.startswith(f"| {r.platform} |") and f"| {fig} |" in ln]
+        assert lines, (r.platform, fig)
+        for src in r.sources:
+            assert any(_named(src) in ln for ln in lines), (r.platform, _named(src))
