@@ -126,3 +126,22 @@ def test_simumax_export_refusals(tmp_path, capsys):
         simumax.system(only_bcast)
     with pytest.raises(UsageError, match="no fitted all_to_all"):
         simumax.repredict(simumax.system(read(CPU_SWEEP).records)[0], [], "all_to_all")
+
+
+@pytest.mark.slow
+def test_live_gloo_sweep_round_trip(tmp_path):
+    # a sweep measured now (2 gloo ranks), exported with the command, read back: SimuMax re-predicts its
+    # largest size of every op within 2%, whatever the load on the machine
+    import fabricbench
+
+    sweep = tmp_path / "sweep.jsonl"
+    fabricbench.sweep(engine="torch", backend="gloo", nprocs=2, ops="all_reduce,all_gather,reduce_scatter",
+                      sizes="1K-1M:x8", iters=5, warmup=1, out=str(sweep))
+    doc, records = _export(tmp_path, sweep)
+    assert doc["num_per_node"] == 2 and set(doc["fabricbench"]["ops"]) == {"all_reduce", "all_gather",
+                                                                         "reduce_scatter"}
+    for op in doc["fabricbench"]["ops"]:
+        rows = simumax.repredict(doc, records, op)
+        assert len(rows) == 4
+        size, err = _largest(rows)
+        assert size == 512 << 10 and abs(err) < 0.02, (op, err)  # 1K-1M:x8 is 1K, 8K, 64K, 512K
