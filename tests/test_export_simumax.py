@@ -121,6 +121,8 @@ def test_simumax_export_refusals(tmp_path, capsys):
               "--base", str(bad)])
     err = capsys.readouterr().err.strip()
     assert e.value.code == 2 and "--base" in err and "not JSON" in err and len(err.splitlines()) == 1
+    main(["export", str(CPU_SWEEP), "--format", "simumax", "--out", str(tmp_path / "o.json"), "--group", "DP"])
+    assert "warning: --group is ignored by --format simumax" in capsys.readouterr().err
     only_bcast = [r for r in read(CPU_SWEEP).records if r["op"] == "broadcast"]
     with pytest.raises(UsageError, match="SimuMax's network ops"):
         simumax.system(only_bcast)

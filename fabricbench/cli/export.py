@@ -36,6 +36,10 @@ def export_command(results, fmt, out_path, group, fabric, size, base) -> None:
         raise UsageError(f"--size {size}: {e}") from None
     opts = {"simai-busbw": {"group": group, "fabric": fabric, "size": nbytes},
             "simumax": {"fabric": fabric, "base": base}}.get(fmt, {})
+    given = (("group", group != "TP"), ("size", size is not None), ("base", base is not None),
+             ("fabric", fabric is not None))
+    for key in [k for k, on in given if on and k not in opts]:
+        click.echo(f"warning: --{key} is ignored by --format {fmt}", err=True)
     for note in export(results, fmt, out_path, **opts):
         click.echo(f"note: {note}", err=True)
     click.echo(f"{fmt}: wrote {out_path}")
