@@ -111,6 +111,11 @@ def test_base_config_is_filled_not_replaced(tmp_path):
     for op in ("all_reduce", "all_gather", "reduce_scatter"):
         _, err = _largest(simumax.repredict(doc, records, op))
         assert abs(err) < 0.02, op
+    # an NVLink-fast sweep against this PCIe base: the efficient_factor above 1 is said
+    fast = [{**r, "time_us": r["time_us"] / 100} for r in records]
+    _, notes = simumax.system(fast, base=str(A100_PCIE))
+    assert any("faster than --base's nominal 30 GiB/s" in n for n in notes)
+    assert not any("faster than" in n for n in simumax.system(records, base=str(A100_PCIE))[1])
 
 
 def test_simumax_export_refusals(tmp_path, capsys):

@@ -215,6 +215,10 @@ def system(records: list[dict[str, Any]], *, fabric: str | None = None, base: st
                 ops[key] = {"scale": scale, "offset": offset, "efficient_factor": _sig(bw * share[op] / gbps),
                             "latency_us": _sig(lat), "fixed_latency_us": 0.0}
         networks[net] = group
+    over = sorted(op for op in fits if fits[op][0] * share[op] > gbps * 1.0001)
+    if over:
+        notes.append(f"{', '.join(over)}: measured faster than --base's nominal {gbps:g} GiB/s (efficient_factor "
+                     f"above 1): is --base the machine that was swept?")
     doc["fabricbench"] = {"source": source, "fabric": fabric, "network": nets[0], "ops": {
         op: {"key": OPS[op][0], "nranks": by_op[op][0]["nranks"]} for op in fits}}
     notes += _fit_notes(json.loads(json.dumps(doc)), by_op, fits, nets[0])
