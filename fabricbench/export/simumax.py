@@ -191,8 +191,7 @@ def system(records: list[dict[str, Any]], *, fabric: str | None = None, base: st
     fits = {op: _fit(op, _times(rs), rs[0]["nranks"], per_node) for op, rs in by_op.items()}
     # on inter_node SimuMax runs p2p at gbps / num_per_node: its share of the link is per_node times its figure
     share = {op: per_node if nets[0] == "inter_node" and OPS[op][0] == "p2p" else 1 for op in fits}
-    old = (doc.get("networks") or {}).get(nets[0]) or {}
-    gbps = (old.get("bandwidth") or {}).get("gbps") or max(fits[op][0] * share[op] for op in fits)
+    gbps = max(fits[op][0] * share[op] for op in fits)  # the nominal of a group --base does not give
     doc["sys_name"] = doc.get("sys_name") or f"fabricbench {source}".strip()
     doc["num_per_node"] = per_node
     networks = doc.setdefault("networks", {})
@@ -208,17 +207,18 @@ def system(records: list[dict[str, Any]], *, fabric: str | None = None, base: st
         group.setdefault("bandwidth", {"gbps": _sig(gbps), "efficient_factor": 1.0,
                                        "latency_us": _sig(statistics.median(lats))})
         ops = group.setdefault("op", {})
+        nominal = group["bandwidth"]["gbps"]  # each group's own: --base's groups may differ
         for op, (key, scale, offset) in OPS.items():
             ops.setdefault(key, {"scale": scale, "offset": offset})
             if op in fits:
                 bw, lat, _ = fits[op]
-                ops[key] = {"scale": scale, "offset": offset, "efficient_factor": _sig(bw * share[op] / gbps),
+                ops[key] = {"scale": scale, "offset": offset, "efficient_factor": _sig(bw * share[op] / nominal),
                             "latency_us": _sig(lat), "fixed_latency_us": 0.0}
         networks[net] = group
-    over = sorted(op for op in fits if fits[op][0] * share[op] > gbps * 1.0001)
-    if over:
-        notes.append(f"{', '.join(over)}: measured faster than --base's nominal {gbps:g} GiB/s (efficient_factor "
-                     f"above 1): is --base the machine that was swept?")
+        over = sorted(op for op in fits if fits[op][0] * share[op] > nominal * 1.0001)
+        if over and net == nets[0]:
+            notes.append(f"{', '.join(over)}: measured faster than --base's nominal {nominal:g} GiB/s "
+                         f"(efficient_factor above 1): is --base the machine that was swept?")
     doc["fabricbench"] = {"source": source, "fabric": fabric, "network": nets[0], "ops": {
         op: {"key": OPS[op][0], "nranks": by_op[op][0]["nranks"]} for op in fits}}
     notes += _fit_notes(json.loads(json.dumps(doc)), by_op, fits, nets[0])
