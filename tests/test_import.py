@@ -26,7 +26,7 @@ def _fig(recs, nbytes, inplace):
 
 def test_formats_table_and_sniffing():
     assert FORMATS.names() == ["nccl-inspector", "nccl-inspector-prom", "dcgm-diag", "nccl-ras", "nvbandwidth-json",
-                               "nccl-tests-json", "nccl-tests", "nvbandwidth", "nccl-log"]
+                               "nccl-tests-json", "nccl-diag", "nccl-tests", "nvbandwidth", "nccl-log"]
     assert sniff((DATA / "constructed_2_19_6_json.json").read_text()) == "nccl-tests-json"
     assert sniff((DATA / "nccl_tests_gb200_nvl72.txt").read_text()) == "nccl-tests"
     assert sniff((DATA / "nvbandwidth_v0_8_a6000.txt").read_text()) == "nvbandwidth"

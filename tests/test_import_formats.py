@@ -107,10 +107,36 @@ def test_ras_json_real_capture_mismatch_is_inferred_and_named():
 def test_ras_json_malformed_2_28_is_repaired_and_says_so():
     got = _one(RAS / "ncclras_SYNTHETIC_2_28_7_missing_rank_malformed.json")
     assert any("repaired malformed JSON" in w for w in got.warnings)
-    (h,) = got.records
+    h, job = got.records
     kinds = {f["kind"]: f for f in h["findings"]}
-    assert set(kinds) == {"missing", "dead"}
-    assert kinds["missing"]["ranks"][0] == {"rank": 1, "host": "node-b", "pid": 200, "gpu": 3, "nvml_gpu": 3}
+    assert set(kinds) == {"missing", "unresponsive", "dead"}
+    assert kinds["missing"]["ranks"][0] == {"rank": 1, "host": "node-b", "pid": 200, "gpu": 3, "nvml_gpu": 3,
+                                            "nccl_status": ["unresponsive", "dead"]}
+    # NCCL's own words are kept: unresponsive and dead are different faults to an operator
+    assert kinds["missing"]["nccl"] == ["unresponsive", "dead"] and "NCCL: unresponsive, dead" in kinds["missing"][
+        "detail"]
+    assert kinds["unresponsive"]["nccl"] == ["unresponsive"] and kinds["dead"]["nccl"] == ["dead"]
+    # RAS's gather timeout (ras.timeouts_count) is NCCL's TIMEOUT, about the job: one record of its own
+    assert job["comm_hash"] is None and [f["nccl"] for f in job["findings"]] == [["timeout"]]
+
+
+def test_ras_text_keeps_nccl_words_and_reads_partial_reports():
+    (m,) = _one(RAS / "ncclras_issue1911_2_26_2_mismatch.txt").records
+    assert m["findings"][0]["nccl"] == ["mismatch"]
+    # an excerpt pasted into a ticket: the Errors and Warnings sections without the header
+    got = _one(RAS / "ncclras_issue1911_2_26_2_errors_warnings.txt")
+    (p,) = got.records
+    assert got.format == "nccl-ras" and any("partial ncclras report" in w for w in got.warnings)
+    (f,) = p["findings"]
+    assert (p["comm_hash"], p["nranks"], f["nccl"], f["counts"]) == ("fa93daea854b060b", None, ["mismatch"],
+                                                                     {"640": 30, "641": 2})
+    # down to a single "Errors" section: the missing rank, its node and its GPU are named
+    comm, job = _one(RAS / "ncclras_issue1762_2_27_3_errors_only.txt").records
+    assert comm["comm_hash"] == "b3398875b8b2a063" and comm["healthy"] is False
+    assert comm["findings"][0]["ranks"] == [{"rank": 1, "gpu": "0", "pid": 60004, "host": "10.4.109.13"}]
+    assert comm["findings"][0]["nccl"] == ["incomplete"] and comm["extra"]["group"] == 0
+    assert job["comm_hash"] is None and job["findings"][0]["ranks"][0] == {"pid": 60004, "host": "10.4.109.13",
+                                                                          "gpu": "0"}
 
 
 def test_ras_text_mismatch_incomplete_and_ok():

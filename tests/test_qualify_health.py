@@ -31,7 +31,8 @@ def test_dcgm_failure_is_critical_and_ras_names_host_and_gpu(tmp_path):
     ras = v["nccl_ras"]
     assert (ras.severity, ras.code) == (Severity.CRITICAL, "FB_RAS_MISSING_RANK")
     assert "rank 1 host node-b GPU 3 pid 200" in ras.reason
-    assert {i.criterion for i in ras.items} == {"missing", "dead"}
+    assert {i.criterion for i in ras.items} == {"missing", "dead", "error"}  # error: RAS's gather timed out
+    assert "NCCL: unresponsive, dead" in ras.reason
     mm = v["nccl_ras_mismatch"]
     assert (mm.severity, mm.code) == (Severity.WARNING, "FB_RAS_MISMATCH") and "host 10.0.109.86 GPU 0" in mm.reason
     assert res.verdicts and "FB_DCGM_FAIL" in json.loads((tmp_path / "bad" / "verdicts.json").read_text())[

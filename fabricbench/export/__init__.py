@@ -1,10 +1,12 @@
 """Out to simulators: fabricbench results in the formats other tools read.
 
     fabricbench export sweep.jsonl --format simai-busbw --out busbw.yaml
+    fabricbench export sweep.jsonl --format simumax --out system.json [--base configs/system/a100_pcie.json]
     fabricbench export train.jsonl --format comm-trace --out trace.json
 
-One module per format (simai.py, trace.py), one row of EXPORTERS each; `export(path_or_folder, fmt, out)`
-reads the records (a results file, or a study folder's results.jsonl) and writes the file.
+One module per format (simai.py, simumax.py, trace.py), one row of EXPORTERS each;
+`export(path_or_folder, fmt, out)` reads the records (a results file, or a study folder's results.jsonl) and
+writes the file.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from fabricbench.errors import UsageError
-from fabricbench.export import simai, trace
+from fabricbench.export import simai, simumax, trace
 from fabricbench.files import dumps, write_text_atomic
 from fabricbench.registry import Registry
 from fabricbench.results import records as results_records
@@ -33,6 +35,12 @@ def _simai(recs: list[dict[str, Any]], *, source: str, group: str = "TP", fabric
     return simai.render(tab, name=f"fabricbench {Path(source).name}"), notes
 
 
+def _simumax(recs: list[dict[str, Any]], *, source: str, fabric: str | None = None, base: str | None = None,
+             **_: Any) -> tuple[str, list[str]]:
+    doc, notes = simumax.system(recs, fabric=fabric, base=base, source=Path(source).name)
+    return dumps(doc, indent=4) + "\n", notes
+
+
 def _trace(recs: list[dict[str, Any]], *, source: str, **_: Any) -> tuple[str, list[str]]:
     doc = trace.trace(recs, source=source)
     return dumps(doc, indent=2) + "\n", [f"{len(doc['runs'])} train run(s) written"]
@@ -41,6 +49,8 @@ def _trace(recs: list[dict[str, Any]], *, source: str, **_: Any) -> tuple[str, l
 EXPORTERS: Registry[Exporter] = Registry("export format")
 EXPORTERS.register("simai-busbw", Exporter(description="SimAI analytical busbw.yaml (format 3, TP/DP/EP/PP)",
                                            write=_simai))
+EXPORTERS.register("simumax", Exporter(description="SimuMax system.json, its networks fitted from the sweep",
+                                        write=_simumax))
 EXPORTERS.register("comm-trace", Exporter(description="per-step (op, bytes, group) JSON of a train run's trace",
                                           write=_trace))
 

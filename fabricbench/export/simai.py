@@ -29,7 +29,7 @@ from __future__ import annotations
 from typing import Any
 
 from fabricbench.errors import UsageError
-from fabricbench.results.status import TIMED_COLLECTIVE
+from fabricbench.export.measured import one_fabric
 from fabricbench.sizes import format_size
 
 SECTIONS = ("TP", "DP", "EP", "PP")
@@ -43,18 +43,7 @@ def table(records: list[dict[str, Any]], *, group: str = "TP", fabric: str | Non
     """{section: {key: busbw or None}} and one note per figure (which record it came from)."""
     if group not in SECTIONS:
         raise UsageError(f"--group {group}: SimAI's sections are {', '.join(SECTIONS)}")
-    colls = [r for r in records if r.get("kind") == "collective" and r.get("status") in TIMED_COLLECTIVE
-             and r.get("busbw_gbps") and r.get("bytes") and not (r.get("extra") or {}).get("observed")]
-    if not colls:
-        raise UsageError("no measured collective with a busbw in the results (a sweep, compare or study)")
-    fabrics = sorted({r.get("fabric") or "default" for r in colls})
-    if fabric is None and len(fabrics) > 1:
-        raise UsageError(f"the results hold {len(fabrics)} fabrics ({', '.join(fabrics)}); choose one with --fabric "
-                         f"(SimAI reads one table)")
-    fabric = fabric or fabrics[0]
-    if fabric not in fabrics:
-        raise UsageError(f"--fabric {fabric}: the results have {', '.join(fabrics)}")
-    mine = [r for r in colls if (r.get("fabric") or "default") == fabric]
+    fabric, mine = one_fabric(records, fabric, reader="SimAI")
     ranks = sorted({r.get("nranks") for r in mine})
     out: dict[str, dict[str, float | None]] = {s: ({"busbw": None} if s == "PP" else dict.fromkeys(OPS)) for s in SECTIONS}
     notes = []

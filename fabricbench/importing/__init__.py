@@ -1,5 +1,6 @@
 """Read what other tools wrote: nccl-tests (text of every era, -J JSON), NCCL_DEBUG=INFO logs, nvbandwidth,
-NCCL Inspector (JSON and Prometheus), NCCL RAS (text and JSON) and DCGM diagnostics (JSON).
+NCCL Inspector (JSON and Prometheus), NCCL RAS (text and JSON), NCCL_RUN_DIAGNOSTICS reports and DCGM
+diagnostics (JSON).
 
     fabricbench import ar.log ag.json nvb.txt --out imported.jsonl --fabric nvswitch --nranks 8
     fabricbench import host-pid42.log.gz ras.json dcgm.json --out node.jsonl
@@ -28,6 +29,7 @@ from fabricbench.importing import (
     dcgm_diag,
     inspector,
     inspector_prom,
+    nccl_diag,
     nccl_log,
     nccl_ras,
     nccl_tests_json,
@@ -59,6 +61,8 @@ FORMATS.register("nvbandwidth-json", Format(description="nvbandwidth -j JSON", s
                                             read=nvbandwidth_json.read))
 FORMATS.register("nccl-tests-json", Format(description="nccl-tests -J JSON (file version 3)",
                                            sniff=nccl_tests_json.sniff, read=nccl_tests_json.read))
+FORMATS.register("nccl-diag", Format(description="NCCL_RUN_DIAGNOSTICS report (NCCL >= 2.31), alone or in a log",
+                                     sniff=nccl_diag.sniff, read=nccl_diag.read))
 FORMATS.register("nccl-tests", Format(description="nccl-tests text output, any era, NCCL log lines mixed in",
                                       sniff=nccl_tests_text.sniff, read=nccl_tests_text.read))
 FORMATS.register("nvbandwidth", Format(description="nvbandwidth matrices", sniff=nvbandwidth.sniff,
@@ -67,8 +71,9 @@ FORMATS.register("nccl-log", Format(description="an NCCL_DEBUG=INFO log on its o
                                     read=nccl_log.read))
 
 
-# the formats that may share one text file (the JSON and a bare log stand alone)
-TABLES = ("nccl-tests", "nvbandwidth")
+# the formats that may share one text file (the JSON and a bare log stand alone): NCCL_RUN_DIAGNOSTICS'
+# report is printed at communicator init, so into the nccl-tests log of the run it diagnosed
+TABLES = ("nccl-diag", "nccl-tests", "nvbandwidth")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -103,7 +108,7 @@ def import_file(path: str | os.PathLike, *, fabric: str | None = None, nranks: i
     if name is None:
         raise UsageError(f"{path}: not a format fabricbench imports (nccl-tests text or -J JSON, an NCCL_DEBUG=INFO "
                          f"log, nvbandwidth output, NCCL Inspector JSON or .prom, ncclras text or JSON, "
-                         f"dcgmi diag -j JSON)")
+                         f"an NCCL_RUN_DIAGNOSTICS report, dcgmi diag -j JSON)")
     records = FORMATS.get(name).read(src)
     # a health-check log may hold nccl-tests tables and nvbandwidth matrices together: both are read
     also = [n for n in TABLES if n != name and name in TABLES and fmt is None and FORMATS.get(n).sniff(text)]

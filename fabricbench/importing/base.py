@@ -23,6 +23,8 @@ from fabricbench.results.schema import SCHEMA
 # ("node01: "), and a bracketed time stamp that log collectors put first ("[2026-04-28 14:14:42] ").
 # Stripped before a line is read.
 _PREFIX = re.compile(r"^(?:\[\d+,\d+\]<std(?:out|err)>:|\[rank\d+\]:|\d+: |\[\d+\] (?=\S+:\d+:\d+ \[)"
+                     # MPICH/Intel MPI -prepend-rank: "[0]" glued to a table line ("[0]#  size", "[0]   1048576")
+                     r"|\[\d+\](?=#|\s+\d)"
                      r"|\[\d{4}-\d\d-\d\d[ T][\d:.,]+\] ?"
                      # pdsh/clush "node01: " before a table, a '#' line or an NCCL line
                      r"|[A-Za-z][\w.-]*: (?=\s*(?:#|\d|[^\s:]+:\d+:\d+ \[)))")
@@ -37,6 +39,19 @@ OPS = {"all_reduce": "all_reduce", "allreduce": "all_reduce", "all_gather": "all
 # nccl-tests' type names (both eras) -> ours; unknown names are kept as printed.
 _TYPES = {"char": "int8", "int": "int32", "uint32": "uint32", "int64": "int64", "uint64": "uint64",
           "bfloat16": "bfloat16", "f8e4m3": "float8_e4m3", "f8e5m2": "float8_e5m2"}
+
+
+# the same launcher tags glued inside a line: each chunk a process flushed is tagged, and nccl-tests flushes a
+# row in pieces ("  1048576  262144  float  sum  -1[0]    1626.5  ...  0[0]    2302.3 ..."; NVIDIA/nccl#1453)
+_GLUED = re.compile(r"(?<=[\d\s])(?:\[\d+\]|\[\d+,\d+\]<std(?:out|err)>:)(?=\s|$)")
+_NCCL_LINE = re.compile(r"[^\s:]*:\d+:\d+ \[\d+\] NCCL |NCCL version \d")
+
+
+def unglue_tags(line: str) -> str:
+    """A table line without the launcher tags glued inside it; an NCCL line's own `[dev]` is left alone."""
+    m = _NCCL_LINE.search(line)
+    head, tail = (line[:m.start()], line[m.start():]) if m else (line, "")
+    return _GLUED.sub("", head) + tail
 
 
 def strip_prefix(line: str) -> str:

@@ -12,7 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from fabricbench import dtypes
 from fabricbench.collectives import busbw_factor
+from fabricbench.errors import UsageError
 from fabricbench.fabrics.transport import TransportSummary
 from fabricbench.results.schema import CollectiveResult
 from fabricbench.results.status import Status
@@ -62,9 +64,25 @@ class Side:
     extra: dict[str, Any] = field(default_factory=dict)  # other columns (-U tuning, #bitdiff), as printed
 
 
+def whole_count(nbytes: int | None, printed: int | None, dtype: str | None) -> tuple[int | None, int | None]:
+    """(our count, nccl-tests' count where it differs): ours is the whole buffer's elements (size / element
+    size), as every fabricbench record keeps it. nccl-tests prints the buffer's size but the NCCL call's
+    count (setupArgs in src/common.cu: paramcount), which is a rank's part for all_gather, reduce_scatter,
+    alltoall, gather, scatter and hypercube (their *GetCollByteCount), and the whole for the others."""
+    try:
+        elem = dtypes.elem_size(dtype) if dtype else None
+    except UsageError:
+        elem = None  # a type fabricbench does not know (f8e4m3 on an old build): kept as printed
+    if elem is None or nbytes is None or nbytes % elem:
+        return printed, None
+    ours = nbytes // elem
+    return ours, (printed if printed is not None and printed != ours else None)
+
+
 def record(head: dict[str, Any], facts: RunFacts, *, nbytes: int | None, count: int | None, dtype: str | None,
            redop: str | None, root: int | None, inplace: bool, side: Side) -> dict[str, Any]:
     nranks = facts.nranks
+    count, nccl_count = whole_count(nbytes, count, dtype)
     factor = busbw_factor(facts.op, nranks)
     wrong = side.wrong
     status, message = Status.OK, None
@@ -76,6 +94,7 @@ def record(head: dict[str, Any], facts: RunFacts, *, nbytes: int | None, count: 
                                                  "p99_us": side.p99_us, "hosts": facts.hosts or None,
                                                  "warmup": facts.warmup, "validation": facts.validation,
                                                  "nnodes": facts.log.nnodes if facts.log else None,
+                                                 "nccl_count": nccl_count,
                                                  **side.extra}.items() if v is not None}
     per_iter = side.min_us is not None or side.cv is not None
     if facts.log is not None and facts.log.log_lines:

@@ -30,11 +30,15 @@ TOOL = "ncclras"
 # a value ends a line and the next line opens a key: the comma NCCL 2.28.x left out
 _NO_COMMA = re.compile(r'([0-9"el\]}])(\s*\n\s*"[A-Za-z_]+"\s*:)')
 
+# a pasted excerpt: an "Errors" or "Warnings" heading (underlined with '=') and one of RAS's blocks under it
+_EXCERPT = re.compile(r"(?m)^(?:Errors|Warnings)\s*\n=+\s*\n\s*\n?(?:#\d+-\d+ \([0-9a-fA-F]+\) [A-Z,]+|INCOMPLETE|DEAD"
+                      r"|TIMEOUT)\s*$")
+
 
 def sniff(text: str) -> bool:
     head = text[:65536]
     return ('"communicators_count"' in head and '"communicators"' in head) or bool(
-        re.search(r"(?m)^Group +Comms +Nodes +Ranks", head) and "NCCL version" in head)
+        re.search(r"(?m)^Group +Comms +Nodes +Ranks", head) and "NCCL version" in head) or bool(_EXCERPT.search(head))
 
 
 def read(src: Source) -> list[dict[str, Any]]:
@@ -63,10 +67,23 @@ def read(src: Source) -> list[dict[str, Any]]:
     if ras.get("timeouts_count"):
         src.warn(None, f"RAS met {ras['timeouts_count']} communication timeout(s) while gathering: its view may "
                        f"be incomplete")
+        # NCCL's TIMEOUT (a Warnings block in its text report): about the job, not one communicator
+        timeout = {"kind": "timeout", "nccl": ["timeout"],
+                   "detail": f"RAS met {ras['timeouts_count']} communication timeout(s) while gathering: "
+                             f"its view may be incomplete"}
+        context = src.header("health", len(out), tool=TOOL, tool_version=version, line=None)
+        out.append(HealthRecord(check=TOOL, healthy=False, findings=[timeout], nccl_version=version,
+                                context=context).to_dict())
     if not out:
         src.fail(None, f"ncclras JSON lists no communicator (communicators_count {doc.get('communicators_count')}): "
                        f"nothing to report")
     return out
+
+
+def _words(r: dict[str, Any]) -> list[str]:
+    """NCCL's status words for a missing rank, from its JSON flags (`unresponsive`, `considered_dead`)."""
+    st = r.get("status") if isinstance(r.get("status"), dict) else {}
+    return [w for w, k in (("unresponsive", "unresponsive"), ("dead", "considered_dead")) if st.get(k)]
 
 
 def _who(r: dict[str, Any]) -> dict[str, Any]:
@@ -79,16 +96,24 @@ def _comm(src: Source, i: int, comm: dict[str, Any], version: str | None, stamp:
     missing = [r for r in comm.get("missing_ranks") or [] if isinstance(r, dict)]
     findings: list[dict[str, Any]] = []
     if missing:
-        findings.append({"kind": "missing", "detail": f"{len(missing)} rank(s) sent no data",
-                         "ranks": [_who(r) for r in missing]})
-        dead = [r for r in missing if (r.get("status") or {}).get("considered_dead")]
-        if dead:
-            findings.append({"kind": "dead", "detail": f"{len(dead)} rank(s) considered dead",
-                             "ranks": [_who(r) for r in dead]})
+        # NCCL's own words for each missing rank (its status flags): an unresponsive rank may still be
+        # alive (a hang, a slow node), a dead one is gone (a crash, a lost node); an operator acts differently
+        words = list(dict.fromkeys(w for r in missing for w in _words(r)))
+        findings.append({"kind": "missing", "nccl": words or ["missing"],
+                         "detail": f"{len(missing)} rank(s) sent no data"
+                                   + (f" (NCCL: {', '.join(words)})" if words else ""),
+                         "ranks": [{**_who(r), "nccl_status": _words(r)} for r in missing]})
+        for word, kind in (("unresponsive", "unresponsive"), ("dead", "dead")):
+            hit = [r for r in missing if word in _words(r)]
+            if hit:
+                findings.append({"kind": kind, "nccl": [word],
+                                 "detail": f"{len(hit)} rank(s) NCCL calls {word}"
+                                           + (" (considered dead)" if word == "dead" else ""),
+                                 "ranks": [_who(r) for r in hit]})
     errs = [r for r in ranks if any((r.get("status") or {}).get(k) for k in ("async_error", "init_state",
                                                                                "abort_flag"))]
     if errs:
-        findings.append({"kind": "error", "detail": f"{len(errs)} rank(s) report an error, init failure or abort",
+        findings.append({"kind": "error", "nccl": ["error"], "detail": f"{len(errs)} rank(s) report an error, init failure or abort",
                          "ranks": [{**_who(r), "status": r.get("status")} for r in errs]})
     inferred = []
     ops = sorted({op for r in ranks for op in (r.get("collective_counts") or {})})
@@ -97,7 +122,7 @@ def _comm(src: Source, i: int, comm: dict[str, Any], version: str | None, stamp:
         if len(counts) > 1:
             usual = counts.most_common(1)[0][0]
             odd = [r for r in ranks if int((r.get("collective_counts") or {}).get(op, 0)) != usual]
-            findings.append({"kind": "mismatch", "op": op,
+            findings.append({"kind": "mismatch", "op": op, "nccl": ["mismatch"],
                              "detail": f"ranks launched different numbers of {op}: "
                                        + ", ".join(f"{n} rank(s) at {v}" for v, n in sorted(counts.items())),
                              "counts": {str(v): n for v, n in sorted(counts.items())},

@@ -54,9 +54,11 @@ def read_text(src: Source) -> list[dict[str, Any]]:
             block["lines"].append(line.strip())
         elif not line.strip():
             block = None
+    if not rows and not blocks:
+        src.fail(None, "an ncclras report without its communicator table (no 'Group Comms ...' rows) and without "
+                       "an Errors or Warnings block: RAS gathered no communicator data")
     if not rows:
-        src.fail(None, "an ncclras report without its communicator table (no 'Group Comms ...' rows): "
-                       "RAS gathered no communicator data")
+        return _partial(src, version, blocks)
     out = []
     for i, (line_no, nums, status, errors) in enumerate(rows):
         group = nums[0]
@@ -66,6 +68,22 @@ def read_text(src: Source) -> list[dict[str, Any]]:
     job = [f for b in blocks if b["group"] is None for f in _findings(b)]
     if job:
         out.append(_record(src, len(rows), blocks[0]["line"], version, None, None, None, job, hashes=[]))
+    return out
+
+
+def _partial(src: Source, version: str | None, blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """An excerpt (the Errors and Warnings sections, or Errors alone, as pasted into a ticket): one record
+    per communicator its blocks name, one for the job-level blocks; the table's sizes stay unknown."""
+    src.warn(blocks[0]["line"], "a partial ncclras report (no communicator table): communicator sizes unknown, "
+                                "read from its Errors/Warnings blocks alone")
+    out = []
+    for h in dict.fromkeys(b["hash"] for b in blocks if b["hash"]):
+        mine = [b for b in blocks if b["hash"] == h]
+        out.append(_record(src, len(out), mine[0]["line"], version, None, None, None,
+                           [f for b in mine for f in _findings(b)], hashes=[h], group=mine[0]["group"]))
+    job = [f for b in blocks if b["group"] is None for f in _findings(b)]
+    if job:
+        out.append(_record(src, len(out), blocks[0]["line"], version, None, None, None, job, hashes=[]))
     return out
 
 
@@ -92,7 +110,9 @@ def _findings(block: dict[str, Any]) -> list[dict[str, Any]]:
     out = []
     for kind in block["kinds"]:
         k = {"INCOMPLETE": "missing", "MISMATCH": "mismatch"}.get(kind, kind.lower())
-        f: dict[str, Any] = {"kind": k, "detail": "; ".join(block["lines"][:2]), "ranks": ranks}
+        # NCCL's own word (INCOMPLETE, DEAD, MISMATCH, TIMEOUT, ERROR) kept beside ours
+        f: dict[str, Any] = {"kind": k, "nccl": [kind.lower()], "detail": "; ".join(block["lines"][:2]),
+                             "ranks": ranks}
         if block["hash"]:
             f["comm_hash"] = block["hash"]
         if k == "mismatch":
@@ -102,15 +122,19 @@ def _findings(block: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _record(src: Source, i: int, line: int, version: str | None, nums: list[int] | None, status: str | None,
-            errors: str | None, findings: list[dict[str, Any]], *, hashes: list[str]) -> dict[str, Any]:
+            errors: str | None, findings: list[dict[str, Any]], *, hashes: list[str],
+            group: int | None = None) -> dict[str, Any]:
     hosts = sorted({r["host"] for f in findings for r in f.get("ranks", []) if r.get("host")})
     extra: dict[str, Any] = {"hosts": hosts}
+    if group is not None:
+        extra.update(group=group, partial=True)
     if nums is not None:
         extra.update(group=nums[0], comms_in_group=nums[1], nodes_per_comm=nums[2], ranks_per_node=nums[3],
                      ranks_in_group=nums[5], status=status, errors=errors)
     healthy = not findings and errors in ("OK", None)
     if not findings and errors not in ("OK", None):  # the table says so, no block detailed it
-        findings = [{"kind": e.lower(), "detail": f"RAS table: {errors}"} for e in errors.split(",")]
+        findings = [{"kind": {"INCOMPLETE": "missing"}.get(e, e.lower()), "nccl": [e.lower()],
+                     "detail": f"RAS table: {errors}"} for e in errors.split(",")]
         healthy = False
     context = src.header("health", i, tool=TOOL, tool_version=version, line=line,
                          host=hosts[0] if len(hosts) == 1 else None)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from fabricbench.importing.base import Source, nccl_version_from_code, op_name, strip_prefix
+from fabricbench.importing.base import Source, nccl_version_from_code, op_name, strip_prefix, unglue_tags
 from fabricbench.importing.collective import RunFacts
 from fabricbench.importing.nccl_tests_rows import NUMERIC, Layout, is_row, split_glued, width
 
@@ -50,6 +50,11 @@ class Run:
     concluded: bool = False  # saw "# Collective test concluded"
 
 
+def _row_start(tokens: list[str]) -> bool:
+    """A table row's beginning: size, count, then a type name (a row's later pieces are figures only)."""
+    return len(tokens) >= 3 and tokens[0].isdigit() and tokens[1].isdigit() and not NUMERIC.match(tokens[2])
+
+
 class Scanner:
     """Reads one file's lines in order; `runs()` gives every run, rows or not, once the text is read."""
 
@@ -65,7 +70,7 @@ class Scanner:
 
     def runs(self) -> list[Run]:
         for line_no, raw in enumerate(self.src.text.splitlines(), 1):
-            self._line(line_no, strip_prefix(raw.rstrip("\r\n")))
+            self._line(line_no, unglue_tags(strip_prefix(raw.rstrip("\r\n"))))
         if self.pending:
             self.src.warn(self.pending_line, f"skipped an incomplete table row at the end ({' '.join(self.pending)})")
         self.run.log += self.after
@@ -99,10 +104,16 @@ class Scanner:
         before = line[:m.start()]
         if before.strip() and NUMERIC.match(before.split()[0]) and not before.lstrip().startswith("#"):
             # a row cut by NCCL's line: "...  -1host:12:34 [0] NCCL INFO ..." (the host may be glued on)
+            if self.pending and _row_start(before.split()):
+                self._drop_pending()  # a new row began before the last one was complete
             if not self.pending:
                 self.pending_line = line_no
             self.pending.extend(split_glued(before.split()))
         return True
+
+    def _drop_pending(self) -> None:
+        self.src.warn(self.pending_line, f"skipped an incomplete table row ({' '.join(self.pending)})")
+        self.pending = []
 
     def _continue_row(self, line_no: int, body: str) -> bool:
         """True when the line completed (or continued) a row cut by an NCCL line."""
@@ -113,9 +124,8 @@ class Scanner:
             self.run.rows.append((self.pending_line, joined))
             self.pending = []
             return True
-        if is_row(body.split(), self.run.layout) or not NUMERIC.match(body):
-            self.src.warn(self.pending_line, f"skipped an incomplete table row ({' '.join(self.pending)})")
-            self.pending = []
+        if is_row(body.split(), self.run.layout) or not NUMERIC.match(body) or _row_start(body.split()):
+            self._drop_pending()
             return False
         self.pending = joined  # a further piece of the same row (cut twice)
         return True

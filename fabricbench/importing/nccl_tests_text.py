@@ -33,12 +33,13 @@ TOOL = "nccl-tests"
 
 _FILE_OPS = re.compile(r"(all[_-]?reduce|all[_-]?gather|reduce[_-]?scatter|all[_-]?to[_-]?all|broadcast|sendrecv)",
                        re.IGNORECASE)
-_ROW_SHAPE = re.compile(r"(?m)^(?:\S*:)?\s*\d+\s+\d+\s+(?:float|half|double|int8|uint8|int32|uint32|int64|uint64|"
+_ROW_SHAPE = re.compile(r"(?m)^(?:\S*:|\[\d+\])?\s*\d+\s+\d+\s+(?:float|half|double|int8|uint8|int32|uint32|int64|uint64|"
                         r"bfloat16|char|int|f8e4m3|f8e5m2)\s+\S+\s+-?\d")
 
 
 def sniff(text: str) -> bool:
-    return bool(re.search(r"(?m)^\W*\s*size\s+count\s+type\b|Collective test starting|nThread +\d+ +nGpus", text)
+    return bool(re.search(r"(?m)^(?:\[\d+\])?\W*\s*size\s+count\s+type\b|Collective test starting|nThread +\d+ +nGpus",
+                          text)
                 or _ROW_SHAPE.search(text))
 
 

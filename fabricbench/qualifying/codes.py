@@ -142,6 +142,23 @@ _ROWS = [
          meaning="ranks of a communicator launched different numbers of an operation",
          action="query ncclras again: a rank still behind on the second snapshot is where the job hangs (the "
                 "item names it); a transient skew is normal while ranks are in flight"),
+    # -- imported NCCL_RUN_DIAGNOSTICS report (checks/nccl_diag.py) ---------------------------------
+    Code(code="FB_DIAG_P2P", kind="nccl_diag", criterion="p2p_edges",
+         meaning="NCCL's P2P diagnostic found GPU pairs whose peer write/read or memory import failed",
+         action="the item names both GPUs, the path and NCCL's advice: `nvidia-smi topo -m`, `nvidia-smi topo "
+                "-p2p n` (NVLink) or `-p2p p` (PCIe: IOMMU and ACS), IMEX for MNNVL; " + DRAIN),
+    Code(code="FB_DIAG_NET_BW_LOW", kind="nccl_diag", criterion="net_bw",
+         meaning="NCCL's ib_write_bw check measured a rank's NIC below its floor",
+         action="`ibstat` and `ibv_devinfo` on the named host (link width and speed), the NIC's counters "
+                "(`perfquery`), GPU-NIC affinity (`nvidia-smi topo -m`); rerun ib_write_bw by hand on the pair"),
+    Code(code="FB_DIAG_NET_OUTLIER", kind="nccl_diag", criterion="net_outliers",
+         meaning="NCCL named ranks whose NIC bandwidth is >30% off the median of the job",
+         action="the item names rank and host: check that NIC (`ibstat`, cable, switch port) and the ranks "
+                "sharing it; a host that stays an outlier on a rerun is drained"),
+    Code(code="FB_DIAG_INCOMPLETE", kind="nccl_diag", criterion="complete",
+         meaning="NCCL's diagnostics did not finish (ran out of their time, or the report is cut short)",
+         action="rerun with NCCL_RUN_DIAGNOSTICS=1 and keep every rank's stdout; a check that times out again "
+                "points at the link it was measuring"),
     Code(code="FB_TRAIN_LOSS", kind="train", criterion="loss_falls",
          meaning="the training smoke test's loss did not fall",
          action="rerun the train check alone; a loss that does not fall on a known-good recipe points at "

@@ -27,7 +27,8 @@ CRITICAL, WARNING = Policy(severity=Severity.CRITICAL), Policy(severity=Severity
 
 def verdicts(records: list[dict[str, Any]], source: str) -> list[Verdict]:
     diag = [r for r in records if r.get("kind") == "diag"]
-    health = [r for r in records if r.get("kind") == "health"]
+    # NCCL RAS only: NCCL_RUN_DIAGNOSTICS reports (check "nccl-diag") are judged by the nccl_diag check kind
+    health = [r for r in records if r.get("kind") == "health" and r.get("check", "ncclras") == "ncclras"]
     out = []
     if diag:
         out.append(combine("dcgm", "dcgm", [_diag_item(r) for r in diag if r.get("result") != "warn"] or

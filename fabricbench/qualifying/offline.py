@@ -18,7 +18,7 @@ from fabricbench.qualifying import health
 from fabricbench.qualifying.context import Context, SweepUnit, UnitResult
 
 # Check kinds that read collective or copy records; the others need a machine or a run (waived).
-JUDGED = ("collective", "correctness", "transport", "p2p", "host_copy")
+JUDGED = ("collective", "correctness", "transport", "p2p", "host_copy", "nccl_diag")
 NEAR = 0.01  # a record stands for a spec size within 1% (nccl-tests rounds sizes to whole elements per rank)
 
 
@@ -33,6 +33,8 @@ class OfflineContext(Context):
         (what is missing was not measured there: a waiver, not an error that sends someone to the node)."""
         if kind not in JUDGED:
             return f"judged from {self.source}: a {kind} check needs this machine or a run, not recorded results"
+        if kind == "nccl_diag":  # the check says itself what is missing (and how to produce it)
+            return None
         wanted = {"p2p": ("copy", "peer"), "host_copy": ("copy", "host")}.get(kind, ("collective", None))
         if not any(r.get("kind") == wanted[0] and (wanted[1] is None or r.get("copy_kind") == wanted[1])
                    for r in self.records):

@@ -19,12 +19,30 @@ from fabricbench.results.status import TIMED_COLLECTIVE
 from fabricbench.sizes import format_size
 
 
-def matching(gpu_name: str | None, nranks: int | None, op: str | None, nbytes: int | None) -> list[Reference]:
+# fabrics whose figures the published rows hold under; any other fabric (net, shaped:RATE, a custom one)
+# changes the paths in ways no published figure describes
+UNDER = ("default", "p2p-off")
+
+
+def _under(fabric: str | None) -> str | None:
+    """The rows' fabric a measurement's fabric is compared under: p2p-off's own, else NCCL's default paths
+    (a custom fabric may only set NCCL_DEBUG); None for net and shaped, which no published row describes."""
+    f = (fabric or "default").split(":", 1)[0]
+    if f == "p2p-off":
+        return "p2p-off"
+    return None if f in ("net", "shaped") else "default"
+
+
+def matching(gpu_name: str | None, nranks: int | None, op: str | None, nbytes: int | None,
+             fabric: str | None = None) -> list[Reference]:
+    """The rows a measurement falls under; `fabric` (the record's): p2p-off rows hold only under p2p-off."""
     if not gpu_name or not nranks or not op or not nbytes:
         return []
     name = gpu_name.upper()
-    return [r for r in REFERENCES if r.gpu.upper() in name and not any(x.upper() in name for x in r.gpu_not)
-            and r.gpus == nranks and r.op == op and nbytes >= r.min_bytes]
+    under = _under(fabric)
+    return [r for r in REFERENCES if any(g.upper() in name for g in r.gpu.split("|"))
+            and not any(x.upper() in name for x in r.gpu_not)
+            and r.gpus == nranks and r.op == op and nbytes >= r.min_bytes and r.under == under]
 
 
 def tag(source: str) -> str:
@@ -35,8 +53,11 @@ def tag(source: str) -> str:
 
 def line(ref: Reference) -> str:
     cond = f", {ref.condition}" if ref.condition else ""
-    return (f"expected on {ref.platform}: {ref.lo_gbps:g}-{ref.hi_gbps:g} GB/s at >= {format_size(ref.min_bytes)}"
-            f"{cond} [{', '.join(tag(s) for s in ref.sources)}]")
+    srcs = f" [{', '.join(tag(s) for s in ref.sources)}]"
+    if ref.lo_gbps is None or ref.hi_gbps is None:
+        return f"expected on {ref.platform}: no published figure{cond}{srcs}"
+    fig = f"{ref.lo_gbps:g}" if ref.lo_gbps == ref.hi_gbps else f"{ref.lo_gbps:g}-{ref.hi_gbps:g}"
+    return f"expected on {ref.platform}: {fig} GB/s at >= {format_size(ref.min_bytes)}{cond}{srcs}"
 
 
 def summary(records: list[dict[str, Any]], width: int = 79, *, unnamed_line: bool = True) -> list[str]:
@@ -60,7 +81,7 @@ def summary(records: list[dict[str, Any]], width: int = 79, *, unnamed_line: boo
     for (model, n, op, fabric), r in best.items():
         head = (f"reference: {op}, {n} × {model}, fabric {fabric or 'default'}: "
                 f"{r['busbw_gbps']:.4g} GB/s at {format_size(r['bytes'])}")
-        refs = matching(model, n, op, r.get("bytes"))
+        refs = matching(model, n, op, r.get("bytes"), fabric)
         if refs:
             out += [head] + [f"  {line(x)}" for x in refs]
         else:

@@ -4,8 +4,10 @@
     fabricbench qualify --spec builtin:h200-sxm-8 --from node.jsonl     (each folds into the node's verdicts)
 
 - health: one communicator as NCCL's RAS saw it: its size, the ranks that reported, and `findings`, each
-  {kind: missing | dead | mismatch | error | incomplete | timeout, detail, ranks: [{rank, host, pid, gpu}],
-  counts: {value: ranks}}; `healthy` is true when there is no finding.
+  {kind: missing | unresponsive | dead | mismatch | error | incomplete | timeout, nccl: [NCCL's own words:
+  unresponsive, dead, incomplete, mismatch, timeout, error], detail, ranks: [{rank, host, pid, gpu,
+  nccl_status}], counts: {value: ranks}}; `healthy` is true when there is no finding. `check` is "ncclras",
+  or "nccl-diag" for NCCL_RUN_DIAGNOSTICS' report (kind p2p | net_bw | diag, with `figures`).
 - diag: one DCGM diagnostic test on one entity (a GPU, a switch): its `result` (pass, fail, warn, skip,
   not run), DCGM's `errors` [{error_id, category, severity, message}] and `figures` read from its info lines.
 Both are written by fabricbench/importing (nccl_ras.py, dcgm_diag.py) and read typed here.

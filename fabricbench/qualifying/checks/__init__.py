@@ -10,6 +10,7 @@ from fabricbench.qualifying.checks.collective import COLLECTIVE
 from fabricbench.qualifying.checks.contrast import CONTRAST
 from fabricbench.qualifying.checks.correctness import CORRECTNESS
 from fabricbench.qualifying.checks.host_copy import HOST_COPY
+from fabricbench.qualifying.checks.nccl_diag import NCCL_DIAG
 from fabricbench.qualifying.checks.p2p import P2P
 from fabricbench.qualifying.checks.topology import TOPOLOGY
 from fabricbench.qualifying.checks.train import TRAIN
@@ -25,5 +26,6 @@ CHECKS.register("contrast", CONTRAST)
 CHECKS.register("p2p", P2P)
 CHECKS.register("host_copy", HOST_COPY)
 CHECKS.register("train", TRAIN)
+CHECKS.register("nccl_diag", NCCL_DIAG)
 
 __all__ = ["CHECKS", "Check", "CheckKind", "Invalid"]
