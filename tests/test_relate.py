@@ -327,7 +327,7 @@ def test_cli_json_rows_and_problems_on_stderr(lab_files, capsys):
     main(["relate", *map(str, lab_files), "--json"])
     cap = capsys.readouterr()
     doc = json.loads(cap.out)
-    assert set(doc) == {"reference", "formula", "rows", "coverage", "problems"} and doc["reference"] == "fast"
+    assert set(doc) == {"reference", "formula", "rows", "coverage", "calls", "problems"} and doc["reference"] == "fast"
     assert "max(T_compute + T_comm(f) - H(f), T_comm(f))" in doc["formula"]
     need = {"strategy", "fabric", "reference", "observed_step_s", "predicted_step_s", "observed_slowdown",
             "predicted_slowdown", "busbw_ratio", "comm_bytes_per_step", "exposed_fraction", "residual",
