@@ -145,3 +145,25 @@ def test_relate_prices_the_overlap_on_every_fabric():
     assert slow.shared_link_s == pytest.approx(isolated - call_us(2 * s, gbps=1) * 1e-6, rel=1e-6)
     assert slow.comm_time_s == pytest.approx(call_us(2 * s, gbps=1) * 1e-6, rel=1e-6)
     assert "shared link" in slow.flags
+
+
+def test_calibrated_interval_carries_the_ratio_spread_between_repeats():
+    """Two reference runs whose calls took 1.4x and 1.6x the sweep's price (stable: both within ±20% of
+    1.5): the calibrated prediction on the slow fabric uses 1.5, and its 95% interval holds the predictions
+    at 1.4 and at 1.6 although the sweep itself has no spread (issue 35 item 5: honest intervals)."""
+    s = 4 * MiB
+    pf, ps = call_us(s, gbps=10) * 1e-6, call_us(s, gbps=1) * 1e-6
+    trace = [coll("all_reduce", s, 1.0)]
+    step = 0.5
+    recs = sweep("fast", 10) + sweep("slow", 1) + [train_rec("ddp", "slow", 0.6, trace, exposed=1.0)]
+    for k in (1.4, 1.6):
+        recs.append(with_calls(train_rec("ddp", "fast", step, trace, exposed=1.0),
+                               solo_rows("all_reduce", s, [k * pf], steps=1)))
+    res = fabricbench.relate(recs, reference="fast")
+    assert res.calls[0]["by_size"][0]["stable"]
+    slow = next(r for r in res.rows if r.fabric == "slow")
+    assert slow.predicted_step_s == pytest.approx(step - 1.5 * pf + 1.5 * ps, rel=1e-6)
+    lo, hi = slow.predicted_step_ci95
+    for k in (1.4, 1.6):
+        assert lo <= step - k * pf + k * ps <= hi
+    assert hi - lo < 0.5 * ps  # and no wider than the spread calls for

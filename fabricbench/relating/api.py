@@ -238,8 +238,8 @@ def _strategy_rows(base: Observed, by_key: dict[tuple[Workload, str, str], Obser
         problems.append(f"{strategy} ({wl.label()}): {note}; every fabric predicts the reference's step")
     raw_ref = price(collectives, curves, fabric=ref, nranks=wl.nranks)
     problems.extend(raw_ref.flags)
-    ks = _factors(base, raw_ref, job_curves, flags_all, problems, found_calls)
-    on_ref = jobs.calibrate(raw_ref, ks)
+    ks, krel = _factors(base, raw_ref, job_curves, flags_all, problems, found_calls)
+    on_ref = own_calls.widen(jobs.calibrate(raw_ref, ks), krel)
     first = as_dicts(comm.get("calls"))  # the reference's calls: which ran together (concurrency.py)
     shared_ref, _ = concurrency.saving(first, raw_ref, ks)
     if on_ref.time_s - shared_ref > base.step_s:
@@ -251,7 +251,7 @@ def _strategy_rows(base: Observed, by_key: dict[tuple[Workload, str, str], Obser
     for fab in swept:
         own = by_key.get((wl, strategy, fab))
         raw_fab = raw_ref if fab == ref else price(collectives, curves, fabric=fab, nranks=wl.nranks)
-        on_fab = on_ref if fab == ref else jobs.calibrate(raw_fab, ks)
+        on_fab = on_ref if fab == ref else own_calls.widen(jobs.calibrate(raw_fab, ks), krel)
         shared = (shared_ref, shared_ref if fab == ref else concurrency.saving(first, raw_fab, ks)[0])
         if fab != ref:
             problems.extend(on_fab.flags)
@@ -273,9 +273,10 @@ def _strategy_rows(base: Observed, by_key: dict[tuple[Workload, str, str], Obser
 
 
 def _factors(base: Observed, raw_ref: Pricing, job_curves: SweepCurves | None, flags_all: list[str],
-             problems: list[str], found_calls: list[dict[str, Any]] | None) -> list[float | None]:
-    """k per traced collective: a job's observed calls where it has them (job.py), else the reference run's
-    own calls where their ratio to the sweep is stable (calls.py); flags and notes for both."""
+             problems: list[str], found_calls: list[dict[str, Any]] | None) -> tuple[list[float | None], list[float]]:
+    """(k per traced collective: a job's observed calls where it has them (job.py), else the reference run's
+    own calls where their ratio to the sweep is stable (calls.py); the relative spread of the latter, which
+    widens the prices' intervals); flags and notes for both."""
     who = f"{base.strategy} ({base.workload.label()})"
     ks = jobs.factors(raw_ref, job_curves) if job_curves is not None else [None] * len(raw_ref.entries)
     if any(k is not None for k in ks):
@@ -292,7 +293,8 @@ def _factors(base: Observed, raw_ref: Pricing, job_curves: SweepCurves | None, f
         flags_all.append(own_calls.SELF_CALIBRATED)
     if any(c.disagrees for c in found):
         flags_all.append(own_calls.DISAGREE)
-    return [j if j is not None else k for j, k in zip(ks, own)]
+    rels = [0.0 if j is not None else r for j, r in zip(ks, own_calls.spreads(raw_ref, found))]
+    return [j if j is not None else k for j, k in zip(ks, own)], rels
 
 
 def _row(base: Observed, own: Observed | None, fab: str, e: float, on_ref: Pricing, on_fab: Pricing,

@@ -21,6 +21,7 @@ note names the collective (another dtype, a size outside the sweep's, a busier h
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 from dataclasses import asdict, dataclass, field
 from typing import Any, Sequence
@@ -108,6 +109,23 @@ def factors(on_ref: Pricing, found: Sequence[CallRatio]) -> list[float | None]:
         c = by.get((e.op, e.bytes, e.dtype, e.group_size))
         out.append(c.ratio if c is not None and c.stable else None)
     return out
+
+
+def spreads(on_ref: Pricing, found: Sequence[CallRatio]) -> list[float]:
+    """Per entry, the relative half-range of a stable ratio's repeats (0 where none): the calibration's own
+    uncertainty, which widens the calibrated price's interval (widen)."""
+    by = {(c.op, c.bytes, c.dtype, c.group_size): c for c in found if c.stable}
+    out = []
+    for e in on_ref.entries:
+        c = by.get((e.op, e.bytes, e.dtype, e.group_size))
+        out.append((max(c.repeat_ratios) - min(c.repeat_ratios)) / 2 / c.ratio if c is not None else 0.0)
+    return out
+
+
+def widen(p: Pricing, rels: Sequence[float]) -> Pricing:
+    """p with each entry's relative 95% half-width at least the calibration's (rels, from spreads)."""
+    entries = tuple(dataclasses.replace(e, rel=max(e.rel, r)) if r > e.rel else e for e, r in zip(p.entries, rels))
+    return dataclasses.replace(p, entries=entries)
 
 
 def by_op(found: Sequence[CallRatio]) -> dict[str, dict[str, Any]]:
