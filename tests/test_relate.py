@@ -439,13 +439,16 @@ def test_relate_cpu_lab_predicts_shaped_fabrics(tmp_path):
 
 
 def test_docs_relate_table_is_the_scripts_output():
-    """docs/relate.md's relate table (the README's copy is the lead's to fold in) is what
-    benchmarks/relate_table.py makes of the committed lab records."""
+    """docs/relate.md's relate tables (the README links them) are what benchmarks/relate_table.py makes of
+    the committed lab records: the CPU lab's and the strong fabrics'."""
     import subprocess
     import sys
     from pathlib import Path
 
     root = Path(__file__).resolve().parent.parent
-    r = subprocess.run([sys.executable, str(root / "benchmarks" / "relate_table.py"), "--check",
-                        str(root / "docs" / "relate.md")], capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, r.stderr
+    script, doc = str(root / "benchmarks" / "relate_table.py"), str(root / "docs" / "relate.md")
+    strong = str(root / "benchmarks" / "results" / "cpu-lab" / "relate-lab-strong" / "records.jsonl")
+    for args in ([], [strong, "--before", "", "--tag", "strong"]):
+        r = subprocess.run([sys.executable, script, *args, "--check", doc], capture_output=True, text=True,
+                           timeout=120)
+        assert r.returncode == 0, r.stderr

@@ -31,3 +31,35 @@ def test_repeats_are_rounds_over_every_fabric(tmp_path, monkeypatch):
                     "sweep shaped:300mbit float32", "train shaped:300mbit",
                     "train default round 2", "train shaped:1gbit round 2", "train shaped:300mbit round 2",
                     "train default round 3", "train shaped:1gbit round 3", "train shaped:300mbit round 3"]
+
+
+def _trace(*colls):
+    return [{"kind": "train", "comm": {"collectives": [
+        {"op": op, "bytes": b, "dtype": dt, "group_size": n, "calls_per_step": 1.0} for op, b, dt, n in colls]}}]
+
+
+def test_sweep_plan_keeps_the_trace_dtypes_and_brackets_every_size_after_rounding():
+    """Issue 35 item 3: a sweep per traced dtype (not float32 at the same bytes); int64 flags as float64; the
+    top size still reaches the largest traced S after the sweep rounds it to whole elements per rank (4 MiB
+    of float32 on 3 ranks rounds down to 4194300 B, below a traced 4 MiB all-gather)."""
+    plan = lab.sweep_plan(_trace(("all_gather", 4 << 20, "float32", 3), ("all_reduce", 3000, "float32", 3),
+                                 ("all_reduce", 1 << 20, "bfloat16", 3), ("reduce_scatter", 700, "bfloat16", 3),
+                                 ("all_reduce", 8, "int64", 3), ("reduce", 64, "float32", 3)))
+    by = {dt: (ops, sizes) for dt, ops, sizes in plan}
+    assert sorted(by) == ["bfloat16", "float32", "float64"]
+    assert by["float32"] == (["all_gather", "all_reduce"], [2048, 8192, 32768, 131072, 524288, 2097152, 8388608])
+    assert by["bfloat16"] == (["all_reduce", "reduce_scatter"], [512, 2048, 8192, 32768, 131072, 524288, 1048576])
+    assert by["float64"] == (["all_reduce"], [8])  # `reduce` is no sweep op: left to relate's "unpriced"
+    # every traced size lies within the swept sizes as the sweep will measure them
+    assert lab._swept_bytes("all_gather", 8388608, "float32", 3) >= 4 << 20 > lab._swept_bytes(
+        "all_gather", 4 << 20, "float32", 3)
+
+
+def test_a_substituted_dtype_is_priced_from_one_of_its_element_size():
+    from fabricbench.relating.curves import DTYPE_SUBSTITUTED, Curve, SweepCurves
+
+    curves = SweepCurves([Curve(fabric="f", op="all_reduce", dtype=dt, nranks=2, sizes=(8, 64), times_s=(1.0, 2.0))
+                          for dt in ("bfloat16", "float32", "float64")])
+    assert curves.find("f", "all_reduce", "int64", 2)[0].dtype == "float64"
+    assert curves.find("f", "all_reduce", "float16", 2) == (curves.get("f", "all_reduce", "bfloat16", 2),
+                                                           DTYPE_SUBSTITUTED)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from fabricbench.collectives import busbw_factor
+from fabricbench.dtypes import DTYPES
 from fabricbench.results.schema import CollectiveResult
 from fabricbench.results.status import Status
 from fabricbench.sizes import format_size as _exact_size
@@ -30,6 +31,8 @@ from fabricbench.sizes import format_size as _exact_size
 # The nearest swept size must lie within this factor of a traced size for the price to count as measured
 # near it; a sweep with coarser steps (or none nearby) is flagged. The default sweep steps by 4.
 NEAR_FACTOR = 4.0
+
+_WIDTH = {**DTYPES, "int64": 8, "bool": 1}  # element sizes, the trace's types the sweep lacks included
 
 # status codes of one priced collective
 INTERPOLATED = "interpolated"
@@ -157,8 +160,9 @@ class SweepCurves:
         if exact is not None:
             return exact, None
         same_n = [c for c in self.on(fabric) if c.op == op and c.nranks == nranks]
-        if same_n:
-            return same_n[0], DTYPE_SUBSTITUTED
+        if same_n:  # one of the same element size first (int64's float64, the lab's STAND_IN)
+            width = _WIDTH.get(dtype)
+            return min(same_n, key=lambda c: (_WIDTH.get(c.dtype) != width, c.dtype)), DTYPE_SUBSTITUTED
         return None, UNPRICED
 
     def missing(self, fabric: str, op: str, dtype: str, nranks: int) -> str:

@@ -86,7 +86,7 @@ def render(result: Any, con=None) -> None:
               "fabric's step / the reference's; residual = predicted / observed - 1; [lo-hi] = 95% interval (runs in "
               "fresh processes, the sweeps' spread); a prediction is \"within its interval\" when the two "
               "intervals meet, else \"off by X% beyond it\"", markup=False)
-    con.print(result.coverage.line(), markup=False)
+    con.print(result.coverage.summary(), markup=False)
     for line in calls_lines(result.calls):
         con.print(line, markup=False)
 
