@@ -63,3 +63,26 @@ def test_a_substituted_dtype_is_priced_from_one_of_its_element_size():
     assert curves.find("f", "all_reduce", "int64", 2)[0].dtype == "float64"
     assert curves.find("f", "all_reduce", "float16", 2) == (curves.get("f", "all_reduce", "bfloat16", 2),
                                                            DTYPE_SUBSTITUTED)
+
+
+def test_relate_flags_a_sweep_placed_elsewhere_than_the_training():
+    """Issue 35 item 3: the sweep prices the run's own placement. Three ranks trained on GPU 0 (a train record
+    lists each GPU once); a sweep of its ranks on GPU 0 (one ordinal per rank) matches, one on GPUs 0,1,2
+    does not, and the rows say so."""
+    import fabricbench
+    from test_relate import DDP_TRACE, sweep, train_rec
+
+    def lab_records(sweep_gpus):
+        recs = sweep("fast", 10, nranks=3) + sweep("slow", 1, nranks=3)
+        for r in recs:
+            r["gpus"] = sweep_gpus
+        trace = [dict(c, group_size=3) for c in DDP_TRACE]
+        for fab, step in (("fast", 0.3), ("slow", 0.4)):
+            recs.append(dict(train_rec("ddp", fab, step, trace, exposed=1.0, nranks=3), device="cuda", gpus=[0]))
+        return fabricbench.relate(recs, reference="fast")
+
+    same = lab_records([0, 0, 0])
+    assert all("placement differs" not in r.flags for r in same.rows)
+    other = lab_records([0, 1, 2])
+    assert all("placement differs" in r.flags for r in other.rows) and len(other.rows) == 2
+    assert any("the sweep's 3 ranks ran on GPUs 0,1,2, the training's on GPU 0" in p for p in other.problems)

@@ -43,6 +43,7 @@ PREDICTED_ONLY = "predicted-only"
 UPPER_BOUND = "e=1 upper bound"
 NO_COMMUNICATION = "no communication"
 LINK_CREDIT = "link credit"  # T_comm less a token-bucket link's banked credit (credit.py)
+PLACEMENT = "placement differs"  # the sweep's ranks ran elsewhere than the training's (curves.placement)
 SHARED_LINK = "shared link"  # T_comm less what overlapped collectives save by sharing the link (concurrency.py)
 
 
@@ -255,6 +256,9 @@ def _strategy_rows(base: Observed, by_key: dict[tuple[Workload, str, str], Obser
         shared = (shared_ref, shared_ref if fab == ref else concurrency.saving(first, raw_fab, ks)[0])
         if fab != ref:
             problems.extend(on_fab.flags)
+        elsewhere = _placement_note(base, curves, fab)
+        if elsewhere:
+            problems.append(elsewhere)
         if gaps is None and collectives and bucket_s(fab) is not None:
             problems.append(f"{strategy} ({wl.label()}) on {fab}: the reference's trace has no idle gaps "
                             f"(recorded before traces had them), so the link credit of {fab}'s token bucket is "
@@ -268,8 +272,20 @@ def _strategy_rows(base: Observed, by_key: dict[tuple[Workload, str, str], Obser
         rows.append(_row(base, own, fab, e, on_ref, on_fab, ref_bytes, _trace_dtype(collectives), flags_all,
                          window if overlap_window else None, gaps,
                          problems, shared))
+        if elsewhere:
+            rows[-1].flags.append(PLACEMENT)
     rows.sort(key=lambda r: (r.fabric != ref, -(r.busbw_ratio or 0.0)))
     return rows
+
+
+def _placement_note(base: Observed, curves: SweepCurves, fab: str) -> str | None:
+    """A sentence when `fab`'s sweep at the run's rank count placed its ranks elsewhere than the run did."""
+    got = curves.placements.get((fab, base.workload.nranks))
+    if not got or base.placement is None or base.placement in got:
+        return None
+    return (f"{base.strategy} ({base.workload.label()}) on {fab}: the sweep's {base.workload.nranks} ranks ran on "
+            f"{', '.join(sorted(got))}, the training's on {base.placement}: the price is another placement's; "
+            f"sweep with the train run's --gpus")
 
 
 def _factors(base: Observed, raw_ref: Pricing, job_curves: SweepCurves | None, flags_all: list[str],

@@ -44,6 +44,15 @@ DTYPE_SUBSTITUTED = "dtype substituted"
 UNPRICED = "unpriced"
 
 
+def placement(gpus: Iterable[int] | None) -> str:
+    """Where a run's ranks ran, as sweep and train records both say it: the GPUs they shared (a sweep lists
+    one ordinal per rank, a train run each GPU once), or the host."""
+    got = sorted({int(g) for g in gpus or () if isinstance(g, int)})
+    if not got:
+        return "the host"
+    return f"GPU{'s' if len(got) > 1 else ''} {','.join(map(str, got))}"
+
+
 def size_3sig(nbytes: float) -> str:
     """Binary units: exact where the size is round (1M, 1.5K), else three significant digits (1.18M)."""
     for suffix, unit in (("T", 2**40), ("G", 2**30), ("M", 2**20), ("K", 2**10)):
@@ -109,7 +118,9 @@ class SweepCurves:
     are used only where a key has nothing else: training launches collectives one by one.
     """
 
-    def __init__(self, curves: Iterable[Curve]) -> None:
+    def __init__(self, curves: Iterable[Curve], placements: dict[tuple[str, int], set[str]] | None = None) -> None:
+        # (fabric, nranks) -> where the sweep's ranks ran (placement()): the run's own placement is priced
+        self.placements = placements or {}
         self._curves: dict[tuple[str, str, str, int], Curve] = {}
         for c in curves:
             key = (c.fabric, c.op, c.dtype, c.nranks)
@@ -121,10 +132,12 @@ class SweepCurves:
         """The curves of the measured (status ok) collectives; an imported one that names no op, or a size
         or time that is not positive, is no point."""
         points: dict[tuple[str, str, str, int], dict[bool, dict[int, list[float]]]] = {}
+        placements: dict[tuple[str, int], set[str]] = {}
         for r in results:
             if r.status != Status.OK or not r.time_us or not r.bytes or r.time_us <= 0 or r.bytes <= 0 or not r.op:
                 continue
             key = (r.fabric, r.op, r.dtype or "float32", r.nranks or 0)
+            placements.setdefault((r.fabric, r.nranks or 0), set()).add(placement(r.gpus))
             per_mode = points.setdefault(key, {}).setdefault(bool(r.graph), {})
             rel = r.ci95_rel if r.ci95_rel is not None else r.cv
             per_mode.setdefault(r.bytes, []).append((r.time_us * 1e-6, float(rel or 0.0)))
@@ -135,7 +148,7 @@ class SweepCurves:
             curves.append(Curve(fabric=key[0], op=key[1], dtype=key[2], nranks=key[3], sizes=tuple(sizes),
                                 times_s=tuple(statistics.median(t for t, _ in pts[s]) for s in sizes),
                                 rels=tuple(_spread(pts[s]) for s in sizes)))
-        return cls(curves)
+        return cls(curves, placements)
 
     def __len__(self) -> int:
         return len(self._curves)

@@ -16,6 +16,7 @@ from typing import Any, Iterable
 
 from fabricbench.errors import UsageError
 from fabricbench.measuring.stats import around
+from fabricbench.relating.curves import placement
 from fabricbench.results import records as results_records
 from fabricbench.results.schema import CollectiveResult, TrainResult
 from fabricbench.results.status import TIMED_TRAIN
@@ -101,6 +102,7 @@ class Observed:
     runs: int
     step_ci95: tuple[float, float] | None = None  # run-to-run (or one run's own) 95% interval of step_s
     comms: tuple[dict[str, Any], ...] = ()  # every run's trace (comm is the first): the calls' repeats (calls.py)
+    placement: str | None = None  # where the ranks ran (curves.placement): a sweep elsewhere prices another
 
 
 def observations(trains: Iterable[TrainResult]) -> tuple[list[Observed], list[str]]:
@@ -124,7 +126,8 @@ def observations(trains: Iterable[TrainResult]) -> tuple[list[Observed], list[st
         out.append(Observed(workload=wl, strategy=strategy, fabric=fabric, step_ci95=_step_ci(fig, runs),
                             step_s=statistics.median(r.median_step_s for r in runs),
                             samples_per_s=statistics.median(sps) if sps else None,
-                            global_batch=runs[0].global_batch, comm=comm, runs=len(runs), comms=comms))
+                            global_batch=runs[0].global_batch, comm=comm, runs=len(runs), comms=comms,
+                            placement=placement(runs[0].gpus)))
     return out, problems
 
 
