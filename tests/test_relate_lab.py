@@ -86,3 +86,25 @@ def test_relate_flags_a_sweep_placed_elsewhere_than_the_training():
     other = lab_records([0, 1, 2])
     assert all("placement differs" in r.flags for r in other.rows) and len(other.rows) == 2
     assert any("the sweep's 3 ranks ran on GPUs 0,1,2, the training's on GPU 0" in p for p in other.problems)
+
+
+def test_gpu_lab_plan_sweeps_each_traced_dtype_but_folds_latency_bound_flags(tmp_path, capsys):
+    """benchmarks/relate_gpu_lab.py plan: bfloat16 and float32 each get their own sweep; int64 calls of 8 B
+    (latency-bound) are swept with the dtype of the most bytes, which then reaches down to 8 B."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "relate_gpu_lab.py"
+    spec = importlib.util.spec_from_file_location("relate_gpu_lab", path)
+    gpu_lab = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gpu_lab)
+    rec = dict(_trace(("all_reduce", 2 << 20, "bfloat16", 3), ("all_gather", 1 << 20, "bfloat16", 3),
+                      ("all_reduce", 1 << 20, "float32", 3), ("all_reduce", 8, "int64", 3))[0], status="ok")
+    f = tmp_path / "train.jsonl"
+    f.write_text(json.dumps(rec) + "\n")
+    assert gpu_lab.plan([str(f)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "# int64: every call at most 8 B (latency-bound): swept as bfloat16"
+    plan = {ln.split()[0]: ln.split()[1:] for ln in lines[1:]}
+    assert plan["bfloat16"] == ["all_gather,all_reduce", "8,32,128,512,2048,8192,32768,131072,524288,2097152"]
+    assert plan["float32"] == ["all_reduce", "1048576"]
