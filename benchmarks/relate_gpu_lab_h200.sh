@@ -6,28 +6,30 @@
 # run's rank count and GPU), then relate and the figures: median |error|, largest, coverage of the 95%
 # intervals (benchmarks/relate_gpu_lab.py check).
 #   bash benchmarks/relate_gpu_lab_h200.sh [--model M] [--rates 4gbit,2gbit,3gbit,6gbit] [--ranks 3]
-#        [--strategies ddp,zero2,fsdp] [--budget 525] [OUTDIR]       (OUTDIR: benchmarks/results/h200-1gpu/relate-lab)
+#        [--strategies zero2,fsdp,ddp] [--budget 525] [OUTDIR]       (OUTDIR: benchmarks/results/h200-1gpu/relate-lab)
 # The defaults (lab-mistral, batch 8 x 256; the choice and its arithmetic: relate_gpu_lab.py) ask for 12
 # held-out points: 3 strategies x 4 rates on 3 ranks. Why one rank count: each costs a reference run and
 # its sweeps (~100 s on the H200) that hold no point themselves, each rate ~100 s for 3 points; 9 minutes
-# hold a reference and 4 rates, not two references and 2 rates each (inferred from issue 35's run,
-# whose 500 s held six train commands of 3 strategies and five sweeps: ~70 s and ~15 s each).
+# hold a reference and 4 rates, not two references and 2 rates each.
 # --ranks 3,2 adds the 2-rank points where the budget allows.
 # Order, per rank count (in the order given: the 3-rank points first):
-#   train default (3 strategies, 2 profiled steps: the reference's trace, calls and e)
+#   train default (every strategy, 2 profiled steps: the reference's trace, calls and e)
 #   the sweeps that trace needs on default, one per traced dtype (relate_gpu_lab.py plan)
-#   per rate: its sweeps, then train on it
+#   per rate, in the order given: its sweeps, then train on it
 # then, for every rank count, a second reference run (fresh processes: the reference's run-to-run interval).
-# The budget (seconds from this script's start, wheels' install included; relate and check take ~10 s
+# The budget (seconds from this script's start, wheels' install included; relate and check take ~5 s
 # after it) is spent stage by stage: a stage starts only when what is left holds its expected length (the
-# longest of its kind so far in this run; 90 s for the first train, 30 s for the first sweep) and the
-# reserve, so a sweep is never cut; what was skipped, and why, is in summary.txt. A stage still running
-# at the budget's end is ended and marked CUT there (never expected: its length was expected to fit).
+# longest of its kind so far, +10%: per strategy of a train command, per sweep) and the reserve, so a sweep
+# is never cut. A rate whose sweeps and every strategy do not fit runs the strategies that fit, in the
+# order given (zero2 and fsdp first: the points issue 35 asks for), and summary.txt names what was skipped.
+# A stage still running at the budget's end is ended and marked CUT there (not expected: it was expected
+# to fit). On the H200 (issue 19's lab: ~24 s per strategy, ~9 s per sweep on default, ~15-18 s shaped)
+# the defaults need ~10 s of wheels, ~95 s of reference and ~100 s per rate: ~510 s in all.
 # Writes OUTDIR/summary.txt (one line per stage), OUTDIR/lab/*.jsonl (records), OUTDIR/lab/*.txt (consoles),
 # OUTDIR/relate.txt (relate's table), OUTDIR/relate.json and OUTDIR/check.txt (the figures and the bar).
 set -uo pipefail
 begin=$(date +%s)
-MODEL=${MODEL:-lab-mistral} RATES=4gbit,2gbit,3gbit,6gbit RANKS=3 STRATEGIES=ddp,zero2,fsdp BUDGET_S=${BUDGET_S:-525}
+MODEL=${MODEL:-lab-mistral} RATES=4gbit,2gbit,3gbit,6gbit RANKS=3 STRATEGIES=zero2,fsdp,ddp BUDGET_S=${BUDGET_S:-525}
 R=""
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -64,16 +66,17 @@ echo "== lab: model $MODEL, ranks ${RANKS//,/ }, rates ${RATES//,/ }, strategies
 
 # DEVICE=cpu STEPS=4 exist for a smoke test of this script on a CPU machine; the H200 run takes the defaults
 if [ "${DEVICE:-cuda}" = cuda ]; then dev=(--device cuda --backend gloo --gpus 0); on=(--gpus 0); else dev=(--device cpu); on=(); fi
-lab=(--strategy "$STRATEGIES" --model "$MODEL" "${dev[@]}" --batch-size 8 --seq-len 256
-     --steps "${STEPS:-12}" --warmup-steps 3 --target-ci 0 --repeats 1 --timeout 90)
+lab=(--model "$MODEL" "${dev[@]}" --batch-size 8 --seq-len 256 --steps "${STEPS:-12}" --warmup-steps 3
+     --target-ci 0 --repeats 1 --timeout 90)
 shaped_ok=0
 if command -v ip >/dev/null && command -v tc >/dev/null && ip -V >/dev/null 2>&1; then shaped_ok=1; fi
 [ "$shaped_ok" = 1 ] || echo "== shaped fabrics skipped (no working ip/tc: carry iproute2 in .carry/iproute2)" \
   | tee -a "$R/summary.txt"
 
-RESERVE=15        # relate and check, after the budget
-train_s=90        # expected seconds of a train command (3 strategies) until one is measured
+RESERVE=10        # seconds: relate and check, after the budget (one process, ~5 s)
+strat_s=30        # expected seconds of one strategy in a train command (mostly start-up) until one is measured
 sweep_s=30        # and of one sweep
+nstrat=$(echo "${STRATEGIES//,/ }" | wc -w)
 now() { echo $(( $(date +%s) - begin )); }
 left() { echo $(( BUDGET_S - $(now) )); }
 fits() { [ "$(left)" -ge $(( $1 + RESERVE )) ]; }   # SECONDS: does a stage of that length fit?
@@ -83,17 +86,19 @@ stage() {  # WHAT RC SECONDS
 }
 skip() { echo "== $1: skipped, $(left) s of the budget left, $2 s expected" | tee -a "$R/summary.txt"; }
 limit() { local l; l=$(( $(left) > 1 ? $(left) : 1 )); [ "$l" -lt "$1" ] && echo "$l" || echo "$1"; }
-
-train() {  # N FABRIC TAG TRACE_STEPS
-  local t0 rc d; t0=$(date +%s)
-  timeout "$(limit 240)" python3 -m fabricbench train "${lab[@]}" --nprocs "$1" --fabric "$2" --trace-steps "$4" \
-    --out "$R/lab/train-$3-n$1.jsonl" >> "$R/lab/train-$3-n$1.txt" 2>&1
-  rc=$?; d=$(( $(date +%s) - t0 ))
-  [ "$d" -gt "$train_s" ] || [ "$ntrains" = 0 ] && train_s=$(( d * 115 / 100 ))
-  ntrains=$(( ntrains + 1 ))
-  stage "train $2, $1 ranks" "$rc" "$d"
+longest() {  # OLD MEASURED COUNT: the estimate after a measurement (the longest so far, +10%)
+  local v=$(( $2 * 110 / 100 )); [ "$3" = 0 ] || [ "$v" -gt "$1" ] && echo "$v" || echo "$1"
 }
+
 ntrains=0 nsweeps=0
+train() {  # N FABRIC TAG TRACE_STEPS STRATEGIES
+  local t0 rc d k; t0=$(date +%s); k=$(echo "${5//,/ }" | wc -w)
+  timeout "$(limit 300)" python3 -m fabricbench train --strategy "$5" "${lab[@]}" --nprocs "$1" --fabric "$2" \
+    --trace-steps "$4" --out "$R/lab/train-$3-n$1.jsonl" >> "$R/lab/train-$3-n$1.txt" 2>&1
+  rc=$?; d=$(( $(date +%s) - t0 ))
+  strat_s=$(longest "$strat_s" $(( d / k )) "$ntrains"); ntrains=$(( ntrains + 1 ))
+  stage "train $2, $1 ranks, $5" "$rc" "$d"
+}
 sweeps() {  # N FABRIC TAG: one sweep per line of the N-rank plan ("DTYPE OPS SIZES")
   local t0 rc d dtype ops sizes
   while read -r dtype ops sizes; do
@@ -102,27 +107,28 @@ sweeps() {  # N FABRIC TAG: one sweep per line of the N-rank plan ("DTYPE OPS SI
       --ops "$ops" --sizes "$sizes" --dtype "$dtype" --iters 4 --warmup 1 --fabric "$2" --quiet \
       --out "$R/lab/sweep-$3-n$1.jsonl" >> "$R/lab/sweep-$3-n$1.txt" 2>&1
     rc=$?; d=$(( $(date +%s) - t0 ))
-    [ "$d" -gt "$sweep_s" ] || [ "$nsweeps" = 0 ] && sweep_s=$(( d * 130 / 100 ))
-    nsweeps=$(( nsweeps + 1 ))
+    sweep_s=$(longest "$sweep_s" "$d" "$nsweeps"); nsweeps=$(( nsweeps + 1 ))
     stage "sweep $2, $1 ranks, $dtype ($ops)" "$rc" "$d"
   done < <(grep -E '^[a-z0-9]+ [a-z_,]+ [0-9,]+$' "$R/lab/plan-n$1.txt")
 }
-cell() {  # N FABRIC: the fabric's sweeps, then its train run, if both fit
-  local tag=${2//:/-} need
-  need=$(( train_s + $(plan_lines "$1") * sweep_s ))
-  if ! fits "$need"; then skip "sweeps + train $2, $1 ranks" "$need"; return; fi
-  sweeps "$1" "$2" "$tag"
-  train "$1" "$2" "$tag" 0
-}
 plan_lines() { local c; c=$(grep -cE '^[a-z0-9]+ [a-z_,]+ [0-9,]+$' "$R/lab/plan-n$1.txt" 2>/dev/null); echo "${c:-0}"; }
+cell() {  # N FABRIC: the fabric's sweeps, then its train run of as many strategies as fit, in the order given
+  local tag=${2//:/-} sw k
+  sw=$(( $(plan_lines "$1") * sweep_s ))
+  k=$(( ($(left) - RESERVE - sw) / strat_s )); [ "$k" -gt "$nstrat" ] && k=$nstrat
+  if [ "$k" -lt 1 ]; then skip "sweeps + train $2, $1 ranks" $(( sw + strat_s )); return; fi
+  [ "$k" -lt "$nstrat" ] && skip "$(echo "${STRATEGIES//,/ }" | cut -d' ' -f$(( k + 1 ))- | tr ' ' ,) on $2, $1 ranks" \
+    $(( sw + nstrat * strat_s ))
+  sweeps "$1" "$2" "$tag"
+  train "$1" "$2" "$tag" 0 "$(echo "${STRATEGIES//,/ }" | cut -d' ' -f1-"$k" | tr ' ' ,)"
+}
 
 first=1
 for n in ${RANKS//,/ }; do
-  if [ "$first" = 0 ] && ! fits $(( 2 * train_s + 4 * sweep_s )); then
-    skip "every stage at $n ranks" $(( 2 * train_s + 4 * sweep_s )); continue
-  fi
+  need=$(( 2 * nstrat * strat_s + 4 * sweep_s ))
+  if [ "$first" = 0 ] && ! fits "$need"; then skip "every stage at $n ranks" "$need"; continue; fi
   first=0
-  train "$n" default default 2
+  train "$n" default default 2 "$STRATEGIES"
   python3 "$here/relate_gpu_lab.py" plan "$R/lab/train-default-n$n.jsonl" > "$R/lab/plan-n$n.txt" 2>&1
   sweeps "$n" default default
   if [ "$shaped_ok" = 1 ]; then
@@ -131,7 +137,8 @@ for n in ${RANKS//,/ }; do
 done
 for n in ${RANKS//,/ }; do  # the reference's second run per N (relate combines runs by the median)
   [ -s "$R/lab/train-default-n$n.jsonl" ] || continue
-  if fits "$train_s"; then train "$n" default default 0; else skip "second train default, $n ranks" "$train_s"; fi
+  need=$(( nstrat * strat_s ))
+  if fits "$need"; then train "$n" default default 0 "$STRATEGIES"; else skip "second train default, $n ranks" "$need"; fi
 done
 
 t0=$(date +%s)
