@@ -57,7 +57,8 @@ class Coverage:
         """The errors and the coverage of the same held-out points, side by side: every lab's figure."""
         if not self.errors:
             return self.line()
-        return (f"{len(self.errors)} held-out points: median |error| {self.median_abs:.1%}, largest "
+        n = len(self.errors)
+        return (f"{n} held-out point{'s' if n != 1 else ''}: median |error| {self.median_abs:.1%}, largest "
                 f"{self.max_abs:.1%}; {self.line()}")
 
     def line(self) -> str:
