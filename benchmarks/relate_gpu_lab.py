@@ -78,8 +78,9 @@ def arithmetic() -> int:
 
 def plan(files: list[str]) -> int:
     """The sweeps the traces need, as "DTYPE OPS SIZES" lines for the shell: relating/lab.py's sweep_plan,
-    in the trace's own dtypes (gloo reduces bfloat16 on the host at another speed than float32, so a
-    float32 curve at the same bytes misprices it), sizes bracketing every traced size at the run's ranks.
+    in the trace's own dtypes (gloo's reduction of bfloat16 may run at another speed than float32's at the
+    same bytes, and only a sweep of that dtype shows it), sizes bracketing every traced size at the run's
+    ranks.
     One exception, to spare a sweep's start-up (~10 s): a dtype whose every call is at most TINY bytes
     (ZeRO's overflow flags) costs a call's latency whatever its type; it is swept with the dtype of the
     most bytes (its sizes included there), and relate prices it from that curve, flagged "dtype
