@@ -84,6 +84,7 @@ def main() -> int:
             w = max(worst, key=lambda r: abs(r.residual))
             print(f"{s}: largest |residual| {abs(w.residual) * 100:.0f}% on {w.fabric} "
                   f"(observed slowdown {w.observed_slowdown:.2f}x, predicted {w.predicted_slowdown:.2f}x)")
+    print(f"lab: {res.coverage.summary()}")
     records = [json.loads(line) for line in open(out, encoding="utf-8") if line.strip()]
     before_after(records, fabrics[0])
     own_check(records)

@@ -1,89 +1,151 @@
 #!/usr/bin/env bash
-# Issue 29's GPU lab on one H200, in one call of under 9.5 minutes (500 s of stages after the wheels
-# install): DDP, ZeRO-2 and FSDP with N = 2 and 3 gloo ranks with CUDA tensors on GPU 0, lab-mistral at
-# batch 8 x 256 (the choice and its arithmetic: benchmarks/relate_gpu_lab.py), under default, shaped:4gbit
-# and shaped:2gbit (tc in a network namespace; iproute2 carried in .carry/iproute2), the gloo sweeps relate
-# needs, then relate --json and the checker of the bar (median |error| <= 5%, max <= 10%, coverage >= 80%,
-# a measured e everywhere).
-#   bash benchmarks/relate_gpu_lab_h200.sh OUTDIR     (DeepSpeed's wheels in .whl/, iproute2 in .carry/iproute2)
-# Stages per rank count N (expected seconds on the H200, from issue 19's lab: ~15-25 s per train run, most of
-# it start-up, ~10 s per sweep):
-#   train default, the 3 strategies, 1 run each, 2 profiled steps (the reference's trace and e)   ~60 s
-#   sweep default, the ops/dtypes/sizes those traces show                                         ~10-20 s
-#   train + sweep shaped:4gbit, then shaped:2gbit (no profiled steps)                             ~2 x 75 s
-# so ~220 s for N = 2 and ~240 s for N = 3; then, while BUDGET_S (default 500 s) lasts, a second default run
-# per N (fresh processes, after the shaped ones: the reference's run-to-run interval) ~60 s each. Each stage's
-# limit is cut to what is left of the budget; what finished is kept and related.
-# Writes OUT/summary.txt (one line per stage), OUT/lab/*.jsonl (records), OUT/lab/*.txt (consoles),
-# OUT/relate.txt, OUT/relate.json and OUT/check.txt (the bar, one line per figure, "ok" or "MISSED").
+# The one-GPU relate lab (issues 29, 35) in one command of at most 9 minutes on one H200: N gloo ranks with
+# CUDA tensors on GPU 0, a model trained under default and shaped fabrics (tc in a network namespace;
+# iproute2 carried in .carry/iproute2, DeepSpeed's wheels in .whl/: benchmarks/device_env.sh), the sweeps
+# relate needs in the training's own terms (each traced dtype, sizes bracketing every traced size, the
+# run's rank count and GPU), then relate and the figures: median |error|, largest, coverage of the 95%
+# intervals (benchmarks/relate_gpu_lab.py check).
+#   bash benchmarks/relate_gpu_lab_h200.sh [--model M] [--rates 4gbit,2gbit,3gbit,6gbit] [--ranks 3]
+#        [--strategies zero2,fsdp,ddp] [--budget 525] [OUTDIR]       (OUTDIR: benchmarks/results/h200-1gpu/relate-lab)
+# The defaults (lab-mistral, batch 8 x 256; the choice and its arithmetic: relate_gpu_lab.py) ask for 12
+# held-out points: 3 strategies x 4 rates on 3 ranks. Why one rank count: each costs a reference run and
+# its sweeps (~100 s on the H200) that hold no point themselves, each rate ~100 s for 3 points; 9 minutes
+# hold a reference and 4 rates, not two references and 2 rates each.
+# --ranks 3,2 adds the 2-rank points where the budget allows.
+# Order, per rank count (in the order given: the 3-rank points first):
+#   train default (every strategy, 2 profiled steps: the reference's trace, calls and e)
+#   the sweeps that trace needs on default, one per traced dtype (relate_gpu_lab.py plan)
+#   per rate, in the order given: its sweeps, then train on it
+# then, for every rank count, a second reference run (fresh processes: the reference's run-to-run interval).
+# The budget (seconds from this script's start, wheels' install included; relate and check take ~5 s
+# after it) is spent stage by stage: a stage starts only when what is left holds its expected length (the
+# longest of its kind so far, +10%: per strategy of a train command, per sweep) and the reserve, so a sweep
+# is never cut. A rate whose sweeps and every strategy do not fit runs the strategies that fit, in the
+# order given (zero2 and fsdp first: the points issue 35 asks for), and summary.txt names what was skipped.
+# A stage still running at the budget's end is ended and marked CUT there (not expected: it was expected
+# to fit). On the H200 (issue 19's lab: ~24 s per strategy, ~9 s per sweep on default, ~15-18 s shaped)
+# the defaults need ~10 s of wheels, ~95 s of reference and ~100 s per rate: ~510 s in all.
+# Writes OUTDIR/summary.txt (one line per stage), OUTDIR/lab/*.jsonl (records), OUTDIR/lab/*.txt (consoles),
+# OUTDIR/relate.txt (relate's table), OUTDIR/relate.json and OUTDIR/check.txt (the figures and the bar).
 set -uo pipefail
-R=${1:?usage: relate_gpu_lab_h200.sh OUTDIR}
+begin=$(date +%s)
+MODEL=${MODEL:-lab-mistral} RATES=4gbit,2gbit,3gbit,6gbit RANKS=3 STRATEGIES=zero2,fsdp,ddp BUDGET_S=${BUDGET_S:-525}
+R=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --model) MODEL=$2; shift 2 ;;
+    --rates) RATES=$2; shift 2 ;;
+    --ranks) RANKS=$2; shift 2 ;;
+    --strategies) STRATEGIES=$2; shift 2 ;;
+    --budget) BUDGET_S=$2; shift 2 ;;
+    -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d'; exit 0 ;;
+    -*) echo "relate_gpu_lab_h200.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
+    *) R=$1; shift ;;
+  esac
+done
+R=${R:-benchmarks/results/h200-1gpu/relate-lab}
+case "$BUDGET_S" in ''|*[!0-9]*) echo "relate_gpu_lab_h200.sh: --budget takes whole seconds, not $BUDGET_S" >&2; exit 2 ;; esac
+for n in ${RANKS//,/ }; do
+  case "$n" in ''|*[!0-9]*|0|1) echo "relate_gpu_lab_h200.sh: --ranks takes counts of 2 or more, not $n" >&2; exit 2 ;; esac
+done
 mkdir -p "$R/lab"
+: > "$R/summary.txt"
 export PYTHONUNBUFFERED=1
 here=$(dirname "$0")
 # shellcheck source=benchmarks/device_env.sh
 . "$here/device_env.sh"
+(nvidia-smi 2>&1; python3 -c 'import torch; print("torch", torch.__version__)' 2>&1) > "$R/machine.txt" &
 use_carried_wheels
 use_carried_iproute2
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}  # the helper imports this checkout's fabricbench
-begin=$(date +%s)
-left() { local l=$(( ${BUDGET_S:-500} - ($(date +%s) - begin) )); [ "$l" -lt 1 ] && l=1; [ "$l" -lt "$1" ] && echo "$l" || echo "$1"; }
-stage() { echo "== $1: exit $2, $(( $(date +%s) - t0 )) s (at $(( $(date +%s) - begin )) s)" | tee -a "$R/summary.txt"; }
-(nvidia-smi 2>&1; python3 -c 'import torch; print("torch", torch.__version__)'; command -v ip tc; ip -V; tc -V) \
-  > "$R/machine.txt" 2>&1
-python3 "$here/relate_gpu_lab.py" arithmetic > "$R/arithmetic.txt" 2>&1
+wait
+(command -v ip tc; ip -V; tc -V) >> "$R/machine.txt" 2>&1
+echo "== lab: model $MODEL, ranks ${RANKS//,/ }, rates ${RATES//,/ }, strategies $STRATEGIES, budget $BUDGET_S s" \
+  | tee -a "$R/summary.txt"
+[ "$MODEL" = lab-mistral ] && python3 "$here/relate_gpu_lab.py" arithmetic > "$R/arithmetic.txt" 2>&1
 
-# the lab's choice; the overrides exist for a smoke test of this script on CPU (DEVICE=cpu MODEL=tiny-mistral
-# STEPS=4 NRANKS=2 STRATEGIES=ddp FABRICS=shaped:2gbit): the H200 run takes the defaults
-STRATEGIES=${STRATEGIES:-ddp,zero2,fsdp}
-FABRICS=${FABRICS:-shaped:4gbit shaped:2gbit}
-NRANKS=${NRANKS:-2 3}
+# DEVICE=cpu STEPS=4 exist for a smoke test of this script on a CPU machine; the H200 run takes the defaults
 if [ "${DEVICE:-cuda}" = cuda ]; then dev=(--device cuda --backend gloo --gpus 0); on=(--gpus 0); else dev=(--device cpu); on=(); fi
-lab=(--strategy "$STRATEGIES" --model "${MODEL:-lab-mistral}" "${dev[@]}" --batch-size 8 --seq-len 256
-     --steps "${STEPS:-12}" --warmup-steps 3 --target-ci 0 --repeats 1 --timeout 90)
+lab=(--model "$MODEL" "${dev[@]}" --batch-size 8 --seq-len 256 --steps "${STEPS:-12}" --warmup-steps 3
+     --target-ci 0 --repeats 1 --timeout 90)
 shaped_ok=0
 if command -v ip >/dev/null && command -v tc >/dev/null && ip -V >/dev/null 2>&1; then shaped_ok=1; fi
 [ "$shaped_ok" = 1 ] || echo "== shaped fabrics skipped (no working ip/tc: carry iproute2 in .carry/iproute2)" \
   | tee -a "$R/summary.txt"
 
-train() {  # N FABRIC TAG TRACE_STEPS LIMIT
-  t0=$(date +%s)
-  timeout "$(left "$5")" python3 -m fabricbench train "${lab[@]}" --nprocs "$1" --fabric "$2" --trace-steps "$4" \
-    --out "$R/lab/train-$3-n$1.jsonl" >> "$R/lab/train-$3-n$1.txt" 2>&1
-  stage "train $2, $1 ranks" $?
+RESERVE=10        # seconds: relate and check, after the budget (one process, ~5 s)
+strat_s=30        # expected seconds of one strategy in a train command (mostly start-up) until one is measured
+sweep_s=30        # and of one sweep
+nstrat=$(echo "${STRATEGIES//,/ }" | wc -w)
+now() { echo $(( $(date +%s) - begin )); }
+left() { echo $(( BUDGET_S - $(now) )); }
+fits() { [ "$(left)" -ge $(( $1 + RESERVE )) ]; }   # SECONDS: does a stage of that length fit?
+stage() {  # WHAT RC SECONDS
+  local cut=""; { [ "$2" = 124 ] || [ "$2" = 137 ]; } && [ "$(left)" -le 1 ] && cut=" CUT by the budget"
+  echo "== $1: exit $2, $3 s (at $(now) s)$cut" | tee -a "$R/summary.txt"
 }
-sweep() {  # N FABRIC TAG LIMIT: the plan of the N-rank reference traces, one sweep per dtype
-  python3 "$here/relate_gpu_lab.py" plan "$R/lab/train-default-n$1.jsonl" > "$R/lab/plan-n$1.txt" 2>&1
-  while read -r dtype ops sizes; do
-    t0=$(date +%s)
-    timeout "$(left "$4")" python3 -m fabricbench sweep --engine torch --backend gloo --nprocs "$1" "${on[@]}" \
-      --ops "$ops" --sizes "$sizes" --dtype "$dtype" --iters 4 --warmup 1 --fabric "$2" --quiet \
-      --out "$R/lab/sweep-$3-n$1.jsonl" >> "$R/lab/sweep-$3-n$1.txt" 2>&1
-    stage "sweep $2, $1 ranks, $dtype ($ops)" $?
-  done < <(grep -E '^[a-z0-9]+ [a-z_,]+ [0-9,]+$' "$R/lab/plan-n$1.txt")
+skip() { echo "== $1: skipped, $(left) s of the budget left, $2 s expected" | tee -a "$R/summary.txt"; }
+limit() { local l; l=$(( $(left) > 1 ? $(left) : 1 )); [ "$l" -lt "$1" ] && echo "$l" || echo "$1"; }
+longest() {  # OLD MEASURED COUNT: the estimate after a measurement (the longest so far, +10%)
+  local v=$(( $2 * 110 / 100 )); [ "$3" = 0 ] || [ "$v" -gt "$1" ] && echo "$v" || echo "$1"
 }
 
-for n in $NRANKS; do
-  train "$n" default default 2 120
-  sweep "$n" default default 40
+ntrains=0 nsweeps=0
+train() {  # N FABRIC TAG TRACE_STEPS STRATEGIES
+  local t0 rc d k; t0=$(date +%s); k=$(echo "${5//,/ }" | wc -w)
+  timeout "$(limit 300)" python3 -m fabricbench train --strategy "$5" "${lab[@]}" --nprocs "$1" --fabric "$2" \
+    --trace-steps "$4" --out "$R/lab/train-$3-n$1.jsonl" >> "$R/lab/train-$3-n$1.txt" 2>&1
+  rc=$?; d=$(( $(date +%s) - t0 ))
+  strat_s=$(longest "$strat_s" $(( d / k )) "$ntrains"); ntrains=$(( ntrains + 1 ))
+  stage "train $2, $1 ranks, $5" "$rc" "$d"
+}
+sweeps() {  # N FABRIC TAG: one sweep per line of the N-rank plan ("DTYPE OPS SIZES")
+  local t0 rc d dtype ops sizes
+  while read -r dtype ops sizes; do
+    t0=$(date +%s)
+    timeout "$(limit 120)" python3 -m fabricbench sweep --engine torch --backend gloo --nprocs "$1" "${on[@]}" \
+      --ops "$ops" --sizes "$sizes" --dtype "$dtype" --iters 4 --warmup 1 --fabric "$2" --quiet \
+      --out "$R/lab/sweep-$3-n$1.jsonl" >> "$R/lab/sweep-$3-n$1.txt" 2>&1
+    rc=$?; d=$(( $(date +%s) - t0 ))
+    sweep_s=$(longest "$sweep_s" "$d" "$nsweeps"); nsweeps=$(( nsweeps + 1 ))
+    stage "sweep $2, $1 ranks, $dtype ($ops)" "$rc" "$d"
+  done < <(grep -E '^[a-z0-9]+ [a-z_,]+ [0-9,]+$' "$R/lab/plan-n$1.txt")
+}
+plan_lines() { local c; c=$(grep -cE '^[a-z0-9]+ [a-z_,]+ [0-9,]+$' "$R/lab/plan-n$1.txt" 2>/dev/null); echo "${c:-0}"; }
+cell() {  # N FABRIC: the fabric's sweeps, then its train run of as many strategies as fit, in the order given
+  local tag=${2//:/-} sw k
+  sw=$(( $(plan_lines "$1") * sweep_s ))
+  k=$(( ($(left) - RESERVE - sw) / strat_s )); [ "$k" -gt "$nstrat" ] && k=$nstrat
+  if [ "$k" -lt 1 ]; then skip "sweeps + train $2, $1 ranks" $(( sw + strat_s )); return; fi
+  [ "$k" -lt "$nstrat" ] && skip "$(echo "${STRATEGIES//,/ }" | cut -d' ' -f$(( k + 1 ))- | tr ' ' ,) on $2, $1 ranks" \
+    $(( sw + nstrat * strat_s ))
+  sweeps "$1" "$2" "$tag"
+  train "$1" "$2" "$tag" 0 "$(echo "${STRATEGIES//,/ }" | cut -d' ' -f1-"$k" | tr ' ' ,)"
+}
+
+first=1
+for n in ${RANKS//,/ }; do
+  need=$(( 2 * nstrat * strat_s + 4 * sweep_s ))
+  if [ "$first" = 0 ] && ! fits "$need"; then skip "every stage at $n ranks" "$need"; continue; fi
+  first=0
+  train "$n" default default 2 "$STRATEGIES"
+  python3 "$here/relate_gpu_lab.py" plan "$R/lab/train-default-n$n.jsonl" > "$R/lab/plan-n$n.txt" 2>&1
+  sweeps "$n" default default
   if [ "$shaped_ok" = 1 ]; then
-    for f in $FABRICS; do
-      tag=${f//:/-}
-      train "$n" "$f" "$tag" 0 100
-      sweep "$n" "$f" "$tag" 40
-    done
+    for rate in ${RATES//,/ }; do cell "$n" "shaped:$rate"; done
   fi
 done
-# the reference's second run per N, while the budget lasts (relate combines repeats by the median)
-for n in $NRANKS; do
-  if [ "$(left 999)" -gt 75 ]; then train "$n" default default 0 90; fi
+for n in ${RANKS//,/ }; do  # the reference's second run per N (relate combines runs by the median)
+  [ -s "$R/lab/train-default-n$n.jsonl" ] || continue
+  need=$(( nstrat * strat_s ))
+  if fits "$need"; then train "$n" default default 0 "$STRATEGIES"; else skip "second train default, $n ranks" "$need"; fi
 done
 
 t0=$(date +%s)
-python3 -m fabricbench relate "$R"/lab/*.jsonl --reference default > "$R/relate.txt" 2>&1
-python3 -m fabricbench relate "$R"/lab/*.jsonl --reference default --json > "$R/relate.json" 2>/dev/null
-stage "relate" $?
-python3 "$here/relate_gpu_lab.py" check "$R" > "$R/check.txt" 2>&1
-echo "== check: exit $?" | tee -a "$R/summary.txt"
-tail -8 "$R/check.txt" | tee -a "$R/summary.txt"
-echo "relate_gpu_lab_h200: $(( $(date +%s) - begin )) s in all" | tee -a "$R/summary.txt"
+python3 "$here/relate_gpu_lab.py" check "$R" --strategies "$STRATEGIES" --ranks "$RANKS" --rates "$RATES" \
+  > "$R/check.txt" 2>&1
+rc=$?
+stage "relate and check" "$rc" $(( $(date +%s) - t0 ))
+grep -E '^(figures|bar|outside)' "$R/check.txt" | tee -a "$R/summary.txt"
+echo "relate_gpu_lab_h200: $(now) s in all" | tee -a "$R/summary.txt"
+exit "$rc"

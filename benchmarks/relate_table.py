@@ -5,6 +5,8 @@
     python3 benchmarks/relate_table.py --write README.md    # replace the table between the README's markers
     python3 benchmarks/relate_table.py --check README.md    # exit 1 when the README's table differs
     python3 benchmarks/relate_table.py --write docs/relate.md   # the table in docs/relate.md
+    python3 benchmarks/relate_table.py benchmarks/results/cpu-lab/relate-lab-strong/records.jsonl --before "" \
+        --tag strong --write docs/relate.md                     # the strong fabrics' table there
 
 The table ends with the held-out points' median and largest |residual| and the intervals' coverage
 (fabricbench/relating/coverage.py); above it, the same line for the lab before (--before, default
@@ -27,7 +29,12 @@ import fabricbench
 ROOT = Path(__file__).resolve().parent.parent
 RECORDS = ROOT / "benchmarks" / "results" / "cpu-lab" / "relate-lab" / "records.jsonl"
 BEFORE = ROOT / "benchmarks" / "results" / "cpu-lab" / "relate-lab" / "before" / "records.jsonl"  # the lab before
-BEGIN, END = "<!-- relate-table: benchmarks/relate_table.py -->", "<!-- /relate-table -->"
+END = "<!-- /relate-table -->"
+
+
+def begin(tag: str = "") -> str:
+    """The opening marker of a table in a document; a tag tells one table of a lab from another's."""
+    return f"<!-- relate-table{' ' + tag if tag else ''}: benchmarks/relate_table.py -->"
 
 
 def _ci(ci) -> str:
@@ -56,17 +63,12 @@ def table(records: list[str], *, rule: str = "reference") -> str:
 
 
 def summary(res) -> str:
-    """Median and largest |residual| over the held-out rows, and the intervals' coverage."""
-    errs = sorted(abs(r.residual) for r in res.rows if r.fabric != res.reference and r.residual is not None)
-    if not errs:
-        return res.coverage.line()
-    med = errs[len(errs) // 2] if len(errs) % 2 else (errs[len(errs) // 2 - 1] + errs[len(errs) // 2]) / 2
-    return (f"{len(errs)} held-out points: median |residual| {med:.0%}, largest {errs[-1]:.0%}; "
-            f"{res.coverage.line()}")
+    """Median and largest |error| over the held-out rows, and the intervals' coverage (coverage.py)."""
+    return res.coverage.summary()
 
 
-def block(text: str) -> str:
-    return f"{BEGIN}\n```\n{text}\n```\n{END}"
+def block(text: str, tag: str = "") -> str:
+    return f"{begin(tag)}\n```\n{text}\n```\n{END}"
 
 
 def main() -> int:
@@ -75,6 +77,8 @@ def main() -> int:
     ap.add_argument("--rule", choices=("reference", "window"), default="reference")
     ap.add_argument("--write", default=None, help="replace the table between the markers of this file")
     ap.add_argument("--check", default=None, help="exit 1 when this file's table differs from the records'")
+    ap.add_argument("--tag", default="", help="the table between <!-- relate-table TAG: ... --> markers "
+                    "(another lab's table in the same document)")
     ap.add_argument("--before", default=str(BEFORE) if BEFORE.exists() else None,
                     help="records of an earlier lab: its summary line goes first (default: relate-lab/before/)")
     a = ap.parse_args()
@@ -89,12 +93,12 @@ def main() -> int:
         print(text)
         return 0
     doc = Path(target).read_text()
-    if BEGIN not in doc or END not in doc:
-        print(f"{target}: no {BEGIN} ... {END} markers", file=sys.stderr)
+    if begin(a.tag) not in doc:
+        print(f"{target}: no {begin(a.tag)} ... {END} markers", file=sys.stderr)
         return 2
-    pre, rest = doc.split(BEGIN, 1)
+    pre, rest = doc.split(begin(a.tag), 1)
     _, post = rest.split(END, 1)
-    new = pre + block(text) + post
+    new = pre + block(text, a.tag) + post
     if a.check:
         if new != doc:
             print(f"{target}: the relate table differs from `python3 benchmarks/relate_table.py`", file=sys.stderr)

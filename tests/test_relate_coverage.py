@@ -56,8 +56,15 @@ def test_coverage_in_json_and_text(tmp_path, capsys):
     doc = json.loads(capsys.readouterr().out)
     assert {k: doc["coverage"][k] for k in ("covered", "points", "fraction")} == {"covered": 1, "points": 2,
                                                                                   "fraction": 0.5}
+    # the errors of the same held-out points beside the coverage (issue 35 item 5)
+    errs = sorted(abs(r["predicted_step_s"] / r["observed_step_s"] - 1) for r in doc["rows"]
+                  if r["fabric"] != doc["reference"])
+    assert len(errs) == 2 and errs[0] < errs[1]
+    assert doc["coverage"]["median_abs_error"] == pytest.approx((errs[0] + errs[1]) / 2)
+    assert doc["coverage"]["max_abs_error"] == pytest.approx(errs[1])
     main(["relate", str(path)])
-    assert "coverage: 1 of 2 observed steps inside their predicted 95% interval (50%)" in capsys.readouterr().out
+    assert (f"2 held-out points: median |error| {(errs[0] + errs[1]) / 2:.1%}, largest {errs[1]:.1%}; coverage: 1 "
+            f"of 2 observed steps inside their predicted 95% interval (50%)") in capsys.readouterr().out
 
 
 def test_no_held_out_point_says_so():

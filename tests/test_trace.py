@@ -299,3 +299,33 @@ def test_rank_file_says_running_after_every_step(tmp_path):
     assert seen == [["running", 1], ["running", 2], ["running", 3], ["ok", 3]]
     final = json.loads((tmp_path / "rank-0.json").read_text())
     assert final["comm"]["profiled_steps"] == 1 and not list(tmp_path.glob("*.tmp"))
+
+
+def test_calls_carry_the_backends_interval_and_join_takes_the_shortest_over_ranks():
+    """comm.calls (training/calltimes.py): per call its gloo worker event's interval, or its NCCL kernel's;
+    the join's dur_min_s is the shortest over the ranks (the last rank to arrive waits for no one)."""
+    gloo = _steps((0, 1000), (1000, 2000)) + [
+        _ev("c10d::_allgather_base_", 10, 5, **{"Input Dims": [[64], [32]], "Input type": ["float", "float"]}),
+        _ev("gloo:all_gather", 30, 200, tid=GLOO_T, **{"Input Dims": [[32]], "Input type": ["float"]}),
+        _ev("c10d::_reduce_scatter_base_", 100, 5, **{"Input Dims": [[32], [64]], "Input type": ["float", "float"]}),
+        _ev("gloo:all_reduce", 150, 300, tid=GLOO_T + 1, **{"Input Dims": [[64]], "Input type": ["float"]}),
+        _ev("c10d::_allgather_base_", 1010, 5, **{"Input Dims": [[64], [32]], "Input type": ["float", "float"]}),
+        _ev("gloo:all_gather", 1020, 100, tid=GLOO_T, **{"Input Dims": [[32]], "Input type": ["float"]})]
+    found, problems = trace.matched(gloo, world_size=2)
+    assert problems == [] and [(m.step, m.span) for m in found] == [(0, (30, 230)), (0, (150, 450)), (1, (1020, 1120))]
+    rows = trace.calltimes.rank_rows(found, trace.step_windows(gloo))
+    assert rows[1] == [0, "reduce_scatter", 256, "float32", 2, pytest.approx(150e-6), pytest.approx(300e-6)]
+    late = [r[:6] + [r[6] / 2] for r in rows]  # the other rank joined late: half as long each
+    joined = trace.calltimes.join([rows, late])
+    assert [r[-1] for r in joined["rows"]] == pytest.approx([100e-6, 150e-6, 50e-6])
+    assert trace.calltimes.as_dicts(joined)[2]["dur_min_s"] == pytest.approx(50e-6)
+    assert trace.calltimes.join([rows, None]) is None
+    nccl = _steps((0, 100)) + [
+        _ev("c10d::allreduce_", 10, 20, **{"Input Dims": [[[1024]]], "Input type": ["TensorList"]}),
+        _ev("record_param_comms", 12, 5, **{"Collective name": "allreduce", "dtype": "BFloat16", "Group size": 2}),
+        _ev("c10d::allgather_", 40, 20, **{"Input Dims": [[], [[100]]], "Input type": ["", "TensorList"]}),
+        _ev("record_param_comms", 45, 5, **{"Collective name": "allgather", "dtype": "Float", "Group size": 2}),
+        _ev("ncclDevKernel_AllGather_RING_LL", 50, 30, tid=7, cat="kernel"),
+        _ev("ncclDevKernel_AllReduce_Sum_bf16", 20, 25, tid=7, cat="kernel")]
+    found, _ = trace.matched(nccl, world_size=2)
+    assert [m.span for m in found] == [(20, 45), (50, 80)]

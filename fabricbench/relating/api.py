@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fabricbench.errors import UsageError
+from fabricbench.relating import calls as own_calls
+from fabricbench.relating import concurrency
 from fabricbench.relating import coverage as cover
 from fabricbench.relating import inputs
 from fabricbench.relating import job as jobs
@@ -33,6 +35,7 @@ from fabricbench.relating.credit import Gaps, bucket_s
 from fabricbench.relating.curves import SweepCurves
 from fabricbench.relating.model import FORMULA, predict, predict_interval, step_formula
 from fabricbench.relating.pricing import Pricing, price
+from fabricbench.training.calltimes import as_dicts
 
 # short codes in RelateRow.flags; the sentences that explain them are in RelateResult.problems
 REFERENCE = "reference"
@@ -40,6 +43,8 @@ PREDICTED_ONLY = "predicted-only"
 UPPER_BOUND = "e=1 upper bound"
 NO_COMMUNICATION = "no communication"
 LINK_CREDIT = "link credit"  # T_comm less a token-bucket link's banked credit (credit.py)
+PLACEMENT = "placement differs"  # the sweep's ranks ran elsewhere than the training's (curves.placement)
+SHARED_LINK = "shared link"  # T_comm less what overlapped collectives save by sharing the link (concurrency.py)
 
 
 @dataclass(kw_only=True)
@@ -77,6 +82,7 @@ class RelateRow:
     predicted_slowdown_ci95: list[float] | None = None
     observed_slowdown_ci95: list[float] | None = None
     link_credit_s: float = 0.0  # C(f): what a token-bucket link's banked credit takes off T_comm (credit.py)
+    shared_link_s: float = 0.0  # O(f): what overlapped collectives save by sharing the link (concurrency.py)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -88,6 +94,8 @@ class RelateResult:
     rows: list[RelateRow]
     problems: list[str]
     formula: str = FORMULA
+    # per strategy (workload): the reference run's own calls against the sweep's price (calls.py)
+    calls: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def coverage(self) -> cover.Coverage:
@@ -96,7 +104,8 @@ class RelateResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {"reference": self.reference, "formula": self.formula, "rows": [r.to_dict() for r in self.rows],
-                "coverage": self.coverage.to_dict(), "problems": list(self.problems)}
+                "coverage": self.coverage.to_dict(), "calls": list(self.calls),
+                "problems": list(self.problems)}
 
 
 def relate(records_or_paths: Any, reference: str | None = None, *, overlap_window: bool = False) -> RelateResult:
@@ -126,6 +135,7 @@ def relate(records_or_paths: Any, reference: str | None = None, *, overlap_windo
                             f"predicted; sweep it with `fabricbench sweep --fabric {fab} --out FILE`")
     ref = _reference(reference, observed, curves, swept, trained)
     rows: list[RelateRow] = []
+    found_calls: list[dict[str, Any]] = []
     by_key = {(o.workload, o.strategy, o.fabric): o for o in observed}
     for wl, strategy in dict.fromkeys((o.workload, o.strategy) for o in observed):
         base = by_key.get((wl, strategy, ref))
@@ -134,11 +144,11 @@ def relate(records_or_paths: Any, reference: str | None = None, *, overlap_windo
                             f"nothing to calibrate its prediction on")
             continue
         rows.extend(_strategy_rows(base, by_key, curves, swept, problems, overlap_window=overlap_window,
-                                   job_curves=job_curves))
+                                   job_curves=job_curves, found_calls=found_calls))
     if job_curves is not None and ref not in job_curves.fabrics():
         problems.append(f"the job's observed collectives ran on {', '.join(job_curves.fabrics())}, not on the "
                         f"reference {ref}: nothing to calibrate the prices against (job.py)")
-    return RelateResult(reference=ref, rows=rows, problems=list(dict.fromkeys(problems)))
+    return RelateResult(reference=ref, rows=rows, problems=list(dict.fromkeys(problems)), calls=found_calls)
 
 
 def _reference(asked: str | None, observed: list[Observed], curves: SweepCurves, swept: list[str],
@@ -201,7 +211,8 @@ def _trace_bytes(comm: dict[str, Any]) -> int:
 
 def _strategy_rows(base: Observed, by_key: dict[tuple[Workload, str, str], Observed], curves: SweepCurves,
                    swept: list[str], problems: list[str], *, overlap_window: bool = False,
-                   job_curves: SweepCurves | None = None) -> list[RelateRow]:
+                   job_curves: SweepCurves | None = None,
+                   found_calls: list[dict[str, Any]] | None = None) -> list[RelateRow]:
     """Every swept fabric's row for base's (workload, strategy), calibrated on base (the reference run)."""
     wl, strategy, ref = base.workload, base.strategy, base.fabric
     comm = base.comm
@@ -226,24 +237,28 @@ def _strategy_rows(base: Observed, by_key: dict[tuple[Workload, str, str], Obser
         flags_all.append(NO_COMMUNICATION)
         note = comm.get("note") or "no collective in the trace"
         problems.append(f"{strategy} ({wl.label()}): {note}; every fabric predicts the reference's step")
-    on_ref = price(collectives, curves, fabric=ref, nranks=wl.nranks)
-    problems.extend(on_ref.flags)
-    ks = jobs.factors(on_ref, job_curves) if job_curves is not None else [None] * len(on_ref.entries)
-    if any(k is not None for k in ks):
-        problems.append(jobs.note(f"{strategy} ({wl.label()})", ks, on_ref.entries, ref))
-        flags_all.append(jobs.CALIBRATED)
-        on_ref = jobs.calibrate(on_ref, ks)
-    if on_ref.time_s > base.step_s:
-        problems.append(f"{strategy} ({wl.label()}) on the reference {ref}: its sweep prices {on_ref.time_s:.4g} s "
+    raw_ref = price(collectives, curves, fabric=ref, nranks=wl.nranks)
+    problems.extend(raw_ref.flags)
+    ks, krel = _factors(base, raw_ref, job_curves, flags_all, problems, found_calls)
+    on_ref = own_calls.widen(jobs.calibrate(raw_ref, ks), krel)
+    first = as_dicts(comm.get("calls"))  # the reference's calls: which ran together (concurrency.py)
+    shared_ref, _ = concurrency.saving(first, raw_ref, ks)
+    if on_ref.time_s - shared_ref > base.step_s:
+        problems.append(f"{strategy} ({wl.label()}) on the reference {ref}: its sweep prices {on_ref.time_s - shared_ref:.4g} s "
                         f"of communication per step, more than the observed {base.step_s:.4g} s step; the sweep "
                         f"and the training disagree (another dtype? busier machine?)")
     ref_bytes = _trace_bytes(comm)
     rows = []
     for fab in swept:
         own = by_key.get((wl, strategy, fab))
-        on_fab = on_ref if fab == ref else jobs.calibrate(price(collectives, curves, fabric=fab, nranks=wl.nranks), ks)
+        raw_fab = raw_ref if fab == ref else price(collectives, curves, fabric=fab, nranks=wl.nranks)
+        on_fab = on_ref if fab == ref else own_calls.widen(jobs.calibrate(raw_fab, ks), krel)
+        shared = (shared_ref, shared_ref if fab == ref else concurrency.saving(first, raw_fab, ks)[0])
         if fab != ref:
             problems.extend(on_fab.flags)
+        elsewhere = _placement_note(base, curves, fab)
+        if elsewhere:
+            problems.append(elsewhere)
         if gaps is None and collectives and bucket_s(fab) is not None:
             problems.append(f"{strategy} ({wl.label()}) on {fab}: the reference's trace has no idle gaps "
                             f"(recorded before traces had them), so the link credit of {fab}'s token bucket is "
@@ -256,20 +271,57 @@ def _strategy_rows(base: Observed, by_key: dict[tuple[Workload, str, str], Obser
             continue
         rows.append(_row(base, own, fab, e, on_ref, on_fab, ref_bytes, _trace_dtype(collectives), flags_all,
                          window if overlap_window else None, gaps,
-                         problems))
+                         problems, shared))
+        if elsewhere:
+            rows[-1].flags.append(PLACEMENT)
     rows.sort(key=lambda r: (r.fabric != ref, -(r.busbw_ratio or 0.0)))
     return rows
 
 
+def _placement_note(base: Observed, curves: SweepCurves, fab: str) -> str | None:
+    """A sentence when `fab`'s sweep at the run's rank count placed its ranks elsewhere than the run did."""
+    got = curves.placements.get((fab, base.workload.nranks))
+    if not got or base.placement is None or base.placement in got:
+        return None
+    return (f"{base.strategy} ({base.workload.label()}) on {fab}: the sweep's {base.workload.nranks} ranks ran on "
+            f"{', '.join(sorted(got))}, the training's on {base.placement}: the price is another placement's; "
+            f"sweep with the train run's --gpus")
+
+
+def _factors(base: Observed, raw_ref: Pricing, job_curves: SweepCurves | None, flags_all: list[str],
+             problems: list[str], found_calls: list[dict[str, Any]] | None) -> tuple[list[float | None], list[float]]:
+    """(k per traced collective: a job's observed calls where it has them (job.py), else the reference run's
+    own calls where their ratio to the sweep is stable (calls.py); the relative spread of the latter, which
+    widens the prices' intervals); flags and notes for both."""
+    who = f"{base.strategy} ({base.workload.label()})"
+    ks = jobs.factors(raw_ref, job_curves) if job_curves is not None else [None] * len(raw_ref.entries)
+    if any(k is not None for k in ks):
+        problems.append(jobs.note(who, ks, raw_ref.entries, base.fabric))
+        flags_all.append(jobs.CALIBRATED)
+    found, shared = own_calls.ratios(base.comms or ((base.comm,) if base.comm else ()), raw_ref)
+    problems.extend(own_calls.note(who, base.fabric, found, shared))
+    if found_calls is not None and found:
+        found_calls.append({"strategy": base.strategy, "model": base.workload.model, "nranks": base.workload.nranks,
+                            "reference": base.fabric, "shared_calls": shared,
+                            "by_op": own_calls.by_op(found), "by_size": [c.to_dict() for c in found]})
+    own = own_calls.factors(raw_ref, found)
+    if any(j is None and k is not None for j, k in zip(ks, own)):
+        flags_all.append(own_calls.SELF_CALIBRATED)
+    if any(c.disagrees for c in found):
+        flags_all.append(own_calls.DISAGREE)
+    rels = [0.0 if j is not None else r for j, r in zip(ks, own_calls.spreads(raw_ref, found))]
+    return [j if j is not None else k for j, k in zip(ks, own)], rels
+
+
 def _row(base: Observed, own: Observed | None, fab: str, e: float, on_ref: Pricing, on_fab: Pricing,
          ref_bytes: int, dtype: str, flags_all: list[str], window: float | None, gaps: Gaps | None,
-         problems: list[str]) -> RelateRow:
+         problems: list[str], shared: tuple[float, float] = (0.0, 0.0)) -> RelateRow:
     wl, ref = base.workload, base.fabric
     p = predict(ref_step_s=base.step_s, exposed_fraction=e, on_ref=on_ref, on_fabric=on_fab, window_s=window,
-                gaps=gaps)
+                gaps=gaps, shared=shared)
     # the gaps were profiled, slower than the timed steps: the credit as profiled bounds the other side
     wide = predict(ref_step_s=base.step_s, exposed_fraction=e, on_ref=on_ref, on_fabric=on_fab, window_s=window,
-                   gaps=gaps, scaled=False)
+                   gaps=gaps, scaled=False, shared=shared)
     flags = list(flags_all) + list(p.flags)
     if fab == ref:
         flags.insert(0, REFERENCE)
@@ -294,6 +346,8 @@ def _row(base: Observed, own: Observed | None, fab: str, e: float, on_ref: Prici
         problems.append(f"{fab}: a token-bucket link (tc tbf) banks up to {bucket_s(fab) * 1e3:.2g} ms of its rate "
                         f"while idle; training spends it at each collective after compute, a sweep never does: "
                         f"T_comm is the swept price less that credit (flag: link credit; link_credit_s)")
+    if shared[1] > 0:
+        flags.append(SHARED_LINK)
     if own is not None and own.runs > 1:
         flags.append(f"{own.runs} runs")
     obs = own.step_s if own is not None else None
@@ -324,4 +378,4 @@ def _row(base: Observed, own: Observed | None, fab: str, e: float, on_ref: Prici
         predicted_throughput=batch / p.predicted_step_s if batch and p.predicted_step_s > 0 else None,
         runs=own.runs if own is not None else 0, predicted_only=own is None, flags=flags,
         predicted_step_ci95=list(pred_ci), predicted_slowdown_ci95=list(slow_ci),
-        observed_slowdown_ci95=list(obs_ci) if obs_ci else None, link_credit_s=p.credit_s)
+        observed_slowdown_ci95=list(obs_ci) if obs_ci else None, link_credit_s=p.credit_s, shared_link_s=p.shared_s)

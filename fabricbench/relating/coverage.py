@@ -22,6 +22,7 @@ reference repeats.
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass
 from typing import Any, Iterable
 
@@ -34,14 +35,31 @@ class Coverage:
     covered: int
     points: int
     outside: tuple[str, ...]  # "strategy on fabric: observed X ms, interval [lo-hi] ms" per point outside
+    errors: tuple[float, ...] = ()  # |predicted / observed - 1| of the same held-out points
 
     @property
     def fraction(self) -> float | None:
         return self.covered / self.points if self.points else None
 
+    @property
+    def median_abs(self) -> float | None:
+        return statistics.median(self.errors) if self.errors else None
+
+    @property
+    def max_abs(self) -> float | None:
+        return max(self.errors) if self.errors else None
+
     def to_dict(self) -> dict[str, Any]:
         return {"covered": self.covered, "points": self.points, "fraction": self.fraction, "rule": RULE,
-                "outside": list(self.outside)}
+                "median_abs_error": self.median_abs, "max_abs_error": self.max_abs, "outside": list(self.outside)}
+
+    def summary(self) -> str:
+        """The errors and the coverage of the same held-out points, side by side: every lab's figure."""
+        if not self.errors:
+            return self.line()
+        n = len(self.errors)
+        return (f"{n} held-out point{'s' if n != 1 else ''}: median |error| {self.median_abs:.1%}, largest "
+                f"{self.max_abs:.1%}; {self.line()}")
 
     def line(self) -> str:
         if not self.points:
@@ -52,15 +70,16 @@ class Coverage:
 
 def coverage(rows: Iterable[Any]) -> Coverage:
     """Coverage over RelateRows (fabricbench/relating/api.py): held-out = observed and not the reference."""
-    covered, points, outside = 0, 0, []
+    covered, points, outside, errors = 0, 0, [], []
     for r in rows:
         if r.observed_step_s is None or r.fabric == r.reference or not r.predicted_step_ci95:
             continue
         points += 1
+        errors.append(abs(r.predicted_step_s / r.observed_step_s - 1.0))
         lo, hi = r.predicted_step_ci95
         if lo <= r.observed_step_s <= hi:
             covered += 1
         else:
             outside.append(f"{r.strategy} on {r.fabric} ({r.model}, {r.nranks} ranks): observed "
                            f"{r.observed_step_s * 1e3:.3g} ms, interval [{lo * 1e3:.3g}-{hi * 1e3:.3g}] ms")
-    return Coverage(covered=covered, points=points, outside=tuple(outside))
+    return Coverage(covered=covered, points=points, outside=tuple(outside), errors=tuple(errors))

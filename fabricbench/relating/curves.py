@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from fabricbench.collectives import busbw_factor
+from fabricbench.dtypes import DTYPES
 from fabricbench.results.schema import CollectiveResult
 from fabricbench.results.status import Status
 from fabricbench.sizes import format_size as _exact_size
@@ -30,6 +31,8 @@ from fabricbench.sizes import format_size as _exact_size
 # The nearest swept size must lie within this factor of a traced size for the price to count as measured
 # near it; a sweep with coarser steps (or none nearby) is flagged. The default sweep steps by 4.
 NEAR_FACTOR = 4.0
+
+_WIDTH = {**DTYPES, "int64": 8, "bool": 1}  # element sizes, the trace's types the sweep lacks included
 
 # status codes of one priced collective
 INTERPOLATED = "interpolated"
@@ -39,6 +42,15 @@ ABOVE = "extrapolated above"
 FAR = "far from swept sizes"
 DTYPE_SUBSTITUTED = "dtype substituted"
 UNPRICED = "unpriced"
+
+
+def placement(gpus: Iterable[int] | None) -> str:
+    """Where a run's ranks ran, as sweep and train records both say it: the GPUs they shared (a sweep lists
+    one ordinal per rank, a train run each GPU once), or the host."""
+    got = sorted({int(g) for g in gpus or () if isinstance(g, int)})
+    if not got:
+        return "the host"
+    return f"GPU{'s' if len(got) > 1 else ''} {','.join(map(str, got))}"
 
 
 def size_3sig(nbytes: float) -> str:
@@ -106,7 +118,9 @@ class SweepCurves:
     are used only where a key has nothing else: training launches collectives one by one.
     """
 
-    def __init__(self, curves: Iterable[Curve]) -> None:
+    def __init__(self, curves: Iterable[Curve], placements: dict[tuple[str, int], set[str]] | None = None) -> None:
+        # (fabric, nranks) -> where the sweep's ranks ran (placement()): the run's own placement is priced
+        self.placements = placements or {}
         self._curves: dict[tuple[str, str, str, int], Curve] = {}
         for c in curves:
             key = (c.fabric, c.op, c.dtype, c.nranks)
@@ -118,10 +132,12 @@ class SweepCurves:
         """The curves of the measured (status ok) collectives; an imported one that names no op, or a size
         or time that is not positive, is no point."""
         points: dict[tuple[str, str, str, int], dict[bool, dict[int, list[float]]]] = {}
+        placements: dict[tuple[str, int], set[str]] = {}
         for r in results:
             if r.status != Status.OK or not r.time_us or not r.bytes or r.time_us <= 0 or r.bytes <= 0 or not r.op:
                 continue
             key = (r.fabric, r.op, r.dtype or "float32", r.nranks or 0)
+            placements.setdefault((r.fabric, r.nranks or 0), set()).add(placement(r.gpus))
             per_mode = points.setdefault(key, {}).setdefault(bool(r.graph), {})
             rel = r.ci95_rel if r.ci95_rel is not None else r.cv
             per_mode.setdefault(r.bytes, []).append((r.time_us * 1e-6, float(rel or 0.0)))
@@ -132,7 +148,7 @@ class SweepCurves:
             curves.append(Curve(fabric=key[0], op=key[1], dtype=key[2], nranks=key[3], sizes=tuple(sizes),
                                 times_s=tuple(statistics.median(t for t, _ in pts[s]) for s in sizes),
                                 rels=tuple(_spread(pts[s]) for s in sizes)))
-        return cls(curves)
+        return cls(curves, placements)
 
     def __len__(self) -> int:
         return len(self._curves)
@@ -157,8 +173,9 @@ class SweepCurves:
         if exact is not None:
             return exact, None
         same_n = [c for c in self.on(fabric) if c.op == op and c.nranks == nranks]
-        if same_n:
-            return same_n[0], DTYPE_SUBSTITUTED
+        if same_n:  # one of the same element size first (int64's float64, the lab's STAND_IN)
+            width = _WIDTH.get(dtype)
+            return min(same_n, key=lambda c: (_WIDTH.get(c.dtype) != width, c.dtype)), DTYPE_SUBSTITUTED
         return None, UNPRICED
 
     def missing(self, fabric: str, op: str, dtype: str, nranks: int) -> str:

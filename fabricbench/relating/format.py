@@ -86,4 +86,20 @@ def render(result: Any, con=None) -> None:
               "fabric's step / the reference's; residual = predicted / observed - 1; [lo-hi] = 95% interval (runs in "
               "fresh processes, the sweeps' spread); a prediction is \"within its interval\" when the two "
               "intervals meet, else \"off by X% beyond it\"", markup=False)
-    con.print(result.coverage.line(), markup=False)
+    con.print(result.coverage.summary(), markup=False)
+    for line in calls_lines(result.calls):
+        con.print(line, markup=False)
+
+
+def calls_lines(found: list[dict[str, Any]]) -> list[str]:
+    """The reference runs' own calls against the sweep (relating/calls.py), one line per strategy and op."""
+    out = []
+    for f in found:
+        for op, d in f["by_op"].items():
+            if d.get("ratio") is None:
+                continue
+            used = "calibrated" if d["stable"] else "not stable across repeats: not calibrated"
+            out.append(f"own calls: {f['strategy']} ({f['model']}, {f['nranks']} ranks) on {f['reference']}: {op} "
+                       f"{d['ratio']:.2f}x the sweep's price [{d['lo']:.2f}-{d['hi']:.2f}] over {d['calls']} calls, "
+                       f"{used}")
+    return out

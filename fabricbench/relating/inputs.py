@@ -16,6 +16,7 @@ from typing import Any, Iterable
 
 from fabricbench.errors import UsageError
 from fabricbench.measuring.stats import around
+from fabricbench.relating.curves import placement
 from fabricbench.results import records as results_records
 from fabricbench.results.schema import CollectiveResult, TrainResult
 from fabricbench.results.status import TIMED_TRAIN
@@ -100,6 +101,8 @@ class Observed:
     comm: dict[str, Any] | None
     runs: int
     step_ci95: tuple[float, float] | None = None  # run-to-run (or one run's own) 95% interval of step_s
+    comms: tuple[dict[str, Any], ...] = ()  # every run's trace (comm is the first): the calls' repeats (calls.py)
+    placement: str | None = None  # where the ranks ran (curves.placement): a sweep elsewhere prices another
 
 
 def observations(trains: Iterable[TrainResult]) -> tuple[list[Observed], list[str]]:
@@ -117,12 +120,14 @@ def observations(trains: Iterable[TrainResult]) -> tuple[list[Observed], list[st
     out = []
     for (wl, strategy, fabric), runs in groups.items():
         sps = [v for r in runs if (v := r.samples_per_s)]
+        comms = tuple(c for r in runs if isinstance(c := r.reached("comm"), dict))
         comm = next((c for r in runs if (c := r.reached("comm")) is not None), None)
         fig = repeats.figures(runs)[0]  # the one statistics rule (measuring/stats.py via repeats.py)
         out.append(Observed(workload=wl, strategy=strategy, fabric=fabric, step_ci95=_step_ci(fig, runs),
                             step_s=statistics.median(r.median_step_s for r in runs),
                             samples_per_s=statistics.median(sps) if sps else None,
-                            global_batch=runs[0].global_batch, comm=comm, runs=len(runs)))
+                            global_batch=runs[0].global_batch, comm=comm, runs=len(runs), comms=comms,
+                            placement=placement(runs[0].gpus)))
     return out, problems
 
 

@@ -24,10 +24,15 @@ from pathlib import Path
 from typing import Any
 
 from fabricbench import jobs
+from fabricbench.collectives import COLLECTIVES
+from fabricbench.dtypes import DTYPES
 from fabricbench.errors import FabricbenchError, UsageError
 from fabricbench.fabrics import get_fabric
 from fabricbench.jobs.configs import Job, SweepJob, TrainJob
 from fabricbench.sizes import format_size
+
+# traced dtypes a sweep cannot run (fabricbench/dtypes.py), swept as the runnable type of their element size
+STAND_IN = {"int64": "float64", "bool": "uint8"}
 
 
 @dataclass(kw_only=True)
@@ -71,21 +76,35 @@ class LabRun:
 
 
 def sweep_plan(train_records: list[dict[str, Any]], factor: int = 4) -> list[tuple[str, list[str], list[int]]]:
-    """[(dtype, ops, sizes)] a sweep needs to price these records' traces, one entry per traced dtype: its
-    ops, and sizes from the power of two at or below its smallest traced S to the one at or above its
-    largest, by factor (a few bytes of float64 need no 4 MiB sweep)."""
+    """[(dtype, ops, sizes)] a sweep needs to price these records' traces in their own terms: one entry per
+    traced dtype (one the sweep cannot run is swept as STAND_IN's type of the same element size), its ops
+    that the sweep knows, and sizes from the power of two at or below its smallest traced S up, by factor,
+    to the first power of two whose size after the sweep's rounding (every rank a whole number of elements,
+    collectives/base.py) reaches its largest traced S at the trace's rank count: the sweep brackets every
+    traced size, so pricing interpolates (a few bytes of float64 need no 4 MiB sweep)."""
     colls = [c for r in train_records for c in ((r.get("comm") or {}).get("collectives") or [])
-             if c.get("bytes", 0) > 0]
+             if c.get("bytes", 0) > 0 and c.get("op") in COLLECTIVES.names()]
+    by_dtype: dict[str, list[dict[str, Any]]] = {}
+    for c in colls:
+        dt = STAND_IN.get(c["dtype"], c["dtype"])
+        if dt in DTYPES:  # another type is priced from a swept one at the same bytes, flagged (curves.py)
+            by_dtype.setdefault(dt, []).append(c)
     plan = []
-    for dtype in sorted({c["dtype"] for c in colls}):
-        mine = [c for c in colls if c["dtype"] == dtype]
+    for dtype, mine in sorted(by_dtype.items()):
         lo = 2 ** math.floor(math.log2(min(c["bytes"] for c in mine)))
         hi = 2 ** math.ceil(math.log2(max(c["bytes"] for c in mine)))
+        while any(_swept_bytes(c["op"], hi, dtype, int(c.get("group_size") or 1)) < c["bytes"] for c in mine):
+            hi *= 2
         sizes = [lo]
         while sizes[-1] < hi:
             sizes.append(min(sizes[-1] * factor, hi))
         plan.append((dtype, sorted({c["op"] for c in mine}), sizes))
     return plan
+
+
+def _swept_bytes(op: str, requested: int, dtype: str, nranks: int) -> int:
+    """The S a sweep measures when asked for `requested` bytes (rounded down to whole elements per rank)."""
+    return COLLECTIVES.get(op).size(requested, DTYPES[dtype], nranks).bytes
 
 
 def run_lab(config: LabConfig, *, log: Any = None) -> LabRun:

@@ -31,8 +31,11 @@ from fabricbench.relating.pricing import Pricing
 
 FORMULA = ("T_step(f) = max(T_compute + T_comm(f) - H(f), T_comm(f)), T_compute = T_step(ref) - e*T_comm(ref), "
            "H(f) = min((1-e)*T_comm(f), (1-e)*T_comm(ref)) (hidden communication), "
-           "T_comm(f) = sum over traced collectives of calls * t_f(op, S) (swept time, log-log interpolation) "
-           "- C(f), C(f) = link credit of a token-bucket fabric per step: sum over the reference's idle gaps g "
+           "T_comm(f) = sum over traced collectives of calls * k * t_f(op, S) (swept time, log-log interpolation) "
+           "- C(f) - O(f), O(f) = what the reference's overlapped stretches save with the link shared (a stretch "
+           "priced as its wire bytes at the fabric's bandwidth for that volume, concurrency.py), "
+           "k = the run's own calls' time over the sweep's on the reference where stable (calls.py), "
+           "C(f) = link credit of a token-bucket fabric per step: sum over the reference's idle gaps g "
            "of min(burst/rate, g, one stretch's T_comm) / steps (0 on other fabrics), "
            "e = exposed fraction from the reference run's overlap timeline (1 where it has none: an upper bound)")
 COMM_BOUND = "communication-bound"  # the floor T_step >= T_comm set the prediction
@@ -51,6 +54,7 @@ class Prediction:
     flags: tuple[str, ...]
     credit_s: float = 0.0  # C(f): the link credit taken off T_comm(f)
     credit_ref_s: float = 0.0  # C(ref)
+    shared_s: float = 0.0  # O(f): what collectives in flight together save by sharing the link (concurrency.py)
 
 
 def hidden(*, e: float, t_ref: float, t_fab: float, window_s: float | None) -> float:
@@ -82,9 +86,11 @@ def predict_interval(*, ref_ci: tuple[float, float], e: float, t_ref: tuple[floa
 
 
 def predict(*, ref_step_s: float, exposed_fraction: float, on_ref: Pricing, on_fabric: Pricing,
-            window_s: float | None = None, gaps: Gaps | None = None, scaled: bool = True) -> Prediction:
+            window_s: float | None = None, gaps: Gaps | None = None, scaled: bool = True,
+            shared: tuple[float, float] = (0.0, 0.0)) -> Prediction:
     """T_step(f) = max(T_compute + T_comm(f) − H(f), T_comm(f)) as the module docstring says, over the
-    collectives priced on both fabrics, each T_comm less its fabric's link credit (from `gaps`)."""
+    collectives priced on both fabrics, each T_comm less its fabric's link credit (from `gaps`) and less what
+    its overlapped stretches save by sharing the link (`shared`: O on the reference, on the fabric)."""
     assert 0.0 <= exposed_fraction <= 1.0 and ref_step_s > 0
     assert len(on_ref.entries) == len(on_fabric.entries), "both pricings must be of the same trace"
     common = [(r, f) for r, f in zip(on_ref.entries, on_fabric.entries)
@@ -93,7 +99,7 @@ def predict(*, ref_step_s: float, exposed_fraction: float, on_ref: Pricing, on_f
     swept_fab = sum(f.step_time_s for _, f in common)
     c_ref = link_credit(gaps, on_ref, [r for r, _ in common], swept_ref, scaled)
     c_fab = link_credit(gaps, on_fabric, [f for _, f in common], swept_fab, scaled)
-    t_ref, t_fab = swept_ref - c_ref, swept_fab - c_fab
+    t_ref, t_fab = swept_ref - c_ref - shared[0], swept_fab - c_fab - shared[1]
     flags: list[str] = []
     compute = ref_step_s - exposed_fraction * t_ref
     if compute < 0:
@@ -112,4 +118,4 @@ def predict(*, ref_step_s: float, exposed_fraction: float, on_ref: Pricing, on_f
     ratio = eff_fab / eff_ref if eff_fab and eff_ref else None
     return Prediction(comm_time_s=t_fab, comm_time_ref_s=t_ref, compute_s=compute,
                       predicted_step_s=step, busbw_ratio=ratio,
-                      busbw_gbps=eff_fab, flags=tuple(flags), credit_s=c_fab, credit_ref_s=c_ref)
+                      busbw_gbps=eff_fab, flags=tuple(flags), credit_s=c_fab, credit_ref_s=c_ref, shared_s=shared[1])

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from fabricbench.collectives import COLLECTIVES
+from fabricbench.training import calltimes
 from fabricbench.training.timeline import STEP_MARK, step_windows, timeline
 
 PROFILED_STEPS = 2  # default; extra steps after the timed ones
@@ -177,8 +178,55 @@ def _is_cpu_op(e: dict[str, Any]) -> bool:
     return e.get("ph") == "X" and e.get("cat") in ("cpu_op", "user_annotation", None)
 
 
+# the second word of an NCCL kernel's name (ncclDevKernel_AllReduce_Sum_bf16, ncclKernel_AllGather_RING_LL_...)
+# per op; NCCL's "Generic" kernels name no op and are matched by order alone
+NCCL_KERNEL = {"all_reduce": "allreduce", "all_gather": "allgather", "reduce_scatter": "reducescatter",
+               "broadcast": "broadcast", "reduce": "reduce", "all_to_all": "sendrecv"}
+
+
 def calls(events: list[dict[str, Any]], *, world_size: int) -> tuple[list[Call], list[str]]:
     """Every collective call inside the step windows -> (calls, problems)."""
+    found, problems = matched(events, world_size=world_size)
+    return [m.call for m in found], problems
+
+
+@dataclass(frozen=True)
+class Matched:
+    """One call and what the backend's own events say of it: its step and its interval (us), the NCCL
+    kernel's on GPU, the gloo worker's event on gloo (None where no such event was found)."""
+
+    call: Call
+    step: int
+    span: tuple[float, float] | None
+
+
+def _gloo_event(e: dict[str, Any], gloo: list[dict[str, Any]], used: set[int]) -> dict[str, Any] | None:
+    """The first unused gloo worker event at or after op e whose first shape is one of e's arguments'
+    (all-gather's is its per-rank input, reduce-scatter's the full input it all-reduces)."""
+    shapes = [s for d in e.get("args", {}).get("Input Dims") or [] if (s := _first_shape(d)) is not None]
+    for i, g in enumerate(gloo):
+        if i in used or g["ts"] < e["ts"]:
+            continue
+        if not shapes or _first_shape(g.get("args", {}).get("Input Dims") or []) in shapes:
+            used.add(i)
+            return g
+    return None
+
+
+def _nccl_kernel(e: dict[str, Any], op: str, kernels: list[dict[str, Any]], used: set[int]) -> dict[str, Any] | None:
+    """The first unused NCCL kernel of op's kind launched at or after op e (kernels in launch order)."""
+    want = NCCL_KERNEL.get(op)
+    for i, k in enumerate(kernels):
+        words = str(k["name"]).lower().split("_")
+        kind = words[1] if len(words) > 1 else ""
+        if i not in used and k["ts"] >= e["ts"] and (kind == want or kind.startswith("generic")):
+            used.add(i)
+            return k
+    return None
+
+
+def matched(events: list[dict[str, Any]], *, world_size: int) -> tuple[list[Matched], list[str]]:
+    """Every collective call inside the step windows, with its backend interval -> (calls, problems)."""
     windows = step_windows(events)
     inside = [e for e in events if _is_cpu_op(e) and any(a <= e["ts"] <= b for a, b in windows)]
     coll = sorted((e for e in inside if e["name"] in OP_RULES), key=lambda e: e["ts"])
@@ -187,7 +235,10 @@ def calls(events: list[dict[str, Any]], *, world_size: int) -> tuple[list[Call],
                                         and not _contains(e, o) for o in coll)]
     params = [e for e in inside if e["name"] == "record_param_comms"]
     gloo = sorted((e for e in inside if e["name"].startswith("gloo:")), key=lambda e: e["ts"])
+    kernels = sorted((e for e in events if e.get("cat") == "kernel" and e.get("ph") == "X"
+                      and "nccl" in str(e.get("name", "")).lower()), key=lambda e: e["ts"])
     used: set[int] = set()
+    used_k: set[int] = set()
     out, problems = [], []
     for e in outer:
         rule = OP_RULES[e["name"]]
@@ -201,26 +252,28 @@ def calls(events: list[dict[str, Any]], *, world_size: int) -> tuple[list[Call],
             group = int(concrete[rule.group_arg])
         nested = [p for p in params if p.get("tid") == e.get("tid") and _contains(e, p)
                   and p.get("args", {}).get("Collective name") not in (None, "wait")]
+        backend = None
         if nested:  # nccl: the backend's own account of this call
             pa = nested[0]["args"]
             dtype = dtype or _dtype(pa.get("dtype"))
             group = int(pa.get("Group size") or world_size)
-        elif dtype is None:  # gloo: the worker-thread event of this call, by shape and order
-            want = _first_shape(arg_dims)
-            for i, g in enumerate(gloo):
-                if i in used or g["ts"] < e["ts"]:
-                    continue
-                gdims = (g.get("args", {}).get("Input Dims") or [None])
-                if want is None or want in gdims:
-                    used.add(i)
-                    dtype = _dtype((g.get("args", {}).get("Input type") or [None])[0])
-                    break
+            backend = _nccl_kernel(e, rule.op, kernels, used_k)
+        else:  # gloo: the worker-thread event of this call, by shape and order (it names a list's dtype)
+            backend = _gloo_event(e, gloo, used)
+            if dtype is None and backend is not None:
+                dtype = _dtype((backend.get("args", {}).get("Input type") or [None])[0])
         if dtype is None or dtype not in ELEM_SIZE or arg_dims is None:
             problems.append(f"{e['name']}: no dtype or shape in the profile (types {types}, dims {dims})")
             continue
         nbytes = _nbytes(arg_dims, ELEM_SIZE[dtype]) * (group if rule.times_n else 1)
-        out.append(Call(op=rule.op, bytes=nbytes, dtype=dtype, group_size=group))
+        step = next(i for i, (a, b) in enumerate(windows) if a <= e["ts"] <= b)
+        out.append(Matched(Call(op=rule.op, bytes=nbytes, dtype=dtype, group_size=group), step,
+                           _span(backend) if backend is not None else None))
     return out, problems
+
+
+def _span(e: dict[str, Any]) -> tuple[float, float]:
+    return float(e["ts"]), float(e["ts"]) + float(e.get("dur", 0))
 
 
 def per_step(calls_: Iterable[Call], steps: int) -> list[dict[str, Any]]:
@@ -234,8 +287,9 @@ def per_step(calls_: Iterable[Call], steps: int) -> list[dict[str, Any]]:
 def rank_summary(events: list[dict[str, Any]], *, device_type: str, world_size: int, steps: int,
                  step_times_s: list[float], groups: list[int]) -> dict[str, Any]:
     """What one rank writes to its rank file: its calls per step, timeline and profiled step times."""
-    found, problems = calls(events, world_size=world_size)
-    return {"collectives": per_step(found, steps), "problems": problems, "profiled_steps": steps,
+    found, problems = matched(events, world_size=world_size)
+    return {"collectives": per_step([m.call for m in found], steps), "problems": problems, "profiled_steps": steps,
+            "calls": calltimes.rank_rows(found, step_windows(events)),
             "profiled_step_times_s": step_times_s, "timeline": timeline(events, device_type=device_type),
             "group_sizes": groups}
 
@@ -316,6 +370,7 @@ def join(ranks: list[dict[str, Any]], *, backend: str, world_size: int, sends: d
         "textbook_by_op": book if world_size > 1 else {},
         "wire_ratio": (_wire(by_op, world_size) / _wire(book, world_size)) if world_size > 1 and book else None,
         "timeline": tl,
+        "calls": calltimes.join([r.get("calls") for r in ranks]) if listed else None,  # per call: calltimes.py
         "overhead": {"profiled_step_s": prof_s, "timed_step_s": timed_step_s,
                      "ratio": prof_s / timed_step_s if prof_s and timed_step_s else None},
         "note": "; ".join(notes) or None,
