@@ -100,11 +100,14 @@ train() {  # N FABRIC TAG TRACE_STEPS STRATEGIES
   stage "train $2, $1 ranks, $5" "$rc" "$d"
 }
 sweeps() {  # N FABRIC TAG: one sweep per line of the N-rank plan ("DTYPE OPS SIZES")
+  # 12 timed iterations after 3 warm-ups: with 4 after 1 (results/h100-1gpu/relate-lab-iters4) all_gather at
+  # 256 KiB kept a warm-up tail of 10-70 ms in its median on every fabric (cv 1.2), which priced FSDP's
+  # per-layer gathers at ~4x what the run's own calls took; 12 samples also give each size a median CI
   local t0 rc d dtype ops sizes
   while read -r dtype ops sizes; do
     t0=$(date +%s)
     timeout "$(limit 120)" python3 -m fabricbench sweep --engine torch --backend gloo --nprocs "$1" "${on[@]}" \
-      --ops "$ops" --sizes "$sizes" --dtype "$dtype" --iters 4 --warmup 1 --fabric "$2" --quiet \
+      --ops "$ops" --sizes "$sizes" --dtype "$dtype" --iters 12 --warmup 3 --fabric "$2" --quiet \
       --out "$R/lab/sweep-$3-n$1.jsonl" >> "$R/lab/sweep-$3-n$1.txt" 2>&1
     rc=$?; d=$(( $(date +%s) - t0 ))
     sweep_s=$(longest "$sweep_s" "$d" "$nsweeps"); nsweeps=$(( nsweeps + 1 ))
