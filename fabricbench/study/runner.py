@@ -138,10 +138,10 @@ def _run_unit(unit: Unit, ctx: Context, writer: ResultWriter, attempt: str, crew
     outcome: Outcome
     try:
         ctx.unit_file(unit).unlink(missing_ok=True)  # this attempt's records only
-        commands, details = kind.commands(unit, ctx)
+        commands, details = kind.commands(unit, ctx) if not unit.waived else ([], {"waived": unit.waived})
         fabric = fabric_of(ctx.config, unit.fabric)
         facts = _facts(fabric, None)
-        if not commands:  # the kind decided there is nothing to run here, and said why
+        if not commands:  # the plan or the kind decided there is nothing to run here, and said why
             outcome = Outcome(status=Status.WAIVED, records=[], message=details.get("waived"))
         else:
             ran = _Children(unit=unit, ctx=ctx, fabric=fabric, crew=crew, details=details)
