@@ -30,7 +30,7 @@ SLACK = 15
 
 def train_argv(node: lab.Node, nodes: list[lab.Node], out: Path, *extra: str, steps: int = 5) -> list[str]:
     """docs/multinode.md, "train with torchrun": one command per node."""
-    return [sys.executable, "-m", "fabricbench", "train", "--strategy", "ddp", "--model", "tiny-mistral",
+    return [sys.executable, "-m", "fabricbench", "train", "--strategies", "ddp", "--model", "tiny-mistral",
             "--device", "cpu", "--nprocs", "1", "--nnodes", str(len(nodes)), "--node-rank", str(node.index),
             "--master-addr", nodes[0].addr, "--master-port", str(PORT), "--steps", str(steps),
             "--warmup-steps", "2", "--batch-size", "2", "--seq-len", "16", "--trace-steps", "0", "--repeats", "1",
