@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from fabricbench import hostload
 from fabricbench.measuring.comparison import judge
 from fabricbench.measuring.stats import ratio_ci
 from fabricbench.report.analysis import fmt, fmt_ratio
@@ -9,7 +10,7 @@ from fabricbench.report.document import Document
 from fabricbench.results.schema import CollectiveResult, TrainResult
 from fabricbench.results.status import Status
 from fabricbench.study.config import StudyConfig
-from fabricbench.study.report.common import busbw_ci, question_summary, waived_fabrics
+from fabricbench.study.report.common import busbw_ci, question_summary, verdict_said, waived_fabrics
 
 
 def in_short(doc: Document, sr, c: StudyConfig, trains: list[TrainResult], colls: list[CollectiveResult],
@@ -32,7 +33,7 @@ def in_short(doc: Document, sr, c: StudyConfig, trains: list[TrainResult], colls
             items.append(f"on **{f}** no strategy is shown faster than {', '.join(groups[0][1:])} yet "
                          f"(the verdicts below): {groups[0][0]} measured highest, {shown}")
     # the answers: one verdict per comparison (measuring/comparison.py), the same sentences as the CLI's
-    items += [("**" + cm["verdict"] + "**: " + cm["text"]) for cm in summ["comparisons"]]
+    items += [("**" + cm["verdict"] + "**: " + verdict_said(cm)) for cm in summ["comparisons"]]
     waived = waived_fabrics(sr, c)
     for f in c.fabrics[1:]:
         if f in waived:  # never measured, so never a ratio: the rule compare applies (study/plan.waived)
@@ -40,7 +41,11 @@ def in_short(doc: Document, sr, c: StudyConfig, trains: list[TrainResult], colls
             continue
         said = busbw_said(colls, c.fabrics[0], f, c.margin)
         if said:
-            items.append(f"**{f}** against {c.fabrics[0]}: all-reduce busbw at the largest size {said}")
+            items.append(f"**{f}** against {c.fabrics[0]}: all-reduce busbw at the largest size {said}"
+                         + _busy_sweeps(colls, c.fabrics[0], f))
+    for b in summ["busy_host"]:  # the runs a verdict above names: each with the others' load
+        items.append(f"**busy host** during {b['unit']}: {b['note']}; a busy host is one where "
+                     f"{summ['busy_host_rule']}, so this run's figure may be low")
     for hb in summ["host_bound"]:
         items.append(f"{hb['strategy']} @ {hb['fabric']}: {hb['note']}")
     picked = next(iter(sr.of_kind("batch")[-1:]), None)
@@ -85,3 +90,13 @@ def busbw_said(colls: list[CollectiveResult], base: str, f: str, margin: float) 
     if verdict == "equivalent":
         return f"the same within ±{margin:.0%}: {shown}"
     return f"no difference shown (the interval holds 1, so the gap may be load noise): {shown}"
+
+
+def _busy_sweeps(colls: list[CollectiveResult], *fabrics: str) -> str:
+    """", measured on a busy host (...)" where a sweep of these fabrics ran while other processes loaded it."""
+    notes = {}
+    for r in colls:
+        said = hostload.note(hostload.of(r)) if r.fabric in fabrics else None
+        if said:
+            notes.setdefault(r.fabric, said)
+    return "".join(f"; the sweep on {f} ran on a {n}" for f, n in notes.items())

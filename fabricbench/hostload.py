@@ -1,0 +1,194 @@
+"""The host's load from other processes during a run, read from /proc, and whether it made the host busy.
+
+    with hostload.watch() as w:          # this process and every process it starts are "ours"
+        jobs.run(argv, ...)
+    w.load.to_dict()                     # {"others_cpus": 1.31, "busy": true, "threshold_cpus": 0.5, ...}
+
+A figure measured while another job loads the machine is that job's as much as ours (one CPU-lab unit
+measured 69 and then 136-141 samples/s minutes apart, issue 37). So every run is watched: a thread reads
+/proc/<pid>/stat of every process once a second; a process is ours when it is this one or descends from it
+(its parent ours when first seen; once ours, ours until it ends). The others' CPU time over the window
+(user + system, each process from its first sighting, or from zero when it started inside the window) over
+the window's length is `others_cpus`: how many CPUs the other processes kept busy on average.
+
+The threshold (stated in every record): the host is busy when the others used at least BUSY_SHARE of its
+CPUs on average, and never less than BUSY_MIN_CPUS (half a CPU: on a 2-core lab one rank's core is then half
+taken). Kernel threads are left out (they mostly serve processes, ours included: loopback traffic), and a
+process that starts and ends between two readings is not seen: the figure is a lower bound, so a run
+flagged busy was busy. Linux only; elsewhere nothing is recorded.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable
+
+BUSY_SHARE = 0.10  # of the host's CPUs, on average over the run, used by other processes: a busy host
+BUSY_MIN_CPUS = 0.5  # ... and never below half a CPU
+INTERVAL_S = 1.0  # between two readings of /proc
+_KTHREAD = 0x00200000  # PF_KTHREAD in /proc/<pid>/stat's flags
+TOP = 3  # the busiest other processes a record names
+FIELD = "host_load"  # the record's field (declared in results/fields.py)
+
+
+def threshold(cpus: int) -> float:
+    """The others' average CPUs from which a host of `cpus` CPUs is busy."""
+    return max(BUSY_MIN_CPUS, BUSY_SHARE * cpus)
+
+
+@dataclass(kw_only=True)
+class Load:
+    window_s: float  # the run's length as watched
+    cpus: int  # the host's CPUs
+    others_cpu_s: float  # CPU seconds of processes outside this one's tree over the window
+    ours_cpu_s: float  # the same for this process and its descendants (the run)
+    others_cpus: float  # others_cpu_s / window_s: CPUs the other processes kept busy on average
+    threshold_cpus: float
+    busy: bool
+    readings: int
+    top: list[dict[str, Any]] = field(default_factory=list)  # [{pid, name, cpus}], the busiest others
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        for k in ("window_s", "others_cpu_s", "ours_cpu_s", "others_cpus", "threshold_cpus"):
+            d[k] = round(d[k], 3)
+        return d
+
+
+def note(load: Any) -> str | None:
+    """The sentence a busy host earns (a Load or its dict, as records hold it); None when it was quiet."""
+    d = load.to_dict() if isinstance(load, Load) else load
+    if not isinstance(d, dict) or not d.get("busy"):
+        return None
+    who = ", ".join(f"{t.get('name')} {t.get('cpus', 0):.1f}" for t in d.get("top") or [])
+    return (f"busy host: other processes used {d.get('others_cpus', 0):.2f} of {d.get('cpus')} CPUs on average "
+            f"(busy from {d.get('threshold_cpus', 0):.2f})" + (f", mostly {who}" if who else ""))
+
+
+def of(r: Any) -> dict[str, Any] | None:
+    """The load recorded with a record (a dict), or with a result object (in its `extra` or `context`,
+    where results/schema.py keeps the fields its classes do not name); None where none was recorded."""
+    if isinstance(r, dict):
+        d = r.get(FIELD)
+    else:
+        d = (getattr(r, "extra", None) or {}).get(FIELD) or (getattr(r, "context", None) or {}).get(FIELD)
+    return d if isinstance(d, dict) else None
+
+
+def _stat(proc: str, pid: str) -> tuple[int, int, int, int, str] | None:
+    """(ppid, utime + stime ticks, start ticks, flags, name) of one process; None when it is gone."""
+    try:
+        with open(f"{proc}/{pid}/stat", "rb") as fh:
+            raw = fh.read().decode("utf-8", "replace")
+    except OSError:
+        return None
+    head, _, rest = raw.rpartition(")")
+    f = rest.split()
+    try:
+        return int(f[1]), int(f[11]) + int(f[12]), int(f[19]), int(f[6]), head.partition("(")[2]
+    except (IndexError, ValueError):
+        return None
+
+
+class Watch:
+    """Readings of /proc from enter to exit in a daemon thread; `load` once exited (None off Linux)."""
+
+    def __init__(self, *, root: int | None = None, interval_s: float = INTERVAL_S, proc: str = "/proc",
+                 cpus: int | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+        # root: whose tree is "ours" (this process); proc, cpus, clock: another /proc, CPU count and clock (tests)
+        self.root, self.interval_s, self.proc = root if root is not None else os.getpid(), interval_s, proc
+        self.cpus, self.clock = cpus or os.cpu_count() or 1, clock
+        self.tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+        self.first: dict[tuple[int, int], int] = {}  # (pid, start) -> ticks at first sight (0: born inside)
+        self.last: dict[tuple[int, int], int] = {}
+        self.names: dict[tuple[int, int], str] = {}
+        self.ours: set[tuple[int, int]] = set()
+        self.readings = 0
+        self.load: Load | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> "Watch":
+        self.available = os.path.isdir(f"{self.proc}/{self.root}")
+        if self.available:
+            self.t0 = self.clock()
+            self.start_ticks = self._uptime_ticks()
+            self.read()
+            self._thread = threading.Thread(target=self._loop, name="fabricbench-hostload", daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._thread is None:
+            return
+        self._stop.set()
+        self._thread.join()
+        self.read()
+        self.load = self._result(self.clock() - self.t0)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            self.read()
+
+    def _uptime_ticks(self) -> int:
+        try:
+            with open(f"{self.proc}/uptime") as fh:
+                return int(float(fh.read().split()[0]) * self.tick)
+        except (OSError, ValueError, IndexError):
+            return 0
+
+    def read(self) -> None:
+        """One reading: every process's CPU ticks, and which are ours."""
+        seen: dict[tuple[int, int], tuple[int, int]] = {}  # key -> (ppid, ticks)
+        try:
+            pids = [p for p in os.listdir(self.proc) if p.isdigit()]
+        except OSError:
+            return
+        for pid in pids:
+            st = _stat(self.proc, pid)
+            if st is None or st[3] & _KTHREAD:
+                continue
+            ppid, ticks, start, _, name = st
+            key = (int(pid), start)
+            seen[key] = (ppid, ticks)
+            self.names[key] = name
+            if key not in self.first:
+                self.first[key] = 0 if (self.readings and start >= self.start_ticks) else ticks
+            self.last[key] = ticks
+        by_pid = {k[0]: k for k in seen}
+        ours_pids = {k[0] for k in self.ours if k in seen} | {self.root}
+        grew = True
+        while grew:  # a child may be listed before its parent: until no process joins
+            grew = False
+            for key, (ppid, _) in seen.items():
+                if key[0] not in ours_pids and ppid in ours_pids:
+                    ours_pids.add(key[0])
+                    grew = True
+        self.ours |= {by_pid[p] for p in ours_pids if p in by_pid}
+        self.readings += 1
+
+    def cpu_s(self, pid: int) -> tuple[float, bool] | None:
+        """(CPU seconds in the window, ours) of the process `pid` as watched; None when never seen."""
+        keys = [k for k in self.last if k[0] == pid]
+        if not keys:
+            return None
+        k = keys[-1]
+        return max(0, self.last[k] - self.first[k]) / self.tick, k in self.ours
+
+    def _result(self, window_s: float) -> Load:
+        cpus = self.cpus
+        used = {k: max(0, self.last[k] - self.first[k]) / self.tick for k in self.last}
+        others = {k: v for k, v in used.items() if k not in self.ours}
+        o, w = sum(others.values()), max(window_s, 1e-9)
+        top = sorted(((v, k) for k, v in others.items() if v > 0), reverse=True)[:TOP]
+        return Load(window_s=window_s, cpus=cpus, others_cpu_s=o, ours_cpu_s=sum(v for k, v in used.items()
+                    if k in self.ours), others_cpus=o / w, threshold_cpus=threshold(cpus),
+                    busy=o / w >= threshold(cpus), readings=self.readings,
+                    top=[{"pid": k[0], "name": self.names.get(k, "?"), "cpus": round(v / w, 3)} for v, k in top])
+
+
+def watch(**kw: Any) -> Watch:
+    return Watch(**kw)
