@@ -156,8 +156,8 @@ def _child_error(run: ChildRun) -> BaseException:
     if run.returncode == 2:
         return errors.UsageError(text)
     kind, sep, message = text.partition(": ")
-    cls = getattr(errors, kind, None) if sep else None
-    if isinstance(cls, type) and issubclass(cls, errors.FabricbenchError):
+    cls = errors.by_label(kind) if sep else None  # "timeout: ..." is CollectiveTimeout's (errors.py)
+    if cls is not None:
         return cls(message)
     return errors.FabricbenchError(f"the sweep under fabric {run.fabric.name} failed: {run.error}")
 
