@@ -34,6 +34,10 @@ TOP = 3  # the busiest other processes a record names
 FIELD = "host_load"  # the record's field (declared in results/fields.py)
 
 
+RULE = (f"other processes kept at least max({BUSY_MIN_CPUS:g} CPU, {BUSY_SHARE:.0%} of the host's CPUs) busy "
+        "on average during the run")  # what "busy host" means, where a report says it
+
+
 def threshold(cpus: int) -> float:
     """The others' average CPUs from which a host of `cpus` CPUs is busy."""
     return max(BUSY_MIN_CPUS, BUSY_SHARE * cpus)

@@ -154,3 +154,25 @@ def test_the_record_field_is_checked_by_the_reader():
     assert check_record(rec) is None and hostload.of(rec) == good
     assert "host_load.busy" in check_record({**rec, hostload.FIELD: {**good, "busy": "yes"}})
     assert hostload.of(TrainResult.from_record(rec)) == good  # an unnamed field: kept in `extra`
+
+
+def _busy(others_cpus: float) -> dict:
+    return hostload.Load(window_s=10.0, cpus=2, others_cpu_s=others_cpus * 10, ours_cpu_s=15.0,
+                         others_cpus=others_cpus, threshold_cpus=0.5, busy=others_cpus >= 0.5, readings=10,
+                         top=[{"pid": 9, "name": "make", "cpus": others_cpus}]).to_dict()
+
+
+def test_train_says_a_busy_host_beside_the_verdict_it_moved():
+    from fabricbench.training import format as train_format, repeats
+
+    recs = [{"kind": "train", "strategy": st, "fabric": "default", "status": "ok", "global_batch": 8, "repeat": r,
+             "step_time": {"median_s": step * k}, hostload.FIELD: _busy(1.4 if (st, r) == ("fsdp", 2) else 0.01)}
+            for r, k in ((1, 1.0), (2, 1.01), (3, 0.99)) for st, step in (("ddp", 0.100), ("fsdp", 0.130))]
+    lines = repeats.answer_lines(recs, repeats=3, width=200)
+    assert "(busy host during fsdp @ default round 2: see below)" in lines[1], lines
+    assert lines[2] == ("  busy host during fsdp @ default round 2: busy host: other processes used 1.40 of 2 CPUs "
+                        "on average (busy from 0.50), mostly make 1.4")
+    assert train_format.cells(recs[3])[8] == "busy host" and train_format.cells(recs[1])[8] == ""
+    quiet = [{**r, hostload.FIELD: _busy(0.01)} for r in recs]
+    assert not any("busy" in x for x in repeats.answer_lines(quiet, repeats=3, width=200))
+    assert repeats.summary(recs)["busy_host"][0]["unit"] == "fsdp @ default round 2"

@@ -22,6 +22,7 @@ import statistics
 from dataclasses import asdict, dataclass
 from typing import Any, Iterable
 
+from fabricbench import hostload
 from fabricbench.measuring import comparison
 from fabricbench.measuring.comparison import MARGIN, Comparison
 from fabricbench.measuring.stats import around, ci_rel, overlaps, repeat_ci
@@ -244,13 +245,55 @@ def verdict_lines(comps: list[Comparison] | list[dict[str, Any]], width: int = 8
 def answer_lines(records: list[dict[str, Any]], *, repeats: int | None = None, max_repeats: int = 6,
                  margin: float = MARGIN, width: int = 80) -> list[str]:
     """What `fabricbench train` ends with when it compared strategies: their verdicts, at `width` columns
-    (looks as launch.run took them: one at N with --repeats N, else from round 3 to max_repeats)."""
+    (looks as launch.run took them: one at N with --repeats N, else from round 3 to max_repeats), each
+    with the runs behind it taken on a busy host, then those runs (said even with nothing compared)."""
     looks = ({"first_look": repeats, "last_look": repeats} if repeats else
              {"first_look": min(comparison.FIRST_LOOK, max_repeats), "last_look": max_repeats})
-    comps = comparisons(records, margin=margin, **looks)
-    if not comps:
-        return []
-    return [f"answers (95% intervals, margin ±{margin:.0%}):"] + verdict_lines(comps, width=width)
+    comps = [dict(c.to_dict(), text=c.text()) for c in comparisons(records, margin=margin, **looks)]
+    busy = busy_runs(records)
+    mark_busy(comps, busy)
+    head = [f"answers (95% intervals, margin ±{margin:.0%}):"] if comps else []
+    return head + verdict_lines([dict(cm, text=said(cm)) for cm in comps], width=width) + busy_lines(busy, width)
+
+
+def busy_runs(records: Iterable[TrainResult | dict[str, Any]]) -> list[dict[str, Any]]:
+    """[{unit, strategy, fabric, note}]: each run that counts taken on a busy host (hostload.note), named
+    by its study unit where a study ran it, else "strategy @ fabric" and its round."""
+    out = []
+    for r in records:
+        if isinstance(r, dict):
+            if r.get("kind", "train") != "train" or r.get("status") not in OK:
+                continue
+            r = TrainResult.from_record(r)
+        note = hostload.note(hostload.of(r)) if r.status in OK else None
+        if note:
+            rnd = round_of(r)
+            unit = ((r.context.get("study") or r.extra.get("study") or {}).get("unit") or
+                    f"{r.strategy} @ {r.fabric}" + (f" round {rnd}" if rnd else ""))
+            out.append({"unit": unit, "strategy": r.strategy, "fabric": r.fabric, "note": note})
+    return out
+
+
+def mark_busy(comps: list[dict[str, Any]], busy: list[dict[str, Any]]) -> None:
+    """Each comparison (a dict) gets `busy_host`: the busy runs (busy_runs) of the two figures it compares."""
+    for cm in comps:
+        pairs = {(cm["a"], cm["fabric"]), (cm["b"], cm["fabric"])} if cm.get("fabric") else \
+            {(cm.get("strategy"), cm["a"]), (cm.get("strategy"), cm["b"])}
+        cm["busy_host"] = [b["unit"] for b in busy if (b["strategy"], b["fabric"]) in pairs]
+
+
+def said(cm: dict[str, Any]) -> str:
+    """A comparison's sentence, naming the runs behind it that a busy host may have moved."""
+    busy = cm.get("busy_host") or []
+    return cm["text"] + (f" (busy host during {', '.join(busy)}: see below)" if busy else "")
+
+
+def busy_lines(busy: list[dict[str, Any]], width: int = 80) -> list[str]:
+    """The busy runs as the CLI ends with them, after the verdicts."""
+    import textwrap
+
+    return [x for b in busy for x in textwrap.wrap(f"busy host during {b['unit']}: {b['note']}", width=width,
+                                                   initial_indent="  ", subsequent_indent="      ")]
 
 
 def figure_text(f: Figure) -> str:
@@ -274,7 +317,10 @@ def summary(records: list[dict[str, Any]], *, fabrics: list[str] | None = None,
                         last_look=last_look, strategies=strategies)
     ranks = rankings(figs, comps)
     slows = slowdowns(comps, ref) if ref else []
-    return {"comparisons": [dict(c.to_dict(), text=c.text()) for c in comps], "margin": margin,
+    cms = [dict(c.to_dict(), text=c.text()) for c in comps]
+    busy = busy_runs(records)
+    mark_busy(cms, busy)  # a verdict built on a run taken on a busy host names it
+    return {"comparisons": cms, "margin": margin, "busy_host": busy, "busy_host_rule": hostload.RULE,
             "rankings": ranks, "slowdowns": slows, "reference": ref,
             "figures": [f.to_dict() for f in figs],
             "host_bound": [{"strategy": f.strategy, "fabric": f.fabric, "gpu_busy_fraction": f.gpu_busy_fraction,

@@ -20,7 +20,7 @@ from fabricbench.study.report import jobfit as jobfit_section, references as ref
 from fabricbench.study.report.advice import advice_section
 from fabricbench.study.report.bandwidth import busbw_section, scaling_section
 from fabricbench.study.report.command import reproduce_section, study_command
-from fabricbench.study.report.common import Figs, batch_of, gpu_name, question_summary, unit_records, verdict_said
+from fabricbench.study.report.common import Figs, batch_of, gpu_name, question_summary, unit_records
 from fabricbench.study.report.machine import machine_section
 from fabricbench.study.report.nodes import nodes_section
 from fabricbench.study.report.relate import relate_section
@@ -83,11 +83,9 @@ def answer_lines(out_dir: str | Path, width: int = 80) -> list[str]:
     n = {v: sum(c["verdict"] == v for c in comps) for v in ("faster", "equivalent", "undecided")}
     head = (f"answers ({len(comps)} comparison(s), 95% intervals, margin ±{summ['margin']:.0%}): "
             + ", ".join(f"{k} {v}" for k, v in n.items() if v))
-    said = [dict(cm, text=verdict_said(cm)) for cm in comps]  # a verdict built on a busy host's run says so
-    busy = [textwrap.wrap(f"busy host during {b['unit']}: {b['note']}", width=width, initial_indent="  ",
-                          subsequent_indent="      ") for b in summ.get("busy_host") or []]
+    said = [dict(cm, text=repeats.said(cm)) for cm in comps]  # a verdict built on a busy host's run says so
     return textwrap.wrap(head, width=width) + repeats.verdict_lines(said, width=width) + \
-        [x for b in busy for x in b]
+        repeats.busy_lines(summ["busy_host"], width=width)
 
 
 def write_report(out_dir: str | Path) -> tuple[Path, Path]:

@@ -8,7 +8,6 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from fabricbench import hostload
 from fabricbench.measuring.stats import around
 from fabricbench.results.schema import CollectiveResult, TrainResult
 from fabricbench.results.status import Status
@@ -67,37 +66,9 @@ def sps(r: TrainResult | None) -> float | None:
 
 def question_summary(trains: list[TrainResult], c: StudyConfig) -> dict[str, Any]:
     """repeats.summary with the study's question: its fabrics (the first the reference), strategies,
-    margin and looks, so the report, `report --json` and the stopping rule judge alike; each comparison
-    built on a run taken on a busy host names those runs (`busy_host`), and `busy_host` lists them all."""
-    out = repeats.summary(trains, fabrics=list(c.fabrics), reference=c.fabrics[0], strategies=list(c.strategies),
-                          margin=c.margin, **c.looks)
-    busy = busy_trains(trains)
-    for cm in out["comparisons"]:
-        pairs = [(cm["a"], cm["fabric"]), (cm["b"], cm["fabric"])] if cm.get("fabric") else \
-            [(cm.get("strategy"), cm["a"]), (cm.get("strategy"), cm["b"])]
-        cm["busy_host"] = [b["unit"] for b in busy if (b["strategy"], b["fabric"]) in pairs]
-    out["busy_host"] = busy
-    out["busy_host_rule"] = (f"other processes kept at least max({hostload.BUSY_MIN_CPUS:g} CPU, "
-                             f"{hostload.BUSY_SHARE:.0%} of the host's CPUs) busy on average during the run")
-    return out
-
-
-def busy_trains(trains: list[TrainResult]) -> list[dict[str, Any]]:
-    """[{unit, strategy, fabric, note}] for each train run taken on a busy host (hostload.note)."""
-    out = []
-    for r in trains:
-        said = hostload.note(hostload.of(r))
-        if said:
-            unit = unit_of(r)
-            out.append({"unit": unit or f"train {r.strategy} @ {r.fabric}", "strategy": r.strategy,
-                        "fabric": r.fabric, "note": said})
-    return out
-
-
-def verdict_said(cm: dict[str, Any]) -> str:
-    """A comparison's sentence, with the runs behind it that a busy host may have moved."""
-    busy = cm.get("busy_host") or []
-    return cm["text"] + (f" (busy host during {', '.join(busy)}: see “busy host” below)" if busy else "")
+    margin and looks, so the report, `report --json` and the stopping rule judge alike."""
+    return repeats.summary(trains, fabrics=list(c.fabrics), reference=c.fabrics[0], strategies=list(c.strategies),
+                           margin=c.margin, **c.looks)
 
 
 def busbw_ci(r: CollectiveResult) -> tuple[float, float] | None:

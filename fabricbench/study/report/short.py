@@ -10,7 +10,8 @@ from fabricbench.report.document import Document
 from fabricbench.results.schema import CollectiveResult, TrainResult
 from fabricbench.results.status import Status
 from fabricbench.study.config import StudyConfig
-from fabricbench.study.report.common import busbw_ci, question_summary, verdict_said, waived_fabrics
+from fabricbench.study.report.common import busbw_ci, question_summary, waived_fabrics
+from fabricbench.training import repeats
 
 
 def in_short(doc: Document, sr, c: StudyConfig, trains: list[TrainResult], colls: list[CollectiveResult],
@@ -33,7 +34,7 @@ def in_short(doc: Document, sr, c: StudyConfig, trains: list[TrainResult], colls
             items.append(f"on **{f}** no strategy is shown faster than {', '.join(groups[0][1:])} yet "
                          f"(the verdicts below): {groups[0][0]} measured highest, {shown}")
     # the answers: one verdict per comparison (measuring/comparison.py), the same sentences as the CLI's
-    items += [("**" + cm["verdict"] + "**: " + verdict_said(cm)) for cm in summ["comparisons"]]
+    items += [("**" + cm["verdict"] + "**: " + repeats.said(cm)) for cm in summ["comparisons"]]
     waived = waived_fabrics(sr, c)
     for f in c.fabrics[1:]:
         if f in waived:  # never measured, so never a ratio: the rule compare applies (study/plan.waived)
