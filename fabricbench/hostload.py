@@ -29,6 +29,7 @@ from typing import Any, Callable
 BUSY_SHARE = 0.10  # of the host's CPUs, on average over the run, used by other processes: a busy host
 BUSY_MIN_CPUS = 0.5  # ... and never below half a CPU
 INTERVAL_S = 1.0  # between two readings of /proc
+LAP_S = 5.0  # a lap's shortest window: over less, one clock tick (10 ms) of another process reads as load
 _KTHREAD = 0x00200000  # PF_KTHREAD in /proc/<pid>/stat's flags
 TOP = 3  # the busiest other processes a record names
 FIELD = "host_load"  # the record's field (declared in results/fields.py)
@@ -67,9 +68,21 @@ def note(load: Any) -> str | None:
     d = load.to_dict() if isinstance(load, Load) else load
     if not isinstance(d, dict) or not d.get("busy"):
         return None
-    who = ", ".join(f"{t.get('name')} {t.get('cpus', 0):.1f}" for t in d.get("top") or [])
-    return (f"busy host: other processes used {d.get('others_cpus', 0):.2f} of {d.get('cpus')} CPUs on average "
-            f"(busy from {d.get('threshold_cpus', 0):.2f})" + (f", mostly {who}" if who else ""))
+    who = ", ".join(f"{t.get('name')} (pid {t.get('pid')}) {t.get('cpus', 0):.2f}" for t in d.get("top") or [])
+    return (f"other processes used {d.get('others_cpus', 0):.2f} of {d.get('cpus')} CPUs on average "
+            f"(busy from {d.get('threshold_cpus', 0):.2f})" + (f"; the busiest: {who}" if who else ""))
+
+
+def records_note(records: Any) -> str | None:
+    """One sentence for a run of many records (a sweep's, a compare's fabric): how many were measured on
+    a busy host and the busiest load; None when none was."""
+    loads = list(map(of, records))
+    busy = [d for d in loads if d and d.get("busy")]
+    if not busy:
+        return None
+    top = max(busy, key=lambda d: d.get("others_cpus") or 0)
+    return (f"busy host during {len(busy)} of {len(loads)} measurement(s): other processes used up to "
+            f"{top.get('others_cpus', 0):.2f} of {top.get('cpus')} CPUs (busy from {top.get('threshold_cpus', 0):.2f})")
 
 
 def of(r: Any) -> dict[str, Any] | None:
@@ -111,7 +124,9 @@ class Watch:
         self.names: dict[tuple[int, int], str] = {}
         self.ours: set[tuple[int, int]] = set()
         self.readings = 0
+        self.history: list[tuple[float, int, int]] = []  # (clock, others' ticks, ours) so far, per reading
         self.load: Load | None = None
+        self._lock = threading.Lock()  # lap() reads from the caller's thread beside the watching one
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -146,6 +161,10 @@ class Watch:
 
     def read(self) -> None:
         """One reading: every process's CPU ticks, and which are ours."""
+        with self._lock:
+            self._read()
+
+    def _read(self) -> None:
         seen: dict[tuple[int, int], tuple[int, int]] = {}  # key -> (ppid, ticks)
         try:
             pids = [p for p in os.listdir(self.proc) if p.isdigit()]
@@ -173,6 +192,21 @@ class Watch:
                     grew = True
         self.ours |= {by_pid[p] for p in ours_pids if p in by_pid}
         self.readings += 1
+        used = {k: max(0, self.last[k] - self.first[k]) for k in self.last}
+        theirs = sum(v for k, v in used.items() if k not in self.ours)
+        self.history.append((self.clock(), theirs, sum(used.values()) - theirs))
+
+    def lap(self, min_s: float = LAP_S) -> Load | None:
+        """The load over the last `min_s` seconds or more (from the newest reading at least that old, else
+        from the start), read now: what a measurement that just ended ran under (a sweep's record). None
+        unless watching."""
+        if self._thread is None or self.load is not None:
+            return None
+        self.read()
+        with self._lock:
+            now, o1, u1 = self.history[-1]
+            t0, o0, u0 = next((h for h in reversed(self.history) if h[0] <= now - min_s), self.history[0])
+            return self._load(now - t0, (o1 - o0) / self.tick, (u1 - u0) / self.tick, [])
 
     def cpu_s(self, pid: int) -> tuple[float, bool] | None:
         """(CPU seconds in the window, ours) of the process `pid` as watched; None when never seen."""
@@ -183,15 +217,18 @@ class Watch:
         return max(0, self.last[k] - self.first[k]) / self.tick, k in self.ours
 
     def _result(self, window_s: float) -> Load:
-        cpus = self.cpus
         used = {k: max(0, self.last[k] - self.first[k]) / self.tick for k in self.last}
         others = {k: v for k, v in used.items() if k not in self.ours}
-        o, w = sum(others.values()), max(window_s, 1e-9)
+        w = max(window_s, 1e-9)
         top = sorted(((v, k) for k, v in others.items() if v > 0), reverse=True)[:TOP]
-        return Load(window_s=window_s, cpus=cpus, others_cpu_s=o, ours_cpu_s=sum(v for k, v in used.items()
-                    if k in self.ours), others_cpus=o / w, threshold_cpus=threshold(cpus),
-                    busy=o / w >= threshold(cpus), readings=self.readings,
-                    top=[{"pid": k[0], "name": self.names.get(k, "?"), "cpus": round(v / w, 3)} for v, k in top])
+        return self._load(window_s, sum(others.values()), sum(used.values()) - sum(others.values()),
+                          [{"pid": k[0], "name": self.names.get(k, "?"), "cpus": round(v / w, 3)} for v, k in top])
+
+    def _load(self, window_s: float, others_s: float, ours_s: float, top: list[dict[str, Any]]) -> Load:
+        rate = others_s / max(window_s, 1e-9)
+        return Load(window_s=window_s, cpus=self.cpus, others_cpu_s=others_s, ours_cpu_s=ours_s, others_cpus=rate,
+                    threshold_cpus=threshold(self.cpus), busy=rate >= threshold(self.cpus), readings=self.readings,
+                    top=top)
 
 
 def watch(**kw: Any) -> Watch:

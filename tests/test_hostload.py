@@ -79,7 +79,7 @@ def test_a_busy_host_is_flagged_naming_the_process(tmp_path):
     assert load.busy and load.others_cpus == pytest.approx(1.1)
     assert [t["name"] for t in load.top] == ["other-job", "compile"]
     said = hostload.note(load.to_dict())
-    assert said.startswith("busy host: other processes used 1.10 of 2 CPUs") and "other-job 0.9" in said
+    assert said.startswith("other processes used 1.10 of 2 CPUs") and "the busiest: other-job (pid 300) 0.90, compile (pid 301) 0.20" in said
 
 
 LOOP = [sys.executable, "-c", "while True: pass"]
@@ -132,7 +132,7 @@ def test_the_report_and_the_answer_say_a_busy_host_beside_its_verdicts(tmp_path)
     beside = [ln for ln in short.splitlines() if ln.startswith("- **undecided**") and "busy host during" in ln]
     assert len(beside) == 3  # ddp against fsdp on default, and default against the two shaped fabrics for ddp
     assert all("train ddp @ default" in ln for ln in beside)
-    assert "**busy host** during train ddp @ default: busy host: other processes used 1.30 of 2 CPUs" in short
+    assert "**busy host** during train ddp @ default: other processes used 1.30 of 2 CPUs" in short
     answer = "\n".join(answer_lines(out, width=200))
     assert "busy host during train ddp @ default" in answer and answer.count("(busy host during") == 3
 
@@ -170,9 +170,42 @@ def test_train_says_a_busy_host_beside_the_verdict_it_moved():
             for r, k in ((1, 1.0), (2, 1.01), (3, 0.99)) for st, step in (("ddp", 0.100), ("fsdp", 0.130))]
     lines = repeats.answer_lines(recs, repeats=3, width=200)
     assert "(busy host during fsdp @ default round 2: see below)" in lines[1], lines
-    assert lines[2] == ("  busy host during fsdp @ default round 2: busy host: other processes used 1.40 of 2 CPUs "
-                        "on average (busy from 0.50), mostly make 1.4")
+    assert lines[2] == ("  busy host during fsdp @ default round 2: other processes used 1.40 of 2 CPUs on "
+                        "average (busy from 0.50); the busiest: make (pid 9) 1.40")
     assert train_format.cells(recs[3])[8] == "busy host" and train_format.cells(recs[1])[8] == ""
     quiet = [{**r, hostload.FIELD: _busy(0.01)} for r in recs]
     assert not any("busy" in x for x in repeats.answer_lines(quiet, repeats=3, width=200))
     assert repeats.summary(recs)["busy_host"][0]["unit"] == "fsdp @ default round 2"
+
+
+def test_a_lap_is_the_load_of_its_own_recent_window(tmp_path):
+    fp = FakeProc(tmp_path)
+    fp.put(100, 1, 0.0, name="sweep")
+    fp.put(300, 1, 0.0, name="other-job")
+    with fp.watch(100) as w:
+        fp.now = 10.0
+        fp.put(100, 1, 5.0, name="sweep")  # the first 10 s: only ours
+        quiet = w.lap(min_s=5.0)
+        fp.now = 20.0
+        fp.put(300, 1, 8.0, name="other-job")  # the next 10 s: another job takes 0.8 CPU
+        busy = w.lap(min_s=5.0)
+    assert not quiet.busy and quiet.others_cpus == 0 and quiet.ours_cpu_s == pytest.approx(5.0)
+    assert busy.busy and busy.window_s == 10.0 and busy.others_cpus == pytest.approx(0.8)
+    assert w.load.others_cpus == pytest.approx(0.4) and w.lap() is None  # the whole run; no lap once ended
+
+
+def test_sweep_and_compare_say_which_measurements_ran_on_a_busy_host():
+    from types import SimpleNamespace
+
+    from fabricbench.measuring.commands import CompareResult
+    from fabricbench.report.analysis import comparison
+
+    recs = [{"kind": "collective", "op": "all_reduce", "dtype": "float32", "inplace": False, "bytes": 1 << s,
+             "nranks": 2, "busbw_gbps": 1.0, hostload.FIELD: _busy(load)} for s, load in ((10, 0.1), (20, 1.2))]
+    said = hostload.records_note(recs)
+    assert said == "busy host during 1 of 2 measurement(s): other processes used up to 1.20 of 2 CPUs (busy from 0.50)"
+    assert hostload.records_note(recs[:1]) is None and hostload.records_note([{"kind": "collective"}]) is None
+    runs = [SimpleNamespace(fabric=SimpleNamespace(name=n, to_dict=dict), records=r, transport=None, error=None,
+                            mismatch=None, waived=None) for n, r in (("default", recs[:1]), ("p2p-off", recs[1:]))]
+    assert CompareResult(run_id="r", runs=runs, table=comparison(runs)).to_dict()["busy_host"] == {
+        "p2p-off": said.replace("2 measurement", "1 measurement")}

@@ -94,10 +94,6 @@ def busbw_said(colls: list[CollectiveResult], base: str, f: str, margin: float) 
 
 
 def _busy_sweeps(colls: list[CollectiveResult], *fabrics: str) -> str:
-    """", measured on a busy host (...)" where a sweep of these fabrics ran while other processes loaded it."""
-    notes = {}
-    for r in colls:
-        said = hostload.note(hostload.of(r)) if r.fabric in fabrics else None
-        if said:
-            notes.setdefault(r.fabric, said)
-    return "".join(f"; the sweep on {f} ran on a {n}" for f, n in notes.items())
+    """"; the sweep on F ran on a busy host (...)" where a sweep of these fabrics ran while others loaded it."""
+    notes = {f: hostload.records_note([r for r in colls if r.fabric == f]) for f in fabrics}
+    return "".join(f"; the sweep on {f}: {n}" for f, n in notes.items() if n)
