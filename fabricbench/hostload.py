@@ -11,6 +11,16 @@ measured 69 and then 136-141 samples/s minutes apart, issue 37). So every run is
 (user + system, each process from its first sighting, or from zero when it started inside the window) over
 the window's length is `others_cpus`: how many CPUs the other processes kept busy on average.
 
+Why this measure: /proc/loadavg counts our own ranks among the runnable tasks and decays over a minute,
+so it can tell neither whose the load is nor what it was during a 20 s run; /proc/stat's total less our
+tree's time would be cheaper but cannot name who loaded the host. Per process, each reading costs about
+45 us per user process (3 ms on a 2-core box of 70; kernel threads are read once), so a 1000-process
+node spends about 5% of one core on it, in the process that launches the ranks (a one-process sweep: a
+thread beside its measurements). A sweep's record carries a lap (`lap`): the load over the last LAP_S
+seconds or more, as its measurements are often shorter than a reading's tick. On a GPU run it is
+the same CPU-side figure: the ranks' host threads (launches, data loading, gloo) are what another job
+slows.
+
 The threshold (stated in every record): the host is busy when the others used at least BUSY_SHARE of its
 CPUs on average, and never less than BUSY_MIN_CPUS (half a CPU: on a 2-core lab one rank's core is then half
 taken). Kernel threads are left out (they mostly serve processes, ours included: loopback traffic), and a
@@ -123,6 +133,7 @@ class Watch:
         self.last: dict[tuple[int, int], int] = {}
         self.names: dict[tuple[int, int], str] = {}
         self.ours: set[tuple[int, int]] = set()
+        self.kthreads: set[str] = set()
         self.readings = 0
         self.history: list[tuple[float, int, int]] = []  # (clock, others' ticks, ours) so far, per reading
         self.load: Load | None = None
@@ -171,7 +182,11 @@ class Watch:
         except OSError:
             return
         for pid in pids:
+            if pid in self.kthreads:  # read once: about half a host's processes, and they live on
+                continue
             st = _stat(self.proc, pid)
+            if st is not None and st[3] & _KTHREAD:
+                self.kthreads.add(pid)
             if st is None or st[3] & _KTHREAD:
                 continue
             ppid, ticks, start, _, name = st
