@@ -129,12 +129,18 @@ def _lab_copy(tmp_path: Path, busy: bool) -> Path:
 def test_the_report_and_the_answer_say_a_busy_host_beside_its_verdicts(tmp_path):
     out = _lab_copy(tmp_path, busy=True)
     short = build(out).markdown().split("## In short\n", 1)[1].split("\n## ", 1)[0]
-    beside = [ln for ln in short.splitlines() if ln.startswith("- **undecided**") and "busy host during" in ln]
+    beside = [ln for ln in short.splitlines() if ln.startswith("- **undecided**") and "(run on a busy host:" in ln]
     assert len(beside) == 3  # ddp against fsdp on default, and default against the two shaped fabrics for ddp
     assert all("train ddp @ default" in ln for ln in beside)
     assert "**busy host** during train ddp @ default: other processes used 1.30 of 2 CPUs" in short
+    report = build(out).markdown()
+    advice = report.split("## Advice", 1)[1].split("\n## ", 1)[0]
+    assert "(run on a busy host: train ddp @ default)" in advice  # the verdict column names the run too
+    table = report.split("comparisons: throughput of a over b", 1)[1].split("\n## ", 1)[0]
+    assert table.count("undecided (busy host)") == 3, table
     answer = "\n".join(answer_lines(out, width=200))
-    assert "busy host during train ddp @ default" in answer and answer.count("(busy host during") == 3
+    assert "busy host during train ddp @ default" in answer  # then the load itself
+    assert answer.count("(run on a busy host: train ddp @ default)") == 3
 
 
 def test_a_quiet_host_says_nothing(tmp_path):
@@ -169,7 +175,7 @@ def test_train_says_a_busy_host_beside_the_verdict_it_moved():
              "step_time": {"median_s": step * k}, hostload.FIELD: _busy(1.4 if (st, r) == ("fsdp", 2) else 0.01)}
             for r, k in ((1, 1.0), (2, 1.01), (3, 0.99)) for st, step in (("ddp", 0.100), ("fsdp", 0.130))]
     lines = repeats.answer_lines(recs, repeats=3, width=200)
-    assert "(busy host during fsdp @ default round 2: see below)" in lines[1], lines
+    assert "(run on a busy host: fsdp @ default round 2)" in lines[1], lines
     assert lines[2] == ("  busy host during fsdp @ default round 2: other processes used 1.40 of 2 CPUs on "
                         "average (busy from 0.50); the busiest: make (pid 9) 1.40")
     assert train_format.cells(recs[3])[8] == "busy host" and train_format.cells(recs[1])[8] == ""

@@ -285,7 +285,7 @@ def mark_busy(comps: list[dict[str, Any]], busy: list[dict[str, Any]]) -> None:
 def said(cm: dict[str, Any]) -> str:
     """A comparison's sentence, naming the runs behind it that a busy host may have moved."""
     busy = cm.get("busy_host") or []
-    return cm["text"] + (f" (busy host during {', '.join(busy)}: see below)" if busy else "")
+    return cm["text"] + (f" (run on a busy host: {', '.join(busy)})" if busy else "")
 
 
 def busy_lines(busy: list[dict[str, Any]], width: int = 80) -> list[str]:

@@ -9,6 +9,7 @@ from fabricbench.study.config import StudyConfig
 from fabricbench.study.report.common import gib, question_summary
 from fabricbench.topology.model import Topology
 from fabricbench.topology.ranking import rank_placements
+from fabricbench.training import repeats
 
 
 def _smaller_jobs(s: Section, c: StudyConfig, machine, collectives: list[CollectiveResult]) -> None:
@@ -75,7 +76,7 @@ def _fastest(s: Section, c: StudyConfig, trains: list[TrainResult]) -> None:
         cm = comps.get((f, frozenset((ok[0][0], ok[1][0])))) if len(ok) > 1 else None
         rows.append([f, ok[0][0], fmt(ok[0][1]), ok[1][0] if len(ok) > 1 else "-",  # fmt: In short's digits
                      (ok[1][1] / ok[0][1]) if len(ok) > 1 else None,
-                     cm["text"].removeprefix(f"on {f}: ") if cm else "-"])
+                     repeats.said(cm).removeprefix(f"on {f}: ") if cm else "-"])  # a busy host's runs named
     if rows:
         s.table(["fabric", "measured highest", "samples/s", "runner-up", "runner-up / highest", "verdict"], rows,
                 caption="measured: the strategy with the highest samples/s on each fabric (the median over its "
