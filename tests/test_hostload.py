@@ -200,11 +200,19 @@ def test_a_lap_is_the_load_of_its_own_recent_window(tmp_path):
     assert w.load.others_cpus == pytest.approx(0.4) and w.lap() is None  # the whole run; no lap once ended
 
 
-def test_sweep_and_compare_say_which_measurements_ran_on_a_busy_host():
+def test_sweep_and_compare_say_which_measurements_ran_on_a_busy_host(monkeypatch):
+    import io
     from types import SimpleNamespace
 
+    from rich.console import Console
+
+    from fabricbench.measuring import sweep_run
+    from fabricbench.measuring.api import make_config
     from fabricbench.measuring.commands import CompareResult
+    from fabricbench.measuring.format import render_compare_table
+    from fabricbench.report import table as tables
     from fabricbench.report.analysis import comparison
+    from fabricbench.results.schema import CollectiveResult
 
     recs = [{"kind": "collective", "op": "all_reduce", "dtype": "float32", "inplace": False, "bytes": 1 << s,
              "nranks": 2, "busbw_gbps": 1.0, hostload.FIELD: _busy(load)} for s, load in ((10, 0.1), (20, 1.2))]
@@ -215,3 +223,14 @@ def test_sweep_and_compare_say_which_measurements_ran_on_a_busy_host():
                             mismatch=None, waived=None) for n, r in (("default", recs[:1]), ("p2p-off", recs[1:]))]
     assert CompareResult(run_id="r", runs=runs, table=comparison(runs)).to_dict()["busy_host"] == {
         "p2p-off": said.replace("2 measurement", "1 measurement")}
+    con = Console(width=200, file=io.StringIO(), color_system=None)
+    monkeypatch.setattr(tables, "console", lambda **kw: con)
+    render_compare_table(comparison(runs), runs)
+    lines = con.file.getvalue().splitlines()
+    assert any(ln.startswith("p2p-off: transport None busy host during 1 of 1 measurement(s)") for ln in lines)
+    assert not any("busy" in ln for ln in lines if ln.startswith("default:"))
+    said = []  # sweep ends its table with the same sentence
+    monkeypatch.setattr(sweep_run, "run_sweep", lambda *a, **k: [CollectiveResult.from_record({**r, "status": "ok"}) for r in recs])
+    sweep_run.run(make_config(engine="torch", backend="gloo", nprocs=2, sizes="1K"), out_path=None, as_json=False,
+                  csv_path=None, quiet=False, echo=said.append)
+    assert said[-1] == hostload.records_note(recs) + ": those figures may be low"
