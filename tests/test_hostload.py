@@ -227,7 +227,7 @@ def test_sweep_and_compare_say_which_measurements_ran_on_a_busy_host(monkeypatch
     monkeypatch.setattr(tables, "console", lambda **kw: con)
     render_compare_table(comparison(runs), runs)
     lines = con.file.getvalue().splitlines()
-    assert any(ln.startswith("p2p-off: transport None busy host during 1 of 1 measurement(s)") for ln in lines)
+    assert any(ln.startswith("p2p-off: transport None; busy host during 1 of 1 measurement(s)") for ln in lines)
     assert not any("busy" in ln for ln in lines if ln.startswith("default:"))
     said = []  # sweep ends its table with the same sentence
     monkeypatch.setattr(sweep_run, "run_sweep", lambda *a, **k: [CollectiveResult.from_record({**r, "status": "ok"}) for r in recs])

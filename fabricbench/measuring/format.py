@@ -60,7 +60,7 @@ def render_compare_table(table: dict[str, Any], runs: list[Any]) -> None:
             line += f" [red]FAILED: {escape(r.error)}[/red]"
         busy = hostload.records_note(r.records)  # its figures, and the N× slower built on them, may be low
         if busy:
-            line += f" [yellow]{escape(busy)}: its figures may be low[/yellow]"
+            line += f"; [yellow]{escape(busy)}: its figures may be low[/yellow]"
         console.print(line)
 
 
