@@ -39,6 +39,7 @@ from typing import Any, Callable
 BUSY_SHARE = 0.10  # of the host's CPUs, on average over the run, used by other processes: a busy host
 BUSY_MIN_CPUS = 0.5  # ... and never below half a CPU
 INTERVAL_S = 1.0  # between two readings of /proc
+FRESH_S = 0.5  # a lap reads /proc again only when the last reading is older (a reading costs milliseconds)
 LAP_S = 5.0  # a lap's shortest window: over less, one clock tick (10 ms) of another process reads as load
 _KTHREAD = 0x00200000  # PF_KTHREAD in /proc/<pid>/stat's flags
 TOP = 3  # the busiest other processes a record names
@@ -217,7 +218,8 @@ class Watch:
         unless watching."""
         if self._thread is None or self.load is not None:
             return None
-        self.read()
+        if self.clock() - self.history[-1][0] >= FRESH_S:  # a burst of records shares one reading
+            self.read()
         with self._lock:
             now, o1, u1 = self.history[-1]
             t0, o0, u0 = next((h for h in reversed(self.history) if h[0] <= now - min_s), self.history[0])
