@@ -36,15 +36,17 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
-BUSY_SHARE = 0.10  # of the host's CPUs, on average over the run, used by other processes: a busy host
-BUSY_MIN_CPUS = 0.5  # ... and never below half a CPU
+# A busy host: other processes kept this share of its CPUs busy on average over the run. A tenth of a big
+# host's cores is a whole job's worth of processes contending for the ranks' host threads, caches and
+# memory bandwidth; on a small lab box the floor decides: half a CPU is half of the core a rank runs on.
+BUSY_SHARE = 0.10
+BUSY_MIN_CPUS = 0.5
 INTERVAL_S = 1.0  # between two readings of /proc
 FRESH_S = 0.5  # a lap reads /proc again only when the last reading is older (a reading costs milliseconds)
 LAP_S = 5.0  # a lap's shortest window: over less, one clock tick (10 ms) of another process reads as load
 _KTHREAD = 0x00200000  # PF_KTHREAD in /proc/<pid>/stat's flags
 TOP = 3  # the busiest other processes a record names
 FIELD = "host_load"  # the record's field (declared in results/fields.py)
-
 
 RULE = (f"other processes kept at least max({BUSY_MIN_CPUS:g} CPU, {BUSY_SHARE:.0%} of the host's CPUs) busy "
         "on average during the run")  # what "busy host" means, where a report says it
