@@ -179,6 +179,8 @@ def test_train_says_a_busy_host_beside_the_verdict_it_moved():
     assert lines[2] == ("  busy host during fsdp @ default round 2: other processes used 1.40 of 2 CPUs on "
                         "average (busy from 0.50); the busiest: make (pid 9) 1.40")
     assert train_format.cells(recs[3])[8] == "busy host" and train_format.cells(recs[1])[8] == ""
+    figs = {f.strategy: repeats.figure_text(f) for f in repeats.figures(recs)}
+    assert figs["fsdp"].endswith("(3 run(s), run-to-run); 1 of them on a busy host") and "busy" not in figs["ddp"]
     quiet = [{**r, hostload.FIELD: _busy(0.01)} for r in recs]
     assert not any("busy" in x for x in repeats.answer_lines(quiet, repeats=3, width=200))
     assert repeats.summary(recs)["busy_host"][0]["unit"] == "fsdp @ default round 2"

@@ -50,6 +50,7 @@ class Figure:
     run_samples_per_s: tuple[float, ...]  # each run's figure, in run order
     gpu_busy_fraction: float | None
     host_bound: str | None
+    busy_host_runs: int = 0  # of `runs`, those taken while other processes loaded the host (hostload.py)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -91,7 +92,8 @@ def figures(records: Iterable[TrainResult | dict[str, Any]]) -> list[Figure]:
         out.append(Figure(strategy=strategy, fabric=fabric, runs=len(runs), step_s=step, step_ci95=ci,
                           samples_per_s=sps, ci95=thr_ci, ci95_rel=ci_rel(ci, step), interval=how,
                           run_samples_per_s=tuple(batch / s for s in steps) if batch else (),
-                          gpu_busy_fraction=busy_m, host_bound=host_bound_note(busy_m)))
+                          gpu_busy_fraction=busy_m, host_bound=host_bound_note(busy_m),
+                          busy_host_runs=sum(bool((hostload.of(r) or {}).get("busy")) for r in runs)))
     return out
 
 
@@ -301,7 +303,8 @@ def figure_text(f: Figure) -> str:
         return f"{f.strategy} @ {f.fabric}: no throughput"
     ci = f" [{f.ci95[0]:.4g}, {f.ci95[1]:.4g}]" if f.ci95 else ""
     return (f"{f.strategy:<6} @ {f.fabric}: {f.samples_per_s:.4g} samples/s{ci} ({f.runs} run(s), {f.interval})"
-            + (f"; {f.host_bound}" if f.host_bound else ""))
+            + (f"; {f.host_bound}" if f.host_bound else "")
+            + (f"; {f.busy_host_runs} of them on a busy host" if f.busy_host_runs else ""))
 
 
 def summary(records: list[dict[str, Any]], *, fabrics: list[str] | None = None,
