@@ -236,3 +236,25 @@ def test_sweep_and_compare_say_which_measurements_ran_on_a_busy_host(monkeypatch
     sweep_run.run(make_config(engine="torch", backend="gloo", nprocs=2, sizes="1K"), out_path=None, as_json=False,
                   csv_path=None, quiet=False, echo=said.append)
     assert said[-1] == hostload.records_note(recs) + ": those figures may be low"
+
+
+def test_advise_names_a_busy_run_beside_its_verdict():
+    from fabricbench.advise.api import StrategyAdvice, _choose
+    from fabricbench.advise.memory import MemoryFit
+    from fabricbench.advise.strategy import StrategyTime
+
+    def cand(strategy, steps, busy_round=None):
+        runs = tuple(TrainResult.from_record({
+            "kind": "train", "strategy": strategy, "fabric": "default", "status": "ok", "global_batch": 8,
+            "step_time": {"median_s": s}, "repeat": r, hostload.FIELD: _busy(1.4 if r == busy_round else 0.0)})
+            for r, s in enumerate(steps, 1))
+        mem = MemoryFit(strategy=strategy, need_bytes=1, states_bytes=1, activation_bytes=0, capacity_bytes=10,
+                        margin_bytes=9, verdict="fits", source="estimate")
+        return StrategyAdvice(strategy=strategy, memory=mem, time=StrategyTime(
+            strategy=strategy, gpus=[0], comm_bytes_per_step=0, wire_bytes_per_rank=0.0, comm_time_s=0.0,
+            step_time_s=sorted(steps)[1], volume_source="-", time_source="measured", runs=runs))
+
+    ranked = _choose([cand("ddp", [0.103, 0.1133, 0.0979], busy_round=2), cand("fsdp", [0.100, 0.1101, 0.0951])])
+    assert ranked[1].note.endswith("; run on a busy host: ddp @ default round 2"), ranked[1].note
+    ranked = _choose([cand("ddp", [0.103, 0.1133, 0.0979]), cand("fsdp", [0.100, 0.1101, 0.0951])])
+    assert "busy" not in ranked[1].note
