@@ -8,9 +8,15 @@ CollectiveTimeout defined here, so the hierarchy lives in one place and is impor
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 
 class FabricbenchError(Exception):
-    """Base of everything fabricbench raises on purpose."""
+    """Base of everything fabricbench raises on purpose. The CLI prints "Error: " and the message, after
+    `label` where the message alone would not say what failed (a CUDA call's own words); never a class name.
+    A parent reads a child's label back as its class (by_label)."""
+
+    label: ClassVar[str] = ""
 
 
 class UsageError(FabricbenchError, ValueError):
@@ -53,14 +59,32 @@ class FabricWaived(FabricbenchError):
 class CudaError(FabricbenchError):
     """A CUDA runtime call failed. Message: call, file:line, error name and string."""
 
+    label = "CUDA error"
+
 
 class NcclError(FabricbenchError):
     """An NCCL call failed. Message: call, file:line, ncclResult name, string and ncclGetLastError()."""
+
+    label = "NCCL error"
 
 
 class CollectiveTimeout(FabricbenchError, TimeoutError):
     """Communicator set-up or a collective did not finish within --timeout; the communicator was aborted."""
 
+    label = "timeout"
+
 
 class CheckFailed(FabricbenchError):
     """--check found wrong elements. Raised after every measurement was written."""
+
+    label = "check failed"
+
+
+def by_label(label: str) -> type[FabricbenchError] | None:
+    """The class whose `label` a child's `Error: <label>: ...` line names (measuring/child.py); None for none."""
+    todo, seen = [FabricbenchError], []
+    while todo:
+        cls = todo.pop()
+        seen.append(cls)
+        todo += cls.__subclasses__()
+    return next((c for c in seen if label and c.__dict__.get("label") == label), None)

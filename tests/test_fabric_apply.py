@@ -158,7 +158,7 @@ def test_sweep_under_fabric_adopts_streams_and_flags(monkeypatch, capsys):
 
 @pytest.mark.parametrize("rc,stderr,exc,text", [
     (2, "Error: --gpus 0,1 names 2 GPU(s) up to 1 but 1 are visible (0-0)\n", UsageError, "--gpus 0,1 names"),
-    (1, "Error: CollectiveTimeout: all_reduce did not finish within 5 s\n", None, "did not finish within 5 s"),
+    (1, "Error: timeout: all_reduce did not finish within 5 s\n", None, "did not finish within 5 s"),
 ])
 def test_sweep_under_fabric_raises_the_childs_error(monkeypatch, rc, stderr, exc, text):
     from fabricbench import errors

@@ -44,7 +44,8 @@ LAYERS = [
     {"jobs", "topology", "report", "importing", "export", "references", "cluster"},
     {"results"},
     {"fabrics", "files", "collectives"},
-    {"declare", "errors", "dtypes", "gpus", "masking", "procs", "progress", "registry", "sizes"},  # leaf modules
+    {"declare", "errors", "dtypes", "gpus", "hostload", "masking", "procs", "progress", "registry",
+     "sizes"},  # leaf modules
 ]
 LEVEL = {unit: len(LAYERS) - i for i, layer in enumerate(LAYERS) for unit in layer}
 

@@ -30,7 +30,7 @@ SLACK = 15
 
 def train_argv(node: lab.Node, nodes: list[lab.Node], out: Path, *extra: str, steps: int = 5) -> list[str]:
     """docs/multinode.md, "train with torchrun": one command per node."""
-    return [sys.executable, "-m", "fabricbench", "train", "--strategy", "ddp", "--model", "tiny-mistral",
+    return [sys.executable, "-m", "fabricbench", "train", "--strategies", "ddp", "--model", "tiny-mistral",
             "--device", "cpu", "--nprocs", "1", "--nnodes", str(len(nodes)), "--node-rank", str(node.index),
             "--master-addr", nodes[0].addr, "--master-port", str(PORT), "--steps", str(steps),
             "--warmup-steps", "2", "--batch-size", "2", "--seq-len", "16", "--trace-steps", "0", "--repeats", "1",
@@ -260,7 +260,7 @@ def test_a_study_node_that_never_joins_is_named_within_the_join_timeout(tmp_path
     print(f"node 0 ended after {took:.1f} s, node 1 after {took1:.1f} s")
     assert p.returncode == 1 and took < join + SLACK, took
     (line,) = errors(tmp_path, nodes[0])
-    assert "node(s) 1 did not join the study within --join-timeout 20 s" in line, line
+    assert line.startswith("Error: node(s) 1 did not join the study within --join-timeout 20 s"), line
     assert not (tmp_path / "study" / "results.jsonl").exists()  # nothing was started
     assert q.returncode == 1 and took1 < join + SLACK, took1
     (line1,) = errors(tmp_path, nodes[1])

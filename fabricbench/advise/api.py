@@ -306,8 +306,10 @@ def _choose(advice: list[StrategyAdvice]) -> list[StrategyAdvice]:
         if a.memory.verdict == "tight" and top.memory.verdict != "tight":
             a.note = "fits only without the 10% reserve"
         elif (v := _verdict(top, a)) is not None:  # both measured: the paired comparison's sentence
+            busy = [b["unit"] for b in repeats.busy_runs([*top.time.runs, *a.time.runs])]
             a.note = v.text() + ("" if v.verdict == "faster" else
-                                 f"; {top.strategy} comes first in the dial order DDP → ZeRO-1 → ZeRO-2 → ZeRO-3 → FSDP")
+                                 f"; {top.strategy} comes first in the dial order DDP → ZeRO-1 → ZeRO-2 → ZeRO-3 → FSDP") \
+                + (f"; run on a busy host: {', '.join(busy)}" if busy else "")  # its figures may be low
         elif ka <= kt * (1 + EVEN):
             a.note = (f"even with {top.strategy} (within {EVEN:.0%}); {top.strategy} comes first in the dial "
                       f"order DDP → ZeRO-1 → ZeRO-2 → ZeRO-3 → FSDP")

@@ -126,7 +126,7 @@ def main(argv: list[str] | None = None) -> None:
         click.echo(f"Error: {shown(e)}", err=True)
         sys.exit(1)
     except FabricbenchError as e:  # a measurement failed (CUDA, NCCL, timeout, check): not the user's input
-        kind = "" if type(e) is FabricbenchError else f"{type(e).__name__}: "  # CollectiveTimeout, NcclError...
+        kind = f"{e.label}: " if e.label else ""  # plain words ("NCCL error"), never a class name (issue 37)
         click.echo(f"Error: {kind}{shown(e)}", err=True)
         sys.exit(1)
     if isinstance(rv, int) and rv:

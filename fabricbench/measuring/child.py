@@ -49,9 +49,24 @@ class ChildRun:
 def _uses_nccl(sweep: Any) -> bool:
     """Whether the child's ranks talk through NCCL: the native engine always; the torch engine unless its
     backend is gloo (decided as the sweep decides it when none is given: nccl where a GPU is visible)."""
-    if sweep.engine != "torch":
+    return uses_nccl(engine=sweep.engine, backend=sweep.backend)
+
+
+def uses_nccl(*, engine: str, backend: str | None) -> bool:
+    """Whether ranks of this engine and backend talk through NCCL (a train run: engine "torch")."""
+    if engine != "torch":
         return True
-    return (sweep.backend or default_backend()) != "gloo"
+    return (backend or default_backend()) != "gloo"
+
+
+def waiver(fabric: Fabric, *, engine: str, backend: str | None) -> str | None:
+    """The one rule for a fabric that would change nothing here (compare, scaling, sweep --fabric and the
+    study's sweep and train units all ask it): why it is waived for ranks of this engine and backend, or
+    None when it applies. Measured anyway, it would be the default fabric under another name, and its
+    "slowdown" load noise (p2p-off on gloo ranks)."""
+    if uses_nccl(engine=engine, backend=backend):
+        return None
+    return fabric.inert_without_nccl()
 
 
 def sweep_under_fabric(config, emit: Callable[[dict[str, Any]], None], *, run_id: str,
@@ -141,8 +156,8 @@ def _child_error(run: ChildRun) -> BaseException:
     if run.returncode == 2:
         return errors.UsageError(text)
     kind, sep, message = text.partition(": ")
-    cls = getattr(errors, kind, None) if sep else None
-    if isinstance(cls, type) and issubclass(cls, errors.FabricbenchError):
+    cls = errors.by_label(kind) if sep else None  # "timeout: ..." is CollectiveTimeout's (errors.py)
+    if cls is not None:
         return cls(message)
     return errors.FabricbenchError(f"the sweep under fabric {run.fabric.name} failed: {run.error}")
 
@@ -159,9 +174,9 @@ def run_child(fabric: Fabric, sweep: Any, *, base_env: dict[str, str] | None = N
     that cannot be applied here comes back as ChildRun.waived; Ctrl-C ends the child and goes on up.
     """
     run = ChildRun(fabric=fabric)
-    uses_nccl = _uses_nccl(sweep)
-    if not uses_nccl and fabric.inert_without_nccl():  # refused before anything runs: never a fake comparison
-        run.waived = fabric.inert_without_nccl()
+    nccl = _uses_nccl(sweep)
+    run.waived = waiver(fabric, engine=sweep.engine, backend=sweep.backend)
+    if run.waived:  # refused before anything runs: never a fake comparison
         return run
     with jobs.workspace(f"sweep-{fabric.name}") as ws:
         out = ws / "out.jsonl"
@@ -171,9 +186,9 @@ def run_child(fabric: Fabric, sweep: Any, *, base_env: dict[str, str] | None = N
         if prior:  # --resume in the child: it skips what these hold (and does not write them again)
             with open(out, "w", encoding="utf-8") as fh:
                 fh.writelines(json.dumps(r) + "\n" for r in prior)
-        reader = _Reader(ws, fabric, uses_nccl, extra, run, on_record)
+        reader = _Reader(ws, fabric, nccl, extra, run, on_record)
         # NCCL logging only where NCCL runs: gloo ranks would just carry the variables into the records.
-        res = jobs.run(cmd, workspace=ws, env=base_env, fabric=fabric, log_dir=str(ws) if uses_nccl else None,
+        res = jobs.run(cmd, workspace=ws, env=base_env, fabric=fabric, log_dir=str(ws) if nccl else None,
                        budget_s=wall_timeout_s, on_record=reader.record, records_from=[out], on_start=reader.start)
         run.warnings = res.warnings
         if res.waived:
@@ -187,7 +202,7 @@ def run_child(fabric: Fabric, sweep: Any, *, base_env: dict[str, str] | None = N
     elif run.returncode:
         run.error = _last_error(res.stderr) or f"exit status {run.returncode}"
     nranks = run.records[0].get("nranks") if run.records else None
-    run.transport = _label(run.summary, uses_nccl, nranks)
+    run.transport = _label(run.summary, nccl, nranks)
     run.mismatch = mismatch(fabric, run.summary)
     return run
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
+from fabricbench import hostload
 from fabricbench.errors import UsageError
 from fabricbench.measuring import copy as copying
 from fabricbench.measuring.copy import matrix, measure_all
@@ -112,6 +113,7 @@ class CompareResult:
                 "failures": {r.fabric.name: r.error for r in self.runs if r.error},
                 "mismatches": {r.fabric.name: r.mismatch for r in self.runs if r.mismatch},
                 "waived": {r.fabric.name: r.waived for r in self.runs if r.waived},
+                "busy_host": {r.fabric.name: n for r in self.runs if (n := hostload.records_note(r.records))},
                 "comparison": self.table["rows"], "metric": self.table["metric"], "note": self.table["note"],
                 "records": [rec for r in self.runs for rec in r.records]}
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from fabricbench import references
+from fabricbench import hostload, references
 from fabricbench.report import table as tables
 from fabricbench.report.analysis import CV_NOISY, fmt, fmt_ratio, noisy, scaling_series
 from fabricbench.report.plot import busbw_vs_count
@@ -58,6 +58,9 @@ def render_compare_table(table: dict[str, Any], runs: list[Any]) -> None:
             line += f" [red]MISMATCH: {escape(r.mismatch)}[/red]"
         if r.error:
             line += f" [red]FAILED: {escape(r.error)}[/red]"
+        busy = hostload.records_note(r.records)  # its figures, and the N× slower built on them, may be low
+        if busy:
+            line += f"; [yellow]{escape(busy)}: its figures may be low[/yellow]"
         console.print(line)
 
 

@@ -13,12 +13,15 @@ side, which knows no rank code).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
+import os
 import random
 import uuid
 from typing import Any, Callable
 
+from fabricbench import hostload
 from fabricbench.collectives import COLLECTIVES
 from fabricbench.errors import CollectiveTimeout, FabricbenchError, UsageError
 from fabricbench.fabrics import get_fabric
@@ -241,6 +244,8 @@ def run_sweep(config: SweepConfig, *, writer=None, on_result: Callable[[Collecti
     if here is not None:  # records name the fabric, never a custom spec's values (extra.settings too)
         config = dataclasses.replace(config, fabric=here.name)
 
+    watch = _host_watch(config) if not delegated else None  # a delegated sweep's child watches its own
+
     def emit(record: dict[str, Any]) -> None:
         if record.get("kind") == "topology":  # another node's snapshot (all_ranks_info): written, no result
             if writer is not None:
@@ -248,6 +253,9 @@ def run_sweep(config: SweepConfig, *, writer=None, on_result: Callable[[Collecti
             return
         if here is not None and record.get("kind") == "collective":
             stamp(record, here)  # a parent applied the fabric: the record still says its rate and variables
+        lap = watch.lap() if watch is not None and record.get("kind") == "collective" else None
+        if lap is not None:  # the other processes' load while it was measured (hostload.LAP_S at least)
+            record.setdefault(hostload.FIELD, lap.to_dict())
         if writer is not None:
             writer.write(record)
         reuse(record)
@@ -265,6 +273,24 @@ def run_sweep(config: SweepConfig, *, writer=None, on_result: Callable[[Collecti
                 resume.on_skip(skipped, planned)
 
     prior = list(resume.records) if resume is not None else None
+    with watch or contextlib.nullcontext():
+        _dispatch(config, delegated, emit, run_id=run_id, seed=seed, prior=prior, reuse=reuse, on_skip=on_skip)
+    return results
+
+
+def _host_watch(config: SweepConfig) -> hostload.Watch | None:
+    """Rank 0's watch on the host's load (the rank that writes the records). The run's processes are this
+    one's tree; a rank a launcher started (torchrun, srun: WORLD_SIZE without --nprocs) shares the
+    launcher's with its sibling ranks, whose CPU is the run's, not another job's."""
+    if int(os.environ.get("RANK", "0")) != 0:
+        return None
+    launched = "WORLD_SIZE" in os.environ and not config.nprocs
+    return hostload.watch(root=os.getppid() if launched else os.getpid())
+
+
+def _dispatch(config: SweepConfig, delegated: bool, emit, *, run_id: str, seed: int, prior, reuse,
+              on_skip) -> None:
+    """Where the sweep runs: a child under the fabric, --nprocs local ranks, or this process as a rank."""
     if delegated:
         # NCCL reads its variables once per process (and shaped:RATE needs a namespace): the fabric is
         # applied to a fresh child sweep, whose records stream back through emit (measuring/child.py).
@@ -278,7 +304,6 @@ def run_sweep(config: SweepConfig, *, writer=None, on_result: Callable[[Collecti
             run_id, seed = agree(dist, run_id, seed)
         run_rank(config, dist, emit, run_id=run_id, seed=seed, prior=prior if _is_root(dist) else None,
                  reused=reuse, on_skip=on_skip)
-    return results
 
 
 def _applied_here(spec: str):

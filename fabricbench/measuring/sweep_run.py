@@ -16,7 +16,7 @@ import os
 from typing import Any, Callable
 
 import fabricbench.gpus  # looked up on call: tests stand in for visible_gpu_count
-from fabricbench import references, topology
+from fabricbench import hostload, references, topology
 from fabricbench.errors import CheckFailed, UsageError
 from fabricbench.fabrics import get_fabric
 from fabricbench.files import OutputError, check_output
@@ -153,6 +153,9 @@ def run(config: SweepConfig, *, out_path: str | None, as_json: bool, csv_path: s
     if table is not None:  # is this normal? the published figure of the same platform (references/)
         for line in references.summary([r.to_dict() for r in results]):
             echo(line)
+        busy = hostload.records_note(results)
+        if busy:  # figures measured while other processes loaded the host (measuring/runner.py's laps)
+            echo(f"{busy}: those figures may be low")
     bad = [r for r in results if r.status == Status.WRONG]
     if bad:
         worst = ", ".join(f"{r.op} {r.bytes} B: {r.wrong}" for r in bad[:4])

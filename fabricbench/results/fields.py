@@ -197,6 +197,12 @@ def _want(spec: Any) -> str:
 # the fabric's facts a study writes onto its records (study/runner._facts); a train run writes the first two
 _FACTS = {"fabric_env": dict, "shaped_rate_bps": RATE, "netns": str}
 
+# --- the host's load from other processes while the run measured (fabricbench/hostload.py, issue 37) -----
+# one field on train and collective records; `busy` past the threshold the record states
+_HOST_LOAD = {"host_load": {"window_s!": DURATION, "cpus!": RANKS, "others_cpu_s": AMOUNT, "ours_cpu_s": AMOUNT,
+                            "others_cpus!": AMOUNT, "threshold_cpus!": AMOUNT, "busy!": bool, "readings": COUNT,
+                            "top": [{"pid": COUNT, "name": str, "cpus": AMOUNT}]}}
+
 
 def _collective_sizes(rec: dict[str, Any]) -> str | None:
     """A collective's bytes are whole elements of its dtype, split into whole per-rank parts where the
@@ -231,7 +237,7 @@ register_kind("collective", {
     "gpus": [INDEX], "inplace": bool, "graph": bool, "iters": COUNT, "time_us": TIME, "mean_us": TIME,
     "min_us": TIME, "max_us": TIME, "p95_us": TIME, "cv": AMOUNT, "ci95_rel": AMOUNT, "algbw_gbps": AMOUNT,
     "busbw_gbps": AMOUNT, "busbw_factor": AMOUNT, "wrong": COUNT, "status!": str, "message": str, "engine": str,
-    "backend": str, "transport": str, "gpu_names": [str], "transport_mismatch": str, **_FACTS,
+    "backend": str, "transport": str, "gpu_names": [str], "transport_mismatch": str, **_FACTS, **_HOST_LOAD,
     "extra": {"settings": dict, "topology_gpus": [INDEX], "placement_gpus": [INDEX], "hosts": [str]},
 }, check=_collective_sizes)
 register_kind("copy", {
@@ -249,7 +255,7 @@ register_kind("train", {
                                                      "dtype": str, "op!": str}],
              "timeline": {"exposed_fraction": FRACTION, "step_s": TIME}},
     "losses": [NUM], "step_times_s": [TIME], **_FACTS, "first_loss": NUM, "last_loss": NUM,
-    "gpu_busy_fraction": FRACTION,
+    "gpu_busy_fraction": FRACTION, **_HOST_LOAD,
 })
 # imported health (results/health.py on main: NCCL RAS per communicator, DCGM diag per test and entity)
 register_kind("health", {

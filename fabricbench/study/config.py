@@ -174,9 +174,9 @@ class StudyConfig:
             SizeSweep.parse(self.sizes)
         self._validate_nodes()
         if self.device == "cpu":
-            if self.nprocs < 2:
+            if self.nprocs < 1 or self.nprocs * self.nnodes < 2:  # 2 nodes of 1 rank make 2 ranks
                 raise UsageError(f"--nprocs {self.nprocs}: a study compares collectives, which need at least "
-                                 f"2 ranks")
+                                 f"2 ranks in all (--nprocs 2, or --nnodes 2 with one rank each)")
             if self.gpus:
                 raise UsageError("--gpus does not apply to --device cpu; use --nprocs N")
         else:

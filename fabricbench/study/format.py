@@ -33,8 +33,8 @@ def render_plan(res: Any) -> None:
     rows = []
     for i, u in enumerate(res.plan, 1):
         skip = existing.status(u.name) in DONE
-        rows.append([str(i), u.name, "done, skipped" if skip else f"~{duration(u.estimate_s)}",
-                     UNIT_KINDS.get(u.kind).description])
+        rows.append([str(i), u.name, "done, skipped" if skip else "waived" if u.waived else f"~{duration(u.estimate_s)}",
+                     f"waived: {u.waived}" if u.waived else UNIT_KINDS.get(u.kind).description])
     tables.render(con, None, PLAN_COLS, rows)
     say(f"estimate: ~{duration(res.estimate_s)} for the units to run (rough: start-up plus per-step and "
         f"per-measurement costs)")

@@ -8,15 +8,19 @@ fabric (its traces say what each strategy sends); a sweep per fabric (sizes cove
 scaling inside and across NVLink islands when the GPUs span islands; across nodes, each sweep again
 inside node 0 ("intra-node sweep @ F", not related: the report sets it against the sweep across nodes);
 train on the other fabrics; the repeat rounds of train; relate; the summary (rankings with ties, slowdowns
-with intervals). Durations are rough (start-up plus a per-step or per-measurement cost); `--resume` uses
+with intervals). A unit that cannot measure anything here is waived with its reason when the plan is made
+(waived()): a fabric that changes nothing on the study's backend (the rule compare applies), the
+intra-node sweep at one rank per node. Durations are rough (start-up plus a per-step or per-measurement cost); `--resume` uses
 the durations recorded by the earlier attempt where it has them.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from fabricbench.fabrics import get_fabric
+from fabricbench.measuring.child import waiver
 from fabricbench.sizes import SizeSweep
 from fabricbench.study.config import DEFAULT_SIZES, SWEEP_OPS, StudyConfig
 from fabricbench.study.units import INTRA, Unit
@@ -82,7 +86,7 @@ def build_plan(config: StudyConfig, topo: Any = None) -> list[Unit]:
         for f in config.fabric_names:
             units.append(Unit(name=f"sweep @ {f}", kind="sweep", fabric=f, estimate_s=_sweep_seconds(config, f),
                               span=span))
-            if span and config.ranks_per_node > 1:  # the same sweep inside node 0: intra- against inter-node
+            if span:  # the same sweep inside node 0: intra- against inter-node (waived at one rank per node)
                 units.append(Unit(name=f"{INTRA} @ {f}", kind="sweep", fabric=f,
                                   estimate_s=_sweep_seconds(config, f)))
     if has_islands(config, topo):
@@ -94,4 +98,31 @@ def build_plan(config: StudyConfig, topo: Any = None) -> list[Unit]:
     units.append(Unit(name="summary", kind="summary", estimate_s=3.0))
     names = [u.name for u in units]
     assert len(set(names)) == len(names), names
-    return units
+    return [dataclasses.replace(u, waived=why, estimate_s=0.0) if (why := waived(config, u)) else u for u in units]
+
+
+def backend(config: StudyConfig) -> str:
+    """The backend every collective of the study's sweep and train units goes through."""
+    return "gloo" if config.device == "cpu" else "nccl"
+
+
+def fabric_waiver(config: StudyConfig, name: str) -> str | None:
+    """Why the study's fabric `name` would change nothing here: measuring.child.waiver, the rule compare
+    and sweep --fabric apply (p2p-off on gloo ranks), so that no command measures such a fabric."""
+    spec = next(s for s in config.fabrics if get_fabric(s).name == name)
+    return waiver(get_fabric(spec), engine="torch", backend=backend(config))
+
+
+def waived(config: StudyConfig, unit: Unit) -> str | None:
+    """Why `unit` cannot measure anything here, decided with the plan (so --dry-run says it too); None: it runs."""
+    if unit.name.startswith(INTRA) and config.ranks_per_node < 2:
+        return (f"one rank per node: a collective inside a node needs 2 ranks there, so only the sweep across "
+                f"the {config.nnodes} nodes runs")
+    if unit.fabric is not None and unit.kind in ("train", "sweep", "scaling"):
+        return fabric_waiver(config, unit.fabric)
+    if unit.kind == "relate" and config.world_size > 1 and len(config.fabrics) > 1:
+        live = [f for f in config.fabric_names if not fabric_waiver(config, f)]
+        if len(live) < 2:
+            return (f"relate explains the slowdown between fabrics, and here only {len(live)} of the "
+                    f"{len(config.fabrics)} can be measured ({', '.join(live) or 'none'}; the others are waived)")
+    return None

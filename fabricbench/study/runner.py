@@ -6,7 +6,9 @@ Every unit appends its records and then one "study_unit" record to DIR/results.j
 (flushed and synced: a crash loses at most the unit in flight). A unit that fails, times out or runs out
 of memory is a result; the next unit runs. Ctrl-C (or SIGTERM) kills the child's process group, records
 the unit as "interrupted" and stops; `--resume` then skips the units recorded ok (units.DONE) and runs
-the rest. A fabric that cannot be applied here (shaped without root) makes its units "waived".
+the rest. A fabric that cannot be applied here (shaped without root) makes its units "waived". Each unit
+is watched for the load other processes put on this host while it runs (fabricbench/hostload.py; node 0's
+host across nodes): its train and collective records carry `host_load`, flagged `busy` past the threshold.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from fabricbench import jobs
 from fabricbench.errors import FabricbenchError, FabricWaived, UsageError
 from fabricbench.fabrics import get_fabric
 from fabricbench.fabrics.model import Fabric
-from fabricbench import procs
+from fabricbench import hostload, procs
 from fabricbench.jobs import secrets, store
 from fabricbench.jobs.heartbeat import stall_bound
 from fabricbench.progress import Progress
@@ -31,6 +33,9 @@ from fabricbench.results.status import Status
 from fabricbench.study import nodes, records as study_records
 from fabricbench.study.config import StudyConfig
 from fabricbench.study.units import DONE, UNIT_KINDS, Context, Outcome, Unit, shown
+
+
+MEASURED = ("train", "collective")  # the record kinds that carry the host's load during their unit
 
 
 @dataclass(kw_only=True)
@@ -138,14 +143,17 @@ def _run_unit(unit: Unit, ctx: Context, writer: ResultWriter, attempt: str, crew
     outcome: Outcome
     try:
         ctx.unit_file(unit).unlink(missing_ok=True)  # this attempt's records only
-        commands, details = kind.commands(unit, ctx)
+        commands, details = kind.commands(unit, ctx) if not unit.waived else ([], {"waived": unit.waived})
         fabric = fabric_of(ctx.config, unit.fabric)
         facts = _facts(fabric, None)
-        if not commands:  # the kind decided there is nothing to run here, and said why
+        if not commands:  # the plan or the kind decided there is nothing to run here, and said why
             outcome = Outcome(status=Status.WAIVED, records=[], message=details.get("waived"))
         else:
             ran = _Children(unit=unit, ctx=ctx, fabric=fabric, crew=crew, details=details)
-            lost = ran.run(commands)
+            with hostload.watch() as watched:  # the other processes' load on this host while the unit runs
+                lost = ran.run(commands)
+            if watched.load is not None:
+                details[hostload.FIELD] = watched.load.to_dict()
             facts = ran.facts or facts
             outcome = kind.collect(unit, ctx, ran.children)
             if crew is not None and kind.each_node:
@@ -162,6 +170,8 @@ def _run_unit(unit: Unit, ctx: Context, writer: ResultWriter, attempt: str, crew
         outcome = Outcome(status=status, records=[], message=str(e))
     for rec in outcome.records:
         rec["study"] = {"unit": unit.name, "attempt": attempt}
+        if rec.get("kind") in MEASURED and hostload.FIELD in details:  # beside the figure it may have moved
+            rec.setdefault(hostload.FIELD, details[hostload.FIELD])
         for key, v in facts.items():
             rec.setdefault(key, v)
         if rec.get("run_id") == "":

@@ -59,6 +59,7 @@ class Unit:
     repeat: int = 1  # train units: the round (1: the first run of this strategy on this fabric)
     estimate_s: float = 0.0  # rough expected duration (for --dry-run and the progress bar)
     span: bool = False  # across nodes: one job of every node's ranks (study/nodes.py); else node 0's alone
+    waived: str | None = None  # why it cannot measure anything here (study/plan.py decides): recorded, not run
 
     @property
     def slug(self) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from fabricbench import hostload
 from fabricbench.measuring.comparison import MARGIN
 from fabricbench.report import table as tables
 from fabricbench.report.analysis import byte_unit, fmt, fmt_count
@@ -32,7 +33,8 @@ def cells(rec: dict) -> list[str]:
     mem = rec.get("memory") or {}
     sps = thr.get("samples_per_s")
     ci = (rec.get("step_time") or {}).get("ci95_rel")
-    note = "; ".join(x for x in (rec.get("message"), rec.get("host_bound")) if x)
+    busy = "busy host" if (hostload.of(rec) or {}).get("busy") else None  # said in full after the verdicts
+    note = "; ".join(x for x in (rec.get("message"), rec.get("host_bound"), busy) if x)
     return [rec["strategy"], str(rec.get("repeat") or 1), rec["status"], fmt(sps) if sps else "-",
             f"±{ci:.1%}" if sps and isinstance(ci, (int, float)) else "-", format_gib(mem.get("max_allocated_bytes"), digits=2),
             format_gib(mem.get("max_reserved_bytes"), digits=2), format_gib((rec.get("estimate") or {}).get("with_activations_bytes"), digits=2), note]

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import fabricbench
-from fabricbench import jobs, procs
+from fabricbench import hostload, jobs, procs
 from fabricbench.fabrics import get_fabric
 from fabricbench.jobs.secrets import write_private
 from fabricbench.progress import Progress
@@ -189,12 +189,15 @@ def run(config: TrainConfig, writer: ResultWriter, *, echo: Any = None, quiet: b
                 # user waits for a node that never comes); later ones get the whole --timeout
                 first = not records and config.nnodes > 1
                 rdzv_s = max(MIN_RDZV_S, config.timeout_s - procs.age_s()) if first else None
-                body = run_strategy(config, name, resolved, psi, on_progress=_steps(bar, config, label),
-                                    rdzv_s=rdzv_s)
+                with hostload.watch() as watched:  # the other processes' CPU on this host while it runs
+                    body = run_strategy(config, name, resolved, psi, on_progress=_steps(bar, config, label),
+                                        rdzv_s=rdzv_s)
                 result = TrainResult.from_dict({**body, "repeat": rnd})
                 result.context = header("train", run_id=run_id, fabric=config.fabric)
                 _add_throughput(result, psi)
                 record = result.to_dict()  # the one place a train result becomes a dict
+                if watched.load is not None:  # beside the figure it may have moved (busy past hostload's rule)
+                    record[hostload.FIELD] = watched.load.to_dict()
                 note = repeats.host_bound_note(record.get("gpu_busy_fraction"))
                 if note:
                     record["host_bound"] = note

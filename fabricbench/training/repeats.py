@@ -22,6 +22,7 @@ import statistics
 from dataclasses import asdict, dataclass
 from typing import Any, Iterable
 
+from fabricbench import hostload
 from fabricbench.measuring import comparison
 from fabricbench.measuring.comparison import MARGIN, Comparison
 from fabricbench.measuring.stats import around, ci_rel, overlaps, repeat_ci
@@ -49,6 +50,7 @@ class Figure:
     run_samples_per_s: tuple[float, ...]  # each run's figure, in run order
     gpu_busy_fraction: float | None
     host_bound: str | None
+    busy_host_runs: int = 0  # of `runs`, those taken while other processes loaded the host (hostload.py)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -90,7 +92,8 @@ def figures(records: Iterable[TrainResult | dict[str, Any]]) -> list[Figure]:
         out.append(Figure(strategy=strategy, fabric=fabric, runs=len(runs), step_s=step, step_ci95=ci,
                           samples_per_s=sps, ci95=thr_ci, ci95_rel=ci_rel(ci, step), interval=how,
                           run_samples_per_s=tuple(batch / s for s in steps) if batch else (),
-                          gpu_busy_fraction=busy_m, host_bound=host_bound_note(busy_m)))
+                          gpu_busy_fraction=busy_m, host_bound=host_bound_note(busy_m),
+                          busy_host_runs=sum(bool((hostload.of(r) or {}).get("busy")) for r in runs)))
     return out
 
 
@@ -244,13 +247,55 @@ def verdict_lines(comps: list[Comparison] | list[dict[str, Any]], width: int = 8
 def answer_lines(records: list[dict[str, Any]], *, repeats: int | None = None, max_repeats: int = 6,
                  margin: float = MARGIN, width: int = 80) -> list[str]:
     """What `fabricbench train` ends with when it compared strategies: their verdicts, at `width` columns
-    (looks as launch.run took them: one at N with --repeats N, else from round 3 to max_repeats)."""
+    (looks as launch.run took them: one at N with --repeats N, else from round 3 to max_repeats), each
+    with the runs behind it taken on a busy host, then those runs (said even with nothing compared)."""
     looks = ({"first_look": repeats, "last_look": repeats} if repeats else
              {"first_look": min(comparison.FIRST_LOOK, max_repeats), "last_look": max_repeats})
-    comps = comparisons(records, margin=margin, **looks)
-    if not comps:
-        return []
-    return [f"answers (95% intervals, margin ±{margin:.0%}):"] + verdict_lines(comps, width=width)
+    comps = [dict(c.to_dict(), text=c.text()) for c in comparisons(records, margin=margin, **looks)]
+    busy = busy_runs(records)
+    mark_busy(comps, busy)
+    head = [f"answers (95% intervals, margin ±{margin:.0%}):"] if comps else []
+    return head + verdict_lines([dict(cm, text=said(cm)) for cm in comps], width=width) + busy_lines(busy, width)
+
+
+def busy_runs(records: Iterable[TrainResult | dict[str, Any]]) -> list[dict[str, Any]]:
+    """[{unit, strategy, fabric, note}]: each run that counts taken on a busy host (hostload.note), named
+    by its study unit where a study ran it, else "strategy @ fabric" and its round."""
+    out = []
+    for r in records:
+        if isinstance(r, dict):
+            if r.get("kind", "train") != "train" or r.get("status") not in OK:
+                continue
+            r = TrainResult.from_record(r)
+        note = hostload.note(hostload.of(r)) if r.status in OK else None
+        if note:
+            rnd = round_of(r)
+            unit = ((r.context.get("study") or r.extra.get("study") or {}).get("unit") or
+                    f"{r.strategy} @ {r.fabric}" + (f" round {rnd}" if rnd else ""))
+            out.append({"unit": unit, "strategy": r.strategy, "fabric": r.fabric, "note": note})
+    return out
+
+
+def mark_busy(comps: list[dict[str, Any]], busy: list[dict[str, Any]]) -> None:
+    """Each comparison (a dict) gets `busy_host`: the busy runs (busy_runs) of the two figures it compares."""
+    for cm in comps:
+        pairs = {(cm["a"], cm["fabric"]), (cm["b"], cm["fabric"])} if cm.get("fabric") else \
+            {(cm.get("strategy"), cm["a"]), (cm.get("strategy"), cm["b"])}
+        cm["busy_host"] = [b["unit"] for b in busy if (b["strategy"], b["fabric"]) in pairs]
+
+
+def said(cm: dict[str, Any]) -> str:
+    """A comparison's sentence, naming the runs behind it that a busy host may have moved."""
+    busy = cm.get("busy_host") or []
+    return cm["text"] + (f" (run on a busy host: {', '.join(busy)})" if busy else "")
+
+
+def busy_lines(busy: list[dict[str, Any]], width: int = 80) -> list[str]:
+    """The busy runs as the CLI ends with them, after the verdicts."""
+    import textwrap
+
+    return [x for b in busy for x in textwrap.wrap(f"busy host during {b['unit']}: {b['note']}", width=width,
+                                                   initial_indent="  ", subsequent_indent="      ")]
 
 
 def figure_text(f: Figure) -> str:
@@ -258,7 +303,8 @@ def figure_text(f: Figure) -> str:
         return f"{f.strategy} @ {f.fabric}: no throughput"
     ci = f" [{f.ci95[0]:.4g}, {f.ci95[1]:.4g}]" if f.ci95 else ""
     return (f"{f.strategy:<6} @ {f.fabric}: {f.samples_per_s:.4g} samples/s{ci} ({f.runs} run(s), {f.interval})"
-            + (f"; {f.host_bound}" if f.host_bound else ""))
+            + (f"; {f.host_bound}" if f.host_bound else "")
+            + (f"; {f.busy_host_runs} of them on a busy host" if f.busy_host_runs else ""))
 
 
 def summary(records: list[dict[str, Any]], *, fabrics: list[str] | None = None,
@@ -274,7 +320,10 @@ def summary(records: list[dict[str, Any]], *, fabrics: list[str] | None = None,
                         last_look=last_look, strategies=strategies)
     ranks = rankings(figs, comps)
     slows = slowdowns(comps, ref) if ref else []
-    return {"comparisons": [dict(c.to_dict(), text=c.text()) for c in comps], "margin": margin,
+    cms = [dict(c.to_dict(), text=c.text()) for c in comps]
+    busy = busy_runs(records)
+    mark_busy(cms, busy)  # a verdict built on a run taken on a busy host names it
+    return {"comparisons": cms, "margin": margin, "busy_host": busy, "busy_host_rule": hostload.RULE,
             "rankings": ranks, "slowdowns": slows, "reference": ref,
             "figures": [f.to_dict() for f in figs],
             "host_bound": [{"strategy": f.strategy, "fabric": f.fabric, "gpu_busy_fraction": f.gpu_busy_fraction,

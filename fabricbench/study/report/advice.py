@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from fabricbench.report.analysis import fmt
 from fabricbench.report.document import Document, Section
 from fabricbench.results.schema import CollectiveResult, TrainResult
 from fabricbench.study.config import StudyConfig
-from fabricbench.study.report.common import gib, sps, throughputs
+from fabricbench.study.report.common import gib, question_summary
 from fabricbench.topology.model import Topology
 from fabricbench.topology.ranking import rank_placements
+from fabricbench.training import repeats
 
 
 def _smaller_jobs(s: Section, c: StudyConfig, machine, collectives: list[CollectiveResult]) -> None:
@@ -55,17 +57,32 @@ def advice_section(doc: Document, c: StudyConfig, advice, trains: list[TrainResu
         if notes:
             s.bullets(notes)
     _smaller_jobs(s, c, machine, list(collectives))
-    th = throughputs(trains)
+    _fastest(s, c, trains)
+
+
+def _fastest(s: Section, c: StudyConfig, trains: list[TrainResult]) -> None:
+    """The fastest strategy on each fabric: the same figures as "In short" (repeats.figures, the median over
+    the runs, through common.question_summary) and, beside each, the comparison's own verdict, so that
+    whether the gap is noise is said by the paired interval that decides it, never by a fixed rule."""
+    summ = question_summary(trains, c)
+    figs = {(f["strategy"], f["fabric"]): f for f in summ["figures"]}
+    comps = {(cm["fabric"], frozenset((cm["a"], cm["b"]))): cm for cm in summ["comparisons"] if cm.get("fabric")}
     rows = []
     for f in c.fabrics:
-        ok = sorted(((st, sps(th.get((st, f)))) for st in c.strategies if sps(th.get((st, f)))), key=lambda x: -x[1])
-        if ok:
-            rows.append([f, ok[0][0], ok[0][1], ok[1][0] if len(ok) > 1 else "-",
-                         (ok[1][1] / ok[0][1]) if len(ok) > 1 else None])
+        ok = sorted(((st, figs[(st, f)]["samples_per_s"]) for st in c.strategies
+                     if (st, f) in figs and figs[(st, f)]["samples_per_s"]), key=lambda x: -x[1])
+        if not ok:
+            continue
+        cm = comps.get((f, frozenset((ok[0][0], ok[1][0])))) if len(ok) > 1 else None
+        rows.append([f, ok[0][0], fmt(ok[0][1]), ok[1][0] if len(ok) > 1 else "-",  # fmt: In short's digits
+                     (ok[1][1] / ok[0][1]) if len(ok) > 1 else None,
+                     repeats.said(cm).removeprefix(f"on {f}: ") if cm else "-"])  # a busy host's runs named
     if rows:
-        s.table(["fabric", "fastest strategy", "samples/s", "runner-up", "runner-up / fastest"], rows,
-                caption="measured: the fastest strategy on each fabric")
+        s.table(["fabric", "measured highest", "samples/s", "runner-up", "runner-up / highest", "verdict"], rows,
+                caption="measured: the strategy with the highest samples/s on each fabric (the median over its "
+                        "runs, as in “In short”), and the comparison that says whether it is faster")
         if c.device == "cpu":
             s.text("On a CPU lab the choice is the strategy per fabric: the slower the wire, the more a strategy "
-                   "that sends less (or hides its communication behind compute) gains. Differences within "
-                   "about ±15% are noise on 2 shared cores.")
+                   "that sends less (or hides its communication behind compute) gains. Whether a lead is real or "
+                   f"noise is each row's verdict: a paired 95% interval over the rounds, margin ±{c.margin:.0%} "
+                   "(docs/comparisons.md).")

@@ -77,13 +77,14 @@ def answer_lines(out_dir: str | Path, width: int = 80) -> list[str]:
         summ = summary(out_dir)
     except FabricbenchError as e:  # nothing readable to answer from: say so, never fail the command on it
         return [f"answers: none ({str(e).splitlines()[0][:160]})"]
-    comps = summ["comparisons"]
+    comps, busy = summ["comparisons"], repeats.busy_lines(summ["busy_host"], width=width)
     if not comps:
-        return ["answers: no comparison (one strategy on one fabric, or nothing measured)"]
+        return ["answers: no comparison (one strategy on one fabric, or nothing measured)"] + busy
     n = {v: sum(c["verdict"] == v for c in comps) for v in ("faster", "equivalent", "undecided")}
     head = (f"answers ({len(comps)} comparison(s), 95% intervals, margin ±{summ['margin']:.0%}): "
             + ", ".join(f"{k} {v}" for k, v in n.items() if v))
-    return textwrap.wrap(head, width=width) + repeats.verdict_lines(comps, width=width)
+    said = [dict(cm, text=repeats.said(cm)) for cm in comps]  # a verdict built on a busy host's run says so
+    return textwrap.wrap(head, width=width) + repeats.verdict_lines(said, width=width) + busy
 
 
 def write_report(out_dir: str | Path) -> tuple[Path, Path]:

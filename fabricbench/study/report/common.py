@@ -8,10 +8,13 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from fabricbench.measuring.stats import around
 from fabricbench.results.schema import CollectiveResult, TrainResult
+from fabricbench.results.status import Status
 from fabricbench.sizes import format_size, gib  # noqa: F401  (gib: the report's GiB cells)
 from fabricbench.study.config import StudyConfig
 from fabricbench.study.kinds import unit_of
+from fabricbench.study.units import INTRA
 from fabricbench.training import repeats
 
 
@@ -66,3 +69,29 @@ def question_summary(trains: list[TrainResult], c: StudyConfig) -> dict[str, Any
     margin and looks, so the report, `report --json` and the stopping rule judge alike."""
     return repeats.summary(trains, fabrics=list(c.fabrics), reference=c.fabrics[0], strategies=list(c.strategies),
                            margin=c.margin, **c.looks)
+
+
+def busbw_ci(r: CollectiveResult) -> tuple[float, float] | None:
+    """busbw's interval from its median time's 95% CI (busbw = S / t x factor, so busbw / (1 + rel) to
+    busbw x (1 + rel)); below 6 timed iterations (no CI: measuring/stats.py) the range of the iterations'
+    times, [min, max], which holds the median with probability 1 - 2^(1-n) (94% at 5)."""
+    if not r.busbw_gbps:
+        return None
+    if r.ci95_rel is not None:
+        return around(r.busbw_gbps, r.ci95_rel)
+    if r.time_us and r.min_us and r.max_us and r.iters >= 5:
+        return r.busbw_gbps * r.time_us / r.max_us, r.busbw_gbps * r.time_us / r.min_us
+    return None
+
+
+def waived_fabrics(sr: Any, c: StudyConfig) -> dict[str, str]:
+    """fabric -> why, for each fabric whose first-round units were all waived with one reason (a fabric
+    that changes nothing on the study's backend: study/plan.waived)."""
+    out = {}
+    for f in c.fabrics:
+        units = [u for u in sr.units.values() if u.get("fabric") == f and "#" not in str(u.get("name"))
+                 and u.get("unit_kind") in ("train", "sweep") and not str(u.get("name")).startswith(INTRA)]
+        why = {u.get("message") for u in units}
+        if units and all(u.get("status") == Status.WAIVED for u in units) and len(why) == 1 and None not in why:
+            out[f] = why.pop()
+    return out

@@ -33,7 +33,7 @@ def machine_section(doc: Document, sr, c: StudyConfig, machine, colls: list[Coll
                 items.append(f"{len(ords)} × {name} (GPU {','.join(map(str, ords))}), {mem / 1e9:.1f} GB each, "
                              f"compute capability {cap}")
         else:
-            items.append(f"no GPU: {c.nprocs} gloo ranks on this host's CPUs (the CPU fabric lab)")
+            items.append(f"no GPU: {c.nprocs} gloo rank(s) on this host's CPUs (the CPU fabric lab)")
         names = {"cuda_driver": "NVIDIA driver", "torch_cuda": "CUDA (torch)", "nccl_torch": "NCCL (torch)",
                  "torch": "torch", "accelerate": "accelerate", "transformers": "transformers",
                  "deepspeed": "DeepSpeed", "fabricbench": "fabricbench"}

@@ -14,26 +14,14 @@ from __future__ import annotations
 from typing import Any
 
 from fabricbench.measuring.comparison import judge
-from fabricbench.measuring.stats import around, ratio_ci
+from fabricbench.measuring.stats import ratio_ci
 from fabricbench.report.document import Document
 from fabricbench.results.schema import CollectiveResult, TrainResult
 from fabricbench.results.status import Status
 from fabricbench.study.config import StudyConfig
 from fabricbench.study.kinds import unit_of
-from fabricbench.study.report.common import size_text
+from fabricbench.study.report.common import busbw_ci, size_text, waived_fabrics
 from fabricbench.study.units import INTRA
-
-
-def _busbw_ci(r: CollectiveResult) -> tuple[float, float] | None:
-    """busbw's interval from its median time's 95% CI; below 6 timed iterations (no CI: stats.py) the range
-    of the iterations' times, [min, max], which holds the median with probability 1 - 2^(1-n) (94% at 5)."""
-    if not r.busbw_gbps:
-        return None
-    if r.ci95_rel is not None:
-        return around(r.busbw_gbps, r.ci95_rel)
-    if r.time_us and r.min_us and r.max_us and r.iters >= 5:
-        return r.busbw_gbps * r.time_us / r.max_us, r.busbw_gbps * r.time_us / r.min_us
-    return None
 
 
 def link_rows(colls: list[CollectiveResult], fabric: str, margin: float) -> list[dict[str, Any]]:
@@ -48,7 +36,7 @@ def link_rows(colls: list[CollectiveResult], fabric: str, margin: float) -> list
     rows = []
     for key in sorted(set(intra) & set(inter)):
         a, b = inter[key], intra[key]
-        ci_a, ci_b = _busbw_ci(a), _busbw_ci(b)
+        ci_a, ci_b = busbw_ci(a), busbw_ci(b)
         ci = ratio_ci(ci_a, ci_b) if ci_a and ci_b else None
         rows.append({"op": key[0], "dtype": key[1], "bytes": key[2], "intra": b.busbw_gbps, "inter": a.busbw_gbps,
                      "ratio": a.busbw_gbps / b.busbw_gbps, "ci95": ci,
@@ -71,8 +59,10 @@ def nodes_section(doc: Document, sr: Any, c: StudyConfig, trains: list[TrainResu
     s = doc.section("Across nodes",
                     intro=f"{c.nnodes} nodes, {c.ranks_per_node} rank(s) each: node 0 ran the study and wrote "
                           f"this folder; every train and sweep unit was one job of all {c.world_size} ranks, and "
-                          f"each sweep ran again inside node 0 alone (intra-node) to show what the link between "
-                          f"the nodes costs.")
+                          + ("each sweep ran again inside node 0 alone (intra-node) to show what the link between "
+                             "the nodes costs." if c.ranks_per_node > 1 else
+                             "with one rank per node no collective runs inside a node: the intra-node sweeps are "
+                             "waived, so the link between the nodes is seen alone, not against one node's ranks."))
     placed = next((r.extra.get("nodes") for r in trains if isinstance(getattr(r, "extra", None), dict)
                    and r.extra.get("nodes")), None)
     machines = {(m.get("node") or {}).get("index"): m for m in sr.of_kind("machine")}
@@ -84,8 +74,12 @@ def nodes_section(doc: Document, sr: Any, c: StudyConfig, trains: list[TrainResu
         rows.append([str(i), host, ", ".join(map(str, ranks)) if ranks else "?",
                      f"{len(gpus)} × {gpus[0].get('name')}" if gpus else ("CPU ranks" if c.device == "cpu" else "?")])
     s.table(["node", "host", "ranks", "devices"], rows, caption="the nodes, from the plan and node 0's train records")
+    waived = waived_fabrics(sr, c)
     for fabric in c.fabrics:
         lrows = link_rows(colls, fabric, c.margin)
+        if fabric in waived:
+            s.text(f"{fabric}: waived, not measured ({waived[fabric]}).")
+            continue
         if not lrows:
             s.text(f"{fabric}: no size was swept both inside node 0 and across the nodes"
                    + (" (one rank per node: nothing to sweep inside a node)." if c.ranks_per_node < 2 else "."))

@@ -96,7 +96,8 @@ def throughput_section(doc: Document, c: StudyConfig, trains: list[TrainResult],
     if comps:
         s.table(["a", "b", "on", "a / b", "95% CI", "verdict", "rounds", "paired"],
                 [[cm["a"], cm["b"], cm["fabric"] or f"{cm['strategy']} (fabrics)", cm["ratio"],
-                  f"{cm['ci95'][0]:.4f}-{cm['ci95'][1]:.4f}" if cm["ci95"] else "-", cm["verdict"], cm["rounds"],
+                  f"{cm['ci95'][0]:.4f}-{cm['ci95'][1]:.4f}" if cm["ci95"] else "-",
+                  cm["verdict"] + (" (busy host)" if cm.get("busy_host") else ""), cm["rounds"],
                   "yes" if cm["paired"] else "no"] for cm in comps],
                 caption=f"comparisons: throughput of a over b (a measured higher); faster: the interval lies above "
                         f"1; equivalent: inside 1 ± {c.margin:.0%}; 95% over every look of the sequential rule")
