@@ -29,8 +29,8 @@ FIELDS = {
     "min_net_gbits": Field("number", "minimum ib_write_bw Gbit/s of the slowest rank, per NIC mode", positive=True),
     "max_net_outliers": Field("int", "ranks >30% off the median NCCL may name (default 0)", at_least=0, default=0),
 }
-HOW = ("run the job with NCCL_RUN_DIAGNOSTICS=1 (NCCL >= 2.31), `fabricbench import` its stdout, then "
-       "qualify --from that file")
+HOW = ("run the job with NCCL_RUN_DIAGNOSTICS=1 (NCCL >= 2.31) with its stdout in a FILE, then "
+       "`fabricbench import FILE --out RECORDS` and qualify --from RECORDS")
 
 
 def _reports(ctx) -> list[dict[str, Any]]:
