@@ -101,7 +101,7 @@ def test_sweep_command_with_a_waived_fabric_is_one_line(tmp_path):
                         "--nprocs", "2", "--fabric", "shaped:200mbit", "--sizes", "1K"],
                        capture_output=True, text=True, timeout=120, env=env)
     assert p.returncode != 0 and "Traceback" not in p.stderr
-    assert p.stderr.strip().splitlines()[-1] == ("Error: FabricWaived: fabric shaped:200mbit is waived here: "
+    assert p.stderr.strip().splitlines()[-1] == ("Error: fabric shaped:200mbit is waived here: "
                                                  "shaped fabrics need root (simulated)")
 
 
