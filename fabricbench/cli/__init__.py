@@ -49,6 +49,14 @@ def register(name: str, target: str, help_text: str) -> None:
 
 
 class LazyGroup(click.Group):
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        # A bare `fabricbench` asks what there is: the help, readable, on stdout, exit 0 (click 8.2 would
+        # raise it as a usage error, which main() prints as one squashed `Error:` line).
+        if not args and not ctx.resilient_parsing:
+            click.echo(ctx.get_help(), color=ctx.color)
+            ctx.exit(0)
+        return super().parse_args(ctx, args)
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(COMMANDS)
 
