@@ -23,7 +23,7 @@ from fabricbench.gpus import default_gpus
 from fabricbench.fabrics.model import shown
 from fabricbench.results.context import fabric_label
 from fabricbench.sizes import SizeSweep
-from fabricbench.measuring.config import MAX_ITERS
+from fabricbench.measuring.config import MAX_ITERS, check_local_ranks
 from fabricbench.training.estimate import MAX_BATCH, MAX_IMAGE, MAX_SEQ_LEN
 from fabricbench.training.config import MAX_STEPS
 from fabricbench.training.models import CAUSAL_LM, IMAGE_CLS, MODELS, read_config_json
@@ -177,6 +177,7 @@ class StudyConfig:
             if self.nprocs < 2:
                 raise UsageError(f"--nprocs {self.nprocs}: a study compares collectives, which need at least "
                                  f"2 ranks")
+            check_local_ranks(self.nprocs)  # its sweep and train units would each refuse it, after the rest ran
             if self.gpus:
                 raise UsageError("--gpus does not apply to --device cpu; use --nprocs N")
         else:
