@@ -130,9 +130,10 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM (procs.Terminated)
         click.echo(procs.message(e), err=True)
         sys.exit(procs.exit_status(e))
-    except files.OutputError as e:  # an output could not be written (full disk, read-only): what was written is kept
+    except files.OutputError as e:  # an output could not be written (full disk, read-only): what was written
+        # is kept; exit 2 as for any path given that cannot be used (1 means a measured failure: in qualify, drain)
         click.echo(f"Error: {shown(e)}", err=True)
-        sys.exit(1)
+        sys.exit(2)
     except FabricbenchError as e:  # a measurement failed (CUDA, NCCL, timeout, check): not the user's input
         kind = "" if type(e) is FabricbenchError else f"{type(e).__name__}: "  # CollectiveTimeout, NcclError...
         click.echo(f"Error: {kind}{shown(e)}", err=True)
