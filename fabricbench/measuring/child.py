@@ -144,7 +144,7 @@ def _child_error(run: ChildRun) -> BaseException:
     cls = getattr(errors, kind, None) if sep else None
     if isinstance(cls, type) and issubclass(cls, errors.FabricbenchError):
         return cls(message)
-    return errors.FabricbenchError(f"the sweep under fabric {run.fabric.name} failed: {run.error}")
+    return errors.FabricbenchError(f"the sweep under fabric {run.fabric.name} failed: {text}")
 
 
 def run_child(fabric: Fabric, sweep: Any, *, base_env: dict[str, str] | None = None,
