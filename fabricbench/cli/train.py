@@ -26,6 +26,7 @@ from fabricbench.training.format import line, listing, render
 from fabricbench.training.launch import TrainConfig
 from fabricbench.training.models import MODELS
 from fabricbench.training.strategies import STRATEGIES
+from fabricbench.report.table import fit_lines
 
 
 @click.command()
@@ -68,7 +69,7 @@ def train(strategies, model, model_config, model_path, gpus, device, nprocs, bac
           list_, stall_timeout_s=None) -> None:
     """Train one model under each strategy, in fresh processes, and measure throughput and memory."""
     if list_:
-        for text in listing(STRATEGIES, MODELS):
+        for text in fit_lines(listing(STRATEGIES, MODELS)):
             click.echo(text)
         return
     ctx = click.get_current_context()
