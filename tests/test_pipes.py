@@ -115,3 +115,29 @@ def test_progress_under_a_pipe_is_a_line_every_few_seconds(monkeypatch):
     assert lines[0] == "sweep: 3/10 (30%) done after 0m06s, now default all_reduce…"
     assert [ln.split()[1] for ln in lines] == ["3/10", "6/10", "9/10", "10/10"]  # every 6 s, then the end
     assert all(len(ln) <= 60 for ln in lines) and lines[-1] == "sweep: 10/10 (100%) done after 0m20s"
+
+
+def test_listing_lines_wrap_at_words_under_their_last_column():
+    from fabricbench.report.table import fit_lines
+
+    listing = ["FB_LINK_DOWN    critical  a GPU link is down or slower than the spec: reseat or replace the board",
+               "short line", "x" * 100]
+    got = fit_lines(listing, 60)
+    assert got[:3] == ["FB_LINK_DOWN    critical  a GPU link is down or slower than",
+                       " " * 26 + "the spec: reseat or replace the", " " * 26 + "board"]  # under its last column
+    narrow = fit_lines(listing[:1], 40)  # the column is past half the width: a plain indent instead
+    assert narrow[1] == "    down or slower than the spec: reseat" and all(len(ln) <= 40 for ln in narrow)
+    assert "short line" in got and "x" * 100 in got  # a word longer than the width stays whole
+    assert " ".join(" ".join(got).split()) == " ".join(" ".join(listing).split())  # nothing lost
+    assert fit_lines(listing, None) == listing  # a pipe that asked for no width: one record per line
+
+
+def test_piped_rich_output_carries_no_trailing_blanks(monkeypatch, capsys):
+    from fabricbench.report import table as tables
+
+    monkeypatch.setenv("COLUMNS", "40")
+    con = tables.console()
+    con.print("a line of words that rich wraps at forty columns, padded to the width", justify="left")
+    tables.render(con, "t", [tables.Col("name", justify="left"), tables.Col("value")], [["a", 1], ["bb", 22]])
+    out = capsys.readouterr().out
+    assert out.splitlines() and all(ln == ln.rstrip() and len(ln) <= 40 for ln in out.splitlines()), out

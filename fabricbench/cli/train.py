@@ -83,7 +83,8 @@ def train(strategies, model, model_config, model_path, gpus, device, nprocs, bac
     elif device == "cpu" and gpus:
         click.echo("warning: --gpus is ignored with --device cpu (use --nprocs)", err=True)
     refuse_collisions({"--out": out}, {"--model-config": model_config, "--dataset": dataset})
-    echo = (lambda r: click.echo(json.dumps(r))) if as_json else (lambda r: click.echo(line(r)))
+    # a run's line (a failed one carries its message) wraps at words to the output's width
+    echo = (lambda r: click.echo(json.dumps(r))) if as_json else (lambda r: click.echo("\n".join(fit_lines([line(r)]))))
     records = run_train(strategies, device=device, gpus=gpus if device == "cuda" else None, out=out, echo=echo,
                         model=model, model_config=model_config, model_path=model_path, nprocs=nprocs, steps=steps,
                         warmup_steps=warmup_steps, batch_size=batch_size, seq_len=seq_len, image_size=image_size,
