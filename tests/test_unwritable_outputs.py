@@ -96,3 +96,11 @@ def test_an_output_that_fails_while_writing_exits_2(tmp_path, capsys, monkeypatc
     code, err = _run(["export", "--format", "simai-busbw", "--fabric", "default", "--out", out,
                       STUDY / "results.jsonl"], capsys)
     _one_error(code, err, out, "choose a writable path")
+
+
+def test_the_library_refuses_an_unwritable_study_folder_too():
+    import fabricbench
+    from fabricbench.errors import UsageError
+
+    with pytest.raises(UsageError, match="--out /proc/x: .*choose a writable path"):
+        fabricbench.study("/proc/x", dry_run=True, device="cpu", nprocs=2, model="tiny-mistral")

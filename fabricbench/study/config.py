@@ -19,6 +19,7 @@ from fabricbench.declare import declare
 from fabricbench.errors import UsageError
 from fabricbench.jobs.heartbeat import STALL_HI_S, STALL_LO_S
 from fabricbench.fabrics import parse_fabric_list
+from fabricbench.files import check_writable
 from fabricbench.gpus import default_gpus
 from fabricbench.fabrics.model import shown
 from fabricbench.results.context import fabric_label
@@ -129,6 +130,8 @@ class StudyConfig:
             raise UsageError(f"--device {self.device}: choose cuda or cpu")
         if not self.out:
             raise UsageError("--out DIR is required: the study writes results.jsonl and its report there")
+        if self.node_rank == 0:  # the node that writes it; fabricbench.study(out=...) is checked as the CLI is
+            check_writable(self.out, what="--out", folder=True)
         if not self.fabrics:
             self.fabrics = DEFAULT_FABRICS[self.device]
         parse_fabric_list(",".join(self.fabrics))  # unknown or duplicate fabrics fail here
