@@ -104,3 +104,12 @@ def test_the_library_refuses_an_unwritable_study_folder_too():
 
     with pytest.raises(UsageError, match="--out /proc/x: .*choose a writable path"):
         fabricbench.study("/proc/x", dry_run=True, device="cpu", nprocs=2, model="tiny-mistral")
+
+
+def test_a_file_where_the_study_folder_goes_is_refused_by_the_library(tmp_path):
+    import fabricbench
+    from fabricbench.errors import UsageError
+
+    (tmp_path / "f").write_text("x")
+    with pytest.raises(UsageError, match="is a file; give a folder"):
+        fabricbench.study(str(tmp_path / "f"), dry_run=True, device="cpu", nprocs=2, model="tiny-mistral")
