@@ -115,6 +115,13 @@ def test_the_cpu_lab_spec_is_builtin_and_runs_on_cpu(capsys):
     assert code == 0 and out.splitlines()[-1].startswith("estimate: ~"), out
 
 
+def test_a_bare_qualify_names_the_cpu_lab(capsys):
+    from fabricbench.qualifying.verdict import CPU_SPEC
+
+    code, _, err = _main(["qualify"], capsys)
+    assert code == 2 and len(err.splitlines()) == 1 and f"--spec {CPU_SPEC} needs no GPU" in err
+
+
 @pytest.mark.slow
 def test_the_cpu_lab_spec_passes_on_a_cpu(monkeypatch, tmp_path, capsys):
     monkeypatch.setattr(fabricbench.gpus, "visible_gpu_count", lambda: 0)

@@ -29,6 +29,7 @@ from fabricbench.qualifying.api import fleet as run_fleet, qualify as run, write
 from fabricbench.qualifying.fleet import render as render_fleet
 from fabricbench.qualifying.listing import code_lines, kind_lines, spec_lines
 from fabricbench.qualifying.report import render
+from fabricbench.qualifying.verdict import CPU_SPEC
 from fabricbench.report.table import fit_lines
 
 
@@ -101,7 +102,8 @@ def qualify(inputs, spec_path, out_dir, resume, only, skip, fabric, topo_file, l
                              ("--list-codes", list_codes)) if on]
     if len(modes) != 1:
         raise UsageError("give one of --spec FILE, --init SPEC --from RESULTS, --fleet DIR..., --list-specs, "
-                         "--list-kinds, --list-codes" + (f" (got {', '.join(modes)})" if modes else ""))
+                         "--list-kinds, --list-codes" + (f" (got {', '.join(modes)})" if modes else
+                                                         f" (a first run: --spec {CPU_SPEC} needs no GPU)"))
     if dry_run and not spec_path:
         raise UsageError("--dry-run goes with --spec (it checks a spec and lists its checks)")
     if inputs and not fleet:
