@@ -82,7 +82,7 @@ def test_report_where_the_report_is_a_folder(blocked, tmp_path, capsys):
     study = tmp_path / "study"
     shutil.copytree(STUDY, study, ignore=shutil.ignore_patterns("report*"))
     (study / blocked).mkdir()
-    _one_error(*_run(["report", study], capsys), blocked)
+    _one_error(*_run(["report", study], capsys), f"{blocked} is not a file", "move it aside")
     assert not (study / "report.html" if blocked == "report.md" else study / "report.md").exists()
 
 

@@ -15,7 +15,8 @@ import click
 
 from fabricbench.cli.types import InputPath
 
-from fabricbench.files import check_output, check_writable, dumps
+from fabricbench.errors import UsageError
+from fabricbench.files import check_writable, dumps
 from fabricbench.study import records
 from fabricbench.study.report import answer_lines, summary, write_report
 
@@ -30,7 +31,9 @@ def report(out_dir, as_json) -> None:
     """Rebuild DIR/report.md and DIR/report.html from DIR/results.jsonl, measuring nothing."""
     if not as_json:  # where the report goes is checked before anything is read or drawn
         for name in ("report.md", "report.html"):
-            check_output(os.path.join(out_dir, name), what=name)
+            path = os.path.join(out_dir, name)
+            if os.path.lexists(path) and not os.path.isfile(path):
+                raise UsageError(f"{path} is not a file, and the report is rebuilt as that file; move it aside")
         check_writable(out_dir, what="the report folder", folder=True)
     sr = records.load(out_dir)  # a directory without results is a one-line error
     for w in sr.warnings[:NOTES_SHOWN]:
