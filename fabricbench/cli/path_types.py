@@ -6,8 +6,8 @@ or of the kind wanted (fabricbench/cli/types.py names them with the other option
     fabricbench relate a.jsonl b.jsonl         (InputPath: existing regular files, under the input cap)
 
 A path is looked at with stat(), never open(), which blocks on a FIFO; a folder, FIFO, device or socket
-where a file is wanted (or the reverse) is refused by name before anything runs, as is an output that cannot be written (a path
-under a file, /proc, a read-only folder: files.unwritable).
+where a file is wanted (or the reverse) is refused by name before anything runs, as is an output that
+cannot be written (a path under a file, /proc, a read-only folder: files.unwritable).
 """
 
 from __future__ import annotations
@@ -43,7 +43,6 @@ class PathType(OptionType):
             self.fail(f"{path}: a part of the path is a file, not a folder", param, ctx)
         except OSError as e:
             self.fail(f"{path}: cannot use it ({e.strerror})", param, ctx)
-
 
     def writable(self, path: str, param, ctx, *, folder: bool) -> None:
         """An output that cannot be written is refused now, not after the run it would have kept."""
