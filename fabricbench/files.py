@@ -96,6 +96,43 @@ def check_output(path: str | os.PathLike, *, what: str = "output") -> Path:
     return p
 
 
+def unwritable(path: str | os.PathLike, *, folder: bool = False) -> str | None:
+    """Why an output cannot be written at `path`, found before anything runs (None: it can, as far as can
+    be known before writing): a part of the path that is a file, a folder that refuses a new file (read-only,
+    /proc, /sys), a file that refuses writing. The folder is tried with a file created and removed at once:
+    permissions alone say nothing for root, and /proc's mode would say yes."""
+    p = Path(path)
+    if p.exists() and p.is_dir() != folder:  # the library's callers have no click type to say it first
+        return f"{p} is a {'folder' if p.is_dir() else 'file'}; give a {'folder' if folder else 'file name'}"
+    if not folder and p.is_file() and not os.access(p, os.W_OK):
+        return f"{p} is not writable (permissions or a read-only file system)"
+    where = p if folder and p.is_dir() else p.parent
+    while not where.exists():  # the nearest folder that is there: the writer creates the rest
+        if where == where.parent:
+            break
+        where = where.parent
+    if where.exists() and not where.is_dir():
+        return f"{where} is a file, not a folder"
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".fabricbench-probe-", dir=where)
+    except OSError as e:
+        return f"cannot write there ({where}: {e.strerror})"
+    os.close(fd)
+    try:
+        os.unlink(probe)
+    except OSError:
+        pass
+    return None
+
+
+def check_writable(path: str | os.PathLike, *, what: str = "output", folder: bool = False) -> Path:
+    """The path, or UsageError (one line, exit 2) when an output cannot be written there (see unwritable)."""
+    why = unwritable(path, folder=folder)
+    if why is not None:
+        raise UsageError(f"{what} {path}: {why}; choose a writable path")
+    return Path(path)
+
+
 def open_input(path: str | os.PathLike, *, what: str = "input", max_bytes: int | None = None) -> TextIO:
     """A text handle on a checked input; bytes that are not UTF-8 become U+FFFD, never an exception."""
     p = check_input(path, what=what, max_bytes=max_bytes)

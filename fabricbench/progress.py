@@ -2,9 +2,10 @@
 
     fabricbench compare --fabrics default,lo:GLOO_SOCKET_IFNAME=lo --engine torch --backend gloo --nprocs 2
 
-On a terminal: a bar on stderr (rich, transient: it goes when the work ends, leaving the results). Not on a
-terminal (a CI log, a file): no bar, but a plain line every LOG_EVERY_S seconds and one at the end, so a
-log shows that the work is alive and how far it got. quiet (`--quiet`, `--json`): nothing.
+On a terminal (stderr and stdout both): a bar on stderr (rich, transient: it goes when the work ends,
+leaving the results). Otherwise (a CI log, a file, `... | tee log`): no bar, but a plain line on stderr at
+most every LOG_EVERY_S seconds while the work moves, and one at the end, so a log shows that the work is
+alive and how far it got. quiet (`--quiet`, `--json`): nothing.
 
     with Progress("compare", total=12, quiet=quiet) as p:
         p.advance(item="p2p-off all_reduce 1M")
@@ -13,16 +14,32 @@ log shows that the work is alive and how far it got. quiet (`--quiet`, `--json`)
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from typing import Any, Callable, TextIO
 
-LOG_EVERY_S = 30.0  # not on a terminal: one progress line at most this often
+LOG_EVERY_S = 5.0  # not on a terminal: one progress line at most this often ("every few seconds")
 
 
 def _elapsed(s: float) -> str:
     s = int(s)
     return f"{s // 3600}h{s // 60 % 60:02d}m{s % 60:02d}s" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
+
+
+def piped_width(environ: dict[str, str] | None = None) -> int | None:
+    """The width a pipe asked for with COLUMNS (a whole number from 20 to 10,000), else None. The one
+    reading of COLUMNS: progress lines here, tables and listings in report.table."""
+    raw = (os.environ if environ is None else environ).get("COLUMNS", "").strip()
+    return int(raw) if raw.isascii() and raw.isdigit() and 20 <= int(raw) <= 10_000 else None
+
+
+def _tty(stream: Any) -> bool:
+    isatty = getattr(stream, "isatty", None)
+    try:
+        return bool(isatty is not None and isatty())
+    except ValueError:  # a closed stream
+        return False
 
 
 class Progress:
@@ -33,12 +50,14 @@ class Progress:
         self.what, self.total, self.done = what, total, 0
         self.stream = stream if stream is not None else sys.stderr
         self.clock, self.log_every_s = clock, log_every_s
-        isatty = getattr(self.stream, "isatty", None)
-        self.mode = "off" if quiet else ("bar" if isatty is not None and isatty() else "log")
+        # a bar only where the whole output is a terminal: with stdout piped (`| tee log`), a bar redrawn on
+        # stderr would leave the log silent until the end
+        self.mode = "off" if quiet else ("bar" if _tty(self.stream) and _tty(sys.stdout) else "log")
         self.item = ""
         self._bar: Any = None
         self._task: Any = None
         self._start = self._last = clock()
+        self._said: int | None = None  # the count the last line showed (the end says it once)
 
     def __enter__(self) -> "Progress":
         if self.mode == "bar":
@@ -59,7 +78,8 @@ class Progress:
         if self._bar is not None:
             self._bar.stop()
             self._bar = None
-        elif self.mode == "log" and self.done and self.clock() - self._start >= self.log_every_s:
+        elif self.mode == "log" and self.done and self.clock() - self._start >= self.log_every_s \
+                and self._said != self.done:
             self._line(final=True)  # long work ends with a line in the log; short work stays quiet
 
     @property
@@ -78,12 +98,13 @@ class Progress:
 
     def update(self, *, item: str | None = None, completed: int | None = None) -> None:
         """Name what is running now, and/or set how many steps are done (e.g. the slowest rank's step)."""
+        moved = (item is not None and item != self.item) or (completed is not None and completed != self.done)
         if item is not None:
             self.item = item
-        if completed is not None and completed != self.done:
+        if completed is not None:
             self.done = completed
-            if self.mode == "log" and self.clock() - self._last >= self.log_every_s:
-                self._line()
+        if moved and self.mode == "log" and self.clock() - self._last >= self.log_every_s:
+            self._line()
         if self._bar is not None:
             self._bar.update(self._task, item=self.item, completed=self.done)
 
@@ -98,9 +119,12 @@ class Progress:
             print(line, file=self.stream, flush=True)
 
     def _line(self, *, final: bool = False) -> None:
-        self._last = self.clock()
+        self._last, self._said = self.clock(), self.done
         of = f"/{self.total}" if self.total is not None else ""
         pct = f" ({100 * self.done // self.total}%)" if self.total else ""
-        now = "" if final or not self.item else f", now {self.item}"
-        print(f"{self.what}: {self.done}{of}{pct} done after {_elapsed(self._last - self._start)}{now}",
-              file=self.stream, flush=True)
+        line = f"{self.what}: {self.done}{of}{pct} done after {_elapsed(self._last - self._start)}"
+        if not final and self.item:  # what runs now, cut to COLUMNS where a pipe set it (a log line, not a figure)
+            room = (piped_width() or 10_000) - len(line) - len(", now ")
+            item = self.item if len(self.item) <= room else self.item[:max(room - 1, 0)].rstrip() + "…"
+            line += f", now {item}" if room > 8 else ""
+        print(line, file=self.stream, flush=True)

@@ -23,6 +23,10 @@ import subprocess
 
 import pytest
 
+# pytest-xdist's workers start with COLUMNS=80 (execnet sets it) where a plain run has none: piped output
+# honours COLUMNS (report.table), so a test that wants a width sets it, and the rest see the same either way
+os.environ.pop("COLUMNS", None)
+
 MAX_WORKERS = 4  # each worker imports torch (~0.5 GB); the e2e runs start 2-3 ranks each
 
 

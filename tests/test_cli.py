@@ -143,3 +143,14 @@ def test_nccl_lib_that_is_not_nccl(tmp_path):
     out = _run(["sweep", "--nccl-lib", path])
     assert out.returncode == 2
     assert out.stderr.startswith("Error: --nccl-lib: ") and "not an NCCL library" in out.stderr
+
+
+def test_bare_fabricbench_prints_readable_help():
+    # the first command a newcomer types: the help, one entry a line, not one squashed `Error: Usage:` line
+    r = subprocess.run([sys.executable, "-m", "fabricbench"], capture_output=True, text=True, timeout=60,
+                       env={**os.environ, "COLUMNS": "80"})
+    assert r.returncode == 0 and r.stderr == "", (r.returncode, r.stderr)
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("Usage: fabricbench") and "Error" not in r.stdout
+    assert any(ln.split()[:1] == ["sweep"] for ln in lines) and any(ln.split()[:1] == ["qualify"] for ln in lines)
+    assert max(map(len, lines)) <= 80

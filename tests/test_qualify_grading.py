@@ -176,7 +176,8 @@ def test_builtin_specs_have_a_plan_at_every_level():
         spec = load_spec(f"builtin:{name}")
         plans = [make_plan(spec.at_level(n), spec.at_level(n).checks) for n in (1, 2, 3)]
         assert all(p.steps for p in plans), name
-        assert "wiring" in [s.check for s in plans[0].steps], name  # topology is quick: level 1
+        if not spec.run.cpu_ranks:  # GPU wiring (the CPU lab has none to check)
+            assert "wiring" in [s.check for s in plans[0].steps], name  # topology is quick: level 1
         assert plans[0].seconds <= plans[2].seconds, name
         assert plans[0].seconds < 60, (name, plans[0].seconds)  # level 1 aims at about a minute
     h200 = load_spec("builtin:h200-sxm-8")

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 from pathlib import Path
 
 import pytest
 
 import fabricbench
+import fabricbench.gpus
 from fabricbench.qualifying.verdict import (EXIT_NOTHING_MEASURED, NOTHING_MEASURED, at_least, combine, exit_code,
                                             outcome, waived)
 
@@ -75,3 +77,53 @@ def test_library_dry_run_is_the_plan_the_cli_prints(level):
             except SystemExit as e:
                 assert e.code in (0, None)
         assert out.getvalue() == expect
+
+
+def _main(args, capsys):
+    from fabricbench.cli import main
+
+    try:
+        main([str(a) for a in args])
+        code = 0
+    except SystemExit as e:
+        code = e.code
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_a_gpu_spec_with_no_gpu_is_one_line_and_exit_5(monkeypatch, tmp_path, capsys):
+    # issue 37.10: 7 unknowns and 7 lines of "drain the node"; now the fact once, and what to run instead
+    from fabricbench.qualifying.verdict import CPU_SPEC, NO_GPU
+
+    monkeypatch.setattr(fabricbench.gpus, "visible_gpu_count", lambda: 0)
+    code, out, err = _main(["qualify", "--spec", "builtin:h200-sxm-8", "--out", tmp_path / "q"], capsys)
+    assert code == EXIT_NOTHING_MEASURED and len(out.splitlines()) == 1, out
+    assert out.startswith(NO_GPU) and f"--spec {CPU_SPEC}" in out and "drain" not in out + err
+    assert "check " not in err  # no per-check line for checks that cannot run
+    doc = json.loads((tmp_path / "q" / "verdicts.json").read_text())
+    assert [v["reason"] for v in doc["verdicts"]] == [NO_GPU] * 7 and doc["severities"]["unknown"] == 0
+
+
+def test_the_cpu_lab_spec_is_builtin_and_runs_on_cpu(capsys):
+    from fabricbench.qualifying.spec import load_spec
+
+    spec = load_spec("builtin:cpu-lab")
+    assert spec.run.cpu_ranks and spec.run.backend == "gloo" and spec.checks
+    code, out, _ = _main(["qualify", "--list-specs"], capsys)
+    assert code == 0 and "cpu-lab" in out
+    code, out, _ = _main(["qualify", "--spec", "builtin:cpu-lab", "--dry-run"], capsys)
+    assert code == 0 and out.splitlines()[-1].startswith("estimate: ~"), out
+
+
+def test_a_bare_qualify_names_the_cpu_lab(capsys):
+    from fabricbench.qualifying.verdict import CPU_SPEC
+
+    code, _, err = _main(["qualify"], capsys)
+    assert code == 2 and len(err.splitlines()) == 1 and f"--spec {CPU_SPEC} needs no GPU" in err
+
+
+@pytest.mark.slow
+def test_the_cpu_lab_spec_passes_on_a_cpu(monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr(fabricbench.gpus, "visible_gpu_count", lambda: 0)
+    code, out, err = _main(["qualify", "--spec", "builtin:cpu-lab", "--out", tmp_path / "q"], capsys)
+    assert code == 0 and "PASSED (exit 0)" in out and "2 pass" in out, (out, err)

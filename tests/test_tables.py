@@ -161,7 +161,8 @@ def test_reflow_steps_full_short_parts_blocks():
         assert_uncut(con.file.getvalue(), width, must_show=("1,234,567", "alpha"))
 
 
-def test_piped_output_keeps_the_full_table():
+def test_piped_output_keeps_the_full_table(monkeypatch):
+    monkeypatch.delenv("COLUMNS", raising=False)  # no width asked for: the natural one
     buf = io.StringIO()
     con = tables.console()
     con.file = buf

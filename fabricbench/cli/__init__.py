@@ -49,6 +49,14 @@ def register(name: str, target: str, help_text: str) -> None:
 
 
 class LazyGroup(click.Group):
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        # A bare `fabricbench` asks what there is: the help, readable, on stdout, exit 0 (click 8.2 would
+        # raise it as a usage error, which main() prints as one squashed `Error:` line).
+        if not args and not ctx.resilient_parsing:
+            click.echo(ctx.get_help(), color=ctx.color)
+            ctx.exit(0)
+        return super().parse_args(ctx, args)
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(COMMANDS)
 
@@ -122,9 +130,10 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM (procs.Terminated)
         click.echo(procs.message(e), err=True)
         sys.exit(procs.exit_status(e))
-    except files.OutputError as e:  # an output could not be written (full disk, read-only): what was written is kept
+    except files.OutputError as e:  # an output could not be written (full disk, read-only): what was written
+        # is kept; exit 2 as for any path given that cannot be used (1 means a measured failure: in qualify, drain)
         click.echo(f"Error: {shown(e)}", err=True)
-        sys.exit(1)
+        sys.exit(2)
     except FabricbenchError as e:  # a measurement failed (CUDA, NCCL, timeout, check): not the user's input
         kind = f"{e.label}: " if e.label else ""  # plain words ("NCCL error"), never a class name (issue 37)
         click.echo(f"Error: {kind}{shown(e)}", err=True)

@@ -23,6 +23,7 @@ from fabricbench.cli.types import Count, InputPath, OutputFile, Text
 from fabricbench.errors import UsageError
 from fabricbench.files import refuse_collisions
 from fabricbench.importing import import_file, output
+from fabricbench.report.table import fit_lines
 
 
 @click.command(name="import")
@@ -47,5 +48,7 @@ def importer(files, out_path, as_json, fabric, nranks) -> None:
     for g, s in zip(got, summary):
         for w in g.warnings:
             warn(w)
-        click.echo(output.line(s))
-    click.echo(f"{len(records)} record(s) appended to {out_path}")
+        for line in fit_lines([output.line(s)]):
+            click.echo(line)
+    for line in fit_lines([f"{len(records)} record(s) appended to {out_path}"]):
+        click.echo(line)

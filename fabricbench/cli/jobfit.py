@@ -15,6 +15,7 @@ from fabricbench.cli.types import InputPath, OutputFile, Text
 from fabricbench.files import dumps, refuse_collisions
 from fabricbench.measuring.compare import check_plot_path
 from fabricbench.relating import jobfit, jobfit_io
+from fabricbench.report.table import fit_lines
 
 
 @click.command()
@@ -35,4 +36,4 @@ def jobfit_command(job, sweep, fabric, as_json, plot_path) -> None:
     res = jobfit.fit(records, swept, fabric=fabric)
     if plot_path:
         jobfit_io.plot(res, records, plot_path)
-    click.echo(dumps(res.to_dict(), indent=2) if as_json else jobfit_io.format_text(res))
+    click.echo(dumps(res.to_dict(), indent=2) if as_json else "\n".join(fit_lines([jobfit_io.format_text(res)])))

@@ -6,7 +6,8 @@ or of the kind wanted (fabricbench/cli/types.py names them with the other option
     fabricbench relate a.jsonl b.jsonl         (InputPath: existing regular files, under the input cap)
 
 A path is looked at with stat(), never open(), which blocks on a FIFO; a folder, FIFO, device or socket
-where a file is wanted (or the reverse) is refused by name before anything runs.
+where a file is wanted (or the reverse) is refused by name before anything runs, as is an output that
+cannot be written (a path under a file, /proc, a read-only folder: files.unwritable).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import os
 import stat
 
 from fabricbench.cli.types import OptionType
-from fabricbench.files import check_input
+from fabricbench.files import check_input, unwritable
 
 
 def _kind_of(mode: int) -> str:
@@ -42,6 +43,12 @@ class PathType(OptionType):
             self.fail(f"{path}: a part of the path is a file, not a folder", param, ctx)
         except OSError as e:
             self.fail(f"{path}: cannot use it ({e.strerror})", param, ctx)
+
+    def writable(self, path: str, param, ctx, *, folder: bool) -> None:
+        """An output that cannot be written is refused now, not after the run it would have kept."""
+        why = unwritable(path, folder=folder)
+        if why is not None:
+            self.fail(f"{path}: {why}; choose a writable path", param, ctx)
 
 
 class InputPath(PathType):
@@ -92,6 +99,7 @@ class OutputFile(PathType):
         st = self.stat(path, param, ctx)
         if st is not None and not stat.S_ISREG(st.st_mode):
             self.fail(f"{path}: is {_kind_of(st.st_mode)}; give a file name", param, ctx)
+        self.writable(path, param, ctx, folder=False)
         return path
 
 
@@ -110,4 +118,5 @@ class OutputFolder(PathType):
         if st is not None and not stat.S_ISDIR(st.st_mode):
             what = "a file" if stat.S_ISREG(st.st_mode) else _kind_of(st.st_mode)
             self.fail(f"{path}: is {what}; give a folder", param, ctx)
+        self.writable(path, param, ctx, folder=True)
         return path

@@ -29,6 +29,8 @@ from fabricbench.qualifying.api import fleet as run_fleet, qualify as run, write
 from fabricbench.qualifying.fleet import render as render_fleet
 from fabricbench.qualifying.listing import code_lines, kind_lines, spec_lines
 from fabricbench.qualifying.report import render
+from fabricbench.qualifying.verdict import CPU_SPEC
+from fabricbench.report.table import fit_lines
 
 
 def _names(text: str | None) -> list[str] | None:
@@ -100,13 +102,14 @@ def qualify(inputs, spec_path, out_dir, resume, only, skip, fabric, topo_file, l
                              ("--list-codes", list_codes)) if on]
     if len(modes) != 1:
         raise UsageError("give one of --spec FILE, --init SPEC --from RESULTS, --fleet DIR..., --list-specs, "
-                         "--list-kinds, --list-codes" + (f" (got {', '.join(modes)})" if modes else ""))
+                         "--list-kinds, --list-codes" + (f" (got {', '.join(modes)})" if modes else
+                                                         f" (a first run: --spec {CPU_SPEC} needs no GPU)"))
     if dry_run and not spec_path:
         raise UsageError("--dry-run goes with --spec (it checks a spec and lists its checks)")
     if inputs and not fleet:
         raise UsageError(f"unexpected argument(s) {' '.join(inputs)}; folders to compare go with --fleet")
     if list_specs or list_kinds or list_codes:
-        for line in spec_lines() if list_specs else kind_lines() if list_kinds else code_lines():
+        for line in fit_lines(spec_lines() if list_specs else kind_lines() if list_kinds else code_lines()):
             click.echo(line)
         return 0
     if init_path:
@@ -134,7 +137,7 @@ def _dry_run(spec_path: str, only, skip, fabric: str | None, level: int | None, 
     if as_json:
         click.echo(json.dumps(plan.to_dict(), indent=2))
         return 0
-    for line in plan.lines():
+    for line in fit_lines(plan.lines()):
         click.echo(line)
     return 0
 

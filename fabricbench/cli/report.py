@@ -9,11 +9,14 @@ study interrupted and resumed, or one copied from another machine, gets its repo
 
 from __future__ import annotations
 
+import os
+
 import click
 
 from fabricbench.cli.types import InputPath
 
-from fabricbench.files import dumps
+from fabricbench.errors import UsageError
+from fabricbench.files import check_writable, dumps
 from fabricbench.study import records
 from fabricbench.study.report import answer_lines, summary, write_report
 
@@ -26,6 +29,12 @@ NOTES_SHOWN = 5  # a badly damaged file would otherwise print one note per line
               help="Print the summary as JSON ({comparisons, rankings, slowdowns, figures, ...}); write nothing.")
 def report(out_dir, as_json) -> None:
     """Rebuild DIR/report.md and DIR/report.html from DIR/results.jsonl, measuring nothing."""
+    if not as_json:  # where the report goes is checked before anything is read or drawn
+        for name in ("report.md", "report.html"):
+            path = os.path.join(out_dir, name)
+            if os.path.lexists(path) and not os.path.isfile(path):
+                raise UsageError(f"{path} is not a file, and the report is rebuilt as that file; move it aside")
+        check_writable(out_dir, what="the report folder", folder=True)
     sr = records.load(out_dir)  # a directory without results is a one-line error
     for w in sr.warnings[:NOTES_SHOWN]:
         click.echo(f"note: {w}", err=True)

@@ -24,6 +24,7 @@ from fabricbench.files import refuse_collisions
 from fabricbench.measuring import sweep_run
 from fabricbench.measuring.api import make_config
 from fabricbench.measuring.config import SweepConfig
+from fabricbench.report.table import fit_lines
 
 
 @click.command(context_settings={"show_default": True})
@@ -66,7 +67,7 @@ def sweep(gpus, ops, sizes, dtype, iters, warmup, adaptive, max_iters, mode, gra
           csv_path, dry_run, quiet, list_ops, stall_timeout_s=None):
     """Time NCCL collectives over a GPU set and a range of sizes (nccl-tests' algbw and busbw)."""
     if list_ops:
-        for line in listing():
+        for line in fit_lines(listing()):
             click.echo(line)
         return
     config = make_config(

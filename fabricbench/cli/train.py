@@ -26,6 +26,7 @@ from fabricbench.training.format import line, listing, render
 from fabricbench.training.launch import TrainConfig
 from fabricbench.training.models import MODELS
 from fabricbench.training.strategies import STRATEGIES
+from fabricbench.report.table import fit_lines
 
 
 @click.command()
@@ -68,7 +69,7 @@ def train(strategies, model, model_config, model_path, gpus, device, nprocs, bac
           list_, stall_timeout_s=None) -> None:
     """Train one model under each strategy, in fresh processes, and measure throughput and memory."""
     if list_:
-        for text in listing(STRATEGIES, MODELS):
+        for text in fit_lines(listing(STRATEGIES, MODELS)):
             click.echo(text)
         return
     ctx = click.get_current_context()
@@ -82,7 +83,8 @@ def train(strategies, model, model_config, model_path, gpus, device, nprocs, bac
     elif device == "cpu" and gpus:
         click.echo("warning: --gpus is ignored with --device cpu (use --nprocs)", err=True)
     refuse_collisions({"--out": out}, {"--model-config": model_config, "--dataset": dataset})
-    echo = (lambda r: click.echo(json.dumps(r))) if as_json else (lambda r: click.echo(line(r)))
+    # a run's line (a failed one carries its message) wraps at words to the output's width
+    echo = (lambda r: click.echo(json.dumps(r))) if as_json else (lambda r: click.echo("\n".join(fit_lines([line(r)]))))
     records = run_train(strategies, device=device, gpus=gpus if device == "cuda" else None, out=out, echo=echo,
                         model=model, model_config=model_config, model_path=model_path, nprocs=nprocs, steps=steps,
                         warmup_steps=warmup_steps, batch_size=batch_size, seq_len=seq_len, image_size=image_size,

@@ -20,10 +20,12 @@ import json
 import os
 import re
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
 ENV = "FABRICBENCH_JOB_CHANNEL"
+LOG_ENV = "FABRICBENCH_LOG"  # the file a child's traceback goes to; jobs.run names one in the caller's temp folder
 SUFFIX = ".chan.jsonl"
 HEARTBEAT_S = 0.5  # how often a live process touches its channel file
 
@@ -72,6 +74,25 @@ class Channel:
             os.close(self._fd)
         except OSError:
             pass
+
+
+def keep_traceback(who: str, text: str, environ: dict[str, str] | None = None) -> str | None:
+    """Append a child's traceback to the job's log file (LOG_ENV) and return its path, so that the error
+    line says the exception's message and where the traceback is, never the traceback itself. None: no
+    log file named (not started by jobs.run), or it cannot be written."""
+    path = (os.environ if environ is None else environ).get(LOG_ENV)
+    if not path:
+        return None
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
+            os.write(fd, f"--- {who}, pid {os.getpid()}, {stamp} ---\n{text.rstrip()}\n".encode())
+        finally:
+            os.close(fd)
+    except OSError:
+        return None
+    return path
 
 
 def open_channel(who: str, environ: dict[str, str] | None = None) -> Channel | None:

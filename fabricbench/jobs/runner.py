@@ -38,6 +38,7 @@ import contextlib
 import json
 import os
 import signal
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -254,6 +255,8 @@ def run(argv: Sequence[str] | Mapping[str, Sequence[str]], *, workspace: Path, e
     out = Outcome(returncode=None)
     base = dict(os.environ if env is None else env)
     base[channel.ENV] = str(ws)
+    # a child's traceback goes to one log file that outlives the workspace (named once, by the outermost job)
+    base.setdefault(channel.LOG_ENV, os.path.join(tempfile.gettempdir(), f"fabricbench-{os.getpid()}.log"))
     for var in ("TMPDIR", "TEMP", "TMP"):  # what the job's tools leave in a temp folder goes with ws
         base[var] = str(ws)
     named = dict(argv) if isinstance(argv, Mapping) else None

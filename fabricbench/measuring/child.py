@@ -159,7 +159,7 @@ def _child_error(run: ChildRun) -> BaseException:
     cls = errors.by_label(kind) if sep else None  # "timeout: ..." is CollectiveTimeout's (errors.py)
     if cls is not None:
         return cls(message)
-    return errors.FabricbenchError(f"the sweep under fabric {run.fabric.name} failed: {run.error}")
+    return errors.FabricbenchError(f"the sweep under fabric {run.fabric.name} failed: {text}")
 
 
 def run_child(fabric: Fabric, sweep: Any, *, base_env: dict[str, str] | None = None,

@@ -119,6 +119,16 @@ def cores() -> int:
         return os.cpu_count() or 1
 
 
+def check_local_ranks(nprocs: int) -> None:
+    """UsageError when `nprocs` local ranks would crowd this machine's cores (sweep, train and study
+    --nprocs share this one rule): beyond PROCS_PER_CORE a rank each, a run measures the scheduler."""
+    limit = PROCS_PER_CORE * cores()
+    if nprocs > limit:
+        raise UsageError(f"--nprocs {nprocs}: more local ranks than {PROCS_PER_CORE} per CPU core "
+                         f"({PROCS_PER_CORE} x {cores()} cores = {limit}); use at most {limit}, or one "
+                         f"rank per GPU")
+
+
 def default_backend(visible: int | None = None) -> str:
     """The torch engine's backend when none is named: nccl where a GPU is visible, else gloo."""
     return "nccl" if (fabricbench.gpus.visible_gpu_count() if visible is None else visible) else "gloo"
@@ -142,11 +152,7 @@ def validate(config: SweepConfig) -> None:
     if config.nprocs is not None:
         if config.nprocs <= 0:
             raise UsageError(f"--nprocs {config.nprocs}: need at least 1 process")
-        limit = PROCS_PER_CORE * cores()
-        if config.nprocs > limit:
-            raise UsageError(f"--nprocs {config.nprocs}: more local ranks than {PROCS_PER_CORE} per CPU core "
-                             f"({PROCS_PER_CORE} x {cores()} cores = {limit}); use at most {limit}, or one "
-                             f"rank per GPU")
+        check_local_ranks(config.nprocs)
     if isinstance(config.timeout_s, bool) or not isinstance(config.timeout_s, (int, float)) \
             or not math.isfinite(config.timeout_s) or config.timeout_s <= 0:
         raise UsageError(f"--timeout {config.timeout_s}: must be positive and finite (seconds)")

@@ -15,7 +15,6 @@ import os
 import sys
 import traceback
 
-from fabricbench.errors import FabricbenchError
 from fabricbench.jobs import channel
 from fabricbench.measuring.launch import CONFIG_KEY
 from fabricbench.measuring.runner import run_rank, translate
@@ -34,13 +33,25 @@ def main(argv: list[str]) -> None:
     except KeyboardInterrupt:
         _say(chan, "KeyboardInterrupt", "interrupted")
     except BaseException as e:  # noqa: BLE001 - every failure goes to the parent as one message
-        if isinstance(e, FabricbenchError):
-            _say(chan, type(e).__name__, str(e))
-        else:  # a bug: keep its traceback for the report
-            _say(chan, "FabricbenchError", f"rank {rank}: {type(e).__name__}: {e}\n{traceback.format_exc()}")
+        _say(chan, *failure(e, rank, timeout_s))
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
+
+
+def failure(e: BaseException, rank: int, timeout_s: float) -> tuple[str, str]:
+    """A rank's failure as (error kind, one line) for the parent: torch.distributed's known failures said
+    plainly (runner.translate); anything else is its exception's first line, its traceback appended to the
+    job's log file (jobs.channel.keep_traceback) and named on the line, never joined into it."""
+    err = translate(e, timeout_s)
+    if err is not None:
+        return type(err).__name__, str(err)
+    text = next((ln.strip() for ln in str(e).splitlines() if ln.strip()), "no message")[:500]
+    where = channel.keep_traceback(f"rank {rank}", "".join(traceback.format_exception(e)))
+    if where is None:  # no log file to keep it in: this rank's stderr, which the job's runner keeps
+        traceback.print_exception(e)
+    return "FabricbenchError", (f"rank {rank}: {type(e).__name__}: {text}"
+                                + (f" (traceback in {where})" if where else ""))
 
 
 def _say(chan: channel.Channel, kind: str, message: str) -> None:

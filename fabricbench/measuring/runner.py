@@ -18,6 +18,7 @@ import dataclasses
 import json
 import os
 import random
+import re
 import uuid
 from typing import Any, Callable
 
@@ -99,6 +100,11 @@ def translate(e: BaseException, timeout_s: float) -> FabricbenchError | None:
     low = str(e).lower()
     if name == "DistStoreError" or "timed out" in low or "timeout" in low:
         return CollectiveTimeout(f"no answer from the other ranks within --timeout {timeout_s:g} s ({text})")
+    missing = re.search(r"Unable to find address for: (\S+)", str(e))
+    if missing:  # gloo's device creation: the fabric named an interface this host lacks
+        return UsageError(f"no network interface {missing.group(1)!r} here (GLOO_SOCKET_IFNAME or "
+                          f"NCCL_SOCKET_IFNAME names it); list this host's interfaces with `ip -br link` and "
+                          f"name one of them in the fabric")
     if name == "DistNetworkError" or any(w in low for w in ("connection reset", "connection closed",
                                                              "broken pipe", "connection refused")):
         return FabricbenchError(f"lost the connection to another rank ({text})")

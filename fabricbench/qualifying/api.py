@@ -49,7 +49,7 @@ from fabricbench.qualifying.prometheus import TextFile, check_path as check_prom
 from fabricbench.qualifying.report import write_report
 from fabricbench.qualifying.spec import DEFAULT_LEVEL, Spec, SpecError, load_spec, parse_spec
 from fabricbench.qualifying.verdict import (SEVERITIES, STATUSES, Policy, Verdict, attempt_record, combine, error,
-                                            exit_code, flaky, outcome, waived, worst)
+                                            NO_GPU, exit_code, flaky, outcome, waived, worst)
 from fabricbench.results import records as results_records
 from fabricbench.results.schema import header
 from fabricbench.results.status import Severity, Status
@@ -260,9 +260,10 @@ def _judge_once(check, kind, ctx, distributed: bool, echo, policy: Policy) -> Ve
         return combine(check.name, check.kind, [waived(check.kind, "runs per node: a torchrun/srun launch "
                                                                    "qualifies collectives across nodes only")],
                        description=check.description, policy=policy, source=check.source)
-    if echo:
+    # recorded results (--from) a kind cannot use; a GPU spec on a machine with none (context.Context)
+    skip = getattr(ctx, "skip_reason", lambda kind: None)(check.kind)
+    if echo and skip != NO_GPU:  # no GPU is said once, after the run, not per check
         echo(f"check {check.name} ({check.kind})")
-    skip = getattr(ctx, "skip_reason", lambda kind: None)(check.kind)  # judging recorded results (--from)
     if skip:
         return combine(check.name, check.kind, [waived(check.kind, skip)], description=check.description,
                        policy=policy, source=check.source)

@@ -30,6 +30,7 @@ from fabricbench.measuring.compare import adopt
 from fabricbench.qualifying import children
 from fabricbench.qualifying.children import UnitResult
 from fabricbench.qualifying.spec import RunSettings, Spec
+from fabricbench.qualifying.verdict import NO_GPU
 from fabricbench.results.schema import header
 from fabricbench.sizes import format_size
 from fabricbench.topology import read_topology
@@ -91,6 +92,13 @@ class Context:
 
     def visible_gpus(self) -> int:
         return fabricbench.gpus.visible_gpu_count()
+
+    def skip_reason(self, kind: str) -> str | None:
+        """Why no check of `kind` can be judged here, said once for the run (verdict.NO_GPU): a GPU spec on
+        a machine with none, where only a topology check on a saved --topo-file has anything to judge."""
+        if self.run.cpu_ranks or self.distributed or (kind == "topology" and self.topo_file is not None):
+            return None
+        return NO_GPU if self.visible_gpus() == 0 else None
 
     def gpu_sets(self, want) -> tuple[list[tuple[int, ...] | None], str | None]:
         """The GPU sets a collective runs on, or ([], why it cannot apply here)."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from fabricbench.qualifying.verdict import Verdict, fmt_value
+from fabricbench.qualifying.verdict import CPU_SPEC, NO_GPU, Verdict, fmt_value
 from fabricbench.results.status import Severity, Status
 from fabricbench.report import table as tables
 from fabricbench.report.document import Document
@@ -57,6 +57,11 @@ def render(res: "QualifyResult", console=None) -> None:
     from rich.text import Text
 
     console = console or tables.console()
+    if res.verdicts and all(v.status == Status.WAIVED and v.reason == NO_GPU for v in res.verdicts):
+        # a GPU spec on a machine with none: one line, not a row and a "drain the node" action per check
+        console.print(f"{NO_GPU} (exit {res.exit_code}); without a GPU, qualify the CPU lab instead: "
+                      f"fabricbench qualify --spec {CPU_SPEC}" + (f"; outputs in {escape(res.out)}" if res.out else ""))
+        return
     rows = []
     for v in res.verdicts:
         cells: list = row(v)

@@ -46,6 +46,8 @@ WARNING_CRITERIA = frozenset({"cv", "latency", "vs baseline"})
 # A run in which no check measured anything (all waived) has an outcome of its own, and an exit status.
 NOTHING_MEASURED = "nothing measured"
 EXIT_NOTHING_MEASURED = 5
+NO_GPU = "no GPU here: nothing of this spec can be measured"  # a GPU spec where none is visible (exit 5)
+CPU_SPEC = "builtin:cpu-lab"  # what such a machine can qualify instead: gloo ranks on its CPU
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
+from fabricbench.files import OutputError, write_text_atomic
 from fabricbench.report.analysis import fmt
 from fabricbench.results.status import Severity, Status
 
@@ -139,13 +140,18 @@ class Document:
 
     def write(self, out_dir: str | os.PathLike, *, stem: str = "report") -> tuple[Path, Path]:
         out = Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise OutputError(f"{out}: cannot create the report's folder ({e.strerror}); choose a writable "
+                              f"path") from None
         fig_dir = out / f"{stem}_figures"
         if fig_dir.exists():  # a rebuilt report must not keep figures of an earlier one
             shutil.rmtree(fig_dir)
         md_path, html_path = out / f"{stem}.md", out / f"{stem}.html"
-        md_path.write_text(self.markdown(fig_dir), encoding="utf-8")
-        html_path.write_text(self.html(), encoding="utf-8")
+        # through files: a folder where the report goes, or a full disk, is one line, never a traceback
+        write_text_atomic(md_path, self.markdown(fig_dir), what=md_path.name)
+        write_text_atomic(html_path, self.html(), what=html_path.name)
         return md_path, html_path
 
     # -- Markdown -----------------------------------------------------------------------------------

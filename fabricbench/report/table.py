@@ -9,8 +9,9 @@ terminal is narrower than the table, it reflows in this order, each step only if
 short headers with a legend under the table; then a column with one value in every row goes into the
 title ("type float32, place out"); then the columns split into parts, each part repeating the
 key columns (op, size, ...) so that every row can still be read across; then, at widths where even that
-cannot fit, one block of "header: value" lines per row. Piped output (a file, a CI log) is never reflowed:
-it gets the full table at its natural width, so that `grep` and diff see one row per line.
+cannot fit, one block of "header: value" lines per row. Piped output (a file, a CI log) is reflowed to
+`COLUMNS` when that is set (`COLUMNS=80 fabricbench sweep ... | tee log`); without it, it gets the full table
+at its natural width, so that `grep` and diff see one row per line. Piped lines carry no trailing blanks.
 
 The sweep table (`SweepTable`) grows as results arrive and is printed through the same function.
 """
@@ -18,10 +19,12 @@ The sweep table (`SweepTable`) grows as results arrive and is printed through th
 from __future__ import annotations
 
 import csv
+import os
+import re
 from dataclasses import dataclass
-from typing import Any, Sequence, TextIO
+from typing import Any, Iterable, Sequence, TextIO
 
-from fabricbench.progress import Progress
+from fabricbench.progress import Progress, piped_width
 from fabricbench.report.analysis import fmt, fmt_cv
 from fabricbench.results.status import KIND_STATUSES, TIMED_COLLECTIVE
 from fabricbench.sizes import format_size
@@ -43,15 +46,77 @@ class Col:
     prose: bool = False
 
 
+class Unpadded:
+    """stdout or stderr as a pipe gets it from rich: without the blanks rich pads a line with (a row to the
+    console's width, a word-wrapped line at its break), which a log would keep (209-column rows of which
+    the last 100 are spaces). The stream is looked up at each write, as rich does, so a redirect holds."""
+
+    _TRAILING = re.compile(r"[ \t]+(?=\n)")
+
+    def __init__(self, *, stderr: bool = False) -> None:
+        self.stderr = stderr
+
+    @property
+    def stream(self) -> TextIO:
+        import sys
+
+        return sys.stderr if self.stderr else sys.stdout
+
+    def write(self, text: str) -> int:
+        self.stream.write(self._TRAILING.sub("", text))
+        return len(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+    def isatty(self) -> bool:
+        return False
+
+
 def console(*, stderr: bool = False, width: int | None = None):
-    """A rich console: the terminal's width on a TTY; otherwise as wide as any table needs, so that piped
-    output keeps full tables (rich would otherwise fold them at 80 columns)."""
+    """A rich console: the terminal's width on a TTY; otherwise COLUMNS where set, else as wide as any
+    table needs, so that piped output keeps full tables (rich would otherwise fold them at 80 columns);
+    piped lines carry no trailing blanks (Unpadded)."""
     from rich.console import Console
 
     c = Console(stderr=stderr, width=width)
     if width is None and not c.is_terminal:
-        c = Console(stderr=stderr, width=PIPED_WIDTH, soft_wrap=True)
+        asked = piped_width()
+        c = Console(file=Unpadded(stderr=stderr), width=asked or PIPED_WIDTH, soft_wrap=asked is None)
     return c
+
+
+def output_width() -> int | None:
+    """How wide stdout's lines may be: the terminal's width, or COLUMNS under a pipe; None: as wide as
+    they come (a pipe that asked for no width keeps one record per line for grep and diff)."""
+    import shutil
+    import sys
+
+    if sys.stdout.isatty():
+        return shutil.get_terminal_size().columns
+    return piped_width()
+
+
+def fit_lines(lines: Iterable[str], width: int | None = None) -> list[str]:
+    """Plain listing lines (`qualify --list-codes`, `sweep --list-ops`) within `width` (default:
+    output_width()): a longer line wraps at spaces, its continuation under its last column (the text after
+    the last run of 2+ spaces), else indented; a word is never cut, so a path longer than the width stays
+    whole on a line of its own."""
+    import textwrap
+
+    width = output_width() if width is None else width
+    out: list[str] = []
+    for line in lines:
+        for one in str(line).split("\n"):
+            if width is None or len(one) <= width:
+                out.append(one)
+                continue
+            cols = [m.end() for m in re.finditer(r"\S {2,}(?=\S)", one)]
+            lead = len(one) - len(one.lstrip())
+            hang = cols[-1] if cols and cols[-1] <= width // 2 else lead + 4
+            out += textwrap.wrap(one, width, subsequent_indent=" " * hang, break_long_words=False,
+                                 break_on_hyphens=False) or [one]
+    return out
 
 
 def _cell(v: Any):

@@ -19,11 +19,12 @@ from fabricbench.declare import declare
 from fabricbench.errors import UsageError
 from fabricbench.jobs.heartbeat import STALL_HI_S, STALL_LO_S
 from fabricbench.fabrics import parse_fabric_list
+from fabricbench.files import check_writable
 from fabricbench.gpus import default_gpus
 from fabricbench.fabrics.model import shown
 from fabricbench.results.context import fabric_label
 from fabricbench.sizes import SizeSweep
-from fabricbench.measuring.config import MAX_ITERS
+from fabricbench.measuring.config import MAX_ITERS, check_local_ranks
 from fabricbench.training.estimate import MAX_BATCH, MAX_IMAGE, MAX_SEQ_LEN
 from fabricbench.training.config import MAX_STEPS
 from fabricbench.training.models import CAUSAL_LM, IMAGE_CLS, MODELS, read_config_json
@@ -129,6 +130,8 @@ class StudyConfig:
             raise UsageError(f"--device {self.device}: choose cuda or cpu")
         if not self.out:
             raise UsageError("--out DIR is required: the study writes results.jsonl and its report there")
+        if self.node_rank == 0:  # the node that writes it; fabricbench.study(out=...) is checked as the CLI is
+            check_writable(self.out, what="--out", folder=True)
         if not self.fabrics:
             self.fabrics = DEFAULT_FABRICS[self.device]
         parse_fabric_list(",".join(self.fabrics))  # unknown or duplicate fabrics fail here
@@ -177,6 +180,7 @@ class StudyConfig:
             if self.nprocs < 1 or self.nprocs * self.nnodes < 2:  # 2 nodes of 1 rank make 2 ranks
                 raise UsageError(f"--nprocs {self.nprocs}: a study compares collectives, which need at least "
                                  f"2 ranks in all (--nprocs 2, or --nnodes 2 with one rank each)")
+            check_local_ranks(self.nprocs)  # its sweep and train units would each refuse it, after the rest ran
             if self.gpus:
                 raise UsageError("--gpus does not apply to --device cpu; use --nprocs N")
         else:

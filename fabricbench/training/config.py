@@ -16,7 +16,7 @@ from fabricbench.errors import UsageError
 from fabricbench.fabrics import get_fabric
 from fabricbench.jobs.heartbeat import STALL_HI_S, STALL_LO_S
 from fabricbench.measuring.comparison import MARGIN
-from fabricbench.measuring.config import PROCS_PER_CORE, cores
+from fabricbench.measuring.config import check_local_ranks
 from fabricbench.training import estimate, models, repeats
 from fabricbench.training.strategies import PRECISIONS, STRATEGIES, default_precision
 
@@ -211,9 +211,8 @@ class TrainConfig:
             raise UsageError(f"--time-budget {self.time_budget_s}: seconds, positive")
         if self.device == "cpu" and self.procs_per_node < 1:
             raise UsageError(f"--nprocs {self.nprocs}: need at least 1 process")
-        if self.device == "cpu" and self.procs_per_node > PROCS_PER_CORE * cores():
-            raise UsageError(f"--nprocs {self.procs_per_node}: more CPU ranks than {PROCS_PER_CORE} per core "
-                             f"({PROCS_PER_CORE} x {cores()} cores = {PROCS_PER_CORE * cores()}); lower it")
+        if self.device == "cpu":
+            check_local_ranks(self.procs_per_node)
         if self.procs_per_node < 1:
             raise UsageError(f"{self.procs_per_node} processes: name GPUs with --gpus or use --nprocs N")
         if self.nnodes < 1 or not 0 <= self.node_rank < self.nnodes:

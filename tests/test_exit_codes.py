@@ -1,0 +1,40 @@
+"""Exit codes for input that cannot be used: one `Error:` line and exit 2, before anything runs.
+
+    fabricbench study --device cpu --nprocs 1000 --dry-run      (refused: the limit every command shares)
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from fabricbench.cli import main
+from fabricbench.measuring.config import PROCS_PER_CORE, cores
+
+
+def _run(args, capsys):
+    try:
+        main(args)
+        code = 0
+    except SystemExit as e:
+        code = e.code
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def _one_error(code, err):
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and lines[0].startswith("Error: "), (code, err)
+    assert "Traceback" not in err
+    return lines[0]
+
+
+@pytest.mark.parametrize("args", [
+    ["study", "--device", "cpu", "--model", "tiny-mistral", "--dry-run"],
+    ["train", "--device", "cpu", "--model", "tiny-mistral", "--steps", "5"],
+    ["sweep", "--engine", "torch", "--backend", "gloo", "--dry-run"],
+])
+def test_too_many_local_ranks_is_refused_by_every_command(args, capsys):
+    # `study --nprocs 1000 --dry-run` exited 0 (its sweep and train units would each have refused it later)
+    many = PROCS_PER_CORE * cores() + 1
+    line = _one_error(*_run(args + ["--nprocs", str(many)], capsys)[::2])
+    assert f"--nprocs {many}" in line and f"use at most {many - 1}" in line

@@ -1,0 +1,143 @@
+"""Every command under a pipe with COLUMNS=80: no line of its output over 80 columns, none padded.
+
+    COLUMNS=80 fabricbench sweep --engine torch --backend gloo --nprocs 2 | tee log
+
+Issue 37.7: that printed a 101-column table, and `qualify ... > log` wrote 209-column rows padded with
+blanks. Piped, a command honours COLUMNS (report.table: tables reflow, listings wrap at words) and its
+progress goes to stderr as a plain line every few seconds (progress.Progress), cut to COLUMNS. Messages
+(`Error:`, `warning:`, `note:`) stay one line each, whatever their length: one grep finds each whole.
+The cases run in this process (stdout captured is a pipe to the code) on recorded inputs or a tiny gloo
+run, so the file stays fast.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+
+from fabricbench.cli import COMMANDS, main
+from fabricbench.progress import Progress
+
+ROOT = Path(__file__).resolve().parent.parent
+# paths as a user types them, relative to the folder a case runs in (a path longer than the width stays
+# whole on its line, rightly: this keeps the test's own long temporary paths out of the figures)
+STUDY = "study"  # a copy of benchmarks/results/cpu-lab/study (report rebuilds its report in place)
+UNITS = Path("study/units")
+IMPORTS = Path("data/imports")  # tests/data
+TOPO = Path("data/topo/h200_sxm_nvswitch.txt")
+TINY = ["--engine", "torch", "--backend", "gloo", "--sizes", "1K", "--iters", "2", "--warmup", "1"]
+GLOO = [*TINY, "--nprocs", "2"]
+WIDTH = 80
+MESSAGES = ("Error: ", "warning: ", "note: ")
+
+CASES = [
+    ["sweep", "--dry-run", "--engine", "torch", "--backend", "gloo", "--nprocs", "2"],
+    ["sweep", "--list-ops"],
+    ["sweep", *GLOO, "--ops", "all_reduce,all_gather"],
+    ["topo", "--from-file", TOPO],
+    ["fabrics"],
+    ["compare", "--fabrics", "default", *GLOO, "--ops", "all_reduce", "--with", UNITS / "sweep_default.jsonl"],
+    ["scaling", "--counts", "2", *TINY, "--ops", "all_reduce"],
+    ["p2p"],  # GPU only: on a CPU machine, its one error line
+    ["train", "--list"],
+    ["estimate", "--model", "mistral-7b", "--num-gpus", "8"],
+    ["relate", UNITS / "sweep_default.jsonl", UNITS / "sweep_shaped_1gbit.jsonl", UNITS / "train_ddp_default.jsonl",
+     UNITS / "train_ddp_shaped_1gbit.jsonl"],
+    ["study", "--dry-run", "--device", "cpu", "--nprocs", "2", "--model", "tiny-mistral"],
+    ["report", STUDY],
+    ["advise", "--model", "mistral-7b", "--num-gpus", "8", "--topo-file", TOPO],
+    ["qualify", "--list-specs"],
+    ["qualify", "--list-kinds"],
+    ["qualify", "--list-codes"],
+    ["qualify", "--spec", "builtin:h200-sxm-8", "--dry-run"],
+    ["qualify", "--spec", "builtin:h200-sxm-8", "--from", UNITS / "sweep_default.jsonl"],
+    ["import", IMPORTS / "nccl_tests_gb200_nvl72.txt", "--out", "imported.jsonl"],
+    ["jobfit", "--job", IMPORTS / "inspector/readme_v4_0_plain_and_verbose.log", "--sweep", STUDY, "--fabric",
+     "default"],
+    ["export", "--format", "simai-busbw", "--out", "busbw.yaml", UNITS / "sweep_default.jsonl"],
+]
+
+
+def test_every_command_is_run_under_a_pipe():
+    assert {c[0] for c in CASES} == set(COMMANDS)
+
+
+def _run(args, capsys):
+    try:
+        main(args)
+        code = 0
+    except SystemExit as e:
+        code = e.code
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+@pytest.mark.parametrize("args", CASES, ids=[" ".join(map(str, c))[:60] for c in CASES])
+def test_piped_output_fits_columns(args, tmp_path, monkeypatch, capsys):
+    import shutil
+
+    monkeypatch.setenv("COLUMNS", str(WIDTH))
+    shutil.copytree(ROOT / "benchmarks/results/cpu-lab/study", tmp_path / "study",
+                    ignore=shutil.ignore_patterns("report*"))
+    (tmp_path / "data").symlink_to(ROOT / "tests/data")
+    monkeypatch.chdir(tmp_path)
+    argv = [str(a) for a in args]
+    code, out, err = _run(argv, capsys)
+    assert code in (0, 5) or (args == ["p2p"] and code == 2), (code, err)
+    assert out.strip() or args == ["p2p"], err
+    wide = [ln for ln in out.splitlines() if len(ln) > WIDTH]
+    wide += [ln for ln in err.splitlines() if len(ln) > WIDTH and not ln.startswith(MESSAGES)
+             and not ln.startswith("fabric ")]  # compare's one-line fabric descriptions: messages too
+    assert not wide, wide
+    assert not [ln for ln in out.splitlines() if ln != ln.rstrip()], "a padded line"
+
+
+class _Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_progress_under_a_pipe_is_a_line_every_few_seconds(monkeypatch):
+    # not a bar (stdout is not a terminal): one line per LOG_EVERY_S while the work moves, cut to COLUMNS
+    monkeypatch.setenv("COLUMNS", "60")
+    clock, stream = _Clock(), io.StringIO()
+    with Progress("sweep", total=10, stream=stream, clock=clock, log_every_s=5.0) as p:
+        assert p.mode == "log"
+        for i in range(10):
+            clock.now += 2.0
+            p.advance(item=f"default all_reduce {i}M on 2 gloo ranks, out of place, float32")
+    lines = stream.getvalue().splitlines()
+    assert lines[0] == "sweep: 3/10 (30%) done after 0m06s, now default all_reduce…"
+    assert [ln.split()[1] for ln in lines] == ["3/10", "6/10", "9/10", "10/10"]  # every 6 s, then the end
+    assert all(len(ln) <= 60 for ln in lines) and lines[-1] == "sweep: 10/10 (100%) done after 0m20s"
+
+
+def test_listing_lines_wrap_at_words_under_their_last_column():
+    from fabricbench.report.table import fit_lines
+
+    listing = ["FB_LINK_DOWN    critical  a GPU link is down or slower than the spec: reseat or replace the board",
+               "short line", "x" * 100]
+    got = fit_lines(listing, 60)
+    assert got[:3] == ["FB_LINK_DOWN    critical  a GPU link is down or slower than",
+                       " " * 26 + "the spec: reseat or replace the", " " * 26 + "board"]  # under its last column
+    narrow = fit_lines(listing[:1], 40)  # the column is past half the width: a plain indent instead
+    assert narrow[1] == "    down or slower than the spec: reseat" and all(len(ln) <= 40 for ln in narrow)
+    assert "short line" in got and "x" * 100 in got  # a word longer than the width stays whole
+    assert " ".join(" ".join(got).split()) == " ".join(" ".join(listing).split())  # nothing lost
+    assert fit_lines(listing, None) == listing  # a pipe that asked for no width: one record per line
+
+
+def test_piped_rich_output_carries_no_trailing_blanks(monkeypatch, capsys):
+    from fabricbench.report import table as tables
+
+    monkeypatch.setenv("COLUMNS", "40")
+    con = tables.console()
+    con.print("a line of words that rich wraps at forty columns, padded to the width", justify="left")
+    tables.render(con, "t", [tables.Col("name", justify="left"), tables.Col("value")], [["a", 1], ["bb", 22]])
+    out = capsys.readouterr().out
+    assert out.splitlines() and all(ln == ln.rstrip() and len(ln) <= 40 for ln in out.splitlines()), out

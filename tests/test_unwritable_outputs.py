@@ -1,0 +1,115 @@
+"""Every output path that cannot be written: one `Error:` line and exit 2, before anything runs.
+
+    fabricbench study --device cpu --nprocs 2 --model tiny-mistral --out /proc/x    (refused at once)
+
+The commands and their output options are read from the real CLI (every OutputFile and OutputFolder
+option of every command), so a new command or option is covered without a line here. Tests run as root,
+where a folder's permissions refuse nothing: the unwritable places are under /proc, under a regular file,
+and a folder where a file is wanted (or a file where a folder is).
+"""
+
+from __future__ import annotations
+
+import importlib
+import shutil
+from pathlib import Path
+
+import pytest
+
+from fabricbench.cli import COMMANDS, main
+from fabricbench.cli.path_types import OutputFile, OutputFolder
+
+STUDY = Path(__file__).parent.parent / "benchmarks/results/cpu-lab/study"  # a CPU study's recorded results
+
+
+def _outputs() -> list[tuple[str, str, bool]]:
+    """(command, option, wants a folder) for every output path option of every command."""
+    found = []
+    for name, (target, *_) in COMMANDS.items():
+        module, attr = target.split(":")
+        cmd = getattr(importlib.import_module(module), attr)
+        for p in cmd.params:
+            if isinstance(p.type, (OutputFile, OutputFolder)):
+                found.append((name, p.opts[0], isinstance(p.type, OutputFolder)))
+    return found
+
+
+OUTPUTS = _outputs()
+
+
+def _run(args, capsys):
+    try:
+        main([str(a) for a in args])
+        code = 0
+    except SystemExit as e:
+        code = e.code
+    return code, capsys.readouterr().err
+
+
+def _one_error(code, err, *words):
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and lines[0].startswith("Error: "), (code, err)
+    assert all(w in lines[0] for w in words), (lines[0], words)
+
+
+def test_every_command_with_an_output_is_covered():
+    commands = {c for c, _, _ in OUTPUTS}
+    assert {"sweep", "compare", "train", "study", "qualify", "import", "export", "p2p"} <= commands
+    assert ("qualify", "--prometheus", False) in OUTPUTS and ("study", "--out", True) in OUTPUTS
+
+
+@pytest.mark.parametrize("where", ["under /proc", "under a file", "wrong kind"])
+@pytest.mark.parametrize("command,option,folder", OUTPUTS, ids=[f"{c}{o}" for c, o, _ in OUTPUTS])
+def test_an_unwritable_output_is_one_line_and_exit_2(command, option, folder, where, tmp_path, capsys):
+    a_file = tmp_path / "a-file"
+    a_file.write_text("x")
+    path = {"under /proc": "/proc/fabricbench-nowhere/out", "under a file": a_file / "out",
+            "wrong kind": a_file if folder else tmp_path}[where]
+    _one_error(*_run([command, option, path], capsys), option, str(path))
+
+
+def test_a_whole_study_with_an_unwritable_out_is_refused_before_it_runs(capsys):
+    # issue 37: this printed a 48-line FileNotFoundError traceback and exited 1 (and --dry-run accepted it)
+    args = ["study", "--device", "cpu", "--nprocs", "2", "--model", "tiny-mistral", "--strategies", "ddp",
+            "--steps", "5", "--repeats", "1", "--out", "/proc/x"]
+    for extra in ([], ["--dry-run"]):
+        _one_error(*_run(args + extra, capsys), "--out /proc/x", "choose a writable path")
+
+
+@pytest.mark.parametrize("blocked", ["report.md", "report.html"])
+def test_report_where_the_report_is_a_folder(blocked, tmp_path, capsys):
+    # issue 37: `fabricbench report DIR` with DIR/report.md a folder printed a traceback and exited 1
+    study = tmp_path / "study"
+    shutil.copytree(STUDY, study, ignore=shutil.ignore_patterns("report*"))
+    (study / blocked).mkdir()
+    _one_error(*_run(["report", study], capsys), f"{blocked} is not a file", "move it aside")
+    assert not (study / "report.html" if blocked == "report.md" else study / "report.md").exists()
+
+
+def test_an_output_that_fails_while_writing_exits_2(tmp_path, capsys, monkeypatch):
+    # what only the write can tell (a disk that fills, a folder that goes read-only mid-run) is the same
+    # one line and exit 2, never 1 (in qualify, 1 means "critical: drain the node")
+    from fabricbench.cli import path_types
+
+    monkeypatch.setattr(path_types, "unwritable", lambda path, folder: None)  # it looked fine up front
+    out = "/proc/fabricbench-nowhere/b.yaml"
+    code, err = _run(["export", "--format", "simai-busbw", "--fabric", "default", "--out", out,
+                      STUDY / "results.jsonl"], capsys)
+    _one_error(code, err, out, "choose a writable path")
+
+
+def test_the_library_refuses_an_unwritable_study_folder_too():
+    import fabricbench
+    from fabricbench.errors import UsageError
+
+    with pytest.raises(UsageError, match="--out /proc/x: .*choose a writable path"):
+        fabricbench.study("/proc/x", dry_run=True, device="cpu", nprocs=2, model="tiny-mistral")
+
+
+def test_a_file_where_the_study_folder_goes_is_refused_by_the_library(tmp_path):
+    import fabricbench
+    from fabricbench.errors import UsageError
+
+    (tmp_path / "f").write_text("x")
+    with pytest.raises(UsageError, match="is a file; give a folder"):
+        fabricbench.study(str(tmp_path / "f"), dry_run=True, device="cpu", nprocs=2, model="tiny-mistral")
