@@ -25,7 +25,8 @@ from fabricbench.sizes import SizeSweep
     ({"sizes": "1M"}, "build SweepConfig with a SizeSweep"),
     ({"engine": "torch", "backend": "mpi"}, "choose nccl or gloo"),
     ({"gpus": (0, 0)}, "name each GPU once"),
-    ({"nprocs": 10**6, "engine": "torch", "backend": "gloo"}, "per CPU core"),
+    ({"nprocs": 4000, "engine": "torch", "backend": "gloo"}, "per CPU core"),  # inside 1-4096, above 4 per core
+        ({"nprocs": 10**6, "engine": "torch", "backend": "gloo"}, "--nprocs 1000000: outside 1 to 4,096"),
 ])
 def test_sweep_config_checks_itself(fields, msg):
     """No path (make_config, a caller's dataclass, dataclasses.replace) can hold an unchecked config."""

@@ -18,22 +18,18 @@ import click
 from fabricbench.cli import types as T
 from fabricbench.declare import Declared, declared
 
-WEEK_S = T.WEEK_S
-
-
 def _real(d: Declared, cls=T.Real) -> click.ParamType:
-    lo = d.lo if d.lo is not None else (1.0 if cls is T.Duration else 0.0)
-    hi = d.hi if d.hi is not None else WEEK_S
+    """The click type of a numeric declaration, its range from Declared.bounds() (one set of ends)."""
+    lo, hi = d.bounds()
     if cls is T.Duration:
-        return T.Duration(lo, hi)
+        return T.Duration(lo, hi, lo_open=d.lo_open)
     if cls is T.Fraction:
-        return T.Fraction(lo, d.hi if d.hi is not None else 1.0, lo_open=d.lo_open, hi_open=d.hi_open,
-                          zero=d.zero_off)
+        return T.Fraction(lo, hi, lo_open=d.lo_open, hi_open=d.hi_open, zero=d.zero_off)
     return T.Real(lo, hi, lo_open=d.lo_open, hi_open=d.hi_open, zero=d.zero_off, unit=d.unit)
 
 
 TYPES: dict[str, Callable[[Declared], click.ParamType]] = {
-    "count": lambda d: T.Count(int(d.lo if d.lo is not None else 1), int(d.hi if d.hi is not None else 10_000_000)),
+    "count": lambda d: T.Count(*map(int, d.bounds())),
     "seconds": lambda d: _real(d, T.Duration),
     "fraction": lambda d: _real(d, T.Fraction),
     "number": lambda d: _real(d),

@@ -22,6 +22,7 @@ from typing import Any, Callable
 
 import click
 
+from fabricbench.declare import WEEK_S
 from fabricbench.errors import UsageError
 from fabricbench.gpus import parse_gpus
 from fabricbench.masking import shown_spec
@@ -31,7 +32,6 @@ MAX_TEXT = 4096  # characters in one option's value: a path or a list, never a d
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _INT = re.compile(r"[+-]?[0-9]+", re.ASCII)
 _REAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", re.ASCII)
-WEEK_S = 7 * 86400.0
 STRATEGY_REGISTRY = "fabricbench.training.strategies:STRATEGIES"
 OP_REGISTRY = "fabricbench.collectives:COLLECTIVES"
 
@@ -201,8 +201,8 @@ class Duration(Real):
     name = "seconds"
     kind = "seconds"
 
-    def __init__(self, lo: float = 1.0, hi: float = WEEK_S) -> None:
-        super().__init__(lo, hi, unit="s")
+    def __init__(self, lo: float = 1.0, hi: float = WEEK_S, *, lo_open: bool = False) -> None:
+        super().__init__(lo, hi, lo_open=lo_open, unit="s")
 
 
 class Size(OptionType):

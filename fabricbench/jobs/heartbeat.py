@@ -41,10 +41,16 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from fabricbench.declare import Declared
+
 BEAT_S = 1.0  # how often a rank writes its beat and reads its peers'
 MIN_STALL_S = 60.0  # the default bound's floor
 STALL_LO_S, STALL_HI_S = 3.0, 86_400.0  # --stall-timeout's accepted range (a beat every BEAT_S must be missed
 # several times), for train, sweep and study alike
+STALL_TIMEOUT = Declared(  # --stall-timeout, declared once: each config shares it (declare.shared)
+    flag="--stall-timeout", kind="seconds", lo=STALL_LO_S, hi=STALL_HI_S, unit="s",
+    help="Seconds a rank's heartbeat may stop (SIGSTOP, a dead node) before the run ends naming it.")
+STALL_EXIT = 4  # a rank the watchdog ended exits with this (1 is any failure): the one code, train's ranks too
 STEPS_X = 10.0  # the default bound: this many median steps, when that is above the floor
 STORE_WAIT_S = 2.0  # one store operation's bound: a verdict is checked at least every BEAT_S + this
 DEAD_S = 5.0  # after a rank's own collective failed: a peer silent this long is the one that died
@@ -332,7 +338,6 @@ def from_env(*, stall_s: float | None, on_stall: Callable[[str, list[int]], None
 
 
 _THIS: list[Heartbeat] = []  # this process's own watchdog, when watch_this_rank started one
-STALL_EXIT = 1
 
 
 def watch_this_rank(stall_s: float | None) -> Heartbeat | None:

@@ -9,23 +9,21 @@ checks; to_dict/from_dict let `--resume` compare a new command against the plan 
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import fabricbench.gpus  # looked up on call: tests stand in for visible_gpu_count
-from fabricbench.declare import declare
+from fabricbench.declare import check, declare, of, shared
 from fabricbench.errors import UsageError
-from fabricbench.jobs.heartbeat import STALL_HI_S, STALL_LO_S
+from fabricbench.jobs.heartbeat import STALL_TIMEOUT
 from fabricbench.fabrics import parse_fabric_list
 from fabricbench.gpus import default_gpus
 from fabricbench.fabrics.model import shown
 from fabricbench.results.context import fabric_label
 from fabricbench.sizes import SizeSweep
-from fabricbench.measuring.config import MAX_ITERS
-from fabricbench.training.estimate import MAX_BATCH, MAX_IMAGE, MAX_SEQ_LEN
-from fabricbench.training.config import MAX_STEPS
+from fabricbench.measuring.config import SweepConfig
+from fabricbench.training.config import TrainConfig
 from fabricbench.training.models import CAUSAL_LM, IMAGE_CLS, MODELS, read_config_json
 from fabricbench.training.repeats import MIN_REPEATS
 from fabricbench.training.strategies import STRATEGIES
@@ -42,79 +40,65 @@ SWEEP_OPS = ("all_reduce", "all_gather", "reduce_scatter")  # what DDP, ZeRO and
 class StudyConfig:
     out: str = field(metadata=declare(  # the study directory: results.jsonl, units/, report.md, report.html
         "--out", "output folder", "Study directory: results.jsonl, units/, report.md, report.html."))
-    device: str = field(default="cuda", metadata=declare(  # "cuda" (one process per GPU) or "cpu" (gloo ranks,
-        "--device", "choice", "cuda: one process per GPU; cpu: gloo ranks (--nprocs of them).",
-        choices=("cuda", "cpu")))  # `nprocs` of them)
-    gpus: tuple[int, ...] = field(default=(), metadata=declare(  # CUDA ordinals (device cuda); () = all
-        "--gpus", "GPU list", "GPUs to study, e.g. 0-3.", default_by="all visible"))  # visible, filled by validate()
-    nprocs: int = field(default=2, metadata=declare(  # ranks on CPU
-        "--nprocs", "count", "Ranks with --device cpu (gloo).", lo=1, hi=4096, concept="ranks"))
+    device: str = field(default="cuda", metadata=shared(  # "cuda" (one process per GPU) or "cpu" (gloo ranks,
+        of(TrainConfig, "device")))  # `nprocs` of them)
+    gpus: tuple[int, ...] = field(default=(), metadata=shared(  # CUDA ordinals (device cuda); () = all
+        of(SweepConfig, "gpus"), help="GPUs to study, e.g. 0-3."))  # visible, filled by validate()
+    nprocs: int = field(default=2, metadata=shared(  # ranks on CPU
+        of(TrainConfig, "nprocs"), help="Ranks with --device cpu (gloo).", default_by=None))
     fabrics: tuple[str, ...] = field(default=(), metadata=declare(  # fabric specs; () = DEFAULT_FABRICS[device];
         "--fabrics", "fabric list", "Comma list of fabrics; shaped:RATE on CPU.",
         default_by="default,p2p-off on GPUs, default on CPU"))  # written out masked (to_dict)
-    strategies: tuple[str, ...] = field(default=(), metadata=declare(  # () = every registered strategy
-        "--strategies", "strategy list", "Comma list of ddp, zero1, zero2, zero3, fsdp, or all.",
-        default_by="all"))
-    model: str | None = field(default=None, metadata=declare(  # a registered model name
-        "--model", "text", "A model name (fabricbench train --list)."))
-    model_config: str | None = field(default=None, metadata=declare(  # or a transformers config JSON
-        "--model-config", "input file", "A transformers config JSON; random weights."))
-    steps: int = field(default=8, metadata=declare(  # train: steps at least, warm-up included
-        "--steps", "count", "Train steps at least, warm-up included.", lo=1, hi=MAX_STEPS))
-    warmup_steps: int = field(default=3, metadata=declare(  # train: untimed first steps
-        "--warmup-steps", "count", "Untimed first steps.", lo=1, hi=MAX_STEPS))
-    max_steps: int | None = field(default=None, metadata=declare(  # train: cap on steps while the median's CI
-        "--max-steps", "count", "Cap on steps while the median's CI exceeds --target-ci.", lo=1, hi=MAX_STEPS,
-        default_by="max(--steps, 40)"))  # exceeds target_ci
-    target_ci: float | None = field(default=0.03, metadata=declare(  # train: steps and repeats go on until the
-        "--target-ci", "fraction", "Step on, and repeat, until the median's 95% CI is within this fraction "
-        "(0: off).", zero_off=True, lo_open=True, hi_open=True))  # median's 95% CI is within this
-    repeats: int | None = field(default=None, metadata=declare(  # train runs per (strategy, fabric), fresh
-        "--repeats", "count", "Runs of each strategy in fresh processes.", lo=1, hi=20,
-        default_by="3, then more until --target-ci"))  # processes, interleaved; None:
-    # MIN_REPEATS, then more while a comparison is undecided or a CI is wider than target_ci, at most max_repeats
-    max_repeats: int = field(default=5, metadata=declare(
-        "--max-repeats", "count", "Cap on runs per strategy.", lo=1, hi=20))
-    repeat_budget_s: float = field(default=1800.0, metadata=declare(  # no repeat beyond the minimum starts
-        "--repeat-budget", "seconds", "Seconds after which no repeat beyond the minimum starts.", lo=0,
-        unit="s"))  # after this many seconds of study
-    margin: float = field(default=0.02, metadata=declare(  # δ: a comparison within ±margin is "equivalent"
-        "--margin", "fraction", "Two figures within ±this fraction are \"equivalent\" (docs/comparisons.md).",
-        lo=0, hi=0.5, lo_open=True, hi_open=True))  # measuring/comparison.py
-    batch_size: int | None = field(default=None, metadata=declare(  # train: samples per GPU per step; None: 8
-        "--batch-size", "count", "Samples per GPU per step.", lo=1, hi=MAX_BATCH,
+    strategies: tuple[str, ...] = field(default=(), metadata=shared(  # () = every registered strategy
+        of(TrainConfig, "strategies"), aliases=()))
+    # the train options: train's declarations (training/config.py), shared, so one range and one default
+    model: str | None = field(default=None, metadata=shared(of(TrainConfig, "model")))  # a registered name
+    model_config: str | None = field(default=None, metadata=shared(  # or a transformers config JSON
+        of(TrainConfig, "model_config")))
+    steps: int = field(default=8, metadata=shared(of(TrainConfig, "steps")))  # steps, warm-up included
+    warmup_steps: int = field(default=3, metadata=shared(of(TrainConfig, "warmup_steps")))
+    max_steps: int | None = field(default=None, metadata=shared(of(TrainConfig, "max_steps")))
+    target_ci: float | None = field(default=0.03, metadata=shared(  # steps and repeats go on until the
+        of(TrainConfig, "target_ci")))  # median's 95% CI is within this
+    repeats: int | None = field(default=None, metadata=shared(  # train runs per (strategy, fabric), fresh
+        of(TrainConfig, "repeats"), help="Runs of each strategy on each fabric in fresh processes."))
+    # processes, interleaved; None: MIN_REPEATS, then more while a comparison is undecided or a CI is wider
+    # than target_ci, at most max_repeats
+    max_repeats: int = field(default=5, metadata=shared(of(TrainConfig, "max_repeats"),
+                                                        help="Cap on runs per strategy and fabric."))
+    repeat_budget_s: float = field(default=1800.0, metadata=shared(  # no repeat beyond the minimum starts
+        of(TrainConfig, "time_budget_s"), concept=None, aliases=()))  # after this many seconds of study
+    margin: float = field(default=0.02, metadata=shared(  # δ: a comparison within ±margin is "equivalent"
+        of(TrainConfig, "margin")))  # measuring/comparison.py
+    batch_size: int | None = field(default=None, metadata=shared(  # samples per GPU per step; None: 8
+        of(TrainConfig, "batch_size"),
         default_by="8 on CPU; on GPUs the study picks it, doubling while it pays"))  # on CPU, picked on GPUs
-    seq_len: int = field(default=512, metadata=declare(  # train: tokens per sample (causal LM)
-        "--seq-len", "count", "Tokens per sample (causal LM).", lo=1, hi=MAX_SEQ_LEN))
-    image_size: int = field(default=224, metadata=declare(  # train: pixels per side (images)
-        "--image-size", "count", "Pixels per side (images).", lo=1, hi=MAX_IMAGE))
-    precision: str | None = field(default=None, metadata=declare(  # train --precision (None: train's default:
-        "--precision", "choice", "Compute precision.", choices=("bf16", "fp16", "fp32"),
-        default_by="bf16 on cuda, fp32 on cpu"))  # bf16 on cuda, fp32 on cpu)
+    seq_len: int = field(default=512, metadata=shared(of(TrainConfig, "seq_len")))  # causal LM
+    image_size: int = field(default=224, metadata=shared(of(TrainConfig, "image_size")))  # images
+    precision: str | None = field(default=None, metadata=shared(  # None: train's default: bf16 on cuda,
+        of(TrainConfig, "precision")))  # fp32 on cpu
     sizes: str | None = field(default=None, metadata=declare(  # sweep sizes; None: from the strategies'
         "--sizes", "size list", "Sweep sizes.", default_by="covering what the traces sent"))  # traces
-    iters: int | None = field(default=None, metadata=declare(  # sweep timed iterations per size
-        "--iters", "count", "Sweep timed iterations per size.", lo=1, hi=MAX_ITERS,
+    iters: int | None = field(default=None, metadata=shared(  # sweep timed iterations per size
+        of(SweepConfig, "iters"), help="Sweep timed iterations per size.",
         default_by="GPU 20, CPU 5"))  # (None: DEFAULT_ITERS[device])
-    warmup: int | None = field(default=None, metadata=declare(  # sweep warm-up iterations per size
-        "--warmup", "count", "Sweep warm-up iterations per size.", lo=0, hi=MAX_ITERS, default_by="GPU 5, CPU 2"))
+    warmup: int | None = field(default=None, metadata=shared(  # sweep warm-up iterations per size
+        of(SweepConfig, "warmup"), help="Sweep warm-up iterations per size.", default_by="GPU 5, CPU 2"))
     train_timeout_s: float = field(default=1800.0, metadata=declare(  # one train unit, start to end
         "--train-timeout", "seconds", "Seconds one train unit may take.", unit="s"))
     sweep_timeout_s: float = field(default=900.0, metadata=declare(  # one sweep or scaling unit
         "--sweep-timeout", "seconds", "Seconds one sweep unit may take.", unit="s"))
-    stall_timeout_s: float | None = field(default=None, metadata=declare(  # a unit's rank silent this long ends
-        "--stall-timeout", "seconds", "Seconds a unit's rank may stop (SIGSTOP, a dead node) before the unit ends "
-        "naming it.", lo=STALL_LO_S, hi=STALL_HI_S, unit="s", default_by="train's and sweep's own"))  # (train and sweep
+    stall_timeout_s: float | None = field(default=None, metadata=shared(  # a unit's rank silent this long ends
+        STALL_TIMEOUT, help="Seconds a unit's rank may stop (SIGSTOP, a dead node) before the unit ends naming it.",
+        default_by="train's and sweep's own"))  # it (train and sweep
     # --stall-timeout; None: their defaults)
     # across nodes (study/nodes.py): node 0 runs the study, the others follow it; the flags as train's
-    nnodes: int = field(default=1, metadata=declare(
-        "--nnodes", "count", "Nodes the study spans (the same study command on each, with its --node-rank).",
-        lo=1, hi=4096))
-    node_rank: int = field(default=0, metadata=declare(
-        "--node-rank", "count", "This node's index: 0 runs the study and writes --out, the others follow it.",
-        lo=0, hi=4095))
-    master_addr: str = field(default="127.0.0.1", metadata=declare(
-        "--master-addr", "text", "Node 0's address, where the nodes meet."))
+    nnodes: int = field(default=1, metadata=shared(of(TrainConfig, "nnodes"), help=(
+        "Nodes the study spans (the same study command on each, with its --node-rank).")))
+    node_rank: int = field(default=0, metadata=shared(of(TrainConfig, "node_rank"), help=(
+        "This node's index: 0 runs the study and writes --out, the others follow it.")))
+    master_addr: str = field(default="127.0.0.1", metadata=shared(
+        of(TrainConfig, "master_addr"), help="Node 0's address, where the nodes meet."))
     master_port: int | None = field(default=None, metadata=declare(  # the study's store; units use the next port
         "--master-port", "count", "Node 0's port for the study (its units use the next one).", lo=1, hi=65534,
         default_by="required with --nnodes above 1"))
@@ -123,8 +107,12 @@ class StudyConfig:
         lo=1, hi=86_400, unit="s"))  # each spanning unit's rendezvous
     extra: dict[str, Any] = field(default_factory=dict)  # free-form notes stored with the plan
 
+    def __post_init__(self) -> None:
+        check(self)  # each declared field inside its declared range, as the CLI checks it (declare.py)
+
     def validate(self) -> "StudyConfig":
         """Check everything that can be checked before a unit runs; fill the defaults. Returns self."""
+        check(self)  # again: a field may have been set since __post_init__
         if self.device not in ("cuda", "cpu"):
             raise UsageError(f"--device {self.device}: choose cuda or cpu")
         if not self.out:
@@ -142,14 +130,6 @@ class StudyConfig:
             read_config_json(Path(self.model_config))
         if self.target_ci == 0:  # --target-ci 0: the precision floor off (a None would read as "not given")
             self.target_ci = None
-        if self.target_ci is not None and not 0 < self.target_ci < 1:
-            raise UsageError(f"--target-ci {self.target_ci}: a fraction between 0 and 1, e.g. 0.03")
-        if self.repeats is not None and not 1 <= self.repeats <= 20:
-            raise UsageError(f"--repeats {self.repeats}: 1 to 20 runs per strategy and fabric")
-        if not 0 < self.margin < 0.5:
-            raise UsageError(f"--margin {self.margin}: a fraction between 0 and 0.5, e.g. 0.02 for ±2%")
-        if not 1 <= self.max_repeats <= 20:
-            raise UsageError(f"--max-repeats {self.max_repeats}: 1 to 20")
         if self.max_steps is not None and self.max_steps < self.steps:
             raise UsageError(f"--max-steps {self.max_steps} is below --steps {self.steps}")
         if self.batch_size is None and self.device == "cpu":
@@ -157,19 +137,10 @@ class StudyConfig:
         if self.steps < self.warmup_steps + 2 or self.warmup_steps < 1:
             raise UsageError(f"--steps {self.steps} with --warmup-steps {self.warmup_steps}: need at least 1 "
                              f"warm-up step and 2 timed steps")
-        for name in ("batch_size", "seq_len", "image_size"):
-            if getattr(self, name) is not None and getattr(self, name) < 1:
-                raise UsageError(f"--{name.replace('_', '-')} must be positive")
         if self.iters is None:
             self.iters = DEFAULT_ITERS[self.device][0]
         if self.warmup is None:
             self.warmup = DEFAULT_ITERS[self.device][1]
-        if self.iters < 1 or self.warmup < 0:
-            raise UsageError(f"--iters {self.iters} / --warmup {self.warmup}: need iters >= 1, warmup >= 0")
-        if self.stall_timeout_s is not None and not (isinstance(self.stall_timeout_s, (int, float))
-                                                     and math.isfinite(self.stall_timeout_s)
-                                                     and STALL_LO_S <= self.stall_timeout_s <= STALL_HI_S):
-            raise UsageError(f"--stall-timeout {self.stall_timeout_s}: seconds, {STALL_LO_S:g} to {STALL_HI_S:g}")
         if self.sizes is not None:
             SizeSweep.parse(self.sizes)
         self._validate_nodes()
@@ -190,12 +161,9 @@ class StudyConfig:
         return self
 
     def _validate_nodes(self) -> None:
-        if not 1 <= self.nnodes <= 4096 or not 0 <= self.node_rank < self.nnodes:
+        if not 0 <= self.node_rank < self.nnodes:
             raise UsageError(f"--nnodes {self.nnodes} --node-rank {self.node_rank}: need 1 <= nnodes and "
                              f"0 <= node-rank < nnodes")
-        if not (isinstance(self.join_timeout_s, (int, float)) and math.isfinite(self.join_timeout_s)
-                and 1 <= self.join_timeout_s <= 86_400):
-            raise UsageError(f"--join-timeout {self.join_timeout_s}: seconds, 1 to 86400")
         if self.nnodes == 1:
             return
         if self.master_port is None or not 1 <= self.master_port <= 65534:
