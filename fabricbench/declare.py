@@ -31,13 +31,15 @@ from fabricbench.errors import UsageError
 
 OPTION = "fabricbench.option"  # the key in a dataclass field's metadata
 
-KINDS = ("count", "seconds", "fraction", "number", "size", "size list", "GPU list", "fabric", "fabric list",
+KINDS = ("count", "count list", "seconds", "fraction", "number", "size", "size list", "GPU list", "GPU count",
+         "fabric", "fabric list",
          "strategy list", "op list", "text", "choice", "input file", "input file or folder", "output file",
          "output folder", "flag")
 WEEK_S = 7 * 86400.0  # the longest duration any option takes
 NUMERIC = ("count", "seconds", "fraction", "number")
 # each numeric kind's range where a declaration leaves an end out
-DEFAULT_BOUNDS = {"count": (1, 10_000_000), "seconds": (1.0, WEEK_S), "fraction": (0.0, 1.0), "number": (0.0, WEEK_S)}
+DEFAULT_BOUNDS = {"count": (1, 10_000_000), "count list": (1, 1024), "seconds": (1.0, WEEK_S), "fraction": (0.0, 1.0),
+                  "number": (0.0, WEEK_S)}
 WORDS = ("help", "default_by", "concept", "aliases")  # what a second config may say its own way (shared())
 
 

@@ -168,7 +168,7 @@ def test_advise_surface_is_frozen():
 
     assert sorted(o for p in advise.params for o in p.opts) == sorted([
         "--model", "--model-config", "--num-gpus", "--gpus", "--topo", "--topo-file", "--results", "--gpu-memory",
-        "--batch-size", "--seq-len", "--image-size", "--strategies", "--json"])
+        "--batch-size", "--seq-len", "--image-size", "--strategies", "--strategy", "--json"])
 
 
 def test_a_damaged_record_is_left_out_not_a_traceback():

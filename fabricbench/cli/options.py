@@ -1,17 +1,34 @@
-"""Click options shared by several commands (compare and scaling pass them on to `fabricbench sweep`).
+"""The options that belong to no config but mean one thing in every command that offers them (--json,
+--out, --plot, --topo-file, --num-gpus, --resume, --dry-run, --quiet), declared once here as config
+fields are (fabricbench/declare.py), and the click options compare and scaling share with `sweep`.
 
     fabricbench compare --fabrics default,p2p-off --iters 50 --timeout 60 --plot cmp.png
 
-Only flags live here; fabricbench/measuring/compare.py's SweepOptions holds and checks the values.
+A command takes one with `option(JSON, "as_json", help=...)`: its flag, kind, range and aliases come
+from here, its words may say what it does in that command. Only flags live here; the values are held
+and checked by the library (measuring/compare.py's SweepOptions, the configs).
 """
 
 from __future__ import annotations
 
-import click
-
-from fabricbench.cli.declared import declared_option
-from fabricbench.cli.types import OutputFile
+from fabricbench.cli.declared import declared_option, option
+from fabricbench.declare import Declared
 from fabricbench.measuring.config import SweepConfig
+
+JSON = Declared(flag="--json", kind="flag", help="Print one JSON object instead of the table.")
+OUT_FILE = Declared(flag="--out", kind="output file", help="Append the JSONL records here.")
+PLOT = Declared(flag="--plot", kind="output file", help="Write a PNG plot here.")
+# a saved topology: one name in every command (topo's --from-file, advise's --topo: deprecated aliases)
+TOPO_FILE = Declared(flag="--topo-file", kind="input file", help=(
+    "A saved `nvidia-smi topo -m` output (or `fabricbench topo --json`) instead of this machine's."))
+# how many GPUs a command picks out of --gpus (advise; scaling's list of counts, once --counts)
+NUM_GPUS = Declared(flag="--num-gpus", kind="count", lo=1, hi=1024, help=(
+    "How many of --gpus the job uses."), default_by="all of --gpus")
+NUM_GPUS_LIST = Declared(flag="--num-gpus", kind="count list", lo=2, hi=1024, concept="num_gpus", help=(
+    "GPU counts to measure, e.g. 2,4,8."), aliases=("--counts",), default_by="powers of 2 up to all of --gpus")
+RESUME = Declared(flag="--resume", kind="flag", help="Skip what --out already holds as ok.")
+DRY_RUN = Declared(flag="--dry-run", kind="flag", help="Print the plan and exit; run nothing.")
+QUIET = Declared(flag="--quiet", kind="flag", help="No table or progress (records still go to --out).")
 
 
 def sweep_options(f):
@@ -23,9 +40,9 @@ def sweep_options(f):
         declared_option(SweepConfig, "engine"),
         declared_option(SweepConfig, "backend"),
         declared_option(SweepConfig, "timeout_s"),
-        click.option("--out", "out_path", type=OutputFile(), default=None, help="Write the combined JSONL records here."),
-        click.option("--plot", "plot_path", type=OutputFile(), default=None, help="Write a PNG plot here."),
-        click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the table."),
+        option(OUT_FILE, "out_path", help="Write the combined JSONL records here."),
+        option(PLOT, "plot_path"),
+        option(JSON, "as_json"),
     ]):
         f = opt(f)
     return f

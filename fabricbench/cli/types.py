@@ -250,6 +250,23 @@ class GpuList(OptionType):
         return s
 
 
+class GpuCount(OptionType):
+    """How many GPUs, where no GPU is touched (estimate): a count N, or a GPU list whose entries count.
+    A bare number is a count here, and an ordinal in every command that runs on GPUs (docs/options.md)."""
+
+    name = "gpus"
+    kind = "GPU count"
+
+    def describe(self) -> str:
+        return "a count 1 to 1,048,576 (8), or a GPU list (0-7) whose entries are counted"
+
+    def convert(self, value, param, ctx):
+        s = self.text(value, param, ctx)
+        if _INT.fullmatch(s):
+            return Count(1, 2**20).convert(s, param, ctx)
+        return len(self.library(lambda: parse_gpus(s), param, ctx))
+
+
 class CountList(OptionType):
     """Whole numbers, comma-separated, each in [lo, hi] and given once; no empty item."""
 

@@ -2,7 +2,7 @@
 the published figures beside the measurement ("Is this normal?"), and scaling's plot.
 
     fabricbench compare --fabrics default,p2p-off --gpus 0,1 --sizes 1M-1G:x4
-    fabricbench scaling --gpus 0-7 --counts 2,4,8 --plot scaling.png
+    fabricbench scaling --gpus 0-7 --num-gpus 2,4,8 --plot scaling.png
 
 Library code (the CLI only maps flags), so that the CLI and the tests share one formatting of a result
 of measuring.commands.compare / scaling. p2p's tables are in copy_format.py.

@@ -3,7 +3,7 @@ Every axis names its quantity and unit (decimal GB/s, as the records); a panel w
 out rather than drawn empty.
 
     fabricbench compare --fabrics default,p2p-off --plot compare.png
-    fabricbench scaling --counts 2,4,8 --plot scaling.png
+    fabricbench scaling --num-gpus 2,4,8 --plot scaling.png
     fabricbench p2p --plot p2p.png
 
 matplotlib (the `plot` extra) is imported only here and only when a plot is asked for, with the Agg

@@ -77,7 +77,7 @@ class Topology:
     source: str = "nvml"  # "nvml", "nvidia-smi" or "file:<path>"
 
     def __post_init__(self) -> None:
-        # Topologies come from files (topo --from-file, --topo-file, a results file's snapshot): a
+        # Topologies come from files (topo --topo-file, --topo-file, a results file's snapshot): a
         # damaged one is the user's input, said in one line, never an assertion deep in an analysis.
         n = len(self.gpus)
         if len(self.links) != n or any(len(r) != n for r in self.links):
