@@ -43,7 +43,9 @@ def test_undecided_goes_on_and_a_begun_round_is_finished():
     assert _enough_runs(_unit("ddp", 4), _ctx(recs)) is None
     # ddp's round 4 ran: fsdp's round 4 runs whatever round 4 would now say (pairs stay whole)
     recs.append(_rec("ddp", 0.10, 4))
-    assert _enough_runs(_unit("fsdp", 4), _ctx(recs, repeat_budget_s=0.0)) is None
+    spent = _ctx(recs, repeat_budget_s=1.0)
+    spent.started = time.monotonic() - 5  # the budget is spent: a begun round is finished all the same
+    assert _enough_runs(_unit("fsdp", 4), spent) is None
 
 
 def test_out_of_budget_names_the_open_questions():

@@ -25,7 +25,7 @@ from fabricbench.sizes import SizeSweep
 from fabricbench.measuring.config import SweepConfig
 from fabricbench.training.config import TrainConfig
 from fabricbench.training.models import CAUSAL_LM, IMAGE_CLS, MODELS, read_config_json
-from fabricbench.training.repeats import MIN_REPEATS
+from fabricbench.training.repeats import DEFAULT_MAX_REPEATS, MIN_REPEATS
 from fabricbench.training.strategies import STRATEGIES
 
 # Sweep grids when no trace says what the strategies send (or the trace ran on one rank): GPUs cover
@@ -64,7 +64,7 @@ class StudyConfig:
         of(TrainConfig, "repeats"), help="Runs of each strategy on each fabric in fresh processes."))
     # processes, interleaved; None: MIN_REPEATS, then more while a comparison is undecided or a CI is wider
     # than target_ci, at most max_repeats
-    max_repeats: int = field(default=5, metadata=shared(of(TrainConfig, "max_repeats"),
+    max_repeats: int = field(default=DEFAULT_MAX_REPEATS, metadata=shared(of(TrainConfig, "max_repeats"),
                                                         help="Cap on runs per strategy and fabric."))
     repeat_budget_s: float = field(default=1800.0, metadata=shared(  # no repeat beyond the minimum starts
         of(TrainConfig, "time_budget_s"), concept=None, aliases=()))  # after this many seconds of study

@@ -18,6 +18,7 @@ from fabricbench.jobs.heartbeat import STALL_TIMEOUT
 from fabricbench.measuring.comparison import MARGIN
 from fabricbench.measuring.config import PROCS_PER_CORE, cores
 from fabricbench.training import estimate, models, repeats
+from fabricbench.training.repeats import DEFAULT_MAX_REPEATS
 from fabricbench.training.strategies import PRECISIONS, STRATEGIES, default_precision
 
 MAX_STEPS = 100_000  # optimizer steps per strategy
@@ -68,7 +69,7 @@ class TrainConfig:
         "--repeats", "count", "Runs of each strategy in fresh processes.", lo=1, hi=MAX_REPEATS,
         default_by="3, then more until --target-ci"))  # None: MIN_REPEATS, then more until
     # the run-to-run CI is within target_ci (at most max_repeats, within time_budget_s)
-    max_repeats: int = field(default=5, metadata=declare(
+    max_repeats: int = field(default=DEFAULT_MAX_REPEATS, metadata=declare(
         "--max-repeats", "count", "Cap on runs per strategy.", lo=1, hi=MAX_REPEATS))
     time_budget_s: float = field(default=1800.0, metadata=declare(  # no repeat beyond the minimum starts after
         "--repeat-budget", "seconds", "Seconds after which no repeat beyond the minimum starts.", lo=0,
