@@ -107,6 +107,9 @@ def _required_or_alias(d: Declared) -> Callable:
     return callback
 
 
+DEPRECATED = "deprecated alias of"  # a hidden alias option's help, then the flag it maps onto
+
+
 def alias(flag: str, name: str, new: str, type: click.ParamType, *, convert: Callable | None = None) -> Callable:
     """A deprecated flag kept for one release, hidden, mapped onto `name` (an option whose flag is
     `new`), that warns when used; `convert` turns its value into the new option's (e.g. a count list)."""
@@ -120,7 +123,8 @@ def alias(flag: str, name: str, new: str, type: click.ParamType, *, convert: Cal
         ctx.params[name] = convert(value) if convert else value  # the new option, processed later, keeps it
         ctx.set_parameter_source(name, click.core.ParameterSource.COMMANDLINE)
 
-    return click.option(flag, own, type=type, hidden=True, expose_value=False, callback=callback)
+    return click.option(flag, own, type=type, hidden=True, expose_value=False, callback=callback,
+                        help=f"{DEPRECATED} {new}")  # hidden: read by docs/options.md's test, not shown
 
 
 def shown_default(default: Any) -> Any:

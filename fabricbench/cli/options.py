@@ -11,9 +11,14 @@ and checked by the library (measuring/compare.py's SweepOptions, the configs).
 
 from __future__ import annotations
 
+from typing import Any, Callable
+
+import click
+
 from fabricbench.cli.declared import declared_option, option
 from fabricbench.declare import Declared
 from fabricbench.measuring.config import SweepConfig
+from fabricbench.training.config import TrainConfig
 
 JSON = Declared(flag="--json", kind="flag", help="Print one JSON object instead of the table.")
 OUT_FILE = Declared(flag="--out", kind="output file", help="Append the JSONL records here.")
@@ -31,14 +36,45 @@ DRY_RUN = Declared(flag="--dry-run", kind="flag", help="Print the plan and exit;
 QUIET = Declared(flag="--quiet", kind="flag", help="No table or progress (records still go to --out).")
 
 
+CPU_MODE = {"engine": "torch", "backend": "gloo"}  # what --device cpu means to a measuring command
+CPU = "fabricbench.device_cpu"  # ctx.meta key: --device cpu was given (read by --engine and --backend)
+
+
+def engine_options(f: Callable) -> Callable:
+    """--engine, --backend and --device, as every measuring command takes them. CPU mode has one name in
+    every command (train's and study's --device cpu); here `cpu` is the torch engine over gloo. --engine
+    torch --backend gloo stay, since torch over nccl is a GPU mode; a value that says otherwise beside
+    --device cpu is refused. --device is eager, so it is read before the two whatever their order."""
+
+    def device(ctx: click.Context, param: click.Parameter, value: Any) -> None:
+        ctx.meta[CPU] = value == "cpu"
+
+    def keeps_cpu(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+        if not ctx.meta.get(CPU):
+            return value
+        given = ctx.get_parameter_source(param.name) == click.core.ParameterSource.COMMANDLINE
+        if given and value != CPU_MODE[param.name]:
+            raise click.BadParameter(f"{value} beside --device cpu, which runs --engine torch --backend gloo; "
+                                     "drop one of them", ctx=ctx, param=param)
+        return CPU_MODE[param.name]
+
+    for opt in reversed([
+        declared_option(SweepConfig, "engine", callback=keeps_cpu),
+        declared_option(SweepConfig, "backend", callback=keeps_cpu),
+        declared_option(TrainConfig, "device", expose_value=False, is_eager=True, callback=device, help=(
+            "cpu: CPU ranks (--engine torch --backend gloo); cuda: GPUs, by --engine.")),
+    ]):
+        f = opt(f)
+    return f
+
+
 def sweep_options(f):
     """The click options compare and scaling share with `fabricbench sweep`."""
     for opt in reversed([
         declared_option(SweepConfig, "dtype"),
         declared_option(SweepConfig, "iters"),
         declared_option(SweepConfig, "warmup"),
-        declared_option(SweepConfig, "engine"),
-        declared_option(SweepConfig, "backend"),
+        engine_options,
         declared_option(SweepConfig, "timeout_s"),
         option(OUT_FILE, "out_path", help="Write the combined JSONL records here."),
         option(PLOT, "plot_path"),

@@ -1,7 +1,7 @@
 """`fabricbench sweep`: time collectives over a GPU set and a range of sizes.
 
     fabricbench sweep --gpus 0-7 --ops all_reduce,all_gather --sizes 8-8G --check --out run.jsonl
-    fabricbench sweep --engine torch --backend gloo --nprocs 2 --sizes 1K-1M    (no GPU)
+    fabricbench sweep --device cpu --nprocs 2 --sizes 1K-1M    (no GPU: --engine torch --backend gloo)
     fabricbench sweep --dry-run                                                  (the expanded plan)
 
 This module only maps flags onto SweepConfig (fabricbench/measuring/config.py, whose fields declare the
@@ -17,6 +17,7 @@ import click
 
 from fabricbench.cli import warn
 from fabricbench.cli.declared import declared_option
+from fabricbench.cli.options import engine_options
 from fabricbench.cli.types import OutputFile
 from fabricbench.collectives import listing
 from fabricbench.errors import UsageError
@@ -41,8 +42,7 @@ from fabricbench.measuring.config import SweepConfig
 @declared_option(SweepConfig, "graph")
 @declared_option(SweepConfig, "graph_iters")
 @declared_option(SweepConfig, "check")
-@declared_option(SweepConfig, "engine")
-@declared_option(SweepConfig, "backend")
+@engine_options
 @declared_option(SweepConfig, "nprocs")
 @declared_option(SweepConfig, "timeout_s")
 @declared_option(SweepConfig, "stall_timeout_s")
