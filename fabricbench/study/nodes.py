@@ -20,28 +20,28 @@ node 0 posts), removed at the end, so a shared --out is never written twice.
 Faults end every surviving node and name the node:
 - a node that never joins: node 0 waits --join-timeout for all, then names the missing ones; a follower
   whose node 0 does not answer gives up after --join-timeout, naming node 0;
-- a node that dies or goes silent: each node beats (a counter in the store, every BEAT_S); a peer whose
-  beat stands still for the stall bound (jobs/heartbeat.stall_bound: --stall-timeout, else its floor) is
-  named, the child running is killed, the unit recorded as an error and the study ends (its finished
-  units kept, the report written by node 0). The store's host going away is node 0 dying, said as such.
+- a node that dies or goes silent: each node beats as a rank does (jobs/heartbeat.Heartbeat, one "rank"
+  per node, through the same store); a peer whose beat stands still for the stall bound
+  (jobs/heartbeat.stall_bound: --stall-timeout, else its floor) is named, the child running is killed,
+  the unit recorded as an error and the study ends (its finished units kept, the report written by node
+  0). The store's host going away is node 0 dying, said as such (jobs/heartbeat.store_host_gone).
+Every store call is bounded (jobs/tcpstore.py): a node cut off mid-call is named, not waited for.
 """
 
 from __future__ import annotations
 
 import json
 import socket
-import threading
 import time
 from dataclasses import dataclass, field
-from datetime import timedelta
 from pathlib import Path
 from typing import Any, Callable
 
 from fabricbench.errors import FabricbenchError
-from fabricbench.jobs.heartbeat import BEAT_S
+from fabricbench.jobs import heartbeat
+from fabricbench.jobs.tcpstore import STORE_ERRORS, STORE_WAIT_S, Calls, open_store
 
 NODE_DIR = "@NODE_DIR@"  # in a posted argv: where the follower's children write (its own temp folder)
-OP_S = 10.0  # one store operation's bound (a check or a set; never a blocking wait)
 POLL_S = 0.25
 SLACK_S = 15.0  # a child's own watchdog's reaction time beyond its stall bound
 MAX_OUT = 1 << 20  # a child's stdout sent back ("each" units print one JSON document)
@@ -57,86 +57,63 @@ class ShareFailed(FabricbenchError):
 
 
 @dataclass(kw_only=True)
-class Peers:
-    """This node's client of the study's store, its beat, and its watch on the other nodes' beats."""
+class Link:
+    """This node's side of the study's store: the jobs it posts or reads (calls bounded on a thread of
+    their own, jobs/tcpstore.Calls) and its beat, the ranks' heartbeat (jobs/heartbeat.Heartbeat, one
+    "rank" per node), whose watch reads what its thread last learnt and never waits on the store."""
 
-    store: Any
-    me: int
+    calls: Calls
+    beat: heartbeat.Heartbeat
     stall_s: float
-    where: str = "?"  # the store's address, for messages
+    where: str  # the store's address, for messages
     hosts: dict[int, str] = field(default_factory=dict)
-    _seen: dict[int, tuple[int, float]] = field(default_factory=dict)  # node -> (beat, when it last moved)
-    _stop: threading.Event = field(default_factory=threading.Event)
-    _broken: list[str] = field(default_factory=list)  # the beat thread's store failure, if any
-
-    def start(self) -> "Peers":
-        threading.Thread(target=self._beat, name="fabricbench-study-beat", daemon=True).start()
-        return self
-
-    def close(self) -> None:
-        self._stop.set()
-
-    def _beat(self) -> None:
-        while not self._stop.wait(BEAT_S):
-            try:
-                self.store.add(f"beat/{self.me}", 1)
-            except Exception as e:  # the store's host is gone (node 0), or the link to it
-                self._broken.append(f"{type(e).__name__}: {e}")
-                return
 
     def watch(self, nodes: list[int], bound_s: float | None = None) -> None:
         """Raise NodeLost for the first of `nodes` whose beat stood still for `bound_s` (default the stall
         bound), or when the store itself is gone. Called while waiting, as often as one likes."""
-        bound_s = self.stall_s if bound_s is None else bound_s
-        now = time.monotonic()
-        try:
-            beats = {n: int(self.store.add(f"beat/{n}", 0)) for n in nodes}
-        except Exception as e:
-            raise self._store_lost(type(e).__name__) from None
-        if self._broken:
-            raise self._store_lost(self._broken[0])
-        for n, b in beats.items():
-            last = self._seen.get(n)
-            if last is None or last[0] != b:
-                self._seen[n] = (b, now)
-            elif now - last[1] > bound_s:
-                raise self.lost(n, f"no beat for {now - last[1]:.0f} s")
+        found = self.beat.silent(nodes, self.stall_s if bound_s is None else bound_s)
+        if found is not None:
+            n, quiet = found
+            raise self.store_lost() if n is None else self.lost(n, f"no beat for {quiet:.0f} s")
 
     def lost(self, n: int, why: str) -> NodeLost:
         """Node n's loss, named with its host, to raise."""
         host = self.hosts.get(n)
         return NodeLost(f"node {n}{f' ({host})' if host else ''} stopped answering: {why}; the study ends here")
 
-    def _store_lost(self, why: str) -> NodeLost:
-        """The store lives in node 0's process: its going is node 0's."""
-        return self.lost(0, f"its study store at {self.where} stopped answering ({why})")
+    def store_lost(self, why: BaseException | None = None) -> NodeLost:
+        """The store lives in node 0's process: its going is node 0's (jobs/heartbeat's one sentence)."""
+        host = self.hosts.get(0)
+        gone = heartbeat.store_host_gone(f"node 0 ({f'{host}, ' if host else ''}{self.where})",
+                                         time.monotonic() - self.beat.store_ok_at)
+        return NodeLost(f"{gone}{f' ({type(why).__name__})' if why else ''}; the study ends here")
+
+    def call(self, method: str, *args: Any) -> Any:
+        """One call to the store; NodeLost (node 0's) when it fails or gets no answer."""
+        try:
+            return self.calls(method, *args)
+        except STORE_ERRORS as e:
+            raise self.store_lost(e) from None
 
     def wait_for(self, key: str, *, nodes: list[int], until: float | None = None) -> str:
         """The value of `key` once set, watching `nodes` meanwhile; NodeLost when one goes, TimeoutError at
         `until` (a monotonic time)."""
         while True:
-            try:
-                if self.store.check([key]):
-                    return self.store.get(key).decode()
-            except Exception as e:
-                raise self._store_lost(type(e).__name__) from None
+            if self.call("check", [key]):
+                return self.call("get", key).decode()
             self.watch(nodes)
             if until is not None and time.monotonic() > until:
                 raise TimeoutError(key)
             time.sleep(POLL_S)
 
-
-def _store(addr: str, port: int, *, host: bool, timeout_s: float) -> Any:
-    from torch.distributed import TCPStore
-
-    return TCPStore(addr, port, is_master=host, wait_for_workers=False, timeout=timedelta(seconds=timeout_s),
-                    use_libuv=False)
+    def close(self) -> None:
+        self.beat.close()
 
 
-def host_store(addr: str, port: int, timeout_s: float) -> Any:
+def host_store(addr: str, port: int) -> Any:
     try:
-        return _store(addr, port, host=True, timeout_s=timeout_s)
-    except Exception as e:  # the port taken, or an address not of this node
+        return open_store(addr, port, host=True, connect_s=STORE_WAIT_S)
+    except STORE_ERRORS as e:  # the port taken, or an address not of this node
         raise FabricbenchError(f"node 0 cannot host the study's store at {addr}:{port} ({e}); is --master-addr "
                                f"this node's address, and --master-port free here?") from None
 
@@ -158,16 +135,27 @@ def join_store(addr: str, port: int, timeout_s: float, node: int) -> Any:
                            f"--master-port")
         time.sleep(POLL_S)
     try:
-        return _store(addr, port, host=False, timeout_s=OP_S)
-    except Exception as e:
+        return open_store(addr, port, connect_s=max(STORE_WAIT_S, deadline - time.monotonic()))
+    except STORE_ERRORS as e:
         raise NodeLost(f"node 0's study store at {addr}:{port} did not answer ({type(e).__name__}: {e})") from None
+
+
+def link(store: Any, *, addr: str, port: int, node: int, nnodes: int, stall_s: float) -> Link:
+    """This node's Link over `store` (the server on node 0, a client elsewhere): its beat is a client of
+    its own, so that a beat never waits behind a job's call."""
+    try:
+        beat = heartbeat.start(rank=node, world=nnodes, host_addr=addr, port=port, stall_s=stall_s, on_stall=None,
+                               connect_s=STORE_WAIT_S)
+    except STORE_ERRORS as e:
+        raise NodeLost(f"node 0's study store at {addr}:{port} did not answer ({type(e).__name__}: {e})") from None
+    return Link(calls=Calls(store), beat=beat, stall_s=stall_s, where=f"{addr}:{port}")
 
 
 @dataclass(kw_only=True)
 class Crew:
     """Node 0's side: the store, the followers it waits for, and the children it posts to them."""
 
-    peers: Peers
+    link: Link
     nnodes: int
     join_timeout_s: float
     posted: int = 0
@@ -179,18 +167,18 @@ class Crew:
 
     @classmethod
     def lead(cls, *, addr: str, port: int, nnodes: int, join_timeout_s: float, stall_s: float) -> "Crew":
-        store = host_store(addr, port, OP_S)
-        peers = Peers(store=store, me=0, stall_s=stall_s, where=f"{addr}:{port}")
-        peers.hosts[0] = socket.gethostname()
-        store.set("hello/0", json.dumps({"host": peers.hosts[0]}))
-        crew = cls(peers=peers.start(), nnodes=nnodes, join_timeout_s=join_timeout_s)
+        store = host_store(addr, port)
+        crew = cls(link=link(store, addr=addr, port=port, node=0, nnodes=nnodes, stall_s=stall_s), nnodes=nnodes,
+                   join_timeout_s=join_timeout_s)
+        crew.link.hosts[0] = socket.gethostname()
+        crew.link.call("set", "hello/0", json.dumps({"host": crew.link.hosts[0]}))
         crew._meet(addr, port)
         return crew
 
     def _meet(self, addr: str, port: int) -> None:
         deadline = time.monotonic() + self.join_timeout_s
         while True:
-            here = [n for n in self.followers if self.peers.store.check([f"hello/{n}"])]
+            here = [n for n in self.followers if self.link.call("check", [f"hello/{n}"])]
             if len(here) == len(self.followers):
                 break
             if time.monotonic() > deadline:
@@ -201,11 +189,11 @@ class Crew:
                                f"nodes at {addr}:{port}); start the study on every node with its --node-rank")
             time.sleep(POLL_S)
         for n in self.followers:
-            self.peers.hosts[n] = json.loads(self.peers.store.get(f"hello/{n}").decode()).get("host") or "?"
+            self.link.hosts[n] = json.loads(self.link.call("get", f"hello/{n}").decode()).get("host") or "?"
 
     @property
     def hosts(self) -> list[str]:
-        return [self.peers.hosts.get(n, "?") for n in range(self.nnodes)]
+        return [self.link.hosts.get(n, "?") for n in range(self.nnodes)]
 
     def post(self, unit: str, mode: str, argv_of: Callable[[int], list[str]], fabric: str | None,
              budget_s: float) -> int:
@@ -214,19 +202,19 @@ class Crew:
         self.posted += 1
         job = {"unit": unit, "mode": mode, "fabric": fabric, "budget_s": budget_s,
                "argv": {str(n): argv_of(n) for n in self.followers}}
-        self.peers.store.set(f"job/{k}", json.dumps(job))
+        self.link.call("set", f"job/{k}", json.dumps(job))
         return k
 
     def collect(self, k: int, budget_s: float) -> dict[int, dict[str, Any]]:
         """Each follower's result of child k ({rc, timed_out, stdout, tail, host}); NodeLost when one goes
         silent or takes past the child's own budget (plus the stall bound) to answer."""
-        until = time.monotonic() + budget_s + self.peers.stall_s
+        until = time.monotonic() + budget_s + self.link.stall_s
         out = {}
         for n in self.followers:
             try:
-                out[n] = json.loads(self.peers.wait_for(f"done/{k}/{n}", nodes=self.followers, until=until))
+                out[n] = json.loads(self.link.wait_for(f"done/{k}/{n}", nodes=self.followers, until=until))
             except TimeoutError:
-                raise self.peers.lost(n, f"no result of its share in {budget_s + self.peers.stall_s:.0f} s") from None
+                raise self.link.lost(n, f"no result of its share in {budget_s + self.link.stall_s:.0f} s") from None
         return out
 
     def watch_share(self, k: int) -> None:
@@ -234,63 +222,63 @@ class Crew:
         slack) ends it, NodeLost; so does a follower whose share failed, once ours has had the stall bound
         to end by itself (ShareFailed). Both later than the child's own watchdog, which names the dead rank
         and keeps the finished steps in its record."""
-        self.peers.watch(self.followers, bound_s=2 * self.peers.stall_s + SLACK_S)
+        self.link.watch(self.followers, bound_s=2 * self.link.stall_s + SLACK_S)
         for n in self.followers:
             key = f"done/{k}/{n}"
-            if key in self._failed or not self.peers.store.check([key]):
+            if key in self._failed or not self.link.call("check", [key]):
                 continue
-            res = json.loads(self.peers.store.get(key).decode())
+            res = json.loads(self.link.call("get", key).decode())
             if res.get("rc") != 0:
                 self._failed[key] = (time.monotonic(), n, res)
         for key, (t, n, res) in self._failed.items():
-            if key.startswith(f"done/{k}/") and time.monotonic() - t > self.peers.stall_s + SLACK_S:
+            if key.startswith(f"done/{k}/") and time.monotonic() - t > self.link.stall_s + SLACK_S:
                 tail = [ln for ln in (res.get("tail") or "").splitlines() if ln.strip()]
-                raise ShareFailed(f"node {n} ({self.peers.hosts.get(n)}): its share ended with exit {res.get('rc')}"
+                raise ShareFailed(f"node {n} ({self.link.hosts.get(n)}): its share ended with exit {res.get('rc')}"
                                   + (f": {tail[-1][:300]}" if tail else ""))
 
     def close(self, exit_code: int) -> None:
         """Tell the followers the study is over (they exit with `exit_code`), then stop beating. The store
         lives in this process: give them a moment to read the word before it goes."""
         try:
-            self.peers.store.set(f"job/{self.posted}", json.dumps({"end": True, "exit": exit_code}))
+            self.link.calls("set", f"job/{self.posted}", json.dumps({"end": True, "exit": exit_code}))
             deadline = time.monotonic() + 5.0
             while time.monotonic() < deadline and not all(
-                    self.peers.store.check([f"bye/{n}"]) for n in self.followers):
+                    self.link.calls("check", [f"bye/{n}"]) for n in self.followers):
                 time.sleep(POLL_S)
-        except Exception:  # a follower that already went cannot be told
+        except STORE_ERRORS:  # the store gave no answer: no follower can be told; they see node 0 go
             pass
-        self.peers.close()
+        finally:
+            self.link.close()
 
 
-def follow(*, addr: str, port: int, node: int, join_timeout_s: float, stall_s: float,
+def follow(*, addr: str, port: int, node: int, nnodes: int, join_timeout_s: float, stall_s: float,
            run_child: Callable[[dict[str, Any], Callable[[], None]], dict[str, Any]]) -> int:
     """A follower's whole study: join, run each posted child (run_child(job, watch) -> its result; `watch`
     raises NodeLost when node 0 goes), answer, until node 0 says the end. Returns node 0's exit status."""
     store = join_store(addr, port, join_timeout_s, node)
-    peers = Peers(store=store, me=node, stall_s=stall_s, where=f"{addr}:{port}")
+    me = link(store, addr=addr, port=port, node=node, nnodes=nnodes, stall_s=stall_s)
     host = socket.gethostname()
     try:
-        store.set(f"hello/{node}", json.dumps({"host": host}))
-        peers.hosts[0] = json.loads(peers.wait_for("hello/0", nodes=[], until=time.monotonic() + join_timeout_s)
-                                    ).get("host")
-    except TimeoutError:
-        raise NodeLost(f"node 0 at {addr}:{port} did not start the study within --join-timeout "
-                       f"{join_timeout_s:g} s") from None
-    peers.start()
-    try:
+        me.call("set", f"hello/{node}", json.dumps({"host": host}))
+        try:
+            me.hosts[0] = json.loads(me.wait_for("hello/0", nodes=[], until=time.monotonic() + join_timeout_s)
+                                     ).get("host")
+        except TimeoutError:
+            raise NodeLost(f"node 0 at {addr}:{port} did not start the study within --join-timeout "
+                           f"{join_timeout_s:g} s") from None
         k = 0
         while True:
-            job = json.loads(peers.wait_for(f"job/{k}", nodes=[0]))
+            job = json.loads(me.wait_for(f"job/{k}", nodes=[0]))
             if job.get("end"):
-                store.set(f"bye/{node}", "1")
+                me.call("set", f"bye/{node}", "1")
                 return int(job.get("exit") or 0)
-            res = run_child(job, lambda: peers.watch([0]))
+            res = run_child(job, lambda: me.watch([0]))
             res["host"] = host
             res["stdout"] = (res.get("stdout") or "")[-MAX_OUT:]
-            store.set(f"done/{k}/{node}", json.dumps(res))
+            me.call("set", f"done/{k}/{node}", json.dumps(res))
             k += 1
     finally:
-        peers.close()
+        me.close()
 
 
 def node_argv(argv: list[str], node_dir: Path) -> list[str]:

@@ -298,6 +298,6 @@ def follow(config: StudyConfig, echo: Callable[[str], None] | None = None) -> tu
                     "tail": (res.waived or "") + (res.stderr or "")[-4000:]}
 
         code = nodes.follow(addr=config.master_addr, port=int(config.master_port), node=config.node_rank,
-                            join_timeout_s=config.join_timeout_s,
+                            nnodes=config.nnodes, join_timeout_s=config.join_timeout_s,
                             stall_s=stall_bound(config.stall_timeout_s, []), run_child=run_child)
     return code, ran[0]
