@@ -6,7 +6,7 @@
     fabricbench study --out run/ --resume                                 (skips the units recorded ok)
     fabricbench report run/                                               (rebuilds the report, measures nothing)
 
-config.py says what a study is (StudyConfig), plan.py which units it runs, units.py what each kind of
+config.py says what a study is (StudyConfig), plan.py which units it runs, units/ what each kind of
 unit runs and keeps, runner.py runs them (results.jsonl, resume, Ctrl-C), records.py reads a study
 directory back, report/ writes report.md/report.html from it.
 """

@@ -16,8 +16,8 @@ from fabricbench.collectives import COLLECTIVES
 from fabricbench.sizes import format_size
 from fabricbench.study.config import DEFAULT_SIZES, SWEEP_OPS, StudyConfig
 
-if TYPE_CHECKING:  # units.py imports this module: the annotation only
-    from fabricbench.study.units import Context
+if TYPE_CHECKING:  # the sweep and scaling units import this module: the annotation only
+    from fabricbench.study.units.base import Context
 
 
 def traced_sizes(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
