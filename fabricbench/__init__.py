@@ -33,9 +33,9 @@ _LAZY = {
     "advise": "fabricbench.advise.api",
     "qualify": "fabricbench.qualifying.api",
     "import_results": "fabricbench.importing",
-    "compare": "fabricbench.measuring.commands",
-    "scaling": "fabricbench.measuring.commands",
-    "p2p": "fabricbench.measuring.commands",
+    "compare": "fabricbench.measuring.compare_run",
+    "scaling": "fabricbench.measuring.scaling_run",
+    "p2p": "fabricbench.measuring.p2p_run",
     "train": "fabricbench.training.api",
 }
 

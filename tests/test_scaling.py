@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from fabricbench.measuring.commands import parse_counts
+from fabricbench.measuring.scaling_run import parse_counts
 from fabricbench.errors import UsageError
 from fabricbench.results import read_results
 from fabricbench.topology.placement import scaling_sets

@@ -32,7 +32,7 @@ from fabricbench.results.schema import CollectiveResult, TrainResult
 from fabricbench.sizes import format_gib, parse_size
 from fabricbench.study import records as study_records
 from fabricbench.topology import load_file, read_topology
-from fabricbench.topology.model import Topology, _ranges
+from fabricbench.topology.model import Topology, ranges
 from fabricbench.topology.ranking import PlacementRank, rank_placements
 from fabricbench.training import estimate as est, models, repeats
 from fabricbench.training.strategies import STRATEGIES
@@ -84,7 +84,7 @@ class Advice:
 
 
 def _set(g: list[int]) -> str:
-    return "[" + _ranges(sorted(g)) + "]" if len(g) > 2 else "[" + ",".join(map(str, g)) + "]"
+    return "[" + ranges(sorted(g)) + "]" if len(g) > 2 else "[" + ",".join(map(str, g)) + "]"
 
 
 def parse_memory(value: Any) -> int | None:

@@ -19,7 +19,7 @@ from fabricbench.cli.types import OP_REGISTRY, Count, FabricSpec, GpuList, Input
 
 from fabricbench.cli.options import sweep_options
 from fabricbench.files import refuse_collisions
-from fabricbench.measuring.commands import compare as run_compare, plot_comparison
+from fabricbench.measuring.compare_run import compare as run_compare, plot_comparison
 from fabricbench.measuring.compare import check_plot_path, runs_beside
 from fabricbench.measuring.format import render_compare
 

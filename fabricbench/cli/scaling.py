@@ -18,7 +18,7 @@ import click
 from fabricbench.cli.declared import declared_option, option
 from fabricbench.cli.options import NUM_GPUS_LIST, RESUME, TOPO_FILE, sweep_options
 from fabricbench.files import refuse_collisions
-from fabricbench.measuring.commands import scaling as run_scaling
+from fabricbench.measuring.scaling_run import scaling as run_scaling
 from fabricbench.measuring.compare import check_plot_path
 from fabricbench.measuring.config import SweepConfig
 from fabricbench.measuring.format import plot_scaling, render_scaling

@@ -17,7 +17,7 @@ from fabricbench.errors import UsageError
 from fabricbench.gpus import parse_gpus
 from fabricbench.results.schema import header
 from fabricbench.topology import kinds as _kinds  # noqa: F401  (registers the snapshot's record kind)
-from fabricbench.topology.model import Gpu, Nic, Topology, _ranges
+from fabricbench.topology.model import Gpu, Nic, Topology, ranges
 from fabricbench.topology.nvml import read_nvml
 from fabricbench.topology.smi import load_file, read_nvidia_smi
 
@@ -115,7 +115,7 @@ def islands_warning(gpus: tuple[int, ...], topo: Topology | None = None) -> str 
                 seen.append(q)
 
         shown = ", ".join("[" + ",".join(map(str, s)) + "]" for s in seen)
-        return (f"GPUs {_ranges(list(gpus))} span {len(seen)} NVLink islands ({shown}): collectives run "
+        return (f"GPUs {ranges(list(gpus))} span {len(seen)} NVLink islands ({shown}): collectives run "
                 f"at the speed of the {sub.worst_link(nvml)} link between them")
     except Exception:
         return None
