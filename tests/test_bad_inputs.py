@@ -291,7 +291,7 @@ def test_to_dataframe_without_pandas_names_the_extra(monkeypatch):
 def test_custom_fabric_with_several_variables_is_one_fabric(tmp_path):
     import fabricbench.errors
     from fabricbench.fabrics import split_fabric_list
-    from fabricbench.study.api import resolve_config
+    from fabricbench.studying.api import resolve_config
 
     assert split_fabric_list("x:A=1,B=2,default") == ["x:A=1,B=2", "default"]
     assert split_fabric_list("default,y:NCCL_ALGO=Ring,NCCL_PROTO=Simple") == \

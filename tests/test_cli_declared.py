@@ -17,7 +17,7 @@ from fabricbench.cli.declared import TYPES, shown_default
 from fabricbench.cli.hints import command
 from fabricbench.declare import Declared, concept, declared
 from fabricbench.measuring.config import SweepConfig
-from fabricbench.study.config import StudyConfig
+from fabricbench.studying.config import StudyConfig
 from fabricbench.training.launch import TrainConfig
 
 # command -> the config its options come from, and the fields it leaves to others (with the reason)

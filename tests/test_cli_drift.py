@@ -20,7 +20,7 @@ from fabricbench.cli.declared import declared_option
 from fabricbench.cli.hints import command
 from fabricbench.declare import OPTION, declared
 from fabricbench.errors import UsageError
-from fabricbench.study.config import StudyConfig
+from fabricbench.studying.config import StudyConfig
 from fabricbench.training.config import TrainConfig
 
 REQUIRED = "(required)"

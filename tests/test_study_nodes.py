@@ -1,4 +1,4 @@
-"""The study's nodes on one machine (study/nodes.py over jobs/heartbeat and jobs/tcpstore): node 0 posts,
+"""The study's nodes on one machine (studying/nodes.py over jobs/heartbeat and jobs/tcpstore): node 0 posts,
 a follower answers, a follower that stops beating is named, and a store call that hangs cannot block.
 
     python3 -m pytest -q tests/test_study_nodes.py
@@ -13,7 +13,7 @@ import time
 import pytest
 
 from fabricbench.jobs.tcpstore import Calls, StoreGone
-from fabricbench.study import nodes
+from fabricbench.studying import nodes
 
 pytest.importorskip("torch.distributed")
 

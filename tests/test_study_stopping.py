@@ -1,4 +1,4 @@
-"""The study's stopping rule on the question (study/units/train.enough_runs): another round while a comparison is
+"""The study's stopping rule on the question (studying/units/train.enough_runs): another round while a comparison is
 undecided, none once every one is decided; a round is all or nothing; out of budget it names what is open."""
 
 from __future__ import annotations
@@ -6,9 +6,9 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from fabricbench.study.config import StudyConfig
-from fabricbench.study.units import Context, Unit
-from fabricbench.study.units.train import enough_runs as _enough_runs
+from fabricbench.studying.config import StudyConfig
+from fabricbench.studying.units import Context, Unit
+from fabricbench.studying.units.train import enough_runs as _enough_runs
 
 
 def _rec(strategy, step, rnd, status="ok"):

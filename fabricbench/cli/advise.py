@@ -4,7 +4,7 @@
     fabricbench advise --model dinov2-base --num-gpus 4 --results run/ --json      (a study's directory)
 
 Works offline from saved files: a `nvidia-smi topo -m` text (or `fabricbench topo --json`) and results
-(JSONL files or study directories). The decision lives in fabricbench/advise/api.py.
+(JSONL files or study directories). The decision lives in fabricbench/advising/api.py.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from fabricbench.cli.types import InputPath, Size
 from fabricbench.measuring.config import SweepConfig
 from fabricbench.training.config import TrainConfig
 
-from fabricbench.advise.api import advise as run_advise
-from fabricbench.advise.format import render
+from fabricbench.advising.api import advise as run_advise
+from fabricbench.advising.format import render
 
 # advise's batch defaults to 1 (the activation estimate of the smallest job), train's to 8 (a measured run)
 ADVISE_BATCH = "Per-GPU batch for the activations."

@@ -6,7 +6,7 @@
     fabricbench study --out run/ --dry-run                                     (the units and a time estimate)
     fabricbench study --out run/ --resume                                      (continue; stored settings)
 
-Only the options given on the command line are passed on: fabricbench.study (fabricbench/study/api.py)
+Only the options given on the command line are passed on: fabricbench.studying (fabricbench/studying/api.py)
 fills the defaults, so a bare `--resume` takes the settings stored in the directory.
 """
 
@@ -24,10 +24,10 @@ from fabricbench.cli.declared import config_options, fields_of, given as declare
 from fabricbench.errors import FabricbenchError
 from fabricbench.procs import Terminated, exit_status
 from fabricbench.results.status import Status
-from fabricbench.study import api as study_api
-from fabricbench.study.report import answer_lines
-from fabricbench.study.config import StudyConfig
-from fabricbench.study.format import render_plan
+from fabricbench.studying import api as study_api
+from fabricbench.studying.report import answer_lines
+from fabricbench.studying.config import StudyConfig
+from fabricbench.studying.format import render_plan
 
 
 @click.command()

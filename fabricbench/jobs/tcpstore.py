@@ -1,5 +1,5 @@
 """The one way fabricbench opens and calls a TCPStore (torch.distributed's key-value server), for the rank
-heartbeat (jobs/heartbeat.py) and the study across nodes (study/nodes.py) alike.
+heartbeat (jobs/heartbeat.py) and the study across nodes (studying/nodes.py) alike.
 
     store = tcpstore.open_store("node0", 29400, host=False, connect_s=60)   # one constructor
     calls = tcpstore.Calls(store)                                           # calls on a thread of their own
