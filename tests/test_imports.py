@@ -308,3 +308,14 @@ def test_the_scan_sees_a_cli_import_inside_a_function(tmp_path, monkeypatch, bad
     edges, local, cli_users = _scan()
     assert cli_users == ["studying/units.py:2"] and local == ["studying/units.py:2"]
     assert _cycles(edges) == [["cli", "studying"]]
+
+
+def test_the_library_calls_stay_functions_once_their_packages_are_imported():
+    # the packages are studying/ and advising/: importing them cannot replace fabricbench.study / .advise
+    import inspect
+
+    import fabricbench
+    import fabricbench.advising.api  # noqa: F401
+    import fabricbench.studying.runner  # noqa: F401
+
+    assert inspect.isfunction(fabricbench.study) and inspect.isfunction(fabricbench.advise)
