@@ -4,7 +4,7 @@
     r = fabricbench.measure("all_reduce", "1G", gpus=[0, 1])        # one CollectiveResult
     rs = fabricbench.sweep(ops=["all_gather"], sizes="1M-1G:x4")     # a list of them
     fabricbench.compare("default,p2p-off", sizes="1M-64M:x4")         # one sweep per fabric, side by side
-    fabricbench.train("ddp,fsdp", model="tiny-mistral", device="cpu", nprocs=2)   # one record per strategy
+    fabricbench.train(fabricbench.TrainConfig(strategies="ddp,fsdp", model="tiny-mistral", device="cpu"))
     fabricbench.to_dataframe(rs)                                      # pandas, if installed
 
 Every command has its library call here (the CLI only maps flags to them): measure, sweep, compare,
@@ -37,6 +37,8 @@ _LAZY = {
     "scaling": "fabricbench.measuring.scaling_run",
     "p2p": "fabricbench.measuring.p2p_run",
     "train": "fabricbench.training.api",
+    "TrainConfig": "fabricbench.training.config",
+    "StudyConfig": "fabricbench.studying.config",
 }
 
 __all__ = sorted(_LAZY) + ["__version__"]
