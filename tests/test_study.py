@@ -158,7 +158,7 @@ def test_cli_exit_1_names_the_failed_units(tmp_path, monkeypatch, capsys):
     plan = build_plan(cfg)
     runs = [UnitRun(unit=u, status=s) for u, s in zip(plan, ["ok", "oom", "error", "waived", "timeout"])]
 
-    def fake(out, **kw):
+    def fake(config, **kw):
         return api.StudyResult(out_dir=tmp_path, config=cfg, plan=plan, units=runs,
                                results_path=tmp_path / "results.jsonl", report_md=tmp_path / "report.md",
                                report_html=tmp_path / "report.html")
@@ -450,8 +450,9 @@ def test_interrupted_run_resumes(stopped):
 def test_library_dry_run_returns_the_plan(tmp_path):
     import fabricbench
 
-    res = fabricbench.study(out=str(tmp_path / "s"), dry_run=True, device="cpu", nprocs=2, fabrics="default",
-                            strategies=["ddp"], model=MODEL, steps=4, warmup_steps=1)
+    res = fabricbench.study(fabricbench.StudyConfig(out=str(tmp_path / "s"), device="cpu", nprocs=2, fabrics="default",
+                                                    strategies=["ddp"], model=MODEL, steps=4, warmup_steps=1),
+                            dry_run=True)
     assert [u.name for u in res.plan] == ["machine", "estimate", "train ddp @ default", "sweep @ default",
                                           "train ddp @ default #2", "train ddp @ default #3", "train ddp @ default #4",
                                           "train ddp @ default #5", "relate", "summary"]
@@ -502,9 +503,9 @@ def test_target_ci_zero_turns_the_precision_floor_off(tmp_path):
     "not given", so the study kept the 3% default and its units ran with --target-ci 0.03."""
     from fabricbench.studying.api import resolve_config
 
-    c = resolve_config(str(tmp_path / "s"), resume=False,
-                       options=dict(device="cpu", nprocs=2, strategies="ddp", model="tiny-mistral", target_ci=0))
+    c = resolve_config(StudyConfig(out=str(tmp_path / "s"), device="cpu", nprocs=2, strategies="ddp",
+                                   model="tiny-mistral", target_ci=0))
     assert c.target_ci is None
-    d = resolve_config(str(tmp_path / "t"), resume=False,
-                       options=dict(device="cpu", nprocs=2, strategies="ddp", model="tiny-mistral"))
+    d = resolve_config(StudyConfig(out=str(tmp_path / "t"), device="cpu", nprocs=2, strategies="ddp",
+                                   model="tiny-mistral"))
     assert d.target_ci == 0.03

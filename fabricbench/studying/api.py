@@ -1,13 +1,13 @@
 """The library face of the study.
 
     import fabricbench
-    res = fabricbench.study(out="lab", device="cpu", nprocs=2, fabrics=["default", "shaped:1gbit"],
-                            strategies=["ddp", "fsdp"], model="tiny-mistral", steps=5, batch_size=2, seq_len=32)
+    res = fabricbench.study(fabricbench.StudyConfig(out="lab", device="cpu", nprocs=2, fabrics="default,shaped:1gbit",
+                            strategies="ddp,fsdp", model="tiny-mistral", steps=5, batch_size=2, seq_len=32))
     res.units          # what happened to each unit (status, seconds, commands)
     res.report_html    # lab/report.html
     fabricbench.study(out="lab", resume=True)   # the stored settings; runs what is not recorded ok
 
-The CLI (fabricbench/cli/study.py) only maps flags onto these keywords.
+The CLI (fabricbench/cli/study.py) only maps flags onto a StudyConfig (or, for a bare --resume, none).
 """
 
 from __future__ import annotations
@@ -17,9 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from fabricbench.cluster.env import on_slurm
 from fabricbench.errors import UsageError
-from fabricbench.fabrics import split_fabric_list
-from fabricbench.gpus import parse_gpus
 from fabricbench.masking import MASK
 from fabricbench.results.status import Status
 from fabricbench.studying import records
@@ -64,9 +63,12 @@ class StudyResult:
                 "report_html": str(self.report_html) if self.report_html else None, "follower": self.follower}
 
 
-def resolve_config(out: str, *, resume: bool, options: dict[str, Any]) -> StudyConfig:
-    """A validated config: the given options, or (for a bare resume) the ones stored in `out`."""
-    if resume and not options:
+def resolve_config(config: StudyConfig | None, *, out: str | None = None, resume: bool = False) -> StudyConfig:
+    """A validated config: `config` (its nodes from Slurm where it names none: cluster/env.on_slurm), or,
+    resuming without one, the one stored in `out`."""
+    if config is None:
+        if not (resume and out):
+            raise UsageError("give the study's StudyConfig, or out=DIR with resume=True (the settings stored there)")
         # a results file without a readable plan is a damaged study, said in one line (records.load)
         stored = records.load(out, must_exist=(Path(out) / records.RESULTS).exists()).plan
         if stored is None:
@@ -77,21 +79,7 @@ def resolve_config(out: str, *, resume: bool, options: dict[str, Any]) -> StudyC
             raise UsageError(f"--resume: the stored fabric(s) {', '.join(hidden)} hide their values, which are "
                              f"never written to disk; give the study's options again, --fabrics with the values")
     else:
-        names = {f.name for f in dataclasses.fields(StudyConfig)}
-        unknown = sorted(set(options) - names)
-        if unknown:
-            raise UsageError(f"unknown study option(s) {', '.join(unknown)}; known: {', '.join(sorted(names))}")
-        kw = dict(options)
-        for k in ("gpus", "fabrics", "strategies"):
-            if k == "fabrics" and isinstance(kw.get(k), str):  # x:A=1,B=2 is one fabric, not two
-                kw[k] = tuple(split_fabric_list(kw[k]))
-            elif isinstance(kw.get(k), str):
-                kw[k] = tuple(x.strip() for x in kw[k].split(",") if x.strip())
-            elif kw.get(k) is not None:
-                kw[k] = tuple(kw[k])
-        if isinstance(kw.get("gpus"), tuple) and kw["gpus"] and isinstance(kw["gpus"][0], str):
-            kw["gpus"] = parse_gpus(",".join(kw["gpus"]))
-        config = StudyConfig(out=str(out), **{k: v for k, v in kw.items() if v is not None})
+        config = on_slurm(config)
     return config.validate()
 
 
@@ -102,10 +90,11 @@ def plan_for(config: StudyConfig) -> list[Unit]:
     return build_plan(config, topo)
 
 
-def study(out: str, *, resume: bool = False, dry_run: bool = False, report: bool = True, progress: bool | None = None,
-          echo: Callable[[str], None] | None = None, **options: Any) -> StudyResult:
-    """Run (or, with dry_run, only plan) a study into `out`; see the module docstring."""
-    config = resolve_config(out, resume=resume, options=options)
+def study(config: StudyConfig | None = None, *, out: str | None = None, resume: bool = False, dry_run: bool = False,
+          report: bool = True, progress: bool | None = None, echo: Callable[[str], None] | None = None) -> StudyResult:
+    """Run (or, with dry_run, only plan) the study `config` says into its out (resuming without a config:
+    the one stored in `out`); see the module docstring."""
+    config = resolve_config(config, out=out, resume=resume)
     units = plan_for(config)
     existing = records.load(config.out, must_exist=False)
 

@@ -17,8 +17,8 @@ import fabricbench.gpus  # looked up on call: tests stand in for visible_gpu_cou
 from fabricbench.declare import check, declare, of, shared
 from fabricbench.errors import UsageError
 from fabricbench.jobs.heartbeat import STALL_TIMEOUT
-from fabricbench.fabrics import parse_fabric_list
-from fabricbench.gpus import default_gpus
+from fabricbench.fabrics import parse_fabric_list, split_fabric_list
+from fabricbench.gpus import default_gpus, parse_gpus
 from fabricbench.fabrics.model import shown
 from fabricbench.results.context import fabric_label
 from fabricbench.sizes import SizeSweep
@@ -108,7 +108,20 @@ class StudyConfig:
     extra: dict[str, Any] = field(default_factory=dict)  # free-form notes stored with the plan
 
     def __post_init__(self) -> None:
+        self._lists()
         check(self)  # each declared field inside its declared range, as the CLI checks it (declare.py)
+
+    def _lists(self) -> None:
+        """The list fields as tuples, from text as the CLI gives them or from any sequence: gpus "0-3",
+        fabrics "default,x:A=1,B=2" (x:A=1,B=2 is one fabric, not two), strategies "ddp,fsdp"."""
+        if isinstance(self.fabrics, str):
+            self.fabrics = tuple(split_fabric_list(self.fabrics))
+        if isinstance(self.strategies, str):
+            self.strategies = tuple(x.strip() for x in self.strategies.split(",") if x.strip())
+        if isinstance(self.gpus, str) or (self.gpus and isinstance(self.gpus[0], str)):
+            self.gpus = parse_gpus(self.gpus if isinstance(self.gpus, str) else ",".join(self.gpus))
+        self.gpus, self.fabrics, self.strategies = (tuple(x) if x is not None else x
+                                                    for x in (self.gpus, self.fabrics, self.strategies))
 
     def validate(self) -> "StudyConfig":
         """Check everything that can be checked before a unit runs; fill the defaults. Returns self."""
