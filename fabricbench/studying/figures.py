@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from fabricbench.report.analysis import fmt
-from fabricbench.report.plot import _pyplot, _save
+from fabricbench.report.plot import pyplot, save
 from fabricbench.sizes import format_size
 from fabricbench.topology.model import PCIE_RELATIONS, nvlink_count
 
@@ -21,7 +21,7 @@ def grouped_bars(groups: Sequence[str], series: dict[str, Sequence[float | None]
                  ylabel: str, value_fmt: str | None = None, log: bool = False) -> None:
     """One cluster per group (strategy), one bar per series (fabric or memory kind), values printed on top
     (for people: 1,233, never 1.23e+03; `value_fmt` a str.format pattern to say otherwise)."""
-    plt = _pyplot()
+    plt = pyplot()
     n = max(1, len(series))
     width = 0.8 / n
     fig, ax = plt.subplots(figsize=(min(12.0, max(6.0, 0.55 * len(groups) * n + 2)), 4.4))
@@ -48,7 +48,7 @@ def grouped_bars(groups: Sequence[str], series: dict[str, Sequence[float | None]
     ax.grid(True, axis="y", alpha=0.3)
     if ax.get_legend_handles_labels()[0]:  # nothing measured (every value None): no empty legend
         ax.legend(fontsize=8)
-    _save(fig, path)
+    save(fig, path)
     plt.close(fig)
 
 
@@ -56,7 +56,7 @@ def link_matrix(labels: Sequence[str], links: Sequence[Sequence[str]], islands: 
     """The topology matrix as a coloured grid: NVLink count where there is one, the PCIe relation otherwise."""
     import numpy as np
 
-    plt = _pyplot()
+    plt = pyplot()
     n = len(labels)
     score = np.zeros((n, n))
     for i in range(n):
@@ -75,7 +75,7 @@ def link_matrix(labels: Sequence[str], links: Sequence[Sequence[str]], islands: 
     ax.set_yticks(range(n), labels)
     ax.set_title("links per GPU pair; islands: " + "  ".join("[" + ",".join(map(str, s)) + "]" for s in islands),
                  fontsize=9)
-    _save(fig, path)
+    save(fig, path)
     plt.close(fig)
 
 
@@ -85,7 +85,7 @@ def busbw_grid(series: dict[str, dict[str, list[tuple[int, float | None]]]], pat
     another stays readable beside it (the shaped CPU fabrics and NVLink against p2p-off alike)."""
     import math
 
-    plt = _pyplot()
+    plt = pyplot()
     ops = list(series)
     cols = 1 if len(ops) == 1 else 2
     rows = math.ceil(len(ops) / cols)
@@ -112,5 +112,5 @@ def busbw_grid(series: dict[str, dict[str, list[tuple[int, float | None]]]], pat
         ax.legend(fontsize=8)
     fig.suptitle(title)
     fig.tight_layout()
-    _save(fig, path)
+    save(fig, path)
     plt.close(fig)
