@@ -101,7 +101,12 @@ class SweepConfig:
         "as nccl-tests).", choices=ALLOCS))
 
     def __post_init__(self) -> None:
+        validate(self)  # whole: a SweepConfig is immutable, so built is checked
+
+    def validate(self) -> "SweepConfig":
+        """The whole check again (as TrainConfig and StudyConfig have it); returns self."""
         validate(self)
+        return self
 
     def modes(self) -> tuple[bool, ...]:
         """The in-place settings to run, out-of-place first (nccl-tests' column order)."""

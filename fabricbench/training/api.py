@@ -51,7 +51,6 @@ def train(config: TrainConfig, *, out: str | None = None, echo: Callable[[dict[s
 
     `echo` sees each record as it is written; progress (each rank's step) goes to stderr unless `quiet`
     (fabricbench/progress.py)."""
-    config = placed(config)
-    config.validate()  # every field checked before out is opened or anything starts
+    config = placed(config).validate()  # every field checked before out is opened or anything starts
     with ResultWriter(out) as writer:
         return launch.run(config, writer, echo=echo, quiet=quiet)  # looked up on call: tests stand in for it

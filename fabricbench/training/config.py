@@ -158,7 +158,9 @@ class TrainConfig:
     def run_precision(self) -> str:
         return self.precision or default_precision(self.device)
 
-    def validate(self) -> None:
+    def validate(self) -> "TrainConfig":
+        """Everything that can be checked before a rank starts; returns self (as StudyConfig and
+        SweepConfig do: built, a config's declared ranges are checked; validate() checks the whole)."""
         check(self)  # again: a field may have been set since __post_init__
         for s in self.strategies:
             STRATEGIES.get(s)
@@ -209,6 +211,7 @@ class TrainConfig:
         if missing:
             raise UsageError(f'train needs {" and ".join(missing)}: pip install "fabricbench[train]"')
         get_fabric(self.fabric)  # an unknown fabric fails before any model is built
+        return self
 
 
 def _local_devices(config: TrainConfig) -> list[int] | None:
