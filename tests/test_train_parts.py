@@ -102,7 +102,7 @@ def test_train_exit_1_when_a_strategy_failed(monkeypatch, capsys, tmp_path):
         return recs
 
     monkeypatch.setattr(launch, "run", fake)
-    monkeypatch.setattr(launch.TrainConfig, "validate", lambda self: None)
+    monkeypatch.setattr(launch.TrainConfig, "validate", lambda self: self)
     out = tmp_path / "t.jsonl"
     with pytest.raises(SystemExit) as e:
         main(["train", "--device", "cpu", "--model", "tiny-mistral", "--strategies", "ddp,zero1,zero3,fsdp",
