@@ -36,6 +36,7 @@ _LAZY = {
     "compare": "fabricbench.measuring.compare_run",
     "scaling": "fabricbench.measuring.scaling_run",
     "p2p": "fabricbench.measuring.p2p_run",
+    "sweep_options": "fabricbench.measuring.compare",
     "train": "fabricbench.training.api",
     "TrainConfig": "fabricbench.training.config",
     "StudyConfig": "fabricbench.studying.config",

@@ -19,7 +19,7 @@ from fabricbench.cli.declared import declared_option, option
 from fabricbench.cli.options import NUM_GPUS_LIST, RESUME, TOPO_FILE, sweep_options
 from fabricbench.files import refuse_collisions
 from fabricbench.measuring.scaling_run import scaling as run_scaling
-from fabricbench.measuring.compare import check_plot_path
+from fabricbench.measuring.compare import check_plot_path, sweep_options as sweep_opts
 from fabricbench.measuring.config import SweepConfig
 from fabricbench.measuring.format import plot_scaling, render_scaling
 
@@ -39,8 +39,9 @@ def scaling(gpus, counts, ops, sizes, fabric, topo_file, resume, dtype, iters, w
     check_plot_path(plot_path)  # before anything is measured; the plot itself comes after the table
     refuse_collisions({"--out": out_path, "--plot": plot_path}, {"--topo-file": topo_file})
     res = run_scaling(gpus=gpus, counts=counts, fabric=fabric, topo_file=topo_file, out=out_path, resume=resume,
-                      progress=False if as_json else None, ops=ops, sizes=sizes, dtype=dtype, iters=iters,
-                      warmup=warmup, engine=engine, backend=backend, timeout_s=timeout_s)
+                      progress=False if as_json else None,
+                      options=sweep_opts(ops=ops, sizes=sizes, dtype=dtype, iters=iters, warmup=warmup, engine=engine,
+                                         backend=backend, timeout_s=timeout_s))
     if as_json:
         click.echo(json.dumps(res.to_dict(), indent=2))
     else:

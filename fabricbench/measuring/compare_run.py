@@ -1,7 +1,8 @@
 """The library behind `compare`: the same sweep on each fabric, each in a fresh process, busbw side by side.
 
     import fabricbench
-    res = fabricbench.compare("default,p2p-off", gpus="0,1", sizes="1M-64M:x4", out="cmp.jsonl")
+    res = fabricbench.compare("default,p2p-off", gpus="0,1", out="cmp.jsonl",
+                              options=fabricbench.sweep_options(sizes="1M-64M:x4"))
     res.table["rows"], res.runs[1].transport                    # the comparison, what NCCL really used
 
 Each child sweep runs as a job (fabricbench/jobs, through measuring/child.py): under its fabric, records
@@ -16,8 +17,8 @@ from typing import Any, Sequence
 
 from fabricbench.fabrics import parse_fabric_list
 from fabricbench.gpus import parse_gpus
-from fabricbench.measuring.compare import (already_done, as_text, check_plot_path, open_output, progress_bar,
-                                           resume_records, run_and_keep, sweep_options)
+from fabricbench.measuring.compare import (SweepOptions, already_done, as_text, check_plot_path, open_output,
+                                           progress_bar, resume_records, run_and_keep, sweep_options)
 from fabricbench.measuring.runner import new_run_id
 from fabricbench.progress import Progress
 from fabricbench.report.analysis import METRIC_LABEL, comparison, comparison_series
@@ -47,17 +48,18 @@ class CompareResult:
 
 def compare(fabrics: str | Sequence[str] = "default,p2p-off", *, gpus: str | Sequence[int] | None = None,
             out: str | None = None, resume: bool = False, progress: Progress | bool | None = False,
-            plot: str | None = None, beside: Sequence[Any] = (), **sweep: Any) -> CompareResult:
+            plot: str | None = None, beside: Sequence[Any] = (), options: SweepOptions | None = None) -> CompareResult:
     """The same sweep on each fabric, each in a fresh process; busbw side by side (CompareResult.table).
 
-    `fabrics`: names, shaped:RATE or name:VAR=VAL (a comma text or a list); `sweep`: the child sweep's
-    options (ops, sizes, dtype, iters, warmup, engine, backend, nprocs, timeout_s); `out`: the combined JSONL,
+    `fabrics`: names, shaped:RATE or name:VAR=VAL (a comma text or a list); `options`: the child sweep's
+    (measuring/compare.sweep_options: ops, sizes, dtype, iters, warmup, engine, backend, nprocs,
+    timeout_s; default `fabricbench sweep`'s); `out`: the combined JSONL,
     written as the children measure; `resume`: fabrics whose every measurement `out` holds are not run;
     `plot`: a PNG written after the run; `beside`: runs that measured nothing shown as more columns
     (imported results, measuring/compare.runs_beside)."""
     fabs = parse_fabric_list(as_text(fabrics))
     gpu_t = parse_gpus(as_text(gpus)) if gpus is not None else None
-    opts = sweep_options(**sweep)
+    opts = options or sweep_options()
     check_plot_path(plot)
     opts.validate(gpu_t)
     prior = resume_records(out, resume)  # read before this run appends to the file

@@ -2,7 +2,7 @@
 islands for each count, each measured by its own child sweep.
 
     import fabricbench
-    res = fabricbench.scaling(gpus="0-7", counts="2,4,8", sizes="1G")
+    res = fabricbench.scaling(gpus="0-7", counts="2,4,8", options=fabricbench.sweep_options(sizes="1G"))
 
 Errors name the parameters (`counts`, `gpus`), which are also the flags' names. What scaling shares with
 compare is in measuring/compare.py.
@@ -10,14 +10,15 @@ compare is in measuring/compare.py.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from fabricbench.errors import UsageError
 from fabricbench.fabrics import get_fabric
 from fabricbench.gpus import parse_gpus
-from fabricbench.measuring.compare import (already_done, as_text, check_plot_path, open_output, progress_bar,
-                                           resume_records, run_and_keep, sweep_options)
+from fabricbench.measuring.compare import (SweepOptions, already_done, as_text, check_plot_path, open_output,
+                                           progress_bar, resume_records, run_and_keep, sweep_options)
 from fabricbench.measuring.config import PROCS_PER_CORE, cores
 from fabricbench.measuring.runner import new_run_id
 from fabricbench.progress import Progress
@@ -88,13 +89,15 @@ class ScalingResult:
 
 def scaling(*, gpus: str | Sequence[int] | None = None, counts: str | Sequence[int] | None = None,
             fabric: str = "default", topo_file: str | None = None, out: str | None = None, resume: bool = False,
-            progress: Progress | bool | None = False, plot: str | None = None, **sweep: Any) -> ScalingResult:
+            progress: Progress | bool | None = False, plot: str | None = None,
+            options: SweepOptions | None = None) -> ScalingResult:
     """busbw against GPU count: for each count a GPU set inside one NVLink island and one across islands
     (topology/placement.py), each measured by its own child sweep under `fabric`. With CPU ranks
-    (engine="torch", backend="gloo") the counts are ranks on this host. `sweep`: as for compare."""
+    (engine="torch", backend="gloo") the counts are ranks on this host. `options`: as for compare (its
+    nprocs is each count's)."""
     gpus, counts = as_text(gpus), as_text(counts)
     fab = get_fabric(fabric)
-    opts = sweep_options(**{**sweep, "nprocs": None})
+    opts = dataclasses.replace(options or sweep_options(), nprocs=None)
     check_plot_path(plot)  # outputs first: nothing is read or measured for a plot that cannot be written
     if counts is not None:
         read_counts(counts)
