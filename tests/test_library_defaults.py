@@ -22,7 +22,7 @@ from fabricbench.sizes import SizeSweep
     ({"adaptive": 0.02, "max_iters": 0}, "--max-iters 0"),
     ({"ops": ("allreduce",)}, "unknown op"),
     ({"dtype": "float8"}, "unknown dtype"),
-    ({"sizes": "1M"}, "build SweepConfig with a SizeSweep"),
+    ({"sizes": 1.5}, "give a SizeSweep, a size text"),  # text, a size or a list are taken (SweepConfig._friendly)
     ({"engine": "torch", "backend": "mpi"}, "choose nccl or gloo"),
     ({"gpus": (0, 0)}, "name each GPU once"),
     ({"nprocs": 4000, "engine": "torch", "backend": "gloo"}, "per CPU core"),  # inside 1-4096, above 4 per core

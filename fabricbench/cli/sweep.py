@@ -23,7 +23,6 @@ from fabricbench.collectives import listing
 from fabricbench.errors import UsageError
 from fabricbench.files import refuse_collisions
 from fabricbench.measuring import sweep_run
-from fabricbench.measuring.api import make_config
 from fabricbench.measuring.config import SweepConfig
 
 
@@ -69,7 +68,7 @@ def sweep(gpus, ops, sizes, dtype, iters, warmup, adaptive, max_iters, mode, gra
         for line in listing():
             click.echo(line)
         return
-    config = make_config(
+    config = SweepConfig(
         gpus=gpus, ops=ops, sizes=sizes, dtype=dtype, iters=iters, warmup=warmup, adaptive=adaptive,
         max_iters=max_iters, inplace=mode, graph=graph, graph_iters=graph_iters, check=check, engine=engine,
         backend=backend, nprocs=nprocs, timeout_s=timeout_s, nccl_lib=nccl_lib, fabric=fabric, seed=seed,

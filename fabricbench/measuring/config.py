@@ -21,7 +21,8 @@ from fabricbench.jobs.configs import argv_field
 from fabricbench.jobs.heartbeat import STALL_TIMEOUT
 from fabricbench.measuring.engines import ENGINES
 from fabricbench.measuring.nccl_lib import resolve_nccl_library
-from fabricbench.sizes import SizeSweep
+from fabricbench.gpus import parse_gpus
+from fabricbench.sizes import SizeSweep, format_size, parse_size
 
 PROCS_PER_CORE = 4  # local ranks per CPU core beyond which a sweep only measures the scheduler
 MAX_ITERS = 10_000_000  # iterations per size: more would run for days at a microsecond each
@@ -101,7 +102,34 @@ class SweepConfig:
         "as nccl-tests).", choices=ALLOCS))
 
     def __post_init__(self) -> None:
+        self._friendly()
         validate(self)  # whole: a SweepConfig is immutable, so built is checked
+
+    def _friendly(self) -> None:
+        """Friendly values as the fields' own, so the CLI and Python build it alike: sizes as text ("1M-1G"),
+        a size or a list of them; gpus as text ("0-3") or a sequence; ops as a comma text or a list; a
+        dtype's other names (bf16)."""
+        def put(name: str, value) -> None:
+            object.__setattr__(self, name, value)
+
+        sizes = self.sizes
+        if isinstance(sizes, str):
+            put("sizes", SizeSweep.parse(sizes))
+        elif isinstance(sizes, int):
+            put("sizes", SizeSweep(explicit=(sizes,), spec=format_size(sizes)))
+        elif isinstance(sizes, (list, tuple)):
+            vals = tuple(parse_size(x) if isinstance(x, str) else int(x) for x in sizes)
+            put("sizes", SizeSweep(explicit=vals, spec=",".join(format_size(v) for v in vals)))
+        if isinstance(self.gpus, str):
+            put("gpus", parse_gpus(self.gpus))
+        elif self.gpus is not None:
+            gpus = tuple(int(g) for g in self.gpus)
+            if len(set(gpus)) != len(gpus) or not gpus:
+                raise UsageError(f"gpus={list(self.gpus)}: name each GPU once and at least one")
+            put("gpus", gpus)
+        ops = [o for o in self.ops.split(",") if o.strip()] if isinstance(self.ops, str) else self.ops
+        put("ops", tuple(COLLECTIVES.get(o.strip()).name for o in ops))
+        put("dtype", dtypes.resolve(self.dtype))
 
     def validate(self) -> "SweepConfig":
         """The whole check again (as TrainConfig and StudyConfig have it); returns self."""
@@ -131,8 +159,8 @@ def validate(config: SweepConfig) -> None:
     check(config)  # every declared field inside its declared range (declare.py), as the CLI checks it
     ENGINES.get(config.engine)
     if not isinstance(config.sizes, SizeSweep):
-        raise UsageError(f"sizes={config.sizes!r}: build SweepConfig with a SizeSweep "
-                         f"(or call fabricbench.sweep(sizes='1M-1G'), which parses text)")
+        raise UsageError(f"sizes={config.sizes!r}: give a SizeSweep, a size text such as '1M-1G', a size or a "
+                         f"list of sizes")
     if not config.ops:
         raise UsageError("--ops is empty; name at least one op, e.g. all_reduce")
     for op in config.ops:
