@@ -3,7 +3,7 @@
     import fabricbench
     r = fabricbench.measure("all_reduce", "1G", gpus=[0, 1])        # one CollectiveResult
     rs = fabricbench.sweep(ops=["all_gather"], sizes="1M-1G:x4")     # a list of them
-    fabricbench.compare("default,p2p-off", sizes="1M-64M:x4")         # one sweep per fabric, side by side
+    fabricbench.compare("default,p2p-off", options=fabricbench.sweep_options(sizes="1M-64M:x4"))  # side by side
     fabricbench.train(fabricbench.TrainConfig(strategies="ddp,fsdp", model="tiny-mistral", device="cpu"))
     fabricbench.to_dataframe(rs)                                      # pandas, if installed
 

@@ -1,7 +1,7 @@
 """What `fabricbench study --dry-run` prints: the units in run order, each with its rough time (or "done,
 skipped" for a --resume), what it measures, and the total.
 
-    render_plan(fabricbench.study(out="run", dry_run=True, ...))
+    render_plan(fabricbench.study(fabricbench.StudyConfig(out="run", ...), dry_run=True))
 """
 
 from __future__ import annotations
