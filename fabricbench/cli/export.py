@@ -12,7 +12,7 @@ import click
 
 from fabricbench.cli.types import Choice, InputPath, OutputFile, Size, Text
 from fabricbench.errors import UsageError
-from fabricbench.export import EXPORTERS, export
+from fabricbench.export import EXPORTERS, SimaiOptions, export
 from fabricbench.files import check_output, refuse_collisions
 from fabricbench.sizes import parse_size
 
@@ -32,7 +32,7 @@ def export_command(results, fmt, out_path, group, fabric, size) -> None:
         nbytes = parse_size(size) if size is not None else None
     except ValueError as e:
         raise UsageError(f"--size {size}: {e}") from None
-    opts = {"group": group, "fabric": fabric, "size": nbytes} if fmt == "simai-busbw" else {}
-    for note in export(results, fmt, out_path, **opts):
+    opts = SimaiOptions(group=group, fabric=fabric, size=nbytes) if fmt == "simai-busbw" else None
+    for note in export(results, fmt, out_path, opts):
         click.echo(f"note: {note}", err=True)
     click.echo(f"{fmt}: wrote {out_path}")

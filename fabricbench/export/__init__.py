@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 from fabricbench.errors import UsageError
 from fabricbench.export import simai, trace
+from fabricbench.export.simai import SimaiOptions
 from fabricbench.files import dumps, write_text_atomic
 from fabricbench.registry import Registry
 from fabricbench.results import records as results_records
@@ -24,16 +25,16 @@ from fabricbench.results import records as results_records
 @dataclass(frozen=True, kw_only=True)
 class Exporter:
     description: str
-    write: Callable[..., tuple[str, list[str]]]  # (text, notes)
+    write: Callable[..., tuple[str, list[str]]]  # (records, source=, options=) -> (text, notes)
 
 
-def _simai(recs: list[dict[str, Any]], *, source: str, group: str = "TP", fabric: str | None = None,
-           size: int | None = None) -> tuple[str, list[str]]:
-    tab, notes = simai.table(recs, group=group, fabric=fabric, size=size)
+def _simai(recs: list[dict[str, Any]], *, source: str, options: SimaiOptions | None) -> tuple[str, list[str]]:
+    o = options or SimaiOptions()
+    tab, notes = simai.table(recs, group=o.group, fabric=o.fabric, size=o.size)
     return simai.render(tab, name=f"fabricbench {Path(source).name}"), notes
 
 
-def _trace(recs: list[dict[str, Any]], *, source: str, **_: Any) -> tuple[str, list[str]]:
+def _trace(recs: list[dict[str, Any]], *, source: str, options: None = None) -> tuple[str, list[str]]:
     doc = trace.trace(recs, source=source)
     return dumps(doc, indent=2) + "\n", [f"{len(doc['runs'])} train run(s) written"]
 
@@ -45,15 +46,19 @@ EXPORTERS.register("comm-trace", Exporter(description="per-step (op, bytes, grou
                                           write=_trace))
 
 
-def export(results: str | os.PathLike, fmt: str, out: str | os.PathLike, **options: Any) -> list[str]:
-    """Write `results` as `fmt` to `out`; the notes say what was taken from where."""
+def export(results: str | os.PathLike, fmt: str, out: str | os.PathLike,
+           options: SimaiOptions | None = None) -> list[str]:
+    """Write `results` as `fmt` to `out`; the notes say what was taken from where. `options`: simai-busbw's
+    (SimaiOptions; comm-trace takes none)."""
     p = Path(results)
     if p.is_dir():
         p = p / "results.jsonl"
     if fmt not in EXPORTERS.names():
         raise UsageError(f"--format {fmt}: choose from {', '.join(EXPORTERS.names())}")
     got = results_records.read_nonempty(p, what="export")
-    text, notes = EXPORTERS.get(fmt).write(list(got.records), source=str(results), **options)
+    if options is not None and fmt != "simai-busbw":
+        raise UsageError(f"--format {fmt} takes no options (--group, --fabric and --size are simai-busbw's)")
+    text, notes = EXPORTERS.get(fmt).write(list(got.records), source=str(results), options=options)
     write_text_atomic(out, text, what="--out")
     return notes + got.warnings
 
