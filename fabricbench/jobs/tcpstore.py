@@ -46,6 +46,8 @@ class Calls:
     blocks longer on a store whose link went down. After a call that never returned, the later ones wait
     behind it, and time out too: the store is gone either way."""
 
+    # wait_s: the store's own bound plus a second, so that a call the store itself timed out says so (its
+    # error) rather than StoreGone; only a call that never returns reaches it
     def __init__(self, store: Any, wait_s: float = STORE_WAIT_S + 1.0) -> None:
         self.store, self.wait_s = store, wait_s
         self._jobs: queue.Queue = queue.Queue()
