@@ -205,10 +205,10 @@ def cases(f: dict[str, str]) -> list[tuple[str, list[str], dict[str, str]]]:
                  "topo_ragged.txt", "topo_bigidx.txt", "topo_dup.txt", "topo.json", "topo_asym.json", "topo_types.json",
                  "topo_types2.json", "topo_ragged.json", "topo_links.json", "topo_nan.json", "topo_empty.json",
                  "topo_big.json", "deep.jsonl", "real.jsonl"):
-        add(f"topo --from-file {name}", ["topo", "--from-file", f[name], "--json"])
+        add(f"topo --topo-file {name}", ["topo", "--topo-file", f[name], "--json"])
         add(f"advise --topo-file {name}", ["advise", "--model", "tiny-mistral", "--num-gpus", "2", "--topo-file", f[name]])
-    add("scaling --topo-file fifo", ["scaling", "--topo-file", f["fifo"], "--engine", "torch", "--counts", "2"])
-    add("scaling --topo-file garbage", ["scaling", "--topo-file", f["topo_garbage.txt"], "--counts", "2"])
+    add("scaling --topo-file fifo", ["scaling", "--topo-file", f["fifo"], "--engine", "torch", "--num-gpus", "2"])
+    add("scaling --topo-file garbage", ["scaling", "--topo-file", f["topo_garbage.txt"], "--num-gpus", "2"])
     add("topo --out fifo", ["topo", "--from-file", f["topo.txt"], "--out", f["fifo"]])
     add("topo --out /dev/full", ["topo", "--from-file", f["topo.txt"], "--out", "/dev/full"])
     add("topo --out ro", ["topo", "--from-file", f["topo.txt"], "--out", f["ro_file"]])
@@ -218,7 +218,7 @@ def cases(f: dict[str, str]) -> list[tuple[str, list[str], dict[str, str]]]:
     add("topo --gpus neg", ["topo", "--from-file", f["topo.txt"], "--gpus", "-1"])
     for name in ("fifo", "zero", "dir", "missing", "empty", "binary", "model_types.json", "model_neg.json",
                  "model_huge.json", "model_nan.json", "model_unknown.json", "model_list.json", "deep.jsonl"):
-        add(f"estimate --model-config {name}", ["estimate", "--model-config", f[name], "--num-gpus", "2"])
+        add(f"estimate --model-config {name}", ["estimate", "--model-config", f[name], "--gpus", "2"])
         add(f"advise --model-config {name}", ["advise", "--model-config", f[name], "--num-gpus", "2",
                                              "--topo-file", f["topo.txt"]])
         add(f"train --model-config {name}", ["train", "--model-config", f[name], "--device", "cpu", "--nprocs", "1",
@@ -291,7 +291,7 @@ def cases(f: dict[str, str]) -> list[tuple[str, list[str], dict[str, str]]]:
                                      "--sizes", "8", "--iters", "1", "--warmup", "0", "--resume", "--out",
                                      f["torn_middle.jsonl"]])
     add("compare --timeout nan", ["compare", "--fabrics", "default", "--timeout", "nan", "--engine", "torch"])
-    add("scaling --counts junk", ["scaling", "--counts", "0,-1", "--topo-file", f["topo.txt"]])
+    add("scaling --num-gpus junk", ["scaling", "--num-gpus", "0,-1", "--topo-file", f["topo.txt"]])
     add("scaling --out X --plot X", ["scaling", "--topo-file", f["topo.txt"], "--out", f["out"] + ".sc",
                                      "--plot", f["out"] + ".sc"])
     # p2p / train / estimate options

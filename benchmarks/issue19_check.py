@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import itertools
 
-from fabricbench.study.report import summary
+from fabricbench.studying.report import summary
 from fabricbench.training.repeats import contradictions, disjoint_figures
 
 

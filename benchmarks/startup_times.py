@@ -1,5 +1,5 @@
 """How long a user waits for the commands that must answer at once: `fabricbench --help` (target 0.5 s)
-and `fabricbench estimate --model mistral-7b --num-gpus 4` (target 2 s), each in a fresh process.
+and `fabricbench estimate --model mistral-7b --gpus 4` (target 2 s), each in a fresh process.
 
     python3 benchmarks/startup_times.py [--runs 5] [--out benchmarks/results/startup_times.txt]
 
@@ -21,7 +21,7 @@ import time
 
 CASES = {  # name -> (argv of `fabricbench`, target seconds, modules that must stay unimported)
     "--help": (["--help"], 0.5, ("torch", "fabricbench.cli.sweep")),
-    "estimate": (["estimate", "--model", "mistral-7b", "--num-gpus", "4"], 2.0, ("torch", "transformers")),
+    "estimate": (["estimate", "--model", "mistral-7b", "--gpus", "4"], 2.0, ("torch", "transformers")),
 }
 
 

@@ -3,8 +3,8 @@
     import fabricbench
     r = fabricbench.measure("all_reduce", "1G", gpus=[0, 1])        # one CollectiveResult
     rs = fabricbench.sweep(ops=["all_gather"], sizes="1M-1G:x4")     # a list of them
-    fabricbench.compare("default,p2p-off", sizes="1M-64M:x4")         # one sweep per fabric, side by side
-    fabricbench.train("ddp,fsdp", model="tiny-mistral", device="cpu", nprocs=2)   # one record per strategy
+    fabricbench.compare("default,p2p-off", options=fabricbench.sweep_options(sizes="1M-64M:x4"))  # side by side
+    fabricbench.train(fabricbench.TrainConfig(strategies="ddp,fsdp", model="tiny-mistral", device="cpu"))
     fabricbench.to_dataframe(rs)                                      # pandas, if installed
 
 Every command has its library call here (the CLI only maps flags to them): measure, sweep, compare,
@@ -29,14 +29,17 @@ _LAZY = {
     "ENGINES": "fabricbench.measuring.engines",
     "read_results": "fabricbench.results.writer",
     "relate": "fabricbench.relating.api",
-    "study": "fabricbench.study.api",
-    "advise": "fabricbench.advise.api",
+    "study": "fabricbench.studying.api",
+    "advise": "fabricbench.advising.api",
     "qualify": "fabricbench.qualifying.api",
     "import_results": "fabricbench.importing",
-    "compare": "fabricbench.measuring.commands",
-    "scaling": "fabricbench.measuring.commands",
-    "p2p": "fabricbench.measuring.commands",
+    "compare": "fabricbench.measuring.compare_run",
+    "scaling": "fabricbench.measuring.scaling_run",
+    "p2p": "fabricbench.measuring.p2p_run",
+    "sweep_options": "fabricbench.measuring.compare",
     "train": "fabricbench.training.api",
+    "TrainConfig": "fabricbench.training.config",
+    "StudyConfig": "fabricbench.studying.config",
 }
 
 __all__ = sorted(_LAZY) + ["__version__"]

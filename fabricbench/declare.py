@@ -11,20 +11,36 @@ share it under different field names (train's `time_budget_s` is study's `repeat
 are older flag names kept for one release, said in --help; `default_by` says who decides a None default
 (the library, by device or machine), which the drift test reads as a default of its own.
 
-A leaf module: it imports nothing of fabricbench, so a config at any layer can use it; the kinds are
+One declaration per option: a field that a second config shares takes the first one's Declared
+(`shared(D, help=...)`: only the words may differ, never the kind, range or unit), and `check(config)`
+(each config's __post_init__) refuses a value outside the declared range, so `fabricbench.study(...)`
+and `fabricbench study` refuse the same values in the same words. `bounds()` is the range, with each
+kind's default ends, that cli/declared.py gives the click type.
+
+A leaf module: it imports only errors (another leaf), so a config at any layer can use it; the kinds are
 words, and only cli/ maps them to click types.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+import math
+from dataclasses import MISSING, dataclass, fields, replace
 from typing import Any
+
+from fabricbench.errors import UsageError
 
 OPTION = "fabricbench.option"  # the key in a dataclass field's metadata
 
-KINDS = ("count", "seconds", "fraction", "number", "size", "size list", "GPU list", "fabric", "fabric list",
+KINDS = ("count", "count list", "seconds", "fraction", "number", "size", "size list", "GPU list", "GPU count",
+         "fabric", "fabric list",
          "strategy list", "op list", "text", "choice", "input file", "input file or folder", "output file",
          "output folder", "flag")
+WEEK_S = 7 * 86400.0  # the longest duration any option takes
+NUMERIC = ("count", "seconds", "fraction", "number")
+# each numeric kind's range where a declaration leaves an end out
+DEFAULT_BOUNDS = {"count": (1, 10_000_000), "count list": (1, 1024), "seconds": (1.0, WEEK_S), "fraction": (0.0, 1.0),
+                  "number": (0.0, WEEK_S)}
+WORDS = ("help", "default_by", "concept", "aliases")  # what a second config may say its own way (shared())
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -47,17 +63,75 @@ class Declared:
         assert self.kind in KINDS, f"{self.flag}: unknown kind {self.kind!r}"
         assert self.flag.startswith("--"), self.flag
 
+    def bounds(self) -> tuple[float, float]:
+        """(lo, hi) of a numeric kind, each kind's default end where the declaration gives none."""
+        lo, hi = DEFAULT_BOUNDS[self.kind]
+        return (lo if self.lo is None else self.lo), (hi if self.hi is None else self.hi)
+
+    def range_text(self) -> str:
+        lo, hi = self.bounds()
+        if self.kind == "count":
+            return f"{int(lo):,} to {int(hi):,}"
+        left, right = "(" if self.lo_open else "[", ")" if self.hi_open else "]"
+        return f"{left}{lo:g}, {hi:g}{right}{' ' + self.unit if self.unit else ''}" + \
+            (", or 0 (off)" if self.zero_off else "")
+
+    def refusal(self, value: Any) -> str | None:
+        """Why `value` is outside this option's declared range, or None where it is inside (None, a
+        default decided elsewhere, is always inside; so is any value of a kind without a range)."""
+        if value is None:
+            return None
+        if self.kind == "choice":
+            return None if value in self.choices else \
+                f"choose {', '.join(self.choices[:-1])} or {self.choices[-1]}".replace("choose  or ", "choose ")
+        if self.kind not in NUMERIC:
+            return None
+        whole = self.kind == "count"
+        if isinstance(value, bool) or not isinstance(value, int if whole else (int, float)):
+            return f"a {'whole number' if whole else 'number'}, {self.range_text()}"
+        if not math.isfinite(value):
+            return f"a finite number, {self.range_text()}"
+        if self.zero_off and value == 0:
+            return None
+        lo, hi = self.bounds()
+        if value < lo or value > hi or (self.lo_open and value == lo) or (self.hi_open and value == hi):
+            return f"outside {self.range_text()}"
+        return None
+
 
 def declare(flag: str, kind: str, help: str, **kw: Any) -> dict[str, Declared]:
     """Metadata for a config field (merge it with other metadata: {**argv_field(...), **declare(...)})."""
     return {OPTION: Declared(flag=flag, kind=kind, help=help, **kw)}
 
 
+def shared(d: Declared, **words: Any) -> dict[str, Declared]:
+    """The metadata of a field that a second config shares with `d`'s: the same flag, kind, range and
+    unit; only its words (help, default_by) may say what the option does in this command."""
+    assert set(words) <= set(WORDS), f"{d.flag}: only {', '.join(WORDS)} may differ, not {sorted(words)}"
+    return {OPTION: replace(d, **words)}
+
+
+def of(config: Any, name: str) -> Declared:
+    """The declaration of `config`'s field `name` (for shared(): a second config's field)."""
+    return next(f.metadata[OPTION] for f in fields(config) if f.name == name)
+
+
+def check(config: Any) -> None:
+    """Refuse a declared field of `config` whose value is outside its declared range: the one range
+    check of every config (called from each __post_init__), for the CLI and the library alike."""
+    for f in fields(config):
+        d = f.metadata.get(OPTION)
+        if d is None:
+            continue
+        value = getattr(config, f.name)
+        why = d.refusal(value)
+        if why is not None:
+            raise UsageError(f"{d.flag} {value}: {why} ({type(config).__name__}.{f.name})")
+
+
 def declared(config: Any) -> dict[str, tuple[Declared, Any]]:
     """field name -> (its declaration, its default) for each declared field of a config dataclass; a
     default_factory's value is built."""
-    from dataclasses import MISSING
-
     out = {}
     for f in fields(config):
         d = f.metadata.get(OPTION)

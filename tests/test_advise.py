@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import fabricbench
-from fabricbench.advise.api import parse_memory
+from fabricbench.advising.api import parse_memory
 from fabricbench.topology.ranking import nominal_busbw
 from fabricbench.errors import UsageError
 from fabricbench.topology.smi import read_file
@@ -127,7 +127,7 @@ def test_memory_parse_and_unknown_memory():
 
 
 def test_topology_json_is_accepted(tmp_path):
-    r = subprocess.run([sys.executable, "-m", "fabricbench", "topo", "--from-file", NVL, "--json"],
+    r = subprocess.run([sys.executable, "-m", "fabricbench", "topo", "--topo-file", NVL, "--json"],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     p = tmp_path / "topo.json"
@@ -168,7 +168,7 @@ def test_advise_surface_is_frozen():
 
     assert sorted(o for p in advise.params for o in p.opts) == sorted([
         "--model", "--model-config", "--num-gpus", "--gpus", "--topo", "--topo-file", "--results", "--gpu-memory",
-        "--batch-size", "--seq-len", "--image-size", "--strategies", "--json"])
+        "--batch-size", "--seq-len", "--image-size", "--strategies", "--strategy", "--json"])
 
 
 def test_a_damaged_record_is_left_out_not_a_traceback():
@@ -201,9 +201,9 @@ def test_lines_left_out_of_results_are_said(tmp_path):
 def test_two_measured_candidates_are_judged_by_their_paired_comparison():
     """Issue 27: advise's candidates in the verdict vocabulary: a measured lead that is a finding orders
     them and says so; one that is not keeps the dial order and says "undecided"."""
-    from fabricbench.advise.api import StrategyAdvice, _choose
-    from fabricbench.advise.memory import MemoryFit
-    from fabricbench.advise.strategy import StrategyTime
+    from fabricbench.advising.api import StrategyAdvice, _choose
+    from fabricbench.advising.memory import MemoryFit
+    from fabricbench.advising.strategy import StrategyTime
     from fabricbench.results.schema import TrainResult
 
     def runs(strategy, steps):

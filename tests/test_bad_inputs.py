@@ -31,7 +31,7 @@ CASES: list[tuple[list[str], str]] = [
     # outputs that collide with each other or with an input
     ([*SWEEP, "--out", "{tmp}/r.jsonl", "--csv", "{tmp}/r.jsonl"], "--out and --csv both name"),
     ([*COMPARE, "--out", "{tmp}/c.jsonl", "--plot", "{tmp}/c.jsonl"], "--plot"),
-    (["topo", "--from-file", TOPO, "--out", TOPO], "is also the input --from-file"),
+    (["topo", "--topo-file", TOPO, "--out", TOPO], "is also the input --topo-file"),
     (["p2p", "--out", "{tmp}/p.png", "--plot", "{tmp}/p.png"], "both name"),
     ([*SWEEP, "--out", "{tmp}"], "is a folder; give a file name"),
     # sweep: sizes
@@ -83,10 +83,10 @@ CASES: list[tuple[list[str], str]] = [
     ([*SWEEP, "--out", f"{NO_DIR}/x.jsonl"], "--out"),
     ([*SWEEP, "--csv", f"{NO_DIR}/x.csv"], "--csv"),
     # topo, fabrics
-    (["topo", "--from-file", "/nonexistent.txt"], "no such file"),
-    (["topo", "--from-file", TOPO, "--gpus", "0-99"], "names GPU 8-99 but the topology has 8 GPU(s) (0-7)"),
-    (["topo", "--from-file", TOPO, "--gpus", "x"], "cannot read GPU list"),
-    (["topo", "--from-file", TOPO, "--out", f"{NO_DIR}/t.jsonl"], "cannot write"),
+    (["topo", "--topo-file", "/nonexistent.txt"], "no such file"),
+    (["topo", "--topo-file", TOPO, "--gpus", "0-99"], "names GPU 8-99 but the topology has 8 GPU(s) (0-7)"),
+    (["topo", "--topo-file", TOPO, "--gpus", "x"], "cannot read GPU list"),
+    (["topo", "--topo-file", TOPO, "--out", f"{NO_DIR}/t.jsonl"], "cannot write"),
     (["fabrics", "--bogus"], "No such option"),
     (["fabrics", "extra"], "unexpected extra argument"),
     # compare
@@ -105,15 +105,15 @@ CASES: list[tuple[list[str], str]] = [
     ([*COMPARE, "--plot", "{tmp}/folder.png"], "is a folder"),
     ([*COMPARE, "--out", f"{NO_DIR}/c.jsonl"], "--out"),
     # scaling
-    ([*SCALING, "--counts", "-2"], "--counts -2 is outside 2 to 1,024"),
-    ([*SCALING, "--counts", "abc"], "'abc' is not a whole number"),
-    ([*SCALING, "--counts", "10000"], "--counts 10000 is outside 2 to 1,024"),
-    ([*SCALING, "--counts", "2,2"], "--counts '2,2' names a number twice"),
-    ([*SCALING, "--counts", "1"], "--counts 1 is outside 2 to 1,024"),
-    ([*SCALING, "--counts", "2", "--timeout", "inf"], "--timeout 'inf' is not a number"),
-    ([*SCALING, "--counts", "2", "--plot", f"{NO_DIR}/s.png"], "cannot write there"),
+    ([*SCALING, "--num-gpus", "-2"], "--num-gpus -2 is outside 2 to 1,024"),
+    ([*SCALING, "--num-gpus", "abc"], "'abc' is not a whole number"),
+    ([*SCALING, "--num-gpus", "10000"], "--num-gpus 10000 is outside 2 to 1,024"),
+    ([*SCALING, "--num-gpus", "2,2"], "--num-gpus '2,2' names a number twice"),
+    ([*SCALING, "--num-gpus", "1"], "--num-gpus 1 is outside 2 to 1,024"),
+    ([*SCALING, "--num-gpus", "2", "--timeout", "inf"], "--timeout 'inf' is not a number"),
+    ([*SCALING, "--num-gpus", "2", "--plot", f"{NO_DIR}/s.png"], "cannot write there"),
     ([*SCALING, "--topo-file", "/nonexistent.txt"], "no such file"),
-    ([*SCALING, "--topo-file", TOPO, "--gpus", "0-3", "--counts", "2,8"], "8 is more than the 4 GPUs"),
+    ([*SCALING, "--topo-file", TOPO, "--gpus", "0-3", "--num-gpus", "2,8"], "8 is more than the 4 GPUs"),
     # p2p
     (["p2p", "--size", "abc"], "cannot read size 'abc'"),
     (["p2p", "--size", "-8"], "is negative"),
@@ -162,20 +162,20 @@ CASES: list[tuple[list[str], str]] = [
     (["train", "--model", "tiny-mistral"], "no CUDA GPU is visible here"),
     ([*TRAIN, "--out", f"{NO_DIR}/t.jsonl"], "--out"),
     # estimate
-    ([*EST, "--num-gpus", "2", "--batch-size", "-1"], "--batch-size -1 is outside 1 to 1,048,576"),
-    ([*EST, "--num-gpus", "2", "--batch-size", "1", "--seq-len", "0"], "--seq-len 0"),
-    ([*EST, "--num-gpus", "2", "--image-size", "0"], "--image-size 0"),
-    ([*EST, "--num-gpus", "99999999999999999999"], "--num-gpus 99999999999999999999 is outside 1 to 1,048,576"),
-    ([*EST, "--num-gpus", "0"], "--num-gpus 0 is outside 1 to 1,048,576"),
-    ([*EST, "--num-gpus", "-1"], "--num-gpus -1"),
-    ([*EST, "--num-gpus", "2", "--recipe", "fp8"], "unknown recipe 'fp8'"),
-    ([*EST], "Missing option '--num-gpus'"),
-    (["estimate", "--model", "gpt-9", "--num-gpus", "2"], "unknown model 'gpt-9'"),
-    (["estimate", "--num-gpus", "2"], "name exactly one of --model"),
-    (["estimate", "--model-config", "{tmp}/bad.json", "--num-gpus", "2"], "not valid JSON"),
-    (["estimate", "--model-config", "{tmp}/binary.json", "--num-gpus", "2"], "not a text file"),
-    (["estimate", "--model-config", "{tmp}/unknown.json", "--num-gpus", "2"], "model_type 'nosuchmodel'"),
-    (["estimate", "--model-config", "{tmp}/missing.json", "--num-gpus", "2"], "no such file"),
+    ([*EST, "--gpus", "2", "--batch-size", "-1"], "--batch-size -1 is outside 1 to 1,048,576"),
+    ([*EST, "--gpus", "2", "--batch-size", "1", "--seq-len", "0"], "--seq-len 0"),
+    ([*EST, "--gpus", "2", "--image-size", "0"], "--image-size 0"),
+    ([*EST, "--gpus", "99999999999999999999"], "--gpus 99999999999999999999 is outside 1 to 1,048,576"),
+    ([*EST, "--gpus", "0"], "--gpus 0 is outside 1 to 1,048,576"),
+    ([*EST, "--gpus", "-1"], "--gpus -1"),
+    ([*EST, "--gpus", "2", "--recipe", "fp8"], "unknown recipe 'fp8'"),
+    ([*EST], "Missing option '--gpus'"),
+    (["estimate", "--model", "gpt-9", "--gpus", "2"], "unknown model 'gpt-9'"),
+    (["estimate", "--gpus", "2"], "name exactly one of --model"),
+    (["estimate", "--model-config", "{tmp}/bad.json", "--gpus", "2"], "not valid JSON"),
+    (["estimate", "--model-config", "{tmp}/binary.json", "--gpus", "2"], "not a text file"),
+    (["estimate", "--model-config", "{tmp}/unknown.json", "--gpus", "2"], "model_type 'nosuchmodel'"),
+    (["estimate", "--model-config", "{tmp}/missing.json", "--gpus", "2"], "no such file"),
     # the group
     (["nosuchcommand"], "No such command"),
 ]
@@ -242,9 +242,9 @@ def test_bad_input_in_process(args, msg, files, no_gpu, capsys, monkeypatch):
 
 SUBPROCESS = [
     (["sweep", "--sizes", "99999999999999999999999"], "beyond the largest size"),
-    (["scaling", *GLOO, "--counts", "-2"], "--counts -2 is outside 2 to 1,024"),
+    (["scaling", *GLOO, "--num-gpus", "-2"], "--num-gpus -2 is outside 2 to 1,024"),
     (["train", "--device", "cpu", "--model-config", "{tmp}/binary.json"], "not a text file"),
-    (["estimate", "--model", "mistral-7b", "--num-gpus", "99999999999999999999"], "--num-gpus"),
+    (["estimate", "--model", "mistral-7b", "--gpus", "99999999999999999999"], "--gpus"),
 ]
 
 
@@ -259,11 +259,11 @@ def test_bad_input_as_a_user_sees_it(args, msg, files):
 
 # A missing optional extra: one line naming the extra to install, exit 2.
 EXTRAS = [
-    ("transformers", ["estimate", "--model-config", "{tmp}/mistral.json", "--num-gpus", "2"],
+    ("transformers", ["estimate", "--model-config", "{tmp}/mistral.json", "--gpus", "2"],
      'pip install "fabricbench[train]"'),
     ("accelerate", [*TRAIN], 'train needs accelerate: pip install "fabricbench[train]"'),
     ("matplotlib", [*COMPARE, "--plot", "{tmp}/c.png"], 'pip install "fabricbench[plot]"'),
-    ("matplotlib", [*SCALING, "--counts", "2", "--plot", "{tmp}/s.png"], 'pip install "fabricbench[plot]"'),
+    ("matplotlib", [*SCALING, "--num-gpus", "2", "--plot", "{tmp}/s.png"], 'pip install "fabricbench[plot]"'),
 ]
 
 
@@ -291,14 +291,15 @@ def test_to_dataframe_without_pandas_names_the_extra(monkeypatch):
 def test_custom_fabric_with_several_variables_is_one_fabric(tmp_path):
     import fabricbench.errors
     from fabricbench.fabrics import split_fabric_list
-    from fabricbench.study.api import resolve_config
+    from fabricbench.studying.api import resolve_config
 
     assert split_fabric_list("x:A=1,B=2,default") == ["x:A=1,B=2", "default"]
     assert split_fabric_list("default,y:NCCL_ALGO=Ring,NCCL_PROTO=Simple") == \
         ["default", "y:NCCL_ALGO=Ring,NCCL_PROTO=Simple"]
-    config = resolve_config(str(tmp_path / "s"), resume=False,
-                            options={"fabrics": "x:NCCL_ALGO=Ring,NCCL_PROTO=Simple,default", "model": "tiny-mistral",
-                                     "device": "cpu"})
+    from fabricbench.studying.config import StudyConfig
+
+    config = resolve_config(StudyConfig(out=str(tmp_path / "s"), fabrics="x:NCCL_ALGO=Ring,NCCL_PROTO=Simple,default",
+                                        model="tiny-mistral", device="cpu"))
     assert len(config.fabrics) == 2 and config.fabric_names[0] == "x"
     with pytest.raises(fabricbench.errors.UsageError, match="belongs to no custom fabric"):
         split_fabric_list("A=1,default")
@@ -306,7 +307,7 @@ def test_custom_fabric_with_several_variables_is_one_fabric(tmp_path):
 
 @pytest.mark.parametrize("cmd", [["advise", "--model", "tiny-mistral", "--num-gpus", "2", "--strategies"],
                                  ["study", "--model", "tiny-mistral", "--device", "cpu", "--out", "never", "--dry-run", "--strategies"],
-                                 ["train", "--model", "tiny-mistral", "--device", "cpu", "--strategy"]])
+                                 ["train", "--model", "tiny-mistral", "--device", "cpu", "--strategies"]])
 def test_a_strategy_named_twice_is_refused(cmd):
     """One strategy given twice would be run (train, study) or ranked (advise) twice: refused up front by
     the one parser of strategy lists (Registry.pick), in every command."""

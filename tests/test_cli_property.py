@@ -66,6 +66,9 @@ def hostile(t: click.ParamType, tmp: Path) -> list[str]:
     if isinstance(t, T.GpuList):
         return CONTROL + NON_ASCII_DIGITS + ["0,,1", ",", "0,", "-1", "0-", "3-1", "0,0", "1024", "0-99999999999",
                                             "a", "0.5", "nan", "1e3", "0 1"]
+    if isinstance(t, T.GpuCount):  # a count, or a GPU list counted: both refuse these
+        return CONTROL + NON_ASCII_DIGITS + ["0", "-1", str(2**20 + 1), str(2**64), "0,,1", ",", "0,", "0-",
+                                            "3-1", "0,0", "nan", "1.5", "1e3", "0 1"]
     if isinstance(t, T.CountList):
         return CONTROL + NON_ASCII_DIGITS + ["2,,4", ",", "2,", "2,2", str(t.item.lo - 1), str(t.item.hi + 1),
                                             "nan", "2.5", "-2", "1e3", "0x2", "inf"]
@@ -118,6 +121,8 @@ def valid(p: click.Parameter, tmp: Path) -> str:
     t = p.type
     if isinstance(t, T.Count):
         return str(max(t.lo, 1))
+    if isinstance(t, T.GpuCount):
+        return "2"
     if isinstance(t, T.InputPath):
         return str(tmp.parent / (tmp.name + "-fixtures")) if t.folder_only else _paths(tmp)["file"]
     if isinstance(t, T.OutputFolder):
@@ -283,6 +288,6 @@ if __name__ == "__main__":
     with tempfile.TemporaryDirectory() as d:
         (Path(d) / "t").mkdir()
         text = counts(Path(d) / "t")
-    if "--counts" in sys.argv:
-        Path(sys.argv[sys.argv.index("--counts") + 1]).write_text(text)
+    if "--num-gpus" in sys.argv:
+        Path(sys.argv[sys.argv.index("--num-gpus") + 1]).write_text(text)
     print(text)

@@ -60,3 +60,23 @@ def test_hosts_come_from_the_records_in_order():
     recs = [{"kind": "collective", "extra": {"hosts": ["node0", "node1"]}}, {"kind": "x"},
             {"kind": "collective", "extra": {"hosts": ["node0", "node2"]}}]
     assert hosts_in(recs) == ["node0", "node1", "node2"]
+
+
+def test_the_library_configs_see_slurm_as_the_cli_does(monkeypatch):
+    # fabricbench.train(...) and fabricbench.study(...) from Python: the nodes come from Slurm in the library
+    from fabricbench.cluster.env import on_slurm
+    from fabricbench.studying.config import StudyConfig
+    from fabricbench.training import api
+    from fabricbench.training.config import TrainConfig
+
+    one_per_node = {**SRUN, "SLURM_NTASKS": "2", "SLURM_PROCID": "1", "SLURM_LOCALID": "0"}
+    for k, v in one_per_node.items():
+        monkeypatch.setenv(k, v)
+    port = 20000 + 123456 % 20000
+    cfg = api.placed(TrainConfig(strategies="ddp", model="tiny-mistral", device="cpu"))
+    assert (cfg.nnodes, cfg.node_rank, cfg.master_addr, cfg.master_port) == (2, 1, "gpu07", port)
+    assert cfg.strategies == ["ddp"]
+    study = on_slurm(StudyConfig(out="x", model="tiny-mistral", device="cpu"))
+    assert (study.nnodes, study.node_rank, study.master_addr, study.master_port) == (2, 1, "gpu07", port)
+    mine = TrainConfig(strategies="ddp", model="tiny-mistral", device="cpu", nnodes=3, master_port=29500)
+    assert on_slurm(mine) is mine  # nodes named: Slurm's are not taken

@@ -47,7 +47,7 @@ def test_fp32_recipe_and_rounding_up():
 def test_unknown_recipe_and_bad_gpu_count():
     with pytest.raises(ValueError, match="unknown recipe 'fp8'; choose from framework"):
         est.model_states(psi=1, num_gpus=1, recipe="fp8")
-    with pytest.raises(ValueError, match="--num-gpus 0"):
+    with pytest.raises(ValueError, match="--gpus 0"):
         est.model_states(psi=1, num_gpus=0)
 
 
@@ -89,13 +89,13 @@ def test_estimate_needs_no_transformers_for_builtin_models(monkeypatch, capsys, 
     for mod in [m for m in sys.modules if m == "transformers" or m.startswith("transformers.")]:
         monkeypatch.delitem(sys.modules, mod)
     monkeypatch.setitem(sys.modules, "transformers", None)  # `import transformers` now raises ImportError
-    main(["estimate", "--model", "mistral-7b", "--num-gpus", "4", "--batch-size", "2", "--json"])  # no exit: 0
+    main(["estimate", "--model", "mistral-7b", "--gpus", "4", "--batch-size", "2", "--json"])  # no exit: 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["params"] == PARAMS["mistral-7b"] and doc["activation_bytes"] == 34 * 512 * 2 * 4096 * 32
     with pytest.raises(SystemExit) as e:
         cfg = tmp_path / "cfg.json"
         cfg.write_text('{"model_type": "mistral"}')
-        main(["estimate", "--model-config", str(cfg), "--num-gpus", "4"])
+        main(["estimate", "--model-config", str(cfg), "--gpus", "4"])
     assert e.value.code == 2
     assert capsys.readouterr().err.strip().endswith('pip install "fabricbench[train]"')
 
@@ -107,7 +107,7 @@ def test_estimate_imports_neither_transformers_nor_torch():
     import sys
 
     code = ("import sys; from fabricbench.cli import main\n"
-            "try:\n    main(['estimate', '--model', 'mistral-7b', '--num-gpus', '4'])\nexcept SystemExit:\n    pass\n"
+            "try:\n    main(['estimate', '--model', 'mistral-7b', '--gpus', '4'])\nexcept SystemExit:\n    pass\n"
             "assert 'transformers' not in sys.modules and 'torch' not in sys.modules")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
@@ -123,7 +123,7 @@ def test_activation_formula():
 def test_cli_json_exact_shape(tmp_path):
     from fabricbench.cli.estimate import estimate
 
-    r = CliRunner().invoke(estimate, ["--model", "mistral-7b", "--num-gpus", "4", "--json"])
+    r = CliRunner().invoke(estimate, ["--model", "mistral-7b", "--gpus", "4", "--json"])
     assert r.exit_code == 0, r.output
     doc = json.loads(r.output)
     assert set(doc) == {"model", "params", "num_gpus", "recipe", "strategies"}
@@ -139,7 +139,7 @@ def test_cli_json_exact_shape(tmp_path):
     cfg.write_text(json.dumps({"model_type": "mistral", "hidden_size": 64, "intermediate_size": 128,
                                "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
                                "vocab_size": 256}))
-    r = CliRunner().invoke(estimate, ["--model-config", str(cfg), "--num-gpus", "2", "--json",
+    r = CliRunner().invoke(estimate, ["--model-config", str(cfg), "--gpus", "2", "--json",
                                       "--recipe", "zero-paper", "--batch-size", "2", "--seq-len", "32"])
     doc = json.loads(r.output)
     assert doc["params"] == models.count_params(models.resolve(name="tiny-mistral")) == 106_816
@@ -147,9 +147,9 @@ def test_cli_json_exact_shape(tmp_path):
 
 
 @pytest.mark.parametrize("args, msg", [
-    (["--model", "gpt-9", "--num-gpus", "2"], "Error: unknown model 'gpt-9'; choose from mistral-7b"),
-    (["--model", "mistral-7b", "--num-gpus", "2", "--recipe", "fp8"], "Error: unknown recipe 'fp8'"),
-    (["--num-gpus", "2"], "Error: name exactly one of --model NAME"),
+    (["--model", "gpt-9", "--gpus", "2"], "Error: unknown model 'gpt-9'; choose from mistral-7b"),
+    (["--model", "mistral-7b", "--gpus", "2", "--recipe", "fp8"], "Error: unknown recipe 'fp8'"),
+    (["--gpus", "2"], "Error: name exactly one of --model NAME"),
 ])
 def test_cli_errors_are_one_line_exit_2(args, msg, capsys):
     from fabricbench.cli import main
@@ -165,5 +165,5 @@ def test_estimate_surface_is_frozen():
     from fabricbench.cli.estimate import estimate
 
     names = {opt for p in estimate.params for opt in p.opts}
-    assert names == {"--model", "--model-config", "--num-gpus", "--recipe", "--batch-size", "--seq-len",
-                     "--image-size", "--json"}, "options changed: update this list on purpose"
+    assert names == {"--model", "--model-config", "--gpus", "--num-gpus", "--strategies", "--strategy", "--recipe",
+                     "--batch-size", "--seq-len", "--image-size", "--json"}, "options changed: update this list on purpose"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from fabricbench.errors import UsageError
-from fabricbench.export import export, simai
+from fabricbench.export import SimaiOptions, export, simai
 
 ROOT = Path(__file__).resolve().parent.parent
 D = ROOT / "tests" / "data" / "export"
@@ -37,17 +37,17 @@ def test_sweep_to_simai_busbw(tmp_path):
     out = tmp_path / "busbw.yaml"
     with pytest.raises(UsageError, match="2 fabrics"):
         export(sweep, "simai-busbw", out)
-    notes = export(sweep, "simai-busbw", out, fabric="default")
+    notes = export(sweep, "simai-busbw", out, SimaiOptions(fabric="default"))
     text = out.read_text()
     assert text.splitlines()[1:3] == ["TP:", "allreduce,: 471.5"] and "PP:\nbusbw: null" in text
     got = simai.parse(text)
     assert got["TP"] == {"allreduce": 471.5, "allgather": 352.25, "reducescatter": None, "alltoall": None}
     assert all(v is None for s in ("DP", "EP") for v in got[s].values())
     assert any("all_reduce at 4G on 8 ranks" in n for n in notes)
-    export(sweep, "simai-busbw", out, fabric="default", size=1 << 30, group="DP")
+    export(sweep, "simai-busbw", out, SimaiOptions(fabric="default", size=1 << 30, group="DP"))
     assert simai.parse(out.read_text())["DP"]["allreduce"] == 410.0
     with pytest.raises(UsageError, match="--group XP"):
-        export(sweep, "simai-busbw", out, fabric="default", group="XP")
+        export(sweep, "simai-busbw", out, SimaiOptions(fabric="default", group="XP"))
 
 
 def test_train_trace_to_comm_trace_json(tmp_path):

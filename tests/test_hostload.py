@@ -21,10 +21,10 @@ import pytest
 
 from fabricbench import hostload
 from fabricbench.results.schema import TrainResult
-from fabricbench.study import records as study_records
-from fabricbench.study.config import StudyConfig
-from fabricbench.study.report import answer_lines, build
-from fabricbench.study.report.common import question_summary
+from fabricbench.studying import records as study_records
+from fabricbench.studying.config import StudyConfig
+from fabricbench.studying.report import answer_lines, build
+from fabricbench.studying.report.common import question_summary
 
 TICK = hostload.os.sysconf("SC_CLK_TCK")
 LAB = Path(__file__).resolve().parent.parent / "benchmarks" / "results" / "cpu-lab" / "study"
@@ -239,9 +239,9 @@ def test_sweep_and_compare_say_which_measurements_ran_on_a_busy_host(monkeypatch
 
 
 def test_advise_names_a_busy_run_beside_its_verdict():
-    from fabricbench.advise.api import StrategyAdvice, _choose
-    from fabricbench.advise.memory import MemoryFit
-    from fabricbench.advise.strategy import StrategyTime
+    from fabricbench.advising.api import StrategyAdvice, _choose
+    from fabricbench.advising.memory import MemoryFit
+    from fabricbench.advising.strategy import StrategyTime
 
     def cand(strategy, steps, busy_round=None):
         runs = tuple(TrainResult.from_record({

@@ -7,7 +7,7 @@ functions), and neither `import fabricbench` nor the CLI's start imports torch.
 
 A "subpackage" is a first-level name under fabricbench/ (measuring, fabrics, cli, errors.py ...). Every import
 counts for the graph, at module top or inside a function: an import moved into a function still ties the two.
-So does a module named in a string ("fabricbench.study.machine" as a child program): the layer test reads
+So does a module named in a string ("fabricbench.studying.machine" as a child program): the layer test reads
 those too, since a lower layer that starts a higher one's module depends on it as much as an import does.
 """
 
@@ -33,11 +33,11 @@ MAX_LOCAL = 40
 # The entry point may import the CLI; nothing else outside cli/ may.
 CLI_IMPORTERS_ALLOWED = {"__main__.py"}
 # The layer order, top first (STYLE.md): a subpackage imports (or names) only its own layer's and lower
-# layers' subpackages. Within a layer an arrow is allowed where it makes no cycle (advise uses study's
+# layers' subpackages. Within a layer an arrow is allowed where it makes no cycle (advising uses studying's
 # machinery); fabricbench/__init__.py, the lazy facade over every layer, is outside the order.
 LAYERS = [
     {"__main__", "cli"},
-    {"advise", "study"},
+    {"advising", "studying"},
     {"qualifying", "relating"},
     {"training"},
     {"measuring"},
@@ -69,7 +69,7 @@ def _imported(path: Path, node: ast.Import | ast.ImportFrom) -> list[str]:
 
 
 def _unit(name: str) -> str | None:
-    """The subpackage a dotted module name names ("fabricbench.study.machine" -> "study"), if it exists."""
+    """The subpackage a dotted module name names ("fabricbench.studying.machine" -> "studying"), if it exists."""
     parts = name.split(".")
     if parts[0] != PKG or len(parts) < 2:
         return None
@@ -220,18 +220,18 @@ def test_every_subpackage_is_in_a_layer():
 
 
 def test_the_layer_check_finds_an_arrow_up(tmp_path, monkeypatch):
-    # a fake package: results imports study inside a function, and jobs names study's module in a string
+    # a fake package: results imports studying inside a function, and jobs names studying's module in a string
     pkg = tmp_path / PKG
-    for sub in ("results", "study", "jobs"):
+    for sub in ("results", "studying", "jobs"):
         (pkg / sub).mkdir(parents=True)
         (pkg / sub / "__init__.py").write_text("")
     (pkg / "__init__.py").write_text("")
-    (pkg / "results" / "kinds.py").write_text('"""fabricbench.study is named here: a docstring."""\n'
-                                              "def f():\n    from fabricbench.study import units\n")
-    (pkg / "jobs" / "configs.py").write_text('PROGRAM = ("fabricbench.study.machine",)\n'
+    (pkg / "results" / "kinds.py").write_text('"""fabricbench.studying is named here: a docstring."""\n'
+                                              "def f():\n    from fabricbench.studying import units\n")
+    (pkg / "jobs" / "configs.py").write_text('PROGRAM = ("fabricbench.studying.machine",)\n'
                                              "from fabricbench.results import kinds\n")
     monkeypatch.setattr(sys.modules[__name__], "ROOT", pkg)
-    assert sorted(_upward(_arrows())) == ["jobs/configs.py:1: jobs -> study", "results/kinds.py:3: results -> study"]
+    assert sorted(_upward(_arrows())) == ["jobs/configs.py:1: jobs -> studying", "results/kinds.py:3: results -> studying"]
 
 
 def test_the_cycle_check_finds_a_ring():
@@ -277,7 +277,8 @@ def test_fabricbench_help_does_not_import_torch():
     commands = {target.partition(":")[0] for target, _ in COMMANDS.values()}
     assert not imported & commands, "--help loaded a command module"
     # the option types and the hint mapping load with the group (light: click and the standard library)
-    light = {"fabricbench.cli.types", "fabricbench.cli.path_types", "fabricbench.cli.hints"}
+    light = {"fabricbench.cli.types", "fabricbench.cli.option_type", "fabricbench.cli.path_types",
+             "fabricbench.cli.hints"}
     assert {m for m in imported if m.startswith("fabricbench.cli.")} <= light
 
 
@@ -299,12 +300,23 @@ def test_the_scan_sees_a_cli_import_inside_a_function(tmp_path, monkeypatch, bad
     # the checks read every import, also one moved into a function: a fake package proves it
     pkg = tmp_path / PKG
     (pkg / "cli").mkdir(parents=True)
-    (pkg / "study").mkdir()
-    for p in (pkg / "__init__.py", pkg / "cli" / "__init__.py", pkg / "study" / "__init__.py"):
+    (pkg / "studying").mkdir()
+    for p in (pkg / "__init__.py", pkg / "cli" / "__init__.py", pkg / "studying" / "__init__.py"):
         p.write_text("")
-    (pkg / "cli" / "train.py").write_text("from fabricbench.study import units\n")
-    (pkg / "study" / "units.py").write_text(f"def f():\n    {bad}\n")
+    (pkg / "cli" / "train.py").write_text("from fabricbench.studying import units\n")
+    (pkg / "studying" / "units.py").write_text(f"def f():\n    {bad}\n")
     monkeypatch.setattr(sys.modules[__name__], "ROOT", pkg)
     edges, local, cli_users = _scan()
-    assert cli_users == ["study/units.py:2"] and local == ["study/units.py:2"]
-    assert _cycles(edges) == [["cli", "study"]]
+    assert cli_users == ["studying/units.py:2"] and local == ["studying/units.py:2"]
+    assert _cycles(edges) == [["cli", "studying"]]
+
+
+def test_the_library_calls_stay_functions_once_their_packages_are_imported():
+    # the packages are studying/ and advising/: importing them cannot replace fabricbench.study / .advise
+    import inspect
+
+    import fabricbench
+    import fabricbench.advising.api  # noqa: F401
+    import fabricbench.studying.runner  # noqa: F401
+
+    assert inspect.isfunction(fabricbench.study) and inspect.isfunction(fabricbench.advise)

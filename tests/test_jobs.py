@@ -270,7 +270,7 @@ def test_a_key_is_never_derived_from_a_masked_value():
 def _every_field_set() -> list:
     """One job of each kind with every field given (a bool true), so that each field yields its argument."""
     from fabricbench.jobs import configs as c
-    from fabricbench.study.machine import MachineJob
+    from fabricbench.studying.machine import MachineJob
     from fabricbench.training.batch import BatchJob
 
     return [

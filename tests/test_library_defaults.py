@@ -22,10 +22,11 @@ from fabricbench.sizes import SizeSweep
     ({"adaptive": 0.02, "max_iters": 0}, "--max-iters 0"),
     ({"ops": ("allreduce",)}, "unknown op"),
     ({"dtype": "float8"}, "unknown dtype"),
-    ({"sizes": "1M"}, "build SweepConfig with a SizeSweep"),
+    ({"sizes": 1.5}, "give a SizeSweep, a size text"),  # text, a size or a list are taken (SweepConfig._friendly)
     ({"engine": "torch", "backend": "mpi"}, "choose nccl or gloo"),
     ({"gpus": (0, 0)}, "name each GPU once"),
-    ({"nprocs": 10**6, "engine": "torch", "backend": "gloo"}, "per CPU core"),
+    ({"nprocs": 4000, "engine": "torch", "backend": "gloo"}, "per CPU core"),  # inside 1-4096, above 4 per core
+        ({"nprocs": 10**6, "engine": "torch", "backend": "gloo"}, "--nprocs 1000000: outside 1 to 4,096"),
 ])
 def test_sweep_config_checks_itself(fields, msg):
     """No path (make_config, a caller's dataclass, dataclasses.replace) can hold an unchecked config."""

@@ -112,10 +112,10 @@ def test_a_missing_link_gets_its_code_and_action_from_a_saved_topology(tmp_path,
     assert "nvidia-smi nvlink -s" in v.action
     d = json.loads((tmp_path / "q" / "verdicts.json").read_text())
     head = d["verdicts"][0]
-    for key in ("severity", "code", "action", "measured", "threshold", "margin", "attempts"):
+    for key in ("severity", "code", "action", "measured", "threshold", "headroom", "attempts"):
         assert key in head
     assert head["attempts"] == [{"attempt": 1, "status": "fail", "severity": "critical", "code": "FB_TOPO_LINK",
-                                 "measured": head["measured"], "threshold": "NV18", "margin": None,
+                                 "measured": head["measured"], "threshold": "NV18", "headroom": None,
                                  "duration_s": head["attempts"][0]["duration_s"], "message": head["message"]}]
     tc = ET.parse(tmp_path / "q" / "junit.xml").getroot().find(".//testcase")
     props = {p.get("name"): p.get("value") for p in tc.find("properties")}

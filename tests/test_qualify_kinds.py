@@ -68,7 +68,7 @@ def test_collective_each_pair_names_the_slow_pair():
     v = judge(ctx, "p")
     assert len(ctx.units) == 6 and {u.gpus for u in ctx.units} == {(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)}
     assert v.status == "fail" and v.subject == "GPUs 1,3, 1G" and v.measured == 120.0
-    assert v.threshold == pytest.approx(264.0) and v.margin == pytest.approx(120 / 264 - 1)
+    assert v.threshold == pytest.approx(264.0) and v.headroom == pytest.approx(120 / 264 - 1)
     assert "0.8 x reference 330" in v.reason
     assert sum(i.status == "pass" for i in v.items) == 5
 
@@ -124,7 +124,7 @@ def test_contrast_ratio():
         return UnitResult(key=u.key, records=[coll("all_reduce", 1 << 30, 2, times[u.fabric], 1.0, fabric=u.fabric)])
 
     v = judge(CannedContext(spec, gpus=8, sweep=sweep), "c")
-    assert v.status == "pass" and v.measured == pytest.approx(10.0) and v.margin == pytest.approx(1.0)
+    assert v.status == "pass" and v.measured == pytest.approx(10.0) and v.headroom == pytest.approx(1.0)
     times["p2p-off"] = 9000.0
     v = judge(CannedContext(spec, gpus=8, sweep=sweep), "c")
     assert v.status == "fail" and v.measured == pytest.approx(3.0)

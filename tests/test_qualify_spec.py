@@ -135,7 +135,7 @@ def test_mistake_kinds_count():
     (["--spec", "builtin:h200-sxm-8", "--tolerance", "2"], "--tolerance 2 is outside [0, 1)"),
     (["--spec", "builtin:h200-sxm-8", "--resume"], "--resume continues the run in --out"),
     (["--spec", "builtin:h200-sxm-8", "--topo-file", "/nonexistent/topo.txt"], "--topo-file /nonexistent"),
-    (["--init", "x.toml", "--from", str(QDATA / "gloo_node_results.jsonl"), "--margin", "1.5"], "--margin 1.5"),
+    (["--init", "x.toml", "--from", str(QDATA / "gloo_node_results.jsonl"), "--factor", "1.5"], "--factor 1.5"),
     (["--fleet", str(QDATA), str(QDATA), "--fraction", "0"], "--fraction 0"),
     (["--spec", "builtin:h200-sxm-8", "--fabric", "warp"], "--fabric: unknown fabric 'warp'"),
     (["--list-specs", "stray"], "stray: no such file"),
@@ -217,14 +217,14 @@ def test_margins_and_combination():
     from fabricbench.qualifying.verdict import at_least, at_most, combine, waived
 
     a = at_least("busbw", 270.0, 300.0, unit="GB/s", subject="GPUs 0,1")
-    assert a.status == "fail" and a.margin == pytest.approx(-0.1)
+    assert a.status == "fail" and a.headroom == pytest.approx(-0.1)
     b = at_most("latency", 20.0, 25.0, unit="µs")
-    assert b.status == "pass" and b.margin == pytest.approx(0.2)
+    assert b.status == "pass" and b.headroom == pytest.approx(0.2)
     v = combine("c", "collective", [b, a, waived("cv", "why")])
     assert v.status == "fail" and v.subject == "GPUs 0,1" and v.measured == 270.0 and v.threshold == 300.0
     assert v.message() == "GPUs 0,1: busbw 270.0 GB/s < 300.0 GB/s (-10.0%)"
     assert combine("c", "k", [waived("x", "1 GPU")]).status == "waived"
-    assert combine("c", "k", [b, at_least("x", 1.0, 1.0)]).margin == pytest.approx(0.0)  # the tightest
+    assert combine("c", "k", [b, at_least("x", 1.0, 1.0)]).headroom == pytest.approx(0.0)  # the tightest
 
 
 # -- --init, --baseline and --fleet on recorded results --------------------------------------------
@@ -232,7 +232,7 @@ def test_margins_and_combination():
 def test_init_from_recorded_run(tmp_path, capsys):
     spec_path = tmp_path / "init.toml"
     code, out, err = _cli(["qualify", "--init", str(spec_path), "--from", str(QDATA / "gloo_node_results.jsonl"),
-                           "--margin", "0.8"], capsys)
+                           "--factor", "0.8"], capsys)
     assert code == 0, err
     from fabricbench.qualifying.spec import load_spec
 
@@ -263,7 +263,7 @@ def test_init_takes_plain_records_over_checked_ones(tmp_path):
     with open(tmp_path / "r.jsonl", "w") as fh:
         for r in [x for x in recs if x is not small] + [plain, checked]:  # the checked one written last
             fh.write(json.dumps(r) + "\n")
-    (tmp_path / "s.toml").write_text(spec_from_results(tmp_path / "r.jsonl", margin=0.5))
+    (tmp_path / "s.toml").write_text(spec_from_results(tmp_path / "r.jsonl", factor=0.5))
     s = load_spec(tmp_path / "s.toml")
     assert s.check("all_reduce_float32").params["max_latency_us"] == pytest.approx(200.0)
     assert "all_reduce" in s.check("correct").params["ops"]
@@ -338,7 +338,7 @@ def test_cli_surface_is_frozen():
 
     names = {opt for p in qualify.params for opt in p.opts}
     assert names == {"inputs", "--spec", "--out", "--resume", "--only", "--skip", "--fabric", "--topo-file",
-                     "--baseline", "--tolerance", "--init", "--from", "--margin", "--name", "--fleet",
+                     "--baseline", "--tolerance", "--init", "--from", "--factor", "--margin", "--name", "--fleet",
                      "--fraction", "--list-specs", "--list-kinds", "--json", "--quiet", "--dry-run", "--level",
                      "--prometheus", "--list-codes"}
 
@@ -390,7 +390,7 @@ def test_init_from_a_cpu_training_run(tmp_path):
            "fabric": "default", "throughput": {"samples_per_s": 100.0}, "loss_decreased": True}
     p = tmp_path / "r.jsonl"
     p.write_text(json.dumps(rec) + "\n")
-    s = parse_spec(init_spec(p, margin=0.8), "init.toml")
+    s = parse_spec(init_spec(p, factor=0.8), "init.toml")
     assert (s.run.engine, s.run.backend, s.run.nprocs) == ("torch", "gloo", 3)
     t = s.check("train_fsdp")
     assert t.params["min_samples_per_s"] == 80.0 and t.params["loss_falls"] is True and t.params["seq_len"] == 64

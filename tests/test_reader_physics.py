@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-import fabricbench.study  # noqa: F401  (registers the study's record kinds with the reader)
+import fabricbench.studying  # noqa: F401  (registers the study's record kinds with the reader)
 from fabricbench.errors import UsageError
 from fabricbench.results import records
 from fabricbench.results.fields import COUNT, FRACTION, TIME
@@ -113,7 +113,7 @@ def test_a_topo_m_file_with_an_absurd_link_is_one_line(tmp_path):
             "GPU0\t X \tNV99\t0-7\t0\n"
             "GPU1\tNV99\t X \t0-7\t0\n")
     (tmp_path / "topo.txt").write_text(text)
-    r = subprocess.run([sys.executable, "-m", "fabricbench", "topo", "--from-file", str(tmp_path / "topo.txt")],
+    r = subprocess.run([sys.executable, "-m", "fabricbench", "topo", "--topo-file", str(tmp_path / "topo.txt")],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "NV99" in r.stderr and "Traceback" not in r.stderr
 

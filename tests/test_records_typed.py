@@ -14,7 +14,7 @@ from fabricbench.qualifying.verdict import Verdict, at_least, combine, error, wa
 from fabricbench.results import fields, records
 from fabricbench.results.schema import SCHEMA, CollectiveResult, TrainResult, header
 from fabricbench.results.status import Severity, Status
-from fabricbench.study.kinds import unit_of
+from fabricbench.studying.kinds import unit_of
 
 
 def _collective(**over) -> CollectiveResult:
@@ -68,7 +68,7 @@ def test_verdict_records_round_trip_through_the_shared_reader():
     back = got.typed(Verdict)
     assert [(b.check, b.kind, b.status, b.severity) for b in back] == [
         ("busbw", "collective", Status.FAIL, Severity.CRITICAL), ("pairs", "p2p", Status.WAIVED, Severity.INFO)]
-    assert back[0].margin == v.margin and back[0].code == v.code and back[0].message() == v.message()
+    assert back[0].headroom == v.headroom and back[0].code == v.code and back[0].message() == v.message()
     assert [i.status for i in back[0].items] == [Status.FAIL, Status.PASS]
 
 

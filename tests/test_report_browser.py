@@ -109,7 +109,7 @@ def fleet_report(tmp_path: Path) -> Path:
 
 def study_report(tmp_path: Path) -> Path:
     """The CPU lab's study report (docs/study.md's picture), rebuilt here from its recorded results."""
-    from fabricbench.study.report import write_report
+    from fabricbench.studying.report import write_report
 
     study = tmp_path / "study"
     shutil.copytree(Path(__file__).parent.parent / "benchmarks/results/cpu-lab/study", study,

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from fabricbench.study.report import build
+from fabricbench.studying.report import build
 
 ROOT = Path(__file__).resolve().parent.parent / "benchmarks" / "results" / "cpu-lab"
 FOLDERS = [ROOT / "study", ROOT / "multinode-study"]

@@ -121,7 +121,7 @@ def test_resume_without_out_is_a_usage_error(tmp_path):
     with pytest.raises(UsageError, match="out"):
         fabricbench.sweep(resume=True, sizes="1K", **ONE_RANK)
     for cmd in (["sweep"], ["compare", "--engine", "torch", "--backend", "gloo"],
-                ["scaling", "--engine", "torch", "--backend", "gloo", "--counts", "2"]):
+                ["scaling", "--engine", "torch", "--backend", "gloo", "--num-gpus", "2"]):
         proc = subprocess.run([sys.executable, "-m", "fabricbench", *cmd, "--resume"], capture_output=True,
                               text=True, timeout=120)
         assert proc.returncode == 2, (cmd, proc.stderr)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from fabricbench.measuring.commands import parse_counts
+from fabricbench.measuring.scaling_run import parse_counts
 from fabricbench.errors import UsageError
 from fabricbench.results import read_results
 from fabricbench.topology.placement import scaling_sets
@@ -67,7 +67,7 @@ def _fb(*args):
 
 
 def test_scaling_bad_input_one_line():
-    p = _fb("scaling", "--topo-file", str(DATA / "h200_nvl_two_quads.txt"), "--gpus", "0-3", "--counts", "2,8",
+    p = _fb("scaling", "--topo-file", str(DATA / "h200_nvl_two_quads.txt"), "--gpus", "0-3", "--num-gpus", "2,8",
             "--engine", "torch", "--backend", "gloo")
     assert p.returncode == 2 and p.stderr.strip() == \
         "Error: counts 2,8: 8 is more than the 4 GPUs of gpus 0-3"  # library errors name parameters
@@ -78,7 +78,7 @@ def test_scaling_bad_input_one_line():
 @pytest.mark.slow
 def test_scaling_end_to_end_on_gloo(tmp_path):
     out, png = tmp_path / "sc.jsonl", tmp_path / "sc.png"
-    p = _fb("scaling", "--topo-file", str(DATA / "h200_nvl_two_quads.txt"), "--gpus", "0,1,4,5", "--counts", "2,4",
+    p = _fb("scaling", "--topo-file", str(DATA / "h200_nvl_two_quads.txt"), "--gpus", "0,1,4,5", "--num-gpus", "2,4",
             "--engine", "torch", "--backend", "gloo", "--sizes", "4K,16K", "--iters", "3", "--warmup", "1",
             "--out", str(out), "--plot", str(png), "--json")
     assert p.returncode == 0, p.stderr

@@ -30,7 +30,7 @@ def _netns_works() -> bool:
     """Root, ip and tc, and a namespace can really be made (uid 0 in a container may lack CAP_SYS_ADMIN)."""
     if os.geteuid() != 0 or not shutil.which("ip") or not shutil.which("tc"):
         return False
-    probe = f"fb-{os.getpid()}-{shaped._start_time(os.getpid())}-0"
+    probe = f"fb-{os.getpid()}-{shaped.start_time(os.getpid())}-0"
     made = subprocess.run(["ip", "netns", "add", probe], capture_output=True).returncode == 0
     subprocess.run(["ip", "netns", "del", probe], capture_output=True)
     return made
@@ -130,7 +130,7 @@ def test_namespace_set_up_shaped_and_removed():
     host = _host_lo()
     with applied(get_fabric("shaped:200mbit")) as launch:
         ns = launch.netns
-        assert ns.startswith(f"fb-{os.getpid()}-{shaped._start_time(os.getpid())}-") and ns in shaped.namespaces()
+        assert ns.startswith(f"fb-{os.getpid()}-{shaped.start_time(os.getpid())}-") and ns in shaped.namespaces()
         assert launch.argv(["tc", "qdisc", "show", "dev", "lo"]) == [shutil.which("ip"), "netns", "exec", ns,
                                                                       "tc", "qdisc", "show", "dev", "lo"]
         q = subprocess.run(launch.argv(["tc", "qdisc", "show", "dev", "lo"]), capture_output=True, text=True)
@@ -201,7 +201,7 @@ def test_namespace_removed_after_ctrl_c_and_sigterm(sig):
 @needs_netns
 def test_stale_means_dead_or_a_reused_pid():
     """A namespace whose pid now belongs to a process started later is stale too; a live creator's is not."""
-    me, start = os.getpid(), shaped._start_time(os.getpid())
+    me, start = os.getpid(), shaped.start_time(os.getpid())
     reused, live = f"fb-{me}-{start - 1}-abc123", f"fb-{me}-{start}-abc124"
     for ns in (reused, live):
         subprocess.run(["ip", "netns", "add", ns], check=True)

@@ -22,7 +22,7 @@ import pytest
 
 import fabricbench
 import fabricbench.qualifying  # noqa: F401  (registers verdict and qualify_unit with results/)
-import fabricbench.study  # noqa: F401  (registers study_unit, plan and machine)
+import fabricbench.studying  # noqa: F401  (registers study_unit, plan and machine)
 from fabricbench.results import fields, records
 from fabricbench.results.status import (KIND_STATUSES, REUSABLE, TIMED_COLLECTIVE, TIMED_TRAIN, VERDICT_OK,
                                         Severity, Status, parse, parse_severity, worst)

@@ -25,11 +25,11 @@ import pytest
 
 from fabricbench.errors import UsageError
 from fabricbench.results import read_results
-from fabricbench.study import records as study_records
-from fabricbench.study.config import StudyConfig
-from fabricbench.study.plan import build_plan
-from fabricbench.study.sweeps import covering_sizes, sweep_plan, traced_sizes
-from fabricbench.study.units import Context
+from fabricbench.studying import records as study_records
+from fabricbench.studying.config import StudyConfig
+from fabricbench.studying.plan import build_plan
+from fabricbench.studying.sweeps import covering_sizes, sweep_plan, traced_sizes
+from fabricbench.studying.units import Context
 from fabricbench.training import faults
 from fabricbench.topology.smi import read_file
 
@@ -150,15 +150,15 @@ def test_cli_bad_input_is_one_line(tmp_path):
 def test_cli_exit_1_names_the_failed_units(tmp_path, monkeypatch, capsys):
     """The study goes on past a failed unit and writes its report; the exit status still says it failed
     (oom and waived are results, not failures)."""
-    import fabricbench.study.api as api
+    import fabricbench.studying.api as api
     from fabricbench.cli import main
-    from fabricbench.study.runner import UnitRun
+    from fabricbench.studying.runner import UnitRun
 
     cfg = _config()
     plan = build_plan(cfg)
     runs = [UnitRun(unit=u, status=s) for u, s in zip(plan, ["ok", "oom", "error", "waived", "timeout"])]
 
-    def fake(out, **kw):
+    def fake(config, **kw):
         return api.StudyResult(out_dir=tmp_path, config=cfg, plan=plan, units=runs,
                                results_path=tmp_path / "results.jsonl", report_md=tmp_path / "report.md",
                                report_html=tmp_path / "report.html")
@@ -450,8 +450,9 @@ def test_interrupted_run_resumes(stopped):
 def test_library_dry_run_returns_the_plan(tmp_path):
     import fabricbench
 
-    res = fabricbench.study(out=str(tmp_path / "s"), dry_run=True, device="cpu", nprocs=2, fabrics="default",
-                            strategies=["ddp"], model=MODEL, steps=4, warmup_steps=1)
+    res = fabricbench.study(fabricbench.StudyConfig(out=str(tmp_path / "s"), device="cpu", nprocs=2, fabrics="default",
+                                                    strategies=["ddp"], model=MODEL, steps=4, warmup_steps=1),
+                            dry_run=True)
     assert [u.name for u in res.plan] == ["machine", "estimate", "train ddp @ default", "sweep @ default",
                                           "train ddp @ default #2", "train ddp @ default #3", "train ddp @ default #4",
                                           "train ddp @ default #5", "relate", "summary"]
@@ -475,9 +476,9 @@ def test_study_and_report_surfaces_are_frozen():
 @pytest.mark.parametrize("model, kept, dropped", [("lab-mistral", "--seq-len", "--image-size"),
                                                   ("tiny-dinov2", "--image-size", "--seq-len")])
 def test_commands_pass_only_the_shape_the_model_reads(tmp_path, model, kept, dropped):
-    from fabricbench.study.config import StudyConfig
-    from fabricbench.study.report import study_command
-    from fabricbench.study.units import Context, Unit, UNIT_KINDS
+    from fabricbench.studying.config import StudyConfig
+    from fabricbench.studying.report import study_command
+    from fabricbench.studying.units import Context, Unit, UNIT_KINDS
 
     c = StudyConfig(out=str(tmp_path / "s"), device="cpu", nprocs=2, fabrics=("default",), strategies=("ddp",),
                     model=model, steps=4, warmup_steps=1).validate()
@@ -491,7 +492,7 @@ def test_commands_pass_only_the_shape_the_model_reads(tmp_path, model, kept, dro
 
 
 def test_a_model_config_keeps_both_shapes(tmp_path):
-    from fabricbench.study.config import StudyConfig
+    from fabricbench.studying.config import StudyConfig
 
     c = StudyConfig(out="s", model_config="m.json", seq_len=128, image_size=64)
     assert c.shape_args == ["--seq-len", "128", "--image-size", "64"]
@@ -500,11 +501,11 @@ def test_a_model_config_keeps_both_shapes(tmp_path):
 def test_target_ci_zero_turns_the_precision_floor_off(tmp_path):
     """--target-ci 0 is "off" (the study's rounds then stop on the comparisons alone); it used to be dropped as
     "not given", so the study kept the 3% default and its units ran with --target-ci 0.03."""
-    from fabricbench.study.api import resolve_config
+    from fabricbench.studying.api import resolve_config
 
-    c = resolve_config(str(tmp_path / "s"), resume=False,
-                       options=dict(device="cpu", nprocs=2, strategies="ddp", model="tiny-mistral", target_ci=0))
+    c = resolve_config(StudyConfig(out=str(tmp_path / "s"), device="cpu", nprocs=2, strategies="ddp",
+                                   model="tiny-mistral", target_ci=0))
     assert c.target_ci is None
-    d = resolve_config(str(tmp_path / "t"), resume=False,
-                       options=dict(device="cpu", nprocs=2, strategies="ddp", model="tiny-mistral"))
+    d = resolve_config(StudyConfig(out=str(tmp_path / "t"), device="cpu", nprocs=2, strategies="ddp",
+                                   model="tiny-mistral"))
     assert d.target_ci == 0.03

@@ -1,4 +1,4 @@
-"""The study's stopping rule on the question (study/units._enough_runs): another round while a comparison is
+"""The study's stopping rule on the question (studying/units/train.enough_runs): another round while a comparison is
 undecided, none once every one is decided; a round is all or nothing; out of budget it names what is open."""
 
 from __future__ import annotations
@@ -6,8 +6,9 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from fabricbench.study.config import StudyConfig
-from fabricbench.study.units import Context, Unit, _enough_runs
+from fabricbench.studying.config import StudyConfig
+from fabricbench.studying.units import Context, Unit
+from fabricbench.studying.units.train import enough_runs as _enough_runs
 
 
 def _rec(strategy, step, rnd, status="ok"):
@@ -43,7 +44,9 @@ def test_undecided_goes_on_and_a_begun_round_is_finished():
     assert _enough_runs(_unit("ddp", 4), _ctx(recs)) is None
     # ddp's round 4 ran: fsdp's round 4 runs whatever round 4 would now say (pairs stay whole)
     recs.append(_rec("ddp", 0.10, 4))
-    assert _enough_runs(_unit("fsdp", 4), _ctx(recs, repeat_budget_s=0.0)) is None
+    spent = _ctx(recs, repeat_budget_s=1.0)
+    spent.started = time.monotonic() - 5  # the budget is spent: a begun round is finished all the same
+    assert _enough_runs(_unit("fsdp", 4), spent) is None
 
 
 def test_out_of_budget_names_the_open_questions():

@@ -18,11 +18,11 @@ from fabricbench.fabrics import get_fabric
 from fabricbench.jobs.configs import SweepJob
 from fabricbench.measuring import child
 from fabricbench.results.schema import CollectiveResult
-from fabricbench.study import plan as study_plan
-from fabricbench.study.config import StudyConfig
-from fabricbench.study.report.common import waived_fabrics
-from fabricbench.study.report.short import busbw_said
-from fabricbench.study.runner import run_units
+from fabricbench.studying import plan as study_plan
+from fabricbench.studying.config import StudyConfig
+from fabricbench.studying.report.common import waived_fabrics
+from fabricbench.studying.report.short import busbw_said
+from fabricbench.studying.runner import run_units
 
 MODEL = "tiny-mistral"
 

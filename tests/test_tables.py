@@ -285,7 +285,7 @@ def test_pty_sweep_compare_scaling_on_gloo():
     words = " ".join(out.split())
     assert "p2p-off: WAIVED" in words and "gloo ranks use no NCCL" in words
     assert_uncut(out, must_show=("default",))
-    rc, out = run_pty(["scaling", *tiny, "--counts", "2", "--sizes", "64K"])
+    rc, out = run_pty(["scaling", *tiny, "--num-gpus", "2", "--sizes", "64K"])
     assert rc == 0, out
     assert_uncut(out, must_show=("CPU rank count", "ranks"))
     assert "island" not in out and "GPUs" not in out

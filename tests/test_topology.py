@@ -197,7 +197,7 @@ def test_nvml_reader_counts_direct_and_switch_links():
 def test_topo_cli_json():
     from fabricbench.cli import cli
 
-    res = CliRunner().invoke(cli, ["topo", "--from-file", str(NVL), "--json", "--gpus", "0-5"])
+    res = CliRunner().invoke(cli, ["topo", "--topo-file", str(NVL), "--json", "--gpus", "0-5"])
     assert res.exit_code == 0, res.output
     doc = json.loads(res.output)
     assert [g["index"] for g in doc["gpus"]] == [0, 1, 2, 3, 4, 5]
@@ -213,7 +213,7 @@ def test_topo_cli_terminal_and_out(tmp_path):
     from fabricbench.results import read_results
 
     out = tmp_path / "t.jsonl"
-    res = CliRunner().invoke(cli, ["topo", "--from-file", str(SXM), "--out", str(out)])
+    res = CliRunner().invoke(cli, ["topo", "--topo-file", str(SXM), "--out", str(out)])
     assert res.exit_code == 0, res.output
     assert "NV18" in res.output and "1 NVLink island(s) ([0-7])" in res.output
     recs = list(read_results(out))
@@ -222,9 +222,9 @@ def test_topo_cli_terminal_and_out(tmp_path):
 
 
 @pytest.mark.parametrize("args,msg", [
-    (["--from-file", "/nonexistent/topo.txt"], "Error: --from-file /nonexistent/topo.txt: no such file"),
-    (["--from-file", __file__], "not an `nvidia-smi topo -m` output"),
-    (["--from-file", str(NVL), "--gpus", "0,9"], "names GPU 9"),
+    (["--topo-file", "/nonexistent/topo.txt"], "Error: --topo-file /nonexistent/topo.txt: no such file"),
+    (["--topo-file", __file__], "not an `nvidia-smi topo -m` output"),
+    (["--topo-file", str(NVL), "--gpus", "0,9"], "names GPU 9"),
 ])
 def test_topo_cli_errors_are_one_line(args, msg):
     p = subprocess.run([sys.executable, "-m", "fabricbench", "topo", *args], capture_output=True, text=True)

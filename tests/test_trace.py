@@ -270,7 +270,7 @@ def test_join_totals_ratios_and_world_one():
 
 
 def test_precision_is_validated_and_defaults_by_device(tmp_path):
-    with pytest.raises(ValueError, match="--precision fp8: choose bf16, fp16, fp32"):
+    with pytest.raises(ValueError, match="--precision fp8: choose bf16, fp16 or fp32"):
         _config(tmp_path, ["ddp"], precision="fp8").validate()
     with pytest.raises(ValueError, match="--trace-steps -1"):
         _config(tmp_path, ["ddp"], trace_steps=-1).validate()

@@ -102,16 +102,16 @@ def test_train_exit_1_when_a_strategy_failed(monkeypatch, capsys, tmp_path):
         return recs
 
     monkeypatch.setattr(launch, "run", fake)
-    monkeypatch.setattr(launch.TrainConfig, "validate", lambda self: None)
+    monkeypatch.setattr(launch.TrainConfig, "validate", lambda self: self)
     out = tmp_path / "t.jsonl"
     with pytest.raises(SystemExit) as e:
-        main(["train", "--device", "cpu", "--model", "tiny-mistral", "--strategy", "ddp,zero1,zero3,fsdp",
+        main(["train", "--device", "cpu", "--model", "tiny-mistral", "--strategies", "ddp,zero1,zero3,fsdp",
               "--out", str(out)])
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert e.value.code == 1 and line.startswith("Error: ") and "fsdp: fsdp said why" in line
     assert "ddp" not in line.split("fsdp")[0] and str(out) in line
     assert len(out.read_text().splitlines()) >= 4  # written before the exit
-    main(["train", "--device", "cpu", "--model", "tiny-mistral", "--strategy", "ddp,zero1,zero3"])
+    main(["train", "--device", "cpu", "--model", "tiny-mistral", "--strategies", "ddp,zero1,zero3"])
 
 
 @pytest.mark.parametrize("args, msg", [

@@ -202,7 +202,7 @@ def test_relate_intervals_contain_the_prediction():
 
 
 def test_advise_takes_the_runs_interval_and_the_host_bound_note():
-    from fabricbench.advise.strategy import predict
+    from fabricbench.advising.strategy import predict
 
     def rec(strategy, step, busy):
         return {**_rec(strategy, "default", step, busy=busy), "model": "m", "device": "cuda", "gpus": [0],

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from fabricbench.results.schema import TrainResult
-from fabricbench.study import records as study_records
-from fabricbench.study.config import StudyConfig
-from fabricbench.study.report import summary
-from fabricbench.study.report.common import question_summary
+from fabricbench.studying import records as study_records
+from fabricbench.studying.config import StudyConfig
+from fabricbench.studying.report import summary
+from fabricbench.studying.report.common import question_summary
 
 ROOT = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
 FOLDERS = sorted(p.parent for p in ROOT.rglob("results.jsonl")

@@ -19,8 +19,8 @@ from fabricbench.cli.types import OP_REGISTRY, Count, FabricSpec, GpuList, Input
 
 from fabricbench.cli.options import sweep_options
 from fabricbench.files import refuse_collisions
-from fabricbench.measuring.commands import compare as run_compare, plot_comparison
-from fabricbench.measuring.compare import check_plot_path, runs_beside
+from fabricbench.measuring.compare_run import compare as run_compare, plot_comparison
+from fabricbench.measuring.compare import check_plot_path, runs_beside, sweep_options as sweep_opts
 from fabricbench.measuring.format import render_compare
 
 
@@ -43,8 +43,9 @@ def compare(fabric_list, gpus, ops, sizes, nprocs, resume, with_paths, dtype, it
     refuse_collisions({"--out": out_path, "--plot": plot_path}, {f"--with {p}": p for p in with_paths})
     beside = runs_beside(with_paths, ops=[o.strip() for o in ops.split(",")], dtype=dtype)  # bad input first
     res = run_compare(fabric_list, gpus=gpus, out=out_path, resume=resume, progress=False if as_json else None,
-                      beside=beside, ops=ops, sizes=sizes, nprocs=nprocs, dtype=dtype, iters=iters, warmup=warmup,
-                      engine=engine, backend=backend, timeout_s=timeout_s)
+                      beside=beside, options=sweep_opts(ops=ops, sizes=sizes, nprocs=nprocs, dtype=dtype, iters=iters,
+                                                        warmup=warmup, engine=engine, backend=backend,
+                                                        timeout_s=timeout_s))
     if as_json:
         click.echo(json.dumps(res.to_dict(), indent=2))
     else:

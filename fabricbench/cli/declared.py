@@ -16,27 +16,25 @@ from typing import Any, Callable, Iterable
 import click
 
 from fabricbench.cli import types as T
-from fabricbench.declare import Declared, declared
-
-WEEK_S = T.WEEK_S
-
+from fabricbench.declare import OPTION, WORDS, Declared, declared, shared
 
 def _real(d: Declared, cls=T.Real) -> click.ParamType:
-    lo = d.lo if d.lo is not None else (1.0 if cls is T.Duration else 0.0)
-    hi = d.hi if d.hi is not None else WEEK_S
+    """The click type of a numeric declaration, its range from Declared.bounds() (one set of ends)."""
+    lo, hi = d.bounds()
     if cls is T.Duration:
-        return T.Duration(lo, hi)
+        return T.Duration(lo, hi, lo_open=d.lo_open)
     if cls is T.Fraction:
-        return T.Fraction(lo, d.hi if d.hi is not None else 1.0, lo_open=d.lo_open, hi_open=d.hi_open,
-                          zero=d.zero_off)
+        return T.Fraction(lo, hi, lo_open=d.lo_open, hi_open=d.hi_open, zero=d.zero_off)
     return T.Real(lo, hi, lo_open=d.lo_open, hi_open=d.hi_open, zero=d.zero_off, unit=d.unit)
 
 
 TYPES: dict[str, Callable[[Declared], click.ParamType]] = {
-    "count": lambda d: T.Count(int(d.lo if d.lo is not None else 1), int(d.hi if d.hi is not None else 10_000_000)),
+    "count": lambda d: T.Count(*map(int, d.bounds())),
     "seconds": lambda d: _real(d, T.Duration),
     "fraction": lambda d: _real(d, T.Fraction),
     "number": lambda d: _real(d),
+    "count list": lambda d: T.CountList(*map(int, d.bounds())),
+    "GPU count": lambda d: T.GpuCount(),
     "size": lambda d: T.Size(),
     "size list": lambda d: T.SizeList(),
     "GPU list": lambda d: T.GpuList(),
@@ -65,17 +63,68 @@ def help_text(d: Declared, default: Any) -> str:
 def declared_option(config: type, name: str, **override: Any) -> Callable:
     """The click option of `config`'s field `name`, from its declaration (override: click keywords)."""
     d, default = declared(config)[name]
+    f = next(f for f in dataclasses.fields(config) if f.name == name)
+    required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    default = override.pop("default", default)  # a command that leaves the field's default to its library
+    return option(d, name, default, **{"required": required, **override})
+
+
+def option(d: Declared, name: str, default: Any = None, *, required: bool = False, **override: Any) -> Callable:
+    """The click option of a declaration (a config field's, or a CLI-only one of cli/options.py), with a
+    hidden option per deprecated alias that maps to the same name and warns when used. `override` holds
+    click keywords, and the words a command may say its own way (help, default_by: declare.shared)."""
+    words = {k: override.pop(k) for k in WORDS if k in override}
+    if words:
+        d = shared(d, **words)[OPTION]
     default = shown_default(default)
     kw: dict[str, Any] = {"help": help_text(d, default)}
-    f = next(f for f in dataclasses.fields(config) if f.name == name)
-    if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+    if required and d.aliases:  # click would refuse the option's own slot before an alias fills it
+        kw["callback"] = _required_or_alias(d)
+    elif required:
         kw["required"] = True
     if d.kind == "flag":
         kw.update(is_flag=True, default=bool(default))
     else:
         kw.update(type=TYPES[d.kind](d), default=default, show_default=default is not None)
     kw.update(override)
-    return click.option(d.flag, *d.aliases, name, **kw)
+    main = click.option(d.flag, name, **kw)
+    hidden = [alias(a, name, d.flag, kw.get("type")) for a in d.aliases if d.kind != "flag"]
+
+    def apply(f: Callable) -> Callable:
+        for deco in (*hidden, main):
+            f = deco(f)
+        return f
+
+    return apply
+
+
+def _required_or_alias(d: Declared) -> Callable:
+    def callback(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+        if value is None and ctx.params.get(param.name) is None:  # neither the flag nor an alias was given
+            raise click.MissingParameter(ctx=ctx, param=param)
+        return value if value is not None else ctx.params[param.name]
+
+    return callback
+
+
+DEPRECATED = "deprecated alias of"  # a hidden alias option's help, then the flag it maps onto
+
+
+def alias(flag: str, name: str, new: str, type: click.ParamType, *, convert: Callable | None = None) -> Callable:
+    """A deprecated flag kept for one release, hidden, mapped onto `name` (an option whose flag is
+    `new`), that warns when used; `convert` turns its value into the new option's (e.g. a count list)."""
+    own = f"{name}__{flag.lstrip('-').replace('-', '_')}"  # its own slot: click tells which flag was given
+
+    def callback(ctx: click.Context, param: click.Parameter, value: Any) -> None:
+        if value is None or value == ():
+            return
+        click.echo(f"warning: {flag} is a deprecated name of {new}, accepted until the next release; "
+                   f"write {new}", err=True)
+        ctx.params[name] = convert(value) if convert else value  # the new option, processed later, keeps it
+        ctx.set_parameter_source(name, click.core.ParameterSource.COMMANDLINE)
+
+    return click.option(flag, own, type=type, hidden=True, expose_value=False, callback=callback,
+                        help=f"{DEPRECATED} {new}")  # hidden: read by docs/options.md's test, not shown
 
 
 def shown_default(default: Any) -> Any:

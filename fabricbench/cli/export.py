@@ -13,7 +13,7 @@ import click
 
 from fabricbench.cli.types import Choice, InputPath, OutputFile, Size, Text
 from fabricbench.errors import UsageError
-from fabricbench.export import EXPORTERS, export
+from fabricbench.export import EXPORTERS, SimaiOptions, SimumaxOptions, export
 from fabricbench.files import check_output, refuse_collisions
 from fabricbench.sizes import parse_size
 
@@ -34,12 +34,13 @@ def export_command(results, fmt, out_path, group, fabric, size, base) -> None:
         nbytes = parse_size(size) if size is not None else None
     except ValueError as e:
         raise UsageError(f"--size {size}: {e}") from None
-    opts = {"simai-busbw": {"group": group, "fabric": fabric, "size": nbytes},
-            "simumax": {"fabric": fabric, "base": base}}.get(fmt, {})
+    opts = {"simai-busbw": SimaiOptions(group=group, fabric=fabric, size=nbytes),
+            "simumax": SimumaxOptions(fabric=fabric, base=base)}.get(fmt)
+    takes = {"simai-busbw": ("group", "fabric", "size"), "simumax": ("fabric", "base")}.get(fmt, ())
     given = (("group", group != "TP"), ("size", size is not None), ("base", base is not None),
              ("fabric", fabric is not None))
-    for key in [k for k, on in given if on and k not in opts]:
+    for key in [k for k, on in given if on and k not in takes]:
         click.echo(f"warning: --{key} is ignored by --format {fmt}", err=True)
-    for note in export(results, fmt, out_path, **opts):
+    for note in export(results, fmt, out_path, opts):
         click.echo(f"note: {note}", err=True)
     click.echo(f"{fmt}: wrote {out_path}")

@@ -1,17 +1,71 @@
-"""Click options shared by several commands (compare and scaling pass them on to `fabricbench sweep`).
+"""The options that belong to no config but mean one thing in every command that offers them (--json,
+--out, --plot, --topo-file, --num-gpus, --resume, --dry-run, --quiet), declared once here as config
+fields are (fabricbench/declare.py), and the click options compare and scaling share with `sweep`.
 
     fabricbench compare --fabrics default,p2p-off --iters 50 --timeout 60 --plot cmp.png
 
-Only flags live here; fabricbench/measuring/compare.py's SweepOptions holds and checks the values.
+A command takes one with `option(JSON, "as_json", help=...)`: its flag, kind, range and aliases come
+from here, its words may say what it does in that command. Only flags live here; the values are held
+and checked by the library (measuring/compare.py's SweepOptions, the configs).
 """
 
 from __future__ import annotations
 
+from typing import Any, Callable
+
 import click
 
-from fabricbench.cli.declared import declared_option
-from fabricbench.cli.types import OutputFile
+from fabricbench.cli.declared import declared_option, option
+from fabricbench.declare import Declared
 from fabricbench.measuring.config import SweepConfig
+from fabricbench.training.config import TrainConfig
+
+JSON = Declared(flag="--json", kind="flag", help="Print one JSON object instead of the table.")
+OUT_FILE = Declared(flag="--out", kind="output file", help="Append the JSONL records here.")
+PLOT = Declared(flag="--plot", kind="output file", help="Write a PNG plot here.")
+# a saved topology: one name in every command (topo's --from-file, advise's --topo: deprecated aliases)
+TOPO_FILE = Declared(flag="--topo-file", kind="input file", help=(
+    "A saved `nvidia-smi topo -m` output (or `fabricbench topo --json`) instead of this machine's."))
+# how many GPUs a command picks out of --gpus (advise; scaling's list of counts, once --counts)
+NUM_GPUS = Declared(flag="--num-gpus", kind="count", lo=1, hi=1024, help=(
+    "How many of --gpus the job uses."), default_by="all of --gpus")
+NUM_GPUS_LIST = Declared(flag="--num-gpus", kind="count list", lo=2, hi=1024, concept="num_gpus", help=(
+    "GPU counts to measure, e.g. 2,4,8."), aliases=("--counts",), default_by="powers of 2 up to all of --gpus")
+RESUME = Declared(flag="--resume", kind="flag", help="Skip what --out already holds as ok.")
+DRY_RUN = Declared(flag="--dry-run", kind="flag", help="Print the plan and exit; run nothing.")
+QUIET = Declared(flag="--quiet", kind="flag", help="No table or progress (records still go to --out).")
+
+
+CPU_MODE = {"engine": "torch", "backend": "gloo"}  # what --device cpu means to a measuring command
+CPU = "fabricbench.device_cpu"  # ctx.meta key: --device cpu was given (read by --engine and --backend)
+
+
+def engine_options(f: Callable) -> Callable:
+    """--engine, --backend and --device, as every measuring command takes them. CPU mode has one name in
+    every command (train's and study's --device cpu); here `cpu` is the torch engine over gloo. --engine
+    torch --backend gloo stay, since torch over nccl is a GPU mode; a value that says otherwise beside
+    --device cpu is refused. --device is eager, so it is read before the two whatever their order."""
+
+    def device(ctx: click.Context, param: click.Parameter, value: Any) -> None:
+        ctx.meta[CPU] = value == "cpu"
+
+    def keeps_cpu(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+        if not ctx.meta.get(CPU):
+            return value
+        given = ctx.get_parameter_source(param.name) == click.core.ParameterSource.COMMANDLINE
+        if given and value != CPU_MODE[param.name]:
+            raise click.BadParameter(f"{value} beside --device cpu, which runs --engine torch --backend gloo; "
+                                     "drop one of them", ctx=ctx, param=param)
+        return CPU_MODE[param.name]
+
+    for opt in reversed([
+        declared_option(SweepConfig, "engine", callback=keeps_cpu),
+        declared_option(SweepConfig, "backend", callback=keeps_cpu),
+        declared_option(TrainConfig, "device", expose_value=False, is_eager=True, callback=device, help=(
+            "cpu: CPU ranks (--engine torch --backend gloo); cuda: GPUs, by --engine.")),
+    ]):
+        f = opt(f)
+    return f
 
 
 def sweep_options(f):
@@ -20,12 +74,11 @@ def sweep_options(f):
         declared_option(SweepConfig, "dtype"),
         declared_option(SweepConfig, "iters"),
         declared_option(SweepConfig, "warmup"),
-        declared_option(SweepConfig, "engine"),
-        declared_option(SweepConfig, "backend"),
+        engine_options,
         declared_option(SweepConfig, "timeout_s"),
-        click.option("--out", "out_path", type=OutputFile(), default=None, help="Write the combined JSONL records here."),
-        click.option("--plot", "plot_path", type=OutputFile(), default=None, help="Write a PNG plot here."),
-        click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the table."),
+        option(OUT_FILE, "out_path", help="Write the combined JSONL records here."),
+        option(PLOT, "plot_path"),
+        option(JSON, "as_json"),
     ]):
         f = opt(f)
     return f

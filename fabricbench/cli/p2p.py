@@ -15,7 +15,7 @@ import click
 from fabricbench.cli.types import Count, GpuList, OutputFile, Size
 
 from fabricbench.files import refuse_collisions
-from fabricbench.measuring.commands import p2p as run_p2p
+from fabricbench.measuring.p2p_run import p2p as run_p2p
 from fabricbench.measuring.compare import check_plot_path
 from fabricbench.measuring.copy_format import plot, render
 

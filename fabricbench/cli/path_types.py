@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import stat
 
-from fabricbench.cli.types import OptionType
+from fabricbench.cli.option_type import OptionType
 from fabricbench.files import check_input, unwritable
 
 

@@ -6,7 +6,7 @@ from a known-good node; find the outliers of a fleet.
     fabricbench qualify --spec node.toml --out q/ --prometheus /var/lib/node_exporter/fb.prom
     fabricbench qualify --spec node.toml --out q/ --resume --only allreduce_bw
     fabricbench qualify --spec node.toml --out q2/ --baseline q/results.jsonl --tolerance 0.05
-    fabricbench qualify --init node.toml --from q/results.jsonl --margin 0.9
+    fabricbench qualify --init node.toml --from q/results.jsonl --factor 0.9
     fabricbench qualify --fleet node1/ node2/ node3/ --out fleet/
     fabricbench qualify --spec node.toml --dry-run                   (check the spec, list its checks)
     fabricbench qualify --list-specs | --list-kinds | --list-codes
@@ -21,7 +21,11 @@ import os
 
 import click
 
-from fabricbench.cli.types import MAX_TEXT, Count, FabricSpec, Fraction, InputPath, NameList, OutputFile, OutputFolder, Text
+from fabricbench.cli.declared import declared_option, option
+from fabricbench.cli.options import DRY_RUN, JSON, QUIET, RESUME, TOPO_FILE
+from fabricbench.cli.types import MAX_TEXT, Count, Fraction, InputPath, NameList, OutputFile, OutputFolder, Text
+from fabricbench.declare import Declared
+from fabricbench.measuring.config import SweepConfig
 
 from fabricbench.errors import UsageError
 from fabricbench.files import dumps, refuse_collisions
@@ -42,15 +46,21 @@ def _names(text: str | None) -> list[str] | None:
     return names
 
 
+# --init's threshold factor (once --margin, a name that means ±δ in train and study's comparisons)
+FACTOR = Declared(flag="--factor", kind="fraction", lo=0, hi=1, lo_open=True, aliases=("--margin",),
+                  help="--init: thresholds = measured x this factor (floors), or / it (ceilings).")
+
+
 @click.command(context_settings={"show_default": True})
 @click.argument("inputs", nargs=-1, type=InputPath(folder=True))
 @click.option("--spec", "spec_path", type=Text(MAX_TEXT), default=None, help="A TOML spec, or builtin:NAME (see --list-specs).")
 @click.option("--out", "out_dir", type=OutputFolder(), default=None, help="Folder for results.jsonl, verdicts.json, junit.xml, report.")
-@click.option("--resume", is_flag=True, help="Continue the run in --out: measured units are reused.")
+@option(RESUME, "resume", help="Continue the run in --out: measured units are reused.")
 @click.option("--only", type=NameList(what="check"), default=None, help="Run only these checks (comma list of names).")
 @click.option("--skip", type=NameList(what="check"), default=None, help="Skip these checks (comma list of names).")
-@click.option("--fabric", type=FabricSpec(), default=None, help="Run the checks that use the default fabric under this one instead.")
-@click.option("--topo-file", type=InputPath(), default=None, help="Judge topology checks on a saved `nvidia-smi topo -m` output.")
+@declared_option(SweepConfig, "fabric", default=None,
+                 help="Run the checks that use the default fabric under this one instead.")
+@option(TOPO_FILE, "topo_file", help="Judge topology checks on a saved `nvidia-smi topo -m` output.")
 @click.option("--level", type=Count(1, 3), default=None,
               help="1 quick (~1 min), 2 standard (~5 min; the default), 3 long (~20 min): the spec's checks "
                    "and run settings for that level.")
@@ -61,18 +71,18 @@ def _names(text: str | None) -> list[str] | None:
 @click.option("--init", "init_path", type=OutputFile(), default=None, help="Write a spec here from --from RESULTS.jsonl.")
 @click.option("--from", "from_path", type=InputPath(folder=True), default=None,
               help="Results to read: --init writes a spec from them; --spec judges them, measuring nothing.")
-@click.option("--margin", type=Fraction(hi_open=False), default=0.9, help="--init: thresholds = measured x margin.")
+@option(FACTOR, "factor", 0.9)
 @click.option("--name", type=Text(), default=None, help="--init: the spec's name (default: from the host).")
 @click.option("--fleet", is_flag=True, help="Compare the nodes given as INPUTS (qualify --out folders or results).")
 @click.option("--fraction", type=Fraction(), default=0.9, help="--fleet: a node below this x the median is an outlier.")
 @click.option("--list-specs", is_flag=True, help="List the built-in specs and exit.")
 @click.option("--list-kinds", is_flag=True, help="List the check kinds and their keys, then exit.")
 @click.option("--list-codes", is_flag=True, help="List the finding codes and their actions, then exit.")
-@click.option("--json", "as_json", is_flag=True, help="Print the verdicts as JSON instead of the table.")
-@click.option("--quiet", is_flag=True, help="No progress lines.")
-@click.option("--dry-run", is_flag=True, help="Check the spec and list the checks it would run; measure nothing.")
+@option(JSON, "as_json", help="Print the verdicts as JSON instead of the table.")
+@option(QUIET, "quiet", help="No progress lines.")
+@option(DRY_RUN, "dry_run", help="Check the spec and list the checks it would run; measure nothing.")
 def qualify(inputs, spec_path, out_dir, resume, only, skip, fabric, topo_file, level, prometheus, baseline, tolerance,
-            init_path, from_path, margin, name, fleet, fraction, list_specs, list_kinds, list_codes, as_json, quiet,
+            init_path, from_path, factor, name, fleet, fraction, list_specs, list_kinds, list_codes, as_json, quiet,
             dry_run):
     """Check a node against a spec: verdicts with numbers, JUnit, report; specs from runs; fleets.
 
@@ -113,7 +123,7 @@ def qualify(inputs, spec_path, out_dir, resume, only, skip, fabric, topo_file, l
             click.echo(line)
         return 0
     if init_path:
-        return _init(init_path, from_path, margin, name)
+        return _init(init_path, from_path, factor, name)
     if fleet:
         return _fleet(inputs, out_dir, fraction, as_json, prometheus)
     if dry_run:
@@ -142,13 +152,13 @@ def _dry_run(spec_path: str, only, skip, fabric: str | None, level: int | None, 
     return 0
 
 
-def _init(init_path: str, from_path: str | None, margin: float, name: str | None) -> int:
+def _init(init_path: str, from_path: str | None, factor: float, name: str | None) -> int:
     if not from_path:
         raise UsageError("--init needs --from RESULTS.jsonl (a known-good run's results)")
     refuse_collisions({"--init": init_path}, {"--from": from_path})
-    spec = write_init_spec(init_path, from_path, margin=margin, name=name)  # read back before it is written
+    spec = write_init_spec(init_path, from_path, factor=factor, name=name)  # read back before it is written
     click.echo(f"wrote {init_path}: {len(spec.checks)} checks ({', '.join(c.name for c in spec.checks)}), "
-               f"thresholds = measured x {margin:g}")
+               f"thresholds = measured x {factor:g}")
     return 0
 
 

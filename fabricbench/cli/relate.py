@@ -22,7 +22,7 @@ from fabricbench.measuring.compare import check_plot_path
 from fabricbench.relating.format import render
 from fabricbench.relating.plot import plot_relate
 from fabricbench.report import table as tables
-from fabricbench.report.plot import _pyplot
+from fabricbench.report.plot import pyplot
 
 
 @click.command()
@@ -36,7 +36,7 @@ def relate(files, reference, as_json, plot_path) -> None:
     check_plot_path(plot_path)
     refuse_collisions({"--plot": plot_path}, {f: f for f in files})
     if plot_path:
-        _pyplot()  # matplotlib missing is bad input too: say so before any work
+        pyplot()  # matplotlib missing is bad input too: say so before any work
     result = fabricbench.relate(list(files), reference=reference)
     err = tables.console(stderr=True)  # notes wrap at words on a terminal, stay whole lines in a log
     for p in result.problems:

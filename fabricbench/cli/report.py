@@ -3,7 +3,7 @@
     fabricbench report run/
     fabricbench report run/ --json      (the summary only: comparisons with verdicts, rankings, slowdowns)
 
-Nothing is measured: the report is drawn again from the records (fabricbench/study/report/), so a
+Nothing is measured: the report is drawn again from the records (fabricbench/studying/report/), so a
 study interrupted and resumed, or one copied from another machine, gets its report the same way.
 """
 
@@ -17,8 +17,8 @@ from fabricbench.cli.types import InputPath
 
 from fabricbench.errors import UsageError
 from fabricbench.files import check_writable, dumps
-from fabricbench.study import records
-from fabricbench.study.report import answer_lines, summary, write_report
+from fabricbench.studying import records
+from fabricbench.studying.report import answer_lines, summary, write_report
 
 NOTES_SHOWN = 5  # a badly damaged file would otherwise print one note per line
 

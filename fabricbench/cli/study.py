@@ -6,28 +6,25 @@
     fabricbench study --out run/ --dry-run                                     (the units and a time estimate)
     fabricbench study --out run/ --resume                                      (continue; stored settings)
 
-Only the options given on the command line are passed on: fabricbench.study (fabricbench/study/api.py)
-fills the defaults, so a bare `--resume` takes the settings stored in the directory.
+The options given on the command line become a StudyConfig (its defaults fill the rest); a bare `--resume`
+passes none, so fabricbench.study (fabricbench/studying/api.py) takes the settings stored in the directory.
 """
 
 from __future__ import annotations
 
 import json
-import os
 
 import click
-
-from fabricbench.cluster import env as cluster_env
 
 from fabricbench.cli.declared import config_options, fields_of, given as declared_given
 
 from fabricbench.errors import FabricbenchError
 from fabricbench.procs import Terminated, exit_status
 from fabricbench.results.status import Status
-from fabricbench.study import api as study_api
-from fabricbench.study.report import answer_lines
-from fabricbench.study.config import StudyConfig
-from fabricbench.study.format import render_plan
+from fabricbench.studying import api as study_api
+from fabricbench.studying.report import answer_lines
+from fabricbench.studying.config import StudyConfig
+from fabricbench.studying.format import render_plan
 
 
 @click.command()
@@ -36,22 +33,20 @@ from fabricbench.study.format import render_plan
 @click.option("--dry-run", is_flag=True, help="Print the units and a time estimate; run nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result (or the plan) as one JSON object.")
 @click.option("--quiet", is_flag=True, help="No progress bar and no line per unit.")
-def study(out, device, gpus, resume, dry_run, as_json, quiet, **_) -> None:
+def study(out, device, gpus, resume, dry_run, as_json, quiet, **options) -> None:
     """Topology, sweeps per fabric, scaling, train per strategy per fabric, estimate, relate, and a report."""
     import sys
 
-    ctx = click.get_current_context()
-    given = declared_given(ctx, [n for n in fields_of(StudyConfig) if n != "out"])
-    slurm = cluster_env.slurm_nodes(os.environ)  # srun, one task per node: the nodes from Slurm
-    if slurm is not None and "nnodes" not in given:
-        given.update(zip(("nnodes", "node_rank", "master_addr", "master_port"), slurm))
+    # the options the command line gave, and only those: a bare --resume takes the stored settings
+    given = declared_given(click.get_current_context(), [n for n in fields_of(StudyConfig) if n != "out"])
     if device == "cpu" and gpus:
         click.echo("warning: --gpus is ignored with --device cpu (use --nprocs)", err=True)
         given.pop("gpus")
+    config = StudyConfig(out=out, **given) if given or not resume else None
     echo = None if (quiet or as_json) else (lambda line: click.echo(line, err=True))
     try:
-        res = study_api.study(out, resume=resume, dry_run=dry_run, echo=echo,
-                        progress=False if (quiet or as_json) else None, **given)
+        res = study_api.study(config, out=out, resume=resume, dry_run=dry_run, echo=echo,
+                              progress=False if (quiet or as_json) else None)
     except KeyboardInterrupt as e:  # Ctrl-C (130) or SIGTERM (procs.Terminated, 143)
         word = "Terminated" if isinstance(e, Terminated) else "Interrupted"
         click.echo(f"{word}: the finished units are in {out}/results.jsonl; continue with "

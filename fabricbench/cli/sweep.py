@@ -1,7 +1,7 @@
 """`fabricbench sweep`: time collectives over a GPU set and a range of sizes.
 
     fabricbench sweep --gpus 0-7 --ops all_reduce,all_gather --sizes 8-8G --check --out run.jsonl
-    fabricbench sweep --engine torch --backend gloo --nprocs 2 --sizes 1K-1M    (no GPU)
+    fabricbench sweep --device cpu --nprocs 2 --sizes 1K-1M    (no GPU: --engine torch --backend gloo)
     fabricbench sweep --dry-run                                                  (the expanded plan)
 
 This module only maps flags onto SweepConfig (fabricbench/measuring/config.py, whose fields declare the
@@ -17,12 +17,12 @@ import click
 
 from fabricbench.cli import warn
 from fabricbench.cli.declared import declared_option
+from fabricbench.cli.options import engine_options
 from fabricbench.cli.types import OutputFile
 from fabricbench.collectives import listing
 from fabricbench.errors import UsageError
 from fabricbench.files import refuse_collisions
 from fabricbench.measuring import sweep_run
-from fabricbench.measuring.api import make_config
 from fabricbench.measuring.config import SweepConfig
 from fabricbench.report.table import fit_lines
 
@@ -42,8 +42,7 @@ from fabricbench.report.table import fit_lines
 @declared_option(SweepConfig, "graph")
 @declared_option(SweepConfig, "graph_iters")
 @declared_option(SweepConfig, "check")
-@declared_option(SweepConfig, "engine")
-@declared_option(SweepConfig, "backend")
+@engine_options
 @declared_option(SweepConfig, "nprocs")
 @declared_option(SweepConfig, "timeout_s")
 @declared_option(SweepConfig, "stall_timeout_s")
@@ -70,7 +69,7 @@ def sweep(gpus, ops, sizes, dtype, iters, warmup, adaptive, max_iters, mode, gra
         for line in fit_lines(listing()):
             click.echo(line)
         return
-    config = make_config(
+    config = SweepConfig(
         gpus=gpus, ops=ops, sizes=sizes, dtype=dtype, iters=iters, warmup=warmup, adaptive=adaptive,
         max_iters=max_iters, inplace=mode, graph=graph, graph_iters=graph_iters, check=check, engine=engine,
         backend=backend, nprocs=nprocs, timeout_s=timeout_s, nccl_lib=nccl_lib, fabric=fabric, seed=seed,

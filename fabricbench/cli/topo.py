@@ -2,7 +2,7 @@
 
     fabricbench topo                              (NVML; `nvidia-smi topo -m` if NVML fails)
     fabricbench topo --gpus 0-3 --json
-    fabricbench topo --from-file saved-topo-m.txt (an output saved on another machine)
+    fabricbench topo --topo-file saved-topo-m.txt (an output saved on another machine; once --from-file)
 """
 
 from __future__ import annotations
@@ -11,7 +11,9 @@ import json
 
 import click
 
-from fabricbench.cli.types import GpuList, InputPath, OutputFile
+from fabricbench.cli.declared import declared_option, option
+from fabricbench.cli.options import JSON, OUT_FILE, TOPO_FILE
+from fabricbench.measuring.config import SweepConfig
 
 from fabricbench.files import refuse_collisions
 from fabricbench.gpus import parse_gpus
@@ -22,16 +24,16 @@ from fabricbench.topology.format import render
 
 
 @click.command()
-@click.option("--gpus", type=GpuList(), default=None, help="GPU list to show (NVML indices): 0-7, 0,2,5. Default: all.")
-@click.option("--json", "as_json", is_flag=True, help="Print the topology as one JSON object.")
-@click.option("--from-file", "from_file", type=InputPath(), default=None, help="Parse a saved `nvidia-smi topo -m` output.")
-@click.option("--out", "out_path", type=OutputFile(), default=None, help="Append the topology record to this JSONL file.")
+@declared_option(SweepConfig, "gpus", help="GPU list to show (NVML indices): 0-7, 0,2,5.")
+@option(JSON, "as_json", help="Print the topology as one JSON object.")
+@option(TOPO_FILE, "from_file", aliases=("--from-file",), help="Parse a saved `nvidia-smi topo -m` output.")
+@option(OUT_FILE, "out_path", help="Append the topology record to this JSONL file.")
 def topo(gpus, as_json, from_file, out_path):
     """Show GPU links, NVLink islands, and which GPU sets stay on NVLink."""
 
     if gpus is not None:
         parse_gpus(gpus)  # the list's syntax before any topology is read
-    refuse_collisions({"--out": out_path}, {"--from-file": from_file})
+    refuse_collisions({"--out": out_path}, {"--topo-file": from_file})
     writer = ResultWriter(out_path) if out_path else None  # opened (so checked) before anything is read
     t = topology_for(from_file, gpus)
     doc = {**t.to_dict(), "advice": t.advice(), "summary": t.summary()}

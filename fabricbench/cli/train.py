@@ -10,14 +10,12 @@ This layer only maps flags to fabricbench.train (fabricbench/training/api.py); T
 from __future__ import annotations
 
 import json
-import os
 
 import click
 
 from fabricbench.cli.declared import declared_option
 from fabricbench.cli.types import OutputFile
 
-from fabricbench.cluster import env as cluster_env
 from fabricbench.errors import FabricbenchError
 from fabricbench.files import refuse_collisions
 from fabricbench.results.status import Status
@@ -72,10 +70,6 @@ def train(strategies, model, model_config, model_path, gpus, device, nprocs, bac
         for text in fit_lines(listing(STRATEGIES, MODELS)):
             click.echo(text)
         return
-    ctx = click.get_current_context()
-    slurm = cluster_env.slurm_nodes(os.environ)  # srun, one task per node: the nodes from Slurm
-    if slurm is not None and ctx.get_parameter_source("nnodes").name == "DEFAULT":
-        nnodes, node_rank, master_addr, master_port = slurm
     if device == "cuda" and nprocs is not None and backend != "gloo":
         click.echo("warning: --nprocs is ignored with --device cuda and nccl (one process per --gpus entry; "
                    "--backend gloo runs several ranks per GPU)", err=True)
@@ -85,14 +79,15 @@ def train(strategies, model, model_config, model_path, gpus, device, nprocs, bac
     refuse_collisions({"--out": out}, {"--model-config": model_config, "--dataset": dataset})
     # a run's line (a failed one carries its message) wraps at words to the output's width
     echo = (lambda r: click.echo(json.dumps(r))) if as_json else (lambda r: click.echo("\n".join(fit_lines([line(r)]))))
-    records = run_train(strategies, device=device, gpus=gpus if device == "cuda" else None, out=out, echo=echo,
-                        model=model, model_config=model_config, model_path=model_path, nprocs=nprocs, steps=steps,
-                        warmup_steps=warmup_steps, batch_size=batch_size, seq_len=seq_len, image_size=image_size,
-                        lr=lr, precision=precision, trace_steps=trace_steps, dataset=dataset, fabric=fabric,
-                        nnodes=nnodes, node_rank=node_rank, master_addr=master_addr, master_port=master_port,
-                        timeout_s=timeout_s, stall_timeout_s=stall_timeout_s, backend=backend, max_steps=max_steps, target_ci=target_ci or None,
-                        repeats=repeats, max_repeats=max_repeats, time_budget_s=time_budget_s, margin=margin,
-                        quiet=as_json)
+    config = TrainConfig(  # the library places it (GPUs, "all", Slurm's nodes) and validates it
+        strategies=strategies or "all", device=device, gpus=gpus if device == "cuda" and gpus else (), model=model,
+        model_config=model_config, model_path=model_path, nprocs=nprocs, steps=steps, warmup_steps=warmup_steps,
+        batch_size=batch_size, seq_len=seq_len, image_size=image_size, lr=lr, precision=precision,
+        trace_steps=trace_steps, dataset=dataset, fabric=fabric, nnodes=nnodes, node_rank=node_rank,
+        master_addr=master_addr, master_port=master_port, timeout_s=timeout_s, stall_timeout_s=stall_timeout_s,
+        backend=backend, max_steps=max_steps, target_ci=target_ci or None, repeats=repeats, max_repeats=max_repeats,
+        time_budget_s=time_budget_s, margin=margin)
+    records = run_train(config, out=out, echo=echo, quiet=as_json)
     if not as_json and records:
         render(records, f"train: {model or model_config or model_path}, {device}", say=click.echo,
                repeats=repeats, max_repeats=max_repeats, margin=margin)

@@ -22,16 +22,15 @@ from typing import Any, Callable
 
 import click
 
+from fabricbench.cli.option_type import CONTROL, MAX_TEXT, OptionError, OptionType, refuse  # noqa: F401 (named here)
+from fabricbench.declare import WEEK_S
 from fabricbench.errors import UsageError
 from fabricbench.gpus import parse_gpus
 from fabricbench.masking import shown_spec
 from fabricbench.sizes import SizeSweep, parse_size
 
-MAX_TEXT = 4096  # characters in one option's value: a path or a list, never a document
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _INT = re.compile(r"[+-]?[0-9]+", re.ASCII)
 _REAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", re.ASCII)
-WEEK_S = 7 * 86400.0
 STRATEGY_REGISTRY = "fabricbench.training.strategies:STRATEGIES"
 OP_REGISTRY = "fabricbench.collectives:COLLECTIVES"
 
@@ -40,59 +39,6 @@ def _human(x: float) -> str:
     if x == WEEK_S:
         return "604800 (7 days)"
     return f"{x:,}" if isinstance(x, int) else f"{x:g}"
-
-
-class OptionError(click.BadParameter):
-    """A refused value, said as the library says one: "--iters 0 is outside 1 to 10,000,000"."""
-
-    def __init__(self, message: str, ctx=None, param=None, *, library: bool = False) -> None:
-        super().__init__(message, ctx=ctx, param=param)
-        self.library = library
-
-    def format_message(self) -> str:
-        p = self.param
-        msg = self.message
-        if p is None or not p.opts or not p.opts[0].startswith("-"):
-            return msg  # an argument (relate FILES...): the message starts with the value, a path
-        flag = p.opts[0]
-        if msg.startswith(flag):
-            return msg
-        return f"{flag}: {msg}" if self.library else f"{flag} {msg}"
-
-
-def _refuse(message: str, param, ctx, library: bool = False) -> "NoReturn":  # noqa: F821
-    raise OptionError(message, ctx=ctx, param=param, library=library)
-
-
-class OptionType(click.ParamType):
-    """One kind of value. `describe()` is the range shown in docs/options.md and --help."""
-
-    kind = "value"
-
-    def fail(self, message, param=None, ctx=None) -> "NoReturn":  # noqa: F821
-        _refuse(message, param, ctx)
-
-    def describe(self) -> str:
-        return self.kind
-
-    def text(self, value: Any, param, ctx) -> str:
-        """The value as one line of plain text, or a one-line refusal: empty, control characters, huge."""
-        s = str(value)
-        if len(s) > MAX_TEXT:
-            self.fail(f"{len(s):,} characters is too long (at most {MAX_TEXT:,})", param, ctx)
-        if _CONTROL.search(s):
-            self.fail(f"{s[:40]!r} holds a control character", param, ctx)
-        s = s.strip()
-        if not s:
-            self.fail("is empty", param, ctx)
-        return s
-
-    def library(self, call: Callable[[], Any], param, ctx) -> Any:
-        """Run a library parser; its UsageError becomes this option's one-line refusal."""
-        try:
-            return call()
-        except (UsageError, ValueError) as e:
-            _refuse(str(e).strip(), param, ctx, library=True)
 
 
 class Text(OptionType):
@@ -201,8 +147,8 @@ class Duration(Real):
     name = "seconds"
     kind = "seconds"
 
-    def __init__(self, lo: float = 1.0, hi: float = WEEK_S) -> None:
-        super().__init__(lo, hi, unit="s")
+    def __init__(self, lo: float = 1.0, hi: float = WEEK_S, *, lo_open: bool = False) -> None:
+        super().__init__(lo, hi, lo_open=lo_open, unit="s")
 
 
 class Size(OptionType):
@@ -248,6 +194,23 @@ class GpuList(OptionType):
         s = self.text(value, param, ctx)
         self.library(lambda: parse_gpus(s), param, ctx)
         return s
+
+
+class GpuCount(OptionType):
+    """How many GPUs, where no GPU is touched (estimate): a count N, or a GPU list whose entries count.
+    A bare number is a count here, and an ordinal in every command that runs on GPUs (docs/options.md)."""
+
+    name = "gpus"
+    kind = "GPU count"
+
+    def describe(self) -> str:
+        return "a count 1 to 1,048,576 (8), or a GPU list (0-7) whose entries are counted"
+
+    def convert(self, value, param, ctx):
+        s = self.text(value, param, ctx)
+        if _INT.fullmatch(s):
+            return Count(1, 2**20).convert(s, param, ctx)
+        return len(self.library(lambda: parse_gpus(s), param, ctx))
 
 
 class CountList(OptionType):
@@ -329,7 +292,7 @@ class FabricSpec(OptionType):
         # fabrics (~35 ms: subprocess, secrets, the families) loads when a fabric is read, not for --help
         from fabricbench.fabrics import get_fabric, parse_fabric_list
 
-        if len(str(value)) > MAX_TEXT or _CONTROL.search(str(value)):  # never echo what may be a secret
+        if len(str(value)) > MAX_TEXT or CONTROL.search(str(value)):  # never echo what may be a secret
             self.fail(f"{shown_spec(str(value)[:40])!r} is too long or holds a control character", param, ctx)
         s = self.text(value, param, ctx)
         self.library(lambda: parse_fabric_list(s) if self.many else get_fabric(s), param, ctx)
@@ -342,19 +305,19 @@ class Choice(click.Choice):
     kind = "choice"
 
     def fail(self, message, param=None, ctx=None) -> "NoReturn":  # noqa: F821
-        _refuse(message, param, ctx, library=True)
+        refuse(message, param, ctx, library=True)
 
     def convert(self, value, param, ctx):
-        if isinstance(value, str) and value not in self.choices and not _CONTROL.search(value):
+        if isinstance(value, str) and value not in self.choices and not CONTROL.search(value):
             # the value, then the words (as every other refusal: "--buffers warm: choose rotate or reuse")
             words = list(map(str, self.choices))
             either = " or ".join(words) if len(words) <= 2 else ", ".join(words[:-1]) + " or " + words[-1]
-            _refuse(f"{value[:80]}: choose {either}", param, ctx)
+            refuse(f"{value[:80]}: choose {either}", param, ctx)
         return super().convert(value, param, ctx)
 
     def describe(self) -> str:
         return "one of " + ", ".join(self.choices)
 
 
-# The path types live in their own module; they are option types like the rest, named here too.
+# The path types live in their own module (over option_type.py, as these are); named here too.
 from fabricbench.cli.path_types import InputPath, OutputFile, OutputFolder, PathType  # noqa: E402,F401

@@ -4,6 +4,7 @@
     from fabricbench.cluster import env
     env.from_slurm(os.environ)    # {"RANK": "3", "WORLD_SIZE": "4", "LOCAL_RANK": "1", "MASTER_ADDR": ...}
     env.slurm_nodes(os.environ)   # (nnodes, node_rank, master_addr) for `train`, one task per node
+    env.on_slurm(config)          # a train or study config with Slurm's nodes, when it names none
 
 torchrun (and any launcher that follows it) sets RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and
 MASTER_PORT; fabricbench reads those. Under srun they are missing and Slurm's are there: SLURM_PROCID
@@ -15,8 +16,12 @@ sharing a node do not meet on one port.
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import re
-from typing import Mapping
+from typing import Mapping, TypeVar
+
+C = TypeVar("C")  # a config with nnodes, node_rank, master_addr and master_port (TrainConfig, StudyConfig)
 
 SLURM_PORT_BASE, SLURM_PORT_SPAN = 20000, 20000
 BATCH_STEP = 0xFFFFFFF0  # Slurm's batch, extern and interactive steps are numbered from here up
@@ -80,6 +85,16 @@ def slurm_nodes(environ: Mapping[str, str]) -> tuple[int, int, str, int] | None:
         return None
     port = environ.get("MASTER_PORT") or str(SLURM_PORT_BASE + int(environ.get("SLURM_JOB_ID") or 0) % SLURM_PORT_SPAN)
     return len(hosts), int(environ["SLURM_NODEID"]), environ.get("MASTER_ADDR") or hosts[0], int(port)
+
+
+def on_slurm(config: C, environ: Mapping[str, str] | None = None) -> C:
+    """`config` with Slurm's nodes (nnodes, node_rank, master_addr, master_port) in an srun step of one
+    task per node, when the config names one node (nnodes 1, its default); else `config` as it is. The
+    library's rule, so fabricbench.train(...) and fabricbench.study(...) see Slurm as the CLI does."""
+    slurm = slurm_nodes(os.environ if environ is None else environ)
+    if slurm is None or getattr(config, "nnodes") != 1:
+        return config
+    return dataclasses.replace(config, **dict(zip(("nnodes", "node_rank", "master_addr", "master_port"), slurm)))
 
 
 def launcher_prefix(environ: Mapping[str, str]) -> str | None:

@@ -82,7 +82,7 @@ class Node:
 
     def unplug(self) -> None:
         """Its link goes down: its processes live on, nothing reaches the other nodes."""
-        shaped._ip(["-n", self.ns, "link", "set", "eth0", "down"])
+        shaped.run_ip(["-n", self.ns, "link", "set", "eth0", "down"])
 
 
 def _tree(pid: int) -> list[int]:
@@ -106,27 +106,27 @@ def cluster(n: int = 2, *, rate: str = "1gbit", names: Sequence[str] | None = No
         raise RuntimeError(why)
     bps = shaped.parse_rate(rate)
     shaped.remove_stale()
-    base = f"{shaped.PREFIX}{os.getpid()}-{shaped._start_time(os.getpid())}-{secrets.token_hex(3)}"
+    base = f"{shaped.PREFIX}{os.getpid()}-{shaped.start_time(os.getpid())}-{secrets.token_hex(3)}"
     switch = f"{base}f"
     nodes = [Node(i, (names or [f"node{k}" for k in range(n)])[i], f"{base}{i}", f"{SUBNET}.{i + 1}")
              for i in range(n)]
     made: list[str] = []
     try:
         for ns in [switch, *(nd.ns for nd in nodes)]:
-            shaped._ip(["netns", "add", ns])
+            shaped.run_ip(["netns", "add", ns])
             made.append(ns)
-            shaped._ip(["-n", ns, "link", "set", "lo", "up"])
-        shaped._ip(["-n", switch, "link", "add", "br0", "type", "bridge"])
-        shaped._ip(["-n", switch, "link", "set", "br0", "up"])
+            shaped.run_ip(["-n", ns, "link", "set", "lo", "up"])
+        shaped.run_ip(["-n", switch, "link", "add", "br0", "type", "bridge"])
+        shaped.run_ip(["-n", switch, "link", "set", "br0", "up"])
         hosts = "127.0.0.1 localhost\n" + "".join(f"{nd.addr} {nd.name}\n" for nd in nodes)
         for nd in nodes:
             port = f"p{nd.index}"
             # both ends made inside the switch, then one moved: no name is ever made in the host's namespace
-            shaped._ip(["-n", switch, "link", "add", port, "type", "veth", "peer", "name", "eth0", "netns", nd.ns])
-            shaped._ip(["-n", switch, "link", "set", port, "master", "br0"])
-            shaped._ip(["-n", switch, "link", "set", port, "up"])
-            shaped._ip(["-n", nd.ns, "addr", "add", f"{nd.addr}/24", "dev", "eth0"])
-            shaped._ip(["-n", nd.ns, "link", "set", "eth0", "up"])
+            shaped.run_ip(["-n", switch, "link", "add", port, "type", "veth", "peer", "name", "eth0", "netns", nd.ns])
+            shaped.run_ip(["-n", switch, "link", "set", port, "master", "br0"])
+            shaped.run_ip(["-n", switch, "link", "set", port, "up"])
+            shaped.run_ip(["-n", nd.ns, "addr", "add", f"{nd.addr}/24", "dev", "eth0"])
+            shaped.run_ip(["-n", nd.ns, "link", "set", "eth0", "up"])
             for ns, dev in ((nd.ns, "eth0"), (switch, port)):  # each direction of the node's link
                 _tc(ns, dev, bps)
             etc = NETNS_ETC / nd.ns

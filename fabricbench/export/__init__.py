@@ -18,6 +18,8 @@ from typing import Any, Callable
 
 from fabricbench.errors import UsageError
 from fabricbench.export import simai, simumax, trace
+from fabricbench.export.simai import SimaiOptions
+from fabricbench.export.simumax import SimumaxOptions
 from fabricbench.files import dumps, write_text_atomic
 from fabricbench.registry import Registry
 from fabricbench.results import records as results_records
@@ -26,46 +28,53 @@ from fabricbench.results import records as results_records
 @dataclass(frozen=True, kw_only=True)
 class Exporter:
     description: str
-    write: Callable[..., tuple[str, list[str]]]  # (text, notes)
+    write: Callable[..., tuple[str, list[str]]]  # (records, source=, options=) -> (text, notes)
+    options: type | None = None  # the one options type it takes (None: it takes none)
 
 
-def _simai(recs: list[dict[str, Any]], *, source: str, group: str = "TP", fabric: str | None = None,
-           size: int | None = None) -> tuple[str, list[str]]:
-    tab, notes = simai.table(recs, group=group, fabric=fabric, size=size)
+def _simai(recs: list[dict[str, Any]], *, source: str, options: SimaiOptions | None) -> tuple[str, list[str]]:
+    o = options or SimaiOptions()
+    tab, notes = simai.table(recs, group=o.group, fabric=o.fabric, size=o.size)
     return simai.render(tab, name=f"fabricbench {Path(source).name}"), notes
 
 
-def _simumax(recs: list[dict[str, Any]], *, source: str, fabric: str | None = None, base: str | None = None,
-             **_: Any) -> tuple[str, list[str]]:
-    doc, notes = simumax.system(recs, fabric=fabric, base=base, source=Path(source).name)
+def _simumax(recs: list[dict[str, Any]], *, source: str, options: SimumaxOptions | None) -> tuple[str, list[str]]:
+    o = options or SimumaxOptions()
+    doc, notes = simumax.system(recs, fabric=o.fabric, base=o.base, source=Path(source).name)
     return dumps(doc, indent=4) + "\n", notes
 
 
-def _trace(recs: list[dict[str, Any]], *, source: str, **_: Any) -> tuple[str, list[str]]:
+def _trace(recs: list[dict[str, Any]], *, source: str, options: None = None) -> tuple[str, list[str]]:
     doc = trace.trace(recs, source=source)
     return dumps(doc, indent=2) + "\n", [f"{len(doc['runs'])} train run(s) written"]
 
 
 EXPORTERS: Registry[Exporter] = Registry("export format")
 EXPORTERS.register("simai-busbw", Exporter(description="SimAI analytical busbw.yaml (format 3, TP/DP/EP/PP)",
-                                           write=_simai))
+                                           write=_simai, options=SimaiOptions))
 EXPORTERS.register("simumax", Exporter(description="SimuMax system.json, its networks fitted from the sweep",
-                                        write=_simumax))
+                                        write=_simumax, options=SimumaxOptions))
 EXPORTERS.register("comm-trace", Exporter(description="per-step (op, bytes, group) JSON of a train run's trace",
                                           write=_trace))
 
 
-def export(results: str | os.PathLike, fmt: str, out: str | os.PathLike, **options: Any) -> list[str]:
-    """Write `results` as `fmt` to `out`; the notes say what was taken from where."""
+def export(results: str | os.PathLike, fmt: str, out: str | os.PathLike,
+           options: SimaiOptions | SimumaxOptions | None = None) -> list[str]:
+    """Write `results` as `fmt` to `out`; the notes say what was taken from where. `options`: the format's
+    own (SimaiOptions, SimumaxOptions; comm-trace takes none)."""
     p = Path(results)
     if p.is_dir():
         p = p / "results.jsonl"
     if fmt not in EXPORTERS.names():
         raise UsageError(f"--format {fmt}: choose from {', '.join(EXPORTERS.names())}")
     got = results_records.read_nonempty(p, what="export")
-    text, notes = EXPORTERS.get(fmt).write(list(got.records), source=str(results), **options)
+    exporter = EXPORTERS.get(fmt)
+    if options is not None and not (exporter.options and isinstance(options, exporter.options)):
+        takes = exporter.options.__name__ if exporter.options else "no options"
+        raise UsageError(f"--format {fmt} takes {takes}, not {type(options).__name__}")
+    text, notes = exporter.write(list(got.records), source=str(results), options=options)
     write_text_atomic(out, text, what="--out")
     return notes + got.warnings
 
 
-__all__ = ["EXPORTERS", "Exporter", "export"]
+__all__ = ["EXPORTERS", "Exporter", "SimaiOptions", "SimumaxOptions", "export"]

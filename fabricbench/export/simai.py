@@ -26,6 +26,7 @@ did not measure are written `null`, and the other sections all `null`.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from fabricbench.errors import UsageError
@@ -33,6 +34,16 @@ from fabricbench.export.measured import one_fabric
 from fabricbench.sizes import format_size
 
 SECTIONS = ("TP", "DP", "EP", "PP")
+
+
+@dataclass(frozen=True, kw_only=True)
+class SimaiOptions:
+    """What `export --format simai-busbw` takes: the section the sweep fills, the fabric (when the results
+    hold several) and the size whose busbw is taken (None: the largest swept)."""
+
+    group: str = "TP"
+    fabric: str | None = None
+    size: int | None = None
 OPS = {"allreduce": "all_reduce", "allgather": "all_gather", "reducescatter": "reduce_scatter",
        "alltoall": "all_to_all"}
 PP_OP = "sendrecv"

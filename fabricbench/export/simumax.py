@@ -35,6 +35,8 @@ Broadcast and ops SimuMax has no key for are left out, with a note.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import copy
 import json
 import statistics
@@ -176,6 +178,15 @@ def _base(path: str | None) -> dict[str, Any]:
     if not isinstance(doc, dict) or not isinstance(doc.get("networks"), dict):
         raise UsageError(f"--base {path}: no 'networks' object; give a SimuMax system config (configs/system/*.json)")
     return doc
+
+
+@dataclass(frozen=True, kw_only=True)
+class SimumaxOptions:
+    """What `export --format simumax` takes: the fabric (when the results hold several) and a SimuMax system
+    config to fill (its accelerator, other networks and unmeasured ops are kept)."""
+
+    fabric: str | None = None
+    base: str | None = None
 
 
 def system(records: list[dict[str, Any]], *, fabric: str | None = None, base: str | None = None,

@@ -91,7 +91,7 @@ def capability() -> str | None:
     missing = [tool for tool in ("ip", "tc") if shutil.which(tool) is None]
     if missing:
         return f"shaped fabrics need iproute2 ({', '.join(missing)} not found): install iproute2"
-    res = _ip(["netns", "list"], check=False)
+    res = run_ip(["netns", "list"], check=False)
     if res.returncode != 0:
         return f"network namespaces do not work here (`ip netns list`: {res.stderr.strip() or res.returncode})"
     return None
@@ -113,13 +113,13 @@ class ShapedFabric(Fabric):
     def isolation(self) -> Iterator[str | None]:
         assert self.rate_bps is not None
         remove_stale()
-        ns = f"{PREFIX}{os.getpid()}-{_start_time(os.getpid())}-{secrets.token_hex(3)}"
-        made = _ip(["netns", "add", ns], check=False)
+        ns = f"{PREFIX}{os.getpid()}-{start_time(os.getpid())}-{secrets.token_hex(3)}"
+        made = run_ip(["netns", "add", ns], check=False)
         if made.returncode != 0:
             raise FabricWaived(f"fabric {self.name}: `ip netns add {ns}` failed: {made.stderr.strip()}")
         try:
-            _ip(["netns", "exec", ns, "ip", "link", "set", "lo", "up"])
-            _ip(["netns", "exec", ns, "tc", "qdisc", "add", "dev", "lo", "root", "tbf", "rate",
+            run_ip(["netns", "exec", ns, "ip", "link", "set", "lo", "up"])
+            run_ip(["netns", "exec", ns, "tc", "qdisc", "add", "dev", "lo", "root", "tbf", "rate",
                  f"{self.rate_bps}bit", "burst", BURST, "latency", LATENCY])
             yield ns
         finally:
@@ -149,7 +149,7 @@ def remove(ns: str) -> None:
     """Remove one of our namespaces; never raises (it runs on the way out of failures and Ctrl-C)."""
     assert ns.startswith(PREFIX)
     try:
-        _ip(["netns", "del", ns], check=False)
+        run_ip(["netns", "del", ns], check=False)
     except (OSError, subprocess.SubprocessError):
         pass
 
@@ -157,7 +157,7 @@ def remove(ns: str) -> None:
 def remove_stale() -> list[str]:
     """Remove the fb-<pid>-<start>-* namespaces whose creating process is gone (a SIGKILLed run); return them."""
     try:
-        res = _ip(["netns", "list"], check=False)
+        res = run_ip(["netns", "list"], check=False)
     except (OSError, subprocess.SubprocessError):
         return []
     gone = []
@@ -165,7 +165,7 @@ def remove_stale() -> list[str]:
         name = line.split()[0] if line.split() else ""
         m = _NAME.fullmatch(name)
         # The creator's start time rules out a pid reused by an unrelated process since.
-        if m and (not _alive(int(m.group(1))) or _start_time(int(m.group(1))) != int(m.group(2))):
+        if m and (not _alive(int(m.group(1))) or start_time(int(m.group(1))) != int(m.group(2))):
             remove(name)
             gone.append(name)
     return gone
@@ -173,14 +173,14 @@ def remove_stale() -> list[str]:
 
 def namespaces() -> list[str]:
     """Our namespaces that exist now (for tests and diagnostics)."""
-    res = _ip(["netns", "list"], check=False)
+    res = run_ip(["netns", "list"], check=False)
     return [line.split()[0] for line in res.stdout.splitlines() if line.startswith(PREFIX)]
 
 
 _NAME = re.compile(rf"{PREFIX}(\d+)-(\d+)-[0-9a-f]+")  # fb-<pid>-<its start time>-<random>
 
 
-def _start_time(pid: int) -> int:
+def start_time(pid: int) -> int:
     """The process's start time (clock ticks after boot, /proc/PID/stat field 22); -1 when unknown."""
     try:
         with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
@@ -204,7 +204,7 @@ def _alive(pid: int) -> bool:
         return True
 
 
-def _ip(args: list[str], *, check: bool = True) -> subprocess.CompletedProcess:
+def run_ip(args: list[str], *, check: bool = True) -> subprocess.CompletedProcess:
     res = subprocess.run(["ip", *args], capture_output=True, text=True, timeout=IP_TIMEOUT_S)
     if check and res.returncode != 0:
         raise FabricWaived(f"`ip {' '.join(args)}` failed: {res.stderr.strip() or res.returncode}")

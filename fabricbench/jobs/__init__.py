@@ -6,7 +6,7 @@
 
 Every orchestrator goes through here: `sweep --fabric`, `compare`, `scaling` (measuring/child.py), `sweep
 --nprocs N`'s ranks (measuring/launch.py: one job of N named processes), `train`'s torchrun
-(training/launch.py), `study`'s units (study/runner.py), `qualify`'s measuring units
+(training/launch.py), `study`'s units (studying/runner.py), `qualify`'s measuring units
 (qualifying/children.py) and the relate lab (relating/lab.py). What lives where:
 - runner.py: the one child runner (fabric applied, process group dead with us, records streamed back over
   one channel, stall timeout naming the process that stopped answering, total budget, no leftovers; a

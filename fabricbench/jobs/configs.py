@@ -262,7 +262,7 @@ class EstimateJob(Job):
     PROGRAM = ("fabricbench", "estimate")
     model: str | None = None
     model_config: str | None = None
-    num_gpus: int
+    num_gpus: int = field(metadata=argv_field(flag="--gpus"))  # estimate's --gpus is a count (once --num-gpus)
     batch_size: int | None = None
     seq_len: int | None = None  # None: the child's default
     image_size: int | None = None

@@ -30,7 +30,6 @@ a collective's own time-outs (gloo's, NCCL's watchdog, the store's) are the run'
 from __future__ import annotations
 
 import atexit
-import datetime
 import json
 import os
 import socket
@@ -41,12 +40,19 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from fabricbench.declare import Declared
+from fabricbench.jobs.tcpstore import STORE_WAIT_S, open_store
+
 BEAT_S = 1.0  # how often a rank writes its beat and reads its peers'
 MIN_STALL_S = 60.0  # the default bound's floor
 STALL_LO_S, STALL_HI_S = 3.0, 86_400.0  # --stall-timeout's accepted range (a beat every BEAT_S must be missed
 # several times), for train, sweep and study alike
+STALL_TIMEOUT = Declared(  # --stall-timeout, declared once: each config shares it (declare.shared)
+    flag="--stall-timeout", kind="seconds", lo=STALL_LO_S, hi=STALL_HI_S, unit="s",
+    help="Seconds a rank's heartbeat may stop (SIGSTOP, a dead node) before the run ends naming it.")
+STALL_EXIT = 4  # a rank the watchdog ended exits with this (1 is any failure): the one code, train's ranks too
 STEPS_X = 10.0  # the default bound: this many median steps, when that is above the floor
-STORE_WAIT_S = 2.0  # one store operation's bound: a verdict is checked at least every BEAT_S + this
+# a verdict is checked at least every BEAT_S + STORE_WAIT_S (one store call's bound, jobs/tcpstore.py)
 DEAD_S = 5.0  # after a rank's own collective failed: a peer silent this long is the one that died
 PREFIX = "fabricbench/hb"
 RUNNING, FAILED, DONE = "running", "failed", "done"
@@ -77,6 +83,12 @@ def stall_bound(stall_s: float | None, step_times: list[float]) -> float:
     return max(MIN_STALL_S, STEPS_X * statistics.median(step_times))
 
 
+def store_host_gone(who: str, silent_s: float) -> str:
+    """The one sentence for a store that stopped answering: the process that hosts it is gone or cut off,
+    so its node is named (rank 0's node for a run's rendezvous store, node 0 for a study's store)."""
+    return f"{who} is unreachable: the store it hosts gave no answer for {silent_s:.0f} s"
+
+
 def verdict(peers: dict[int, Peer], *, me: int, now: float, bound: float, store_ok_at: float,
             store_host: str | None) -> tuple[str, list[int]] | None:
     """(message, culprit ranks) when the run must end now; None otherwise. Pure: the tests drive it."""
@@ -84,8 +96,7 @@ def verdict(peers: dict[int, Peer], *, me: int, now: float, bound: float, store_
         r0 = peers.get(0)
         host = (r0.host if r0 else None) or store_host
         ranks = sorted(p.rank for p in peers.values() if p.host and p.host == host) or [0]
-        return (f"node {host} (ranks {', '.join(map(str, ranks))}) is unreachable: the rendezvous store it "
-                f"hosts gave no answer for {now - store_ok_at:.0f} s"), ranks
+        return store_host_gone(f"node {host} (ranks {', '.join(map(str, ranks))})", now - store_ok_at), ranks
     others = [p for p in peers.values() if p.rank != me and p.state != DONE]
     silent = [p for p in others if now - p.alive_at > bound]
     if silent:
@@ -119,7 +130,7 @@ class Heartbeat:
     """This rank's beat and its watch over the others (module docstring)."""
 
     def __init__(self, store: Any, *, rank: int, world: int, stall_s: float | None,
-                 on_stall: Callable[[str, list[int]], None], store_host: str | None = None,
+                 on_stall: Callable[[str, list[int]], None] | None, store_host: str | None = None,
                  host: str | None = None) -> None:
         self.store, self.rank, self.world, self.stall_s = store, rank, world, stall_s
         self.on_stall, self.store_host = on_stall, store_host
@@ -138,11 +149,13 @@ class Heartbeat:
         self._kick = threading.Event()  # beat now (done() says so at once)
         self._beats = 0  # beats written, by the heartbeat thread (the only one that talks to the store)
         # Two threads: one talks to the store (a store call on a link that went down may never return),
-        # the other judges from what the first last learnt, so a hung store call is itself a verdict.
+        # the other judges from what the first last learnt, so a hung store call is itself a verdict. With
+        # no on_stall, the owner judges (silent(), from the same memory: never a store call).
         self._io = threading.Thread(target=self._io_loop, daemon=True, name="fabricbench-heartbeat")
         self._thread = threading.Thread(target=self._watch_loop, daemon=True, name="fabricbench-stall-watch")
         self._io.start()
-        self._thread.start()
+        if on_stall is not None:
+            self._thread.start()
 
     # -- this rank ------------------------------------------------------------------------------------------
     def progress(self, step: int | None = None) -> None:
@@ -195,13 +208,25 @@ class Heartbeat:
             time.sleep(BEAT_S / 2)
         return None
 
+    def silent(self, ranks: list[int], bound_s: float) -> tuple[int | None, float] | None:
+        """(rank, seconds) for the first of `ranks` whose beat stood still longer than bound_s, (None,
+        seconds) when the store itself gave no answer that long (its host is gone), else None. Reads what
+        the heartbeat thread last learnt, so a hung store cannot block it."""
+        now = time.monotonic()
+        if now - self.store_ok_at > bound_s:
+            return None, now - self.store_ok_at
+        for r in ranks:
+            if now - self.peers[r].alive_at > bound_s:
+                return r, now - self.peers[r].alive_at
+        return None
+
     def close(self) -> None:
         """Stop the thread and wait for it: a thread still inside a store call while the interpreter
         tears down aborts the process ("terminate called without an active exception")."""
         self._stop.set()
         self._kick.set()
         for t in (self._thread, self._io):
-            if t is not threading.current_thread():
+            if t.is_alive() and t is not threading.current_thread():
                 t.join(timeout=STORE_WAIT_S + BEAT_S + 1)
 
     def finish(self) -> None:
@@ -279,14 +304,13 @@ class Heartbeat:
 
 
 def start(*, rank: int, world: int, host_addr: str, port: int, stall_s: float | None,
-          on_stall: Callable[[str, list[int]], None], connect_s: float = 60.0) -> Heartbeat:
-    """A Heartbeat over a new client of the store at host_addr:port (the run's rendezvous store)."""
-    import torch.distributed as tdist
-
-    store = tdist.TCPStore(host_addr, port, None, False, timeout=datetime.timedelta(seconds=connect_s),
-                           wait_for_workers=False)
-    store.set_timeout(datetime.timedelta(seconds=STORE_WAIT_S))  # a dead store: errors, not waits
-    hb = Heartbeat(store, rank=rank, world=world, stall_s=stall_s, on_stall=on_stall, store_host=host_addr)
+          on_stall: Callable[[str, list[int]], None] | None, connect_s: float = 60.0,
+          host: str | None = None) -> Heartbeat:
+    """A Heartbeat over a new client of the store at host_addr:port (the run's rendezvous store, or a
+    study's), its calls bounded (jobs/tcpstore.py). on_stall None: the owner judges, by silent()."""
+    store = open_store(host_addr, port, connect_s=connect_s)
+    hb = Heartbeat(store, rank=rank, world=world, stall_s=stall_s, on_stall=on_stall, store_host=host_addr,
+                   host=host)
     # the store host's name, for the verdict, found off the start-up path: a slow resolver would otherwise
     # hold every rank's start for up to host_name's wait; until it answers, the address is said
     threading.Thread(target=lambda: setattr(hb, "store_host", host_name(host_addr, wait_s=10.0)), daemon=True,
@@ -332,7 +356,6 @@ def from_env(*, stall_s: float | None, on_stall: Callable[[str, list[int]], None
 
 
 _THIS: list[Heartbeat] = []  # this process's own watchdog, when watch_this_rank started one
-STALL_EXIT = 1
 
 
 def watch_this_rank(stall_s: float | None) -> Heartbeat | None:

@@ -14,7 +14,7 @@ FILE.unreadable), says so once per line on stderr, and the measurement the fragm
 store: it is done again.
 
 sweep, compare, scaling and sweep --fabric key their records by measuring/resume.record_key; study keys
-its units by name (study/runner.py); qualify its units by their job's key (jobs/configs.job_key).
+its units by name (studying/runner.py); qualify its units by their job's key (jobs/configs.job_key).
 """
 
 from __future__ import annotations

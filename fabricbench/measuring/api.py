@@ -12,43 +12,19 @@ import dataclasses
 from typing import Any, Iterable
 
 import fabricbench.gpus  # looked up on call: tests stand in for visible_gpu_count
-from fabricbench import dtypes
-from fabricbench.collectives import COLLECTIVES
 from fabricbench.errors import UsageError
-from fabricbench.gpus import check_visible, default_gpus, parse_gpus
+from fabricbench.gpus import check_visible, default_gpus
 from fabricbench.measuring import runner
 from fabricbench.measuring.config import SweepConfig, default_backend, validate as check
 from fabricbench.measuring.resume import Resume
 from fabricbench.results.schema import CollectiveResult
 from fabricbench.results.status import Status
 from fabricbench.results.writer import ResultWriter
-from fabricbench.sizes import SizeSweep, format_size, parse_size
 
 
 def make_config(**fields: Any) -> SweepConfig:
-    """A SweepConfig from friendly values: sizes and gpus as strings or sequences, ops as a list."""
-    sizes = fields.get("sizes")
-    if isinstance(sizes, str):
-        fields["sizes"] = SizeSweep.parse(sizes)
-    elif isinstance(sizes, (int,)):
-        fields["sizes"] = SizeSweep(explicit=(sizes,), spec=format_size(sizes))
-    elif isinstance(sizes, Iterable) and not isinstance(sizes, SizeSweep):
-        vals = tuple(parse_size(s) if isinstance(s, str) else int(s) for s in sizes)
-        fields["sizes"] = SizeSweep(explicit=vals, spec=",".join(format_size(v) for v in vals))
-    gpus = fields.get("gpus")
-    if isinstance(gpus, str):
-        fields["gpus"] = parse_gpus(gpus)
-    elif gpus is not None:
-        fields["gpus"] = tuple(int(g) for g in gpus)
-        if len(set(fields["gpus"])) != len(fields["gpus"]) or not fields["gpus"]:
-            raise UsageError(f"gpus={list(gpus)}: name each GPU once and at least one")
-    ops = fields.get("ops")
-    if isinstance(ops, str):
-        ops = [o for o in ops.split(",") if o.strip()]
-    if ops is not None:
-        fields["ops"] = tuple(COLLECTIVES.get(o.strip()).name for o in ops)
-    if "dtype" in fields:
-        fields["dtype"] = dtypes.resolve(fields["dtype"])
+    """A SweepConfig from friendly values (SweepConfig takes them itself: sizes and gpus as text or
+    sequences, ops as a list); an unknown field is named with the known ones."""
     known = {f.name for f in dataclasses.fields(SweepConfig)}
     unknown = set(fields) - known
     if unknown:

@@ -1,7 +1,7 @@
 """Run one `fabricbench sweep` in a fresh process under a fabric, and read back what it measured.
 
     fabricbench compare --fabrics default,p2p-off      (one child per fabric)
-    fabricbench scaling --counts 2,4,8                  (one child per GPU set)
+    fabricbench scaling --num-gpus 2,4,8                  (one child per GPU set)
     fabricbench sweep --fabric p2p-off                  (runner.run_sweep delegates to one child)
 
 NCCL reads its environment once per process, so every fabric (and every GPU set) gets its own

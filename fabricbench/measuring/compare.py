@@ -1,5 +1,6 @@
-"""Shared by `compare` and `scaling`: the sweep options they pass on, validated once, and the output file;
-compare's `--with` files as runs beside the measured fabrics. No click here: the flags are in
+"""Shared by `compare` and `scaling` (compare_run.py, scaling_run.py): the sweep options they pass on,
+validated once, the output file, what --resume finds already measured, and compare's `--with` files as
+runs beside the measured fabrics. No click here: the flags are in
 fabricbench/cli/options.py, the comparison rows in report/analysis.py, the tables in measuring/format.py.
 
     fabricbench compare --fabrics default,p2p-off --gpus 0,1 --out cmp.jsonl
@@ -18,6 +19,8 @@ from fabricbench.importing.beside import collective_groups, records_of
 from fabricbench.measuring.api import default_backend, make_config, resolve_devices, uses_gpus
 from fabricbench.jobs.configs import SweepJob
 from fabricbench.measuring.child import ChildRun, run_child
+from fabricbench.measuring.resume import covering, read_prior
+from fabricbench.progress import Progress
 from fabricbench.report.analysis import metric_for as choose
 from fabricbench.report.plot import remove_stale
 from fabricbench.results.writer import ResultWriter
@@ -71,7 +74,7 @@ class SweepOptions:
 
 def runs_beside(paths, *, ops: list[str], dtype: str) -> list[Any]:
     """compare --with FILE: one column per fabric label of the file's collective records (imported ones read
-    as "<fabric> (<tool>)"), as runs that measured nothing (measuring.commands.compare's `beside`)."""
+    as "<fabric> (<tool>)"), as runs that measured nothing (measuring.compare_run.compare's `beside`)."""
     runs = []
     for path in paths:
         # compare measures out of place: the imported in-place rows would stand alone
@@ -158,3 +161,53 @@ def run_and_keep(fabric, job: SweepJob, writer, run_id: str, *, what: str, kept:
 def metric_for(records: list[dict[str, Any]]) -> tuple[str, str | None]:
     """Kept for callers of the old place; the analysis lives in fabricbench/report/analysis.py."""
     return choose(records)
+
+
+def as_text(v: Any) -> str | None:
+    """A list parameter as the comma text the sweep options take ("all_reduce,all_gather")."""
+    if v is None or isinstance(v, str):
+        return v
+    return ",".join(str(x) for x in v)
+
+
+def sweep_options(*, ops: Any = "all_reduce", sizes: Any = "1M-1G:x4", dtype: str = "float32", iters: int = 20,
+                  warmup: int = 5, engine: str = "native", backend: str | None = None, nprocs: int | None = None,
+                  timeout_s: float | None = None):
+    """What every child sweep of compare and scaling gets (the defaults are `fabricbench sweep`'s)."""
+    return SweepOptions(ops=as_text(ops), sizes=as_text(sizes), dtype=dtype, iters=iters, warmup=warmup, engine=engine,
+                        backend=backend, nprocs=nprocs, timeout_s=timeout_s)
+
+
+def resume_records(out: str | None, resume: bool) -> list[dict[str, Any]] | None:
+    """resume=True: the reusable records of the combined `out` (shared by compare and scaling)."""
+    if not resume:
+        return None
+    if not out:
+        raise UsageError("resume skips what out already holds; give out (the earlier run's file)")
+    return read_prior(out)
+
+
+def already_done(prior, opts, fabric, gpus, *, nprocs: int | None = None, where: dict[str, Any] | None = None,
+                 out: str | None = None, say: Callable[[str], None] = _stderr):
+    """A ChildRun made of the records that already hold every measurement of this child sweep (then it is
+    not run again), or None. Partly measured children run whole: the sweep's own resume is per item."""
+    if prior is None:
+        return None
+    fields = dict(ops=opts.ops, sizes=opts.sizes, dtype=opts.dtype, iters=opts.iters, warmup=opts.warmup,
+                  engine=opts.engine, backend=opts.backend, nprocs=nprocs if nprocs is not None else opts.nprocs,
+                  fabric=fabric.name, gpus=None if opts.cpu_ranks else gpus)
+    if opts.timeout_s is not None:
+        fields["timeout_s"] = opts.timeout_s
+    recs = covering(prior, where=where, **fields)
+    if recs is None:
+        return None
+    say(f"resume: all {len(recs)} measurement(s) already recorded ok in {out}; skipped")
+    return ChildRun(fabric=fabric, records=recs, transport=recs[0].get("transport"),
+                    mismatch=recs[0].get("transport_mismatch"))
+
+
+def progress_bar(what: str, total: int, progress: Progress | bool | None) -> Progress:
+    """progress: a Progress to report to, False for none, None for the automatic one (a bar on a terminal)."""
+    if isinstance(progress, Progress):
+        return progress
+    return Progress(what, total=total, quiet=progress is False)

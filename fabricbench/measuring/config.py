@@ -9,20 +9,20 @@ dataclass directly (fabricbench.sweep(...) does it for them). The type checks it
 
 from __future__ import annotations
 
-import math
 import os
 from dataclasses import dataclass, field
 
 import fabricbench.gpus  # looked up on call: tests stand in for visible_gpu_count
 from fabricbench import dtypes
 from fabricbench.collectives import COLLECTIVES
-from fabricbench.declare import declare
+from fabricbench.declare import check, declare, shared
 from fabricbench.errors import NcclError, UsageError
 from fabricbench.jobs.configs import argv_field
-from fabricbench.jobs.heartbeat import STALL_HI_S, STALL_LO_S
+from fabricbench.jobs.heartbeat import STALL_TIMEOUT
 from fabricbench.measuring.engines import ENGINES
 from fabricbench.measuring.nccl_lib import resolve_nccl_library
-from fabricbench.sizes import SizeSweep
+from fabricbench.gpus import parse_gpus
+from fabricbench.sizes import SizeSweep, format_size, parse_size
 
 PROCS_PER_CORE = 4  # local ranks per CPU core beyond which a sweep only measures the scheduler
 MAX_ITERS = 10_000_000  # iterations per size: more would run for days at a microsecond each
@@ -71,9 +71,7 @@ class SweepConfig:
         "--timeout", "seconds", "Seconds before a hung step is aborted.", unit="s",
         concept="step_timeout_s")})  # a set-up or collective that takes longer is aborted
     stall_timeout_s: float | None = field(default=None, metadata={**argv_field(flag="--stall-timeout", keyed=False),
-        **declare("--stall-timeout", "seconds", "Seconds a rank's heartbeat may stop (SIGSTOP, a dead node) "
-                  "before the run ends naming it.", lo=STALL_LO_S, hi=STALL_HI_S, unit="s",
-                  default_by="--timeout + 5 for --nprocs ranks, 60 under torchrun/srun")})
+        **shared(STALL_TIMEOUT, default_by="--timeout + 5 for --nprocs ranks, 60 under torchrun/srun")})
     # a rank whose heartbeat stops this long (SIGSTOP, a dead node) ends the run naming it; None: --timeout
     # + DEAD_AFTER_S for local ranks, 60 s for torchrun/srun ranks (jobs/heartbeat.py)
     nccl_lib: str | None = field(default=None, metadata=declare(  # path of libnccl.so.2
@@ -104,7 +102,39 @@ class SweepConfig:
         "as nccl-tests).", choices=ALLOCS))
 
     def __post_init__(self) -> None:
+        self._friendly()
+        validate(self)  # whole: a SweepConfig is immutable, so built is checked
+
+    def _friendly(self) -> None:
+        """Friendly values as the fields' own, so the CLI and Python build it alike: sizes as text ("1M-1G"),
+        a size or a list of them; gpus as text ("0-3") or a sequence; ops as a comma text or a list; a
+        dtype's other names (bf16)."""
+        def put(name: str, value) -> None:
+            object.__setattr__(self, name, value)
+
+        sizes = self.sizes
+        if isinstance(sizes, str):
+            put("sizes", SizeSweep.parse(sizes))
+        elif isinstance(sizes, int):
+            put("sizes", SizeSweep(explicit=(sizes,), spec=format_size(sizes)))
+        elif isinstance(sizes, (list, tuple)):
+            vals = tuple(parse_size(x) if isinstance(x, str) else int(x) for x in sizes)
+            put("sizes", SizeSweep(explicit=vals, spec=",".join(format_size(v) for v in vals)))
+        if isinstance(self.gpus, str):
+            put("gpus", parse_gpus(self.gpus))
+        elif self.gpus is not None:
+            gpus = tuple(int(g) for g in self.gpus)
+            if len(set(gpus)) != len(gpus) or not gpus:
+                raise UsageError(f"gpus={list(self.gpus)}: name each GPU once and at least one")
+            put("gpus", gpus)
+        ops = [o for o in self.ops.split(",") if o.strip()] if isinstance(self.ops, str) else self.ops
+        put("ops", tuple(COLLECTIVES.get(o.strip()).name for o in ops))
+        put("dtype", dtypes.resolve(self.dtype))
+
+    def validate(self) -> "SweepConfig":
+        """The whole check again (as TrainConfig and StudyConfig have it); returns self."""
         validate(self)
+        return self
 
     def modes(self) -> tuple[bool, ...]:
         """The in-place settings to run, out-of-place first (nccl-tests' column order)."""
@@ -136,44 +166,26 @@ def default_backend(visible: int | None = None) -> str:
 
 def validate(config: SweepConfig) -> None:
     """Everything that can be checked before a GPU is touched; the message says what to do."""
+    check(config)  # every declared field inside its declared range (declare.py), as the CLI checks it
     ENGINES.get(config.engine)
     if not isinstance(config.sizes, SizeSweep):
-        raise UsageError(f"sizes={config.sizes!r}: build SweepConfig with a SizeSweep "
-                         f"(or call fabricbench.sweep(sizes='1M-1G'), which parses text)")
+        raise UsageError(f"sizes={config.sizes!r}: give a SizeSweep, a size text such as '1M-1G', a size or a "
+                         f"list of sizes")
     if not config.ops:
         raise UsageError("--ops is empty; name at least one op, e.g. all_reduce")
     for op in config.ops:
         COLLECTIVES.get(op)
     dtypes.elem_size(dtypes.resolve(config.dtype))
-    _count("--iters", config.iters, 1, "timed iteration")
-    _count("--warmup", config.warmup, 0, "untimed iteration")
-    _count("--graph-iters", config.graph_iters, 1, "iteration captured per graph")
-    _count("--max-iters", config.max_iters, 1, "iteration")
     if config.nprocs is not None:
         if config.nprocs <= 0:
             raise UsageError(f"--nprocs {config.nprocs}: need at least 1 process")
         check_local_ranks(config.nprocs)
-    if isinstance(config.timeout_s, bool) or not isinstance(config.timeout_s, (int, float)) \
-            or not math.isfinite(config.timeout_s) or config.timeout_s <= 0:
-        raise UsageError(f"--timeout {config.timeout_s}: must be positive and finite (seconds)")
-    if config.stall_timeout_s is not None and not (
-            isinstance(config.stall_timeout_s, (int, float)) and not isinstance(config.stall_timeout_s, bool)
-            and math.isfinite(config.stall_timeout_s) and STALL_LO_S <= config.stall_timeout_s <= STALL_HI_S):
-        raise UsageError(f"--stall-timeout {config.stall_timeout_s}: seconds, {STALL_LO_S:g} to {STALL_HI_S:g}")
     if config.adaptive is not None:
-        if not (isinstance(config.adaptive, (int, float)) and 0 < config.adaptive < 1):
-            raise UsageError(f"--adaptive {config.adaptive}: a fraction between 0 and 1, e.g. 0.02")
         if config.max_iters < config.iters:
             raise UsageError(f"--max-iters {config.max_iters} is below --iters {config.iters}: the adaptive mode "
                              f"takes --iters first, then more up to --max-iters; raise --max-iters")
     if config.inplace not in ("out-of-place", "inplace", "both"):
         raise UsageError(f"inplace={config.inplace!r}: choose out-of-place, inplace or both")
-    if config.buffers not in BUFFERS:
-        raise UsageError(f"--buffers {config.buffers}: choose {' or '.join(BUFFERS)}")
-    if config.timing not in TIMINGS:
-        raise UsageError(f"--timing {config.timing}: choose {' or '.join(TIMINGS)}")
-    if config.alloc not in ALLOCS:
-        raise UsageError(f"--alloc {config.alloc}: choose {' or '.join(ALLOCS)}")
     if config.alloc == "nccl" and config.engine != "native":
         raise UsageError("--alloc nccl is for --engine native (the torch engine allocates through PyTorch)")
     if config.timing == "loop" and config.adaptive is not None:
@@ -181,13 +193,9 @@ def validate(config: SweepConfig) -> None:
     if config.backend is not None:
         if config.engine != "torch":
             raise UsageError(f"--backend {config.backend} applies to --engine torch only")
-        if config.backend not in ("nccl", "gloo"):
-            raise UsageError(f"--backend {config.backend}: choose nccl or gloo")
     if config.gpus is not None:
         if not config.gpus or len(set(config.gpus)) != len(config.gpus) or min(config.gpus) < 0:
             raise UsageError(f"gpus={list(config.gpus)}: name each GPU once, at least one, no negative ordinal")
-    if config.seed is not None and not 0 <= config.seed < 2**63:
-        raise UsageError(f"--seed {config.seed}: choose a seed from 0 to 2^63 - 1")
     if config.nccl_lib:
         _check_nccl_lib(config.nccl_lib)
     gloo_lab = config.engine == "torch" and config.backend == "gloo"  # ranks share GPUs, round robin
@@ -198,17 +206,6 @@ def validate(config: SweepConfig) -> None:
     if config.nprocs and config.gpus and config.nprocs < len(config.gpus):
         raise UsageError(f"--nprocs {config.nprocs} but --gpus names {len(config.gpus)} GPUs; "
                          f"one process drives one GPU, so give as many of each")
-
-
-def _count(flag: str, value: int, least: int, what: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise UsageError(f"{flag} {value!r}: a whole number")
-    if value < least:
-        if least == 0:
-            raise UsageError(f"{flag} {value}: cannot be negative")
-        raise UsageError(f"{flag} {value}: need at least {least} {what}")
-    if value > MAX_ITERS:
-        raise UsageError(f"{flag} {value}: more than {MAX_ITERS:,} per size would run for days; lower it")
 
 
 def _check_nccl_lib(path: str) -> None:

@@ -13,7 +13,7 @@ from fabricbench.sizes import format_size
 
 
 def plot(res, path: str) -> None:
-    """Heat maps of what was measured (a measuring.commands p2p result): GPU to GPU (one way; both ways when
+    """Heat maps of what was measured (a measuring.p2p_run result): GPU to GPU (one way; both ways when
     there are two GPUs or more) and host to/from each GPU. Panels with nothing measured are left out."""
     gpu_t, uni, bi, host, nbytes = res.gpus, res.unidirectional_gbps, res.bidirectional_gbps, res.host_results, \
         res.bytes

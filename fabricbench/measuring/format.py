@@ -2,10 +2,10 @@
 the published figures beside the measurement ("Is this normal?"), and scaling's plot.
 
     fabricbench compare --fabrics default,p2p-off --gpus 0,1 --sizes 1M-1G:x4
-    fabricbench scaling --gpus 0-7 --counts 2,4,8 --plot scaling.png
+    fabricbench scaling --gpus 0-7 --num-gpus 2,4,8 --plot scaling.png
 
 Library code (the CLI only maps flags), so that the CLI and the tests share one formatting of a result
-of measuring.commands.compare / scaling. p2p's tables are in copy_format.py.
+of measuring.compare_run / scaling_run. p2p's tables are in copy_format.py.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from fabricbench.sizes import format_size
 
 
 def render_compare(res, *, say: Callable[[str], Any] = print) -> None:
-    """A compare result (measuring.commands.CompareResult): the table per op, each fabric's transport, then
+    """A compare result (measuring.compare_run.CompareResult): the table per op, each fabric's transport, then
     each measured group beside its published references (`say` prints those lines)."""
     render_compare_table(res.table, res.runs)
     for line in references.summary(res.to_dict()["records"]):  # is this normal? the published figures

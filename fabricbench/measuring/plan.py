@@ -52,6 +52,12 @@ def build_plan(config: SweepConfig, nranks: int, seed: int = 0) -> list[PlanItem
     return items
 
 
+def plan_length(config: SweepConfig) -> int:
+    """How many items build_plan makes: one per op, in-place setting and size, waived or not, whatever the
+    ranks. What a progress bar counts before the ranks have planned (they build the plan, once)."""
+    return len(config.ops) * len(config.modes()) * len(config.sizes.expand())
+
+
 def bytes_per_gpu(case: Case) -> int:
     """Device memory one rank needs for a Case: its buffers (in-place shares one) and the check's copy."""
     buffers = max(case.send_bytes, case.recv_bytes) if case.inplace else case.send_bytes + case.recv_bytes

@@ -22,7 +22,7 @@ from fabricbench.fabrics import get_fabric
 from fabricbench.files import OutputError, check_output
 from fabricbench.measuring.api import nranks, resolve_devices, uses_gpus
 from fabricbench.measuring.config import SweepConfig
-from fabricbench.measuring.plan import build_plan
+from fabricbench.measuring.plan import build_plan, plan_length
 from fabricbench.measuring.resume import Resume
 from fabricbench.measuring.runner import new_run_id, run_sweep
 from fabricbench.report import table as tables
@@ -122,7 +122,7 @@ def run(config: SweepConfig, *, out_path: str | None, as_json: bool, csv_path: s
     if root and not quiet and not as_json:
         title = (f"fabricbench sweep: {config.engine}{'/' + config.backend if config.backend else ''}, "
                  f"{nranks(config)} rank(s), fabric {fabric_label(config.fabric)}")
-        table = SweepTable(len(build_plan(config, nranks(config))), title, progress=True)
+        table = SweepTable(plan_length(config), title, progress=True)  # the ranks build the plan itself
 
     def csv_failed(e: OSError) -> OutputError:
         return OutputError(f"--csv {csv_path}: write failed ({e.strerror}); the records are in --out (when given)")

@@ -1,7 +1,7 @@
 """Qualification: turn measurements into verdicts against a declarative spec.
 
     fabricbench qualify --spec builtin:h200-sxm-8 --out q/
-    fabricbench qualify --init my-node.toml --from q/results.jsonl --margin 0.9
+    fabricbench qualify --init my-node.toml --from q/results.jsonl --factor 0.9
     fabricbench qualify --fleet node1/ node2/ node3/ --out fleet/
 
 Layers: spec.py (TOML -> Spec, every mistake exit 2), checks/ (one module per kind + CHECKS), context.py

@@ -3,12 +3,12 @@
     import fabricbench
     res = fabricbench.qualify("builtin:h200-sxm-8", out="q/")
     for v in res.verdicts:
-        print(v.check, v.status, v.measured, v.threshold, v.margin)
+        print(v.check, v.status, v.measured, v.threshold, v.headroom)
     res.exit_code          # by the worst severity: 0 pass/info, 1 critical, 3 unknown, 4 warning;
                            # 5 when every check was waived (res.outcome == "nothing measured")
 
     from fabricbench.qualifying.api import init_spec, fleet
-    text = init_spec("q/results.jsonl", margin=0.9)             # a spec from a known-good node
+    text = init_spec("q/results.jsonl", factor=0.9)             # a spec from a known-good node
     f = fleet(["node1/", "node2/", "node3/"], out="fleet/")    # outliers across nodes
 
 Outputs under `out`: results.jsonl (every record, as measured), verdicts.json, junit.xml, report.md and
@@ -300,15 +300,15 @@ def _write_outputs(res: QualifyResult, out: Path) -> None:
     res.files.update(write_report(res, out))
 
 
-def init_spec(results: str | os.PathLike, *, margin: float = 0.9, name: str | None = None) -> str:
-    """The TOML text of a spec whose thresholds are this known-good run's figures x margin."""
-    return spec_from_results(results, margin=margin, name=name)
+def init_spec(results: str | os.PathLike, *, factor: float = 0.9, name: str | None = None) -> str:
+    """The TOML text of a spec whose thresholds are this known-good run's figures x factor."""
+    return spec_from_results(results, factor=factor, name=name)
 
 
-def write_init_spec(path: str, results: str | os.PathLike, *, margin: float = 0.9, name: str | None = None) -> Spec:
+def write_init_spec(path: str, results: str | os.PathLike, *, factor: float = 0.9, name: str | None = None) -> Spec:
     """`qualify --init PATH --from RESULTS`: init_spec's text, read back as a run reads a spec (what is
     written must be valid), then written to `path` atomically. Returns the spec."""
-    text = init_spec(results, margin=margin, name=name)
+    text = init_spec(results, factor=factor, name=name)
     try:
         spec = parse_spec(text, path)
     except SpecError as e:

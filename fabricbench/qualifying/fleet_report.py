@@ -23,7 +23,7 @@ from fabricbench.qualifying.verdict import RANK, SEVERITIES
 from fabricbench.report import table as tables
 from fabricbench.report.analysis import fmt
 from fabricbench.report.document import Document
-from fabricbench.report.plot import save as _save
+from fabricbench.report.plot import save
 from fabricbench.results.status import Severity
 
 if TYPE_CHECKING:  # fleet.py imports this module to write what it judged
@@ -180,7 +180,7 @@ def _plot(res: FleetResult, path: Path) -> bool:
     ax.set_ylabel("value / fleet median")
     ax.set_title("fleet: each node against the median (red: outlier)")
     fig.tight_layout()
-    _save(fig, str(path))
+    save(fig, str(path))
     plt.close(fig)
     return True
 

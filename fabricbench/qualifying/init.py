@@ -1,21 +1,21 @@
-"""A spec from a known-good node: every measured figure x margin becomes a threshold.
+"""A spec from a known-good node: every measured figure x factor becomes a threshold.
 
-    fabricbench qualify --init node.toml --from q/results.jsonl --margin 0.9
+    fabricbench qualify --init node.toml --from q/results.jsonl --factor 0.9
 
 The checks run the way the results were measured: the same engine, backend, rank count, GPU sets,
 sizes and dtype. What becomes what:
 - the topology record -> a topology check: GPU count and name, the link of every pair when uniform, else
   the islands, uniformity, PCIe generation and width;
 - collective records, per (fabric, op, dtype, GPU set) -> a collective check: busbw at the largest size
-  x margin (a floor), median time at the smallest size / margin (a ceiling); checked records whose wrong
+  x factor (a floor), median time at the smallest size / factor (a ceiling); checked records whose wrong
   count was 0 -> a correctness check;
 - NCCL transports observed per fabric (2 ranks or more) -> a transport check;
-- two fabrics measured on the same op, size and GPUs -> a contrast check (time ratio x margin);
-- copy records -> p2p (slowest pair x margin) and host_copy (slowest GPU per direction x margin);
-- train records -> a train check (samples/s x margin, the loss falls).
+- two fabrics measured on the same op, size and GPUs -> a contrast check (time ratio x factor);
+- copy records -> p2p (slowest pair x factor) and host_copy (slowest GPU per direction x factor);
+- train records -> a train check (samples/s x factor, the loss falls).
 
-The measured spread widens the margin: a figure whose run-to-run coefficient of variation is cv gets
-min(margin, 1 - 3 cv) (never below 0.5), so that the same machine passes its own spec on a noisy day; and
+The measured spread lowers the factor: a figure whose run-to-run coefficient of variation is cv gets
+min(factor, 1 - 3 cv) (never below 0.5), so that the same machine passes its own spec on a noisy day; and
 [run] baseline_tolerance is set from the spread, so that `--baseline` against this run passes on the same
 machine. A figure that is not finite, not positive, or beyond any sane value never becomes a threshold.
 """
@@ -39,12 +39,12 @@ from fabricbench.results.status import TIMED_COLLECTIVE, Status
 from fabricbench.sizes import format_size
 from fabricbench.topology.model import Topology
 
-MIN_FACTOR = 0.5  # the spread never widens a margin beyond half the measured figure
+MIN_FACTOR = 0.5  # the spread never lowers a factor below this (half the measured figure)
 
 
-def spec_from_results(path: str | os.PathLike, *, margin: float = 0.9, name: str | None = None) -> str:
-    if not 0 < margin <= 1:
-        raise UsageError(f"--margin {margin:g}: a fraction in (0, 1], e.g. 0.9 (thresholds = measured x margin)")
+def spec_from_results(path: str | os.PathLike, *, factor: float = 0.9, name: str | None = None) -> str:
+    if not 0 < factor <= 1:
+        raise UsageError(f"--factor {factor:g}: a fraction in (0, 1], e.g. 0.9 (thresholds = measured x factor)")
     if not os.path.lexists(str(path)):
         raise UsageError(f"--from {path}: no such results file; give a results.jsonl (or a qualify --out folder)")
     p = str(results_path(path, what="--from"))
@@ -64,11 +64,11 @@ def spec_from_results(path: str | os.PathLike, *, margin: float = 0.9, name: str
     host = _clean(next((r.get("host") for r in records if r.get("host")), socket.gethostname()))
     path = _clean(str(path))
     w = _Toml()
-    w.comment(f"Written by `fabricbench qualify --init --from {path} --margin {margin:g}`: thresholds are this")
-    w.comment("known-good run's figures x margin (floors) or / margin (ceilings).")
+    w.comment(f"Written by `fabricbench qualify --init --from {path} --factor {factor:g}`: thresholds are this")
+    w.comment("known-good run's figures x factor (floors) or / factor (ceilings).")
     w.table("spec")
     w.kv("name", name or f"{host}-known-good")
-    w.kv("description", f"Thresholds from {host}'s run ({os.path.basename(p)}), margin {margin:g}.")
+    w.kv("description", f"Thresholds from {host}'s run ({os.path.basename(p)}), factor {factor:g}.")
     w.kv("source", f"measured on {host}, {path}")
     run = _run_settings(colls, trains)
     w.table("run")
@@ -107,13 +107,13 @@ def spec_from_results(path: str | os.PathLike, *, margin: float = 0.9, name: str
         w.kv("gpus", _gpus_value(gpus, all_gpus, run))
         bw = big.get("busbw_gbps")
         if _sane(bw):
-            f = _factor(margin, big.get("cv"))
+            f = _factor(factor, big.get("cv"))
             w.kv("min_busbw_gbps", _round(bw * f),
                  f"measured {bw:.4g} GB/s at {format_size(big['requested_bytes'])} x {f:.3g}")
         else:
             bw = None
         if (small is not big or not bw) and _sane(small["time_us"]):
-            f = _factor(margin, small.get("cv"))
+            f = _factor(factor, small.get("cv"))
             w.kv("max_latency_us", _round(small["time_us"] / f),
                  f"measured {small['time_us']:.4g} µs at {format_size(small['requested_bytes'])} / {f:.3g}")
         elif not bw:
@@ -132,8 +132,8 @@ def spec_from_results(path: str | os.PathLike, *, margin: float = 0.9, name: str
         w.kv("fabric", fabric)
         w.kv("gpus", _gpus_value(gpus, all_gpus, run))
     _transport(w, colls, used, all_gpus, run)
-    _contrast(w, groups, used, all_gpus, run, margin)
-    _copies(w, copies, used, margin)
+    _contrast(w, groups, used, all_gpus, run, factor)
+    _copies(w, copies, used, factor)
     for t in trains:
         sps = t.samples_per_s
         w.check(_unique(used, f"train_{t.strategy}"), "train")
@@ -145,7 +145,7 @@ def spec_from_results(path: str | os.PathLike, *, margin: float = 0.9, name: str
         w.kv("fabric", t.context.get("fabric") or "default")
         w.kv("loss_falls", True)
         if _sane(sps):
-            w.kv("min_samples_per_s", _round(sps * margin), f"measured {sps:.4g} samples/s x {margin:g}")
+            w.kv("min_samples_per_s", _round(sps * factor), f"measured {sps:.4g} samples/s x {factor:g}")
     if not w.checks:
         raise UsageError(f"--from {path}: nothing in it becomes a check")
     return w.text()
@@ -176,11 +176,11 @@ def _sane(v: Any) -> bool:
             and 0 < v <= MAX_NUMBER * 0.5)
 
 
-def _factor(margin: float, cv: Any) -> float:
-    """The margin, widened to the figure's own spread (1 - 3 cv) when that is wider, never below 0.5."""
+def _factor(factor: float, cv: Any) -> float:
+    """The factor, lowered to the figure's own spread (1 - 3 cv) when that is wider, never below 0.5."""
     if isinstance(cv, (int, float)) and not isinstance(cv, bool) and math.isfinite(cv) and cv > 0:
-        return min(margin, max(MIN_FACTOR, 1 - SPREAD_Z * cv))
-    return margin
+        return min(factor, max(MIN_FACTOR, 1 - SPREAD_Z * cv))
+    return factor
 
 
 def _run_settings(colls: list[dict[str, Any]], trains: list[TrainResult]) -> dict[str, Any]:
@@ -250,7 +250,7 @@ def _transport(w, colls, used, all_gpus, run) -> None:
     w.kv("gpus", _gpus_value(gpus, all_gpus, run))
 
 
-def _contrast(w, groups, used, all_gpus, run, margin) -> None:
+def _contrast(w, groups, used, all_gpus, run, factor) -> None:
     by: dict[tuple, dict[str, dict[str, Any]]] = defaultdict(dict)
     for (fabric, op, dtype, gpus), rs in groups.items():
         big = max(rs, key=lambda r: r["requested_bytes"])
@@ -264,7 +264,7 @@ def _contrast(w, groups, used, all_gpus, run, margin) -> None:
             if fabric == "default":
                 continue
             ratio = slow["time_us"] / fast["time_us"]
-            if not _sane(ratio) or ratio * margin <= 1:
+            if not _sane(ratio) or ratio * factor <= 1:
                 continue  # no contrast to keep
             w.check(_unique(used, f"contrast_{_slug(fabric)}_{op}"), "contrast")
             w.kv("fast", "default")
@@ -273,18 +273,18 @@ def _contrast(w, groups, used, all_gpus, run, margin) -> None:
             w.kv("size", format_size(size))
             w.kv("dtype", dtype)
             w.kv("gpus", _gpus_value(gpus, all_gpus, run))
-            w.kv("min_ratio", _round(ratio * margin), f"measured {ratio:.3g}x x {margin:g}")
+            w.kv("min_ratio", _round(ratio * factor), f"measured {ratio:.3g}x x {factor:g}")
 
 
-def _copies(w, copies, used, margin) -> None:
+def _copies(w, copies, used, factor) -> None:
     peers = [r for r in copies if r.get("copy_kind") == "peer" and r["src"] != r["dst"] and r["direction"] == "uni"]
     peers = [r for r in peers if _sane(r["gbps"])]
     if peers:
         slow = min(peers, key=lambda r: r["gbps"])
         w.check(_unique(used, "peer_copies"), "p2p")
         w.kv("size", format_size(slow["bytes"]))
-        w.kv("min_gbps", _round(slow["gbps"] * margin),
-             f"slowest pair {slow['src']}->{slow['dst']} {slow['gbps']:.4g} GB/s x {margin:g}")
+        w.kv("min_gbps", _round(slow["gbps"] * factor),
+             f"slowest pair {slow['src']}->{slow['dst']} {slow['gbps']:.4g} GB/s x {factor:g}")
     host = [r for r in copies if r.get("copy_kind") == "host" and _sane(r["gbps"]) and isinstance(r.get("bytes"), int)]
     if host:
         w.check(_unique(used, "host_links"), "host_copy")
@@ -293,7 +293,7 @@ def _copies(w, copies, used, margin) -> None:
             rs = [r for r in host if r["direction"] == d]
             if rs:
                 slow = min(rs, key=lambda r: r["gbps"])
-                w.kv(f"min_{d}_gbps", _round(slow["gbps"] * margin), f"slowest {slow['gbps']:.4g} GB/s x {margin:g}")
+                w.kv(f"min_{d}_gbps", _round(slow["gbps"] * factor), f"slowest {slow['gbps']:.4g} GB/s x {factor:g}")
 
 
 def _round(v: float) -> float:

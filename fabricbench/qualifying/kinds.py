@@ -22,7 +22,7 @@ def _severity(rec: dict[str, Any]) -> str | None:
 
 register_kind("verdict", {
     "check!": str, "check_kind": str, "status!": str, "severity": str, "code": str, "criterion": str,
-    "subject": str, "reason": str, "unit": str, "sense": str, "margin": NUM, "duration_s": DURATION,
+    "subject": str, "reason": str, "unit": str, "sense": str, "headroom": NUM, "duration_s": DURATION,
     "action": str, "items": [{"criterion!": str, "status!": str}], "attempts": [dict],
 }, statuses=frozenset({Status.PASS, Status.FAIL, Status.WAIVED, Status.ERROR}), check=_severity)
 register_kind("qualify_unit", {

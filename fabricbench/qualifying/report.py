@@ -2,7 +2,7 @@
 
     fabricbench qualify --spec builtin:h200-sxm-8 --out q/     (prints the table, writes the report)
 
-Rows: check, kind, status, severity, code, measured, threshold, margin, subject, and the reason where it
+Rows: check, kind, status, severity, code, measured, threshold, headroom, subject, and the reason where it
 is not a pass; under the table, each non-passing check's action. The report ends with the command that
 reproduces the run (every flag that shaped it: api.reproduce_line).
 """
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 COLS = (tables.Col("check", justify="left", key=True), tables.Col("kind", justify="left"),
         tables.Col("status", justify="left"), tables.Col("severity", justify="left"),
         tables.Col("code", justify="left"), tables.Col("measured"), tables.Col("threshold"),
-        tables.Col("margin"), tables.Col("subject", justify="left", prose=True),
+        tables.Col("headroom"), tables.Col("subject", justify="left", prose=True),
         tables.Col("note", justify="left", prose=True))
 HEADERS = [c.name for c in COLS]
 SHOW_ITEMS = 12  # failing items listed under the terminal table per check (all are in verdicts.json)
@@ -49,7 +49,7 @@ def row(v: Verdict) -> list[str]:
         note = v.reason or ""
     return [v.check, v.kind, v.status, v.severity, v.code,
             f"{fmt_value(v.measured)}{unit}" if v.measured is not None else "-",
-            threshold, f"{v.margin:+.1%}" if v.margin is not None else "-", v.subject or "-", note]
+            threshold, f"{v.headroom:+.1%}" if v.headroom is not None else "-", v.subject or "-", note]
 
 
 def render(res: "QualifyResult", console=None) -> None:
@@ -120,10 +120,10 @@ def write_report(res: "QualifyResult", out: Path) -> dict[str, str]:
                + (f" Threshold source: {v.source}." if v.source else ""))
         if len(v.attempts) > 1:
             d.text("Attempts: " + "; ".join(f"{a['attempt']}: {a['status']} ({a['message']})" for a in v.attempts))
-        d.table(["criterion", "subject", "status", "measured", "threshold", "margin", "note"],
+        d.table(["criterion", "subject", "status", "measured", "threshold", "headroom", "note"],
                 [[i.criterion, i.subject or "-", i.status,
                   f"{fmt_value(i.measured)}{(' ' + i.unit) if i.unit and i.measured is not None else ''}",
-                  fmt_value(i.threshold), f"{i.margin:+.1%}" if i.margin is not None else "-",
+                  fmt_value(i.threshold), f"{i.headroom:+.1%}" if i.headroom is not None else "-",
                   i.reason or ""] for i in v.items], status_col=2)
     r = doc.section("Reproduce")
     r.code(res.reproduce or f"fabricbench qualify --spec {res.spec.path} --out {res.out}")

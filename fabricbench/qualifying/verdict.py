@@ -1,4 +1,4 @@
-"""Verdicts: what a check concluded, with the number measured, the threshold and the margin between them.
+"""Verdicts: what a check concluded, with the number measured, the threshold and the headroom between them.
 
     fabricbench qualify --spec builtin:h200-sxm-8 --out q/      (q/verdicts.json holds these)
 
@@ -13,11 +13,11 @@ Exit status: 0 pass/info, 1 critical, 3 unknown, 4 warning (the worst verdict de
 5 nothing measured: every check waived (none could apply here), which is not a pass (`outcome`).
 code and action: codes.py. A check may judge several criteria and
 subjects (each GPU set, each pair, each fabric): every one is an Item, and the check's headline is its
-worst item (a failing one first, then the smallest margin).
+worst item (a failing one first, then the smallest headroom).
 
 Margin: the headroom as a fraction of the threshold, positive when passing. For a minimum
 (measured >= threshold) it is measured / threshold - 1; for a maximum (measured <= threshold) it is
-1 - measured / threshold. Equality checks (the wiring) have no margin.
+1 - measured / threshold. Equality checks (the wiring) have no headroom.
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ class Item:
     threshold: float | str | None = None
     unit: str = ""
     sense: str | None = None  # "min", "max" or "equal"
-    margin: float | None = None
+    headroom: float | None = None
     reason: str | None = None
     severity: Severity | None = None  # set when the check's verdict is combined (Policy.grade)
     code: str | None = None
@@ -113,7 +113,7 @@ class Item:
         rel = {"min": ">=", "max": "<=", "equal": "=="}.get(self.sense or "", "vs")
         ok = self.status == Status.PASS
         op = rel if ok else {">=": "<", "<=": ">", "==": "!="}.get(rel, "vs")
-        m = f" ({self.margin:+.1%})" if self.margin is not None else ""
+        m = f" ({self.headroom:+.1%})" if self.headroom is not None else ""
         why = f"; {self.reason}" if self.reason and not ok else ""
         return (f"{subj}{self.criterion} {_fmt(self.measured)}{_unit(self.unit)} {op} "
                 f"{_fmt(self.threshold)}{_unit(self.unit)}{m}{why}")
@@ -121,16 +121,16 @@ class Item:
 
 def at_least(criterion: str, measured: float, threshold: float, *, unit: str = "", subject: str | None = None,
              reason: str | None = None) -> Item:
-    margin = measured / threshold - 1 if threshold else None
+    headroom = measured / threshold - 1 if threshold else None
     return Item(criterion=criterion, status=Status.PASS if measured >= threshold else Status.FAIL, subject=subject,
-                measured=measured, threshold=threshold, unit=unit, sense="min", margin=margin, reason=reason)
+                measured=measured, threshold=threshold, unit=unit, sense="min", headroom=headroom, reason=reason)
 
 
 def at_most(criterion: str, measured: float, threshold: float, *, unit: str = "", subject: str | None = None,
             reason: str | None = None) -> Item:
-    margin = 1 - measured / threshold if threshold else None
+    headroom = 1 - measured / threshold if threshold else None
     return Item(criterion=criterion, status=Status.PASS if measured <= threshold else Status.FAIL, subject=subject,
-                measured=measured, threshold=threshold, unit=unit, sense="max", margin=margin, reason=reason)
+                measured=measured, threshold=threshold, unit=unit, sense="max", headroom=headroom, reason=reason)
 
 
 def equal(criterion: str, measured: Any, expected: Any, *, subject: str | None = None,
@@ -157,7 +157,7 @@ class Verdict:
     threshold: float | str | None = None
     unit: str = ""
     sense: str | None = None
-    margin: float | None = None
+    headroom: float | None = None
     criterion: str | None = None
     subject: str | None = None
     reason: str | None = None
@@ -241,7 +241,7 @@ def combine(check: str, kind: str, items: list[Item], *, description: str | None
             policy: Policy | None = None, source: str | None = None) -> Verdict:
     """The check's verdict from its items: any error -> error, else any fail -> fail, else pass; all
     waived -> waived. Each item is graded (Policy); the headline is the worst item of the verdict's
-    status (the gravest severity, then the smallest margin). Severity, code and action follow it."""
+    status (the gravest severity, then the smallest headroom). Severity, code and action follow it."""
     policy = policy or Policy()
     if not items:
         items = [error(kind, "nothing was judged (no item)")]
@@ -258,14 +258,14 @@ def combine(check: str, kind: str, items: list[Item], *, description: str | None
     else:
         status = Status.WAIVED
     pool = [i for i in items if i.status == status]
-    head = min(pool, key=lambda i: (-RANK[i.severity], i.margin is None,
-                                    i.margin if i.margin is not None else 0.0))
-    if status == Status.FAIL:  # an equality failure (no margin) is as bad as it gets: show it first
-        head = next((i for i in pool if i.margin is None and i.severity == head.severity), head)
+    head = min(pool, key=lambda i: (-RANK[i.severity], i.headroom is None,
+                                    i.headroom if i.headroom is not None else 0.0))
+    if status == Status.FAIL:  # an equality failure (no headroom) is as bad as it gets: show it first
+        head = next((i for i in pool if i.headroom is None and i.severity == head.severity), head)
     severity = worst_severity(i.severity for i in items)
     code = _code(kind, head) if status != Status.PASS else CODES.get("FB_PASS")
     return Verdict(check=check, kind=kind, status=status, measured=head.measured, threshold=head.threshold,
-                   unit=head.unit, sense=head.sense, margin=head.margin, criterion=head.criterion,
+                   unit=head.unit, sense=head.sense, headroom=head.headroom, criterion=head.criterion,
                    subject=head.subject, reason=head.reason, items=items, description=description,
                    severity=severity, code=code.code, action=code.action, source=source)
 
@@ -292,7 +292,7 @@ def flaky(v: Verdict, misses: list[Verdict]) -> Verdict:
 
 def attempt_record(n: int, v: Verdict) -> dict[str, Any]:
     return {"attempt": n, "status": v.status, "severity": v.severity, "code": v.code, "measured": v.measured,
-            "threshold": v.threshold, "margin": v.margin, "duration_s": round(v.duration_s, 3),
+            "threshold": v.threshold, "headroom": v.headroom, "duration_s": round(v.duration_s, 3),
             "message": v.message()}
 
 

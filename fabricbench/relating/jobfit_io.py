@@ -20,7 +20,7 @@ from fabricbench.relating.curves import size_3sig
 from fabricbench.results import records as results_records
 from fabricbench.results.schema import CollectiveResult
 
-STUDY_RESULTS = "results.jsonl"  # a study folder's records (study/records.py writes it)
+STUDY_RESULTS = "results.jsonl"  # a study folder's records (studying/records.py writes it)
 _SUFFIXES = (".log", ".jsonl", ".json", ".gz", ".prom")
 
 

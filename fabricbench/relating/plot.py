@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from fabricbench.report.plot import _pyplot, _save
+from fabricbench.report.plot import pyplot, save
 
 
 def plot_relate(result: Any, path: str) -> None:
     """Write the figure for `result` (a RelateResult) to `path` (PNG)."""
-    plt = _pyplot()
+    plt = pyplot()
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
     rows = [r for r in result.rows if r.busbw_ratio]
@@ -69,5 +69,5 @@ def plot_relate(result: Any, path: str) -> None:
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=8)
     fig.suptitle("busbw N× slower against step N× slower: observed (filled) and predicted (hollow)")
-    _save(fig, path)
+    save(fig, path)
     plt.close(fig)

@@ -2,7 +2,7 @@
 compare, the comparison rows of `compare`, the rows of `scaling`, and the one number formatter.
 
     fabricbench compare --fabrics default,p2p-off --json     ("comparison" is comparison()'s rows)
-    fabricbench scaling --counts 2,4,8 --json                 ("rows" is scaling_rows())
+    fabricbench scaling --num-gpus 2,4,8 --json                 ("rows" is scaling_rows())
 
 Per size, "slower" = the metric on the first fabric named / the metric on a fabric (N× slower: the
 direction every ratio is printed in); "ratio" (JSON only) is its inverse, the bandwidth ratio.

@@ -3,7 +3,7 @@ Every axis names its quantity and unit (decimal GB/s, as the records); a panel w
 out rather than drawn empty.
 
     fabricbench compare --fabrics default,p2p-off --plot compare.png
-    fabricbench scaling --counts 2,4,8 --plot scaling.png
+    fabricbench scaling --num-gpus 2,4,8 --plot scaling.png
     fabricbench p2p --plot p2p.png
 
 matplotlib (the `plot` extra) is imported only here and only when a plot is asked for, with the Agg
@@ -19,7 +19,7 @@ from fabricbench.errors import UsageError
 from fabricbench.sizes import format_size
 
 
-def _pyplot():
+def pyplot():
     try:
         import matplotlib
 
@@ -46,7 +46,6 @@ def save(fig, path: str) -> None:
             os.unlink(tmp)
 
 
-_save = save
 
 
 def remove_stale(path: str | None) -> None:
@@ -71,14 +70,14 @@ def _log_y_if_wide(ax, values: list[float]) -> None:
 def _lines(series: dict[str, dict[str, list[tuple[int, float | None]]]], path: str, title: str, *, xlabel: str,
            ylabel: str, xticks, log2_x: bool, log_y: bool = False) -> None:
     """One subplot per op, one line per label; points with no value are dropped, ops with none left out."""
-    plt = _pyplot()
+    plt = pyplot()
     ops = [op for op in series if any(v is not None for pts in series[op].values() for _, v in pts)]
     if not ops:  # nothing measured: one panel that says so rather than empty axes
         fig, ax = plt.subplots(figsize=(6, 3))
         ax.axis("off")
         ax.text(0.5, 0.5, "no measurement to plot", ha="center", va="center")
         fig.suptitle(title)
-        _save(fig, path)
+        save(fig, path)
         plt.close(fig)
         return
     fig, axes = plt.subplots(1, len(ops), figsize=(6 * len(ops), 4.2), squeeze=False, layout="constrained")
@@ -106,7 +105,7 @@ def _lines(series: dict[str, dict[str, list[tuple[int, float | None]]]], path: s
         ax.grid(True, alpha=0.3)
         ax.legend()
     fig.suptitle(title)
-    _save(fig, path)
+    save(fig, path)
     plt.close(fig)
 
 
@@ -147,7 +146,7 @@ def heatmaps(panels: list[HeatPanel | tuple], path: str, title: str, *, unit: st
     """One heat map per panel with its own colour bar; a panel with no value at all is left out."""
     import numpy as np
 
-    plt = _pyplot()
+    plt = pyplot()
     panels = [p if isinstance(p, HeatPanel) else HeatPanel(*p) for p in panels]
     panels = [p for p in panels if any(v is not None for r in p.matrix for v in r)]
     assert panels, "no panel has a value"
@@ -172,5 +171,5 @@ def heatmaps(panels: list[HeatPanel | tuple], path: str, title: str, *, unit: st
         if hi > lo:  # one value (a single GPU's own copy) has no scale to read
             fig.colorbar(im, ax=ax, label=unit, shrink=0.85)
     fig.suptitle(title)
-    _save(fig, path)
+    save(fig, path)
     plt.close(fig)

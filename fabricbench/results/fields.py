@@ -3,7 +3,7 @@
     fabricbench relate sweeps.jsonl      (each line checked against its kind's fields before relate reads it)
 
 A kind is registered by the package that writes it (`register_kind`): results/ declares the measurement
-kinds every engine and importer shares (collective, copy, train) below; study/kinds.py, qualifying/kinds.py,
+kinds every engine and importer shares (collective, copy, train) below; studying/kinds.py, qualifying/kinds.py,
 relating/kinds.py and topology/kinds.py declare theirs, and their packages register them when imported (every
 reader of such a kind imports its package). results/ names none of them. A kind not registered in a process
 is read unchecked, as any other unknown kind.
@@ -194,7 +194,7 @@ def _want(spec: Any) -> str:
 
 
 # --- the measurement kinds every engine and importer writes -------------------------------------------
-# the fabric's facts a study writes onto its records (study/runner._facts); a train run writes the first two
+# the fabric's facts a study writes onto its records (studying/runner._facts); a train run writes the first two
 _FACTS = {"fabric_env": dict, "shaped_rate_bps": RATE, "netns": str}
 
 # --- the host's load from other processes while the run measured (fabricbench/hostload.py, issue 37) -----

@@ -6,7 +6,7 @@ Kinds and who writes them:
 - "copy": p2p (fabricbench/measuring/copy.py CopyResult);
 - "train" (TrainResult below): train, one per strategy;
 - "topology": one snapshot per results file;
-- "estimate", "relate", "machine", "plan" and "study_unit": fabricbench study (fabricbench/study/);
+- "estimate", "relate", "machine", "plan" and "study_unit": fabricbench study (fabricbench/studying/);
   "plan" is the study's config and units, written once per start;
 - "qualify_start", "qualify_unit" and "verdict": fabricbench qualify (fabricbench/qualifying/);
 (each package declares the fields of the kinds it writes to the reader: results/fields.register_kind)
@@ -94,7 +94,7 @@ class CollectiveResult:
         return self.context.get("fabric") or "default"
 
     # Written onto the record after to_dict, so kept in `context` (as fields they would write a null into
-    # every record): the fabric's facts (study/runner.py) and the mismatch flag (measuring/child.annotate);
+    # every record): the fabric's facts (studying/runner.py) and the mismatch flag (measuring/child.annotate);
     # the study's tag too (study/kinds.unit_of reads it). Their types are checked by the reader
     # (results/fields.py).
     @property
@@ -246,7 +246,7 @@ class TrainResult:
 
     @property
     def netns(self) -> str | None:
-        """The network namespace a shaped fabric ran in (study/runner.py adds it after to_dict: in `extra`)."""
+        """The network namespace a shaped fabric ran in (studying/runner.py adds it after to_dict: in `extra`)."""
         return self.extra.get("netns")
 
     def to_dict(self) -> dict[str, Any]:

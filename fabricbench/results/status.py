@@ -45,7 +45,7 @@ KIND_STATUSES: dict[str, frozenset[Status]] = {
 }
 
 # What --resume keeps rather than runs again (sweep, compare, scaling, qualify units): measured, or waived
-# here. (A study keeps its units' measured outcomes, oom and flagged too: study/units.DONE.)
+# here. (A study keeps its units' measured outcomes, oom and flagged too: studying/units.DONE.)
 REUSABLE = frozenset({Status.OK, Status.WAIVED})
 # Collectives whose time was measured: "wrong" (elements differ from the exact result) was timed all the same.
 TIMED_COLLECTIVE = frozenset({Status.OK, Status.WRONG})

@@ -1,7 +1,7 @@
 """GPU topology: links per pair, NVLink islands, placement advice; the snapshot a results file starts with
 where this machine has GPUs to describe (a CPU sweep's file has none; across nodes, one per node).
 
-    fabricbench topo [--gpus 0-7] [--json] [--from-file saved-topo-m.txt]
+    fabricbench topo [--gpus 0-7] [--json] [--topo-file saved-topo-m.txt]
 
 The sweep calls two functions from here, both cheap and never raising (None when NVML and nvidia-smi
 cannot answer): `islands_warning(gpus)` and `snapshot()`. Nothing heavy is imported at module import.
@@ -17,7 +17,7 @@ from fabricbench.errors import UsageError
 from fabricbench.gpus import parse_gpus
 from fabricbench.results.schema import header
 from fabricbench.topology import kinds as _kinds  # noqa: F401  (registers the snapshot's record kind)
-from fabricbench.topology.model import Gpu, Nic, Topology, _ranges
+from fabricbench.topology.model import Gpu, Nic, Topology, ranges
 from fabricbench.topology.nvml import read_nvml
 from fabricbench.topology.smi import load_file, read_nvidia_smi
 
@@ -30,7 +30,7 @@ def _machine() -> Topology | None:
     return read_nvml() or read_nvidia_smi()
 
 
-def read_topology(from_file: str | None = None, *, what: str = "--from-file") -> Topology | None:
+def read_topology(from_file: str | None = None, *, what: str = "--topo-file") -> Topology | None:
     """The topology of a saved file (see load_file), or of this machine (NVML, then nvidia-smi)."""
     if from_file is not None:
         return load_file(from_file, what=what)
@@ -43,7 +43,7 @@ def topology_for(from_file: str | None, gpus: str | None) -> Topology:
     topo = read_topology(from_file)
     if topo is None:
         raise UsageError("no GPU topology here: NVML did not answer and `nvidia-smi topo -m` is not "
-                         "available; pass --from-file with a saved `nvidia-smi topo -m` output")
+                         "available; pass --topo-file with a saved `nvidia-smi topo -m` output")
     if gpus is None:
         return topo
     wanted = parse_gpus(gpus)
@@ -115,7 +115,7 @@ def islands_warning(gpus: tuple[int, ...], topo: Topology | None = None) -> str 
                 seen.append(q)
 
         shown = ", ".join("[" + ",".join(map(str, s)) + "]" for s in seen)
-        return (f"GPUs {_ranges(list(gpus))} span {len(seen)} NVLink islands ({shown}): collectives run "
+        return (f"GPUs {ranges(list(gpus))} span {len(seen)} NVLink islands ({shown}): collectives run "
                 f"at the speed of the {sub.worst_link(nvml)} link between them")
     except Exception:
         return None

@@ -1,6 +1,6 @@
 """The NVLink graph's search, on bit sets: components, maximal cliques (exact or greedy), grown cliques.
 
-    fabricbench topo --from-file nvl72.txt      (islands and best sets of a 72-GPU rack in well under a second)
+    fabricbench topo --topo-file nvl72.txt      (islands and best sets of a 72-GPU rack in well under a second)
 
 Positions are 0..n-1 (the order of a Topology's GPUs); adj[p] is the bit set of positions p reaches.
 Enumerating every maximal clique is exponential, so only a small irregular component gets it

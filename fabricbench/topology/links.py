@@ -1,6 +1,6 @@
 """Link strings: what `nvidia-smi topo -m` prints between two GPUs, and the limits a file's links must keep.
 
-    fabricbench topo --from-file saved-topo-m.txt      (every cell read through normalize_link)
+    fabricbench topo --topo-file saved-topo-m.txt      (every cell read through normalize_link)
 
 A link is "X" (self), "NV<n>" (n bonded NVLinks), or the PCIe relation PIX < PXB < PHB < NODE < SYS
 (fewest to most hops). Limits (a file beyond them is refused, naming the cell):

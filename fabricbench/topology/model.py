@@ -77,7 +77,7 @@ class Topology:
     source: str = "nvml"  # "nvml", "nvidia-smi" or "file:<path>"
 
     def __post_init__(self) -> None:
-        # Topologies come from files (topo --from-file, --topo-file, a results file's snapshot): a
+        # Topologies come from files (topo --topo-file, --topo-file, a results file's snapshot): a
         # damaged one is the user's input, said in one line, never an assertion deep in an analysis.
         n = len(self.gpus)
         if len(self.links) != n or any(len(r) != n for r in self.links):
@@ -155,7 +155,7 @@ class Topology:
         missing = [i for i in indices if i not in self._where]
         if missing:
             raise UsageError(f"--gpus names GPU {', '.join(map(str, missing))} but the topology has "
-                             f"{len(self.gpus)} GPU(s) ({_ranges(self.indices)})")
+                             f"{len(self.gpus)} GPU(s) ({ranges(self.indices)})")
         if tuple(indices) == self.indices:
             return self
         pos = [self._pos(i) for i in indices]
@@ -313,7 +313,7 @@ class Topology:
     def summary(self) -> str:
         """One line: '8 GPUs, 1 NVLink island ([0-7], NV18), uniform'."""
         isl = self.islands()
-        parts = ", ".join(f"[{_ranges(s)}]" for s in isl)
+        parts = ", ".join(f"[{ranges(s)}]" for s in isl)
         nv = [lk for lk in self._rank_links if nvlink_count(lk)]
         kind = "uniform" if self.uniform else "not uniform"
         links = f", {'/'.join(nv)} inside" if nv else ", no NVLink"
@@ -380,7 +380,7 @@ def _list(s: list[int]) -> str:
     return "[" + ",".join(map(str, s)) + "]"
 
 
-def _ranges(indices: tuple[int, ...] | list[int]) -> str:
+def ranges(indices: tuple[int, ...] | list[int]) -> str:
     """(0,1,2,3,6) -> '0-3,6'."""
     out, run = [], []
     for i in indices:

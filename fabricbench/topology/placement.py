@@ -1,6 +1,6 @@
 """Which GPU sets a scaling study runs: for each count, one set inside an island and one across islands.
 
-    fabricbench scaling --gpus 0-7 --counts 2,4,8
+    fabricbench scaling --gpus 0-7 --num-gpus 2,4,8
 
 On NVSwitch every set is alike ("uniform": one set per count). On an NVL machine with two quads a pair
 inside a quad (NV6: a third of each GPU's 18 links), the full quad (all 18), and sets across quads (held

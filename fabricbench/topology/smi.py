@@ -1,6 +1,6 @@
 """Parse `nvidia-smi topo -m` text into a Topology (fallback when NVML fails; `--from-file` for saved runs).
 
-    nvidia-smi topo -m > box.txt; fabricbench topo --from-file box.txt --json
+    nvidia-smi topo -m > box.txt; fabricbench topo --topo-file box.txt --json
 
 Real outputs carry ANSI escape codes (the underlined header), tab-separated columns (or spaces, once
 copied through a terminal), NIC rows and columns, "X" on the diagonal, the legends, and columns
@@ -157,7 +157,7 @@ def read_nvidia_smi(timeout_s: float = 20.0) -> Topology | None:
         return None
 
 
-def load_file(path: str | os.PathLike, *, what: str = "--from-file") -> Topology:
+def load_file(path: str | os.PathLike, *, what: str = "--topo-file") -> Topology:
     """A topology saved on some machine: `nvidia-smi topo -m` text, `fabricbench topo --json`, or a
     results file holding a topology (or study machine) record. Anything else, a FIFO or device, or a
     damaged table is a UsageError of one line naming `what` (the option it came from)."""

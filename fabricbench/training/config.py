@@ -11,13 +11,14 @@ import importlib.util
 import math
 from dataclasses import dataclass, field
 
-from fabricbench.declare import declare
+from fabricbench.declare import check, declare, shared
 from fabricbench.errors import UsageError
 from fabricbench.fabrics import get_fabric
-from fabricbench.jobs.heartbeat import STALL_HI_S, STALL_LO_S
+from fabricbench.jobs.heartbeat import STALL_TIMEOUT
 from fabricbench.measuring.comparison import MARGIN
 from fabricbench.measuring.config import check_local_ranks
 from fabricbench.training import estimate, models, repeats
+from fabricbench.training.repeats import DEFAULT_MAX_REPEATS
 from fabricbench.training.strategies import PRECISIONS, STRATEGIES, default_precision
 
 MAX_STEPS = 100_000  # optimizer steps per strategy
@@ -25,7 +26,7 @@ STARTUP_S = 600.0  # start-up (torchrun, imports, building the model) may take t
 # --timeout
 MAX_TRACE_STEPS = 20  # profiled steps: a profile grows with every step and is read in memory
 DEFAULT_MAX_STEPS = 40  # steps in all with a target CI, unless --max-steps says otherwise
-MAX_REPEATS = 50
+MAX_REPEATS = 50  # runs per strategy (train) and per strategy and fabric (study): --repeats, --max-repeats
 CPU_RANKS = 2  # --device cpu without --nprocs: two gloo ranks, the fewest that exchange a gradient
 
 @dataclass(kw_only=True)
@@ -68,11 +69,11 @@ class TrainConfig:
         "--repeats", "count", "Runs of each strategy in fresh processes.", lo=1, hi=MAX_REPEATS,
         default_by="3, then more until --target-ci"))  # None: MIN_REPEATS, then more until
     # the run-to-run CI is within target_ci (at most max_repeats, within time_budget_s)
-    max_repeats: int = field(default=5, metadata=declare(
+    max_repeats: int = field(default=DEFAULT_MAX_REPEATS, metadata=declare(
         "--max-repeats", "count", "Cap on runs per strategy.", lo=1, hi=MAX_REPEATS))
     time_budget_s: float = field(default=1800.0, metadata=declare(  # no repeat beyond the minimum starts after
         "--repeat-budget", "seconds", "Seconds after which no repeat beyond the minimum starts.", lo=0,
-        unit="s", concept="repeat_budget_s", aliases=("--time-budget",)))  # this many seconds
+        lo_open=True, unit="s", concept="repeat_budget_s", aliases=("--time-budget",)))  # this many seconds
     margin: float = field(default=MARGIN, metadata=declare(  # δ: strategies within ±margin are "equivalent"
         "--margin", "fraction", "Two figures within ±this fraction are \"equivalent\" (docs/comparisons.md).",
         lo=0, hi=0.5, lo_open=True, hi_open=True))  # (measuring/comparison.py); also when repeats stop
@@ -85,7 +86,7 @@ class TrainConfig:
     lr: float = field(default=1e-4, metadata=declare(  # AdamW learning rate
         "--lr", "number", "AdamW learning rate.", lo=0, hi=10, lo_open=True))
     precision: str | None = field(default=None, metadata=declare(  # "bf16", "fp16" or "fp32"; None: bf16 on
-        "--precision", "choice", "Compute precision.", choices=("bf16", "fp16", "fp32"),
+        "--precision", "choice", "Compute precision.", choices=tuple(PRECISIONS),
         default_by="bf16 on cuda, fp32 on cpu"))  # cuda, fp32 on cpu (run_precision)
     trace_steps: int = field(default=2, metadata=declare(  # profiled steps after the timed ones, for the
         "--trace-steps", "count", "Profiled steps after the timed ones, for the communication trace (0: none).",
@@ -108,12 +109,15 @@ class TrainConfig:
         "min) before the run ends naming it.", unit="s", concept="progress_timeout_s"))  # step) for this long
     # ends the run
     # it bounds the nodes' rendezvous too (torchrun's static rendezvous `timeout`)
-    stall_timeout_s: float | None = field(default=None, metadata=declare(  # the stall watchdog (jobs/heartbeat.py)
-        "--stall-timeout", "seconds", "Seconds a rank's heartbeat (or every rank's step) may stop before the run "
-        "ends naming the rank and its host, on every node.", lo=STALL_LO_S, hi=STALL_HI_S, unit="s",
+    stall_timeout_s: float | None = field(default=None, metadata=shared(  # the stall watchdog (jobs/heartbeat.py)
+        STALL_TIMEOUT, help="Seconds a rank's heartbeat (or every rank's step) may stop before the run ends "
+        "naming the rank and its host, on every node.",
         default_by="max(60, 10x the median step)"))  # None: max(60 s, 10 x median step)
     budget_s: float | None = None  # one strategy's processes, start to end; None: no limit beyond timeout_s
     extra_env: dict[str, str] = field(default_factory=dict)  # added to the workers' environment
+
+    def __post_init__(self) -> None:
+        check(self)  # each declared field inside its declared range, as the CLI checks it (declare.py)
 
     @property
     def procs_per_node(self) -> int:
@@ -154,7 +158,10 @@ class TrainConfig:
     def run_precision(self) -> str:
         return self.precision or default_precision(self.device)
 
-    def validate(self) -> None:
+    def validate(self) -> "TrainConfig":
+        """Everything that can be checked before a rank starts; returns self (as StudyConfig and
+        SweepConfig do: built, a config's declared ranges are checked; validate() checks the whole)."""
+        check(self)  # again: a field may have been set since __post_init__
         for s in self.strategies:
             STRATEGIES.get(s)
         if self.steps < self.warmup_steps + 2:
@@ -164,51 +171,21 @@ class TrainConfig:
         if self.warmup_steps < 1:
             raise UsageError("--warmup-steps must be at least 1: the first step builds state and is not timed")
         estimate.check_sizes(batch_size=self.batch_size, seq_len=self.seq_len, image_size=self.image_size)
-        if self.steps > MAX_STEPS:
-            raise UsageError(f"--steps {self.steps}: more than {MAX_STEPS:,} steps is a training job, not a "
-                             f"measurement; lower it")
-        if not (math.isfinite(self.lr) and self.lr > 0):
-            raise UsageError(f"--lr {self.lr}: the learning rate must be positive and finite, e.g. 1e-4")
-        if not (math.isfinite(self.timeout_s) and self.timeout_s > 0):
-            raise UsageError(f"timeout_s={self.timeout_s}: must be positive and finite (seconds a rank may go "
-                             f"without progress)")
-        if self.stall_timeout_s is not None and not (math.isfinite(self.stall_timeout_s)
-                                                     and STALL_LO_S <= self.stall_timeout_s <= STALL_HI_S):
-            raise UsageError(f"--stall-timeout {self.stall_timeout_s:g}: seconds, {STALL_LO_S:g} to "
-                             f"{STALL_HI_S:g} (a rank's heartbeat every second must be missed several times)")
         if self.budget_s is not None and not (math.isfinite(self.budget_s) and self.budget_s > 0):
             raise UsageError(f"budget_s={self.budget_s}: must be positive and finite (seconds per strategy), "
                              f"or None")
-        if self.device not in ("cuda", "cpu"):
-            raise UsageError(f"--device {self.device}: choose cuda or cpu")
-        if self.precision is not None and self.precision not in PRECISIONS:
-            raise UsageError(f"--precision {self.precision}: choose {', '.join(PRECISIONS)}")
         ds = [s for s in self.strategies if STRATEGIES.get(s).engine == "deepspeed"]
         if self.precision == "fp16" and self.device == "cpu" and ds:
             raise UsageError(f"--precision fp16 --device cpu: DeepSpeed's CPU accelerator has no fp16 "
                              f"({', '.join(ds)}); use bf16 or fp32 there")
-        if not 0 <= self.trace_steps <= MAX_TRACE_STEPS:
-            raise UsageError(f"--trace-steps {self.trace_steps}: 0 (no trace) to {MAX_TRACE_STEPS}")
-        if self.backend is not None and self.backend not in ("nccl", "gloo"):
-            raise UsageError(f"--backend {self.backend}: choose nccl or gloo")
         if self.device == "cpu" and self.run_backend != "gloo":
             raise UsageError("--backend nccl needs --device cuda; CPU ranks talk over gloo")
         if self.device == "cuda" and self.run_backend == "nccl" and (self.nprocs or 1) > max(1, len(self.gpus)):
             raise UsageError(f"--nprocs {self.nprocs} on {len(self.gpus)} GPU(s): NCCL refuses two ranks on one "
                              f"GPU (\"Duplicate GPU detected\"); add --backend gloo for a lab of several ranks "
                              f"per GPU, or name one GPU per rank with --gpus")
-        if self.target_ci is not None and not (math.isfinite(self.target_ci) and 0 < self.target_ci < 1):
-            raise UsageError(f"--target-ci {self.target_ci}: a fraction between 0 and 1, e.g. 0.03")
         if self.max_steps is not None and self.max_steps < self.steps:
             raise UsageError(f"--max-steps {self.max_steps} is below --steps {self.steps}")
-        if self.repeats is not None and not 1 <= self.repeats <= MAX_REPEATS:
-            raise UsageError(f"--repeats {self.repeats}: 1 to {MAX_REPEATS}")
-        if not 1 <= self.max_repeats <= MAX_REPEATS:
-            raise UsageError(f"--max-repeats {self.max_repeats}: 1 to {MAX_REPEATS}")
-        if not (isinstance(self.margin, (int, float)) and 0 < self.margin < 0.5):
-            raise UsageError(f"--margin {self.margin}: a fraction between 0 and 0.5, e.g. 0.02 for ±2%")
-        if not (math.isfinite(self.time_budget_s) and self.time_budget_s > 0):
-            raise UsageError(f"--time-budget {self.time_budget_s}: seconds, positive")
         if self.device == "cpu" and self.procs_per_node < 1:
             raise UsageError(f"--nprocs {self.nprocs}: need at least 1 process")
         if self.device == "cpu":
@@ -223,8 +200,6 @@ class TrainConfig:
         if self.nnodes > 1 and self.master_port is None:
             raise UsageError(f"--nnodes {self.nnodes}: give --master-port (the same on every node); a free port "
                              f"picked here would differ from node to node")
-        if self.master_port is not None and not 1 <= self.master_port <= 65535:
-            raise UsageError(f"--master-port {self.master_port}: a TCP port is 1-65535")
         given = [x for x in (self.model, self.model_config, self.model_path) if x]
         if len(given) != 1:
             raise UsageError("name exactly one of --model NAME, --model-config FILE, --model-path DIR "
@@ -235,6 +210,7 @@ class TrainConfig:
         if missing:
             raise UsageError(f'train needs {" and ".join(missing)}: pip install "fabricbench[train]"')
         get_fabric(self.fabric)  # an unknown fabric fails before any model is built
+        return self
 
 
 def _local_devices(config: TrainConfig) -> list[int] | None:

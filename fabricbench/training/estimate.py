@@ -1,6 +1,6 @@
 """Model-state memory per GPU of each strategy, under a named precision recipe.
 
-    fabricbench estimate --model mistral-7b --num-gpus 4 --json
+    fabricbench estimate --model mistral-7b --gpus 4 --json
 
 Ψ parameters, n GPUs. Each recipe says, per kind (params, grads, optimizer = Adam's m and v, master =
 a separate fp32 copy of the weights), how many bytes per parameter are kept; each strategy says which
@@ -68,7 +68,7 @@ MAX_IMAGE = 2**16  # pixels per side
 def check_sizes(*, num_gpus: int | None = None, batch_size: int | None = None, seq_len: int | None = None,
                 image_size: int | None = None) -> None:
     """A one-line UsageError for a GPU count, batch, sequence length or image size out of its range."""
-    for flag, value, top in (("--num-gpus", num_gpus, MAX_GPUS), ("--batch-size", batch_size, MAX_BATCH),
+    for flag, value, top in (("--gpus", num_gpus, MAX_GPUS), ("--batch-size", batch_size, MAX_BATCH),
                              ("--seq-len", seq_len, MAX_SEQ_LEN), ("--image-size", image_size, MAX_IMAGE)):
         if value is None:
             continue
@@ -156,15 +156,18 @@ def estimate(*, model: str, psi: int, num_gpus: int, recipe: str = "framework",
 
 def for_model(*, model: str | None = None, model_config: str | None = None, num_gpus: int,
               recipe: str = "framework", batch_size: int | None = None, seq_len: int = 512,
-              image_size: int = 224) -> dict[str, Any]:
+              image_size: int = 224, strategies: str | list[str] | None = None) -> dict[str, Any]:
     """`fabricbench estimate`: a model by name or config file, the document of `estimate` (with
-    activation_bytes when `batch_size` is given). Every number is checked before the model is looked at;
-    a built-in model needs no transformers."""
+    activation_bytes when `batch_size` is given; only `strategies`, a comma list or names, when given).
+    Every number is checked before the model is looked at; a built-in model needs no transformers."""
     RECIPES.get(recipe)
+    names = STRATEGIES.pick(strategies or None, option="strategies")
     check_sizes(num_gpus=num_gpus, batch_size=batch_size, seq_len=seq_len, image_size=image_size)
     resolved = describe(name=model, config_file=model_config)
     act = None
     if batch_size is not None:
         act = activation_bytes(resolved.shape, task=resolved.task, batch_size=batch_size, seq_len=seq_len,
                                image_size=image_size)
-    return estimate(model=resolved.name, psi=resolved.params, num_gpus=num_gpus, recipe=recipe, activations=act)
+    doc = estimate(model=resolved.name, psi=resolved.params, num_gpus=num_gpus, recipe=recipe, activations=act)
+    doc["strategies"] = {k: v for k, v in doc["strategies"].items() if k in names}
+    return doc

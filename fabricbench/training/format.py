@@ -3,7 +3,7 @@ figure over its runs (with the run-to-run interval) and the ranking per fabric; 
 `fabricbench estimate`'s table.
 
     fabricbench train --strategies ddp,fsdp --model tiny-mistral --device cpu --nprocs 2
-    fabricbench estimate --model mistral-7b --num-gpus 4
+    fabricbench estimate --model mistral-7b --gpus 4
 
 Library code, so that the CLI, the study and the tests share one formatting of train records.
 """

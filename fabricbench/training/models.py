@@ -1,6 +1,6 @@
 """Models built from configs, randomly initialised, never downloaded.
 
-    fabricbench estimate --model mistral-7b --num-gpus 4      (7.24e9 parameters, by formula, in well under 2 s)
+    fabricbench estimate --model mistral-7b --gpus 4      (7.24e9 parameters, by formula, in well under 2 s)
 
 Each named model is one row of MODELS: its task ("causal-lm" or "image-cls"), its family (the transformers
 config class, that class's defaults and Ψ as a formula of the config numbers) and the settings that differ

@@ -29,6 +29,7 @@ from fabricbench.measuring.stats import around, ci_rel, overlaps, repeat_ci
 from fabricbench.results.schema import TrainResult
 from fabricbench.results.status import TIMED_TRAIN
 
+DEFAULT_MAX_REPEATS = 5  # --max-repeats' default (train and study): runs per strategy, at most, unless it says more
 MIN_REPEATS = 3  # runs before the run-to-run CI is judged (at 2 Student's t is 12.7: no CI gets within 3%)
 HOST_BOUND = 0.5  # gpu_busy_fraction below this: the step measures the host, not the GPU or the fabric
 OK = TIMED_TRAIN  # runs whose step times count (flagged: the loss did not fall, the timing stands)
@@ -244,7 +245,7 @@ def verdict_lines(comps: list[Comparison] | list[dict[str, Any]], width: int = 8
     return out
 
 
-def answer_lines(records: list[dict[str, Any]], *, repeats: int | None = None, max_repeats: int = 6,
+def answer_lines(records: list[dict[str, Any]], *, repeats: int | None = None, max_repeats: int = DEFAULT_MAX_REPEATS,
                  margin: float = MARGIN, width: int = 80) -> list[str]:
     """What `fabricbench train` ends with when it compared strategies: their verdicts, at `width` columns
     (looks as launch.run took them: one at N with --repeats N, else from round 3 to max_repeats), each

@@ -26,7 +26,7 @@ from typing import Any
 from fabricbench.collectives import COLLECTIVES
 from fabricbench.errors import EngineUnavailable, UsageError
 from fabricbench.measuring.check import count_wrong, input_values
-from fabricbench.measuring.config import SweepConfig
+from fabricbench.measuring.config import SweepConfig, default_backend
 from fabricbench.measuring.plan import host_available_bytes
 from fabricbench.measuring.session import Case, DistContext, Timing
 
@@ -59,19 +59,13 @@ def _loaded_nccl_path() -> str | None:
     return None
 
 
-def default_backend() -> str:
-    import torch
-
-    return "nccl" if torch.cuda.is_available() else "gloo"
-
-
 class TorchSession:
     def __init__(self, config: SweepConfig, dist_ctx: DistContext | None) -> None:
         import torch
         import torch.distributed as dist
 
         self.torch, self.dist = torch, dist
-        self.backend = config.backend or default_backend()
+        self.backend = config.backend or default_backend()  # the one rule, measuring/config.py
         self.timing = config.timing
         if self.backend not in ("nccl", "gloo"):
             raise UsageError(f"--backend {self.backend}: the torch engine runs nccl or gloo")

@@ -1,0 +1,158 @@
+"""The library behind `scaling`: busbw against GPU count, a GPU set inside one NVLink island and one across
+islands for each count, each measured by its own child sweep.
+
+    import fabricbench
+    res = fabricbench.scaling(gpus="0-7", counts="2,4,8", options=fabricbench.sweep_options(sizes="1G"))
+
+Errors name the parameters (`counts`, `gpus`), which are also the flags' names. What scaling shares with
+compare is in measuring/compare.py.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from fabricbench.errors import UsageError
+from fabricbench.fabrics import get_fabric
+from fabricbench.gpus import parse_gpus
+from fabricbench.measuring.compare import (SweepOptions, already_done, as_text, check_plot_path, open_output,
+                                           progress_bar, resume_records, run_and_keep, sweep_options)
+from fabricbench.measuring.config import PROCS_PER_CORE, cores
+from fabricbench.measuring.runner import new_run_id
+from fabricbench.progress import Progress
+from fabricbench.report.analysis import scaling_rows, scaling_series
+from fabricbench.report.plot import busbw_vs_count
+from fabricbench.sizes import format_size
+from fabricbench.topology import cuda_to_nvml, read_topology
+from fabricbench.topology.model import Gpu, Topology, ranges
+from fabricbench.topology.placement import scaling_sets
+
+
+def read_counts(text: str) -> list[int]:
+    """counts as written: whole numbers of at least 2, each once (no machine needed to check this)."""
+    counts = []
+    for item in text.split(","):
+        item = item.strip()
+        if item.startswith("-") and item[1:].isdigit():
+            raise UsageError(f"counts {text}: {item} is negative; GPU counts start at 2, e.g. 2,4,8")
+        if not item.isdigit():
+            raise UsageError(f"counts {text}: {item!r} is not a whole number; write e.g. 2,4,8")
+        counts.append(int(item))
+    bad = [c for c in counts if c < 2]
+    if bad:
+        raise UsageError(f"counts {text}: {bad[0]} GPU(s) has no bus bandwidth (factor 0); start at 2")
+    if len(set(counts)) != len(counts):
+        raise UsageError(f"counts {text} names a count twice")
+    return sorted(counts)
+
+
+def parse_counts(text: str | None, n: int, gpus_text: str) -> list[int]:
+    if text is None:
+        counts = sorted({c for c in (2, 4, 8, 16, 32, 64) if c <= n} | ({n} if n >= 2 else set()))
+        if not counts:
+            raise UsageError(f"gpus {gpus_text} names {n} GPU; scaling needs at least 2")
+        return counts
+    counts = read_counts(text)
+    big = [c for c in counts if c > n]
+    if big:
+        raise UsageError(f"counts {text}: {max(big)} is more than the {n} GPUs of gpus {gpus_text}")
+    return counts
+
+
+def _cpu_ranks_limit(n: int, what: str) -> None:
+    """CPU ranks are processes on this host: bounded by its cores as `sweep --nprocs` is."""
+    if n > PROCS_PER_CORE * cores():
+        raise UsageError(f"{what}: {n} CPU ranks are more than {PROCS_PER_CORE} per core "
+                         f"({PROCS_PER_CORE} x {cores()} cores = {PROCS_PER_CORE * cores()}); lower it")
+
+
+@dataclass(kw_only=True)
+class ScalingResult:
+    run_id: str
+    fabric: Any  # fabrics.Fabric
+    topology: Any  # topology.Topology (CPU ranks: one of identical ranks)
+    cpu_ranks: bool
+    results: list[tuple[Any, Any]] = field(default_factory=list)  # (placement, ChildRun)
+    rows: list[dict[str, Any]] = field(default_factory=list)  # report.analysis.scaling_rows
+
+    @property
+    def failed(self) -> bool:
+        return any(r.error for _, r in self.results)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"run_id": self.run_id, "fabric": self.fabric.to_dict(), "topology": self.topology.summary(),
+                "rows": self.rows, "failures": [{"count": p.count, "placement": p.label, "gpus": list(p.gpus),
+                                                 "error": r.error} for p, r in self.results if r.error]}
+
+
+def scaling(*, gpus: str | Sequence[int] | None = None, counts: str | Sequence[int] | None = None,
+            fabric: str = "default", topo_file: str | None = None, out: str | None = None, resume: bool = False,
+            progress: Progress | bool | None = False, plot: str | None = None,
+            options: SweepOptions | None = None) -> ScalingResult:
+    """busbw against GPU count: for each count a GPU set inside one NVLink island and one across islands
+    (topology/placement.py), each measured by its own child sweep under `fabric`. With CPU ranks
+    (engine="torch", backend="gloo") the counts are ranks on this host. `options`: as for compare (its
+    nprocs is each count's)."""
+    gpus, counts = as_text(gpus), as_text(counts)
+    fab = get_fabric(fabric)
+    opts = dataclasses.replace(options or sweep_options(), nprocs=None)
+    check_plot_path(plot)  # outputs first: nothing is read or measured for a plot that cannot be written
+    if counts is not None:
+        read_counts(counts)
+    topo = read_topology(topo_file, what="--topo-file")
+    if topo is None:
+        if not opts.cpu_ranks:
+            raise UsageError("no GPU topology here (NVML and nvidia-smi did not answer)", hint_text="give a saved "
+                             "`nvidia-smi topo -m` output or run CPU ranks:",
+                             hint=[{"topo_file": "FILE"}, {"engine": "torch", "backend": "gloo"}])
+        n = len(parse_gpus(gpus)) if gpus else max(read_counts(counts or "2"))
+        _cpu_ranks_limit(n, f"counts {counts}" if not gpus else f"gpus {gpus}")
+        topo = Topology(gpus=tuple(Gpu(index=i) for i in range(n)),  # CPU ranks: all alike
+                        links=tuple(tuple("X" if i == j else "SYS" for j in range(n)) for i in range(n)),
+                        source="cpu ranks (no GPU topology)")
+    ordinals = parse_gpus(gpus) if gpus is not None else tuple(range(len(topo.gpus)))
+    # CUDA ordinals -> topology indices (CUDA_VISIBLE_DEVICES may reorder); a saved file is taken as is.
+    to_topo = dict(zip(ordinals, ordinals if topo_file or topo.source.startswith("cpu") else
+                       cuda_to_nvml(ordinals, topo)))
+    from_topo = {v: k for k, v in to_topo.items()}
+    count_list = parse_counts(counts, len(ordinals), gpus or ranges(list(ordinals)))
+    opts.validate(None if opts.cpu_ranks else ordinals)
+    placements = scaling_sets(topo, count_list, tuple(to_topo[g] for g in ordinals))
+    prior = resume_records(out, resume)  # read before this run appends to the file
+    run_id = new_run_id()
+    res = ScalingResult(run_id=run_id, fabric=fab, topology=topo, cpu_ranks=opts.cpu_ranks)
+    writer = open_output(out, run_id, fab.name, topo=topo if topo_file else None)
+    per_set = len(opts.planned())
+    try:
+        with progress_bar("scaling", per_set * len(placements), progress) as bar:
+            for p in placements:
+                cuda_set = tuple(from_topo[g] for g in p.gpus)
+                # CPU ranks are processes on one host: no GPUs, islands or hops to name
+                what = (f"{p.count} CPU ranks ({opts.backend})" if opts.cpu_ranks else
+                        f"{p.count} GPUs {p.label} {list(cuda_set)} (slowest hop {p.worst_link})")
+                if bar.mode != "off":
+                    bar.say(what)
+                extra = {"placement": p.label, "placement_gpus": list(cuda_set), "topology_gpus": list(p.gpus),
+                         "slowest_link": p.worst_link, "count": p.count}
+                nprocs = p.count if opts.cpu_ranks else None
+                done = already_done(prior, opts, fab, cuda_set, nprocs=nprocs, out=out, say=bar.say,
+                                    where={"placement": p.label, "placement_gpus": list(cuda_set)})
+                if done is not None:
+                    res.results.append((p, done))
+                    bar.advance(per_set, item=f"{what}: already recorded")
+                    continue
+                label = f"{p.count} ranks" if opts.cpu_ranks else f"{p.count} GPUs {p.label}"
+                bar.update(item=label)
+                run = run_and_keep(fab, opts.job(cuda_set, nprocs=nprocs), writer, run_id, what=label,
+                                   kept="the other sets", extra=extra, say=bar.say, on_record=lambda rec, w=label:
+                                   bar.advance(item=f"{w} {rec.get('op')} {format_size(rec.get('bytes') or 0)}"))
+                bar.advance(per_set - len(run.records), item=label)  # waived or failed: the rest
+                res.results.append((p, run))
+    finally:
+        writer.close()
+    res.rows = scaling_rows(res.results)
+    if plot:
+        busbw_vs_count(scaling_series(res.rows), plot, title="busbw against GPU count, per placement (largest size)")
+    return res

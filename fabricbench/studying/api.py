@@ -1,0 +1,131 @@
+"""The library face of the study.
+
+    import fabricbench
+    res = fabricbench.study(fabricbench.StudyConfig(out="lab", device="cpu", nprocs=2, fabrics="default,shaped:1gbit",
+                            strategies="ddp,fsdp", model="tiny-mistral", steps=5, batch_size=2, seq_len=32))
+    res.units          # what happened to each unit (status, seconds, commands)
+    res.report_html    # lab/report.html
+    fabricbench.study(out="lab", resume=True)   # the stored settings; runs what is not recorded ok
+
+The CLI (fabricbench/cli/study.py) only maps flags onto a StudyConfig (or, for a bare --resume, none).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from fabricbench.cluster.env import on_slurm
+from fabricbench.errors import UsageError
+from fabricbench.masking import MASK
+from fabricbench.results.status import Status
+from fabricbench.studying import records
+from fabricbench.studying.config import StudyConfig
+from fabricbench.studying.plan import build_plan
+from fabricbench.studying.report import write_report
+from fabricbench.studying.nodes import NodeLost
+from fabricbench.studying.runner import UnitRun, follow, prepare, run_units
+from fabricbench.studying.units import DONE, Unit
+from fabricbench.topology import read_topology
+
+
+@dataclass(kw_only=True)
+class StudyResult:
+    out_dir: Path
+    config: StudyConfig
+    plan: list[Unit]
+    units: list[UnitRun] = field(default_factory=list)  # empty for a dry run
+    results_path: Path | None = None
+    report_md: Path | None = None
+    report_html: Path | None = None
+    estimate_s: float = 0.0  # the plan's rough total (units to run only)
+    follower: dict[str, int] | None = None  # a node above 0: {"node", "shares" run, "exit" of node 0's study}
+
+    @property
+    def ok(self) -> bool:
+        return all(u.status in (Status.OK, Status.SKIPPED) for u in self.units)
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for u in self.units:
+            out[u.status] = out.get(u.status, 0) + 1
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"out_dir": str(self.out_dir), "config": self.config.to_dict(),
+                "plan": [dataclasses.asdict(u) for u in self.plan], "estimate_s": self.estimate_s,
+                "units": [{"name": u.unit.name, "status": u.status, "duration_s": u.duration_s,
+                           "message": u.message, "commands": u.commands} for u in self.units],
+                "results": str(self.results_path) if self.results_path else None,
+                "report_md": str(self.report_md) if self.report_md else None,
+                "report_html": str(self.report_html) if self.report_html else None, "follower": self.follower}
+
+
+def resolve_config(config: StudyConfig | None, *, out: str | None = None, resume: bool = False) -> StudyConfig:
+    """A validated config: `config` (its nodes from Slurm where it names none: cluster/env.on_slurm), or,
+    resuming without one, the one stored in `out`."""
+    if config is None:
+        if not (resume and out):
+            raise UsageError("give the study's StudyConfig, or out=DIR with resume=True (the settings stored there)")
+        # a results file without a readable plan is a damaged study, said in one line (records.load)
+        stored = records.load(out, must_exist=(Path(out) / records.RESULTS).exists()).plan
+        if stored is None:
+            raise UsageError(f"--resume: {out} holds no study yet; give the study's options (at least --model)")
+        config = StudyConfig.from_dict({**stored["study"]["config"], "out": str(out)})
+        hidden = [f for f in config.fabrics if MASK in f]
+        if hidden:  # the values were never written: they cannot be taken from the stored settings
+            raise UsageError(f"--resume: the stored fabric(s) {', '.join(hidden)} hide their values, which are "
+                             f"never written to disk; give the study's options again, --fabrics with the values")
+    else:
+        config = on_slurm(config)
+    return config.validate()
+
+
+def plan_for(config: StudyConfig) -> list[Unit]:
+    topo = None
+    if config.device == "cuda":
+        topo = read_topology()
+    return build_plan(config, topo)
+
+
+def study(config: StudyConfig | None = None, *, out: str | None = None, resume: bool = False, dry_run: bool = False,
+          report: bool = True, progress: bool | None = None, echo: Callable[[str], None] | None = None) -> StudyResult:
+    """Run (or, with dry_run, only plan) the study `config` says into its out (resuming without a config:
+    the one stored in `out`); see the module docstring."""
+    config = resolve_config(config, out=out, resume=resume)
+    units = plan_for(config)
+    existing = records.load(config.out, must_exist=False)
+
+    todo = [u for u in units if not (resume and existing.status(u.name) in DONE)]
+    res = StudyResult(out_dir=Path(config.out), config=config, plan=units,
+                      estimate_s=sum(_expected(u, existing) for u in todo))
+    if dry_run:
+        if config.node_rank == 0:
+            prepare(config, resume=resume)  # the same refusals a real run would give
+        return res
+    if config.node_rank > 0:  # across nodes: node 0 decides and writes; this node runs its shares
+        code, shares = follow(config, echo=echo)
+        res.follower = {"node": config.node_rank, "shares": shares, "exit": code}
+        return res
+    # Ctrl-C propagates from here without a report (a second Ctrl-C would cut it); `fabricbench report`
+    # or --resume writes it later from what was recorded.
+    try:
+        res.units = run_units(config, units, resume=resume, echo=echo, progress=progress)
+    except NodeLost:  # the units finished before the node went are recorded: their report is written
+        if report and (Path(config.out) / records.RESULTS).exists():
+            write_report(config.out)
+        raise
+    res.results_path = Path(config.out) / records.RESULTS
+    if report:
+        res.report_md, res.report_html = write_report(config.out)
+    return res
+
+
+def _expected(unit: Unit, existing) -> float:
+    """The earlier attempt's duration where one was recorded (a better guess than the formula)."""
+    u = existing.units.get(unit.name)
+    if u and isinstance(u.get("duration_s"), (int, float)) and u.get("status") != Status.INTERRUPTED:
+        return float(u["duration_s"])
+    return unit.estimate_s

@@ -1,0 +1,273 @@
+"""What a study is: the machine part it uses, the fabrics, the strategies, the model and the train options.
+
+    fabricbench study --gpus 0-3 --model dinov2-base --steps 8 --out run/
+
+StudyConfig validates itself once (validate()), so the CLI and `fabricbench.study(...)` run the same
+checks; to_dict/from_dict let `--resume` compare a new command against the plan stored in the directory.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import fabricbench.gpus  # looked up on call: tests stand in for visible_gpu_count
+from fabricbench.declare import check, declare, of, shared
+from fabricbench.errors import UsageError
+from fabricbench.jobs.heartbeat import STALL_TIMEOUT
+from fabricbench.fabrics import parse_fabric_list, split_fabric_list
+from fabricbench.files import check_writable
+from fabricbench.gpus import default_gpus, parse_gpus
+from fabricbench.fabrics.model import shown
+from fabricbench.results.context import fabric_label
+from fabricbench.sizes import SizeSweep
+from fabricbench.measuring.config import SweepConfig, check_local_ranks
+from fabricbench.training.config import TrainConfig
+from fabricbench.training.models import CAUSAL_LM, IMAGE_CLS, MODELS, read_config_json
+from fabricbench.training.repeats import DEFAULT_MAX_REPEATS, MIN_REPEATS
+from fabricbench.training.strategies import STRATEGIES
+
+# Sweep grids when no trace says what the strategies send (or the trace ran on one rank): GPUs cover
+# DDP's 25 MB buckets up to whole-model gathers; the CPU lab stays small (gloo over loopback is slow).
+DEFAULT_SIZES = {"cuda": "1K-1G:x4", "cpu": "4K-1M:x4"}
+DEFAULT_ITERS = {"cuda": (20, 5), "cpu": (5, 2)}  # (timed, warm-up) iterations per size
+DEFAULT_FABRICS = {"cuda": ("default", "p2p-off"), "cpu": ("default",)}
+SWEEP_OPS = ("all_reduce", "all_gather", "reduce_scatter")  # what DDP, ZeRO and FSDP send
+
+
+@dataclass(kw_only=True)
+class StudyConfig:
+    out: str = field(metadata=declare(  # the study directory: results.jsonl, units/, report.md, report.html
+        "--out", "output folder", "Study directory: results.jsonl, units/, report.md, report.html."))
+    device: str = field(default="cuda", metadata=shared(  # "cuda" (one process per GPU) or "cpu" (gloo ranks,
+        of(TrainConfig, "device")))  # `nprocs` of them)
+    gpus: tuple[int, ...] = field(default=(), metadata=shared(  # CUDA ordinals (device cuda); () = all
+        of(SweepConfig, "gpus"), help="GPUs to study, e.g. 0-3."))  # visible, filled by validate()
+    nprocs: int = field(default=2, metadata=shared(  # ranks on CPU
+        of(TrainConfig, "nprocs"), help="Ranks with --device cpu (gloo).", default_by=None))
+    fabrics: tuple[str, ...] = field(default=(), metadata=declare(  # fabric specs; () = DEFAULT_FABRICS[device];
+        "--fabrics", "fabric list", "Comma list of fabrics; shaped:RATE on CPU.",
+        default_by="default,p2p-off on GPUs, default on CPU"))  # written out masked (to_dict)
+    strategies: tuple[str, ...] = field(default=(), metadata=shared(  # () = every registered strategy
+        of(TrainConfig, "strategies"), aliases=()))
+    # the train options: train's declarations (training/config.py), shared, so one range and one default
+    model: str | None = field(default=None, metadata=shared(of(TrainConfig, "model")))  # a registered name
+    model_config: str | None = field(default=None, metadata=shared(  # or a transformers config JSON
+        of(TrainConfig, "model_config")))
+    steps: int = field(default=8, metadata=shared(of(TrainConfig, "steps")))  # steps, warm-up included
+    warmup_steps: int = field(default=3, metadata=shared(of(TrainConfig, "warmup_steps")))
+    max_steps: int | None = field(default=None, metadata=shared(of(TrainConfig, "max_steps")))
+    target_ci: float | None = field(default=0.03, metadata=shared(  # steps and repeats go on until the
+        of(TrainConfig, "target_ci")))  # median's 95% CI is within this
+    repeats: int | None = field(default=None, metadata=shared(  # train runs per (strategy, fabric), fresh
+        of(TrainConfig, "repeats"), help="Runs of each strategy on each fabric in fresh processes."))
+    # processes, interleaved; None: MIN_REPEATS, then more while a comparison is undecided or a CI is wider
+    # than target_ci, at most max_repeats
+    max_repeats: int = field(default=DEFAULT_MAX_REPEATS, metadata=shared(of(TrainConfig, "max_repeats"),
+                                                        help="Cap on runs per strategy and fabric."))
+    repeat_budget_s: float = field(default=1800.0, metadata=shared(  # no repeat beyond the minimum starts
+        of(TrainConfig, "time_budget_s"), concept=None, aliases=()))  # after this many seconds of study
+    margin: float = field(default=0.02, metadata=shared(  # δ: a comparison within ±margin is "equivalent"
+        of(TrainConfig, "margin")))  # measuring/comparison.py
+    batch_size: int | None = field(default=None, metadata=shared(  # samples per GPU per step; None: 8
+        of(TrainConfig, "batch_size"),
+        default_by="8 on CPU; on GPUs the study picks it, doubling while it pays"))  # on CPU, picked on GPUs
+    seq_len: int = field(default=512, metadata=shared(of(TrainConfig, "seq_len")))  # causal LM
+    image_size: int = field(default=224, metadata=shared(of(TrainConfig, "image_size")))  # images
+    precision: str | None = field(default=None, metadata=shared(  # None: train's default: bf16 on cuda,
+        of(TrainConfig, "precision")))  # fp32 on cpu
+    sizes: str | None = field(default=None, metadata=declare(  # sweep sizes; None: from the strategies'
+        "--sizes", "size list", "Sweep sizes.", default_by="covering what the traces sent"))  # traces
+    iters: int | None = field(default=None, metadata=shared(  # sweep timed iterations per size
+        of(SweepConfig, "iters"), help="Sweep timed iterations per size.",
+        default_by="GPU 20, CPU 5"))  # (None: DEFAULT_ITERS[device])
+    warmup: int | None = field(default=None, metadata=shared(  # sweep warm-up iterations per size
+        of(SweepConfig, "warmup"), help="Sweep warm-up iterations per size.", default_by="GPU 5, CPU 2"))
+    train_timeout_s: float = field(default=1800.0, metadata=declare(  # one train unit, start to end
+        "--train-timeout", "seconds", "Seconds one train unit may take.", unit="s"))
+    sweep_timeout_s: float = field(default=900.0, metadata=declare(  # one sweep or scaling unit
+        "--sweep-timeout", "seconds", "Seconds one sweep unit may take.", unit="s"))
+    stall_timeout_s: float | None = field(default=None, metadata=shared(  # a unit's rank silent this long ends
+        STALL_TIMEOUT, help="Seconds a unit's rank may stop (SIGSTOP, a dead node) before the unit ends naming it.",
+        default_by="train's and sweep's own"))  # it (train and sweep
+    # --stall-timeout; None: their defaults)
+    # across nodes (studying/nodes.py): node 0 runs the study, the others follow it; the flags as train's
+    nnodes: int = field(default=1, metadata=shared(of(TrainConfig, "nnodes"), help=(
+        "Nodes the study spans (the same study command on each, with its --node-rank).")))
+    node_rank: int = field(default=0, metadata=shared(of(TrainConfig, "node_rank"), help=(
+        "This node's index: 0 runs the study and writes --out, the others follow it.")))
+    master_addr: str = field(default="127.0.0.1", metadata=shared(
+        of(TrainConfig, "master_addr"), help="Node 0's address, where the nodes meet."))
+    master_port: int | None = field(default=None, metadata=declare(  # the study's store; units use the next port
+        "--master-port", "count", "Node 0's port for the study (its units use the next one).", lo=1, hi=65534,
+        default_by="required with --nnodes above 1"))
+    join_timeout_s: float = field(default=300.0, metadata=declare(  # every node at the study's start, and
+        "--join-timeout", "seconds", "Seconds every node has to join the study (and each unit's rendezvous).",
+        lo=1, hi=86_400, unit="s"))  # each spanning unit's rendezvous
+    extra: dict[str, Any] = field(default_factory=dict)  # free-form notes stored with the plan
+
+    def __post_init__(self) -> None:
+        self._lists()
+        check(self)  # each declared field inside its declared range, as the CLI checks it (declare.py)
+
+    def _lists(self) -> None:
+        """The list fields as tuples, from text as the CLI gives them or from any sequence: gpus "0-3",
+        fabrics "default,x:A=1,B=2" (x:A=1,B=2 is one fabric, not two), strategies "ddp,fsdp"."""
+        if isinstance(self.fabrics, str):
+            self.fabrics = tuple(split_fabric_list(self.fabrics))
+        if isinstance(self.strategies, str):
+            self.strategies = tuple(x.strip() for x in self.strategies.split(",") if x.strip())
+        if isinstance(self.gpus, str) or (self.gpus and isinstance(self.gpus[0], str)):
+            self.gpus = parse_gpus(self.gpus if isinstance(self.gpus, str) else ",".join(self.gpus))
+        self.gpus, self.fabrics, self.strategies = (tuple(x) if x is not None else x
+                                                    for x in (self.gpus, self.fabrics, self.strategies))
+
+    def validate(self) -> "StudyConfig":
+        """Check everything that can be checked before a unit runs; fill the defaults. Returns self."""
+        check(self)  # again: a field may have been set since __post_init__
+        if self.device not in ("cuda", "cpu"):
+            raise UsageError(f"--device {self.device}: choose cuda or cpu")
+        if not self.out:
+            raise UsageError("--out DIR is required: the study writes results.jsonl and its report there")
+        if self.node_rank == 0:  # the node that writes it; fabricbench.study(out=...) is checked as the CLI is
+            check_writable(self.out, what="--out", folder=True)
+        if not self.fabrics:
+            self.fabrics = DEFAULT_FABRICS[self.device]
+        parse_fabric_list(",".join(self.fabrics))  # unknown or duplicate fabrics fail here
+        self.strategies = tuple(STRATEGIES.pick(self.strategies or None, option="strategies"))
+        if bool(self.model) == bool(self.model_config):
+            raise UsageError("name the model with exactly one of --model NAME or --model-config FILE "
+                             "(fabricbench train --list shows the names)")
+        if self.model:
+            MODELS.get(self.model)
+        else:  # the file read and its sizes checked now, so --dry-run says what a run would
+            read_config_json(Path(self.model_config))
+        if self.target_ci == 0:  # --target-ci 0: the precision floor off (a None would read as "not given")
+            self.target_ci = None
+        if self.max_steps is not None and self.max_steps < self.steps:
+            raise UsageError(f"--max-steps {self.max_steps} is below --steps {self.steps}")
+        if self.batch_size is None and self.device == "cpu":
+            self.batch_size = 8
+        if self.steps < self.warmup_steps + 2 or self.warmup_steps < 1:
+            raise UsageError(f"--steps {self.steps} with --warmup-steps {self.warmup_steps}: need at least 1 "
+                             f"warm-up step and 2 timed steps")
+        if self.iters is None:
+            self.iters = DEFAULT_ITERS[self.device][0]
+        if self.warmup is None:
+            self.warmup = DEFAULT_ITERS[self.device][1]
+        if self.sizes is not None:
+            SizeSweep.parse(self.sizes)
+        self._validate_nodes()
+        if self.device == "cpu":
+            if self.nprocs < 1 or self.nprocs * self.nnodes < 2:  # 2 nodes of 1 rank make 2 ranks
+                raise UsageError(f"--nprocs {self.nprocs}: a study compares collectives, which need at least "
+                                 f"2 ranks in all (--nprocs 2, or --nnodes 2 with one rank each)")
+            check_local_ranks(self.nprocs)  # its sweep and train units would each refuse it, after the rest ran
+            if self.gpus:
+                raise UsageError("--gpus does not apply to --device cpu; use --nprocs N")
+        else:
+            if fabricbench.gpus.visible_gpu_count() == 0:
+                raise UsageError("no CUDA GPU is visible here; study the CPU fabric lab instead: --device cpu "
+                                 "--nprocs 2 --fabrics default,shaped:1gbit")
+            if not self.gpus:
+                self.gpus = default_gpus(None)
+            else:
+                default_gpus(",".join(map(str, self.gpus)))
+        return self
+
+    def _validate_nodes(self) -> None:
+        if not 0 <= self.node_rank < self.nnodes:
+            raise UsageError(f"--nnodes {self.nnodes} --node-rank {self.node_rank}: need 1 <= nnodes and "
+                             f"0 <= node-rank < nnodes")
+        if self.nnodes == 1:
+            return
+        if self.master_port is None or not 1 <= self.master_port <= 65534:
+            raise UsageError(f"--nnodes {self.nnodes}: give --master-port P, the same on every node (1-65534; "
+                             f"the study meets on P, its units on P+1)")
+        if not str(self.master_addr).strip():
+            raise UsageError("--master-addr: give node 0's address, the same on every node")
+        shaped = [n for n in self.fabric_names if n.startswith("shaped:")]
+        if shaped:  # tc shapes one node's loopback; between nodes the wire itself is the fabric
+            raise UsageError(f"--fabrics {','.join(shaped)}: a shaped fabric limits one node's loopback, not the "
+                             f"link between nodes; across nodes study default or NCCL fabrics")
+
+    @property
+    def ranks_per_node(self) -> int:
+        return self.nprocs if self.device == "cpu" else len(self.gpus)
+
+    @property
+    def rounds(self) -> int:
+        """Train runs planned per (strategy, fabric): exactly `repeats`, else up to max_repeats."""
+        return self.repeats if self.repeats is not None else self.max_repeats
+
+    @property
+    def min_rounds(self) -> int:
+        return self.repeats if self.repeats is not None else min(MIN_REPEATS, self.max_repeats)
+
+    @property
+    def looks(self) -> dict[str, int]:
+        """The sequential rule's looks (measuring/comparison.py): from round 3 up to the most rounds the
+        study may run; with --repeats N, one look at N (nobody peeks)."""
+        if self.repeats is not None:
+            return {"first_look": self.repeats, "last_look": self.repeats}
+        return {"first_look": min(MIN_REPEATS, self.max_repeats), "last_look": self.max_repeats}
+
+    @property
+    def world_size(self) -> int:
+        """Ranks in all: those of one node times the nodes (every node brings the same count)."""
+        return self.ranks_per_node * self.nnodes
+
+    @property
+    def shape(self) -> dict[str, int]:
+        """The input-shape settings the model reads: seq_len for a causal LM, image_size for an image
+        model; both for a --model-config, whose task only transformers can tell (train ignores the other)."""
+        task = MODELS.get(self.model).task if self.model else None
+        out = {}
+        if task != IMAGE_CLS:
+            out["seq_len"] = self.seq_len
+        if task != CAUSAL_LM:
+            out["image_size"] = self.image_size
+        return out
+
+    @property
+    def shape_args(self) -> list[str]:
+        """`shape` as options (the command that reruns the study shows them)."""
+        return [a for k, v in self.shape.items() for a in (f"--{k.replace('_', '-')}", str(v))]
+
+    @property
+    def model_label(self) -> str:
+        return self.model or str(self.model_config)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        # fabrics masked: a custom fabric's values outside NCCL_*/GLOO_*/CUDA_* never reach a file or screen
+        d["gpus"], d["fabrics"], d["strategies"] = list(self.gpus), list(self.fabrics_shown), list(self.strategies)
+        return d
+
+    @property
+    def fabrics_shown(self) -> tuple[str, ...]:
+        """The fabric specs as a screen or file may show them: custom values masked."""
+        return tuple(shown(f) for f in self.fabrics)
+
+    @property
+    def fabric_names(self) -> tuple[str, ...]:
+        """What units, file names, child argv and the report call each fabric (fabrics.Fabric.name)."""
+        return tuple(fabric_label(f) for f in self.fabrics)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "StudyConfig":
+        names = {f.name for f in dataclasses.fields(cls)}
+        kw = {k: v for k, v in d.items() if k in names}
+        for k in ("gpus", "fabrics", "strategies"):
+            kw[k] = tuple(kw.get(k) or ())
+        return cls(**kw)
+
+    def differences(self, other: "StudyConfig") -> list[str]:
+        """'field: stored -> new' for each setting that would make other measure something else."""
+        # where the nodes meet, and how long they wait, measure nothing
+        ignore = {"out", "extra", "train_timeout_s", "sweep_timeout_s", "repeat_budget_s", "stall_timeout_s",
+                  "node_rank", "master_addr", "master_port", "join_timeout_s"}
+        a, b = self.to_dict(), other.to_dict()
+        return [f"{k}: {a[k]!r} -> {b[k]!r}" for k in a if k not in ignore and a[k] != b[k]]
