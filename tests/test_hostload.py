@@ -210,7 +210,7 @@ def test_sweep_and_compare_say_which_measurements_ran_on_a_busy_host(monkeypatch
 
     from fabricbench.measuring import sweep_run
     from fabricbench.measuring.api import make_config
-    from fabricbench.measuring.commands import CompareResult
+    from fabricbench.measuring.compare_run import CompareResult
     from fabricbench.measuring.format import render_compare_table
     from fabricbench.report import table as tables
     from fabricbench.report.analysis import comparison

@@ -45,7 +45,7 @@ CASES = [
     ["estimate", "--model", "mistral-7b", "--num-gpus", "8"],
     ["relate", UNITS / "sweep_default.jsonl", UNITS / "sweep_shaped_1gbit.jsonl", UNITS / "train_ddp_default.jsonl",
      UNITS / "train_ddp_shaped_1gbit.jsonl"],
-    ["study", "--dry-run", "--device", "cpu", "--nprocs", "2", "--model", "tiny-mistral"],
+    ["study", "--dry-run", "--device", "cpu", "--nprocs", "2", "--model", "tiny-mistral", "--out", "planned"],
     ["report", STUDY],
     ["advise", "--model", "mistral-7b", "--num-gpus", "8", "--topo-file", TOPO],
     ["qualify", "--list-specs"],

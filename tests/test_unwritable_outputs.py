@@ -101,15 +101,17 @@ def test_an_output_that_fails_while_writing_exits_2(tmp_path, capsys, monkeypatc
 def test_the_library_refuses_an_unwritable_study_folder_too():
     import fabricbench
     from fabricbench.errors import UsageError
+    from fabricbench.studying.config import StudyConfig
 
     with pytest.raises(UsageError, match="--out /proc/x: .*choose a writable path"):
-        fabricbench.study("/proc/x", dry_run=True, device="cpu", nprocs=2, model="tiny-mistral")
+        fabricbench.study(StudyConfig(out="/proc/x", device="cpu", nprocs=2, model="tiny-mistral"), dry_run=True)
 
 
 def test_a_file_where_the_study_folder_goes_is_refused_by_the_library(tmp_path):
     import fabricbench
     from fabricbench.errors import UsageError
+    from fabricbench.studying.config import StudyConfig
 
     (tmp_path / "f").write_text("x")
     with pytest.raises(UsageError, match="is a file; give a folder"):
-        fabricbench.study(str(tmp_path / "f"), dry_run=True, device="cpu", nprocs=2, model="tiny-mistral")
+        fabricbench.study(StudyConfig(out=str(tmp_path / "f"), device="cpu", nprocs=2, model="tiny-mistral"), dry_run=True)

@@ -129,6 +129,8 @@ class StudyConfig:
         check(self)  # again: a field may have been set since __post_init__
         if self.device not in ("cuda", "cpu"):
             raise UsageError(f"--device {self.device}: choose cuda or cpu")
+        if self.device == "cpu":  # before --out: a rank count no unit could run is the first thing to say
+            check_local_ranks(self.nprocs)
         if not self.out:
             raise UsageError("--out DIR is required: the study writes results.jsonl and its report there")
         if self.node_rank == 0:  # the node that writes it; fabricbench.study(out=...) is checked as the CLI is
@@ -164,7 +166,6 @@ class StudyConfig:
             if self.nprocs < 1 or self.nprocs * self.nnodes < 2:  # 2 nodes of 1 rank make 2 ranks
                 raise UsageError(f"--nprocs {self.nprocs}: a study compares collectives, which need at least "
                                  f"2 ranks in all (--nprocs 2, or --nnodes 2 with one rank each)")
-            check_local_ranks(self.nprocs)  # its sweep and train units would each refuse it, after the rest ran
             if self.gpus:
                 raise UsageError("--gpus does not apply to --device cpu; use --nprocs N")
         else:
