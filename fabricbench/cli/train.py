@@ -22,7 +22,7 @@ from fabricbench.errors import FabricbenchError
 from fabricbench.files import refuse_collisions
 from fabricbench.results.status import Status
 from fabricbench.training.api import train as run_train
-from fabricbench.training.format import line, listing, render
+from fabricbench.training.format import line, listing, phase_lines, render
 from fabricbench.training.launch import TrainConfig
 from fabricbench.training.models import MODELS
 from fabricbench.training.strategies import STRATEGIES
@@ -62,10 +62,12 @@ from fabricbench.training.strategies import STRATEGIES
 @declared_option(TrainConfig, "stall_timeout_s")
 @click.option("--json", "as_json", is_flag=True, help="Print each record as JSON instead of a line.")
 @click.option("--list", "list_", is_flag=True, help="List strategies and models, then exit.")
+@click.option("--verbose", is_flag=True, help="Under each run, its wall time phase by phase: launch, imports, "
+              "init, model build, wrap, first step, warm-up, timed steps, trace, teardown.")
 def train(strategies, model, model_config, model_path, gpus, device, nprocs, backend, steps, max_steps, target_ci,
           repeats, max_repeats, time_budget_s, margin, warmup_steps, batch_size, seq_len, image_size, lr, precision,
           trace_steps, dataset, fabric, out, nnodes, node_rank, master_addr, master_port, timeout_s, as_json,
-          list_, stall_timeout_s=None) -> None:
+          list_, stall_timeout_s=None, verbose=False) -> None:
     """Train one model under each strategy, in fresh processes, and measure throughput and memory."""
     if list_:
         for text in listing(STRATEGIES, MODELS):
@@ -83,6 +85,8 @@ def train(strategies, model, model_config, model_path, gpus, device, nprocs, bac
         click.echo("warning: --gpus is ignored with --device cpu (use --nprocs)", err=True)
     refuse_collisions({"--out": out}, {"--model-config": model_config, "--dataset": dataset})
     echo = (lambda r: click.echo(json.dumps(r))) if as_json else (lambda r: click.echo(line(r)))
+    if verbose and not as_json:
+        echo = lambda r: click.echo("\n".join([line(r), *phase_lines(r)]))  # noqa: E731
     records = run_train(strategies, device=device, gpus=gpus if device == "cuda" else None, out=out, echo=echo,
                         model=model, model_config=model_config, model_path=model_path, nprocs=nprocs, steps=steps,
                         warmup_steps=warmup_steps, batch_size=batch_size, seq_len=seq_len, image_size=image_size,
