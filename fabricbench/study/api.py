@@ -30,6 +30,8 @@ from fabricbench.study.nodes import NodeLost
 from fabricbench.study.runner import UnitRun, follow, prepare, run_units
 from fabricbench.study.units import DONE, Unit
 from fabricbench.topology import read_topology
+from fabricbench.training import phases
+from fabricbench.training.trace import PROFILED_STEPS as TRACE_STEPS
 
 
 @dataclass(kw_only=True)
@@ -111,7 +113,7 @@ def study(out: str, *, resume: bool = False, dry_run: bool = False, report: bool
 
     todo = [u for u in units if not (resume and existing.status(u.name) in DONE)]
     res = StudyResult(out_dir=Path(config.out), config=config, plan=units,
-                      estimate_s=sum(_expected(u, existing) for u in todo))
+                      estimate_s=sum(_expected(u, existing, config) for u in todo))
     if dry_run:
         if config.node_rank == 0:
             prepare(config, resume=resume)  # the same refusals a real run would give
@@ -134,9 +136,15 @@ def study(out: str, *, resume: bool = False, dry_run: bool = False, report: bool
     return res
 
 
-def _expected(unit: Unit, existing) -> float:
-    """The earlier attempt's duration where one was recorded (a better guess than the formula)."""
+def _expected(unit: Unit, existing, config: StudyConfig) -> float:
+    """The earlier attempt's duration where one was recorded (a better guess than the formula); a train
+    unit not yet run, from the phases of the train runs already recorded (training/phases.py)."""
     u = existing.units.get(unit.name)
     if u and isinstance(u.get("duration_s"), (int, float)) and u.get("status") != Status.INTERRUPTED:
         return float(u["duration_s"])
+    if unit.kind == "train":
+        done = [r for r in existing.of_kind("train") if r.get("strategy") == unit.strategy] or \
+            existing.of_kind("train")
+        if done:
+            return phases.estimate_s(config.device, config.steps, TRACE_STEPS, recorded=done)
     return unit.estimate_s
