@@ -31,7 +31,6 @@ from fabricbench.study.runner import UnitRun, follow, prepare, run_units
 from fabricbench.study.units import DONE, Unit
 from fabricbench.topology import read_topology
 from fabricbench.training import phases
-from fabricbench.training.trace import PROFILED_STEPS as TRACE_STEPS
 
 
 @dataclass(kw_only=True)
@@ -146,5 +145,5 @@ def _expected(unit: Unit, existing, config: StudyConfig) -> float:
         done = [r for r in existing.of_kind("train") if r.get("strategy") == unit.strategy] or \
             existing.of_kind("train")
         if done:
-            return phases.estimate_s(config.device, config.steps, TRACE_STEPS, recorded=done)
+            return phases.estimate_s(config.device, config.steps, recorded=done)
     return unit.estimate_s

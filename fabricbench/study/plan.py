@@ -22,7 +22,6 @@ from fabricbench.study.config import DEFAULT_SIZES, SWEEP_OPS, StudyConfig
 from fabricbench.study.units import INTRA, Unit
 from fabricbench.topology import cuda_to_nvml
 from fabricbench.training import phases
-from fabricbench.training.trace import PROFILED_STEPS as TRACE_STEPS
 
 
 def has_islands(config: StudyConfig, topo: Any) -> bool:
@@ -53,8 +52,8 @@ def _sweep_seconds(config: StudyConfig, fabric: str) -> float:
 
 
 def _train_seconds(config: StudyConfig) -> float:
-    """From measured phases (training/phases.py): a run's fixed cost plus its steps, the profiled ones too."""
-    return phases.estimate_s(config.device, config.steps, TRACE_STEPS)
+    """From measured phases (training/phases.py): a run's fixed cost plus its steps."""
+    return phases.estimate_s(config.device, config.steps)
 
 
 def build_plan(config: StudyConfig, topo: Any = None) -> list[Unit]:

@@ -21,7 +21,7 @@ untimed start of the steps and `timed` is what the figures are made of):
 - warmup: the other untimed steps;
 - timed: the timed steps (the measurement);
 - trace: the profiled steps of the communication trace (trace.py), and the profile read back;
-- teardown: the last rank's end until the launcher saw every rank gone;
+- teardown: the last rank's trace until the launcher saw every rank gone (its last write, its exit);
 - join: the rank files joined into the record.
 """
 
@@ -72,9 +72,10 @@ def join(ranks: list[dict[str, Any]], *, begun: float, spawned: float, gone: flo
         ends = [s[key] for s in stamps if isinstance(s.get(key), (int, float))]
         if len(ends) < len(stamps):  # a rank did not get there: the phases after it say nothing
             break
+        if name == "end":  # the rank's last write and exit are the teardown's: the phases add up to the total
+            break
         end = max(ends)
-        if name != "end":
-            out[name] = max(0.0, end - prev)
+        out[name] = max(0.0, end - prev)
         prev = max(prev, end)
     out["teardown"] = max(0.0, gone - prev)
     out["join"] = max(0.0, joined - gone)
@@ -108,18 +109,21 @@ FIXED_S = {"cpu": 9.0, "cuda": 30.0}
 STEP_S = {"cpu": 0.3, "cuda": 1.0}
 
 
-def estimate_s(device: str, steps: int, trace_steps: int, recorded: list[dict[str, Any]] = ()) -> float:
-    """Seconds one train run of `steps` steps (and `trace_steps` profiled ones) will take: its fixed cost
-    and its step from `recorded` train records with phases (a study's earlier runs), else the measured
-    defaults above."""
+def estimate_s(device: str, steps: int, recorded: list[dict[str, Any]] = ()) -> float:
+    """Seconds one train run of at least `steps` steps will take: its fixed cost (everything but the
+    counted steps: start-up, the profiled steps of the trace, teardown), its step and its step count (a run
+    with --target-ci may step on), from `recorded` train records with phases (a study's earlier runs), else
+    the measured defaults above."""
     import statistics
 
-    fixed, step = [], []
+    fixed, step, count = [], [], []
     for rec in recorded:
         ph, times = rec.get("phases"), rec.get("step_times_s") or []
         if isinstance(ph, dict) and ph.get("total") and times:
-            fixed.append(ph["total"] - sum(times) - ph.get("trace", 0.0))
+            fixed.append(ph["total"] - sum(times))
             step.append(statistics.median(times))
+            count.append(len(times))
     f = statistics.median(fixed) if fixed else FIXED_S.get(device, FIXED_S["cuda"])
     s = statistics.median(step) if step else STEP_S.get(device, STEP_S["cuda"])
-    return f + (steps + trace_steps) * s
+    n = max(steps, statistics.median(count)) if count else steps
+    return f + n * s
