@@ -51,11 +51,15 @@ ONE_RUN = ["--repeats", "1", "--target-ci", "0", "--json"]
 # the 1B model on GPU 0, every other option at its default. Run once: it is many runs already.
 STUDY = (["--gpus", "0", "--model", "mistral-1b", "--fabrics", "default", "--strategies", "ddp,fsdp"], 120.0)
 WARMUP_SHOWN = 5  # the first steps' times against the timed median: how much warm-up a run needs
+STUDY_TIMEOUT_S = 240  # the study took 231-255 s before: the GPU command must fit ~6 minutes in all
 GROUPS = {"h200": ["mistral-1b", "lab-mistral", "study-1b"]}
 PROBES = {  # name -> python code run in a fresh interpreter
     "python -c pass": "pass",
     "import torch": "import torch",
     "rank imports": "import fabricbench.training.worker, accelerate, torch.distributed",
+    # what a rank of the cpu case imports before its init: the above and the model's transformers class
+    "rank imports + model": "import fabricbench.training.worker as w\nfrom fabricbench.training import models\n"
+                            "w._imports('accelerate', models.resolve(name='tiny-mistral'))",
     "CLI imports": "import fabricbench.cli, fabricbench.training.launch",
 }
 
@@ -161,8 +165,11 @@ def study_case() -> tuple[list[str], bool]:
         out = Path(tmp) / "study"
         env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
         t = time.perf_counter()
-        p = subprocess.run([sys.executable, "-m", "fabricbench", "study", *argv, "--out", str(out), "--quiet"],
-                           capture_output=True, text=True, timeout=900, env=env, cwd=tmp)
+        try:  # a study past STUDY_TIMEOUT_S is cut: what it recorded until then is still shown
+            p = subprocess.run([sys.executable, "-m", "fabricbench", "study", *argv, "--out", str(out), "--quiet"],
+                               capture_output=True, text=True, timeout=STUDY_TIMEOUT_S, env=env, cwd=tmp)
+        except subprocess.TimeoutExpired:
+            p = subprocess.CompletedProcess([], 124, "", f"cut after {STUDY_TIMEOUT_S} s")
         wall = time.perf_counter() - t
         docs = [json.loads(ln) for ln in (out / "results.jsonl").read_text().splitlines() if ln.strip()] \
             if (out / "results.jsonl").exists() else []
