@@ -85,3 +85,21 @@ def test_the_shipped_step_has_no_fault_point_and_an_armed_one_raises_oom():
         worker._stepper(armed, **args)(0)
     with pytest.raises(torch.cuda.OutOfMemoryError):
         faults.wrap(step, "x")(3)
+
+
+def test_the_study_report_says_how_much_of_its_time_was_measurement():
+    from fabricbench.report.document import Document
+    from fabricbench.results.schema import TrainResult
+    from fabricbench.study.report.training import time_section
+
+    ph = {"prepare": 0.1, "launch": 0.1, "imports": 2.0, "init": 0.2, "build": 0.1, "wrap": 0.5, "first_step": 1.0,
+          "warmup": 1.0, "timed": 3.0, "trace": 1.0, "teardown": 0.5, "join": 0.5, "total": 10.0}
+    trains = [TrainResult.from_record({"kind": "train", "strategy": s, "phases": ph}) for s in ("ddp", "fsdp")]
+    doc = Document("t")
+    time_section(doc, {"train ddp": {"duration_s": 30.0}, "train fsdp": {"duration_s": 30.0}}, trains)
+    md = doc.markdown()
+    assert "Where the time went" in md and "6.0 s of it (10.0%) were timed training steps" in md
+    assert "3.0 s per run (median)" in md  # start-up: prepare + launch + imports + init + build + wrap
+    empty = Document("t")
+    time_section(empty, {}, trains)  # no unit durations (an old study): no section, rather than a 0% share
+    assert "Where the time went" not in empty.markdown()
