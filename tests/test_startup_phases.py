@@ -103,3 +103,19 @@ def test_the_study_report_says_how_much_of_its_time_was_measurement():
     empty = Document("t")
     time_section(empty, {}, trains)  # no unit durations (an old study): no section, rather than a 0% share
     assert "Where the time went" not in empty.markdown()
+
+
+def test_one_node_ranks_are_started_with_what_torchrun_would_set(tmp_path):
+    from fabricbench.training import launch
+
+    env: dict[str, str] = {}
+    cmds = launch.rank_commands(_config(nprocs=2), tmp_path / "spec.json", env)
+    assert list(cmds) == ["rank 0", "rank 1"] and cmds["rank 1"][-2:] == ["--rank", "1"]
+    assert (env["WORLD_SIZE"], env["LOCAL_WORLD_SIZE"], env["GROUP_RANK"], env["OMP_NUM_THREADS"]) == ("2", "2", "0", "1")
+    assert int(env["MASTER_PORT"]) > 0 and env["TORCH_NCCL_ASYNC_ERROR_HANDLING"] == "1"
+    mine = {"OMP_NUM_THREADS": "4"}
+    launch.rank_commands(_config(nprocs=2), tmp_path / "spec.json", mine)
+    assert mine["OMP_NUM_THREADS"] == "4"  # the user's, as torchrun keeps it
+    one: dict[str, str] = {}
+    launch.rank_commands(_config(nprocs=1), tmp_path / "spec.json", one)
+    assert "OMP_NUM_THREADS" not in one  # one rank has the cores to itself, as under torchrun

@@ -95,7 +95,13 @@ def rank_commands(config: TrainConfig, spec_path: Path, env: dict[str, str]) -> 
     port = config.master_port if config.master_port is not None else _free_port()
     n = config.procs_per_node
     env.update(MASTER_ADDR=config.master_addr, MASTER_PORT=str(port), WORLD_SIZE=str(n),
-               LOCAL_WORLD_SIZE=str(n), GROUP_RANK="0", NODE_RANK="0")
+               LOCAL_WORLD_SIZE=str(n), GROUP_RANK="0", NODE_RANK="0", GROUP_WORLD_SIZE="1")
+    # what torchrun's agent sets unless the user did, so that a rank runs as it did under torchrun: one
+    # OpenMP thread per rank where there are several (torch/distributed/run.py), NCCL's watchdog tearing a
+    # failed rank down (elastic/agent/server/local_elastic_agent.py)
+    if n > 1:
+        env.setdefault("OMP_NUM_THREADS", "1")
+    env.setdefault("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1")
     return {f"rank {r}": [sys.executable, "-m", "fabricbench.training.worker", str(spec_path), "--rank", str(r)]
             for r in range(n)}
 
