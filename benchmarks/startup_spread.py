@@ -19,6 +19,7 @@ import argparse
 import json
 import os
 import random
+import resource
 import shutil
 import statistics
 import subprocess
@@ -41,19 +42,21 @@ def export(commit: str, into: Path) -> Path:
     return into
 
 
-def once(tree: Path, argv: list[str]) -> tuple[float, float]:
-    """One run of the case under `tree` -> (wall s, samples/s)."""
+def once(tree: Path, argv: list[str]) -> tuple[float, float, float]:
+    """One run of the case under `tree` -> (wall s, samples/s, CPU s of the command and all its processes:
+    less moved by the machine's load than the wall)."""
     with tempfile.TemporaryDirectory(prefix="startup-spread-") as tmp:
         out = Path(tmp) / "t.jsonl"
         env = {**os.environ, "FB_TREE": str(tree), "PYTHONPATH": str(tree)}
-        t = time.perf_counter()
+        t, r0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
         p = subprocess.run([sys.executable, "-m", "fabricbench", "train", *argv, *ONE_RUN, "--out", str(out)],
                            capture_output=True, text=True, timeout=900, env=env, cwd=tmp)
-        wall = time.perf_counter() - t
+        wall, r1 = time.perf_counter() - t, resource.getrusage(resource.RUSAGE_CHILDREN)
         if p.returncode != 0 or not out.exists():
             raise SystemExit(f"train under {tree} failed ({p.returncode}): {(p.stderr or p.stdout)[-1500:]}")
         rec = json.loads(out.read_text().splitlines()[-1])
-    return wall, float(rec["throughput"]["samples_per_s"])
+    cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+    return wall, float(rec["throughput"]["samples_per_s"]), cpu
 
 
 def cv(xs: list[float]) -> float:
@@ -81,7 +84,7 @@ def main() -> int:
     argv = CASES[a.case][0]
     with tempfile.TemporaryDirectory(prefix="startup-before-") as tmp:
         trees = {"before": export(a.before, Path(tmp)), "after": ROOT}
-        got: dict[str, list[tuple[float, float]]] = {k: [] for k in trees}
+        got: dict[str, list[tuple[float, float, float]]] = {k: [] for k in trees}
         load0 = os.getloadavg()[0]
         for _ in range(a.runs):
             for name, tree in trees.items():
@@ -91,10 +94,11 @@ def main() -> int:
              f"# fabricbench train {' '.join(argv)} {' '.join(ONE_RUN[:-1])}"]
     sps = {}
     for name, runs in got.items():
-        walls, sps[name] = [w for w, _ in runs], [s for _, s in runs]
+        walls, sps[name], cpus = [r[0] for r in runs], [r[1] for r in runs], [r[2] for r in runs]
         half = summarize(sps[name]).ci95_rel  # None where too few runs for the interval
         lines.append(f"  {name:<7} wall {statistics.median(walls):6.2f} s [{min(walls):.2f}, {max(walls):.2f}]  "
-                     f"samples/s {statistics.median(sps[name]):7.2f} [{min(sps[name]):.2f}, {max(sps[name]):.2f}]  "
+                     f"CPU {statistics.median(cpus):6.2f} s  samples/s {statistics.median(sps[name]):7.2f} "
+                     f"[{min(sps[name]):.2f}, {max(sps[name]):.2f}]  "
                      f"cv {cv(sps[name]):6.1%}  median CI " + (f"±{half:.1%}" if half is not None else "n/a"))
     lo, hi = ratio_interval(sps["before"], sps["after"])
     lines.append(f"  spread ratio cv(after)/cv(before) = {cv(sps['after']) / cv(sps['before']):.2f} "
