@@ -4,7 +4,7 @@ steps every rank finished kept).
 
     fabricbench train --strategy ddp --model tiny-mistral --device cpu --nprocs 2 --steps 6
 
-Used by training/launch.py after each torchrun; the rank files are training/worker.py's.
+Used by training/launch.py after each run of a strategy's ranks; the rank files are training/worker.py's.
 """
 
 from __future__ import annotations
@@ -54,8 +54,8 @@ def _unfinished(config: TrainConfig, ranks: list[dict[str, Any]], *, rc: int | N
                     "nodes_missing": met[1], "steps_completed": 0, "step_times_s": []}
     if named is None and stalled is None and not timed_out and \
             any(d.get("status") == Status.OOM for d in by_rank.values()):
-        # A rank out of memory is the run's outcome, a result (join_ranks): torchrun then stops the other
-        # ranks with SIGTERM, and one stopped before its own step would otherwise be named as the cause.
+        # A rank out of memory is the run's outcome, a result (join_ranks): torchrun or the job layer then
+        # stops the other ranks with SIGTERM, and one stopped before its own step would otherwise be named as the cause.
         return None
     steps = {r: len(doc.get("step_times_s") or []) for r, doc in by_rank.items()}
     if named is not None:  # a watchdog's verdict: the rank (and host) that stalled or died, any node

@@ -1,12 +1,14 @@
-"""Run strategies one after another, each in fresh processes under torchrun, and write one record each.
+"""Run strategies one after another, each in fresh processes, and write one record each.
 
     fabricbench train --strategy all --model tiny-mistral --device cpu --nprocs 2 --steps 6 --out t.jsonl
 
-For every strategy: "waived" when it cannot run here (DeepSpeed missing), else one torchrun
-(`python -m torch.distributed.run`, one process per GPU, the fabric's environment) of
-fabricbench/training/worker.py, run as a job (fabricbench/jobs): each rank reports its start-up and every
-step over the job's channel, so a rank silent for --timeout s is named ("rank 1 stopped answering") and
-every process is killed then, not when a whole-run limit runs out. The ranks' files are joined into one
+For every strategy: "waived" when it cannot run here (DeepSpeed missing), else its ranks of
+fabricbench/training/worker.py (one process per GPU, the fabric's environment): on one node started by the
+job layer itself with the variables torchrun would set (rank_commands: no agent, no rendezvous to pay for),
+across nodes under torchrun (`python -m torch.distributed.run`, where nodes must meet). They run as a job
+(fabricbench/jobs): each rank reports its start-up and every step over the job's channel, so a rank
+silent for --timeout s is named ("rank 1 stopped answering") and every process is killed then, not when a
+whole-run limit runs out. The ranks' files are joined into one
 kind "train" record:
 - status "ok"; "error" when a rank failed or when what ran is not the strategy asked for (verify.py; the
   message says what actually ran), never a result; "oom" with the estimate beside it; "flagged" when the
