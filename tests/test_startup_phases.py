@@ -119,3 +119,27 @@ def test_one_node_ranks_are_started_with_what_torchrun_would_set(tmp_path):
     one: dict[str, str] = {}
     launch.rank_commands(_config(nprocs=1), tmp_path / "spec.json", one)
     assert "OMP_NUM_THREADS" not in one  # one rank has the cores to itself, as under torchrun
+
+
+def test_rank_0_of_one_node_hosts_the_store_early_and_the_group_shares_it(monkeypatch):
+    from torch.distributed import TCPStore
+
+    from fabricbench.training import launch, one_node
+
+    port = launch._free_port()
+    base = {"RANK": "0", "WORLD_SIZE": "2", "LOCAL_WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1",
+            "MASTER_PORT": str(port)}
+    for other in ({"RANK": "1"}, {"LOCAL_WORLD_SIZE": "1"}, {"TORCHELASTIC_USE_AGENT_STORE": "True"}):
+        for k, v in {**base, **other}.items():
+            monkeypatch.setenv(k, v)
+        assert one_node.early_store() is None  # another rank, several nodes, torchrun's agent
+        monkeypatch.delenv("TORCHELASTIC_USE_AGENT_STORE", raising=False)
+    for k, v in base.items():
+        monkeypatch.setenv(k, v)
+    store = one_node.early_store()
+    assert store is not None
+    # what init_process_group's env:// rendezvous makes on rank 0, then a peer's client: one server
+    group = TCPStore("127.0.0.1", port, 2, is_master=True, multi_tenant=True, wait_for_workers=False)
+    peer = TCPStore("127.0.0.1", port, 2, is_master=False)
+    group.set("k", "v")
+    assert peer.get("k") == b"v" and store.get("k") == b"v"

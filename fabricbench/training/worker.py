@@ -30,7 +30,7 @@ from typing import Any, Callable
 from fabricbench.jobs import channel, heartbeat
 from fabricbench.measuring.stats import summarize
 from fabricbench.results.status import Status
-from fabricbench.training import data, faults, models, phases, trace, verify
+from fabricbench.training import data, faults, models, one_node, phases, trace, verify
 from fabricbench.training.spec import RankSpec
 from fabricbench.training.strategies import STRATEGIES
 
@@ -178,16 +178,20 @@ def _more_steps(spec: RankSpec, *, world: int, device: Any) -> Callable[[list[fl
     return more
 
 
-def _imports(engine: str, resolved: models.ResolvedModel) -> None:
+def _imports(engine: str, resolved: models.ResolvedModel) -> Any:
     """What this strategy needs, imported before anything is timed as init: torch, Accelerate, the model's
-    class; DeepSpeed only for the ZeRO strategies (DDP and FSDP never load it)."""
+    class; DeepSpeed only for the ZeRO strategies (DDP and FSDP never load it). -> the store rank 0 hosts
+    early (one_node.early_store), to be kept until the process group is made."""
     import torch  # noqa: F401
     import torch.distributed  # noqa: F401
+
+    store = one_node.early_store()
     from accelerate import Accelerator  # noqa: F401
 
     models.model_class(resolved)
     if engine == "deepspeed":
         import deepspeed  # noqa: F401
+    return store
 
 
 def _init(spec: RankSpec, strategy: Any, out: dict[str, Any]) -> bool:
@@ -297,7 +301,7 @@ def run(spec: RankSpec, rank_file: Path, ch: channel.Channel | None = None,
     out: dict[str, Any] = {"rank": int(os.environ.get("RANK", 0)), "status": Status.OK, "message": None,
                            "host": socket.gethostname(), "node_rank": int(os.environ.get("GROUP_RANK") or os.environ.get("SLURM_NODEID") or 0)}
     resolved = models.resolve(name=spec.model, config_file=spec.model_config, path=spec.model_path)
-    _imports(strategy.engine, resolved)
+    store = _imports(strategy.engine, resolved)  # noqa: F841 - held: the server lives while it does
     marks.mark("imports")
     import torch
 
@@ -356,23 +360,8 @@ def run(spec: RankSpec, rank_file: Path, ch: channel.Channel | None = None,
     if ch is not None and code != 0:  # said before the exit: the job runner names this rank for its reason
         ch.error("OutOfMemory" if code == OOM_EXIT else "RankFailed", str(out.get("message")))
     if code == 0:
-        _leave_together()
+        one_node.leave_together()
     return code
-
-
-def _leave_together() -> None:
-    """On one node no torchrun agent holds the store that the ranks' heartbeats write to: rank 0 does. Were
-    rank 0 to leave first, a slower peer's last beat would wait out the heartbeat's store bound (~3 s of
-    teardown, seen in 1 run of 5). A barrier after every heartbeat has finished keeps rank 0 until each rank
-    is done with the store. A peer that failed never comes to it: the job layer ends the run on that
-    rank's exit status, as for any failed rank. Under torchrun (nodes that meet) the agent's store outlives
-    the ranks, and nothing waits."""
-    import torch
-
-    dist = torch.distributed
-    if dist.is_initialized() and dist.get_world_size() > 1 and \
-            int(os.environ.get("LOCAL_WORLD_SIZE", 0)) == dist.get_world_size():
-        dist.barrier()
 
 
 def main(argv: list[str]) -> None:
