@@ -44,6 +44,29 @@ def children(pid: int) -> list[int]:
     return kids
 
 
+def train_ranks(pid: int, n: int = 2) -> tuple[list[int], list[int]]:
+    """A train command's (launchers, ranks in rank order): on one node the job layer starts the ranks itself
+    (training/launch.py rank_commands: `... worker SPEC --rank R`), so there is no launcher between; under
+    torchrun the ranks are its children."""
+    def cmdline(p: int) -> list[str]:
+        try:
+            return Path(f"/proc/{p}/cmdline").read_bytes().decode(errors="replace").split("\0")
+        except OSError:
+            return []
+
+    def found():
+        top = children(pid)
+        ranks = [p for p in top if "fabricbench.training.worker" in cmdline(p)]
+        launchers = [p for p in top if p not in ranks]
+        ranks += sum((children(t) for t in launchers), [])
+        if len(ranks) != n:
+            return False
+        by = {p: cmdline(p) for p in ranks}
+        key = {p: int(a[a.index("--rank") + 1]) if "--rank" in a else i for i, (p, a) in enumerate(by.items())}
+        return launchers, sorted(ranks, key=key.get)
+    return wait_for(found, 10, f"{n} training ranks")
+
+
 def alive(pid: int) -> bool:
     """Running, sleeping or stopped; a zombie (dead, not yet reaped by init) counts as gone."""
     try:
@@ -244,12 +267,8 @@ def start_train(cmd, out: Path, timeout: int = 240):
 
     wait_for(running, 180, "rank 1 past two steps")
     assert c.p.poll() is None, c.stderr
-    launcher = children(c.p.pid)  # torchrun
-    workers = wait_for(lambda: len(sum((children(t) for t in launcher), [])) == 2
-                       and sum((children(t) for t in launcher), []), 10, "two workers")
+    launcher, workers = train_ranks(c.p.pid)  # one node: no torchrun between the command and its ranks
     tmp = next(Path(tempfile.gettempdir()).glob(f"{procs.TEMP_PREFIX}{c.p.pid}-train-*"))
-    # torchrun's torchelastic_* folder is made in the job's workspace (its TMPDIR), so it goes with it
-    assert list(tmp.glob("torchelastic_*")), list(tmp.iterdir())
     return c, launcher, workers, tmp
 
 
@@ -303,7 +322,7 @@ def test_train_killed_parent_leaves_no_process_or_folder(cmd, tmp_path, sig):
     if sig != signal.SIGKILL:
         (said,) = [ln for ln in c.stderr.splitlines() if "results measured so far were written" in ln]
         assert said.startswith("Terminated" if sig == signal.SIGTERM else "Interrupted")
-    # SIGINT/SIGTERM: torchrun gets SIGTERM and passes it on, then SIGKILL after procs.GRACE_S
+    # SIGINT/SIGTERM: each rank's group gets SIGTERM, then SIGKILL after procs.GRACE_S
     assert_gone([*launcher, *workers], within=procs.GRACE_S + 5)
     if sig == signal.SIGKILL:
         assert tmp.exists()  # nothing could run in the parent; the next start removes it

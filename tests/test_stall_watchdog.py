@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_hangs import TRAIN, assert_gone, children, cmd, error_lines, wait_for  # noqa: E402,F401
+from test_hangs import TRAIN, assert_gone, children, cmd, error_lines, train_ranks, wait_for  # noqa: E402,F401
 
 from fabricbench import procs  # noqa: E402
 
@@ -44,9 +44,7 @@ def start(cmd, out: Path, strategy: str, stall: int):
 
     wait_for(stepping, 240, "rank 1 past two steps")
     assert c.p.poll() is None, c.stderr
-    launcher = children(c.p.pid)
-    workers = wait_for(lambda: len(sum((children(t) for t in launcher), [])) == 2
-                       and sum((children(t) for t in launcher), []), 10, "two workers")
+    launcher, workers = train_ranks(c.p.pid)
     tmp = next(Path(tempfile.gettempdir()).glob(f"{procs.TEMP_PREFIX}{c.p.pid}-train-*"))
     return c, launcher, workers, tmp
 
@@ -141,9 +139,7 @@ def test_stopped_rank_of_a_study_unit_is_named_within_the_stall_bound(cmd, tmp_p
     found = wait_for(training, 300, "the study's train unit past two steps")
     assert c.p.poll() is None, c.stderr
     unit_pid, tmp = found
-    launcher = children(unit_pid)
-    workers = wait_for(lambda: len(sum((children(t) for t in launcher), [])) == 2
-                       and sum((children(t) for t in launcher), []), 10, "two workers")
+    launcher, workers = train_ranks(unit_pid)
     import time
 
     t0 = time.monotonic()

@@ -42,7 +42,7 @@ TRAIN = ["--steps", "4", "--warmup-steps", "1", "--max-steps", "8", "--batch-siz
 FULL_TRAIN = TRAIN[:-1] + ["2"]  # two runs of each (strategy, fabric), interleaved
 SECTIONS = ("In short", "The machine", "Bus bandwidth against size, per fabric", "Scaling inside and across NVLink islands",
             "Memory per GPU per strategy: measured against estimated", "Throughput per strategy per fabric",
-            "Bandwidth against slowdown (relate)", "Advice", "Reproduce")
+            "Bandwidth against slowdown (relate)", "Advice", "Where the time went", "Reproduce")
 
 
 def _netns_works() -> bool:

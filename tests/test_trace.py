@@ -13,6 +13,7 @@ import pytest
 
 from fabricbench.results import ResultWriter
 from fabricbench.training import launch, timeline, trace
+from fabricbench.training.spec import RankSpec
 from fabricbench.training.strategies import STRATEGIES
 
 HAS_DEEPSPEED = importlib.util.find_spec("deepspeed") is not None
@@ -283,13 +284,16 @@ def test_precision_is_validated_and_defaults_by_device(tmp_path):
 def test_rank_file_says_running_after_every_step(tmp_path):
     """The worker rewrites its rank file whole after every step ("running", the steps so far), then once with
     the final status: what the launcher keeps of a rank that dies. One process, no torchrun."""
-    spec = {"strategy": "ddp", "model": "tiny-mistral", "device": "cpu", "steps": 3, "batch_size": 1, "seq_len": 8,
-            "image_size": 32, "lr": 1e-3, "trace_steps": 1, "run_dir": str(tmp_path)}
+    config = launch.TrainConfig(strategies=["ddp"], model="tiny-mistral", device="cpu", nprocs=1, steps=3,
+                                warmup_steps=1, batch_size=1, seq_len=8, lr=1e-3, trace_steps=1, target_ci=None)
+    RankSpec.of(config, "ddp", run_dir=tmp_path, fabric="default", fault=None,
+                local_devices=None).write(tmp_path / "spec.json")
     code = ("import json, sys\nfrom pathlib import Path\nfrom fabricbench.training import worker\n"
+            "from fabricbench.training.spec import RankSpec\n"
             "seen = []\nreal = worker._write_atomic\n"
             "def spy(path, doc):\n    real(path, doc)\n    seen.append(json.loads(Path(path).read_text()))\n"
             "worker._write_atomic = spy\n"
-            f"rc = worker.run(json.loads({json.dumps(json.dumps(spec))}), Path({str(tmp_path)!r}) / 'rank-0.json')\n"
+            f"rc = worker.run(RankSpec.read({str(tmp_path / 'spec.json')!r}), Path({str(tmp_path)!r}) / 'rank-0.json')\n"
             "print(json.dumps([rc, [(d['status'], len(d.get('step_times_s', []))) for d in seen]]))\n")
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "OMP_NUM_THREADS": "1"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)

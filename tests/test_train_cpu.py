@@ -13,7 +13,7 @@ import pytest
 
 from fabricbench.results import ResultWriter
 from fabricbench.training import estimate as est
-from fabricbench.training import faults, launch, models, verify
+from fabricbench.training import faults, launch, models, phases, verify
 from fabricbench.training.strategies import STRATEGIES
 
 NPROCS = 2
@@ -73,6 +73,12 @@ def test_strategy_ran_as_asked_and_trained(runs, model, strategy):
     assert rec["step_time"]["timed_steps"] == 3 and rec["throughput"]["samples_per_s"] > 0
     assert rec["global_batch"] == 2 * NPROCS
     assert set(rec["versions"]) == {"torch", "accelerate", "transformers", "deepspeed"}
+    ph = rec["phases"]  # training/phases.py: every phase reached, adding up to the run's wall time
+    assert set(ph) == {*phases.PHASES, "total"} and ph["timed"] > 0 and ph["imports"] > 0
+    assert sum(v for k, v in ph.items() if k != "total") == pytest.approx(ph["total"], abs=0.01)
+    # the timed phase holds the 3 timed steps (and the rank file's writes): spans end at the slowest rank's
+    # stamp while step_times_s takes each step's slowest rank, so the two differ by a little
+    assert ph["timed"] >= 0.6 * sum(rec["step_times_s"][2:])
 
 
 @pytest.mark.parametrize("model, strategy", CASES)

@@ -20,7 +20,7 @@ from fabricbench.errors import FabricbenchError
 from fabricbench.files import refuse_collisions
 from fabricbench.results.status import Status
 from fabricbench.training.api import train as run_train
-from fabricbench.training.format import line, listing, render
+from fabricbench.training.format import line, listing, phase_lines, render
 from fabricbench.training.launch import TrainConfig
 from fabricbench.training.models import MODELS
 from fabricbench.training.strategies import STRATEGIES
@@ -61,10 +61,12 @@ from fabricbench.report.table import fit_lines
 @declared_option(TrainConfig, "stall_timeout_s")
 @click.option("--json", "as_json", is_flag=True, help="Print each record as JSON instead of a line.")
 @click.option("--list", "list_", is_flag=True, help="List strategies and models, then exit.")
+@click.option("--verbose", is_flag=True, help="Under each run, its wall time phase by phase: launch, imports, "
+              "init, model build, wrap, first step, warm-up, timed steps, trace, teardown.")
 def train(strategies, model, model_config, model_path, gpus, device, nprocs, backend, steps, max_steps, target_ci,
           repeats, max_repeats, time_budget_s, margin, warmup_steps, batch_size, seq_len, image_size, lr, precision,
           trace_steps, dataset, fabric, out, nnodes, node_rank, master_addr, master_port, timeout_s, as_json,
-          list_, stall_timeout_s=None) -> None:
+          list_, stall_timeout_s=None, verbose=False) -> None:
     """Train one model under each strategy, in fresh processes, and measure throughput and memory."""
     if list_:
         for text in fit_lines(listing(STRATEGIES, MODELS)):
@@ -79,6 +81,8 @@ def train(strategies, model, model_config, model_path, gpus, device, nprocs, bac
     refuse_collisions({"--out": out}, {"--model-config": model_config, "--dataset": dataset})
     # a run's line (a failed one carries its message) wraps at words to the output's width
     echo = (lambda r: click.echo(json.dumps(r))) if as_json else (lambda r: click.echo("\n".join(fit_lines([line(r)]))))
+    if verbose and not as_json:
+        echo = lambda r: click.echo("\n".join([*fit_lines([line(r)]), *phase_lines(r)]))  # noqa: E731
     config = TrainConfig(  # the library places it (GPUs, "all", Slurm's nodes) and validates it
         strategies=strategies or "all", device=device, gpus=gpus if device == "cuda" and gpus else (), model=model,
         model_config=model_config, model_path=model_path, nprocs=nprocs, steps=steps, warmup_steps=warmup_steps,

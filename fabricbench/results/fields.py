@@ -256,6 +256,9 @@ register_kind("train", {
              "timeline": {"exposed_fraction": FRACTION, "step_s": TIME}},
     "losses": [NUM], "step_times_s": [TIME], **_FACTS, "first_loss": NUM, "last_loss": NUM,
     "gpu_busy_fraction": FRACTION, **_HOST_LOAD,
+    # seconds per start-up phase, the steps and the teardown (training/phases.py PHASES, and their total)
+    "phases": {p: DURATION for p in ("prepare", "launch", "imports", "init", "build", "wrap", "first_step",
+                                     "warmup", "timed", "trace", "teardown", "join", "total")},
 })
 # imported health (results/health.py on main: NCCL RAS per communicator, DCGM diag per test and entity)
 register_kind("health", {

@@ -218,6 +218,7 @@ class TrainResult:
     losses: Any = UNSET
     loss_decreased: Any = UNSET
     gpu_busy_fraction: Any = UNSET  # kernel time / step time in the profiled steps (launch._busy); None off GPU
+    phases: Any = UNSET  # seconds per phase of the run, start-up to teardown (training/phases.py)
     extra: dict[str, Any] = field(default_factory=dict)  # keys not named above, kept as they came
     context: dict[str, Any] = field(default_factory=dict)  # the header(): schema, kind, host, env, ...
 

@@ -29,6 +29,7 @@ from fabricbench.studying.nodes import NodeLost
 from fabricbench.studying.runner import UnitRun, follow, prepare, run_units
 from fabricbench.studying.units import DONE, Unit
 from fabricbench.topology import read_topology
+from fabricbench.training import phases
 
 
 @dataclass(kw_only=True)
@@ -100,7 +101,7 @@ def study(config: StudyConfig | None = None, *, out: str | None = None, resume: 
 
     todo = [u for u in units if not (resume and existing.status(u.name) in DONE)]
     res = StudyResult(out_dir=Path(config.out), config=config, plan=units,
-                      estimate_s=sum(_expected(u, existing) for u in todo))
+                      estimate_s=sum(_expected(u, existing, config) for u in todo))
     if dry_run:
         if config.node_rank == 0:
             prepare(config, resume=resume)  # the same refusals a real run would give
@@ -123,9 +124,15 @@ def study(config: StudyConfig | None = None, *, out: str | None = None, resume: 
     return res
 
 
-def _expected(unit: Unit, existing) -> float:
-    """The earlier attempt's duration where one was recorded (a better guess than the formula)."""
+def _expected(unit: Unit, existing, config: StudyConfig) -> float:
+    """The earlier attempt's duration where one was recorded (a better guess than the formula); a train
+    unit not yet run, from the phases of the train runs already recorded (training/phases.py)."""
     u = existing.units.get(unit.name)
     if u and isinstance(u.get("duration_s"), (int, float)) and u.get("status") != Status.INTERRUPTED:
         return float(u["duration_s"])
+    if unit.kind == "train":
+        done = [r for r in existing.of_kind("train") if r.get("strategy") == unit.strategy] or \
+            existing.of_kind("train")
+        if done:
+            return phases.estimate_s(config.device, config.steps, recorded=done)
     return unit.estimate_s

@@ -36,5 +36,5 @@ def render_plan(res: Any) -> None:
         rows.append([str(i), u.name, "done, skipped" if skip else "waived" if u.waived else f"~{duration(u.estimate_s)}",
                      f"waived: {u.waived}" if u.waived else UNIT_KINDS.get(u.kind).description])
     tables.render(con, None, PLAN_COLS, rows)
-    say(f"estimate: ~{duration(res.estimate_s)} for the units to run (rough: start-up plus per-step and "
-        f"per-measurement costs)")
+    say(f"estimate: ~{duration(res.estimate_s)} for the units to run (rough; a train run: its measured start-up "
+        f"and teardown plus its steps, from this study's recorded runs once there are some)")

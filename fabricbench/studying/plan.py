@@ -25,6 +25,7 @@ from fabricbench.sizes import SizeSweep
 from fabricbench.studying.config import DEFAULT_SIZES, SWEEP_OPS, StudyConfig
 from fabricbench.studying.units import INTRA, Unit
 from fabricbench.topology import cuda_to_nvml
+from fabricbench.training import phases
 
 
 def has_islands(config: StudyConfig, topo: Any) -> bool:
@@ -55,9 +56,8 @@ def _sweep_seconds(config: StudyConfig, fabric: str) -> float:
 
 
 def _train_seconds(config: StudyConfig) -> float:
-    if config.device == "cpu":
-        return 14.0 + 0.6 * config.steps
-    return 60.0 + 3.0 * config.steps
+    """From measured phases (training/phases.py): a run's fixed cost plus its steps."""
+    return phases.estimate_s(config.device, config.steps)
 
 
 def build_plan(config: StudyConfig, topo: Any = None) -> list[Unit]:

@@ -5,7 +5,7 @@
     recs = fabricbench.train(cfg, out="t.jsonl")
     [(r["strategy"], r["status"], r["throughput"]["samples_per_s"]) for r in recs]
 
-Each strategy runs in fresh processes under torchrun as a job (fabricbench/jobs): a rank that makes no
+Each strategy runs in fresh processes as a job (fabricbench/jobs): a rank that makes no
 progress for `timeout_s` is named and every rank killed. One record per strategy (a dict of the common
 schema, kind "train"), written to `out` as it ends; a failed strategy is a record with status "error",
 not an exception (the CLI exits 1 for it). The CLI builds the same TrainConfig from its flags.

@@ -3,10 +3,12 @@
     FABRICBENCH_INJECT_FAULT=oom:fsdp fabricbench study --device cpu ...     (tests/test_study.py)
     TrainConfig(..., extra_env={INJECT_ENV: "oom:ddp"})                      (tests/test_train_cpu.py)
 
-A training rank (worker.py) asks `armed(kind, strategy)` once before its first step. The point is inert
-(None) unless FABRICBENCH_INJECT_FAULT names this fault for this strategy, so a normal run cannot reach it;
-a value that is set but not a fault this module knows ("KIND:STRATEGY[,KIND:STRATEGY...]", KIND in FAULTS)
-raises ValueError, and the rank ends as an error: a mistyped injection never passes as a clean run.
+The launcher (training/launch.py) asks `armed(kind, strategy)` once per run, in its own process, and
+writes the answer into the ranks' spec (spec.py `fault`). It is None unless FABRICBENCH_INJECT_FAULT names
+this fault for this strategy; then, and only then, the rank wraps its step in `wrap`: the shipped step has
+no fault point, so a normal run cannot reach one. A value that is set but not a fault this module knows
+("KIND:STRATEGY[,KIND:STRATEGY...]", KIND in FAULTS) raises ValueError, and the run's record is an error:
+a mistyped injection never passes as a clean run.
 Kinds:
 - oom: the first timed step raises torch.cuda.OutOfMemoryError (the rank writes status "oom" and exits
   with OOM_EXIT, as a real one does).
@@ -15,7 +17,9 @@ Kinds:
 from __future__ import annotations
 
 import os
-from typing import Mapping
+from typing import Callable, Mapping, TypeVar
+
+T = TypeVar("T")
 
 INJECT_ENV = "FABRICBENCH_INJECT_FAULT"
 FAULTS = ("oom",)
@@ -35,3 +39,13 @@ def armed(kind: str, strategy: str, env: Mapping[str, str] | None = None) -> str
                              f"e.g. oom:fsdp")
         wanted.add((k, s))
     return f"{INJECT_ENV}={kind}:{strategy}: injected out of memory" if (kind, strategy) in wanted else None
+
+
+def wrap(step: Callable[[int], T], message: str) -> Callable[[int], T]:
+    """The rank's step with the armed fault in front: an injected out of memory, raised before the step
+    runs (the rank writes status "oom" and exits with OOM_EXIT, as a real one does)."""
+    def failing(i: int) -> T:
+        import torch
+
+        raise torch.cuda.OutOfMemoryError(message)
+    return failing

@@ -17,6 +17,7 @@ from fabricbench.measuring.comparison import MARGIN
 from fabricbench.report import table as tables
 from fabricbench.report.analysis import byte_unit, fmt, fmt_count
 from fabricbench.sizes import format_gib
+from fabricbench.training import phases
 from fabricbench.training import repeats as reps
 
 
@@ -45,6 +46,11 @@ def line(rec: dict) -> str:
     c = cells(rec)
     return f"{c[0]} run {c[1]}: {c[2]}" + (f", {c[3]} samples/s {c[4]}" if c[3] != "-" else "") + \
         (f" ({c[8]})" if c[8] else "")
+
+
+def phase_lines(rec: dict) -> list[str]:
+    """`train --verbose`: where the run's wall time went (training/phases.py), under its line."""
+    return phases.lines(rec.get("phases"))
 
 
 def render(records: list[dict[str, Any]], title: str, *, say: Callable[[str], Any] = print,

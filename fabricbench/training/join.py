@@ -4,7 +4,7 @@ steps every rank finished kept).
 
     fabricbench train --strategy ddp --model tiny-mistral --device cpu --nprocs 2 --steps 6
 
-Used by training/launch.py after each torchrun; the rank files are training/worker.py's.
+Used by training/launch.py after each run of a strategy's ranks; the rank files are training/worker.py's.
 """
 
 from __future__ import annotations
@@ -31,12 +31,15 @@ def _rank_files(run_dir: Path) -> list[dict[str, Any]]:
 
 
 def _unfinished(config: TrainConfig, ranks: list[dict[str, Any]], *, rc: int | None, log: str,
-                timed_out: bool, stalled: int | None = None, why: str | None = None) -> dict[str, Any] | None:
+                timed_out: bool, stalled: int | None = None, why: str | None = None, culprit: int | None = None,
+                exits: dict[int | None, int | None] | None = None) -> dict[str, Any] | None:
     """A run that ended with a rank still "running" (killed, crashed in C, timed out), with a rank of this
     node that never wrote its file, or with a rank whose stall watchdog named a peer (maybe on another
     node: jobs/heartbeat.py) -> status "error" naming the rank (and its host) and its step count, with the
     steps every rank of this node finished kept (slowest rank per step, as join_ranks times them). A
-    rendezvous that never completed names the nodes that did not join. None: every rank finished."""
+    rendezvous that never completed names the nodes that did not join. `culprit`, `exits`: the rank the job
+    layer named and each rank's exit status, where it started the ranks itself (one node; under torchrun
+    its log says them). None: every rank finished."""
     by_rank = {int(r.get("rank", i)): r for i, r in enumerate(ranks)}
     local = list(config.local_ranks)
     missing = [r for r in local if r not in by_rank]
@@ -51,19 +54,20 @@ def _unfinished(config: TrainConfig, ranks: list[dict[str, Any]], *, rc: int | N
                     "nodes_missing": met[1], "steps_completed": 0, "step_times_s": []}
     if named is None and stalled is None and not timed_out and \
             any(d.get("status") == Status.OOM for d in by_rank.values()):
-        # A rank out of memory is the run's outcome, a result (join_ranks): torchrun then stops the other
-        # ranks with SIGTERM, and one stopped before its own step would otherwise be named as the cause.
+        # A rank out of memory is the run's outcome, a result (join_ranks): torchrun or the job layer then
+        # stops the other ranks with SIGTERM, and one stopped before its own step would otherwise be named as the cause.
         return None
     steps = {r: len(doc.get("step_times_s") or []) for r, doc in by_rank.items()}
     if named is not None:  # a watchdog's verdict: the rank (and host) that stalled or died, any node
         dead = int(named["culprit_ranks"][0])
         msg = f"{named['message']}; every rank was killed"
     else:
-        culprit = stalled if stalled is not None else _root_cause(log)
+        root = _root_cause(log)
+        culprit = stalled if stalled is not None else (root if root is not None else culprit)
         dead = culprit if culprit is not None and (culprit in running or culprit in missing) else \
             (missing or running)[0]
         k = steps.get(dead, 0)
-        how = _exit_text(log, dead)
+        how = _exit_text(log, dead) or _how((exits or {}).get(dead))
         if stalled is not None and dead == stalled:
             msg = f"{why}; every rank was killed"
         elif timed_out:
@@ -151,6 +155,20 @@ def _exit_text(log: str, rank: int) -> str:
     if not m:
         return ""
     code = int(m.group(1))
+    if code < 0:
+        import signal
+
+        try:
+            return f" (killed by {signal.Signals(-code).name})"
+        except ValueError:
+            return f" (signal {-code})"
+    return f" (exit status {code})"
+
+
+def _how(code: int | None) -> str:
+    """A rank's exit status, as the job layer saw it -> " (killed by SIGKILL)", " (exit status 3)", ""."""
+    if not code:
+        return ""
     if code < 0:
         import signal
 

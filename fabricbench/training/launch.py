@@ -1,12 +1,14 @@
-"""Run strategies one after another, each in fresh processes under torchrun, and write one record each.
+"""Run strategies one after another, each in fresh processes, and write one record each.
 
     fabricbench train --strategy all --model tiny-mistral --device cpu --nprocs 2 --steps 6 --out t.jsonl
 
-For every strategy: "waived" when it cannot run here (DeepSpeed missing), else one torchrun
-(`python -m torch.distributed.run`, one process per GPU, the fabric's environment) of
-fabricbench/training/worker.py, run as a job (fabricbench/jobs): each rank reports its start-up and every
-step over the job's channel, so a rank silent for --timeout s is named ("rank 1 stopped answering") and
-every process is killed then, not when a whole-run limit runs out. The ranks' files are joined into one
+For every strategy: "waived" when it cannot run here (DeepSpeed missing), else its ranks of
+fabricbench/training/worker.py (one process per GPU, the fabric's environment): on one node started by the
+job layer itself with the variables torchrun would set (rank_commands: no agent, no rendezvous to pay for),
+across nodes under torchrun (`python -m torch.distributed.run`, where nodes must meet). They run as a job
+(fabricbench/jobs): each rank reports its start-up and every step over the job's channel, so a rank
+silent for --timeout s is named ("rank 1 stopped answering") and every process is killed then, not when a
+whole-run limit runs out. The ranks' files are joined into one
 kind "train" record:
 - status "ok"; "error" when a rank failed or when what ran is not the strategy asked for (verify.py; the
   message says what actually ran), never a result; "oom" with the estimate beside it; "flagged" when the
@@ -21,29 +23,27 @@ naming the rank that failed, in training/join.py.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import socket
 import sys
 import time
 import uuid
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import fabricbench
 from fabricbench import hostload, jobs, procs
 from fabricbench.fabrics import get_fabric
-from fabricbench.jobs.secrets import write_private
 from fabricbench.progress import Progress
 from fabricbench.results import ResultWriter, header
 from fabricbench.results.context import package_version
 from fabricbench.results.schema import UNSET, TrainResult
 from fabricbench.results.status import Status
-from fabricbench.training import data, estimate, metrics, models, repeats
+from fabricbench.training import data, estimate, faults, metrics, models, phases, repeats
 from fabricbench.training.config import STARTUP_S, TrainConfig, _local_devices
 from fabricbench.training.join import _rank_files, _unfinished, join_ranks
+from fabricbench.training.spec import RankSpec
 from fabricbench.training.strategies import STRATEGIES
 from fabricbench.training.strategies.base import accelerate_precision
 
@@ -76,9 +76,9 @@ def worker_env(config: TrainConfig) -> dict[str, str]:
 
 
 def launch_command(config: TrainConfig, spec_path: Path, *, rdzv_s: float | None = None) -> list[str]:
-    """torchrun, whose ranks start under fabricbench.procs' guard: torchrun puts each rank in a session of
-    its own, out of reach of a group kill, so each rank asks for the death signal itself. `rdzv_s`: the
-    nodes' rendezvous bound (default --timeout)."""
+    """torchrun, where nodes must meet (--nnodes above 1), whose ranks start under fabricbench.procs' guard:
+    torchrun puts each rank in a session of its own, out of reach of a group kill, so each rank asks for
+    the death signal itself. `rdzv_s`: the nodes' rendezvous bound (default --timeout)."""
     port = config.master_port if config.master_port is not None else _free_port()
     # --timeout bounds the nodes' meeting too: the static rendezvous's store waits `timeout` s for every
     # node (else its own 600 s, whatever --timeout says)
@@ -89,10 +89,35 @@ def launch_command(config: TrainConfig, spec_path: Path, *, rdzv_s: float | None
             *procs.guard_argv("fabricbench.training.worker", str(spec_path))]
 
 
+def rank_commands(config: TrainConfig, spec_path: Path, env: dict[str, str]) -> dict[str, list[str]]:
+    """One node: the ranks started by the job layer itself, one named process each, with torchrun's
+    variables set here (added to `env`). torchrun's agent would cost a Python with torch imported and a
+    rendezvous before any rank starts, for nothing that one node needs: the job layer already supervises
+    each rank (its group, its death with us, its stall, its exit)."""
+    port = config.master_port if config.master_port is not None else _free_port()
+    n = config.procs_per_node
+    env.update(MASTER_ADDR=config.master_addr, MASTER_PORT=str(port), WORLD_SIZE=str(n),
+               LOCAL_WORLD_SIZE=str(n), GROUP_RANK="0", NODE_RANK="0", GROUP_WORLD_SIZE="1")
+    # what torchrun's agent sets unless the user did, so that a rank runs as it did under torchrun: one
+    # OpenMP thread per rank where there are several (torch/distributed/run.py), NCCL's watchdog tearing a
+    # failed rank down (elastic/agent/server/local_elastic_agent.py)
+    if n > 1:
+        env.setdefault("OMP_NUM_THREADS", "1")
+    env.setdefault("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1")
+    return {f"rank {r}": [sys.executable, "-m", "fabricbench.training.worker", str(spec_path), "--rank", str(r)]
+            for r in range(n)}
+
+
+def _rank_of(who: str | None) -> int | None:
+    """"rank 3" -> 3; None for anything else."""
+    return int(who.split()[-1]) if who and who.startswith("rank ") and who.split()[-1].isdigit() else None
+
+
 def run_strategy(config: TrainConfig, name: str, resolved: models.ResolvedModel, psi: int, *,
                  on_progress=None, rdzv_s: float | None = None) -> dict[str, Any]:
     """One strategy in fresh processes -> the record body (without the header); `on_progress(who, data)`
     sees each rank's steps (jobs.run); `rdzv_s`: the nodes' rendezvous bound (default --timeout)."""
+    begun = time.time()
     strategy = STRATEGIES.get(name)
     body = _base_body(config, name, resolved, psi)
     why = strategy.unavailable()
@@ -100,38 +125,47 @@ def run_strategy(config: TrainConfig, name: str, resolved: models.ResolvedModel,
         return {**body, "status": Status.WAIVED, "message": why}
     fabric = get_fabric(config.fabric)
     body.update(fabric_env=fabric.public_variables, shaped_rate_bps=fabric.rate_bps)
+    env = worker_env(config)
+    try:  # the launcher decides once whether a test asked for a fault; the ranks' step has no fault point
+        fault = faults.armed("oom", name, env)
+    except ValueError as e:
+        return {**body, "status": Status.ERROR, "message": str(e)}
+    spawned: list[float] = []
     with jobs.workspace(f"train-{name}") as run_dir:  # removed on Ctrl-C/SIGTERM too; after a SIGKILL, next start
-        spec = {**asdict(config), "strategy": name, "run_dir": str(run_dir), "fabric": fabric.name,
-                "max_steps": config.step_cap, "backend": config.backend, "local_devices": _local_devices(config)}
-        spec.pop("strategies")
-        spec.pop("extra_env")  # the environment reaches the ranks as their environment only
         spec_path = run_dir / "spec.json"
-        write_private(spec_path, json.dumps(spec))
-        # jobs.run: the fabric applied (environment; torchrun inside the namespace of shaped:RATE),
-        # torchrun in its own process group, dead with us; a rank silent for --timeout s (or --stall-timeout),
-        # a rank's own stall watchdog naming a peer (on any node), the budget or Ctrl-C/SIGTERM end torchrun
-        # and its ranks before this returns or raises.
+        RankSpec.of(config, name, run_dir=run_dir, fabric=fabric.name, fault=fault,
+                    local_devices=_local_devices(config)).write(spec_path)
+        argv = launch_command(config, spec_path, rdzv_s=rdzv_s) if config.nnodes > 1 else \
+            rank_commands(config, spec_path, env)
+        # jobs.run: the fabric applied (environment; the ranks inside the namespace of shaped:RATE), each
+        # process in its own process group, dead with us; a rank silent for --timeout s (or --stall-timeout),
+        # a rank's own stall watchdog naming a peer (on any node), a rank that failed (one node), the budget
+        # or Ctrl-C/SIGTERM end every rank before this returns or raises.
         # (the ranks' own watchdogs speak first: they see every node, this process only its own ranks)
         stall_s = min(config.timeout_s, (config.stall_timeout_s or math.inf) + WATCHDOG_FIRST_S)
-        res = jobs.run(launch_command(config, spec_path, rdzv_s=rdzv_s), workspace=run_dir, env=worker_env(config), fabric=fabric,
+        res = jobs.run(argv, workspace=run_dir, env=env, fabric=fabric,
                        stall_s=stall_s, startup_s=max(config.timeout_s, STARTUP_S),
-                       budget_s=config.budget_s,
+                       budget_s=config.budget_s, on_start=lambda _launch: spawned.append(time.time()),
                        expect=[f"rank {r}" for r in config.local_ranks], on_progress=on_progress)
+        gone = time.time()
         for w in res.warnings:
             print(f"warning: {w}", file=sys.stderr)
         if res.waived:
             return {**body, "status": Status.WAIVED, "message": res.waived}
         rc, log = res.returncode, res.stdout + res.stderr
         if res.message:
-            log = f"{res.message}; torchrun and its ranks were killed\n{log}"
+            log = f"{res.message}; the ranks{' and torchrun' if config.nnodes > 1 else ''} were killed\n{log}"
         ranks = _rank_files(run_dir)
-    stalled = int(res.stalled.split()[-1]) if res.stalled and res.stalled.startswith("rank ") else None
-    unfinished = _unfinished(config, ranks, rc=rc, log=log, timed_out=res.timed_out, stalled=stalled,
-                             why=res.message)
-    if unfinished is not None:
-        return {**body, **unfinished}
-    return {**body, **join_ranks(config, strategy.name, ranks, rc=rc, log=log, psi=psi)}
-
+    exits = {_rank_of(w): code for w, code in res.returncodes.items()}
+    unfinished = _unfinished(config, ranks, rc=rc, log=log, timed_out=res.timed_out, stalled=_rank_of(res.stalled),
+                             why=res.message, culprit=_rank_of(res.failed), exits=exits)
+    out = {**body, **(unfinished if unfinished is not None else
+                      join_ranks(config, strategy.name, ranks, rc=rc, log=log, psi=psi))}
+    local = [r for r in ranks if r.get("rank") in config.local_ranks]
+    timing = phases.join(local, begun=begun, spawned=spawned[0] if spawned else begun, gone=gone)
+    if timing is not None:
+        out["phases"] = timing
+    return out
 
 
 def _base_body(config: TrainConfig, name: str, resolved: models.ResolvedModel, psi: int) -> dict[str, Any]:
@@ -169,7 +203,8 @@ def run(config: TrainConfig, writer: ResultWriter, *, echo: Any = None, quiet: b
     max_repeats rounds while time_budget_s lasts. With `repeats` given, exactly that many rounds.
     Progress (each rank's step) goes to stderr unless quiet (fabricbench/progress.py)."""
     config.validate()
-    resolved = models.resolve(name=config.model, config_file=config.model_config, path=config.model_path)
+    # the numbers only: this process builds no model, so it never imports transformers for a built-in one
+    resolved = models.resolve_shape(name=config.model, config_file=config.model_config, path=config.model_path)
     data.check(task=resolved.task, config=resolved.config, dataset=config.dataset, seq_len=config.seq_len,
                world=config.world_size)  # a dataset that cannot feed the ranks fails here, not in every rank
     psi = models.count_params(resolved)

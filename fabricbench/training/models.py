@@ -201,6 +201,18 @@ def resolve(*, name: str | None = None, config_file: str | None = None, path: st
                          layer_class=None, path=str(src) if path else None)
 
 
+def resolve_shape(*, name: str | None = None, config_file: str | None = None,
+                  path: str | None = None) -> ResolvedModel:
+    """For the launcher, which builds no model: a built-in model with its numbers only (`config` is its
+    shape, a SimpleNamespace), so that the command's own process never imports transformers (and torch)
+    for it; the ranks resolve the real config. A config file or weights folder: resolve()."""
+    if name and not config_file and not path:
+        spec = MODELS.get(name)
+        return ResolvedModel(name=spec.name, task=spec.task, config=spec.shape(), layer_class=spec.layer_class,
+                             builtin=True)
+    return resolve(name=name, config_file=config_file, path=path)
+
+
 # Sizes a config may set, and the most any real model uses (with room): a larger, negative, zero or
 # non-integer one is a damaged file, said before transformers divides by it or builds a 10^30-wide layer.
 CONFIG_SIZES = {"hidden_size": 1 << 17, "intermediate_size": 1 << 20, "num_hidden_layers": 1000,
@@ -256,6 +268,19 @@ def build(model: ResolvedModel, *, meta: bool = False, device: Any = None) -> An
     except ValueError as e:  # a model type with no head of this task (e.g. a bare encoder)
         raise UsageError(f"model {model.name}: transformers has no {model.task} model for model_type "
                          f"{getattr(model.config, 'model_type', '?')!r} ({_first_line(e)})") from None
+
+
+def model_class(model: ResolvedModel) -> Any:
+    """The transformers class build() makes: importing it is most of a rank's import time (transformers
+    loads a model's modules on first use), so a rank imports it with the rest, not while it builds."""
+    require_transformers(f"--model {model.name}")
+    from transformers import AutoModelForCausalLM, AutoModelForImageClassification
+
+    auto = AutoModelForCausalLM if model.task == CAUSAL_LM else AutoModelForImageClassification
+    try:
+        return auto._model_mapping[type(model.config)]
+    except (KeyError, AttributeError):  # build() says what is wrong with it
+        return None
 
 
 def count_params(model: ResolvedModel) -> int:

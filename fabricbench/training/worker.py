@@ -30,8 +30,9 @@ from typing import Any, Callable
 from fabricbench.jobs import channel, heartbeat
 from fabricbench.measuring.stats import summarize
 from fabricbench.results.status import Status
-from fabricbench.training import data, faults, models, trace, verify
-from fabricbench.training.strategies import STRATEGIES, default_precision
+from fabricbench.training import data, faults, models, one_node, phases, trace, verify
+from fabricbench.training.spec import RankSpec
+from fabricbench.training.strategies import STRATEGIES
 
 OOM_EXIT = 3
 STALL_EXIT = 4  # the stall watchdog (jobs/heartbeat.py) ended this rank, naming the rank that stalled
@@ -149,17 +150,17 @@ def nccl_loaded() -> dict[str, Any]:
     return {"version": version, "library": path}
 
 
-def _more_steps(spec: dict[str, Any], *, rank: int, world: int, device: Any) -> Callable[[list[float]], bool]:
-    """Whether to run one more step after the minimum (spec "steps"): until the median's 95% CI of the
-    timed steps is within spec "target_ci" (as `sweep --adaptive` does), at most spec "max_steps" in all.
+def _more_steps(spec: RankSpec, *, world: int, device: Any) -> Callable[[list[float]], bool]:
+    """Whether to run one more step after the minimum (spec.steps): until the median's 95% CI of the
+    timed steps is within spec.target_ci (as `sweep --adaptive` does), at most spec.max_steps in all.
     Rank 0 decides on its own times and the decision is broadcast (outside the timed window), so that every
     rank runs the same steps and none waits in a collective for a peer that stopped."""
     import torch
 
-    target, cap = spec.get("target_ci"), spec.get("max_steps") or spec["steps"]
-    if not target or cap <= spec["steps"]:
+    target, cap = spec.target_ci, spec.max_steps
+    if not target or cap <= spec.steps:
         return lambda times: False
-    warm = spec.get("warmup_steps", 0)
+    warm = spec.warmup_steps
     dist = torch.distributed
     flag_device = device if dist.is_initialized() and dist.get_backend() == "nccl" else torch.device("cpu")
 
@@ -177,109 +178,166 @@ def _more_steps(spec: dict[str, Any], *, rank: int, world: int, device: Any) -> 
     return more
 
 
-def run(spec: dict[str, Any], rank_file: Path, ch: channel.Channel | None = None) -> int:
+def _imports(engine: str, resolved: models.ResolvedModel) -> Any:
+    """What this strategy needs, imported before anything is timed as init: torch, Accelerate, the model's
+    class; DeepSpeed only for the ZeRO strategies (DDP and FSDP never load it). -> the store rank 0 hosts
+    early (one_node.early_store), to be kept until the process group is made."""
+    import torch  # noqa: F401
+    import torch.distributed  # noqa: F401
+
+    store = one_node.early_store()
+    from accelerate import Accelerator  # noqa: F401
+
+    models.model_class(resolved)
+    if engine == "deepspeed":
+        import deepspeed  # noqa: F401
+    return store
+
+
+def _init(spec: RankSpec, strategy: Any, out: dict[str, Any]) -> bool:
+    """CUDA (the rank's device) and the process group -> whether this rank is on a GPU."""
     import torch
 
-    strategy = STRATEGIES.get(spec["strategy"])
-    resolved = models.resolve(name=spec.get("model"), config_file=spec.get("model_config"),
-                              path=spec.get("model_path"))
+    on_gpu = spec.device == "cuda"
+    if on_gpu and spec.local_devices:
+        # Several ranks on one GPU (the gloo lab): Accelerate and DeepSpeed take the device from
+        # LOCAL_RANK, which would name a GPU that is not there; each rank gets its GPU's index instead.
+        os.environ["LOCAL_RANK"] = str(spec.local_devices[int(os.environ.get("LOCAL_RANK", 0))])
+    if on_gpu:  # initialise on the GPU: a 7e9 model takes minutes on the host and 29 GB of its memory
+        torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", 0)))
+        out["nccl"] = nccl_loaded()
+    if "WORLD_SIZE" in os.environ and not torch.distributed.is_initialized():
+        # the process group on the decided backend (gloo on GPUs: the one-GPU lab), here rather than inside
+        # Accelerate, so that its cost is the init phase's; Accelerate and DeepSpeed take it as it is. (A
+        # rank run by hand, with no launcher's variables, is one process: Accelerate needs no group.)
+        torch.distributed.init_process_group(backend=spec.backend)
+        if strategy.engine == "deepspeed":
+            import deepspeed
+
+            deepspeed.init_distributed(dist_backend=spec.backend)
+    return on_gpu
+
+
+def _wrap(spec: RankSpec, strategy: Any, module: Any, layer_classes: list[str], on_gpu: bool,
+          out: dict[str, Any]) -> tuple[Any, Any, Any, int, int]:
+    """The strategy's Accelerator, the optimizer, prepare -> (acc, model, optimizer, rank, world)."""
+    import torch
+
+    acc = strategy.make_accelerator(batch_size=spec.batch_size, layer_classes=layer_classes,
+                                    device=spec.device, precision=spec.precision)
+    # The world the collectives span. On CPU Accelerate hands DeepSpeed the process group but keeps
+    # num_processes = 1 for itself (accelerate/state.py, no backend for cpu=False), so ask torch.
+    dist = torch.distributed
+    rank, world = (dist.get_rank(), dist.get_world_size()) if dist.is_initialized() else (0, 1)
+    out.update(world_size=world, accelerate_num_processes=acc.num_processes,
+               distributed_type=str(acc.distributed_type), mixed_precision=str(acc.mixed_precision),
+               backend=dist.get_backend() if dist.is_initialized() else None)
+    # fused on GPU: the foreach form makes whole-model temporaries (sqrt of v...), which alone would
+    # push mistral-7b under DDP out of memory; the update is the same AdamW
+    optimizer = torch.optim.AdamW(module.parameters(), lr=spec.lr, weight_decay=0.0, fused=on_gpu)
+    model, optimizer = acc.prepare(module, optimizer)
+    return acc, model, optimizer, rank, world
+
+
+def _stepper(spec: RankSpec, *, acc: Any, model: Any, optimizer: Any, feed: Any, device: Any, engine: tuple,
+             out: dict[str, Any], hb: Any, ch: channel.Channel | None) -> Callable[[int], tuple[float, float]]:
+    """One optimizer step -> (seconds, loss), the device synchronised at both ends; step -1 is a profiled
+    one. The step holds no fault point: a test's fault wraps it from outside (faults.wrap)."""
+    def one_step(step: int) -> tuple[float, float]:
+        batch = next(feed)
+        _sync(device)
+        t0 = time.perf_counter()
+        loss = model(**batch).loss
+        if engine[0] == "deepspeed":  # what Accelerate's DeepSpeedEngineWrapper.backward does, split
+            model.backward(loss)
+            if step == VERIFY_STEP:
+                out["holdings"] = verify.holdings(model, optimizer).as_dict()
+            model.step()
+        else:
+            acc.backward(loss)
+            if step == VERIFY_STEP:
+                out["holdings"] = verify.holdings(model, optimizer).as_dict()
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+        _sync(device)
+        took, value = time.perf_counter() - t0, float(loss.detach().float().item())
+        if hb is not None:
+            hb.progress(step + 1 if step >= 0 else None)
+        if ch is not None:  # the launcher's stall clock restarts with every step, profiled ones too
+            ch.progress(**({"step": step + 1, "steps": spec.steps} if step >= 0 else {"phase": "profiled step"}))
+        return took, value
+
+    if spec.fault:
+        return faults.wrap(one_step, spec.fault)
+    return one_step
+
+
+def _train(spec: RankSpec, one_step: Callable[[int], tuple[float, float]], more: Callable[[list[float]], bool], *,
+           out: dict[str, Any], rank_file: Path, marks: phases.Marks) -> None:
+    """The steps: the first, the other warm-up steps, then the timed ones; the rank file after each."""
+    times: list[float] = []
+    losses: list[float] = []
+    out["status"] = Status.RUNNING
+    step = 0
+    while step < spec.steps or more(times):
+        t, loss = one_step(step)
+        times.append(t)
+        losses.append(loss)
+        out.update(step_times_s=times, losses=losses, phases=marks.as_dict())
+        _write_atomic(rank_file, out)  # a rank that dies later keeps its steps
+        step += 1
+        if step == 1:
+            marks.mark("first_step")
+        if step == spec.warmup_steps:
+            marks.mark("warmup")
+    marks.mark("timed")
+
+
+def run(spec: RankSpec, rank_file: Path, ch: channel.Channel | None = None,
+        marks: phases.Marks | None = None) -> int:
+    """This rank's run, start to end -> its exit status (0, OOM_EXIT, 1); its file says what happened."""
+    marks = marks or phases.Marks()
+    strategy = STRATEGIES.get(spec.strategy)
     out: dict[str, Any] = {"rank": int(os.environ.get("RANK", 0)), "status": Status.OK, "message": None,
                            "host": socket.gethostname(), "node_rank": int(os.environ.get("GROUP_RANK") or os.environ.get("SLURM_NODEID") or 0)}
+    resolved = models.resolve(name=spec.model, config_file=spec.model_config, path=spec.model_path)
+    store = _imports(strategy.engine, resolved)  # noqa: F841 - held: the server lives while it does
+    marks.mark("imports")
+    import torch
+
     device = torch.device("cpu")
     hb = None
     try:
-        torch.manual_seed(spec.get("seed", 0))
-        on_gpu = spec["device"] == "cuda"
-        local_devices = spec.get("local_devices")
-        if on_gpu and local_devices:
-            # Several ranks on one GPU (the gloo lab): Accelerate and DeepSpeed take the device from
-            # LOCAL_RANK, which would name a GPU that is not there; each rank gets its GPU's index instead.
-            os.environ["LOCAL_RANK"] = str(local_devices[int(os.environ.get("LOCAL_RANK", 0))])
-        if on_gpu:  # initialise on the GPU: a 7e9 model takes minutes on the host and 29 GB of its memory
-            torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", 0)))
-            out["nccl"] = nccl_loaded()
-        if spec.get("backend") and not torch.distributed.is_initialized():
-            # the process group on the backend asked for (gloo on GPUs: the one-GPU lab); Accelerate and
-            # DeepSpeed take an initialised group as it is
-            torch.distributed.init_process_group(backend=spec["backend"])
-            if strategy.engine == "deepspeed":
-                import deepspeed
-
-                deepspeed.init_distributed(dist_backend=spec["backend"])
+        torch.manual_seed(spec.seed)
+        on_gpu = _init(spec, strategy, out)
+        marks.mark("init")
         module = models.build(resolved, device=torch.device("cuda", torch.cuda.current_device()) if on_gpu else None)
         models.freeze_unused(module)
-        layer_classes = models.block_class_names(module, resolved.layer_class)
-        precision = spec.get("precision") or default_precision(spec["device"])
-        acc = strategy.make_accelerator(batch_size=spec["batch_size"], layer_classes=layer_classes,
-                                        device=spec["device"], precision=precision)
+        marks.mark("build")
+        acc, model, optimizer, rank, world = _wrap(spec, strategy, module,
+                                                   models.block_class_names(module, resolved.layer_class), on_gpu, out)
         device = acc.device
-        # The world the collectives span. On CPU Accelerate hands DeepSpeed the process group but keeps
-        # num_processes = 1 for itself (accelerate/state.py, no backend for cpu=False), so ask torch.
-        dist = torch.distributed
-        rank, world = (dist.get_rank(), dist.get_world_size()) if dist.is_initialized() else (0, 1)
-        out.update(world_size=world, accelerate_num_processes=acc.num_processes,
-                   distributed_type=str(acc.distributed_type), mixed_precision=str(acc.mixed_precision),
-                   backend=dist.get_backend() if dist.is_initialized() else None)
-        # fused on GPU: the foreach form makes whole-model temporaries (sqrt of v...), which alone would
-        # push mistral-7b under DDP out of memory; the update is the same AdamW
-        optimizer = torch.optim.AdamW(module.parameters(), lr=spec["lr"], weight_decay=0.0, fused=on_gpu)
-        model, optimizer = acc.prepare(module, optimizer)
         if world > 1:  # the group exists: its store is where the ranks' heartbeats meet (jobs/heartbeat.py)
-            hb = heartbeat.from_env(stall_s=spec.get("stall_timeout_s"), on_stall=_on_stall(out, rank_file, ch))
+            hb = heartbeat.from_env(stall_s=spec.stall_timeout_s, on_stall=_on_stall(out, rank_file, ch))
         if ch is not None:
             ch.progress(phase="prepared")
         engine = verify.engine_of(model)
         out.update(engine=engine[0], zero_stage=engine[1], wrapper=type(model).__name__)
         if device.type == "cuda":
             out["gpu_name"] = torch.cuda.get_device_name(device)
-        feed = data.batches(task=resolved.task, config=resolved.config, batch_size=spec["batch_size"],
-                            seq_len=spec["seq_len"], image_size=spec["image_size"], dataset=spec.get("dataset"),
-                            rank=rank, world=world, device=device,
-                            seed=spec.get("seed", 0))
-        fault = faults.armed("oom", strategy.name)  # None in a normal run (faults.py: tests' injection point)
-
-        def one_step(step: int) -> tuple[float, float]:
-            """One optimizer step -> (seconds, loss); the device synchronised at both ends."""
-            batch = next(feed)
-            _sync(device)
-            t0 = time.perf_counter()
-            if fault:
-                raise torch.cuda.OutOfMemoryError(fault)
-            loss = model(**batch).loss
-            if engine[0] == "deepspeed":  # what Accelerate's DeepSpeedEngineWrapper.backward does, split
-                model.backward(loss)
-                if step == VERIFY_STEP:
-                    out["holdings"] = verify.holdings(model, optimizer).as_dict()
-                model.step()
-            else:
-                acc.backward(loss)
-                if step == VERIFY_STEP:
-                    out["holdings"] = verify.holdings(model, optimizer).as_dict()
-                optimizer.step()
-                optimizer.zero_grad(set_to_none=True)
-            _sync(device)
-            took, value = time.perf_counter() - t0, float(loss.detach().float().item())
-            if hb is not None:
-                hb.progress(step + 1 if step >= 0 else None)
-            if ch is not None:  # the launcher's stall clock restarts with every step, profiled ones too
-                ch.progress(**({"step": step + 1, "steps": spec["steps"]} if step >= 0 else {"phase": "profiled step"}))
-            return took, value
-
-        times, losses = [], []
-        out["status"] = Status.RUNNING
-        more = _more_steps(spec, rank=rank, world=world, device=device)
-        step = 0
-        while step < spec["steps"] or more(times):
-            t, loss = one_step(step)
-            times.append(t)
-            losses.append(loss)
-            out.update(step_times_s=times, losses=losses)
-            _write_atomic(rank_file, out)  # a rank that dies later keeps its steps
-            step += 1
+        feed = data.batches(task=resolved.task, config=resolved.config, batch_size=spec.batch_size,
+                            seq_len=spec.seq_len, image_size=spec.image_size, dataset=spec.dataset,
+                            rank=rank, world=world, device=device, seed=spec.seed)
+        marks.mark("wrap")
+        one_step = _stepper(spec, acc=acc, model=model, optimizer=optimizer, feed=feed, device=device,
+                            engine=engine, out=out, hb=hb, ch=ch)
+        _train(spec, one_step, _more_steps(spec, world=world, device=device), out=out, rank_file=rank_file,
+               marks=marks)
         out.update(status=Status.OK, **_memory(device))  # the peaks of the timed steps, before the profiler's
-        if spec.get("trace_steps", trace.PROFILED_STEPS) > 0:
-            out["comm"] = _trace(one_step, steps=spec.get("trace_steps", trace.PROFILED_STEPS), device=device,
+        if spec.trace_steps > 0:
+            out["comm"] = _trace(one_step, steps=spec.trace_steps, device=device,
                                  world=world, run_dir=rank_file.parent, name=f"{strategy.name}-rank-{rank}")
+        marks.mark("trace")
         _gather(out, rank_file, world)
         code = 0
     except torch.cuda.OutOfMemoryError as e:
@@ -296,18 +354,30 @@ def run(spec: dict[str, Any], rank_file: Path, ch: channel.Channel | None = None
         code = 1
     if hb is not None:
         hb.finish()
+    marks.mark("end")
+    out["phases"] = marks.as_dict()
     _write_atomic(rank_file, out)
+    if ch is not None and code != 0:  # said before the exit: the job runner names this rank for its reason
+        ch.error("OutOfMemory" if code == OOM_EXIT else "RankFailed", str(out.get("message")))
+    if code == 0:
+        one_node.leave_together()
     return code
 
 
-def main() -> None:
-    spec = json.loads(Path(sys.argv[1]).read_text())
+def main(argv: list[str]) -> None:
+    """`worker SPEC.json [--rank R]`: under torchrun the rank comes from its variables; launched directly
+    (one node: training/launch.py) the launcher names it, and the rest of torchrun's variables (WORLD_SIZE,
+    MASTER_ADDR, ...) are in the environment all ranks share."""
+    marks = phases.Marks()
+    if len(argv) == 3 and argv[1] == "--rank":
+        os.environ["RANK"] = os.environ["LOCAL_RANK"] = argv[2]
     rank = int(os.environ.get("RANK", 0))
     ch = channel.open_channel(f"rank {rank}")  # first: the heartbeat covers the start-up too
-    code = run(spec, Path(spec["run_dir"]) / f"rank-{rank}.json", ch)
+    spec = RankSpec.read(argv[0])
+    code = run(spec, Path(spec.run_dir) / f"rank-{rank}.json", ch, marks)
     sys.stdout.flush()
     os._exit(code)  # skip interpreter teardown: NCCL/DeepSpeed atexit hooks can hang after an OOM
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

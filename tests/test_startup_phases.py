@@ -1,0 +1,145 @@
+"""A train run's phases (training/phases.py), the ranks' typed spec (training/spec.py) and the fault that
+only a test arms (training/faults.py): the parts of issue 38/39 that need no processes. The end-to-end
+run that writes phases into a record is in tests/test_train_cpu.py."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+from fabricbench.training import faults, phases
+from fabricbench.training.config import TrainConfig
+from fabricbench.training.spec import RankSpec
+
+
+def _rank(start: float, **ends: float) -> dict:
+    return {"phases": {"start": start, **ends}}
+
+
+def test_phases_end_when_the_last_rank_ends_them_and_add_up_to_the_total():
+    stamps = dict(imports=3.0, init=3.5, build=4.0, wrap=4.5, first_step=5.0, warmup=6.0, timed=8.0, trace=9.0,
+                  end=9.1)
+    slow = {k: v + 0.25 for k, v in stamps.items()}
+    got = phases.join([_rank(1.0, **stamps), _rank(1.2, **slow)], begun=0.0, spawned=0.5, gone=9.6, joined=9.7)
+    assert got["prepare"] == 0.5 and got["launch"] == pytest.approx(0.7)  # the later rank's start
+    assert got["imports"] == pytest.approx(3.25 - 1.2) and got["timed"] == pytest.approx(2.0)
+    assert got["teardown"] == pytest.approx(9.6 - 9.25) and got["join"] == pytest.approx(0.1)
+    assert sum(v for k, v in got.items() if k != "total") == pytest.approx(got["total"]) == pytest.approx(9.7)
+    assert phases.startup_s(got) == pytest.approx(got["build"] + got["wrap"] + 0.5 + 0.7 + got["imports"]
+                                                  + got["init"])
+
+
+def test_phases_stop_where_a_rank_stopped_and_say_nothing_without_stamps():
+    got = phases.join([_rank(1.0, imports=2.0, init=3.0), _rank(1.0, imports=2.5)], begun=0.0, spawned=0.5,
+                      gone=5.0, joined=5.0)
+    assert "imports" in got and "init" not in got and "timed" not in got  # rank 1 never finished init
+    assert phases.join([{"rank": 0}], begun=0.0, spawned=0.0, gone=1.0) is None  # an old worker
+    assert phases.lines(None) == ["phases: not recorded (a rank stamped nothing)"]
+
+
+def test_a_study_estimate_comes_from_its_recorded_runs_over_the_defaults():
+    default = phases.estimate_s("cpu", 8)
+    assert default == pytest.approx(phases.FIXED_S["cpu"] + 8 * phases.STEP_S["cpu"])
+    rec = {"phases": {"total": 5.0}, "step_times_s": [0.1] * 10}  # 4 s outside the 10 counted steps
+    assert phases.estimate_s("cpu", 8, recorded=[rec, rec]) == pytest.approx(4.0 + 10 * 0.1)
+    assert phases.estimate_s("cpu", 8, recorded=[{"phases": None, "step_times_s": [1.0]}]) == default
+
+
+def _config(**kw) -> TrainConfig:
+    base = dict(strategies=["ddp"], model="tiny-mistral", device="cpu", nprocs=2, steps=8)
+    c = TrainConfig(**{**base, **kw})
+    c.validate()
+    return c
+
+
+def test_the_rank_spec_takes_every_value_from_the_config_and_refuses_another_version(tmp_path):
+    c = _config(warmup_steps=2, trace_steps=0, target_ci=None)
+    spec = RankSpec.of(c, "ddp", run_dir=tmp_path, fabric="default", fault=None, local_devices=None)
+    assert (spec.steps, spec.warmup_steps, spec.trace_steps, spec.max_steps) == (8, 2, 0, c.step_cap)
+    assert spec.backend == c.run_backend and spec.precision == c.run_precision
+    spec.write(tmp_path / "spec.json")
+    assert RankSpec.read(tmp_path / "spec.json") == spec
+    doc = dataclasses.asdict(spec)
+    for broken in ({k: v for k, v in doc.items() if k != "seed"}, {**doc, "extra": 1}):
+        (tmp_path / "bad.json").write_text(json.dumps(broken))
+        with pytest.raises(ValueError, match="one version"):
+            RankSpec.read(tmp_path / "bad.json")
+
+
+def test_the_shipped_step_has_no_fault_point_and_an_armed_one_raises_oom():
+    import torch
+
+    from fabricbench.training import worker
+
+    def step(i: int) -> tuple[float, float]:
+        return 0.1, 1.0
+
+    spec = RankSpec.of(_config(), "ddp", run_dir="/nowhere", fabric="default", fault=None, local_devices=None)
+    args = dict(acc=None, model=None, optimizer=None, feed=iter(()), device=None, engine=("accelerate", None),
+                out={}, hb=None, ch=None)
+    assert worker._stepper(spec, **args).__qualname__.endswith("one_step")  # nothing wraps it
+    armed = dataclasses.replace(spec, fault=faults.armed("oom", "ddp", env={faults.INJECT_ENV: "oom:ddp"}))
+    with pytest.raises(torch.cuda.OutOfMemoryError, match="injected"):
+        worker._stepper(armed, **args)(0)
+    with pytest.raises(torch.cuda.OutOfMemoryError):
+        faults.wrap(step, "x")(3)
+
+
+def test_the_study_report_says_how_much_of_its_time_was_measurement():
+    from fabricbench.report.document import Document
+    from fabricbench.results.schema import TrainResult
+    from fabricbench.studying.report.training import time_section
+
+    ph = {"prepare": 0.1, "launch": 0.1, "imports": 2.0, "init": 0.2, "build": 0.1, "wrap": 0.5, "first_step": 1.0,
+          "warmup": 1.0, "timed": 3.0, "trace": 1.0, "teardown": 0.5, "join": 0.5, "total": 10.0}
+    trains = [TrainResult.from_record({"kind": "train", "strategy": s, "phases": ph}) for s in ("ddp", "fsdp")]
+    doc = Document("t")
+    time_section(doc, {"train ddp": {"duration_s": 30.0}, "train fsdp": {"duration_s": 30.0}}, trains)
+    md = doc.markdown()
+    assert "Where the time went" in md and "6.0 s of it (10.0%) were timed training steps" in md
+    assert "3.0 s per run (median)" in md  # start-up: prepare + launch + imports + init + build + wrap
+    empty = Document("t")
+    time_section(empty, {}, trains)  # no unit durations (an old study): no section, rather than a 0% share
+    assert "Where the time went" not in empty.markdown()
+
+
+def test_one_node_ranks_are_started_with_what_torchrun_would_set(tmp_path):
+    from fabricbench.training import launch
+
+    env: dict[str, str] = {}
+    cmds = launch.rank_commands(_config(nprocs=2), tmp_path / "spec.json", env)
+    assert list(cmds) == ["rank 0", "rank 1"] and cmds["rank 1"][-2:] == ["--rank", "1"]
+    assert (env["WORLD_SIZE"], env["LOCAL_WORLD_SIZE"], env["GROUP_RANK"], env["OMP_NUM_THREADS"]) == ("2", "2", "0", "1")
+    assert int(env["MASTER_PORT"]) > 0 and env["TORCH_NCCL_ASYNC_ERROR_HANDLING"] == "1"
+    mine = {"OMP_NUM_THREADS": "4"}
+    launch.rank_commands(_config(nprocs=2), tmp_path / "spec.json", mine)
+    assert mine["OMP_NUM_THREADS"] == "4"  # the user's, as torchrun keeps it
+    one: dict[str, str] = {}
+    launch.rank_commands(_config(nprocs=1), tmp_path / "spec.json", one)
+    assert "OMP_NUM_THREADS" not in one  # one rank has the cores to itself, as under torchrun
+
+
+def test_rank_0_of_one_node_hosts_the_store_early_and_the_group_shares_it(monkeypatch):
+    from torch.distributed import TCPStore
+
+    from fabricbench.training import launch, one_node
+
+    port = launch._free_port()
+    base = {"RANK": "0", "WORLD_SIZE": "2", "LOCAL_WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1",
+            "MASTER_PORT": str(port)}
+    for other in ({"RANK": "1"}, {"LOCAL_WORLD_SIZE": "1"}, {"TORCHELASTIC_USE_AGENT_STORE": "True"}):
+        for k, v in {**base, **other}.items():
+            monkeypatch.setenv(k, v)
+        assert one_node.early_store() is None  # another rank, several nodes, torchrun's agent
+        monkeypatch.delenv("TORCHELASTIC_USE_AGENT_STORE", raising=False)
+    for k, v in base.items():
+        monkeypatch.setenv(k, v)
+    store = one_node.early_store()
+    assert store is not None
+    # what init_process_group's env:// rendezvous makes on rank 0, then a peer's client: one server
+    group = TCPStore("127.0.0.1", port, 2, is_master=True, multi_tenant=True, wait_for_workers=False)
+    peer = TCPStore("127.0.0.1", port, 2, is_master=False)
+    group.set("k", "v")
+    assert peer.get("k") == b"v" and store.get("k") == b"v"
