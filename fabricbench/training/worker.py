@@ -35,7 +35,7 @@ from fabricbench.training.spec import RankSpec
 from fabricbench.training.strategies import STRATEGIES
 
 OOM_EXIT = 3
-STALL_EXIT = 4  # the stall watchdog (jobs/heartbeat.py) ended this rank, naming the rank that stalled
+STALL_EXIT = heartbeat.STALL_EXIT  # the one code for a rank the stall watchdog ended (jobs/heartbeat.py)
 VERIFY_STEP = 1  # the second step: Adam's state exists, gradients are alive before step()
 
 
