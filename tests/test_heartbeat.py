@@ -110,7 +110,8 @@ def test_two_ranks_over_a_real_store_name_the_one_that_stopped():
         took = time.monotonic() - t0
         (msg, ranks), = said
         assert ranks == [1] and msg.startswith("rank 1 (host node1) made no progress for ") and "(last step 5)" in msg
-        assert 3.0 <= took <= 6.0, took
+        # its last beat may predate close() by up to BEAT_S, and the stall counts from that beat
+        assert 3.0 - heartbeat.BEAT_S <= took <= 6.0, took
         assert hb0.hosts() == {0: hb0.host, 1: "node1"}  # as the heartbeat thread last read them
     finally:
         hb0.close()
