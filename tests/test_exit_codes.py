@@ -7,18 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from fabricbench.cli import main
 from fabricbench.measuring.config import PROCS_PER_CORE, cores
-
-
-def _run(args, capsys):
-    try:
-        main(args)
-        code = 0
-    except SystemExit as e:
-        code = e.code
-    out = capsys.readouterr()
-    return code, out.out, out.err
+from clirun import run_cli as _run
 
 
 def _one_error(code, err):

@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from fabricbench.cli import COMMANDS, main
+from fabricbench.cli import COMMANDS
 from fabricbench.progress import Progress
+from clirun import run_cli as _run
 
 ROOT = Path(__file__).resolve().parent.parent
 # paths as a user types them, relative to the folder a case runs in (a path longer than the width stays
@@ -62,16 +63,6 @@ CASES = [
 
 def test_every_command_is_run_under_a_pipe():
     assert {c[0] for c in CASES} == set(COMMANDS)
-
-
-def _run(args, capsys):
-    try:
-        main(args)
-        code = 0
-    except SystemExit as e:
-        code = e.code
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 @pytest.mark.parametrize("args", CASES, ids=[" ".join(map(str, c))[:60] for c in CASES])

@@ -18,7 +18,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 
-from fabricbench.cli import main
 from fabricbench.qualifying import api
 from fabricbench.qualifying.checks import CHECKS
 from fabricbench.qualifying.checks.base import Check, CheckKind, retries_of
@@ -28,21 +27,12 @@ from fabricbench.qualifying.plan import make_plan
 from fabricbench.qualifying.prometheus import TextFile
 from fabricbench.qualifying.spec import RunSettings, builtin_names, load_spec, parse_spec
 from fabricbench.qualifying.verdict import Policy, at_least, at_most, combine, equal, error, exit_code, waived
+from clirun import run_cli as _cli
 
 ROOT = Path(__file__).resolve().parent.parent
 QDATA = ROOT / "tests" / "data" / "qualify"
 TOPO = ROOT / "tests" / "data" / "topo"
 GLOO = QDATA / "gloo_node_results.jsonl"
-
-
-def _cli(args, capsys):
-    try:
-        main(args)
-        code = 0
-    except SystemExit as e:
-        code = e.code
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def _one_error_line(code, err):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from fabricbench.cli import main
+from clirun import run_cli as _cli
 
 DATA = Path(__file__).parent / "data"
 TOPO = DATA / "topo"
@@ -33,17 +33,6 @@ op = "all_reduce"
 sizes = ["1M"]
 min_busbw_gbps = 0.1
 """
-
-
-def _cli(args, capsys):
-    """(exit status, stdout, stderr) of `fabricbench ARGS` in this process (0 when main returns)."""
-    try:
-        main(args)
-        code = 0
-    except SystemExit as e:
-        code = e.code
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def _write(tmp_path, text, name="spec.toml"):

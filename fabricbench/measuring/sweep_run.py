@@ -26,7 +26,7 @@ from fabricbench.measuring.plan import build_plan, plan_length
 from fabricbench.measuring.resume import Resume
 from fabricbench.measuring.runner import new_run_id, run_sweep
 from fabricbench.report import table as tables
-from fabricbench.report.table import CsvSink, SweepTable
+from fabricbench.report.table import CsvSink, SweepTable, fit_lines
 from fabricbench.results.context import fabric_label
 from fabricbench.results.schema import header
 from fabricbench.results.status import Status
@@ -155,7 +155,8 @@ def run(config: SweepConfig, *, out_path: str | None, as_json: bool, csv_path: s
             echo(line)
         busy = hostload.records_note(results)
         if busy:  # figures measured while other processes loaded the host (measuring/runner.py's laps)
-            echo(f"{busy}: those figures may be low")
+            for line in fit_lines([f"{busy}: those figures may be low"]):  # a pipe's COLUMNS, as the table
+                echo(line)
     bad = [r for r in results if r.status == Status.WRONG]
     if bad:
         worst = ", ".join(f"{r.op} {r.bytes} B: {r.wrong}" for r in bad[:4])
