@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import os
 import sys
-import traceback
 
 from fabricbench.jobs import channel
 from fabricbench.measuring.launch import CONFIG_KEY
-from fabricbench.measuring.runner import run_rank, translate
+from fabricbench.measuring.failures import first_line, translate
+from fabricbench.measuring.runner import run_rank
 from fabricbench.measuring.session import DistContext
 
 
@@ -41,17 +41,12 @@ def main(argv: list[str]) -> None:
 
 def failure(e: BaseException, rank: int, timeout_s: float) -> tuple[str, str]:
     """A rank's failure as (error kind, one line) for the parent: torch.distributed's known failures said
-    plainly (runner.translate); anything else is its exception's first line, its traceback appended to the
-    job's log file (jobs.channel.keep_traceback) and named on the line, never joined into it."""
+    plainly (failures.translate); anything else is its exception's first line, naming the log file that
+    holds its traceback (failures.first_line)."""
     err = translate(e, timeout_s)
     if err is not None:
         return type(err).__name__, str(err)
-    text = next((ln.strip() for ln in str(e).splitlines() if ln.strip()), "no message")[:500]
-    where = channel.keep_traceback(f"rank {rank}", "".join(traceback.format_exception(e)))
-    if where is None:  # no log file to keep it in: this rank's stderr, which the job's runner keeps
-        traceback.print_exception(e)
-    return "FabricbenchError", (f"rank {rank}: {type(e).__name__}: {text}"
-                                + (f" (traceback in {where})" if where else ""))
+    return "FabricbenchError", f"rank {rank}: {first_line(e, f'rank {rank}')}"
 
 
 def _say(chan: channel.Channel, kind: str, message: str) -> None:

@@ -18,13 +18,12 @@ import dataclasses
 import json
 import os
 import random
-import re
 import uuid
 from typing import Any, Callable
 
 from fabricbench import hostload
 from fabricbench.collectives import COLLECTIVES
-from fabricbench.errors import CollectiveTimeout, FabricbenchError, UsageError
+from fabricbench.errors import CollectiveTimeout, UsageError
 from fabricbench.fabrics import get_fabric
 from fabricbench.fabrics.apply import in_force, stamp
 from fabricbench.jobs import heartbeat
@@ -32,6 +31,7 @@ from fabricbench.measuring import resume as resuming
 from fabricbench.measuring.child import sweep_under_fabric
 from fabricbench.measuring.config import SweepConfig
 from fabricbench.measuring.engines import ENGINES
+from fabricbench.measuring.failures import translate
 from fabricbench.measuring.launch import launch_local
 from fabricbench.measuring.ranks import agree, all_ranks_info, dist_from_env, share
 from fabricbench.measuring.plan import PlanItem, build_plan, check_fits
@@ -86,29 +86,6 @@ def make_result(*, item: PlanItem, times: list[float] | None, wrong: int | None,
 def record_gpus(config: SweepConfig, info: dict[str, Any]) -> list[int]:
     """The GPUs a record names: every rank's (gathered by rank 0), else this process's."""
     return info["gpus"] if "gpus" in info else list(config.gpus or info.get("devices", []))
-
-
-def translate(e: BaseException, timeout_s: float) -> FabricbenchError | None:
-    """torch.distributed's failures as fabricbench errors: a store or gloo wait past --timeout is a
-    CollectiveTimeout, a lost connection means another rank went away. None: not a distributed error."""
-    if isinstance(e, FabricbenchError):
-        return e
-    if not isinstance(e, RuntimeError):
-        return None
-    name = type(e).__name__
-    text = str(e).strip().splitlines()[0][:300] if str(e).strip() else name
-    low = str(e).lower()
-    if name == "DistStoreError" or "timed out" in low or "timeout" in low:
-        return CollectiveTimeout(f"no answer from the other ranks within --timeout {timeout_s:g} s ({text})")
-    missing = re.search(r"Unable to find address for: (\S+)", str(e))
-    if missing:  # gloo's device creation: the fabric named an interface this host lacks
-        return UsageError(f"no network interface {missing.group(1)!r} here (GLOO_SOCKET_IFNAME or "
-                          f"NCCL_SOCKET_IFNAME names it); list this host's interfaces with `ip -br link` and "
-                          f"name one of them in the fabric")
-    if name == "DistNetworkError" or any(w in low for w in ("connection reset", "connection closed",
-                                                             "broken pipe", "connection refused")):
-        return FabricbenchError(f"lost the connection to another rank ({text})")
-    return None
 
 
 def _translated(e: BaseException, timeout_s: float) -> BaseException:

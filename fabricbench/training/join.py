@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from fabricbench.errors import UsageError
 from fabricbench.results.status import Status
 from fabricbench.training import metrics, trace, verify
 from fabricbench.training.config import TrainConfig
@@ -28,6 +29,13 @@ def _rank_files(run_dir: Path) -> list[dict[str, Any]]:
         except (OSError, ValueError):
             continue
     return ranks
+
+
+def setup_failure(ranks: list[dict[str, Any]]) -> UsageError | None:
+    """A rank that failed on what this host lacks (the worker's measuring.failures.setup_error: an interface
+    the fabric named) -> that error, which stops the command: every strategy after it would fail alike."""
+    said = next((r for r in ranks if r.get("error_kind") == UsageError.__name__), None)
+    return UsageError(str(said.get("message"))) if said is not None else None
 
 
 def _unfinished(config: TrainConfig, ranks: list[dict[str, Any]], *, rc: int | None, log: str,

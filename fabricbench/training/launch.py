@@ -15,7 +15,8 @@ kind "train" record:
   loss did not fall; "waived" with the reason.
 - the step-time statistics and throughput of the steps after the warm-up (metrics.py), peak memory per
   rank beside the framework recipe's estimate (estimate.py), the bytes each rank held.
-An "oom" or an "error" does not stop the strategies after it.
+An "oom" or an "error" does not stop the strategies after it; a rank that failed on what this host lacks
+(an interface the fabric named: join.setup_failure) stops the command with that one line (exit 2).
 
 What a run is (TrainConfig, its validation) lives in training/config.py; joining the rank files and
 naming the rank that failed, in training/join.py.
@@ -42,7 +43,7 @@ from fabricbench.results.schema import UNSET, TrainResult
 from fabricbench.results.status import Status
 from fabricbench.training import data, estimate, faults, metrics, models, phases, repeats
 from fabricbench.training.config import STARTUP_S, TrainConfig, _local_devices
-from fabricbench.training.join import _rank_files, _unfinished, join_ranks
+from fabricbench.training.join import _rank_files, _unfinished, join_ranks, setup_failure
 from fabricbench.training.spec import RankSpec
 from fabricbench.training.strategies import STRATEGIES
 from fabricbench.training.strategies.base import accelerate_precision
@@ -156,6 +157,9 @@ def run_strategy(config: TrainConfig, name: str, resolved: models.ResolvedModel,
         if res.message:
             log = f"{res.message}; the ranks{' and torchrun' if config.nnodes > 1 else ''} were killed\n{log}"
         ranks = _rank_files(run_dir)
+    setup = setup_failure(ranks)
+    if setup is not None:  # this host lacks what the run named: said once, and no strategy retries it
+        raise setup
     exits = {_rank_of(w): code for w, code in res.returncodes.items()}
     unfinished = _unfinished(config, ranks, rc=rc, log=log, timed_out=res.timed_out, stalled=_rank_of(res.stalled),
                              why=res.message, culprit=_rank_of(res.failed), exits=exits)

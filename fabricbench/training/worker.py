@@ -23,11 +23,11 @@ import socket
 import sys
 import threading
 import time
-import traceback
 from pathlib import Path
 from typing import Any, Callable
 
 from fabricbench.jobs import channel, heartbeat
+from fabricbench.measuring import failures
 from fabricbench.measuring.stats import summarize
 from fabricbench.results.status import Status
 from fabricbench.training import data, faults, models, one_node, phases, trace, verify
@@ -344,8 +344,13 @@ def run(spec: RankSpec, rank_file: Path, ch: channel.Channel | None = None,
         out.update(status=Status.OOM, message=str(e).splitlines()[0][:300], **_memory(device))
         code = OOM_EXIT
     except Exception as e:  # noqa: BLE001 - any failure of a rank becomes the record's message
-        own = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:500]
-        out.update(status=Status.ERROR, message=own, traceback=traceback.format_exc()[-4000:])
+        # once, on one line: what this host lacks (every strategy would fail alike: the launcher stops the
+        # command), else the exception's first line, its traceback in the job's log file (measuring.failures)
+        setup = failures.setup_error(e)
+        own = str(setup) if setup is not None else failures.first_line(e, f"rank {out['rank']}")
+        out.update(status=Status.ERROR, message=own)
+        if setup is not None:
+            out["error_kind"] = type(setup).__name__
         # a peer that died (its node killed) fails this rank's collective with "Connection reset by peer":
         # the peer whose heartbeat stopped is the cause, named with its host, not this rank
         blame = hb.failed(own) if hb is not None else None
