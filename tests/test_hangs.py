@@ -5,6 +5,8 @@ with the records kept and no process or temporary folder left behind (checked by
 
 The sweeps run 2 gloo ranks (one job of the child runner, fabricbench/jobs) with a small --timeout; bounds
 are --timeout + launch.DEAD_AFTER_S + a margin for a loaded 2-core CI machine. Processes are found through /proc/<pid>/task/*/children.
+The process guards (procs, jobs.run) are tested in test_hangs_procs.py, every orchestrating command killed
+in test_hangs_leftovers.py; the process helpers and the `cmd` fixture live in proctree.py.
 """
 
 from __future__ import annotations
@@ -14,16 +16,15 @@ import json
 import os
 import signal
 import socket
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
 
-from fabricbench import jobs, procs
+from fabricbench import procs
 from fabricbench.measuring.launch import DEAD_AFTER_S
+from proctree import assert_gone, children, cmd_fixture, wait_for  # noqa: F401 - cmd_fixture: the `cmd` fixture
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs Linux /proc")
 
@@ -31,17 +32,6 @@ TIMEOUT = 6  # --timeout of the sweeps below
 MARGIN = 6  # start-up of the watchdog's reaction, killing, reaping and exiting on a loaded CI box
 LONG_SWEEP = ["--engine", "torch", "--backend", "gloo", "--nprocs", "2", "--ops", "all_reduce",
               "--sizes", "1K-64K:x2", "--iters", "3000", "--warmup", "1", "--quiet"]
-
-
-# -- helpers ------------------------------------------------------------------------------------------------
-def children(pid: int) -> list[int]:
-    kids = []
-    for t in Path(f"/proc/{pid}/task").glob("*/children"):
-        try:
-            kids += [int(k) for k in t.read_text().split()]
-        except OSError:
-            pass
-    return kids
 
 
 def train_ranks(pid: int, n: int = 2) -> tuple[list[int], list[int]]:
@@ -67,33 +57,6 @@ def train_ranks(pid: int, n: int = 2) -> tuple[list[int], list[int]]:
     return wait_for(found, 10, f"{n} training ranks")
 
 
-def alive(pid: int) -> bool:
-    """Running, sleeping or stopped; a zombie (dead, not yet reaped by init) counts as gone."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-
-
-def wait_for(cond, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        v = cond()
-        if v:
-            return v
-        time.sleep(0.1)
-    raise AssertionError(f"not within {timeout} s: {what}")
-
-
-def assert_gone(pids, within: float = 5.0) -> None:
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline and any(alive(p) for p in pids):
-        time.sleep(0.1)
-    left = [p for p in pids if alive(p)]
-    assert not left, f"processes left: {left}"
-
-
 def records(path: Path) -> list[dict]:
     if not path.exists():
         return []
@@ -107,48 +70,6 @@ def records(path: Path) -> list[dict]:
             out.append(rec)
     return out
 
-
-class Cmd:
-    """`python -m fabricbench ARGS` in a session of its own (the test can always clean up), output in files."""
-
-    def __init__(self, tmp: Path, args: list[str], env: dict[str, str] | None = None) -> None:
-        self.err_path = tmp / "stderr.txt"
-        self.out_fh, self.err_fh = open(tmp / "stdout.txt", "w"), open(self.err_path, "w")
-        e = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
-        e.update(env or {})
-        self.p = subprocess.Popen([sys.executable, "-m", "fabricbench", *args], stdout=self.out_fh,
-                                  stderr=self.err_fh, env=e, start_new_session=True)
-
-    def wait(self, timeout: float) -> tuple[int, float]:
-        t0 = time.monotonic()
-        rc = self.p.wait(timeout=timeout)
-        return rc, time.monotonic() - t0
-
-    @property
-    def stderr(self) -> str:
-        self.err_fh.flush()
-        return self.err_path.read_text()
-
-    def close(self) -> None:
-        if self.p.poll() is None:
-            os.killpg(self.p.pid, signal.SIGKILL)
-            self.p.wait()
-        self.out_fh.close()
-        self.err_fh.close()
-
-
-@pytest.fixture
-def cmd(tmp_path):
-    started = []
-
-    def start(args, env=None):
-        c = Cmd(tmp_path, args, env)
-        started.append(c)
-        return c
-
-    yield start
-    for c in started:
-        c.close()
 
 
 def error_lines(text: str) -> list[str]:
@@ -328,128 +249,3 @@ def test_train_killed_parent_leaves_no_process_or_folder(cmd, tmp_path, sig):
         assert tmp.exists()  # nothing could run in the parent; the next start removes it
         assert str(tmp) in procs.clean_stale()
     assert not tmp.exists()
-
-
-# -- procs --------------------------------------------------------------------------------------------------
-def test_run_budget_kills_the_whole_group():
-    code = ("import subprocess, sys, time; p = subprocess.Popen([sys.executable, '-c', 'import time; "
-            "time.sleep(60)']); print(p.pid, flush=True); time.sleep(60)")
-    t0 = time.monotonic()
-    with jobs.workspace("t") as ws:
-        res = jobs.run([sys.executable, "-c", code], workspace=ws, budget_s=3, grace_s=1)
-    assert res.timed_out and res.returncode is None and time.monotonic() - t0 < 15
-    assert_gone([int(res.stdout.split()[0])])  # the grandchild went with the group
-
-
-def test_spawned_child_dies_with_its_parent():
-    """SIGKILL a middle process: its procs.spawn'd child gets the death signal."""
-    code = ("import sys, time; from fabricbench import procs; "
-            "p = procs.spawn([sys.executable, '-c', 'import time; time.sleep(60)']); "
-            "print(p.pid, flush=True); time.sleep(60)")
-    mid = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
-    try:
-        child = int(mid.stdout.readline())
-        assert alive(child)
-        mid.kill()
-        mid.wait()
-        assert_gone([child])
-    finally:
-        if mid.poll() is None:
-            mid.kill()
-
-
-def test_guard_refuses_to_run_when_the_starter_is_gone():
-    env = {**os.environ, procs.PARENT_ENV: str(2**22 + 12345)}  # no such ancestor
-    res = subprocess.run([sys.executable, "-m", "fabricbench.procs", "json.tool", "--help"], env=env,
-                         capture_output=True, timeout=60)
-    assert res.returncode == -signal.SIGKILL
-    with jobs.workspace("t") as ws:
-        ok = jobs.run([sys.executable, "-m", "fabricbench.procs", "json.tool", "--help"], workspace=ws, budget_s=60)
-    assert ok.returncode == 0 and "json.tool" in ok.stdout
-
-
-def test_stale_temp_folders_of_dead_processes_are_removed(tmp_path):
-    dead = subprocess.Popen([sys.executable, "-c", "pass"])
-    dead.wait()
-    stale = tmp_path / f"{procs.TEMP_PREFIX}{dead.pid}-train-ddp-x"
-    live = tmp_path / f"{procs.TEMP_PREFIX}{os.getppid()}-train-ddp-y"
-    other = tmp_path / "fabricbench-train-ddp-z"  # not ours to judge: no pid in the name
-    for d in (stale, live, other):
-        d.mkdir()
-        (d / "rank-0.json").write_text("{}")
-    assert procs.clean_stale(tmp_path) == [str(stale)]
-    assert not stale.exists() and live.exists() and other.exists()
-    with procs.temp_dir("a/b c") as d:
-        assert d.name.startswith(f"{procs.TEMP_PREFIX}{os.getpid()}-a_b_c-") and d.is_dir()
-    assert not d.exists()
-
-
-# -- no leftovers: every orchestrating command, killed by SIGINT, SIGTERM or SIGKILL -------------------------
-QUALIFY_SPEC = Path(__file__).parent / "data" / "qualify" / "gloo_e2e.toml"
-LONG_GLOO = ["--engine", "torch", "--backend", "gloo", "--nprocs", "2", "--ops", "all_reduce", "--sizes",
-             "1K-64K:x2", "--iters", "3000", "--warmup", "1", "--timeout", "30"]
-ORCHESTRATORS = {
-    # name: (argv, how deep the process tree must be before the signal: a measuring process is running;
-    # `ip netns exec` execs the child, fabricbench.procs runs a training rank in the same process)
-    "sweep --fabric": (["sweep", *LONG_GLOO, "--fabric", "lo:GLOO_SOCKET_IFNAME=lo", "--quiet"], 2),
-    "compare": (["compare", "--fabrics", "shaped:1gbit,default", *LONG_GLOO], 2),
-    "qualify": (["qualify", "--spec", str(QUALIFY_SPEC), "--quiet"], 2),
-    "study": (["study", "--device", "cpu", "--nprocs", "2", "--model", "tiny-mistral", "--strategies", "ddp",
-               "--fabrics", "default,shaped:1gbit", "--steps", "2000", "--warmup-steps", "1", "--batch-size", "2",
-               "--seq-len", "16", "--quiet"], 3),
-}
-
-
-def descendants(pid: int) -> list[list[int]]:
-    """The process tree under pid, level by level (children, grandchildren...)."""
-    levels, level = [], children(pid)
-    while level:
-        levels.append(level)
-        level = sum((children(p) for p in level), [])
-    return levels
-
-
-def our_netns(pid: int) -> list[str]:
-    """Network namespaces the process made (shaped fabrics name them fb-<pid>-...)."""
-    res = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True)
-    return [ln.split()[0] for ln in res.stdout.splitlines() if ln.startswith(f"fb-{pid}-")]
-
-
-def left_in(tmp_root: Path) -> list[Path]:
-    return [p for p in tmp_root.iterdir() if p.name.startswith((procs.TEMP_PREFIX, "torchelastic_"))]
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL], ids=["INT", "TERM", "KILL"])
-@pytest.mark.parametrize("name", list(ORCHESTRATORS))
-def test_killed_orchestrator_leaves_nothing(cmd, tmp_path, name, sig):
-    """Issue 18: no process, temp folder (fabricbench's, torchrun's) or network namespace outlives the
-    command. SIGINT exits 130 and SIGTERM 143 with one line; after SIGKILL nothing could run in the
-    command, so its children die by the death signal and the next start removes its folders and namespaces."""
-    from fabricbench.fabrics import shaped
-
-    argv, depth = ORCHESTRATORS[name]
-    tmp_root = tmp_path / "tmp"  # the command's TMPDIR: what it leaves there is ours to see
-    tmp_root.mkdir()
-    c = cmd([*argv, "--out", str(tmp_path / ("out" if name in ("qualify", "study") else "out.jsonl"))],
-            {"TMPDIR": str(tmp_root)})
-    tree = wait_for(lambda: (c.p.poll() is not None and [[-1]]) or
-                    (len(descendants(c.p.pid)) >= depth and descendants(c.p.pid)), 240, "a measuring process")
-    assert c.p.poll() is None, c.stderr
-    time.sleep(1.0)  # let the measurement get going (and a namespace be made)
-    pids = sum(descendants(c.p.pid), [])
-    assert left_in(tmp_root) and len(tree) >= depth  # there was something to clean up
-    os.kill(c.p.pid, sig)
-    rc, took = c.wait(60)
-    print(f"{name}: ended {took:.1f} s after {sig.name}")
-    assert rc == {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGKILL: -9}[sig], c.stderr
-    if sig != signal.SIGKILL:
-        said = [ln for ln in c.stderr.splitlines() if ln.startswith(("Interrupted", "Terminated"))]
-        assert len(said) == 1 and "Traceback" not in c.stderr, c.stderr
-    assert_gone(pids, within=procs.GRACE_S + 10)
-    if sig == signal.SIGKILL:  # the next fabricbench start removes what a SIGKILL left
-        procs.clean_stale(tmp_root)
-        if os.geteuid() == 0:
-            shaped.remove_stale()
-    assert not left_in(tmp_root), left_in(tmp_root)
-    assert not our_netns(c.p.pid)

@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_hangs import TRAIN, assert_gone, children, cmd, error_lines, train_ranks, wait_for  # noqa: E402,F401
+from proctree import assert_gone, children, cmd_fixture, wait_for  # noqa: E402,F401 - cmd_fixture: the `cmd` fixture
+from test_hangs import TRAIN, error_lines, train_ranks  # noqa: E402
 
 from fabricbench import procs  # noqa: E402
 

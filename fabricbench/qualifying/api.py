@@ -142,44 +142,13 @@ def qualify(spec: Spec | str | os.PathLike, *, out: str | os.PathLike | None = N
     if not 0 <= tol < 1:
         raise UsageError(f"--tolerance {tol:g}: a fraction in [0, 1), e.g. 0.05")
     notes: list[str] = []
-    base_records = None
-    if baseline is not None:
-        base_records, note = read_all(baseline, what="--baseline")
-        notes += [note] if note else []
-    recorded = None
-    if records_from is not None:
-        if resume:
-            raise UsageError("--from judges recorded results and measures nothing: --resume does not apply")
-        recorded, note = read_all(records_from, what="--from")
-        notes += [note] if note else []
-    if resume and out is None:
-        raise UsageError("--resume continues the run in --out; give --out DIR")
-    if prometheus is not None:
-        check_prometheus_path(prometheus)
-    if out is not None or prometheus is not None:
-        refuse_collisions({"--prometheus": prometheus, "--out results": Path(out) / "results.jsonl" if out else None},
-                          {"--baseline": baseline, "--spec": full.path if os.path.isfile(full.path) else None,
-                           "--topo-file": topo_file, "--from": records_from})
-    if topo_file is not None:  # bad input is found before anything is written or measured
-        if not os.path.isfile(topo_file):
-            raise UsageError(f"--topo-file {topo_file}: no such file; give a saved `nvidia-smi topo -m` output")
-        read_topology(topo_file, what="--topo-file")
+    base_records, recorded = _read_inputs(full, notes, out=out, resume=resume, topo_file=topo_file,
+                                          baseline=baseline, prometheus=prometheus, records_from=records_from)
     distributed = "RANK" in os.environ and "WORLD_SIZE" in os.environ
     rank0 = not distributed or os.environ.get("RANK") == "0"
-    if distributed and spec.run.nprocs is not None and int(os.environ["WORLD_SIZE"]) != spec.run.nprocs:
-        note = (f"the spec's nprocs = {spec.run.nprocs} is ignored: the launcher started "
-                f"WORLD_SIZE={os.environ['WORLD_SIZE']} ranks, and they measure together")
-        notes.append(note)
-        if rank0:
-            print(f"warning: {note}", file=sys.stderr)
+    _note_launcher_size(spec, notes, distributed=distributed, rank0=rank0)
     results_path = Path(out) / "results.jsonl" if out is not None else None
-    previous: list[dict[str, Any]] = []
-    if results_path is not None and results_path.exists() and results_path.stat().st_size > 0:
-        if not resume:
-            raise UsageError(f"--out {out}: {results_path} already holds a run; pass --resume to continue "
-                             f"it or choose another --out")
-        store.read_repaired(results_path)  # a torn last line (a killed run) is cut off, and that unit measured again
-        previous = list(results_records.read(results_path, what="--resume"))
+    previous = _previous_records(results_path, out=out, resume=resume)
     run_id = next((r["run_id"] for r in previous if r.get("kind") == "qualify_start" and r.get("run_id")),
                   None) or new_run_id()
     writer = ResultWriter(results_path if rank0 else None)
@@ -224,11 +193,67 @@ def qualify(spec: Spec | str | os.PathLike, *, out: str | os.PathLike | None = N
         if out is not None:
             _write_outputs(res, Path(out))
         if prometheus is not None:
-            tf = TextFile()
-            tf.add_records(writer.records + previous, host=res.host)
-            tf.add_verdicts(res.host, spec.name, verdicts, when=res.when)
-            res.files["prometheus"] = tf.write(str(prometheus))
+            _write_prometheus(res, prometheus, writer.records + previous)
     return res
+
+
+def _read_inputs(full: Spec, notes: list[str], *, out, resume: bool, topo_file, baseline, prometheus,
+                 records_from) -> tuple[list[dict[str, Any]] | None, list[dict[str, Any]] | None]:
+    """The baseline's and --from's records (None when not given), after every check of the inputs and
+    outputs, so that bad input is found before anything is written or measured; their notes go to `notes`."""
+    base_records = None
+    if baseline is not None:
+        base_records, note = read_all(baseline, what="--baseline")
+        notes += [note] if note else []
+    recorded = None
+    if records_from is not None:
+        if resume:
+            raise UsageError("--from judges recorded results and measures nothing: --resume does not apply")
+        recorded, note = read_all(records_from, what="--from")
+        notes += [note] if note else []
+    if resume and out is None:
+        raise UsageError("--resume continues the run in --out; give --out DIR")
+    if prometheus is not None:
+        check_prometheus_path(prometheus)
+    if out is not None or prometheus is not None:
+        refuse_collisions({"--prometheus": prometheus, "--out results": Path(out) / "results.jsonl" if out else None},
+                          {"--baseline": baseline, "--spec": full.path if os.path.isfile(full.path) else None,
+                           "--topo-file": topo_file, "--from": records_from})
+    if topo_file is not None:  # bad input is found before anything is written or measured
+        if not os.path.isfile(topo_file):
+            raise UsageError(f"--topo-file {topo_file}: no such file; give a saved `nvidia-smi topo -m` output")
+        read_topology(topo_file, what="--topo-file")
+    return base_records, recorded
+
+
+def _note_launcher_size(spec: Spec, notes: list[str], *, distributed: bool, rank0: bool) -> None:
+    """Under torchrun/srun the launcher's WORLD_SIZE wins over the spec's nprocs: say so (once, on rank 0)."""
+    if distributed and spec.run.nprocs is not None and int(os.environ["WORLD_SIZE"]) != spec.run.nprocs:
+        note = (f"the spec's nprocs = {spec.run.nprocs} is ignored: the launcher started "
+                f"WORLD_SIZE={os.environ['WORLD_SIZE']} ranks, and they measure together")
+        notes.append(note)
+        if rank0:
+            print(f"warning: {note}", file=sys.stderr)
+
+
+def _previous_records(results_path: Path | None, *, out, resume: bool) -> list[dict[str, Any]]:
+    """The records of the run already in --out (with --resume), or none; a run there without --resume is
+    refused rather than overwritten."""
+    previous: list[dict[str, Any]] = []
+    if results_path is not None and results_path.exists() and results_path.stat().st_size > 0:
+        if not resume:
+            raise UsageError(f"--out {out}: {results_path} already holds a run; pass --resume to continue "
+                             f"it or choose another --out")
+        store.read_repaired(results_path)  # a torn last line (a killed run) is cut off, and that unit measured again
+        previous = list(results_records.read(results_path, what="--resume"))
+    return previous
+
+
+def _write_prometheus(res: QualifyResult, prometheus, records: list[dict[str, Any]]) -> None:
+    tf = TextFile()
+    tf.add_records(records, host=res.host)
+    tf.add_verdicts(res.host, res.spec.name, res.verdicts, when=res.when)
+    res.files["prometheus"] = tf.write(str(prometheus))
 
 
 def _judge(check, kind, ctx, distributed: bool, echo) -> Verdict:

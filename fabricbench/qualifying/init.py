@@ -87,6 +87,19 @@ def spec_from_results(path: str | os.PathLike, *, factor: float = 0.9, name: str
             groups[(r.get("fabric") or "default", r["op"], r["dtype"], tuple(r.get("gpus") or ()))].append(r)
     all_gpus = tuple(g.index for g in topology.gpus) if topology is not None else None
     used: set[str] = set()
+    _collectives(w, groups, used, all_gpus, run, factor)
+    _transport(w, colls, used, all_gpus, run)
+    _contrast(w, groups, used, all_gpus, run, factor)
+    _copies(w, copies, used, factor)
+    _trains(w, trains, used, factor)
+    if not w.checks:
+        raise UsageError(f"--from {path}: nothing in it becomes a check")
+    return w.text()
+
+
+def _collectives(w, groups, used, all_gpus, run, factor) -> None:
+    """A collective check per (fabric, op, dtype, GPU set), and a correctness check per fabric, dtype and GPU
+    set whose checked records were all right."""
     correct: dict[tuple, tuple[dict[str, None], set[int]]] = {}
     for (fabric, op, dtype, gpus), rs in sorted(groups.items(), key=lambda kv: str(kv[0])):
         # one record per size for the thresholds: a size measured plainly and again with --check (the
@@ -131,9 +144,9 @@ def spec_from_results(path: str | os.PathLike, *, factor: float = 0.9, name: str
         w.kv("dtype", dtype)
         w.kv("fabric", fabric)
         w.kv("gpus", _gpus_value(gpus, all_gpus, run))
-    _transport(w, colls, used, all_gpus, run)
-    _contrast(w, groups, used, all_gpus, run, factor)
-    _copies(w, copies, used, factor)
+
+
+def _trains(w, trains, used, factor) -> None:
     for t in trains:
         sps = t.samples_per_s
         w.check(_unique(used, f"train_{t.strategy}"), "train")
@@ -146,9 +159,6 @@ def spec_from_results(path: str | os.PathLike, *, factor: float = 0.9, name: str
         w.kv("loss_falls", True)
         if _sane(sps):
             w.kv("min_samples_per_s", _round(sps * factor), f"measured {sps:.4g} samples/s x {factor:g}")
-    if not w.checks:
-        raise UsageError(f"--from {path}: nothing in it becomes a check")
-    return w.text()
 
 
 def _clean(text: str) -> str:

@@ -127,15 +127,7 @@ def probe(*, model: str | None, model_config: str | None, gpu: int, seq_len: int
                  "peak_allocated_bytes": int(torch.cuda.max_memory_allocated(device))}
         curve.append(point)
         if prev_times is not None:
-            d = decide(prev_times, chosen, times, batch, gain)
-            for _ in range(AGAIN):  # near the threshold: both points again, pooled
-                if d["verdict"] != "again":
-                    break
-                more_prev, more = timed(chosen), timed(batch)
-                if more_prev is None or more is None:
-                    break
-                prev_times, times = prev_times + more_prev, times + more
-                d = decide(prev_times, chosen, times, batch, gain)
+            d, prev_times, times = _settle(timed, prev_times, chosen, times, batch, gain)
             point.update(rise=d["rise"], rise_ci95=d["rise_ci95"], steps_timed=len(times))
             decision = {"from": chosen, "to": batch, **d, "gain": gain}
             if d["verdict"] != "double":
@@ -153,6 +145,22 @@ def probe(*, model: str | None, model_config: str | None, gpu: int, seq_len: int
                     f"by its 95% interval (a straddling pair timed again up to {AGAIN} times), and memory "
                     f"allows (out of memory probed); {steps} steps per batch, DDP recipe, one GPU",
             "gpu_name": torch.cuda.get_device_name(device)}
+
+
+def _settle(timed, prev_times: list[float], prev_batch: int, times: list[float], batch: int,
+            gain: float) -> tuple[dict[str, Any], list[float], list[float]]:
+    """decide() on the doubling prev_batch -> batch; near the threshold ("again") both points are timed
+    again by `timed` and pooled, up to AGAIN times. Returns the decision and the pooled step times."""
+    d = decide(prev_times, prev_batch, times, batch, gain)
+    for _ in range(AGAIN):  # near the threshold: both points again, pooled
+        if d["verdict"] != "again":
+            break
+        more_prev, more = timed(prev_batch), timed(batch)
+        if more_prev is None or more is None:
+            break
+        prev_times, times = prev_times + more_prev, times + more
+        d = decide(prev_times, prev_batch, times, batch, gain)
+    return d, prev_times, times
 
 
 def parser() -> argparse.ArgumentParser:

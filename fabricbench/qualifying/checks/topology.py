@@ -44,17 +44,7 @@ def judge(check: Check, ctx) -> list[Item]:
     n = len(topo.gpus)
     if p.get("gpu_count") is not None:
         items.append(equal("gpu_count", n, p["gpu_count"], subject="node"))
-    if p.get("gpu_name"):
-        want = p["gpu_name"]
-        names = [(g.index, g.name) for g in topo.gpus]
-        if all(name is None for _, name in names):
-            items.append(waived("gpu_name", f"the topology source ({topo.source}) does not name the GPUs"))
-        else:
-            bad = [(i, name) for i, name in names if name is None or want.lower() not in name.lower()]
-            for i, name in bad:
-                items.append(equal("gpu_name", name, f"*{want}*", subject=f"GPU{i}", ok=False))
-            if not bad:
-                items.append(equal("gpu_name", names[0][1], f"*{want}*", subject=f"all {n} GPUs", ok=True))
+    items += _gpu_name(p, topo)
     pairs = topo.pairs()
     for key in ("link", "min_nvlinks", "uniform"):
         if p.get(key) is not None and not pairs:
@@ -101,6 +91,31 @@ def judge(check: Check, ctx) -> list[Item]:
             worst = max(pairs, key=lambda ab: link_rank(topo.link(*ab)))
             why = f"GPU{worst[0]}-GPU{worst[1]} is {topo.link(*worst)}"
         items.append(equal("uniform", got, p["uniform"], subject="node", reason=why))
+    items += _pcie(p, topo)
+    return items
+
+
+def _gpu_name(p, topo) -> list[Item]:
+    """Every GPU's name contains gpu_name (each that does not is named); waived when the source names none."""
+    items: list[Item] = []
+    n = len(topo.gpus)
+    if p.get("gpu_name"):
+        want = p["gpu_name"]
+        names = [(g.index, g.name) for g in topo.gpus]
+        if all(name is None for _, name in names):
+            items.append(waived("gpu_name", f"the topology source ({topo.source}) does not name the GPUs"))
+        else:
+            bad = [(i, name) for i, name in names if name is None or want.lower() not in name.lower()]
+            for i, name in bad:
+                items.append(equal("gpu_name", name, f"*{want}*", subject=f"GPU{i}", ok=False))
+            if not bad:
+                items.append(equal("gpu_name", names[0][1], f"*{want}*", subject=f"all {n} GPUs", ok=True))
+    return items
+
+
+def _pcie(p, topo) -> list[Item]:
+    """pcie_gen and pcie_width: every GPU's link maximum at least the spec's (see the module docstring)."""
+    items: list[Item] = []
     for key, attr in (("pcie_gen", "gen"), ("pcie_width", "width")):
         if p.get(key) is None:
             continue
