@@ -26,13 +26,14 @@ LONG_GLOO = ["--engine", "torch", "--backend", "gloo", "--nprocs", "2", "--ops",
              "1K-64K:x2", "--iters", "3000", "--warmup", "1", "--timeout", "30"]
 ORCHESTRATORS = {
     # name: (argv, how deep the process tree must be before the signal: a measuring process is running;
-    # `ip netns exec` execs the child, fabricbench.procs runs a training rank in the same process)
+    # `ip netns exec` execs the child, fabricbench.procs runs a training rank in the same process; on one
+    # node the job layer starts train's ranks itself, so a study's tree is study -> train -> ranks)
     "sweep --fabric": (["sweep", *LONG_GLOO, "--fabric", "lo:GLOO_SOCKET_IFNAME=lo", "--quiet"], 2),
     "compare": (["compare", "--fabrics", "shaped:1gbit,default", *LONG_GLOO], 2),
     "qualify": (["qualify", "--spec", str(QUALIFY_SPEC), "--quiet"], 2),
     "study": (["study", "--device", "cpu", "--nprocs", "2", "--model", "tiny-mistral", "--strategies", "ddp",
                "--fabrics", "default,shaped:1gbit", "--steps", "2000", "--warmup-steps", "1", "--batch-size", "2",
-               "--seq-len", "16", "--quiet"], 3),
+               "--seq-len", "16", "--quiet"], 2),
 }
 
 
