@@ -204,10 +204,10 @@ def test_an_oom_rank_is_the_outcome_when_torchrun_stopped_the_others_first():
     ranks = [{"rank": 0, "status": "oom", "message": "injected out of memory", "step_times_s": []},
              {"rank": 1, "status": "running", "step_times_s": []}]
     log = "rank 1 exited with signal SIGTERM"
-    assert launch._unfinished(cfg, ranks, rc=1, log=log, timed_out=False) is None
+    assert launch.unfinished(cfg, ranks, rc=1, log=log, timed_out=False) is None
     out = launch.join_ranks(cfg, "ddp", ranks, rc=1, log=log, psi=10)
     assert out["status"] == "oom" and out["message"] == "rank 0: injected out of memory"
-    stalled = launch._unfinished(cfg, ranks, rc=1, log=log, timed_out=False, stalled=1, why="rank 1 stopped answering")
+    stalled = launch.unfinished(cfg, ranks, rc=1, log=log, timed_out=False, stalled=1, why="rank 1 stopped answering")
     assert stalled["status"] == "error" and stalled["rank_died"] == 1
 
 

@@ -168,10 +168,10 @@ def test_train_config_refuses_nccl_with_two_ranks_on_one_gpu_and_maps_the_gloo_l
         _config(device="cuda", gpus=(0,), nprocs=2).validate()
     lab = _config(device="cuda", gpus=(0,), nprocs=3, backend="gloo")
     assert lab.procs_per_node == 3 and lab.rank_gpus == [0, 0, 0]
-    assert launch._local_devices(lab) == [0, 0, 0]
+    assert launch.local_devices(lab) == [0, 0, 0]
     assert launch.worker_env(lab)["CUDA_VISIBLE_DEVICES"] == "0"
     one_each = _config(device="cuda", gpus=(2, 5))
-    assert one_each.procs_per_node == 2 and launch._local_devices(one_each) is None
+    assert one_each.procs_per_node == 2 and launch.local_devices(one_each) is None
     # the library's own default on one GPU: one rank (the H200 tier once failed here, when the CPU ranks'
     # default of 2 leaked into cuda and only the CLI mapped it back)
     from fabricbench.training.config import CPU_RANKS, TrainConfig

@@ -213,7 +213,7 @@ class TrainConfig:
         return self
 
 
-def _local_devices(config: TrainConfig) -> list[int] | None:
+def local_devices(config: TrainConfig) -> list[int] | None:
     """The CUDA index (inside CUDA_VISIBLE_DEVICES) of each local rank, where ranks share GPUs; else None."""
     ranks = config.rank_gpus
     if len(set(ranks)) == len(ranks):

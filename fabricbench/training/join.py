@@ -20,7 +20,7 @@ from fabricbench.training.config import TrainConfig
 from fabricbench.training.strategies import STRATEGIES
 
 
-def _rank_files(run_dir: Path) -> list[dict[str, Any]]:
+def rank_files(run_dir: Path) -> list[dict[str, Any]]:
     """The ranks' files in rank order; one torn or half-written is skipped (the worker replaces it whole)."""
     ranks = []
     for p in sorted(run_dir.glob("rank-*.json"), key=lambda p: int(p.stem.split("-")[1])):
@@ -38,7 +38,7 @@ def setup_failure(ranks: list[dict[str, Any]]) -> UsageError | None:
     return UsageError(str(said.get("message"))) if said is not None else None
 
 
-def _unfinished(config: TrainConfig, ranks: list[dict[str, Any]], *, rc: int | None, log: str,
+def unfinished(config: TrainConfig, ranks: list[dict[str, Any]], *, rc: int | None, log: str,
                 timed_out: bool, stalled: int | None = None, why: str | None = None, culprit: int | None = None,
                 exits: dict[int | None, int | None] | None = None) -> dict[str, Any] | None:
     """A run that ended with a rank still "running" (killed, crashed in C, timed out), with a rank of this

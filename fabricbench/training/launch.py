@@ -42,8 +42,8 @@ from fabricbench.results.context import package_version
 from fabricbench.results.schema import UNSET, TrainResult
 from fabricbench.results.status import Status
 from fabricbench.training import data, estimate, faults, metrics, models, phases, repeats
-from fabricbench.training.config import STARTUP_S, TrainConfig, _local_devices
-from fabricbench.training.join import _rank_files, _unfinished, join_ranks, setup_failure
+from fabricbench.training.config import STARTUP_S, TrainConfig, local_devices
+from fabricbench.training.join import rank_files, unfinished, join_ranks, setup_failure
 from fabricbench.training.spec import RankSpec
 from fabricbench.training.strategies import STRATEGIES
 from fabricbench.training.strategies.base import accelerate_precision
@@ -135,7 +135,7 @@ def run_strategy(config: TrainConfig, name: str, resolved: models.ResolvedModel,
     with jobs.workspace(f"train-{name}") as run_dir:  # removed on Ctrl-C/SIGTERM too; after a SIGKILL, next start
         spec_path = run_dir / "spec.json"
         RankSpec.of(config, name, run_dir=run_dir, fabric=fabric.name, fault=fault,
-                    local_devices=_local_devices(config)).write(spec_path)
+                    local_devices=local_devices(config)).write(spec_path)
         argv = launch_command(config, spec_path, rdzv_s=rdzv_s) if config.nnodes > 1 else \
             rank_commands(config, spec_path, env)
         # jobs.run: the fabric applied (environment; the ranks inside the namespace of shaped:RATE), each
@@ -156,14 +156,14 @@ def run_strategy(config: TrainConfig, name: str, resolved: models.ResolvedModel,
         rc, log = res.returncode, res.stdout + res.stderr
         if res.message:
             log = f"{res.message}; the ranks{' and torchrun' if config.nnodes > 1 else ''} were killed\n{log}"
-        ranks = _rank_files(run_dir)
+        ranks = rank_files(run_dir)
     setup = setup_failure(ranks)
     if setup is not None:  # this host lacks what the run named: said once, and no strategy retries it
         raise setup
     exits = {_rank_of(w): code for w, code in res.returncodes.items()}
-    unfinished = _unfinished(config, ranks, rc=rc, log=log, timed_out=res.timed_out, stalled=_rank_of(res.stalled),
-                             why=res.message, culprit=_rank_of(res.failed), exits=exits)
-    out = {**body, **(unfinished if unfinished is not None else
+    cut = unfinished(config, ranks, rc=rc, log=log, timed_out=res.timed_out, stalled=_rank_of(res.stalled),
+                     why=res.message, culprit=_rank_of(res.failed), exits=exits)
+    out = {**body, **(cut if cut is not None else
                       join_ranks(config, strategy.name, ranks, rc=rc, log=log, psi=psi))}
     local = [r for r in ranks if r.get("rank") in config.local_ranks]
     timing = phases.join(local, begun=begun, spawned=spawned[0] if spawned else begun, gone=gone)
