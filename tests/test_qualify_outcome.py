@@ -17,6 +17,7 @@ import fabricbench
 import fabricbench.gpus
 from fabricbench.qualifying.verdict import (EXIT_NOTHING_MEASURED, NOTHING_MEASURED, at_least, combine, exit_code,
                                             outcome, waived)
+from clirun import run_cli as _main
 
 TRAIN = Path(__file__).resolve().parent.parent / "benchmarks/results/cpu-lab/study/units/train_ddp_default.jsonl"
 
@@ -77,18 +78,6 @@ def test_library_dry_run_is_the_plan_the_cli_prints(level):
             except SystemExit as e:
                 assert e.code in (0, None)
         assert out.getvalue() == expect
-
-
-def _main(args, capsys):
-    from fabricbench.cli import main
-
-    try:
-        main([str(a) for a in args])
-        code = 0
-    except SystemExit as e:
-        code = e.code
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def test_a_gpu_spec_with_no_gpu_is_one_line_and_exit_5(monkeypatch, tmp_path, capsys):
