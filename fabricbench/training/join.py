@@ -163,14 +163,7 @@ def _exit_text(log: str, rank: int) -> str:
     if not m:
         return ""
     code = int(m.group(1))
-    if code < 0:
-        import signal
-
-        try:
-            return f" (killed by {signal.Signals(-code).name})"
-        except ValueError:
-            return f" (signal {-code})"
-    return f" (exit status {code})"
+    return _how(code) if code else " (exit status 0)"
 
 
 def _how(code: int | None) -> str:
