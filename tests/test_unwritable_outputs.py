@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from fabricbench.cli import COMMANDS, main
+from fabricbench.cli import COMMANDS
+from clirun import run_cli
 from fabricbench.cli.path_types import OutputFile, OutputFolder
 
 STUDY = Path(__file__).parent.parent / "benchmarks/results/cpu-lab/study"  # a CPU study's recorded results
@@ -38,12 +39,8 @@ OUTPUTS = _outputs()
 
 
 def _run(args, capsys):
-    try:
-        main([str(a) for a in args])
-        code = 0
-    except SystemExit as e:
-        code = e.code
-    return code, capsys.readouterr().err
+    code, _, err = run_cli(args, capsys)
+    return code, err
 
 
 def _one_error(code, err, *words):
