@@ -51,6 +51,7 @@ ONE_RUN = ["--repeats", "1", "--target-ci", "0", "--json"]
 # the 1B model on GPU 0, every other option at its default. Run once: it is many runs already.
 STUDY = (["--gpus", "0", "--model", "mistral-1b", "--fabrics", "default", "--strategies", "ddp,fsdp"], 120.0)
 WARMUP_SHOWN = 5  # the first steps' times against the timed median: how much warm-up a run needs
+STUDY_ANSWER_LINES = 24  # the tail of the study's stdout kept: its summary and verdict
 STUDY_TIMEOUT_S = 240  # the study took 231-255 s before: the GPU command must fit ~6 minutes in all
 GROUPS = {"h200": ["mistral-1b", "lab-mistral", "study-1b"]}
 PROBES = {  # name -> python code run in a fresh interpreter
@@ -177,6 +178,8 @@ def study_case() -> tuple[list[str], bool]:
              f"  {'wall (command to exit)':<24} {wall:7.2f}   target {target:g}"]
     if p.returncode != 0:
         lines.append("  stderr: " + (p.stderr or p.stdout).strip()[-600:].replace("\n", "\n  "))
+    else:  # its answer (the verdict a faster study must keep: issue 38), as the study printed it
+        lines += ["  | " + ln for ln in p.stdout.strip().splitlines()[-STUDY_ANSWER_LINES:]]
     units = [d for d in docs if d.get("kind") == "study_unit"]
     trains = [d for d in docs if d.get("kind") == "train" and isinstance(d.get("phases"), dict)]
     for u in units:

@@ -103,10 +103,11 @@ def lines(phases: dict[str, float] | None) -> list[str]:
 # A run's cost outside its counted steps (start-up, the profiled steps, teardown) and a step's, where no run
 # of this study has been recorded yet. CPU: benchmarks/results/cpu-startup/after.txt (tiny-mistral on 2 gloo
 # ranks: phases total 5.04 s less 0.95 s of steps, 8 steps; the median of 5 runs on the 2-core machine, quiet
-# during them). GPU: issue 38's H200 runs of a 1B model before this work (27-40 s a run, 8 steps in about
-# 2.1 s); benchmarks/startup_h200.sh measures today's.
-FIXED_S = {"cpu": 4.1, "cuda": 30.0}
-STEP_S = {"cpu": 0.12, "cuda": 0.3}
+# during them). GPU: benchmarks/results/h100-startup/after (one H100, DDP of mistral-1b: phases total 12.04 s
+# less 2.15 s of its 8 steps, whose first took 1.41 s; a study's runs of it, 11.54 s less 1.93 s; a step
+# after the first ~0.07-0.13 s).
+FIXED_S = {"cpu": 4.1, "cuda": 9.8}
+STEP_S = {"cpu": 0.12, "cuda": 0.1}
 
 
 def estimate_s(device: str, steps: int, recorded: list[dict[str, Any]] = ()) -> float:
