@@ -4,7 +4,7 @@ overlapped no compute.
     fabricbench train --strategy all --model lab-mistral --device cpu --nprocs 2 --json
 
 After its timed steps each rank (worker.py) runs PROFILED_STEPS more under torch.profiler (record_shapes
-on), never the timed ones, and reduces the profile to a small per-rank summary (`rank_summary`); the
+on; after PROFILER_WARMUP_STEPS whose events are dropped), never the timed ones, and reduces the profile to a small per-rank summary (`rank_summary`); the
 launcher joins the ranks into the record's "comm" section (`join`).
 
 Collectives. Every outermost `c10d::*` dispatcher op (`_c10d_functional::*` likewise) issued inside a
@@ -95,11 +95,21 @@ OP_RULES: dict[str, OpRule] = {
 
 # --- capture (in the worker) -------------------------------------------------------------------------
 
-def profiler(device_type: str) -> Any:
-    from torch.profiler import ProfilerActivity, profile
+# Steps run under the profiler before the recorded ones, their events dropped: the first step after the
+# profiler starts carries its start-up (CUPTI's buffers, the first records of every op), which made one of
+# two profiled steps 1.5-4x the other on the H100 lab (benchmarks/results/h100-1gpu/relate-lab: FSDP's own
+# calls at 3.1x the sweep in that step, 0.6x in the next), so the run's own call times had no stable ratio.
+PROFILER_WARMUP_STEPS = 1
+
+
+def profiler(device_type: str, steps: int) -> Any:
+    """A profiler recording `steps` steps after PROFILER_WARMUP_STEPS dropped ones; the caller calls its
+    .step() after each step (PROFILER_WARMUP_STEPS + steps in all)."""
+    from torch.profiler import ProfilerActivity, profile, schedule
 
     acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device_type == "cuda" else [])
-    return profile(activities=acts, record_shapes=True)
+    return profile(activities=acts, record_shapes=True,
+                   schedule=schedule(wait=0, warmup=PROFILER_WARMUP_STEPS, active=steps, repeat=1))
 
 
 def step_mark() -> Any:

@@ -108,17 +108,19 @@ def _trace(one_step: Callable[[int], tuple[float, float]], *, steps: int, device
     A step that fails fails the rank as any step does (its peers must not wait for it in a collective);
     a profiler that will not start (on every rank alike) or a profile that cannot be read is a note in the
     record, and the timed steps stand."""
-    prof = trace.profiler(device.type)
+    prof = trace.profiler(device.type, steps)
     try:
         prof.start()
     except Exception as e:  # noqa: BLE001 - e.g. no CUPTI: the trace is an addition
         return {"error": f"the profiler did not start: {type(e).__name__}: {str(e)[:200]}"}
     times = []
     try:
-        for _ in range(steps):
+        for i in range(trace.PROFILER_WARMUP_STEPS + steps):
             with trace.step_mark():
                 t, _loss = one_step(-1)
-            times.append(t)
+            prof.step()
+            if i >= trace.PROFILER_WARMUP_STEPS:  # the warm-up's events are dropped, and its time with them
+                times.append(t)
     finally:
         prof.stop()
     try:
