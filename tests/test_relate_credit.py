@@ -109,6 +109,22 @@ def test_the_interval_spans_the_gaps_as_profiled_and_as_timed():
     assert lo <= r.predicted_step_s - 3 * 8 * 2.5 * MS + 1e-12 and hi >= r.predicted_step_s
 
 
+def test_the_intervals_slow_side_prices_the_fabric_without_its_credit():
+    """C(f) is what the bucket can save at most (ranks that enter a collective early spend it before the
+    last one comes): the predicted step's 95% interval reaches the prediction with no credit at all."""
+    recs, ref_step = _records()
+    rows = {r.fabric: r for r in fabricbench.relate(recs, reference="default").rows}
+    for fab in ("shaped:1gbit", "shaped:100mbit"):
+        r = rows[fab]
+        assert r.link_credit_s > 0
+        lo, hi = r.predicted_step_ci95
+        without = r.predicted_step_s + r.link_credit_s  # e = 1: the step pays the credit back whole
+        assert hi >= without - 1e-12
+        assert lo <= r.predicted_step_s < without
+    d = rows["default"].predicted_step_ci95  # no bucket on the reference: its interval is its own run's
+    assert d[0] <= ref_step <= d[1]
+
+
 def test_calls_smaller_than_the_bucket_do_not_drain_it_so_their_gaps_add_no_credit():
     # DDP-like: a 128 B broadcast, then two all-reduces of 2 MiB; three busy stretches, each after 30 ms
     g = Gaps(gaps_s=(30 * MS, 30 * MS, 30 * MS), steps=1)

@@ -179,8 +179,8 @@ def test_relate_cpu_lab_predicts_shaped_fabrics(tmp_path):
 
 
 def test_docs_relate_table_is_the_scripts_output():
-    """docs/relate.md's relate tables (the README links them) are what benchmarks/relate_table.py makes of
-    the committed lab records: the CPU lab's and the strong fabrics'."""
+    """docs/relate.md's relate tables and the README's are what benchmarks/relate_table.py makes of the
+    committed lab records: the CPU lab's and the strong fabrics'."""
     import subprocess
     import sys
     from pathlib import Path
@@ -188,7 +188,7 @@ def test_docs_relate_table_is_the_scripts_output():
     root = Path(__file__).resolve().parent.parent
     script, doc = str(root / "benchmarks" / "relate_table.py"), str(root / "docs" / "relate.md")
     strong = str(root / "benchmarks" / "results" / "cpu-lab" / "relate-lab-strong" / "records.jsonl")
-    for args in ([], [strong, "--before", "", "--tag", "strong"]):
-        r = subprocess.run([sys.executable, script, *args, "--check", doc], capture_output=True, text=True,
+    for args, where in (([], doc), ([strong, "--before", "", "--tag", "strong"], doc), ([], str(root / "README.md"))):
+        r = subprocess.run([sys.executable, script, *args, "--check", where], capture_output=True, text=True,
                            timeout=120)
-        assert r.returncode == 0, r.stderr
+        assert r.returncode == 0, (where, r.stderr)

@@ -354,8 +354,11 @@ def _row(base: Observed, own: Observed | None, fab: str, e: float, on_ref: Prici
     batch = base.global_batch
     ref_ci = base.step_ci95 or (base.step_s, base.step_s)
     rr, rf = on_ref.rel(), on_fab.rel()
-    t_ref = (around(min(p.comm_time_ref_s, wide.comm_time_ref_s), rr)[0], around(p.comm_time_ref_s, rr)[1])
-    t_fab = (around(min(p.comm_time_s, wide.comm_time_s), rf)[0], around(p.comm_time_s, rf)[1])
+    # C(f) is what the bucket can save at most (credit.py): the realised credit lies between none and C, so
+    # the interval's slow side prices T_comm without it
+    t_ref = (around(min(p.comm_time_ref_s, wide.comm_time_ref_s), rr)[0],
+             around(p.comm_time_ref_s + p.credit_ref_s, rr)[1])
+    t_fab = (around(min(p.comm_time_s, wide.comm_time_s), rf)[0], around(p.comm_time_s + p.credit_s, rf)[1])
     if fab == ref:
         pred_ci, slow_ci = ref_ci, (ref_ci[0] / ref_ci[1], ref_ci[1] / ref_ci[0])
     else:

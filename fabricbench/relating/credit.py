@@ -21,7 +21,13 @@ B / R is a large part of each collective (FSDP's 11 collectives per step on 1 gb
 a strong one the gaps (the compute between collectives) cap it, so the credit shrinks against the step:
 this is the over-prediction at mild fabrics that vanishes at strong ones. The profiled steps run slower
 than the timed ones (comm.overhead.ratio), so the gaps are divided by that ratio; the interval takes
-both. Fabrics without a bucket (every real one) have C = 0; a trace without gaps (recorded before
+both. C(f) is what the bucket can save at most: a rank's idle gap is the link's only while every rank is
+idle, and a rank that enters a collective before a late peer (the ranks' skew, dur_s − dur_min_s of the
+calls) starts spending the bucket before the collective can finish. Where calls are many and the gaps
+between them short, less is realised: FSDP's records kept 50-77% of C on the CPU labs (2 gloo ranks) and
+none on the one-GPU lab (3 ranks sharing one H100, so their compute is time-sliced and skewed), while DDP
+and ZeRO, with a few calls after long compute, kept all of it. So the prediction takes C and its 95%
+interval's slow side none: T_comm(f) without the credit. Fabrics without a bucket (every real one) have C = 0; a trace without gaps (recorded before
 they were) gets none, flagged.
 """
 
