@@ -168,7 +168,39 @@ def check(out: Path, asked: list[tuple[str, int, str]]) -> int:
     print(f"comm share 20-60% (the lab's design, not judged): {len(in_share)} of {len(held)} points")
     for line in cov.outside:
         print(f"outside its interval: {line}")
+    own_calls_everywhere(files)
     return 0 if all(ok for _, ok, _ in checks) else 1
+
+
+def own_calls_everywhere(files: list[str]) -> None:
+    """Diagnostic, not judged and not used by any prediction: each traced run's own calls against its own
+    fabric's sweep, per op: the median ratio t_call / t_sweep and the median difference t_call - t_sweep.
+    relate calibrates by the reference's ratio on every fabric (calls.py); whether the ratio or the
+    difference holds across fabrics says whether that calibration should scale or add."""
+    import statistics
+
+    from fabricbench.relating import calls as own_calls
+    from fabricbench.relating import inputs
+    from fabricbench.relating import job as jobs
+    from fabricbench.relating.curves import SweepCurves
+    from fabricbench.relating.pricing import price
+
+    got = inputs.load(files)
+    curves = SweepCurves.from_records(jobs.split(got.collectives)[0])
+    observed, _ = inputs.observations(got.trains)
+    print("own calls against their own fabric's sweep (diagnostic): strategy n fabric: op ratio [difference ms]")
+    for o in observed:
+        comms = [c for c in (o.comms or ((o.comm,) if o.comm else ())) if c.get("calls")]
+        if not comms or o.fabric not in curves.fabrics():
+            continue
+        pricing = price(comms[0].get("collectives") or [], curves, fabric=o.fabric, nranks=o.workload.nranks)
+        found, _ = own_calls.ratios(comms, pricing)
+        per_op: dict[str, list[tuple[float, float]]] = {}
+        for c in found:
+            per_op.setdefault(c.op, []).append((c.ratio, (c.ratio - 1) * c.swept_s * 1e3))
+        parts = [f"{op} {statistics.median(r for r, _ in v):.2f}x [{statistics.median(d for _, d in v):+.2f} ms]"
+                 for op, v in per_op.items()]
+        print(f"  {o.strategy} {o.workload.nranks} {o.fabric}: {', '.join(parts) or 'no solo call priced'}")
 
 
 def _asked(strategies: str, ranks: str, rates: str) -> list[tuple[str, int, str]]:

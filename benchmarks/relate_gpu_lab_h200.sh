@@ -13,9 +13,12 @@
 # hold a reference and 4 rates, not two references and 2 rates each.
 # --ranks 3,2 adds the 2-rank points where the budget allows.
 # Order, per rank count (in the order given: the 3-rank points first):
-#   train default (every strategy, 2 profiled steps: the reference's trace, calls and e)
+#   train default (every strategy, 4 profiled steps: the reference's trace, calls and e; the run's own
+#     calls calibrate a price only where their ratio to the sweep holds over its repeats, every profiled
+#     step of every reference run)
 #   the sweeps that trace needs on default, one per traced dtype (relate_gpu_lab.py plan)
-#   per rate, in the order given: its sweeps, then train on it
+#   per rate, in the order given: its sweeps, then train on it (2 profiled steps: never used by a
+#     prediction; check.txt's last lines set those runs' own calls against their fabric's sweep)
 # then, for every rank count, a second reference run (fresh processes: the reference's run-to-run interval).
 # The budget (seconds from this script's start, wheels' install included; relate and check take ~5 s
 # after it) is spent stage by stage: a stage starts only when what is left holds its expected length (the
@@ -66,7 +69,9 @@ echo "== lab: model $MODEL, ranks ${RANKS//,/ }, rates ${RATES//,/ }, strategies
 
 # DEVICE=cpu STEPS=4 exist for a smoke test of this script on a CPU machine; the H200 run takes the defaults
 if [ "${DEVICE:-cuda}" = cuda ]; then dev=(--device cuda --backend gloo --gpus 0); on=(--gpus 0); else dev=(--device cpu); on=(); fi
-lab=(--model "$MODEL" "${dev[@]}" --batch-size 8 --seq-len 256 --steps "${STEPS:-12}" --warmup-steps 3
+# 30 steps after 5 warm-ups: a run costs ~10 s of start-up and ~2 s of steps since issue 38, and with 9 timed
+# steps one observed FSDP step had a 95% interval of +-8% (results/h100-1gpu/relate-lab), as wide as the bar
+lab=(--model "$MODEL" "${dev[@]}" --batch-size 8 --seq-len 256 --steps "${STEPS:-30}" --warmup-steps 5
      --target-ci 0 --repeats 1 --timeout 90)
 shaped_ok=0
 if command -v ip >/dev/null && command -v tc >/dev/null && ip -V >/dev/null 2>&1; then shaped_ok=1; fi
@@ -123,7 +128,7 @@ cell() {  # N FABRIC: the fabric's sweeps, then its train run of as many strateg
   [ "$k" -lt "$nstrat" ] && skip "$(echo "${STRATEGIES//,/ }" | cut -d' ' -f$(( k + 1 ))- | tr ' ' ,) on $2, $1 ranks" \
     $(( sw + nstrat * strat_s ))
   sweeps "$1" "$2" "$tag"
-  train "$1" "$2" "$tag" 0 "$(echo "${STRATEGIES//,/ }" | cut -d' ' -f1-"$k" | tr ' ' ,)"
+  train "$1" "$2" "$tag" 2 "$(echo "${STRATEGIES//,/ }" | cut -d' ' -f1-"$k" | tr ' ' ,)"
 }
 
 first=1
@@ -131,7 +136,7 @@ for n in ${RANKS//,/ }; do
   need=$(( 2 * nstrat * strat_s + 4 * sweep_s ))
   if [ "$first" = 0 ] && ! fits "$need"; then skip "every stage at $n ranks" "$need"; continue; fi
   first=0
-  train "$n" default default 2 "$STRATEGIES"
+  train "$n" default default 4 "$STRATEGIES"
   python3 "$here/relate_gpu_lab.py" plan "$R/lab/train-default-n$n.jsonl" > "$R/lab/plan-n$n.txt" 2>&1
   sweeps "$n" default default
   if [ "$shaped_ok" = 1 ]; then
@@ -141,7 +146,7 @@ done
 for n in ${RANKS//,/ }; do  # the reference's second run per N (relate combines runs by the median)
   [ -s "$R/lab/train-default-n$n.jsonl" ] || continue
   need=$(( nstrat * strat_s ))
-  if fits "$need"; then train "$n" default default 0 "$STRATEGIES"; else skip "second train default, $n ranks" "$need"; fi
+  if fits "$need"; then train "$n" default default 4 "$STRATEGIES"; else skip "second train default, $n ranks" "$need"; fi
 done
 
 t0=$(date +%s)
