@@ -67,11 +67,11 @@ echo "== lab: model $MODEL, ranks ${RANKS//,/ }, rates ${RATES//,/ }, strategies
   | tee -a "$R/summary.txt"
 [ "$MODEL" = lab-mistral ] && python3 "$here/relate_gpu_lab.py" arithmetic > "$R/arithmetic.txt" 2>&1
 
-# DEVICE=cpu STEPS=4 exist for a smoke test of this script on a CPU machine; the H200 run takes the defaults
+# DEVICE=cpu STEPS=8 WARMUP=3 exist for a smoke test of this script on a CPU machine; the H200 run takes the defaults
 if [ "${DEVICE:-cuda}" = cuda ]; then dev=(--device cuda --backend gloo --gpus 0); on=(--gpus 0); else dev=(--device cpu); on=(); fi
 # 30 steps after 5 warm-ups: a run costs ~10 s of start-up and ~2 s of steps since issue 38, and with 9 timed
 # steps one observed FSDP step had a 95% interval of +-8% (results/h100-1gpu/relate-lab), as wide as the bar
-lab=(--model "$MODEL" "${dev[@]}" --batch-size 8 --seq-len 256 --steps "${STEPS:-30}" --warmup-steps 5
+lab=(--model "$MODEL" "${dev[@]}" --batch-size 8 --seq-len 256 --steps "${STEPS:-30}" --warmup-steps "${WARMUP:-5}"
      --target-ci 0 --repeats 1 --timeout 90)
 shaped_ok=0
 if command -v ip >/dev/null && command -v tc >/dev/null && ip -V >/dev/null 2>&1; then shaped_ok=1; fi
@@ -92,13 +92,14 @@ stage() {  # WHAT RC SECONDS
 skip() { echo "== $1: skipped, $(left) s of the budget left, $2 s expected" | tee -a "$R/summary.txt"; }
 limit() { local l; l=$(( $(left) > 1 ? $(left) : 1 )); [ "$l" -lt "$1" ] && echo "$l" || echo "$1"; }
 longest() {  # OLD MEASURED COUNT: the estimate after a measurement (the longest so far, +10%)
-  local v=$(( $2 * 110 / 100 )); [ "$3" = 0 ] || [ "$v" -gt "$1" ] && echo "$v" || echo "$1"
+  # never under 1 s: a stage that failed at once (bad options) must not leave a zero to divide by
+  local v=$(( $2 * 110 / 100 > 1 ? $2 * 110 / 100 : 1 )); [ "$3" = 0 ] || [ "$v" -gt "$1" ] && echo "$v" || echo "$1"
 }
 
 ntrains=0 nsweeps=0
 train() {  # N FABRIC TAG TRACE_STEPS STRATEGIES
   local t0 rc d k; t0=$(date +%s); k=$(echo "${5//,/ }" | wc -w)
-  timeout "$(limit 300)" python3 -m fabricbench train --strategy "$5" "${lab[@]}" --nprocs "$1" --fabric "$2" \
+  timeout "$(limit 300)" python3 -m fabricbench train --strategies "$5" "${lab[@]}" --nprocs "$1" --fabric "$2" \
     --trace-steps "$4" --out "$R/lab/train-$3-n$1.jsonl" >> "$R/lab/train-$3-n$1.txt" 2>&1
   rc=$?; d=$(( $(date +%s) - t0 ))
   strat_s=$(longest "$strat_s" $(( d / k )) "$ntrains"); ntrains=$(( ntrains + 1 ))
