@@ -239,8 +239,8 @@ def _strategy_rows(base: Observed, by_key: dict[tuple[Workload, str, str], Obser
         problems.append(f"{strategy} ({wl.label()}): {note}; every fabric predicts the reference's step")
     raw_ref = price(collectives, curves, fabric=ref, nranks=wl.nranks)
     problems.extend(raw_ref.flags)
-    ks, krel = _factors(base, raw_ref, job_curves, flags_all, problems, found_calls)
-    on_ref = own_calls.widen(jobs.calibrate(raw_ref, ks), krel)
+    ks, deltas, spread = _factors(base, raw_ref, job_curves, flags_all, problems, found_calls)
+    on_ref = own_calls.shift(jobs.calibrate(raw_ref, ks), deltas, spread)
     first = as_dicts(comm.get("calls"))  # the reference's calls: which ran together (concurrency.py)
     shared_ref, _ = concurrency.saving(first, raw_ref, ks)
     if on_ref.time_s - shared_ref > base.step_s:
@@ -252,7 +252,7 @@ def _strategy_rows(base: Observed, by_key: dict[tuple[Workload, str, str], Obser
     for fab in swept:
         own = by_key.get((wl, strategy, fab))
         raw_fab = raw_ref if fab == ref else price(collectives, curves, fabric=fab, nranks=wl.nranks)
-        on_fab = on_ref if fab == ref else own_calls.widen(jobs.calibrate(raw_fab, ks), krel)
+        on_fab = on_ref if fab == ref else own_calls.shift(jobs.calibrate(raw_fab, ks), deltas, spread)
         shared = (shared_ref, shared_ref if fab == ref else concurrency.saving(first, raw_fab, ks)[0])
         if fab != ref:
             problems.extend(on_fab.flags)
@@ -289,10 +289,12 @@ def _placement_note(base: Observed, curves: SweepCurves, fab: str) -> str | None
 
 
 def _factors(base: Observed, raw_ref: Pricing, job_curves: SweepCurves | None, flags_all: list[str],
-             problems: list[str], found_calls: list[dict[str, Any]] | None) -> tuple[list[float | None], list[float]]:
-    """(k per traced collective: a job's observed calls where it has them (job.py), else the reference run's
-    own calls where their ratio to the sweep is stable (calls.py); the relative spread of the latter, which
-    widens the prices' intervals); flags and notes for both."""
+             problems: list[str], found_calls: list[dict[str, Any]] | None
+             ) -> tuple[list[float | None], list[float | None], list[float]]:
+    """(k per traced collective from a job's observed calls where it has them (job.py); δ per traced
+    collective from the reference run's own calls where their ratio to the sweep is stable and no job
+    calibrated it (calls.py); the spread of each δ in seconds, which widens the prices' intervals); flags
+    and notes for both."""
     who = f"{base.strategy} ({base.workload.label()})"
     ks = jobs.factors(raw_ref, job_curves) if job_curves is not None else [None] * len(raw_ref.entries)
     if any(k is not None for k in ks):
@@ -304,13 +306,13 @@ def _factors(base: Observed, raw_ref: Pricing, job_curves: SweepCurves | None, f
         found_calls.append({"strategy": base.strategy, "model": base.workload.model, "nranks": base.workload.nranks,
                             "reference": base.fabric, "shared_calls": shared,
                             "by_op": own_calls.by_op(found), "by_size": [c.to_dict() for c in found]})
-    own = own_calls.factors(raw_ref, found)
-    if any(j is None and k is not None for j, k in zip(ks, own)):
+    own = [None if k is not None else d for k, d in zip(ks, own_calls.offsets(raw_ref, found))]
+    if any(d is not None for d in own):
         flags_all.append(own_calls.SELF_CALIBRATED)
     if any(c.disagrees for c in found):
         flags_all.append(own_calls.DISAGREE)
-    rels = [0.0 if j is not None else r for j, r in zip(ks, own_calls.spreads(raw_ref, found))]
-    return [j if j is not None else k for j, k in zip(ks, own)], rels
+    spread = [0.0 if k is not None else w for k, w in zip(ks, own_calls.spreads(raw_ref, found))]
+    return ks, own, spread
 
 
 def _row(base: Observed, own: Observed | None, fab: str, e: float, on_ref: Pricing, on_fab: Pricing,

@@ -11,10 +11,20 @@ beside it; calls that shared the link are priced by concurrency.py instead):
     ratio = t_call / t_sweep,ref(op, S, dtype, n)
 
 Per (op, S, dtype, n): the median ratio over its calls, their range, and the median per repeat (every
-profiled step of every run of the reference is a repeat). The ratio calibrates that collective's price on
-every fabric, k = ratio, as a job's observed calls do (job.py), where it is stable: at least MIN_REPEATS
-repeats, each repeat's median within ±STABLE of the median of all. Where it is not, the sweep's price is
-used as it is and a note says so. Where the calls' range and the sweep's own 95% interval at that size do
+profiled step of every run of the reference is a repeat). Where it is stable (at least MIN_REPEATS
+repeats, each repeat's median within ±STABLE of the median of all) the difference it makes calibrates that
+collective's price on every fabric, by adding it:
+
+    t_f(op, S) ← t_sweep,f(op, S) + δ,    δ = (ratio − 1) × t_sweep,ref(op, S)
+
+Added, not multiplied: what a run's call saves or pays against a sweep's is per-call work off the wire
+(the sweep's host sync and copies back, a training call's stream already in flight), which no fabric
+changes. Measured on the one-GPU lab (benchmarks/results/h100-1gpu/relate-lab-r3, each held-out run's own
+calls against its own fabric's sweep): ZeRO-2's calls took 0.62-0.69 of the sweep on default and 0.83-0.86
+on every shaped rate, so the reference's ratio, multiplied, priced the shaped fabrics 25% low (ZeRO-2
+-7..-17% on the step); the sweep's price less the link credit plus the reference's δ came within 1-2 ms
+of the calls on every fabric. Where the ratio is not stable the sweep's price is used as it is and a note
+says so. (A job's observed calls, job.py, still scale: they are another run's, not this one's.) Where the calls' range and the sweep's own 95% interval at that size do
 not meet, the sweep and the run disagree by more than their spreads: the row is flagged DISAGREE and the
 note names the collective (another dtype, a size outside the sweep's, a busier host, another algorithm).
 """
@@ -33,7 +43,7 @@ from fabricbench.training.calltimes import as_dicts
 
 STABLE = 0.20  # each repeat's median ratio within ±20% of the median of all: a calibration, not noise
 MIN_REPEATS = 2
-SELF_CALIBRATED = "self-calibrated"  # RelateRow flag: prices scaled by the run's own calls' ratio
+SELF_CALIBRATED = "self-calibrated"  # RelateRow flag: prices shifted by the run's own calls' δ
 DISAGREE = "sweep disagrees"  # RelateRow flag: a traced collective's calls and its sweep price do not meet
 
 
@@ -101,31 +111,44 @@ def ratios(comms: Sequence[dict[str, Any]], on_ref: Pricing) -> tuple[list[CallR
     return out, shared
 
 
-def factors(on_ref: Pricing, found: Sequence[CallRatio]) -> list[float | None]:
-    """k per entry of the reference's pricing: the stable ratio of its (op, S, dtype, n), else None."""
+# a calibrated call never prices below this share of its sweep price (δ measured on a slow reference,
+# added on a much faster fabric, could otherwise reach zero or below)
+FLOOR = 0.1
+
+
+def offsets(on_ref: Pricing, found: Sequence[CallRatio]) -> list[float | None]:
+    """δ per entry of the reference's pricing, seconds per call: (stable ratio − 1) × the sweep's price of
+    its (op, S, dtype, n) on the reference, else None."""
     by = {(c.op, c.bytes, c.dtype, c.group_size): c for c in found}
     out: list[float | None] = []
     for e in on_ref.entries:
         c = by.get((e.op, e.bytes, e.dtype, e.group_size))
-        out.append(c.ratio if c is not None and c.stable else None)
+        out.append((c.ratio - 1.0) * c.swept_s if c is not None and c.stable else None)
     return out
 
 
 def spreads(on_ref: Pricing, found: Sequence[CallRatio]) -> list[float]:
-    """Per entry, the relative half-range of a stable ratio's repeats (0 where none): the calibration's own
-    uncertainty, which widens the calibrated price's interval (widen)."""
+    """Per entry, the half-range of a stable δ's repeats in seconds per call (0 where none): the
+    calibration's own uncertainty, which widens the calibrated price's interval (shift)."""
     by = {(c.op, c.bytes, c.dtype, c.group_size): c for c in found if c.stable}
     out = []
     for e in on_ref.entries:
         c = by.get((e.op, e.bytes, e.dtype, e.group_size))
-        out.append((max(c.repeat_ratios) - min(c.repeat_ratios)) / 2 / c.ratio if c is not None else 0.0)
+        out.append((max(c.repeat_ratios) - min(c.repeat_ratios)) / 2 * c.swept_s if c is not None else 0.0)
     return out
 
 
-def widen(p: Pricing, rels: Sequence[float]) -> Pricing:
-    """p with each entry's relative 95% half-width at least the calibration's (rels, from spreads)."""
-    entries = tuple(dataclasses.replace(e, rel=max(e.rel, r)) if r > e.rel else e for e, r in zip(p.entries, rels))
-    return dataclasses.replace(p, entries=entries)
+def shift(p: Pricing, deltas: Sequence[float | None], spread_s: Sequence[float]) -> Pricing:
+    """p with δ added to each calibrated entry's time (at least FLOOR of its price), and each entry's
+    relative 95% half-width at least the calibration's spread over the time it now has."""
+    entries = []
+    for e, d, w in zip(p.entries, deltas, spread_s):
+        if e.time_s is None or d is None:
+            entries.append(e)
+            continue
+        t = max(e.time_s + d, FLOOR * e.time_s)
+        entries.append(dataclasses.replace(e, time_s=t, rel=max(e.rel * e.time_s / t, w / t)))
+    return dataclasses.replace(p, entries=tuple(entries))
 
 
 def by_op(found: Sequence[CallRatio]) -> dict[str, dict[str, Any]]:

@@ -31,10 +31,12 @@ from fabricbench.relating.pricing import Pricing
 
 FORMULA = ("T_step(f) = max(T_compute + T_comm(f) - H(f), T_comm(f)), T_compute = T_step(ref) - e*T_comm(ref), "
            "H(f) = min((1-e)*T_comm(f), (1-e)*T_comm(ref)) (hidden communication), "
-           "T_comm(f) = sum over traced collectives of calls * k * t_f(op, S) (swept time, log-log interpolation) "
+           "T_comm(f) = sum over traced collectives of calls * (k * t_f(op, S) + d) (swept time, log-log "
+           "interpolation) "
            "- C(f) - O(f), O(f) = what the reference's overlapped stretches save with the link shared (a stretch "
            "priced as its wire bytes at the fabric's bandwidth for that volume, concurrency.py), "
-           "k = the run's own calls' time over the sweep's on the reference where stable (calls.py), "
+           "k = a job's observed calls' time over the sweep's on the reference (job.py), d = the run's own "
+           "calls' time less the sweep's on the reference where stable (calls.py), "
            "C(f) = link credit of a token-bucket fabric per step: sum over the reference's idle gaps g "
            "of min(burst/rate, g, one stretch's T_comm) / steps (0 on other fabrics), "
            "e = exposed fraction from the reference run's overlap timeline (1 where it has none: an upper bound)")
