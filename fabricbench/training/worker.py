@@ -30,7 +30,7 @@ from fabricbench.jobs import channel, heartbeat
 from fabricbench.measuring import failures
 from fabricbench.measuring.stats import summarize
 from fabricbench.results.status import Status
-from fabricbench.training import data, faults, models, one_node, phases, trace, verify
+from fabricbench.training import data, faults, lean, models, one_node, phases, trace, verify
 from fabricbench.training.spec import RankSpec
 from fabricbench.training.strategies import STRATEGIES
 
@@ -188,6 +188,7 @@ def _imports(engine: str, resolved: models.ResolvedModel) -> Any:
     import torch.distributed  # noqa: F401
 
     store = one_node.early_store()
+    lean.hide_unused(engine)  # what transformers would import for work no training step does
     from accelerate import Accelerator  # noqa: F401
 
     models.model_class(resolved)

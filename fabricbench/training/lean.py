@@ -1,0 +1,34 @@
+"""What a rank does not import: packages that transformers imports when they are installed, for work a
+training step never does.
+
+    lean.hide_unused(engine)      # in the rank, before Accelerate and transformers (training/worker.py)
+
+- scikit-learn: transformers.generation.candidate_generator imports sklearn.metrics at its own import
+  when sklearn is installed, for assisted generation's confidence threshold (generate() with an assistant
+  model); every model class loads that module through GenerationMixin. 1.2 s of each rank's start on the
+  H100 machine (benchmarks/results/h100-1gpu/relate-lab-r3/importtime.txt), of ~7-8 s of imports.
+- scipy: transformers.loss.loss_for_object_detection imports scipy.optimize for object detection's
+  Hungarian matching (DETR-like losses), loaded with every model's loss table. 0.3 s of CPU here
+  (benchmarks/results/cpu-startup/levers.txt). fabricbench trains causal LMs and image classifiers only.
+
+Hidden as Python hides a package it was told is absent: sys.modules[name] = None, so that
+importlib.util.find_spec says "not installed" (transformers then skips both imports) and an import of it
+raises ImportError. Only in a rank process, only for names not imported yet, and never under DeepSpeed
+(its compile profiler imports scipy; ZeRO's start-up is not what this saves).
+"""
+
+from __future__ import annotations
+
+import sys
+
+UNUSED = ("sklearn", "scipy")
+
+
+def hide_unused(engine: str) -> list[str]:
+    """Hide UNUSED from this process's imports (see the module docstring) -> the names hidden."""
+    if engine == "deepspeed":
+        return []
+    hidden = [name for name in UNUSED if name not in sys.modules]
+    for name in hidden:
+        sys.modules[name] = None  # type: ignore[assignment]
+    return hidden

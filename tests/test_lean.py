@@ -1,0 +1,45 @@
+"""A rank hides what transformers would import for work no training step does (training/lean.py)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("transformers")
+
+PROBE = """
+import sys
+from fabricbench.training import lean
+hidden = lean.hide_unused({engine!r})
+import torch
+from accelerate import Accelerator
+from fabricbench.training import models
+r = models.resolve(name="tiny-mistral")
+m = models.build(r)
+ids = torch.randint(0, 100, (2, 16))
+m(input_ids=ids, labels=ids).loss.backward()  # a training step's work, with the packages hidden
+from transformers.utils import is_scipy_available, is_sklearn_available
+print(hidden, sys.modules.get("scipy", "absent"), is_scipy_available(), is_sklearn_available())
+"""
+
+
+def _probe(engine: str) -> str:
+    r = subprocess.run([sys.executable, "-c", PROBE.format(engine=engine)], capture_output=True, text=True,
+                       timeout=180)
+    assert r.returncode == 0, r.stderr[-2000:]
+    return r.stdout.strip().splitlines()[-1]
+
+
+def test_a_ddp_rank_trains_with_scipy_and_sklearn_hidden_from_transformers():
+    assert _probe("ddp") == "['sklearn', 'scipy'] None False False"
+
+
+def test_a_deepspeed_rank_hides_nothing(monkeypatch):
+    from fabricbench.training import lean
+
+    for name in lean.UNUSED:
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    assert lean.hide_unused("deepspeed") == []
+    assert all(name not in sys.modules for name in lean.UNUSED)
