@@ -10,13 +10,18 @@ import pytest
 pytest.importorskip("transformers")
 
 PROBE = """
-import sys
+import json, sys, tempfile
 from fabricbench.training import lean
 hidden = lean.hide_unused({engine!r})
 import torch
 from accelerate import Accelerator
 from fabricbench.training import models
-r = models.resolve(name="tiny-mistral")
+# a --model-config is read with transformers before the model's class is imported (the case that failed)
+cfg = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
+json.dump(dict(model_type="mistral", architectures=["MistralForCausalLM"], hidden_size=32, intermediate_size=64,
+               num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, vocab_size=100), cfg)
+cfg.close()
+r = models.resolve(config_file=cfg.name)
 m = models.build(r)
 ids = torch.randint(0, 100, (2, 16))
 m(input_ids=ids, labels=ids).loss.backward()  # a training step's work, with the packages hidden
@@ -36,10 +41,21 @@ def test_a_ddp_rank_trains_with_scipy_and_sklearn_hidden_from_transformers():
     assert _probe("ddp") == "['sklearn', 'scipy'] None False False"
 
 
+def test_nothing_is_hidden_once_transformers_is_imported(monkeypatch):
+    """transformers decides once whether scipy is installed: hidden after, its loss table would still import
+    scipy.optimize and fail (a --model-config rank did so when the hiding came after reading the config)."""
+    from fabricbench.training import lean
+
+    monkeypatch.setitem(sys.modules, "transformers", sys.modules.get("transformers") or object())
+    for name in lean.UNUSED:
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    assert lean.hide_unused("ddp") == []
+
+
 def test_a_deepspeed_rank_hides_nothing(monkeypatch):
     from fabricbench.training import lean
 
-    for name in lean.UNUSED:
+    for name in (*lean.UNUSED, "transformers"):
         monkeypatch.delitem(sys.modules, name, raising=False)
     assert lean.hide_unused("deepspeed") == []
     assert all(name not in sys.modules for name in lean.UNUSED)

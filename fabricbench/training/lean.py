@@ -1,7 +1,7 @@
 """What a rank does not import: packages that transformers imports when they are installed, for work a
 training step never does.
 
-    lean.hide_unused(engine)      # in the rank, before Accelerate and transformers (training/worker.py)
+    lean.hide_unused(engine)      # first thing in a rank's process (training/worker.py main)
 
 - scikit-learn: transformers.generation.candidate_generator imports sklearn.metrics at its own import
   when sklearn is installed, for assisted generation's confidence threshold (generate() with an assistant
@@ -13,8 +13,9 @@ training step never does.
 
 Hidden as Python hides a package it was told is absent: sys.modules[name] = None, so that
 importlib.util.find_spec says "not installed" (transformers then skips both imports) and an import of it
-raises ImportError. Only in a rank process, only for names not imported yet, and never under DeepSpeed
-(its compile profiler imports scipy; ZeRO's start-up is not what this saves).
+raises ImportError. Only in a rank process, only for names not imported yet, only before transformers
+is imported (it decides once whether each is installed: hidden later, a model's module would still import
+scipy and fail), and never under DeepSpeed (its compile profiler imports scipy).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ UNUSED = ("sklearn", "scipy")
 
 def hide_unused(engine: str) -> list[str]:
     """Hide UNUSED from this process's imports (see the module docstring) -> the names hidden."""
-    if engine == "deepspeed":
+    if engine == "deepspeed" or "transformers" in sys.modules:
         return []
     hidden = [name for name in UNUSED if name not in sys.modules]
     for name in hidden:

@@ -188,7 +188,6 @@ def _imports(engine: str, resolved: models.ResolvedModel) -> Any:
     import torch.distributed  # noqa: F401
 
     store = one_node.early_store()
-    lean.hide_unused(engine)  # what transformers would import for work no training step does
     from accelerate import Accelerator  # noqa: F401
 
     models.model_class(resolved)
@@ -382,6 +381,9 @@ def main(argv: list[str]) -> None:
     rank = int(os.environ.get("RANK", 0))
     ch = channel.open_channel(f"rank {rank}")  # first: the heartbeat covers the start-up too
     spec = RankSpec.read(argv[0])
+    # first, before anything imports transformers (a --model-config is read with it): what transformers
+    # would import for work no training step does; only here, in a rank's own process
+    lean.hide_unused(STRATEGIES.get(spec.strategy).engine)
     code = run(spec, Path(spec.run_dir) / f"rank-{rank}.json", ch, marks)
     sys.stdout.flush()
     os._exit(code)  # skip interpreter teardown: NCCL/DeepSpeed atexit hooks can hang after an OOM
