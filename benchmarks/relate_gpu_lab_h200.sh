@@ -19,7 +19,8 @@
 #   the sweeps that trace needs on default, one per traced dtype (relate_gpu_lab.py plan)
 #   per rate, in the order given: its sweeps, then train on it (2 profiled steps: never used by a
 #     prediction; check.txt's last lines set those runs' own calls against their fabric's sweep)
-# then, for every rank count, a second reference run (fresh processes: the reference's run-to-run interval).
+# then, for every rank count, a second reference run (fresh processes: the reference's run-to-run interval)
+# and a second set of the reference's sweeps.
 # The budget (seconds from this script's start, wheels' install included; relate and check take ~5 s
 # after it) is spent stage by stage: a stage starts only when what is left holds its expected length (the
 # longest of its kind so far, +10%: per strategy of a train command, per sweep) and the reserve, so a sweep
@@ -148,6 +149,12 @@ for n in ${RANKS//,/ }; do  # the reference's second run per N (relate combines 
   [ -s "$R/lab/train-default-n$n.jsonl" ] || continue
   need=$(( nstrat * strat_s ))
   if fits "$need"; then train "$n" default default 4 "$STRATEGIES"; else skip "second train default, $n ranks" "$need"; fi
+  # and the reference's sweeps again: every prediction is the fabric's price less the reference's, so a
+  # shift of the reference's sweep moves every point of a strategy (relate-lab-r4: the first default sweep
+  # priced FSDP's calls 35% above r3's, the shaped sweeps and the run's own calls as in r3: FSDP -18..-21%);
+  # relate combines the two by the median per size
+  need=$(( $(plan_lines "$n") * sweep_s ))
+  if fits "$need"; then sweeps "$n" default default; else skip "second sweeps default, $n ranks" "$need"; fi
 done
 
 t0=$(date +%s)
