@@ -23,11 +23,12 @@ this is the over-prediction at mild fabrics that vanishes at strong ones. The pr
 than the timed ones (comm.overhead.ratio), so the gaps are divided by that ratio; the interval takes
 both. C(f) is what the bucket can save at most: a rank's idle gap is the link's only while every rank is
 idle, and a rank that enters a collective before a late peer (the ranks' skew, dur_s − dur_min_s of the
-calls) starts spending the bucket before the collective can finish. Where calls are many and the gaps
-between them short, less is realised: FSDP's records kept 50-77% of C on the CPU labs (2 gloo ranks) and
-none on the one-GPU lab (3 ranks sharing one H100, so their compute is time-sliced and skewed), while DDP
-and ZeRO, with a few calls after long compute, kept all of it. So the prediction takes C and its 95%
-interval's slow side none: T_comm(f) without the credit. Fabrics without a bucket (every real one) have C = 0; a trace without gaps (recorded before
+calls) starts spending the bucket before the collective can finish, and an isolated call does not
+always send fast enough to use a full bucket: FSDP's records kept 50-77% of C on the CPU labs and 40-80%
+on the one-GPU lab (benchmarks/results/h100-1gpu/relate-lab-r3, its own calls per fabric), and a lone
+3-rank all-gather of FSDP's sizes saved 45-68% of B/R at 2gbit on the CPU lab, while 1.5-6 MiB calls at
+500mbit saved up to 2 B/R (benchmarks/relate_credit_probe.py; results/cpu-lab/relate-credit). So the
+prediction takes C and its 95% interval's slow side none: T_comm(f) without the credit. Fabrics without a bucket (every real one) have C = 0; a trace without gaps (recorded before
 they were) gets none, flagged.
 """
 
