@@ -188,7 +188,8 @@ def test_docs_relate_table_is_the_scripts_output():
     root = Path(__file__).resolve().parent.parent
     script, doc = str(root / "benchmarks" / "relate_table.py"), str(root / "docs" / "relate.md")
     strong = str(root / "benchmarks" / "results" / "cpu-lab" / "relate-lab-strong" / "records.jsonl")
-    for args, where in (([], doc), ([strong, "--before", "", "--tag", "strong"], doc), ([], str(root / "README.md"))):
+    readme = str(root / "README.md")
+    for args, where in (([], doc), ([strong, "--before", "", "--tag", "strong"], doc), ([], readme)):
         r = subprocess.run([sys.executable, script, *args, "--check", where], capture_output=True, text=True,
                            timeout=120)
         assert r.returncode == 0, (where, r.stderr)

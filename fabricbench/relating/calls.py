@@ -24,9 +24,11 @@ calls against its own fabric's sweep): ZeRO-2's calls took 0.62-0.69 of the swee
 on every shaped rate, so the reference's ratio, multiplied, priced the shaped fabrics 25% low (ZeRO-2
 -7..-17% on the step); the sweep's price less the link credit plus the reference's δ came within 1-2 ms
 of the calls on every fabric. Where the ratio is not stable the sweep's price is used as it is and a note
-says so. (A job's observed calls, job.py, still scale: they are another run's, not this one's.) Where the calls' range and the sweep's own 95% interval at that size do
-not meet, the sweep and the run disagree by more than their spreads: the row is flagged DISAGREE and the
-note names the collective (another dtype, a size outside the sweep's, a busier host, another algorithm).
+says so. (A job's observed calls, job.py, still scale: they are another run's, not this one's.)
+
+Where the calls' range and the sweep's own 95% interval at that size do not meet, the sweep and the run
+disagree by more than their spreads: the row is flagged DISAGREE and the note names the collective
+(another dtype, a size outside the sweep's, a busier host, another algorithm).
 """
 
 from __future__ import annotations

@@ -28,8 +28,9 @@ always send fast enough to use a full bucket: FSDP's records kept 50-77% of C on
 on the one-GPU lab (benchmarks/results/h100-1gpu/relate-lab-r3, its own calls per fabric), and a lone
 3-rank all-gather of FSDP's sizes saved 45-68% of B/R at 2gbit on the CPU lab, while 1.5-6 MiB calls at
 500mbit saved up to 2 B/R (benchmarks/relate_credit_probe.py; results/cpu-lab/relate-credit). So the
-prediction takes C and its 95% interval's slow side none: T_comm(f) without the credit. Fabrics without a bucket (every real one) have C = 0; a trace without gaps (recorded before
-they were) gets none, flagged.
+prediction takes C and its 95% interval's slow side none: T_comm(f) without the credit. Fabrics without
+a bucket (every real one) have C = 0; a trace without gaps (recorded before they were) gets none,
+flagged.
 """
 
 from __future__ import annotations

@@ -4,8 +4,9 @@ overlapped no compute.
     fabricbench train --strategy all --model lab-mistral --device cpu --nprocs 2 --json
 
 After its timed steps each rank (worker.py) runs PROFILED_STEPS more under torch.profiler (record_shapes
-on; after PROFILER_WARMUP_STEPS whose events are dropped), never the timed ones, and reduces the profile to a small per-rank summary (`rank_summary`); the
-launcher joins the ranks into the record's "comm" section (`join`).
+on; after PROFILER_WARMUP_STEPS whose events are dropped), never the timed ones, and reduces the profile
+to a small per-rank summary (`rank_summary`); the launcher joins the ranks into the record's "comm"
+section (`join`).
 
 Collectives. Every outermost `c10d::*` dispatcher op (`_c10d_functional::*` likewise) issued inside a
 profiled step is one call, on nccl and gloo alike (torch 2.13: gloo has no `record_param_comms` events,
