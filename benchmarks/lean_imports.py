@@ -3,8 +3,8 @@ fresh processes (issue 38: imports are most of a run's start-up).
 
     python3 benchmarks/lean_imports.py [--pairs 4] [--model mistral-1b]
 
-Each probe is what a rank imports before its init (training/worker.py _imports: torch, torch.distributed,
-Accelerate, the model's transformers class), timed from the interpreter's start to the end of those
+Each probe is what a rank imports before its init (training/worker.py's _imports itself: torch,
+torch.distributed, Accelerate, the model's transformers class), timed from the interpreter's start to the end of those
 imports; printed: median [min, max] wall per arm, the difference, and which of the packages each arm
 loaded. On a machine without scikit-learn only scipy's share shows.
 """
@@ -17,14 +17,14 @@ import subprocess
 import sys
 import time
 
+# the worker's own import step, so that the probe follows it; the hiding first, as the worker's main does
 PROBE = """
-import sys, time
-from fabricbench.training import lean, models
+import sys
+from fabricbench.training import lean
 if {lean}:
     lean.hide_unused("accelerate")
-import torch, torch.distributed
-from accelerate import Accelerator
-models.model_class(models.resolve(name={model!r}))
+from fabricbench.training import models, worker
+worker._imports("accelerate", models.resolve(name={model!r}))
 print(" ".join(n for n in ("sklearn", "scipy", "sympy") if sys.modules.get(n) is not None) or "-")
 """
 
