@@ -203,6 +203,7 @@ class TrainResult:
     engine: Any = UNSET  # the wrapper found after prepare: "ddp", "deepspeed", "fsdp"
     zero_stage: Any = UNSET
     wrapper: Any = UNSET
+    model_impl: Any = UNSET  # who built the model: "fabricbench" (training/native.py) or "transformers"
     world_size: Any = UNSET
     accelerate_num_processes: Any = UNSET
     distributed_type: Any = UNSET

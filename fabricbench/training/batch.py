@@ -79,7 +79,7 @@ def probe(*, model: str | None, model_config: str | None, gpu: int, seq_len: int
 
     torch.cuda.set_device(gpu)
     device = torch.device("cuda", gpu)
-    resolved = models.resolve(name=model, config_file=model_config)
+    resolved = models.resolve(name=model, config_file=model_config, seq_len=seq_len)
     module = models.build(resolved, device=device)
     models.freeze_unused(module)
     prec = precision or default_precision("cuda")

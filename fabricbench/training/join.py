@@ -205,6 +205,7 @@ def join_ranks(config: TrainConfig, name: str, ranks: list[dict[str, Any]], *, r
     problems = verify.check(strategy, engine=(r0["engine"], r0["zero_stage"]), world_size=r0["world_size"],
                             expected_world=config.world_size, psi=psi, held=held)
     out.update(engine=r0["engine"], zero_stage=r0["zero_stage"], wrapper=r0["wrapper"],
+               model_impl=r0.get("model_impl"),
                world_size=r0["world_size"], accelerate_num_processes=r0.get("accelerate_num_processes"),
                distributed_type=r0.get("distributed_type"), gpu_name=r0.get("gpu_name"),
                holdings=[h.as_dict() for h in held],

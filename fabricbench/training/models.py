@@ -4,14 +4,17 @@
 
 Each named model is one row of MODELS: its task ("causal-lm" or "image-cls"), its family (the transformers
 config class, that class's defaults and Ψ as a formula of the config numbers) and the settings that differ
-from the family's defaults. `estimate` on a row needs no transformers; training builds the transformers
-config from the same numbers. `--model-config FILE` reads any transformers config JSON (the task follows
-from its `architectures`, or from the model type), `--model-path DIR` loads local pretrained weights; both
-need transformers (the `train` extra) and say so.
+from the family's defaults. `estimate` on a row needs no transformers. Training builds a row of the Mistral
+family with fabricbench's own module (training/native.py: the same parameters, the same numbers, no
+transformers to import), any other row from the transformers config of the same numbers. `--model-config
+FILE` reads any transformers config JSON (the task follows from its `architectures`, or from the model
+type), `--model-path DIR` loads local pretrained weights; both need transformers (the `train` extra) and
+say so.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +43,10 @@ class Family:
     config_class: str  # in transformers
     defaults: dict[str, Any]
     params: Callable[[SimpleNamespace], int]
+    # fabricbench's own module for this family (its build(config, device=) makes the same model from these
+    # numbers, tests/test_native_model.py): a rank that trains a built-in row of it never imports
+    # transformers, 2-10 s of every run's start-up (issue 38). None: transformers builds it.
+    native: str | None = None
 
 
 def _mistral_params(c: SimpleNamespace) -> int:
@@ -68,7 +75,8 @@ def _dinov2_params(c: SimpleNamespace) -> int:
 FAMILIES: dict[str, Family] = {
     "mistral": Family(config_class="MistralConfig", params=_mistral_params, defaults=dict(
         vocab_size=32000, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32, num_attention_heads=32,
-        num_key_value_heads=8, head_dim=None, tie_word_embeddings=False, max_position_embeddings=131072)),
+        num_key_value_heads=8, head_dim=None, tie_word_embeddings=False, max_position_embeddings=131072,
+        sliding_window=4096), native="fabricbench.training.native"),
     "dinov2": Family(config_class="Dinov2Config", params=_dinov2_params, defaults=dict(
         hidden_size=768, num_hidden_layers=12, num_attention_heads=12, mlp_ratio=4, image_size=224, patch_size=14,
         num_channels=3, num_labels=2)),
@@ -96,6 +104,14 @@ class ModelSpec:
     def params(self) -> int:
         """Ψ from the numbers alone, equal to counting the built model (tests/test_estimate.py)."""
         return FAMILIES[self.family].params(self.shape())
+
+    def native(self, seq_len: int | None) -> str | None:
+        """The module that builds this row without transformers, where one does at this sequence length:
+        the native Mistral attends causally over the whole sequence, which is Mistral's sliding window only
+        while the sequence fits in it (longer ones: transformers' model, which masks the window)."""
+        window = getattr(self.shape(), "sliding_window", None)
+        fits = seq_len is None or window is None or seq_len <= window
+        return FAMILIES[self.family].native if fits else None
 
 
 def require_transformers(what: str) -> Any:
@@ -155,6 +171,13 @@ class ResolvedModel:
     layer_class: str | None
     path: str | None = None  # local pretrained weights
     builtin: bool = False  # a row of MODELS (its Ψ has a formula)
+    native: str | None = None  # the module that builds it without transformers (Family.native); config is
+    # then the row's numbers (a SimpleNamespace), not a transformers config
+
+    @property
+    def impl(self) -> str:
+        """Who builds the model, for the record: "fabricbench" (its own module) or "transformers"."""
+        return "fabricbench" if self.native else "transformers"
 
 
 def _task_of(config: Any) -> str:
@@ -164,14 +187,20 @@ def _task_of(config: Any) -> str:
     return CAUSAL_LM
 
 
-def resolve(*, name: str | None = None, config_file: str | None = None, path: str | None = None) -> ResolvedModel:
-    """Exactly one of a registered name, a config JSON or a weights folder."""
+def resolve(*, name: str | None = None, config_file: str | None = None, path: str | None = None,
+            seq_len: int | None = None) -> ResolvedModel:
+    """Exactly one of a registered name, a config JSON or a weights folder. A built-in row whose family
+    fabricbench builds itself (Family.native; at `seq_len`, where given) resolves without transformers."""
     given = [x for x in (name, config_file, path) if x]
     if len(given) != 1:
         raise UsageError("name exactly one of --model NAME, --model-config FILE, --model-path DIR "
                          f"(got {len(given)}); models: {', '.join(MODELS.names())}")
     if name:
         spec = MODELS.get(name)
+        native = spec.native(seq_len)
+        if native:
+            return ResolvedModel(name=spec.name, task=spec.task, config=spec.shape(), layer_class=spec.layer_class,
+                                 builtin=True, native=native)
         return ResolvedModel(name=spec.name, task=spec.task, config=spec.config(), layer_class=spec.layer_class,
                              builtin=True)
     flag = "--model-config" if config_file else "--model-path"
@@ -255,6 +284,8 @@ def _first_line(e: BaseException) -> str:
 def build(model: ResolvedModel, *, meta: bool = False, device: Any = None) -> Any:
     """The torch module: random fp32 weights from the config, or local weights; created on `device`
     (the meta device when `meta`: shapes only)."""
+    if model.native:
+        return importlib.import_module(model.native).build(model.config, device="meta" if meta else device)
     require_transformers(f"--model {model.name}")
     import torch
     from transformers import AutoModelForCausalLM, AutoModelForImageClassification
@@ -272,7 +303,10 @@ def build(model: ResolvedModel, *, meta: bool = False, device: Any = None) -> An
 
 def model_class(model: ResolvedModel) -> Any:
     """The transformers class build() makes: importing it is most of a rank's import time (transformers
-    loads a model's modules on first use), so a rank imports it with the rest, not while it builds."""
+    loads a model's modules on first use), so a rank imports it with the rest, not while it builds.
+    A native model: its own module (torch only)."""
+    if model.native:
+        return importlib.import_module(model.native)
     require_transformers(f"--model {model.name}")
     from transformers import AutoModelForCausalLM, AutoModelForImageClassification
 

@@ -302,7 +302,8 @@ def run(spec: RankSpec, rank_file: Path, ch: channel.Channel | None = None,
     strategy = STRATEGIES.get(spec.strategy)
     out: dict[str, Any] = {"rank": int(os.environ.get("RANK", 0)), "status": Status.OK, "message": None,
                            "host": socket.gethostname(), "node_rank": int(os.environ.get("GROUP_RANK") or os.environ.get("SLURM_NODEID") or 0)}
-    resolved = models.resolve(name=spec.model, config_file=spec.model_config, path=spec.model_path)
+    resolved = models.resolve(name=spec.model, config_file=spec.model_config, path=spec.model_path,
+                              seq_len=spec.seq_len)
     store = _imports(strategy.engine, resolved)  # noqa: F841 - held: the server lives while it does
     marks.mark("imports")
     import torch
@@ -315,6 +316,7 @@ def run(spec: RankSpec, rank_file: Path, ch: channel.Channel | None = None,
         marks.mark("init")
         module = models.build(resolved, device=torch.device("cuda", torch.cuda.current_device()) if on_gpu else None)
         models.freeze_unused(module)
+        out["model_impl"] = resolved.impl  # fabricbench's own module, or transformers
         marks.mark("build")
         acc, model, optimizer, rank, world = _wrap(spec, strategy, module,
                                                    models.block_class_names(module, resolved.layer_class), on_gpu, out)
