@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from fabricbench.training import bytecode
+from fabricbench.jobs import bytecode
 
 
 @pytest.fixture
@@ -24,16 +24,16 @@ def bare_package(tmp_path, monkeypatch):
 
 
 def test_nothing_changes_where_writing_is_on(bare_package):
-    assert bytecode.for_ranks({"HOME": "/h"}) == {}
+    assert bytecode.for_children({"HOME": "/h"}) == {}
 
 
 def test_nothing_changes_where_the_sources_have_bytecode(monkeypatch):
     monkeypatch.setattr(bytecode, "_has_bytecode", lambda module: True)
-    assert bytecode.for_ranks({"PYTHONDONTWRITEBYTECODE": "1"}) == {}
+    assert bytecode.for_children({"PYTHONDONTWRITEBYTECODE": "1"}) == {}
 
 
 def test_a_users_prefix_is_kept(bare_package):
-    assert bytecode.for_ranks({"PYTHONDONTWRITEBYTECODE": "1", "PYTHONPYCACHEPREFIX": "/mine"}) == {}
+    assert bytecode.for_children({"PYTHONDONTWRITEBYTECODE": "1", "PYTHONPYCACHEPREFIX": "/mine"}) == {}
 
 
 def test_no_bytecode_and_no_writing_gives_the_cache_prefix(bare_package, tmp_path):
@@ -58,13 +58,17 @@ def test_python_writes_the_bytecode_in_the_cache_and_not_beside_the_source(bare_
     assert not (bare_package / "fbprobe" / "__pycache__").exists()
 
 
-def test_the_ranks_environment_carries_it(bare_package, tmp_path, monkeypatch):
-    from fabricbench.training import launch
-    from fabricbench.training.config import TrainConfig
+def test_every_job_child_gets_it(bare_package, tmp_path, monkeypatch):
+    """jobs.run is the one place children start (ranks, sweeps): the child itself sees the prefix."""
+    from fabricbench import jobs
 
     monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
     monkeypatch.delenv("PYTHONPYCACHEPREFIX", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "c"))
-    env = launch.worker_env(TrainConfig(device="cpu", strategies=["ddp"], model="tiny-mistral", nprocs=2))
-    assert env["PYTHONPYCACHEPREFIX"] == str(tmp_path / "c" / "fabricbench" / "pycache")
-    assert "PYTHONDONTWRITEBYTECODE" not in env
+    seen = tmp_path / "seen.txt"
+    code = ("import os, sys; open(sys.argv[1], 'w').write(os.environ.get('PYTHONPYCACHEPREFIX', '-') + ' ' "
+            "+ str(sys.dont_write_bytecode))")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    jobs.run([sys.executable, "-c", code, str(seen)], workspace=ws, budget_s=60)
+    assert seen.read_text() == f"{tmp_path / 'c' / 'fabricbench' / 'pycache'} False"

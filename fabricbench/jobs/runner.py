@@ -48,7 +48,7 @@ from fabricbench import procs
 from fabricbench.errors import FabricWaived
 from fabricbench.fabrics.apply import Launch, applied
 from fabricbench.fabrics.model import Fabric
-from fabricbench.jobs import channel
+from fabricbench.jobs import bytecode, channel
 
 POLL_S = 0.2  # how often the workspace is read while the job runs
 ALIVE_S = 3.0  # a heartbeat older than this marks the process that stopped when nobody progresses
@@ -254,6 +254,7 @@ def run(argv: Sequence[str] | Mapping[str, Sequence[str]], *, workspace: Path, e
     ws = Path(workspace)
     out = Outcome(returncode=None)
     base = dict(os.environ if env is None else env)
+    bytecode.apply(base)  # where each child would compile torch from source: bytecode in fabricbench's cache
     base[channel.ENV] = str(ws)
     # a child's traceback goes to one log file that outlives the workspace (named once, by the outermost job)
     base.setdefault(channel.LOG_ENV, os.path.join(tempfile.gettempdir(), f"fabricbench-{os.getpid()}.log"))

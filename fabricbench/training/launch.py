@@ -41,7 +41,7 @@ from fabricbench.results import ResultWriter, header
 from fabricbench.results.context import package_version
 from fabricbench.results.schema import UNSET, TrainResult
 from fabricbench.results.status import Status
-from fabricbench.training import bytecode, data, estimate, faults, metrics, models, phases, repeats
+from fabricbench.training import data, estimate, faults, metrics, models, phases, repeats
 from fabricbench.training.config import STARTUP_S, TrainConfig, local_devices
 from fabricbench.training.join import rank_files, unfinished, join_ranks, setup_failure
 from fabricbench.training.spec import RankSpec
@@ -66,7 +66,6 @@ def worker_env(config: TrainConfig) -> dict[str, str]:
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env.pop("ACCELERATE_USE_DEEPSPEED", None)  # the zero strategies set it themselves, in their processes
     env.setdefault("TOKENIZERS_PARALLELISM", "false")
-    bytecode.apply(env)  # where every rank would compile torch from source: bytecode in fabricbench's cache
     if config.device == "cuda":
         env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, dict.fromkeys(config.gpus)))
     else:

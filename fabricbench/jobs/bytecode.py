@@ -1,12 +1,13 @@
-"""Compiled bytecode for the ranks, where the environment would make every rank compile torch from source.
+"""Compiled bytecode for the jobs' Python children (ranks, sweeps), where each would compile torch from source.
 
 Container images often set PYTHONDONTWRITEBYTECODE=1 and ship site-packages without __pycache__ folders
 (the GPU machine this project is measured on does both). Python then compiles every module it imports
 from source, in every process, every time: `import torch, torch.distributed, accelerate, torch._dynamo`
 took 7.6-8.2 s that way on this project's 2-core VM against 2.8 s from bytecode, and a rank imports that
 and more before it trains. So where torch has no bytecode beside its sources and writing it is off, the
-ranks keep theirs in fabricbench's cache instead (PYTHONPYCACHEPREFIX, Python's own mechanism for a
-bytecode folder apart from the sources): the first run compiles and writes it, every later run reads it.
+children fabricbench starts (jobs.run) keep theirs in fabricbench's cache instead (PYTHONPYCACHEPREFIX,
+Python's own mechanism for a bytecode folder apart from the sources): the first run compiles and writes
+it, every later run reads it.
 The sources stay untouched, as PYTHONDONTWRITEBYTECODE asks; Python checks each file against its source
 (mtime and size), so an upgraded package is recompiled, never read stale. Nothing of a run's state is
 shared: bytecode is a pure function of the source.
@@ -21,7 +22,7 @@ import importlib.util
 import os
 from pathlib import Path
 
-PROBE = "torch"  # the largest import of a rank: where it has bytecode, the environment writes or ships it
+PROBE = "torch"  # the largest import of a rank or a sweep: where it has bytecode, the environment writes or ships it
 
 
 def cache_dir(env: dict[str, str]) -> Path:
@@ -41,8 +42,8 @@ def _has_bytecode(module: str) -> bool | None:
         return None
 
 
-def for_ranks(env: dict[str, str]) -> dict[str, str]:
-    """The variables to change in the ranks' environment `env` (removed ones map to ""): a bytecode prefix
+def for_children(env: dict[str, str]) -> dict[str, str]:
+    """The variables to change in a child's environment `env` (removed ones map to ""): a bytecode prefix
     in fabricbench's cache where writing is off and torch has none beside its sources; else nothing."""
     if not env.get("PYTHONDONTWRITEBYTECODE") or env.get("PYTHONPYCACHEPREFIX"):
         return {}
@@ -52,9 +53,9 @@ def for_ranks(env: dict[str, str]) -> dict[str, str]:
 
 
 def apply(env: dict[str, str]) -> dict[str, str]:
-    """`env` with for_ranks(env) applied (a removed variable is gone, not empty: Python reads "" as unset
+    """`env` with for_children(env) applied (a removed variable is gone, not empty: Python reads "" as unset
     only for some variables) -> the same dict."""
-    for key, value in for_ranks(env).items():
+    for key, value in for_children(env).items():
         if value:
             env[key] = value
         else:
