@@ -127,3 +127,16 @@ def test_meta_device_counts_without_allocating():
     model = native.build(spec.shape(), device="meta")
     assert all(t.is_meta for t in [*model.parameters(), *model.buffers()])
     assert sum(p.numel() for p in model.parameters()) == spec.params() == 7_241_732_096
+
+
+def test_the_output_keeps_loss_and_logits_through_the_wrappers_casts():
+    """FSDP casts a forward's outputs with _apply_to_tensors and Accelerate's mixed precision with
+    convert_to_fp32: each rebuilds the container, and the step then reads `.loss` from what comes back."""
+    from accelerate.utils import convert_to_fp32
+    from torch.distributed.utils import _apply_to_tensors
+
+    bf16 = torch.bfloat16
+    out = native.CausalLMOutput(loss=torch.tensor(1.5, dtype=bf16), logits=torch.ones(2, dtype=bf16))
+    cast = _apply_to_tensors(lambda t: t.float(), out)
+    assert cast.loss.dtype == torch.float32 and cast.logits.dtype == torch.float32
+    assert float(convert_to_fp32(out).loss) == 1.5

@@ -18,6 +18,7 @@ checkpointing.
 from __future__ import annotations
 
 import contextlib
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,12 +74,14 @@ def shape_of(config: Any) -> Shape:
                  sliding_window=get("sliding_window"), pad_token_id=get("pad_token_id"))
 
 
-class CausalLMOutput(dict):
+class CausalLMOutput(OrderedDict):
     """The two fields of transformers' CausalLMOutputWithPast that training reads, `.loss` and `.logits`.
 
-    A dict, as transformers' ModelOutput is: Accelerate's mixed-precision wrapper copies the tensors of a Mapping
-    to fp32 (the logits) and passes other objects through, and the native step must cost what the transformers
-    step costs.
+    An OrderedDict, as transformers' ModelOutput is: Accelerate's mixed-precision wrapper copies the tensors of
+    a Mapping to fp32 (the logits) and passes other objects through, so the native step costs what the
+    transformers step costs; and FSDP's output cast (torch.distributed.utils._apply_to_tensors) rebuilds an
+    OrderedDict as its own class but a plain dict as a plain dict, which has no `.loss` (seen on an H100: every
+    FSDP rank failed at its first step while it was a dict).
     """
 
     loss = property(lambda self: self["loss"])
