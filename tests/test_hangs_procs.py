@@ -71,3 +71,20 @@ def test_stale_temp_folders_of_dead_processes_are_removed(tmp_path):
     with procs.temp_dir("a/b c") as d:
         assert d.name.startswith(f"{procs.TEMP_PREFIX}{os.getpid()}-a_b_c-") and d.is_dir()
     assert not d.exists()
+
+def test_wait_any_returns_when_a_process_ends_not_at_its_timeout():
+    """The job runner's wait (procs.wait_any): a job's end is seen when it happens, not a poll interval
+    later; with every process still running it waits its whole timeout."""
+    fast = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.3)"])
+    slow = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        t0 = time.monotonic()
+        procs.wait_any([fast, slow], 10.0)
+        assert time.monotonic() - t0 < 5.0
+        assert fast.wait(timeout=5) == 0
+        t0 = time.monotonic()
+        procs.wait_any([fast, slow], 0.5)
+        assert 0.4 < time.monotonic() - t0 < 5.0
+    finally:
+        slow.kill()
+        slow.wait()

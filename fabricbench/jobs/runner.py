@@ -293,7 +293,7 @@ def _supervise(cmds: dict[str | None, list[str]], env, ws: Path, out: Outcome, w
             for who, cmd in cmds.items():
                 ps[who] = procs.spawn(cmd, env=env, stdout=so, stderr=se)
             while any(p.poll() is None for p in ps.values()):
-                time.sleep(POLL_S)
+                procs.wait_any(list(ps.values()), POLL_S)  # at once when a process ends
                 watch.poll()
                 if on_poll is not None:
                     on_poll()
