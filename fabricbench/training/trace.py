@@ -4,7 +4,7 @@ overlapped no compute.
     fabricbench train --strategy all --model lab-mistral --device cpu --nprocs 2 --json
 
 After its timed steps each rank (worker.py) runs PROFILED_STEPS more under torch.profiler (record_shapes
-on; after PROFILER_WARMUP_STEPS whose events are dropped), never the timed ones, and reduces the profile
+on; after warmup_steps() whose events are dropped), never the timed ones, and reduces the profile
 to a small per-rank summary (`rank_summary`); the launcher joins the ranks into the record's "comm"
 section (`join`).
 
@@ -100,17 +100,25 @@ OP_RULES: dict[str, OpRule] = {
 # profiler starts carries its start-up (CUPTI's buffers, the first records of every op), which made one of
 # two profiled steps 1.5-4x the other on the H100 lab (benchmarks/results/h100-1gpu/relate-lab: FSDP's own
 # calls at 3.1x the sweep in that step, 0.6x in the next), so the run's own call times had no stable ratio.
-PROFILER_WARMUP_STEPS = 1
+# Per device: that start-up is CUPTI's. The host-only profiler's first step costs what the next ones do (the
+# 2-core VM, tiny-mistral: 15.8/18.2/18.9 ms, 13.8/16.3/18.6, 15.0/16.3/18.2 for its first three profiled
+# steps), so a CPU run spends no step on it (~0.1 s of a 2-rank CPU run's wall, issue 38).
+PROFILER_WARMUP_STEPS = {"cuda": 1, "cpu": 0}
+
+
+def warmup_steps(device_type: str) -> int:
+    """The profiled steps dropped before the recorded ones on this device (PROFILER_WARMUP_STEPS)."""
+    return PROFILER_WARMUP_STEPS.get(device_type, 1)
 
 
 def profiler(device_type: str, steps: int) -> Any:
-    """A profiler recording `steps` steps after PROFILER_WARMUP_STEPS dropped ones; the caller calls its
-    .step() after each step (PROFILER_WARMUP_STEPS + steps in all)."""
+    """A profiler recording `steps` steps after warmup_steps(device_type) dropped ones; the caller calls its
+    .step() after each step (warmup_steps(device_type) + steps in all)."""
     from torch.profiler import ProfilerActivity, profile, schedule
 
     acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device_type == "cuda" else [])
     return profile(activities=acts, record_shapes=True,
-                   schedule=schedule(wait=0, warmup=PROFILER_WARMUP_STEPS, active=steps, repeat=1))
+                   schedule=schedule(wait=0, warmup=warmup_steps(device_type), active=steps, repeat=1))
 
 
 def step_mark() -> Any:

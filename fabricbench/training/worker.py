@@ -115,11 +115,12 @@ def _trace(one_step: Callable[[int], tuple[float, float]], *, steps: int, device
         return {"error": f"the profiler did not start: {type(e).__name__}: {str(e)[:200]}"}
     times = []
     try:
-        for i in range(trace.PROFILER_WARMUP_STEPS + steps):
+        dropped = trace.warmup_steps(device.type)
+        for i in range(dropped + steps):
             with trace.step_mark():
                 t, _loss = one_step(-1)
             prof.step()
-            if i >= trace.PROFILER_WARMUP_STEPS:  # the warm-up's events are dropped, and its time with them
+            if i >= dropped:  # the warm-up's events are dropped, and its time with them
                 times.append(t)
     finally:
         prof.stop()
