@@ -1,4 +1,4 @@
-"""A rank hides what transformers would import for work no training step does (training/lean.py)."""
+"""A rank hides what transformers and Accelerate would import for work no training step does (lean.py)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,9 @@ m = models.build(r)
 ids = torch.randint(0, 100, (2, 16))
 m(input_ids=ids, labels=ids).loss.backward()  # a training step's work, with the packages hidden
 from transformers.utils import is_scipy_available, is_sklearn_available
-print(hidden, sys.modules.get("scipy", "absent"), is_scipy_available(), is_sklearn_available())
+from accelerate.utils import is_boto3_available
+print(hidden, sys.modules.get("scipy", "absent"), is_scipy_available(), is_sklearn_available(),
+      bool(is_boto3_available()))
 """
 
 
@@ -38,7 +40,7 @@ def _probe(engine: str) -> str:
 
 
 def test_a_ddp_rank_trains_with_scipy_and_sklearn_hidden_from_transformers():
-    assert _probe("ddp") == "['sklearn', 'scipy'] None False False"
+    assert _probe("ddp") == "['sklearn', 'scipy', 'boto3'] None False False False"
 
 
 def test_nothing_is_hidden_once_transformers_is_imported(monkeypatch):

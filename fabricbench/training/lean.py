@@ -1,5 +1,5 @@
-"""What a rank does not import: packages that transformers imports when they are installed, for work a
-training step never does.
+"""What a rank does not import: packages that transformers and Accelerate import when they are installed,
+for work a training step never does.
 
     lean.hide_unused(engine)      # first thing in a rank's process (training/worker.py main)
 
@@ -10,6 +10,9 @@ training step never does.
 - scipy: transformers.loss.loss_for_object_detection imports scipy.optimize for object detection's
   Hungarian matching (DETR-like losses), loaded with every model's loss table. 0.3 s of CPU here
   (benchmarks/results/cpu-startup/levers.txt). fabricbench trains causal LMs and image classifiers only.
+- boto3: accelerate.commands.config.sagemaker imports it when installed (Accelerator's import reaches it
+  through accelerate.utils.other), for launching on Amazon SageMaker; 0.09 s of a rank's 1.3 s of imports
+  on the 2-core VM, where the built-in models no longer import transformers at all (training/native.py).
 
 Hidden as Python hides a package it was told is absent: sys.modules[name] = None, so that
 importlib.util.find_spec says "not installed" (transformers then skips both imports) and an import of it
@@ -22,7 +25,7 @@ from __future__ import annotations
 
 import sys
 
-UNUSED = ("sklearn", "scipy")
+UNUSED = ("sklearn", "scipy", "boto3")
 
 
 def hide_unused(engine: str) -> list[str]:
