@@ -129,6 +129,19 @@ def test_dtype_substitution_is_priced_at_the_same_bytes_and_flagged():
                        "bytes (no float32 sweep of all_reduce)",)
 
 
+def test_the_stand_in_dtype_is_the_one_whose_sweep_reaches_the_calls_size():
+    """A 1-byte uint8 flag with two stand-ins: bfloat16 swept only at 1-2 MiB, float32 from 4 B. It is priced
+    off float32 at 4 B (a latency), not at bfloat16's 1 MiB time (the H100 lab's +14..+35% on ZeRO-2)."""
+    curves = _curves(sweep("fast", 0.25, ops=("all_reduce",), dtype="bfloat16", sizes=[MiB, 2 * MiB])
+                     + sweep("fast", 0.25, ops=("all_reduce",), sizes=[4, 64, 1024, MiB]))
+    p = price([coll("all_reduce", 1, 2.0, dtype="uint8")], curves, fabric="fast")
+    assert p.entries[0].curve.dtype == "float32" and p.entries[0].substituted
+    assert p.time_s == pytest.approx(2 * call_us(4, gbps=0.25) * 1e-6)
+    # a size inside both: the same element size decides, as before
+    p = price([coll("all_reduce", MiB, 1.0, dtype="float16")], curves, fabric="fast")
+    assert p.entries[0].curve.dtype == "bfloat16"
+
+
 def test_sizes_outside_the_sweep_are_flagged_exactly():
     curves = _curves(sweep("fast", 10.0, ops=("all_gather",), sizes=[MiB, 4 * MiB]))
     p = price([coll("all_gather", 64 * MiB, 1.0), coll("all_gather", 80 * MiB, 1.0), coll("all_gather", 16, 1.0)],

@@ -162,20 +162,26 @@ class SweepCurves:
     def on(self, fabric: str) -> list[Curve]:
         return [c for k, c in self._curves.items() if k[0] == fabric]
 
-    def find(self, fabric: str, op: str, dtype: str, nranks: int) -> tuple[Curve | None, str | None]:
+    def find(self, fabric: str, op: str, dtype: str, nranks: int,
+             nbytes: int | None = None) -> tuple[Curve | None, str | None]:
         """The curve to price (op, dtype, nranks) with on `fabric`, and why it is not an exact match.
 
         Another dtype's curve stands in at the same bytes (what crosses the wire is S bytes either way;
-        the reduction arithmetic differs), flagged. Another rank count never does: time per call
-        depends on n.
+        the reduction arithmetic differs), flagged: of several, the one whose swept sizes reach `nbytes`
+        (else come nearest to it), then one of the same element size (int64's float64, the lab's
+        STAND_IN). Reach first: a 1-byte flag priced off a curve that starts at 1 MiB took that size's
+        time, 17 ms a call on a 2 Gbit/s link, where a curve swept down to 4 B gives its 0.6 ms (the H100
+        lab, when its traces had no small bfloat16 call and the uint8 flags were swept as float32).
+        Another rank count never stands in: time per call depends on n.
         """
         exact = self.get(fabric, op, dtype, nranks)
         if exact is not None:
             return exact, None
         same_n = [c for c in self.on(fabric) if c.op == op and c.nranks == nranks]
-        if same_n:  # one of the same element size first (int64's float64, the lab's STAND_IN)
+        if same_n:
             width = _WIDTH.get(dtype)
-            return min(same_n, key=lambda c: (_WIDTH.get(c.dtype) != width, c.dtype)), DTYPE_SUBSTITUTED
+            return min(same_n, key=lambda c: (_reach(c, nbytes), _WIDTH.get(c.dtype) != width, c.dtype)), \
+                DTYPE_SUBSTITUTED
         return None, UNPRICED
 
     def missing(self, fabric: str, op: str, dtype: str, nranks: int) -> str:
@@ -190,6 +196,14 @@ class SweepCurves:
         ns = sorted({c.nranks for c in ops})
         return (f"fabric {fabric}: nranks differ: the trace's {op} runs on {nranks} ranks, the sweep has "
                 f"{', '.join(map(str, ns))}")
+
+
+def _reach(curve: Curve, nbytes: int | None) -> float:
+    """How far `nbytes` lies outside the curve's swept sizes, in log bytes (0 inside, or with no size)."""
+    if not nbytes or nbytes <= 0:
+        return 0.0
+    lo, hi = curve.sizes[0], curve.sizes[-1]
+    return math.log(lo / nbytes) if nbytes < lo else math.log(nbytes / hi) if nbytes > hi else 0.0
 
 
 def _spread(points: list[tuple[float, float]]) -> float:

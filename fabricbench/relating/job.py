@@ -53,7 +53,7 @@ def factors(ref: Pricing, job: SweepCurves) -> list[float | None]:
     job has the (op, nranks) on the reference and a call size near it (curves.py's EXACT or INTERPOLATED)."""
     out: list[float | None] = []
     for e in ref.entries:
-        curve, _ = job.find(ref.fabric, e.op, e.dtype, e.group_size)
+        curve, _ = job.find(ref.fabric, e.op, e.dtype, e.group_size, e.bytes)
         if curve is None or not e.time_s or e.bytes <= 0:
             out.append(None)
             continue

@@ -87,7 +87,7 @@ def price(collectives: Iterable[dict[str, Any]], curves: SweepCurves, *, fabric:
         dt = c.get("dtype") or dtype or "float32"
         nbytes = int(c["bytes"])
         calls = float(c.get("calls_per_step") or 0.0)
-        curve, why = curves.find(fabric, op, dt, n)
+        curve, why = curves.find(fabric, op, dt, n, nbytes)
         if curve is None:
             pc = PricedCollective(op=op, bytes=nbytes, dtype=dt, group_size=n, calls_per_step=calls,
                                   time_s=None, status=UNPRICED)
