@@ -42,12 +42,33 @@ def export(commit: str, into: Path) -> Path:
     return into
 
 
+def tree_env(tree: Path) -> dict[str, str]:
+    """The environment that runs `tree`'s fabricbench, in the command and in every rank it starts.
+
+    PYTHONPATH alone is not enough where fabricbench is installed editable by scikit-build-core: its
+    finder sits first in sys.meta_path and sends every `import fabricbench` to the installed tree, so both
+    arms ran this tree's code (this script's spread-native run saw "before" records with phases and the
+    native model). The finder steps aside for the build folders listed in SKBUILD_EDITABLE_SKIP; checked
+    in a fresh process before any run."""
+    skip = [str(f.path) for f in sys.meta_path
+            if type(f).__module__.startswith("_editable_skbc_") and getattr(f, "path", None)]
+    env = {**os.environ, "FB_TREE": str(tree), "PYTHONPATH": str(tree)}
+    if skip:
+        env["SKBUILD_EDITABLE_SKIP"] = os.pathsep.join([*skip, os.environ.get("SKBUILD_EDITABLE_SKIP", "")])
+    got = subprocess.run([sys.executable, "-c", "import fabricbench; print(fabricbench.__file__)"], env=env,
+                         capture_output=True, text=True, timeout=120, cwd=tempfile.gettempdir())
+    if not got.stdout.strip().startswith(str(tree)):
+        raise SystemExit(f"cannot run the tree {tree}: fabricbench is imported from "
+                         f"{got.stdout.strip() or got.stderr}")
+    return env
+
+
 def once(tree: Path, argv: list[str]) -> tuple[float, float, float]:
     """One run of the case under `tree` -> (wall s, samples/s, CPU s of the command and all its processes:
     less moved by the machine's load than the wall)."""
     with tempfile.TemporaryDirectory(prefix="startup-spread-") as tmp:
         out = Path(tmp) / "t.jsonl"
-        env = {**os.environ, "FB_TREE": str(tree), "PYTHONPATH": str(tree)}
+        env = tree_env(tree)
         t, r0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
         p = subprocess.run([sys.executable, "-m", "fabricbench", "train", *argv, *ONE_RUN, "--out", str(out)],
                            capture_output=True, text=True, timeout=900, env=env, cwd=tmp)
