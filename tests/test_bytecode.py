@@ -43,6 +43,7 @@ def test_no_bytecode_and_no_writing_gives_the_cache_prefix(bare_package, tmp_pat
     assert out["PYTHONPYCACHEPREFIX"] == str(tmp_path / "cache" / "fabricbench" / "pycache")
     assert out["KEEP"] == "x"
     assert bytecode.cache_dir({"HOME": "/h"}) == Path("/h/.cache/fabricbench/pycache")
+    assert bytecode.cache_dir({"XDG_CACHE_HOME": "rel"}).is_absolute()
 
 
 def test_python_writes_the_bytecode_in_the_cache_and_not_beside_the_source(bare_package, tmp_path):

@@ -28,7 +28,8 @@ PROBE = "torch"  # the largest import of a rank or a sweep: where it has bytecod
 def cache_dir(env: dict[str, str]) -> Path:
     """fabricbench's bytecode folder: $XDG_CACHE_HOME/fabricbench/pycache, else ~/.cache/fabricbench/pycache."""
     base = env.get("XDG_CACHE_HOME") or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".cache")
-    return Path(base) / "fabricbench" / "pycache"
+    # absolute: Python resolves a relative prefix against each child's own working folder
+    return Path(os.path.abspath(base)) / "fabricbench" / "pycache"
 
 
 def _has_bytecode(module: str) -> bool | None:
