@@ -154,3 +154,26 @@ def test_bare_fabricbench_prints_readable_help():
     assert lines[0].startswith("Usage: fabricbench") and "Error" not in r.stdout
     assert any(ln.split()[:1] == ["sweep"] for ln in lines) and any(ln.split()[:1] == ["qualify"] for ln in lines)
     assert max(map(len, lines)) <= 80
+
+
+def test_train_quiet_prints_nothing_and_still_runs_and_writes(monkeypatch):
+    """train takes --quiet as sweep, study and qualify do: no line per run, no table, no progress; the runs
+    and their records are the same (run_train is called, and told to keep quiet)."""
+    from click.testing import CliRunner
+
+    import fabricbench.cli.train as train_cli
+    from fabricbench.cli import cli
+
+    got = {}
+
+    def fake_run(config, *, out, echo, quiet):
+        got.update(quiet=quiet, strategies=config.strategies)
+        rec = {"strategy": "ddp", "status": "ok", "model": "tiny-mistral"}
+        echo(rec)
+        return [rec]
+
+    monkeypatch.setattr(train_cli, "run_train", fake_run)
+    res = CliRunner().invoke(cli, ["train", "--device", "cpu", "--strategies", "ddp", "--model", "tiny-mistral",
+                                   "--quiet"])
+    assert res.exit_code == 0, res.output
+    assert res.output == "" and got == {"quiet": True, "strategies": "ddp"}

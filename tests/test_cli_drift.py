@@ -127,8 +127,8 @@ def _patch(monkeypatch, config: type, name: str, **change) -> None:
 def test_a_range_broken_on_purpose_is_caught(monkeypatch):
     """study's --max-repeats back to its old 1-20 while train keeps 1-50: the test above would fail, and
     the library refuses 30 as the CLI would."""
+    cmds = real()  # first: a command imported while the field is patched would keep the patch for good
     _patch(monkeypatch, StudyConfig, "max_repeats", hi=20)
-    cmds = real()
     broken = _rebuilt(StudyConfig, "max_repeats")
     cmds["study"] = click.Command("study", params=[*[p for p in cmds["study"].params if p.name != "max_repeats"],
                                                    *broken.params])
@@ -140,9 +140,9 @@ def test_a_range_broken_on_purpose_is_caught(monkeypatch):
 
 def test_a_default_broken_on_purpose_is_caught(monkeypatch):
     """train's --margin default moved to 0.05 while study keeps 0.02: caught."""
+    cmds = real()  # first: imported under the patch, the real train command would keep 0.05 in this worker
     f = TrainConfig.__dataclass_fields__["margin"]
     monkeypatch.setattr(f, "default", 0.05)
-    cmds = real()
     cmds["train"] = click.Command("train", params=[*[p for p in cmds["train"].params if p.name != "margin"],
                                                    *_rebuilt(TrainConfig, "margin").params])
     found = drift(cmds)
