@@ -13,7 +13,8 @@ import json
 
 import click
 
-from fabricbench.cli.declared import declared_option
+from fabricbench.cli.declared import declared_option, option
+from fabricbench.cli.options import QUIET
 from fabricbench.cli.types import OutputFile
 
 from fabricbench.errors import FabricbenchError
@@ -61,12 +62,13 @@ from fabricbench.report.table import fit_lines
 @declared_option(TrainConfig, "stall_timeout_s")
 @click.option("--json", "as_json", is_flag=True, help="Print each record as JSON instead of a line.")
 @click.option("--list", "list_", is_flag=True, help="List strategies and models, then exit.")
+@option(QUIET, "quiet", help="No line per run, no table and no progress (records still go to --out).")
 @click.option("--verbose", is_flag=True, help="Under each run, its wall time phase by phase: launch, imports, "
               "init, model build, wrap, first step, warm-up, timed steps, trace, teardown.")
 def train(strategies, model, model_config, model_path, gpus, device, nprocs, backend, steps, max_steps, target_ci,
           repeats, max_repeats, time_budget_s, margin, warmup_steps, batch_size, seq_len, image_size, lr, precision,
           trace_steps, dataset, fabric, out, nnodes, node_rank, master_addr, master_port, timeout_s, as_json,
-          list_, stall_timeout_s=None, verbose=False) -> None:
+          list_, quiet=False, stall_timeout_s=None, verbose=False) -> None:
     """Train one model under each strategy, in fresh processes, and measure throughput and memory."""
     if list_:
         for text in fit_lines(listing(STRATEGIES, MODELS)):
@@ -83,6 +85,8 @@ def train(strategies, model, model_config, model_path, gpus, device, nprocs, bac
     echo = (lambda r: click.echo(json.dumps(r))) if as_json else (lambda r: click.echo("\n".join(fit_lines([line(r)]))))
     if verbose and not as_json:
         echo = lambda r: click.echo("\n".join([*fit_lines([line(r)]), *phase_lines(r)]))  # noqa: E731
+    if quiet and not as_json:
+        echo = lambda r: None  # noqa: E731
     config = TrainConfig(  # the library places it (GPUs, "all", Slurm's nodes) and validates it
         strategies=strategies or "all", device=device, gpus=gpus if device == "cuda" and gpus else (), model=model,
         model_config=model_config, model_path=model_path, nprocs=nprocs, steps=steps, warmup_steps=warmup_steps,
@@ -91,8 +95,8 @@ def train(strategies, model, model_config, model_path, gpus, device, nprocs, bac
         master_addr=master_addr, master_port=master_port, timeout_s=timeout_s, stall_timeout_s=stall_timeout_s,
         backend=backend, max_steps=max_steps, target_ci=target_ci or None, repeats=repeats, max_repeats=max_repeats,
         time_budget_s=time_budget_s, margin=margin)
-    records = run_train(config, out=out, echo=echo, quiet=as_json)
-    if not as_json and records:
+    records = run_train(config, out=out, echo=echo, quiet=as_json or quiet)
+    if not (as_json or quiet) and records:
         render(records, f"train: {model or model_config or model_path}, {device}", say=click.echo,
                repeats=repeats, max_repeats=max_repeats, margin=margin)
     # exit 1 when a run failed (a dead rank, a crash, a timeout, a strategy that did not run as asked),
