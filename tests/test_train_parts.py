@@ -78,7 +78,7 @@ TRAIN_OPTIONS = {"--strategies", "--strategy", "--model", "--model-config", "--m
                  "--fabric", "--out", "--nnodes", "--node-rank", "--master-addr", "--master-port", "--timeout",
                  "--json", "--list", "--precision", "--trace-steps", "--backend", "--max-steps", "--target-ci",
                  "--repeats", "--max-repeats", "--repeat-budget", "--time-budget", "--stall-timeout",
-                 "--margin", "--verbose"}  # --strategy, --time-budget: deprecated
+                 "--margin", "--verbose", "--quiet"}  # --strategy, --time-budget: deprecated
 
 
 def test_train_surface_is_frozen():
