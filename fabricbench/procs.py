@@ -7,6 +7,7 @@ fabrics.apply, study) and the guard that torchrun's ranks start under (training/
 
     from fabricbench import procs
     p = procs.spawn(argv, env=env)        # a Popen; procs.kill_tree(p) ends it and all it started
+    procs.wait_any([p, q], 0.2)           # back when one of them exits, or after 0.2 s
     with procs.temp_dir("train") as tmp:  # removed on exit, Ctrl-C included; stale ones at the next start
     procs.install()                       # SIGTERM -> procs.Terminated (a KeyboardInterrupt), exit 143
     python -m fabricbench.procs MODULE ARGS...   # run MODULE as __main__, dying with this process's parent
@@ -143,7 +144,6 @@ def kill_all(ps: Sequence[subprocess.Popen], grace_s: float = 0.0) -> None:
         kill_tree(p, grace_s=0)
 
 
-# -- temporary folders ------------------------------------------------------------------------------------
 def wait_any(ps: Sequence[subprocess.Popen], timeout_s: float) -> None:
     """Return when one of `ps` has exited, or after `timeout_s`, whichever comes first.
 
@@ -165,6 +165,7 @@ def wait_any(ps: Sequence[subprocess.Popen], timeout_s: float) -> None:
             os.close(fd)
 
 
+# -- temporary folders ------------------------------------------------------------------------------------
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
