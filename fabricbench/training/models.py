@@ -197,12 +197,9 @@ def resolve(*, name: str | None = None, config_file: str | None = None, path: st
                          f"(got {len(given)}); models: {', '.join(MODELS.names())}")
     if name:
         spec = MODELS.get(name)
-        native = spec.native(seq_len)
-        if native:
-            return ResolvedModel(name=spec.name, task=spec.task, config=spec.shape(), layer_class=spec.layer_class,
-                                 builtin=True, native=native)
-        return ResolvedModel(name=spec.name, task=spec.task, config=spec.config(), layer_class=spec.layer_class,
-                             builtin=True)
+        native = spec.native(seq_len)  # its numbers are all the native module needs: no transformers config
+        return ResolvedModel(name=spec.name, task=spec.task, config=spec.shape() if native else spec.config(),
+                             layer_class=spec.layer_class, builtin=True, native=native)
     flag = "--model-config" if config_file else "--model-path"
     src = Path(config_file or path)  # type: ignore[arg-type]
     if not src.exists():
