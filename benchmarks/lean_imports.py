@@ -1,12 +1,13 @@
-"""A rank's imports with and without training/lean.py's hiding of scikit-learn and scipy, alternated in
+"""A rank's imports with and without training/lean.py's hiding (scikit-learn, scipy, boto3), alternated in
 fresh processes (issue 38: imports are most of a run's start-up).
 
     python3 benchmarks/lean_imports.py [--pairs 4] [--model mistral-1b]
 
 Each probe is what a rank imports before its init (training/worker.py's _imports itself: torch,
-torch.distributed, Accelerate, the model's transformers class), timed from the interpreter's start to the end of those
+torch.distributed, Accelerate, the model's class), timed from the interpreter's start to the end of those
 imports; printed: median [min, max] wall per arm, the difference, and which of the packages each arm
-loaded. On a machine without scikit-learn only scipy's share shows.
+loaded. A built-in Mistral row imports no transformers (training/native.py), so there only boto3's share
+shows; a DINOv2 row still goes through transformers, and scikit-learn's and scipy's shares show there.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ if {lean}:
     lean.hide_unused("accelerate")
 from fabricbench.training import models, worker
 worker._imports("accelerate", models.resolve(name={model!r}))
-print(" ".join(n for n in ("sklearn", "scipy", "sympy") if sys.modules.get(n) is not None) or "-")
+print(" ".join(n for n in ("sklearn", "scipy", "boto3", "sympy") if sys.modules.get(n) is not None) or "-")
 """
 
 

@@ -63,18 +63,18 @@ def tree_env(tree: Path) -> dict[str, str]:
     return env
 
 
-def once(tree: Path, argv: list[str]) -> tuple[float, float, float]:
-    """One run of the case under `tree` -> (wall s, samples/s, CPU s of the command and all its processes:
-    less moved by the machine's load than the wall)."""
+def once(env: dict[str, str], argv: list[str]) -> tuple[float, float, float]:
+    """One run of the case under a tree's environment (tree_env) -> (wall s, samples/s, CPU s of the command
+    and all its processes: less moved by the machine's load than the wall)."""
     with tempfile.TemporaryDirectory(prefix="startup-spread-") as tmp:
         out = Path(tmp) / "t.jsonl"
-        env = tree_env(tree)
         t, r0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
         p = subprocess.run([sys.executable, "-m", "fabricbench", "train", *argv, *ONE_RUN, "--out", str(out)],
                            capture_output=True, text=True, timeout=900, env=env, cwd=tmp)
         wall, r1 = time.perf_counter() - t, resource.getrusage(resource.RUSAGE_CHILDREN)
         if p.returncode != 0 or not out.exists():
-            raise SystemExit(f"train under {tree} failed ({p.returncode}): {(p.stderr or p.stdout)[-1500:]}")
+            raise SystemExit(f"train under {env['FB_TREE']} failed ({p.returncode}): "
+                             f"{(p.stderr or p.stdout)[-1500:]}")
         rec = json.loads(out.read_text().splitlines()[-1])
     cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
     return wall, float(rec["throughput"]["samples_per_s"]), cpu
@@ -104,12 +104,12 @@ def main() -> int:
 
     argv = CASES[a.case][0]
     with tempfile.TemporaryDirectory(prefix="startup-before-") as tmp:
-        trees = {"before": export(a.before, Path(tmp)), "after": ROOT}
-        got: dict[str, list[tuple[float, float, float]]] = {k: [] for k in trees}
+        envs = {"before": tree_env(export(a.before, Path(tmp))), "after": tree_env(ROOT)}  # each checked once
+        got: dict[str, list[tuple[float, float, float]]] = {k: [] for k in envs}
         load0 = os.getloadavg()[0]
         for _ in range(a.runs):
-            for name, tree in trees.items():
-                got[name].append(once(tree, argv))
+            for name, env in envs.items():
+                got[name].append(once(env, argv))
     lines = [f"# {os.cpu_count()} CPUs, load {load0:.1f} at start, {os.getloadavg()[0]:.1f} at end; "
              f"before = {a.before}, after = this tree; {a.runs} runs each, alternating",
              f"# fabricbench train {' '.join(argv)} {' '.join(ONE_RUN[:-1])}"]
