@@ -17,8 +17,9 @@
 #     calls calibrate a price only where their ratio to the sweep holds over its repeats, every profiled
 #     step of every reference run)
 #   the sweeps that trace needs on default, one per traced dtype (relate_gpu_lab.py plan)
-#   per rate, in the order given: its sweeps, then train on it (2 profiled steps: never used by a
-#     prediction; check.txt's last lines set those runs' own calls against their fabric's sweep)
+#   per rate, in the order given: its sweeps, the same again with `sweep --gap` (each call after the token
+#     bucket refilled: the link credit a call realises, credit.py), then train on it (2 profiled steps:
+#     never used by a prediction; check.txt's last lines set those runs' own calls against their fabric's sweep)
 # then, for every rank count, a second reference run (fresh processes: the reference's run-to-run interval)
 # and a second set of the reference's sweeps.
 # The budget (seconds from this script's start, wheels' install included; relate and check take ~5 s
@@ -106,30 +107,37 @@ train() {  # N FABRIC TAG TRACE_STEPS STRATEGIES
   strat_s=$(longest "$strat_s" $(( d / k )) "$ntrains"); ntrains=$(( ntrains + 1 ))
   stage "train $2, $1 ranks, $5" "$rc" "$d"
 }
-sweeps() {  # N FABRIC TAG: one sweep per line of the N-rank plan ("DTYPE OPS SIZES")
+sweeps() {  # N FABRIC TAG [GAP]: one sweep per line of the N-rank plan ("DTYPE OPS SIZES"), GAP: sweep --gap
   # 12 timed iterations after 3 warm-ups: with 4 after 1 (results/h100-1gpu/relate-lab-iters4) all_gather at
   # 256 KiB kept a warm-up tail of 10-70 ms in its median on every fabric (cv 1.2), which priced FSDP's
   # per-layer gathers at ~4x what the run's own calls took; 12 samples also give each size a median CI
-  local t0 rc d dtype ops sizes
+  local t0 rc d dtype ops sizes gap=()
+  [ -n "${4:-}" ] && gap=(--gap "$4")
   while read -r dtype ops sizes; do
     t0=$(date +%s)
     timeout "$(limit 120)" python3 -m fabricbench sweep --engine torch --backend gloo --nprocs "$1" "${on[@]}" \
-      --ops "$ops" --sizes "$sizes" --dtype "$dtype" --iters 12 --warmup 3 --fabric "$2" --quiet \
+      --ops "$ops" --sizes "$sizes" --dtype "$dtype" --iters 12 --warmup 3 --fabric "$2" --quiet "${gap[@]}" \
       --out "$R/lab/sweep-$3-n$1.jsonl" >> "$R/lab/sweep-$3-n$1.txt" 2>&1
     rc=$?; d=$(( $(date +%s) - t0 ))
     sweep_s=$(longest "$sweep_s" "$d" "$nsweeps"); nsweeps=$(( nsweeps + 1 ))
-    stage "sweep $2, $1 ranks, $dtype ($ops)" "$rc" "$d"
+    stage "sweep $2, $1 ranks, $dtype ($ops)${4:+, gap $4 s}" "$rc" "$d"
   done < <(grep -E '^[a-z0-9]+ [a-z_,]+ [0-9,]+$' "$R/lab/plan-n$1.txt")
 }
+# The idle gap of a shaped fabric's gapped sweep: 3 x B/R (the token bucket refilled whole), at least 5 ms.
+# What a call after it saves against the back-to-back sweep is the link credit relate takes (credit.py:
+# priced as a whole bucket per gap, FSDP came out 5-10% fast on every rate of relate-lab-r3)
+gap_of() { python3 -c "from fabricbench.relating.credit import bucket_s; print(f'{max(0.005, 3 * (bucket_s(\"$1\") or 0)):.4f}')"; }
 plan_lines() { local c; c=$(grep -cE '^[a-z0-9]+ [a-z_,]+ [0-9,]+$' "$R/lab/plan-n$1.txt" 2>/dev/null); echo "${c:-0}"; }
-cell() {  # N FABRIC: the fabric's sweeps, then its train run of as many strategies as fit, in the order given
+cell() {  # N FABRIC: the fabric's sweeps (back to back, then after a gap), then its train run of as many
+  # strategies as fit, in the order given
   local tag=${2//:/-} sw k
-  sw=$(( $(plan_lines "$1") * sweep_s ))
+  sw=$(( 2 * $(plan_lines "$1") * sweep_s ))
   k=$(( ($(left) - RESERVE - sw) / strat_s )); [ "$k" -gt "$nstrat" ] && k=$nstrat
   if [ "$k" -lt 1 ]; then skip "sweeps + train $2, $1 ranks" $(( sw + strat_s )); return; fi
   [ "$k" -lt "$nstrat" ] && skip "$(echo "${STRATEGIES//,/ }" | cut -d' ' -f$(( k + 1 ))- | tr ' ' ,) on $2, $1 ranks" \
     $(( sw + nstrat * strat_s ))
   sweeps "$1" "$2" "$tag"
+  sweeps "$1" "$2" "gap-$tag" "$(gap_of "$2")"
   train "$1" "$2" "$tag" 2 "$(echo "${STRATEGIES//,/ }" | cut -d' ' -f1-"$k" | tr ' ' ,)"
 }
 

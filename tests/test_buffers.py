@@ -105,3 +105,28 @@ def test_record_round_trips_the_setting(gloo_runs):
     r = gloo_runs["reuse", "loop"][0]
     rec = json.loads(json.dumps(r.to_dict()))
     assert rec["extra"]["buffers"] == "reuse" and rec["extra"]["rotate"] == 1 and rec["extra"]["timing"] == "loop"
+
+
+@pytest.mark.parametrize("fields", [dict(engine="native"), dict(engine="torch", backend="gloo", timing="loop"),
+                                    dict(engine="torch", backend="gloo", adaptive=0.05)])
+def test_a_gap_needs_calls_timed_one_by_one(fields):
+    with pytest.raises(UsageError, match="^--gap 0.01 times each call alone after an idle gap"):
+        make_config(gap_s=0.01, **fields)
+    with pytest.raises(UsageError, match=r"^--gap -1.0: outside \[0, 60\] s \(SweepConfig.gap_s\)"):
+        SweepConfig(gap_s=-1.0)
+
+
+def test_gloo_sweep_with_a_gap_idles_before_each_call_and_records_it():
+    """sweep --gap: each timed call after every rank slept the gap (relate's link credit, credit.py): the run
+    lasts at least iterations x gap, and each record says the gap, in its extra and its settings."""
+    import time
+
+    config = make_config(engine="torch", backend="gloo", nprocs=2, ops="all_gather", sizes="4K,64K", iters=4,
+                         warmup=1, check=True, timeout_s=60, gap_s=0.1)
+    t0 = time.monotonic()
+    results = run_sweep(config)
+    assert time.monotonic() - t0 >= 2 * 4 * 0.1
+    assert [r.status for r in results] == ["ok", "ok"] and all(r.wrong == 0 for r in results)
+    for r in results:
+        assert r.extra["gap_s"] == 0.1 and r.extra["settings"]["gap_s"] == 0.1 and r.iters == 4
+        assert 0 < r.time_us < 0.1e6  # the call alone, not its gap

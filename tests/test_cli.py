@@ -12,7 +12,7 @@ from fabricbench.cli import COMMANDS, main
 SWEEP_OPTIONS = {"--stall-timeout", "--gpus", "--ops", "--sizes", "--dtype", "--iters", "--warmup", "--adaptive", "--max-iters",
                  "--inplace", "--out-of-place", "--both", "--graph", "--graph-iters", "--check", "--engine", "--device",
                  "--backend", "--nprocs", "--timeout", "--nccl-lib", "--fabric", "--seed", "--out", "--json",
-                 "--csv", "--dry-run", "--quiet", "--list-ops", "--buffers", "--timing", "--alloc", "--resume",
+                 "--csv", "--dry-run", "--quiet", "--list-ops", "--buffers", "--timing", "--alloc", "--resume", "--gap",
                  "--help", "-h"}
 
 

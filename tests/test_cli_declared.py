@@ -28,11 +28,13 @@ COMMANDS = {
     "compare": (SweepConfig, {f: "compare passes the rest to its child sweeps by name"
                               for f in ("gpus", "ops", "sizes", "adaptive", "max_iters", "graph", "graph_iters",
                                         "check", "nprocs", "nccl_lib", "fabric", "seed", "buffers", "timing",
-                                        "alloc", "stall_timeout_s")}),
+                                        "alloc", "stall_timeout_s")}
+                | {"gap_s": "a gapped sweep measures relate's link credit, never a comparison's prices"}),
     "scaling": (SweepConfig, {f: "scaling chooses GPU sets and passes the rest to its child sweeps"
                               for f in ("gpus", "ops", "sizes", "adaptive", "max_iters", "graph", "graph_iters",
                                         "check", "nprocs", "nccl_lib", "fabric", "seed", "buffers", "timing",
-                                        "alloc", "stall_timeout_s")}),
+                                        "alloc", "stall_timeout_s")}
+                | {"gap_s": "a gapped sweep measures relate's link credit, never a scaling's prices"}),
 }
 CONFIGS = (SweepConfig, TrainConfig, StudyConfig)
 # One flag, two ideas, each with its own default: said in each --help, and listed here on purpose.

@@ -141,3 +141,54 @@ def test_calls_smaller_than_the_bucket_do_not_drain_it_so_their_gaps_add_no_cred
             + [ref])
     row = next(r for r in fabricbench.relate(recs, reference="default").rows if r.fabric == "shaped:1gbit")
     assert row.link_credit_s == pytest.approx(2 * b)  # the broadcast (50 us here) drains nothing
+
+
+def _gapped(fabric, rate_bps, saved_s, *, gap_s=20 * MS, ops=("all_gather", "reduce_scatter")):
+    """`sweep --gap` records of a made-up shaped fabric: each call `saved_s` faster than back to back."""
+    recs = _sweep_rate(fabric, rate_bps)
+    recs = [r for r in recs if r["op"] in ops and r["bytes"] >= MiB]  # the trace's size and above
+    for r in recs:
+        r["time_us"] -= saved_s * 1e6
+        r["extra"] = {"gap_s": gap_s, "settings": {"gap_s": gap_s}}
+    return recs
+
+
+def test_a_gapped_sweep_sets_the_credit_a_call_realises_and_never_prices():
+    """Where `sweep --gap` measured a shaped fabric, the credit is the fraction of a bucket a call after a
+    gap saved there (here half of B/R at every size), times what the gaps could bank; the gapped records
+    never price a call, and the interval still reaches the whole bucket's credit on its fast side."""
+    recs, ref_step = _records()
+    b = bucket_s("shaped:1gbit")
+    full = {r.fabric: r for r in fabricbench.relate(recs, reference="default").rows}["shaped:1gbit"]
+    res = fabricbench.relate(recs + _gapped("shaped:1gbit", 1e9, 0.5 * b), reference="default")
+    half = {r.fabric: r for r in res.rows}["shaped:1gbit"]
+    swept = _t_comm(1e9 / 8 / 1e9 / 2)
+    assert full.link_credit_s == pytest.approx(8 * b)
+    assert half.link_credit_s == pytest.approx(0.5 * 8 * b, rel=1e-6)
+    assert half.comm_time_s == pytest.approx(swept - 0.5 * 8 * b, rel=1e-6)  # priced back to back, as before
+    assert "credit measured" in half.flags and "credit measured" not in full.flags
+    assert any("realised 0.50 of the token bucket" in p for p in res.problems)
+    lo, hi = half.predicted_step_ci95
+    assert lo <= full.predicted_step_s + 1e-12 and hi >= half.predicted_step_s + half.link_credit_s - 1e-12
+    # a fabric the gapped sweep did not measure keeps the whole bucket
+    other = {r.fabric: r for r in res.rows}["shaped:100mbit"]
+    assert "credit measured" not in other.flags and other.link_credit_s > 0
+
+
+def test_the_realised_fraction_is_clamped_and_refers_to_what_the_gap_refilled():
+    from fabricbench.relating.credit import realised_fraction
+    from fabricbench.relating.pricing import price
+    from tests.test_relate import _curves
+
+    b = bucket_s("shaped:1gbit")
+    for saved, gap, want in ((2 * b, 20 * MS, 1.0),        # more than a bucket: not the bucket's doing
+                             (-b, 20 * MS, 0.0),           # slower after a gap: no credit
+                             (0.25 * b, 0.5 * b, 0.5)):    # a gap shorter than B/R refilled only half
+        curves = _curves(_sweep_rate("shaped:1gbit", 1e9) + _gapped("shaped:1gbit", 1e9, saved, gap_s=gap))
+        p = price(TRACE, curves, fabric="shaped:1gbit", nranks=2)
+        got = realised_fraction(curves.gapped, p, list(p.entries))
+        assert got is not None and got.fraction == pytest.approx(want, abs=1e-6)
+        assert got.calls == pytest.approx(8.0) and len(got.per_size) == 2
+        # the back-to-back curve alone prices: the gapped records are apart
+        assert curves.get("shaped:1gbit", "all_gather", "float32", 2).gap_s == 0.0
+    assert realised_fraction(None, p, list(p.entries)) is None

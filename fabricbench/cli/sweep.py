@@ -52,6 +52,7 @@ from fabricbench.report.table import fit_lines
 @declared_option(SweepConfig, "buffers")
 @declared_option(SweepConfig, "timing")
 @declared_option(SweepConfig, "alloc")
+@declared_option(SweepConfig, "gap_s")
 @click.option("--out", "out_path", type=OutputFile(), default=None,
               help="Append JSONL records here, one per measurement.")
 @click.option("--resume", is_flag=True,
@@ -63,7 +64,7 @@ from fabricbench.report.table import fit_lines
 @click.option("--list-ops", is_flag=True, help="List the collectives and exit.")
 def sweep(gpus, ops, sizes, dtype, iters, warmup, adaptive, max_iters, mode, graph, graph_iters, check, engine,
           backend, nprocs, timeout_s, nccl_lib, fabric, seed, buffers, timing, alloc, out_path, resume, as_json,
-          csv_path, dry_run, quiet, list_ops, stall_timeout_s=None):
+          csv_path, dry_run, quiet, list_ops, gap_s=0.0, stall_timeout_s=None):
     """Time NCCL collectives over a GPU set and a range of sizes (nccl-tests' algbw and busbw)."""
     if list_ops:
         for line in fit_lines(listing()):
@@ -73,7 +74,7 @@ def sweep(gpus, ops, sizes, dtype, iters, warmup, adaptive, max_iters, mode, gra
         gpus=gpus, ops=ops, sizes=sizes, dtype=dtype, iters=iters, warmup=warmup, adaptive=adaptive,
         max_iters=max_iters, inplace=mode, graph=graph, graph_iters=graph_iters, check=check, engine=engine,
         backend=backend, nprocs=nprocs, timeout_s=timeout_s, nccl_lib=nccl_lib, fabric=fabric, seed=seed,
-        buffers=buffers, timing=timing, alloc=alloc, stall_timeout_s=stall_timeout_s)
+        buffers=buffers, timing=timing, alloc=alloc, gap_s=gap_s, stall_timeout_s=stall_timeout_s)
     refuse_collisions({"--out": out_path, "--csv": csv_path}, {"--nccl-lib": nccl_lib})
     if resume and not out_path:
         raise UsageError("--resume skips what --out already holds; give --out FILE (the earlier run's file)")

@@ -101,6 +101,14 @@ class SweepConfig:
         "--alloc", "choice", "Native engine buffers from cuda (cudaMalloc, as PyTorch) or nccl (ncclMemAlloc, "
         "as nccl-tests).", choices=ALLOCS))
 
+    # Idle seconds before each timed call, every rank idle (a barrier, then a sleep): what a link with a
+    # token bucket (shaped:RATE) banks between a training step's collectives and a back-to-back sweep never
+    # sees. relate reads such records as the link credit a call realises, never as prices (relating/credit.py).
+    gap_s: float = field(default=0.0, metadata={**argv_field(flag="--gap"), **declare(
+        "--gap", "seconds", "Idle seconds before each timed call, every rank idle: the link credit a shaped "
+        "link's token bucket gives a call after compute (relate reads it; not a price). Torch engine.",
+        unit="s", lo=0.0, hi=60.0, default_by="0: back to back")})
+
     def __post_init__(self) -> None:
         self._friendly()
         validate(self)  # whole: a SweepConfig is immutable, so built is checked
@@ -190,6 +198,10 @@ def validate(config: SweepConfig) -> None:
         raise UsageError("--alloc nccl is for --engine native (the torch engine allocates through PyTorch)")
     if config.timing == "loop" and config.adaptive is not None:
         raise UsageError("--adaptive needs --timing events: a timed loop gives one figure, not one per iteration")
+    if config.gap_s and (config.engine != "torch" or config.timing != "events" or config.adaptive is not None):
+        raise UsageError(f"--gap {config.gap_s:g} times each call alone after an idle gap: it needs --engine torch "
+                         f"with --timing events and no --adaptive (the native engine and a timed loop run calls "
+                         f"back to back)")
     if config.backend is not None:
         if config.engine != "torch":
             raise UsageError(f"--backend {config.backend} applies to --engine torch only")

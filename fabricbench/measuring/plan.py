@@ -47,7 +47,7 @@ def build_plan(config: SweepConfig, nranks: int, seed: int = 0) -> list[PlanItem
                             recv_bytes=sz.recv_bytes, inplace=inplace, graph=config.graph,
                             check=config.check, warmup=config.warmup, iters=config.iters,
                             graph_iters=config.graph_iters, seed=seed, buffers=config.buffers,
-                            timing=config.timing, alloc=config.alloc)
+                            timing=config.timing, alloc=config.alloc, gap_s=config.gap_s)
                 items.append(PlanItem(**base, case=case))
     return items
 

@@ -39,6 +39,7 @@ class Case:
     timing: str = "events"  # "events" (one time per iteration) or "loop" (one host-timed loop): SweepConfig.timing
     alloc: str = "cuda"  # "cuda" (cudaMalloc) or "nccl" (ncclMemAlloc): SweepConfig.alloc
     loops: int = 1  # timing "loop": timed loops of `iters` on the same buffers, one time each (native engine)
+    gap_s: float = 0.0  # idle seconds before each timed call, every rank idle (SweepConfig.gap_s; torch engine)
 
 
 @dataclass(kw_only=True)

@@ -31,7 +31,7 @@ from fabricbench.relating import inputs
 from fabricbench.relating import job as jobs
 from fabricbench.relating.inputs import Observed, Workload
 from fabricbench.measuring.stats import around, ratio_ci
-from fabricbench.relating.credit import Gaps, bucket_s
+from fabricbench.relating.credit import Gaps, Realised, bucket_s, realised_fraction
 from fabricbench.relating.curves import SweepCurves
 from fabricbench.relating.model import FORMULA, predict, predict_interval, step_formula
 from fabricbench.relating.pricing import Pricing, price
@@ -43,6 +43,7 @@ PREDICTED_ONLY = "predicted-only"
 UPPER_BOUND = "e=1 upper bound"
 NO_COMMUNICATION = "no communication"
 LINK_CREDIT = "link credit"  # T_comm less a token-bucket link's banked credit (credit.py)
+CREDIT_MEASURED = "credit measured"  # the credit is the fraction of a bucket a call realised in sweep --gap
 PLACEMENT = "placement differs"  # the sweep's ranks ran elsewhere than the training's (curves.placement)
 SHARED_LINK = "shared link"  # T_comm less what overlapped collectives save by sharing the link (concurrency.py)
 
@@ -124,6 +125,9 @@ def relate(records_or_paths: Any, reference: str | None = None, *, overlap_windo
     job_curves = SweepCurves.from_records(job_recs) if job_recs else None
     observed, problems = inputs.observations(trains)
     problems = read_problems + problems
+    if not curves and curves.gapped:
+        raise UsageError("every sweep record was timed after an idle gap (sweep --gap: the link credit's "
+                         "measurement, never a price); add the same sweep without --gap")
     if not curves:
         raise UsageError(f"none of the {len(collectives)} sweep records has a measured time (status ok)")
     swept = curves.fabrics()
@@ -269,9 +273,11 @@ def _strategy_rows(base: Observed, by_key: dict[tuple[Workload, str, str], Obser
             problems.append(f"{strategy} ({wl.label()}) on {fab}: none of its traced collectives can be priced "
                             f"on both {fab} and the reference {ref}; no row")
             continue
+        realised = (realised_fraction(curves.gapped, on_ref, on_ref.entries),
+                    realised_fraction(curves.gapped, on_fab, on_fab.entries))
         rows.append(_row(base, own, fab, e, on_ref, on_fab, ref_bytes, _trace_dtype(collectives), flags_all,
                          window if overlap_window else None, gaps,
-                         problems, shared))
+                         problems, shared, realised))
         if elsewhere:
             rows[-1].flags.append(PLACEMENT)
     rows.sort(key=lambda r: (r.fabric != ref, -(r.busbw_ratio or 0.0)))
@@ -317,11 +323,14 @@ def _factors(base: Observed, raw_ref: Pricing, job_curves: SweepCurves | None, f
 
 def _row(base: Observed, own: Observed | None, fab: str, e: float, on_ref: Pricing, on_fab: Pricing,
          ref_bytes: int, dtype: str, flags_all: list[str], window: float | None, gaps: Gaps | None,
-         problems: list[str], shared: tuple[float, float] = (0.0, 0.0)) -> RelateRow:
+         problems: list[str], shared: tuple[float, float] = (0.0, 0.0),
+         realised: tuple[Realised | None, Realised | None] = (None, None)) -> RelateRow:
     wl, ref = base.workload, base.fabric
+    r = tuple(x.fraction if x is not None else None for x in realised)
     p = predict(ref_step_s=base.step_s, exposed_fraction=e, on_ref=on_ref, on_fabric=on_fab, window_s=window,
-                gaps=gaps, shared=shared)
-    # the gaps were profiled, slower than the timed steps: the credit as profiled bounds the other side
+                gaps=gaps, shared=shared, realised=r)
+    # the gaps were profiled, slower than the timed steps: the credit as profiled, and all of each bucket
+    # (not the fraction a call realised in the gapped sweep), bounds the other side
     wide = predict(ref_step_s=base.step_s, exposed_fraction=e, on_ref=on_ref, on_fabric=on_fab, window_s=window,
                    gaps=gaps, scaled=False, shared=shared)
     flags = list(flags_all) + list(p.flags)
@@ -343,11 +352,14 @@ def _row(base: Observed, own: Observed | None, fab: str, e: float, on_ref: Prici
             flags.append("trace differs")
             problems.append(f"{base.strategy} ({wl.label()}): the trace on {fab} sends {own_bytes} B/step, "
                             f"on the reference {ref} {ref_bytes} B/step; the prediction uses the reference's")
-    if p.credit_s > 0:
+    if p.credit_s > 0 or realised[1] is not None:
         flags.append(LINK_CREDIT)
         problems.append(f"{fab}: a token-bucket link (tc tbf) banks up to {bucket_s(fab) * 1e3:.2g} ms of its rate "
                         f"while idle; training spends it at each collective after compute, a sweep never does: "
                         f"T_comm is the swept price less that credit (flag: link credit; link_credit_s)")
+    if realised[1] is not None:
+        flags.append(CREDIT_MEASURED)
+        problems.append(f"{base.strategy} ({wl.label()}) {realised[1].note(fab)}")
     if shared[1] > 0:
         flags.append(SHARED_LINK)
     if own is not None and own.runs > 1:

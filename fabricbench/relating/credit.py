@@ -94,10 +94,68 @@ class Gaps:
 
 
 def link_credit(gaps: Gaps | None, pricing: Pricing, entries: list[PricedCollective], comm_s: float,
-                scaled: bool) -> float:
-    """C on pricing's fabric: the gaps' credit, counting only as many per step as calls drain a bucket."""
+                scaled: bool, realised: float | None = None) -> float:
+    """C on pricing's fabric: the gaps' credit, counting only as many per step as calls drain a bucket,
+    times the fraction of a bucket a call realises there where it was measured (`realised`, from
+    realised_fraction), else all of it."""
     b = bucket_s(pricing.fabric)
     if gaps is None or b is None:
         return 0.0
-    draining = sum(e.calls_per_step for e in entries if (e.time_s or 0.0) >= b)
-    return gaps.credit(bucket_s=b, comm_s=comm_s, scaled=scaled, draining_per_step=draining)
+    c = gaps.credit(bucket_s=b, comm_s=comm_s, scaled=scaled, draining_per_step=_draining(entries, b))
+    return c * (1.0 if realised is None else realised)
+
+
+def _draining(entries: list[PricedCollective], b: float) -> float:
+    """Calls per step that cost a bucket or more (a smaller one leaves it full for the next)."""
+    return sum(e.calls_per_step for e in entries if (e.time_s or 0.0) >= b)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Realised:
+    """What a call after an idle gap saved on one fabric, measured: back-to-back sweep less `sweep --gap`
+    at each draining traced call's size, as a fraction of the bucket the gap refilled (min(B/R, gap))."""
+
+    fraction: float  # calls-weighted mean of each size's saving / refill, clamped to [0, 1]
+    calls: float  # draining calls per step it covers
+    of_calls: float  # draining calls per step in all
+    per_size: tuple[tuple[str, int, float], ...]  # (op, S, that size's fraction before the clamp)
+
+    def note(self, fabric: str) -> str:
+        sizes = ", ".join(f"{op} {s} B {f:.2f}" for op, s, f in self.per_size)
+        return (f"on {fabric}: a call after an idle gap realised {self.fraction:.2f} of the token bucket in the "
+                f"sweep with --gap ({sizes}; {self.calls:g} of {self.of_calls:g} draining calls per step "
+                f"measured), so the link credit is that fraction of the gaps' B/R")
+
+
+def realised_fraction(gapped, pricing: Pricing, entries: list[PricedCollective]) -> Realised | None:
+    """The link credit a call realises on pricing's fabric, from the gapped curves (SweepCurves.gapped) at
+    the draining entries' sizes: None where the fabric has no bucket or no gapped sweep covers a draining
+    call (credit.py then assumes a full bucket per gap, the upper bound).
+
+    Why measured: the bucket's B/R per gap is what a link could give; what a call takes depends on how it
+    sends (a ring's steps, the host copies of gloo's CUDA path, a sweep's own pauses that already refill it
+    a little): FSDP's calls kept 40-80% of it on the H100 lab and a lone 3-rank all-gather 45-68% at 2gbit
+    on the CPU lab, and priced as all of it FSDP came out 5-10% fast on every shaped rate."""
+    b = bucket_s(pricing.fabric)
+    if gapped is None or b is None:
+        return None
+    per_size, weight, total = [], 0.0, 0.0
+    draining = [e for e in entries if (e.time_s or 0.0) >= b]
+    for e in draining:
+        if e.curve is None:
+            continue
+        g = gapped.get(pricing.fabric, e.curve.op, e.curve.dtype, e.curve.nranks)
+        if g is None or not g.gap_s:
+            continue
+        t_b2b, _ = e.curve.time_at(e.bytes)
+        t_gap, _ = g.time_at(e.bytes)
+        f = (t_b2b - t_gap) / min(b, g.gap_s)
+        per_size.append((e.op, e.bytes, f))
+        weight += e.calls_per_step
+        total += e.calls_per_step * f
+    if weight <= 0:
+        return None
+    # clamped once, on the mean: each size's saving is a difference of two medians, noisy around small
+    # values, and clamping each first would turn that noise into credit
+    return Realised(fraction=min(1.0, max(0.0, total / weight)), calls=weight, of_calls=sum(e.calls_per_step for e in draining),
+                    per_size=tuple(per_size))

@@ -75,6 +75,7 @@ class Curve:
     sizes: tuple[int, ...]  # ascending, > 0
     times_s: tuple[float, ...]  # > 0, same length
     rels: tuple[float, ...] | None = None  # each time's relative 95% half-width (ci95_rel, else cv), same length
+    gap_s: float = 0.0  # sweep --gap: each call timed after this idle gap (the link credit's curve), else 0
 
     def __post_init__(self) -> None:
         assert self.sizes and len(self.sizes) == len(self.times_s)
@@ -118,9 +119,13 @@ class SweepCurves:
     are used only where a key has nothing else: training launches collectives one by one.
     """
 
-    def __init__(self, curves: Iterable[Curve], placements: dict[tuple[str, int], set[str]] | None = None) -> None:
+    def __init__(self, curves: Iterable[Curve], placements: dict[tuple[str, int], set[str]] | None = None,
+                 gapped: "SweepCurves | None" = None) -> None:
         # (fabric, nranks) -> where the sweep's ranks ran (placement()): the run's own placement is priced
         self.placements = placements or {}
+        # the curves of `sweep --gap` records, each call after an idle gap: never prices, only the link
+        # credit a call realises on a token-bucket fabric (credit.realised)
+        self.gapped = gapped
         self._curves: dict[tuple[str, str, str, int], Curve] = {}
         for c in curves:
             key = (c.fabric, c.op, c.dtype, c.nranks)
@@ -130,13 +135,24 @@ class SweepCurves:
     @classmethod
     def from_records(cls, results: Iterable[CollectiveResult]) -> "SweepCurves":
         """The curves of the measured (status ok) collectives; an imported one that names no op, or a size
-        or time that is not positive, is no point."""
+        or time that is not positive, is no point. Records of `sweep --gap` make the `gapped` curves apart:
+        a call after an idle gap is not what a back-to-back price means."""
+        results = list(results)
+        gapped = [r for r in results if gap_of(r) > 0]
+        if gapped:
+            return cls._build([r for r in results if gap_of(r) <= 0], gapped=cls._build(gapped))
+        return cls._build(results)
+
+    @classmethod
+    def _build(cls, results: list[CollectiveResult], gapped: "SweepCurves | None" = None) -> "SweepCurves":
         points: dict[tuple[str, str, str, int], dict[bool, dict[int, list[float]]]] = {}
         placements: dict[tuple[str, int], set[str]] = {}
+        gaps: dict[tuple[str, str, str, int], float] = {}
         for r in results:
             if r.status != Status.OK or not r.time_us or not r.bytes or r.time_us <= 0 or r.bytes <= 0 or not r.op:
                 continue
             key = (r.fabric, r.op, r.dtype or "float32", r.nranks or 0)
+            gaps[key] = min(gaps.get(key, math.inf), gap_of(r))  # the shortest: the least the bucket refilled
             placements.setdefault((r.fabric, r.nranks or 0), set()).add(placement(r.gpus))
             per_mode = points.setdefault(key, {}).setdefault(bool(r.graph), {})
             rel = r.ci95_rel if r.ci95_rel is not None else r.cv
@@ -147,8 +163,8 @@ class SweepCurves:
             sizes = sorted(pts)
             curves.append(Curve(fabric=key[0], op=key[1], dtype=key[2], nranks=key[3], sizes=tuple(sizes),
                                 times_s=tuple(statistics.median(t for t, _ in pts[s]) for s in sizes),
-                                rels=tuple(_spread(pts[s]) for s in sizes)))
-        return cls(curves, placements)
+                                rels=tuple(_spread(pts[s]) for s in sizes), gap_s=gaps[key]))
+        return cls(curves, placements, gapped)
 
     def __len__(self) -> int:
         return len(self._curves)
@@ -196,6 +212,14 @@ class SweepCurves:
         ns = sorted({c.nranks for c in ops})
         return (f"fabric {fabric}: nranks differ: the trace's {op} runs on {nranks} ranks, the sweep has "
                 f"{', '.join(map(str, ns))}")
+
+
+def gap_of(r: CollectiveResult) -> float:
+    """The idle seconds before each timed call of a record (sweep --gap; its settings say it), else 0."""
+    extra = r.extra if isinstance(r.extra, dict) else {}
+    settings = extra.get("settings") if isinstance(extra.get("settings"), dict) else {}
+    g = extra.get("gap_s", settings.get("gap_s"))
+    return float(g) if isinstance(g, (int, float)) and not isinstance(g, bool) and g > 0 else 0.0
 
 
 def _reach(curve: Curve, nbytes: int | None) -> float:

@@ -38,7 +38,8 @@ FORMULA = ("T_step(f) = max(T_compute + T_comm(f) - H(f), T_comm(f)), T_compute 
            "k = a job's observed calls' time over the sweep's on the reference (job.py), d = the run's own "
            "calls' time less the sweep's on the reference where stable (calls.py), "
            "C(f) = link credit of a token-bucket fabric per step: sum over the reference's idle gaps g "
-           "of min(burst/rate, g, one stretch's T_comm) / steps (0 on other fabrics), "
+           "of min(burst/rate, g, one stretch's T_comm) / steps, times r(f), the fraction of a bucket a call "
+           "realised in the fabric's sweep with --gap (1 where none; 0 on fabrics without a bucket), "
            "e = exposed fraction from the reference run's overlap timeline (1 where it has none: an upper bound)")
 COMM_BOUND = "communication-bound"  # the floor T_step >= T_comm set the prediction
 
@@ -89,18 +90,21 @@ def predict_interval(*, ref_ci: tuple[float, float], e: float, t_ref: tuple[floa
 
 def predict(*, ref_step_s: float, exposed_fraction: float, on_ref: Pricing, on_fabric: Pricing,
             window_s: float | None = None, gaps: Gaps | None = None, scaled: bool = True,
-            shared: tuple[float, float] = (0.0, 0.0)) -> Prediction:
+            shared: tuple[float, float] = (0.0, 0.0),
+            realised: tuple[float | None, float | None] = (None, None)) -> Prediction:
     """T_step(f) = max(T_compute + T_comm(f) − H(f), T_comm(f)) as the module docstring says, over the
     collectives priced on both fabrics, each T_comm less its fabric's link credit (from `gaps`) and less what
-    its overlapped stretches save by sharing the link (`shared`: O on the reference, on the fabric)."""
+    its overlapped stretches save by sharing the link (`shared`: O on the reference, on the fabric), and
+    the credit the fraction of a bucket a call was measured to realise (`realised`, credit.realised_fraction:
+    on the reference, on the fabric; None: all of it)."""
     assert 0.0 <= exposed_fraction <= 1.0 and ref_step_s > 0
     assert len(on_ref.entries) == len(on_fabric.entries), "both pricings must be of the same trace"
     common = [(r, f) for r, f in zip(on_ref.entries, on_fabric.entries)
               if r.time_s is not None and f.time_s is not None]
     swept_ref = sum(r.step_time_s for r, _ in common)
     swept_fab = sum(f.step_time_s for _, f in common)
-    c_ref = link_credit(gaps, on_ref, [r for r, _ in common], swept_ref, scaled)
-    c_fab = link_credit(gaps, on_fabric, [f for _, f in common], swept_fab, scaled)
+    c_ref = link_credit(gaps, on_ref, [r for r, _ in common], swept_ref, scaled, realised[0])
+    c_fab = link_credit(gaps, on_fabric, [f for _, f in common], swept_fab, scaled, realised[1])
     t_ref, t_fab = swept_ref - c_ref - shared[0], swept_fab - c_fab - shared[1]
     flags: list[str] = []
     compute = ref_step_s - exposed_fraction * t_ref

@@ -181,7 +181,10 @@ class TorchSession:
             s, r = sets[i % k]
             call(s, r)
         self._sync()
-        if case.timing == "loop":
+        if case.gap_s:
+            extra["gap_s"] = case.gap_s
+            times = self._time_gapped(case, sets, call)
+        elif case.timing == "loop":
             times = self._time_loop(case, sets, call)
         elif self.backend == "nccl":
             times = self._time_gpu(case, sets, call)
@@ -204,6 +207,24 @@ class TorchSession:
             t0 = time.perf_counter()
             call(s, r)
             self._sync()  # gloo on CUDA tensors copies back on a stream: done when the device is
+            times.append((time.perf_counter() - t0) * 1e6)
+        return times
+
+    def _time_gapped(self, case: Case, sets, call) -> list[float]:
+        """Each call alone after every rank idled case.gap_s (a barrier, then a sleep): what a collective
+        that follows compute pays on a link with a token bucket, which banks while idle (credit.py). The
+        barrier's few bytes cross the link before the gap, so the bucket refills during the sleep. Host
+        clock around call and device sync, as _time_host (with nccl: launch included)."""
+        times = []
+        k = len(sets)
+        for i in range(case.iters):
+            s, r = sets[i % k]
+            self._sync()
+            self.dist.barrier()
+            time.sleep(case.gap_s)
+            t0 = time.perf_counter()
+            call(s, r)
+            self._sync()
             times.append((time.perf_counter() - t0) * 1e6)
         return times
 
