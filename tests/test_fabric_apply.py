@@ -96,16 +96,17 @@ def test_config_args_give_the_child_the_same_config(monkeypatch, tmp_path):
     lib.write_bytes(b"not really NCCL")
     native = make_config(sizes="1M", gpus=(0, 1), graph=True, nccl_lib=str(lib),
                          buffers="reuse", timing="loop", alloc="nccl")
+    gapped = make_config(engine="torch", backend="gloo", nprocs=2, gap_s=0.004)  # --gap refuses --adaptive
     # between them every field leaves its default, so a field config_args forgets (a new option) fails here
     default = make_config()
     same = [f.name for f in dataclasses.fields(default) if f.name != "fabric"
-            and all(getattr(c, f.name) == getattr(default, f.name) for c in (torch_cpu, native))]
+            and all(getattr(c, f.name) == getattr(default, f.name) for c in (torch_cpu, native, gapped))]
     assert not same, f"give these fields a non-default value in this test: {same}"
     seen = {}
     monkeypatch.setattr(sweep_run, "run", lambda config, **kw: seen.__setitem__("config", config))
     monkeypatch.setattr(sweep_run, "devices", lambda config, gpus_text=None: (config, []))  # no GPU needed here
     strip = lambda c: {k: v for k, v in dataclasses.asdict(c).items() if k != "sizes"}  # noqa: E731
-    for config in (torch_cpu, native):
+    for config in (torch_cpu, native, gapped):
         res = CliRunner().invoke(cli_sweep.sweep, [*config_args(config), "--fabric", "default"])
         assert res.exit_code == 0, res.output
         got = seen["config"]

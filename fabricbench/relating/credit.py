@@ -27,10 +27,14 @@ calls) starts spending the bucket before the collective can finish, and an isola
 always send fast enough to use a full bucket: FSDP's records kept 50-77% of C on the CPU labs and 40-80%
 on the one-GPU lab (benchmarks/results/h100-1gpu/relate-lab-r3, its own calls per fabric), and a lone
 3-rank all-gather of FSDP's sizes saved 45-68% of B/R at 2gbit on the CPU lab, while 1.5-6 MiB calls at
-500mbit saved up to 2 B/R (benchmarks/relate_credit_probe.py; results/cpu-lab/relate-credit). So the
-prediction takes C and its 95% interval's slow side none: T_comm(f) without the credit. Fabrics without
-a bucket (every real one) have C = 0; a trace without gaps (recorded before they were) gets none,
-flagged.
+500mbit saved up to 2 B/R (benchmarks/relate_credit_probe.py; results/cpu-lab/relate-credit). So
+what a call realises is measured where it can be: `fabricbench sweep --gap G` times each call after
+every rank idled G (>= B/R: the bucket refilled), and at each draining traced call's size the saving
+against the back-to-back sweep, over min(B/R, G), is the fraction r(f) of a bucket a call realises
+there (realised_fraction: the calls-weighted mean, clamped to [0, 1] once); the prediction takes
+r(f) x C(f). Without a gapped sweep of f it takes C(f), the upper bound. The 95% interval spans the
+whole bucket's credit (fast side) to none (slow side) either way. Fabrics without a bucket (every real
+one) have C = 0; a trace without gaps (recorded before they were) gets none, flagged.
 """
 
 from __future__ import annotations
