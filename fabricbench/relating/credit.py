@@ -161,5 +161,6 @@ def realised_fraction(gapped, pricing: Pricing, entries: list[PricedCollective])
         return None
     # clamped once, on the mean: each size's saving is a difference of two medians, noisy around small
     # values, and clamping each first would turn that noise into credit
-    return Realised(fraction=min(1.0, max(0.0, total / weight)), calls=weight, of_calls=sum(e.calls_per_step for e in draining),
+    return Realised(fraction=min(1.0, max(0.0, total / weight)), calls=weight,
+                    of_calls=sum(e.calls_per_step for e in draining),
                     per_size=tuple(per_size))
