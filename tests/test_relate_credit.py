@@ -192,3 +192,19 @@ def test_the_realised_fraction_is_clamped_and_refers_to_what_the_gap_refilled():
         # the back-to-back curve alone prices: the gapped records are apart
         assert curves.get("shaped:1gbit", "all_gather", "float32", 2).gap_s == 0.0
     assert realised_fraction(None, p, list(p.entries)) is None
+
+
+def test_a_latency_bound_call_costlier_than_the_bucket_does_not_drain_it():
+    """ZeRO's 1-byte overflow flags took 0.6 ms a call on the H100 lab's shaped links, more than B/R at
+    6 Gbit/s (0.35 ms), and send nothing a bucket notices: a call drains it only if it also puts B bytes on
+    the link (its ranks' sends together), so the flags' gaps add no credit."""
+    from tests.test_relate import SIZES, sweep_rec
+
+    b = bucket_s("shaped:1gbit")
+    slow = [sweep_rec(fab, "all_reduce", s, call_us(s, gbps=g, lat_us=3000.0))  # every call >= 3 ms > B/R
+            for fab, g in (("default", 1.0), ("shaped:1gbit", 1e9 / 8 / 1e9 / 2)) for s in [1, 2, 4, *SIZES]]
+    trace = [coll("all_reduce", 2 * MiB, 2.0), coll("all_reduce", 1, 3.0, dtype="uint8")]
+    ref = train_rec("zero2", "default", 0.2, trace, exposed=1.0)
+    ref["comm"]["timeline"].update(idle_gaps_s=[30 * MS] * 5, idle_gap_steps=1)
+    row = next(r for r in fabricbench.relate(slow + [ref], reference="default").rows if r.fabric == "shaped:1gbit")
+    assert row.link_credit_s == pytest.approx(2 * b)  # the two 2 MiB all-reduces, not the three flags

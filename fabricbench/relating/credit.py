@@ -15,8 +15,9 @@ compute and do. Measured on this lab (2 gloo ranks, all-reduce of 0.5 and 1.5 Mi
 
 over the idle gaps before each busy stretch of communication in the reference's profiled steps (every
 rank's; `comm.timeline.idle_gaps_s`, trace.py), each at most what one stretch costs, and per step at
-most as many gaps (the largest terms) as calls that cost a bucket or more on f: a smaller call (DDP's
-128 B broadcast) leaves the bucket full for the next, which can still take only B. At a mild fabric
+most as many gaps (the largest terms) as calls that cost a bucket or more on f and put B bytes or more
+on the link: a smaller call (DDP's 128 B broadcast, ZeRO's 1-byte flags however long their latency)
+leaves the bucket full for the next, which can still take only B. At a mild fabric
 B / R is a large part of each collective (FSDP's 11 collectives per step on 1 gbit: 23 ms of 80 ms); at
 a strong one the gaps (the compute between collectives) cap it, so the credit shrinks against the step:
 this is the over-prediction at mild fabrics that vanishes at strong ones. The profiled steps run slower
@@ -42,19 +43,26 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from fabricbench.collectives import busbw_factor
 from fabricbench.errors import UsageError
 from fabricbench.fabrics import get_fabric
 from fabricbench.relating.pricing import PricedCollective, Pricing
 
 
-def bucket_s(fabric: str) -> float | None:
-    """B / R: seconds of the link's rate a full token bucket is worth (None: no bucket on this fabric)."""
+def bucket(fabric: str) -> tuple[int, float] | None:
+    """(B, B / R): the link's token bucket in bytes and in seconds of its rate (None: no bucket here)."""
     try:
         fab = get_fabric(fabric)
     except UsageError:  # a name from imported records that is no fabric here: nothing known of a bucket
         return None
     burst = getattr(fab, "burst_bytes", None)
-    return burst * 8 / fab.rate_bps if burst and fab.rate_bps else None
+    return (burst, burst * 8 / fab.rate_bps) if burst and fab.rate_bps else None
+
+
+def bucket_s(fabric: str) -> float | None:
+    """B / R: seconds of the link's rate a full token bucket is worth (None: no bucket on this fabric)."""
+    got = bucket(fabric)
+    return got[1] if got else None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -102,16 +110,22 @@ def link_credit(gaps: Gaps | None, pricing: Pricing, entries: list[PricedCollect
     """C on pricing's fabric: the gaps' credit, counting only as many per step as calls drain a bucket,
     times the fraction of a bucket a call realises there where it was measured (`realised`, from
     realised_fraction), else all of it."""
-    b = bucket_s(pricing.fabric)
-    if gaps is None or b is None:
+    bk = bucket(pricing.fabric)
+    if gaps is None or bk is None:
         return 0.0
-    c = gaps.credit(bucket_s=b, comm_s=comm_s, scaled=scaled, draining_per_step=_draining(entries, b))
+    draining = sum(e.calls_per_step for e in _draining(entries, bk))
+    c = gaps.credit(bucket_s=bk[1], comm_s=comm_s, scaled=scaled, draining_per_step=draining)
     return c * (1.0 if realised is None else realised)
 
 
-def _draining(entries: list[PricedCollective], b: float) -> float:
-    """Calls per step that cost a bucket or more (a smaller one leaves it full for the next)."""
-    return sum(e.calls_per_step for e in entries if (e.time_s or 0.0) >= b)
+def _draining(entries: list[PricedCollective], bk: tuple[int, float]) -> list[PricedCollective]:
+    """The calls that can empty a bucket: they cost B/R or more and put B bytes or more on the link (its
+    ranks' sends together: S x busbw factor each, on one shared loopback). A smaller call leaves the bucket
+    full for the next; so does a latency-bound one, such as ZeRO's 1-byte overflow flags, which cost 0.6 ms
+    a call on the H100 lab's shaped links, more than B/R at 6 Gbit/s, and send nothing a bucket notices."""
+    burst, b = bk
+    return [e for e in entries if (e.time_s or 0.0) >= b
+            and e.bytes * (busbw_factor(e.op, e.group_size) or 0.0) * e.group_size >= burst]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -140,11 +154,12 @@ def realised_fraction(gapped, pricing: Pricing, entries: list[PricedCollective])
     sends (a ring's steps, the host copies of gloo's CUDA path, a sweep's own pauses that already refill it
     a little): FSDP's calls kept 40-80% of it on the H100 lab and a lone 3-rank all-gather 45-68% at 2gbit
     on the CPU lab, and priced as all of it FSDP came out 5-10% fast on every shaped rate."""
-    b = bucket_s(pricing.fabric)
-    if gapped is None or b is None:
+    bk = bucket(pricing.fabric)
+    if gapped is None or bk is None:
         return None
+    b = bk[1]
     per_size, weight, total = [], 0.0, 0.0
-    draining = [e for e in entries if (e.time_s or 0.0) >= b]
+    draining = _draining(entries, bk)
     for e in draining:
         if e.curve is None:
             continue
