@@ -186,12 +186,12 @@ def test_the_realised_fraction_is_clamped_and_refers_to_what_the_gap_refilled():
                              (0.25 * b, 0.5 * b, 0.5)):    # a gap shorter than B/R refilled only half
         curves = _curves(_sweep_rate("shaped:1gbit", 1e9) + _gapped("shaped:1gbit", 1e9, saved, gap_s=gap))
         p = price(TRACE, curves, fabric="shaped:1gbit", nranks=2)
-        got = realised_fraction(curves.gapped, p, list(p.entries))
+        got = realised_fraction(curves.gapped, p)
         assert got is not None and got.fraction == pytest.approx(want, abs=1e-6)
         assert got.calls == pytest.approx(8.0) and len(got.per_size) == 2
         # the back-to-back curve alone prices: the gapped records are apart
         assert curves.get("shaped:1gbit", "all_gather", "float32", 2).gap_s == 0.0
-    assert realised_fraction(None, p, list(p.entries)) is None
+    assert realised_fraction(None, p) is None
 
 
 def test_a_latency_bound_call_costlier_than_the_bucket_does_not_drain_it():

@@ -252,6 +252,7 @@ def _strategy_rows(base: Observed, by_key: dict[tuple[Workload, str, str], Obser
                         f"of communication per step, more than the observed {base.step_s:.4g} s step; the sweep "
                         f"and the training disagree (another dtype? busier machine?)")
     ref_bytes = _trace_bytes(comm)
+    realised_ref = realised_fraction(curves.gapped, on_ref)
     rows = []
     for fab in swept:
         own = by_key.get((wl, strategy, fab))
@@ -273,8 +274,7 @@ def _strategy_rows(base: Observed, by_key: dict[tuple[Workload, str, str], Obser
             problems.append(f"{strategy} ({wl.label()}) on {fab}: none of its traced collectives can be priced "
                             f"on both {fab} and the reference {ref}; no row")
             continue
-        realised = (realised_fraction(curves.gapped, on_ref, on_ref.entries),
-                    realised_fraction(curves.gapped, on_fab, on_fab.entries))
+        realised = (realised_ref, realised_ref if fab == ref else realised_fraction(curves.gapped, on_fab))
         rows.append(_row(base, own, fab, e, on_ref, on_fab, ref_bytes, _trace_dtype(collectives), flags_all,
                          window if overlap_window else None, gaps,
                          problems, shared, realised))

@@ -145,9 +145,9 @@ class Realised:
                 f"measured), so the link credit is that fraction of the gaps' B/R")
 
 
-def realised_fraction(gapped, pricing: Pricing, entries: list[PricedCollective]) -> Realised | None:
+def realised_fraction(gapped, pricing: Pricing) -> Realised | None:
     """The link credit a call realises on pricing's fabric, from the gapped curves (SweepCurves.gapped) at
-    the draining entries' sizes: None where the fabric has no bucket or no gapped sweep covers a draining
+    the sizes of its draining entries: None where the fabric has no bucket or no gapped sweep covers a draining
     call (credit.py then assumes a full bucket per gap, the upper bound).
 
     Why measured: the bucket's B/R per gap is what a link could give; what a call takes depends on how it
@@ -159,12 +159,12 @@ def realised_fraction(gapped, pricing: Pricing, entries: list[PricedCollective])
         return None
     b = bk[1]
     per_size, weight, total = [], 0.0, 0.0
-    draining = _draining(entries, bk)
+    draining = _draining(list(pricing.entries), bk)
     for e in draining:
         if e.curve is None:
             continue
         g = gapped.get(pricing.fabric, e.curve.op, e.curve.dtype, e.curve.nranks)
-        if g is None or not g.gap_s:
+        if g is None:
             continue
         t_b2b, _ = e.curve.time_at(e.bytes)
         t_gap, _ = g.time_at(e.bytes)

@@ -183,10 +183,9 @@ class TorchSession:
         self._sync()
         if case.gap_s:
             extra["gap_s"] = case.gap_s
-            times = self._time_gapped(case, sets, call)
-        elif case.timing == "loop":
+        if case.timing == "loop":
             times = self._time_loop(case, sets, call)
-        elif self.backend == "nccl":
+        elif self.backend == "nccl" and not case.gap_s:
             times = self._time_gpu(case, sets, call)
         else:
             times = self._time_host(case, sets, call)
@@ -199,32 +198,22 @@ class TorchSession:
             self.torch.cuda.synchronize(self.device)
 
     def _time_host(self, case: Case, sets, call) -> list[float]:
+        """Host clock around each call and its device sync. With case.gap_s (sweep --gap; with nccl too,
+        launch included) each call comes alone after every rank idled that long (a barrier, then a sleep):
+        what a collective that follows compute pays on a link with a token bucket, which banks while idle
+        (credit.py); the barrier's few bytes cross the link before the gap, so the bucket refills in it."""
         self.dist.barrier()
         times = []
         k = len(sets)
         for i in range(case.iters):
             s, r = sets[i % k]
+            if case.gap_s:
+                self._sync()
+                self.dist.barrier()
+                time.sleep(case.gap_s)
             t0 = time.perf_counter()
             call(s, r)
             self._sync()  # gloo on CUDA tensors copies back on a stream: done when the device is
-            times.append((time.perf_counter() - t0) * 1e6)
-        return times
-
-    def _time_gapped(self, case: Case, sets, call) -> list[float]:
-        """Each call alone after every rank idled case.gap_s (a barrier, then a sleep): what a collective
-        that follows compute pays on a link with a token bucket, which banks while idle (credit.py). The
-        barrier's few bytes cross the link before the gap, so the bucket refills during the sleep. Host
-        clock around call and device sync, as _time_host (with nccl: launch included)."""
-        times = []
-        k = len(sets)
-        for i in range(case.iters):
-            s, r = sets[i % k]
-            self._sync()
-            self.dist.barrier()
-            time.sleep(case.gap_s)
-            t0 = time.perf_counter()
-            call(s, r)
-            self._sync()
             times.append((time.perf_counter() - t0) * 1e6)
         return times
 
