@@ -12,7 +12,8 @@
 # its sweeps (~100 s on the H200) that hold no point themselves, each rate ~100 s for 3 points; 9 minutes
 # hold a reference and 4 rates, not two references and 2 rates each.
 # --ranks 3,2 adds the 2-rank points where the budget allows.
-# Order, per rank count (in the order given: the 3-rank points first):
+# Order: first a short warm-up train on default, discarded (OUTDIR/warmup/: a machine just started ran the
+# first train 1.2-1.7x slow); then per rank count (in the order given: the 3-rank points first):
 #   train default (every strategy, 4 profiled steps: the reference's trace, calls and e; the run's own
 #     calls calibrate a price only where their ratio to the sweep holds over its repeats, every profiled
 #     step of every reference run)
@@ -20,8 +21,9 @@
 #   per rate, in the order given: its sweeps, the same again with `sweep --gap` (each call after the token
 #     bucket refilled: the link credit a call realises, credit.py), then train on it (2 profiled steps:
 #     never used by a prediction; check.txt's last lines set those runs' own calls against their fabric's sweep)
-# then, for every rank count, a second reference run (fresh processes: the reference's run-to-run interval)
-# and a second set of the reference's sweeps.
+#   after half the rates, a second reference run where the budget holds it and the rest
+# then, for every rank count, a last reference run (fresh processes: the reference's run-to-run interval; relate
+# takes the median of its runs) and a second set of the reference's sweeps.
 # The budget (seconds from this script's start, wheels' install included; relate and check take ~5 s
 # after it) is spent stage by stage: a stage starts only when what is left holds its expected length (the
 # longest of its kind so far, +10%: per strategy of a train command, per sweep) and the reserve, so a sweep
@@ -29,7 +31,8 @@
 # order given (zero2 and fsdp first: the points issue 35 asks for), and summary.txt names what was skipped.
 # A stage still running at the budget's end is ended and marked CUT there (not expected: it was expected
 # to fit). On the H200 (issue 19's lab: ~24 s per strategy, ~9 s per sweep on default, ~15-18 s shaped)
-# the defaults need ~10 s of wheels, ~95 s of reference and ~100 s per rate: ~510 s in all.
+# the defaults need ~10 s of wheels, ~95 s of reference and ~100 s per rate: ~510 s in all. On an H100
+# (relate-lab-r8, before the warm-up and the middle reference) they took 319 s; with them, ~380 s.
 # Writes OUTDIR/summary.txt (one line per stage), OUTDIR/lab/*.jsonl (records), OUTDIR/lab/*.txt (consoles),
 # OUTDIR/relate.txt (relate's table), OUTDIR/relate.json and OUTDIR/check.txt (the figures and the bar).
 set -uo pipefail
@@ -143,22 +146,47 @@ cell() {  # N FABRIC: the fabric's sweeps (back to back, then after a gap), then
   train "$1" "$2" "$tag" 2 "$(echo "${STRATEGIES//,/ }" | cut -d' ' -f1-"$k" | tr ' ' ,)"
 }
 
+# A warm-up before anything is measured, discarded (warmup/, which relate never reads): on a machine just
+# started, the first train command's steps ran 1.2-1.7x slower than the same command's 4 minutes later, every
+# strategy (relate-lab-r8 on an H100: zero2 44.5 against 26.2 ms, fsdp 57.9 against 33.5, ddp 14.9 against
+# 12.3), while the sweep right after it matched its later twin; that reference put every prediction 20-40%
+# high. It also pays DeepSpeed's one-time op build (~8 s) outside the reference. Short: 8 steps, no trace.
+warmup() {  # N
+  local t0 rc; t0=$(date +%s); mkdir -p "$R/warmup"
+  timeout "$(limit 150)" python3 -m fabricbench train --strategies "$STRATEGIES" "${lab[@]}" --nprocs "$1" \
+    --fabric default --steps 8 --warmup-steps 3 --trace-steps 0 --out "$R/warmup/train-n$1.jsonl" \
+    >> "$R/warmup/train-n$1.txt" 2>&1
+  rc=$?; stage "warm-up train default, $1 ranks, $STRATEGIES (discarded)" "$rc" $(( $(date +%s) - t0 ))
+}
+nrates=$(echo "${RATES//,/ }" | wc -w)
 first=1
 for n in ${RANKS//,/ }; do
   need=$(( 2 * nstrat * strat_s + 4 * sweep_s ))
   if [ "$first" = 0 ] && ! fits "$need"; then skip "every stage at $n ranks" "$need"; continue; fi
+  [ "$first" = 1 ] && warmup "$n"
   first=0
   train "$n" default default 4 "$STRATEGIES"
   python3 "$here/relate_gpu_lab.py" plan "$R/lab/train-default-n$n.jsonl" > "$R/lab/plan-n$n.txt" 2>&1
   sweeps "$n" default default
   if [ "$shaped_ok" = 1 ]; then
-    for rate in ${RATES//,/ }; do cell "$n" "shaped:$rate"; done
+    i=0
+    for rate in ${RATES//,/ }; do
+      cell "$n" "shaped:$rate"; i=$(( i + 1 ))
+      # The reference's run in the middle of the rates, when what is left holds it, the rates still to come
+      # and the last run: relate takes the median of a fabric's runs, so a reference run that drifted (a
+      # machine slow at first, or later) moves no prediction by itself
+      if [ "$i" = $(( (nrates + 1) / 2 )) ] && [ "$i" -lt "$nrates" ]; then
+        need=$(( (2 + (nrates - i)) * nstrat * strat_s + (nrates - i) * 2 * $(plan_lines "$n") * sweep_s ))
+        if fits "$need"; then train "$n" default default 4 "$STRATEGIES"
+        else skip "middle train default, $n ranks" "$need"; fi
+      fi
+    done
   fi
 done
-for n in ${RANKS//,/ }; do  # the reference's second run per N (relate combines runs by the median)
+for n in ${RANKS//,/ }; do  # the reference's last run per N (relate combines runs by the median)
   [ -s "$R/lab/train-default-n$n.jsonl" ] || continue
   need=$(( nstrat * strat_s ))
-  if fits "$need"; then train "$n" default default 4 "$STRATEGIES"; else skip "second train default, $n ranks" "$need"; fi
+  if fits "$need"; then train "$n" default default 4 "$STRATEGIES"; else skip "last train default, $n ranks" "$need"; fi
   # and the reference's sweeps again: every prediction is the fabric's price less the reference's, so a
   # shift of the reference's sweep moves every point of a strategy (relate-lab-r4: the first default sweep
   # priced FSDP's calls 35% above r3's, the shaped sweeps and the run's own calls as in r3: FSDP -18..-21%);

@@ -97,3 +97,18 @@ def test_runs_noisier_than_their_step_are_related_not_crashed():
     slow = next(r for r in res.rows if r.fabric == "slow")
     assert slow.observed_slowdown_ci95 is not None and 0 < slow.observed_slowdown_ci95[0] < 1.67
     assert all(v > 0 for v in slow.predicted_step_ci95)
+
+
+def test_runs_that_disagree_beyond_their_own_intervals_are_named():
+    # relate-lab-r8 on an H100: a reference's first run on a machine just started took 44.5 ms a step
+    # (±6%), its last 26.2 ms (±4%); the median of the two set every prediction. relate says so, and the
+    # three runs' median is the middle run's: one drifted run moves nothing
+    def runs(*steps):
+        return [_with_ci(train_rec("ddp", "fast", s, DDP_TRACE, exposed=1.0), 0.05) for s in steps]
+    base = sweep("fast", 10.0) + sweep("slow", 1.0)
+    apart = [p for p in fabricbench.relate(base + runs(0.445, 0.262)).problems if "disagree beyond" in p]
+    assert len(apart) == 1 and apart[0].startswith("ddp (lab, 2 ranks, fp32, batch 2) on fast: its 2 runs disagree beyond")
+    assert "445 ms [424-467], 262 ms [250-275]" in apart[0]
+    assert not [p for p in fabricbench.relate(base + runs(0.30, 0.31)).problems if "disagree beyond" in p]
+    three = fabricbench.relate(base + runs(0.445, 0.262, 0.265))
+    assert next(r for r in three.rows if r.fabric == "fast").observed_step_s == pytest.approx(0.265)

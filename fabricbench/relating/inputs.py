@@ -123,12 +123,31 @@ def observations(trains: Iterable[TrainResult]) -> tuple[list[Observed], list[st
         comms = tuple(c for r in runs if isinstance(c := r.reached("comm"), dict))
         comm = next((c for r in runs if (c := r.reached("comm")) is not None), None)
         fig = repeats.figures(runs)[0]  # the one statistics rule (measuring/stats.py via repeats.py)
+        if (apart := _runs_apart(runs)) is not None:
+            problems.append(f"{strategy} ({wl.label()}) on {fabric}: its {len(runs)} runs disagree beyond their "
+                            f"own intervals ({apart}): its step is their median, its interval run to run; "
+                            f"a machine that drifted between them (just started, or loaded) does this")
         out.append(Observed(workload=wl, strategy=strategy, fabric=fabric, step_ci95=_step_ci(fig, runs),
                             step_s=statistics.median(r.median_step_s for r in runs),
                             samples_per_s=statistics.median(sps) if sps else None,
                             global_batch=runs[0].global_batch, comm=comm, runs=len(runs), comms=comms,
                             placement=placement(runs[0].gpus)))
     return out, problems
+
+
+def _own_ci(run: TrainResult) -> float | None:
+    """A run's own relative 95% half-width of its median step, where it says one."""
+    v = (run.reached("step_time") or {}).get("ci95_rel")
+    return float(v) if isinstance(v, (int, float)) else None
+
+
+def _runs_apart(runs: list[TrainResult]) -> str | None:
+    """The runs' steps with their own intervals, where two of those intervals do not overlap (each run
+    alone claims a step the other excludes); None where they all overlap or say no interval."""
+    spans = [(r.median_step_s, around(r.median_step_s, rel)) for r in runs if (rel := _own_ci(r)) is not None]
+    if len(spans) < 2 or max(lo for _, (lo, _) in spans) <= min(hi for _, (_, hi) in spans):
+        return None
+    return ", ".join(f"{s * 1e3:.3g} ms [{lo * 1e3:.3g}-{hi * 1e3:.3g}]" for s, (lo, hi) in spans)
 
 
 FEW_RUNS = 3  # below this many runs the run-to-run interval alone can be a coincidence
@@ -142,7 +161,7 @@ def _step_ci(fig: repeats.Figure, runs: list[TrainResult]) -> tuple[float, float
     ci = fig.step_ci95
     if len(runs) >= FEW_RUNS:
         return ci
-    rels = [float(v) for r in runs if isinstance(v := (r.reached("step_time") or {}).get("ci95_rel"), (int, float))]
+    rels = [v for r in runs if (v := _own_ci(r)) is not None]
     if not rels:
         return ci
     own = statistics.median(rels)

@@ -199,9 +199,13 @@ class TorchSession:
 
     def _time_host(self, case: Case, sets, call) -> list[float]:
         """Host clock around each call and its device sync. With case.gap_s (sweep --gap; with nccl too,
-        launch included) each call comes alone after every rank idled that long (a barrier, then a sleep):
-        what a collective that follows compute pays on a link with a token bucket, which banks while idle
-        (credit.py); the barrier's few bytes cross the link before the gap, so the bucket refills in it."""
+        launch included) each call comes alone after every rank's link stayed idle that long (a barrier,
+        then a wait): what a collective that follows compute pays on a link with a token bucket, which
+        banks while idle (credit.py); the barrier's few bytes cross the link before the gap, so the bucket
+        refills in it. The wait spins rather than sleeps, as a training host stays busy between its
+        collectives: with a sleep, the H100 lab's gapped calls (relate-lab-r8) took 0.15-0.5 ms longer
+        than back to back at 4-6 Gbit/s, where a whole bucket is worth 0.35-0.5 ms; a wake-up cost, most
+        likely of an idle VM's vCPU, read as a credit below zero."""
         self.dist.barrier()
         times = []
         k = len(sets)
@@ -210,7 +214,9 @@ class TorchSession:
             if case.gap_s:
                 self._sync()
                 self.dist.barrier()
-                time.sleep(case.gap_s)
+                until = time.perf_counter() + case.gap_s
+                while time.perf_counter() < until:
+                    pass
             t0 = time.perf_counter()
             call(s, r)
             self._sync()  # gloo on CUDA tensors copies back on a stream: done when the device is
