@@ -29,6 +29,7 @@ from fabricbench.relating import concurrency
 from fabricbench.relating import coverage as cover
 from fabricbench.relating import inputs
 from fabricbench.relating import job as jobs
+from fabricbench.relating import window as overlap
 from fabricbench.relating.inputs import Observed, Workload
 from fabricbench.measuring.stats import around, ratio_ci
 from fabricbench.relating.credit import Gaps, Realised, bucket_s, realised_fraction
@@ -46,6 +47,8 @@ LINK_CREDIT = "link credit"  # T_comm less a token-bucket link's banked credit (
 CREDIT_MEASURED = "credit measured"  # the credit is the fraction of a bucket a call realised in sweep --gap
 PLACEMENT = "placement differs"  # the sweep's ranks ran elsewhere than the training's (curves.placement)
 SHARED_LINK = "shared link"  # T_comm less what overlapped collectives save by sharing the link (concurrency.py)
+OVERLAP_WINDOW = "overlap window"  # hidden communication capped by the reference's overlap window (window.py)
+WINDOW_MATTERS = 0.005  # the window's flag and note where it moves a prediction by more than this share
 
 
 @dataclass(kw_only=True)
@@ -109,9 +112,14 @@ class RelateResult:
                 "problems": list(self.problems)}
 
 
-def relate(records_or_paths: Any, reference: str | None = None, *, overlap_window: bool = False) -> RelateResult:
+def relate(records_or_paths: Any, reference: str | None = None, *,
+           overlap_window: bool | None = None) -> RelateResult:
     """Join sweep/compare records with train records by fabric, nranks and dtype; predict every fabric's
-    step from the reference's. Raises UsageError for input that cannot be related at all."""
+    step from the reference's. Raises UsageError for input that cannot be related at all.
+
+    overlap_window: None, where communication has resources of its own (window.applies), a slower fabric
+    hides up to the reference's overlap window (window.py); True, wherever the trace gives one; False, never
+    (no more than the reference hid)."""
     read_problems: list[str] = []
     got = inputs.load(records_or_paths, read_problems)
     collectives, trains = got.collectives, got.trains
@@ -214,7 +222,7 @@ def _trace_bytes(comm: dict[str, Any]) -> int:
 
 
 def _strategy_rows(base: Observed, by_key: dict[tuple[Workload, str, str], Observed], curves: SweepCurves,
-                   swept: list[str], problems: list[str], *, overlap_window: bool = False,
+                   swept: list[str], problems: list[str], *, overlap_window: bool | None = None,
                    job_curves: SweepCurves | None = None,
                    found_calls: list[dict[str, Any]] | None = None) -> list[RelateRow]:
     """Every swept fabric's row for base's (workload, strategy), calibrated on base (the reference run)."""
@@ -235,7 +243,7 @@ def _strategy_rows(base: Observed, by_key: dict[tuple[Workload, str, str], Obser
             problems.append(f"{strategy} ({wl.label()}) on {ref}: the trace has no overlap timeline, so e = 1 "
                             f"(every second of communication exposed): predictions are upper bounds")
     e = min(1.0, max(0.0, float(e)))
-    window = timeline.get("window_s") if isinstance(timeline, dict) else None
+    window = _window(base, e, overlap_window)
     gaps = Gaps.from_timeline(timeline, (comm.get("overhead") or {}).get("ratio"))
     if not collectives:
         flags_all.append(NO_COMMUNICATION)
@@ -276,12 +284,21 @@ def _strategy_rows(base: Observed, by_key: dict[tuple[Workload, str, str], Obser
             continue
         realised = (realised_ref, realised_ref if fab == ref else realised_fraction(curves.gapped, on_fab))
         rows.append(_row(base, own, fab, e, on_ref, on_fab, ref_bytes, _trace_dtype(collectives), flags_all,
-                         window if overlap_window else None, gaps,
+                         window, gaps,
                          problems, shared, realised))
         if elsewhere:
             rows[-1].flags.append(PLACEMENT)
     rows.sort(key=lambda r: (r.fabric != ref, -(r.busbw_ratio or 0.0)))
     return rows
+
+
+def _window(base: Observed, e: float, asked: bool | None) -> overlap.Window | None:
+    """The reference's overlap window for model.hidden (window.py), where asked and it applies and some
+    communication hid (e < 1); None: no more hides than the reference hid."""
+    comm = base.comm or {}
+    if asked is False or e >= 1.0 or (asked is None and not overlap.applies(comm, base.cores_per_rank)):
+        return None
+    return overlap.overlap_window(comm)
 
 
 def _placement_note(base: Observed, curves: SweepCurves, fab: str) -> str | None:
@@ -322,13 +339,20 @@ def _factors(base: Observed, raw_ref: Pricing, job_curves: SweepCurves | None, f
 
 
 def _row(base: Observed, own: Observed | None, fab: str, e: float, on_ref: Pricing, on_fab: Pricing,
-         ref_bytes: int, dtype: str, flags_all: list[str], window: float | None, gaps: Gaps | None,
+         ref_bytes: int, dtype: str, flags_all: list[str], found: overlap.Window | None, gaps: Gaps | None,
          problems: list[str], shared: tuple[float, float] = (0.0, 0.0),
          realised: tuple[Realised | None, Realised | None] = (None, None)) -> RelateRow:
     wl, ref = base.workload, base.fabric
     r = tuple(x.fraction if x is not None else None for x in realised)
+    window = found.seconds if found is not None else None
     p = predict(ref_step_s=base.step_s, exposed_fraction=e, on_ref=on_ref, on_fabric=on_fab, window_s=window,
                 gaps=gaps, shared=shared, realised=r)
+    # W is an estimate (even compute over the stretch, window.py): the interval's slow side also takes no
+    # more hidden than the reference hid
+    windows = (window, None) if window is not None else (None,)
+    windowed = window is not None and abs(p.predicted_step_s - predict(
+        ref_step_s=base.step_s, exposed_fraction=e, on_ref=on_ref, on_fabric=on_fab, gaps=gaps, shared=shared,
+        realised=r).predicted_step_s) > WINDOW_MATTERS * p.predicted_step_s
     # the gaps were profiled, slower than the timed steps: the credit as profiled, and all of each bucket
     # (not the fraction a call realised in the gapped sweep), bounds the other side
     wide = predict(ref_step_s=base.step_s, exposed_fraction=e, on_ref=on_ref, on_fabric=on_fab, window_s=window,
@@ -336,6 +360,9 @@ def _row(base: Observed, own: Observed | None, fab: str, e: float, on_ref: Prici
     flags = list(flags_all) + list(p.flags)
     if fab == ref:
         flags.insert(0, REFERENCE)
+    if windowed:
+        flags.append(OVERLAP_WINDOW)
+        problems.append(f"{base.strategy} ({wl.label()}) on the reference {ref}: {found.note()}")
     if own is None:
         flags.append(PREDICTED_ONLY)
     for entry in on_fab.entries + (on_ref.entries if fab != ref else ()):
@@ -376,9 +403,10 @@ def _row(base: Observed, own: Observed | None, fab: str, e: float, on_ref: Prici
     if fab == ref:
         pred_ci, slow_ci = ref_ci, (ref_ci[0] / ref_ci[1], ref_ci[1] / ref_ci[0])
     else:
-        pred_ci = predict_interval(ref_ci=ref_ci, e=e, t_ref=t_ref, t_fab=t_fab, window_s=window)
-        slows = [step_formula(ref_step_s=a, e=e, t_ref=b, t_fab=c, window_s=window) / a
-                 for a in ref_ci for b in t_ref for c in t_fab]
+        cis = [predict_interval(ref_ci=ref_ci, e=e, t_ref=t_ref, t_fab=t_fab, window_s=w) for w in windows]
+        pred_ci = (min(c[0] for c in cis), max(c[1] for c in cis))
+        slows = [step_formula(ref_step_s=a, e=e, t_ref=b, t_fab=c, window_s=w) / a
+                 for a in ref_ci for b in t_ref for c in t_fab for w in windows]
         slow_ci = (min(slows), max(slows))
     obs_ci = ratio_ci(own.step_ci95, base.step_ci95) if own is not None and own.step_ci95 and base.step_ci95 \
         else None

@@ -103,6 +103,7 @@ class Observed:
     step_ci95: tuple[float, float] | None = None  # run-to-run (or one run's own) 95% interval of step_s
     comms: tuple[dict[str, Any], ...] = ()  # every run's trace (comm is the first): the calls' repeats (calls.py)
     placement: str | None = None  # where the ranks ran (curves.placement): a sweep elsewhere prices another
+    cores_per_rank: float | None = None  # the host's cores over its ranks (window.applies); None: unknown
 
 
 def observations(trains: Iterable[TrainResult]) -> tuple[list[Observed], list[str]]:
@@ -131,8 +132,16 @@ def observations(trains: Iterable[TrainResult]) -> tuple[list[Observed], list[st
                             step_s=statistics.median(r.median_step_s for r in runs),
                             samples_per_s=statistics.median(sps) if sps else None,
                             global_batch=runs[0].global_batch, comm=comm, runs=len(runs), comms=comms,
-                            placement=placement(runs[0].gpus)))
+                            placement=placement(runs[0].gpus), cores_per_rank=_cores_per_rank(runs[0])))
     return out, problems
+
+
+def _cores_per_rank(run: TrainResult) -> float | None:
+    """The run's host's cores (host_load.cpus) over the ranks it ran there (procs_per_node)."""
+    extra = run.extra if isinstance(run.extra, dict) else {}
+    cpus = (extra.get("host_load") or {}).get("cpus")
+    ranks = extra.get("procs_per_node") or run.reached("nranks")
+    return cpus / ranks if isinstance(cpus, (int, float)) and isinstance(ranks, int) and ranks > 0 else None
 
 
 def _own_ci(run: TrainResult) -> float | None:
