@@ -203,9 +203,10 @@ class TorchSession:
         then a wait): what a collective that follows compute pays on a link with a token bucket, which
         banks while idle (credit.py); the barrier's few bytes cross the link before the gap, so the bucket
         refills in it. The wait spins rather than sleeps, as a training host stays busy between its
-        collectives: with a sleep, the H100 lab's gapped calls (relate-lab-r8) took 0.15-0.5 ms longer
-        than back to back at 4-6 Gbit/s, where a whole bucket is worth 0.35-0.5 ms; a wake-up cost, most
-        likely of an idle VM's vCPU, read as a credit below zero."""
+        collectives (and a sleep adds the timer's slack). Either way the H100 lab's gapped calls took
+        0.1-0.5 ms longer than back to back at 3-6 Gbit/s, where a whole bucket is worth 0.35-0.7 ms
+        (relate-lab-r8 slept, r10 spun): a cost of the first call after idling that is not the link's,
+        which relate's clamp reads as no credit (credit.realised_fraction)."""
         self.dist.barrier()
         times = []
         k = len(sets)
