@@ -9,7 +9,8 @@
 The model (fabricbench/relating/model.py, pricing.py, credit.py) is calibrated on the reference fabric alone:
 
     T_step(f) = max(T_compute + T_comm(f) − H(f), T_comm(f)),   T_compute = T_step(ref) − e × T_comm(ref),
-    H(f) = min((1 − e) × T_comm(f), (1 − e) × T_comm(ref))     (the communication hidden behind compute)
+    H(f) = min((1 − e) × T_comm(f), max(W, (1 − e) × T_comm(ref)))   (the communication hidden behind compute;
+    W the reference's overlap window where communication has resources of its own, else 0: window.py)
 
 T_comm(f) prices the reference run's communication trace on f's sweep, less the credit C(f) a token-bucket
 link (shaped:RATE) banks in the reference's idle gaps and spends at the start of the next collective; e is the exposed fraction from

@@ -6,7 +6,7 @@ on every fabric's sweep (pricing.py), less a token-bucket link's credit (credit.
 Step time, calibrated on the reference fabric r alone (e = the exposed fraction of communication):
 
     T_compute  = T_step(r) − e × T_comm(r)
-    H(f)       = min((1 − e) × T_comm(f),  (1 − e) × T_comm(r))       hidden communication
+    H(f)       = min((1 − e) × T_comm(f),  max(W, (1 − e) × T_comm(r)))   hidden communication
     T_step(f)  = max(T_compute + T_comm(f) − H(f),  T_comm(f))
 
 e comes from the reference run's overlap timeline (`comm.timeline.exposed_fraction`: CUDA kernels on
@@ -20,6 +20,12 @@ communication instead ((1 − e) × T_comm(f), bounded only by T_compute) under-
 step by 46% at 1 gbit, where the reference hid 70% of a 5 ms all-reduce behind the tail of backward and
 the slow fabric could hide no more. A step never takes less than its communication (the floor; flagged
 "communication-bound" where it binds).
+
+W, the reference's overlap window (window.py), lifts that cap where communication has resources of its own
+(NCCL kernels, or gloo with two cores a rank): the compute after the step's first collective that carries
+bytes, which a slower fabric's longer calls run beside (the one-GPU lab's DDP hid ~5 ms on every shaped
+rate where its reference hid ~1 ms). Where gloo shares the cores with compute (the CPU lab above) there is
+no W: a longer call there slows the compute it runs beside.
 """
 
 from __future__ import annotations
@@ -30,7 +36,8 @@ from fabricbench.relating.credit import Gaps, link_credit
 from fabricbench.relating.pricing import Pricing
 
 FORMULA = ("T_step(f) = max(T_compute + T_comm(f) - H(f), T_comm(f)), T_compute = T_step(ref) - e*T_comm(ref), "
-           "H(f) = min((1-e)*T_comm(f), (1-e)*T_comm(ref)) (hidden communication), "
+           "H(f) = min((1-e)*T_comm(f), max(W, (1-e)*T_comm(ref))) (hidden communication; W = the reference's overlap "
+           "window where communication has resources of its own, else 0: window.py), "
            "T_comm(f) = sum over traced collectives of calls * (k * t_f(op, S) + d) (swept time, log-log "
            "interpolation) "
            "- C(f) - O(f), O(f) = what the reference's overlapped stretches save with the link shared (a stretch "
