@@ -23,8 +23,8 @@ the slow fabric could hide no more. A step never takes less than its communicati
 
 W, the reference's overlap window (window.py), lifts that cap where communication has resources of its own
 (NCCL kernels, or gloo with two cores a rank): the compute after the step's first collective that carries
-bytes, which a slower fabric's longer calls run beside (the one-GPU lab's DDP hid ~5 ms on every shaped
-rate where its reference hid ~1 ms). Where gloo shares the cores with compute (the CPU lab above) there is
+bytes, which a slower fabric's longer calls run beside (at 6 Gbit/s the one-GPU lab's DDP stepped 2-4.5 ms
+faster than a prediction that hid only the ~1 ms its reference hid). Where gloo shares the cores with compute (the CPU lab above) there is
 no W: a longer call there slows the compute it runs beside.
 """
 

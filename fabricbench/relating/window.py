@@ -20,9 +20,9 @@ worker threads on a host with at least two cores per rank (the step's thread and
 one). Where gloo shares the cores with compute, a longer collective beside compute slows that compute as
 much as it hides, and the reference rule (hide no more than the reference hid) stands: on the 2-core CPU lab
 (2 ranks) W put DDP at -9.3% and -15.3% (cpu-lab/relate-lab-rerun) where the reference rule put it at
--1.7% and -12.5%. On the one-GPU lab (16 cores, 3 ranks) the reference rule over-predicted DDP at every
-fabric faster than 2 Gbit/s on six runs (+5 to +19% at 6 Gbit/s: the run hid ~5 ms where its reference
-hid ~1 ms), and W brings those to within -5..+9% (docs/relate.md, round 6).
+-1.7% and -12.5%. On the one-GPU lab (16 cores, 3 ranks) the reference rule over-predicted DDP at the
+fabrics faster than 2 Gbit/s on every run (6 Gbit/s: +8.5 to +19%, 2-4.5 ms above the observed step, where
+the reference hid ~1 ms); W, 2.7-3.8 ms there, brings those to -5..+9% (docs/relate.md, round 6).
 """
 
 from __future__ import annotations
