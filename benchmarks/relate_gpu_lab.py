@@ -109,11 +109,12 @@ def plan(files: list[str]) -> int:
     return 0
 
 
-def check(out: Path, asked: list[tuple[str, int, str]]) -> int:
+def check(out: Path, asked: list[tuple[str, int, str]], *, write: bool = True) -> int:
     """relate over every record under OUT/lab, written as OUT/relate.txt and OUT/relate.json (the CLI's own
-    output), then the held-out points, the figures (median and largest |error|, coverage of the 95%
-    intervals) and the bar, one line each; exit 1 if missed. `asked`: the (strategy, ranks, fabric) points
-    the lab was asked for, so that a point that is missing is named."""
+    output; not with write=False, which keeps a run's files as it wrote them), then the held-out points, the
+    figures (median and largest |error|, coverage of the 95% intervals) and the bar, one line each; exit 1
+    if missed. `asked`: the (strategy, ranks, fabric) points the lab was asked for, so that a point that is
+    missing is named."""
     import contextlib
 
     import fabricbench
@@ -122,7 +123,8 @@ def check(out: Path, asked: list[tuple[str, int, str]]) -> int:
     files = sorted(str(p) for p in (out / "lab").glob("*.jsonl"))
     # the CLI's own output, in this process (a fresh one costs an import of torch): the table with its
     # notes, and the JSON (its notes apart, so that relate.json stays one JSON document)
-    for name, notes, extra in (("relate.txt", "relate.txt", []), ("relate.json", "relate-notes.txt", ["--json"])):
+    for name, notes, extra in (("relate.txt", "relate.txt", []), ("relate.json", "relate-notes.txt", ["--json"]))[
+            :2 if write else 0]:
         with open(out / name, "w") as fh, open(out / notes, "a") as err, contextlib.redirect_stdout(fh), \
                 contextlib.redirect_stderr(fh if notes == name else err):
             try:
@@ -166,10 +168,25 @@ def check(out: Path, asked: list[tuple[str, int, str]]) -> int:
     for name, ok, what in checks:
         print(f"bar {name}: {what}: {'ok' if ok else 'MISSED'}")
     print(f"comm share 20-60% (the lab's design, not judged): {len(in_share)} of {len(held)} points")
+    noise_floor(res)
     for line in cov.outside:
         print(f"outside its interval: {line}")
     own_calls_everywhere(files)
     return 0 if all(ok for _, ok, _ in checks) else 1
+
+
+def noise_floor(res) -> None:
+    """Diagnostic, not judged: each reference's step and its 95% interval (run to run over its runs, never
+    narrower than their own: inputs._step_ci), which every prediction of that strategy carries: a drifted
+    reference run shows here first (relate-lab-r8: ±2,800% over two runs, one on a machine just started)."""
+    parts = []
+    for r in res.rows:
+        if r.fabric != r.reference or not r.predicted_step_ci95 or not r.observed_step_s:
+            continue
+        rel = max(r.predicted_step_ci95[1] / r.observed_step_s - 1, 1 - r.predicted_step_ci95[0] / r.observed_step_s)
+        parts.append(f"{r.strategy} n={r.nranks} {r.observed_step_s * 1e3:.1f} ms ±{rel:.1%} ({r.runs or 1} runs)")
+    if parts:
+        print(f"reference steps (under every point of their strategy; not judged): {'; '.join(parts)}")
 
 
 def own_calls_everywhere(files: list[str]) -> None:
@@ -221,12 +238,14 @@ def main() -> int:
     c.add_argument("--strategies", default="zero2,fsdp,ddp")
     c.add_argument("--ranks", default="3")
     c.add_argument("--rates", default="4gbit,2gbit,3gbit,6gbit")
+    c.add_argument("--reread", action="store_true", help="print the figures only: leave OUT's relate.txt, "
+                   "relate.json and relate-notes.txt as the run wrote them (a copied-back run read again)")
     args = ap.parse_args()
     if args.what == "arithmetic":
         return arithmetic()
     if args.what == "plan":
         return plan(args.files)
-    return check(Path(args.out), _asked(args.strategies, args.ranks, args.rates))
+    return check(Path(args.out), _asked(args.strategies, args.ranks, args.rates), write=not args.reread)
 
 
 if __name__ == "__main__":
