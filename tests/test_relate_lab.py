@@ -96,13 +96,7 @@ def test_relate_flags_a_sweep_placed_elsewhere_than_the_training():
 def test_gpu_lab_plan_sweeps_each_traced_dtype_but_folds_latency_bound_flags(tmp_path, capsys):
     """benchmarks/relate_gpu_lab.py plan: bfloat16 and float32 each get their own sweep; int64 calls of 8 B
     (latency-bound) are swept with the dtype of the most bytes, which then reaches down to 8 B."""
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parent.parent / "benchmarks" / "relate_gpu_lab.py"
-    spec = importlib.util.spec_from_file_location("relate_gpu_lab", path)
-    gpu_lab = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(gpu_lab)
+    gpu_lab = _gpu_lab()
     rec = dict(_trace(("all_reduce", 2 << 20, "bfloat16", 3), ("all_gather", 1 << 20, "bfloat16", 3),
                       ("all_reduce", 1 << 20, "float32", 3), ("all_reduce", 8, "int64", 3))[0], status="ok")
     f = tmp_path / "train.jsonl"
@@ -193,3 +187,37 @@ def test_docs_relate_table_is_the_scripts_output():
         r = subprocess.run([sys.executable, script, *args, "--check", where], capture_output=True, text=True,
                            timeout=120)
         assert r.returncode == 0, (where, r.stderr)
+
+
+def _gpu_lab():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "relate_gpu_lab.py"
+    spec = importlib.util.spec_from_file_location("relate_gpu_lab", path)
+    gpu_lab = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gpu_lab)
+    return gpu_lab
+
+
+def test_gpu_lab_check_rereads_a_run_without_rewriting_its_files(tmp_path, capsys):
+    """check --reread on the committed H100 run r10 (the script's defaults, 12 points): today's relate's
+    figures, the reference steps, and the run's own relate.txt left as it was. The figures are the records'
+    (issue 35's bar), so a change to relate that moves them shows here."""
+    import shutil
+    from pathlib import Path
+
+    src = Path(__file__).resolve().parent.parent / "benchmarks" / "results" / "h100-1gpu" / "relate-lab-r10"
+    shutil.copytree(src / "lab", tmp_path / "lab")
+    (tmp_path / "relate.txt").write_text("as the run wrote it\n")
+    gpu_lab = _gpu_lab()
+    asked = gpu_lab._asked("zero2,fsdp,ddp", "3", "4gbit,2gbit,3gbit,6gbit")
+    assert gpu_lab.check(tmp_path, asked, write=False) == 0
+    out = capsys.readouterr().out
+    assert ("figures: 12 held-out points: median |error| 2.3%, largest 9.0%; coverage: 12 of 12 observed steps "
+            "inside their predicted 95% interval (100%)") in out
+    assert "reference steps (under every point of their strategy; not judged): zero2 n=3 26.3 ms" in out
+    assert (tmp_path / "relate.txt").read_text() == "as the run wrote it\n"
+    assert not (tmp_path / "relate.json").exists()
+    gpu_lab.check(tmp_path, asked)  # the lab's own call writes relate's outputs
+    assert (tmp_path / "relate.json").exists() and "overlap window" in (tmp_path / "relate.txt").read_text()
