@@ -107,7 +107,8 @@ def test_runs_that_disagree_beyond_their_own_intervals_are_named():
         return [_with_ci(train_rec("ddp", "fast", s, DDP_TRACE, exposed=1.0), 0.05) for s in steps]
     base = sweep("fast", 10.0) + sweep("slow", 1.0)
     apart = [p for p in fabricbench.relate(base + runs(0.445, 0.262)).problems if "disagree beyond" in p]
-    assert len(apart) == 1 and apart[0].startswith("ddp (lab, 2 ranks, fp32, batch 2) on fast: its 2 runs disagree beyond")
+    assert len(apart) == 1
+    assert apart[0].startswith("ddp (lab, 2 ranks, fp32, batch 2) on fast: its 2 runs disagree beyond")
     assert "445 ms [424-467], 262 ms [250-275]" in apart[0]
     assert not [p for p in fabricbench.relate(base + runs(0.30, 0.31)).problems if "disagree beyond" in p]
     three = fabricbench.relate(base + runs(0.445, 0.262, 0.265))

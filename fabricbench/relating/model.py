@@ -24,8 +24,8 @@ the slow fabric could hide no more. A step never takes less than its communicati
 W, the reference's overlap window (window.py), lifts that cap where communication has resources of its own
 (NCCL kernels, or gloo with two cores a rank): the compute after the step's first collective that carries
 bytes, which a slower fabric's longer calls run beside (at 6 Gbit/s the one-GPU lab's DDP stepped 2-4.5 ms
-faster than a prediction that hid only the ~1 ms its reference hid). Where gloo shares the cores with compute (the CPU lab above) there is
-no W: a longer call there slows the compute it runs beside.
+faster than a prediction that hid only the ~1 ms its reference hid). Where gloo shares the cores with compute
+(the CPU lab above) there is no W: a longer call there slows the compute it runs beside.
 """
 
 from __future__ import annotations
