@@ -117,7 +117,7 @@ def test_a_gap_needs_calls_timed_one_by_one(fields):
 
 
 def test_gloo_sweep_with_a_gap_idles_before_each_call_and_records_it():
-    """sweep --gap: each timed call after every rank waited the gap (relate's link credit, credit.py): the run
+    """sweep --gap: each timed call after every rank slept the gap (relate's link credit, credit.py): the run
     lasts at least iterations x gap, and each record says the gap, in its extra and its settings."""
     import time
 

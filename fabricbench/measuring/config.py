@@ -101,7 +101,7 @@ class SweepConfig:
         "--alloc", "choice", "Native engine buffers from cuda (cudaMalloc, as PyTorch) or nccl (ncclMemAlloc, "
         "as nccl-tests).", choices=ALLOCS))
 
-    # Idle seconds before each timed call, the link idle (a barrier, then a spinning wait): what a link with a
+    # Idle seconds before each timed call, every rank idle (a barrier, then a sleep): what a link with a
     # token bucket (shaped:RATE) banks between a training step's collectives and a back-to-back sweep never
     # sees. relate reads such records as the link credit a call realises, never as prices (relating/credit.py).
     gap_s: float = field(default=0.0, metadata={**argv_field(flag="--gap"), **declare(

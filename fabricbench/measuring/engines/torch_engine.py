@@ -199,14 +199,15 @@ class TorchSession:
 
     def _time_host(self, case: Case, sets, call) -> list[float]:
         """Host clock around each call and its device sync. With case.gap_s (sweep --gap; with nccl too,
-        launch included) each call comes alone after every rank's link stayed idle that long (a barrier,
-        then a wait): what a collective that follows compute pays on a link with a token bucket, which
-        banks while idle (credit.py); the barrier's few bytes cross the link before the gap, so the bucket
-        refills in it. The wait spins rather than sleeps, as a training host stays busy between its
-        collectives (and a sleep adds the timer's slack). Either way the H100 lab's gapped calls took
-        0.1-0.5 ms longer than back to back at 3-6 Gbit/s, where a whole bucket is worth 0.35-0.7 ms
-        (relate-lab-r8 slept, r10 spun): a cost of the first call after idling that is not the link's,
-        which relate's clamp reads as no credit (credit.realised_fraction)."""
+        launch included) each call comes alone after every rank idled that long (a barrier, then a sleep):
+        what a collective that follows compute pays on a link with a token bucket, which banks while idle
+        (credit.py); the barrier's few bytes cross the link before the gap, so the bucket refills in it.
+        A sleep, not a spin: with more ranks than cores, spinning ranks keep gloo's threads off the cores
+        (3 ranks on 2 cores at shaped:6gbit, a 1.3 MB all-gather: 8.1 ms after a spin, 4.4 ms after a
+        sleep, 4.6 ms back to back: results/cpu-lab/gap-spin-vs-sleep), and on the H100 lab a spin did not
+        remove the 0.1-0.5 ms a gapped call paid over back to back at 3-6 Gbit/s either (relate-lab-r8
+        slept, r10 spun): a cost of the first call after idling that is not the link's, which relate's
+        clamp reads as no credit (credit.realised_fraction)."""
         self.dist.barrier()
         times = []
         k = len(sets)
@@ -215,9 +216,7 @@ class TorchSession:
             if case.gap_s:
                 self._sync()
                 self.dist.barrier()
-                until = time.perf_counter() + case.gap_s
-                while time.perf_counter() < until:
-                    pass
+                time.sleep(case.gap_s)
             t0 = time.perf_counter()
             call(s, r)
             self._sync()  # gloo on CUDA tensors copies back on a stream: done when the device is
