@@ -1,5 +1,6 @@
 # Sourced by the benchmarks/*_h200.sh scripts: what every GPU-machine run sets up first, in one place.
-# The GPU machine has no network and no DeepSpeed: its wheels (and missing dependencies) travel in .whl/.
+# The GPU machine has no network and no DeepSpeed: its wheels (and missing dependencies) travel in .whl/
+# (benchmarks/carry_wheels.sh builds it; benchmarks/carry_iproute2.sh builds .carry/iproute2).
 
 # DeepSpeed and friends from .whl/ into /tmp/site, on PYTHONPATH (nothing when .whl/ is absent).
 use_carried_wheels() {

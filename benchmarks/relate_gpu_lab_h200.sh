@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The one-GPU relate lab (issues 29, 35) in one command of at most 9 minutes on one H200: N gloo ranks with
 # CUDA tensors on GPU 0, a model trained under default and shaped fabrics (tc in a network namespace;
-# iproute2 carried in .carry/iproute2, DeepSpeed's wheels in .whl/: benchmarks/device_env.sh), the sweeps
+# iproute2 carried in .carry/iproute2, DeepSpeed's wheels in .whl/: benchmarks/carry_iproute2.sh and
+# benchmarks/carry_wheels.sh build them here, benchmarks/device_env.sh uses them there), the sweeps
 # relate needs in the training's own terms (each traced dtype, sizes bracketing every traced size, the
 # run's rank count and GPU), then relate and the figures: median |error|, largest, coverage of the 95%
 # intervals (benchmarks/relate_gpu_lab.py check).
