@@ -123,8 +123,8 @@ def check(out: Path, asked: list[tuple[str, int, str]], *, write: bool = True) -
     files = sorted(str(p) for p in (out / "lab").glob("*.jsonl"))
     # the CLI's own output, in this process (a fresh one costs an import of torch): the table with its
     # notes, and the JSON (its notes apart, so that relate.json stays one JSON document)
-    for name, notes, extra in (("relate.txt", "relate.txt", []), ("relate.json", "relate-notes.txt", ["--json"]))[
-            :2 if write else 0]:
+    outputs = (("relate.txt", "relate.txt", []), ("relate.json", "relate-notes.txt", ["--json"])) if write else ()
+    for name, notes, extra in outputs:
         with open(out / name, "w") as fh, open(out / notes, "a") as err, contextlib.redirect_stdout(fh), \
                 contextlib.redirect_stderr(fh if notes == name else err):
             try:

@@ -9,7 +9,6 @@ point of a strategy the window moved.
 
 from __future__ import annotations
 
-import statistics
 import sys
 from pathlib import Path
 
@@ -31,14 +30,6 @@ def _points(res):
     return [r for r in res.rows if r.fabric != r.reference and r.observed_step_s]
 
 
-def _summary(res) -> str:
-    errs = [abs(r.predicted_step_s / r.observed_step_s - 1) for r in _points(res)]
-    if not errs:
-        return "no held-out point"
-    return (f"median |error| {statistics.median(errs):.1%}, largest {max(errs):.1%}, coverage "
-            f"{res.coverage.covered} of {res.coverage.points}")
-
-
 def main() -> int:
     for name, paths in LABS:
         if not paths or not all(p.exists() for p in paths):
@@ -46,13 +37,12 @@ def main() -> int:
             continue
         bare = fabricbench.relate([str(p) for p in paths], overlap_window=False)
         now = fabricbench.relate([str(p) for p in paths])
-        print(f"{name}\n  reference rule: {_summary(bare)}\n  default:        {_summary(now)}")
+        print(f"{name}\n  reference rule: {bare.coverage.summary()}\n  default:        {now.coverage.summary()}")
         before = {(r.strategy, r.nranks, r.fabric): r for r in _points(bare)}
         for r in _points(now):
             if OVERLAP_WINDOW in r.flags and (b := before.get((r.strategy, r.nranks, r.fabric))):
                 print(f"    {r.strategy} {r.nranks} {r.fabric}: observed {r.observed_step_s * 1e3:.1f} ms, "
-                      f"{b.predicted_step_s / b.observed_step_s - 1:+.1%} -> "
-                      f"{r.predicted_step_s / r.observed_step_s - 1:+.1%}")
+                      f"{b.residual:+.1%} -> {r.residual:+.1%}")
     return 0
 
 

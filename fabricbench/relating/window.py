@@ -32,8 +32,10 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
+from fabricbench.training.calltimes import as_dicts
+from fabricbench.training.timeline import NCCL_SOURCE
+
 BIG = 0.01  # a collective carrying at least this share of the step's bytes grows with the fabric
-GPU_COMM = "cuda kernels"  # timeline.py's source where NCCL kernels carry the communication
 CORES_PER_RANK = 2  # the step's thread and its gloo worker, each on a core of its own
 
 
@@ -57,7 +59,7 @@ def applies(comm: dict[str, Any], cores_per_rank: float | None) -> bool:
     """Whether a longer collective can run beside compute without slowing it: NCCL on GPU, or gloo with
     CORES_PER_RANK cores a rank on its host (unknown cores: no)."""
     source = str(((comm.get("timeline") or {}).get("source")) or "")
-    if source == GPU_COMM:
+    if source == NCCL_SOURCE:
         return True
     return cores_per_rank is not None and cores_per_rank >= CORES_PER_RANK
 
@@ -67,13 +69,11 @@ def overlap_window(comm: dict[str, Any]) -> Window | None:
     rows (recorded before they were), or no collective carries the step's bytes."""
     timeline = comm.get("timeline") or {}
     window = timeline.get("window_s")
-    calls = comm.get("calls") or {}
-    fields, rows = calls.get("fields"), calls.get("rows")
-    if not isinstance(window, (int, float)) or not fields or not rows:
+    rows = as_dicts(comm.get("calls"))
+    if not isinstance(window, (int, float)) or not rows:
         return None
     by_step: dict[Any, list[dict[str, Any]]] = {}
-    for row in rows:
-        r = dict(zip(fields, row))
+    for r in rows:
         by_step.setdefault(r.get("step"), []).append(r)
     stretches, windows, shares = [], [], []
     for step_calls in by_step.values():

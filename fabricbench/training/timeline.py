@@ -38,6 +38,7 @@ import statistics
 from typing import Any, Iterable
 
 STEP_MARK = "fabricbench:step"
+NCCL_SOURCE = "cuda kernels"  # the source where NCCL kernels carry the communication (relating/window.py)
 AUTOGRAD_MARK = "autograd::engine::evaluate_function"  # events of the thread that runs backward
 
 
@@ -105,7 +106,7 @@ def intervals(events: list[dict[str, Any]], *, device_type: str) -> tuple[list, 
     compute = [_span(e) for e, c in zip(kernels, is_comm) if not c]
     busy = _union(_span(e) for e in kernels)
     if not gloo:
-        return _union(comm), _union(compute), busy, "cuda kernels"
+        return _union(comm), _union(compute), busy, NCCL_SOURCE
     comm += [_span(e) for e in gloo]
     compute += _host_compute(events, gloo)
     return _union(comm), _union(compute), busy, "gloo threads, cuda kernels"
