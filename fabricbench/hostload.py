@@ -21,8 +21,14 @@ seconds or more, as its measurements are often shorter than a reading's tick. On
 the same CPU-side figure: the ranks' host threads (launches, data loading, gloo) are what another job
 slows.
 
-The threshold (stated in every record): the host is busy when the others used at least BUSY_SHARE of its
-CPUs on average, and never less than BUSY_MIN_CPUS (half a CPU: on a 2-core lab one rank's core is then half
+Steal time (/proc/stat's `steal`: CPU time the hypervisor gave another guest while this VM wanted it) is
+read beside it as `steal_cpus`, and counts toward busy: on a cloud VM the processes that slow a run may sit
+outside it, where no /proc/<pid> shows them. (A GPU lab on a quiet VM by the process readings stepped 27%
+slower in one run of ten, results/h100-1gpu/relate-lab-r13.) Contention that takes no CPU time (caches,
+memory bandwidth) shows in neither.
+
+The threshold (stated in every record): the host is busy when the others and the steal time used at least
+BUSY_SHARE of its CPUs on average, and never less than BUSY_MIN_CPUS (half a CPU: on a 2-core lab one rank's core is then half
 taken). Kernel threads are left out (they mostly serve processes, ours included: loopback traffic), and a
 process that starts and ends between two readings is not seen: the figure is a lower bound, so a run
 flagged busy was busy. Linux only; elsewhere nothing is recorded.
@@ -48,8 +54,8 @@ _KTHREAD = 0x00200000  # PF_KTHREAD in /proc/<pid>/stat's flags
 TOP = 3  # the busiest other processes a record names
 FIELD = "host_load"  # the record's field (declared in results/fields.py)
 
-RULE = (f"other processes kept at least max({BUSY_MIN_CPUS:g} CPU, {BUSY_SHARE:.0%} of the host's CPUs) busy "
-        "on average during the run")  # what "busy host" means, where a report says it
+RULE = (f"other processes and the hypervisor's steal time kept at least max({BUSY_MIN_CPUS:g} CPU, "
+        f"{BUSY_SHARE:.0%} of the host's CPUs) busy on average during the run")  # what "busy host" means, where a report says it
 
 
 def threshold(cpus: int) -> float:
@@ -68,12 +74,21 @@ class Load:
     busy: bool
     readings: int
     top: list[dict[str, Any]] = field(default_factory=list)  # [{pid, name, cpus}], the busiest others
+    steal_cpus: float | None = None  # CPUs the hypervisor withheld on average (steal time); None: not read
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
-        for k in ("window_s", "others_cpu_s", "ours_cpu_s", "others_cpus", "threshold_cpus"):
-            d[k] = round(d[k], 3)
+        for k in ("window_s", "others_cpu_s", "ours_cpu_s", "others_cpus", "threshold_cpus", "steal_cpus"):
+            d[k] = round(d[k], 3) if d[k] is not None else None
+        if d["steal_cpus"] is None:
+            del d["steal_cpus"]
         return d
+
+
+def _steal(d: dict[str, Any]) -> str:
+    """", and the hypervisor withheld N CPUs (steal)" where it withheld any; else nothing."""
+    v = d.get("steal_cpus") or 0
+    return f", and the hypervisor withheld {v:.2f} (steal time)" if v >= 0.005 else ""
 
 
 def note(load: Any) -> str | None:
@@ -82,7 +97,7 @@ def note(load: Any) -> str | None:
     if not isinstance(d, dict) or not d.get("busy"):
         return None
     who = ", ".join(f"{t.get('name')} (pid {t.get('pid')}) {t.get('cpus', 0):.2f}" for t in d.get("top") or [])
-    return (f"other processes used {d.get('others_cpus', 0):.2f} of {d.get('cpus')} CPUs on average "
+    return (f"other processes used {d.get('others_cpus', 0):.2f} of {d.get('cpus')} CPUs on average{_steal(d)} "
             f"(busy from {d.get('threshold_cpus', 0):.2f})" + (f"; the busiest: {who}" if who else ""))
 
 
@@ -93,9 +108,10 @@ def records_note(records: Any) -> str | None:
     busy = [d for d in loads if d and d.get("busy")]
     if not busy:
         return None
-    top = max(busy, key=lambda d: d.get("others_cpus") or 0)
+    top = max(busy, key=lambda d: (d.get("others_cpus") or 0) + (d.get("steal_cpus") or 0))
     return (f"busy host during {len(busy)} of {len(loads)} measurement(s): other processes used up to "
-            f"{top.get('others_cpus', 0):.2f} of {top.get('cpus')} CPUs (busy from {top.get('threshold_cpus', 0):.2f})")
+            f"{top.get('others_cpus', 0):.2f} of {top.get('cpus')} CPUs{_steal(top)} "
+            f"(busy from {top.get('threshold_cpus', 0):.2f})")
 
 
 def of(r: Any) -> dict[str, Any] | None:
@@ -138,7 +154,8 @@ class Watch:
         self.ours: set[tuple[int, int]] = set()
         self.kthreads: set[str] = set()
         self.readings = 0
-        self.history: list[tuple[float, int, int]] = []  # (clock, others' ticks, ours) so far, per reading
+        self.history: list[tuple[float, int, int, int | None]] = []  # (clock, others' ticks, ours, steal) per reading
+        self.steal0: int | None = None  # /proc/stat's steal ticks at the first reading
         self.load: Load | None = None
         self._lock = threading.Lock()  # lap() reads from the caller's thread beside the watching one
         self._stop = threading.Event()
@@ -172,6 +189,15 @@ class Watch:
                 return int(float(fh.read().split()[0]) * self.tick)
         except (OSError, ValueError, IndexError):
             return 0
+
+    def _steal_ticks(self) -> int | None:
+        """The host's steal ticks so far, all CPUs (/proc/stat's cpu line, 8th figure); None where absent."""
+        try:
+            with open(f"{self.proc}/stat") as fh:
+                f = fh.readline().split()
+            return int(f[8]) if f and f[0] == "cpu" and len(f) > 8 else None
+        except (OSError, ValueError):
+            return None
 
     def read(self) -> None:
         """One reading: every process's CPU ticks, and which are ours."""
@@ -212,7 +238,11 @@ class Watch:
         self.readings += 1
         used = {k: max(0, self.last[k] - self.first[k]) for k in self.last}
         theirs = sum(v for k, v in used.items() if k not in self.ours)
-        self.history.append((self.clock(), theirs, sum(used.values()) - theirs))
+        steal = self._steal_ticks()
+        if self.steal0 is None:
+            self.steal0 = steal
+        stolen = steal - self.steal0 if steal is not None and self.steal0 is not None else None
+        self.history.append((self.clock(), theirs, sum(used.values()) - theirs, stolen))
 
     def lap(self, min_s: float = LAP_S) -> Load | None:
         """The load over the last `min_s` seconds or more (from the newest reading at least that old, else
@@ -223,9 +253,10 @@ class Watch:
         if self.clock() - self.history[-1][0] >= FRESH_S:  # a burst of records shares one reading
             self.read()
         with self._lock:
-            now, o1, u1 = self.history[-1]
-            t0, o0, u0 = next((h for h in reversed(self.history) if h[0] <= now - min_s), self.history[0])
-            return self._load(now - t0, (o1 - o0) / self.tick, (u1 - u0) / self.tick, [])
+            now, o1, u1, s1 = self.history[-1]
+            t0, o0, u0, s0 = next((h for h in reversed(self.history) if h[0] <= now - min_s), self.history[0])
+            stolen = (s1 - s0) / self.tick if s1 is not None and s0 is not None else None
+            return self._load(now - t0, (o1 - o0) / self.tick, (u1 - u0) / self.tick, [], stolen)
 
     def cpu_s(self, pid: int) -> tuple[float, bool] | None:
         """(CPU seconds in the window, ours) of the process `pid` as watched; None when never seen."""
@@ -240,14 +271,18 @@ class Watch:
         others = {k: v for k, v in used.items() if k not in self.ours}
         w = max(window_s, 1e-9)
         top = sorted(((v, k) for k, v in others.items() if v > 0), reverse=True)[:TOP]
+        stolen = self.history[-1][3] if self.history else None
         return self._load(window_s, sum(others.values()), sum(used.values()) - sum(others.values()),
-                          [{"pid": k[0], "name": self.names.get(k, "?"), "cpus": round(v / w, 3)} for v, k in top])
+                          [{"pid": k[0], "name": self.names.get(k, "?"), "cpus": round(v / w, 3)} for v, k in top],
+                          stolen / self.tick if stolen is not None else None)
 
-    def _load(self, window_s: float, others_s: float, ours_s: float, top: list[dict[str, Any]]) -> Load:
+    def _load(self, window_s: float, others_s: float, ours_s: float, top: list[dict[str, Any]],
+              steal_s: float | None) -> Load:
         rate = others_s / max(window_s, 1e-9)
+        steal = steal_s / max(window_s, 1e-9) if steal_s is not None else None
         return Load(window_s=window_s, cpus=self.cpus, others_cpu_s=others_s, ours_cpu_s=ours_s, others_cpus=rate,
-                    threshold_cpus=threshold(self.cpus), busy=rate >= threshold(self.cpus), readings=self.readings,
-                    top=top)
+                    threshold_cpus=threshold(self.cpus), busy=rate + (steal or 0) >= threshold(self.cpus),
+                    readings=self.readings, top=top, steal_cpus=steal)
 
 
 def watch(**kw: Any) -> Watch:

@@ -45,6 +45,10 @@ class FakeProc:
         (d / "stat").write_text(f"{pid} ({name}) S {ppid} 1 1 0 -1 {flags} 0 0 0 0 {ticks} 0 0 0 20 0 1 0 "
                                 f"{int(start_s * TICK)} 0 0\n")
 
+    def steal(self, steal_s: float) -> None:
+        """/proc/stat's cpu line with `steal_s` seconds of steal time (all CPUs) so far."""
+        (self.root / "stat").write_text(f"cpu  1000 0 500 90000 10 0 5 {int(steal_s * TICK)} 0 0\ncpu0 1 2 3\n")
+
     def watch(self, root_pid: int) -> hostload.Watch:
         return hostload.watch(root=root_pid, proc=str(self.root), cpus=2, interval_s=3600, clock=lambda: self.now)
 
@@ -200,6 +204,44 @@ def test_a_lap_is_the_load_of_its_own_recent_window(tmp_path):
     assert not quiet.busy and quiet.others_cpus == 0 and quiet.ours_cpu_s == pytest.approx(5.0)
     assert busy.busy and busy.window_s == 10.0 and busy.others_cpus == pytest.approx(0.8)
     assert w.load.others_cpus == pytest.approx(0.4) and w.lap() is None  # the whole run; no lap once ended
+
+
+def test_steal_time_counts_toward_a_busy_host_and_is_said(tmp_path):
+    """A VM whose hypervisor gives its CPUs to another guest: no process of ours or theirs shows the load,
+    /proc/stat's steal does. 0.6 of 2 CPUs withheld over 10 s is busy (threshold 0.5) and said; a lap
+    reads its own window's steal; /proc without a stat file records no steal figure at all."""
+    fp = FakeProc(tmp_path)
+    fp.put(100, 1, 0.0, name="train")
+    fp.steal(40.0)  # before the run: not its load
+    with fp.watch(100) as w:
+        fp.now = 5.0
+        quiet = w.lap(min_s=5.0)
+        fp.now = 10.0
+        fp.steal(46.0)
+        stolen = w.lap(min_s=5.0)
+    load = w.load
+    assert quiet.steal_cpus == 0 and not quiet.busy
+    assert stolen.steal_cpus == pytest.approx(1.2) and stolen.busy
+    assert load.others_cpus == 0 and load.steal_cpus == pytest.approx(0.6) and load.busy
+    d = load.to_dict()
+    assert d["steal_cpus"] == pytest.approx(0.6)
+    assert "the hypervisor withheld 0.60 (steal time)" in hostload.note(d)
+    assert "the hypervisor withheld 0.60" in hostload.records_note([{"host_load": d}])
+    (tmp_path / "bare").mkdir()
+    bare = FakeProc(tmp_path / "bare")  # no /proc/stat
+    bare.put(100, 1, 0.0, name="train")
+    with bare.watch(100) as w2:
+        bare.now = 10.0
+    assert w2.load.steal_cpus is None and "steal_cpus" not in w2.load.to_dict()
+
+
+def test_the_real_proc_stat_gives_a_steal_figure():
+    """On Linux the cpu line of /proc/stat has a steal field (since 2.6.11): a watch records it."""
+    if not Path("/proc/stat").is_file():
+        pytest.skip("no /proc/stat on this machine: steal time is Linux's")
+    with hostload.watch() as w:
+        time.sleep(0.05)
+    assert w.load.steal_cpus is not None and w.load.steal_cpus >= 0
 
 
 def test_sweep_and_compare_say_which_measurements_ran_on_a_busy_host(monkeypatch):

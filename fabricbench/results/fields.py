@@ -201,7 +201,7 @@ _FACTS = {"fabric_env": dict, "shaped_rate_bps": RATE, "netns": str}
 # one field on train and collective records; `busy` past the threshold the record states
 _HOST_LOAD = {"host_load": {"window_s!": DURATION, "cpus!": RANKS, "others_cpu_s": AMOUNT, "ours_cpu_s": AMOUNT,
                             "others_cpus!": AMOUNT, "threshold_cpus!": AMOUNT, "busy!": bool, "readings": COUNT,
-                            "top": [{"pid": COUNT, "name": str, "cpus": AMOUNT}]}}
+                            "top": [{"pid": COUNT, "name": str, "cpus": AMOUNT}], "steal_cpus": AMOUNT}}
 
 
 def _collective_sizes(rec: dict[str, Any]) -> str | None:
