@@ -171,7 +171,11 @@ def check(out: Path, asked: list[tuple[str, int, str]], *, write: bool = True) -
     noise_floor(res)
     for line in cov.outside:
         print(f"outside its interval: {line}")
-    own_calls_everywhere(files)
+    from fabricbench.relating import inputs
+
+    got = inputs.load(files)
+    host_during(got.trains)
+    own_calls_everywhere(got)
     return 0 if all(ok for _, ok, _ in checks) else 1
 
 
@@ -189,7 +193,29 @@ def noise_floor(res) -> None:
         print(f"reference steps (under every point of their strategy; not judged): {'; '.join(parts)}")
 
 
-def own_calls_everywhere(files: list[str]) -> None:
+def host_during(trains) -> None:
+    """Diagnostic, not judged: what else used the host's CPUs during the train runs (hostload.py: other
+    processes in the VM, and the hypervisor's steal time), the most of each and whose run; a run whose step
+    drifted with neither high was slowed by something neither sees (caches, memory bandwidth, the GPU)."""
+    from fabricbench import hostload
+
+    loads = [(r, d) for r in trains if (d := hostload.of(r))]
+    if not loads:
+        return
+    parts = []
+    for key, what in (("others_cpus", "other processes"), ("steal_cpus", "steal time")):
+        got = [(d[key], r) for r, d in loads if isinstance(d.get(key), (int, float))]
+        if got:
+            v, r = max(got, key=lambda x: x[0])
+            parts.append(f"{what} up to {v:.2f} CPUs ({r.strategy} on {r.fabric})")
+        else:
+            parts.append(f"{what} not read")
+    busy = sum(bool(d.get("busy")) for _, d in loads)
+    print(f"host during the {len(loads)} train runs (not judged): {'; '.join(parts)}; busy: {busy} "
+          f"(from {loads[0][1].get('threshold_cpus')} CPUs)")
+
+
+def own_calls_everywhere(got) -> None:
     """Diagnostic, not judged and not used by any prediction: each traced run's own calls against its own
     fabric's sweep, per op: the median ratio t_call / t_sweep and the median difference t_call - t_sweep.
     relate calibrates by the reference's ratio on every fabric (calls.py); whether the ratio or the
@@ -202,7 +228,6 @@ def own_calls_everywhere(files: list[str]) -> None:
     from fabricbench.relating.curves import SweepCurves
     from fabricbench.relating.pricing import price
 
-    got = inputs.load(files)
     curves = SweepCurves.from_records(jobs.split(got.collectives)[0])
     observed, _ = inputs.observations(got.trains)
     print("own calls against their own fabric's sweep (diagnostic): strategy n fabric: op ratio [difference ms]")

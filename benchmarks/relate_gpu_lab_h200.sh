@@ -23,6 +23,8 @@
 #     bucket refilled: the link credit a call realises, credit.py), then train on it (2 profiled steps:
 #     never used by a prediction; check.txt's last lines set those runs' own calls against their fabric's sweep)
 #   after half the rates, a second reference run where the budget holds it and the rest
+# then, where the budget holds them and what follows, a second train run of every rate, in the reverse order
+# (relate combines a fabric's runs: one run's held-out point is as noisy as the host was while it ran);
 # then, for every rank count, a last reference run (fresh processes: the reference's run-to-run interval; relate
 # takes the median of its runs) and a second set of the reference's sweeps.
 # The budget (seconds from this script's start, wheels' install included; relate and check take ~5 s
@@ -33,7 +35,8 @@
 # A stage still running at the budget's end is ended and marked CUT there (not expected: it was expected
 # to fit). On the H200 (issue 19's lab: ~24 s per strategy, ~9 s per sweep on default, ~15-18 s shaped)
 # the defaults need ~10 s of wheels, ~95 s of reference and ~100 s per rate: ~510 s in all. On an H100
-# (relate-lab-r8, before the warm-up and the middle reference) they took 319 s; with them, ~380 s.
+# (relate-lab-r8, before the warm-up and the middle reference) they took 319 s; with them, ~380 s (r12, r13);
+# with the second runs of the rates, ~480 s.
 # Writes OUTDIR/summary.txt (one line per stage), OUTDIR/lab/*.jsonl (records), OUTDIR/lab/*.txt (consoles),
 # OUTDIR/relate.txt (relate's table), OUTDIR/relate.json and OUTDIR/check.txt (the figures and the bar).
 set -uo pipefail
@@ -183,6 +186,25 @@ for n in ${RANKS//,/ }; do
       fi
     done
   fi
+done
+# A second run of every rate's train, in the reverse order, where the budget holds it and what follows (the
+# reference's last run and sweeps): a held-out point from one run is as noisy as the host was for those ~10
+# s. relate-lab-r13 (H100, a quiet VM by its own readings): one ZeRO-2 run at 6gbit stepped 36-50 ms
+# throughout, 27% slower than r12's the hour before and slower than its own 4gbit point, and missed by
+# -13.6% where r12's run of the same code missed by +8.4%. relate combines a fabric's runs (the median:
+# their mean for two) with the interval run to run, and notes runs that disagree beyond their intervals.
+after=0  # what follows: every rank count's last reference run and sweeps
+for n in ${RANKS//,/ }; do
+  [ -s "$R/lab/train-default-n$n.jsonl" ] && after=$(( after + nstrat * strat_s + $(plan_lines "$n") * sweep_s ))
+done
+for n in ${RANKS//,/ }; do
+  for rate in $(echo "${RATES//,/ }" | tr ' ' '\n' | tac); do
+    tag=shaped-$rate
+    [ -s "$R/lab/train-$tag-n$n.jsonl" ] || continue
+    need=$(( nstrat * strat_s + after ))
+    if fits "$need"; then train "$n" "shaped:$rate" "$tag" 2 "$STRATEGIES"
+    else skip "second train shaped:$rate, $n ranks" "$need"; fi
+  done
 done
 for n in ${RANKS//,/ }; do  # the reference's last run per N (relate combines runs by the median)
   [ -s "$R/lab/train-default-n$n.jsonl" ] || continue
