@@ -36,7 +36,8 @@
 # to fit). On the H200 (issue 19's lab: ~24 s per strategy, ~9 s per sweep on default, ~15-18 s shaped)
 # the defaults need ~10 s of wheels, ~95 s of reference and ~100 s per rate: ~510 s in all. On an H100
 # (relate-lab-r8, before the warm-up and the middle reference) they took 319 s; with them, ~380 s (r12, r13);
-# with the second runs of the rates, ~480 s.
+# with the second runs of the rates, 314-329 s on an H100 machine whose steps ran ~35% shorter (r14, r15),
+# ~480 s expected on r12's.
 # Writes OUTDIR/summary.txt (one line per stage), OUTDIR/lab/*.jsonl (records), OUTDIR/lab/*.txt (consoles),
 # OUTDIR/relate.txt (relate's table), OUTDIR/relate.json and OUTDIR/check.txt (the figures and the bar).
 set -uo pipefail
