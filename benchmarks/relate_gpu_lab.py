@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 from pathlib import Path
 
@@ -253,6 +254,7 @@ def _asked(strategies: str, ranks: str, rates: str) -> list[tuple[str, int, str]
 
 
 def main() -> int:
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `check DIR | head` ends quietly, as a Unix filter does
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="what", required=True)
     sub.add_parser("arithmetic")

@@ -191,7 +191,7 @@ done
 # A second run of every rate's train, in the reverse order, where the budget holds it and what follows (the
 # reference's last run and sweeps): a held-out point from one run is as noisy as the host was for those ~10
 # s. relate-lab-r13 (H100, a quiet VM by its own readings): one ZeRO-2 run at 6gbit stepped 36-50 ms
-# throughout, 27% slower than r12's the hour before and slower than its own 4gbit point, and missed by
+# throughout, 27% slower than r12's minutes before and slower than its own 4gbit point, and missed by
 # -13.6% where r12's run of the same code missed by +8.4%. relate combines a fabric's runs (the median:
 # their mean for two) with the interval run to run, and notes runs that disagree beyond their intervals.
 after=0  # what follows: every rank count's last reference run and sweeps

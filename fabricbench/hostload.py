@@ -23,15 +23,15 @@ slows.
 
 Steal time (/proc/stat's `steal`: CPU time the hypervisor gave another guest while this VM wanted it) is
 read beside it as `steal_cpus`, and counts toward busy: on a cloud VM the processes that slow a run may sit
-outside it, where no /proc/<pid> shows them. (A GPU lab on a quiet VM by the process readings stepped 27%
-slower in one run of ten, results/h100-1gpu/relate-lab-r13.) Contention that takes no CPU time (caches,
-memory bandwidth) shows in neither.
+outside it, where no /proc/<pid> shows them (one ZeRO-2 run of a GPU lab, on a VM quiet by the process
+readings, stepped 27% slower than the same run minutes before: results/h100-1gpu/relate-lab-r13, recorded
+before steal was read). Contention that takes no CPU time (caches, memory bandwidth) shows in neither.
 
-The threshold (stated in every record): the host is busy when the others and the steal time used at least
-BUSY_SHARE of its CPUs on average, and never less than BUSY_MIN_CPUS (half a CPU: on a 2-core lab one rank's core is then half
-taken). Kernel threads are left out (they mostly serve processes, ours included: loopback traffic), and a
-process that starts and ends between two readings is not seen: the figure is a lower bound, so a run
-flagged busy was busy. Linux only; elsewhere nothing is recorded.
+The threshold (stated in every record): the host is busy when the others and the steal time used at
+least BUSY_SHARE of its CPUs on average, and never less than BUSY_MIN_CPUS (half a CPU: on a 2-core lab one
+rank's core is then half taken). Kernel threads are left out (they mostly serve processes, ours included:
+loopback traffic), and a process that starts and ends between two readings is not seen: the figure is a
+lower bound, so a run flagged busy was busy. Linux only; elsewhere nothing is recorded.
 """
 
 from __future__ import annotations
@@ -54,8 +54,9 @@ _KTHREAD = 0x00200000  # PF_KTHREAD in /proc/<pid>/stat's flags
 TOP = 3  # the busiest other processes a record names
 FIELD = "host_load"  # the record's field (declared in results/fields.py)
 
+# what "busy host" means, where a report says it
 RULE = (f"other processes and the hypervisor's steal time kept at least max({BUSY_MIN_CPUS:g} CPU, "
-        f"{BUSY_SHARE:.0%} of the host's CPUs) busy on average during the run")  # what "busy host" means, where a report says it
+        f"{BUSY_SHARE:.0%} of the host's CPUs) busy on average during the run")
 
 
 def threshold(cpus: int) -> float:
@@ -86,7 +87,7 @@ class Load:
 
 
 def _steal(d: dict[str, Any]) -> str:
-    """", and the hypervisor withheld N CPUs (steal)" where it withheld any; else nothing."""
+    """The clause a note adds for the hypervisor's steal time where it withheld any CPU; else ''."""
     v = d.get("steal_cpus") or 0
     return f", and the hypervisor withheld {v:.2f} (steal time)" if v >= 0.005 else ""
 
@@ -154,7 +155,8 @@ class Watch:
         self.ours: set[tuple[int, int]] = set()
         self.kthreads: set[str] = set()
         self.readings = 0
-        self.history: list[tuple[float, int, int, int | None]] = []  # (clock, others' ticks, ours, steal) per reading
+        # (clock, others' ticks, ours, steal ticks since the first reading) per reading
+        self.history: list[tuple[float, int, int, int | None]] = []
         self.steal0: int | None = None  # /proc/stat's steal ticks at the first reading
         self.load: Load | None = None
         self._lock = threading.Lock()  # lap() reads from the caller's thread beside the watching one
