@@ -118,3 +118,27 @@ def test_max_repeats_is_one_default():
     assert TrainConfig.__dataclass_fields__["max_repeats"].default == \
         StudyConfig.__dataclass_fields__["max_repeats"].default == 5
     assert option_of(command("train"), "max_repeats").default == option_of(command("study"), "max_repeats").default
+
+
+# the CLI-only options (cli/options.py) a command may spell its own way, and why
+OWN_SPELLING = {("qualify.py", "--out"): "qualify writes a folder of results (an output folder, not a file)"}
+
+
+def test_cli_only_options_are_taken_from_their_declaration():
+    """--json, --out, --plot, --resume, --dry-run, --quiet, --topo-file and --num-gpus are declared once in
+    cli/options.py and taken with option(...); a command that spells one with click.option would give it
+    its own kind, range or alias (sweep and study did, for --json, --resume, --dry-run and --quiet)."""
+    import re
+    from pathlib import Path
+
+    from fabricbench.cli import options
+
+    flags = {d.flag for d in vars(options).values() if isinstance(d, Declared)}
+    found = []
+    for path in sorted(Path(options.__file__).parent.glob("*.py")):
+        if path.name == "options.py":
+            continue
+        for flag in re.findall(r'click\.option\(\s*"(--[a-z-]+)"', path.read_text()):
+            if flag in flags and (path.name, flag) not in OWN_SPELLING:
+                found.append(f"{path.name}: {flag}")
+    assert not found, f"take these from cli/options.py with option(...): {found}"

@@ -17,7 +17,8 @@ import click
 
 from fabricbench.cli.types import OP_REGISTRY, Count, FabricSpec, GpuList, InputPath, NameList, SizeList
 
-from fabricbench.cli.options import sweep_options
+from fabricbench.cli.declared import option
+from fabricbench.cli.options import RESUME, sweep_options
 from fabricbench.files import refuse_collisions
 from fabricbench.measuring.compare_run import compare as run_compare, plot_comparison
 from fabricbench.measuring.compare import check_plot_path, runs_beside, sweep_options as sweep_opts
@@ -32,7 +33,7 @@ from fabricbench.measuring.format import render_compare
 @click.option("--ops", type=NameList(OP_REGISTRY, "collective"), default="all_reduce", show_default=True, help="Comma list of collectives.")
 @click.option("--sizes", type=SizeList(), default="1M-1G:x4", show_default=True, help="Sizes: 8-8G, 1M-1G:x2 or 64K,1M (a bare G is GiB, 2^30 B; GB is 10^9 B).")
 @click.option("--nprocs", type=Count(1, 4096), default=None, help="Local ranks per run (one process each).")
-@click.option("--resume", is_flag=True, help="Skip fabrics whose every measurement --out already holds as ok.")
+@option(RESUME, "resume", help="Skip fabrics whose every measurement --out already holds as ok.")
 @click.option("--with", "with_paths", type=InputPath(), multiple=True,
               help="Show these results beside the fabrics (e.g. `fabricbench import`ed nccl-tests); repeatable.")
 @sweep_options

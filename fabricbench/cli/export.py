@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import click
 
-from fabricbench.cli.types import Choice, InputPath, OutputFile, Size, Text
+from fabricbench.cli.types import Choice, InputPath, Size, Text
+from fabricbench.cli.declared import option
+from fabricbench.cli.options import OUT_FILE
 from fabricbench.errors import UsageError
 from fabricbench.export import EXPORTERS, SimaiOptions, SimumaxOptions, export
 from fabricbench.files import check_output, refuse_collisions
@@ -21,7 +23,7 @@ from fabricbench.sizes import parse_size
 @click.command(name="export")
 @click.argument("results", type=InputPath(folder=True))
 @click.option("--format", "fmt", type=Choice(EXPORTERS.names()), required=True, help=f"One of: {', '.join(EXPORTERS.names())}.")
-@click.option("--out", "out_path", type=OutputFile(), required=True, help="The file to write (replaced).")
+@option(OUT_FILE, "out_path", required=True, help="The file to write (replaced).")
 @click.option("--group", type=Choice(("TP", "DP", "EP", "PP")), default="TP", show_default=True, help="simai-busbw: the section the sweep fills (TP, DP, EP, PP).")
 @click.option("--fabric", type=Text(), default=None, help="The fabric to export, when the results hold several.")
 @click.option("--size", type=Size(), default=None, help="simai-busbw: take busbw at this size (e.g. 1G), not the largest swept.")

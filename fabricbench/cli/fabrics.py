@@ -14,10 +14,12 @@ import click
 
 from fabricbench.fabrics import listing
 from fabricbench.report.fabrics import render
+from fabricbench.cli.declared import option
+from fabricbench.cli.options import JSON
 
 
 @click.command()
-@click.option("--json", "as_json", is_flag=True, help="Print the fabrics as a JSON list.")
+@option(JSON, "as_json", help="Print the fabrics as a JSON list.")
 def fabrics(as_json):
     """List the built-in fabrics and families: name, variables, description, expected transport."""
     rows = listing()

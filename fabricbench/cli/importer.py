@@ -18,7 +18,9 @@ import click
 
 from fabricbench.cli import warn
 
-from fabricbench.cli.types import Count, InputPath, OutputFile, Text
+from fabricbench.cli.types import Count, InputPath, Text
+from fabricbench.cli.declared import option
+from fabricbench.cli.options import JSON, OUT_FILE
 
 from fabricbench.errors import UsageError
 from fabricbench.files import refuse_collisions
@@ -28,8 +30,8 @@ from fabricbench.report.table import fit_lines
 
 @click.command(name="import")
 @click.argument("files", nargs=-1, required=True, type=InputPath())
-@click.option("--out", "out_path", type=OutputFile(), required=True, help="Append the records (JSON lines) to this file.")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object (files, formats, counts, warnings).")
+@option(OUT_FILE, "out_path", required=True, help="Append the records (JSON lines) to this file.")
+@option(JSON, "as_json", help="Print one JSON object (files, formats, counts, warnings).")
 @click.option("--fabric", type=Text(), default=None, help="The fabric label to give the records (what compare/relate group by).")
 @click.option("--nranks", type=Count(1, 2**20), default=None, help="Rank count where a file does not tell it.")
 def importer(files, out_path, as_json, fabric, nranks) -> None:

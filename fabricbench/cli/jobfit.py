@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import click
 
-from fabricbench.cli.types import InputPath, OutputFile, Text
+from fabricbench.cli.types import InputPath, Text
+from fabricbench.cli.declared import option
+from fabricbench.cli.options import JSON, PLOT
 from fabricbench.files import dumps, refuse_collisions
 from fabricbench.measuring.compare import check_plot_path
 from fabricbench.relating import jobfit, jobfit_io
@@ -23,8 +25,8 @@ from fabricbench.report.table import fit_lines
               help="NCCL Inspector output: files (.log, .jsonl, .gz, .prom), a folder of them, or imported records.")
 @click.option("--sweep", "sweep", type=InputPath(folder=True), required=True, help="A sweep's results file, or a study folder.")
 @click.option("--fabric", type=Text(), default=None, help="The sweep's fabric to compare with, when it holds several.")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object (rows, findings, problems).")
-@click.option("--plot", "plot_path", type=OutputFile(), default=None, help="Write job calls against the swept curve to this PNG.")
+@option(JSON, "as_json", help="Print one JSON object (rows, findings, problems).")
+@option(PLOT, "plot_path", help="Write job calls against the swept curve to this PNG.")
 def jobfit_command(job, sweep, fabric, as_json, plot_path) -> None:
     """Each collective and size the job ran: its busbw beside the sweep's, the ratio, and where it falls short."""
     check_plot_path(plot_path)

@@ -12,7 +12,9 @@ import json
 
 import click
 
-from fabricbench.cli.types import Count, GpuList, OutputFile, Size
+from fabricbench.cli.types import Count, GpuList, Size
+from fabricbench.cli.declared import option
+from fabricbench.cli.options import JSON, OUT_FILE, PLOT
 
 from fabricbench.files import refuse_collisions
 from fabricbench.measuring.p2p_run import p2p as run_p2p
@@ -29,9 +31,9 @@ from fabricbench.measuring.copy_format import plot, render
 @click.option("--warmup", type=Count(0, 10_000_000), default=5, show_default=True, help="Untimed copies first.")
 @click.option("--no-host", is_flag=True, help="Skip host<->GPU copies.")
 @click.option("--no-peer", is_flag=True, help="Skip GPU<->GPU copies.")
-@click.option("--out", "out_path", type=OutputFile(), default=None, help="Append JSONL records (kind 'copy') here.")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
-@click.option("--plot", "plot_path", type=OutputFile(), default=None, help="Write a heat-map PNG here.")
+@option(OUT_FILE, "out_path", help="Append JSONL records (kind 'copy') here.")
+@option(JSON, "as_json", help="Print one JSON object instead of tables.")
+@option(PLOT, "plot_path", help="Write a heat-map PNG here.")
 def p2p(gpus, size, iters, warmup, no_host, no_peer, out_path, as_json, plot_path):
     """Copy bandwidth between every GPU pair and between host and each GPU."""
     check_plot_path(plot_path)  # before anything is measured

@@ -14,7 +14,9 @@ import sys
 
 import click
 
-from fabricbench.cli.types import InputPath, OutputFile, Text
+from fabricbench.cli.types import InputPath, Text
+from fabricbench.cli.declared import option
+from fabricbench.cli.options import JSON, PLOT
 
 import fabricbench
 from fabricbench.files import dumps, nonfinite_paths, refuse_collisions
@@ -29,8 +31,8 @@ from fabricbench.report.plot import pyplot
 @click.argument("files", nargs=-1, required=True, type=InputPath())
 @click.option("--reference", type=Text(), default=None,
               help="Fabric to calibrate on. Default: the fastest (trace-weighted busbw) with a sweep and a train run.")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object (reference, formula, rows, problems).")
-@click.option("--plot", "plot_path", type=OutputFile(), default=None, help="Write busbw drop against slowdown to this PNG.")
+@option(JSON, "as_json", help="Print one JSON object (reference, formula, rows, problems).")
+@option(PLOT, "plot_path", help="Write busbw drop against slowdown to this PNG.")
 def relate(files, reference, as_json, plot_path) -> None:
     """Join sweep/compare records with train records and predict each fabric's step time."""
     check_plot_path(plot_path)

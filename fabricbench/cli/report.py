@@ -14,6 +14,8 @@ import os
 import click
 
 from fabricbench.cli.types import InputPath
+from fabricbench.cli.declared import option
+from fabricbench.cli.options import JSON
 
 from fabricbench.errors import UsageError
 from fabricbench.files import check_writable, dumps
@@ -25,8 +27,8 @@ NOTES_SHOWN = 5  # a badly damaged file would otherwise print one note per line
 
 @click.command()
 @click.argument("out_dir", type=InputPath(folder_only=True))
-@click.option("--json", "as_json", is_flag=True,
-              help="Print the summary as JSON ({comparisons, rankings, slowdowns, figures, ...}); write nothing.")
+@option(JSON, "as_json",
+        help="Print the summary as JSON ({comparisons, rankings, slowdowns, figures, ...}); write nothing.")
 def report(out_dir, as_json) -> None:
     """Rebuild DIR/report.md and DIR/report.html from DIR/results.jsonl, measuring nothing."""
     if not as_json:  # where the report goes is checked before anything is read or drawn

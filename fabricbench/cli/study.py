@@ -16,7 +16,8 @@ import json
 
 import click
 
-from fabricbench.cli.declared import config_options, fields_of, given as declared_given
+from fabricbench.cli.declared import config_options, fields_of, given as declared_given, option
+from fabricbench.cli.options import DRY_RUN, JSON, QUIET, RESUME
 
 from fabricbench.errors import FabricbenchError
 from fabricbench.procs import Terminated, exit_status
@@ -29,10 +30,10 @@ from fabricbench.studying.format import render_plan
 
 @click.command()
 @config_options(StudyConfig, exclude=("extra",))
-@click.option("--resume", is_flag=True, help="Continue the study in --out: skip the units recorded ok.")
-@click.option("--dry-run", is_flag=True, help="Print the units and a time estimate; run nothing.")
-@click.option("--json", "as_json", is_flag=True, help="Print the result (or the plan) as one JSON object.")
-@click.option("--quiet", is_flag=True, help="No progress bar and no line per unit.")
+@option(RESUME, "resume", help="Continue the study in --out: skip the units recorded ok.")
+@option(DRY_RUN, "dry_run", help="Print the units and a time estimate; run nothing.")
+@option(JSON, "as_json", help="Print the result (or the plan) as one JSON object.")
+@option(QUIET, "quiet", help="No progress bar and no line per unit.")
 def study(out, device, gpus, resume, dry_run, as_json, quiet, **options) -> None:
     """Topology, sweeps per fabric, scaling, train per strategy per fabric, estimate, relate, and a report."""
     import sys

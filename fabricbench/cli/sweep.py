@@ -16,8 +16,8 @@ import sys
 import click
 
 from fabricbench.cli import warn
-from fabricbench.cli.declared import declared_option
-from fabricbench.cli.options import engine_options
+from fabricbench.cli.declared import declared_option, option
+from fabricbench.cli.options import DRY_RUN, JSON, OUT_FILE, QUIET, RESUME, engine_options
 from fabricbench.cli.types import OutputFile
 from fabricbench.collectives import listing
 from fabricbench.errors import UsageError
@@ -53,14 +53,13 @@ from fabricbench.report.table import fit_lines
 @declared_option(SweepConfig, "timing")
 @declared_option(SweepConfig, "alloc")
 @declared_option(SweepConfig, "gap_s")
-@click.option("--out", "out_path", type=OutputFile(), default=None,
-              help="Append JSONL records here, one per measurement.")
-@click.option("--resume", is_flag=True,
-              help="Skip what --out already holds as ok (same op, size, dtype, ranks, GPUs, engine, fabric, settings).")
-@click.option("--json", "as_json", is_flag=True, help="Print records as JSON lines instead of the table.")
+@option(OUT_FILE, "out_path", help="Append JSONL records here, one per measurement.")
+@option(RESUME, "resume",
+        help="Skip what --out already holds as ok (same op, size, dtype, ranks, GPUs, engine, fabric, settings).")
+@option(JSON, "as_json", help="Print records as JSON lines instead of the table.")
 @click.option("--csv", "csv_path", type=OutputFile(), default=None, help="Also write a CSV of the results here.")
-@click.option("--dry-run", is_flag=True, help="Print the expanded plan and exit.")
-@click.option("--quiet", is_flag=True, help="No table (records still go to --out).")
+@option(DRY_RUN, "dry_run", help="Print the expanded plan and exit.")
+@option(QUIET, "quiet", help="No table (records still go to --out).")
 @click.option("--list-ops", is_flag=True, help="List the collectives and exit.")
 def sweep(gpus, ops, sizes, dtype, iters, warmup, adaptive, max_iters, mode, graph, graph_iters, check, engine,
           backend, nprocs, timeout_s, nccl_lib, fabric, seed, buffers, timing, alloc, out_path, resume, as_json,

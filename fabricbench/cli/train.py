@@ -14,8 +14,7 @@ import json
 import click
 
 from fabricbench.cli.declared import declared_option, option
-from fabricbench.cli.options import QUIET
-from fabricbench.cli.types import OutputFile
+from fabricbench.cli.options import JSON, OUT_FILE, QUIET
 
 from fabricbench.errors import FabricbenchError
 from fabricbench.files import refuse_collisions
@@ -53,14 +52,14 @@ from fabricbench.report.table import fit_lines
 @declared_option(TrainConfig, "trace_steps")
 @declared_option(TrainConfig, "dataset")
 @declared_option(TrainConfig, "fabric")
-@click.option("--out", type=OutputFile(), default=None, help="Append records to this JSONL.")
+@option(OUT_FILE, "out", help="Append records to this JSONL.")
 @declared_option(TrainConfig, "nnodes")
 @declared_option(TrainConfig, "node_rank")
 @declared_option(TrainConfig, "master_addr")
 @declared_option(TrainConfig, "master_port")
 @declared_option(TrainConfig, "timeout_s")
 @declared_option(TrainConfig, "stall_timeout_s")
-@click.option("--json", "as_json", is_flag=True, help="Print each record as JSON instead of a line.")
+@option(JSON, "as_json", help="Print each record as JSON instead of a line.")
 @click.option("--list", "list_", is_flag=True, help="List strategies and models, then exit.")
 @option(QUIET, "quiet", help="No line per run, no table and no progress (records still go to --out).")
 @click.option("--verbose", is_flag=True, help="Under each run, its wall time phase by phase: launch, imports, "
