@@ -126,8 +126,9 @@ def observations(trains: Iterable[TrainResult]) -> tuple[list[Observed], list[st
         fig = repeats.figures(runs)[0]  # the one statistics rule (measuring/stats.py via repeats.py)
         if (apart := _runs_apart(runs)) is not None:
             problems.append(f"{strategy} ({wl.label()}) on {fabric}: its {len(runs)} runs disagree beyond their "
-                            f"own intervals ({apart}): its step is their median, its interval run to run; "
-                            f"a machine that drifted between them (just started, or loaded) does this")
+                            f"own intervals ({apart}): its step is their median, its interval run to run (fresh "
+                            f"processes vary beyond one run's interval on a quiet machine too, and far beyond it "
+                            f"on one that drifted: just started, or loaded)")
         out.append(Observed(workload=wl, strategy=strategy, fabric=fabric, step_ci95=_step_ci(fig, runs),
                             step_s=statistics.median(r.median_step_s for r in runs),
                             samples_per_s=statistics.median(sps) if sps else None,
