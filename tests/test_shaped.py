@@ -198,6 +198,18 @@ def test_namespace_removed_after_ctrl_c_and_sigterm(sig):
     assert _gone(child)  # the process inside the namespace went with it
 
 
+def test_a_held_reaping_lock_delays_a_start_by_its_wait_only():
+    """A start waits for another's reaping, but never past its wait: a holder that hangs cannot hang it."""
+    with shaped.reaping_lock() as got:
+        assert got
+        t0 = time.monotonic()
+        with shaped.reaping_lock(wait_s=0.3) as second:
+            waited = time.monotonic() - t0
+        assert second is False and 0.25 <= waited < 5
+    with shaped.reaping_lock(wait_s=0.3) as third:  # let go: the next one gets it at once
+        assert third is True
+
+
 @needs_netns
 def test_stale_means_dead_or_a_reused_pid():
     """A namespace whose pid now belongs to a process started later is stale too; a live creator's is not."""
@@ -217,10 +229,14 @@ def test_stale_means_dead_or_a_reused_pid():
 @needs_netns
 def test_sigkill_leaves_the_namespace_to_the_next_start():
     p, ns, child = _holder()
-    p.kill()
-    p.wait(timeout=30)
-    assert _gone(child)  # parent-death signal: nothing runs on in the namespace
-    assert ns in shaped.namespaces()  # a SIGKILLed process can clean nothing up...
+    # held: another pytest-xdist worker's start would reap the namespace while this test looks for it
+    # (it did, 2 runs of 6 of the default command, before the lock)
+    with shaped.reaping_lock() as got:
+        assert got
+        p.kill()
+        p.wait(timeout=30)
+        assert _gone(child)  # parent-death signal: nothing runs on in the namespace
+        assert ns in shaped.namespaces()  # a SIGKILLed process can clean nothing up...
     with applied(get_fabric("shaped:1gbit")) as launch:  # ...so the next start does
         assert ns not in shaped.namespaces() and launch.netns in shaped.namespaces()
     assert launch.netns not in shaped.namespaces()

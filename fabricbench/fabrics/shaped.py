@@ -14,9 +14,9 @@ directions share lo's one queue, so from 1 MiB up an all-reduce's busbw is R/2 (
 
 The namespace is removed when the run ends: on success, failure, Ctrl-C and SIGTERM. A SIGKILLed
 parent cannot remove it, so every start first removes the fb-<pid>-* namespaces whose process is gone
-(remove_stale; the start time in the name tells a reused pid apart). Only namespaces named fb-* are
-ever created or removed; the host's interfaces are never touched. Without root, `ip`, `tc` or network
-namespaces the fabric is waived (FabricWaived), and nothing else fails.
+(remove_stale; the start time in the name tells a reused pid apart), one start at a time (reaping_lock).
+Only namespaces named fb-* are ever created or removed; the host's interfaces are never touched. Without
+root, `ip`, `tc` or network namespaces the fabric is waived (FabricWaived), and nothing else fails.
 
 Choose rates well below what the unshaped loopback carries (`fabricbench compare --fabrics default,...`):
 a rate above it shapes nothing. On a 2-core machine gloo reaches ~0.2 GB/s busbw (~1.6 gbit of rate).
@@ -25,11 +25,14 @@ a rate above it shapes nothing. On a 2-core machine gloo reaches ~0.2 GB/s busbw
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import re
 import secrets
 import shutil
 import subprocess
+import tempfile
+import time
 from dataclasses import dataclass
 from typing import Iterator
 
@@ -154,8 +157,51 @@ def remove(ns: str) -> None:
         pass
 
 
-def remove_stale() -> list[str]:
-    """Remove the fb-<pid>-<start>-* namespaces whose creating process is gone (a SIGKILLed run); return them."""
+LOCK = os.path.join(tempfile.gettempdir(), "fabricbench-netns.lock")
+LOCK_WAIT_S = 10.0  # then reap without it: a holder that hangs must not hang every start
+
+
+@contextlib.contextmanager
+def reaping_lock(wait_s: float | None = None) -> Iterator[bool]:
+    """Held while stale namespaces are reaped, so that one start on a host reaps at a time, and a caller that
+    holds it (a test that SIGKILLs a run to see its namespace stay) keeps the others' reapers off meanwhile.
+    Yields whether it got the lock: after wait_s (LOCK_WAIT_S) without it, or where the lock file cannot be
+    opened, the caller goes on without (reaping is best effort; `ip netns del` of a gone namespace is harmless)."""
+    try:
+        fh = open(LOCK, "a")
+    except OSError:
+        yield False
+        return
+    with fh:
+        deadline = time.monotonic() + (LOCK_WAIT_S if wait_s is None else wait_s)
+        while True:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                got = True
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    got = False
+                    break
+                time.sleep(0.05)
+            except OSError:
+                got = False
+                break
+        try:
+            yield got
+        finally:
+            if got:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def remove_stale(wait_s: float | None = None) -> list[str]:
+    """Remove the fb-<pid>-<start>-* namespaces whose creating process is gone (a SIGKILLed run); return them.
+    Under reaping_lock (waiting up to wait_s for it, LOCK_WAIT_S by default)."""
+    with reaping_lock(wait_s):
+        return _remove_stale()
+
+
+def _remove_stale() -> list[str]:
     try:
         res = run_ip(["netns", "list"], check=False)
     except (OSError, subprocess.SubprocessError):
