@@ -173,19 +173,16 @@ def reaping_lock(wait_s: float | None = None) -> Iterator[bool]:
         yield False
         return
     with fh:
-        deadline = time.monotonic() + (LOCK_WAIT_S if wait_s is None else wait_s)
-        while True:
+        deadline, got = time.monotonic() + (LOCK_WAIT_S if wait_s is None else wait_s), False
+        while not got:
             try:
                 fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 got = True
-                break
             except BlockingIOError:
                 if time.monotonic() >= deadline:
-                    got = False
                     break
                 time.sleep(0.05)
             except OSError:
-                got = False
                 break
         try:
             yield got

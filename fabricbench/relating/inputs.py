@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
+from fabricbench import hostload
 from fabricbench.errors import UsageError
 from fabricbench.measuring.stats import around
 from fabricbench.relating.curves import placement
@@ -140,7 +141,7 @@ def observations(trains: Iterable[TrainResult]) -> tuple[list[Observed], list[st
 def _cores_per_rank(run: TrainResult) -> float | None:
     """The run's host's cores (host_load.cpus) over the ranks it ran there (procs_per_node)."""
     extra = run.extra if isinstance(run.extra, dict) else {}
-    cpus = (extra.get("host_load") or {}).get("cpus")
+    cpus = (hostload.of(run) or {}).get("cpus")
     ranks = extra.get("procs_per_node") or run.reached("nranks")
     return cpus / ranks if isinstance(cpus, (int, float)) and isinstance(ranks, int) and ranks > 0 else None
 
