@@ -70,11 +70,22 @@ def test_killed_orchestrator_leaves_nothing(cmd, tmp_path, name, sig):
     tmp_root.mkdir()
     c = cmd([*argv, "--out", str(tmp_path / ("out" if name in ("qualify", "study") else "out.jsonl"))],
             {"TMPDIR": str(tmp_root)})
-    tree = wait_for(lambda: (c.p.poll() is not None and [[-1]]) or
-                    (len(descendants(c.p.pid)) >= depth and descendants(c.p.pid)), 240, "a measuring process")
+
+    def measuring() -> list[list[int]] | None:
+        """The tree once a process at `depth` is still there a second later: a short-lived helper at that
+        depth (`ldconfig -p`, a fork before its exec) is not the measurement, and CI caught one once."""
+        if c.p.poll() is not None:
+            return [[-1]]
+        before = descendants(c.p.pid)
+        if len(before) < depth:
+            return None
+        time.sleep(1.0)  # let the measurement get going (and a namespace be made)
+        after = descendants(c.p.pid)
+        return after if len(after) >= depth and set(before[depth - 1]) & set(after[depth - 1]) else None
+
+    tree = wait_for(measuring, 240, "a measuring process")
     assert c.p.poll() is None, c.stderr
-    time.sleep(1.0)  # let the measurement get going (and a namespace be made)
-    pids = sum(descendants(c.p.pid), [])
+    pids = sum(tree, [])
     assert left_in(tmp_root) and len(tree) >= depth  # there was something to clean up
     os.kill(c.p.pid, sig)
     rc, took = c.wait(60)
