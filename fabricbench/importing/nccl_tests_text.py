@@ -92,9 +92,6 @@ def _records(src: Source, run: Run, index: int, file_op: str | None) -> list[dic
     if facts.op is None and file_op is not None:
         facts.op = file_op
         src.warn(first, f"run {index}: the op ({file_op}) is taken from the file name: nccl-tests did not print it")
-    elif facts.op is None:
-        src.warn(first, f"run {index}: nccl-tests did not say which collective this is (no '# Collective test "
-                        f"starting' or *_perf command line): op left null")
     if run.ranks:
         ordered = [run.ranks[k] for k in sorted(run.ranks)]
         facts.gpus = [d for _, d, _ in ordered]
@@ -114,6 +111,9 @@ def _records(src: Source, run: Run, index: int, file_op: str | None) -> list[dic
     scale = _time_scale(run, parsed_rows)
     if facts.op is None:
         inferred += _infer_op(src, facts, parsed_rows, first, index)
+    if facts.op is None:  # said only now: the columns may still tell it (_infer_op's warning says so then)
+        src.warn(first, f"run {index}: nccl-tests did not say which collective this is (no '# Collective test "
+                        f"starting' or *_perf command line) and its columns do not tell it: op left null")
     for line_no, parsed in parsed_rows:
         assert parsed is not None  # only rows that parsed were kept
         pre, sides = parsed
