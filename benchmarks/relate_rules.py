@@ -20,7 +20,8 @@ RESULTS = ROOT / "benchmarks" / "results"
 LABS = [  # (name, records); the one-GPU lab's runs in order, then the CPU labs whose records have calls' rows
     *((f"h100-1gpu/{d}", sorted((RESULTS / "h100-1gpu" / d / "lab").glob("*.jsonl")))
       for d in ("relate-lab-r3", "relate-lab-r4", "relate-lab-r6", "relate-lab-r8", "relate-lab-r9",
-                "relate-lab-r10", "relate-ddp-r11", "relate-opt-r8")),
+                "relate-lab-r10", "relate-ddp-r11", "relate-opt-r8", "relate-lab-r12", "relate-lab-r13",
+                "relate-lab-r14", "relate-lab-r15", "relate-opt-r16")),
     *((f"cpu-lab/{d}", [RESULTS / "cpu-lab" / d / "records.jsonl"])
       for d in ("relate-lab", "relate-lab-rerun", "relate-lab-strong", "relate-credit-gap")),
 ]
