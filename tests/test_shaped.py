@@ -210,6 +210,19 @@ def test_a_held_reaping_lock_delays_a_start_by_its_wait_only():
         assert third is True
 
 
+def test_the_reaping_lock_is_one_for_the_host_whatever_tmpdir_says(tmp_path):
+    """The job layer and tests give a run its own TMPDIR; the namespaces are the host's, and so is the lock:
+    a process with another TMPDIR waits for the one held here."""
+    code = ("import time; from fabricbench.fabrics import shaped; t0 = time.monotonic()\n"
+            "with shaped.reaping_lock(wait_s=0.5) as got: print(shaped.LOCK, got, time.monotonic() - t0)")
+    with shaped.reaping_lock() as held:
+        assert held
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True,
+                             env={**os.environ, "TMPDIR": str(tmp_path)}).stdout.split()
+    assert out[0] == shaped.LOCK and not out[0].startswith(str(tmp_path)) and out[1] == "False"
+    assert float(out[2]) >= 0.45
+
+
 @needs_netns
 def test_stale_means_dead_or_a_reused_pid():
     """A namespace whose pid now belongs to a process started later is stale too; a live creator's is not."""

@@ -157,7 +157,16 @@ def remove(ns: str) -> None:
         pass
 
 
-LOCK = os.path.join(tempfile.gettempdir(), "fabricbench-netns.lock")
+def _lock_path() -> str:
+    """Host-wide, as the namespaces are: never under TMPDIR, which the job layer (FABRICBENCH_JOB_CHANNEL)
+    and tests set per run, so that two starts with different TMPDIRs would each take a lock of their own."""
+    for folder in ("/run/lock", "/var/lock", "/tmp"):
+        if os.path.isdir(folder) and os.access(folder, os.W_OK):
+            return os.path.join(folder, "fabricbench-netns.lock")
+    return os.path.join(tempfile.gettempdir(), "fabricbench-netns.lock")
+
+
+LOCK = _lock_path()
 LOCK_WAIT_S = 10.0  # then reap without it: a holder that hangs must not hang every start
 
 
