@@ -53,6 +53,14 @@ def set_max_input_bytes(size: str | int) -> int:
     return value
 
 
+def missing(path: str | os.PathLike) -> str:
+    """What an input that is not there is called. "-", where no file has that name, is the shell's spelling
+    of standard input: a stream, refused as a FIFO is, and said so rather than "no such file"."""
+    if str(path) == "-":
+        return "-: standard input is not read; give a regular file (copy the stream to a file first)"
+    return f"{path}: no such file"
+
+
 def check_input(path: str | os.PathLike, *, what: str = "input", max_bytes: int | None = None) -> Path:
     """The path, if it names a readable regular file under the size cap; else UsageError (one line).
 
@@ -62,7 +70,7 @@ def check_input(path: str | os.PathLike, *, what: str = "input", max_bytes: int 
     try:
         st = p.stat()
     except FileNotFoundError:
-        raise UsageError(f"{what} {p}: no such file") from None
+        raise UsageError(f"{what} {missing(path)}") from None
     except OSError as e:
         raise UsageError(f"{what} {p}: cannot read it ({e.strerror})") from None
     if stat.S_ISDIR(st.st_mode):

@@ -90,7 +90,7 @@ def hostile(t: click.ParamType, tmp: Path) -> list[str]:
             wrong = [paths["fifo"], "/dev/null", "/dev/zero", "/dev/full", "/dev/urandom", paths["socket"]]
         else:
             wrong = [str(tmp), paths["fifo"], "/dev/null", "/dev/zero", paths["socket"], "/"]
-        return CONTROL + wrong + [paths["missing"], paths["under_file"], "a" * 300, f"{tmp}/x\ny"]
+        return CONTROL + wrong + [paths["missing"], paths["under_file"], "a" * 300, f"{tmp}/x\ny", "-"]
     if isinstance(t, T.OutputFile):
         return CONTROL + [str(tmp), "/", paths["fifo"], "/dev/null", "/dev/zero", paths["socket"],
                           paths["under_file"], "a" * 300, f"{tmp}/x\ny"]

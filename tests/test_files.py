@@ -10,7 +10,7 @@ from fabricbench.files import (OutputError, check_input, dumps, read_input, refu
                                write_text_atomic)
 
 
-def test_fifo_directory_and_device_refused_without_opening(tmp_path):
+def test_fifo_directory_and_device_refused_without_opening(tmp_path, monkeypatch):
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
     with pytest.raises(UsageError, match="FIFO"):
@@ -21,6 +21,11 @@ def test_fifo_directory_and_device_refused_without_opening(tmp_path):
         check_input("/dev/zero")
     with pytest.raises(UsageError, match="no such file"):
         check_input(tmp_path / "missing")
+    monkeypatch.chdir(tmp_path)  # no file named "-" here: "-" is standard input to the user, and said so
+    with pytest.raises(UsageError, match="standard input is not read; give a regular file"):
+        check_input("-")
+    (tmp_path / "-").write_text("x")  # a real file of that name is read as any other
+    assert check_input("-").name == "-"
 
 
 def test_size_cap_and_env_override(tmp_path, monkeypatch):

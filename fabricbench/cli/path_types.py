@@ -16,7 +16,7 @@ import os
 import stat
 
 from fabricbench.cli.option_type import OptionType
-from fabricbench.files import check_input, unwritable
+from fabricbench.files import check_input, missing, unwritable
 
 
 def _kind_of(mode: int) -> str:
@@ -72,7 +72,7 @@ class InputPath(PathType):
         path = self.text(value, param, ctx)
         st = self.stat(path, param, ctx)
         if st is None:
-            self.fail(f"{path}: no such {'folder' if self.folder_only else 'file'}", param, ctx)
+            self.fail(f"{path}: no such folder" if self.folder_only else missing(path), param, ctx)
         if stat.S_ISDIR(st.st_mode):
             if not self.folder:
                 self.fail(f"{path}: is a folder; give a file", param, ctx)
