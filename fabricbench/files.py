@@ -110,6 +110,8 @@ def unwritable(path: str | os.PathLike, *, folder: bool = False) -> str | None:
     /proc, /sys), a file that refuses writing. The folder is tried with a file created and removed at once:
     permissions alone say nothing for root, and /proc's mode would say yes."""
     p = Path(path)
+    if str(path) == "-" and not p.exists():  # a shell's standard output: never a file named "-" made unasked
+        return "'-' is standard output to a shell, which fabricbench does not write its results to"
     if p.exists() and p.is_dir() != folder:  # the library's callers have no click type to say it first
         return f"{p} is a {'folder' if p.is_dir() else 'file'}; give a {'folder' if folder else 'file name'}"
     if not folder and p.is_file() and not os.access(p, os.W_OK):

@@ -93,10 +93,10 @@ def hostile(t: click.ParamType, tmp: Path) -> list[str]:
         return CONTROL + wrong + [paths["missing"], paths["under_file"], "a" * 300, f"{tmp}/x\ny", "-"]
     if isinstance(t, T.OutputFile):
         return CONTROL + [str(tmp), "/", paths["fifo"], "/dev/null", "/dev/zero", paths["socket"],
-                          paths["under_file"], "a" * 300, f"{tmp}/x\ny"]
+                          paths["under_file"], "a" * 300, f"{tmp}/x\ny", "-"]
     if isinstance(t, T.OutputFolder):
         return CONTROL + [paths["file"], paths["fifo"], "/dev/null", "/dev/zero", paths["socket"],
-                          paths["under_file"], "a" * 300, f"{tmp}/x\ny", "/etc/passwd"]
+                          paths["under_file"], "a" * 300, f"{tmp}/x\ny", "/etc/passwd", "-"]
     if isinstance(t, T.Choice):
         return CONTROL + ["nosuch", t.choices[0].swapcase(), t.choices[0] + " ", " " + t.choices[0], t.choices[0] + "\x00",
                           ",".join(t.choices), t.choices[0][:-1], "1", "-"]

@@ -6,7 +6,7 @@ import os
 import pytest
 
 from fabricbench.errors import UsageError
-from fabricbench.files import (OutputError, check_input, dumps, read_input, refuse_collisions,
+from fabricbench.files import (OutputError, check_input, dumps, read_input, refuse_collisions, unwritable,
                                write_text_atomic)
 
 
@@ -87,3 +87,11 @@ def test_collisions_named(tmp_path):
     with pytest.raises(UsageError, match="is also the input"):
         refuse_collisions({"--out": tmp_path / "a"}, {"RESULTS": tmp_path / "a"})
     refuse_collisions({"--out": tmp_path / "a", "--csv": None, "--json": tmp_path / "b"})
+
+
+def test_dash_is_no_output_name_unless_a_file_has_it(tmp_path, monkeypatch):
+    """'-' is standard output to a shell: an output named so is refused, never made as a file called '-'."""
+    monkeypatch.chdir(tmp_path)
+    assert "standard output" in unwritable("-") and "standard output" in unwritable("-", folder=True)
+    (tmp_path / "-").write_text("")  # one the user made is theirs to write
+    assert unwritable("-") is None
