@@ -87,7 +87,10 @@ def _known_step(pgs, path, *, compute_s, peer_delay_s):
     import torch
     from torch.profiler import ProfilerActivity, profile, record_function
 
-    x0, x1, a = torch.ones(4096), torch.ones(4096), torch.randn(128, 128)
+    # 256x256 products (about 1 ms each here): the interpreter's gaps between ops read as exposed time, and
+    # with 128x128 ones they were ~10% of the collective on a quiet 2-core VM (e 0.09-0.11 where 0 is
+    # right, at TOL's edge; one default run failed at 0.16); with these 3-5%
+    x0, x1, a = torch.ones(4096), torch.ones(4096), torch.randn(256, 256)
 
     def peer():
         time.sleep(peer_delay_s)
