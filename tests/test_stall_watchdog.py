@@ -11,6 +11,7 @@ watchdog can end the run in time.
 from __future__ import annotations
 
 import contextlib
+import glob
 import json
 import os
 import signal
@@ -126,8 +127,11 @@ def test_stopped_rank_of_a_study_unit_is_named_within_the_stall_bound(cmd, tmp_p
             return True
         mine = _descendants(c.p.pid)
         # a study's unit runs in its job's private folder, which is also its TMPDIR (jobs/runner.py)
-        top = Path(tempfile.gettempdir())
-        for d in [*top.glob(f"{procs.TEMP_PREFIX}*-train-*"), *top.glob(f"*/{procs.TEMP_PREFIX}*-train-*")]:
+        # glob.glob, not Path.glob: another test's folder under the temp dir may go between the listing and
+        # the look inside it, and Path.glob raised FileNotFoundError for one (glob.glob skips what went)
+        top = tempfile.gettempdir()
+        for d in map(Path, [*glob.glob(os.path.join(top, f"{procs.TEMP_PREFIX}*-train-*")),
+                            *glob.glob(os.path.join(top, "*", f"{procs.TEMP_PREFIX}*-train-*"))]):
             pid = int(d.name[len(procs.TEMP_PREFIX):].split("-")[0])
             try:
                 steps = json.loads((d / "rank-1.json").read_text()).get("step_times_s") or []

@@ -91,7 +91,11 @@ def _tree(pid: int) -> list[int]:
     while todo:
         p = todo.pop()
         out.append(p)
-        for t in Path(f"/proc/{p}/task").glob("*/children"):
+        try:
+            tasks = list(Path(f"/proc/{p}/task").glob("*/children"))
+        except OSError:  # it ended between Path.glob's look at the folder and its listing
+            tasks = []
+        for t in tasks:
             with contextlib.suppress(OSError, ValueError):
                 todo += [int(k) for k in t.read_text().split()]
     return out
