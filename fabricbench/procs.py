@@ -291,6 +291,20 @@ def _ancestors(depth: int = 4) -> list[int]:
     return out
 
 
+def children(pid: int) -> list[int]:
+    """The process's children, every thread's (Linux /proc/PID/task/*/children); [] once it has gone. A
+    process or thread may end during the walk: what went is skipped, never raised."""
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").glob("*/children"))
+    except OSError:  # it ended between Path.glob's look at the folder and its listing
+        return []
+    kids: list[int] = []
+    for t in tasks:
+        with contextlib.suppress(OSError, ValueError):
+            kids += [int(k) for k in t.read_text().split()]
+    return kids
+
+
 def _main(argv: list[str]) -> None:
     import runpy
 

@@ -13,19 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from fabricbench import procs
 
-def children(pid: int) -> list[int]:
-    kids = []
-    try:
-        tasks = list(Path(f"/proc/{pid}/task").glob("*/children"))
-    except OSError:  # it ended between Path.glob's look at the folder and its listing
-        tasks = []
-    for t in tasks:
-        try:
-            kids += [int(k) for k in t.read_text().split()]
-        except OSError:
-            pass
-    return kids
+
+children = procs.children  # by pid, every thread's (fabricbench/procs.py)
 
 
 def alive(pid: int) -> bool:

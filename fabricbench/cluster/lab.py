@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Sequence
 
+from fabricbench import procs
 from fabricbench.fabrics import shaped
 
 SUBNET = "10.77.0"
@@ -91,13 +92,7 @@ def _tree(pid: int) -> list[int]:
     while todo:
         p = todo.pop()
         out.append(p)
-        try:
-            tasks = list(Path(f"/proc/{p}/task").glob("*/children"))
-        except OSError:  # it ended between Path.glob's look at the folder and its listing
-            tasks = []
-        for t in tasks:
-            with contextlib.suppress(OSError, ValueError):
-                todo += [int(k) for k in t.read_text().split()]
+        todo += procs.children(p)
     return out
 
 
