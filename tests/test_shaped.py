@@ -14,6 +14,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -200,14 +201,28 @@ def test_namespace_removed_after_ctrl_c_and_sigterm(sig):
 
 def test_a_held_reaping_lock_delays_a_start_by_its_wait_only():
     """A start waits for another's reaping, but never past its wait: a holder that hangs cannot hang it."""
-    with shaped.reaping_lock() as got:
-        assert got
+    def another_start(seen: list) -> None:  # another thread: a lock of its own, as another process's
         t0 = time.monotonic()
         with shaped.reaping_lock(wait_s=0.3) as second:
-            waited = time.monotonic() - t0
+            seen.append((second, time.monotonic() - t0))
+
+    with shaped.reaping_lock() as got:
+        assert got
+        seen: list = []
+        t = threading.Thread(target=another_start, args=(seen,))
+        t.start()
+        t.join(30)
+        ((second, waited),) = seen
         assert second is False and 0.25 <= waited < 5
     with shaped.reaping_lock(wait_s=0.3) as third:  # let go: the next one gets it at once
         assert third is True
+    with shaped.reaping_lock() as outer:  # re-entrant in the holding thread, at once, and held until the outer ends
+        t0 = time.monotonic()
+        with shaped.reaping_lock(wait_s=5) as inner:
+            assert outer and inner and time.monotonic() - t0 < 1
+        code = "from fabricbench.fabrics import shaped\nwith shaped.reaping_lock(wait_s=0.2) as got: print(got)"
+        assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                              check=True).stdout.strip() == "False"
 
 
 def test_the_reaping_lock_is_one_for_the_host_whatever_tmpdir_says(tmp_path):
@@ -228,15 +243,18 @@ def test_stale_means_dead_or_a_reused_pid():
     """A namespace whose pid now belongs to a process started later is stale too; a live creator's is not."""
     me, start = os.getpid(), shaped.start_time(os.getpid())
     reused, live = f"fb-{me}-{start - 1}-abc123", f"fb-{me}-{start}-abc124"
-    for ns in (reused, live):
-        subprocess.run(["ip", "netns", "add", ns], check=True)
-    try:
-        gone = shaped.remove_stale()
-        assert reused in gone and live not in gone
-        assert reused not in shaped.namespaces() and live in shaped.namespaces()
-    finally:
-        shaped.remove(live)
-        shaped.remove(reused)
+    # held from the add to the look: another pytest-xdist worker's start reaped `reused` in between once
+    with shaped.reaping_lock() as got:
+        assert got
+        for ns in (reused, live):
+            subprocess.run(["ip", "netns", "add", ns], check=True)
+        try:
+            gone = shaped.remove_stale()  # re-entrant: this thread holds the lock
+            assert reused in gone and live not in gone
+            assert reused not in shaped.namespaces() and live in shaped.namespaces()
+        finally:
+            shaped.remove(live)
+            shaped.remove(reused)
 
 
 @needs_netns

@@ -32,6 +32,7 @@ import secrets
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from typing import Iterator
@@ -168,6 +169,7 @@ def _lock_path() -> str:
 
 LOCK = _lock_path()
 LOCK_WAIT_S = 10.0  # then reap without it: a holder that hangs must not hang every start
+_holding = threading.local()  # .depth: how deep this thread is inside reaping_lock (0: not holding it)
 
 
 @contextlib.contextmanager
@@ -175,7 +177,16 @@ def reaping_lock(wait_s: float | None = None) -> Iterator[bool]:
     """Held while stale namespaces are reaped, so that one start on a host reaps at a time, and a caller that
     holds it (a test that SIGKILLs a run to see its namespace stay) keeps the others' reapers off meanwhile.
     Yields whether it got the lock: after wait_s (LOCK_WAIT_S) without it, or where the lock file cannot be
-    opened, the caller goes on without (reaping is best effort; `ip netns del` of a gone namespace is harmless)."""
+    opened, the caller goes on without (reaping is best effort; `ip netns del` of a gone namespace is harmless).
+    Re-entrant in a thread that holds it (a flock of a second open would wait for the first): a caller that
+    holds it can make namespaces and reap them (remove_stale) with no other start reaping in between."""
+    if getattr(_holding, "depth", 0):
+        _holding.depth += 1
+        try:
+            yield True
+        finally:
+            _holding.depth -= 1
+        return
     try:
         fh = open(LOCK, "a")
     except OSError:
@@ -193,9 +204,11 @@ def reaping_lock(wait_s: float | None = None) -> Iterator[bool]:
                 time.sleep(0.05)
             except OSError:
                 break
+        _holding.depth = 1 if got else 0
         try:
             yield got
         finally:
+            _holding.depth = 0
             if got:
                 fcntl.flock(fh, fcntl.LOCK_UN)
 
