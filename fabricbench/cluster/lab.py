@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -104,7 +105,7 @@ def cluster(n: int = 2, *, rate: str = "1gbit", names: Sequence[str] | None = No
     if why:
         raise RuntimeError(why)
     bps = shaped.parse_rate(rate)
-    shaped.remove_stale()
+    reap_stale()
     base = f"{shaped.PREFIX}{os.getpid()}-{shaped.start_time(os.getpid())}-{secrets.token_hex(3)}"
     switch = f"{base}f"
     nodes = [Node(i, (names or [f"node{k}" for k in range(n)])[i], f"{base}{i}", f"{SUBNET}.{i + 1}")
@@ -144,6 +145,43 @@ def cluster(n: int = 2, *, rate: str = "1gbit", names: Sequence[str] | None = No
             shaped.remove(ns)
         for nd in nodes:
             shutil.rmtree(NETNS_ETC / nd.ns, ignore_errors=True)
+
+
+_NAME = re.compile(rf"{shaped.PREFIX}(\d+)-(\d+)-[0-9a-f]+")  # fb-<pid>-<its start time>-<hex>
+
+
+def reap_stale() -> list[str]:
+    """A SIGKILLed run's leftovers: the processes still in its namespaces (torchrun's ranks, a Slurm's
+    daemons and steps: nothing kills them when the namespace's name goes), then the namespaces
+    (shaped.remove_stale) and their /etc/netns folders. Under shaped's reaping lock, one start at a time."""
+    with shaped.reaping_lock():
+        for ns in shaped.namespaces():
+            if _stale(ns):
+                for pid in namespace_pids(ns):
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGKILL)
+        gone = shaped.remove_stale()
+        if NETNS_ETC.is_dir():
+            for d in NETNS_ETC.glob(f"{shaped.PREFIX}*"):
+                if _stale(d.name) and d.name not in shaped.namespaces():
+                    shutil.rmtree(d, ignore_errors=True)
+                    gone.append(str(d))
+        return gone
+
+
+def _stale(name: str) -> bool:
+    """Whether a fb-<pid>-<start>-* name's creator is gone (its start time rules out a reused pid)."""
+    m = _NAME.match(name)
+    return bool(m) and shaped.start_time(int(m.group(1))) != int(m.group(2))
+
+
+def namespace_pids(ns: str) -> list[int]:
+    """Every process in network namespace `ns` (`ip netns pids`); [] when it is gone."""
+    try:
+        res = shaped.run_ip(["netns", "pids", ns], check=False)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return [int(x) for x in res.stdout.split() if x.isdigit()]
 
 
 def _tc(ns: str, dev: str, bps: int) -> None:
