@@ -18,16 +18,13 @@ import tempfile
 from pathlib import Path
 from typing import Any, TextIO
 
-from fabricbench.errors import FabricbenchError, UsageError
+from fabricbench.errors import UsageError
+from fabricbench.outputs import OutputError, open_output, refuse_link, write_atomic  # noqa: F401 (the writers' names)
 from fabricbench.sizes import parse_size
 
 # A results file of a 12,500-host fleet (12 records each) is ~150 MB; a spec or a log is far smaller.
 MAX_INPUT_BYTES = 4 * 1024**3
 ENV_MAX = "FABRICBENCH_MAX_INPUT_BYTES"  # raises the cap for every reader without a flag per command
-
-
-class OutputError(FabricbenchError):
-    """An output could not be written (full disk, read-only file). What was written before is kept."""
 
 
 def max_input_bytes() -> int:
@@ -93,10 +90,11 @@ def check_output(path: str | os.PathLike, *, what: str = "output") -> Path:
     (open() would block until a reader comes), a socket. /dev/null and /dev/full are allowed: writing
     there is the user's choice, and a full disk gives OutputError like any other."""
     p = Path(path)
+    refuse_link(p, what=what)  # a link is never written through (outputs.py), dangling or not
     try:
         st = p.stat()
     except OSError:
-        return p  # not there yet (or a dangling link): the writer creates it or says why not
+        return p  # not there yet: the writer creates it or says why not
     if stat.S_ISDIR(st.st_mode):
         raise UsageError(f"{what} {p}: is a directory; give a file name")
     if stat.S_ISFIFO(st.st_mode) or stat.S_ISSOCK(st.st_mode):
@@ -112,6 +110,8 @@ def unwritable(path: str | os.PathLike, *, folder: bool = False) -> str | None:
     p = Path(path)
     if str(path) == "-" and not p.exists():  # a shell's standard output: never a file named "-" made unasked
         return "'-' is standard output to a shell, which fabricbench does not write its results to"
+    if p.is_symlink():
+        return f"{p} is a symbolic link, and fabricbench writes only through paths it made; give the real path"
     if p.exists() and p.is_dir() != folder:  # the library's callers have no click type to say it first
         return f"{p} is a {'folder' if p.is_dir() else 'file'}; give a {'folder' if folder else 'file name'}"
     if not folder and p.is_file() and not os.access(p, os.W_OK):
@@ -184,39 +184,12 @@ def dumps(value: Any, **kw: Any) -> str:
     return json.dumps(json_safe(value), allow_nan=False, default=str, **kw)
 
 
-def write_text_atomic(path: str | os.PathLike, text: str, *, what: str = "output") -> Path:
-    """Write through a temp file in the same folder and rename it into place.
-
-    A reader (a Prometheus textfile collector, a CI job) sees the old file or the new one, never half.
-    A write error leaves the old file as it was and raises OutputError with one line.
-    """
-    p = Path(path)
-    try:  # renaming over a device (/dev/full), a FIFO or a folder would replace it: refuse instead
-        st = p.stat()
-    except OSError:
-        st = None
-    if st is not None and not stat.S_ISREG(st.st_mode):
-        raise OutputError(f"{what} {p}: exists and is not a regular file (a device, FIFO or folder); "
-                          f"give a file path")
-    try:
-        p.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
-    except OSError as e:
-        raise OutputError(f"{what} {p}: cannot write there ({e.strerror}); choose a writable path") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, p)
-    except OSError as e:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise OutputError(f"{what} {p}: write failed ({e.strerror}); {p} was left as it was") from None
-    return p
+def write_text_atomic(path: str | os.PathLike, text: str, *, what: str = "output",
+                      under: str | os.PathLike | None = None) -> Path:
+    """Write through a temp file in the same folder and rename it into place (outputs.write_atomic: no
+    link followed). A reader (a Prometheus textfile collector, a CI job) sees the old file or the new one,
+    never half. A write error leaves the old file as it was and raises OutputError with one line."""
+    return write_atomic(path, text, what=what, under=under)
 
 
 def same_file(a: str | os.PathLike, b: str | os.PathLike) -> bool:
