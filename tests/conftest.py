@@ -63,6 +63,13 @@ def pytest_xdist_auto_num_workers(config):
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups (--dist loadgroup)
 def pytest_collection_modifyitems(config, items):
+    # The multi-node tier (a real Slurm, namespaces) runs only where -m names it: no other selection (the
+    # default command's, -m slow, -m 'not lab') takes it, as .ci/multinode alone should run it.
+    if "multinode" not in (config.getoption("markexpr", "") or ""):
+        off = [it for it in items if it.get_closest_marker("multinode") is not None]
+        if off:
+            config.hook.pytest_deselected(items=off)
+            items[:] = [it for it in items if it.get_closest_marker("multinode") is None]
     for item in items:
         mark = item.get_closest_marker("gpu")
         if mark is not None:
