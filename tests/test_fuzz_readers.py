@@ -121,7 +121,12 @@ def test_relate_reads_damaged_files_or_says_why(tmp_path_factory, data):
 def test_repair_leaves_every_line_parsing(tmp_path_factory, data):
     path = tmp_path_factory.mktemp("rep") / "r.jsonl"
     path.write_bytes(data)
-    repair(path)
+    try:
+        repair(path)
+    except UsageError as e:  # damage left no fabricbench record to vouch for the file: left as it was
+        _one_line(e)
+        assert "not fabricbench records" in str(e) and path.read_bytes() == data
+        return
     text = path.read_bytes()
     assert not text or text.endswith(b"\n")
     for line in text.split(b"\n"):

@@ -23,11 +23,14 @@ import html
 import os
 import re
 import shutil
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from fabricbench.files import OutputError, write_text_atomic
+from fabricbench.errors import UsageError
+from fabricbench.files import OutputError
+from fabricbench.outputs import Folder, folder
 from fabricbench.report.analysis import fmt
 from fabricbench.results.status import Severity, Status
 
@@ -140,22 +143,27 @@ class Document:
 
     def write(self, out_dir: str | os.PathLike, *, stem: str = "report") -> tuple[Path, Path]:
         out = Path(out_dir)
-        try:
-            out.mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise OutputError(f"{out}: cannot create the report's folder ({e.strerror}); choose a writable "
-                              f"path") from None
-        fig_dir = out / f"{stem}_figures"
-        if fig_dir.exists():  # a rebuilt report must not keep figures of an earlier one
-            shutil.rmtree(fig_dir)
-        md_path, html_path = out / f"{stem}.md", out / f"{stem}.html"
-        # through files: a folder where the report goes, or a full disk, is one line, never a traceback
-        write_text_atomic(md_path, self.markdown(fig_dir), what=md_path.name)
-        write_text_atomic(html_path, self.html(), what=html_path.name)
+        # one folder descriptor, no link followed in it (outputs.py): a report.md or figures folder that
+        # someone made a link is refused, never written through
+        with folder(out, what="report folder", follow=True) as d:
+            fig_dir = out / f"{stem}_figures"
+            old = d.lstat(fig_dir.name)
+            if old is not None and stat.S_ISLNK(old.st_mode):
+                raise UsageError(f"report folder {fig_dir}: is a symbolic link, and fabricbench writes only "
+                                 f"through paths it made; remove the link")
+            if old is not None:  # a rebuilt report must not keep figures of an earlier one
+                shutil.rmtree(fig_dir.name, dir_fd=d.fd)
+            md_path, html_path = out / f"{stem}.md", out / f"{stem}.html"
+            # a folder where the report goes, or a full disk, is one line, never a traceback
+            figs = _Figures(d, fig_dir.name)
+            d.write_atomic(md_path.name, self.markdown(fig_dir, save=figs.save))
+            d.write_atomic(html_path.name, self.html())
         return md_path, html_path
 
     # -- Markdown -----------------------------------------------------------------------------------
-    def markdown(self, fig_dir: Path | None = None) -> str:
+    def markdown(self, fig_dir: Path | None = None, *, save: Any = None) -> str:
+        """The document as markdown; each figure is saved by `save(name, png)` in `fig_dir` (not at all
+        without it): Document.write passes one that writes through its folder's descriptor."""
         lines = [f"# {self.title}", ""]
         if self.subtitle:
             lines += [f"_{self.subtitle}_", ""]
@@ -175,10 +183,9 @@ class Document:
                     lines += _md_table(b.data)
                 elif b.kind == "figure":
                     n_fig += 1
-                    if fig_dir is not None:
-                        fig_dir.mkdir(parents=True, exist_ok=True)
+                    if fig_dir is not None and save is not None:
                         name = f"fig{n_fig:02d}.png"
-                        (fig_dir / name).write_bytes(b.data["png"])
+                        save(name, b.data["png"])
                         lines += [f"![{_md_escape(b.data['caption'])}]({fig_dir.name}/{name})", ""]
                     lines += [f"*Figure {n_fig}: {b.data['caption']}*", ""]
         return "\n".join(lines).rstrip() + "\n"
@@ -233,6 +240,20 @@ def _cell(v: Any) -> str:
             return f"{v:.4g}"
         return fmt(v)  # 1,233 and 0.000123: thousands separated, never an exponent
     return str(v)
+
+
+class _Figures:
+    """The report's figures folder, made at the first figure, below the report's folder descriptor."""
+
+    def __init__(self, d: Folder, name: str) -> None:
+        self.d, self.name = d, name
+
+    def save(self, name: str, png: bytes) -> None:
+        with self.d.folder(self.name) as figs, figs.open(name, "wb") as fh:
+            try:
+                fh.write(png)
+            except OSError as e:
+                raise OutputError(f"{self.d.path / self.name / name}: write failed ({e.strerror})") from None
 
 
 def _md_escape(text: str) -> str:

@@ -11,24 +11,21 @@ import os
 from pathlib import Path
 from typing import Any, Iterator
 
-from fabricbench.errors import UsageError
-from fabricbench.files import OutputError, check_output, dumps
+from fabricbench.files import OutputError, check_output, dumps, open_output
 from fabricbench.results import records as _records
 
 
 class ResultWriter:
-    def __init__(self, path: str | os.PathLike | None) -> None:
+    """`under`: the output folder the file lies in (a study's --out), no link followed below it."""
+
+    def __init__(self, path: str | os.PathLike | None, *, under: str | os.PathLike | None = None) -> None:
         self.path = Path(path) if path is not None else None
         self.records: list[dict[str, Any]] = []  # everything written, also when path is None
         self._fh = None
         if self.path is not None:
             check_output(self.path, what="--out")
-            try:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                self._fh = open(self.path, "a", encoding="utf-8")
-            except OSError as e:
-                raise UsageError(f"--out {self.path}: cannot write there ({e.strerror}); "
-                                 f"choose a writable path") from None
+            # never through a link: one planted at results.jsonl would send every record outside --out
+            self._fh = open_output(self.path, "a", what="--out", under=under)
 
     def write(self, record: dict[str, Any]) -> None:
         self.records.append(record)
