@@ -8,8 +8,8 @@
     fabricbench.to_dataframe(rs)                                      # pandas, if installed
 
 Every command has its library call here (the CLI only maps flags to them): measure, sweep, compare,
-scaling, p2p, train, relate, study, advise, qualify. Importing needs no GPU and no torch: everything heavy
-loads on first use.
+scaling, p2p, train, relate, study, advise, qualify, execute (exec). Importing needs no GPU and no torch:
+everything heavy loads on first use.
 """
 
 from __future__ import annotations
@@ -40,6 +40,8 @@ _LAZY = {
     "train": "fabricbench.training.api",
     "TrainConfig": "fabricbench.training.config",
     "StudyConfig": "fabricbench.studying.config",
+    "execute": "fabricbench.jobs.command",
+    "ExecConfig": "fabricbench.jobs.command",
 }
 
 __all__ = sorted(_LAZY) + ["__version__"]

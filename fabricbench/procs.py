@@ -305,6 +305,52 @@ def children(pid: int) -> list[int]:
     return kids
 
 
+# -- what a job leaves in sessions of its own ---------------------------------------------------------------
+PR_SET_CHILD_SUBREAPER = 36  # <linux/prctl.h>
+PR_GET_CHILD_SUBREAPER = 37
+
+
+@contextlib.contextmanager
+def adopting() -> Iterator[set[int]]:
+    """While inside, this process is a child subreaper (Linux): a process that a job started in a session of
+    its own (torchrun's ranks: start_new_session=True) and left behind when it died becomes our child
+    instead of init's, where `kill_adopted` finds it. Yields the pids that were our children before (never
+    adopted, never killed). Where prctl is missing, nothing is adopted and the group kill is all there is."""
+    before = set(children(os.getpid()))
+    if _PRCTL is None:
+        yield before
+        return
+    was = ctypes.c_int(0)
+    _PRCTL(PR_GET_CHILD_SUBREAPER, ctypes.byref(was), 0, 0, 0)
+    _PRCTL(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    try:
+        yield before
+    finally:
+        if not was.value:
+            _PRCTL(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+
+
+def kill_adopted(before: set[int], within_s: float = REAP_S) -> list[int]:
+    """SIGKILL every child of ours not in `before` (orphans adopted inside `adopting`) and reap it; each
+    one's own children come to us in turn as it dies, so this goes on until none is left or `within_s`
+    passed. Returns the pids killed. Only children of this process are ever touched, never a name match."""
+    killed: list[int] = []
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        strays = [pid for pid in children(os.getpid()) if pid not in before]
+        if not strays:
+            break
+        for pid in strays:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+            with contextlib.suppress(ChildProcessError, OSError):
+                os.waitpid(pid, os.WNOHANG)
+            if pid not in killed:
+                killed.append(pid)
+        time.sleep(0.02)
+    return killed
+
+
 def _main(argv: list[str]) -> None:
     import runpy
 

@@ -16,6 +16,7 @@ import pytest
 from fabricbench.cli.declared import TYPES, shown_default
 from fabricbench.cli.hints import command
 from fabricbench.declare import Declared, concept, declared
+from fabricbench.jobs.command import ExecConfig
 from fabricbench.measuring.config import SweepConfig
 from fabricbench.studying.config import StudyConfig
 from fabricbench.training.launch import TrainConfig
@@ -25,6 +26,7 @@ COMMANDS = {
     "sweep": (SweepConfig, {}),
     "train": (TrainConfig, {}),
     "study": (StudyConfig, {}),
+    "exec": (ExecConfig, {}),
     "compare": (SweepConfig, {f: "compare passes the rest to its child sweeps by name"
                               for f in ("gpus", "ops", "sizes", "adaptive", "max_iters", "graph", "graph_iters",
                                         "check", "nprocs", "nccl_lib", "fabric", "seed", "buffers", "timing",
@@ -36,9 +38,9 @@ COMMANDS = {
                                         "alloc", "stall_timeout_s")}
                 | {"gap_s": "a gapped sweep measures relate's link credit, never a scaling's prices"}),
 }
-CONFIGS = (SweepConfig, TrainConfig, StudyConfig)
+CONFIGS = (SweepConfig, TrainConfig, StudyConfig, ExecConfig)
 # One flag, two ideas, each with its own default: said in each --help, and listed here on purpose.
-SHARED_FLAGS = {"--timeout": {"step_timeout_s", "progress_timeout_s"}}
+SHARED_FLAGS = {"--timeout": {"step_timeout_s", "progress_timeout_s", "job_timeout_s"}}
 
 
 def option_of(cmd: click.Command, name: str) -> click.Option | None:

@@ -38,7 +38,7 @@ DEFAULTS_ON_PURPOSE = {
                      "train measures 8; study picks it on GPUs; estimate leaves activations out unless given; "
                      "advise sizes the smallest job"),
     "--fabric": ({"sweep": "default", "scaling": "default", "train": "default", "qualify": None, "import": None,
-                  "jobfit": None, "export": None},
+                  "jobfit": None, "export": None, "exec": "default"},
                  "qualify runs each check under the spec's fabric; the labels default to what the records hold"),
     "--fabrics": ({"compare": "default,p2p-off", "study": None}, "a study's default depends on --device"),
     "--iters": ({"sweep": 20, "compare": 20, "scaling": 20, "p2p": 20, "study": None},
@@ -53,8 +53,9 @@ DEFAULTS_ON_PURPOSE = {
                 "sweep spans latency to bandwidth; compare the sizes where fabrics differ; scaling the bus "
                 "bandwidth plateau; study what the strategies' traces sent"),
     "--size": ({"p2p": "256M", "export": None}, "p2p copies a buffer; export picks one of the recorded sizes"),
-    "--timeout": ({"sweep": 300.0, "compare": 300.0, "scaling": 300.0, "train": 1800.0},
-                  "a sweep's hung step against a train rank without progress (start-up, a model step)"),
+    "--timeout": ({"sweep": 300.0, "compare": 300.0, "scaling": 300.0, "train": 1800.0, "exec": None},
+                  "a sweep's hung step against a train rank without progress (start-up, a model step); exec's "
+                  "whole command, unbounded unless given (a user's training job runs as long as it runs)"),
 }
 
 

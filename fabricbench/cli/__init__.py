@@ -40,6 +40,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "import": ("fabricbench.cli.importer:importer", "Read nccl-tests, NCCL logs and nvbandwidth into records."),
     "jobfit": ("fabricbench.cli.jobfit:jobfit_command", "A job's collectives (NCCL Inspector) against a sweep."),
     "export": ("fabricbench.cli.export:export_command", "Results out to simulators (SimAI busbw.yaml, comm trace)."),
+    "exec": ("fabricbench.cli.exec:exec_command", "Run your own command under a fabric, and record how it went."),
 }
 
 

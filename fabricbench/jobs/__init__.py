@@ -17,6 +17,8 @@ Every orchestrator goes through here: `sweep --fabric`, `compare`, `scaling` (me
   NCCL_*/GLOO_*/CUDA_* are shown as *** everywhere else;
 - store.py: the one resume store (a torn last line is cut off, with a warning, and measured again);
 - configs.py: typed, frozen job configs whose argv comes from their fields, with a stable resume key.
+- command.py: `fabricbench exec`, a user's own command run under a fabric as a job (user_job: signals
+  forwarded, what it left in sessions of its own killed), one record of kind "exec" (kinds.py).
 
 Where decisions live (what shared/STYLE.md's section of that name would say of this layer): a command
 decides *what* to run (its library call builds the job); this layer decides *how* a child runs, for every

@@ -29,7 +29,10 @@ One policy for all jobs:
 - interruption (KeyboardInterrupt, procs.Terminated): the group is killed, the records already
   complete are handed to on_record, and the exception goes on up (the CLI exits 130 or 143);
 - no leftovers: the workspace is the job's TMPDIR too, so what a launcher leaves there (torchrun's
-  torchelastic_* folders) goes with it.
+  torchelastic_* folders) goes with it;
+- a user's own command (`user_job`, fabricbench exec): Ctrl-C and SIGTERM reach it as themselves, with
+  `grace_s` to end before its group is killed, and what it started in sessions of its own (torchrun's
+  ranks) and left behind is adopted while it runs (procs.adopting) and killed when it ends.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ import contextlib
 import json
 import os
 import signal
+import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -239,7 +243,8 @@ def run(argv: Sequence[str] | Mapping[str, Sequence[str]], *, workspace: Path, e
         expect: Sequence[str] = (), grace_s: float = procs.GRACE_S, capture: bool = True,
         on_poll: Callable[[], None] | None = None, on_start: Callable[[Launch], None] | None = None,
         on_progress: Callable[[str, dict[str, Any]], None] | None = None,
-        on_message: Callable[[str, dict[str, Any]], None] | None = None) -> Outcome:
+        on_message: Callable[[str, dict[str, Any]], None] | None = None, user_job: bool = False,
+        outcome: Outcome | None = None) -> Outcome:
     """Run argv to its end under the policy in the module docstring; see Outcome for what comes back.
 
     `argv`: one command, or {who: command} for a job of several processes (each speaks as `who`; they
@@ -250,9 +255,11 @@ def run(argv: Sequence[str] | Mapping[str, Sequence[str]], *, workspace: Path, e
     stderr on ours (as they happen); `on_start` gets the applied fabric's Launch (its facts: masked
     variables, namespace) before the child starts; `on_poll` is called after each read of the workspace;
     `on_progress`: (who, what it said) for each progress message (e.g. ("rank 1", {"step": 3, "steps":
-    8})); `on_message`: (who, message) for the job's other messages on its channel (Channel.send)."""
+    8})); `on_message`: (who, message) for the job's other messages on its channel (Channel.send);
+    `user_job`: a command of the user's own (module docstring); `outcome`: the Outcome to fill, for a caller
+    that reads it after an interruption (which goes on up as an exception, with returncode and command set)."""
     ws = Path(workspace)
-    out = Outcome(returncode=None)
+    out = outcome if outcome is not None else Outcome(returncode=None)
     base = dict(os.environ if env is None else env)
     bytecode.apply(base)  # where each child would compile torch from source: bytecode in fabricbench's cache
     base[channel.ENV] = str(ws)
@@ -272,16 +279,22 @@ def run(argv: Sequence[str] | Mapping[str, Sequence[str]], *, workspace: Path, e
             if on_start is not None and launch is not None:
                 on_start(launch)
             watch = _Watch(ws, records_from, expect or list(named or ()), on_record, out, on_progress, on_message)
-            with procs.terminated_as_interrupt():  # SIGTERM: the same clean end as Ctrl-C
-                _supervise(cmds, child_env, ws, out, watch, stall_s=stall_s, startup_s=startup_s,
-                           budget_s=budget_s, grace_s=grace_s, capture=capture, on_poll=on_poll)
+            with procs.terminated_as_interrupt(), \
+                    (procs.adopting() if user_job else contextlib.nullcontext(None)) as before:
+                try:
+                    _supervise(cmds, child_env, ws, out, watch, stall_s=stall_s, startup_s=startup_s,
+                               budget_s=budget_s, grace_s=grace_s, capture=capture, on_poll=on_poll,
+                               forward=user_job)
+                finally:
+                    if before is not None:
+                        procs.kill_adopted(before)
     except FabricWaived as e:
         out.waived = str(e)
     return out
 
 
 def _supervise(cmds: dict[str | None, list[str]], env, ws: Path, out: Outcome, watch: _Watch, *, stall_s,
-               startup_s, budget_s, grace_s, capture: bool, on_poll) -> None:
+               startup_s, budget_s, grace_s, capture: bool, on_poll, forward: bool = False) -> None:
     paths = (ws / "job.stdout", ws / "job.stderr")
     with contextlib.ExitStack() as files:
         so, se = (files.enter_context(open(pth, "w+")) for pth in paths) if capture else (None, None)
@@ -317,8 +330,14 @@ def _supervise(cmds: dict[str | None, list[str]], env, ws: Path, out: Outcome, w
                     _blame(out, watch, ps, ended)
                     procs.kill_all(list(ps.values()), grace_s=0)
                     break
-        except BaseException:
-            procs.kill_all(list(ps.values()), grace_s=min(grace_s, 1.0))
+        except BaseException as e:
+            try:
+                if forward and isinstance(e, KeyboardInterrupt):  # the user's job hears what we heard
+                    _forward(ps, int(getattr(e, "signum", signal.SIGINT)), grace_s)
+            finally:
+                procs.kill_all(list(ps.values()), grace_s=min(grace_s, 1.0))
+                if None in ps:
+                    out.returncode = ps[None].returncode
             watch.poll()  # what was finished before the interruption is kept
             raise
         for p in ps.values():
@@ -334,6 +353,19 @@ def _supervise(cmds: dict[str | None, list[str]], env, ws: Path, out: Outcome, w
             out.returncode = None if out.message else ps[None].returncode
     if capture:
         out.stdout, out.stderr = (pth.read_text(errors="replace") for pth in paths)
+
+
+def _forward(ps: dict, signum: int, grace_s: float) -> None:
+    """Send `signum` to each process's group, and give them grace_s to end on it."""
+    live = [p for p in ps.values() if p.poll() is None]
+    for p in live:
+        procs.signal_group(p.pid, signum)
+    deadline = time.monotonic() + grace_s
+    for p in live:
+        try:
+            p.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            pass
 
 
 def _blame(out: Outcome, watch: _Watch, ps: dict, ended: dict[str, int | None]) -> None:

@@ -17,9 +17,9 @@ from typing import Any, Callable
 
 import fabricbench.gpus  # looked up on call: tests stand in for visible_gpu_count
 from fabricbench import hostload, references, topology
-from fabricbench.errors import CheckFailed, UsageError
+from fabricbench.errors import CheckFailed
 from fabricbench.fabrics import get_fabric
-from fabricbench.files import OutputError, check_output
+from fabricbench.files import OutputError, check_output, open_output
 from fabricbench.measuring.api import nranks, resolve_devices, uses_gpus
 from fabricbench.measuring.config import SweepConfig
 from fabricbench.measuring.plan import build_plan, plan_length
@@ -105,10 +105,7 @@ def run(config: SweepConfig, *, out_path: str | None, as_json: bool, csv_path: s
     csv_fh = None
     if csv_path and root:
         check_output(csv_path, what="--csv")  # a FIFO would block here until a reader came
-        try:
-            csv_fh = open(csv_path, "w", newline="", encoding="utf-8")
-        except OSError as e:
-            raise UsageError(f"--csv {csv_path}: cannot write there ({e.strerror})") from None
+        csv_fh = open_output(csv_path, "w", what="--csv", newline="")  # never through a link
     csv_sink = CsvSink(csv_fh) if csv_fh else None
     if root and config.gpus:
         warning = topology.islands_warning(tuple(config.gpus))

@@ -33,6 +33,7 @@ from fabricbench.fabrics.env import mask_known
 from fabricbench.fabrics.model import shown
 from fabricbench.jobs import store
 from fabricbench.files import dumps, refuse_collisions, write_text_atomic
+from fabricbench.outputs import folder
 from fabricbench.measuring.runner import new_run_id
 from fabricbench.progress import Progress
 from fabricbench.qualifying.checks import CHECKS
@@ -148,10 +149,13 @@ def qualify(spec: Spec | str | os.PathLike, *, out: str | os.PathLike | None = N
     rank0 = not distributed or os.environ.get("RANK") == "0"
     _note_launcher_size(spec, notes, distributed=distributed, rank0=rank0)
     results_path = Path(out) / "results.jsonl" if out is not None else None
-    previous = _previous_records(results_path, out=out, resume=resume)
+    # Only rank 0 writes --out, so only rank 0 refuses one that holds a run: another rank on rank 0's node
+    # (or on a shared filesystem) would otherwise find the file rank 0 has just begun and end with exit 2.
+    # Under --resume every rank reads it, to skip the checks rank 0 recorded.
+    previous = _previous_records(results_path if rank0 or resume else None, out=out, resume=resume)
     run_id = next((r["run_id"] for r in previous if r.get("kind") == "qualify_start" and r.get("run_id")),
                   None) or new_run_id()
-    writer = ResultWriter(results_path if rank0 else None)
+    writer = ResultWriter(results_path if rank0 else None, under=out)
     if recorded is not None:
         ctx = OfflineContext(spec, records=recorded, source=str(records_from), writer=writer, run_id=run_id,
                              topo_file=topo_file, echo=echo)
@@ -316,10 +320,10 @@ def _baseline_verdict(old: list[dict[str, Any]], new: list[dict[str, Any]], tole
 
 
 def _write_outputs(res: QualifyResult, out: Path) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(out / "verdicts.json", dumps(res.to_dict(), indent=2) + "\n", what="verdicts.json")
-    write_text_atomic(out / "junit.xml", to_xml(res.verdicts, suite=res.spec.name, host=res.host), what="junit.xml")
-    write_text_atomic(out / "spec.toml", mask_known(res.spec.text), what="spec.toml")  # custom fabric values: ***
+    with folder(out, what="--out") as d:  # one descriptor, no link followed in it (outputs.py)
+        d.write_atomic("verdicts.json", dumps(res.to_dict(), indent=2) + "\n")
+        d.write_atomic("junit.xml", to_xml(res.verdicts, suite=res.spec.name, host=res.host))
+        d.write_atomic("spec.toml", mask_known(res.spec.text))  # custom fabric values: ***
     res.files.update({"results": str(out / "results.jsonl"), "verdicts": str(out / "verdicts.json"),
                       "junit": str(out / "junit.xml"), "spec": str(out / "spec.toml")})
     res.files.update(write_report(res, out))

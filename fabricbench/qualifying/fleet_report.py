@@ -76,8 +76,8 @@ def write_outputs(res: FleetResult, out: Path) -> None:
     # orjson: 12,500 nodes' figures in a fraction of json's time, and NaN is written as null, never NaN
     text = (orjson.dumps(res.to_dict(), option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS, default=str).decode()
             if orjson is not None else dumps(res.to_dict(), indent=1))
-    res.files["fleet_json"] = str(write_text_atomic(out / "fleet.json", text + "\n", what="fleet.json"))
-    res.files["junit"] = str(write_text_atomic(out / "junit.xml", junit_xml(res), what="junit.xml"))
+    res.files["fleet_json"] = str(write_text_atomic(out / "fleet.json", text + "\n", what="fleet.json", under=out))
+    res.files["junit"] = str(write_text_atomic(out / "junit.xml", junit_xml(res), what="junit.xml", under=out))
     png = out / "fleet.png"
     plotted = len(res.nodes) <= PLOT_MAX_NODES and _plot(res, png)
     crit = sum(1 for n in res.nodes if n.severity == Severity.CRITICAL)

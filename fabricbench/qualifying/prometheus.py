@@ -12,8 +12,8 @@ Series (every one labelled with `host`; a fleet file holds every host):
     fabricbench_qualify_worst_severity{spec}                           the worst check's number, as above
 Fleet files add fabricbench_fleet_outliers{host} (figures on which a host is an outlier).
 
-prometheus_client writes the file (its registry and write_to_textfile: a temp file renamed into place, so
-the collector never reads half a file).
+prometheus_client renders the text (its registry and generate_latest); outputs.write_atomic writes it (a
+temp file renamed into place, so the collector never reads half a file, and never through a link).
 """
 
 from __future__ import annotations
@@ -25,15 +25,15 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from fabricbench.errors import UsageError
-from fabricbench.files import OutputError
+from fabricbench.files import refuse_link, write_atomic
 from fabricbench.qualifying.verdict import RANK, Verdict
 from fabricbench.results.status import TIMED_COLLECTIVE, Severity
 
 try:
-    from prometheus_client import CollectorRegistry, write_to_textfile
+    from prometheus_client import CollectorRegistry, generate_latest
     from prometheus_client.core import GaugeMetricFamily
 except ImportError:  # a declared dependency; a machine without it can still qualify, without --prometheus
-    CollectorRegistry = write_to_textfile = GaugeMetricFamily = None
+    CollectorRegistry = generate_latest = GaugeMetricFamily = None
 
 BUSBW_LABELS = ("host", "op", "size_bytes", "gpus", "fabric", "dtype")
 STATUS_LABELS = ("host", "check", "kind", "severity", "code")
@@ -62,6 +62,7 @@ def check_path(path: str | os.PathLike) -> None:
     """Refuse, before anything runs, a --prometheus path that names something other than a regular file:
     the textfile is renamed into place, which would replace a device (/dev/full) or a FIFO with a file."""
     p = Path(path)
+    refuse_link(p, what="--prometheus")
     try:
         st = p.stat()
     except FileNotFoundError:
@@ -138,10 +139,7 @@ class TextFile:
 
     def write(self, path: str) -> str:
         check_path(path)
-        try:
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
-            write_to_textfile(str(path), self.registry)
-        except OSError as e:
-            raise OutputError(f"--prometheus {path}: cannot write it ({e.strerror}); choose a writable "
-                              f"path") from None
+        # the exposition text rendered here and written by outputs.write_atomic: write_to_textfile opens
+        # a temporary file of a guessable name beside `path`, and would write through a link planted there
+        write_atomic(path, generate_latest(self.registry), what="--prometheus")
         return str(path)

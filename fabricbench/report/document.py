@@ -145,7 +145,7 @@ class Document:
         out = Path(out_dir)
         # one folder descriptor, no link followed in it (outputs.py): a report.md or figures folder that
         # someone made a link is refused, never written through
-        with folder(out, what="report folder", follow=True) as d:
+        with folder(out, what="report folder") as d:
             fig_dir = out / f"{stem}_figures"
             old = d.lstat(fig_dir.name)
             if old is not None and stat.S_ISLNK(old.st_mode):

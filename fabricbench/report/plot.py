@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from fabricbench.errors import UsageError
+from fabricbench.files import write_atomic
 from fabricbench.sizes import format_size
 
 
@@ -33,17 +34,11 @@ def pyplot():
 def save(fig, path: str) -> None:
     """Written whole or not at all (a temporary file renamed over `path`): a failed plot never leaves a
     half-written figure, and never the previous run's figure posing as this one's (remove_stale)."""
-    import os
+    import io
 
-    tmp = f"{path}.{os.getpid()}.tmp.png"
-    try:
-        fig.savefig(tmp, dpi=110, bbox_inches="tight")
-        os.replace(tmp, path)
-    except OSError as e:
-        raise UsageError(f"--plot {path}: cannot write there ({e.strerror})") from None
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    buf = io.BytesIO()  # drawn in memory, then written by outputs.write_atomic (never through a link)
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+    write_atomic(path, buf.getvalue(), what="--plot")
 
 
 
