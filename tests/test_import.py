@@ -238,9 +238,12 @@ def test_library_function():
 def test_first_nccl_tests_era_bytes_header_rows_behind_hash_time_in_ms():
     got = _get("nccl_tests_2019_bytes_ms.txt")
     recs = got.records
-    assert got.warnings == [] and len(recs) == 16
+    assert got.warnings == [] and len(recs) == 14
+    # -b 1 and the next size both round to 0 bytes: one measurement printed twice, its repeats the samples
     zero = [r for r in recs if r["bytes"] == 0]
-    assert len(zero) == 4 and zero[0]["time_us"] == 9.0  # first size 0, printed "0.009" ms
+    assert len(zero) == 2 and zero[0]["time_us"] == 9.0  # first size 0, printed "0.009" ms twice
+    assert zero[0]["extra"]["repeats"] == 2 and zero[0]["extra"]["samples_us"] == [9.0, 9.0]
+    assert zero[1]["inplace"] and zero[1]["time_us"] == 9.5  # "0.010" and "0.009": their mean
     r = _fig(recs, 1048576, False)
     assert (r["op"], r["time_us"], r["algbw_gbps"], r["busbw_gbps"], r["wrong"]) == ("all_reduce", 293.0, 3.58, 3.58, None)
     assert r["extra"]["time_printed_in"] == "ms" and r["nranks"] == 2 and r["gpu_names"] == ["GeForce RTX 2080 Ti"] * 2

@@ -16,15 +16,16 @@ qualify, compare, report, relate and jobfit.
 
 from __future__ import annotations
 
-import gzip
+import json
 import os
+import re
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from fabricbench.errors import UsageError
-from fabricbench.files import check_input, max_input_bytes, read_input
+from fabricbench.files import dumps
 from fabricbench.importing import (
     dcgm_diag,
     inspector,
@@ -36,8 +37,11 @@ from fabricbench.importing import (
     nccl_tests_text,
     nvbandwidth,
     nvbandwidth_json,
+    stream,
 )
+from fabricbench.importing.answer import Tally
 from fabricbench.importing.base import Source
+from fabricbench.results.records import check_record, loads_record
 from fabricbench.registry import Registry
 
 
@@ -45,7 +49,7 @@ from fabricbench.registry import Registry
 class Format:
     description: str
     sniff: Callable[[str], bool]
-    read: Callable[[Source], list[dict[str, Any]]]
+    read: Callable[[Source], Iterable[dict[str, Any]]]
 
 
 FORMATS: Registry[Format] = Registry("input format")
@@ -92,54 +96,96 @@ def sniff(text: str) -> str | None:
     return next((n for n in names if FORMATS.get(n).sniff(text)), None)
 
 
-def import_file(path: str | os.PathLike, *, fabric: str | None = None, nranks: int | None = None,
-                fmt: str | None = None) -> Imported:
-    """Read one file; UsageError (one line naming the file) when it cannot be read as any known format."""
+# the text formats whose marks may come anywhere in a file (a table after megabytes of NCCL log): looked
+# for through the whole file, a piece at a time; the others name themselves in the head
+_ANYWHERE = (*TABLES, "nccl-log")
+
+
+def _sniff_file(path: str) -> tuple[str | None, list[str], list[str]]:
+    """(the format that reads the file, the other table formats it also holds, every text format whose
+    marks it holds), reading it in pieces."""
+    with stream.open_bytes(path) as fh:
+        raw = fh.read(stream.HEAD)
+    h = raw.decode("utf-8", errors="replace")
+    first = sniff(h)
+    if first not in (None, *_ANYWHERE) or len(raw) < stream.HEAD:  # the head is the whole file
+        claimed = [n for n in _ANYWHERE if FORMATS.get(n).sniff(h)] if first in (None, *_ANYWHERE) else []
+    else:
+        claimed = []
+        for piece in stream.chunks(path):
+            claimed += [n for n in _ANYWHERE if n not in claimed and FORMATS.get(n).sniff(piece)]
+            if all(n in claimed for n in TABLES):
+                break
+    if first not in (None, *_ANYWHERE):
+        return first, [], []
+    ordered = [n for n in FORMATS.names() if n in claimed]
+    if not ordered:
+        return None, [], []
+    name = ordered[0]
+    return name, [n for n in TABLES if n != name and name in TABLES and n in claimed], claimed
+
+
+def import_into(path: str | os.PathLike, write: Callable[[str], None], *, fabric: str | None = None,
+                nranks: int | None = None, fmt: str | None = None) -> Tally:
+    """Read one file a piece at a time, each record checked and handed to `write` as its JSON line as soon
+    as it is made; the file's Tally (counts, largest sizes, warnings). UsageError (one line naming the
+    file) when it cannot be read as any known format or holds nothing."""
     if nranks is not None and nranks < 1:
         raise UsageError(f"--nranks {nranks}: need at least 1 rank")
-    text = _read_text(path)
-    if not text.strip():
+    path = str(path)
+    src = Source(path=path, fabric=fabric, nranks=nranks)
+    if not stream.head(path).strip():
         raise UsageError(f"{path}: empty, nothing to import; the tool that wrote it recorded nothing (NCCL "
                          f"Inspector does so on a 1-rank communicator: NCCL runs its collectives as a local copy)")
-    src = Source(path=str(path), text=text, fabric=fabric, nranks=nranks)
-    name = fmt or sniff(text)
+    name, also, claimed = (fmt, [], []) if fmt else _sniff_file(path)
     if name == "fabricbench":
         raise UsageError(f"{path}: already fabricbench records; use it as it is (no import needed)")
     if name is None:
         raise UsageError(f"{path}: not a format fabricbench imports (nccl-tests text or -J JSON, an NCCL_DEBUG=INFO "
                          f"log, nvbandwidth output, NCCL Inspector JSON or .prom, ncclras text or JSON, "
                          f"an NCCL_RUN_DIAGNOSTICS report, dcgmi diag -j JSON)")
-    records = FORMATS.get(name).read(src)
-    # a health-check log may hold nccl-tests tables and nvbandwidth matrices together: both are read
-    also = [n for n in TABLES if n != name and name in TABLES and fmt is None and FORMATS.get(n).sniff(text)]
-    for other in also:
-        records += FORMATS.get(other).read(src)
-    name = "+".join([name, *also]) if also and records else name
-    if not records and name == "nccl-tests" and nccl_log.sniff(text):
-        name, records = "nccl-log", nccl_log.read(src)  # the table never came: keep what its log says
-    if not records:
+    tally = Tally(path=path)
+    for reader in [name, *also]:
+        for rec in FORMATS.get(reader).read(src):
+            _checked(src, rec, tally, write)
+    if not tally.records and name == "nccl-tests" and "nccl-log" in claimed and not src.refused:
+        name = "nccl-log"  # the table never came: keep what its log says
+        for rec in FORMATS.get(name).read(src):
+            _checked(src, rec, tally, write)
+    tally.format = "+".join([name, *also]) if also and tally.records else name
+    src.say_refused()
+    if not tally.records:
         why = f"; {src.warnings[0]}" if src.warnings else ""
-        raise UsageError(f"{path}: read as {name}, but it holds no measurement (no table row, matrix value, "
+        raise UsageError(f"{path}: read as {tally.format}, but it holds no measurement (no table row, matrix value, "
                          f"collective call or test result){why}")
-    return Imported(path=str(path), format=name, records=records, warnings=list(src.warnings))
+    tally.warnings = src.said()
+    return tally
 
 
-def _read_text(path: str | os.PathLike) -> str:
-    """The file's text; a gzip file (Inspector's .log.gz, .jsonl.gz) is decompressed, under the same size cap."""
-    check_input(path, what="import")
-    with open(path, "rb") as fh:
-        magic = fh.read(2)
-    if magic != b"\x1f\x8b":
-        return read_input(path, what="import")
-    cap = max_input_bytes()
-    try:
-        with gzip.open(path, "rb") as fh:
-            data = fh.read(cap + 1)
-    except (OSError, EOFError) as e:
-        raise UsageError(f"{path}: a gzip file that cannot be read ({e})") from None
-    if len(data) > cap:
-        raise UsageError(f"{path}: decompresses to over the {cap:,}-byte cap; raise it with --max-input-size")
-    return data.decode("utf-8", errors="replace")
+def _checked(src: Source, rec: dict[str, Any], tally: Tally, write: Callable[[str], None]) -> None:
+    """A record written only if fabricbench's own reader reads it back as it is; else refused (counted)."""
+    line = dumps(rec)
+    back = loads_record(line)
+    why = check_record(back)
+    if why is None and _LONG_WHOLE.search(line) and back != json.loads(line):
+        why = "a whole number past 64 bits"
+    if why:
+        src.refuse((rec.get("source") or {}).get("line"), why)
+        return
+    tally.add(rec)
+    write(line)
+
+
+_LONG_WHOLE = re.compile(r"\d{19}")  # a whole number the reader may read as null (past 64 bits)
+
+
+def import_file(path: str | os.PathLike, *, fabric: str | None = None, nranks: int | None = None,
+                fmt: str | None = None) -> Imported:
+    """Read one file into a list of records (for the library and relate; the CLI streams, import_into)."""
+    lines: list[str] = []
+    tally = import_into(path, lines.append, fabric=fabric, nranks=nranks, fmt=fmt)
+    return Imported(path=str(path), format=tally.format, records=[json.loads(x) for x in lines],
+                    warnings=tally.warnings)
 
 
 def import_results(path: str | os.PathLike, *, fabric: str | None = None,
@@ -151,4 +197,4 @@ def import_results(path: str | os.PathLike, *, fabric: str | None = None,
     return got.records
 
 
-__all__ = ["FORMATS", "Format", "Imported", "import_file", "import_results", "sniff"]
+__all__ = ["FORMATS", "Format", "Imported", "Tally", "import_file", "import_into", "import_results", "sniff"]

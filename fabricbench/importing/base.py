@@ -8,14 +8,15 @@ the file does not tell stays null, and `source` says which tool, version, file a
 
 from __future__ import annotations
 
-import hashlib
 import math
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 from fabricbench.dtypes import ALIASES, DTYPES
 from fabricbench.errors import UsageError
+from fabricbench.importing import stream
 from fabricbench.results.context import allowed_env, package_version
 from fabricbench.results.schema import SCHEMA
 
@@ -98,15 +99,24 @@ def number(token: str | None) -> float | None:
     return v if math.isfinite(v) else None
 
 
+WARNINGS_KEPT = 50  # warnings kept per file; the rest are counted
+
+
 @dataclass(kw_only=True)
 class Source:
-    """One input file being read: its text, what the user added (--fabric, --nranks) and its warnings."""
+    """One input file being read: its lines (streamed, stream.py), what the user added (--fabric, --nranks)
+    and its warnings. `text` is the whole file, only for the formats that are one JSON document (bounded by
+    stream.DOC_CAP)."""
 
     path: str
-    text: str
     fabric: str | None = None
     nranks: int | None = None
     warnings: list[str] = field(default_factory=list)
+    unsaid: int = 0  # warnings past WARNINGS_KEPT
+    refused: int = 0  # measurements left out because their figures are impossible
+    refused_why: list[str] = field(default_factory=list)  # the first few of them, with their line
+    _digest: str | None = None
+    _text: str | None = None
 
     @property
     def name(self) -> str:
@@ -114,11 +124,47 @@ class Source:
 
     @property
     def digest(self) -> str:
-        return hashlib.sha256(self.text.encode("utf-8", errors="replace")).hexdigest()[:10]
+        if self._digest is None:
+            self._digest = stream.digest(self.path)
+        return self._digest
+
+    @property
+    def text(self) -> str:
+        if self._text is None:
+            self._text = stream.document(self.path)
+        return self._text
+
+    def lines(self) -> Iterator[tuple[int, str]]:
+        """(number, line) of the file, read as they are asked for."""
+        return stream.lines(self.path)
+
+    def loads(self, text: str, **kw: Any) -> Any:
+        """JSON from this file, its nesting checked first (one line naming the file, never a RecursionError)."""
+        return stream.loads(text, self.path, **kw)
+
+    def refuse(self, line: int | None, why: str) -> None:
+        """A measurement left out because its figures are impossible (said once per file, with the count)."""
+        self.refused += 1
+        if len(self.refused_why) < 2:
+            self.refused_why.append(f"line {line}: {why}" if line else why)
+
+    def say_refused(self) -> None:
+        """The one warning for the file's refused measurements, if any."""
+        if self.refused:
+            self.warnings.append(f"{self.path}: left out {self.refused} measurement(s) with impossible figures, which fabricbench's "
+                            f"own reader would reject ({'; '.join(self.refused_why)})")
 
     def warn(self, line: int | None, message: str) -> None:
         where = f"{self.path}:{line}" if line else self.path
-        self.warnings.append(f"{where}: {message}")
+        if len(self.warnings) < WARNINGS_KEPT:
+            self.warnings.append(f"{where}: {message}")
+        else:
+            self.unsaid += 1  # a file of garbage lines must not grow a list as long as itself
+
+    def said(self) -> list[str]:
+        """The warnings, the ones past WARNINGS_KEPT counted in one last line."""
+        more = [f"{self.path}: {self.unsaid} more warning(s) like these"] if self.unsaid else []
+        return [*self.warnings, *more]
 
     def fail(self, line: int | None, message: str) -> NoReturn:
         where = f"{self.path}:{line}" if line else self.path

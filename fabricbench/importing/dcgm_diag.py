@@ -47,7 +47,7 @@ def sniff(text: str) -> bool:
 def read(src: Source) -> list[dict[str, Any]]:
     start = src.text.find("{")
     try:
-        doc = json.loads(src.text[start:]) if start >= 0 else None
+        doc = src.loads(src.text[start:]) if start >= 0 else None
     except json.JSONDecodeError as e:
         src.fail(None, f"not readable as dcgmi diag JSON ({e.msg})")
     root_key = next((k for k in ROOTS if isinstance(doc, dict) and k in doc), None)

@@ -29,9 +29,11 @@ from __future__ import annotations
 import datetime
 import json
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from fabricbench.collectives import busbw_factor
+from fabricbench.importing import stream
 from fabricbench.importing.base import Source, number
 from fabricbench.importing.inspector_common import OP_NAMES, s_of_msg, version_tuple
 from fabricbench.results.schema import CollectiveResult
@@ -46,25 +48,53 @@ def sniff(text: str) -> bool:
     return '"inspector_output_format_version"' in head or bool(re.search(r'^\s*\{\s*"coll_perf"\s*:', head, re.M))
 
 
-def objects(src: Source):
-    """(line, object) for each JSON object in the text; what does not parse is warned about and skipped."""
-    text, dec, at = src.text, json.JSONDecoder(), 0
+OBJECT_CAP = 1 << 20  # bytes one Inspector object may take (a verbose one with its event trace: ~10 KB)
+_NONSPACE = re.compile(r"\S")
+
+
+def objects(src: Source) -> Iterator[tuple[int, Any]]:
+    """(line, object) for each JSON object, gathered line by line (one per line, or pretty-printed over
+    several); what does not parse is warned about and skipped."""
+    dec, buf, start = json.JSONDecoder(), "", 0
+    for line_no, line in src.lines():
+        if not buf:
+            if not line.strip():
+                continue
+            start = line_no
+        buf = f"{buf}\n{line}" if buf else line
+        if len(buf) > OBJECT_CAP:
+            src.warn(start, f"skipped over {OBJECT_CAP >> 20} MiB of text that is not one Inspector JSON object")
+            buf = ""
+            continue
+        if line.rstrip().endswith("}"):
+            buf, start = yield from _decoded(src, dec, buf, start)
+    if buf.strip():
+        src.warn(start, "skipped text that is not an Inspector JSON object (cut short)")
+
+
+def _decoded(src: Source, dec: json.JSONDecoder, text: str, start: int):
+    """The objects in `text` (yielded); returns what is left (an object not complete yet) and its line."""
+    if stream.depth(text) > stream.MAX_DEPTH:
+        src.fail(start, f"JSON nested deeper than {stream.MAX_DEPTH}; an Inspector object nests 4: not a file the "
+                        f"Inspector wrote")
+    at = 0
     while True:
-        m = re.compile(r"\S").search(text, at)
+        m = _NONSPACE.search(text, at)
         if m is None:
-            return
+            return "", 0
         at = m.start()
-        line = text.count("\n", 0, at) + 1
+        line = start + text.count("\n", 0, at)
         try:
-            obj, end = dec.raw_decode(text, at)
+            obj, at = dec.raw_decode(text, at)
         except json.JSONDecodeError as e:
+            if e.pos >= len(text):  # the object goes on below
+                return text[at:], line
             src.warn(line, f"skipped text that is not an Inspector JSON object ({e.msg})")
             nxt = text.find("\n{", at + 1)
             if nxt < 0:
-                return
+                return "", 0
             at = nxt + 1
             continue
-        at = end
         yield line, obj
 
 
@@ -106,9 +136,8 @@ class _Context:
         self.header, self.metadata, self.left = None, None, {}
 
 
-def read(src: Source) -> list[dict[str, Any]]:
+def read(src: Source) -> Iterator[dict[str, Any]]:
     ctx = _Context(src)
-    out: list[dict[str, Any]] = []
     runs: dict[tuple, int] = {}
     skipped = {"p2p": 0, "proxy": 0}
     for line, obj in objects(src):
@@ -126,7 +155,7 @@ def read(src: Source) -> list[dict[str, Any]]:
             continue
         r = _collective(src, line, rec, runs)
         if r is not None:
-            out.append(r)
+            yield r
     ctx.close()
     for comm, n in ctx.dropped.items():
         src.warn(None, f"communicator {comm}: the Inspector dropped {n} collective record(s) (ring buffer "
@@ -135,7 +164,6 @@ def read(src: Source) -> list[dict[str, Any]]:
         src.warn(None, f"{skipped['p2p']} point-to-point record(s) (p2p_perf) left out: only collectives are read")
     if skipped["proxy"]:
         src.warn(None, f"{skipped['proxy']} proxy_trace record(s) left out (network-progress detail, not a call)")
-    return out
 
 
 def _collective(src: Source, line: int, rec: dict[str, Any], runs: dict[tuple, int]) -> dict[str, Any] | None:

@@ -36,7 +36,7 @@ def sniff(text: str) -> bool:
 def read(src: Source) -> list[dict[str, Any]]:
     series: dict[tuple, dict[str, Any]] = {}
     p2p = 0
-    for line_no, raw in enumerate(src.text.splitlines(), 1):
+    for line_no, raw in src.lines():
         line = raw.strip()
         if not line or line.startswith("#"):
             continue

@@ -79,7 +79,7 @@ def read(src: Source) -> list[dict[str, Any]]:
     reports: list[Report] = []
     cur: Report | None = None
     version = None
-    for line_no, raw in enumerate(src.text.splitlines(), 1):
+    for line_no, raw in src.lines():
         line = strip_prefix(raw.rstrip("\r\n"))
         v = _VERSION.search(line)
         if v and version is None and "NCCL DIAG" not in line:

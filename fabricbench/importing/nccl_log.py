@@ -14,9 +14,11 @@ from typing import Any
 
 from fabricbench.fabrics.transport import parse_nccl_log
 from fabricbench.importing.base import Source
+from fabricbench.importing.nccl_tests_scan import LOG_CAP, LogLines
 
 TOOL = "nccl"
-_HOST = re.compile(r"^(?:\S*\])?\s*([^\s:\[\]]+):\d+:\d+ \[\d+\] NCCL INFO", re.MULTILINE)
+_HOST = re.compile(r"^(?:\S*\])?\s*([^\s:\[\]]+):\d+:\d+ \[\d+\] NCCL INFO")
+HOSTS_CAP = 4096  # host names kept (a job of more hosts keeps the first)
 
 
 def sniff(text: str) -> bool:
@@ -24,11 +26,23 @@ def sniff(text: str) -> bool:
 
 
 def read(src: Source) -> list[dict[str, Any]]:
-    s = parse_nccl_log(src.text)
+    log, first, hosts = LogLines(), None, {}
+    for line_no, line in src.lines():
+        if "NCCL" not in line:
+            continue
+        first = first or line_no
+        log.append(line)
+        m = _HOST.match(line)
+        if m and len(hosts) < HOSTS_CAP:
+            hosts[m.group(1)] = None
+    s = parse_nccl_log(log.text())
+    s.log_lines += log.dropped
+    if log.dropped_lines:
+        src.warn(None, f"read the first {LOG_CAP >> 20} MiB of NCCL lines (where NCCL names its transports, at "
+                       f"set-up); {log.dropped_lines} later line(s) counted, not read")
     if not s.log_lines and not s.nccl_version:
         src.fail(None, "no NCCL INFO line in it")
-    first = next((i for i, ln in enumerate(src.text.splitlines(), 1) if "NCCL" in ln), None)
-    hosts = list(dict.fromkeys(m.group(1) for m in _HOST.finditer(src.text)))
+    hosts = list(hosts)
     nranks = src.ranks(s.nranks, first)
     head = src.header("transport", 0, tool=TOOL, tool_version=s.nccl_version, line=first,
                       host=hosts[0] if len(hosts) == 1 else None)

@@ -46,11 +46,11 @@ def read(src: Source) -> list[dict[str, Any]]:
     if not body.lstrip().startswith("{") or '"communicators"' not in body:
         return read_text(src)
     try:
-        doc = json.loads(body)
+        doc = src.loads(body)
     except json.JSONDecodeError:
         fixed = _NO_COMMA.sub(r"\1,\2", body)
         try:
-            doc = json.loads(fixed)
+            doc = src.loads(fixed)
         except json.JSONDecodeError as e:
             src.fail(e.lineno, f"not readable as ncclras JSON ({e.msg}), even after adding the commas NCCL 2.28.x "
                                f"leaves out")

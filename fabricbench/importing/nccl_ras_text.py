@@ -34,7 +34,7 @@ _OPS = re.compile(r"different (\w+) operation counts")
 
 def read_text(src: Source) -> list[dict[str, Any]]:
     version, rows, blocks, block = None, [], [], None
-    for line_no, raw in enumerate(src.text.splitlines(), 1):
+    for line_no, raw in src.lines():
         line = raw.rstrip()
         m = _VERSION.match(line)
         if m:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from fabricbench.importing.base import (
@@ -24,6 +25,7 @@ from fabricbench.importing.base import (
     op_name,
 )
 from fabricbench.importing.collective import RunFacts, Side, record
+from fabricbench.importing.repeats import MAX_WHOLE, Table, figures_problem
 
 TOOL = "nccl-tests"
 
@@ -34,9 +36,9 @@ def sniff(text: str) -> bool:
                                      or '"args"' in head)
 
 
-def read(src: Source) -> list[dict[str, Any]]:
+def read(src: Source) -> Iterator[dict[str, Any]]:
     try:
-        doc = json.loads(src.text)
+        doc = src.loads(src.text)
     except json.JSONDecodeError as e:
         doc = _salvage(src, e)
     if not isinstance(doc, dict):
@@ -76,36 +78,55 @@ def read(src: Source) -> list[dict[str, Any]]:
     env = env_from_list(doc.get("env") if isinstance(doc.get("env"), list) else [])
     head = src.header("collective", 0, tool=TOOL, tool_version=None, line=None, host=facts.host,
                       timestamp=facts.timestamp, env=env)
-    out: list[dict[str, Any]] = []
+    table = Table()
     for i, r in enumerate(results):
         if not isinstance(r, dict) or not isinstance(r.get("size"), int):
             src.warn(None, f"results[{i}]: not a measurement (no integer size); skipped")
             continue
-        root = _int(str(r.get("root", "")).strip())
+        if not 0 <= r["size"] < MAX_WHOLE or not 0 <= (_int(r.get("count")) or 0) < MAX_WHOLE:
+            src.refuse(None, f"results[{i}]: size {r['size']} or count {r.get('count')} past 64 bits")
+            continue
+        pre = {"size": str(r["size"]), "count": str(_int(r.get("count"))), "type": str(r.get("type")),
+               "redop": str(r.get("redop")), "root": str(r.get("root", "")).strip()}
+        sides = [_side(src, r, key, i) for key in ("out_of_place", "in_place")]
+        table.add(i, pre, sides)  # a size printed again (-N cycles): one measurement, the repeats its samples
+    for g in table:
+        r = results[g.line]
+        root = _int(g.pre["root"])
         redop = r.get("redop")
-        for key, inplace in (("out_of_place", False), ("in_place", True)):
-            body = r.get(key)
-            if not isinstance(body, dict):
+        for side, inplace in zip(g.placements(), (False, True)):
+            if side is None:
                 continue
-            side = Side(time_us=number(_s(body.get("time", body.get("cpu_time")))), algbw=number(_s(body.get("alg_bw"))),
-                        busbw=number(_s(body.get("bus_bw"))))
-            wrong = number(_s(body.get("nwrong")))
-            side.wrong = None if wrong is None else int(wrong)
-            per = r.get(f"{key}_per_iter")
-            if isinstance(per, dict):
-                side.min_us, side.max_us = number(_s(per.get("min_us"))), number(_s(per.get("max_us")))
-                side.p99_us = number(_s(per.get("p99_us")))
-                cv = number(_s(per.get("cv_pct")))
-                side.cv = None if cv is None else cv / 100
-                side.extra = {k: number(_s(per.get(k))) for k in ("avg_us", "p50_us", "p95_us", "stdev_us")
-                              if number(_s(per.get(k))) is not None}
-            if isinstance(r.get("tuning"), dict):
-                side.extra["tuning"] = r["tuning"]
-            out.append(record(dict(head, source={**head["source"], "result": i}), facts, nbytes=r["size"],
-                              count=_int(r.get("count")), dtype=dtype_name(str(r.get("type"))),
-                              redop=None if redop in (None, "none") else str(redop),
-                              root=root if root is not None and root >= 0 else None, inplace=inplace, side=side))
-    return out
+            yield record(dict(head, source={**head["source"], "result": g.line}), facts, nbytes=r["size"],
+                         count=_int(r.get("count")), dtype=dtype_name(str(r.get("type"))),
+                         redop=None if redop in (None, "none") else str(redop),
+                         root=root if root is not None and root >= 0 else None, inplace=inplace, side=side)
+
+
+def _side(src: Source, r: dict[str, Any], key: str, i: int) -> Side | None:
+    """One placement of a result; None where it is absent or its figures are impossible (refused)."""
+    body = r.get(key)
+    if not isinstance(body, dict):
+        return None
+    side = Side(time_us=number(_s(body.get("time", body.get("cpu_time")))), algbw=number(_s(body.get("alg_bw"))),
+                busbw=number(_s(body.get("bus_bw"))))
+    wrong = number(_s(body.get("nwrong")))
+    side.wrong = None if wrong is None else int(wrong)
+    per = r.get(f"{key}_per_iter")
+    if isinstance(per, dict):
+        side.min_us, side.max_us = number(_s(per.get("min_us"))), number(_s(per.get("max_us")))
+        side.p99_us = number(_s(per.get("p99_us")))
+        cv = number(_s(per.get("cv_pct")))
+        side.cv = None if cv is None else cv / 100
+        side.extra = {k: number(_s(per.get(k))) for k in ("avg_us", "p50_us", "p95_us", "stdev_us")
+                      if number(_s(per.get(k))) is not None}
+    if isinstance(r.get("tuning"), dict):
+        side.extra["tuning"] = r["tuning"]
+    why = figures_problem(side)
+    if why:
+        src.refuse(None, f"results[{i}].{key}: {why}")
+        return None
+    return side
 
 
 def _s(v: Any) -> str | None:

@@ -6,16 +6,22 @@ A run starts at `# Collective test starting`, at `# nThread ...`, at a version l
 a `*_perf` program, or at a new table header, once the current run has rows. NCCL lines may arrive anywhere,
 even inside a row: the row's pieces are joined back together; NCCL lines after a run concluded go to the
 next run if one starts (another process starting it under mpirun), else stay with this one.
+
+Runs are given as they end, so a file is never held whole: a run holds its table's measurements (repeats
+gathered, repeats.py) and at most LOG_CAP bytes of its NCCL log (NCCL names the transports at communicator
+set-up, before the table; later lines are counted, not kept).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from fabricbench.importing.base import Source, nccl_version_from_code, op_name, strip_prefix, unglue_tags
 from fabricbench.importing.collective import RunFacts
-from fabricbench.importing.nccl_tests_rows import NUMERIC, Layout, is_row, split_glued, width
+from fabricbench.importing.nccl_tests_rows import NUMERIC, Layout, is_row, parse_row, side_of, split_glued, width
+from fabricbench.importing.repeats import MAX_WHOLE, Table, figures_problem
 
 _VERSION = re.compile(r"nccl-tests version (\S+)(?: nccl-headers=(\d+))?(?: nccl-library=(\d+))?")
 _STARTING = re.compile(r"Collective test starting: (\S+)")
@@ -34,14 +40,47 @@ _LOG_START = re.compile(r"[^\s:]*:\d+:\d+ \[\d+\] NCCL (?:INFO|WARN|TRACE)|NCCL 
 _ALIASES = {"bytes": "size", "n": "count", "op": "redop", "elements": "count"}
 
 
+LOG_CAP = 8 << 20  # bytes of NCCL log lines one run keeps
+
+
+class LogLines:
+    """A run's NCCL lines, the first LOG_CAP bytes kept and the rest counted."""
+
+    def __init__(self) -> None:
+        self.kept: list[str] = []
+        self.size = 0
+        self.dropped = 0  # NCCL INFO lines past the cap
+        self.dropped_lines = 0
+
+    def __bool__(self) -> bool:
+        return bool(self.kept)
+
+    def append(self, line: str) -> None:
+        if self.size + len(line) > LOG_CAP:
+            self.dropped_lines += 1
+            self.dropped += "NCCL INFO" in line
+            return
+        self.kept.append(line)
+        self.size += len(line) + 1
+
+    def extend(self, other: LogLines) -> None:
+        for line in other.kept:
+            self.append(line)
+        self.dropped += other.dropped
+        self.dropped_lines += other.dropped_lines
+
+    def text(self) -> str:
+        return "\n".join(self.kept)
+
+
 @dataclass(kw_only=True)
 class Run:
     index: int
     line: int  # where it starts (1-based)
     facts: RunFacts = field(default_factory=RunFacts)
     layout: Layout | None = None
-    rows: list[tuple[int, list[str]]] = field(default_factory=list)  # (line, tokens)
-    log: list[str] = field(default_factory=list)
+    rows: Table = field(default_factory=Table)
+    log: LogLines = field(default_factory=lambda: LogLines())
     ranks: dict[int, tuple[str, int, str]] = field(default_factory=dict)  # rank -> host, device, name
     started: bool = False  # saw "# Collective test starting"
     time_unit: str | None = None  # "us" or "ms", from the units line under the header
@@ -56,7 +95,7 @@ def _row_start(tokens: list[str]) -> bool:
 
 
 class Scanner:
-    """Reads one file's lines in order; `runs()` gives every run, rows or not, once the text is read."""
+    """Reads one file's lines in order; `runs()` gives every run, rows or not, as each ends."""
 
     def __init__(self, src: Source):
         self.src = src
@@ -66,20 +105,39 @@ class Scanner:
         self.pending_line = 0
         # NCCL lines after a run concluded: another process's start of the next run (mpirun interleaves
         # them), or this run's teardown; they go to the next run if one starts, else stay with this one
-        self.after: list[str] = []
+        self.after = LogLines()
 
-    def runs(self) -> list[Run]:
-        for line_no, raw in enumerate(self.src.text.splitlines(), 1):
-            self._line(line_no, unglue_tags(strip_prefix(raw.rstrip("\r\n"))))
+    def runs(self) -> Iterator[Run]:
+        for line_no, raw in self.src.lines():
+            self._line(line_no, unglue_tags(strip_prefix(raw)))
+            if self.done:
+                yield self.done.pop()
         if self.pending:
             self.src.warn(self.pending_line, f"skipped an incomplete table row at the end ({' '.join(self.pending)})")
-        self.run.log += self.after
-        return [*self.done, self.run]
+        self.run.log.extend(self.after)
+        yield self.run
 
     def _new_run(self, line_no: int) -> None:
         self.done.append(self.run)
         self.run = Run(index=self.run.index + 1, line=line_no, log=self.after)
-        self.after = []
+        self.after = LogLines()
+
+    def _add_row(self, line_no: int, parsed: tuple[dict[str, str], list[dict[str, str]]]) -> None:
+        """A row into its run's table; a row whose figures are impossible is left out (and counted)."""
+        pre, cells = parsed
+        if int(pre["size"]) >= MAX_WHOLE or int(pre["count"]) >= MAX_WHOLE:
+            self.src.refuse(line_no, f"size {pre['size']} or count {pre['count']} past 64 bits")
+            return
+        sides = []
+        for c in cells:
+            side = side_of(c)
+            why = figures_problem(side)
+            if why:
+                self.src.refuse(line_no, why)
+            sides.append(None if why else side)
+        if not self.run.rows.add(line_no, pre, sides) and self.run.rows.skipped == 1:
+            self.src.warn(line_no, f"a table of more than {len(self.run.rows.groups)} sizes; the rows of further "
+                                   f"sizes are skipped")
 
     def _line(self, line_no: int, line: str) -> None:
         if self._log_line(line_no, line):
@@ -120,8 +178,9 @@ class Scanner:
         if not self.pending:
             return False
         joined = self.pending + body.split()
-        if is_row(joined, self.run.layout):
-            self.run.rows.append((self.pending_line, joined))
+        parsed = parse_row(joined, self.run.layout)
+        if parsed is not None:
+            self._add_row(self.pending_line, parsed)
             self.pending = []
             return True
         if is_row(body.split(), self.run.layout) or not NUMERIC.match(body) or _row_start(body.split()):
@@ -202,8 +261,9 @@ class Scanner:
                 self._new_run(line_no)  # another table in the same run's place: a new block
             self.run.layout = layout or run.layout
             return True
-        if is_row(tokens, run.layout):
-            run.rows.append((line_no, tokens))
+        parsed = parse_row(tokens, run.layout)
+        if parsed is not None:
+            self._add_row(line_no, parsed)
             return True
         if (len(tokens) >= 4 and tokens[0].isdigit() and tokens[1].isdigit() and not NUMERIC.match(tokens[2])
                 and (run.layout is not None or run.rows)):

@@ -20,13 +20,13 @@ What varies between eras and copies, and how it is read:
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from fabricbench.fabrics.transport import parse_nccl_log
 from fabricbench.importing import infer
 from fabricbench.importing.base import Source, dtype_name, op_name
 from fabricbench.importing.collective import Side, record
-from fabricbench.importing.nccl_tests_rows import parse_row, side_of
 from fabricbench.importing.nccl_tests_scan import Run, Scanner
 
 TOOL = "nccl-tests"
@@ -43,28 +43,25 @@ def sniff(text: str) -> bool:
                 or _ROW_SHAPE.search(text))
 
 
-def read(src: Source) -> list[dict[str, Any]]:
-    records: list[dict[str, Any]] = []
+def read(src: Source) -> Iterator[dict[str, Any]]:
     number_of_run = 0
     file_op = _op_from_file_name(src.name)
     for r in Scanner(src).runs():
         if not r.rows:
             continue
-        records.extend(_records(src, r, number_of_run, file_op))
+        yield from _records(src, r, number_of_run, file_op)
         number_of_run += 1
-    return records
 
 
-def _time_scale(run: Run, rows) -> float:
+def _time_scale(run: Run, sides: list[Side]) -> float:
     """1 for microseconds, 1000 where the table printed milliseconds (the first nccl-tests and NCCL 1's
     tests did, under a header without units): told by the units line, else by algbw = bytes / time."""
     if run.time_unit is not None:
         return 1000.0 if run.time_unit == "ms" else 1.0
     ratios = []
-    for _, (pre, sides) in rows:
-        side = side_of(sides[0])
-        size = int(pre["size"])
-        if side.time_us and side.algbw and size > 0:
+    for g, side in zip(run.rows, sides):
+        size = int(g.pre["size"])
+        if side is not None and side.time_us and side.algbw and size > 0:
             ratios.append(size / (side.time_us * 1e-6) / 1e9 / side.algbw)
     ratios.sort()
     if ratios:  # 1 for microseconds, 1000 for milliseconds (the printed algbw's rounding is far smaller)
@@ -77,6 +74,8 @@ def _scaled(side: Side, scale: float) -> Side:
         return None if v is None else round(v * scale, 6)
 
     side.time_us, side.min_us, side.max_us, side.p99_us = f(side.time_us), f(side.min_us), f(side.max_us), f(side.p99_us)
+    if "samples_us" in side.extra:
+        side.extra["samples_us"] = [f(v) for v in side.extra["samples_us"]]
     side.extra["time_printed_in"] = "ms"
     return side
 
@@ -86,9 +85,9 @@ def _op_from_file_name(name: str) -> str | None:
     return op_name(re.sub(r"[_-]", "", m.group(1).lower())) if m else None
 
 
-def _records(src: Source, run: Run, index: int, file_op: str | None) -> list[dict[str, Any]]:
+def _records(src: Source, run: Run, index: int, file_op: str | None) -> Iterator[dict[str, Any]]:
     facts = run.facts
-    first = run.rows[0][0]
+    first = run.rows.first_line()
     if facts.op is None and file_op is not None:
         facts.op = file_op
         src.warn(first, f"run {index}: the op ({file_op}) is taken from the file name: nccl-tests did not print it")
@@ -98,7 +97,8 @@ def _records(src: Source, run: Run, index: int, file_op: str | None) -> list[dic
         facts.gpu_names = [n for _, _, n in ordered]
         facts.hosts = list(dict.fromkeys(h for h, _, _ in ordered if h))
     if run.log:
-        facts.log = parse_nccl_log("\n".join(run.log))
+        facts.log = parse_nccl_log(run.log.text())
+        facts.log.log_lines += run.log.dropped
         if facts.nccl_version is None:
             facts.nccl_version = facts.log.nccl_version
     told = facts.log.nranks if facts.log and facts.log.nranks else (max(run.ranks) + 1 if run.ranks else None)
@@ -106,44 +106,44 @@ def _records(src: Source, run: Run, index: int, file_op: str | None) -> list[dic
     facts.nranks = src.ranks(told, first)
     head = src.header("collective", index, tool=TOOL, tool_version=facts.tool_version, line=first,
                       host=facts.host, timestamp=facts.timestamp)
-    out = []
-    parsed_rows = [(line_no, parse_row(tokens, run.layout)) for line_no, tokens in run.rows]
-    scale = _time_scale(run, parsed_rows)
+    placed = [g.placements() for g in run.rows]
+    scale = _time_scale(run, [next((s for s in p if s is not None), None) for p in placed])
     if facts.op is None:
-        inferred += _infer_op(src, facts, parsed_rows, first, index)
+        inferred += _infer_op(src, facts, run, placed, first, index)
     if facts.op is None:  # said only now: the columns may still tell it (_infer_op's warning says so then)
         src.warn(first, f"run {index}: nccl-tests did not say which collective this is (no '# Collective test "
                         f"starting' or *_perf command line) and its columns do not tell it: op left null")
-    for line_no, parsed in parsed_rows:
-        assert parsed is not None  # only rows that parsed were kept
-        pre, sides = parsed
+    for g, sides in zip(run.rows, placed):
+        pre = g.pre
         size, count = int(pre["size"]), int(pre["count"])
         root = pre.get("root")
         root_v = int(root) if root is not None and re.fullmatch(r"-?\d+", root) else None
         redop = pre.get("redop")
         placements = [False, True] if len(sides) >= 2 else [True]
-        for inplace, cells in zip(placements, sides):
-            side = side_of(cells)
+        for inplace, side in zip(placements, sides):
+            if side is None:
+                continue  # its figures were impossible (refused, counted)
             if scale != 1:
                 side = _scaled(side, scale)
             if side.time_us is None and side.algbw is None and side.busbw is None:
                 continue  # a placement nccl-tests left blank (trace replay prints in-place only)
-            rec = record(dict(head, source={**head["source"], "line": line_no}), facts, nbytes=size, count=count,
+            rec = record(dict(head, source={**head["source"], "line": g.line}), facts, nbytes=size, count=count,
                          dtype=dtype_name(pre["type"]), redop=None if redop in (None, "none") else redop,
                          root=None if root_v is None or root_v < 0 else root_v, inplace=inplace, side=side)
             if inferred:
                 rec["extra"]["inferred"] = inferred
-            out.append(rec)
-    return out
+            yield rec
 
 
-def _infer_op(src: Source, facts, parsed_rows, first: int, index: int) -> list[str]:
+def _infer_op(src: Source, facts, run: Run, placed, first: int, index: int) -> list[str]:
     """Fill the op (and the rank count) the columns imply unambiguously (infer.py); the fields inferred."""
     rows = []
-    for _, (pre, sides) in parsed_rows:
-        root = pre.get("root")
-        side = side_of(sides[0])
-        rows.append((pre.get("redop"), int(root) if root is not None and re.fullmatch(r"-?\d+", root) else None,
+    for g, sides in zip(run.rows, placed):
+        root = g.pre.get("root")
+        side = next((s for s in sides if s is not None), None)
+        if side is None:
+            continue
+        rows.append((g.pre.get("redop"), int(root) if root is not None and re.fullmatch(r"-?\d+", root) else None,
                      side.algbw, side.busbw))
     op, n = infer.collective(rows, facts.nranks)
     if op is None:

@@ -12,6 +12,7 @@ copy time are not printed, so bytes and time_us stay null.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from fabricbench.importing.base import Source, number, strip_prefix
@@ -32,14 +33,15 @@ def sniff(text: str) -> bool:
     return bool(_TITLE.search(text) or _LOCAL.search(text) or _VERSION.search(text))
 
 
-def read(src: Source) -> list[dict[str, Any]]:
+HELD_CAP = 65536  # records held for their test's SUM line (a 72-GPU matrix has 5,184)
+
+
+def read(src: Source) -> Iterator[dict[str, Any]]:
     version, test, names = None, None, {}
-    out: list[dict[str, Any]] = []
-    by_test: dict[str, list[dict[str, Any]]] = {}
-    lines = [strip_prefix(ln.rstrip()) for ln in src.text.splitlines()]
-    i = 0
-    while i < len(lines):
-        line = lines[i].strip()
+    by_test: dict[str, list[dict[str, Any]]] = {}  # this test's records, until its SUM line is read
+    it = _Lines(src)
+    for line_no, raw in it:
+        line = raw.strip()
         m = _VERSION.search(line)
         if m:
             version = m.group(1)
@@ -48,38 +50,75 @@ def read(src: Source) -> list[dict[str, Any]]:
             names[int(m.group(1))] = m.group(2)
         m = _RUNNING.match(line)
         if m:
+            yield from _flush(by_test)
             test = m.group(1)
         m = _SUM.match(line)
         if m and number(m.group(2)) is not None:
             # the test's matrices; where no "Running <test>." line named them, the ones since the last SUM
-            for rec in by_test.get(m.group(1)) or by_test.pop("", []):
+            summed = by_test.pop(m.group(1), None) or by_test.pop("", [])
+            for rec in summed:
                 rec["extra"]["sum_gbps"] = number(m.group(2))
                 rec["extra"]["test"] = m.group(1)
+            yield from _flush(by_test)
+            yield from summed
         parsed = title(line)
-        if parsed is None:
-            i += 1
-            continue
-        i += 1
-        cols: list[int] | None = None
-        while i < len(lines) and lines[i].strip():
-            cells = lines[i].split()
-            if cols is None:
-                if not all(c.isdigit() for c in cells):
-                    src.warn(i + 1, "a matrix without its column numbers; skipped")
-                    break
-                cols = [int(c) for c in cells]
-            elif cells[0].isdigit() and len(cells) == len(cols) + 1:
-                recs = matrix_records(src, rows=[(int(cells[0]), cells[1:])], version=version, test=test,
-                                      line=i + 1, names=names, parsed=parsed, cols=cols)
-                out += recs
-                by_test.setdefault(test or "", []).extend(recs)
-            else:
-                if cells[0].isdigit():
-                    src.warn(i + 1, f"a matrix row with {len(cells) - 1} value(s) for {len(cols)} column(s); "
-                                    f"skipped")
-                else:
-                    break
-            i += 1
+        if parsed is not None:
+            recs = _matrix(src, it, version=version, test=test, names=names, parsed=parsed)
+            by_test.setdefault(test or "", []).extend(recs)
+            if sum(map(len, by_test.values())) > HELD_CAP:  # no SUM line in sight: not held any longer
+                yield from _flush(by_test)
+    yield from _flush(by_test)
+
+
+def _flush(by_test: dict[str, list[dict[str, Any]]]) -> Iterator[dict[str, Any]]:
+    """The records held for a SUM line that has come (or will not): given out, in the order they were read."""
+    for recs in by_test.values():
+        yield from recs
+    by_test.clear()
+
+
+class _Lines:
+    """The file's lines without launcher tags, with one line given back (a matrix ends at the line after it)."""
+
+    def __init__(self, src: Source):
+        self.lines, self.back = src.lines(), None
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> tuple[int, str]:
+        if self.back is not None:
+            got, self.back = self.back, None
+            return got
+        n, line = next(self.lines)
+        return n, strip_prefix(line.rstrip())
+
+    def push(self, item: tuple[int, str]) -> None:
+        self.back = item
+
+
+def _matrix(src: Source, it: _Lines, *, version, test, names, parsed) -> list[dict[str, Any]]:
+    """The records of the matrix under a title: its column numbers, then its rows up to a blank line."""
+    out: list[dict[str, Any]] = []
+    cols: list[int] | None = None
+    for line_no, line in it:
+        if not line.strip():
+            break
+        cells = line.split()
+        if cols is None:
+            if not all(c.isdigit() for c in cells):
+                src.warn(line_no, "a matrix without its column numbers; skipped")
+                it.push((line_no, line))
+                break
+            cols = [int(c) for c in cells]
+        elif cells[0].isdigit() and len(cells) == len(cols) + 1:
+            out += matrix_records(src, rows=[(int(cells[0]), cells[1:])], version=version, test=test,
+                                  line=line_no, names=names, parsed=parsed, cols=cols)
+        elif cells[0].isdigit():
+            src.warn(line_no, f"a matrix row with {len(cells) - 1} value(s) for {len(cols)} column(s); skipped")
+        else:
+            it.push((line_no, line))
+            break
     return out
 
 

@@ -24,7 +24,7 @@ def sniff(text: str) -> bool:
 
 def read(src: Source) -> list[dict[str, Any]]:
     try:
-        doc = json.loads(src.text)
+        doc = src.loads(src.text)
     except json.JSONDecodeError as e:
         src.fail(e.lineno, f"not valid JSON ({e.msg}); nvbandwidth -j writes one JSON document")
     root = doc.get("nvbandwidth") if isinstance(doc, dict) else None

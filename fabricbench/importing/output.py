@@ -1,44 +1,83 @@
-"""What `fabricbench import` does with the files it read: their records appended to --out in one atomic
-write, and a summary per file (format, runs, record kinds, ops, warnings) for the JSON and the lines.
+"""Where `fabricbench import` writes: --out rewritten through a temporary file beside it, the records
+already there copied first, the new ones written as they are read, the whole renamed into place at the end.
 
     fabricbench import all_reduce.log nvbandwidth.txt --out imported.jsonl
+
+So memory does not grow with the input, a reader of --out sees the old file or the new one, never half,
+and a file that fails to import leaves --out as it was (nothing of any file is written). No link is
+followed (fabricbench/outputs.py): a link at --out is refused, the temporary file is created without
+following one, and the rename happens in the folder opened once.
 """
 
 from __future__ import annotations
 
 import os
-from collections import Counter
-from typing import Any
+import secrets
+import stat
+from pathlib import Path
 
-from fabricbench.files import check_input, dumps, read_input, write_text_atomic
+from fabricbench.files import check_input
+from fabricbench.outputs import OutputError, folder, refuse_link
 
-
-def append(out_path: str, records: list[dict[str, Any]]) -> None:
-    """`records` appended to `out_path` (created if absent), the whole file written atomically."""
-    old = read_input(out_path, what="--out") if _exists(out_path) else ""
-    if old and not old.endswith("\n"):
-        old += "\n"  # a torn last line stays torn (readers skip it); ours start on a line of their own
-    write_text_atomic(out_path, old + "".join(dumps(r) + "\n" for r in records), what="--out")
+_BLOCK = 1 << 20
 
 
-def summary(got) -> list[dict[str, Any]]:
-    """One dict per Imported (importing.import_file's result): file, format, records, kinds, ops, runs,
-    warnings."""
-    return [{"file": g.path, "format": g.format, "records": len(g.records),
-             "kinds": dict(Counter(r["kind"] for r in g.records)),
-             "ops": sorted({r["op"] for r in g.records if r.get("op")}),
-             "runs": len({r["run_id"] for r in g.records}), "warnings": g.warnings} for g in got]
+class Appending:
+    """--out being rewritten: `write` each record's line, then `commit` (or `abort`, which leaves it as it was)."""
 
+    def __init__(self, out_path: str):
+        self.path = Path(out_path)
+        refuse_link(out_path, what="--out")
+        self.dir = folder(self.path.parent, what="--out", follow=True, shown=self.path)
+        self.name, self.tmp = self.path.name, f".{self.path.name}.{secrets.token_hex(4)}.tmp"
+        old = self.dir.lstat(self.name)
+        if old is not None:
+            check_input(out_path, what="--out")  # a FIFO, device or oversize file is refused before it is read
+        self.mode = stat.S_IMODE(old.st_mode) if old is not None else 0o644
+        self.fh = self.dir.open(self.tmp, "wb", perm=0o600)
+        try:
+            if old is not None:
+                self._copy_old()
+        except BaseException:
+            self.abort()
+            raise
 
-def line(s: dict[str, Any]) -> str:
-    """A summary dict as the one line the command prints for its file."""
-    kinds = ", ".join(f"{n} {k}" for k, n in s["kinds"].items())
-    ops = f" ({', '.join(s['ops'])})" if s["ops"] else ""
-    return f"{s['file']}: {s['format']}, {s['runs']} run(s), {kinds}{ops}"
+    def _copy_old(self) -> None:
+        last = b"\n"
+        with self.dir.open(self.name, "rb") as src:
+            while block := src.read(_BLOCK):
+                self._put(block)
+                last = block[-1:]
+        if last != b"\n":
+            self._put(b"\n")  # a torn last line stays torn (readers skip it); ours start on a line of their own
 
+    def _put(self, data: bytes) -> None:
+        try:
+            self.fh.write(data)
+        except OSError as e:
+            raise OutputError(f"--out {self.path}: write failed ({e.strerror}); {self.path} was left as it "
+                              f"was") from None
 
-def _exists(path: str) -> bool:
-    if not os.path.exists(path):  # new (or a dangling link): the writer creates it
-        return False
-    check_input(path, what="--out")  # there: a FIFO, device or oversize file is refused before it is read
-    return True
+    def write(self, line: str) -> None:
+        self._put(line.encode("utf-8") + b"\n")
+
+    def commit(self) -> None:
+        try:
+            self.fh.flush()
+            os.fsync(self.fh.fileno())
+            os.fchmod(self.fh.fileno(), self.mode)
+            self.fh.close()
+            os.replace(self.tmp, self.name, src_dir_fd=self.dir.fd, dst_dir_fd=self.dir.fd)
+        except OSError as e:
+            self.abort()
+            raise OutputError(f"--out {self.path}: write failed ({e.strerror}); {self.path} was left as it "
+                              f"was") from None
+        self.dir.close()
+
+    def abort(self) -> None:
+        try:
+            self.fh.close()
+        except OSError:
+            pass
+        self.dir.unlink(self.tmp)
+        self.dir.close()

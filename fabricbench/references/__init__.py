@@ -45,6 +45,28 @@ def matching(gpu_name: str | None, nranks: int | None, op: str | None, nbytes: i
             and r.gpus == nranks and r.op == op and nbytes >= r.min_bytes and r.under == under]
 
 
+def why_none(gpu_name: str | None, nranks: int | None, op: str | None, nbytes: int | None,
+             fabric: str | None = None) -> str:
+    """Why `matching` finds no row for this measurement, in words (for "none matches (...)")."""
+    if not gpu_name:
+        return "the GPUs are not named: a gloo run, or a file without nccl-tests' '#  Rank' lines"
+    if not nranks or not op or not nbytes:
+        return f"the {'rank count' if not nranks else 'collective' if not op else 'size'} is not known"
+    if _under(fabric) is None:
+        return f"no published figure describes fabric {fabric}"
+    name = gpu_name.upper()
+    rows = [r for r in REFERENCES if any(g.upper() in name for g in r.gpu.split("|"))
+            and not any(x.upper() in name for x in r.gpu_not)]
+    if not rows:
+        return f"none for {gpu_name}"
+    counted = [r for r in rows if r.gpus == nranks and r.op == op and r.under == _under(fabric)]
+    if not counted:
+        have = sorted({f"{r.gpus}× {r.op}" for r in rows})
+        return f"none for {nranks} × {gpu_name} {op} at {format_size(nbytes)}: published for {', '.join(have)}"
+    return (f"none for {nranks} × {gpu_name} {op} at {format_size(nbytes)}: the rows start at "
+            f"{format_size(min(r.min_bytes for r in counted))}")
+
+
 def tag(source: str) -> str:
     """'https://github.com/NVIDIA/nccl-tests/issues/272 (...)' -> 'nccl-tests#272'; else the text before ':'."""
     m = re.match(r"https://github\.com/[^/]+/([^/]+)/(?:issues|pull)/(\d+)", source)
@@ -85,11 +107,7 @@ def summary(records: list[dict[str, Any]], width: int = 79, *, unnamed_line: boo
         if refs:
             out += [head] + [f"  {line(x)}" for x in refs]
         else:
-            why = (f"none for {n} × {model} {op} at {format_size(r['bytes'])}: the table's rows start at "
-                   f"{format_size(min(x.min_bytes for x in REFERENCES))}" if any(x.gpu.upper() in model.upper()
-                                                                             for x in REFERENCES) else
-                   f"none for {model}")
-            out.append(f"{head}; no published reference matches ({why})")
+            out.append(f"{head}; no published reference matches ({why_none(model, n, op, r.get('bytes'), fabric)})")
     if unnamed and not best and unnamed_line:
         out.append("reference: none matches (the GPUs are not named: a gloo or imported run)")
     wrapped = []
@@ -99,4 +117,4 @@ def summary(records: list[dict[str, Any]], width: int = 79, *, unnamed_line: boo
     return wrapped
 
 
-__all__ = ["REFERENCES", "Reference", "line", "matching", "summary"]
+__all__ = ["REFERENCES", "Reference", "line", "matching", "summary", "why_none"]
