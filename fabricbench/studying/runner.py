@@ -27,11 +27,13 @@ from fabricbench.fabrics.model import Fabric
 from fabricbench import hostload, procs
 from fabricbench.jobs import secrets, store
 from fabricbench.jobs.heartbeat import stall_bound
+from fabricbench.outputs import OutputError, OutputRefused, folder, open_output
 from fabricbench.progress import Progress
 from fabricbench.results import ResultWriter, header
 from fabricbench.results.status import Status
 from fabricbench.studying import nodes, records as study_records
 from fabricbench.studying.config import StudyConfig
+from fabricbench.studying.lock import one_writer
 from fabricbench.studying.units import DONE, UNIT_KINDS, Context, Outcome, Unit, shown
 
 
@@ -83,16 +85,24 @@ def prepare(config: StudyConfig, *, resume: bool) -> study_records.StudyRecords:
 
 def run_units(config: StudyConfig, units: list[Unit], *, resume: bool, echo: Callable[[str], None] | None = None,
               progress: bool | None = None) -> list[UnitRun]:
-    """Run (or skip) every unit; returns what happened to each. Raises KeyboardInterrupt after recording."""
+    """Run (or skip) every unit; returns what happened to each. Raises KeyboardInterrupt after recording.
+    The folder is this run's alone while it runs (studying/lock.py): a second study there is refused."""
+    with one_writer(config.out):
+        return _run_units(config, units, resume=resume, echo=echo, progress=progress)
+
+
+def _run_units(config: StudyConfig, units: list[Unit], *, resume: bool, echo: Callable[[str], None] | None,
+               progress: bool | None) -> list[UnitRun]:
     out = Path(config.out)
     existing = prepare(config, resume=resume)
     # across nodes: every node joins before anything is written (a missing one is named, nothing started)
     crew = nodes.Crew.lead(addr=config.master_addr, port=int(config.master_port), nnodes=config.nnodes,
                            join_timeout_s=config.join_timeout_s, stall_s=stall_bound(config.stall_timeout_s, [])) \
         if config.nnodes > 1 else None
-    (out / "units").mkdir(parents=True, exist_ok=True)
+    with folder(out, what="--out") as d, d.folder("units"):  # made here, never through a link (outputs.py)
+        pass
     attempt = uuid.uuid4().hex[:12]
-    writer = ResultWriter(out / study_records.RESULTS)
+    writer = ResultWriter(out / study_records.RESULTS, under=out)
     writer.write({**header("plan", run_id=attempt), "study": {
         "attempt": attempt, "resume": resume, "config": config.to_dict(),
         "units": [{"name": u.name, "kind": u.kind, "fabric": u.fabric, "strategy": u.strategy,
@@ -106,13 +116,15 @@ def run_units(config: StudyConfig, units: list[Unit], *, resume: bool, echo: Cal
     bar = Progress("study", total=len(units), quiet=progress is False)
     try:
         with procs.terminated_as_interrupt(), bar:
+            rerun = False  # a unit ran again: what the derived units (summary) computed from it is stale
             for unit in units:
-                if unit.name in done:
+                if unit.name in done and not (rerun and UNIT_KINDS.get(unit.kind).derived):
                     results.append(UnitRun(unit=unit, status=Status.SKIPPED, message="recorded ok earlier"))
                     bar.advance(item=f"{unit.name} skipped")
                     continue
                 bar.update(item=unit.name)
                 run = _run_unit(unit, ctx, writer, attempt, crew)
+                rerun = rerun or run.status != Status.WAIVED
                 results.append(run)
                 bar.advance(item=f"{unit.name} {run.status}")
                 if echo is not None:
@@ -142,7 +154,8 @@ def _run_unit(unit: Unit, ctx: Context, writer: ResultWriter, attempt: str, crew
     lost: nodes.NodeLost | None = None
     outcome: Outcome
     try:
-        ctx.unit_file(unit).unlink(missing_ok=True)  # this attempt's records only
+        with folder(ctx.out_dir, what="unit file") as d, d.folder("units") as u:
+            u.unlink(ctx.unit_file(unit).name)  # this attempt's records only (a link itself, never its target)
         commands, details = kind.commands(unit, ctx) if not unit.waived else ([], {"waived": unit.waived})
         fabric = fabric_of(ctx.config, unit.fabric)
         facts = _facts(fabric, None)
@@ -165,6 +178,11 @@ def _run_unit(unit: Unit, ctx: Context, writer: ResultWriter, attempt: str, crew
         _write_unit(writer, unit, attempt, status=Status.INTERRUPTED, started=t0, commands=commands,
                     message="stopped by Ctrl-C / SIGTERM; --resume reruns it", details=details, facts=facts)
         raise
+    except OutputRefused:  # a unit's own file cannot be written (read-only units/, a link): the study stops
+        raise
+    except OSError as e:  # its log could not be written on (a full disk): what was recorded before is kept
+        raise OutputError(f"study unit {unit.name}: writing {ctx.unit_file(unit, '.log')} failed ({e.strerror}); "
+                          f"the units recorded before are kept; free space, then --resume") from None
     except FabricbenchError as e:
         status = Status.WAIVED if isinstance(e, FabricWaived) else Status.ERROR
         outcome = Outcome(status=status, records=[], message=str(e))
@@ -208,7 +226,8 @@ class _Children:
         shared = crew is not None and (unit.span or kind.each_node)
         theirs = {n: kind.commands(unit, ctx.for_node(n))[0] for n in crew.followers} if shared else {}
         budget = kind.timeout_s(ctx.config)
-        with ctx.unit_file(unit, ".log").open("w", encoding="utf-8") as log, jobs.workspace("study-unit") as ws:
+        log_file = open_output(ctx.unit_file(unit, ".log"), "w", what="unit log", under=ctx.out_dir)
+        with log_file as log, jobs.workspace("study-unit") as ws:
             for i, argv in enumerate(commands):
                 log.write(f"$ {shown(argv)}\n")
                 log.flush()

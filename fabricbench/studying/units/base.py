@@ -83,6 +83,9 @@ class UnitKind:
     collect: Callable[[Unit, Context, list[tuple[int | None, str, str, bool]]], Outcome]
     timeout_s: Callable[[StudyConfig], float]
     each_node: bool = False  # across nodes: every node runs it for itself and node 0 keeps each one's output
+    # computed from the units run before it (relate, summary): --resume runs it again, though recorded ok,
+    # whenever one of those ran again, so that what it stored matches what they hold now
+    derived: bool = False
 
 
 def shown(argv: list[str]) -> str:

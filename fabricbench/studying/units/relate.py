@@ -33,4 +33,4 @@ def collect(unit: Unit, ctx: Context, children) -> Outcome:
 
 
 KIND = UnitKind(name="relate", description="predicted against observed slowdown per fabric",
-                commands=commands, collect=collect, timeout_s=lambda c: 300.0)
+                commands=commands, collect=collect, timeout_s=lambda c: 300.0, derived=True)

@@ -22,4 +22,4 @@ def collect(unit: Unit, ctx: Context, children) -> Outcome:
 
 
 KIND = UnitKind(name="summary", description="comparisons with verdicts, rankings from them, slowdowns, host-bound",
-                commands=commands, collect=collect, timeout_s=lambda c: 120.0)
+                commands=commands, collect=collect, timeout_s=lambda c: 120.0, derived=True)
