@@ -259,7 +259,7 @@ def test_bad_input_as_a_user_sees_it(args, msg, files):
 
 # A missing optional extra: one line naming the extra to install, exit 2.
 EXTRAS = [
-    ("transformers", ["estimate", "--model-config", "{tmp}/mistral.json", "--gpus", "2"],
+    ("transformers", ["estimate", "--model-config", "{tmp}/gptj.json", "--gpus", "2"],
      'pip install "fabricbench[train]"'),
     ("accelerate", [*TRAIN], 'train needs accelerate: pip install "fabricbench[train]"'),
     ("matplotlib", [*COMPARE, "--plot", "{tmp}/c.png"], 'pip install "fabricbench[plot]"'),
@@ -269,7 +269,7 @@ EXTRAS = [
 
 @pytest.mark.parametrize("module,args,msg", EXTRAS, ids=[f"{m}: {a[0]}" for m, a, _ in EXTRAS])
 def test_missing_extra_names_it(module, args, msg, files, no_gpu, capsys, monkeypatch):
-    (files / "mistral.json").write_text('{"model_type": "mistral"}')
+    (files / "gptj.json").write_text('{"model_type": "gptj"}')  # a family with no formula: transformers reads it
     for name in [m for m in sys.modules if m == module or m.startswith(module + ".")]:
         monkeypatch.delitem(sys.modules, name)
     monkeypatch.setitem(sys.modules, module, None)  # import fails, find_spec says absent

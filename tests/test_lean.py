@@ -18,7 +18,8 @@ from accelerate import Accelerator
 from fabricbench.training import models
 # a --model-config is read with transformers before the model's class is imported (the case that failed)
 cfg = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
-json.dump(dict(model_type="mistral", architectures=["MistralForCausalLM"], hidden_size=32, intermediate_size=64,
+# (Qwen2: transformers builds it; a Mistral or Llama file is built by the native module, without transformers)
+json.dump(dict(model_type="qwen2", architectures=["Qwen2ForCausalLM"], hidden_size=32, intermediate_size=64,
                num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, vocab_size=100), cfg)
 cfg.close()
 r = models.resolve(config_file=cfg.name)

@@ -2,14 +2,14 @@
 
     fabricbench estimate --model mistral-7b --gpus 4      (7.24e9 parameters, by formula, in well under 2 s)
 
-Each named model is one row of MODELS: its task ("causal-lm" or "image-cls"), its family (the transformers
-config class, that class's defaults and Ψ as a formula of the config numbers) and the settings that differ
-from the family's defaults. `estimate` on a row needs no transformers. Training builds a row of the Mistral
-family with fabricbench's own module (training/native.py: the same parameters, the same numbers, no
-transformers to import), any other row from the transformers config of the same numbers. `--model-config
-FILE` reads any transformers config JSON (the task follows from its `architectures`, or from the model
-type), `--model-path DIR` loads local pretrained weights; both need transformers (the `train` extra) and
-say so.
+Each named model is one row of MODELS: its task ("causal-lm" or "image-cls"), its family (families.py: the
+transformers config class, that class's defaults and Ψ as a formula of the config numbers) and the settings
+that differ from the family's defaults. `--model-config FILE` reads any transformers config JSON (the task
+follows from its `architectures`, or from an image size); a file of a family in families.py needs no
+transformers until a rank builds it, any other family transformers to read it. A Mistral or bias-free Llama
+(a built-in row or a file) is trained with fabricbench's own module (training/native.py: the same
+parameters, the same numbers, no transformers to import), any other from the transformers config of the
+same numbers. `--model-path DIR` loads local pretrained weights (transformers, the `train` extra).
 """
 
 from __future__ import annotations
@@ -24,63 +24,10 @@ from typing import Any, Callable
 from fabricbench.errors import UsageError
 from fabricbench.files import read_input
 from fabricbench.registry import Registry
-
-CAUSAL_LM = "causal-lm"
-IMAGE_CLS = "image-cls"
+from fabricbench.training import families
+from fabricbench.training.families import CAUSAL_LM, FAMILIES, IMAGE_CLS, facts, native_fits, task_of
 
 FOOD101_CLASSES = 101  # the reference study fine-tunes DINOv2 on Food-101
-
-
-@dataclass(frozen=True, kw_only=True)
-class Family:
-    """A model family: its transformers config class, that class's defaults (the numbers `estimate` needs,
-    so that it runs without transformers), and Ψ as a formula of those numbers.
-
-    tests/test_estimate.py checks the defaults against transformers' classes and the formula against a
-    model built on the meta device, for every row of MODELS.
-    """
-
-    config_class: str  # in transformers
-    defaults: dict[str, Any]
-    params: Callable[[SimpleNamespace], int]
-    # fabricbench's own module for this family (its build(config, device=) makes the same model from these
-    # numbers, tests/test_native_model.py): a rank that trains a built-in row of it never imports
-    # transformers, 2-10 s of every run's start-up (issue 38). None: transformers builds it.
-    native: str | None = None
-
-
-def _mistral_params(c: SimpleNamespace) -> int:
-    """MistralForCausalLM: embeddings, per layer q/k/v/o (no bias), gated MLP (3 matrices), two RMSNorms;
-    the final norm and an untied LM head."""
-    h, layers, inter = c.hidden_size, c.num_hidden_layers, c.intermediate_size
-    head_dim = c.head_dim or h // c.num_attention_heads
-    attn = h * c.num_attention_heads * head_dim * 2 + h * c.num_key_value_heads * head_dim * 2
-    per_layer = attn + 3 * h * inter + 2 * h
-    head = 0 if c.tie_word_embeddings else c.vocab_size * h
-    return c.vocab_size * h + layers * per_layer + h + head
-
-
-def _dinov2_params(c: SimpleNamespace) -> int:
-    """Dinov2ForImageClassification: patch embedding (conv + bias), CLS and mask tokens, position embeddings;
-    per layer two LayerNorms, q/k/v/o with biases, two layer scales, the MLP; the final LayerNorm and a
-    classifier on [CLS ; mean of patches] (2h inputs)."""
-    h, p = c.hidden_size, c.patch_size
-    patches = (c.image_size // p) ** 2
-    mlp = int(h * c.mlp_ratio)
-    embed = h * c.num_channels * p * p + h + h + h + (patches + 1) * h
-    per_layer = 2 * h + 4 * (h * h + h) + h + 2 * h + (h * mlp + mlp) + (mlp * h + h) + h
-    return embed + c.num_hidden_layers * per_layer + 2 * h + 2 * h * c.num_labels + c.num_labels
-
-
-FAMILIES: dict[str, Family] = {
-    "mistral": Family(config_class="MistralConfig", params=_mistral_params, defaults=dict(
-        vocab_size=32000, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32, num_attention_heads=32,
-        num_key_value_heads=8, head_dim=None, tie_word_embeddings=False, max_position_embeddings=131072,
-        sliding_window=4096), native="fabricbench.training.native"),
-    "dinov2": Family(config_class="Dinov2Config", params=_dinov2_params, defaults=dict(
-        hidden_size=768, num_hidden_layers=12, num_attention_heads=12, mlp_ratio=4, image_size=224, patch_size=14,
-        num_channels=3, num_labels=2)),
-}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -99,7 +46,7 @@ class ModelSpec:
 
     def shape(self) -> SimpleNamespace:
         """The config's numbers without transformers: the family's defaults with this row's settings."""
-        return SimpleNamespace(**{**FAMILIES[self.family].defaults, **self.settings})
+        return families.shape(self.family, self.settings)
 
     def params(self) -> int:
         """Ψ from the numbers alone, equal to counting the built model (tests/test_estimate.py)."""
@@ -170,9 +117,10 @@ class ResolvedModel:
     config: Any
     layer_class: str | None
     path: str | None = None  # local pretrained weights
-    builtin: bool = False  # a row of MODELS (its Ψ has a formula)
+    params: int | None = None  # Ψ by formula (a built-in row, or a config of a family in families.py);
+    # None: counted on the built model
     native: str | None = None  # the module that builds it without transformers (Family.native); config is
-    # then the row's numbers (a SimpleNamespace), not a transformers config
+    # then the numbers (a SimpleNamespace), not a transformers config
 
     @property
     def impl(self) -> str:
@@ -180,62 +128,84 @@ class ResolvedModel:
         return "fabricbench" if self.native else "transformers"
 
 
-def _task_of(config: Any) -> str:
-    archs = " ".join(getattr(config, "architectures", None) or [])
-    if "ImageClassification" in archs or getattr(config, "image_size", None) is not None:
-        return IMAGE_CLS
-    return CAUSAL_LM
-
-
 def resolve(*, name: str | None = None, config_file: str | None = None, path: str | None = None,
             seq_len: int | None = None) -> ResolvedModel:
-    """Exactly one of a registered name, a config JSON or a weights folder. A built-in row whose family
-    fabricbench builds itself (Family.native; at `seq_len`, where given) resolves without transformers."""
-    given = [x for x in (name, config_file, path) if x]
-    if len(given) != 1:
-        raise UsageError("name exactly one of --model NAME, --model-config FILE, --model-path DIR "
-                         f"(got {len(given)}); models: {', '.join(MODELS.names())}")
+    """Exactly one of a registered name, a config JSON or a weights folder. A built-in row or a config file
+    that fabricbench builds itself (families.native_fits; at `seq_len`, where given) resolves without
+    transformers."""
+    _one_of(name, config_file, path)
     if name:
         spec = MODELS.get(name)
         native = spec.native(seq_len)  # its numbers are all the native module needs: no transformers config
         return ResolvedModel(name=spec.name, task=spec.task, config=spec.shape() if native else spec.config(),
-                             layer_class=spec.layer_class, builtin=True, native=native)
+                             layer_class=spec.layer_class, params=spec.params(), native=native)
     flag = "--model-config" if config_file else "--model-path"
-    src = Path(config_file or path)  # type: ignore[arg-type]
-    if not src.exists():
-        raise UsageError(f"{flag} {src}: no such file or folder")
+    src = _existing(flag, config_file or path)
     if config_file:
         data = read_config_json(src)
-        transformers = require_transformers("--model-config")
-        try:
-            config = transformers.AutoConfig.for_model(**data)
-        except Exception as e:  # noqa: BLE001 - transformers' checks of user data raise many kinds (strict
-            # dataclass validation among them); each means "this file cannot be a config": one line
-            raise UsageError(f"--model-config {src}: transformers {transformers.__version__} cannot build "
-                             f"model_type {data['model_type']!r} ({_first_line(e)})") from None
-    else:
-        if not (src / "config.json").is_file():
-            raise UsageError(f"--model-path {src}: no config.json there; give a folder written by "
-                             f"save_pretrained (config.json and the weights)")
-        read_config_json(src / "config.json", flag="--model-path")
-        transformers = require_transformers("--model-path")
-        try:
-            config = transformers.AutoConfig.from_pretrained(str(src), local_files_only=True)
-        except (OSError, ValueError, KeyError) as e:
-            raise UsageError(f"--model-path {src}: transformers cannot read its config ({_first_line(e)})") from None
-    return ResolvedModel(name=src.stem if config_file else src.name, task=_task_of(config), config=config,
-                         layer_class=None, path=str(src) if path else None)
+        known = facts(data)
+        native = known and native_fits(known.model_type, known.shape, seq_len)
+        if native:  # the native module's numbers: a Llama has no window (the native Mistral's default has one)
+            numbers = SimpleNamespace(**{"sliding_window": None, **vars(known.shape)})
+            return ResolvedModel(name=src.stem, task=known.task, config=numbers, layer_class=None,
+                                 params=known.params, native=native)
+        config = _transformers_config(src, data)
+        return ResolvedModel(name=src.stem, task=task_of(config), config=config, layer_class=None,
+                             params=known.params if known else None)
+    if not (src / "config.json").is_file():
+        raise UsageError(f"--model-path {src}: no config.json there; give a folder written by "
+                         f"save_pretrained (config.json and the weights)")
+    read_config_json(src / "config.json", flag="--model-path")
+    transformers = require_transformers("--model-path")
+    try:
+        config = transformers.AutoConfig.from_pretrained(str(src), local_files_only=True)
+    except (OSError, ValueError, KeyError) as e:
+        raise UsageError(f"--model-path {src}: transformers cannot read its config ({_first_line(e)})") from None
+    return ResolvedModel(name=src.name, task=task_of(config), config=config, layer_class=None, path=str(src))
+
+
+def _one_of(name: str | None, config_file: str | None, path: str | None) -> None:
+    given = [x for x in (name, config_file, path) if x]
+    if len(given) != 1:
+        raise UsageError("name exactly one of --model NAME, --model-config FILE, --model-path DIR "
+                         f"(got {len(given)}); models: {', '.join(MODELS.names())}")
+
+
+def _existing(flag: str, where: str) -> Path:
+    src = Path(where)
+    if not src.exists():
+        raise UsageError(f"{flag} {src}: no such file or folder")
+    return src
+
+
+def _transformers_config(src: Path, data: dict[str, Any]) -> Any:
+    transformers = require_transformers("--model-config")
+    try:
+        return transformers.AutoConfig.for_model(**data)
+    except Exception as e:  # noqa: BLE001 - transformers' checks of user data raise many kinds (strict
+        # dataclass validation among them); each means "this file cannot be a config": one line
+        raise UsageError(f"--model-config {src}: transformers {transformers.__version__} cannot build "
+                         f"model_type {data['model_type']!r} ({_first_line(e)})") from None
 
 
 def resolve_shape(*, name: str | None = None, config_file: str | None = None,
                   path: str | None = None) -> ResolvedModel:
-    """For the launcher, which builds no model: a built-in model with its numbers only (`config` is its
-    shape, a SimpleNamespace), so that the command's own process never imports transformers (and torch)
-    for it; the ranks resolve the real config. A config file or weights folder: resolve()."""
-    if name and not config_file and not path:
+    """For the launcher, which builds no model: the numbers only (`config` is a SimpleNamespace) for a
+    built-in model and for a config file of a family with a formula (families.py), so that the command's
+    own process imports neither transformers nor torch for them; the ranks resolve the real config. A
+    config of another family, or a weights folder: resolve() (transformers reads it; Ψ is left to the
+    ranks, which build the model anyway)."""
+    _one_of(name, config_file, path)
+    if name:
         spec = MODELS.get(name)
         return ResolvedModel(name=spec.name, task=spec.task, config=spec.shape(), layer_class=spec.layer_class,
-                             builtin=True)
+                             params=spec.params())
+    if config_file:
+        src = _existing("--model-config", config_file)
+        known = facts(read_config_json(src))
+        if known is not None:
+            return ResolvedModel(name=src.stem, task=known.task, config=known.shape, layer_class=known.layer_class,
+                                 params=known.params)
     return resolve(name=name, config_file=config_file, path=path)
 
 
@@ -315,10 +285,10 @@ def model_class(model: ResolvedModel) -> Any:
 
 
 def count_params(model: ResolvedModel) -> int:
-    """Ψ: by formula for the built-in models (no transformers, instant), else from the config on the meta
-    device (no memory, instant even for a 7e9 model)."""
-    if model.builtin:
-        return MODELS.get(model.name).params()
+    """Ψ: by formula where there is one (no transformers, instant), else from the config on the meta
+    device (no memory, instant even for a 7e9 model, but torch and transformers to import)."""
+    if model.params is not None:
+        return model.params
     return sum(p.numel() for p in build(model, meta=True).parameters())
 
 
@@ -333,11 +303,9 @@ class ModelFacts:
 
 
 def describe(*, name: str | None = None, config_file: str | None = None) -> ModelFacts:
-    """A built-in model from its row alone; a config JSON through transformers (which it then needs)."""
-    if name and not config_file:
-        spec = MODELS.get(name)
-        return ModelFacts(name=spec.name, task=spec.task, shape=spec.shape(), params=spec.params())
-    resolved = resolve(name=name, config_file=config_file)
+    """A built-in model from its row alone, a config JSON of a family with a formula from its numbers; a
+    config of another family through transformers (which it then needs) and the meta device."""
+    resolved = resolve_shape(name=name, config_file=config_file)
     return ModelFacts(name=resolved.name, task=resolved.task, shape=resolved.config, params=count_params(resolved))
 
 
