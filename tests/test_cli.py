@@ -13,7 +13,7 @@ SWEEP_OPTIONS = {"--stall-timeout", "--gpus", "--ops", "--sizes", "--dtype", "--
                  "--inplace", "--out-of-place", "--both", "--graph", "--graph-iters", "--check", "--engine", "--device",
                  "--backend", "--nprocs", "--timeout", "--nccl-lib", "--fabric", "--seed", "--out", "--json",
                  "--csv", "--dry-run", "--quiet", "--list-ops", "--buffers", "--timing", "--alloc", "--resume", "--gap",
-                 "--help", "-h"}
+                 "--for-trace", "--help", "-h"}
 
 
 def test_sweep_surface_is_frozen():

@@ -3,6 +3,7 @@
     fabricbench relate sweeps.jsonl train.jsonl
     fabricbench relate lab/*.jsonl --reference default --json
     fabricbench relate lab/*.jsonl --plot relate.png
+    fabricbench relate --trace prof/ sweeps.jsonl         (your own loop's torch.profiler trace: usertrace.py)
 
 This layer only maps flags to fabricbench.relate (fabricbench/relating/api.py), which decides; what did
 not match goes to stderr, one line each.
@@ -16,11 +17,13 @@ import click
 
 from fabricbench.cli.types import InputPath, Text
 from fabricbench.cli.declared import option
-from fabricbench.cli.options import JSON, PLOT
+from fabricbench.cli.options import JSON, PLOT, TRACE
 
 import fabricbench
 from fabricbench.files import dumps, nonfinite_paths, refuse_collisions
 from fabricbench.measuring.compare import check_plot_path
+from fabricbench.errors import UsageError
+from fabricbench.relating import usertrace
 from fabricbench.relating.format import render
 from fabricbench.relating.plot import plot_relate
 from fabricbench.report import table as tables
@@ -28,18 +31,26 @@ from fabricbench.report.plot import pyplot
 
 
 @click.command()
-@click.argument("files", nargs=-1, required=True, type=InputPath())
+@click.argument("files", nargs=-1, type=InputPath())
 @click.option("--reference", type=Text(), default=None,
-              help="Fabric to calibrate on. Default: the fastest (trace-weighted busbw) with a sweep and a train run.")
+              help="Fabric to calibrate on. Default: the fastest (trace-weighted busbw) with a sweep and a train run; "
+                   "with --trace, the one the trace was taken on: default.")
+@option(TRACE, "traces", multiple=True, default=())
 @option(JSON, "as_json", help="Print one JSON object (reference, formula, rows, problems).")
 @option(PLOT, "plot_path", help="Write busbw drop against slowdown to this PNG.")
-def relate(files, reference, as_json, plot_path) -> None:
-    """Join sweep/compare records with train records and predict each fabric's step time."""
+def relate(files, reference, as_json, plot_path, traces=()) -> None:
+    """Join sweep/compare records with train records (or a profiler trace) and predict each fabric's step time."""
+    if not files and not traces:
+        raise UsageError("give results files (sweeps and train runs), or --trace PATH with sweep results files")
     check_plot_path(plot_path)
     refuse_collisions({"--plot": plot_path}, {f: f for f in files})
     if plot_path:
         pyplot()  # matplotlib missing is bad input too: say so before any work
-    result = fabricbench.relate(list(files), reference=reference)
+    if traces:
+        refuse_collisions({"--plot": plot_path}, {t: t for t in traces})
+        result = usertrace.relate_trace(list(traces), list(files), reference)
+    else:
+        result = fabricbench.relate(list(files), reference=reference)
     err = tables.console(stderr=True)  # notes wrap at words on a terminal, stay whole lines in a log
     for p in result.problems:
         err.print(f"note: {p}", markup=False, highlight=False)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from fabricbench.errors import UsageError
 from fabricbench.relating import calls as own_calls
@@ -37,6 +37,7 @@ from fabricbench.relating.credit import Gaps, Realised, bucket_s, realised_fract
 from fabricbench.relating.curves import SweepCurves
 from fabricbench.relating.model import FORMULA, predict, predict_interval, step_formula
 from fabricbench.relating.pricing import Pricing, price
+from fabricbench.results.schema import CollectiveResult
 from fabricbench.training.calltimes import as_dicts
 
 # short codes in RelateRow.flags; the sentences that explain them are in RelateResult.problems
@@ -123,17 +124,30 @@ def relate(records_or_paths: Any, reference: str | None = None, *,
     (no more than the reference hid)."""
     read_problems: list[str] = []
     got = inputs.load(records_or_paths, read_problems)
-    collectives, trains = got.collectives, got.trains
-    if not trains:
+    if not got.trains:
         raise UsageError("no train records among the inputs; add a `fabricbench train --out FILE` results file")
+    observed, problems = inputs.observations(got.trains)
+    return relate_observed(observed, got.collectives, reference, problems=read_problems + problems,
+                           overlap_window=overlap_window)
+
+
+def sweep_command(fabric: str) -> str:
+    """The command that measures what a fabric lacks, for fabricbench's own train records."""
+    return f"fabricbench sweep --fabric {fabric} --out FILE"
+
+
+def relate_observed(observed: list[Observed], collectives: list[CollectiveResult], reference: str | None = None, *,
+                    problems: list[str] | None = None, overlap_window: bool | None = None,
+                    sweep_for: Callable[[str], str] = sweep_command) -> RelateResult:
+    """relate() from observations already read: fabricbench's own train runs (inputs.observations) or a
+    profiler trace of any loop (usertrace.py); `sweep_for` names the command that sweeps a fabric they lack."""
+    problems = list(problems or [])
     if not collectives:
         raise UsageError("no sweep records (kind collective) among the inputs; add a `fabricbench sweep --out FILE` "
                          "or `fabricbench compare --out FILE` results file")
     swept_recs, job_recs = jobs.split(collectives)  # a job's observed calls calibrate prices (job.py)
     curves = SweepCurves.from_records(swept_recs)
     job_curves = SweepCurves.from_records(job_recs) if job_recs else None
-    observed, problems = inputs.observations(trains)
-    problems = read_problems + problems
     if not curves and curves.gapped:
         raise UsageError("every sweep record was timed after an idle gap (sweep --gap: the link credit's "
                          "measurement, never a price); add the same sweep without --gap")
@@ -145,7 +159,7 @@ def relate(records_or_paths: Any, reference: str | None = None, *,
         if fab not in swept:
             names = sorted({o.strategy for o in observed if o.fabric == fab})
             problems.append(f"no sweep for fabric {fab} (train runs of {', '.join(names)}): its step cannot be "
-                            f"predicted; sweep it with `fabricbench sweep --fabric {fab} --out FILE`")
+                            f"predicted; sweep it with `{sweep_for(fab)}`")
     ref = _reference(reference, observed, curves, swept, trained)
     rows: list[RelateRow] = []
     found_calls: list[dict[str, Any]] = []

@@ -86,7 +86,8 @@ class Workload:
                    image_size=run.image_size, device=run.device)
 
     def label(self) -> str:
-        return f"{self.model}, {self.nranks} ranks, {self.precision}, batch {self.batch_size}"
+        return f"{self.model}, {self.nranks} ranks, {self.precision}" + \
+            (f", batch {self.batch_size}" if self.batch_size is not None else "")
 
 
 @dataclass(frozen=True, kw_only=True)

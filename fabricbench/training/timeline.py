@@ -86,39 +86,52 @@ def idle_gaps(comm: list[tuple[float, float]], lo: float, hi: float) -> list[flo
     return [first] + [b[0] - a[1] for a, b in zip(comm, comm[1:])]
 
 
-def _host_compute(events: list[dict[str, Any]], gloo: list[dict[str, Any]]) -> list[tuple[float, float]]:
-    """The `aten::*` ops of the step's threads (the step's own, autograd's), never a gloo worker's."""
+def _host_compute(events: list[dict[str, Any]], gloo: list[dict[str, Any]],
+                  host: dict[Any, list[tuple[float, float]]] | None = None) -> list[tuple[float, float]]:
+    """The `aten::*` ops of the step's threads (the step's own, autograd's), never a gloo worker's; `host`:
+    those ops already as a union per thread (a streamed trace keeps no op, training/kineto.py)."""
     workers = {e.get("tid") for e in gloo}
     steps = {e.get("tid") for e in events if e.get("ph") == "X" and e.get("cat") != "gpu_user_annotation"
              and (e.get("name") == STEP_MARK or str(e.get("name", "")).startswith(AUTOGRAD_MARK))}
+    if host is not None:
+        return _union(s for tid in steps - workers for s in host.get(tid, ()))
     return _union(_span(e) for e in events if e.get("ph") == "X" and e.get("tid") in steps - workers
                   and str(e.get("name", "")).startswith("aten::"))
 
 
-def intervals(events: list[dict[str, Any]], *, device_type: str) -> tuple[list, list, list, str]:
-    """(comm, compute, busy, source): the unions the module docstring names for what ran."""
+Spans = list[tuple[float, float]]
+
+
+def intervals(events: list[dict[str, Any]], *, device_type: str,
+              host: dict[Any, Spans] | None = None,
+              kernels: tuple[Spans, Spans, Spans] | None = None) -> tuple[list, list, list, str]:
+    """(comm, compute, busy, source): the unions the module docstring names for what ran. A streamed trace
+    (training/kineto.py) gives what it keeps of the rest as unions: `host` per thread its aten ops, `kernels`
+    the (NCCL, compute, every) kernels; None: read from `events`."""
     gloo = [e for e in events if e.get("ph") == "X" and str(e.get("name", "")).startswith("gloo:")]
     if device_type != "cuda":
-        return _union(_span(e) for e in gloo), _host_compute(events, gloo), [], "cpu threads"
-    kernels = [e for e in events if e.get("cat") == "kernel" and e.get("ph") == "X"]
-    is_comm = [("nccl" in e["name"].lower()) for e in kernels]
-    comm = [_span(e) for e, c in zip(kernels, is_comm) if c]
-    compute = [_span(e) for e, c in zip(kernels, is_comm) if not c]
-    busy = _union(_span(e) for e in kernels)
+        return _union(_span(e) for e in gloo), _host_compute(events, gloo, host), [], "cpu threads"
+    if kernels is None:
+        ks = [e for e in events if e.get("cat") == "kernel" and e.get("ph") == "X"]
+        is_comm = [("nccl" in e["name"].lower()) for e in ks]
+        kernels = ([_span(e) for e, c in zip(ks, is_comm) if c], [_span(e) for e, c in zip(ks, is_comm) if not c],
+                   _union(_span(e) for e in ks))
+    comm, compute, busy = list(kernels[0]), list(kernels[1]), kernels[2]
     if not gloo:
         return _union(comm), _union(compute), busy, NCCL_SOURCE
     comm += [_span(e) for e in gloo]
-    compute += _host_compute(events, gloo)
+    compute += _host_compute(events, gloo, host)
     return _union(comm), _union(compute), busy, "gloo threads, cuda kernels"
 
 
-def timeline(events: list[dict[str, Any]], *, device_type: str) -> dict[str, Any] | None:
+def timeline(events: list[dict[str, Any]], *, device_type: str, host: dict[Any, Spans] | None = None,
+             kernels: tuple[Spans, Spans, Spans] | None = None) -> dict[str, Any] | None:
     """Per profiled step (mean): comm_s, exposed_s, compute_s, step_s, window_s, the idle gaps (see the
-    module docstring); busy_s on GPU."""
+    module docstring); busy_s on GPU. host, kernels: as intervals() takes them."""
     windows = step_windows(events)
     if not windows:
         return None
-    comm, compute, busy, source = intervals(events, device_type=device_type)
+    comm, compute, busy, source = intervals(events, device_type=device_type, host=host, kernels=kernels)
     rows, gaps = [], []
     for lo, hi in windows:
         c, k = _clip(comm, lo, hi), _clip(compute, lo, hi)

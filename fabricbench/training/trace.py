@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from fabricbench.collectives import COLLECTIVES
-from fabricbench.training import calltimes
+from fabricbench.training import calltimes, paramcomms
 from fabricbench.training.timeline import STEP_MARK, step_windows, timeline
 
 PROFILED_STEPS = 2  # default; extra steps after the timed ones
@@ -259,6 +259,7 @@ def matched(events: list[dict[str, Any]], *, world_size: int) -> tuple[list[Matc
     used: set[int] = set()
     used_k: set[int] = set()
     out, problems = [], []
+    nccl = bool(kernels) and not gloo  # NCCL's kernels ran (gloo on CUDA tensors launches none)
     for e in outer:
         rule = OP_RULES[e["name"]]
         args = e.get("args", {})
@@ -270,25 +271,52 @@ def matched(events: list[dict[str, Any]], *, world_size: int) -> tuple[list[Matc
         if rule.group_arg is not None and rule.group_arg < len(concrete) and str(concrete[rule.group_arg]).isdigit():
             group = int(concrete[rule.group_arg])
         nested = [p for p in params if p.get("tid") == e.get("tid") and _contains(e, p)
-                  and p.get("args", {}).get("Collective name") not in (None, "wait")]
-        backend = None
+                  and paramcomms.op_of(p.get("args", {}))]
+        backend, counted = None, None
         if nested:  # nccl: the backend's own account of this call
             pa = nested[0]["args"]
             dtype = dtype or _dtype(pa.get("dtype"))
-            group = int(pa.get("Group size") or world_size)
+            group = paramcomms.group_size(pa) or world_size
+            if arg_dims is None and dtype in ELEM_SIZE:  # profiled without shapes: its element counts
+                counted = paramcomms.nbytes(pa, rule.op, ELEM_SIZE[dtype])
+        if nested or nccl:
             backend = _nccl_kernel(e, rule.op, kernels, used_k)
         else:  # gloo: the worker-thread event of this call, by shape and order (it names a list's dtype)
             backend = _gloo_event(e, gloo, used)
             if dtype is None and backend is not None:
                 dtype = _dtype((backend.get("args", {}).get("Input type") or [None])[0])
-        if dtype is None or dtype not in ELEM_SIZE or arg_dims is None:
-            problems.append(f"{e['name']}: no dtype or shape in the profile (types {types}, dims {dims})")
+        if dtype is None or dtype not in ELEM_SIZE or (arg_dims is None and counted is None):
+            problems.append(f"{e['name']}: no dtype or shape in the profile (types {types}, dims {dims}); "
+                            f"profile with record_shapes=True")
             continue
-        nbytes = _nbytes(arg_dims, ELEM_SIZE[dtype]) * (group if rule.times_n else 1)
-        step = next(i for i, (a, b) in enumerate(windows) if a <= e["ts"] <= b)
-        out.append(Matched(Call(op=rule.op, bytes=nbytes, dtype=dtype, group_size=group), step,
-                           _span(backend) if backend is not None else None))
-    return out, problems
+        nbytes = counted if counted is not None else _nbytes(arg_dims, ELEM_SIZE[dtype]) * (group if rule.times_n else 1)
+        out.append((e["ts"], Matched(Call(op=rule.op, bytes=nbytes, dtype=dtype, group_size=group),
+                                     _step_of(windows, e["ts"]), _span(backend) if backend is not None else None)))
+    out += _unwrapped(params, outer, windows, kernels, used_k, world_size)
+    return [m for _, m in sorted(out, key=lambda t: t[0])], problems
+
+
+def _step_of(windows: list[tuple[float, float]], ts: float) -> int:
+    return next(i for i, (a, b) in enumerate(windows) if a <= ts <= b)
+
+
+def _unwrapped(params: list[dict[str, Any]], outer: list[dict[str, Any]], windows: list[tuple[float, float]],
+               kernels: list[dict[str, Any]], used_k: set[int], world_size: int) -> list[tuple[float, Matched]]:
+    """NCCL's own events of collectives issued without a c10d op around them (paramcomms.py)."""
+    out = []
+    for p in params:
+        pa = p.get("args", {})
+        op = paramcomms.op_of(pa)
+        dtype = _dtype(pa.get("dtype"))
+        if op is None or dtype not in ELEM_SIZE or any(o.get("tid") == p.get("tid") and _contains(o, p) for o in outer):
+            continue
+        nbytes = paramcomms.nbytes(pa, op, ELEM_SIZE[dtype])
+        if nbytes is None:
+            continue
+        kernel = _nccl_kernel(p, op, kernels, used_k)
+        call = Call(op=op, bytes=nbytes, dtype=dtype, group_size=paramcomms.group_size(pa) or world_size)
+        out.append((p["ts"], Matched(call, _step_of(windows, p["ts"]), _span(kernel) if kernel is not None else None)))
+    return out
 
 
 def _span(e: dict[str, Any]) -> tuple[float, float]:
@@ -304,12 +332,13 @@ def per_step(calls_: Iterable[Call], steps: int) -> list[dict[str, Any]]:
 
 
 def rank_summary(events: list[dict[str, Any]], *, device_type: str, world_size: int, steps: int,
-                 step_times_s: list[float], groups: list[int]) -> dict[str, Any]:
-    """What one rank writes to its rank file: its calls per step, timeline and profiled step times."""
+                 step_times_s: list[float], groups: list[int], **unions: Any) -> dict[str, Any]:
+    """What one rank writes to its rank file: its calls per step, timeline and profiled step times.
+    unions: what a streamed trace keeps of the compute instead of its events (timeline.intervals)."""
     found, problems = matched(events, world_size=world_size)
     return {"collectives": per_step([m.call for m in found], steps), "problems": problems, "profiled_steps": steps,
             "calls": calltimes.rank_rows(found, step_windows(events)),
-            "profiled_step_times_s": step_times_s, "timeline": timeline(events, device_type=device_type),
+            "profiled_step_times_s": step_times_s, "timeline": timeline(events, device_type=device_type, **unions),
             "group_sizes": groups}
 
 

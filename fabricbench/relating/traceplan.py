@@ -1,0 +1,72 @@
+"""The sweeps a profiler trace needs: exactly its ops, dtypes, sizes and rank count, on the backend and device
+it ran on.
+
+    fabricbench sweep --for-trace prof/ --fabric shaped:2gbit --out sweeps.jsonl
+    fabricbench sweep --for-trace prof/ --dry-run            (the sweeps it would run)
+
+The plan is the one the relate lab builds from fabricbench's own runs (lab.sweep_plan): per traced dtype
+(one a sweep cannot run is swept as the runnable type of its element size), its ops, and sizes in powers
+of two by a factor of 4 from the one at or below the smallest traced S up to the first whose size after
+the sweep's rounding reaches the largest, at the trace's group size, so that relate interpolates every
+traced call. The backend and device are the trace's (gloo or nccl; CPU ranks, or CUDA tensors), unless
+the command names them; every other setting (iterations, fabric, timeouts) is the sweep's own.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from pathlib import Path
+from typing import Sequence
+
+from fabricbench import gpus as gpu_count
+from fabricbench.errors import UsageError
+from fabricbench.measuring.config import SweepConfig
+from fabricbench.relating.lab import sweep_plan
+from fabricbench.relating.usertrace import TraceJob, read
+
+SIZE_FACTOR = 4  # the lab's: relate interpolates in log-log between swept sizes this far apart
+
+
+def ranks_of(job: TraceJob) -> int:
+    """The rank count the sweep needs: the group size most of the trace's bytes travel in."""
+    by: Counter[int] = Counter()
+    for c in job.collectives:
+        by[int(c["group_size"])] += c["bytes"] * c["calls_per_step"]
+    return by.most_common(1)[0][0] if by else job.world_size
+
+
+def configs(paths: Sequence[str | Path], base: SweepConfig, *, backend_named: bool = False,
+            gpus_named: bool = False, cpu: bool = False) -> tuple[list[SweepConfig], TraceJob]:
+    """One SweepConfig per traced dtype (module docstring), each `base` with the trace's ops, sizes, dtype,
+    ranks and (unless named: backend_named, gpus_named; cpu: CPU ranks asked) backend and devices."""
+    job = read(paths)
+    plan = sweep_plan([{"comm": job.comm}], SIZE_FACTOR)
+    if not plan:
+        raise UsageError(f"trace {job.label}: none of its collectives is one a sweep can time "
+                         f"({', '.join(sorted({c['op'] for c in job.collectives}))})")
+    n = ranks_of(job)
+    groups = sorted({int(c["group_size"]) for c in job.collectives})
+    if len(groups) > 1:
+        raise UsageError(f"trace {job.label}: its collectives run in groups of {', '.join(map(str, groups))} ranks; "
+                         f"a sweep times one rank count: sweep each with --ops, --sizes and --nprocs")
+    fields: dict[str, object] = {}
+    backend = base.backend if backend_named and base.backend else job.backend
+    if backend == "gloo":
+        fields.update(engine="torch", backend="gloo", nprocs=n)
+        if job.device == "cuda" and not gpus_named and not cpu:
+            # gloo on CUDA tensors: a GPU per rank where there are enough, else every rank on GPU 0 (the lab)
+            visible = gpu_count.visible_gpu_count()
+            fields["gpus"] = tuple(range(n)) if visible >= n else (0,)
+    else:
+        if job.device != "cuda":
+            raise UsageError(f"trace {job.label}: NCCL without a GPU kernel in it; a trace of NCCL collectives "
+                             f"holds its kernels (profile with ProfilerActivity.CUDA)")
+        if not gpus_named:
+            fields["gpus"] = tuple(range(n))
+        if base.engine == "torch":
+            fields.update(backend="nccl", nprocs=n)
+    out = []
+    for dtype, ops, sizes in plan:
+        out.append(dataclasses.replace(base, ops=tuple(ops), sizes=sizes, dtype=dtype, **fields))  # type: ignore[arg-type]
+    return out, job

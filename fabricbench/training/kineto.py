@@ -1,0 +1,323 @@
+"""Reading a torch.profiler (Kineto) chrome trace of any training loop, in bounded memory.
+
+    fabricbench relate --trace prof/ sweeps.jsonl        (relating/usertrace.py reads each rank's file here)
+
+A Kineto trace is one JSON object whose `traceEvents` array holds every event (1 GB and more for a long
+profile of a large model). Loading it whole takes ~10x its size in Python objects, so `scan` reads the file
+as a stream: the top-level keys other than `traceEvents` are decoded as they come (small: distributedInfo,
+host_name), and the array one event at a time (json.JSONDecoder.raw_decode on a window of the text, so each
+event is decoded in C and dropped unless kept). .json.gz is decompressed on the fly.
+
+What is kept (`Scan`):
+- whole, the few events the communication is read from: the steps, every c10d / functional collective op,
+  `record_param_comms`, gloo's and NCCL's own events and NCCL's kernels; and one event of each thread
+  that ran backward (autograd's), which says where the step's compute runs;
+- as unions of intervals only, what the overlap timeline needs of the rest (training/timeline.py): per
+  thread, the `aten::*` ops; the compute kernels and all kernels (busy). A union is compacted as it grows,
+  so memory follows the number of disjoint stretches of compute, not the number of events.
+Peak memory on a 1 GB trace: benchmarks/trace/README.md.
+
+Names differ between PyTorch versions, and are mapped here to one vocabulary (what fabricbench's own runs
+write, training/trace.py and timeline.py): the step annotation `ProfilerStep#N` becomes timeline.STEP_MARK
+(its N kept as `step`); categories are lower-cased, and the old `Operator` is `cpu_op`.
+
+A file that is not such a trace (no traceEvents array, cut short, not JSON, not gzip it says it is) is a
+UsageError naming the file and what to do.
+"""
+
+from __future__ import annotations
+
+import codecs
+import gzip
+import json
+import re
+import zlib
+from array import array
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, BinaryIO, Iterator
+
+from fabricbench.errors import UsageError
+from fabricbench.files import check_input
+from fabricbench.training.timeline import AUTOGRAD_MARK, STEP_MARK
+from fabricbench.training.trace import OP_RULES
+
+CHUNK = 1 << 20  # characters read at a time
+MAX_EVENT = 64 << 20  # one event (or one top-level value) larger than this is not a profiler's
+STEP_PREFIX = "ProfilerStep#"
+CATEGORIES = {"operator": "cpu_op"}  # old category names -> today's (lower-cased first)
+# the args of a kept event that anything downstream reads (the rest is dropped: a kernel's launch geometry)
+KEEP_ARGS = ("Input Dims", "Input type", "Concrete Inputs", "Collective name", "In msg nelems", "Out msg nelems",
+             "Group size", "dtype", "In msg size", "Out msg size", "stream")
+# words of a host event's name that say "collective" in any PyTorch's spelling: one of these that is not
+# read is named when a trace yields no collective (another version's names, to be mapped above)
+COMM_WORDS = re.compile(r"all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|broadcast|nccl|gloo|c10d", re.I)
+_WS = re.compile(r"[ \t\n\r]*")
+
+
+class Intervals:
+    """The union of many (start, end) intervals given in any order, compacted as it grows: a buffer of new
+    ones is sorted and merged into the union whenever it outgrows the union (amortised linear); the union
+    itself lives in a flat array of doubles (16 bytes a stretch)."""
+
+    def __init__(self) -> None:
+        self._merged = array("d")
+        self._new: list[tuple[float, float]] = []
+
+    def add(self, a: float, b: float) -> None:
+        self._new.append((a, b))
+        if len(self._new) >= max(1 << 16, len(self._merged) // 2):
+            self._compact()
+
+    def _compact(self) -> None:
+        if not self._new:
+            return
+        old = self._merged
+        pairs = sorted(self._new)
+        self._new = []
+        out = array("d")
+        n = len(old) // 2
+        cur_a = cur_b = None
+        for a, b in _merge_sorted(old, n, pairs):
+            if cur_a is not None and a <= cur_b:
+                if b > cur_b:
+                    cur_b = b
+            else:
+                if cur_a is not None:
+                    out.append(cur_a)
+                    out.append(cur_b)
+                cur_a, cur_b = a, b
+        if cur_a is not None:
+            out.append(cur_a)
+            out.append(cur_b)
+        self._merged = out
+
+    def spans(self) -> list[tuple[float, float]]:
+        """The union: sorted, disjoint."""
+        self._compact()
+        m = self._merged
+        return [(m[k], m[k + 1]) for k in range(0, len(m), 2)]
+
+    def __len__(self) -> int:
+        return len(self._merged) // 2 + len(self._new)
+
+
+def _merge_sorted(flat: array, n: int, pairs: list[tuple[float, float]]) -> Iterator[tuple[float, float]]:
+    """The union's stretches and the sorted new pairs, in start order."""
+    i = j = 0
+    while i < n or j < len(pairs):
+        if j >= len(pairs) or (i < n and flat[2 * i] <= pairs[j][0]):
+            yield flat[2 * i], flat[2 * i + 1]
+            i += 1
+        else:
+            yield pairs[j]
+            j += 1
+
+
+@dataclass(kw_only=True)
+class Scan:
+    """What one trace file holds that relate reads (module docstring)."""
+
+    path: str
+    header: dict[str, Any] = field(default_factory=dict)  # the top-level keys but traceEvents
+    kept: list[dict[str, Any]] = field(default_factory=list)  # normalised (step marks renamed)
+    host: dict[Any, Intervals] = field(default_factory=dict)  # per thread: its aten::* ops
+    kernels: Intervals = field(default_factory=Intervals)  # compute kernels (not NCCL's)
+    busy: Intervals = field(default_factory=Intervals)  # every kernel
+    autograd_tids: set[Any] = field(default_factory=set)  # threads that ran backward
+    events: int = 0  # events read
+    cpu_span: tuple[float, float] | None = None  # first start and last end of the host's ops
+    busiest_tid: Any = None  # the thread with the most aten:: time (the step's, where no step is marked)
+    has_cuda: bool = False  # any kernel or GPU memcpy: the trace ran on GPU
+    unknown_comm: dict[str, int] = field(default_factory=dict)  # host events named like a collective, not read
+
+    @property
+    def distributed(self) -> dict[str, Any]:
+        d = self.header.get("distributedInfo")
+        return d if isinstance(d, dict) else {}
+
+
+def _kept(name: str, cat: str) -> bool:
+    if cat == "kernel":
+        return "nccl" in name.lower()
+    return (name in OP_RULES or name == "record_param_comms" or name.startswith(("gloo:", "nccl:", STEP_PREFIX)))
+
+
+def _open(path: Path) -> BinaryIO:
+    fh = path.open("rb")
+    magic = fh.read(2)
+    fh.seek(0)
+    if magic == b"\x1f\x8b":
+        return gzip.GzipFile(fileobj=fh)  # type: ignore[return-value]
+    return fh
+
+
+class _Text:
+    """A window over the file's text: `buf[pos:]` unread; more() reads the next chunk; False at the end."""
+
+    def __init__(self, raw: BinaryIO, path: Path) -> None:
+        self.raw, self.path = raw, path
+        self.dec = codecs.getincrementaldecoder("utf-8")(errors="strict")
+        self.buf, self.pos, self.eof = "", 0, False
+
+    def more(self) -> bool:
+        if self.eof:
+            return False
+        try:
+            data = self.raw.read(CHUNK)
+        except (EOFError, gzip.BadGzipFile, zlib.error, OSError) as e:
+            raise UsageError(f"trace {self.path}: the compressed file is damaged or cut short ({_why(e)}); "
+                             f"copy the whole file again, or give the uncompressed .json") from None
+        try:
+            text = self.dec.decode(data, final=not data)
+        except UnicodeDecodeError:
+            raise UsageError(f"trace {self.path}: not UTF-8 text; give a torch.profiler chrome trace "
+                             f"(.json or .json.gz, prof.export_chrome_trace)") from None
+        if not data:
+            self.eof = True
+        if self.pos > CHUNK:
+            self.buf, self.pos = self.buf[self.pos:], 0
+        self.buf += text
+        return bool(data)
+
+    def skip_ws(self) -> str:
+        """The next non-blank character ('' at the end of the file), not consumed."""
+        while True:
+            self.pos = _WS.match(self.buf, self.pos).end()
+            if self.pos < len(self.buf):
+                return self.buf[self.pos]
+            if not self.more():
+                return ""
+
+    def expect(self, chars: str, what: str) -> str:
+        c = self.skip_ws()
+        if not c or c not in chars:
+            raise self.broken(what)
+        self.pos += 1
+        return c
+
+    def value(self, decoder: json.JSONDecoder) -> Any:
+        self.skip_ws()
+        while True:
+            try:
+                v, end = decoder.raw_decode(self.buf, self.pos)
+                # a number at the window's edge may go on in the next chunk
+                if end < len(self.buf) or self.eof:
+                    self.pos = end
+                    return v
+            except json.JSONDecodeError as e:
+                if len(self.buf) - self.pos > MAX_EVENT:
+                    raise self.broken(f"a value under {MAX_EVENT >> 20} MiB") from None
+                if self.eof:
+                    raise self.broken("a complete JSON value", at=e.pos) from None
+            self.more()
+
+    def broken(self, expected: str, at: int | None = None) -> UsageError:
+        """The error for what is not there: the file cut short where it ends before the value (or the array)
+        does, else the text found instead."""
+        end = len(self.buf.rstrip())
+        if self.eof and max(self.pos, at or 0) >= end:
+            return UsageError(f"trace {self.path}: the file ends before its traceEvents array does (cut short?); "
+                              f"profile again and let export_chrome_trace finish")
+        near = self.buf[self.pos:self.pos + 40].replace("\n", " ")
+        return UsageError(f"trace {self.path}: expected {expected} at {near!r}; give a torch.profiler chrome "
+                          f"trace (.json or .json.gz)")
+
+
+def _why(e: BaseException) -> str:
+    return str(e) or type(e).__name__
+
+
+def events(path: str | Path, header: dict[str, Any] | None = None) -> Iterator[dict[str, Any]]:
+    """Every event of the trace's traceEvents array, one at a time; the other top-level keys go to
+    `header` (those after the array once it is read). UsageError for a file that is not such a trace."""
+    p = check_input(path, what="trace")
+    header = {} if header is None else header
+    decoder = json.JSONDecoder()
+    with _open(p) as raw:
+        t = _Text(raw, p)
+        if t.skip_ws() != "{":
+            raise UsageError(f"trace {p}: not a JSON object; give a torch.profiler chrome trace (.json or .json.gz, "
+                             f"prof.export_chrome_trace)")
+        t.pos += 1
+        seen = False
+        while True:
+            c = t.skip_ws()
+            if c == "}":
+                break
+            key = t.value(decoder)
+            if not isinstance(key, str):
+                raise t.broken("a key")
+            t.expect(":", "':'")
+            if key != "traceEvents":
+                header[key] = t.value(decoder)
+            else:
+                seen = True
+                t.expect("[", "the traceEvents array")
+                if t.skip_ws() == "]":
+                    t.pos += 1
+                else:
+                    while True:
+                        ev = t.value(decoder)
+                        if isinstance(ev, dict):
+                            yield ev
+                        if t.expect(",]", "',' or ']' between events") == "]":
+                            break
+            if t.expect(",}", "',' or '}'") == "}":
+                break
+        if not seen:
+            raise UsageError(f"trace {p}: no traceEvents array; give a torch.profiler chrome trace "
+                             f"(prof.export_chrome_trace), not another JSON file")
+
+
+def scan(path: str | Path) -> Scan:
+    """One pass over the trace (module docstring)."""
+    out = Scan(path=str(path))
+    aten: dict[Any, float] = {}
+    lo, hi = float("inf"), float("-inf")
+    for e in events(path, out.header):
+        out.events += 1
+        if e.get("ph") != "X":
+            continue
+        try:
+            ts, dur = float(e["ts"]), float(e.get("dur") or 0.0)
+        except (KeyError, TypeError, ValueError):
+            continue
+        name = str(e.get("name", ""))
+        cat = str(e.get("cat") or "").lower()
+        cat = CATEGORIES.get(cat, cat)
+        tid = e.get("tid")
+        if cat == "kernel":
+            out.has_cuda = True
+            out.busy.add(ts, ts + dur)
+            if "nccl" not in name.lower():
+                out.kernels.add(ts, ts + dur)
+        elif cat in ("gpu_memcpy", "gpu_memset"):
+            out.has_cuda = True
+        elif cat != "gpu_user_annotation":
+            if name.startswith("aten::"):
+                out.host.setdefault(tid, Intervals()).add(ts, ts + dur)
+                aten[tid] = aten.get(tid, 0.0) + dur
+            elif name.startswith(AUTOGRAD_MARK) and tid not in out.autograd_tids:
+                out.autograd_tids.add(tid)  # one kept: it says which thread ran backward (timeline.py)
+                out.kept.append({"ph": "X", "cat": cat, "name": AUTOGRAD_MARK, "pid": e.get("pid"), "tid": tid,
+                                 "ts": ts, "dur": dur, "args": {}})
+            if cat in ("cpu_op", "user_annotation", "") and not name.startswith(STEP_PREFIX):
+                lo, hi = min(lo, ts), max(hi, ts + dur)
+        if cat == "gpu_user_annotation" or not _kept(name, cat):
+            if cat in ("cpu_op", "user_annotation") and not name.startswith("aten::") and COMM_WORDS.search(name) \
+                    and len(out.unknown_comm) < 20:
+                out.unknown_comm[name] = out.unknown_comm.get(name, 0) + 1
+            continue
+        args = e.get("args") if isinstance(e.get("args"), dict) else {}
+        kept = {"ph": "X", "cat": cat, "name": name, "pid": e.get("pid"), "tid": tid, "ts": ts, "dur": dur,
+                "args": {k: args[k] for k in KEEP_ARGS if k in args}}
+        if name.startswith(STEP_PREFIX):
+            kept["name"] = STEP_MARK
+            n = name[len(STEP_PREFIX):]
+            kept["step"] = int(n) if n.isdigit() else None
+        out.kept.append(kept)
+    if hi > lo:
+        out.cpu_span = (lo, hi)
+    out.busiest_tid = max(aten, key=aten.__getitem__) if aten else None
+    return out
