@@ -18,7 +18,7 @@ import click
 from fabricbench.cli.types import Size
 
 from fabricbench import files, masking, procs
-from fabricbench.cli import hints
+from fabricbench.cli import hints, pipes
 from fabricbench.cluster import env as cluster_env
 from fabricbench.errors import EngineUnavailable, FabricbenchError, UsageError
 
@@ -108,6 +108,11 @@ def fail(message: str) -> "NoReturn":  # noqa: F821
 
 
 def main(argv: list[str] | None = None) -> None:
+    with pipes.sinking():  # a reader that stops reading (`| head`) is no failure: the command's own status
+        _main(argv)
+
+
+def _main(argv: list[str] | None) -> None:
     procs.install()  # SIGTERM ends a run as Ctrl-C does (children killed, results kept), exit 143
     _SECRETS[:] = masking.secret_values(sys.argv[1:] if argv is None else argv)
     os.environ.update(cluster_env.from_slurm(os.environ))  # under srun: torchrun's RANK, WORLD_SIZE, ...
