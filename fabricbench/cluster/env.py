@@ -11,7 +11,7 @@ MASTER_PORT; fabricbench reads those. Under srun they are missing and Slurm's ar
 (the rank), SLURM_NTASKS (the world), SLURM_LOCALID (the rank on its node), SLURM_NODEID (the node) and
 SLURM_JOB_NODELIST (the nodes, e.g. "gpu[01-04,07]"; its first one hosts rank 0 and so the store).
 MASTER_PORT: the one given, else SLURM_PORT_BASE + the job id modulo SLURM_PORT_SPAN, so that two jobs
-sharing a node do not meet on one port.
+sharing a node do not meet on one port. FABRICBENCH_NODE_LOCAL=1 makes every task a run of its own node.
 """
 
 from __future__ import annotations
@@ -24,6 +24,10 @@ from typing import Mapping, TypeVar
 C = TypeVar("C")  # a config with nnodes, node_rank, master_addr and master_port (TrainConfig, StudyConfig)
 
 SLURM_PORT_BASE, SLURM_PORT_SPAN = 20000, 20000
+# Set to 1 in an srun step whose tasks each run on their own (a per-node qualify of every node at once):
+# Slurm's tasks are then not ranks of one job. Without it a step of one task per node is one job across
+# the nodes (the sweep's srun recipe), which a per-node command cannot tell apart.
+NODE_LOCAL_ENV = "FABRICBENCH_NODE_LOCAL"
 BATCH_STEP = 0xFFFFFFF0  # Slurm's batch, extern and interactive steps are numbered from here up
 
 
@@ -51,6 +55,8 @@ def expand_nodelist(text: str) -> list[str]:
 def _slurm(environ: Mapping[str, str]) -> bool:
     """Inside an srun step (a batch script's own shell has SLURM_PROCID 0 too, but is one process: no)."""
     step = environ.get("SLURM_STEP_ID", "")
+    if environ.get(NODE_LOCAL_ENV) == "1":
+        return False
     return step.isdigit() and int(step) < BATCH_STEP and \
         all(environ.get(k) for k in ("SLURM_PROCID", "SLURM_NTASKS", "SLURM_JOB_NODELIST"))
 
