@@ -15,7 +15,6 @@ the command names them; every other setting (iterations, fabric, timeouts) is th
 from __future__ import annotations
 
 import dataclasses
-from collections import Counter
 from pathlib import Path
 from typing import Sequence
 
@@ -28,28 +27,29 @@ from fabricbench.relating.usertrace import TraceJob, read
 SIZE_FACTOR = 4  # the lab's: relate interpolates in log-log between swept sizes this far apart
 
 
-def ranks_of(job: TraceJob) -> int:
-    """The rank count the sweep needs: the group size most of the trace's bytes travel in."""
-    by: Counter[int] = Counter()
-    for c in job.collectives:
-        by[int(c["group_size"])] += c["bytes"] * c["calls_per_step"]
-    return by.most_common(1)[0][0] if by else job.world_size
-
-
 def configs(paths: Sequence[str | Path], base: SweepConfig, *, backend_named: bool = False,
             gpus_named: bool = False, cpu: bool = False) -> tuple[list[SweepConfig], TraceJob]:
     """One SweepConfig per traced dtype (module docstring), each `base` with the trace's ops, sizes, dtype,
-    ranks and (unless named: backend_named, gpus_named; cpu: CPU ranks asked) backend and devices."""
+    ranks and (unless named: backend_named, gpus_named; cpu: CPU ranks asked) backend and devices; per
+    group size the trace's collectives use, its own sweeps."""
     job = read(paths)
-    plan = sweep_plan([{"comm": job.comm}], SIZE_FACTOR)
-    if not plan:
+    groups = sorted({int(c["group_size"]) for c in job.collectives})
+    out = []
+    for n in groups:  # a sweep times one rank count: one set of sweeps per group size the trace uses
+        plan = sweep_plan([{"comm": {"collectives": [c for c in job.collectives if c["group_size"] == n]}}],
+                          SIZE_FACTOR)
+        fields = _devices(job, base, n, backend_named=backend_named, gpus_named=gpus_named, cpu=cpu)
+        out += [dataclasses.replace(base, ops=tuple(ops), sizes=sizes, dtype=dtype, **fields)  # type: ignore[arg-type]
+                for dtype, ops, sizes in plan]
+    if not out:
         raise UsageError(f"trace {job.label}: none of its collectives is one a sweep can time "
                          f"({', '.join(sorted({c['op'] for c in job.collectives}))})")
-    n = ranks_of(job)
-    groups = sorted({int(c["group_size"]) for c in job.collectives})
-    if len(groups) > 1:
-        raise UsageError(f"trace {job.label}: its collectives run in groups of {', '.join(map(str, groups))} ranks; "
-                         f"a sweep times one rank count: sweep each with --ops, --sizes and --nprocs")
+    return out, job
+
+
+def _devices(job: TraceJob, base: SweepConfig, n: int, *, backend_named: bool, gpus_named: bool,
+             cpu: bool) -> dict[str, object]:
+    """The fields that place n ranks as the trace's ran: its backend, CPU ranks or CUDA tensors."""
     fields: dict[str, object] = {}
     backend = base.backend if backend_named and base.backend else job.backend
     if backend == "gloo":
@@ -58,15 +58,12 @@ def configs(paths: Sequence[str | Path], base: SweepConfig, *, backend_named: bo
             # gloo on CUDA tensors: a GPU per rank where there are enough, else every rank on GPU 0 (the lab)
             visible = gpu_count.visible_gpu_count()
             fields["gpus"] = tuple(range(n)) if visible >= n else (0,)
-    else:
-        if job.device != "cuda":
-            raise UsageError(f"trace {job.label}: NCCL without a GPU kernel in it; a trace of NCCL collectives "
-                             f"holds its kernels (profile with ProfilerActivity.CUDA)")
-        if not gpus_named:
-            fields["gpus"] = tuple(range(n))
-        if base.engine == "torch":
-            fields.update(backend="nccl", nprocs=n)
-    out = []
-    for dtype, ops, sizes in plan:
-        out.append(dataclasses.replace(base, ops=tuple(ops), sizes=sizes, dtype=dtype, **fields))  # type: ignore[arg-type]
-    return out, job
+        return fields
+    if job.device != "cuda":
+        raise UsageError(f"trace {job.label}: NCCL without a GPU kernel in it; a trace of NCCL collectives "
+                         f"holds its kernels (profile with ProfilerActivity.CUDA)")
+    if not gpus_named:
+        fields["gpus"] = tuple(range(n))
+    if base.engine == "torch":
+        fields.update(backend="nccl", nprocs=n)
+    return fields

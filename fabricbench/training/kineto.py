@@ -46,6 +46,8 @@ CHUNK = 1 << 20  # characters read at a time
 MAX_EVENT = 64 << 20  # one event (or one top-level value) larger than this is not a profiler's
 STEP_PREFIX = "ProfilerStep#"
 CATEGORIES = {"operator": "cpu_op"}  # old category names -> today's (lower-cased first)
+# old op namespaces -> today's: the functional collectives were `c10d_functional::` before torch 2.2
+NAMESPACES = {"c10d_functional::": "_c10d_functional::"}
 # the args of a kept event that anything downstream reads (the rest is dropped: a kernel's launch geometry)
 KEEP_ARGS = ("Input Dims", "Input type", "Concrete Inputs", "Collective name", "In msg nelems", "Out msg nelems",
              "Group size", "dtype", "In msg size", "Out msg size", "stream")
@@ -284,6 +286,9 @@ def scan(path: str | Path) -> Scan:
         except (KeyError, TypeError, ValueError):
             continue
         name = str(e.get("name", ""))
+        for old, new in NAMESPACES.items():
+            if name.startswith(old):
+                name = new + name[len(old):]
         cat = str(e.get("cat") or "").lower()
         cat = CATEGORIES.get(cat, cat)
         tid = e.get("tid")

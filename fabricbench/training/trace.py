@@ -49,7 +49,7 @@ PROFILED_STEPS = 2  # default; extra steps after the timed ones
 
 # profiler "Input type" -> fabricbench dtype name (fabricbench/dtypes.py, plus int64/bool)
 DTYPE_NAMES = {"float": "float32", "c10::BFloat16": "bfloat16", "c10::Half": "float16", "double": "float64",
-               "int": "int32", "long int": "int64", "signed char": "int8", "unsigned char": "uint8",
+               "int": "int32", "long int": "int64", "long": "int64", "signed char": "int8", "unsigned char": "uint8",
                "bool": "bool", "Float": "float32", "BFloat16": "bfloat16", "Half": "float16",
                "Double": "float64", "Int": "int32", "Long": "int64", "Char": "int8", "Byte": "uint8",
                "Bool": "bool"}
@@ -65,6 +65,7 @@ class OpRule:
     arg: int  # index of the argument whose tensors make S
     times_n: bool = False  # S = that argument's bytes × group size (per-rank part given)
     group_arg: int | None = None  # the argument that names the group size (functional ops), if any
+    part_arg: int | None = None  # the argument holding one rank's part: group size = S's elements / its
 
 
 # c10d dispatcher ops (torch/csrc/distributed/c10d/Ops.cpp) and their functional twins
@@ -72,11 +73,11 @@ OP_RULES: dict[str, OpRule] = {
     "c10d::allreduce_": OpRule("all_reduce", 0),
     "c10d::allreduce_coalesced_": OpRule("all_reduce", 0),
     "c10d::broadcast_": OpRule("broadcast", 0),
-    "c10d::_allgather_base_": OpRule("all_gather", 0),
+    "c10d::_allgather_base_": OpRule("all_gather", 0, part_arg=1),
     "c10d::allgather_": OpRule("all_gather", 1, times_n=True),
     "c10d::allgather_coalesced_": OpRule("all_gather", 1, times_n=True),
     "c10d::allgather_into_tensor_coalesced_": OpRule("all_gather", 0),
-    "c10d::_reduce_scatter_base_": OpRule("reduce_scatter", 1),
+    "c10d::_reduce_scatter_base_": OpRule("reduce_scatter", 1, part_arg=0),
     "c10d::reduce_scatter_": OpRule("reduce_scatter", 0, times_n=True),
     "c10d::reduce_scatter_tensor_coalesced_": OpRule("reduce_scatter", 1),
     "c10d::alltoall_base_": OpRule("all_to_all", 1),
@@ -266,10 +267,17 @@ def matched(events: list[dict[str, Any]], *, world_size: int) -> tuple[list[Matc
         dims, types = args.get("Input Dims") or [], args.get("Input type") or []
         arg_dims = dims[rule.arg] if rule.arg < len(dims) else None
         dtype = _dtype(types[rule.arg]) if rule.arg < len(types) else None
+        if arg_dims == [] and rule.arg < len(types) and types[rule.arg] in LISTS:
+            arg_dims = None  # a tensor list the profiler gave no shapes for (not a scalar)
+        if arg_dims is None:  # the backend's own host event (nccl:*, older PyTorch) may name the tensor
+            arg_dims, dtype = _host_tensor(e, inside, rule) or (None, dtype)
         group = world_size
         concrete = args.get("Concrete Inputs") or []
         if rule.group_arg is not None and rule.group_arg < len(concrete) and str(concrete[rule.group_arg]).isdigit():
             group = int(concrete[rule.group_arg])
+        elif rule.part_arg is not None and (n := _parts(arg_dims, dims[rule.part_arg] if rule.part_arg < len(dims)
+                                                         else None)):
+            group = n  # the whole over one rank's part: a subgroup's size where the events name none
         nested = [p for p in params if p.get("tid") == e.get("tid") and _contains(e, p)
                   and paramcomms.op_of(p.get("args", {}))]
         backend, counted = None, None
@@ -294,6 +302,31 @@ def matched(events: list[dict[str, Any]], *, world_size: int) -> tuple[list[Matc
                                      _step_of(windows, e["ts"]), _span(backend) if backend is not None else None)))
     out += _unwrapped(params, outer, windows, kernels, used_k, world_size)
     return [m for _, m in sorted(out, key=lambda t: t[0])], problems
+
+
+def _parts(whole: Any, part: Any) -> int | None:
+    """How many `part`s make `whole` (two shapes); None where either is not one tensor's shape."""
+    if not (isinstance(whole, list) and isinstance(part, list) and whole and part
+            and all(isinstance(d, int) for d in whole + part)):
+        return None
+    w, p = _nbytes(whole, 1), _nbytes(part, 1)
+    return w // p if p > 0 and w % p == 0 and w >= p else None
+
+
+LISTS = ("TensorList", "GenericList")  # profiler "Input type"s of a list argument
+
+
+def _host_tensor(e: dict[str, Any], inside: list[dict[str, Any]], rule: OpRule) -> tuple[Any, str] | None:
+    """(dims, dtype) of the first tensor of the `nccl:*` event inside op e (its input), shaped as the rule's
+    argument: where S is the per-rank part times n (an all-gather's), that input is the part."""
+    for h in inside:
+        if h.get("tid") == e.get("tid") and str(h["name"]).startswith("nccl:") and _contains(e, h):
+            a = h.get("args", {})
+            dims, types = a.get("Input Dims") or [], a.get("Input type") or []
+            dtype = _dtype(types[0]) if types else None
+            if dims and isinstance(dims[0], list) and dims[0] and dtype:
+                return dims[0], dtype
+    return None
 
 
 def _step_of(windows: list[tuple[float, float]], ts: float) -> int:
