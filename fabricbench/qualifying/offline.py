@@ -15,6 +15,7 @@ from typing import Any
 
 from fabricbench.jobs.configs import CopyJob, TrainJob, job_key
 from fabricbench.qualifying import health
+from fabricbench.qualifying.checks.common import READ_AT
 from fabricbench.qualifying.context import Context, SweepUnit, UnitResult
 
 # Check kinds that read collective or copy records; the others need a machine or a run (waived).
@@ -23,6 +24,8 @@ NEAR = 0.01  # a record stands for a spec size within 1% (nccl-tests rounds size
 
 
 class OfflineContext(Context):
+    offline = True  # the checks judge what the records hold: a size or figure they lack is not measured here
+
     def __init__(self, spec, *, records: list[dict[str, Any]], source: str, **kw: Any) -> None:
         super().__init__(spec, **kw)
         self.records = records
@@ -99,6 +102,14 @@ class OfflineContext(Context):
                 if plain:
                     _, best = min(plain, key=lambda ir: (abs(ir[1]["bytes"] - size), -ir[0]))
                     out.append({**best, "requested_bytes": size, "inplace": False})
+                    continue
+                # a size the file stops short of: its largest size below stands in, for a floor to read
+                below = [(i, r) for i, r in enumerate(mine) if r.get("op") == op and r.get("bytes")
+                         and r["bytes"] < size and r.get("busbw_gbps") is not None]
+                plain = [(i, r) for i, r in below if not r.get("inplace")] or below
+                if plain:
+                    _, best = max(plain, key=lambda ir: (ir[1]["bytes"], ir[0]))
+                    out.append({**best, "requested_bytes": size, "inplace": False, READ_AT: best["bytes"]})
         if not out:
             have = ", ".join(sorted(fabrics)) or "none"
             return UnitResult(key=key, reused=True, waived=f"{self.source} holds no {'/'.join(unit.ops)} "

@@ -19,8 +19,8 @@ the largest size), the latency at `latency_size` (default: the smallest).
 from __future__ import annotations
 
 from fabricbench.qualifying.checks.base import Check, CheckKind, Invalid
-from fabricbench.qualifying.checks.common import (WHERE, by_size, nccl_facts, per_gpu_set, subject, sweep,
-                                                  unit_problem)
+from fabricbench.qualifying.checks.common import (READ_AT, WHERE, absent, by_size, nccl_facts, per_gpu_set,
+                                                  source_tool, subject, sweep, unit_problem)
 from fabricbench.qualifying.fields import Field
 from fabricbench.qualifying.verdict import Item, at_least, at_most, error, waived
 from fabricbench.results.status import TIMED_COLLECTIVE, Status
@@ -78,10 +78,13 @@ def judge(check: Check, ctx) -> list[Item]:
             return [problem]
         items: list[Item] = []
         recs = by_size(res.records, p["op"])
+        offline = getattr(ctx, "offline", False)  # recorded results (--from): judged on what they hold
         if floor is not None:
-            r = recs.get(bsize)
+            r = by_size(res.records, p["op"], stand_ins=True).get(bsize)
             label = f"{subj}, {format_size(bsize)}"
-            if r is None or r.get("status") not in TIMED_COLLECTIVE:
+            if r is None and offline:
+                items.append(absent("busbw", bsize, p["op"], ctx, label))
+            elif r is None or r.get("status") not in TIMED_COLLECTIVE:
                 items.append(_missing("busbw", r, label))
             elif r.get("busbw_gbps") is None:
                 items.append(waived("busbw", r.get("busbw_note") or "no bus bandwidth at this rank count",
@@ -89,11 +92,14 @@ def judge(check: Check, ctx) -> list[Item]:
             else:
                 facts = nccl_facts(r)
                 why = "; ".join(x for x in (floor_why, facts) if x) or None
-                items.append(at_least("busbw", r["busbw_gbps"], floor, unit="GB/s", subject=label, reason=why))
+                item = at_least("busbw", r["busbw_gbps"], floor, unit="GB/s", subject=label, reason=why)
+                items.append(_read_smaller(item, r, bsize, ctx) if r.get(READ_AT) else item)
         if p.get("max_latency_us") is not None:
             r = recs.get(lsize)
             label = f"{subj}, {format_size(lsize)}"
-            if r is None or r.get("time_us") is None:
+            if r is None and offline:
+                items.append(absent("latency", lsize, p["op"], ctx, label))
+            elif r is None or r.get("time_us") is None:
                 items.append(_missing("latency", r, label))
             else:
                 items.append(at_most("latency", r["time_us"], p["max_latency_us"], unit="µs", subject=label))
@@ -102,7 +108,11 @@ def judge(check: Check, ctx) -> list[Item]:
             cvs = [(s, r["cv"]) for s, r in recs.items() if r.get("cv") is not None]
             if any(s >= CV_FROM for s, _ in cvs):
                 cvs = [(s, cv) for s, cv in cvs if s >= CV_FROM]
-            if not cvs:
+            tool = source_tool(res.records)
+            if not cvs and tool:  # nccl-tests prints one mean per size: no spread to judge, not a failure
+                items.append(waived("cv", f"not measured by this source: {tool} results carry no run-to-run "
+                                          f"spread (cv)", subject=subj))
+            elif not cvs:
                 items.append(error("cv", "no size was measured", subject=subj))
             else:
                 s, cv = max(cvs, key=lambda sc: sc[1])
@@ -110,6 +120,21 @@ def judge(check: Check, ctx) -> list[Item]:
         return items
 
     return per_gpu_set(check, ctx, judge_set)
+
+
+def _read_smaller(item: Item, rec, size: int, ctx) -> Item:
+    """A floor read at the largest size below the one it is for (recorded results that stop short of it).
+    A pass holds (busbw rises with size); a miss there says nothing about the size wanted: unknown."""
+    at = format_size(rec[READ_AT])
+    where = f"read at {at}, the largest size below {format_size(size)} in {ctx.source}"
+    item.subject = f"{item.subject} (read at {at})"
+    if item.status == Status.PASS:
+        item.reason = "; ".join(x for x in (where, item.reason) if x)
+        return item
+    item.status = Status.ERROR
+    item.reason = (f"below the floor at {at}, which says nothing of {format_size(size)}, where busbw is higher: "
+                   f"{where}; measure {format_size(size)} to judge")
+    return item
 
 
 def _missing(criterion: str, rec, label: str) -> Item:

@@ -13,6 +13,12 @@ from typing import Any, Callable, Iterable
 
 from fabricbench.qualifying.fields import Field
 from fabricbench.qualifying.verdict import Item, error, waived
+from fabricbench.sizes import format_size
+
+# A record that stands in for a size the recorded results (--from) lack: the largest size below it, with
+# the size it was measured at under this key. Only a floor reads it (busbw rises with size, so a pass at a
+# smaller size holds at the size wanted); a latency or a spread at another size says nothing.
+READ_AT = "read_at_bytes"
 
 WHERE = {
     "gpus": Field("gpu_sets", "where it runs: all, each_island, each_pair, or GPU lists", default="all"),
@@ -67,10 +73,30 @@ def unit_problem(criterion: str, res, subj: str) -> Item | None:
     return None
 
 
-def by_size(records: list[dict[str, Any]], op: str) -> dict[int, dict[str, Any]]:
-    """Out-of-place records of one op by requested size (what the spec names)."""
+def by_size(records: list[dict[str, Any]], op: str, *, stand_ins: bool = False) -> dict[int, dict[str, Any]]:
+    """Out-of-place records of one op by requested size (what the spec names); with `stand_ins`, also
+    the records read at a smaller size for a size the recorded results lack (READ_AT)."""
     return {r["requested_bytes"]: r for r in records
-            if r.get("kind") == "collective" and r.get("op") == op and not r.get("inplace")}
+            if r.get("kind") == "collective" and r.get("op") == op and not r.get("inplace")
+            and (stand_ins or r.get(READ_AT) is None)}
+
+
+def source_tool(records: list[dict[str, Any]]) -> str | None:
+    """The tool whose output the records were imported from (nccl-tests, nvbandwidth), where every one
+    was: a figure such a format does not carry is not measured by that source, not a failed measurement."""
+    tools = {(r.get("source") or {}).get("tool") if isinstance(r.get("source"), dict) else None for r in records}
+    return tools.pop() if len(tools) == 1 and None not in tools else None
+
+
+def absent(criterion: str, size: int, op: str, ctx, subject: str) -> Item:
+    """A size the recorded results (--from) do not hold: waived, saying the size wanted and those held."""
+    held = sorted({r["bytes"] for r in ctx.records if r.get("kind") == "collective" and r.get("op") == op
+                   and isinstance(r.get("bytes"), int) and r["bytes"] > 0})
+    have = (f"its sizes run {format_size(held[0])}-{format_size(held[-1])}" if len(held) > 1
+            else f"its one size is {format_size(held[0])}" if held else "it holds no size")
+    return waived(criterion, f"not measured by this source: {ctx.source} holds no {op} record at "
+                             f"{format_size(size)} "
+                             f"({have})", subject=subject)
 
 
 def nccl_facts(rec: dict[str, Any]) -> str | None:

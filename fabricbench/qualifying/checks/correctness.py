@@ -12,9 +12,9 @@ Inputs are fresh random values each run (a fixed pattern can hide a wrong reduct
 from __future__ import annotations
 
 from fabricbench.qualifying.checks.base import Check, CheckKind, Invalid
-from fabricbench.qualifying.checks.common import WHERE, per_gpu_set, subject, sweep, unit_problem
+from fabricbench.qualifying.checks.common import READ_AT, WHERE, per_gpu_set, subject, sweep, unit_problem
 from fabricbench.qualifying.fields import READERS, Field, FieldError
-from fabricbench.qualifying.verdict import Item, at_most, error
+from fabricbench.qualifying.verdict import Item, at_most, error, waived
 from fabricbench.results.status import Status
 
 FIELDS = {
@@ -41,7 +41,11 @@ def judge(check: Check, ctx) -> list[Item]:
         problem = unit_problem("wrong", res, subj)
         if problem:
             return [problem]
-        checked = [r for r in res.records if r.get("kind") == "collective" and r.get("status") != Status.WAIVED]
+        checked = [r for r in res.records if r.get("kind") == "collective" and r.get("status") != Status.WAIVED
+                   and r.get(READ_AT) is None]  # a size recorded results lack is not checked at another
+        if not checked and getattr(ctx, "offline", False):
+            return [waived("wrong", f"not measured by this source: {ctx.source} holds no record at these sizes",
+                           subject=subj)]
         unchecked = [r for r in checked if r.get("wrong") is None]
         if not checked or unchecked:
             return [error("wrong", f"{len(unchecked)} of {len(checked)} measurements carry no check result"

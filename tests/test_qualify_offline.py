@@ -1,0 +1,72 @@
+"""qualify --from: an imported file is judged on what it holds.
+
+    fabricbench import gb200_allreduce.log --out imported.jsonl
+    fabricbench qualify --spec builtin:h100-sxm-8 --from imported.jsonl
+
+nccl-tests prints one mean per size, so the file carries no run-to-run spread: the cv criterion is "not
+measured by this source", not an error that ends the run UNKNOWN. The file stops at 8G where the spec's
+floor is at 16G: the floor is read at 8G and says so; a miss there is unknown, never critical.
+"""
+
+from pathlib import Path
+
+import pytest
+
+from fabricbench.cli import main
+from fabricbench.qualifying.api import qualify
+from fabricbench.results.status import Severity, Status
+
+GB200 = Path(__file__).parent / "data" / "imports" / "nccl_tests_gb200_nvl72.txt"  # 512M-8G, 834.57 GB/s at 8G
+
+SPEC = """
+[spec]
+name = "offline"
+[[check]]
+name = "ar"
+kind = "collective"
+op = "all_reduce"
+sizes = {sizes}
+min_busbw_gbps = {floor}
+max_latency_us = 50
+max_cv = 0.2
+"""
+
+
+@pytest.fixture(scope="module")
+def imported(tmp_path_factory):
+    out = tmp_path_factory.mktemp("imp") / "imported.jsonl"
+    main(["import", str(GB200), "--out", str(out)])
+    return out
+
+
+def _judge(imported, tmp_path, *, sizes, floor):
+    spec = tmp_path / "spec.toml"
+    spec.write_text(SPEC.format(sizes=sizes, floor=floor))
+    res = qualify(str(spec), records_from=str(imported))
+    (v,) = res.verdicts
+    return res, v, {i.criterion: i for i in v.items}
+
+
+def test_a_builtin_spec_passes_on_what_an_nccl_tests_file_holds(imported):
+    res = qualify("builtin:h100-sxm-8", records_from=str(imported))
+    v = {x.check: x for x in res.verdicts}["allreduce_8gpu"]
+    items = {i.criterion: i for i in v.items}
+    assert res.exit_code == 0 and v.status == Status.PASS  # it was UNKNOWN (exit 3) on the cv alone
+    assert items["busbw"].measured == 834.57 and items["busbw"].subject == "all ranks, 16G (read at 8G)"
+    assert items["cv"].status == Status.WAIVED and items["cv"].reason.startswith("not measured by this source")
+    assert "nccl-tests" in items["cv"].reason
+    assert items["latency"].status == Status.WAIVED and "no all_reduce record at 8B" in items["latency"].reason
+
+
+def test_the_sizes_the_file_holds_are_judged_there(imported, tmp_path):
+    res, v, items = _judge(imported, tmp_path, sizes='["512M", "8G"]', floor=800)
+    assert items["busbw"].status == Status.PASS and items["busbw"].subject == "all ranks, 8G"  # no "read at"
+    assert items["latency"].measured == 1806.7 and items["latency"].status == Status.FAIL  # a real figure
+    assert items["cv"].status == Status.WAIVED and res.exit_code == 4  # latency is a warning criterion
+
+
+def test_a_floor_missed_at_a_smaller_size_is_unknown_not_critical(imported, tmp_path):
+    res, v, items = _judge(imported, tmp_path, sizes='["16G"]', floor=900)
+    assert items["busbw"].status == Status.ERROR and items["busbw"].measured == 834.57
+    assert "below the floor at 8G, which says nothing of 16G" in items["busbw"].reason
+    assert v.severity == Severity.UNKNOWN and res.exit_code == 3
