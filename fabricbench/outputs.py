@@ -37,13 +37,19 @@ class OutputError(FabricbenchError):
     """An output could not be written (full disk, read-only file). What was written before is kept."""
 
 
+class OutputRefused(UsageError):
+    """An output cannot be opened where it goes: a link there, a read-only folder, a FIFO. Exit 2 like any
+    bad input; a command that runs many parts (a study's units) stops on it rather than recording each
+    part as failed."""
+
+
 def _link_error(what: str, path: Path) -> UsageError:
-    return UsageError(f"{what} {path}: is a symbolic link, and fabricbench writes only through paths it "
+    return OutputRefused(f"{what} {path}: is a symbolic link, and fabricbench writes only through paths it "
                       f"made; remove the link or give the real path")
 
 
 def _open_error(what: str, path: Path, e: OSError) -> UsageError:
-    return UsageError(f"{what} {path}: cannot write there ({e.strerror}); choose a writable path")
+    return OutputRefused(f"{what} {path}: cannot write there ({e.strerror}); choose a writable path")
 
 
 class Folder:
@@ -102,7 +108,7 @@ class Folder:
         try:
             st = os.fstat(fd)
             if stat.S_ISFIFO(st.st_mode) or stat.S_ISSOCK(st.st_mode):
-                raise UsageError(f"{self.what} {self.path / name}: is a FIFO or socket; give a regular file")
+                raise OutputRefused(f"{self.what} {self.path / name}: is a FIFO or socket; give a regular file")
             fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
             if "b" in mode:
                 return os.fdopen(fd, mode)
@@ -147,6 +153,9 @@ class Folder:
             os.unlink(name, dir_fd=self.fd)
         except FileNotFoundError:
             pass
+        except OSError as e:
+            raise OutputRefused(f"{self.what} {self.path / name}: cannot remove it ({e.strerror}); make "
+                                f"{self.path} writable or remove it by hand") from None
 
     def _openat(self, name: str, flags: int, perm: int, dir_fd: int | None, path: Path) -> int:
         try:
@@ -159,7 +168,7 @@ class Folder:
             if link or e.errno == errno.ELOOP:
                 raise _link_error(self.what, path) from None
             if e.errno == errno.ENXIO:  # O_NONBLOCK on a FIFO that has no reader
-                raise UsageError(f"{self.what} {path}: is a FIFO or socket; give a regular file") from None
+                raise OutputRefused(f"{self.what} {path}: is a FIFO or socket; give a regular file") from None
             raise _open_error(self.what, path, e) from None
 
 
