@@ -14,6 +14,7 @@ import pytest
 
 from fabricbench.cli import main
 from fabricbench.qualifying.api import qualify
+from fabricbench.qualifying.codes import CODES
 from fabricbench.results.status import Severity, Status
 
 GB200 = Path(__file__).parent / "data" / "imports" / "nccl_tests_gb200_nvl72.txt"  # 512M-8G, 834.57 GB/s at 8G
@@ -70,3 +71,22 @@ def test_a_floor_missed_at_a_smaller_size_is_unknown_not_critical(imported, tmp_
     assert items["busbw"].status == Status.ERROR and items["busbw"].measured == 834.57
     assert "below the floor at 8G, which says nothing of 16G" in items["busbw"].reason
     assert v.severity == Severity.UNKNOWN and res.exit_code == 3
+
+
+def test_advice_for_a_file_sends_no_one_to_drain_a_node(imported, tmp_path):
+    res, v, items = _judge(imported, tmp_path, sizes='["8G"]', floor=900)
+    assert v.severity == Severity.CRITICAL and v.code == "FB_COLL_BUSBW_LOW"  # the file's figure missed
+    assert "drain" not in v.action and "nvidia-smi" not in v.action
+    assert v.action.startswith(f"judged from {imported}, not measured on the node: qualify the node itself")
+
+
+CPU_KINDS = ("*", "collective", "correctness", "train", "baseline")  # what gloo ranks on a CPU can judge
+
+
+@pytest.mark.parametrize("code", [c for c in CODES if c.kind in CPU_KINDS], ids=lambda c: c.code)
+def test_advice_for_cpu_ranks_names_no_gpu_tool(code):
+    from fabricbench.qualifying.codes import action_for
+
+    for tool in ("nvidia-smi", "dcgmi", "nvlink"):
+        assert tool not in action_for(code, cpu=True), code.code
+    assert action_for(code) == code.action  # a GPU run keeps its advice

@@ -38,6 +38,7 @@ from fabricbench.measuring.runner import new_run_id
 from fabricbench.progress import Progress
 from fabricbench.qualifying.checks import CHECKS
 from fabricbench.qualifying.checks.base import retries_of
+from fabricbench.qualifying.codes import CODES, action_for
 from fabricbench.qualifying.context import Context
 from fabricbench.qualifying.dryrun import DryRun, dry_run as plan_dry_run, select
 from fabricbench.qualifying.figures import compare, figures
@@ -178,6 +179,10 @@ def qualify(spec: Spec | str | os.PathLike, *, out: str | os.PathLike | None = N
                 verdicts.append(_judge(c, CHECKS.get(c.kind), ctx, distributed, said))
                 bar.advance(item=f"{c.name} {verdicts[-1].status}")
         verdicts += getattr(ctx, "health_verdicts", list)()  # --from: imported DCGM and NCCL RAS (health.py)
+        for v in verdicts:  # advice that fits where the figures came from: a CPU's ranks, a file
+            if v.action:
+                v.action = action_for(CODES.get(v.code), cpu=spec.run.cpu_ranks,
+                                      source=str(records_from) if recorded is not None else None)
         if base_records is not None:
             verdicts.append(_baseline_verdict(base_records, writer.records + previous, tol))
         if rank0:

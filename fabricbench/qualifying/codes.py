@@ -26,6 +26,9 @@ class Code:
     criterion: str  # the item's criterion ("*" for any)
     meaning: str
     action: str
+    # what to do where the check ran on gloo ranks on a CPU: the GPU commands of `action` have nothing to
+    # look at there (None: `action` names no GPU tool)
+    cpu_action: str | None = None
 
 
 _ROWS = [
@@ -36,7 +39,9 @@ _ROWS = [
     Code(code="FB_UNMEASURED", kind="*", criterion="*",
          meaning="the check could not be measured (a child failed, timed out, or no GPU answered)",
          action="read the reason and results.jsonl; rerun the one check with --only NAME; if it fails to "
-                "measure twice, check `nvidia-smi` and `dmesg | grep -i xid`, and " + DRAIN),
+                "measure twice, check `nvidia-smi` and `dmesg | grep -i xid`, and " + DRAIN,
+         cpu_action="read the reason and results.jsonl; rerun the one check with --only NAME; a gloo rank that "
+                    "fails twice points at the host: memory (`free -g`), the loopback interface, other jobs"),
     Code(code="FB_FLAKY", kind="*", criterion="*", meaning="the check missed, then passed on a retry",
          action="the node is usable; rerun with --level 3 at a quiet time, and watch the figure in the "
                 "fleet view (a node that is flaky twice in a week goes to a hardware ticket)"),
@@ -85,7 +90,10 @@ _ROWS = [
          meaning="a collective's bus bandwidth is below its floor",
          action="`nvidia-smi nvlink -s` (a down link halves a ring), `nvidia-smi -q -d CLOCK,PERFORMANCE` "
                 "(throttling), other jobs on the GPUs (`nvidia-smi`); rerun with --only NAME; " + DRAIN
-                + " if it misses again"),
+                + " if it misses again",
+         cpu_action="gloo ranks on this CPU: other processes on the cores (`top`; a busy host is said in the "
+                    "row), CPU frequency scaling (`cpupower frequency-info`); rerun with --only NAME at a quiet "
+                    "time"),
     Code(code="FB_COLL_LATENCY_HIGH", kind="collective", criterion="latency",
          meaning="a small collective takes longer than its ceiling",
          action="launch-bound: check CPU frequency scaling and pinning (`cpupower frequency-info`), other "
@@ -93,11 +101,14 @@ _ROWS = [
     Code(code="FB_COLL_CV_HIGH", kind="collective", criterion="cv",
          meaning="run-to-run spread of a collective is above its ceiling",
          action="a noisy node: look for other jobs on the GPUs or CPUs, thermal throttling "
-                "(`nvidia-smi -q -d PERFORMANCE`), and repeat at --level 3"),
+                "(`nvidia-smi -q -d PERFORMANCE`), and repeat at --level 3",
+         cpu_action="a noisy host: other processes on the cores (`top`), and repeat at --level 3 at a quiet time"),
     Code(code="FB_COLL_WRONG", kind="correctness", criterion="wrong",
          meaning="a collective returned wrong elements",
          action=DRAIN + " now: wrong results corrupt training silently; `nvidia-smi -q -d ECC` and "
-                "`dmesg | grep -i xid`, then run `dcgmi diag -r 3` and open a hardware ticket"),
+                "`dmesg | grep -i xid`, then run `dcgmi diag -r 3` and open a hardware ticket",
+         cpu_action="wrong results on CPU ranks point at the host's memory (`dmesg | grep -i -e mce -e edac`) or "
+                    "the gloo build: rerun with --only NAME, and keep the host out of use until it passes"),
     Code(code="FB_TRANSPORT", kind="transport", criterion="transport",
          meaning="NCCL used another transport than expected (e.g. SHM where P2P is wired)",
          action="NCCL_DEBUG=INFO shows why; check NCCL_P2P_DISABLE/NCCL_SHM_DISABLE in the environment, "
@@ -166,12 +177,16 @@ _ROWS = [
     Code(code="FB_TRAIN_SLOW", kind="train", criterion="samples_per_s",
          meaning="training throughput is below its floor",
          action="compare with the collective checks: slow collectives explain slow training; otherwise "
-                "check clocks and throttling (`nvidia-smi -q -d PERFORMANCE`)"),
+                "check clocks and throttling (`nvidia-smi -q -d PERFORMANCE`)",
+         cpu_action="compare with the collective checks: slow collectives explain slow training; otherwise "
+                    "other processes on the cores (`top`) and CPU frequency scaling"),
     # -- across runs and nodes --------------------------------------------------------------------------
     Code(code="FB_BASELINE_REGRESSION", kind="baseline", criterion="*",
          meaning="a figure is worse than this node's baseline by more than the tolerance",
          action="rerun with --only to confirm; a regression of one figure points at what changed (driver, "
-                "NCCL, firmware, a link): compare `nvidia-smi -q` with the baseline's"),
+                "NCCL, firmware, a link): compare `nvidia-smi -q` with the baseline's",
+         cpu_action="rerun with --only to confirm; a regression of one figure points at what changed (the "
+                    "torch or gloo version, the kernel, other processes on the host)"),
     Code(code="FB_FLEET_OUTLIER", kind="fleet", criterion="*",
          meaning="a node is worse than the fleet on a figure (below fraction x median, or robust z by MAD)",
          action="qualify the node alone at --level 3; " + DRAIN + " if it is critical"),
@@ -187,6 +202,18 @@ def code_for(kind: str, criterion: str | None) -> Code:
     """The code of a missed criterion of a check kind (its own row, else the kind's, else FB_FAIL)."""
     return (_BY_CRITERION.get((kind, criterion or "")) or _BY_CRITERION.get((kind, "*"))
             or CODES.get("FB_FAIL"))
+
+
+def action_for(code: Code, *, cpu: bool = False, source: str | None = None) -> str:
+    """What to do about a finding, fitting where its figures came from: gloo ranks on a CPU get no GPU
+    commands; results judged from a file (`qualify --from`) get no drain and no command to run on the node,
+    as the file is not the node as it is now: it is measured first."""
+    action = code.cpu_action if cpu and code.cpu_action else code.action
+    if source is None or not action:
+        return action
+    # the file's figures are not the node's now: no drain, and no GPU commands on a node that is not here
+    return (f"judged from {source}, not measured on the node: qualify the node itself (without --from; "
+            f"`--only NAME` for this check) and act on that run's advice")
 
 
 def markdown_table() -> str:
