@@ -1,5 +1,5 @@
 """The process primitives under the one child runner (fabricbench/jobs/runner.py): its own process group
-per child, dead with its parent, killed as a group; temp folders; the SIGINT/SIGTERM policy; the guard.
+per child, dead with its parent, killed as a group; temp folders; the SIGINT/SIGTERM/SIGHUP policy; the guard.
 
 A child run goes through jobs.run, never through these directly (the runner applies the fabric, the stall
 and budget policy and the workspace); what else uses this module is the signal policy (the CLI's entry,
@@ -9,7 +9,7 @@ fabrics.apply, study) and the guard that torchrun's ranks start under (training/
     p = procs.spawn(argv, env=env)        # a Popen; procs.kill_tree(p) ends it and all it started
     procs.wait_any([p, q], 0.2)           # back when one of them exits, or after 0.2 s
     with procs.temp_dir("train") as tmp:  # removed on exit, Ctrl-C included; stale ones at the next start
-    procs.install()                       # SIGTERM -> procs.Terminated (a KeyboardInterrupt), exit 143
+    procs.install()                       # SIGTERM, SIGHUP -> procs.Terminated (a KeyboardInterrupt), 143, 129
     python -m fabricbench.procs MODULE ARGS...   # run MODULE as __main__, dying with this process's parent
 
 Why each piece:
@@ -214,15 +214,22 @@ def temp_dir(tag: str) -> Iterator[Path]:
         shutil.rmtree(path, ignore_errors=True)
 
 
-# -- signals: one policy for SIGINT and SIGTERM in every command -----------------------------------------
+# -- signals: one policy for SIGINT, SIGTERM and SIGHUP in every command ------------------------------------
 # SIGTERM raises Terminated, a KeyboardInterrupt: every path that already stops cleanly on Ctrl-C (kills its
 # children's process groups, keeps what was measured, removes namespaces and temp folders in `finally`)
-# does the same on SIGTERM. The CLI turns either into one line and the shell's status 128 + signal:
-# "Interrupted; results measured so far were written." 130, "Terminated; ..." 143.
+# does the same on SIGTERM, and on SIGHUP (a closed terminal or SSH session: HungUp). The CLI turns each
+# into one line and the shell's status 128 + signal: 130 Ctrl-C, 143 SIGTERM, 129 SIGHUP. A SIGHUP that
+# was ignored when the process started (`nohup fabricbench ...`) stays ignored.
 class Terminated(KeyboardInterrupt):
     """SIGTERM arrived; ends the run as Ctrl-C does, with exit status 143."""
 
     signum = signal.SIGTERM
+
+
+class HungUp(Terminated):
+    """SIGHUP arrived (the terminal or SSH session closed); ends the run as SIGTERM does, exit status 129."""
+
+    signum = signal.SIGHUP
 
 
 def age_s(pid: int | None = None) -> float:
@@ -237,37 +244,55 @@ def age_s(pid: int | None = None) -> float:
 
 
 def exit_status(e: BaseException) -> int:
-    """130 for Ctrl-C, 143 for SIGTERM."""
+    """130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP."""
     return 128 + int(getattr(e, "signum", signal.SIGINT))
 
 
+def said_by(e: BaseException) -> str:
+    """What stopped the run, in a person's words: "Ctrl-C", "SIGTERM" or "SIGHUP"."""
+    return {signal.SIGTERM: "SIGTERM", signal.SIGHUP: "SIGHUP"}.get(getattr(e, "signum", None), "Ctrl-C")
+
+
 def message(e: BaseException) -> str:
-    word = "Terminated" if isinstance(e, Terminated) else "Interrupted"
-    return f"{word}; results measured so far were written."
+    """The one line for a run stopped by a signal. What was kept is the command's to say (`e.kept`, set
+    where the command knows it); without it, a line that claims nothing was written."""
+    word = "Hung up" if isinstance(e, HungUp) else "Terminated" if isinstance(e, Terminated) else "Interrupted"
+    kept = getattr(e, "kept", None)
+    if kept:
+        return f"{word} ({said_by(e)}); children ended; {kept}."
+    return f"{word} ({said_by(e)}); children ended, temporary folders removed; what was written before is kept."
 
 
 def _raise_terminated(signum, frame) -> None:
-    raise Terminated()
+    raise HungUp() if signum == signal.SIGHUP else Terminated()
+
+
+def _signals() -> list[int]:
+    """SIGTERM, and SIGHUP unless it was ignored (nohup): those install() turns into Terminated/HungUp."""
+    return [signal.SIGTERM] + ([] if signal.getsignal(signal.SIGHUP) == signal.SIG_IGN else [signal.SIGHUP])
 
 
 def install() -> None:
-    """SIGTERM -> Terminated in this (main) thread, for the whole process (the CLI's entry calls it)."""
+    """SIGTERM (and SIGHUP) -> Terminated in this (main) thread, for the whole process (the CLI's entry)."""
     if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, _raise_terminated)
+        for sig in _signals():
+            signal.signal(sig, _raise_terminated)
 
 
 @contextlib.contextmanager
 def terminated_as_interrupt() -> Iterator[None]:
-    """install() for a block only (library callers that want clean-up on SIGTERM), then the old handler."""
+    """install() for a block only (library callers that want clean-up on SIGTERM/SIGHUP), then the old
+    handlers."""
     if threading.current_thread() is not threading.main_thread() or \
             signal.getsignal(signal.SIGTERM) is _raise_terminated:
         yield
         return
-    old = signal.signal(signal.SIGTERM, _raise_terminated)
+    old = {sig: signal.signal(sig, _raise_terminated) for sig in _signals()}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, old)
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
 
 
 # -- `python -m fabricbench.procs MODULE ARGS...` ----------------------------------------------------------

@@ -20,7 +20,7 @@ from fabricbench.cli.declared import config_options, fields_of, given as declare
 from fabricbench.cli.options import DRY_RUN, JSON, QUIET, RESUME
 
 from fabricbench.errors import FabricbenchError
-from fabricbench.procs import Terminated, exit_status
+from fabricbench.procs import exit_status, message
 from fabricbench.results.status import Status
 from fabricbench.studying import api as study_api
 from fabricbench.studying.report import answer_lines
@@ -48,10 +48,10 @@ def study(out, device, gpus, resume, dry_run, as_json, quiet, **options) -> None
     try:
         res = study_api.study(config, out=out, resume=resume, dry_run=dry_run, echo=echo,
                               progress=False if (quiet or as_json) else None)
-    except KeyboardInterrupt as e:  # Ctrl-C (130) or SIGTERM (procs.Terminated, 143)
-        word = "Terminated" if isinstance(e, Terminated) else "Interrupted"
-        click.echo(f"{word}: the finished units are in {out}/results.jsonl; continue with "
-                   f"`fabricbench study --out {out} --resume`", err=True)
+    except KeyboardInterrupt as e:  # Ctrl-C (130), SIGTERM (procs.Terminated, 143) or SIGHUP (129)
+        e.kept = (f"the finished units are in {out}/results.jsonl; continue with "  # type: ignore[attr-defined]
+                  f"`fabricbench study --out {out} --resume`")
+        click.echo(message(e), err=True)
         sys.exit(exit_status(e))
     if as_json:
         click.echo(json.dumps(res.to_dict(), indent=2))

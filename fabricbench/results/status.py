@@ -28,7 +28,7 @@ class Status(str, Enum):
     TIMEOUT = "timeout"  # a collective or unit ran past its time limit
     WAIVED = "waived"  # cannot run here (too few GPUs, no root for a shaped fabric...): not a failure
     ERROR = "error"  # it failed; the record's message says why
-    INTERRUPTED = "interrupted"  # a study unit stopped by Ctrl-C or SIGTERM
+    INTERRUPTED = "interrupted"  # a study unit or train run stopped by Ctrl-C, SIGTERM or SIGHUP
     SKIPPED = "skipped"  # a study unit done by an earlier attempt (--resume)
     RUNNING = "running"  # a unit started and not yet ended (what a crash leaves)
 
@@ -41,7 +41,8 @@ class Status(str, Enum):
 KIND_STATUSES: dict[str, frozenset[Status]] = {
     "collective": frozenset({Status.OK, Status.WRONG, Status.TIMEOUT, Status.WAIVED, Status.ERROR}),
     "copy": frozenset({Status.OK, Status.WAIVED, Status.ERROR}),
-    "train": frozenset({Status.OK, Status.FLAGGED, Status.OOM, Status.ERROR, Status.WAIVED, Status.TIMEOUT}),
+    "train": frozenset({Status.OK, Status.FLAGGED, Status.OOM, Status.ERROR, Status.WAIVED, Status.TIMEOUT,
+                        Status.INTERRUPTED}),
 }
 
 # What --resume keeps rather than runs again (sweep, compare, scaling, qualify units): measured, or waived

@@ -86,15 +86,33 @@ def unfinished(config: TrainConfig, ranks: list[dict[str, Any]], *, rc: int | No
               if doc is not named and doc.get("status") not in (Status.RUNNING, Status.OK) and doc.get("message")]
     if others:
         msg += "; then " + "; ".join(others)
-    done = min([steps.get(r, 0) for r in local] or [0])
+    out: dict[str, Any] = {"status": Status.ERROR, "message": msg, "launcher_rc": rc, "rank_died": dead,
+                           **kept_steps(config, by_rank), **_where(ranks)}
+    if named is not None:
+        out["ranks_died"] = [int(r) for r in named["culprit_ranks"]]
+    return out
+
+
+def interrupted(config: TrainConfig, ranks: list[dict[str, Any]], *, by: str) -> dict[str, Any]:
+    """A run stopped by Ctrl-C, SIGTERM or SIGHUP (`by` says which) -> status "interrupted", with the steps
+    every rank of this node finished kept, as a stalled rank's run keeps them."""
+    by_rank = {int(r.get("rank", i)): r for i, r in enumerate(ranks)}
+    kept = kept_steps(config, by_rank)
+    return {"status": Status.INTERRUPTED, "launcher_rc": None, "rank_died": None, **kept, **_where(ranks),
+            "message": f"stopped by {by} after {kept['steps_completed']} of {config.steps} steps; the steps "
+                       f"every rank finished are kept"}
+
+
+def kept_steps(config: TrainConfig, by_rank: dict[int, dict[str, Any]]) -> dict[str, Any]:
+    """The steps every rank of this node finished: their count, each one's time (the slowest rank's, as
+    join_ranks times a finished run), rank 0's losses and, past warm-up, the step-time statistics."""
+    local = list(config.local_ranks)
+    done = min([len(by_rank.get(r, {}).get("step_times_s") or []) for r in local] or [0])
     per_step = [max(d["step_times_s"][i] for d in by_rank.values() if len(d.get("step_times_s") or []) > i)
                 for i in range(done)]
     r0 = by_rank.get(0) or by_rank.get(local[0], {})
-    out: dict[str, Any] = {"status": Status.ERROR, "message": msg, "launcher_rc": rc, "rank_died": dead,
-                           "steps_completed": done, "step_times_s": per_step,
-                           "losses": (r0.get("losses") or [])[:done], **_where(ranks)}
-    if named is not None:
-        out["ranks_died"] = [int(r) for r in named["culprit_ranks"]]
+    out: dict[str, Any] = {"steps_completed": done, "step_times_s": per_step,
+                           "losses": (r0.get("losses") or [])[:done]}
     timed = per_step[config.warmup_steps:]
     if timed:
         out["step_time"] = {**metrics.step_stats(timed), "timed_steps": len(timed),
