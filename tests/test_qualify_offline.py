@@ -90,3 +90,28 @@ def test_advice_for_cpu_ranks_names_no_gpu_tool(code):
     for tool in ("nvidia-smi", "dcgmi", "nvlink"):
         assert tool not in action_for(code, cpu=True), code.code
     assert action_for(code) == code.action  # a GPU run keeps its advice
+
+
+def test_init_prints_the_factors_it_wrote(tmp_path, capsys):
+    # a noisy known-good run (cv up to 0.45): most thresholds get less than --factor 0.9, and the line
+    # --init prints says each, as the file does (it said "measured x 0.9" over thresholds x 0.5)
+    import re
+
+    from fabricbench.qualifying.init import summary
+
+    lab = Path(__file__).parent.parent / "benchmarks/results/cpu-lab/study/units/sweep_default.jsonl"
+    spec = tmp_path / "node.toml"
+    main(["qualify", "--init", str(spec), "--from", str(lab), "--factor", "0.9"])
+    said = capsys.readouterr().out
+    text = spec.read_text()
+    assert summary(text) and said.rstrip().endswith(summary(text))
+    written = re.findall(r"^\[\[check\]\]\nname = \"(\w+)\"|(min_busbw_gbps|max_latency_us) = [\d.]+ +# measured .*"
+                         r" [x/] ([\d.]+)", text, flags=re.M)
+    name, factors = None, []
+    for check, key, f in written:
+        name = check or name
+        if key:
+            factors.append((name, "busbw" if key == "min_busbw_gbps" else "latency", float(f)))
+    assert len(factors) == 8 and any(f < 0.9 for *_, f in factors)
+    for check, what, f in factors:  # each threshold's factor is --factor, or named with its reason
+        assert f == 0.9 or f"{check} {what} x {f:.3g} (cv " in summary(text), (check, what, f)

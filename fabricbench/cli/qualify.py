@@ -31,6 +31,7 @@ from fabricbench.errors import UsageError
 from fabricbench.files import dumps, refuse_collisions
 from fabricbench.qualifying.api import fleet as run_fleet, qualify as run, write_init_spec
 from fabricbench.qualifying.fleet import render as render_fleet
+from fabricbench.qualifying.init import summary as init_summary
 from fabricbench.qualifying.listing import code_lines, kind_lines, spec_lines
 from fabricbench.qualifying.report import render
 from fabricbench.qualifying.verdict import CPU_SPEC
@@ -158,7 +159,7 @@ def _init(init_path: str, from_path: str | None, factor: float, name: str | None
     refuse_collisions({"--init": init_path}, {"--from": from_path})
     spec = write_init_spec(init_path, from_path, factor=factor, name=name)  # read back before it is written
     click.echo(f"wrote {init_path}: {len(spec.checks)} checks ({', '.join(c.name for c in spec.checks)}), "
-               f"thresholds = measured x {factor:g}")
+               f"{init_summary(spec.text)}")  # the factors as the file says them
     return 0
 
 

@@ -66,6 +66,7 @@ def spec_from_results(path: str | os.PathLike, *, factor: float = 0.9, name: str
     w = _Toml()
     w.comment(f"Written by `fabricbench qualify --init --from {path} --factor {factor:g}`: thresholds are this")
     w.comment("known-good run's figures x factor (floors) or / factor (ceilings).")
+    said = len(w.lines)  # the factors line goes here once every threshold is written (summary() reads it)
     w.table("spec")
     w.kv("name", name or f"{host}-known-good")
     w.kv("description", f"Thresholds from {host}'s run ({os.path.basename(p)}), factor {factor:g}.")
@@ -94,7 +95,23 @@ def spec_from_results(path: str | os.PathLike, *, factor: float = 0.9, name: str
     _trains(w, trains, used, factor)
     if not w.checks:
         raise UsageError(f"--from {path}: nothing in it becomes a check")
+    w.lines.insert(said, f"# {FACTORS}{_factors(factor, w.lowered)}")
     return w.text()
+
+
+FACTORS = "thresholds = "  # the header line that says the factors, as written: --init prints it from the file
+
+
+def summary(text: str) -> str:
+    """The factors an --init spec's thresholds were written with, as its header says them."""
+    return next((ln[2:] for ln in text.splitlines() if ln.startswith(f"# {FACTORS}")), "")
+
+
+def _factors(factor: float, lowered: list[str]) -> str:
+    if not lowered:
+        return f"measured x {factor:g} (floors), / {factor:g} (ceilings)"
+    return (f"measured x {factor:g}, except {len(lowered)} lowered to the figure's own run-to-run spread "
+            f"(1 - 3 cv, never below {MIN_FACTOR:g}): " + "; ".join(lowered))
 
 
 def _collectives(w, groups, used, all_gpus, run, factor) -> None:
@@ -120,15 +137,16 @@ def _collectives(w, groups, used, all_gpus, run, factor) -> None:
         w.kv("gpus", _gpus_value(gpus, all_gpus, run))
         bw = big.get("busbw_gbps")
         if _sane(bw):
-            f = _factor(factor, big.get("cv"))
+            f = w.factor(factor, big.get("cv"), f"{cname} busbw")
             w.kv("min_busbw_gbps", _round(bw * f),
-                 f"measured {bw:.4g} GB/s at {format_size(big['requested_bytes'])} x {f:.3g}")
+                 f"measured {bw:.4g} GB/s at {format_size(big['requested_bytes'])} x {f:.3g}{_why(f, factor, big)}")
         else:
             bw = None
         if (small is not big or not bw) and _sane(small["time_us"]):
-            f = _factor(factor, small.get("cv"))
+            f = w.factor(factor, small.get("cv"), f"{cname} latency")
             w.kv("max_latency_us", _round(small["time_us"] / f),
-                 f"measured {small['time_us']:.4g} µs at {format_size(small['requested_bytes'])} / {f:.3g}")
+                 f"measured {small['time_us']:.4g} µs at {format_size(small['requested_bytes'])} / {f:.3g}"
+                 f"{_why(f, factor, small)}")
         elif not bw:
             w.kv("max_latency_us", _round(MAX_NUMBER), "no sane figure was measured: a placeholder ceiling")
         if checked and all(r["wrong"] == 0 for r in checked):
@@ -184,6 +202,11 @@ def _sane(v: Any) -> bool:
     """A figure that may become a threshold: a finite positive number within the spec's bounds."""
     return (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
             and 0 < v <= MAX_NUMBER * 0.5)
+
+
+def _why(f: float, factor: float, rec: dict[str, Any]) -> str:
+    """Why a threshold's factor is not --factor, beside it in the spec: the figure's own spread."""
+    return f" ({factor:g} lowered: cv {rec['cv']:.3g})" if f < factor else ""
 
 
 def _factor(factor: float, cv: Any) -> float:
@@ -331,6 +354,14 @@ class _Toml:
     def __init__(self) -> None:
         self.lines: list[str] = []
         self.checks = 0
+        self.lowered: list[str] = []  # "NAME busbw x 0.513 (cv 0.162)": each threshold whose factor the spread lowered
+
+    def factor(self, factor: float, cv: Any, what: str) -> float:
+        """_factor, remembering a lowered one for the header (what --init says it wrote)."""
+        f = _factor(factor, cv)
+        if f < factor:
+            self.lowered.append(f"{what} x {f:.3g} (cv {cv:.3g})")
+        return f
 
     def comment(self, text: str) -> None:
         self.lines.append(f"# {text}")
