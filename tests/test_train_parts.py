@@ -94,7 +94,7 @@ def test_train_exit_1_when_a_strategy_failed(monkeypatch, capsys, tmp_path):
 
     statuses = {"ddp": "ok", "zero1": "oom", "zero3": "waived", "fsdp": "error"}
 
-    def fake(config, writer, echo=None, quiet=False):
+    def fake(config, writer, echo=None, quiet=False, since=None):
         recs = [{"kind": "train", "strategy": s, "status": statuses[s], "message": f"{s} said why"}
                 for s in config.strategies]
         for r in recs:

@@ -21,6 +21,7 @@ from fabricbench.files import refuse_collisions
 from fabricbench.results.status import Status
 from fabricbench.training.api import train as run_train
 from fabricbench.training.format import line, listing, phase_lines, render
+from fabricbench.training.phases import process_start
 from fabricbench.training.launch import TrainConfig
 from fabricbench.training.models import MODELS
 from fabricbench.training.strategies import STRATEGIES
@@ -94,7 +95,8 @@ def train(strategies, model, model_config, model_path, gpus, device, nprocs, bac
         master_addr=master_addr, master_port=master_port, timeout_s=timeout_s, stall_timeout_s=stall_timeout_s,
         backend=backend, max_steps=max_steps, target_ci=target_ci or None, repeats=repeats, max_repeats=max_repeats,
         time_budget_s=time_budget_s, margin=margin)
-    records = run_train(config, out=out, echo=echo, quiet=as_json or quiet)
+    records = run_train(config, out=out, echo=echo, quiet=as_json or quiet,
+                        since=process_start())  # the user's wait began with this process
     if not (as_json or quiet) and records:
         render(records, f"train: {model or model_config or model_path}, {device}", say=click.echo,
                repeats=repeats, max_repeats=max_repeats, margin=margin)

@@ -46,11 +46,12 @@ def placed(config: TrainConfig) -> TrainConfig:
 
 
 def train(config: TrainConfig, *, out: str | None = None, echo: Callable[[dict[str, Any]], None] | None = None,
-          quiet: bool = False) -> list[dict[str, Any]]:
+          quiet: bool = False, since: float | None = None) -> list[dict[str, Any]]:
     """Train config's model under each of its strategies and return one record per strategy.
 
     `echo` sees each record as it is written; progress (each rank's step) goes to stderr unless `quiet`
-    (fabricbench/progress.py)."""
+    (fabricbench/progress.py). `since`: when the user's wait began, where the first run's phases start
+    (the CLI: its process's start; default now)."""
     config = placed(config).validate()  # every field checked before out is opened or anything starts
     with ResultWriter(out) as writer:
-        return launch.run(config, writer, echo=echo, quiet=quiet)  # looked up on call: tests stand in for it
+        return launch.run(config, writer, echo=echo, quiet=quiet, since=since)  # looked up on call: tests stand in for it

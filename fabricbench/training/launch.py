@@ -43,7 +43,7 @@ from fabricbench.results.schema import UNSET, TrainResult
 from fabricbench.results.status import Status
 from fabricbench.training import data, estimate, faults, metrics, models, phases, repeats
 from fabricbench.training.config import STARTUP_S, TrainConfig, local_devices
-from fabricbench.training.join import rank_files, unfinished, join_ranks, setup_failure
+from fabricbench.training.join import interrupted, rank_files, unfinished, join_ranks, setup_failure
 from fabricbench.training.spec import RankSpec
 from fabricbench.training.strategies import STRATEGIES
 from fabricbench.training.strategies.base import accelerate_precision
@@ -114,11 +114,14 @@ def _rank_of(who: str | None) -> int | None:
     return int(who.split()[-1]) if who and who.startswith("rank ") and who.split()[-1].isdigit() else None
 
 
-def run_strategy(config: TrainConfig, name: str, resolved: models.ResolvedModel, psi: int, *,
-                 on_progress=None, rdzv_s: float | None = None) -> dict[str, Any]:
+def run_strategy(config: TrainConfig, name: str, resolved: models.ResolvedModel, psi: int | None, *,
+                 on_progress=None, rdzv_s: float | None = None, begun: float | None = None) -> dict[str, Any]:
     """One strategy in fresh processes -> the record body (without the header); `on_progress(who, data)`
-    sees each rank's steps (jobs.run); `rdzv_s`: the nodes' rendezvous bound (default --timeout)."""
-    begun = time.time()
+    sees each rank's steps (jobs.run); `rdzv_s`: the nodes' rendezvous bound (default --timeout). `psi`
+    None: a model with no formula, whose ranks count Ψ on the model they build (their files say it).
+    `begun`: when the user's wait for this run began (the command's start for its first run; default now),
+    the start of its phases."""
+    begun = time.time() if begun is None else begun
     strategy = STRATEGIES.get(name)
     body = _base_body(config, name, resolved, psi)
     why = strategy.unavailable()
@@ -144,10 +147,14 @@ def run_strategy(config: TrainConfig, name: str, resolved: models.ResolvedModel,
         # or Ctrl-C/SIGTERM end every rank before this returns or raises.
         # (the ranks' own watchdogs speak first: they see every node, this process only its own ranks)
         stall_s = min(config.timeout_s, (config.stall_timeout_s or math.inf) + WATCHDOG_FIRST_S)
-        res = jobs.run(argv, workspace=run_dir, env=env, fabric=fabric,
-                       stall_s=stall_s, startup_s=max(config.timeout_s, STARTUP_S),
-                       budget_s=config.budget_s, on_start=lambda _launch: spawned.append(time.time()),
-                       expect=[f"rank {r}" for r in config.local_ranks], on_progress=on_progress)
+        try:
+            res = jobs.run(argv, workspace=run_dir, env=env, fabric=fabric,
+                           stall_s=stall_s, startup_s=max(config.timeout_s, STARTUP_S),
+                           budget_s=config.budget_s, on_start=lambda _launch: spawned.append(time.time()),
+                           expect=[f"rank {r}" for r in config.local_ranks], on_progress=on_progress)
+        except KeyboardInterrupt as e:  # the ranks are ended; their files still here say the steps they finished
+            e.partial = {**body, **interrupted(config, rank_files(run_dir), by=procs.said_by(e))}  # type: ignore
+            raise
         gone = time.time()
         for w in res.warnings:
             print(f"warning: {w}", file=sys.stderr)
@@ -163,6 +170,11 @@ def run_strategy(config: TrainConfig, name: str, resolved: models.ResolvedModel,
     exits = {_rank_of(w): code for w, code in res.returncodes.items()}
     cut = unfinished(config, ranks, rc=rc, log=log, timed_out=res.timed_out, stalled=_rank_of(res.stalled),
                      why=res.message, culprit=_rank_of(res.failed), exits=exits)
+    if psi is None:  # counted by the ranks on the model they built (the same on every rank)
+        psi = next((r["params"] for r in ranks if isinstance(r.get("params"), int)), None)
+        body = _base_body(config, name, resolved, psi)
+    if cut is None and psi is None:
+        cut = {"status": Status.ERROR, "message": "no rank reported the model's parameter count"}
     out = {**body, **(cut if cut is not None else
                       join_ranks(config, strategy.name, ranks, rc=rc, log=log, psi=psi))}
     local = [r for r in ranks if r.get("rank") in config.local_ranks]
@@ -172,14 +184,16 @@ def run_strategy(config: TrainConfig, name: str, resolved: models.ResolvedModel,
     return out
 
 
-def _base_body(config: TrainConfig, name: str, resolved: models.ResolvedModel, psi: int) -> dict[str, Any]:
+def _base_body(config: TrainConfig, name: str, resolved: models.ResolvedModel,
+               psi: int | None) -> dict[str, Any]:
+    """What a record says before its ranks run; with `psi` None (not counted yet) no Ψ and no estimate."""
     tps = estimate.tokens_per_sample(resolved.config, task=resolved.task, seq_len=config.seq_len,
                                      image_size=config.image_size)
     precision = config.run_precision
     recipe = "framework-fp32" if precision == "fp32" else "framework"
-    states = estimate.model_states(psi=psi, num_gpus=config.world_size, recipe=recipe)[name]
     act = estimate.activation_bytes(resolved.config, task=resolved.task, batch_size=config.batch_size,
                                     seq_len=config.seq_len, image_size=config.image_size, precision=precision)
+    states = estimate.model_states(psi=psi, num_gpus=config.world_size, recipe=recipe)[name] if psi else None
     return {
         "strategy": name, "model": resolved.name, "task": resolved.task, "params": psi,
         "batch_size": config.batch_size, "global_batch": config.batch_size * config.world_size,
@@ -193,25 +207,31 @@ def _base_body(config: TrainConfig, name: str, resolved: models.ResolvedModel, p
         "precision": precision, "mixed_precision": accelerate_precision(precision),
         "dataset": config.dataset or "synthetic",
         "estimate": {"recipe": recipe, **states, "activation_bytes": act,
-                     "with_activations_bytes": states["total_bytes"] + act},
+                     "with_activations_bytes": states["total_bytes"] + act} if states else None,
         "versions": {lib: package_version(lib) for lib in LIBRARIES},
     }
 
 
-def run(config: TrainConfig, writer: ResultWriter, *, echo: Any = None, quiet: bool = False) -> list[dict[str, Any]]:
+def run(config: TrainConfig, writer: ResultWriter, *, echo: Any = None, quiet: bool = False,
+        since: float | None = None) -> list[dict[str, Any]]:
     """Every strategy of `config` in rounds of fresh processes, a record per run, written as it ends.
 
     Rounds interleave the strategies (A B C A B C, never A A A B B B), so that a drift of the machine hits
     all alike. After min_repeats rounds a strategy whose run-to-run CI (repeats.py) is within target_ci,
     or whose run did not end ok (an oom or a waiver repeats itself), runs no more; the others go on up to
     max_repeats rounds while time_budget_s lasts. With `repeats` given, exactly that many rounds.
-    Progress (each rank's step) goes to stderr unless quiet (fabricbench/progress.py)."""
+    Progress (each rank's step) goes to stderr unless quiet (fabricbench/progress.py).
+
+    `since`: when the user's wait began (the CLI passes its own process's start, phases.process_start());
+    the first run's phases start there and each later run's where the record before it was written, so that
+    the records' phase totals add up to the command's wall. Default: now."""
+    since = time.time() if since is None else since
     config.validate()
     # the numbers only: this process builds no model, so it never imports transformers for a built-in one
     resolved = models.resolve_shape(name=config.model, config_file=config.model_config, path=config.model_path)
     data.check(task=resolved.task, config=resolved.config, dataset=config.dataset, seq_len=config.seq_len,
                world=config.world_size)  # a dataset that cannot feed the ranks fails here, not in every rank
-    psi = models.count_params(resolved)
+    psi = resolved.params  # by formula; None: the ranks count it on the model they build, and say it
     run_id = uuid.uuid4().hex[:12]
     records: list[dict[str, Any]] = []
     t0 = time.monotonic()
@@ -228,26 +248,63 @@ def run(config: TrainConfig, writer: ResultWriter, *, echo: Any = None, quiet: b
                 # user waits for a node that never comes); later ones get the whole --timeout
                 first = not records and config.nnodes > 1
                 rdzv_s = max(MIN_RDZV_S, config.timeout_s - procs.age_s()) if first else None
-                with hostload.watch() as watched:  # the other processes' CPU on this host while it runs
-                    body = run_strategy(config, name, resolved, psi, on_progress=_steps(bar, config, label),
-                                        rdzv_s=rdzv_s)
-                result = TrainResult.from_dict({**body, "repeat": rnd})
-                result.context = header("train", run_id=run_id, fabric=config.fabric)
-                _add_throughput(result, psi)
-                record = result.to_dict()  # the one place a train result becomes a dict
-                if watched.load is not None:  # beside the figure it may have moved (busy past hostload's rule)
-                    record[hostload.FIELD] = watched.load.to_dict()
-                note = repeats.host_bound_note(record.get("gpu_busy_fraction"))
-                if note:
-                    record["host_bound"] = note
-                if config.node_rank == 0:  # node 0 writes the records (they name every node); the others
-                    writer.write(record)  # return theirs, for their exit status, and write none
-                records.append(record)
+                watched = None
+                try:
+                    with hostload.watch() as watched:  # the other processes' CPU on this host while it runs
+                        body = run_strategy(config, name, resolved, psi, on_progress=_steps(bar, config, label),
+                                            rdzv_s=rdzv_s, begun=since)
+                except KeyboardInterrupt as e:  # the running run's finished steps, kept as a stalled rank's are
+                    partial = getattr(e, "partial", None)
+                    if partial is not None:
+                        load = watched.load if watched is not None else None
+                        _keep(config, writer, records, _record(config, partial, rnd, run_id, psi, load))
+                    e.kept = _kept_line(config, writer, records, partial)  # type: ignore[attr-defined]
+                    raise
+                psi = psi or body.get("params")
+                record = _record(config, body, rnd, run_id, psi, watched.load)
+                _keep(config, writer, records, record)
                 bar.advance(item=f"{label}: {record.get('status')}")
                 if echo is not None:  # on a terminal the bar stays below what echo prints
                     echo(record)
+                since = time.time()  # the next run's wait starts once this one's record is out
             todo = repeats.still_to_run(config, records, round_=rnd, elapsed_s=time.monotonic() - t0)
     return records
+
+
+def _record(config: TrainConfig, body: dict[str, Any], rnd: int, run_id: str, psi: int | None,
+            load: Any) -> dict[str, Any]:
+    """A run's body -> its train record: header, round, throughput (Ψ known), the host's load beside it."""
+    result = TrainResult.from_dict({**body, "repeat": rnd})
+    result.context = header("train", run_id=run_id, fabric=config.fabric)
+    if psi:
+        _add_throughput(result, psi)
+    record = result.to_dict()  # the one place a train result becomes a dict
+    if load is not None:  # beside the figure it may have moved (busy past hostload's rule)
+        record[hostload.FIELD] = load.to_dict()
+    note = repeats.host_bound_note(record.get("gpu_busy_fraction"))
+    if note:
+        record["host_bound"] = note
+    return record
+
+
+def _keep(config: TrainConfig, writer: ResultWriter, records: list[dict[str, Any]],
+          record: dict[str, Any]) -> None:
+    if config.node_rank == 0:  # node 0 writes the records (they name every node); the others
+        writer.write(record)  # return theirs, for their exit status, and write none
+    records.append(record)
+
+
+def _kept_line(config: TrainConfig, writer: ResultWriter, records: list[dict[str, Any]],
+               partial: dict[str, Any] | None) -> str:
+    """What an interrupted train kept, for the one line the CLI says: the running run's steps and the
+    records before it, where they went."""
+    where = f"written to {writer.path}" if writer.path is not None and config.node_rank == 0 else \
+        "not written (no --out)" if config.node_rank == 0 else "node 0 writes the records"
+    if partial is None:
+        return f"{len(records)} finished run record(s) {where}"
+    run = (f"{partial.get('strategy')}'s run stopped after {partial.get('steps_completed', 0)} of "
+           f"{config.steps} steps")
+    return f"{run}; it and the {len(records) - 1} run(s) before it {where} (it as status 'interrupted')"
 
 
 def _steps(bar: Progress, config: TrainConfig, label: str):

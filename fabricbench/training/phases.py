@@ -5,13 +5,16 @@
 
 Each rank stamps its own wall clock (time.time()) as it ends each phase (`Marks`, written into its rank
 file); the launcher stamps when it spawned the ranks and when they were gone. `join` turns the stamps into
-seconds per phase: a phase ends when the last rank of this node has ended it (so the phases add up to the
-run's wall time, spawn to record), and the parent's stamps and the ranks' share one host clock. Ranks of
-other nodes are left out: their clocks are not this host's.
+seconds per phase: a phase ends when the last rank of this node has ended it, and the parent's stamps and
+the ranks' share one host clock. Ranks of other nodes are left out: their clocks are not this host's.
+A run's phases begin where the user's wait for it began: the command's own process start for its first
+run (`fabricbench train` passes process_start()), the previous record's write for a later one, so that
+the records' totals add up to the wall a user waits for the command.
 
 Phases, in order (a rank's step phases are the same as the record's steps, so `first_step + warmup` is the
 untimed start of the steps and `timed` is what the figures are made of):
-- prepare: the launcher's own work for this run (the spec, the fabric) before the spawn;
+- prepare: the command's own process before the spawn: for the first run its start (the interpreter,
+  fabricbench's imports, the config's checks, the model's numbers), then the spec and the fabric;
 - launch: the spawn until the last rank's interpreter started (torchrun's agent, where it is used);
 - imports: torch, the strategy's stack (Accelerate; DeepSpeed for ZeRO only), transformers;
 - init: CUDA and the process group;

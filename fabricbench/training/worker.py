@@ -318,6 +318,8 @@ def run(spec: RankSpec, rank_file: Path, ch: channel.Channel | None = None,
         module = models.build(resolved, device=torch.device("cuda", torch.cuda.current_device()) if on_gpu else None)
         models.freeze_unused(module)
         out["model_impl"] = resolved.impl  # fabricbench's own module, or transformers
+        # Ψ as built (shared tensors once): the launcher's figure where the model's family has no formula
+        out["params"] = sum(p.numel() for p in module.parameters())
         marks.mark("build")
         acc, model, optimizer, rank, world = _wrap(spec, strategy, module,
                                                    models.block_class_names(module, resolved.layer_class), on_gpu, out)
