@@ -90,19 +90,44 @@ def test_the_shipped_step_has_no_fault_point_and_an_armed_one_raises_oom():
 def test_the_study_report_says_how_much_of_its_time_was_measurement():
     from fabricbench.report.document import Document
     from fabricbench.results.schema import TrainResult
-    from fabricbench.studying.report.training import time_section
+    from fabricbench.studying.report.time import time_section
 
     ph = {"prepare": 0.1, "launch": 0.1, "imports": 2.0, "init": 0.2, "build": 0.1, "wrap": 0.5, "first_step": 1.0,
           "warmup": 1.0, "timed": 3.0, "trace": 1.0, "teardown": 0.5, "join": 0.5, "total": 10.0}
     trains = [TrainResult.from_record({"kind": "train", "strategy": s, "phases": ph}) for s in ("ddp", "fsdp")]
     doc = Document("t")
-    time_section(doc, {"train ddp": {"duration_s": 30.0}, "train fsdp": {"duration_s": 30.0}}, trains)
+    time_section(doc, [], {"train ddp": {"duration_s": 30.0}, "train fsdp": {"duration_s": 30.0}}, trains)
     md = doc.markdown()
     assert "Where the time went" in md and "6.0 s of it (10.0%) were timed training steps" in md
     assert "3.0 s per run (median)" in md  # start-up: prepare + launch + imports + init + build + wrap
     empty = Document("t")
-    time_section(empty, {}, trains)  # no unit durations (an old study): no section, rather than a 0% share
+    time_section(empty, [], {}, trains)  # no unit durations (an old study): no section, rather than a 0% share
     assert "Where the time went" not in empty.markdown()
+
+
+def test_where_the_time_went_adds_up_to_the_study_wall():
+    """The study's wall runs from its command's start (the plan's timestamp less its process's age) to its last
+    unit's record; its units by kind and the study's own process between them add up to it, per start."""
+    from fabricbench.report.document import Document
+    from fabricbench.studying.report.time import time_section, wall_rows
+
+    plans = [{"run_id": "a1", "timestamp": "2026-01-01T00:00:10+00:00", "study": {"attempt": "a1", "process_age_s": 1.5}},
+             {"run_id": "a2", "timestamp": "2026-01-01T01:00:00+00:00", "study": {"attempt": "a2", "process_age_s": 0.5}}]
+    units = {  # a1: estimate 10.2-12, train 12.5-40 (ends at 40); a2 (resumed): train 3600.25-3630
+        "estimate": {"attempt": "a1", "unit_kind": "estimate", "duration_s": 1.8, "timestamp": "2026-01-01T00:00:12+00:00"},
+        "train ddp": {"attempt": "a1", "unit_kind": "train", "duration_s": 27.5, "timestamp": "2026-01-01T00:00:40+00:00"},
+        "train fsdp": {"attempt": "a2", "unit_kind": "train", "duration_s": 29.75, "timestamp": "2026-01-01T01:00:30+00:00"},
+    }
+    rows, wall = wall_rows(plans, units)
+    assert wall == pytest.approx((40 - 10 + 1.5) + (30 - 0 + 0.5))
+    parts = dict(rows)
+    assert parts["train units"] == pytest.approx(57.25) and parts["estimate units"] == pytest.approx(1.8)
+    assert parts["the study's process: its start and plan (interpreter, imports, checks)"] == pytest.approx(1.5 + 0.2 + 0.5 + 0.25)
+    assert sum(parts.values()) == pytest.approx(wall)  # the rows add up to the wall
+    doc = Document("t")
+    time_section(doc, plans, units, [])
+    assert "The study took 62 s from its command's start" in doc.markdown()
+    assert wall_rows([{**plans[0], "study": {"attempt": "a1"}}], units) is None  # an older study: no age
 
 
 def test_one_node_ranks_are_started_with_what_torchrun_would_set(tmp_path):

@@ -47,7 +47,7 @@ register_kind("study_unit", {
 # the study's config and units, written once per start
 register_kind("plan", {"study": {"config!": _CONFIG, "units": [{"name!": str, "kind": str, "fabric": str,
                                                                  "strategy": str, "estimate_s": DURATION}],
-                                  "nodes": [str]}})  # across nodes: each node's host, node 0 first
+                                  "nodes": [str], "process_age_s": DURATION}})  # across nodes: each node's host, node 0 first
 # across nodes, one per node, tagged with it (studying/runner.py)
 register_kind("machine", {"gpus": [{"ordinal": INDEX, "name": str, "memory_total_bytes": SIZE}], "topology": dict,
                           "node": {"index": INDEX, "host": str}})

@@ -108,6 +108,8 @@ def _run_units(config: StudyConfig, units: list[Unit], *, resume: bool, echo: Ca
         "units": [{"name": u.name, "kind": u.kind, "fabric": u.fabric, "strategy": u.strategy,
                    "estimate_s": u.estimate_s} for u in units],
         "argv": [secrets.mask(a, config.fabrics) for a in sys.argv],
+        # how long this process had run: the study's wall starts at its command's start (report/time.py)
+        "process_age_s": round(procs.age_s(), 3),
         **({"nodes": crew.hosts} if crew is not None else {})}})
     ctx = Context(config=config, out_dir=out, records=list(existing.records))
     done = {name for name, u in existing.units.items() if u.get("status") in DONE}

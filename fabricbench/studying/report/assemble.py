@@ -25,7 +25,8 @@ from fabricbench.studying.report.machine import machine_section
 from fabricbench.studying.report.nodes import nodes_section
 from fabricbench.studying.report.relate import relate_section
 from fabricbench.studying.report.short import in_short
-from fabricbench.studying.report.training import memory_section, throughput_section, time_section
+from fabricbench.studying.report.time import time_section
+from fabricbench.studying.report.training import memory_section, throughput_section
 from fabricbench.training import repeats
 
 
@@ -124,7 +125,7 @@ def _build(sr: study_records.StudyRecords, c: StudyConfig, figs: Figs, *, comman
     relate_section(doc, relate, figs)
     jobfit_section.add(doc, sr.of_kind("collective"), colls)
     advice_section(doc, c, advice, trains, machine, collectives)
-    time_section(doc, sr.units, trains)
+    time_section(doc, sr.plans, sr.units, trains)
     reproduce_section(doc, sr, c, command)
     return doc
 

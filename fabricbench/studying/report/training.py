@@ -3,7 +3,6 @@ throughput per strategy per fabric."""
 
 from __future__ import annotations
 
-import statistics
 
 from fabricbench.report.analysis import byte_unit, fmt, fmt_ratio, slower
 from fabricbench.report.document import Document
@@ -11,7 +10,7 @@ from fabricbench.results.schema import TrainResult
 from fabricbench.studying import figures
 from fabricbench.studying.config import StudyConfig
 from fabricbench.studying.report.common import Figs, batch_of, gib, mib, question_summary, sps, throughputs
-from fabricbench.training import phases, repeats
+from fabricbench.training import repeats
 
 
 def memory_section(doc: Document, c: StudyConfig, trains: list[TrainResult], estimate, figs: Figs) -> None:
@@ -107,25 +106,3 @@ def throughput_section(doc: Document, c: StudyConfig, trains: list[TrainResult],
     msgs = notes + [f"{r.strategy} @ {r.fabric}: {r.status}: {r.message}" for r in trains if r.message]
     if msgs:
         s.bullets(msgs)
-
-
-def time_section(doc: Document, units: dict, trains: list[TrainResult]) -> None:
-    """How much of the study's time measured anything: the timed steps against the units' wall time, and
-    where a train run's own time went (training/phases.py), median over the runs that recorded it."""
-    total = sum(u.get("duration_s") or 0.0 for u in units.values())
-    timed_runs = [r.phases for r in trains if isinstance(r.reached("phases"), dict)]
-    if not total or not timed_runs:
-        return
-    s = doc.section("Where the time went", intro="Every train run is a fresh set of processes, so that runs are "
-                    "independent; what each costs before its first step is start-up, not measurement.")
-    timed = sum(p.get("timed", 0.0) for p in timed_runs)
-    start = [phases.startup_s(p) for p in timed_runs]
-    s.text(f"The study's units took {total:.0f} s; {timed:.1f} s of it ({timed / total:.1%}) were timed training "
-           f"steps ({len(timed_runs)} run(s)); the runs' start-up took {sum(start):.0f} s in all, "
-           f"{statistics.median(start):.1f} s per run (median).")
-    rows = [[name, statistics.median(p.get(name, 0.0) for p in timed_runs),
-             min(p.get(name, 0.0) for p in timed_runs), max(p.get(name, 0.0) for p in timed_runs)]
-            for name in (*phases.PHASES, "total") if any(name in p for p in timed_runs)]
-    s.table(["phase", "median s", "min s", "max s"], rows,
-            caption="one train run's wall time, phase by phase, over the study's train runs (fabricbench train "
-                    "--verbose shows one run's)")
