@@ -80,6 +80,13 @@ MISTAKES = [
      "applies to engine = \"torch\" only", 6),
     ("gloo without nprocs", lambda s: s.replace("nprocs = 2\n", ""), "need nprocs", 6),
     ("nprocs 0", lambda s: s.replace("nprocs = 2", "nprocs = 0"), "expected at least 1", 7),
+    # the ranges of the command-line options these keys feed, in their words, at parse time (--dry-run too)
+    ("nprocs past sweep's range", lambda s: s.replace("nprocs = 2", "nprocs = 100000"),
+     "outside 1 to 4,096, the range `fabricbench sweep --nprocs` takes", 7),
+    ("timeout past sweep's range", lambda s: s.replace("nprocs = 2", "nprocs = 2\ntimeout_s = 1e6"),
+     "outside [1, 604800] s, the range `fabricbench sweep --timeout` takes", 8),
+    ("unit timeout under a second", lambda s: s.replace("nprocs = 2", "nprocs = 2\nunit_timeout_s = 0.5"),
+     "outside [1, 604800] s", 8),
     ("unknown engine", lambda s: s.replace('"torch"', '"cuda"'), "expected one of native, torch", 5),
     ("bad transport family", lambda s: s + '\n[[check]]\nname = "tr"\nkind = "transport"\n'
                                            'expect = { default = "NVLINK" }\n', "not a transport family", 19),
@@ -106,6 +113,13 @@ def test_bad_spec_is_one_line_exit_2(tmp_path, capsys, what, make, expect, line)
     if line is not None:
         assert f"{p}:{line}:" in lines[0], lines[0]
     assert not (tmp_path / "q").exists(), "nothing may run or be written for a bad spec"
+
+
+def test_dry_run_refuses_what_the_run_would(tmp_path, capsys):
+    """`[run] nprocs = 100000` passed --dry-run (exit 0) and the run then ended 3: now both say it, exit 2."""
+    p = _write(tmp_path, GOOD.replace("nprocs = 2", "nprocs = 100000"))
+    code, out, err = _cli(["qualify", "--spec", str(p), "--dry-run"], capsys)
+    assert code == 2 and err.count("\n") == 1 and "the range `fabricbench sweep --nprocs` takes" in err, err
 
 
 def test_mistake_kinds_count():

@@ -258,6 +258,9 @@ class Field:
     at_least: float | None = None  # numbers: >= this
     at_most: float | None = None  # numbers: <= this (MAX_NUMBER bounds every number anyway)
     choices: tuple[str, ...] = ()
+    # the command-line option this key feeds (declare.Declared) and the command that has it: its range is
+    # checked when the spec is read, in its words, so that `qualify --dry-run` refuses what the run would
+    as_option: tuple[Any, str] | None = None
 
     def read(self, raw: Any) -> Any:
         reader, _ = READERS[self.type]
@@ -272,6 +275,12 @@ class Field:
             raise FieldError(f"expected at least {self.at_least:g}, got {raw!r}")
         if self.at_most is not None and v > self.at_most:
             raise FieldError(f"expected at most {self.at_most:g}, got {raw!r}")
+        if self.as_option is not None:
+            declared, command = self.as_option
+            why = declared.refusal(v)
+            if why is not None:
+                raise FieldError(f"{v!r} is {why}, the range `fabricbench {command} {declared.flag}` takes"
+                                 if why.startswith("outside") else f"expected {why}, got {raw!r}")
         return v
 
     @property

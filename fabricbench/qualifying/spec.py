@@ -39,8 +39,10 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
+from fabricbench.declare import of
 from fabricbench.errors import UsageError
 from fabricbench.fabrics.model import shown
+from fabricbench.measuring.config import SweepConfig
 from fabricbench.files import read_input
 from fabricbench.qualifying.checks import CHECKS
 from fabricbench.qualifying.checks.base import GRADING, Check, Invalid
@@ -60,12 +62,16 @@ RUN_FIELDS: dict[str, Field] = {
     "engine": Field("str", "native (compiled, NCCL; the default) or torch", default="native",
                     choices=("native", "torch")),
     "backend": Field("str", "torch engine: nccl or gloo", choices=("nccl", "gloo")),
-    "nprocs": Field("int", "ranks, one process each (torch engine; gloo ranks need it)", at_least=1),
-    "iters": Field("int", "timed iterations per size", default=20, at_least=1),
-    "warmup": Field("int", "untimed iterations per size", default=5, at_least=0),
-    "timeout_s": Field("number", "seconds before a hung collective is aborted", default=300.0, positive=True),
+    "nprocs": Field("int", "ranks, one process each (torch engine; gloo ranks need it)", at_least=1,
+                    as_option=(of(SweepConfig, "nprocs"), "sweep")),
+    "iters": Field("int", "timed iterations per size", default=20, at_least=1,
+                   as_option=(of(SweepConfig, "iters"), "sweep")),
+    "warmup": Field("int", "untimed iterations per size", default=5, at_least=0,
+                    as_option=(of(SweepConfig, "warmup"), "sweep")),
+    "timeout_s": Field("number", "seconds before a hung collective is aborted", default=300.0, positive=True,
+                       as_option=(of(SweepConfig, "timeout_s"), "sweep")),
     "unit_timeout_s": Field("number", "seconds one measuring child may take, start to end", default=1800.0,
-                            positive=True),
+                            positive=True, as_option=(of(SweepConfig, "timeout_s"), "sweep")),
     "retries": Field("int", "re-measure a missed check up to this many times (a check's own retries wins)",
                      default=0, at_least=0, at_most=10),
     "baseline_tolerance": Field("number", "--baseline: a figure worse by more than this fraction is a regression "
