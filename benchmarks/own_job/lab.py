@@ -1,0 +1,192 @@
+"""Your own job on another fabric: two plain PyTorch loops (ddp_loop.py, fsdp2_loop.py), each profiled once on
+the reference fabric, run under `fabricbench exec` on it and on shaped rates, and predicted from the trace by
+`fabricbench relate --trace` with the sweeps `fabricbench sweep --for-trace` measured on each fabric.
+
+    python3 benchmarks/own_job/lab.py --device cpu --ranks 2 --rates 2gbit,1gbit --out benchmarks/own_job/results/cpu
+    python3 benchmarks/own_job/lab.py --device cuda --ranks 3 --rates 4gbit,2gbit --out OUT      (3 gloo ranks, GPU 0)
+    python3 benchmarks/own_job/lab.py --summarize OUT                           (the figures again, nothing run)
+
+Per script, in this order:
+  1. exec --fabric default -- torchrun SCRIPT --profile OUT/prof/SCRIPT   (the reference's trace, one per rank)
+  2. --repeats rounds of: exec --fabric F -- torchrun SCRIPT --result OUT/runs/SCRIPT-F-R.json for F in default
+     and the rates (each round visits every fabric once, so slow drift of the host spreads over all of them);
+     the observed step is the script's own median over its timed steps (each step's slowest rank)
+  3. sweep --for-trace OUT/prof/SCRIPT --fabric F --out OUT/sweeps/SCRIPT.jsonl for every F
+  4. relate --trace OUT/prof/SCRIPT OUT/sweeps/SCRIPT.jsonl --reference default --json (and its table)
+
+A point is one run on a shaped rate. Its prediction is the reference's observed step (the median of the
+default runs' medians, unprofiled like the point itself) times relate's predicted slowdown of that fabric,
+and its interval the same product of the slowdown's 95% interval: the profiler's own cost inflates the
+trace's steps (record_shapes), and a user's question is what the fabric does to the job they run without it.
+relate's own predicted_step_s (built on the profiled steps) is printed beside it. Residual = predicted /
+observed - 1. The bar: median |residual| <= 5%, largest <= 10%, coverage of the intervals >= 80%, >= 8 points.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+SCRIPTS = {"ddp": HERE / "ddp_loop.py", "fsdp2": HERE / "fsdp2_loop.py"}
+BAR = {"median": 0.05, "largest": 0.10, "coverage": 0.80, "points": 8}
+FB = [sys.executable, "-m", "fabricbench"]
+
+
+def log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def run(argv: list[str], logfile: Path, timeout_s: float) -> int:
+    logfile.parent.mkdir(parents=True, exist_ok=True)
+    t0 = time.monotonic()
+    with open(logfile, "a") as fh:
+        fh.write("$ " + " ".join(argv) + "\n")
+        fh.flush()
+        rc = subprocess.run(argv, stdout=fh, stderr=subprocess.STDOUT, timeout=timeout_s).returncode
+    log(f"rc {rc} in {time.monotonic() - t0:.1f} s: {' '.join(a if len(a) < 60 else '...' + a[-40:] for a in argv)}")
+    return rc
+
+
+def job(args, script: str, extra: list[str]) -> list[str]:
+    return [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(args.ranks),
+            str(SCRIPTS[script]), "--device", args.device, "--steps", str(args.steps), "--warmup", str(args.warmup),
+            *args.model_args.split(), *extra]
+
+
+def fabrics(args) -> list[str]:
+    return ["default", *[f"shaped:{r}" for r in args.rates.split(",")]]
+
+
+def tag(fabric: str) -> str:
+    return fabric.replace(":", "-")
+
+
+def measure(args, out: Path) -> None:
+    logs = out / "logs"
+    for script in args.scripts.split(","):
+        prof = out / "prof" / script
+        run([*FB, "exec", "--fabric", "default", "--timeout", str(args.job_timeout), "--out", str(out / "exec.jsonl"),
+             "--", *job(args, script, ["--profile", str(prof), "--result", str(out / "runs" / f"{script}-profile.json")])],
+            logs / f"{script}-profile.log", args.job_timeout + 30)
+        for r in range(1, args.repeats + 1):
+            for f in fabrics(args):
+                res = out / "runs" / f"{script}-{tag(f)}-{r}.json"
+                run([*FB, "exec", "--fabric", f, "--timeout", str(args.job_timeout), "--out", str(out / "exec.jsonl"),
+                     "--", *job(args, script, ["--result", str(res)])], logs / f"{script}-{tag(f)}-{r}.log",
+                    args.job_timeout + 30)
+        for f in fabrics(args):
+            run([*FB, "sweep", "--for-trace", str(prof), "--fabric", f, "--out", str(out / "sweeps" / f"{script}.jsonl")],
+                logs / f"{script}-sweep-{tag(f)}.log", 600)
+        relate(out, script)
+
+
+def relate(out: Path, script: str) -> None:
+    base = [*FB, "relate", "--trace", str(out / "prof" / script), str(out / "sweeps" / f"{script}.jsonl"),
+            "--reference", "default"]
+    with open(out / f"relate-{script}.json", "w") as fh:
+        subprocess.run([*base, "--json"], stdout=fh, stderr=subprocess.DEVNULL, timeout=300,
+                       env={**os.environ, "COLUMNS": "250"})
+    with open(out / f"relate-{script}.txt", "w") as fh:
+        subprocess.run(base, stdout=fh, stderr=subprocess.STDOUT, timeout=300, env={**os.environ, "COLUMNS": "250"})
+
+
+def _median_of(paths: list[Path]) -> list[float]:
+    return [json.loads(p.read_text())["median_step_s"] for p in paths if p.exists()]
+
+
+def summarize(out: Path) -> dict:
+    points, lines = [], []
+    lines.append(f"{'script':7} {'fabric':14} {'run':>3} {'observed':>10} {'predicted [95% CI]':>30} {'residual':>9} "
+                 f"{'in CI':>6} {'relate step':>12}")
+    notes = []
+    for rel in sorted(out.glob("relate-*.json")):
+        script = rel.stem.split("-", 1)[1]
+        try:
+            doc = json.loads(rel.read_text())
+        except json.JSONDecodeError:
+            notes.append(f"{script}: relate wrote no JSON (see relate-{script}.txt)")
+            continue
+        rows = {r["fabric"]: r for r in doc.get("rows", [])}
+        ref = _median_of(sorted((out / "runs").glob(f"{script}-default-*.json")))
+        if not ref:
+            notes.append(f"{script}: no run on the reference finished")
+            continue
+        obs_ref = statistics.median(ref)
+        lines.append(f"{script:7} {'default':14} {'ref':>3} {obs_ref * 1e3:9.1f}ms  (median of {len(ref)} runs: "
+                     + ", ".join(f"{x * 1e3:.1f}" for x in ref) + " ms)")
+        for fabric, row in rows.items():
+            if fabric == "default":
+                continue
+            slow, ci = row.get("predicted_slowdown"), row.get("predicted_slowdown_ci95") or [None, None]
+            for res in sorted((out / "runs").glob(f"{script}-{tag(fabric)}-*.json")):
+                obs = json.loads(res.read_text())["median_step_s"]
+                pred = obs_ref * slow
+                lo, hi = (obs_ref * ci[0], obs_ref * ci[1]) if None not in ci else (None, None)
+                resid = pred / obs - 1
+                inside = lo is not None and lo <= obs <= hi
+                points.append({"script": script, "fabric": fabric, "run": res.stem.rsplit("-", 1)[1],
+                               "observed_s": obs, "predicted_s": pred, "ci95_s": [lo, hi], "residual": resid,
+                               "inside": inside, "relate_predicted_step_s": row.get("predicted_step_s"),
+                               "predicted_slowdown": slow, "flags": row.get("flags")})
+                cis = f"[{lo * 1e3:.1f}-{hi * 1e3:.1f}]" if lo is not None else "[-]"
+                lines.append(f"{script:7} {fabric:14} {points[-1]['run']:>3} {obs * 1e3:9.1f}ms {pred * 1e3:9.1f}ms "
+                             f"{cis:>20} {resid:+8.1%} {'yes' if inside else 'no':>6} "
+                             f"{(row.get('predicted_step_s') or 0) * 1e3:10.1f}ms")
+    summary = {"points": len(points)}
+    if points:
+        errs = [abs(p["residual"]) for p in points]
+        summary.update({"median_abs": statistics.median(errs), "largest_abs": max(errs),
+                        "coverage": sum(p["inside"] for p in points) / len(points)})
+        ok = (summary["points"] >= BAR["points"] and summary["median_abs"] <= BAR["median"]
+              and summary["largest_abs"] <= BAR["largest"] and summary["coverage"] >= BAR["coverage"])
+        summary["verdict"] = "meets the bar" if ok else "misses the bar"
+        lines.append("")
+        lines.append(f"{len(points)} points: median |error| {summary['median_abs']:.1%} (bar {BAR['median']:.0%}), "
+                     f"largest {summary['largest_abs']:.1%} (bar {BAR['largest']:.0%}), coverage "
+                     f"{summary['coverage']:.0%} (bar {BAR['coverage']:.0%}), at least {BAR['points']} points: "
+                     f"{summary['verdict']}")
+    lines += [f"note: {n}" for n in notes]
+    text = "\n".join(lines)
+    print(text)
+    (out / "summary.txt").write_text(text + "\n")
+    (out / "points.json").write_text(json.dumps({"summary": summary, "points": points}, indent=2) + "\n")
+    return summary
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    ap.add_argument("--ranks", type=int, default=2)
+    ap.add_argument("--rates", default="2gbit,1gbit", help="shaped rates, comma-separated")
+    ap.add_argument("--repeats", type=int, default=2, help="runs per fabric (each a point on a shaped rate)")
+    ap.add_argument("--scripts", default="ddp,fsdp2")
+    ap.add_argument("--steps", type=int, default=15)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--model-args", default="", help="passed to each script, e.g. '--dim 128 --layers 2'")
+    ap.add_argument("--job-timeout", type=int, default=240, help="exec --timeout of each run")
+    ap.add_argument("--out", type=Path, help="folder for everything the lab writes")
+    ap.add_argument("--summarize", type=Path, default=None, help="only print the figures of this folder")
+    args = ap.parse_args()
+    if args.summarize:
+        summarize(args.summarize)
+        return
+    if args.out is None:
+        ap.error("--out is required unless --summarize")
+    for sub in ("runs", "prof", "sweeps", "logs"):
+        (args.out / sub).mkdir(parents=True, exist_ok=True)
+    (args.out / "lab.json").write_text(json.dumps({k: str(v) for k, v in vars(args).items()}, indent=2) + "\n")
+    t0 = time.monotonic()
+    measure(args, args.out)
+    summarize(args.out)
+    log(f"lab took {time.monotonic() - t0:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
