@@ -276,9 +276,10 @@ def test_fabricbench_help_does_not_import_torch():
 
     commands = {target.partition(":")[0] for target, _ in COMMANDS.values()}
     assert not imported & commands, "--help loaded a command module"
-    # the option types and the hint mapping load with the group (light: click and the standard library)
+    # the option types, the hint mapping and the closed-pipe sink load with the group (light: click and the
+    # standard library)
     light = {"fabricbench.cli.types", "fabricbench.cli.option_type", "fabricbench.cli.path_types",
-             "fabricbench.cli.hints"}
+             "fabricbench.cli.hints", "fabricbench.cli.pipes"}
     assert {m for m in imported if m.startswith("fabricbench.cli.")} <= light
 
 
