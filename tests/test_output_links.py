@@ -167,3 +167,22 @@ def test_a_link_given_as_a_study_folder_is_refused_before_anything_runs(tmp_path
     code, _, err = run(["study", "--device", "cpu", "--nprocs", "2", "--model", "tiny-mistral", "--out",
                         str(tmp_path / "st")], tmp_path)
     assert code == 2 and "symbolic link" in err and os.listdir(real) == []
+
+
+def test_a_spec_name_is_escaped_in_every_output(tmp_path, guarded):
+    """A spec `name` with a newline, a heading and <script> stays text in report.md as in the HTML report,
+    JUnit and Prometheus."""
+    spec = ROOT / "tests" / "data" / "qualify" / "gloo_e2e.toml"
+    evil = tmp_path / "evil.toml"
+    evil.write_text(spec.read_text().replace('name = "gloo-e2e"', 'name = "x\\n# owned\\n<script>alert(1)</script>"'))
+    out = tmp_path / "q"
+    code, _, err = run(["qualify", "--spec", str(evil), "--from", str(UNITS / "sweep_default.jsonl"), "--out",
+                        str(out), "--prometheus", str(tmp_path / "q.prom"), "--quiet"], tmp_path)
+    assert code in (0, 3, 4, 5) and "Traceback" not in err, err
+    md = (out / "report.md").read_text()
+    assert "<script" not in md and not any(line.startswith("# owned") for line in md.splitlines())
+    assert md.splitlines()[0].startswith("# Qualification: x # owned &lt;script&gt;")
+    for name in ("report.html", "junit.xml"):
+        assert "<script" not in (out / name).read_text(), name
+    prom = (tmp_path / "q.prom").read_text().splitlines()  # its format escapes the newline inside a label
+    assert prom and all(line.startswith(("# HELP", "# TYPE", "fabricbench_")) for line in prom)

@@ -164,21 +164,24 @@ class Document:
     def markdown(self, fig_dir: Path | None = None, *, save: Any = None) -> str:
         """The document as markdown; each figure is saved by `save(name, png)` in `fig_dir` (not at all
         without it): Document.write passes one that writes through its folder's descriptor."""
-        lines = [f"# {self.title}", ""]
+        m = _md_inline
+        lines = [f"# {m(self.title)}", ""]
         if self.subtitle:
-            lines += [f"_{self.subtitle}_", ""]
+            lines += [f"_{m(self.subtitle)}_", ""]
         n_fig = 0
         for s in self.sections:
-            lines += [f"## {s.title}", ""]
+            lines += [f"## {m(s.title)}", ""]
             if s.intro:
-                lines += [s.intro, ""]
+                lines += [m(s.intro), ""]
             for b in s.blocks:
                 if b.kind == "text":
-                    lines += [b.data["text"], ""]
+                    lines += [m(b.data["text"]), ""]
                 elif b.kind == "bullets":
-                    lines += [f"- {i}" for i in b.data["items"]] + [""]
+                    lines += [f"- {m(i)}" for i in b.data["items"]] + [""]
                 elif b.kind == "code":
-                    lines += ["```", b.data["text"].rstrip("\n"), "```", ""]
+                    text = b.data["text"].rstrip("\n")
+                    fence = "`" * max(3, 1 + max((len(r) for r in re.findall(r"`+", text)), default=0))
+                    lines += [fence, text, fence, ""]  # a fence longer than any run of backticks inside
                 elif b.kind == "table":
                     lines += _md_table(b.data)
                 elif b.kind == "figure":
@@ -187,7 +190,7 @@ class Document:
                         name = f"fig{n_fig:02d}.png"
                         save(name, b.data["png"])
                         lines += [f"![{_md_escape(b.data['caption'])}]({fig_dir.name}/{name})", ""]
-                    lines += [f"*Figure {n_fig}: {b.data['caption']}*", ""]
+                    lines += [f"*Figure {n_fig}: {m(b.data['caption'])}*", ""]
         return "\n".join(lines).rstrip() + "\n"
 
     # -- HTML ---------------------------------------------------------------------------------------
@@ -256,14 +259,23 @@ class _Figures:
                 raise OutputError(f"{self.d.path / self.name / name}: write failed ({e.strerror})") from None
 
 
+def _md_inline(text: str) -> str:
+    """Text as one markdown paragraph that stays text: a name from a spec or a file (one holding a newline,
+    a leading `#` or `<script>`) must not start a heading or a block quote, nor become raw HTML, which a
+    markdown viewer renders (the HTML report, JUnit and Prometheus escape the same names their own way).
+    Markdown's own marks (**, `) stay: the report's own text uses them."""
+    text = " ".join(str(text).splitlines()).replace("<", "&lt;").replace(">", "&gt;")
+    return "\\" + text if text.startswith(("#", "=")) else text
+
+
 def _md_escape(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    return _md_inline(text).replace("|", "\\|")
 
 
 def _md_table(t: dict[str, Any]) -> list[str]:
     lines = []
     if t["caption"]:
-        lines += [f"**{t['caption']}**", ""]
+        lines += [f"**{_md_inline(t['caption'])}**", ""]
     lines.append("| " + " | ".join(_md_escape(h) for h in t["headers"]) + " |")
     lines.append("|" + "|".join(":--" if i == 0 else "--:" for i in range(len(t["headers"]))) + "|")
     lines += ["| " + " | ".join(_md_escape(c) for c in row) + " |" for row in t["rows"]]
