@@ -36,6 +36,7 @@ from fabricbench.files import dumps, refuse_collisions, write_text_atomic
 from fabricbench.outputs import folder
 from fabricbench.measuring.runner import new_run_id
 from fabricbench.progress import Progress
+from fabricbench.qualifying import busy
 from fabricbench.qualifying.checks import CHECKS
 from fabricbench.qualifying.checks.base import retries_of
 from fabricbench.qualifying.codes import CODES, action_for
@@ -52,6 +53,7 @@ from fabricbench.qualifying.report import write_report
 from fabricbench.qualifying.spec import DEFAULT_LEVEL, Spec, SpecError, load_spec, parse_spec
 from fabricbench.qualifying.verdict import (SEVERITIES, STATUSES, Policy, Verdict, attempt_record, combine, error,
                                             NO_GPU, exit_code, flaky, outcome, waived, worst)
+from fabricbench.qualifying.verdict import busy as verdict_busy
 from fabricbench.results import records as results_records
 from fabricbench.results.schema import header
 from fabricbench.results.status import Severity, Status
@@ -179,6 +181,9 @@ def qualify(spec: Spec | str | os.PathLike, *, out: str | os.PathLike | None = N
                 verdicts.append(_judge(c, CHECKS.get(c.kind), ctx, distributed, said))
                 bar.advance(item=f"{c.name} {verdicts[-1].status}")
         verdicts += getattr(ctx, "health_verdicts", list)()  # --from: imported DCGM and NCCL RAS (health.py)
+        loaded = busy.note(ctx._units.values())  # said as every measuring command says it
+        if loaded:
+            notes.append(loaded)
         for v in verdicts:  # advice that fits where the figures came from: a CPU's ranks, a file
             if v.action:
                 v.action = action_for(CODES.get(v.code), cpu=spec.run.cpu_ranks,
@@ -279,17 +284,37 @@ def _judge(check, kind, ctx, distributed: bool, echo) -> Verdict:
         tries.append(_judge_once(check, kind, ctx, distributed, echo, policy))
         if tries[-1].status != Status.FAIL:
             break
+    loaded = busy.note(ctx.used)
+    quiet = False
+    if tries[-1].status == Status.FAIL and loaded and kind.measures and not ctx.offline and not distributed:
+        # a miss on a busy host is the other jobs' as much as the node's: once more, when the load passes
+        # (not under torchrun, where every rank would have to wait alike)
+        if busy.wait_for_quiet(check.name, echo=echo):
+            ctx.retry(len(tries))
+            tries.append(_judge_once(check, kind, ctx, distributed, echo, policy))
+            quiet = True
+            loaded = busy.note(ctx.used)
     ctx.retry(0)  # later checks share the first attempt's units again
     v = tries[-1]
     v.attempts = [attempt_record(n + 1, t) for n, t in enumerate(tries)]
     v.duration_s = sum(t.duration_s for t in tries)
-    if len(tries) > 1 and v.status == Status.PASS:
+    v.busy_host = loaded
+    if v.status == Status.FAIL and loaded and kind.measures:
+        why = ("its figures were measured on a busy host" if ctx.offline else
+               "measured once: the ranks of a launch do not wait for the load" if distributed else
+               "missed again when measured after a quiet spell" if quiet else "the host stayed busy: no quiet retry")
+        verdict_busy(v, loaded, why=why)
+    elif quiet and v.status == Status.PASS:  # the misses were the load's: the quiet figure is the node's
+        v.reason = (f"passed when measured again on a quiet host, after {len(tries) - 1} miss(es) on a busy one: "
+                    + "; ".join(t.message() for t in tries[:-1]))
+    elif len(tries) > 1 and v.status == Status.PASS:
         flaky(v, tries[:-1])
     return v
 
 
 def _judge_once(check, kind, ctx, distributed: bool, echo, policy: Policy) -> Verdict:
     t0 = time.monotonic()
+    ctx.used = []  # the units this attempt reads (busy.note asks whether the host was busy for them)
     if distributed and kind.scope != "collective":
         return combine(check.name, check.kind, [waived(check.kind, "runs per node: a torchrun/srun launch "
                                                                    "qualifies collectives across nodes only")],

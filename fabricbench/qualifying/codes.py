@@ -45,6 +45,10 @@ _ROWS = [
     Code(code="FB_FLAKY", kind="*", criterion="*", meaning="the check missed, then passed on a retry",
          action="the node is usable; rerun with --level 3 at a quiet time, and watch the figure in the "
                 "fleet view (a node that is flaky twice in a week goes to a hardware ticket)"),
+    Code(code="FB_BUSY_HOST", kind="*", criterion="*",
+         meaning="the check missed while other processes loaded the host, and no quiet attempt settled it",
+         action="the figure is the other jobs' as much as the node's: rerun the check with --only NAME when "
+                "the host is quiet (the row names the busiest processes)"),
     Code(code="FB_FAIL", kind="*", criterion="*", meaning="a criterion without a code of its own missed",
          action="read the verdict's items in verdicts.json; " + DRAIN + " if the severity is critical"),
     # -- topology -------------------------------------------------------------------------------------

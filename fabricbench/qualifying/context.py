@@ -67,7 +67,21 @@ class SweepUnit:
         return self.run.nprocs if self.run.engine == "torch" else None
 
 
+def noted(measure: Callable[..., UnitResult]) -> Callable[..., UnitResult]:
+    """A measurement that joins `used`: the units the check being judged read (api._judge asks whether
+    the host was busy while they measured)."""
+    def wrapper(self, *args: Any, **kw: Any) -> UnitResult:
+        res = measure(self, *args, **kw)
+        self.used.append(res)
+        return res
+
+    wrapper.__doc__ = measure.__doc__
+    return wrapper
+
+
 class Context:
+    offline = False  # recorded results (offline.OfflineContext) measure nothing: no retry can be quieter
+
     def __init__(self, spec: Spec, *, writer, run_id: str, topo_file: str | None = None,
                  previous: list[dict[str, Any]] | None = None, echo: Callable[[str], None] | None = None) -> None:
         self.spec = spec
@@ -80,6 +94,7 @@ class Context:
         self._topo: Any = ...
         self._previous = _closed_units(previous or [])
         self.attempt = 0  # a retry (api._judge) measures afresh: its units get keys of their own
+        self.used: list[UnitResult] = []  # the units read since the judge of one check began (noted)
         self.distributed = "RANK" in os.environ and "WORLD_SIZE" in os.environ
         self.rank = int(os.environ.get("RANK", "0")) if self.distributed else 0
 
@@ -140,6 +155,7 @@ class Context:
     def _fresh(self, key: str) -> str:
         return key if not self.attempt else f"{key}-try{self.attempt + 1}"
 
+    @noted
     def sweep(self, unit: SweepUnit) -> UnitResult:
         key = self._fresh(unit.key)
         if key in self._units:
@@ -155,6 +171,7 @@ class Context:
                               on_record=lambda rec: self._write(rec, key))
         return self._keep(res)
 
+    @noted
     def copies(self, gpus: tuple[int, ...], size: int, *, peers: bool, host: bool) -> UnitResult:
         job = CopyJob(gpus=",".join(map(str, gpus)), size=format_size(size), iters=self.run.iters,
                       warmup=self.run.warmup, no_peer=not peers, no_host=not host)
@@ -166,6 +183,7 @@ class Context:
         self.echo(f"measuring: p2p {' '.join(job.argv())}")
         return self._keep(children.run_command(job, key=key, kind="copy", wall_timeout_s=self.run.unit_timeout_s))
 
+    @noted
     def train(self, job: TrainJob) -> UnitResult:
         args = job.argv()
         key = self._fresh(job_key(job))

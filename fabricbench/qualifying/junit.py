@@ -69,7 +69,8 @@ def _case(v: Verdict) -> Case:
     message = xml_text(v.message())
     c = Case(name=v.check, classname=f"qualify.{v.kind}", time=f"{v.duration_s:.3f}",
              properties={"severity": v.severity, "code": v.code, "action": v.action,
-                         "attempts": str(len(v.attempts) or 1)})
+                         "attempts": str(len(v.attempts) or 1),
+                         **({"busy_host": v.busy_host} if v.busy_host else {})})
     if v.severity in _FAILURES and v.status != Status.PASS:
         c.outcome, c.message, c.type = "failure", message, v.severity
         c.body = body + (f"\naction: {xml_text(v.action)}" if v.action else "")

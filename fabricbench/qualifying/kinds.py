@@ -23,7 +23,7 @@ def _severity(rec: dict[str, Any]) -> str | None:
 register_kind("verdict", {
     "check!": str, "check_kind": str, "status!": str, "severity": str, "code": str, "criterion": str,
     "subject": str, "reason": str, "unit": str, "sense": str, "headroom": NUM, "duration_s": DURATION,
-    "action": str, "items": [{"criterion!": str, "status!": str}], "attempts": [dict],
+    "action": str, "items": [{"criterion!": str, "status!": str}], "attempts": [dict], "busy_host": str,
 }, statuses=frozenset({Status.PASS, Status.FAIL, Status.WAIVED, Status.ERROR}), check=_severity)
 register_kind("qualify_unit", {
     "key!": str, "status": str, "error": str, "waived": str, "transport": str, "transport_mismatch": str,

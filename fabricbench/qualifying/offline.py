@@ -16,7 +16,7 @@ from typing import Any
 from fabricbench.jobs.configs import CopyJob, TrainJob, job_key
 from fabricbench.qualifying import health
 from fabricbench.qualifying.checks.common import READ_AT
-from fabricbench.qualifying.context import Context, SweepUnit, UnitResult
+from fabricbench.qualifying.context import Context, SweepUnit, UnitResult, noted
 
 # Check kinds that read collective or copy records; the others need a machine or a run (waived).
 JUDGED = ("collective", "correctness", "transport", "p2p", "host_copy", "nccl_diag")
@@ -64,12 +64,14 @@ class OfflineContext(Context):
                         f"only)")
         return [None], None
 
+    @noted
     def sweep(self, unit: SweepUnit) -> UnitResult:
         key = unit.key
         if key not in self._units:
             self._units[key] = self._answer(unit, key)
         return self._units[key]
 
+    @noted
     def copies(self, gpus: tuple[int, ...], size: int, *, peers: bool, host: bool) -> UnitResult:
         key = job_key(CopyJob(gpus=",".join(map(str, gpus)), size=str(size), no_peer=not peers, no_host=not host))
         if key not in self._units:
@@ -80,6 +82,7 @@ class OfflineContext(Context):
                                           waived=None if recs else f"no copy record in {self.source}")
         return self._units[key]
 
+    @noted
     def train(self, job: TrainJob) -> UnitResult:
         return UnitResult(key=job_key(job), waived=self.skip_reason("train"), reused=True)
 

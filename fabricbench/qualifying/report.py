@@ -118,6 +118,8 @@ def write_report(res: "QualifyResult", out: Path) -> dict[str, str]:
         d.text(f"**{v.check}** ({v.kind}): {v.status}, {v.severity}" + (f" — {v.description}" if v.description
                                                                           else "")
                + (f" Threshold source: {v.source}." if v.source else ""))
+        if v.busy_host:
+            d.text(f"Busy host while it measured: {v.busy_host}.")
         if len(v.attempts) > 1:
             d.text("Attempts: " + "; ".join(f"{a['attempt']}: {a['status']} ({a['message']})" for a in v.attempts))
         d.table(["criterion", "subject", "status", "measured", "threshold", "headroom", "note"],

@@ -169,6 +169,9 @@ class Verdict:
     action: str = ""
     source: str | None = None  # where the check's threshold comes from (the spec's `source`)
     attempts: list[dict[str, Any]] = field(default_factory=list)  # every try: status, severity, measured
+    # other processes loaded the host while the check measured (hostload.records_note): its figure is
+    # theirs as much as the node's
+    busy_host: str | None = None
 
     KIND: ClassVar[str] = "verdict"  # its record kind (results/records.py reads it typed: Records.typed)
 
@@ -287,6 +290,17 @@ def flaky(v: Verdict, misses: list[Verdict]) -> Verdict:
     v.action = code.action
     v.reason = f"passed on attempt {len(misses) + 1} after {len(misses)} miss(es): " + "; ".join(
         m.message() for m in misses)
+    return v
+
+
+def busy(v: Verdict, note: str, *, why: str) -> Verdict:
+    """A miss on a busy host that no quiet attempt settled (`why` says how): unknown (FB_BUSY_HOST), never
+    critical on the load alone; the miss's numbers stay in its items and attempts."""
+    code = CODES.get("FB_BUSY_HOST")
+    miss = v.message()
+    v.busy_host = note
+    v.status, v.severity, v.code, v.action = Status.ERROR, Severity.UNKNOWN, code.code, code.action
+    v.reason = f"busy host ({why}): {note}; the miss: {miss}"
     return v
 
 
