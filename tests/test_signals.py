@@ -87,3 +87,38 @@ def test_a_command_hung_up_exits_129_with_one_line_and_its_temp_folder_gone(tmp_
     assert r.returncode == 129 and len(lines) == 1 and lines[0].startswith("Hung up (SIGHUP)"), r.stderr
     made = r.stdout.strip()
     assert made and not os.path.exists(made)
+
+
+def test_train_interrupted_mid_run_writes_the_runs_finished_steps(tmp_path, monkeypatch):
+    """The running run's steps (from its ranks' files) are written as an 'interrupted' record, after the
+    records of the runs before it, and the line says so."""
+    from fabricbench.results import ResultWriter
+    from fabricbench.training import join, launch
+    from fabricbench.training.launch import TrainConfig
+
+    config = TrainConfig(strategies=["ddp", "fsdp"], model="tiny-mistral", device="cpu", nprocs=2, steps=10,
+                         warmup_steps=1, repeats=1).validate()
+    ranks = [{"rank": r, "status": "running", "step_times_s": [0.5, 0.2, 0.3 + r], "losses": [3.0, 2.5, 2.1]}
+             for r in (0, 1)]
+
+    def fake(config, name, resolved, psi, **kw):
+        body = launch._base_body(config, name, resolved, psi)
+        if name == "ddp":
+            return {**body, "status": "ok", "step_times_s": [0.1] * 10, "steps_completed": 10}
+        e = procs.HungUp()
+        e.partial = {**body, **join.interrupted(config, ranks, by=procs.said_by(e))}
+        raise e
+
+    monkeypatch.setattr(launch, "run_strategy", fake)
+    out = tmp_path / "t.jsonl"
+    with pytest.raises(procs.HungUp) as e, ResultWriter(out) as writer:
+        launch.run(config, writer, quiet=True)
+    import json
+    recs = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [(r["strategy"], r["status"]) for r in recs] == [("ddp", "ok"), ("fsdp", "interrupted")]
+    cut = recs[1]
+    assert cut["steps_completed"] == 3 and cut["step_times_s"] == [0.5, 0.2, 1.3]  # the slowest rank per step
+    assert "stopped by SIGHUP after 3 of 10 steps" in cut["message"]
+    said = procs.message(e.value)
+    assert said.startswith("Hung up (SIGHUP)") and "fsdp's run stopped after 3 of 10 steps" in said
+    assert str(out) in said and "1 run(s) before it" in said
