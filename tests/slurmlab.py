@@ -149,3 +149,12 @@ def steps_under(folder: Path) -> int:
         except (OSError, ValueError):
             pass
     return most
+
+
+def alive(pid: int) -> bool:
+    """Running, sleeping or stopped; a zombie (dead, not yet reaped) counts as gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
