@@ -177,3 +177,17 @@ def test_batch_picker_is_stable_across_identical_probes():
         new = [0.2 / 1.08 * math.exp(rng.gauss(0, 0.02)) for _ in range(6)]
         doubled += decide(prev, 16, new, 32, 0.10)["verdict"] == "double"
     assert doubled <= 300 * 0.025 + 5
+
+
+@pytest.mark.parametrize("ratio, ci, verdict, said", [
+    (1.199, (0.781, 1.84), "undecided", "ddp/fsdp 1.20× [0.78×, 1.84×]"),  # was "+19.9% [-21.9%, 1.84×]"
+    (1.199, (0.9, 1.3), "undecided", "ddp/fsdp +19.9% [-10.0%, +30.0%]"),
+    (1.45, (1.2, 1.6), "faster", "ddp is 1.45× faster than fsdp [1.20×, 1.60×]"),  # was "45.0% ... [1.20×"
+    (1.2, (1.1, 1.3), "faster", "ddp is 20.0% faster than fsdp [10.0%, 30.0%]"),
+])
+def test_a_ratio_and_its_interval_share_one_unit(ratio, ci, verdict, said):
+    from fabricbench.measuring.comparison import Comparison
+
+    cm = Comparison(a="ddp", b="fsdp", fabric="default", metric="samples_per_s", ratio=ratio, ci95=ci,
+                    verdict=verdict, rounds=5, paired=True, method="paired t")
+    assert said in cm.text()

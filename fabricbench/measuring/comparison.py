@@ -168,33 +168,38 @@ class Comparison:
             return (f"{who}{self.a} against {self.b}: undecided, {self.a}/{self.b} {_pct(self.ratio)} "
                     f"({self.note or 'no interval'})")
         lo, hi = self.ci95
+        times = _in_times(self.ratio, lo, hi)  # one unit for the figure and its interval
         if self.verdict == "faster":
-            return f"{who}{self.a} is {_lead(self.ratio)} faster than {self.b} [{_span(lo, hi)}] ({n})"
+            return (f"{who}{self.a} is {_ratio(self.ratio, times, signed=False)} faster than {self.b} "
+                    f"[{_ratio(lo, times, signed=False)}, {_ratio(hi, times, signed=False)}] ({n})")
         if self.verdict == "equivalent":
             return (f"{who}{self.a} and {self.b} are equivalent within ±{self.margin:.0%} "
-                    f"[{_pct(lo)}, {_pct(hi)}] ({n})")
+                    f"[{_ratio(lo, times)}, {_ratio(hi, times)}] ({n})")
         more = ""
         if self.rounds_needed is not None:
             more = (f"; about {self.rounds_needed} rounds would settle it" if self.rounds_needed <= MAX_ROUNDS_GUESS
                     else f"; more than {MAX_ROUNDS_GUESS} rounds would be needed")
         why = f"{self.note}; " if self.note else ""
-        return (f"{who}{self.a} against {self.b}: undecided, {self.a}/{self.b} {_pct(self.ratio)} "
-                f"[{_pct(lo)}, {_pct(hi)}] ({why}{n}{more})")
+        return (f"{who}{self.a} against {self.b}: undecided, {self.a}/{self.b} {_ratio(self.ratio, times)} "
+                f"[{_ratio(lo, times)}, {_ratio(hi, times)}] ({why}{n}{more})")
+
+
+def _in_times(*rs: float) -> bool:
+    """A ratio and its interval are said as × when any of them lies beyond 1.5× either way, else all as %:
+    one unit for the three ("+19.9% [-21.9%, 1.84×]" read as three scales)."""
+    return any(r >= 1.5 or r <= 1 / 1.5 for r in rs)
+
+
+def _ratio(r: float, times: bool, *, signed: bool = True) -> str:
+    """1.034 -> "+3.4%" (or "3.4%" unsigned), or "1.03×" where `times`."""
+    if times:
+        return f"{r:.2f}×"
+    return f"{(r - 1) * 100:+.1f}%" if signed else f"{(r - 1) * 100:.1f}%"
 
 
 def _pct(r: float) -> str:
-    """1.034 -> "+3.4%"; above 1.5 or below 1/1.5, as "2.10×"."""
-    return f"{r:.2f}×" if (r >= 1.5 or r <= 1 / 1.5) else f"{(r - 1) * 100:+.1f}%"
-
-
-def _lead(r: float) -> str:
-    return f"{r:.2f}×" if r >= 1.5 else f"{(r - 1) * 100:.1f}%"
-
-
-def _span(lo: float, hi: float) -> str:
-    if hi >= 1.5:
-        return f"{lo:.2f}×, {hi:.2f}×"
-    return f"{(lo - 1) * 100:.1f}%, {(hi - 1) * 100:.1f}%"
+    """1.034 -> "+3.4%"; above 1.5 or below 1/1.5, as "2.10×" (a ratio said alone)."""
+    return _ratio(r, _in_times(r))
 
 
 def judge(ci: tuple[float, float], margin: float = MARGIN) -> str:
