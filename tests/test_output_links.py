@@ -186,3 +186,16 @@ def test_a_spec_name_is_escaped_in_every_output(tmp_path, guarded):
         assert "<script" not in (out / name).read_text(), name
     prom = (tmp_path / "q.prom").read_text().splitlines()  # its format escapes the newline inside a label
     assert prom and all(line.startswith(("# HELP", "# TYPE", "fabricbench_")) for line in prom)
+
+
+def test_the_namespace_lock_in_a_shared_folder_is_not_opened_through_a_link(tmp_path, monkeypatch):
+    """A root start opens a host-wide lock file in /run/lock or /tmp, where another user may plant a link:
+    it goes on without the lock rather than create or open the link's target."""
+    from fabricbench.fabrics import shaped
+
+    target = tmp_path / "etc-nologin"
+    (tmp_path / "fabricbench-netns.lock").symlink_to(target)
+    monkeypatch.setattr(shaped, "LOCK", str(tmp_path / "fabricbench-netns.lock"))
+    with shaped.reaping_lock(wait_s=0.1) as got:
+        assert got is False
+    assert not target.exists()

@@ -39,6 +39,7 @@ from typing import Iterator
 
 from fabricbench.errors import FabricWaived, UsageError
 from fabricbench.fabrics.model import Fabric, FabricFamily
+from fabricbench.outputs import open_output
 
 PREFIX = "fb-"
 # tc's kb: kilobytes of 1024 B. Large enough for a 10 gbit rate at the kernel's timer resolution, and no
@@ -187,9 +188,9 @@ def reaping_lock(wait_s: float | None = None) -> Iterator[bool]:
         finally:
             _holding.depth -= 1
         return
-    try:
-        fh = open(LOCK, "a")
-    except OSError:
+    try:  # a host-wide file in a shared folder, opened as root: never through a link someone planted there
+        fh = open_output(LOCK, "a", what="namespace lock")
+    except (OSError, UsageError):
         yield False
         return
     with fh:
