@@ -365,7 +365,7 @@ def test_cli_table_and_plot(lab_files, tmp_path, capsys):
     (["relate", "{sweeps}", "{train}", "--reference", "nope"], "unknown reference fabric 'nope'"),
     (["relate", "{sweeps}", "{train}", "--plot", "{tmp}/no/such/dir/x.png"], "--plot"),
     (["relate", "{sweeps}", "{train}", "--plot", "{tmp}/x.svg"], "name it *.png"),
-    (["relate"], "Missing argument"),
+    (["relate"], "give results files"),
 ])
 def test_cli_bad_input_is_one_error_line_and_exit_2(lab_files, tmp_path, capsys, args, message):
     sw, tr = lab_files

@@ -35,7 +35,7 @@ from fabricbench.relating.curves import EXACT, INTERPOLATED, SweepCurves
 from fabricbench.relating.inputs import Observed, Workload
 from fabricbench.relating.job import split
 from fabricbench.relating.pricing import price
-from fabricbench.training import kineto, trace
+from fabricbench.training import kineto, kinetoline, trace
 from fabricbench.training.timeline import STEP_MARK
 
 SUFFIXES = (".json", ".json.gz")
@@ -200,12 +200,13 @@ def read(paths: Sequence[str | Path]) -> TraceJob:
     summaries = []
     for s in scans:
         windows = sorted((e["ts"], e["ts"] + e["dur"]) for e in _steps(s))
-        nccl = [(e["ts"], e["ts"] + e["dur"]) for e in s.kept if e["cat"] == "kernel"]
+        line, late = kinetoline.measure(s, device_type=device)
+        if late:
+            notes.append(f"{Path(s.path).name}: {late} compute intervals came out of the profiler's order by more "
+                         f"than {kinetoline.REORDER} events; counted, but an overlap among them may count twice")
         summaries.append(trace.rank_summary(
             s.kept, device_type=device, world_size=world, steps=len(windows),
-            step_times_s=[(b - a) * 1e-6 for a, b in windows], groups=_groups(s, world),
-            host={tid: u.spans() for tid, u in s.host.items()},
-            kernels=(nccl, s.kernels.spans(), s.busy.spans())))
+            step_times_s=[(b - a) * 1e-6 for a, b in windows], groups=_groups(s, world), line=line))
     comm = trace.join(summaries, backend=backend, world_size=world, sends={}, psi=0, precision="fp32",
                       timed_step_s=None)
     label = label_of(paths if len(paths) > 1 else files if len(files) == 1 else paths)

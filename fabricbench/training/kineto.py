@@ -8,13 +8,11 @@ as a stream: the top-level keys other than `traceEvents` are decoded as they com
 host_name), and the array one event at a time (json.JSONDecoder.raw_decode on a window of the text, so each
 event is decoded in C and dropped unless kept). .json.gz is decompressed on the fly.
 
-What is kept (`Scan`):
-- whole, the few events the communication is read from: the steps, every c10d / functional collective op,
-  `record_param_comms`, gloo's and NCCL's own events and NCCL's kernels; and one event of each thread
-  that ran backward (autograd's), which says where the step's compute runs;
-- as unions of intervals only, what the overlap timeline needs of the rest (training/timeline.py): per
-  thread, the `aten::*` ops; the compute kernels and all kernels (busy). A union is compacted as it grows,
-  so memory follows the number of disjoint stretches of compute, not the number of events.
+What one pass keeps (`Scan`): the few events the communication is read from (the steps, every c10d /
+functional collective op, `record_param_comms`, gloo's and NCCL's own events and NCCL's kernels) and one
+event of each thread that ran backward (autograd's), which says where the step's compute runs. The
+compute itself is measured in a second pass against the steps (training/kinetoline.py); of it only the
+compute kernels' intervals are held (16 bytes a kernel), never the host's ops.
 Peak memory on a 1 GB trace: benchmarks/trace/README.md.
 
 Names differ between PyTorch versions, and are mapped here to one vocabulary (what fabricbench's own runs
@@ -42,7 +40,7 @@ from fabricbench.files import check_input
 from fabricbench.training.timeline import AUTOGRAD_MARK, STEP_MARK
 from fabricbench.training.trace import OP_RULES
 
-CHUNK = 1 << 20  # characters read at a time
+CHUNK = 1 << 18  # characters read at a time (the window of text held is about twice this)
 MAX_EVENT = 64 << 20  # one event (or one top-level value) larger than this is not a profiler's
 STEP_PREFIX = "ProfilerStep#"
 CATEGORIES = {"operator": "cpu_op"}  # old category names -> today's (lower-cased first)
@@ -57,65 +55,6 @@ COMM_WORDS = re.compile(r"all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|b
 _WS = re.compile(r"[ \t\n\r]*")
 
 
-class Intervals:
-    """The union of many (start, end) intervals given in any order, compacted as it grows: a buffer of new
-    ones is sorted and merged into the union whenever it outgrows the union (amortised linear); the union
-    itself lives in a flat array of doubles (16 bytes a stretch)."""
-
-    def __init__(self) -> None:
-        self._merged = array("d")
-        self._new: list[tuple[float, float]] = []
-
-    def add(self, a: float, b: float) -> None:
-        self._new.append((a, b))
-        if len(self._new) >= max(1 << 16, len(self._merged) // 2):
-            self._compact()
-
-    def _compact(self) -> None:
-        if not self._new:
-            return
-        old = self._merged
-        pairs = sorted(self._new)
-        self._new = []
-        out = array("d")
-        n = len(old) // 2
-        cur_a = cur_b = None
-        for a, b in _merge_sorted(old, n, pairs):
-            if cur_a is not None and a <= cur_b:
-                if b > cur_b:
-                    cur_b = b
-            else:
-                if cur_a is not None:
-                    out.append(cur_a)
-                    out.append(cur_b)
-                cur_a, cur_b = a, b
-        if cur_a is not None:
-            out.append(cur_a)
-            out.append(cur_b)
-        self._merged = out
-
-    def spans(self) -> list[tuple[float, float]]:
-        """The union: sorted, disjoint."""
-        self._compact()
-        m = self._merged
-        return [(m[k], m[k + 1]) for k in range(0, len(m), 2)]
-
-    def __len__(self) -> int:
-        return len(self._merged) // 2 + len(self._new)
-
-
-def _merge_sorted(flat: array, n: int, pairs: list[tuple[float, float]]) -> Iterator[tuple[float, float]]:
-    """The union's stretches and the sorted new pairs, in start order."""
-    i = j = 0
-    while i < n or j < len(pairs):
-        if j >= len(pairs) or (i < n and flat[2 * i] <= pairs[j][0]):
-            yield flat[2 * i], flat[2 * i + 1]
-            i += 1
-        else:
-            yield pairs[j]
-            j += 1
-
-
 @dataclass(kw_only=True)
 class Scan:
     """What one trace file holds that relate reads (module docstring)."""
@@ -123,20 +62,26 @@ class Scan:
     path: str
     header: dict[str, Any] = field(default_factory=dict)  # the top-level keys but traceEvents
     kept: list[dict[str, Any]] = field(default_factory=list)  # normalised (step marks renamed)
-    host: dict[Any, Intervals] = field(default_factory=dict)  # per thread: its aten::* ops
-    kernels: Intervals = field(default_factory=Intervals)  # compute kernels (not NCCL's)
-    busy: Intervals = field(default_factory=Intervals)  # every kernel
     autograd_tids: set[Any] = field(default_factory=set)  # threads that ran backward
     events: int = 0  # events read
     cpu_span: tuple[float, float] | None = None  # first start and last end of the host's ops
     busiest_tid: Any = None  # the thread with the most aten:: time (the step's, where no step is marked)
     has_cuda: bool = False  # any kernel or GPU memcpy: the trace ran on GPU
+    # per stream (the kernels' tid), the compute kernels' (start, end), flat: 16 bytes a kernel, so that
+    # the second pass (kinetoline.py) need not read the file once per stream
+    kernel_runs: dict[Any, array] = field(default_factory=dict)
     unknown_comm: dict[str, int] = field(default_factory=dict)  # host events named like a collective, not read
 
     @property
     def distributed(self) -> dict[str, Any]:
         d = self.header.get("distributedInfo")
         return d if isinstance(d, dict) else {}
+
+
+def category(e: dict[str, Any]) -> str:
+    """An event's category in today's spelling."""
+    cat = str(e.get("cat") or "").lower()
+    return CATEGORIES.get(cat, cat)
 
 
 def _kept(name: str, cat: str) -> bool:
@@ -211,14 +156,13 @@ class _Text:
                 if len(self.buf) - self.pos > MAX_EVENT:
                     raise self.broken(f"a value under {MAX_EVENT >> 20} MiB") from None
                 if self.eof:
-                    raise self.broken("a complete JSON value", at=e.pos) from None
+                    raise self.broken("a complete JSON value", cut=not self.buf.rstrip().endswith("}")) from None
             self.more()
 
-    def broken(self, expected: str, at: int | None = None) -> UsageError:
-        """The error for what is not there: the file cut short where it ends before the value (or the array)
-        does, else the text found instead."""
-        end = len(self.buf.rstrip())
-        if self.eof and max(self.pos, at or 0) >= end:
+    def broken(self, expected: str, cut: bool = False) -> UsageError:
+        """The error for what is not there: the file cut short where it ends before its value (or the
+        whole object) does, else the text found instead."""
+        if self.eof and (cut or self.pos >= len(self.buf.rstrip())):
             return UsageError(f"trace {self.path}: the file ends before its traceEvents array does (cut short?); "
                               f"profile again and let export_chrome_trace finish")
         near = self.buf[self.pos:self.pos + 40].replace("\n", " ")
@@ -289,19 +233,16 @@ def scan(path: str | Path) -> Scan:
         for old, new in NAMESPACES.items():
             if name.startswith(old):
                 name = new + name[len(old):]
-        cat = str(e.get("cat") or "").lower()
-        cat = CATEGORIES.get(cat, cat)
+        cat = category(e)
         tid = e.get("tid")
-        if cat == "kernel":
+        if cat in ("kernel", "gpu_memcpy", "gpu_memset"):
             out.has_cuda = True
-            out.busy.add(ts, ts + dur)
-            if "nccl" not in name.lower():
-                out.kernels.add(ts, ts + dur)
-        elif cat in ("gpu_memcpy", "gpu_memset"):
-            out.has_cuda = True
+            if cat == "kernel" and "nccl" not in name.lower():
+                run = out.kernel_runs.setdefault(tid, array("d"))
+                run.append(ts)
+                run.append(ts + dur)
         elif cat != "gpu_user_annotation":
             if name.startswith("aten::"):
-                out.host.setdefault(tid, Intervals()).add(ts, ts + dur)
                 aten[tid] = aten.get(tid, 0.0) + dur
             elif name.startswith(AUTOGRAD_MARK) and tid not in out.autograd_tids:
                 out.autograd_tids.add(tid)  # one kept: it says which thread ran backward (timeline.py)

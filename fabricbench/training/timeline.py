@@ -34,7 +34,9 @@ rank 0 computing for C while its all-reduce waits D for rank 1: e = wait / D wit
 
 from __future__ import annotations
 
+import bisect
 import statistics
+from dataclasses import dataclass
 from typing import Any, Iterable
 
 STEP_MARK = "fabricbench:step"
@@ -69,11 +71,6 @@ def _clip(intervals: list[tuple[float, float]], lo: float, hi: float) -> list[tu
     return [(max(a, lo), min(b, hi)) for a, b in intervals if b > lo and a < hi]
 
 
-def _minus(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> float:
-    """Length of the union `a` not covered by the union `b` (both sorted, disjoint)."""
-    return _length(a) - sum(_length(_clip(b, x, y)) for x, y in a)
-
-
 def idle_gaps(comm: list[tuple[float, float]], lo: float, hi: float) -> list[float]:
     """The link's idle time before each busy stretch of one step (comm: the step's sorted, disjoint
     communication intervals, clipped to [lo, hi]): between one stretch's end and the next one's start, and
@@ -86,60 +83,113 @@ def idle_gaps(comm: list[tuple[float, float]], lo: float, hi: float) -> list[flo
     return [first] + [b[0] - a[1] for a, b in zip(comm, comm[1:])]
 
 
-def _host_compute(events: list[dict[str, Any]], gloo: list[dict[str, Any]],
-                  host: dict[Any, list[tuple[float, float]]] | None = None) -> list[tuple[float, float]]:
-    """The `aten::*` ops of the step's threads (the step's own, autograd's), never a gloo worker's; `host`:
-    those ops already as a union per thread (a streamed trace keeps no op, training/kineto.py)."""
+@dataclass(frozen=True)
+class Sources:
+    """Which events of a profile count, by what ran (the module docstring): the communication's intervals,
+    the threads whose `aten::*` ops are compute, whether the compute kernels count too, and the name."""
+
+    comm: list[tuple[float, float]]  # the union of the communication intervals
+    threads: frozenset[Any]  # the step's threads (its own, autograd's), never a gloo worker's
+    kernels: bool  # compute kernels (every kernel but NCCL's) are compute too
+    host: bool  # the threads' aten ops are compute
+    name: str
+
+
+def is_nccl_kernel(e: dict[str, Any]) -> bool:
+    return "nccl" in str(e.get("name", "")).lower()
+
+
+def sources(events: list[dict[str, Any]], *, device_type: str) -> Sources:
+    """The Sources of a profile's events (the step marks, gloo's and NCCL's events, autograd's marks: all a
+    streamed trace keeps of it, training/kineto.py)."""
+    gloo = [e for e in events if e.get("ph") == "X" and str(e.get("name", "")).startswith("gloo:")]
     workers = {e.get("tid") for e in gloo}
     steps = {e.get("tid") for e in events if e.get("ph") == "X" and e.get("cat") != "gpu_user_annotation"
              and (e.get("name") == STEP_MARK or str(e.get("name", "")).startswith(AUTOGRAD_MARK))}
-    if host is not None:
-        return _union(s for tid in steps - workers for s in host.get(tid, ()))
-    return _union(_span(e) for e in events if e.get("ph") == "X" and e.get("tid") in steps - workers
-                  and str(e.get("name", "")).startswith("aten::"))
-
-
-Spans = list[tuple[float, float]]
-
-
-def intervals(events: list[dict[str, Any]], *, device_type: str,
-              host: dict[Any, Spans] | None = None,
-              kernels: tuple[Spans, Spans, Spans] | None = None) -> tuple[list, list, list, str]:
-    """(comm, compute, busy, source): the unions the module docstring names for what ran. A streamed trace
-    (training/kineto.py) gives what it keeps of the rest as unions: `host` per thread its aten ops, `kernels`
-    the (NCCL, compute, every) kernels; None: read from `events`."""
-    gloo = [e for e in events if e.get("ph") == "X" and str(e.get("name", "")).startswith("gloo:")]
+    threads = frozenset(steps - workers)
     if device_type != "cuda":
-        return _union(_span(e) for e in gloo), _host_compute(events, gloo, host), [], "cpu threads"
-    if kernels is None:
-        ks = [e for e in events if e.get("cat") == "kernel" and e.get("ph") == "X"]
-        is_comm = [("nccl" in e["name"].lower()) for e in ks]
-        kernels = ([_span(e) for e, c in zip(ks, is_comm) if c], [_span(e) for e, c in zip(ks, is_comm) if not c],
-                   _union(_span(e) for e in ks))
-    comm, compute, busy = list(kernels[0]), list(kernels[1]), kernels[2]
+        return Sources(_union(_span(e) for e in gloo), threads, False, True, "cpu threads")
+    nccl = [_span(e) for e in events if e.get("cat") == "kernel" and e.get("ph") == "X" and is_nccl_kernel(e)]
     if not gloo:
-        return _union(comm), _union(compute), busy, NCCL_SOURCE
-    comm += [_span(e) for e in gloo]
-    compute += _host_compute(events, gloo, host)
-    return _union(comm), _union(compute), busy, "gloo threads, cuda kernels"
+        return Sources(_union(nccl), threads, True, False, NCCL_SOURCE)
+    return Sources(_union(nccl + [_span(e) for e in gloo]), threads, True, True, "gloo threads, cuda kernels")
 
 
-def timeline(events: list[dict[str, Any]], *, device_type: str, host: dict[Any, Spans] | None = None,
-             kernels: tuple[Spans, Spans, Spans] | None = None) -> dict[str, Any] | None:
+def is_compute(e: dict[str, Any], src: Sources) -> bool:
+    """Whether an `X` event is compute under src: a step thread's aten op, or a compute kernel."""
+    if e.get("cat") == "kernel":
+        return src.kernels and not is_nccl_kernel(e)
+    return src.host and e.get("tid") in src.threads and str(e.get("name", "")).startswith("aten::")
+
+
+def intervals(events: list[dict[str, Any]], *, device_type: str) -> tuple[list, list, list, str]:
+    """(comm, compute, busy, source): the unions the module docstring names for what ran."""
+    src = sources(events, device_type=device_type)
+    xs = [e for e in events if e.get("ph") == "X"]
+    busy = _union(_span(e) for e in xs if e.get("cat") == "kernel") if device_type == "cuda" else []
+    return src.comm, _union(_span(e) for e in xs if is_compute(e, src)), busy, src.name
+
+
+class Measures:
+    """Per step window, what the compute covers: all of it in the step, of the communication, and of the
+    stretch from the first collective's start to the last one's (the overlap window); and what any kernel
+    covers (busy). Fed stretches of the compute's and of the kernels' unions (disjoint; any order)."""
+
+    def __init__(self, windows: list[tuple[float, float]], comm: list[tuple[float, float]]) -> None:
+        self.windows = windows
+        self.comm = [_clip(comm, lo, hi) for lo, hi in windows]
+        self.compute = [0.0] * len(windows)
+        self.in_comm = [0.0] * len(windows)
+        self.in_window = [0.0] * len(windows)
+        self.busy = [0.0] * len(windows)
+
+    def _steps(self, a: float, b: float) -> range:
+        lo = bisect.bisect_right(self.windows, (a, float("inf"))) - 1
+        hi = bisect.bisect_left(self.windows, (b, float("-inf")))
+        return range(max(lo, 0), min(hi, len(self.windows)))
+
+    def add_compute(self, a: float, b: float) -> None:
+        for i in self._steps(a, b):
+            lo, hi = self.windows[i]
+            x, y = max(a, lo), min(b, hi)
+            if y <= x:
+                continue
+            c = self.comm[i]
+            self.compute[i] += y - x
+            self.in_comm[i] += _length(_clip(c, x, y))
+            if c:
+                self.in_window[i] += max(0.0, min(y, c[-1][0]) - max(x, c[0][0]))
+
+    def add_busy(self, a: float, b: float) -> None:
+        for i in self._steps(a, b):
+            lo, hi = self.windows[i]
+            self.busy[i] += max(0.0, min(b, hi) - max(a, lo))
+
+
+def timeline(events: list[dict[str, Any]], *, device_type: str) -> dict[str, Any] | None:
     """Per profiled step (mean): comm_s, exposed_s, compute_s, step_s, window_s, the idle gaps (see the
-    module docstring); busy_s on GPU. host, kernels: as intervals() takes them."""
+    module docstring); busy_s on GPU."""
     windows = step_windows(events)
     if not windows:
         return None
-    comm, compute, busy, source = intervals(events, device_type=device_type, host=host, kernels=kernels)
+    comm, compute, busy, source = intervals(events, device_type=device_type)
+    m = Measures(windows, comm)
+    for a, b in compute:
+        m.add_compute(a, b)
+    for a, b in busy:
+        m.add_busy(a, b)
+    return summary(m, source=source, device_type=device_type)
+
+
+def summary(m: Measures, *, source: str, device_type: str) -> dict[str, Any]:
+    """The timeline of measured steps (timeline(), or a streamed trace's: training/kinetoline.py)."""
     rows, gaps = [], []
-    for lo, hi in windows:
-        c, k = _clip(comm, lo, hi), _clip(compute, lo, hi)
+    for i, (lo, hi) in enumerate(m.windows):
+        c = m.comm[i]
         gaps.extend(idle_gaps(c, lo, hi))
         # the overlap window: compute between the first collective's start and the last one's start (the
         # last is issued when backward ends), which a slower fabric's communication could hide behind
-        win = _length(_clip(k, c[0][0], c[-1][0])) if c else 0.0
-        rows.append((_length(c), _minus(c, k), _length(k), hi - lo, _length(_clip(busy, lo, hi)), win))
+        rows.append((_length(c), _length(c) - m.in_comm[i], m.compute[i], hi - lo, m.busy[i], m.in_window[i]))
     mean = [statistics.fmean(col) * 1e-6 for col in zip(*rows)]  # trace times are microseconds
     out = {"comm_s": mean[0], "exposed_s": mean[1], "compute_s": mean[2], "step_s": mean[3], "source": source,
            "window_s": mean[5], "idle_gaps_s": [round(g * 1e-6, 9) for g in gaps], "idle_gap_steps": len(rows)}

@@ -365,13 +365,14 @@ def per_step(calls_: Iterable[Call], steps: int) -> list[dict[str, Any]]:
 
 
 def rank_summary(events: list[dict[str, Any]], *, device_type: str, world_size: int, steps: int,
-                 step_times_s: list[float], groups: list[int], **unions: Any) -> dict[str, Any]:
-    """What one rank writes to its rank file: its calls per step, timeline and profiled step times.
-    unions: what a streamed trace keeps of the compute instead of its events (timeline.intervals)."""
+                 step_times_s: list[float], groups: list[int], line: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What one rank writes to its rank file: its calls per step, timeline and profiled step times. line: the
+    timeline already measured where `events` lack the compute (a streamed trace, training/kinetoline.py)."""
     found, problems = matched(events, world_size=world_size)
     return {"collectives": per_step([m.call for m in found], steps), "problems": problems, "profiled_steps": steps,
             "calls": calltimes.rank_rows(found, step_windows(events)),
-            "profiled_step_times_s": step_times_s, "timeline": timeline(events, device_type=device_type, **unions),
+            "profiled_step_times_s": step_times_s,
+            "timeline": line if line is not None else timeline(events, device_type=device_type),
             "group_sizes": groups}
 
 
