@@ -140,3 +140,32 @@ def test_two_jobs_sharing_the_nodes_meet_on_ports_of_their_own(lab, tmp_path):
     ends = [time.strptime(i["EndTime"], "%Y-%m-%dT%H:%M:%S") for i in infos]
     assert max(starts) < min(ends), infos
     assert len({re.sub(r"\D", "", j) for j in jobs}) == 2
+
+
+def test_a_requeued_job_resumes_losing_no_record(lab, tmp_path):
+    """A batch job of the sweep recipe with --resume, requeued mid-sweep (scontrol requeue: what Slurm does
+    to a job whose node failed, with --requeue): the second run keeps every record of the first and measures
+    only the sizes it lacks."""
+    srun = sl.recipe(sl.MULTINODE, "sweep").replace("--sizes 1M,4M", "--sizes 256K-8M:x2").replace(
+        "--iters 3", "--iters 10").rstrip().rstrip("\\") + " --resume\n"
+    (tmp_path / "sweep.sbatch").write_text("#!/bin/bash\n#SBATCH --nodes 2 --ntasks-per-node 1 --requeue\n"
+                                           + srun)
+    sub = sl.run(lab, "sbatch --parsable --output slurm-%j.out sweep.sbatch", tmp_path, "sbatch", 60)
+    job = sub.strip().split(";")[0]
+    done = lambda: [r for r in sl.records(tmp_path / "sweep.jsonl") if r.get("kind") == "collective"]
+    sl.wait_for(lambda: len(done()) >= 2, 300, "the sweep past 2 sizes")
+    before = done()
+    assert len(before) < 6, "the sweep ended before the requeue: nothing left to resume"
+    lab.scontrol("requeue", job)
+    sl.wait_for(lambda: lab.job(job).get("Restarts") == "1", 60, "the job requeued")
+    if lab.job(job).get("JobState") == "PENDING":  # a requeued job waits its BeginTime: start it now
+        lab.scontrol("update", f"jobid={job}", "starttime=now")
+    info = lab.wait_job(job, 400)
+    log = "".join(f.read_text(errors="replace") for f in tmp_path.glob("slurm-*.out"))
+    assert info["JobState"] == "COMPLETED", (info, log[-2000:])
+    after = done()
+    sizes = [r["bytes"] for r in after if r["status"] == "ok"]
+    assert sorted(sizes) == sorted(set(sizes)) and len(sizes) == 6, (sizes, log[-1500:])  # 256K..8M, each once
+    assert all(r in after for r in before)  # what the first run measured is still there, unchanged
+    assert all(r["extra"]["hosts"] == ["node0", "node1"] for r in after)
+    no_tasks_left(lab)
