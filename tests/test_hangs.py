@@ -233,16 +233,22 @@ def test_train_rank_stopped_is_named_within_the_timeout(cmd, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
 def test_train_killed_parent_leaves_no_process_or_folder(cmd, tmp_path, sig):
-    c, launcher, workers, tmp = start_train(cmd, tmp_path / "t.jsonl")
+    out = tmp_path / "t.jsonl"
+    c, launcher, workers, tmp = start_train(cmd, out)
     os.kill(c.p.pid, sig)
     rc, took = c.wait(30)
     print(f"ended {took:.1f} s after the fault")
-    assert rc == {signal.SIGKILL: -signal.SIGKILL, signal.SIGINT: 130, signal.SIGTERM: 143}[sig], c.stderr
-    if sig != signal.SIGKILL:
-        (said,) = [ln for ln in c.stderr.splitlines() if "results measured so far were written" in ln]
-        assert said.startswith("Terminated" if sig == signal.SIGTERM else "Interrupted")
+    assert rc == {signal.SIGKILL: -signal.SIGKILL, signal.SIGINT: 130, signal.SIGTERM: 143,
+                  signal.SIGHUP: 129}[sig], c.stderr
+    if sig != signal.SIGKILL:  # the running run's finished steps are kept, and the line says where
+        word = {signal.SIGINT: "Interrupted", signal.SIGTERM: "Terminated", signal.SIGHUP: "Hung up"}[sig]
+        (said,) = [ln for ln in c.stderr.splitlines() if ln.startswith(word)]
+        assert "ddp's run stopped after" in said and str(out) in said, said
+        (rec,) = [json.loads(ln) for ln in out.read_text().splitlines()]
+        assert rec["status"] == "interrupted" and rec["steps_completed"] >= 2
+        assert len(rec["step_times_s"]) == rec["steps_completed"]
     # SIGINT/SIGTERM: each rank's group gets SIGTERM, then SIGKILL after procs.GRACE_S
     assert_gone([*launcher, *workers], within=procs.GRACE_S + 5)
     if sig == signal.SIGKILL:

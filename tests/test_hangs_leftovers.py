@@ -1,4 +1,4 @@
-"""No leftovers: every orchestrating command, killed by SIGINT, SIGTERM or SIGKILL, leaves no process,
+"""No leftovers: every orchestrating command, killed by SIGINT, SIGTERM, SIGHUP or SIGKILL, leaves no process,
 temporary folder or network namespace behind (checked by pid, never by name).
 
     python3 -m pytest -q -m slow tests/test_hangs_leftovers.py
@@ -57,11 +57,12 @@ def left_in(tmp_root: Path) -> list[Path]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL], ids=["INT", "TERM", "KILL"])
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGKILL],
+                         ids=["INT", "TERM", "HUP", "KILL"])
 @pytest.mark.parametrize("name", list(ORCHESTRATORS))
 def test_killed_orchestrator_leaves_nothing(cmd, tmp_path, name, sig):
     """Issue 18: no process, temp folder (fabricbench's, torchrun's) or network namespace outlives the
-    command. SIGINT exits 130 and SIGTERM 143 with one line; after SIGKILL nothing could run in the
+    command. SIGINT exits 130, SIGTERM 143 and SIGHUP 129 with one line; after SIGKILL nothing could run in the
     command, so its children die by the death signal and the next start removes its folders and namespaces."""
     from fabricbench.fabrics import shaped
 
@@ -90,9 +91,9 @@ def test_killed_orchestrator_leaves_nothing(cmd, tmp_path, name, sig):
     os.kill(c.p.pid, sig)
     rc, took = c.wait(60)
     print(f"{name}: ended {took:.1f} s after {sig.name}")
-    assert rc == {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGKILL: -9}[sig], c.stderr
+    assert rc == {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGHUP: 129, signal.SIGKILL: -9}[sig], c.stderr
     if sig != signal.SIGKILL:
-        said = [ln for ln in c.stderr.splitlines() if ln.startswith(("Interrupted", "Terminated"))]
+        said = [ln for ln in c.stderr.splitlines() if ln.startswith(("Interrupted", "Terminated", "Hung up"))]
         assert len(said) == 1 and "Traceback" not in c.stderr, c.stderr
     assert_gone(pids, within=procs.GRACE_S + 10)
     if sig == signal.SIGKILL:  # the next fabricbench start removes what a SIGKILL left
