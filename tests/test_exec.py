@@ -33,6 +33,7 @@ def said(sig, frame):
         sys.exit(0 if sig == signal.SIGINT else 143)
 signal.signal(signal.SIGINT, said)
 signal.signal(signal.SIGTERM, said)
+signal.signal(signal.SIGHUP, said)
 g = subprocess.Popen(["sleep", "300"], start_new_session=True)
 with open(out + ".tmp", "w") as fh:
     fh.write(f"{os.getpid()} {g.pid} {os.environ.get('TMPDIR', '')}")
@@ -135,15 +136,17 @@ def test_sigint_reaches_the_job_and_leaves_nothing(cmd, tmp_path):
     assert_gone([job, grandchild])
     assert not children(c.p.pid) and not Path(tmpdir).exists()
     [rec] = _records(tmp_path / "r.jsonl")
-    assert rec["status"] == "interrupted" and rec["exit_status"] == 0 and "SIGINT" in rec["message"]
+    assert rec["status"] == "interrupted" and rec["exit_status"] == 0 and "Ctrl-C" in rec["message"]
 
 
-def test_sigterm_reaches_the_job(cmd, tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_sigterm_and_sighup_reach_the_job(cmd, tmp_path, sig):
     c, job, grandchild, _ = _start_job(cmd, tmp_path)
-    os.kill(c.p.pid, signal.SIGTERM)
-    assert c.wait(60)[0] == 143, c.stderr
-    assert (tmp_path / "pids.signals").read_text().split() == ["SIGTERM"]
+    os.kill(c.p.pid, sig)
+    assert c.wait(60)[0] == 128 + sig, c.stderr
+    assert (tmp_path / "pids.signals").read_text().split() == [sig.name]
     assert_gone([job, grandchild])
+    assert "the command was sent" in c.stderr and "appended to" in c.stderr
 
 
 def test_sigkill_of_the_job_leaves_nothing(cmd, tmp_path):

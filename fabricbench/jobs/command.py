@@ -11,7 +11,7 @@ another value is refused before anything runs: exec never overrides the user's N
 and a run labelled p2p-off with P2P on would be a false record. NVLS is never touched (fabrics/model.py).
 
 The command's output is its own (not captured); its exit status is passed through (a signal's death as
-128 + signal, as a shell does). Ctrl-C and SIGTERM reach it as themselves; --timeout ends it (SIGTERM,
+128 + signal, as a shell does). Ctrl-C, SIGTERM and SIGHUP reach it as themselves; --timeout ends it (SIGTERM,
 then SIGKILL GRACE_S later); nothing is left: its process group, what it started in sessions of its own
 (runner: user_job) and the namespace all go. One record of kind "exec" is appended per run (jobs/kinds.py):
 the fabric, the command with secret values masked (masking.py: VAR=VALUE outside NCCL_*/GLOO_*/CUDA_*),
@@ -127,6 +127,8 @@ def execute(config: ExecConfig, *, out: str | os.PathLike | None = None,
         writer.write(record)
     warnings = [masking.redact(w, config.secrets) for w in outcome.warnings]
     if stopped is not None:
+        where = f"; its record (status interrupted) was appended to {out}" if out is not None else ""
+        stopped.kept = f"the command was sent {procs.said_by(stopped)} too{where}"  # type: ignore[attr-defined]
         raise stopped
     return ExecResult(record=record, exit_status=_exit_status(outcome), warnings=warnings)
 
@@ -138,8 +140,7 @@ def _record(config: ExecConfig, fabric: Fabric, outcome: Outcome, facts: dict[st
     rc = outcome.returncode
     if stopped is not None:
         status = Status.INTERRUPTED
-        message = f"stopped by {signal.Signals(int(getattr(stopped, 'signum', signal.SIGINT))).name}, which " \
-                  f"the command was sent too"
+        message = f"stopped by {procs.said_by(stopped)}, which the command was sent too"
     elif outcome.waived:
         status, message = Status.WAIVED, outcome.waived
     elif outcome.timed_out:
