@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from fabricbench.relating.api import REFERENCE
 from fabricbench.relating.curves import size_3sig
 from fabricbench.report import table as tables
 from fabricbench.report.analysis import fmt_ratio
@@ -50,6 +51,8 @@ def judged(row: Any) -> str:
     measuring/comparison.py): "within its interval" when the two intervals meet, else "off by X% beyond
     it", X the gap between them over the observed bound (a point stands in for a missing interval)."""
     obs, pred = row.observed_slowdown, row.predicted_slowdown
+    if is_reference(row):
+        return REFERENCE_JUDGED
     if obs is None or pred is None:
         return "not judged: nothing observed" if pred is not None else "not judged: nothing predicted"
     o_lo, o_hi = row.observed_slowdown_ci95 or (obs, obs)
@@ -61,8 +64,21 @@ def judged(row: Any) -> str:
     return "within its interval"
 
 
+REFERENCE_JUDGED = "the reference itself"  # judged(): nothing to judge on the reference's own row
+
+
+def is_reference(row: Any) -> bool:
+    """The reference fabric's own row: 1× by definition, its interval and its judgment say nothing."""
+    return bool(row.flags) and row.flags[0] == REFERENCE
+
+
 def cells(row: Any) -> list[str]:
-    """A RelateRow as the table's text cells."""
+    """A RelateRow as the table's text cells; the reference's own row says "1× (itself)" with no interval
+    (a ratio of a fabric with itself would show its runs' spread as "1.00× [0.15-6.81]")."""
+    if is_reference(row):
+        return [row.strategy, row.fabric, "1× (itself)", size_3sig(row.comm_bytes_per_step), _ms(row.comm_time_s),
+                f"{row.exposed_fraction:.2f}", _ms(row.observed_step_s), "-", "1× (itself)", "-", "-",
+                ", ".join(row.flags)]
     drop = 1.0 / row.busbw_ratio if row.busbw_ratio else None
     residual = "-" if row.residual is None else f"{row.residual * 100:+.0f}%".replace("-0%", "+0%")
     return [row.strategy, row.fabric, _x(drop), size_3sig(row.comm_bytes_per_step), _ms(row.comm_time_s),

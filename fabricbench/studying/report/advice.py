@@ -61,9 +61,9 @@ def advice_section(doc: Document, c: StudyConfig, advice, trains: list[TrainResu
 
 
 def _fastest(s: Section, c: StudyConfig, trains: list[TrainResult]) -> None:
-    """The fastest strategy on each fabric: the same figures as "In short" (repeats.figures, the median over
-    the runs, through common.question_summary) and, beside each, the comparison's own verdict, so that
-    whether the gap is noise is said by the paired interval that decides it, never by a fixed rule."""
+    """Which strategy to run on each fabric, as the paired comparison of the two measured highest says it
+    (the same comparison as "In short" and the terminal's answer): its winner where it found one, "either"
+    where they are equivalent, "undecided" where it could not tell, never the higher median alone."""
     summ = question_summary(trains, c)
     figs = {(f["strategy"], f["fabric"]): f for f in summ["figures"]}
     comps = {(cm["fabric"], frozenset((cm["a"], cm["b"]))): cm for cm in summ["comparisons"] if cm.get("fabric")}
@@ -74,13 +74,15 @@ def _fastest(s: Section, c: StudyConfig, trains: list[TrainResult]) -> None:
         if not ok:
             continue
         cm = comps.get((f, frozenset((ok[0][0], ok[1][0])))) if len(ok) > 1 else None
-        rows.append([f, ok[0][0], fmt(ok[0][1]), ok[1][0] if len(ok) > 1 else "-",  # fmt: In short's digits
-                     (ok[1][1] / ok[0][1]) if len(ok) > 1 else None,
-                     repeats.said(cm).removeprefix(f"on {f}: ") if cm else "-"])  # a busy host's runs named
+        run = (ok[0][0] if len(ok) == 1 else "undecided" if cm is None else
+               cm["a"] if cm["verdict"] == "faster" else f"either ({cm['a']} or {cm['b']})"
+               if cm["verdict"] == "equivalent" else "undecided")
+        medians = ", ".join(f"{st} {fmt(v)}" for st, v in ok)  # fmt: In short's digits
+        rows.append([f, run, medians, repeats.said(cm).removeprefix(f"on {f}: ") if cm else "-"])  # busy runs named
     if rows:
-        s.table(["fabric", "measured highest", "samples/s", "runner-up", "runner-up / highest", "verdict"], rows,
-                caption="measured: the strategy with the highest samples/s on each fabric (the median over its "
-                        "runs, as in “In short”), and the comparison that says whether it is faster")
+        s.table(["fabric", "run", "samples/s (median of runs)", "verdict"], rows,
+                caption="the strategy to run on each fabric, as the paired comparison of the two highest "
+                        "says it (“In short”'s verdicts): undecided where its interval cannot tell them apart")
         if c.device == "cpu":
             s.text("On a CPU lab the choice is the strategy per fabric: the slower the wire, the more a strategy "
                    "that sends less (or hides its communication behind compute) gains. Whether a lead is real or "

@@ -11,7 +11,7 @@ from typing import Any
 import fabricbench
 from fabricbench.errors import FabricbenchError, UsageError
 from fabricbench.importing import beside
-from fabricbench.relating.format import judged
+from fabricbench.relating.format import REFERENCE_JUDGED, judged
 from fabricbench.report.document import Document
 from fabricbench.results.schema import CollectiveResult, TrainResult
 from fabricbench.studying import records as study_records
@@ -85,7 +85,26 @@ def answer_lines(out_dir: str | Path, width: int = 80) -> list[str]:
     head = (f"answers ({len(comps)} comparison(s), 95% intervals, margin ±{summ['margin']:.0%}): "
             + ", ".join(f"{k} {v}" for k, v in n.items() if v))
     said = [dict(cm, text=repeats.said(cm)) for cm in comps]  # a verdict built on a busy host's run says so
-    return textwrap.wrap(head, width=width) + repeats.verdict_lines(said, width=width) + busy
+    return textwrap.wrap(head, width=width) + repeats.verdict_lines(said, width=width) + busy + \
+        relate_lines(summ["relate"], width)
+
+
+def relate_lines(rows: list[dict[str, Any]], width: int = 80) -> list[str]:
+    """relate's answer as the study ends with it: each fabric's step slowdown observed against the one its
+    busbw predicts, judged with both intervals (the report's relate table, the reference's own rows left
+    out: 1× by definition)."""
+    def x(v, ci):
+        return "-" if v is None else f"{v:.2f}×" + (f" [{ci[0]:.2f}-{ci[1]:.2f}]" if ci else "")
+
+    out = []
+    for r in rows:
+        if r["judged"] == REFERENCE_JUDGED:
+            continue
+        line = (f"relate: {r['strategy']} on {r['fabric']}: step {x(r['observed_slowdown'], r['observed_ci95'])} "
+                f"slower observed, {x(r['predicted_slowdown'], r['predicted_ci95'])} predicted from busbw: "
+                f"{r['judged']}")
+        out += textwrap.wrap(line, width=width, subsequent_indent="    ")
+    return out
 
 
 def write_report(out_dir: str | Path) -> tuple[Path, Path]:

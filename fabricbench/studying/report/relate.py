@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fabricbench.relating.format import judged
+from fabricbench.relating.format import is_reference, judged
 from fabricbench.relating.plot import plot_relate
 from fabricbench.report.analysis import fmt_ratio
 from fabricbench.report.document import Document
@@ -31,6 +31,9 @@ def relate_section(doc: Document, relate, figs: Figs) -> None:
              r.predicted_step_s * 1e3 if r.predicted_step_s else None, fmt_ratio(r.observed_slowdown),
              fmt_ratio(r.predicted_slowdown),
              r.residual, judged(r), r.exposed_fraction, ", ".join(r.flags) or "-"]
+            if not is_reference(r) else  # 1× by definition: no prediction, residual or judgment to show
+            [r.strategy, r.fabric, "1× (itself)", r.observed_step_s * 1e3 if r.observed_step_s else None, None,
+             "1× (itself)", None, None, judged(r), r.exposed_fraction, ", ".join(r.flags)]
             for r in relate.rows]
     if rows:
         s.table(["strategy", "fabric", "busbw N× slower", "obs. step ms", "pred. step ms", "obs. step N× slower",

@@ -30,9 +30,10 @@ def in_short(doc: Document, sr, c: StudyConfig, trains: list[TrainResult], colls
                                                              if ci else f" ({best['runs']} run, no interval)")
         if len(groups[0]) == 1 and len(figs_by) > 1 and sum(map(len, groups)) > 1:
             items.append(f"on **{f}** the fastest: **{groups[0][0]}**, {shown}")
-        elif sum(map(len, groups)) > 1:
-            items.append(f"on **{f}** no strategy is shown faster than {', '.join(groups[0][1:])} yet "
-                         f"(the verdicts below): {groups[0][0]} measured highest, {shown}")
+        elif sum(map(len, groups)) > 1:  # no winner to name: the comparisons below say why (never a
+            # "measured highest" beside an undecided verdict: the ordering is the noise it could not settle)
+            items.append(f"on **{f}** no strategy is shown faster than another yet: "
+                         f"{', '.join(groups[0])} are undecided or equivalent (the verdicts below)")
     # the answers: one verdict per comparison (measuring/comparison.py), the same sentences as the CLI's
     items += [("**" + cm["verdict"] + "**: " + repeats.said(cm)) for cm in summ["comparisons"]]
     waived = waived_fabrics(sr, c)
