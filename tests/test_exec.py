@@ -119,6 +119,15 @@ def test_a_job_without_nccl_says_so(cmd, tmp_path):
     assert rec["transport_mismatch"] is None and rec["exit_status"] == 0
 
 
+def test_a_users_nccl_debug_is_left_alone_and_said(cmd, tmp_path):
+    c = cmd(["exec", "--out", str(tmp_path / "r.jsonl"), "--", sys.executable, "-c",
+             "import os; print(os.environ['NCCL_DEBUG'], os.environ.get('NCCL_DEBUG_FILE'))"], env={"NCCL_DEBUG": "WARN"})
+    assert c.wait(60)[0] == 0
+    assert (tmp_path / "stdout.txt").read_text().split() == ["WARN", "None"]
+    [rec] = _records(tmp_path / "r.jsonl")
+    assert rec["transport"].startswith("unknown (NCCL_DEBUG is yours")
+
+
 def test_never_overrides_a_variable_the_user_set(cmd, tmp_path):
     c = cmd(["exec", "--fabric", "p2p-off", "--out", str(tmp_path / "r.jsonl"), "--", sys.executable, "-c", "pass"],
             env={"NCCL_P2P_DISABLE": "0"})

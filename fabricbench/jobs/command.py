@@ -151,6 +151,8 @@ def _record(config: ExecConfig, fabric: Fabric, outcome: Outcome, facts: dict[st
     else:
         status, message = Status.ERROR, _how(rc)
     uses_nccl = summary.log_lines > 0
+    # NCCL's log goes where fabricbench reads it only when the user did not set NCCL_DEBUG (fabrics/env.py)
+    unread = "unknown (NCCL_DEBUG is yours: its log went where you sent it, unread)" if "NCCL_DEBUG" in env else None
     rec.update({
         "command": config.shown_command,
         "status": status.value,
@@ -159,7 +161,7 @@ def _record(config: ExecConfig, fabric: Fabric, outcome: Outcome, facts: dict[st
         "wall_s": round(wall_s, 6),
         "timeout_s": config.timeout_s,
         # what NCCL used, from its own log; a job that started no NCCL communicator logged nothing
-        "transport": summary.label() if uses_nccl else "none (no NCCL communicator)",
+        "transport": summary.label() if uses_nccl else unread or "none (no NCCL communicator)",
         "transport_mismatch": mismatch(fabric, summary) if uses_nccl else None,
         "nvls": summary.nvls if uses_nccl else None,
         "nccl_version": summary.nccl_version,
