@@ -74,6 +74,7 @@ def test_a_second_study_on_a_running_folder_is_refused_naming_its_pid(tmp_path, 
     run_units(c, study_plan.build_plan(c), resume=False, progress=False)  # the lock went with its holder
 
 
+@pytest.mark.slow  # two real processes, one a whole fabricbench start: ~6 s on a 2-core machine
 def test_the_cli_refuses_a_resume_while_another_process_holds_the_folder(tmp_path):
     out = tmp_path / "s"
     out.mkdir()
