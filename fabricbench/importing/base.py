@@ -100,6 +100,7 @@ def number(token: str | None) -> float | None:
 
 
 WARNINGS_KEPT = 50  # warnings kept per file; the rest are counted
+TEXT_LINE = 64 << 10  # characters of a text format's line (a table row is ~150, an NCCL line < 1,000)
 
 
 @dataclass(kw_only=True)
@@ -134,9 +135,18 @@ class Source:
             self._text = stream.document(self.path)
         return self._text
 
-    def lines(self) -> Iterator[tuple[int, str]]:
-        """(number, line) of the file, read as they are asked for."""
-        return stream.lines(self.path)
+    def lines(self, longest: int | None = TEXT_LINE) -> Iterator[tuple[int, str]]:
+        """(number, line) of the file, read as they are asked for; a line over `longest` characters is
+        skipped (said once): no text format writes one, and a line-oriented pattern would crawl over it."""
+        long = 0
+        for n, line in stream.lines(self.path):
+            if longest is not None and len(line) > longest:
+                long += 1
+                if long == 1:
+                    self.warn(n, f"skipped a line of {len(line):,} characters (and any later ones that long): "
+                                 f"no line of this format is")
+                continue
+            yield n, line
 
     def loads(self, text: str, **kw: Any) -> Any:
         """JSON from this file, its nesting checked first (one line naming the file, never a RecursionError)."""

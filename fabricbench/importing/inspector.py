@@ -56,7 +56,7 @@ def objects(src: Source) -> Iterator[tuple[int, Any]]:
     """(line, object) for each JSON object, gathered line by line (one per line, or pretty-printed over
     several); what does not parse is warned about and skipped."""
     dec, buf, start = json.JSONDecoder(), "", 0
-    for line_no, line in src.lines():
+    for line_no, line in src.lines(longest=None):  # one object per line may be long: OBJECT_CAP bounds it
         if not buf:
             if not line.strip():
                 continue

@@ -17,11 +17,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from fabricbench.importing.base import Source, nccl_version_from_code, op_name, strip_prefix, unglue_tags
 from fabricbench.importing.collective import RunFacts
 from fabricbench.importing.nccl_tests_rows import NUMERIC, Layout, is_row, parse_row, side_of, split_glued, width
-from fabricbench.importing.repeats import MAX_WHOLE, Table, figures_problem
+from fabricbench.importing.repeats import MAX_GBPS, MAX_WHOLE, Table, figures_problem
 
 _VERSION = re.compile(r"nccl-tests version (\S+)(?: nccl-headers=(\d+))?(?: nccl-library=(\d+))?")
 _STARTING = re.compile(r"Collective test starting: (\S+)")
@@ -87,6 +88,19 @@ class Run:
     first_era: bool = False  # a "bytes N type op" header: the first nccl-tests, which printed milliseconds
     configured: bool = False  # saw "# nThread ..."
     concluded: bool = False  # saw "# Collective test concluded"
+    # the fast path (Scanner._fast_row): a row's leading cells -> its measurement, for a table whose every
+    # placement is time, algbw, busbw, #wrong (the current era without -I or -U); 0: no fast path
+    fast: dict[tuple, Any] = field(default_factory=dict)
+    fast_width: int = 0
+    fast_pre: int = 0
+
+
+def _fast_shape(layout: Layout | None) -> tuple[int, int]:
+    """(a row's cells, its leading cells) where the fast path can read the table's rows, else (0, 0)."""
+    if layout is None or layout.preamble[:2] != ["size", "count"] or \
+            any(s[1:] != ["algbw", "busbw", "#wrong"] or s[0] not in ("time", "cputime") for s in layout.sides):
+        return 0, 0
+    return len(layout.preamble) + 4 * len(layout.sides), len(layout.preamble)
 
 
 def _row_start(tokens: list[str]) -> bool:
@@ -109,6 +123,8 @@ class Scanner:
 
     def runs(self) -> Iterator[Run]:
         for line_no, raw in self.src.lines():
+            if self.run.fast and self._fast_row(raw):
+                continue
             self._line(line_no, unglue_tags(strip_prefix(raw)))
             if self.done:
                 yield self.done.pop()
@@ -121,6 +137,34 @@ class Scanner:
         self.done.append(self.run)
         self.run = Run(index=self.run.index + 1, line=line_no, log=self.after)
         self.after = LogLines()
+
+    def _fast_row(self, raw: str) -> bool:
+        """A plain row (no tag, no NCCL line in it) of a measurement already seen, added without the general
+        parse: the repeats of -N run cycles are most of a large file. False: the general path reads it (and
+        refuses what is impossible there)."""
+        run = self.run
+        if self.pending or "[" in raw or ":" in raw:
+            return False
+        t = raw.split()
+        if len(t) != run.fast_width:
+            return False
+        pre = run.fast_pre
+        g = run.fast.get(tuple(t[:pre]))
+        if g is None:
+            return False
+        try:
+            f = list(map(float, t[pre:]))
+        except ValueError:  # N/A, a word
+            return False
+        # per placement: time, algbw, busbw, #wrong; every figure >= 0, a time > 0, a count whole, and a
+        # bandwidth at most MAX_GBPS (looked at closely only where some figure is that large: a long time)
+        if min(f) < 0 or min(f[0::4]) <= 0 or not all(map(float.is_integer, f[3::4])) or \
+                (max(f) > MAX_GBPS and (max(f[1::4] + f[2::4]) > MAX_GBPS or max(f[3::4]) >= MAX_WHOLE)):
+            return False
+        for i, acc in enumerate(g.sides):
+            acc.add_figures(f[4 * i], f[4 * i + 1], f[4 * i + 2], f[4 * i + 3])  # type: ignore[union-attr]
+        run.rows.rows += 1
+        return True
 
     def _add_row(self, line_no: int, parsed: tuple[dict[str, str], list[dict[str, str]]]) -> None:
         """A row into its run's table; a row whose figures are impossible is left out (and counted)."""
@@ -135,7 +179,10 @@ class Scanner:
             if why:
                 self.src.refuse(line_no, why)
             sides.append(None if why else side)
-        if not self.run.rows.add(line_no, pre, sides) and self.run.rows.skipped == 1:
+        g = self.run.rows.add(line_no, pre, sides)
+        if g is not None and self.run.fast_width and len(pre) == self.run.fast_pre and all(g.sides):
+            self.run.fast[tuple(pre.values())] = g
+        if g is None and self.run.rows.skipped == 1:
             self.src.warn(line_no, f"a table of more than {len(self.run.rows.groups)} sizes; the rows of further "
                                    f"sizes are skipped")
 
@@ -260,6 +307,7 @@ class Scanner:
             if run.rows and run.layout is not None and layout is not None and layout != run.layout:
                 self._new_run(line_no)  # another table in the same run's place: a new block
             self.run.layout = layout or run.layout
+            self.run.fast_width, self.run.fast_pre = _fast_shape(self.run.layout)
             return True
         parsed = parse_row(tokens, run.layout)
         if parsed is not None:

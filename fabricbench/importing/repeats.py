@@ -71,6 +71,17 @@ class _Acc:
             if a is not None and b is not None and s is not self.first:
                 setattr(self.first, name, pick(a, b))
 
+    def add_figures(self, t: float, alg: float, bus: float, wrong: float) -> None:
+        """add() for a row read on the fast path (repeats of a row already seen; figures checked there)."""
+        self.n += 1
+        self.wrong = (self.wrong or 0) + int(wrong)
+        self.t_sum += t
+        self.t_sq += t * t
+        self.alg_t += alg * t
+        self.bus_t += bus * t
+        if len(self.samples) < SAMPLES_KEPT:
+            self.samples.append(t)
+
     def side(self) -> Side:
         if self.n == 1:
             return self.first
@@ -109,14 +120,14 @@ class Table:
     def __bool__(self) -> bool:
         return self.rows > 0
 
-    def add(self, line: int, pre: dict[str, str], sides: list[Side | None]) -> bool:
-        """Gather one row; False when the cap left it out."""
+    def add(self, line: int, pre: dict[str, str], sides: list[Side | None]) -> Group | None:
+        """Gather one row; its Group, or None when the cap left it out."""
         key = tuple(sorted(pre.items()))
         g = self.groups.get(key)
         if g is None:
             if len(self.groups) >= GROUPS_CAP:
                 self.skipped += 1
-                return False
+                return None
             g = self.groups[key] = Group(line=line, pre=pre, sides=[None] * len(sides))
         self.rows += 1
         for i, s in enumerate(sides[:len(g.sides)]):
@@ -125,7 +136,7 @@ class Table:
             if g.sides[i] is None:
                 g.sides[i] = _Acc(first=s)
             g.sides[i].add(s)  # type: ignore[union-attr]
-        return True
+        return g
 
     def first_line(self) -> int:
         return next(iter(self.groups.values())).line if self.groups else 0

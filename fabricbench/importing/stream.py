@@ -131,16 +131,19 @@ def head(path: str | os.PathLike, size: int = HEAD) -> str:
 
 def chunks(path: str | os.PathLike, size: int = 1 << 20) -> Iterator[str]:
     """The text in pieces of about `size` bytes that end at a line's end (for sniffing past the head)."""
-    buf: list[str] = []
-    have = 0
-    for _, ln in lines(path):
-        buf.append(ln)
-        have += len(ln) + 1
-        if have >= size:
-            yield "\n".join(buf)
-            buf, have = [], 0
-    if buf:
-        yield "\n".join(buf)
+    carry = b""
+    with open_bytes(path) as fh:
+        while block := fh.read(size):
+            block = carry + block
+            cut = block.rfind(b"\n") + 1
+            if cut == 0 and len(block) < LINE_CAP:
+                carry = block  # no line's end yet: wait for more
+                continue
+            cut = cut or len(block)  # a line longer than LINE_CAP: cut anywhere
+            carry = block[cut:]
+            yield block[:cut].decode("utf-8", errors="replace")
+    if carry:
+        yield carry.decode("utf-8", errors="replace")
 
 
 def digest(path: str | os.PathLike) -> str:
