@@ -95,6 +95,10 @@ def test_config_validation_messages():
         _config(nprocs=1)
     a, b = _config(), _config(steps=9)
     assert a.differences(b) == ["steps: 8 -> 9"] and a.differences(_config(out="/elsewhere")) == []
+    # --resume --max-repeats N adds the rounds an undecided comparison asked for; fewer would drop some
+    assert a.differences(_config(max_repeats=a.max_repeats + 10, repeat_budget_s=7200)) == []
+    assert a.differences(_config(max_repeats=a.max_repeats - 1)) == [
+        f"max_repeats: {a.max_repeats} -> {a.max_repeats - 1}"]
 
 
 def test_cli_bad_input_is_one_line(tmp_path):

@@ -24,7 +24,7 @@ from fabricbench.procs import exit_status, message
 from fabricbench.results.status import Status
 from fabricbench.studying import api as study_api
 from fabricbench.studying.report import answer_lines
-from fabricbench.studying.config import StudyConfig
+from fabricbench.studying.config import RESUMABLE, StudyConfig
 from fabricbench.studying.format import render_plan
 
 
@@ -43,11 +43,13 @@ def study(out, device, gpus, resume, dry_run, as_json, quiet, **options) -> None
     if device == "cpu" and gpus:
         click.echo("warning: --gpus is ignored with --device cpu (use --nprocs)", err=True)
         given.pop("gpus")
-    config = StudyConfig(out=out, **given) if given or not resume else None
+    # --resume with only more rounds, budget or time (`--resume --max-repeats 15`): over the stored settings
+    over = resume and given and set(given) <= RESUMABLE
+    config = StudyConfig(out=out, **given) if (given or not resume) and not over else None
     echo = None if (quiet or as_json) else (lambda line: click.echo(line, err=True))
     try:
         res = study_api.study(config, out=out, resume=resume, dry_run=dry_run, echo=echo,
-                              progress=False if (quiet or as_json) else None)
+                              progress=False if (quiet or as_json) else None, resume_with=given if over else None)
     except KeyboardInterrupt as e:  # Ctrl-C (130), SIGTERM (procs.Terminated, 143) or SIGHUP (129)
         e.kept = (f"the finished units are in {out}/results.jsonl; continue with "  # type: ignore[attr-defined]
                   f"`fabricbench study --out {out} --resume`")

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Any, Callable
 
 from fabricbench.cluster.env import on_slurm
@@ -22,7 +23,7 @@ from fabricbench.errors import UsageError
 from fabricbench.masking import MASK
 from fabricbench.results.status import Status
 from fabricbench.studying import records
-from fabricbench.studying.config import StudyConfig
+from fabricbench.studying.config import RESUMABLE, StudyConfig
 from fabricbench.studying.plan import build_plan
 from fabricbench.studying.report import write_report
 from fabricbench.studying.nodes import NodeLost
@@ -64,9 +65,11 @@ class StudyResult:
                 "report_html": str(self.report_html) if self.report_html else None, "follower": self.follower}
 
 
-def resolve_config(config: StudyConfig | None, *, out: str | None = None, resume: bool = False) -> StudyConfig:
+def resolve_config(config: StudyConfig | None, *, out: str | None = None, resume: bool = False,
+                   resume_with: Mapping[str, Any] | None = None) -> StudyConfig:
     """A validated config: `config` (its nodes from Slurm where it names none: cluster/env.on_slurm), or,
-    resuming without one, the one stored in `out`."""
+    resuming without one, the one stored in `out`, with `resume_with` (settings of config.RESUMABLE: more
+    rounds, a larger budget, other timeouts) applied over it."""
     if config is None:
         if not (resume and out):
             raise UsageError("give the study's StudyConfig, or out=DIR with resume=True (the settings stored there)")
@@ -79,6 +82,11 @@ def resolve_config(config: StudyConfig | None, *, out: str | None = None, resume
         if hidden:  # the values were never written: they cannot be taken from the stored settings
             raise UsageError(f"--resume: the stored fabric(s) {', '.join(hidden)} hide their values, which are "
                              f"never written to disk; give the study's options again, --fabrics with the values")
+        other = sorted(set(resume_with or {}) - RESUMABLE)
+        if other:
+            raise UsageError(f"--resume over the stored settings changes only {', '.join(sorted(RESUMABLE))}, "
+                             f"not {', '.join(other)}; give every option of the study, or choose another --out")
+        config = dataclasses.replace(config, **dict(resume_with or {}))
     else:
         config = on_slurm(config)
     return config.validate()
@@ -92,10 +100,12 @@ def plan_for(config: StudyConfig) -> list[Unit]:
 
 
 def study(config: StudyConfig | None = None, *, out: str | None = None, resume: bool = False, dry_run: bool = False,
-          report: bool = True, progress: bool | None = None, echo: Callable[[str], None] | None = None) -> StudyResult:
+          report: bool = True, progress: bool | None = None, echo: Callable[[str], None] | None = None,
+          resume_with: Mapping[str, Any] | None = None) -> StudyResult:
     """Run (or, with dry_run, only plan) the study `config` says into its out (resuming without a config:
-    the one stored in `out`); see the module docstring."""
-    config = resolve_config(config, out=out, resume=resume)
+    the one stored in `out`, `resume_with` applied over it: `resume_with={"max_repeats": 15}` adds the
+    rounds an undecided comparison asked for); see the module docstring."""
+    config = resolve_config(config, out=out, resume=resume, resume_with=resume_with)
     units = plan_for(config)
     existing = records.load(config.out, must_exist=False)
 

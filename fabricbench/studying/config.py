@@ -37,6 +37,14 @@ DEFAULT_FABRICS = {"cuda": ("default", "p2p-off"), "cpu": ("default",)}
 SWEEP_OPS = ("all_reduce", "all_gather", "reduce_scatter")  # what DDP, ZeRO and FSDP send
 
 
+# Settings that measure nothing (where the nodes meet, how long they wait, the budgets): a --resume may
+# change them; and RESUMABLE, those a `study --out DIR --resume` given alone applies over the stored ones
+# (max_repeats only upward: the rounds an undecided comparison asked for).
+UNMEASURED = frozenset({"out", "extra", "train_timeout_s", "sweep_timeout_s", "repeat_budget_s", "stall_timeout_s",
+                        "node_rank", "master_addr", "master_port", "join_timeout_s"})
+RESUMABLE = UNMEASURED - {"out", "extra"} | {"max_repeats"}
+
+
 @dataclass(kw_only=True)
 class StudyConfig:
     out: str = field(metadata=declare(  # the study directory: results.jsonl, units/, report.md, report.html
@@ -267,8 +275,10 @@ class StudyConfig:
 
     def differences(self, other: "StudyConfig") -> list[str]:
         """'field: stored -> new' for each setting that would make other measure something else."""
-        # where the nodes meet, and how long they wait, measure nothing
-        ignore = {"out", "extra", "train_timeout_s", "sweep_timeout_s", "repeat_budget_s", "stall_timeout_s",
-                  "node_rank", "master_addr", "master_port", "join_timeout_s"}
+        ignore = UNMEASURED
         a, b = self.to_dict(), other.to_dict()
-        return [f"{k}: {a[k]!r} -> {b[k]!r}" for k in a if k not in ignore and a[k] != b[k]]
+        # more rounds (and more budget, ignored above) add the rounds a study asked for ("about 15 rounds
+        # would settle it") and change nothing measured; fewer would drop rounds already run
+        more = a.get("max_repeats") is not None and b.get("max_repeats") is not None and b["max_repeats"] > a["max_repeats"]
+        return [f"{k}: {a[k]!r} -> {b[k]!r}" for k in a
+                if k not in ignore and a[k] != b[k] and not (k == "max_repeats" and more)]

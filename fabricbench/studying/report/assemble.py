@@ -11,6 +11,7 @@ from typing import Any
 import fabricbench
 from fabricbench.errors import FabricbenchError, UsageError
 from fabricbench.importing import beside
+from fabricbench.measuring import comparison
 from fabricbench.relating.format import REFERENCE_JUDGED, judged
 from fabricbench.report.document import Document
 from fabricbench.results.schema import CollectiveResult, TrainResult
@@ -86,7 +87,19 @@ def answer_lines(out_dir: str | Path, width: int = 80) -> list[str]:
             + ", ".join(f"{k} {v}" for k, v in n.items() if v))
     said = [dict(cm, text=repeats.said(cm)) for cm in comps]  # a verdict built on a busy host's run says so
     return textwrap.wrap(head, width=width) + repeats.verdict_lines(said, width=width) + busy + \
-        relate_lines(summ["relate"], width)
+        relate_lines(summ["relate"], width) + _more_rounds(out_dir, comps, width)
+
+
+def _more_rounds(out_dir, comps: list[dict[str, Any]], width: int) -> list[str]:
+    """The command that adds the rounds the undecided comparisons ask for ("about 15 rounds would settle
+    it"), where that is more than they had: --resume takes a raised --max-repeats and nothing else changes."""
+    need = max((cm.get("rounds_needed") or 0 for cm in comps if cm["verdict"] == "undecided"
+                and (cm.get("rounds_needed") or 0) <= comparison.MAX_ROUNDS_GUESS), default=0)
+    if need <= max((cm.get("rounds") or 0 for cm in comps), default=0):
+        return []
+    return textwrap.wrap(f"more rounds: fabricbench study --out {out_dir} --resume --max-repeats {need} (the "
+                         f"rounds the undecided comparisons ask for; nothing else changes)", width=width,
+                         subsequent_indent="    ")
 
 
 def relate_lines(rows: list[dict[str, Any]], width: int = 80) -> list[str]:
