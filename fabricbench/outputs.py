@@ -206,6 +206,20 @@ def _split(path: str | os.PathLike, under: str | os.PathLike | None, what: str) 
         return top.folder(rel.parent), rel.name
 
 
+ENV_ROOT = "FABRICBENCH_OUTPUT_ROOT"  # an output folder a parent writes into (a study's): its children's too
+
+
+def inherited_root(path: str | os.PathLike) -> str | None:
+    """The output folder a parent named in the environment (ENV_ROOT), where `path` lies below it: a child
+    that writes into a study's units/ then opens every part below the study's folder without following a
+    link, as the study itself does. None where no root is named or `path` is elsewhere."""
+    root = os.environ.get(ENV_ROOT)
+    if not root:
+        return None
+    rel = os.path.relpath(os.path.abspath(path), os.path.abspath(root))
+    return root if rel != "." and not rel.startswith("..") else None
+
+
 def open_output(path: str | os.PathLike, mode: str = "w", *, what: str = "output",
                 under: str | os.PathLike | None = None, perm: int = 0o644, encoding: str = "utf-8",
                 newline: str | None = None) -> IO[Any]:

@@ -101,3 +101,21 @@ def test_a_read_only_folder_is_one_usage_line(tmp_path):
 def test_devices_stay_the_users_choice():
     with outputs.open_output("/dev/null", "a") as fh:
         fh.write("x")
+
+
+def test_a_child_of_a_study_follows_no_link_below_the_root_its_parent_named(tmp_path, monkeypatch):
+    """A study's unit runs `sweep --out DIR/units/x.jsonl` in a child: the study names DIR in the
+    environment, so a units/ swapped for a link is refused in the child as in the study."""
+    from fabricbench.results import ResultWriter
+
+    study, elsewhere = tmp_path / "st", tmp_path / "elsewhere"
+    study.mkdir()
+    elsewhere.mkdir()
+    (study / "units").symlink_to(elsewhere)
+    monkeypatch.setenv(outputs.ENV_ROOT, str(study))
+    with pytest.raises(UsageError, match="units: is a symbolic link"):
+        ResultWriter(study / "units" / "sweep.jsonl")
+    assert os.listdir(elsewhere) == []
+    monkeypatch.delenv(outputs.ENV_ROOT)
+    ResultWriter(study / "units" / "sweep.jsonl").close()  # no root named: the user's own path, followed
+    assert os.listdir(elsewhere) == ["sweep.jsonl"]

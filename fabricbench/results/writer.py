@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from fabricbench.files import OutputError, check_output, dumps, open_output
+from fabricbench.outputs import inherited_root
 from fabricbench.results import records as _records
 
 
@@ -25,7 +26,7 @@ class ResultWriter:
         if self.path is not None:
             check_output(self.path, what="--out")
             # never through a link: one planted at results.jsonl would send every record outside --out
-            self._fh = open_output(self.path, "a", what="--out", under=under)
+            self._fh = open_output(self.path, "a", what="--out", under=under or inherited_root(self.path))
 
     def write(self, record: dict[str, Any]) -> None:
         self.records.append(record)

@@ -13,6 +13,7 @@ host across nodes): its train and collective records carry `host_load`, flagged 
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 import uuid
@@ -27,7 +28,7 @@ from fabricbench.fabrics.model import Fabric
 from fabricbench import hostload, procs
 from fabricbench.jobs import secrets, store
 from fabricbench.jobs.heartbeat import stall_bound
-from fabricbench.outputs import OutputError, OutputRefused, folder, open_output
+from fabricbench.outputs import ENV_ROOT, OutputError, OutputRefused, folder, open_output
 from fabricbench.progress import Progress
 from fabricbench.results import ResultWriter, header
 from fabricbench.results.status import Status
@@ -222,6 +223,11 @@ class _Children:
     node_children: dict[int, tuple[int | None, str, str, bool]] = field(default_factory=dict)
     facts: dict[str, Any] = field(default_factory=dict)
 
+    def _env(self) -> dict[str, str]:
+        """This environment, naming the study's folder as the children's output root (outputs.ENV_ROOT): a
+        child writing units/<unit>.jsonl follows no link below it, as the study does."""
+        return {**os.environ, ENV_ROOT: str(self.ctx.out_dir)}
+
     def run(self, commands: list[list[str]]) -> nodes.NodeLost | None:
         unit, ctx, crew = self.unit, self.ctx, self.crew
         kind = UNIT_KINDS.get(unit.kind)
@@ -239,7 +245,7 @@ class _Children:
                 try:
                     # jobs.run: under the unit's fabric (the argv names it by name; its values travel in the
                     # environment), in a process group dead with us, bounded by the unit kind's time-out
-                    res = jobs.run(argv, workspace=ws, fabric=self.fabric, budget_s=budget,
+                    res = jobs.run(argv, workspace=ws, fabric=self.fabric, budget_s=budget, env=self._env(),
                                    on_poll=(lambda: crew.watch_share(k)) if k is not None else None)
                     if res.waived:
                         raise FabricWaived(res.waived)
