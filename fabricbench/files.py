@@ -111,7 +111,7 @@ def unwritable(path: str | os.PathLike, *, folder: bool = False) -> str | None:
     if str(path) == "-" and not p.exists():  # a shell's standard output: never a file named "-" made unasked
         return "'-' is standard output to a shell, which fabricbench does not write its results to"
     if p.is_symlink():
-        return f"{p} is a symbolic link, and fabricbench writes only through paths it made; give the real path"
+        return f"{p} is a symbolic link, which fabricbench does not write through (only through paths it made)"
     if p.exists() and p.is_dir() != folder:  # the library's callers have no click type to say it first
         return f"{p} is a {'folder' if p.is_dir() else 'file'}; give a {'folder' if folder else 'file name'}"
     if not folder and p.is_file() and not os.access(p, os.W_OK):
