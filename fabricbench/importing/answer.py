@@ -3,7 +3,7 @@
     fabricbench import all_reduce.log --out imported.jsonl
       all_reduce.log: nccl-tests, 1 run(s), 46 collective (all_reduce)
         all_reduce: 8 ranks on 8 × NVIDIA H100 80GB HBM3; busbw 478.9 GB/s at 8G (the largest size)
-        expected on 8× H100 SXM (NVSwitch): 460-480 GB/s at >= 1G, NVLS on [nccl-tests#212, ...]
+        within: expected on 8× H100 SXM (NVSwitch): 460-480 GB/s at >= 1G, NVLS on [nccl-tests#212, ...]
         next: fabricbench qualify --spec builtin:NAME --from imported.jsonl  (NAME: qualify --list-specs)
 
 The tally holds counts and, per (op, rank count, GPU model, fabric), the record at the largest size (its
@@ -77,8 +77,19 @@ def _peak(rec: dict[str, Any]) -> dict[str, Any]:
             "inplace": rec.get("inplace"), "busbw_gbps": rec["busbw_gbps"],
             "references": [{"platform": x.platform, "lo_gbps": x.lo_gbps, "hi_gbps": x.hi_gbps,
                             "min_bytes": x.min_bytes, "condition": x.condition, "sources": list(x.sources),
-                            "line": references.line(x)} for x in refs],
+                            "line": references.line(x), "verdict": _verdict(rec["busbw_gbps"], x)} for x in refs],
             "none_matches": None if refs else references.why_none(model, n, op, nbytes, fabric)}
+
+
+def _verdict(busbw: float, ref) -> str:
+    """Where the file's figure falls against a published range: within, below (by how much) or above."""
+    if ref.lo_gbps is None or ref.hi_gbps is None:
+        return "no published figure"
+    if busbw < ref.lo_gbps:
+        return f"below ({(1 - busbw / ref.lo_gbps) * 100:.1f}% under {ref.lo_gbps:g})"
+    if busbw > ref.hi_gbps:
+        return f"above ({(busbw / ref.hi_gbps - 1) * 100:.1f}% over {ref.hi_gbps:g})"
+    return "within"
 
 
 def _next(t: Tally, out_path: str) -> list[str]:
@@ -99,7 +110,7 @@ def lines(s: dict[str, Any]) -> list[str]:
         place = {True: ", in place", False: ", out of place"}.get(p["inplace"], "")
         out.append(f"  {p['op'] or 'op not told'}{on}: busbw {p['busbw_gbps']:.4g} GB/s at {p['size']} "
                    f"(the largest size{place})")
-        out += [f"    {r['line']}" for r in p["references"]]
+        out += [f"    {r['verdict']}: {r['line']}" for r in p["references"]]
         if p["none_matches"]:
             out.append(f"    reference: none matches ({p['none_matches']})")
     if s["next"]:

@@ -32,7 +32,7 @@ LINE_CAP = 1 << 20  # bytes of one line that are read
 OUT_CHUNK = 1 << 20  # bytes inflated per step
 MAX_RATIO = 200  # inflated / compressed, checked as it inflates
 RATIO_FLOOR = 16 << 20  # below this much inflated, any ratio is allowed (a small file of repeated lines)
-DOC_CAP = 32 << 20  # bytes of one JSON document held at once
+DOC_CAP = 16 << 20  # bytes of one JSON document held at once
 MAX_DEPTH = 64  # JSON nesting allowed (DCGM diag's is 7, Inspector's 4, RAS's 5, nccl-tests -J's 4)
 HEAD = 64 << 10  # bytes a format's sniff reads
 
