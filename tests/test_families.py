@@ -155,3 +155,24 @@ def test_the_launcher_and_estimate_import_neither_torch_nor_transformers_for_a_c
     psi, task, est, torch_in, tf_in = json.loads(p.stdout.strip().splitlines()[-1])
     assert psi == est == sum(x.numel() for x in _built(json.loads(path.read_text())).parameters())
     assert (task, torch_in, tf_in) == ("causal-lm", False, False)
+
+
+@pytest.mark.slow
+def test_the_ranks_count_psi_of_a_family_with_no_formula(tmp_path):
+    """GPT-Neo has no formula: the command reads the file with transformers, the ranks count Ψ on the model
+    they build, and the record carries their count (the meta-device count) with the estimate made from it."""
+    from fabricbench.results import ResultWriter
+    from fabricbench.training import launch
+
+    data = dict(model_type="gpt_neo", hidden_size=32, num_layers=2, num_heads=4, vocab_size=128,
+                attention_types=[[["global", "local"], 1]], max_position_embeddings=64, bos_token_id=0, eos_token_id=0)
+    path = tmp_path / "neo.json"
+    path.write_text(json.dumps(data))
+    assert families.facts(data) is None
+    with ResultWriter(tmp_path / "t.jsonl") as w:
+        (rec,) = launch.run(launch.TrainConfig(strategies=["ddp"], model_config=str(path), device="cpu", nprocs=2,
+                                               steps=4, warmup_steps=1, trace_steps=0, repeats=1, target_ci=None,
+                                               seq_len=16, batch_size=2), w, quiet=True)
+    assert rec["status"] == "ok", rec.get("message")
+    assert rec["params"] == sum(p.numel() for p in _built(data).parameters())
+    assert rec["estimate"]["params_bytes"] == 4 * rec["params"]  # fp32 on CPU

@@ -105,6 +105,35 @@ def test_the_study_report_says_how_much_of_its_time_was_measurement():
     assert "Where the time went" not in empty.markdown()
 
 
+def test_a_commands_runs_start_where_the_users_wait_began(tmp_path, monkeypatch):
+    """The first run's phases begin at `since` (the CLI's process start), each later run's where the record
+    before it was written: the records' totals add up to the command's wall, with nothing between them."""
+    import time
+
+    from fabricbench.results import ResultWriter
+    from fabricbench.training import launch
+
+    starts: list[float] = []
+    ends: list[float] = []
+
+    def run_strategy(config, name, resolved, psi, *, begun=None, **kw):
+        starts.append(begun)
+        time.sleep(0.01)
+        ends.append(time.time())
+        return {"strategy": name, "model": "tiny-mistral", "task": "causal-lm", "params": psi, "batch_size": 2,
+                "global_batch": 4, "seq_len": 32, "image_size": None, "tokens_per_sample": 32, "device": "cpu",
+                "gpus": [], "nranks": 2, "nnodes": 1, "steps": 4, "warmup_steps": 1, "lr": 1e-4,
+                "optimizer": "AdamW", "status": "ok", "step_times_s": [0.1] * 4,
+                "step_time": {"median_s": 0.1, "ci95_rel": None}}
+
+    monkeypatch.setattr(launch, "run_strategy", run_strategy)
+    with ResultWriter(tmp_path / "t.jsonl") as w:
+        launch.run(TrainConfig(strategies=["ddp", "fsdp"], model="tiny-mistral", device="cpu", nprocs=2, steps=4,
+                               warmup_steps=1, repeats=1), w, since=123.0)
+    assert starts[0] == 123.0
+    assert ends[0] <= starts[1] < ends[0] + 5  # after the first record, not at the command's start again
+
+
 def test_where_the_time_went_adds_up_to_the_study_wall():
     """The study's wall runs from its command's start (the plan's timestamp less its process's age) to its last
     unit's record; its units by kind and the study's own process between them add up to it, per start."""
