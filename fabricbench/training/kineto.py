@@ -53,6 +53,7 @@ KEEP_ARGS = ("Input Dims", "Input type", "Concrete Inputs", "Collective name", "
 # read is named when a trace yields no collective (another version's names, to be mapped above)
 COMM_WORDS = re.compile(r"all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|broadcast|nccl|gloo|c10d", re.I)
 _WS = re.compile(r"[ \t\n\r]*")
+_SEP = re.compile(r"[ \t\n\r]*,[ \t\n\r]*")
 
 
 @dataclass(kw_only=True)
@@ -203,17 +204,46 @@ def events(path: str | Path, header: dict[str, Any] | None = None) -> Iterator[d
                 if t.skip_ws() == "]":
                     t.pos += 1
                 else:
-                    while True:
-                        ev = t.value(decoder)
-                        if isinstance(ev, dict):
-                            yield ev
-                        if t.expect(",]", "',' or ']' between events") == "]":
-                            break
+                    yield from _array(t, decoder)
             if t.expect(",}", "',' or '}'") == "}":
                 break
         if not seen:
             raise UsageError(f"trace {p}: no traceEvents array; give a torch.profiler chrome trace "
                              f"(prof.export_chrome_trace), not another JSON file")
+
+
+def _array(t: _Text, decoder: json.JSONDecoder) -> Iterator[dict[str, Any]]:
+    """The events of the array whose first one starts at t.pos, up to and past its closing ']'. The usual
+    case (a whole event in the window, then a comma) takes one C call and one regex match per event; the
+    window's end, a value that is not an object and the array's end take the careful path."""
+    scan_once, buf, pos = decoder.scan_once, t.buf, t.pos
+    while True:
+        if buf[pos:pos + 1] == "{":
+            try:
+                ev, end = scan_once(buf, pos)
+            except (StopIteration, json.JSONDecodeError):
+                ev = None
+            if ev is not None and (end < len(buf) or t.eof):  # an object is whole once its '}' is read
+                yield ev
+                m = _SEP.match(buf, end)
+                if m is not None:
+                    pos = m.end()
+                    continue
+                t.pos = end
+                if t.expect(",]", "',' or ']' between events") == "]":
+                    return
+                t.skip_ws()
+                buf, pos = t.buf, t.pos
+                continue
+        t.pos = pos  # the careful path: more text, or the error that says what is wrong
+        t.skip_ws()
+        ev = t.value(decoder)
+        if isinstance(ev, dict):
+            yield ev
+        if t.expect(",]", "',' or ']' between events") == "]":
+            return
+        t.skip_ws()
+        buf, pos = t.buf, t.pos
 
 
 def scan(path: str | Path) -> Scan:

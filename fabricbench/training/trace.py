@@ -32,6 +32,7 @@ reduce-scatter of the same S.
 
 from __future__ import annotations
 
+import bisect
 import json
 import os
 import shutil
@@ -220,47 +221,78 @@ class Matched:
     span: tuple[float, float] | None
 
 
-def _gloo_event(e: dict[str, Any], gloo: list[dict[str, Any]], used: set[int]) -> dict[str, Any] | None:
+class Timed:
+    """Events in start order, with the first at or after a time found by bisection (a long trace has
+    thousands of calls: a scan from the start per call is quadratic)."""
+
+    def __init__(self, events: Iterable[dict[str, Any]]) -> None:
+        self.events = sorted(events, key=lambda e: e["ts"])
+        self.starts = [e["ts"] for e in self.events]
+
+    def since(self, ts: float) -> range:
+        return range(bisect.bisect_left(self.starts, ts), len(self.events))
+
+    def within(self, outer: dict[str, Any]) -> list[dict[str, Any]]:
+        """The events that lie inside `outer` on its thread."""
+        hi = bisect.bisect_right(self.starts, outer["ts"] + outer.get("dur", 0))
+        return [e for e in self.events[bisect.bisect_left(self.starts, outer["ts"]):hi]
+                if e.get("tid") == outer.get("tid") and _contains(outer, e)]
+
+
+def _gloo_event(e: dict[str, Any], gloo: Timed, used: set[int]) -> dict[str, Any] | None:
     """The first unused gloo worker event at or after op e whose first shape is one of e's arguments'
     (all-gather's is its per-rank input, reduce-scatter's the full input it all-reduces)."""
     shapes = [s for d in e.get("args", {}).get("Input Dims") or [] if (s := _first_shape(d)) is not None]
-    for i, g in enumerate(gloo):
-        if i in used or g["ts"] < e["ts"]:
-            continue
-        if not shapes or _first_shape(g.get("args", {}).get("Input Dims") or []) in shapes:
+    for i in gloo.since(e["ts"]):
+        g = gloo.events[i]
+        if i not in used and (not shapes or _first_shape(g.get("args", {}).get("Input Dims") or []) in shapes):
             used.add(i)
             return g
     return None
 
 
-def _nccl_kernel(e: dict[str, Any], op: str, kernels: list[dict[str, Any]], used: set[int]) -> dict[str, Any] | None:
+def _nccl_kernel(e: dict[str, Any], op: str, kernels: Timed, used: set[int]) -> dict[str, Any] | None:
     """The first unused NCCL kernel of op's kind launched at or after op e (kernels in launch order)."""
     want = NCCL_KERNEL.get(op)
-    for i, k in enumerate(kernels):
-        words = str(k["name"]).lower().split("_")
+    for i in kernels.since(e["ts"]):
+        words = str(kernels.events[i]["name"]).lower().split("_")
         kind = words[1] if len(words) > 1 else ""
-        if i not in used and k["ts"] >= e["ts"] and (kind == want or kind.startswith("generic")):
+        if i not in used and (kind == want or kind.startswith("generic")):
             used.add(i)
-            return k
+            return kernels.events[i]
     return None
+
+
+def _outermost(coll: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The ops (in start order) that no other op on their thread strictly contains: on one thread ops nest
+    or follow one another, so the last outermost op of the thread is the only one that can contain the next."""
+    last: dict[Any, dict[str, Any]] = {}
+    out = []
+    for e in coll:
+        o = last.get(e.get("tid"))
+        if o is not None and _contains(o, e) and not _contains(e, o):
+            continue
+        last[e.get("tid")] = e
+        out.append(e)
+    return out
 
 
 def matched(events: list[dict[str, Any]], *, world_size: int) -> tuple[list[Matched], list[str]]:
     """Every collective call inside the step windows, with its backend interval -> (calls, problems)."""
     windows = step_windows(events)
-    inside = [e for e in events if _is_cpu_op(e) and any(a <= e["ts"] <= b for a, b in windows)]
+    inside = [e for e in events if _is_cpu_op(e) and _step_of(windows, e["ts"]) is not None]
     coll = sorted((e for e in inside if e["name"] in OP_RULES), key=lambda e: e["ts"])
     # outermost only: a coalesced or functional op may dispatch to another c10d op on the same thread
-    outer = [e for e in coll if not any(o is not e and o.get("tid") == e.get("tid") and _contains(o, e)
-                                        and not _contains(e, o) for o in coll)]
-    params = [e for e in inside if e["name"] == "record_param_comms"]
-    gloo = sorted((e for e in inside if e["name"].startswith("gloo:")), key=lambda e: e["ts"])
-    kernels = sorted((e for e in events if e.get("cat") == "kernel" and e.get("ph") == "X"
-                      and "nccl" in str(e.get("name", "")).lower()), key=lambda e: e["ts"])
+    outer = _outermost(coll)
+    params = Timed(e for e in inside if e["name"] == "record_param_comms")
+    hosts = Timed(e for e in inside if str(e["name"]).startswith("nccl:"))
+    gloo = Timed(e for e in inside if e["name"].startswith("gloo:"))
+    kernels = Timed(e for e in events if e.get("cat") == "kernel" and e.get("ph") == "X"
+                    and "nccl" in str(e.get("name", "")).lower())
     used: set[int] = set()
     used_k: set[int] = set()
     out, problems = [], []
-    nccl = bool(kernels) and not gloo  # NCCL's kernels ran (gloo on CUDA tensors launches none)
+    nccl = bool(kernels.events) and not gloo.events  # NCCL's kernels ran (gloo on CUDA tensors launches none)
     for e in outer:
         rule = OP_RULES[e["name"]]
         args = e.get("args", {})
@@ -270,7 +302,7 @@ def matched(events: list[dict[str, Any]], *, world_size: int) -> tuple[list[Matc
         if arg_dims == [] and rule.arg < len(types) and types[rule.arg] in LISTS:
             arg_dims = None  # a tensor list the profiler gave no shapes for (not a scalar)
         if arg_dims is None:  # the backend's own host event (nccl:*, older PyTorch) may name the tensor
-            arg_dims, dtype = _host_tensor(e, inside, rule) or (None, dtype)
+            arg_dims, dtype = _host_tensor(hosts.within(e)) or (None, dtype)
         group = world_size
         concrete = args.get("Concrete Inputs") or []
         if rule.group_arg is not None and rule.group_arg < len(concrete) and str(concrete[rule.group_arg]).isdigit():
@@ -278,8 +310,7 @@ def matched(events: list[dict[str, Any]], *, world_size: int) -> tuple[list[Matc
         elif rule.part_arg is not None and (n := _parts(arg_dims, dims[rule.part_arg] if rule.part_arg < len(dims)
                                                          else None)):
             group = n  # the whole over one rank's part: a subgroup's size where the events name none
-        nested = [p for p in params if p.get("tid") == e.get("tid") and _contains(e, p)
-                  and paramcomms.op_of(p.get("args", {}))]
+        nested = [p for p in params.within(e) if paramcomms.op_of(p.get("args", {}))]
         backend, counted = None, None
         if nested:  # nccl: the backend's own account of this call
             pa = nested[0]["args"]
@@ -299,7 +330,7 @@ def matched(events: list[dict[str, Any]], *, world_size: int) -> tuple[list[Matc
             continue
         nbytes = counted if counted is not None else _nbytes(arg_dims, ELEM_SIZE[dtype]) * (group if rule.times_n else 1)
         out.append((e["ts"], Matched(Call(op=rule.op, bytes=nbytes, dtype=dtype, group_size=group),
-                                     _step_of(windows, e["ts"]), _span(backend) if backend is not None else None)))
+                                     _step_of(windows, e["ts"]) or 0, _span(backend) if backend is not None else None)))
     out += _unwrapped(params, outer, windows, kernels, used_k, world_size)
     return [m for _, m in sorted(out, key=lambda t: t[0])], problems
 
@@ -316,39 +347,42 @@ def _parts(whole: Any, part: Any) -> int | None:
 LISTS = ("TensorList", "GenericList")  # profiler "Input type"s of a list argument
 
 
-def _host_tensor(e: dict[str, Any], inside: list[dict[str, Any]], rule: OpRule) -> tuple[Any, str] | None:
-    """(dims, dtype) of the first tensor of the `nccl:*` event inside op e (its input), shaped as the rule's
-    argument: where S is the per-rank part times n (an all-gather's), that input is the part."""
-    for h in inside:
-        if h.get("tid") == e.get("tid") and str(h["name"]).startswith("nccl:") and _contains(e, h):
-            a = h.get("args", {})
-            dims, types = a.get("Input Dims") or [], a.get("Input type") or []
-            dtype = _dtype(types[0]) if types else None
-            if dims and isinstance(dims[0], list) and dims[0] and dtype:
-                return dims[0], dtype
+def _host_tensor(hosts: list[dict[str, Any]]) -> tuple[Any, str] | None:
+    """(dims, dtype) of the first tensor of an op's `nccl:*` events (its input: for an all-gather the
+    per-rank part, which its rule multiplies by the group size)."""
+    for h in hosts:
+        a = h.get("args", {})
+        dims, types = a.get("Input Dims") or [], a.get("Input type") or []
+        dtype = _dtype(types[0]) if types else None
+        if dims and isinstance(dims[0], list) and dims[0] and dtype:
+            return dims[0], dtype
     return None
 
 
-def _step_of(windows: list[tuple[float, float]], ts: float) -> int:
-    return next(i for i, (a, b) in enumerate(windows) if a <= ts <= b)
+def _step_of(windows: list[tuple[float, float]], ts: float) -> int | None:
+    """The index of the step window that holds ts (windows sorted, apart); None outside them all."""
+    i = bisect.bisect_right(windows, (ts, float("inf"))) - 1
+    return i if i >= 0 and windows[i][0] <= ts <= windows[i][1] else None
 
 
-def _unwrapped(params: list[dict[str, Any]], outer: list[dict[str, Any]], windows: list[tuple[float, float]],
-               kernels: list[dict[str, Any]], used_k: set[int], world_size: int) -> list[tuple[float, Matched]]:
+def _unwrapped(params: Timed, outer: list[dict[str, Any]], windows: list[tuple[float, float]],
+               kernels: Timed, used_k: set[int], world_size: int) -> list[tuple[float, Matched]]:
     """NCCL's own events of collectives issued without a c10d op around them (paramcomms.py)."""
+    wrapped = {id(p) for o in outer for p in params.within(o)}
     out = []
-    for p in params:
+    for p in params.events:
         pa = p.get("args", {})
         op = paramcomms.op_of(pa)
         dtype = _dtype(pa.get("dtype"))
-        if op is None or dtype not in ELEM_SIZE or any(o.get("tid") == p.get("tid") and _contains(o, p) for o in outer):
+        if op is None or dtype not in ELEM_SIZE or id(p) in wrapped:
             continue
         nbytes = paramcomms.nbytes(pa, op, ELEM_SIZE[dtype])
-        if nbytes is None:
+        step = _step_of(windows, p["ts"])
+        if nbytes is None or step is None:
             continue
         kernel = _nccl_kernel(p, op, kernels, used_k)
         call = Call(op=op, bytes=nbytes, dtype=dtype, group_size=paramcomms.group_size(pa) or world_size)
-        out.append((p["ts"], Matched(call, _step_of(windows, p["ts"]), _span(kernel) if kernel is not None else None)))
+        out.append((p["ts"], Matched(call, step, _span(kernel) if kernel is not None else None)))
     return out
 
 
