@@ -119,3 +119,16 @@ def test_a_child_of_a_study_follows_no_link_below_the_root_its_parent_named(tmp_
     monkeypatch.delenv(outputs.ENV_ROOT)
     ResultWriter(study / "units" / "sweep.jsonl").close()  # no root named: the user's own path, followed
     assert os.listdir(elsewhere) == ["sweep.jsonl"]
+
+
+def test_a_private_file_is_never_written_through_a_link(tmp_path):
+    """A rank's spec (it holds a custom fabric's secret values) goes to a 0600 file, never through a link."""
+    from fabricbench.jobs.secrets import write_private
+
+    outside = tmp_path / "readable-by-all"
+    (tmp_path / "spec.json").symlink_to(outside)
+    with pytest.raises(UsageError, match="symbolic link"):
+        write_private(tmp_path / "spec.json", "TOKEN=s3cr3t")
+    assert not outside.exists()
+    write_private(tmp_path / "mine.json", "TOKEN=s3cr3t")
+    assert stat.S_IMODE((tmp_path / "mine.json").stat().st_mode) == 0o600

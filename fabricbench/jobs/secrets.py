@@ -17,17 +17,15 @@ from typing import Iterable
 
 from fabricbench.fabrics.model import shown
 from fabricbench import masking
+from fabricbench.outputs import open_output
 
 
 def write_private(path: str | os.PathLike, text: str) -> Path:
     """Write `text` to a file only this user may read (0600 from its creation, never wider)."""
     path = Path(path)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.fchmod(fd, 0o600)
-        os.write(fd, text.encode())
-    finally:
-        os.close(fd)
+    with open_output(path, "wb", perm=0o600, what="private file") as fh:  # never through a link (outputs.py)
+        os.fchmod(fh.fileno(), 0o600)
+        fh.write(text.encode())
     return path
 
 
