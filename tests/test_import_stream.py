@@ -178,3 +178,21 @@ def test_memory_does_not_grow_with_the_file(tmp_path):
             tracemalloc.stop()
         assert tally.records == 62 and len(written) == 62  # 31 sizes x 2 placements, whatever the repeats
     assert peaks[1] - peaks[0] < 2 << 20, [p / 2**20 for p in peaks]
+
+
+def test_the_fast_path_for_repeats_and_the_general_one_agree(tmp_path):
+    """Tagged lines (mpirun's "[1,0]<stdout>:") always take the general path; plain ones take the fast
+    path from their second cycle on: the same figures give the same records."""
+    rows = [_row(s, t, w) for t, w in ((20.0, "0"), (26.0, "0"), (23.0, "2"), (21.0, "0"))
+            for s in (1 << 20, 1 << 24)]
+    plain, tagged = tmp_path / "plain.log", tmp_path / "tagged.log"
+    plain.write_text(HEAD + "".join(rows))
+    tagged.write_text("".join(f"[1,0]<stdout>:{ln}\n" for ln in (HEAD + "".join(rows)).splitlines()))
+
+    def figures(path):
+        return [(r["bytes"], r["inplace"], r["time_us"], r["algbw_gbps"], r["busbw_gbps"], r["wrong"], r["status"],
+                 r["extra"]["samples_us"], r["extra"]["repeats_cv"]) for r in import_file(path).records]
+
+    got = figures(plain)
+    assert got == figures(tagged) and len(got) == 4
+    assert got[0][5] == 2 and got[0][6] == "wrong"  # the third cycle's 2 wrong elements are kept

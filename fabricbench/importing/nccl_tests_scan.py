@@ -93,6 +93,7 @@ class Run:
     fast: dict[tuple, Any] = field(default_factory=dict)
     fast_width: int = 0
     fast_pre: int = 0
+    fast_zeros: list[str] = field(default_factory=list)  # "0" per placement: the #wrong the fast path reads
 
 
 def _fast_shape(layout: Layout | None) -> tuple[int, int]:
@@ -152,14 +153,16 @@ class Scanner:
         g = run.fast.get(tuple(t[:pre]))
         if g is None:
             return False
+        cells = t[pre:]
+        if cells[3::4] != run.fast_zeros:  # a #wrong other than 0 goes the general way
+            return False
         try:
-            f = list(map(float, t[pre:]))
+            f = list(map(float, cells))
         except ValueError:  # N/A, a word
             return False
-        # per placement: time, algbw, busbw, #wrong; every figure >= 0, a time > 0, a count whole, and a
-        # bandwidth at most MAX_GBPS (looked at closely only where some figure is that large: a long time)
-        if min(f) < 0 or min(f[0::4]) <= 0 or not all(map(float.is_integer, f[3::4])) or \
-                (max(f) > MAX_GBPS and (max(f[1::4] + f[2::4]) > MAX_GBPS or max(f[3::4]) >= MAX_WHOLE)):
+        # per placement: time, algbw, busbw, #wrong; every figure >= 0, a time > 0, and a bandwidth at most
+        # MAX_GBPS (looked at closely only where some figure is that large: a long time)
+        if min(f) < 0 or min(f[0::4]) <= 0 or (max(f) > MAX_GBPS and max(f[1::4] + f[2::4]) > MAX_GBPS):
             return False
         for i, acc in enumerate(g.sides):
             acc.add_figures(f[4 * i], f[4 * i + 1], f[4 * i + 2], f[4 * i + 3])  # type: ignore[union-attr]
@@ -308,6 +311,7 @@ class Scanner:
                 self._new_run(line_no)  # another table in the same run's place: a new block
             self.run.layout = layout or run.layout
             self.run.fast_width, self.run.fast_pre = _fast_shape(self.run.layout)
+            self.run.fast_zeros = ["0"] * len(self.run.layout.sides) if self.run.layout else []
             return True
         parsed = parse_row(tokens, run.layout)
         if parsed is not None:
