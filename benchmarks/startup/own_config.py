@@ -2,11 +2,13 @@
 phases add up to the wall a user waits.
 
     python3 benchmarks/startup/own_config.py --case cpu --runs 3 --results benchmarks/startup/results/cpu-DATE
+    python3 benchmarks/startup/own_config.py --case cpu-study --results DIR   (a small CPU study: its wall and report)
     python3 benchmarks/startup/own_config.py --case gpu --results DIR      (one GPU: benchmarks/startup/gpu.sh)
 
 cpu: `python -c "import torch"`, then tiny-mistral DDP on 2 gloo ranks with --model tiny-mistral and with
 --model-config of the same numbers (tiny-mistral.json, written here), interleaved, --runs rounds; the best of
-each against the best import (target: 3x), and each run's phase total against the wall measured around it.
+each against the best import (target: 3x), and each run's phase total against the wall measured around it;
+CPU seconds of each command's whole process tree beside the wall (what a loaded host changes least).
 gpu: DDP of the built-in mistral-1b and of a held-out 1B Llama-shaped config (llama-1b.json, TinyLlama's
 numbers: no row of fabricbench's models), each first on an empty bytecode cache and page cache ("fresh"),
 then --runs interleaved rounds ("warm"); then a default study of the config, ddp and fsdp on one fabric:
@@ -22,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -43,6 +46,10 @@ LLAMA_1B = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidde
             "hidden_act": "silu", "tie_word_embeddings": False, "bos_token_id": 1, "eos_token_id": 2,
             "torch_dtype": "float32"}
 STUDY = ["--gpus", "0", "--fabrics", "default", "--strategies", "ddp,fsdp"]
+# the same study on 2 gloo ranks, at the end-to-end tests' small sizes (the CPU host: the report's wall)
+CPU_STUDY = ["--device", "cpu", "--nprocs", "2", "--fabrics", "default", "--strategies", "ddp,fsdp", "--steps", "4",
+             "--warmup-steps", "1", "--max-steps", "8", "--batch-size", "2", "--seq-len", "32", "--iters", "3",
+             "--warmup", "1", "--repeats", "1"]
 STUDY_TIMEOUT_S = 200
 PHASE_TOLERANCE = 0.02  # a record's phase total within 2% of the wall measured around its command
 
@@ -64,12 +71,22 @@ def load() -> str:
     return f"load {one:.2f}/{five:.2f} on {os.cpu_count()} CPUs"
 
 
+CPU_S: list[float] = []  # the last command's CPU seconds, its whole tree (the ranks are waited for by it)
+
+
+def _children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def command(argv: list[str], timeout_s: float = 600) -> tuple[float, subprocess.CompletedProcess, float | None]:
-    """The command in a fresh process -> (wall s, the process, the other processes' CPUs during it)."""
+    """The command in a fresh process -> (wall s, the process, the other processes' CPUs during it); its CPU
+    seconds (user + system, every process of its tree) in CPU_S[-1]: a load-proof view of what it costs."""
     with hostload.watch() as watched:
-        t0 = time.perf_counter()
+        c0, t0 = _children_cpu(), time.perf_counter()
         p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s)
         wall = time.perf_counter() - t0
+        CPU_S.append(_children_cpu() - c0)
     other = round(watched.load.others_cpus, 2) if watched.load is not None else None
     return wall, p, other
 
@@ -81,7 +98,7 @@ def train(args: list[str], out: Path) -> dict:
     recs = [json.loads(line) for line in out.read_text().splitlines()] if out.exists() else []
     rec = recs[-1] if recs else {}
     total = (rec.get("phases") or {}).get("total")
-    return {"wall": wall, "rc": p.returncode, "status": rec.get("status"), "total": total, "other": other,
+    return {"wall": wall, "cpu": CPU_S[-1], "rc": p.returncode, "status": rec.get("status"), "total": total, "other": other,
             "impl": rec.get("model_impl"), "params": rec.get("params"), "phases": rec.get("phases") or {},
             "median_step": (rec.get("step_time") or {}).get("median_s"), "err": p.stderr.strip()[-300:]}
 
@@ -89,7 +106,7 @@ def train(args: list[str], out: Path) -> dict:
 def shown(r: dict) -> str:
     gap = (r["wall"] - r["total"]) / r["wall"] if r["total"] else None
     ph = r["phases"]
-    return (f"wall {r['wall']:6.2f} s  phases {r['total'] or float('nan'):6.2f} s  "
+    return (f"wall {r['wall']:6.2f} s  CPU {r['cpu']:6.2f} s  phases {r['total'] or float('nan'):6.2f} s  "
             f"({'n/a' if gap is None else f'{gap:+.1%}'} of the wall outside them)  status {r['status']}  "
             f"impl {r['impl']}  prepare {ph.get('prepare', 0):.2f} launch {ph.get('launch', 0):.2f} "
             f"imports {ph.get('imports', 0):.2f} build {ph.get('build', 0):.2f} wrap {ph.get('wrap', 0):.2f} "
@@ -121,31 +138,33 @@ def clear_caches() -> str:
 
 
 def cpu_case(log: Log, runs: int, work: Path) -> None:
-    cfg = work / "tiny-mistral.json"
-    spec = models.MODELS.get("tiny-mistral")
-    cfg.write_text(json.dumps({"model_type": "mistral", "architectures": ["MistralForCausalLM"], **spec.settings}))
+    cfg = tiny_config(work)
     log(f"cpu: tiny-mistral DDP on 2 gloo ranks, --model and --model-config ({cfg.name}); {load()}")
-    imports, built, own = [], [], []
+    imports, import_cpu, built, own = [], [], [], []
     for i in range(runs):
         wall, p, other = command([sys.executable, "-c", "import torch"])
         imports.append(wall)
-        log(f"  round {i + 1}: import torch {wall:.2f} s (other CPUs {other}); {load()}")
+        import_cpu.append(CPU_S[-1])
+        log(f"  round {i + 1}: import torch {wall:.2f} s, CPU {CPU_S[-1]:.2f} s (other CPUs {other}); {load()}")
         built.append(train([*CPU, "--model", "tiny-mistral"], work / "b.jsonl"))
         log(f"    --model tiny-mistral        {shown(built[-1])}")
         own.append(train([*CPU, "--model-config", str(cfg)], work / "c.jsonl"))
         log(f"    --model-config {cfg.name}  {shown(own[-1])}")
     best = min(imports)
-    log(f"import torch: {spread(imports)}")
+    log(f"import torch: {spread(imports)}; CPU best {min(import_cpu):.2f} s")
     for name, rs in (("--model tiny-mistral", built), ("--model-config", own)):
         walls = [r["wall"] for r in rs if r["rc"] == 0]
         if walls:
+            cpus = [r["cpu"] for r in rs if r["rc"] == 0]
             log(f"{name}: {spread(walls)}; best / best import torch = {min(walls) / best:.2f}x (target 3x); "
-                f"{within(rs)}")
+                f"{within(rs)}; CPU best {min(cpus):.2f} s = {min(cpus) / min(import_cpu):.2f}x import torch's "
+                f"(2 ranks: a quiet 2-CPU host overlaps them)")
     if own and built:
-        pairs = [o["wall"] / b["wall"] for o, b in zip(own, built) if o["rc"] == 0 and b["rc"] == 0]
-        if pairs:
-            log(f"config / built-in, paired by round: median {statistics.median(pairs):.3f} "
-                f"[{min(pairs):.3f}, {max(pairs):.3f}]")
+        for what in ("wall", "cpu"):
+            pairs = [o[what] / b[what] for o, b in zip(own, built) if o["rc"] == 0 and b["rc"] == 0]
+            if pairs:
+                log(f"config / built-in {what}, paired by round: median {statistics.median(pairs):.3f} "
+                    f"[{min(pairs):.3f}, {max(pairs):.3f}]")
 
 
 def gpu_case(log: Log, runs: int, work: Path, results: Path | None) -> None:
@@ -174,16 +193,24 @@ def gpu_case(log: Log, runs: int, work: Path, results: Path | None) -> None:
             f"[{min(pairs):.3f}, {max(pairs):.3f}] (target: within 15%); fresh "
             f"{fresh['llama-1b config']['wall'] / fresh['mistral-1b']['wall']:.3f}; warm config median "
             f"{statistics.median(r['wall'] for r in c):.2f} s (target 7 s)")
-    study(log, cfg, work, results)
+    study(log, cfg, work, results, STUDY)
 
 
-def study(log: Log, cfg: Path, work: Path, results: Path | None) -> None:
+def tiny_config(work: Path) -> Path:
+    cfg = work / "tiny-mistral.json"
+    spec = models.MODELS.get("tiny-mistral")
+    cfg.write_text(json.dumps({"model_type": "mistral", "architectures": ["MistralForCausalLM"], **spec.settings}))
+    return cfg
+
+
+def study(log: Log, cfg: Path, work: Path, results: Path | None, args: list[str],
+          timeout_s: float = STUDY_TIMEOUT_S) -> None:
     out = work / "study"
     shutil.rmtree(out, ignore_errors=True)
-    log(f"study: fabricbench study {' '.join(STUDY)} --model-config {cfg.name}; {load()}")
+    log(f"study: fabricbench study {' '.join(args)} --model-config {cfg.name}; {load()}")
     try:
-        wall, p, other = command([sys.executable, "-m", "fabricbench", "study", *STUDY, "--model-config", str(cfg),
-                                  "--out", str(out)], timeout_s=STUDY_TIMEOUT_S)
+        wall, p, other = command([sys.executable, "-m", "fabricbench", "study", *args, "--model-config", str(cfg),
+                                  "--out", str(out)], timeout_s=timeout_s)
     except subprocess.TimeoutExpired:
         log(f"  study: over {STUDY_TIMEOUT_S} s, stopped")
         return
@@ -212,6 +239,10 @@ def study(log: Log, cfg: Path, work: Path, results: Path | None) -> None:
         text = report.read_text()
         if results is not None:
             (results / "study-report.md").write_text(text)
+        said = text.split("The study took ", 1)[1].split(" s ", 1)[0] if "The study took " in text else None
+        if said is not None:
+            log(f"  the report's wall {said} s against {wall:.1f} s measured around the command "
+                f"(which adds the report's own writing after its last unit)")
         grab = [line for line in text.splitlines() if "faster" in line or "equivalent" in line][:6]
         log("  verdict lines:\n    " + "\n    ".join(grab))
         at = text.find("## Where the time went")
@@ -221,7 +252,7 @@ def study(log: Log, cfg: Path, work: Path, results: Path | None) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--case", choices=("cpu", "gpu"), required=True)
+    ap.add_argument("--case", choices=("cpu", "cpu-study", "gpu"), required=True)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--results", type=Path, help="folder for <case>.txt (and the study's report, gpu)")
     a = ap.parse_args()
@@ -230,7 +261,13 @@ def main() -> None:
     log = Log(a.results / f"{a.case}.txt" if a.results else None)
     log(f"# benchmarks/startup/own_config.py --case {a.case} --runs {a.runs}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
     with tempfile.TemporaryDirectory(prefix="fb-startup-") as tmp:
-        (cpu_case(log, a.runs, Path(tmp)) if a.case == "cpu" else gpu_case(log, a.runs, Path(tmp), a.results))
+        work = Path(tmp)
+        if a.case == "cpu":
+            cpu_case(log, a.runs, work)
+        elif a.case == "cpu-study":
+            study(log, tiny_config(work), work, a.results, CPU_STUDY, timeout_s=1200)
+        else:
+            gpu_case(log, a.runs, work, a.results)
 
 
 if __name__ == "__main__":
