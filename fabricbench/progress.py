@@ -3,9 +3,10 @@
     fabricbench compare --fabrics default,lo:GLOO_SOCKET_IFNAME=lo --engine torch --backend gloo --nprocs 2
 
 On a terminal (stderr and stdout both): a bar on stderr (rich, transient: it goes when the work ends,
-leaving the results). Otherwise (a CI log, a file, `... | tee log`): no bar, but a plain line on stderr at
-most every LOG_EVERY_S seconds while the work moves, and one at the end, so a log shows that the work is
-alive and how far it got. quiet (`--quiet`, `--json`): nothing.
+leaving the results). Otherwise (a CI log, a file, `... | tee log`): no bar, but a plain line on stderr
+every LOG_EVERY_S seconds while the work runs, whether a step ended or not (a heartbeat thread says where
+it is when a study unit or a sweep's ranks take a minute), and one at the end, so a log shows that the work
+is alive and how far it got. quiet (`--quiet`, `--json`): nothing.
 
     with Progress("compare", total=12, quiet=quiet) as p:
         p.advance(item="p2p-off all_reduce 1M")
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 from typing import Any, Callable, TextIO
 
@@ -46,7 +48,8 @@ class Progress:
     """Progress through `total` steps (None: unknown), on `stream` (default stderr)."""
 
     def __init__(self, what: str, total: int | None = None, *, quiet: bool = False, stream: TextIO | None = None,
-                 log_every_s: float = LOG_EVERY_S, clock: Callable[[], float] = time.monotonic) -> None:
+                 log_every_s: float = LOG_EVERY_S, clock: Callable[[], float] = time.monotonic,
+                 heartbeat: bool = True) -> None:
         self.what, self.total, self.done = what, total, 0
         self.stream = stream if stream is not None else sys.stderr
         self.clock, self.log_every_s = clock, log_every_s
@@ -58,6 +61,11 @@ class Progress:
         self._task: Any = None
         self._start = self._last = clock()
         self._said: int | None = None  # the count the last line showed (the end says it once)
+        # log mode: a line every log_every_s even while nothing advances (a unit that runs a minute)
+        self._beat = heartbeat and self.mode == "log"
+        self._lock = threading.Lock()  # the heartbeat's lines and the caller's never interleave
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
 
     def __enter__(self) -> "Progress":
         if self.mode == "bar":
@@ -72,9 +80,22 @@ class Progress:
                             redirect_stdout=sys.stdout.isatty(), redirect_stderr=True)
             self._bar.start()
             self._task = self._bar.add_task(self.what, total=self.total, item="")
+        elif self._beat:
+            self._thread = threading.Thread(target=self._heartbeat, name=f"progress-{self.what}", daemon=True)
+            self._thread.start()
         return self
 
+    def _heartbeat(self) -> None:
+        while not self._stop.wait(self.log_every_s / 5):  # checked often, said every log_every_s
+            with self._lock:
+                if self.clock() - self._last >= self.log_every_s:
+                    self._line()
+
     def __exit__(self, *exc: Any) -> None:
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join()
+            self._thread = None
         if self._bar is not None:
             self._bar.stop()
             self._bar = None
@@ -94,7 +115,8 @@ class Progress:
         if self._bar is not None:
             self._bar.update(self._task, advance=n, item=item)
         elif self.mode == "log" and self.clock() - self._last >= self.log_every_s:
-            self._line()
+            with self._lock:
+                self._line()
 
     def update(self, *, item: str | None = None, completed: int | None = None) -> None:
         """Name what is running now, and/or set how many steps are done (e.g. the slowest rank's step)."""
@@ -104,7 +126,8 @@ class Progress:
         if completed is not None:
             self.done = completed
         if moved and self.mode == "log" and self.clock() - self._last >= self.log_every_s:
-            self._line()
+            with self._lock:
+                self._line()
         if self._bar is not None:
             self._bar.update(self._task, item=self.item, completed=self.done)
 
@@ -116,7 +139,8 @@ class Progress:
 
             self._bar.console.print(escape(line))
         else:
-            print(line, file=self.stream, flush=True)
+            with self._lock:
+                print(line, file=self.stream, flush=True)
 
     def _line(self, *, final: bool = False) -> None:
         self._last, self._said = self.clock(), self.done

@@ -167,7 +167,7 @@ def test_progress_under_a_pipe_is_a_line_every_few_seconds(monkeypatch):
     # not a bar (stdout is not a terminal): one line per LOG_EVERY_S while the work moves, cut to COLUMNS
     monkeypatch.setenv("COLUMNS", "60")
     clock, stream = _Clock(), io.StringIO()
-    with Progress("sweep", total=10, stream=stream, clock=clock, log_every_s=5.0) as p:
+    with Progress("sweep", total=10, stream=stream, clock=clock, log_every_s=5.0, heartbeat=False) as p:
         assert p.mode == "log"
         for i in range(10):
             clock.now += 2.0
@@ -176,6 +176,27 @@ def test_progress_under_a_pipe_is_a_line_every_few_seconds(monkeypatch):
     assert lines[0] == "sweep: 3/10 (30%) done after 0m06s, now default all_reduce…"
     assert [ln.split()[1] for ln in lines] == ["3/10", "6/10", "9/10", "10/10"]  # every 6 s, then the end
     assert all(len(ln) <= 60 for ln in lines) and lines[-1] == "sweep: 10/10 (100%) done after 0m20s"
+
+
+def test_progress_says_a_line_every_few_seconds_while_a_step_runs(monkeypatch):
+    # a study unit of 60 s advanced nothing for 60 s: the log was silent; a heartbeat says where it is
+    import time
+
+    monkeypatch.setenv("COLUMNS", "80")
+    clock, stream = _Clock(), io.StringIO()
+    with Progress("study", total=20, stream=stream, clock=clock, log_every_s=0.05) as p:
+        p.update(item="train ddp @ default")
+        for beat in (1, 2, 3):  # no advance at all: only time passes
+            clock.now = 0.05 * beat + 0.001
+            deadline = time.monotonic() + 5
+            while stream.getvalue().count("\n") < beat and time.monotonic() < deadline:
+                time.sleep(0.005)
+        lines = stream.getvalue().splitlines()
+    assert lines[:3] == ["study: 0/20 (0%) done after 0m00s, now train ddp @ default"] * 3, lines
+    quiet = io.StringIO()
+    with Progress("study", total=20, stream=quiet, clock=_Clock(), log_every_s=0.05) as p:
+        time.sleep(0.1)  # the clock stands still: under log_every_s nothing is said
+    assert quiet.getvalue() == ""
 
 
 def test_listing_lines_wrap_at_words_under_their_last_column():
@@ -202,3 +223,19 @@ def test_piped_rich_output_carries_no_trailing_blanks(monkeypatch, capsys):
     tables.render(con, "t", [tables.Col("name", justify="left"), tables.Col("value")], [["a", 1], ["bb", 22]])
     out = capsys.readouterr().out
     assert out.splitlines() and all(ln == ln.rstrip() and len(ln) <= 40 for ln in out.splitlines()), out
+
+
+def test_step_progress_counts_to_the_cap_not_the_minimum():
+    # with --target-ci, --steps is the minimum: "step r0 39/6" read as a run gone past its end
+    from types import SimpleNamespace
+
+    from fabricbench.training.config import TrainConfig
+    from fabricbench.training.launch import _steps
+
+    items = []
+    bar = SimpleNamespace(update=lambda item=None, **_: items.append(item))
+    for target_ci, cap in ((0.05, 40), (None, 6)):
+        config = TrainConfig(model="tiny-mistral", device="cpu", nprocs=2, steps=6, target_ci=target_ci,
+                             strategies=("ddp",))
+        _steps(bar, config, "ddp")("rank 0", {"step": 5})
+        assert items[-1] == f"ddp: step r0 5/{cap}"

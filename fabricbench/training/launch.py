@@ -308,13 +308,16 @@ def _kept_line(config: TrainConfig, writer: ResultWriter, records: list[dict[str
 
 
 def _steps(bar: Progress, config: TrainConfig, label: str):
-    """A rank's progress message -> the bar's text: each rank's step, or the phase it is in."""
+    """A rank's progress message -> the bar's text: each rank's step of the most it may run (the cap:
+    with --target-ci, --steps is only the minimum, and "step r0 39/6" read as a run past its end), or the
+    phase it is in."""
     seen: dict[str, int] = {}
+    cap = config.step_cap
 
     def on_progress(who: str, data: dict[str, Any]) -> None:
         if isinstance(data.get("step"), int):
             seen[who] = data["step"]
-            ranks = ", ".join(f"{w.replace('rank ', 'r')} {s}/{config.steps}" for w, s in sorted(seen.items()))
+            ranks = ", ".join(f"{w.replace('rank ', 'r')} {s}/{cap}" for w, s in sorted(seen.items()))
             bar.update(item=f"{label}: step {ranks}")
         elif data.get("phase"):
             bar.update(item=f"{label}: {who} {data['phase']}")
