@@ -1,7 +1,9 @@
 """fabricbench/cluster/env.py against Slurm's environment as a real job sets it: tests/data/slurm/ holds
 `env | grep ^SLURM_` of a batch job of 2 nodes (node[0-1]) with 2 tasks per node, captured on the lab's
 Slurm 22.05 (tests/test_slurm_env_capture.py): the batch script's own shell, an srun step of every task
-(step-2pn-rankR) and one of 1 task per node (step-1pn-rankR, what train and study take).
+(step-2pn-rankR), one of 1 task per node (step-1pn-rankR, what train and study take) and one of
+--gpus-per-task 1 (step-gpt-rankR; the lab's GPUs are Slurm's gres on stand-in device files, so each task's
+CUDA_VISIBLE_DEVICES is the one Slurm binds).
 
     python3 -m pytest -q -n0 tests/test_slurm_env.py
 """
@@ -12,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fabricbench.cluster import env
+from fabricbench.measuring.session import DistContext
 
 DATA = Path(__file__).parent / "data" / "slurm"
 
@@ -36,6 +39,26 @@ def check_all(folder: Path) -> None:
         check_step_of_every_task(read(folder / f"step-2pn-rank{rank}.env"), rank)
     for rank in range(2):
         check_step_of_one_task_per_node(read(folder / f"step-1pn-rank{rank}.env"), rank)
+    check_gpus_of_the_node_tasks([read(folder / f"step-2pn-rank{r}.env") for r in range(4)], per_task=False)
+    check_gpus_of_the_node_tasks([read(folder / f"step-gpt-rank{r}.env") for r in range(4)], per_task=True)
+
+
+def check_gpus_of_the_node_tasks(steps: list[dict[str, str]], *, per_task: bool) -> None:
+    """Each task drives a GPU it can see, and no two tasks of a node drive the same one: with the node's
+    GPUs visible to all (CUDA_VISIBLE_DEVICES=0,1) and with --gpus-per-task 1 (each task its own alone)."""
+    taken: dict[str, set[str]] = {}
+    for e in steps:
+        visible = e["CUDA_VISIBLE_DEVICES"].split(",")
+        assert len(visible) == (1 if per_task else 2), e["CUDA_VISIBLE_DEVICES"]
+        got = env.from_slurm(e)
+        dist = DistContext(rank=int(got["RANK"]), world_size=int(got["WORLD_SIZE"]),
+                           local_rank=int(got["LOCAL_RANK"]), store=None)
+        index = dist.gpu(list(range(len(visible))))  # the engines' rule, over the GPUs this task sees
+        physical = visible[index]
+        node = e["SLURM_TOPOLOGY_ADDR"]
+        assert physical not in taken.setdefault(node, set()), (node, physical)
+        taken[node].add(physical)
+    assert taken == {"node0": {"0", "1"}, "node1": {"0", "1"}}
 
 
 def check_batch_step(e: dict[str, str]) -> None:
@@ -93,6 +116,12 @@ def test_an_srun_step_of_one_task_per_node_is_one_node_each():
         check_step_of_one_task_per_node(read(DATA / f"step-1pn-rank{rank}.env"), rank)
 
 
+def test_each_task_drives_its_own_gpu_with_and_without_gpus_per_task():
+    check_gpus_of_the_node_tasks([read(DATA / f"step-2pn-rank{r}.env") for r in range(4)], per_task=False)
+    check_gpus_of_the_node_tasks([read(DATA / f"step-gpt-rank{r}.env") for r in range(4)], per_task=True)
+
+
 def test_the_captures_are_all_there():
     assert sorted(f.name for f in DATA.glob("*.env")) == sorted(
-        ["batch.env", *(f"step-2pn-rank{r}.env" for r in range(4)), *(f"step-1pn-rank{r}.env" for r in range(2))])
+        ["batch.env", *(f"step-2pn-rank{r}.env" for r in range(4)), *(f"step-1pn-rank{r}.env" for r in range(2)),
+         *(f"step-gpt-rank{r}.env" for r in range(4))])

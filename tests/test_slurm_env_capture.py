@@ -5,7 +5,8 @@ which tests/test_slurm_env.py holds fabricbench/cluster/env.py to on every machi
     python3 -m tests.test_slurm_env_capture                               # rewrite tests/data/slurm/
 
 One batch job of 2 nodes with 2 tasks per node: its batch script's own environment (the batch step), an
-srun step of every task (2 per node) and one of 1 task per node (what train and study take).
+srun step of every task (2 per node), one of 1 task per node (what train and study take), and one of
+--gpus-per-task 1 (each task its own GPU: CUDA_VISIBLE_DEVICES names one, whatever its local rank).
 """
 
 from __future__ import annotations
@@ -20,13 +21,16 @@ from tests import slurmlab as sl
 from tests import test_slurm_env as fixtures
 
 WHY = slurm.unavailable()
+GPUS = 4  # per node: gres/gpu on stand-in device files (slurm.py), so that --gpus-per-task binds as on GPUs
 pytestmark = [pytest.mark.multinode, pytest.mark.skipif(WHY is not None, reason=WHY or "")]
 
-SCRIPT = """#!/bin/bash
-#SBATCH --nodes 2 --ntasks-per-node 2 --job-name capture
-env | grep ^SLURM_ | sort > batch.env
-srun bash -c 'env | grep ^SLURM_ | sort > step-2pn-rank$SLURM_PROCID.env'
-srun --ntasks 2 --ntasks-per-node 1 bash -c 'env | grep ^SLURM_ | sort > step-1pn-rank$SLURM_PROCID.env'
+VARS = "^(SLURM_|CUDA_VISIBLE_DEVICES=|GPU_DEVICE_ORDINAL=)"
+SCRIPT = f"""#!/bin/bash
+#SBATCH --nodes 2 --ntasks-per-node 2 --gpus-per-node 2 --job-name capture
+env | grep -E '{VARS}' | sort > batch.env
+srun bash -c 'env | grep -E "{VARS}" | sort > step-2pn-rank$SLURM_PROCID.env'
+srun --ntasks 2 --ntasks-per-node 1 bash -c 'env | grep -E "{VARS}" | sort > step-1pn-rank$SLURM_PROCID.env'
+srun --gpus-per-task 1 bash -c 'env | grep -E "{VARS}" | sort > step-gpt-rank$SLURM_PROCID.env'
 """
 
 
@@ -36,7 +40,7 @@ def capture(folder: Path) -> list[Path]:
     for f in folder.glob("*.env"):
         f.unlink()
     (folder / "capture.sbatch").write_text(SCRIPT)
-    with slurm.cluster(2) as s:
+    with slurm.cluster(2, gpus=GPUS) as s:
         sl.run(s, "sbatch --wait --output capture-%j.out capture.sbatch", folder, "sbatch", 120)
     for f in [*folder.glob("capture*"), folder / "sbatch.out"]:
         f.unlink()

@@ -29,6 +29,7 @@ import re
 import secrets
 import shutil
 import signal
+import stat
 import subprocess
 import tempfile
 import time
@@ -172,7 +173,7 @@ def _under(pid: int, roots: set[int]) -> bool:
     return False
 
 
-def _conf(state: Path, nodes: Sequence[lab.Node]) -> str:
+def _conf(state: Path, nodes: Sequence[lab.Node], gpus: int) -> str:
     ctl = nodes[0]
     lines = [
         "ClusterName=fabricbench-lab",
@@ -196,8 +197,9 @@ def _conf(state: Path, nodes: Sequence[lab.Node]) -> str:
         # a job requeued (scontrol requeue) may start again at once: the lab tests resume, not the delay
         "JobRequeue=1",
         "SlurmctldTimeout=20", "SlurmdTimeout=20", "MessageTimeout=10", "Waittime=0",
+        *([f"GresTypes=gpu"] if gpus else []),
         *(f"NodeName={nd.name} NodeAddr={nd.addr} NodeHostname={nd.name} CPUs={CPUS_PER_NODE} "
-          "RealMemory=1000 State=UNKNOWN" for nd in nodes),
+          f"RealMemory=1000 State=UNKNOWN{f' Gres=gpu:{gpus}' if gpus else ''}" for nd in nodes),
         f"PartitionName={PARTITION} Nodes={','.join(nd.name for nd in nodes)} Default=YES MaxTime=INFINITE "
         "State=UP OverSubscribe=NO",
     ]
@@ -225,7 +227,7 @@ def _daemon(s: Slurm, node: lab.Node, name: str, argv: list[str]) -> None:
 
 
 @contextlib.contextmanager
-def start(nodes: Sequence[lab.Node]) -> Iterator[Slurm]:
+def start(nodes: Sequence[lab.Node], *, gpus: int = 0) -> Iterator[Slurm]:
     """Slurm over the lab's nodes (lab.cluster's), ready: every node idle in the partition. On the way out,
     every process on the nodes ends and STATE goes (the namespaces go with lab.cluster)."""
     why = unavailable()
@@ -235,7 +237,7 @@ def start(nodes: Sequence[lab.Node]) -> Iterator[Slurm]:
     nodes = list(nodes)
     state = _state_dir(nodes)
     try:
-        _make_state(state, nodes)
+        _make_state(state, nodes, gpus)
         s = Slurm(nodes=nodes, state=state, conf=state / "slurm.conf")
         ctl = nodes[0]
         _daemon(s, ctl, "munged", [_which("munged"), "-F", "-f", f"--key-file={state}/munge/key",
@@ -252,14 +254,22 @@ def start(nodes: Sequence[lab.Node]) -> Iterator[Slurm]:
         shutil.rmtree(state, ignore_errors=True)
 
 
-def _make_state(state: Path, nodes: Sequence[lab.Node]) -> None:
+def _make_state(state: Path, nodes: Sequence[lab.Node], gpus: int) -> None:
     state.mkdir(mode=0o755)
     for sub in ("munge", "ctld", *(nd.name for nd in nodes)):
         (state / sub).mkdir(mode=0o700 if sub == "munge" else 0o755)
     key = state / "munge" / "key"
     key.write_bytes(secrets.token_bytes(1024))  # munge's key of its own: no other cluster's credentials pass
     key.chmod(0o400)
-    (state / "slurm.conf").write_text(_conf(state, nodes))
+    (state / "slurm.conf").write_text(_conf(state, nodes, gpus))
+    if gpus:
+        # GPUs Slurm can hand out (gres/gpu), files that play /dev/nvidiaN: the lab has none, but a job's
+        # CUDA_VISIBLE_DEVICES, SLURM_STEP_GPUS and --gpus-per-task binding are Slurm's to set all the same
+        dev = state / "dev"
+        dev.mkdir()
+        for i in range(gpus):
+            os.mknod(dev / f"nvidia{i}", 0o600 | stat.S_IFCHR, os.makedev(195, 200 + i))
+        (state / "gres.conf").write_text(f"Name=gpu File={dev}/nvidia[0-{gpus - 1}]\n")
 
 
 def _all_idle(s: Slurm) -> bool:
@@ -312,12 +322,12 @@ def reap_stale() -> list[str]:
 
 
 @contextlib.contextmanager
-def cluster(n: int = 2, *, rate: str = "1gbit") -> Iterator[Slurm]:
+def cluster(n: int = 2, *, rate: str = "1gbit", gpus: int = 0) -> Iterator[Slurm]:
     """lab.cluster(n) with Slurm over it; all of it removed on the way out."""
     why = unavailable()
     if why:
         raise RuntimeError(why)
-    with lab.cluster(n, rate=rate) as nodes, start(nodes) as s:
+    with lab.cluster(n, rate=rate) as nodes, start(nodes, gpus=gpus) as s:
         yield s
 
 

@@ -11,7 +11,7 @@ bandwidth formulas of fabricbench/collectives. Engines never compute bandwidth t
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Protocol, Sequence
 
 from fabricbench.errors import CollectiveTimeout
 
@@ -61,6 +61,13 @@ class DistContext:
     local_rank: int
     store: Any  # a torch.distributed Store shared by all ranks (ids, barriers, gathering timings)
     timeout_s: float | None = None  # --timeout: a barrier that waits longer raises CollectiveTimeout
+
+    def gpu(self, gpus: Sequence[int]) -> int:
+        """The GPU this rank drives: its local rank's entry of `gpus` (--gpus, else every visible GPU),
+        wrapping round. Slurm's --gpus-per-task shows each task its own GPU alone (CUDA_VISIBLE_DEVICES=1
+        for the node's second task, so its one GPU is index 0) while SLURM_LOCALID still counts the
+        node's tasks (1): the local rank itself would name a GPU the task cannot see."""
+        return gpus[self.local_rank % len(gpus)]
 
     def barrier(self, key: str, poll_s: float = 0.0005) -> None:
         """All ranks arrive before any leaves. Uses the store, so it works before any communicator exists;

@@ -98,7 +98,7 @@ def open_session(config: SweepConfig, dist: DistContext | None = None) -> Native
         gpus = list(config.gpus) if config.gpus is not None else list(range(visible))
         comm = engine.Communicator.single_process(nccl["path"], gpus, config.timeout_s)
     else:
-        device = config.gpus[dist.local_rank] if config.gpus else dist.local_rank
+        device = dist.gpu(list(config.gpus) if config.gpus else list(range(visible)))
         if dist.rank == 0:
             dist.store.set(UID_KEY, engine.unique_id(nccl["path"]))
         uid = bytes(dist.store.get(UID_KEY))

@@ -74,18 +74,17 @@ class TorchSession:
                                     "use --backend gloo (CPU) instead")
         self.rank = dist_ctx.rank if dist_ctx else 0
         self.nranks = dist_ctx.world_size if dist_ctx else 1
-        local = dist_ctx.local_rank if dist_ctx else 0
         if self.backend == "nccl":
             gpus = config.gpus or tuple(range(torch.cuda.device_count()))
             if dist_ctx is None and len(gpus) > 1:
                 raise UsageError(f"--engine torch drives one GPU per process; for --gpus "
                                  f"{','.join(map(str, gpus))} add --nprocs {len(gpus)} (or use torchrun)")
-            self.device = torch.device("cuda", gpus[local % len(gpus)])
+            self.device = torch.device("cuda", dist_ctx.gpu(gpus) if dist_ctx else gpus[0])
             torch.cuda.set_device(self.device)
         elif config.gpus:
             # gloo on GPUs: CUDA tensors, staged through the host by gloo; several ranks may share one GPU
             # (the one-GPU lab; NCCL refuses that with "Duplicate GPU detected")
-            self.device = torch.device("cuda", config.gpus[local % len(config.gpus)])
+            self.device = torch.device("cuda", dist_ctx.gpu(config.gpus) if dist_ctx else config.gpus[0])
             torch.cuda.set_device(self.device)
         else:
             self.device = torch.device("cpu")
