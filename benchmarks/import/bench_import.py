@@ -87,9 +87,9 @@ def gzip_bomb(path: str, gb: int) -> None:
             fh.write(member)
 
 
-def run(path: str, out: str) -> tuple[int, float, float, str]:
-    """(exit status, wall s, peak RSS MB, last line it printed) of one import in a fresh process; the RSS
-    is wait4's for that process alone."""
+def run(path: str, out: str) -> tuple[int, float, float, float, str]:
+    """(exit status, wall s, CPU s, peak RSS MB, last line it printed) of one import in a fresh process; CPU
+    time and RSS are wait4's for that process alone."""
     with tempfile.TemporaryFile() as so, tempfile.TemporaryFile() as se:
         t0 = time.perf_counter()
         p = subprocess.Popen([sys.executable, "-m", "fabricbench", "import", path, "--out", out], stdout=so, stderr=se)
@@ -99,7 +99,8 @@ def run(path: str, out: str) -> tuple[int, float, float, str]:
         so.seek(0)
         se.seek(0)
         said = (se.read() or so.read()).decode(errors="replace").strip().splitlines()
-    return p.returncode, wall, usage.ru_maxrss / 1024, said[-1][:150] if said else ""
+    cpu = usage.ru_utime + usage.ru_stime
+    return p.returncode, wall, cpu, usage.ru_maxrss / 1024, said[-1][:150] if said else ""
 
 
 def calibration() -> float:
@@ -121,20 +122,24 @@ def one(kind: str, mb: int, gb: int, folder: str) -> None:
     made = time.perf_counter() - t0
     size = os.path.getsize(path)
     out = os.path.join(folder, f"{kind}.jsonl")
-    rc, wall, rss, last = run(path, out)
+    rc, wall, cpu, rss, last = run(path, out)
     lines = sum(1 for _ in open(out)) if os.path.exists(out) else 0
     inflated = f" ({gb} GiB inflated)" if kind == "bomb" else ""
-    print(f"{kind:5} {size / 1e6:8.1f} MB{inflated}: exit {rc}, wall {wall:6.2f} s, {size / 1e6 / wall:7.1f} MB/s, "
-          f"peak RSS {rss:6.1f} MB, {lines} record(s) written (input made in {made:.1f} s)")
+    print(f"{kind:5} {size / 1e6:8.1f} MB{inflated}: exit {rc}, wall {wall:6.2f} s ({size / 1e6 / wall:.1f} MB/s), "
+          f"CPU {cpu:6.2f} s ({size / 1e6 / cpu:.1f} MB per CPU-s), peak RSS {rss:6.1f} MB, {lines} record(s) "
+          f"written (input made in {made:.1f} s)")
     print(f"      last line: {last}")
     if kind == "text":
-        verdict(f"text >= 20 MB/s ({size / 1e6 / wall:.1f})", size / 1e6 / wall >= 20)
+        verdict(f"text >= 20 MB/s of wall time ({size / 1e6 / wall:.1f})", size / 1e6 / wall >= 20)
+        # on a loaded machine the wall time is mostly waiting for a core: the CPU time is what a core took
+        verdict(f"text >= 20 MB per CPU-second ({size / 1e6 / cpu:.1f})", size / 1e6 / cpu >= 20)
         verdict(f"text <= 300 MB RSS ({rss:.0f})", rss <= 300)
     elif kind == "log":
         verdict(f"log <= 300 MB RSS ({rss:.0f})", rss <= 300)
     else:
         verdict(f"bomb refused, exit 2 ({rc})", rc == 2)
-        verdict(f"bomb within 1 s ({wall:.2f})", wall <= 1.0)
+        verdict(f"bomb within 1 s of wall time ({wall:.2f}; startup alone is printed above)", wall <= 1.0)
+        verdict(f"bomb within 1 CPU-second ({cpu:.2f}, startup included)", cpu <= 1.0)
         verdict(f"bomb within 100 MB RSS ({rss:.0f})", rss <= 100)
     os.unlink(path)
 
@@ -153,7 +158,7 @@ def main() -> None:
     try:
         print(f"fabricbench import; {os.cpu_count()} CPU(s), load {os.getloadavg()[0]:.1f} at start (a shared "
               f"machine: other work runs beside it); a row split and read in {calibration():.1f} us (quiet: ~1.5)")
-        print(f"startup: `fabricbench import --help` in {_startup():.2f} s")
+        print(f"startup: `fabricbench import --help` in {_startup()}")
         for kind in [a.only] if a.only else ["text", "log", "bomb"]:
             one(kind, a.mb, a.bomb_gb, folder)
         print(f"load {os.getloadavg()[0]:.1f} at the end")
@@ -161,10 +166,12 @@ def main() -> None:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _startup() -> float:
+def _startup() -> str:
+    """What starting `fabricbench import` costs before any file is read: wall and CPU seconds."""
     t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "fabricbench", "import", "--help"], capture_output=True, check=False)
-    return time.perf_counter() - t0
+    p = subprocess.Popen([sys.executable, "-m", "fabricbench", "import", "--help"], stdout=subprocess.DEVNULL)
+    _, _, usage = os.wait4(p.pid, 0)
+    return f"{time.perf_counter() - t0:.2f} s wall, {usage.ru_utime + usage.ru_stime:.2f} s CPU"
 
 
 if __name__ == "__main__":

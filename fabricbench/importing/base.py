@@ -114,6 +114,7 @@ class Source:
     nranks: int | None = None
     warnings: list[str] = field(default_factory=list)
     unsaid: int = 0  # warnings past WARNINGS_KEPT
+    long_lines: int = 0  # lines skipped for their length
     refused: int = 0  # measurements left out because their figures are impossible
     refused_why: list[str] = field(default_factory=list)  # the first few of them, with their line
     _digest: str | None = None
@@ -138,15 +139,13 @@ class Source:
     def lines(self, longest: int | None = TEXT_LINE) -> Iterator[tuple[int, str]]:
         """(number, line) of the file, read as they are asked for; a line over `longest` characters is
         skipped (said once): no text format writes one, and a line-oriented pattern would crawl over it."""
-        long = 0
-        for n, line in stream.lines(self.path):
-            if longest is not None and len(line) > longest:
-                long += 1
-                if long == 1:
-                    self.warn(n, f"skipped a line of {len(line):,} characters (and any later ones that long): "
-                                 f"no line of this format is")
-                continue
-            yield n, line
+        return stream.lines(self.path, longest, self._long_line)
+
+    def _long_line(self, n: int, length: int) -> None:
+        self.long_lines += 1
+        if self.long_lines == 1:
+            self.warn(n, f"skipped a line of {length:,} characters (and any later ones that long): no line of "
+                         f"this format is")
 
     def loads(self, text: str, **kw: Any) -> Any:
         """JSON from this file, its nesting checked first (one line naming the file, never a RecursionError)."""

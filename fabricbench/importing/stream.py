@@ -22,7 +22,7 @@ import json
 import os
 import re
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, BinaryIO
 
 from fabricbench.errors import UsageError
@@ -106,20 +106,33 @@ def open_bytes(path: str | os.PathLike) -> BinaryIO:
     return io.BufferedReader(_Inflate(raw, str(path)), buffer_size=1 << 16)
 
 
-def lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
-    """(1-based number, text without its end of line) for each line, at most LINE_CAP bytes each."""
+def lines(path: str | os.PathLike, longest: int | None = None,
+          on_long: Callable[[int, int], None] | None = None) -> Iterator[tuple[int, str]]:
+    """(1-based number, text without its end of line) for each line, at most LINE_CAP bytes each; a line
+    over `longest` characters is skipped, and on_long(number, length) told (one generator: this loop is
+    most of a large import's time)."""
+    limit = LINE_CAP if longest is None else min(longest + 2, LINE_CAP)
     with open_bytes(path) as fh:
         n = 0
+        readline = fh.readline
         while True:
-            b = fh.readline(LINE_CAP)
+            b = readline(LINE_CAP)
             if not b:
                 return
             n += 1
             if not b.endswith(b"\n") and len(b) == LINE_CAP:
                 while True:  # the rest of an overlong line is skipped, in bounded pieces
-                    more = fh.readline(LINE_CAP)
+                    more = readline(LINE_CAP)
                     if not more or more.endswith(b"\n"):
                         break
+            if len(b) > limit and longest is not None:
+                line = b.decode("utf-8", errors="replace").rstrip("\r\n")
+                if len(line) > longest:
+                    if on_long is not None:
+                        on_long(n, len(line))
+                    continue
+                yield n, line
+                continue
             yield n, b.decode("utf-8", errors="replace").rstrip("\r\n")
 
 
