@@ -87,9 +87,14 @@ def test_defaults_are_the_config_classes(family):
 
 
 @pytest.mark.parametrize("data", [{"model_type": "gptj"}, {"model_type": "gpt2", "add_cross_attention": True},
-                                  {"model_type": "dinov2", "use_swiglu_ffn": True}], ids=["gptj", "cross", "swiglu"])
+                                  {"model_type": "dinov2", "use_swiglu_ffn": True},
+                                  {"model_type": "llama", "num_attention_heads": 3},
+                                  {"model_type": "qwen2", "num_key_value_heads": 5},
+                                  {"model_type": "bert", "type_vocab_size": -10**9}],
+                         ids=["gptj", "cross", "swiglu", "heads", "kv-heads", "negative"])
 def test_no_formula_where_it_would_not_fit(data):
-    """Another family, or a setting the formula leaves out: no figure (the ranks count Ψ) rather than a wrong one."""
+    """Another family, a setting the formula leaves out, or numbers that do not make a model: no figure (the
+    ranks count Ψ; transformers says what is wrong with a broken file) rather than a wrong one."""
     assert families.facts(data) is None
 
 

@@ -232,14 +232,28 @@ def facts(data: dict[str, Any]) -> ConfigFacts | None:
     if fam is None:
         return None
     s = shape(data["model_type"], data)
-    if fam.covers(s) is not None:
+    if fam.covers(s) is not None or not _consistent(s):
         return None
     try:
         psi = fam.params(s)
     except (TypeError, AttributeError, ZeroDivisionError):  # a number of the wrong kind: transformers says
         return None
+    if not isinstance(psi, int) or psi <= 0:
+        return None
     return ConfigFacts(model_type=data["model_type"], task=task_of(s), params=psi, layer_class=fam.layer_class,
                        shape=s)
+
+
+def _consistent(s: SimpleNamespace) -> bool:
+    """Heads that divide the width (where no head_dim is given) and the KV heads: a file that breaks either is
+    left to transformers, whose checks say what is wrong with it, rather than counted here."""
+    heads, width = getattr(s, "num_attention_heads", None), getattr(s, "hidden_size", None)
+    if not isinstance(heads, int) or not isinstance(width, int) or heads < 1:
+        return False
+    if getattr(s, "head_dim", None) is None and width % heads:
+        return False
+    kv = getattr(s, "num_key_value_heads", None)
+    return kv is None or (isinstance(kv, int) and kv >= 1 and heads % kv == 0)
 
 
 def native_fits(model_type: str, s: SimpleNamespace, seq_len: int | None) -> str | None:
