@@ -103,14 +103,14 @@ def run(path: str, out: str) -> tuple[int, float, float, float, str]:
     return p.returncode, wall, cpu, usage.ru_maxrss / 1024, said[-1][:150] if said else ""
 
 
-def calibration() -> float:
-    """Microseconds this machine takes to split and read one nccl-tests row in pure Python (a quiet modern
-    core: ~1.5): how far the figures below are from a quiet machine's."""
+def calibration() -> str:
+    """The wall and CPU microseconds this machine takes to split one nccl-tests row and read its figures in
+    pure Python (the fast path's core): what the import's figures below are to be read against."""
     row = _row(1 << 20, 0)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     for _ in range(100_000):
         list(map(float, row.split()[5:]))
-    return (time.perf_counter() - t0) * 10
+    return f"{(time.perf_counter() - t0) * 10:.1f} us wall, {(time.process_time() - c0) * 10:.1f} us CPU"
 
 
 def one(kind: str, mb: int, gb: int, folder: str) -> None:
@@ -157,7 +157,7 @@ def main() -> None:
     folder = tempfile.mkdtemp(prefix="fabricbench-bench-import-")
     try:
         print(f"fabricbench import; {os.cpu_count()} CPU(s), load {os.getloadavg()[0]:.1f} at start (a shared "
-              f"machine: other work runs beside it); a row split and read in {calibration():.1f} us (quiet: ~1.5)")
+              f"machine: other work runs beside it); a row split and read in {calibration()}")
         print(f"startup: `fabricbench import --help` in {_startup()}")
         for kind in [a.only] if a.only else ["text", "log", "bomb"]:
             one(kind, a.mb, a.bomb_gb, folder)
