@@ -8,7 +8,7 @@
     fabricbench.to_dataframe(rs)                                      # pandas, if installed
 
 Every command has its library call here (the CLI only maps flags to them): measure, sweep, compare,
-scaling, p2p, train, relate, study, advise, qualify, execute (exec). Importing needs no GPU and no torch:
+scaling, p2p, train, relate (relate_trace: relate --trace), study, advise, qualify, execute (exec). Importing needs no GPU and no torch:
 everything heavy loads on first use.
 """
 
@@ -29,6 +29,7 @@ _LAZY = {
     "ENGINES": "fabricbench.measuring.engines",
     "read_results": "fabricbench.results.writer",
     "relate": "fabricbench.relating.api",
+    "relate_trace": "fabricbench.relating.usertrace",
     "study": "fabricbench.studying.api",
     "advise": "fabricbench.advising.api",
     "qualify": "fabricbench.qualifying.api",

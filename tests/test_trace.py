@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from fabricbench.results import ResultWriter
-from fabricbench.training import launch, timeline, trace
+from fabricbench.training import launch, matching, timeline, trace
 from fabricbench.training.spec import RankSpec
 from fabricbench.training.strategies import STRATEGIES
 
@@ -179,11 +179,11 @@ def test_calls_gloo_forms():
         _ev("c10d::allreduce_", 5000, 5, **{"Input Dims": [[[999]]], "Input type": ["TensorList"]}),
         _ev("c10d::barrier", 1300, 5),
     ]
-    found, problems = trace.calls(events, world_size=2)
+    found, problems = matching.calls(events, world_size=2)
     assert problems == []
-    assert found == [trace.Call("all_reduce", 600, "bfloat16", 2), trace.Call("all_gather", 256, "float32", 2),
-                     trace.Call("reduce_scatter", 256, "float32", 2), trace.Call("all_gather", 160, "float64", 2),
-                     trace.Call("all_reduce", 32, "float32", 2), trace.Call("all_gather", 96, "float32", 4)]
+    assert found == [matching.Call("all_reduce", 600, "bfloat16", 2), matching.Call("all_gather", 256, "float32", 2),
+                     matching.Call("reduce_scatter", 256, "float32", 2), matching.Call("all_gather", 160, "float64", 2),
+                     matching.Call("all_reduce", 32, "float32", 2), matching.Call("all_gather", 96, "float32", 4)]
     rows = trace.per_step(found + found[:1], steps=2)
     assert rows[0] == {"op": "all_gather", "bytes": 256, "dtype": "float32", "group_size": 2, "calls_per_step": 0.5}
     assert {"op": "all_reduce", "bytes": 600, "dtype": "bfloat16", "group_size": 2, "calls_per_step": 1.0} in rows
@@ -197,14 +197,14 @@ def test_calls_nccl_form_takes_group_size_from_record_param_comms():
         _ev("c10d::allgather_", 40, 20, **{"Input Dims": [[], [[100]]], "Input type": ["", "TensorList"]}),
         _ev("record_param_comms", 45, 5, **{"Collective name": "allgather", "dtype": "Float", "Group size": 8}),
     ]
-    found, problems = trace.calls(events, world_size=8)
+    found, problems = matching.calls(events, world_size=8)
     assert problems == []
-    assert found == [trace.Call("all_reduce", 2048, "bfloat16", 4), trace.Call("all_gather", 3200, "float32", 8)]
+    assert found == [matching.Call("all_reduce", 2048, "bfloat16", 4), matching.Call("all_gather", 3200, "float32", 8)]
 
 
 def test_calls_without_a_dtype_are_reported_not_guessed():
     events = _steps((0, 100)) + [_ev("c10d::allreduce_", 10, 5, **{"Input Dims": [[[4]]], "Input type": ["TensorList"]})]
-    found, problems = trace.calls(events, world_size=2)
+    found, problems = matching.calls(events, world_size=2)
     assert found == [] and len(problems) == 1 and problems[0].startswith("c10d::allreduce_: no dtype")
 
 
@@ -315,7 +315,7 @@ def test_calls_carry_the_backends_interval_and_join_takes_the_shortest_over_rank
         _ev("gloo:all_reduce", 150, 300, tid=GLOO_T + 1, **{"Input Dims": [[64]], "Input type": ["float"]}),
         _ev("c10d::_allgather_base_", 1010, 5, **{"Input Dims": [[64], [32]], "Input type": ["float", "float"]}),
         _ev("gloo:all_gather", 1020, 100, tid=GLOO_T, **{"Input Dims": [[32]], "Input type": ["float"]})]
-    found, problems = trace.matched(gloo, world_size=2)
+    found, problems = matching.matched(gloo, world_size=2)
     assert problems == [] and [(m.step, m.span) for m in found] == [(0, (30, 230)), (0, (150, 450)), (1, (1020, 1120))]
     rows = trace.calltimes.rank_rows(found, trace.step_windows(gloo))
     assert rows[1] == [0, "reduce_scatter", 256, "float32", 2, pytest.approx(150e-6), pytest.approx(300e-6)]
@@ -331,5 +331,5 @@ def test_calls_carry_the_backends_interval_and_join_takes_the_shortest_over_rank
         _ev("record_param_comms", 45, 5, **{"Collective name": "allgather", "dtype": "Float", "Group size": 2}),
         _ev("ncclDevKernel_AllGather_RING_LL", 50, 30, tid=7, cat="kernel"),
         _ev("ncclDevKernel_AllReduce_Sum_bf16", 20, 25, tid=7, cat="kernel")]
-    found, _ = trace.matched(nccl, world_size=2)
+    found, _ = matching.matched(nccl, world_size=2)
     assert [m.span for m in found] == [(20, 45), (50, 80)]

@@ -189,9 +189,9 @@ def read(paths: Sequence[str | Path]) -> TraceJob:
     """The trace files of one profiled run -> a TraceJob; UsageError for a trace that cannot be related."""
     files = files_of(paths)
     scans = [kineto.scan(f) for f in files]
-    order = sorted(range(len(scans)), key=lambda i: _ranks(scans)[i])
-    scans = [scans[i] for i in order]
-    ranks = _ranks(scans)
+    named = _ranks(scans)
+    scans = [scans[i] for i in sorted(range(len(scans)), key=named.__getitem__)]
+    ranks = sorted(named)
     notes: list[str] = []
     _common_steps(scans, notes)
     world = _world(scans)
@@ -209,7 +209,7 @@ def read(paths: Sequence[str | Path]) -> TraceJob:
             step_times_s=[(b - a) * 1e-6 for a, b in windows], groups=_groups(s, world), line=line))
     comm = trace.join(summaries, backend=backend, world_size=world, sends={}, psi=0, precision="fp32",
                       timed_step_s=None)
-    label = label_of(paths if len(paths) > 1 else files if len(files) == 1 else paths)
+    label = label_of(paths)
     if not comm.get("collectives"):
         why = "; ".join(sorted({p for r in summaries for p in r["problems"]})[:2]) or _unknown(scans).strip(" ()")
         raise UsageError(f"trace {label}: no collective between ranks in its {summaries[0]['profiled_steps']} "
@@ -266,6 +266,5 @@ def relate_trace(paths: Sequence[str | Path], sweeps: Any, reference: str | None
         if lacking:
             problems.append(f"fabric {fab}'s sweeps lack {len(lacking)} of the trace's {len(pricing.entries)} "
                             f"collectives (op, dtype, ranks or sizes); measure them with {command(paths, fab)}")
-    result = api.relate_observed([observed(job, ref)], got.collectives, ref, problems=job.notes + problems,
-                                 overlap_window=overlap_window, sweep_for=lambda fab: command(paths, fab))
-    return result
+    return api.relate_observed([observed(job, ref)], got.collectives, ref, problems=job.notes + problems,
+                               overlap_window=overlap_window, sweep_for=lambda fab: command(paths, fab))

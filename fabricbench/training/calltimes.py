@@ -3,7 +3,7 @@
 
     fabricbench train --strategy fsdp --model lab-mistral --device cpu --nprocs 2 --json   # comm.calls
 
-Each rank's profiled steps give, per collective call (trace.matched), the backend's own interval: the NCCL
+Each rank's profiled steps give, per collective call (matching.matched), the backend's own interval: the NCCL
 kernel on GPU, the gloo worker's `gloo:*` event on gloo (begun when the worker takes the work, ended when
 it is done). A rank's interval of a call includes its wait for the last rank to join; the last rank to
 join waits for no one, so the shortest interval over the ranks of the same call (`dur_min_s`) is the
@@ -21,7 +21,7 @@ RULE = ("rank 0's calls in issue order, start_s from its step's start, dur_s its
 
 
 def rank_rows(found: Sequence[Any], windows: list[tuple[float, float]]) -> list[list[Any]]:
-    """One row per matched call (trace.Matched), FIELDS in order; start and duration None where the
+    """One row per matched call (matching.Matched), FIELDS in order; start and duration None where the
     backend's event of the call was not found. Profile times are microseconds; rows hold seconds."""
     rows = []
     for m in found:

@@ -38,7 +38,7 @@ from typing import Any, BinaryIO, Iterator
 from fabricbench.errors import UsageError
 from fabricbench.files import check_input
 from fabricbench.training.timeline import AUTOGRAD_MARK, STEP_MARK
-from fabricbench.training.trace import OP_RULES
+from fabricbench.training.matching import OP_RULES
 
 CHUNK = 1 << 18  # characters read at a time (the window of text held is about twice this)
 MAX_EVENT = 64 << 20  # one event (or one top-level value) larger than this is not a profiler's
