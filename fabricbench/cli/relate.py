@@ -4,6 +4,7 @@
     fabricbench relate lab/*.jsonl --reference default --json
     fabricbench relate lab/*.jsonl --plot relate.png
     fabricbench relate --trace prof/ sweeps.jsonl         (your own loop's torch.profiler trace: usertrace.py)
+    fabricbench relate --explain                          (the step model's formula and the columns)
 
 This layer only maps flags to fabricbench.relate (fabricbench/relating/api.py), which decides; what did
 not match goes to stderr, one line each.
@@ -24,7 +25,7 @@ from fabricbench.files import dumps, nonfinite_paths, refuse_collisions
 from fabricbench.measuring.compare import check_plot_path
 from fabricbench.errors import UsageError
 from fabricbench.relating import usertrace
-from fabricbench.relating.format import render
+from fabricbench.relating.format import explain_model, render
 from fabricbench.relating.plot import plot_relate
 from fabricbench.report import table as tables
 from fabricbench.report.plot import pyplot
@@ -38,8 +39,13 @@ from fabricbench.report.plot import pyplot
 @option(TRACE, "traces", multiple=True, default=())
 @option(JSON, "as_json", help="Print one JSON object (reference, formula, rows, problems).")
 @option(PLOT, "plot_path", help="Write busbw drop against slowdown to this PNG.")
-def relate(files, reference, as_json, plot_path, traces=()) -> None:
+@click.option("--explain", is_flag=True, help="Also print the step model's formula and what each column means "
+                                              "(alone: only those).")
+def relate(files, reference, as_json, plot_path, traces=(), explain=False) -> None:
     """Join sweep/compare records with train records (or a profiler trace) and predict each fabric's step time."""
+    if explain and not files and not traces:  # what the model is, without a run to relate
+        explain_model()
+        return
     if not files and not traces:
         raise UsageError("give results files (sweeps and train runs), or --trace PATH with sweep results files")
     check_plot_path(plot_path)
@@ -62,7 +68,7 @@ def relate(files, reference, as_json, plot_path, traces=()) -> None:
         doc["problems"] += [f"{p} is not a finite number; written as null" for p in nonfinite_paths(doc)]
         click.echo(dumps(doc, indent=2))
     else:
-        render(result)
+        render(result, explain=explain)
         if plot_path:
             click.echo(f"plot: {plot_path}", err=True)
     if not result.rows:

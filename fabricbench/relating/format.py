@@ -88,8 +88,25 @@ def cells(row: Any) -> list[str]:
             ", ".join([judged(row), *row.flags]) if row.observed_slowdown is not None else ", ".join(row.flags)]
 
 
-def render(result: Any, con=None) -> None:
-    """Print result (a RelateResult) as one table per workload, with the formula under it."""
+LEGEND = ("busbw N× slower = trace-weighted busbw on the reference / on the fabric; step N× slower = the "
+          "fabric's step / the reference's; residual = predicted / observed - 1; [lo-hi] = 95% interval (runs in "
+          "fresh processes, the sweeps' spread); a prediction is \"within its interval\" when the two "
+          "intervals meet, else \"off by X% beyond it\"")
+
+
+def explain_model(con=None, formula: str | None = None) -> None:
+    """The step model's formula and the columns' meaning (`relate --explain`): what a run prints only
+    when asked, so that its answer is the table and one line of coverage."""
+    from fabricbench.relating.model import FORMULA
+
+    con = con or tables.console()
+    con.print(f"model: {formula or FORMULA}", markup=False)
+    con.print(LEGEND, markup=False)
+
+
+def render(result: Any, con=None, *, explain: bool = False) -> None:
+    """Print result (a RelateResult) as one table per workload, its coverage under it; the formula and
+    the columns' meaning with `explain`, else a pointer to them."""
     con = con or tables.console()
     groups: dict[tuple, list] = {}
     for row in result.rows:
@@ -97,12 +114,11 @@ def render(result: Any, con=None) -> None:
     for (model, nranks, precision), rows in groups.items():
         tables.render(con, f"{model}, {nranks} ranks, {precision}: against reference {result.reference}",
                       COLS, [cells(row) for row in rows])
-    con.print(f"model: {result.formula}", markup=False)
-    con.print("busbw N× slower = trace-weighted busbw on the reference / on the fabric; step N× slower = the "
-              "fabric's step / the reference's; residual = predicted / observed - 1; [lo-hi] = 95% interval (runs in "
-              "fresh processes, the sweeps' spread); a prediction is \"within its interval\" when the two "
-              "intervals meet, else \"off by X% beyond it\"", markup=False)
+    if explain:
+        explain_model(con, result.formula)
     con.print(result.coverage.summary(), markup=False)
+    if not explain:
+        con.print("the step model and what each column means: fabricbench relate --explain", markup=False)
     for line in calls_lines(result.calls):
         con.print(line, markup=False)
 
