@@ -363,3 +363,18 @@ def test_a_large_trace_streams_in_bounded_memory(tmp_path):
         assert len(job.step_times_s) == steps
     grew, more = peaks[1] - peaks[0], sizes[1] - sizes[0]
     assert grew < more / 5, f"peak {peaks} B for traces of {sizes} B"
+
+
+@pytest.mark.parametrize("path, device", [(HTA2, "cuda"), (DDP / "rank0.json.gz", "cpu")])
+def test_the_streamed_timeline_is_the_in_memory_one(path, device):
+    """kinetoline measures in two passes what timeline.timeline measures on every event held at once."""
+    from fabricbench.training import kinetoline, timeline
+
+    events = [{**e, "name": timeline.STEP_MARK} if str(e.get("name", "")).startswith("ProfilerStep#") else e
+              for e in plain(path)["traceEvents"]]
+    whole = timeline.timeline(events, device_type=device)
+    streamed, late = kinetoline.measure(kineto.scan(path), device_type=device)
+    assert late == 0 and whole is not None and streamed is not None
+    assert streamed.keys() == whole.keys()
+    for k, v in whole.items():
+        assert streamed[k] == (pytest.approx(v, rel=1e-9, abs=1e-12) if not isinstance(v, (str, list)) else v), k
