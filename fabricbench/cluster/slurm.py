@@ -130,8 +130,9 @@ class Slurm:
             time.sleep(0.5)
 
     def tasks(self) -> list[int]:
-        """Processes on the nodes other than the daemons and the login node's commands: what jobs left."""
-        keep = {p.pid for nd in self.nodes for p in nd.procs}
+        """Processes on the nodes other than the daemons and the login node's commands (srun, sbatch and
+        their helpers): a job's tasks, and what jobs left. A daemon's children count (slurmd's)."""
+        keep = {p.pid for nd in self.nodes for p in nd.procs} - {p.pid for p in self.daemons.values()}
         out = []
         for nd in self.nodes:
             for pid in lab.namespace_pids(nd.ns):
