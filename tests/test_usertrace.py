@@ -378,3 +378,25 @@ def test_the_streamed_timeline_is_the_in_memory_one(path, device):
     assert streamed.keys() == whole.keys()
     for k, v in whole.items():
         assert streamed[k] == (pytest.approx(v, rel=1e-9, abs=1e-12) if not isinstance(v, (str, list)) else v), k
+
+
+@pytest.mark.slow
+def test_end_to_end_sweep_for_trace_then_relate(tmp_path):
+    """The commands as a user runs them on a gloo trace: the for-trace sweep measures what relate then
+    prices, with no note that a fabric lacks anything."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "sweeps.jsonl"
+    fb = [sys.executable, "-m", "fabricbench"]
+    subprocess.run([*fb, "sweep", "--for-trace", str(DDP), "--iters", "5", "--warmup", "1", "--out", str(out),
+                    "--quiet"], check=True, timeout=300)
+    recs = [json.loads(x) for x in out.read_text().splitlines()]
+    swept = {(r["op"], r["nranks"]) for r in recs if r.get("kind") == "collective" and r.get("status") == "ok"}
+    assert swept == {("all_reduce", 2)}
+    done = subprocess.run([*fb, "relate", "--trace", str(DDP), str(out), "--json"], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert [r["fabric"] for r in doc["rows"]] == ["default"]
+    assert not [p for p in doc["problems"] if "lack" in p or "not priced" in p or "extrapolated" in p]
