@@ -196,3 +196,12 @@ def test_the_fast_path_for_repeats_and_the_general_one_agree(tmp_path):
     got = figures(plain)
     assert got == figures(tagged) and len(got) == 4
     assert got[0][5] == 2 and got[0][6] == "wrong"  # the third cycle's 2 wrong elements are kept
+
+
+def test_a_gzip_file_cut_short_is_one_line_and_nothing_written(tmp_path, capsys):
+    whole = gzip.compress((HEAD + _row(1 << 20, 20.0) * 3).encode())
+    cut, out = tmp_path / "ar.log.gz", tmp_path / "out.jsonl"
+    cut.write_bytes(whole[:len(whole) - 12])
+    out.write_text("")
+    code, so, se = run_cli(["import", cut, "--out", out], capsys)
+    assert code == 2 and "cut short" in se and se.count("\n") == 1 and out.read_text() == ""

@@ -59,7 +59,8 @@ class _Inflate(io.RawIOBase):
                 tail = self.raw.read(1 << 16)
                 self.read_in += len(tail)
                 if not tail:
-                    return 0  # the stream ended without gzip's trailer: the bytes so far are the file
+                    raise UsageError(f"{self.path}: a gzip file cut short (it ends before gzip's end-of-stream "
+                                     f"marker); check it with gzip -t, or gunzip what there is and import that")
             elif self.dec.eof:
                 rest = self.dec.unused_data or self.raw.read(1 << 16)
                 if not rest:
