@@ -8,6 +8,8 @@ DEFAULT = Fabric(
     name="default",
     description="NCCL as configured: NVLink or PCIe P2P where possible (your NCCL_* variables apply)",
     expected="P2P (NVLink/PCIe), SHM where P2P is not possible, NET between nodes",
+    gloo_description="gloo as configured: TCP between the ranks, over loopback on one host (your GLOO_* "
+                     "variables apply)",
 )
 
 P2P_OFF = Fabric(

@@ -38,6 +38,12 @@ class Fabric:
     forbidden: tuple[str, ...] = field(default=())  # transport families ("P2P", "SHM") that must not appear
     builtin: bool = True
     rate_bps: int | None = None  # the emulated link's rate in bit/s (shaped:RATE), else None
+    gloo_description: str = ""  # what it is under gloo ranks where NCCL's words do not apply ("" : description)
+
+    def described(self, backend: str | None) -> str:
+        """The description that fits the backend the ranks run: NVLink and P2P mean nothing to gloo."""
+        return (self.gloo_description if backend == "gloo" and self.gloo_description else self.description) \
+            or self.name
 
     def __post_init__(self) -> None:
         for var, _ in self.env:

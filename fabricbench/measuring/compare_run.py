@@ -73,7 +73,7 @@ def compare(fabrics: str | Sequence[str] = "default,p2p-off", *, gpus: str | Seq
         with progress_bar("compare", per_fabric * len(fabs), progress) as bar:
             for fab in fabs:
                 if bar.mode != "off":
-                    bar.say(f"fabric {fab.name}: {fab.description or fab.name}")
+                    bar.say(f"fabric {fab.name}: {fab.described(opts.backend)}")
                 done = already_done(prior, opts, fab, gpu_t, out=out, say=bar.say)
                 if done is not None:
                     runs.append(done)
