@@ -129,9 +129,12 @@ def test_native_llama_is_transformers_llama(tmp_path, extra):
         torch.testing.assert_close(p.grad, grads[n].grad, rtol=1e-4, atol=1e-6)
 
 
-@pytest.mark.parametrize("extra", [{"attention_bias": True}, {"rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
-                                                    "high_freq_factor": 4.0, "original_max_position_embeddings": 64}},
-                                   {"hidden_act": "gelu"}], ids=["bias", "rope", "act"])
+LLAMA3_ROPE = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+               "original_max_position_embeddings": 64}
+
+
+@pytest.mark.parametrize("extra", [{"attention_bias": True}, {"rope_scaling": LLAMA3_ROPE}, {"hidden_act": "gelu"}],
+                         ids=["bias", "rope", "act"])
 def test_what_the_native_module_lacks_goes_to_transformers(tmp_path, extra):
     path = tmp_path / "llama.json"
     path.write_text(json.dumps({**LLAMA, **extra}))

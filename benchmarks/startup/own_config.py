@@ -6,7 +6,7 @@ phases add up to the wall a user waits.
     python3 benchmarks/startup/own_config.py --case gpu --results DIR      (one GPU: benchmarks/startup/gpu.sh)
 
 cpu: `python -c "import torch"`, then tiny-mistral DDP on 2 gloo ranks with --model tiny-mistral and with
---model-config of the same numbers (tiny-mistral.json, written here), interleaved, --runs rounds; the best of
+--model-config of the same numbers (tiny-mistral.json, written here), interleaved (ABBA), --runs rounds; the best of
 each against the best import (target: 3x), and each run's phase total against the wall measured around it;
 CPU seconds of each command's whole process tree beside the wall (what a loaded host changes least).
 gpu: DDP of the built-in mistral-1b and of a held-out 1B Llama-shaped config (llama-1b.json, TinyLlama's
@@ -98,7 +98,8 @@ def train(args: list[str], out: Path) -> dict:
     recs = [json.loads(line) for line in out.read_text().splitlines()] if out.exists() else []
     rec = recs[-1] if recs else {}
     total = (rec.get("phases") or {}).get("total")
-    return {"wall": wall, "cpu": CPU_S[-1], "rc": p.returncode, "status": rec.get("status"), "total": total, "other": other,
+    return {"wall": wall, "cpu": CPU_S[-1], "rc": p.returncode, "status": rec.get("status"), "total": total,
+            "other": other,
             "impl": rec.get("model_impl"), "params": rec.get("params"), "phases": rec.get("phases") or {},
             "median_step": (rec.get("step_time") or {}).get("median_s"), "err": p.stderr.strip()[-300:]}
 
@@ -146,10 +147,14 @@ def cpu_case(log: Log, runs: int, work: Path) -> None:
         imports.append(wall)
         import_cpu.append(CPU_S[-1])
         log(f"  round {i + 1}: import torch {wall:.2f} s, CPU {CPU_S[-1]:.2f} s (other CPUs {other}); {load()}")
-        built.append(train([*CPU, "--model", "tiny-mistral"], work / "b.jsonl"))
-        log(f"    --model tiny-mistral        {shown(built[-1])}")
-        own.append(train([*CPU, "--model-config", str(cfg)], work / "c.jsonl"))
-        log(f"    --model-config {cfg.name}  {shown(own[-1])}")
+        order = ("built", "own") if i % 2 == 0 else ("own", "built")  # ABBA: a drift of the load hits both alike
+        for which in order:
+            if which == "built":
+                built.append(train([*CPU, "--model", "tiny-mistral"], work / "b.jsonl"))
+                log(f"    --model tiny-mistral        {shown(built[-1])}")
+            else:
+                own.append(train([*CPU, "--model-config", str(cfg)], work / "c.jsonl"))
+                log(f"    --model-config {cfg.name}  {shown(own[-1])}")
     best = min(imports)
     log(f"import torch: {spread(imports)}; CPU best {min(import_cpu):.2f} s")
     for name, rs in (("--model tiny-mistral", built), ("--model-config", own)):
@@ -259,7 +264,8 @@ def main() -> None:
     if a.results:
         a.results.mkdir(parents=True, exist_ok=True)
     log = Log(a.results / f"{a.case}.txt" if a.results else None)
-    log(f"# benchmarks/startup/own_config.py --case {a.case} --runs {a.runs}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    log(f"# benchmarks/startup/own_config.py --case {a.case} --runs {a.runs}; {when}")
     with tempfile.TemporaryDirectory(prefix="fb-startup-") as tmp:
         work = Path(tmp)
         if a.case == "cpu":
