@@ -13,6 +13,7 @@ run, so the file stays fast.
 from __future__ import annotations
 
 import io
+import sys
 from pathlib import Path
 
 import pytest
@@ -58,6 +59,7 @@ CASES = [
     ["jobfit", "--job", IMPORTS / "inspector/readme_v4_0_plain_and_verbose.log", "--sweep", STUDY, "--fabric",
      "default"],
     ["export", "--format", "simai-busbw", "--out", "busbw.yaml", UNITS / "sweep_default.jsonl"],
+    ["exec", "--", sys.executable, "-c", "pass"],  # the command's own output is its own: exec says one line
 ]
 
 
@@ -122,6 +124,18 @@ def test_a_closed_stdout_ends_quietly_with_the_commands_own_status(args, tmp_pat
         assert (tmp_path / args[args.index("--out") + 1]).stat().st_size > 0
 
 
+def test_exec_exits_with_its_commands_status_under_a_closed_pipe():
+    # exec's contract is its command's status: a command that the closed pipe kills (SIGPIPE) gives 141,
+    # the shell's own convention, as `yes | head -1` does; exec itself says its one line and stays quiet
+    import subprocess
+
+    p = subprocess.Popen([sys.executable, "-m", "fabricbench", "exec", "--", "yes"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    p.stdout.close()
+    err = p.stderr.read().decode()
+    assert p.wait(timeout=60) == 141 and "killed by SIGPIPE" in err and "Traceback" not in err, err
+
+
 def test_a_reader_that_goes_leaves_exit_0_in_a_real_pipe():
     # the interpreter's own last flush meets the closed pipe too: nothing printed, status 0
     import subprocess
@@ -147,10 +161,10 @@ def test_piped_output_fits_columns(args, tmp_path, monkeypatch, capsys):
     argv = [str(a) for a in args]
     code, out, err = _run(argv, capsys)
     assert code in (0, 5) or (args == ["p2p"] and code == 2), (code, err)
-    assert out.strip() or args == ["p2p"], err
+    assert out.strip() or args[0] in ("p2p", "exec"), err  # exec's line is on stderr
     wide = [ln for ln in out.splitlines() if len(ln) > WIDTH]
     wide += [ln for ln in err.splitlines() if len(ln) > WIDTH and not ln.startswith(MESSAGES)
-             and not ln.startswith("fabric ")]  # compare's one-line fabric descriptions: messages too
+             and not ln.startswith(("fabric ", "exec: "))]  # compare's fabric lines, exec's one line: messages
     assert not wide, wide
     assert not [ln for ln in out.splitlines() if ln != ln.rstrip()], "a padded line"
 
