@@ -305,6 +305,25 @@ def test_older_spellings_read_as_todays(tmp_path):
     assert after.comm["timeline"] == before.comm["timeline"]
 
 
+def test_functional_collectives_of_torch_2_1_read_as_todays(tmp_path):
+    """Before torch 2.2 the functional collectives were `c10d_functional::`, since then `_c10d_functional::`."""
+    def old(e: dict) -> dict:
+        if e.get("name") == "c10d::allreduce_":
+            e["name"] = "c10d_functional::all_reduce"
+        return e
+
+    before = usertrace.read([DDP / "rank0.json.gz"])
+    after = usertrace.read([_renamed(DDP / "rank0.json.gz", tmp_path / "f.json.gz", old)])
+    assert after.collectives == before.collectives and after.collectives
+
+
+def test_rank_files_given_one_by_one_read_as_their_folder():
+    files = sorted(DDP.iterdir(), reverse=True)  # rank 1 first: ordered by the rank each file names
+    one_by_one, folder = usertrace.read(files), usertrace.read([DDP])
+    assert one_by_one.ranks == folder.ranks == [0, 1]
+    assert one_by_one.comm == folder.comm and one_by_one.step_times_s == folder.step_times_s
+
+
 def test_names_no_version_writes_are_said(tmp_path):
     """A trace whose collectives carry names no PyTorch from 2.4 on writes: the line names them."""
     def alien(e: dict) -> dict:
