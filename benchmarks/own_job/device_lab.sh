@@ -23,13 +23,15 @@ mkdir -p $R
 cat $R/machine.txt
 if [ "$WHICH" != cpu ]; then
   CUDA_VISIBLE_DEVICES=0 timeout "$GPU_S" python3 benchmarks/own_job/lab.py --device cuda --ranks 3 \
-    --rates 4gbit,2gbit --repeats 2 --steps 15 --warmup 3 --out $R/gpu-3ranks 2>&1 | tee $R/gpu-lab.log
+    --rates 4gbit,2gbit --repeats 2 --steps "${STEPS:-15}" --warmup 3 --out $R/gpu-3ranks 2>&1 | tee $R/gpu-lab.log
+  python3 benchmarks/own_job/lab.py --summarize $R/gpu-3ranks  # what finished, where the limit cut the lab
 fi
 if [ "$CPU_S" = 0 ]; then CPU_S=$((520 - SECONDS)); fi
 if [ "$WHICH" != gpu ]; then
   echo "CPU lab: $CPU_S s left"
   CUDA_VISIBLE_DEVICES= timeout "$CPU_S" python3 benchmarks/own_job/lab.py --device cpu --ranks 2 \
-    --rates 2gbit,1gbit --repeats 2 --steps 15 --warmup 3 --out $R/cpu-2ranks 2>&1 | tee $R/cpu-lab.log
+    --rates 2gbit,1gbit --repeats 2 --steps "${STEPS:-15}" --warmup 3 --out $R/cpu-2ranks 2>&1 | tee $R/cpu-lab.log
+  python3 benchmarks/own_job/lab.py --summarize $R/cpu-2ranks
 fi
 tar czf "$OUT/own_job.tgz" --exclude=prof -C $R . 2>/dev/null
 tar czf "$OUT/prof.tgz" -C $R $(cd $R && ls -d */prof) 2>/dev/null
