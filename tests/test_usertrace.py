@@ -187,6 +187,20 @@ def test_relate_trace_names_the_sweep_a_fabric_lacks(tmp_path):
                for p in res.problems)
 
 
+def test_sweeps_as_planned_lack_nothing(tmp_path):
+    """What sweep --for-trace measures is all relate asks for: an int64 broadcast swept as float64 (no
+    sweep runs int64) is no lack, and no note sends the user to sweep again."""
+    configs, job = traceplan.configs([HTA2], SweepConfig())
+    recs = []
+    for c in configs:
+        for op in c.ops:
+            for size in c.sizes.expand():
+                recs += [{**r, "dtype": c.dtype} for r in sweep_recs("default", 20.0, (op,), [size])]
+    res = usertrace.relate_trace([HTA2], [write(tmp_path / "s.jsonl", recs)])
+    assert {c.dtype for c in configs} == {"float32", "float64"} and res.rows
+    assert not [p for p in res.problems if "lack" in p]
+
+
 def test_sweep_for_trace_plans_exactly_what_the_trace_needs():
     configs, job = traceplan.configs([FSDP], SweepConfig(engine="torch", backend="gloo"))
     assert len(configs) == 1

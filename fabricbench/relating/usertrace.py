@@ -34,6 +34,7 @@ from fabricbench.relating import api, inputs
 from fabricbench.relating.curves import EXACT, INTERPOLATED, SweepCurves
 from fabricbench.relating.inputs import Observed, Workload
 from fabricbench.relating.job import split
+from fabricbench.relating.lab import STAND_IN
 from fabricbench.relating.pricing import price
 from fabricbench.training import kineto, kinetoline, trace
 from fabricbench.training.timeline import STEP_MARK
@@ -262,7 +263,9 @@ def relate_trace(paths: Sequence[str | Path], sweeps: Any, reference: str | None
                          f"run {command(paths, ref)}, or name the trace's fabric with --reference")
     for fab in curves.fabrics():
         pricing = price(job.collectives, curves, fabric=fab, nranks=job.world_size)
-        lacking = [e for e in pricing.entries if e.status not in (EXACT, INTERPOLATED) or e.substituted]
+        # a dtype no sweep runs is swept as the stand-in of its element size (lab.STAND_IN): not a lack
+        lacking = [e for e in pricing.entries if e.status not in (EXACT, INTERPOLATED)
+                   or e.substituted and e.curve is not None and e.curve.dtype != STAND_IN.get(e.dtype, e.dtype)]
         if lacking:
             problems.append(f"fabric {fab}'s sweeps lack {len(lacking)} of the trace's {len(pricing.entries)} "
                             f"collectives (op, dtype, ranks or sizes); measure them with {command(paths, fab)}")
