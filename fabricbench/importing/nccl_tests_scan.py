@@ -164,9 +164,7 @@ class Scanner:
         # MAX_GBPS (looked at closely only where some figure is that large: a long time)
         if min(f) < 0 or min(f[0::4]) <= 0 or (max(f) > MAX_GBPS and max(f[1::4] + f[2::4]) > MAX_GBPS):
             return False
-        for i, acc in enumerate(g.sides):
-            acc.add_figures(f[4 * i], f[4 * i + 1], f[4 * i + 2], f[4 * i + 3])  # type: ignore[union-attr]
-        run.rows.rows += 1
+        run.rows.add_fast(g, f)
         return True
 
     def _add_row(self, line_no: int, parsed: tuple[dict[str, str], list[dict[str, str]]]) -> None:
