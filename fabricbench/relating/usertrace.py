@@ -194,6 +194,9 @@ def read(paths: Sequence[str | Path]) -> TraceJob:
     scans = [scans[i] for i in sorted(range(len(scans)), key=named.__getitem__)]
     ranks = sorted(named)
     notes: list[str] = []
+    if any(s.steps_seen > kineto.MAX_STEPS for s in scans):
+        notes.append(f"the trace has {max(s.steps_seen for s in scans)} profiled steps; the first "
+                     f"{kineto.MAX_STEPS} are read")
     _common_steps(scans, notes)
     world = _world(scans)
     device = "cuda" if any(s.has_cuda for s in scans) else "cpu"

@@ -8,7 +8,8 @@ as a stream: the top-level keys other than `traceEvents` are decoded as they com
 host_name), and the array one event at a time (json.JSONDecoder.raw_decode on a window of the text, so each
 event is decoded in C and dropped unless kept). .json.gz is decompressed on the fly.
 
-What one pass keeps (`Scan`): the few events the communication is read from (the steps, every c10d /
+What one pass keeps (`Scan`), of the first MAX_STEPS profiled steps (a longer profile's later steps are
+passed over, and said): the few events the communication is read from (the steps, every c10d /
 functional collective op, `record_param_comms`, gloo's and NCCL's own events and NCCL's kernels) and one
 event of each thread that ran backward (autograd's), which says where the step's compute runs. The
 compute itself is measured in a second pass against the steps (training/kinetoline.py); of it only the
@@ -25,6 +26,7 @@ UsageError naming the file and what to do.
 
 from __future__ import annotations
 
+import bisect
 import codecs
 import gzip
 import json
@@ -42,6 +44,9 @@ from fabricbench.training.matching import OP_RULES
 
 CHUNK = 1 << 18  # characters read at a time (the window of text held is about twice this)
 MAX_EVENT = 64 << 20  # one event (or one top-level value) larger than this is not a profiler's
+# profiled steps read: their median and spread are what relate takes of a trace, and a hundred steps
+# give them; past that, what the reader keeps (~1 KB a collective) would grow with the profile's length
+MAX_STEPS = 100
 STEP_PREFIX = "ProfilerStep#"
 CATEGORIES = {"operator": "cpu_op"}  # old category names -> today's (lower-cased first)
 # old op namespaces -> today's: the functional collectives were `c10d_functional::` before torch 2.2
@@ -72,6 +77,7 @@ class Scan:
     # the second pass (kinetoline.py) need not read the file once per stream
     kernel_runs: dict[Any, array] = field(default_factory=dict)
     unknown_comm: dict[str, int] = field(default_factory=dict)  # host events named like a collective, not read
+    steps_seen: int = 0  # ProfilerStep#N marks in the file (the first max_steps are read)
 
     @property
     def distributed(self) -> dict[str, Any]:
@@ -246,9 +252,33 @@ def _array(t: _Text, decoder: json.JSONDecoder) -> Iterator[dict[str, Any]]:
         buf, pos = t.buf, t.pos
 
 
-def scan(path: str | Path) -> Scan:
-    """One pass over the trace (module docstring)."""
+class _FirstSteps:
+    """The starts of the first `n` + 1 step windows seen so far; events from the (n+1)-th's start on
+    belong to steps that are not read. A step that comes later in the file but earlier in time only moves
+    that start earlier, so what was passed over is never needed."""
+
+    def __init__(self, n: int) -> None:
+        self.n, self.starts, self.seen = n, [], 0
+        self.cutoff = float("inf")
+
+    def add(self, ts: float) -> None:
+        self.seen += 1
+        bisect.insort(self.starts, ts)
+        del self.starts[self.n + 1:]
+        if len(self.starts) > self.n:
+            self.cutoff = self.starts[self.n]
+
+
+def _before(kept: list[dict[str, Any]], cutoff: float) -> list[dict[str, Any]]:
+    """The kept events of the steps read (and the threads' autograd marks, which name a thread, not a step)."""
+    return [e for e in kept if e["ts"] < cutoff or e["name"] == AUTOGRAD_MARK]
+
+
+def scan(path: str | Path, max_steps: int = MAX_STEPS) -> Scan:
+    """One pass over the trace (module docstring): the first `max_steps` profiled steps are read."""
     out = Scan(path=str(path))
+    first = _FirstSteps(max_steps)
+    prune_at = 4096
     aten: dict[Any, float] = {}
     lo, hi = float("inf"), float("-inf")
     for e in events(path, out.header):
@@ -267,7 +297,7 @@ def scan(path: str | Path) -> Scan:
         tid = e.get("tid")
         if cat in ("kernel", "gpu_memcpy", "gpu_memset"):
             out.has_cuda = True
-            if cat == "kernel" and "nccl" not in name.lower():
+            if cat == "kernel" and "nccl" not in name.lower() and ts < first.cutoff:
                 run = out.kernel_runs.setdefault(tid, array("d"))
                 run.append(ts)
                 run.append(ts + dur)
@@ -285,6 +315,10 @@ def scan(path: str | Path) -> Scan:
                     and len(out.unknown_comm) < 20:
                 out.unknown_comm[name] = out.unknown_comm.get(name, 0) + 1
             continue
+        if name.startswith(STEP_PREFIX):
+            first.add(ts)
+        if ts >= first.cutoff:
+            continue  # a step past the first max_steps
         args = e.get("args") if isinstance(e.get("args"), dict) else {}
         kept = {"ph": "X", "cat": cat, "name": name, "pid": e.get("pid"), "tid": tid, "ts": ts, "dur": dur,
                 "args": {k: args[k] for k in KEEP_ARGS if k in args}}
@@ -293,6 +327,11 @@ def scan(path: str | Path) -> Scan:
             n = name[len(STEP_PREFIX):]
             kept["step"] = int(n) if n.isdigit() else None
         out.kept.append(kept)
+        if len(out.kept) > prune_at:
+            out.kept = _before(out.kept, first.cutoff)
+            prune_at = 2 * len(out.kept) + 4096
+    out.kept = _before(out.kept, first.cutoff)
+    out.steps_seen = first.seen
     if hi > lo:
         out.cpu_span = (lo, hi)
     out.busiest_tid = max(aten, key=aten.__getitem__) if aten else None
