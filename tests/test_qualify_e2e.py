@@ -80,12 +80,16 @@ def test_resume_reuses_measured_units(passing_run):
 def test_fails_under_a_slow_fabric_with_numbers_in_junit(tmp_path):
     out = tmp_path / "slow"
     r = _qualify("--spec", SPEC, "--out", out, "--fabric", "shaped:100mbit", "--only", "allreduce_bw")
-    assert r.returncode == 1, r.stdout + r.stderr
     v = _verdicts(out)["allreduce_bw"]
+    # a miss while other processes loaded this shared host, measured again, is unknown (FB_BUSY_HOST, exit 3),
+    # never critical on the load alone (tests/test_qualify_busy.py); on a quiet host it is the floor's miss
+    busy = v.get("busy_host") is not None and v["code"] == "FB_BUSY_HOST"
+    assert r.returncode == (3 if busy else 1), r.stdout + r.stderr
     # tc tbf on loopback: all-reduce busbw = R/2 = 1e8/8/2 B/s = 0.00625 GB/s (shared/DOMAIN.md)
-    assert v["status"] == "fail" and v["measured"] == pytest.approx(0.00625, rel=0.2) and v["threshold"] == 0.02
+    assert v["status"] == ("error" if busy else "fail") and v["threshold"] == 0.02
+    assert v["measured"] == pytest.approx(0.00625, rel=0.2)
     tc = ET.parse(out / "junit.xml").getroot().find(".//testcase[@name='allreduce_bw']")
-    msg = tc.find("failure").get("message")
+    msg = tc.find("error" if busy else "failure").get("message")
     assert "busbw" in msg and "< 0.02 GB/s" in msg and f"{v['measured']:.3g}" in msg and "shaped:100mbit" in msg
     rec = next(json.loads(l) for l in (out / "results.jsonl").read_text().splitlines()
                if '"kind": "collective"' in l)
