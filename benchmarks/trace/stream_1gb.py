@@ -103,7 +103,8 @@ def run(kind: str, gb: float, tmp: Path) -> dict:
             "peak_over_floor_b": got["maxrss_b"] - floor["maxrss_b"],
             "json_load_rss_b_at_ref": load["maxrss_b"], "ref_bytes": ref_size,
             "json_load_rss_b_scaled": int(load_full), "ratio_json_load_over_peak": round(load_full / got["maxrss_b"], 1),
-            "checked": ok, "exposed_fraction": got["exposed_fraction"]}
+            "steps_read": got["steps"], "collectives_as_source": got["collectives"] == one, "checked": ok,
+            "exposed_fraction": got["exposed_fraction"]}
 
 
 def main() -> int:

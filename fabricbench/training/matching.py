@@ -97,8 +97,14 @@ def _dtype(type_name: Any) -> str | None:
     return DTYPE_NAMES.get(type_name) if isinstance(type_name, str) else None
 
 
+# microseconds: the profiler writes times to the nanosecond, and start + duration of two events that end
+# together may differ by that after rounding (a trace's times are ~1e12 us: a double holds ~0.5 ns there)
+EPS_US = 0.002
+
+
 def _contains(outer: dict[str, Any], inner: dict[str, Any]) -> bool:
-    return outer["ts"] <= inner["ts"] and inner["ts"] + inner.get("dur", 0) <= outer["ts"] + outer.get("dur", 0)
+    return (outer["ts"] - EPS_US <= inner["ts"]
+            and inner["ts"] + inner.get("dur", 0) <= outer["ts"] + outer.get("dur", 0) + EPS_US)
 
 
 def _is_cpu_op(e: dict[str, Any]) -> bool:
@@ -140,8 +146,8 @@ class Timed:
 
     def within(self, outer: dict[str, Any]) -> list[dict[str, Any]]:
         """The events that lie inside `outer` on its thread."""
-        hi = bisect.bisect_right(self.starts, outer["ts"] + outer.get("dur", 0))
-        return [e for e in self.events[bisect.bisect_left(self.starts, outer["ts"]):hi]
+        hi = bisect.bisect_right(self.starts, outer["ts"] + outer.get("dur", 0) + EPS_US)
+        return [e for e in self.events[bisect.bisect_left(self.starts, outer["ts"] - EPS_US):hi]
                 if e.get("tid") == outer.get("tid") and _contains(outer, e)]
 
 
