@@ -229,12 +229,14 @@ def one_error_line(capsys) -> str:
     return err[0]
 
 
-def test_cli_sweep_for_trace_dry_run_and_conflicts(capsys):
+def test_cli_sweep_for_trace_dry_run_and_conflicts(capsys, tmp_path):
     assert exit_of(["sweep", "--for-trace", str(FSDP), "--dry-run"]) == 0
     out = capsys.readouterr()
     assert "all_gather" in out.out and "reduce_scatter" in out.out and "2 rank(s)" in out.out
     assert exit_of(["sweep", "--for-trace", str(FSDP), "--ops", "all_reduce", "--dry-run"]) == 2
     assert "drop --ops" in one_error_line(capsys)
+    assert exit_of(["sweep", "--for-trace", str(HTA16), "--csv", str(tmp_path / "x.csv")]) == 2
+    assert capsys.readouterr().err.splitlines()[-1].startswith("Error: --csv holds one sweep")
 
 
 def test_cli_relate_trace_json(tmp_path, capsys):

@@ -83,6 +83,9 @@ def sweep(gpus, ops, sizes, dtype, iters, warmup, adaptive, max_iters, mode, gra
     configs = [config]
     if for_trace:
         configs = _for_trace(list(for_trace), config, gpus)
+        if csv_path and len(configs) > 1 and not dry_run:
+            raise UsageError(f"--csv holds one sweep's rows and the trace needs {len(configs)} (one per dtype and "
+                             f"group size); keep --out FILE, which holds them all")
     for config in configs:
         if dry_run:  # a plan needs no GPU here: named GPUs as named, else this machine's, else one GPU
             config, notes = sweep_run.plan_devices(config, gpus)
