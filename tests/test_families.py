@@ -25,9 +25,10 @@ _IMG = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, image_si
 SHAPES = {
     "llama": [dict(_LM, num_key_value_heads=2), dict(_LM, num_hidden_layers=3, tie_word_embeddings=True),
               dict(_LM, attention_bias=True, mlp_bias=True, head_dim=32), dict(_LM, num_key_value_heads=1)],
-    "mistral": [dict(_LM, num_key_value_heads=1, tie_word_embeddings=True), dict(_LM, head_dim=8),
+    "mistral": [dict(_LM, num_key_value_heads=1, tie_word_embeddings=True), dict(_LM, head_dim=8, num_key_value_heads=2),
                 dict(_LM, num_key_value_heads=4)],
-    "qwen2": [dict(_LM, num_attention_heads=8, num_key_value_heads=2), dict(_LM, tie_word_embeddings=True),
+    "qwen2": [dict(_LM, num_attention_heads=8, num_key_value_heads=2),
+              dict(_LM, tie_word_embeddings=True, num_key_value_heads=4),
               dict(_LM, num_key_value_heads=1, num_hidden_layers=3)],
     "gpt2": [dict(n_embd=64, n_layer=2, n_head=4, vocab_size=300, n_positions=128),
              dict(hidden_size=64, num_hidden_layers=3, n_head=4, vocab_size=300, n_positions=96, n_inner=100,
