@@ -81,6 +81,7 @@ def test_hta_two_rank_nccl_trace_matches_its_record_param_comms():
     assert job.comm["timeline"]["source"] == "cuda kernels"
 
 
+@pytest.mark.slow
 def test_hta_sixteen_rank_trace_matches_its_nccl_events_and_subgroups():
     """An older PyTorch (record_param_comms names nothing): sizes from the nccl:* events, counted here;
     the all-gathers and reduce-scatters run in groups of 8 (their c10d op's whole over its part)."""
@@ -108,6 +109,8 @@ def test_hta_sixteen_rank_trace_matches_its_nccl_events_and_subgroups():
     assert job.world_size == 16 and len(windows) == 5
     assert got(job, 5) == expect and sum(expect.values()) == 85
     assert not job.notes  # every call read: nothing left out
+    configs, _ = traceplan.configs([HTA16], SweepConfig())  # the subgroup's gathers and scatters swept on 8
+    assert Counter(len(c.gpus) for c in configs) == Counter({16: 3, 8: 1})
 
 
 # ------------------------------------------------------------------ gloo traces of plain loops
@@ -210,9 +213,6 @@ def test_sweep_for_trace_plans_exactly_what_the_trace_needs():
     sizes = c.sizes.expand()
     traced = [x["bytes"] for x in job.collectives]
     assert sizes[0] <= min(traced) and sizes[-1] >= max(traced) and len(sizes) <= 3
-    configs, _ = traceplan.configs([HTA16], SweepConfig())
-    by_ranks = Counter(len(c.gpus) for c in configs)
-    assert by_ranks == Counter({16: 3, 8: 1})  # the subgroup's gathers and scatters swept on 8
 
 
 def exit_of(argv: list[str]) -> int:
@@ -235,7 +235,7 @@ def test_cli_sweep_for_trace_dry_run_and_conflicts(capsys, tmp_path):
     assert "all_gather" in out.out and "reduce_scatter" in out.out and "2 rank(s)" in out.out
     assert exit_of(["sweep", "--for-trace", str(FSDP), "--ops", "all_reduce", "--dry-run"]) == 2
     assert "drop --ops" in one_error_line(capsys)
-    assert exit_of(["sweep", "--for-trace", str(HTA16), "--csv", str(tmp_path / "x.csv")]) == 2
+    assert exit_of(["sweep", "--for-trace", str(HTA2), "--csv", str(tmp_path / "x.csv")]) == 2
     assert capsys.readouterr().err.splitlines()[-1].startswith("Error: --csv holds one sweep")
 
 
@@ -293,10 +293,16 @@ def test_what_is_not_a_trace_is_one_line(tmp_path, text, said):
         kineto.scan(p)
 
 
-def _renamed(src: Path, dst: Path, rename) -> Path:
+def _renamed(src: Path, dst: Path, rename, *, first_step: bool = False) -> Path:
+    """src with each event passed through rename (first_step: only the first profiled step's events)."""
     doc = plain(src)
-    doc["traceEvents"] = [rename(dict(e)) for e in doc["traceEvents"]]
-    with gzip.open(dst, "wt") as fh:
+    events = doc["traceEvents"]
+    if first_step:
+        lo, hi = steps_of(events)[0]
+        events = [e for e in events if e.get("ph") == "M" or lo <= e.get("ts", lo - 1) <= hi + 50_000]
+    doc["traceEvents"] = [rename(dict(e)) for e in events]
+    opener = gzip.open if dst.name.endswith(".gz") else open
+    with opener(dst, "wt") as fh:
         json.dump(doc, fh)
     return dst
 
@@ -315,8 +321,9 @@ def test_older_spellings_read_as_todays(tmp_path):
             e["name"] = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
         return e
 
-    before = usertrace.read([HTA2])
-    after = usertrace.read([_renamed(HTA2, tmp_path / "old.json.gz", old)])
+    before = usertrace.read([_renamed(HTA2, tmp_path / "new.json", lambda e: e, first_step=True)])
+    after = usertrace.read([_renamed(HTA2, tmp_path / "old.json", old, first_step=True)])
+    assert before.collectives
     assert after.collectives == before.collectives and after.comm["calls"] == before.comm["calls"]
     assert after.comm["timeline"] == before.comm["timeline"]
 
@@ -383,14 +390,14 @@ def _repeated(src: Path, dst: Path, steps: int) -> Path:
 
 
 def test_a_large_trace_streams_in_bounded_memory(tmp_path, monkeypatch):
-    """Memory follows the steps read, not the file: past kineto.MAX_STEPS (10 here) three times the steps
+    """Memory follows the steps read, not the file: past kineto.MAX_STEPS (10 here) four times the steps
     cost no more memory than the reader's window of text (benchmarks/trace/ measures the 1 GB case)."""
     import tracemalloc
 
     monkeypatch.setattr(kineto, "MAX_STEPS", 10)
     monkeypatch.setattr(kineto.scan, "__defaults__", (10,))
     peaks, sizes = [], []
-    for steps in (15, 45):
+    for steps in (12, 48):
         p = _repeated(DDP / "rank0.json.gz", tmp_path / f"big{steps}.json", steps)
         tracemalloc.start()
         job = usertrace.read([p])
@@ -398,7 +405,7 @@ def test_a_large_trace_streams_in_bounded_memory(tmp_path, monkeypatch):
         tracemalloc.stop()
         sizes.append(p.stat().st_size)
         assert len(job.step_times_s) == 10 and f"has {steps} profiled steps; the first 10" in " ".join(job.notes)
-    assert peaks[1] - peaks[0] < (sizes[1] - sizes[0]) / 20, f"peak {peaks} B for traces of {sizes} B"
+    assert peaks[1] - peaks[0] < (sizes[1] - sizes[0]) / 10, f"peak {peaks} B for traces of {sizes} B"
 
 
 @pytest.mark.parametrize("path, device", [(HTA2, "cuda"), (DDP / "rank0.json.gz", "cpu")])
