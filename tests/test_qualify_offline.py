@@ -115,3 +115,11 @@ def test_init_prints_the_factors_it_wrote(tmp_path, capsys):
     assert len(factors) == 8 and any(f < 0.9 for *_, f in factors)
     for check, what, f in factors:  # each threshold's factor is --factor, or named with its reason
         assert f == 0.9 or f"{check} {what} x {f:.3g} (cv " in summary(text), (check, what, f)
+
+
+def test_a_floor_is_read_no_further_than_a_quarter_below_its_size():
+    # a CPU lab's gloo sweep stops at 8M: it stands in for no 16G GPU floor (the run measured nothing of
+    # this spec: exit 5), and a file without NCCL's log names no transport: not measured there, not an error
+    lab = Path(__file__).parent.parent / "benchmarks/results/cpu-lab/study/units/sweep_default.jsonl"
+    res = qualify("builtin:h200-sxm-8", records_from=str(lab))
+    assert res.exit_code == 5 and all(v.status == Status.WAIVED for v in res.verdicts)

@@ -21,6 +21,9 @@ from fabricbench.qualifying.context import Context, SweepUnit, UnitResult, noted
 # Check kinds that read collective or copy records; the others need a machine or a run (waived).
 JUDGED = ("collective", "correctness", "transport", "p2p", "host_copy", "nccl_diag")
 NEAR = 0.01  # a record stands for a spec size within 1% (nccl-tests rounds sizes to whole elements per rank)
+# A floor at a size the file lacks is read at its largest size below, down to a quarter of it: busbw is
+# near its plateau there on any fabric worth a floor; a CPU sweep's 8M says nothing of a 16G GPU floor.
+READ_BELOW = 4
 
 
 class OfflineContext(Context):
@@ -108,7 +111,7 @@ class OfflineContext(Context):
                     continue
                 # a size the file stops short of: its largest size below stands in, for a floor to read
                 below = [(i, r) for i, r in enumerate(mine) if r.get("op") == op and r.get("bytes")
-                         and r["bytes"] < size and r.get("busbw_gbps") is not None]
+                         and size / READ_BELOW <= r["bytes"] < size and r.get("busbw_gbps") is not None]
                 plain = [(i, r) for i, r in below if not r.get("inplace")] or below
                 if plain:
                     _, best = max(plain, key=lambda ir: (ir[1]["bytes"], ir[0]))
