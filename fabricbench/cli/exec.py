@@ -14,6 +14,7 @@ import click
 from fabricbench.cli import warn
 from fabricbench.cli.declared import declared_option, option
 from fabricbench.cli.options import OUT_FILE
+from fabricbench.cli.types import Passed, Program
 from fabricbench.jobs.command import ExecConfig, execute
 
 
@@ -21,10 +22,11 @@ from fabricbench.jobs.command import ExecConfig, execute
 @declared_option(ExecConfig, "fabric")
 @declared_option(ExecConfig, "timeout_s")
 @option(OUT_FILE, "out", help="Append the run's record (kind exec) to this JSONL.")
-@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED, metavar="-- COMMAND [ARGS]...")
-def exec_command(fabric, timeout_s, out, command) -> int:
-    """Run COMMAND under a fabric as fabricbench's own runs get it; exit with its status."""
-    result = execute(ExecConfig(command=tuple(command), fabric=fabric, timeout_s=timeout_s), out=out)
+@click.argument("program", type=Program(), metavar="-- PROGRAM")
+@click.argument("args", nargs=-1, type=Passed(), metavar="[ARGS]...")
+def exec_command(fabric, timeout_s, out, program, args) -> int:
+    """Run PROGRAM with its ARGS under a fabric as fabricbench's own runs get it; exit with its status."""
+    result = execute(ExecConfig(command=(program, *args), fabric=fabric, timeout_s=timeout_s), out=out)
     for w in result.warnings:
         warn(w)
     rec = result.record

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import importlib
 import math
+import os
 import re
+import shutil
 from typing import Any, Callable
 
 import click
@@ -58,6 +60,37 @@ class Text(OptionType):
         if len(s) > self.max_len:
             self.fail(f"{len(s):,} characters is too long (at most {self.max_len})", param, ctx)
         return s
+
+
+class Program(OptionType):
+    """The program a command line runs (exec): an executable file, or a name found on PATH."""
+
+    name = "program"
+    kind = "program"
+
+    def describe(self) -> str:
+        return "a program: an executable file, or a name found on PATH"
+
+    def convert(self, value, param, ctx):
+        s = self.text(value, param, ctx)
+        found = shutil.which(s)
+        if found is None or not os.path.isfile(found):  # a socket has its x bits too
+            self.fail(f"{s[:60]!r} is not a program here (not an executable file, nor a name found on PATH)",
+                      param, ctx)
+        return s
+
+
+class Passed(OptionType):
+    """A program's own arguments (exec): passed to it as they are, so no value is refused."""
+
+    name = "args"
+    kind = "arguments"
+
+    def describe(self) -> str:
+        return "the program's own arguments, passed as they are"
+
+    def convert(self, value, param, ctx):
+        return str(value)
 
 
 class Count(OptionType):

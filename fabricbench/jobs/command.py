@@ -102,7 +102,8 @@ def execute(config: ExecConfig, *, out: str | os.PathLike | None = None,
     if clash:
         raise UsageError(f"fabric {fabric.name} would override what you set: {'; '.join(clash)}; exec never "
                          f"overrides your variables: unset them, or choose a fabric that leaves them alone")
-    if shutil.which(config.command[0], path=env.get("PATH", os.defpath)) is None:
+    found = shutil.which(config.command[0], path=env.get("PATH", os.defpath))
+    if found is None or not os.path.isfile(found):  # a socket or a folder with x bits is no program
         raise UsageError(f"{masking.redact(config.command[0], config.secrets)!r} is not a command here (not an "
                          f"executable file, nor found on PATH); give a program, e.g. python3 train.py")
     why = fabric.unavailable()
