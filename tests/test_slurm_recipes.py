@@ -15,13 +15,19 @@ import json
 
 import pytest
 
-from fabricbench.cluster import slurm
+from fabricbench.cluster import env, slurm
 from tests import slurmlab as sl
 
 WHY = slurm.unavailable()
 pytestmark = [pytest.mark.multinode, pytest.mark.skipif(WHY is not None, reason=WHY or "")]
 
 HOSTS = ["node0", "node1"]  # the lab's nodes, as SLURM_JOB_NODELIST names them (node[0-1])
+
+
+def given(s: slurm.Slurm) -> list[str]:
+    """The hosts Slurm gave the last job (its NodeList, expanded)."""
+    last = max(s.jobs(), key=int)
+    return env.expand_nodelist(s.job(last)["NodeList"])
 
 
 @pytest.fixture()
@@ -43,7 +49,7 @@ def test_sweep_recipe(lab, tmp_path, per_node):
     sl.run(lab, sl.per_node(sl.recipe(sl.MULTINODE, "sweep"), per_node), tmp_path, "sweep", 300)
     recs = [r for r in sl.records(tmp_path / "sweep.jsonl") if r.get("kind") == "collective"]
     assert len(recs) == 2 and all(r["status"] == "ok" for r in recs), recs
-    assert all(r["nranks"] == 2 * per_node and r["extra"]["hosts"] == HOSTS for r in recs)
+    assert all(r["nranks"] == 2 * per_node and r["extra"]["hosts"] == given(lab) == HOSTS for r in recs)
     # the 1 gbit link (0.125 GB/s each way) bounds an all-reduce whose ranks span both nodes
     big = max(recs, key=lambda r: r["bytes"])
     assert 0 < big["busbw_gbps"] < 0.125 * 1.1, big["busbw_gbps"]
@@ -53,7 +59,7 @@ def test_train_recipe(lab, tmp_path):
     out = sl.run(lab, sl.recipe(sl.MULTINODE, "train"), tmp_path, "train", 400)
     (rec,) = sl.records(tmp_path / "train.jsonl")  # one file on the shared folder: node 0 wrote it alone
     assert rec["status"] == "ok" and rec["nranks"] == 2 and rec["nnodes"] == 2, (rec.get("message"), out[-800:])
-    assert rec["hosts"] == HOSTS
+    assert rec["hosts"] == given(lab) == HOSTS
     assert rec["nodes"] == [{"host": "node0", "ranks": [0]}, {"host": "node1", "ranks": [1]}]
     assert len(rec["step_times_s"]) == 5 and all(t > 0 for t in rec["step_times_s"])
 
@@ -62,7 +68,7 @@ def test_study_recipe(lab, tmp_path):
     out = sl.run(lab, sl.recipe(sl.MULTINODE, "study"), tmp_path, "study", 600)
     recs = sl.records(tmp_path / "study" / "results.jsonl")
     (plan,) = [r for r in recs if r["kind"] == "plan"]
-    assert plan["study"]["nodes"] == HOSTS, out[-800:]
+    assert plan["study"]["nodes"] == given(lab) == HOSTS, out[-800:]
     assert sorted((r["node"]["index"], r["node"]["host"]) for r in recs if r["kind"] == "machine") == \
         [(0, "node0"), (1, "node1")]
     (train,) = [r for r in recs if r["kind"] == "train"]
@@ -81,7 +87,7 @@ def test_qualify_recipe(lab, tmp_path, per_node):
     assert "node0, node1" in report, out[-800:]
     assert f"srun --nodes 2 --ntasks {2 * per_node} python -m fabricbench qualify --spec" in report
     colls = [r for r in sl.records(tmp_path / "qualify" / "results.jsonl") if r.get("kind") == "collective"]
-    assert colls and all(r["nranks"] == 2 * per_node and r["extra"]["hosts"] == HOSTS for r in colls)
+    assert colls and all(r["nranks"] == 2 * per_node and r["extra"]["hosts"] == given(lab) == HOSTS for r in colls)
 
 
 def test_fleet_sbatch_recipe(lab, tmp_path):

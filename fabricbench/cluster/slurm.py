@@ -41,6 +41,7 @@ from fabricbench.cluster import lab
 from fabricbench.fabrics import shaped
 
 DAEMONS = ("munged", "slurmctld", "slurmd", "slurmstepd")
+HELPERS = ("slurmscriptd",)  # slurmctld's own child, not a job's
 CLIENTS = ("srun", "sbatch", "scontrol", "scancel", "squeue", "sinfo")
 STATE_PREFIX = "fabricbench-slurm-"
 PARTITION = "lab"
@@ -136,7 +137,7 @@ class Slurm:
         out = []
         for nd in self.nodes:
             for pid in lab.namespace_pids(nd.ns):
-                if pid not in keep and _comm(pid) not in DAEMONS and not _under(pid, keep):
+                if pid not in keep and _comm(pid) not in (*DAEMONS, *HELPERS) and not _under(pid, keep):
                     out.append(pid)
         return out
 
