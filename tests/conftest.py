@@ -63,13 +63,16 @@ def pytest_xdist_auto_num_workers(config):
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups (--dist loadgroup)
 def pytest_collection_modifyitems(config, items):
-    # The multi-node tier (a real Slurm, namespaces) runs only where -m names it: no other selection (the
-    # default command's, -m slow, -m 'not lab') takes it, as .ci/multinode alone should run it.
+    # The real-Slurm tests (marked multinode alone) run only where -m names multinode, as .ci/multinode
+    # installs Slurm for them; the emulated cluster's end-to-end runs (multinode and slow) stay in -m slow too.
+    def slurm_only(it: pytest.Item) -> bool:
+        return it.get_closest_marker("multinode") is not None and it.get_closest_marker("slow") is None
+
     if "multinode" not in (config.getoption("markexpr", "") or ""):
-        off = [it for it in items if it.get_closest_marker("multinode") is not None]
+        off = [it for it in items if slurm_only(it)]
         if off:
             config.hook.pytest_deselected(items=off)
-            items[:] = [it for it in items if it.get_closest_marker("multinode") is None]
+            items[:] = [it for it in items if not slurm_only(it)]
     for item in items:
         mark = item.get_closest_marker("gpu")
         if mark is not None:
