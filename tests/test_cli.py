@@ -166,8 +166,8 @@ def test_train_quiet_prints_nothing_and_still_runs_and_writes(monkeypatch):
 
     got = {}
 
-    def fake_run(config, *, out, echo, quiet):
-        got.update(quiet=quiet, strategies=config.strategies)
+    def fake_run(config, *, out, echo, quiet, since):
+        got.update(quiet=quiet, strategies=config.strategies, since=since > 0)
         rec = {"strategy": "ddp", "status": "ok", "model": "tiny-mistral"}
         echo(rec)
         return [rec]
@@ -176,4 +176,4 @@ def test_train_quiet_prints_nothing_and_still_runs_and_writes(monkeypatch):
     res = CliRunner().invoke(cli, ["train", "--device", "cpu", "--strategies", "ddp", "--model", "tiny-mistral",
                                    "--quiet"])
     assert res.exit_code == 0, res.output
-    assert res.output == "" and got == {"quiet": True, "strategies": "ddp"}
+    assert res.output == "" and got == {"quiet": True, "strategies": "ddp", "since": True}
