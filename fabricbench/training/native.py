@@ -162,6 +162,9 @@ class MistralRotaryEmbedding(nn.Module):
         exponents = torch.arange(0, s.head_dim, 2, dtype=torch.float, device="cpu") / s.head_dim
         inv_freq = (1.0 / s.rope_theta**exponents).to(torch.get_default_device())
         self.register_buffer("inv_freq", inv_freq, persistent=False)  # not in state_dict, as in transformers
+        # transformers keeps this copy too (for dynamic RoPE); DDP broadcasts every buffer each forward, so
+        # the same buffers make the same traffic as the transformers model
+        self.register_buffer("original_inv_freq", inv_freq.clone(), persistent=False)
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         positions = torch.arange(x.shape[1], device=x.device)[None, :, None].float()
@@ -212,6 +215,14 @@ class MistralForCausalLM(nn.Module):
         _init(self.lm_head, s.initializer_range)
         if s.tie_word_embeddings:
             self.lm_head.weight = self.model.embed_tokens.weight
+
+    # PreTrainedModel's accessors: Accelerate's FSDP2 carves the input embeddings and the tail (final norm,
+    # head) into units of their own through them, so the native model is gathered as transformers' is
+    def get_input_embeddings(self) -> nn.Module:
+        return self.model.embed_tokens
+
+    def get_output_embeddings(self) -> nn.Module:
+        return self.lm_head
 
     def forward(self, input_ids: torch.Tensor, labels: torch.Tensor | None = None,
                 attention_mask: torch.Tensor | None = None, **ignored: Any) -> CausalLMOutput:
