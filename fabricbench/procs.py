@@ -134,14 +134,19 @@ def kill_all(ps: Sequence[subprocess.Popen], grace_s: float = 0.0) -> None:
         for p in live:
             signal_group(p.pid, signal.SIGTERM)
             signal_group(p.pid, signal.SIGCONT)
-        deadline = time.monotonic() + grace_s
-        for p in live:
-            try:
-                p.wait(timeout=max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                pass
+        wait_all(live, grace_s)
     for p in ps:
         kill_tree(p, grace_s=0)
+
+
+def wait_all(ps: Sequence[subprocess.Popen], grace_s: float) -> None:
+    """Wait up to grace_s for all of `ps` together (one deadline, not one grace each)."""
+    deadline = time.monotonic() + grace_s
+    for p in ps:
+        try:
+            p.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            pass
 
 
 def wait_any(ps: Sequence[subprocess.Popen], timeout_s: float) -> None:

@@ -13,10 +13,10 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from fabricbench.cluster import slurm
+from proctree import wait_for  # noqa: F401 - the lab tests take it from here too
 
 ROOT = Path(__file__).resolve().parent.parent
 MULTINODE = ROOT / "docs" / "multinode.md"
@@ -120,16 +120,6 @@ def records(f: Path) -> list[dict]:
 def spec(cwd: Path, name: str) -> Path:
     """A qualify spec the lab's CPUs pass, where a recipe names one (my-cluster.toml, my-node.toml)."""
     return Path(shutil.copy(GLOO_SPEC, cwd / name))
-
-
-def wait_for(cond, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        v = cond()
-        if v:
-            return v
-        time.sleep(0.2)
-    raise AssertionError(f"not within {timeout} s: {what}")
 
 
 def running_job(s: slurm.Slurm, timeout: float = 60) -> str:

@@ -20,6 +20,8 @@ import pytest
 
 from fabricbench import procs
 from fabricbench.cluster import lab
+from proctree import wait_for
+from slurmlab import steps_under
 
 WHY = lab.unavailable()
 pytestmark = [pytest.mark.multinode, pytest.mark.slow, pytest.mark.skipif(WHY is not None, reason=WHY or "")]
@@ -61,15 +63,6 @@ def steps_of(pid: int) -> int:
             except (OSError, ValueError):
                 pass
     return 0
-
-
-def wait_for(cond, timeout, what):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"not within {timeout} s: {what}")
 
 
 def test_train_across_two_nodes_names_both_hosts(tmp_path):
@@ -291,13 +284,3 @@ def test_a_study_node_killed_mid_run_ends_node_0_naming_it_with_the_steps_kept(t
     assert (tmp_path / "study" / "report.md").exists() and unit_log.exists()
 
 
-def steps_under(folder: Path) -> int:
-    """The most steps any rank file under `folder` holds (the study's children keep theirs in their job's
-    workspace, under the TMPDIR the test gives)."""
-    most = 0
-    for f in folder.glob("**/rank-*.json"):
-        try:
-            most = max(most, len(json.loads(f.read_text()).get("step_times_s") or []))
-        except (OSError, ValueError):
-            pass
-    return most

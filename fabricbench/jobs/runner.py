@@ -360,12 +360,7 @@ def _forward(ps: dict, signum: int, grace_s: float) -> None:
     live = [p for p in ps.values() if p.poll() is None]
     for p in live:
         procs.signal_group(p.pid, signum)
-    deadline = time.monotonic() + grace_s
-    for p in live:
-        try:
-            p.wait(timeout=max(0.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            pass
+    procs.wait_all(live, grace_s)
 
 
 def _blame(out: Outcome, watch: _Watch, ps: dict, ended: dict[str, int | None]) -> None:
