@@ -390,14 +390,16 @@ def _repeated(src: Path, dst: Path, steps: int) -> Path:
 
 
 def test_a_large_trace_streams_in_bounded_memory(tmp_path, monkeypatch):
-    """Memory follows the steps read, not the file: past kineto.MAX_STEPS (10 here) four times the steps
-    cost no more memory than the reader's window of text (benchmarks/trace/ measures the 1 GB case)."""
+    """Memory follows the steps read, not the file: past kineto.MAX_STEPS (10 here) eight times the steps
+    cost no more memory than the reader's window of text (benchmarks/trace/ measures the 1 GB case). The peak
+    moves by a few hundred KB with where the window's buffers fall (1.53, 1.90, 1.79, 1.79 MB at 12, 48, 96
+    and 192 steps), so the files differ by 8 MB, against which that is small."""
     import tracemalloc
 
     monkeypatch.setattr(kineto, "MAX_STEPS", 10)
     monkeypatch.setattr(kineto.scan, "__defaults__", (10,))
     peaks, sizes = [], []
-    for steps in (12, 48):
+    for steps in (12, 96):
         p = _repeated(DDP / "rank0.json.gz", tmp_path / f"big{steps}.json", steps)
         tracemalloc.start()
         job = usertrace.read([p])
