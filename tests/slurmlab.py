@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from fabricbench.cluster import slurm
-from proctree import wait_for  # noqa: F401 - the lab tests take it from here too
+from proctree import alive, wait_for  # noqa: F401 - the lab tests take them from here too
 
 ROOT = Path(__file__).resolve().parent.parent
 MULTINODE = ROOT / "docs" / "multinode.md"
@@ -139,12 +139,3 @@ def steps_under(folder: Path) -> int:
         except (OSError, ValueError):
             pass
     return most
-
-
-def alive(pid: int) -> bool:
-    """Running, sleeping or stopped; a zombie (dead, not yet reaped) counts as gone."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
