@@ -258,3 +258,27 @@ def test_sweep_inside_an_applied_fabric_records_its_facts(tmp_path):
     assert p.returncode == 0, p.stderr
     [rec] = [json.loads(ln) for ln in p.stdout.splitlines() if ln.startswith("{")]
     assert rec["shaped_rate_bps"] == 10**9 and rec["extra"]["fabric_env"]["NCCL_P2P_DISABLE"] == "1"
+
+
+def test_an_interface_the_host_lacks_is_the_users_error_before_anything_starts():
+    from fabricbench.fabrics.env import check_interfaces
+
+    have = ["lo", "eth0", "ib0"]
+    check_interfaces({}, have)
+    check_interfaces({"GLOO_SOCKET_IFNAME": "lo,eth0", "NCCL_SOCKET_IFNAME": "eth"}, have)  # NCCL: a prefix
+    check_interfaces({"NCCL_SOCKET_IFNAME": "^docker,lo"}, have)  # excluding names nothing missing
+    check_interfaces({"NCCL_SOCKET_IFNAME": "=ib0"}, have)
+    for env, named in (({"GLOO_SOCKET_IFNAME": "lo,fbnoif0"}, "'fbnoif0'"),
+                       ({"NCCL_SOCKET_IFNAME": "=eth"}, "'eth'"),  # exact: eth0 does not count
+                       ({"NCCL_SOCKET_IFNAME": "enp,wlan"}, "'enp,wlan'")):
+        with pytest.raises(UsageError, match=named) as e:
+            check_interfaces(env, have)
+        assert "ip -br link" in str(e.value)
+
+
+def test_applying_a_fabric_with_a_missing_interface_starts_nothing():
+    with pytest.raises(UsageError, match="'fbnoif0'"):
+        with applied(get_fabric("nowhere:GLOO_SOCKET_IFNAME=fbnoif0"), {}):
+            raise AssertionError("the body ran")
+    with applied(get_fabric("here:GLOO_SOCKET_IFNAME=lo"), {}) as launch:
+        assert launch.env["GLOO_SOCKET_IFNAME"] == "lo"

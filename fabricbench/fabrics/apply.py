@@ -17,7 +17,8 @@ fabric=...) (fabricbench/jobs/runner.py); nothing else calls `applied` to start 
 - `argv(cmd)`: the command, prefixed with `ip netns exec NS` when the fabric has a namespace (shaped:RATE);
 - `facts`: what records carry: fabric, fabric_env (values outside NCCL_*/GLOO_*/CUDA_* as "***"),
   shaped_rate_bps, netns.
-A fabric that cannot be applied here raises FabricWaived before anything starts. Whatever the fabric set
+A fabric that cannot be applied here raises FabricWaived before anything starts; one that names a network
+interface this host lacks raises the user's error (UsageError) then too. Whatever the fabric set
 up (a namespace) is removed on the way out: normal exit, exception, Ctrl-C, SIGTERM (procs.Terminated,
 raised from the signal while the fabric is applied, as in every command).
 A custom fabric's definition travels in the child's environment (fabrics.env.carry), so the child's argv
@@ -35,7 +36,7 @@ from typing import Any, Iterator, Sequence
 from fabricbench import procs
 from fabricbench.errors import FabricWaived
 from fabricbench.fabrics import get_fabric
-from fabricbench.fabrics.env import carry, fabric_env
+from fabricbench.fabrics.env import carry, check_interfaces, fabric_env
 from fabricbench.fabrics.model import Fabric
 
 MARKER = "FABRICBENCH_FABRIC_APPLIED"
@@ -78,6 +79,8 @@ def applied(fabric: Fabric, base_env: dict[str, str] | None = None,
     env[MARKER] = fabric.name
     carry(fabric, env)  # the child's argv names a custom fabric by its name alone
     with procs.terminated_as_interrupt(), fabric.isolation() as netns:
+        if netns is None:  # in a namespace of its own the fabric names that place's interfaces
+            check_interfaces(env)
         yield Launch(fabric=fabric, env=env, netns=netns, log_dir=fenv.log_dir, warnings=fenv.warnings)
 
 

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 from dataclasses import dataclass, field
 
+from fabricbench.errors import UsageError
 from fabricbench.fabrics.model import NEVER_SET, Fabric, parse_custom
 from fabricbench.masking import public_value
 
@@ -52,6 +54,30 @@ def fabric_env(fabric: Fabric, base_env: dict[str, str] | None = None, *,
         else:
             env.pop(var, None)
     return FabricEnv(env=env, warnings=warnings, log_dir=chosen_dir)
+
+
+def no_interface(name: str) -> UsageError:
+    """The user's error when a fabric names a network interface this host does not have."""
+    return UsageError(f"no network interface {name!r} here (GLOO_SOCKET_IFNAME or NCCL_SOCKET_IFNAME names it); "
+                      f"list this host's interfaces with `ip -br link` and name one of them in the fabric")
+
+
+def check_interfaces(env: dict[str, str], have: list[str] | None = None) -> None:
+    """Raise no_interface() when `env` names an interface this host lacks, before any rank starts (a rank
+    would find it only after its start-up, and every rank and every run would fail alike).
+
+    GLOO_SOCKET_IFNAME is a list of exact names, each of which gloo opens. NCCL_SOCKET_IFNAME is a list of
+    prefixes of which one must match ("=name" exact; "^..." excludes, which cannot name a missing one)."""
+    names = [n for _, n in socket.if_nameindex()] if have is None else have
+    for want in (w.strip() for w in env.get("GLOO_SOCKET_IFNAME", "").split(",")):
+        if want and want not in names:
+            raise no_interface(want)
+    nccl = env.get("NCCL_SOCKET_IFNAME", "").strip()
+    if nccl and not nccl.startswith("^"):
+        exact = nccl.startswith("=")
+        wants = [w.strip() for w in nccl.lstrip("=").split(",") if w.strip()]
+        if wants and not any((n == w) if exact else n.startswith(w) for w in wants for n in names):
+            raise no_interface(wants[0] if len(wants) == 1 else ",".join(wants))
 
 
 # -- a custom fabric travels to children by name, its values in their environment -------------------------

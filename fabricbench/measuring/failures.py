@@ -15,6 +15,7 @@ import re
 import traceback
 
 from fabricbench.errors import CollectiveTimeout, FabricbenchError, UsageError
+from fabricbench.fabrics.env import no_interface
 from fabricbench.jobs import channel
 
 
@@ -24,8 +25,7 @@ def setup_error(e: BaseException) -> UsageError | None:
     missing = re.search(r"Unable to find address for: (\S+)", str(e)) if isinstance(e, RuntimeError) else None
     if missing is None:
         return None
-    return UsageError(f"no network interface {missing.group(1)!r} here (GLOO_SOCKET_IFNAME or NCCL_SOCKET_IFNAME "
-                      f"names it); list this host's interfaces with `ip -br link` and name one of them in the fabric")
+    return no_interface(missing.group(1))
 
 
 def translate(e: BaseException, timeout_s: float) -> FabricbenchError | None:
