@@ -45,6 +45,8 @@ import time
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
+from fabricbench.exitcodes import Exit, by_signal
+
 GRACE_S = 5.0  # SIGTERM -> SIGKILL: time for a child to shut its own children down
 REAP_S = 10.0  # after SIGKILL: a process in uninterruptible sleep (D state) is left to init past this
 PARENT_ENV = "FABRICBENCH_PARENT_PID"  # the pid a `python -m fabricbench.procs` child must find as parent
@@ -248,9 +250,9 @@ def age_s(pid: int | None = None) -> float:
         return 0.0
 
 
-def exit_status(e: BaseException) -> int:
-    """130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP."""
-    return 128 + int(getattr(e, "signum", signal.SIGINT))
+def exit_status(e: BaseException) -> Exit:
+    """Exit.INTERRUPTED (130) for Ctrl-C, TERMINATED (143) for SIGTERM, HUNG_UP (129) for SIGHUP."""
+    return by_signal(int(getattr(e, "signum", signal.SIGINT)))
 
 
 def said_by(e: BaseException) -> str:

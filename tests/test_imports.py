@@ -44,8 +44,8 @@ LAYERS = [
     {"jobs", "topology", "report", "importing", "export", "references", "cluster"},
     {"results"},
     {"fabrics", "files", "collectives"},
-    {"declare", "errors", "dtypes", "gpus", "hostload", "masking", "outputs", "procs", "progress", "registry",
-     "sizes"},  # leaf modules
+    {"declare", "errors", "exitcodes", "dtypes", "gpus", "hostload", "masking", "outputs", "procs", "progress",
+     "registry", "sizes"},  # leaf modules
 ]
 LEVEL = {unit: len(LAYERS) - i for i, layer in enumerate(LAYERS) for unit in layer}
 

@@ -21,6 +21,7 @@ from fabricbench import files, masking, procs
 from fabricbench.cli import hints, pipes
 from fabricbench.cluster import env as cluster_env
 from fabricbench.errors import EngineUnavailable, FabricbenchError, UsageError
+from fabricbench.exitcodes import Exit
 
 # name -> (module:function, one-line help shown by `fabricbench --help`)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -55,7 +56,7 @@ class LazyGroup(click.Group):
         # raise it as a usage error, which main() prints as one squashed `Error:` line).
         if not args and not ctx.resilient_parsing:
             click.echo(ctx.get_help(), color=ctx.color)
-            ctx.exit(0)
+            ctx.exit(Exit.OK)
         return super().parse_args(ctx, args)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
@@ -104,7 +105,7 @@ def warn(message: object) -> None:
 def fail(message: str) -> "NoReturn":  # noqa: F821
     """Print one line and exit 2: for what the user got wrong."""
     click.echo(f"Error: {shown(message)}", err=True)
-    sys.exit(2)
+    sys.exit(Exit.USAGE)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -130,7 +131,7 @@ def _main(argv: list[str] | None) -> None:
             click.echo(procs.message(cause), err=True)
             sys.exit(procs.exit_status(cause))
         click.echo("Aborted.", err=True)
-        sys.exit(130)
+        sys.exit(Exit.INTERRUPTED)
     except (UsageError, EngineUnavailable) as e:
         fail(hints.to_flags(e, _command(argv)))
     except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM (procs.Terminated)
@@ -139,11 +140,11 @@ def _main(argv: list[str] | None) -> None:
     except files.OutputError as e:  # an output could not be written (full disk, read-only): what was written
         # is kept; exit 2 as for any path given that cannot be used (1 means a measured failure: in qualify, drain)
         click.echo(f"Error: {shown(e)}", err=True)
-        sys.exit(2)
+        sys.exit(Exit.USAGE)
     except FabricbenchError as e:  # a measurement failed (CUDA, NCCL, timeout, check): not the user's input
         kind = f"{e.label}: " if e.label else ""  # plain words ("NCCL error"), never a class name (issue 37)
         click.echo(f"Error: {kind}{shown(e)}", err=True)
-        sys.exit(1)
+        sys.exit(Exit.FAILED)
     if isinstance(rv, int) and rv:
         sys.exit(rv)
 

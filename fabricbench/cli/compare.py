@@ -19,6 +19,7 @@ from fabricbench.cli.types import OP_REGISTRY, Count, FabricSpec, GpuList, Input
 
 from fabricbench.cli.declared import option
 from fabricbench.cli.options import RESUME, sweep_options
+from fabricbench.exitcodes import Exit
 from fabricbench.files import refuse_collisions
 from fabricbench.measuring.compare_run import compare as run_compare, plot_comparison
 from fabricbench.measuring.compare import check_plot_path, runs_beside, sweep_options as sweep_opts
@@ -54,4 +55,4 @@ def compare(fabric_list, gpus, ops, sizes, nprocs, resume, with_paths, dtype, it
     if plot_path:  # after the table: a plot that fails to write costs no printed result
         plot_comparison(res.table, plot_path)
     if res.failed:
-        sys.exit(1)
+        sys.exit(Exit.FAILED)

@@ -24,6 +24,7 @@ import fabricbench
 from fabricbench.files import dumps, nonfinite_paths, refuse_collisions
 from fabricbench.measuring.compare import check_plot_path
 from fabricbench.errors import UsageError
+from fabricbench.exitcodes import Exit
 from fabricbench.relating import usertrace
 from fabricbench.relating.format import explain_model, render
 from fabricbench.relating.plot import plot_relate
@@ -73,4 +74,4 @@ def relate(files, reference, as_json, plot_path, traces=(), explain=False) -> No
             click.echo(f"plot: {plot_path}", err=True)
     if not result.rows:
         click.echo("relate: no strategy could be related (see the notes above)", err=True)
-        sys.exit(1)
+        sys.exit(Exit.FAILED)

@@ -17,6 +17,7 @@ import click
 
 from fabricbench.cli.declared import declared_option, option
 from fabricbench.cli.options import NUM_GPUS_LIST, RESUME, TOPO_FILE, sweep_options
+from fabricbench.exitcodes import Exit
 from fabricbench.files import refuse_collisions
 from fabricbench.measuring.scaling_run import scaling as run_scaling
 from fabricbench.measuring.compare import check_plot_path, sweep_options as sweep_opts
@@ -49,4 +50,4 @@ def scaling(gpus, counts, ops, sizes, fabric, topo_file, resume, dtype, iters, w
     if plot_path:  # after the table: a plot that fails to write costs no printed result
         plot_scaling(res.rows, plot_path)
     if res.failed:
-        sys.exit(1)
+        sys.exit(Exit.FAILED)

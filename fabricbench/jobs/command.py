@@ -31,6 +31,7 @@ from typing import Any
 from fabricbench import hostload, masking, procs
 from fabricbench.declare import check, declare
 from fabricbench.errors import UsageError
+from fabricbench.exitcodes import Exit
 from fabricbench.fabrics import get_fabric
 from fabricbench.fabrics.model import Fabric
 from fabricbench.fabrics.transport import mismatch, read_logs
@@ -43,7 +44,7 @@ from fabricbench.results.status import Status
 from fabricbench.results.writer import ResultWriter
 
 GRACE_S = procs.GRACE_S  # after --timeout's SIGTERM (or a forwarded Ctrl-C): then SIGKILL
-TIMEOUT_EXIT = 124  # what timeout(1) exits with when it stopped the command
+TIMEOUT_EXIT = Exit.TIMEOUT  # what timeout(1) exits with when it stopped the command
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -189,8 +190,8 @@ def _exit_status(outcome: Outcome) -> int:
     if outcome.timed_out:
         return TIMEOUT_EXIT
     if outcome.waived:
-        return 1
+        return Exit.FAILED
     rc = outcome.returncode
     if rc is None:
-        return 1
+        return Exit.FAILED
     return 128 - rc if rc < 0 else rc

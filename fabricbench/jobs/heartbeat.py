@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from fabricbench.declare import Declared
+from fabricbench.exitcodes import Exit
 from fabricbench.jobs.tcpstore import STORE_WAIT_S, open_store
 
 BEAT_S = 1.0  # how often a rank writes its beat and reads its peers'
@@ -50,7 +51,7 @@ STALL_LO_S, STALL_HI_S = 3.0, 86_400.0  # --stall-timeout's accepted range (a be
 STALL_TIMEOUT = Declared(  # --stall-timeout, declared once: each config shares it (declare.shared)
     flag="--stall-timeout", kind="seconds", lo=STALL_LO_S, hi=STALL_HI_S, unit="s",
     help="Seconds a rank's heartbeat may stop (SIGSTOP, a dead node) before the run ends naming it.")
-STALL_EXIT = 4  # a rank the watchdog ended exits with this (1 is any failure): the one code, train's ranks too
+STALL_EXIT = Exit.STALLED  # a rank the watchdog ended exits with this: the one code, train's ranks too
 STEPS_X = 10.0  # the default bound: this many median steps, when that is above the floor
 # a verdict is checked at least every BEAT_S + STORE_WAIT_S (one store call's bound, jobs/tcpstore.py)
 DEAD_S = 5.0  # after a rank's own collective failed: a peer silent this long is the one that died

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from fabricbench import errors, jobs
+from fabricbench.exitcodes import Exit
 from fabricbench.fabrics import get_fabric
 from fabricbench.fabrics.model import Fabric
 from fabricbench.fabrics.transport import TransportSummary, mismatch, read_logs
@@ -150,10 +151,10 @@ class _Resumed:
 
 def _child_error(run: ChildRun) -> BaseException:
     """The child's `Error: ...` line as the exception the child raised (same message, same exit status)."""
-    if run.returncode in (130, -2):
+    if run.returncode in (Exit.INTERRUPTED, -2):  # -2: killed by SIGINT itself
         return KeyboardInterrupt()
     text = (run.error or "").removeprefix("Error: ")
-    if run.returncode == 2:
+    if run.returncode == Exit.USAGE:
         return errors.UsageError(text)
     kind, sep, message = text.partition(": ")
     cls = errors.by_label(kind) if sep else None  # "timeout: ..." is CollectiveTimeout's (errors.py)
@@ -196,7 +197,7 @@ def run_child(fabric: Fabric, sweep: Any, *, base_env: dict[str, str] | None = N
             return run
         run.summary = reader.summary()
     run.stderr = res.stderr
-    run.returncode = 124 if res.timed_out else (res.returncode if res.returncode is not None else 1)
+    run.returncode = Exit.TIMEOUT if res.timed_out else (res.returncode if res.returncode is not None else Exit.FAILED)
     if res.timed_out:
         run.error = f"did not finish within {wall_timeout_s:g} s"
     elif run.returncode:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import sys
 
+from fabricbench.exitcodes import Exit
 from fabricbench.jobs import channel
 from fabricbench.measuring.launch import CONFIG_KEY
 from fabricbench.measuring.failures import first_line, translate
@@ -27,7 +28,7 @@ def main(argv: list[str]) -> None:
     chan = channel.open_channel(f"rank {rank}")
     if chan is None:
         sys.exit("fabricbench.measuring.rank runs under `fabricbench sweep --nprocs N`, not by hand")
-    code = 1
+    code = Exit.FAILED
     try:
         code = _run(rank, nprocs, port, timeout_s, chan)
     except KeyboardInterrupt:
@@ -75,7 +76,7 @@ def _run(rank: int, nprocs: int, port: int, timeout_s: float, chan: channel.Chan
     run_rank(config, dist, chan.record, run_id=run_id, seed=seed, prior=prior if rank == 0 else None,
              reused=lambda rec: chan.send("reused", record=rec),
              on_skip=lambda skipped, planned: chan.send("skip", skipped=skipped, planned=planned))
-    return 0
+    return Exit.OK
 
 
 if __name__ == "__main__":

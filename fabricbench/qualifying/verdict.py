@@ -26,6 +26,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from fabricbench.exitcodes import Exit
 from fabricbench.qualifying.codes import CODES, code_for
 from fabricbench.results.schema import header
 from fabricbench.results.status import (KIND_STATUSES, VERDICT_OK, Severity, Status, parse,
@@ -39,13 +40,14 @@ OK_STATUSES = VERDICT_OK  # exit 0 when every verdict is one of these
 SEVERITIES = tuple(Severity)  # from best to worst
 RANK = {s: s.rank for s in Severity}
 # The exit status by the worst severity (2 is bad input, never a verdict).
-EXIT = {Severity.PASS: 0, Severity.INFO: 0, Severity.CRITICAL: 1, Severity.UNKNOWN: 3, Severity.WARNING: 4}
+EXIT = {Severity.PASS: Exit.OK, Severity.INFO: Exit.OK, Severity.CRITICAL: Exit.FAILED, Severity.UNKNOWN: Exit.UNKNOWN,
+        Severity.WARNING: Exit.WARNING}
 # Criteria whose miss is a warning by default: a spread or a small-message time moves with load and
 # clocks; it says "look", not "drain". Every floor (bandwidth, links, counts, correctness) is critical.
 WARNING_CRITERIA = frozenset({"cv", "latency", "vs baseline"})
 # A run in which no check measured anything (all waived) has an outcome of its own, and an exit status.
 NOTHING_MEASURED = "nothing measured"
-EXIT_NOTHING_MEASURED = 5
+EXIT_NOTHING_MEASURED = Exit.NOTHING_MEASURED
 NO_GPU = "no GPU here: nothing of this spec can be measured"  # a GPU spec where none is visible (exit 5)
 CPU_SPEC = "builtin:cpu-lab"  # what such a machine can qualify instead: gloo ranks on its CPU
 

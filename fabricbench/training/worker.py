@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from fabricbench.exitcodes import Exit
 from fabricbench.jobs import channel, heartbeat
 from fabricbench.measuring import failures
 from fabricbench.measuring.stats import summarize
@@ -34,7 +35,7 @@ from fabricbench.training import data, faults, lean, models, one_node, phases, t
 from fabricbench.training.spec import RankSpec
 from fabricbench.training.strategies import STRATEGIES
 
-OOM_EXIT = 3
+OOM_EXIT = Exit.OUT_OF_MEMORY  # a status of its own: the launcher reads the rank file, a person the number
 STALL_EXIT = heartbeat.STALL_EXIT  # the one code for a rank the stall watchdog ended (jobs/heartbeat.py)
 VERIFY_STEP = 1  # the second step: Adam's state exists, gradients are alive before step()
 
@@ -346,7 +347,7 @@ def run(spec: RankSpec, rank_file: Path, ch: channel.Channel | None = None,
                                  world=world, run_dir=rank_file.parent, name=f"{strategy.name}-rank-{rank}")
         marks.mark("trace")
         _gather(out, rank_file, world)
-        code = 0
+        code = Exit.OK
     except torch.cuda.OutOfMemoryError as e:
         out.update(status=Status.OOM, message=str(e).splitlines()[0][:300], **_memory(device))
         code = OOM_EXIT
@@ -363,7 +364,7 @@ def run(spec: RankSpec, rank_file: Path, ch: channel.Channel | None = None,
         blame = hb.failed(own) if hb is not None else None
         if blame is not None:
             out.update(message=f"{blame[0]} (rank {out['rank']} then failed: {own[:200]})", culprit_ranks=blame[1])
-        code = 1
+        code = Exit.FAILED
     if hb is not None:
         hb.finish()
     marks.mark("end")
