@@ -30,7 +30,7 @@ from fabricbench.measuring.config import SweepConfig
 from fabricbench.errors import UsageError
 from fabricbench.files import dumps, refuse_collisions
 from fabricbench.qualifying.api import fleet as run_fleet, qualify as run, write_init_spec
-from fabricbench.qualifying.fleet import render as render_fleet
+from fabricbench.qualifying.fleet import DEFAULT_FRACTION, FRACTION, render as render_fleet
 from fabricbench.qualifying.init import summary as init_summary
 from fabricbench.qualifying.listing import code_lines, kind_lines, spec_lines
 from fabricbench.qualifying.report import render
@@ -75,7 +75,7 @@ FACTOR = Declared(flag="--factor", kind="fraction", lo=0, hi=1, lo_open=True, al
 @option(FACTOR, "factor", 0.9)
 @click.option("--name", type=Text(), default=None, help="--init: the spec's name (default: from the host).")
 @click.option("--fleet", is_flag=True, help="Compare the nodes given as INPUTS (qualify --out folders or results).")
-@click.option("--fraction", type=Fraction(), default=0.9, help="--fleet: a node below this x the median is an outlier.")
+@option(FRACTION, "fraction", DEFAULT_FRACTION)
 @click.option("--list-specs", is_flag=True, help="List the built-in specs and exit.")
 @click.option("--list-kinds", is_flag=True, help="List the check kinds and their keys, then exit.")
 @click.option("--list-codes", is_flag=True, help="List the finding codes and their actions, then exit.")

@@ -19,7 +19,7 @@ from fabricbench.cli.declared import declared_option, option
 from fabricbench.cli.options import NUM_GPUS_LIST, RESUME, TOPO_FILE, sweep_options
 from fabricbench.exitcodes import Exit
 from fabricbench.files import refuse_collisions
-from fabricbench.measuring.scaling_run import scaling as run_scaling
+from fabricbench.measuring.scaling_run import SIZES, scaling as run_scaling
 from fabricbench.measuring.compare import check_plot_path, sweep_options as sweep_opts
 from fabricbench.measuring.config import SweepConfig
 from fabricbench.measuring.format import plot_scaling, render_scaling
@@ -29,7 +29,7 @@ from fabricbench.measuring.format import plot_scaling, render_scaling
 @declared_option(SweepConfig, "gpus", help="GPUs to draw the sets from (CUDA ordinals).")
 @option(NUM_GPUS_LIST, "counts")
 @declared_option(SweepConfig, "ops", default=("all_reduce",))
-@declared_option(SweepConfig, "sizes", default="1G")
+@declared_option(SweepConfig, "sizes", default=SIZES)
 @declared_option(SweepConfig, "fabric", help="Fabric for every set (see `fabricbench fabrics`; shaped:RATE too).")
 @option(TOPO_FILE, "topo_file", help="Choose sets from a saved `nvidia-smi topo -m` output.")
 @option(RESUME, "resume", help="Skip GPU sets whose every measurement --out already holds as ok.")

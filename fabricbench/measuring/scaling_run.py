@@ -29,6 +29,17 @@ from fabricbench.topology import cuda_to_nvml, read_topology
 from fabricbench.topology.model import Gpu, Topology, ranges
 from fabricbench.topology.placement import scaling_sets
 
+# The one default of `fabricbench scaling --sizes` and fabricbench.scaling(): scaling plots busbw against
+# GPU count at the largest size (report/analysis.scaling_series), where busbw has reached its plateau; the
+# smaller sizes of a sweep would only lengthen every set's run.
+SIZES = "1G"
+
+
+def default_options() -> SweepOptions:
+    """What each set's child sweep gets when no options are given: `fabricbench sweep`'s defaults but
+    scaling's sizes (SIZES); `fabricbench scaling` offers these same defaults."""
+    return sweep_options(sizes=SIZES)
+
 
 def read_counts(text: str) -> list[int]:
     """counts as written: whole numbers of at least 2, each once (no machine needed to check this)."""
@@ -94,10 +105,10 @@ def scaling(*, gpus: str | Sequence[int] | None = None, counts: str | Sequence[i
     """busbw against GPU count: for each count a GPU set inside one NVLink island and one across islands
     (topology/placement.py), each measured by its own child sweep under `fabric`. With CPU ranks
     (engine="torch", backend="gloo") the counts are ranks on this host. `options`: as for compare (its
-    nprocs is each count's)."""
+    nprocs is each count's); None: default_options(), sizes SIZES."""
     gpus, counts = as_text(gpus), as_text(counts)
     fab = get_fabric(fabric)
-    opts = dataclasses.replace(options or sweep_options(), nprocs=None)
+    opts = dataclasses.replace(options or default_options(), nprocs=None)
     check_plot_path(plot)  # outputs first: nothing is read or measured for a plot that cannot be written
     if counts is not None:
         read_counts(counts)

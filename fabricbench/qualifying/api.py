@@ -43,7 +43,7 @@ from fabricbench.qualifying.codes import CODES, action_for
 from fabricbench.qualifying.context import Context
 from fabricbench.qualifying.dryrun import DryRun, dry_run as plan_dry_run, select
 from fabricbench.qualifying.figures import compare, figures
-from fabricbench.qualifying.fleet import run_fleet
+from fabricbench.qualifying.fleet import DEFAULT_FRACTION, DEFAULT_MAD_Z, run_fleet
 from fabricbench.qualifying.init import spec_from_results
 from fabricbench.qualifying.inputs import read_all
 from fabricbench.qualifying.junit import to_xml
@@ -376,7 +376,8 @@ def write_init_spec(path: str, results: str | os.PathLike, *, factor: float = 0.
     return spec
 
 
-def fleet(inputs: Sequence[str | os.PathLike], *, out: str | os.PathLike | None = None, fraction: float = 0.9,
-          mad_z: float = 3.5, prometheus: str | os.PathLike | None = None, quiet: bool = False):
+def fleet(inputs: Sequence[str | os.PathLike], *, out: str | os.PathLike | None = None,
+          fraction: float = DEFAULT_FRACTION, mad_z: float = DEFAULT_MAD_Z,
+          prometheus: str | os.PathLike | None = None, quiet: bool = False):
     """Per-node verdicts and outliers against the fleet (fleet.py); progress on stderr unless quiet."""
     return run_fleet(inputs, out=out, fraction=fraction, mad_z=mad_z, prometheus=prometheus, quiet=quiet)

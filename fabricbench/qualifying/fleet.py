@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
+from fabricbench.declare import Declared
 from fabricbench.errors import UsageError
 from fabricbench.progress import Progress
 from fabricbench.qualifying.figures import Figure, figures
@@ -37,6 +38,14 @@ from fabricbench.qualifying.prometheus import check_path as check_prometheus_pat
 from fabricbench.qualifying.verdict import EXIT, RANK, SEVERITIES, Verdict
 from fabricbench.results.status import Severity, Status
 from fabricbench.results.status import worst as worst_severity
+
+# --fraction, declared once: `qualify --fleet` takes its click type from here and run_fleet checks it, so the
+# command and fabricbench.qualifying.api.fleet refuse the same values. 1 is allowed: any node below the
+# median is then an outlier, the strictest fleet a user may ask for.
+FRACTION = Declared(flag="--fraction", kind="fraction", lo=0, hi=1, lo_open=True,
+                    help="--fleet: a node below this x the median is an outlier.")
+DEFAULT_FRACTION = 0.9
+DEFAULT_MAD_Z = 3.5
 
 __all__ = ["FleetResult", "Node", "Outlier", "judge_figure", "load_nodes", "render", "run_fleet"]
 
@@ -171,10 +180,12 @@ def _adopt_verdicts(node: Node, verdicts: list[dict[str, Any]]) -> None:
     node.status = Status.FAIL if node.failed else Status.PASS
 
 
-def run_fleet(inputs: Sequence[str | os.PathLike], *, out: str | os.PathLike | None = None, fraction: float = 0.9,
-              mad_z: float = 3.5, prometheus: str | os.PathLike | None = None, quiet: bool = False) -> FleetResult:
-    if not 0 < fraction <= 1:
-        raise UsageError(f"--fraction {fraction:g}: a fraction in (0, 1], e.g. 0.9")
+def run_fleet(inputs: Sequence[str | os.PathLike], *, out: str | os.PathLike | None = None,
+              fraction: float = DEFAULT_FRACTION, mad_z: float = DEFAULT_MAD_Z,
+              prometheus: str | os.PathLike | None = None, quiet: bool = False) -> FleetResult:
+    why = FRACTION.refusal(fraction)
+    if why is not None:
+        raise UsageError(f"--fraction {fraction}: {why}, e.g. {DEFAULT_FRACTION:g}")
     if not inputs:
         raise UsageError("--fleet needs the nodes' qualify --out folders or results files")
     if prometheus is not None:
