@@ -14,6 +14,7 @@ skipped, with a warning), each with at most SAMPLES_KEPT samples.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from operator import mul
 from fabricbench.importing.collective import Side
@@ -102,7 +103,7 @@ class _Acc:
                            "repeats_cv": round(math.sqrt(var) / mean, 6)})
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, eq=False)  # a Group is itself (identity): `None in groups` stays a pointer test
 class Group:
     """One row's measurement: the row's names (size, count, type, redop, root) and one _Acc per placement."""
 
@@ -165,6 +166,17 @@ class Table:
         g.batch += figures
         self.rows += 1
         self.unsummed += 1
+        if self.unsummed >= UNSUMMED:
+            for x in self.groups.values():
+                x.flush()
+            self.unsummed = 0
+
+    def add_fast_rows(self, groups: list[Group], rows: Iterable[tuple[float, ...]]) -> None:
+        """add_fast for a block of rows in order: groups[i] gets rows' i-th."""
+        for g, figures in zip(groups, rows):
+            g.batch += figures
+        self.rows += len(groups)
+        self.unsummed += len(groups)
         if self.unsummed >= UNSUMMED:
             for x in self.groups.values():
                 x.flush()
