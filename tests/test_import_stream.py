@@ -205,3 +205,30 @@ def test_a_gzip_file_cut_short_is_one_line_and_nothing_written(tmp_path, capsys)
     out.write_text("")
     code, so, se = run_cli(["import", cut, "--out", out], capsys)
     assert code == 2 and "cut short" in se and se.count("\n") == 1 and out.read_text() == ""
+
+
+def test_rows_read_a_block_at_a_time_give_what_a_line_at_a_time_gives(tmp_path):
+    """Over 512 plain rows (a block, then a part block) with a bad row, an NCCL line, a new size and a
+    #wrong in the middle: the same records as the tagged file, read wholly a line at a time."""
+    sizes = [1 << 10, 1 << 20, 1 << 24]
+    rows = [_row(s, 10.0 + c % 7 + s / 1e6) for c in range(250) for s in sizes]
+    rows[400] = _row(1 << 20, -5.0)  # refused, in the middle of the first block
+    rows[450] = "h100-node:4000:4100 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM/read\n"
+    rows[600] = _row(1 << 28, 900.0)  # a size not seen before, inside the second block
+    rows[650] = _row(1 << 10, 11.0, "3")
+    rows[700] = rows[700].replace(rows[700].split()[6], "N/A", 1)
+    plain, tagged = tmp_path / "plain.log", tmp_path / "tagged.log"
+    plain.write_text(HEAD + "".join(rows))
+    tagged.write_text("".join(f"[1,0]<stdout>:{ln}\n" for ln in (HEAD + "".join(rows)).splitlines()))
+
+    def figures(path):
+        got = import_file(path)
+        return [(r["bytes"], r["inplace"], r["time_us"], r["algbw_gbps"], r["busbw_gbps"], r["wrong"],
+                 r["extra"].get("repeats"), r["extra"].get("samples_us")) for r in got.records], got.warnings
+
+    (a, wa), (b, wb) = figures(plain), figures(tagged)
+    assert a == b and len(a) == 8  # 4 sizes x 2 placements
+    assert [w for w in wa if "time -5.0" in w] and [w for w in wb if "time -5.0" in w]
+    big = next(r for r in a if r[0] == 1 << 24 and not r[1])
+    assert big[6] == 249 and len(big[7]) == 64  # 250 rows less the one put in its place; 64 samples kept
+    assert next(r for r in a if r[0] == 1 << 10)[5] == 3  # the #wrong row is kept, the general way
