@@ -8,8 +8,10 @@
     fabricbench.to_dataframe(rs)                                      # pandas, if installed
 
 Every command has its library call here (the CLI only maps flags to them): measure, sweep, compare,
-scaling, p2p, train, relate (relate_trace: relate --trace), study, advise, qualify, execute (exec). Importing needs no GPU and no torch:
-everything heavy loads on first use.
+scaling, p2p, train, relate (relate_trace: relate --trace), study, advise, qualify, execute (exec). Their
+configs (SweepConfig, TrainConfig, StudyConfig, ExecConfig), results (CollectiveResult, CompareResult, ...)
+and errors (FabricbenchError and its kinds) are here too, for annotations and `except`; the package is
+typed (py.typed). Importing needs no GPU and no torch: everything heavy loads on first use.
 """
 
 from __future__ import annotations
@@ -43,6 +45,22 @@ _LAZY = {
     "StudyConfig": "fabricbench.studying.config",
     "execute": "fabricbench.jobs.command",
     "ExecConfig": "fabricbench.jobs.command",
+    # what the calls take and give, for a caller's annotations and isinstance checks
+    "SweepOptions": "fabricbench.measuring.compare",
+    "CompareResult": "fabricbench.measuring.compare_run",
+    "ScalingResult": "fabricbench.measuring.scaling_run",
+    "P2PResult": "fabricbench.measuring.p2p_run",
+    "CopyResult": "fabricbench.measuring.copy",
+    "RelateResult": "fabricbench.relating.api",
+    "StudyResult": "fabricbench.studying.api",
+    "Advice": "fabricbench.advising.api",
+    "StrategyAdvice": "fabricbench.advising.api",
+    "QualifyResult": "fabricbench.qualifying.api",
+    "DryRun": "fabricbench.qualifying.dryrun",
+    "ExecResult": "fabricbench.jobs.command",
+    # what the calls raise: catch FabricbenchError for any of them, UsageError for what the caller got wrong
+    **{name: "fabricbench.errors" for name in ("FabricbenchError", "UsageError", "EngineUnavailable", "FabricWaived",
+                                               "CudaError", "NcclError", "CollectiveTimeout", "CheckFailed")},
 }
 
 __all__ = sorted(_LAZY) + ["__version__"]

@@ -9,7 +9,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 import fabricbench.gpus  # looked up on call: tests stand in for visible_gpu_count
 from fabricbench.errors import UsageError
@@ -20,6 +20,9 @@ from fabricbench.measuring.resume import Resume
 from fabricbench.results.schema import CollectiveResult
 from fabricbench.results.status import Status
 from fabricbench.results.writer import ResultWriter
+
+if TYPE_CHECKING:  # for the annotation only: pandas is an extra, imported where it is used
+    import pandas
 
 
 def make_config(**fields: Any) -> SweepConfig:
@@ -122,7 +125,7 @@ def measure(op: str, size: int | str, **fields: Any) -> CollectiveResult:
     return results[0]
 
 
-def to_dataframe(results: Iterable[CollectiveResult | dict[str, Any]]):
+def to_dataframe(results: Iterable[CollectiveResult | dict[str, Any]]) -> pandas.DataFrame:
     """A pandas DataFrame of results (records or dataclasses), one row each."""
     try:
         import pandas as pd

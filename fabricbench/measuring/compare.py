@@ -172,7 +172,7 @@ def as_text(v: Any) -> str | None:
 
 def sweep_options(*, ops: Any = "all_reduce", sizes: Any = "1M-1G:x4", dtype: str = "float32", iters: int = 20,
                   warmup: int = 5, engine: str = "native", backend: str | None = None, nprocs: int | None = None,
-                  timeout_s: float | None = None):
+                  timeout_s: float | None = None) -> SweepOptions:
     """What every child sweep of compare and scaling gets (the defaults are `fabricbench sweep`'s)."""
     return SweepOptions(ops=as_text(ops), sizes=as_text(sizes), dtype=dtype, iters=iters, warmup=warmup, engine=engine,
                         backend=backend, nprocs=nprocs, timeout_s=timeout_s)
