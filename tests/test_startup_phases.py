@@ -39,14 +39,6 @@ def test_phases_stop_where_a_rank_stopped_and_say_nothing_without_stamps():
     assert phases.lines(None) == ["phases: not recorded (a rank stamped nothing)"]
 
 
-def test_a_study_estimate_comes_from_its_recorded_runs_over_the_defaults():
-    default = phases.estimate_s("cpu", 8)
-    assert default == pytest.approx(phases.FIXED_S["cpu"] + 8 * phases.STEP_S["cpu"])
-    rec = {"phases": {"total": 5.0}, "step_times_s": [0.1] * 10}  # 4 s outside the 10 counted steps
-    assert phases.estimate_s("cpu", 8, recorded=[rec, rec]) == pytest.approx(4.0 + 10 * 0.1)
-    assert phases.estimate_s("cpu", 8, recorded=[{"phases": None, "step_times_s": [1.0]}]) == default
-
-
 def _config(**kw) -> TrainConfig:
     base = dict(strategies=["ddp"], model="tiny-mistral", device="cpu", nprocs=2, steps=8)
     c = TrainConfig(**{**base, **kw})

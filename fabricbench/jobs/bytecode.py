@@ -25,11 +25,16 @@ from pathlib import Path
 PROBE = "torch"  # the largest import of a rank or a sweep: where it has bytecode, the environment writes or ships it
 
 
-def cache_dir(env: dict[str, str]) -> Path:
-    """fabricbench's bytecode folder: $XDG_CACHE_HOME/fabricbench/pycache, else ~/.cache/fabricbench/pycache."""
+def cache_root(env: dict[str, str]) -> Path:
+    """fabricbench's cache folder: $XDG_CACHE_HOME/fabricbench, else ~/.cache/fabricbench."""
     base = env.get("XDG_CACHE_HOME") or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".cache")
     # absolute: Python resolves a relative prefix against each child's own working folder
-    return Path(os.path.abspath(base)) / "fabricbench" / "pycache"
+    return Path(os.path.abspath(base)) / "fabricbench"
+
+
+def cache_dir(env: dict[str, str]) -> Path:
+    """fabricbench's bytecode folder: pycache in its cache folder (cache_root)."""
+    return cache_root(env) / "pycache"
 
 
 def _has_bytecode(module: str) -> bool | None:

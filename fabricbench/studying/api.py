@@ -13,6 +13,7 @@ The CLI (fabricbench/cli/study.py) only maps flags onto a StudyConfig (or, for a
 from __future__ import annotations
 
 import dataclasses
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from collections.abc import Mapping
@@ -22,7 +23,7 @@ from fabricbench.cluster.env import on_slurm
 from fabricbench.errors import UsageError
 from fabricbench.masking import MASK
 from fabricbench.results.status import Status
-from fabricbench.studying import records
+from fabricbench.studying import durations, records
 from fabricbench.studying.config import RESUMABLE, StudyConfig
 from fabricbench.studying.plan import build_plan
 from fabricbench.studying.report import write_report
@@ -30,7 +31,6 @@ from fabricbench.studying.nodes import NodeLost
 from fabricbench.studying.runner import UnitRun, follow, prepare, run_units
 from fabricbench.studying.units import DONE, Unit
 from fabricbench.topology import read_topology
-from fabricbench.training import phases
 
 
 @dataclass(kw_only=True)
@@ -42,7 +42,8 @@ class StudyResult:
     results_path: Path | None = None
     report_md: Path | None = None
     report_html: Path | None = None
-    estimate_s: float = 0.0  # the plan's rough total (units to run only)
+    estimate_s: float = 0.0  # the plan's total, its middle figure (units to run, start and report)
+    estimate: durations.Estimate | None = None  # each unit's and the total's interval, and their sources
     follower: dict[str, int] | None = None  # a node above 0: {"node", "shares" run, "exit" of node 0's study}
 
     @property
@@ -58,6 +59,7 @@ class StudyResult:
     def to_dict(self) -> dict[str, Any]:
         return {"out_dir": str(self.out_dir), "config": self.config.to_dict(),
                 "plan": [dataclasses.asdict(u) for u in self.plan], "estimate_s": self.estimate_s,
+                "estimate": self.estimate.to_dict() if self.estimate else None,
                 "units": [{"name": u.unit.name, "status": u.status, "duration_s": u.duration_s,
                            "message": u.message, "commands": u.commands} for u in self.units],
                 "results": str(self.results_path) if self.results_path else None,
@@ -109,9 +111,13 @@ def study(config: StudyConfig | None = None, *, out: str | None = None, resume: 
     units = plan_for(config)
     existing = records.load(config.out, must_exist=False)
 
-    todo = [u for u in units if not (resume and existing.status(u.name) in DONE)]
-    res = StudyResult(out_dir=Path(config.out), config=config, plan=units,
-                      estimate_s=sum(_expected(u, existing, config) for u in todo))
+    res = StudyResult(out_dir=Path(config.out), config=config, plan=units)
+    if config.node_rank == 0 or dry_run:  # how long each unit will take here, now (a follower runs shares)
+        todo = {u.name for u in units if not (resume and existing.status(u.name) in DONE)}
+        est = durations.estimate(config, units, done=existing, todo=todo, store=durations.read_store(),
+                                 load=durations.load_now())
+        res.plan = units = [dataclasses.replace(u, estimate_s=round(est.units[u.name].s, 1)) for u in units]
+        res.estimate, res.estimate_s = est, est.total.s
     if dry_run:
         if config.node_rank == 0:
             prepare(config, resume=resume)  # the same refusals a real run would give
@@ -129,20 +135,11 @@ def study(config: StudyConfig | None = None, *, out: str | None = None, resume: 
             write_report(config.out)
         raise
     res.results_path = Path(config.out) / records.RESULTS
+    t0 = time.monotonic()
     if report:
         res.report_md, res.report_html = write_report(config.out)
+    # what this run took, for the next estimate on this host (an interrupted study teaches nothing)
+    durations.learn(config, records.load(config.out, must_exist=False),
+                    report_s=time.monotonic() - t0 if report else None)
     return res
 
-
-def _expected(unit: Unit, existing, config: StudyConfig) -> float:
-    """The earlier attempt's duration where one was recorded (a better guess than the formula); a train
-    unit not yet run, from the phases of the train runs already recorded (training/phases.py)."""
-    u = existing.units.get(unit.name)
-    if u and isinstance(u.get("duration_s"), (int, float)) and u.get("status") != Status.INTERRUPTED:
-        return float(u["duration_s"])
-    if unit.kind == "train":
-        done = [r for r in existing.of_kind("train") if r.get("strategy") == unit.strategy] or \
-            existing.of_kind("train")
-        if done:
-            return phases.estimate_s(config.device, config.steps, recorded=done)
-    return unit.estimate_s

@@ -1,5 +1,5 @@
-"""What `fabricbench study --dry-run` prints: the units in run order, each with its rough time (or "done,
-skipped" for a --resume), what it measures, and the total.
+"""What `fabricbench study --dry-run` prints: the units in run order, each with its time and interval (or
+"done, skipped" for a --resume), what it measures, and the total with where its figures came from.
 
     render_plan(fabricbench.study(fabricbench.StudyConfig(out="run", ...), dry_run=True))
 """
@@ -16,10 +16,6 @@ PLAN_COLS = (tables.Col("#", key=True), tables.Col("unit", justify="left", key=T
              tables.Col("time", justify="left"), tables.Col("what it measures", justify="left", prose=True))
 
 
-def duration(s: float) -> str:
-    return f"{s / 60:.1f} min" if s >= 90 else f"{s:.0f} s"
-
-
 def render_plan(res: Any) -> None:
     """Print a dry run's plan (a StudyResult) on the terminal's console."""
     existing = records.load(res.out_dir, must_exist=False)
@@ -30,11 +26,30 @@ def render_plan(res: Any) -> None:
     con = tables.console()
     say = lambda text: con.print(text, markup=False, highlight=False)  # noqa: E731 - prose wraps at words
     say(f"study of {c.model_label} on {where}; fabrics {', '.join(c.fabrics_shown)}; strategies {', '.join(c.strategies)}")
+    est = res.estimate
     rows = []
     for i, u in enumerate(res.plan, 1):
         skip = existing.status(u.name) in DONE
-        rows.append([str(i), u.name, "done, skipped" if skip else "waived" if u.waived else f"~{duration(u.estimate_s)}",
-                     f"waived: {u.waived}" if u.waived else UNIT_KINDS.get(u.kind).description])
+        time = "done, skipped" if skip else "waived" if u.waived else est.units[u.name].text() + (
+            ", if needed" if u.name in est.optional else "")
+        rows.append([str(i), u.name, time, f"waived: {u.waived}" if u.waived else UNIT_KINDS.get(u.kind).description])
     tables.render(con, None, PLAN_COLS, rows)
-    say(f"estimate: ~{duration(res.estimate_s)} for the units to run (rough; a train run: its measured start-up "
-        f"and teardown plus its steps, from this study's recorded runs once there are some)")
+    say(f"estimate: {est.total.text()} in all, start and report included{_basis(est)}")
+
+
+def _basis(est: Any) -> str:
+    """Where the figures of the units to run came from, and the load they were scaled to."""
+    words = {"this study": "this study's recorded runs", "this host": "earlier studies on this host",
+             "first guess": "a first guess"}
+    by: dict[str, list[str]] = {}
+    for name, d in est.units.items():
+        if name in est.todo:
+            for src in d.source.split(", "):
+                by.setdefault(src, []).append(name)
+    parts = [f"{words[k]} ({', '.join(by[k]) if len(by[k]) <= 3 else f'{len(by[k])} units'})"
+             for k in words if k in by]
+    said = "; from " + " and ".join(parts) if parts else ""
+    load = (f"; scaled to the load now: other processes use {est.load_cpus:.1f} of {est.cpus} CPUs"
+            if est.load_cpus is not None else "; the host's load could not be read")
+    rounds = "; a round marked \"if needed\" counts half" if est.optional & est.todo else ""
+    return said + load + rounds

@@ -1,4 +1,4 @@
-"""Which units a study runs, in which order, and about how long each takes.
+"""Which units a study runs, and in which order (how long each takes: studying/durations.py).
 
     fabricbench study --device cpu --nprocs 2 --fabrics default,shaped:1gbit --model tiny-mistral \
         --out lab/ --dry-run
@@ -10,8 +10,7 @@ inside node 0 ("intra-node sweep @ F", not related: the report sets it against t
 train on the other fabrics; the repeat rounds of train; relate; the summary (rankings with ties, slowdowns
 with intervals). A unit that cannot measure anything here is waived with its reason when the plan is made
 (waived()): a fabric that changes nothing on the study's backend (the rule compare applies), the
-intra-node sweep at one rank per node. Durations are rough (start-up plus a per-step or per-measurement cost); `--resume` uses
-the durations recorded by the earlier attempt where it has them.
+intra-node sweep at one rank per node.
 """
 
 from __future__ import annotations
@@ -21,11 +20,9 @@ from typing import Any
 
 from fabricbench.fabrics import get_fabric
 from fabricbench.measuring.child import waiver
-from fabricbench.sizes import SizeSweep
-from fabricbench.studying.config import DEFAULT_SIZES, SWEEP_OPS, StudyConfig
+from fabricbench.studying.config import StudyConfig
 from fabricbench.studying.units import INTRA, Unit
 from fabricbench.topology import cuda_to_nvml
-from fabricbench.training import phases
 
 
 def has_islands(config: StudyConfig, topo: Any) -> bool:
@@ -40,26 +37,6 @@ def has_islands(config: StudyConfig, topo: Any) -> bool:
     return not sub.uniform
 
 
-def _sweep_seconds(config: StudyConfig, fabric: str) -> float:
-    sizes = SizeSweep.parse(config.sizes or DEFAULT_SIZES[config.device]).expand()
-    per_iter_gbps = 0.3 if config.device == "cpu" else 50.0
-    if fabric.startswith("shaped:"):
-        try:
-            rate = getattr(get_fabric(fabric), "rate_bps", None)
-            if rate:
-                per_iter_gbps = min(per_iter_gbps, rate / 8 / 2 / 1e9)  # busbw = R/2 on loopback
-        except Exception:
-            pass
-    n = (config.iters or 5) + (config.warmup or 0)
-    move = sum(n * (2e-4 + s / (per_iter_gbps * 1e9)) for s in sizes) * len(SWEEP_OPS)
-    return (6.0 if config.device == "cpu" else 15.0) + move
-
-
-def _train_seconds(config: StudyConfig) -> float:
-    """From measured phases (training/phases.py): a run's fixed cost plus its steps."""
-    return phases.estimate_s(config.device, config.steps)
-
-
 def build_plan(config: StudyConfig, topo: Any = None) -> list[Unit]:
     """The units of a validated config, in run order.
 
@@ -67,11 +44,11 @@ def build_plan(config: StudyConfig, topo: Any = None) -> list[Unit]:
     the machine hits all alike; the first round keeps the plain unit names ("train ddp @ default"), later
     ones are "train ddp @ default #2". Rounds past config.min_rounds run only where the run-to-run CI is
     not yet within target (units.py decides when the unit starts). At one rank no collective runs, so
-    there is nothing to sweep or relate: no sweep units then."""
-    units: list[Unit] = [Unit(name="machine", kind="machine", estimate_s=8.0 if config.device == "cpu" else 20.0)]
+    there is nothing to sweep or relate: no sweep units then. Durations are left to durations.estimate."""
+    units: list[Unit] = [Unit(name="machine", kind="machine")]
     if config.batch_size is None:
-        units.append(Unit(name="batch", kind="batch", estimate_s=45.0))
-    units.append(Unit(name="estimate", kind="estimate", estimate_s=10.0))
+        units.append(Unit(name="batch", kind="batch"))
+    units.append(Unit(name="estimate", kind="estimate"))
     # fabric names, never specs: a custom fabric's values stay out of unit names, file names and argv
     first, rest = config.fabric_names[0], list(config.fabric_names[1:])
 
@@ -79,26 +56,24 @@ def build_plan(config: StudyConfig, topo: Any = None) -> list[Unit]:
 
     def train(s: str, f: str, r: int) -> Unit:
         return Unit(name=f"train {s} @ {f}" + (f" #{r}" if r > 1 else ""), kind="train", fabric=f, strategy=s,
-                    repeat=r, estimate_s=_train_seconds(config), span=span)
+                    repeat=r, span=span)
 
     units += [train(s, first, 1) for s in config.strategies]
     if config.world_size > 1:
         for f in config.fabric_names:
-            units.append(Unit(name=f"sweep @ {f}", kind="sweep", fabric=f, estimate_s=_sweep_seconds(config, f),
-                              span=span))
+            units.append(Unit(name=f"sweep @ {f}", kind="sweep", fabric=f, span=span))
             if span:  # the same sweep inside node 0: intra- against inter-node (waived at one rank per node)
-                units.append(Unit(name=f"{INTRA} @ {f}", kind="sweep", fabric=f,
-                                  estimate_s=_sweep_seconds(config, f)))
+                units.append(Unit(name=f"{INTRA} @ {f}", kind="sweep", fabric=f))
     if has_islands(config, topo):
-        units.append(Unit(name=f"scaling @ {first}", kind="scaling", fabric=first, estimate_s=60.0))
+        units.append(Unit(name=f"scaling @ {first}", kind="scaling", fabric=first))
     units += [train(s, f, 1) for f in rest for s in config.strategies]
     for r in range(2, config.rounds + 1):
         units += [train(s, f, r) for f in config.fabric_names for s in config.strategies]
-    units.append(Unit(name="relate", kind="relate", estimate_s=6.0))
-    units.append(Unit(name="summary", kind="summary", estimate_s=3.0))
+    units.append(Unit(name="relate", kind="relate"))
+    units.append(Unit(name="summary", kind="summary"))
     names = [u.name for u in units]
     assert len(set(names)) == len(names), names
-    return [dataclasses.replace(u, waived=why, estimate_s=0.0) if (why := waived(config, u)) else u for u in units]
+    return [dataclasses.replace(u, waived=why) if (why := waived(config, u)) else u for u in units]
 
 
 def backend(config: StudyConfig) -> str:

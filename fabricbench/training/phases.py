@@ -101,33 +101,3 @@ def lines(phases: dict[str, float] | None) -> list[str]:
     out.append(f"  {'total':<11} {total:7.2f} s   timed steps {timed / total:.1%} of it, start-up "
                f"{startup_s(phases):.2f} s")
     return out
-
-
-# A run's cost outside its counted steps (start-up, the profiled steps, teardown) and a step's, where no run
-# of this study has been recorded yet. CPU: benchmarks/results/cpu-startup/after-native.txt (tiny-mistral on
-# 2 gloo ranks: phases total 3.75 s less 1.02 s of steps, 8 steps; the median of 5 runs on the 2-core
-# machine). GPU: benchmarks/results/h100-startup/after3 (one H100, DDP of mistral-1b: phases total 7.03 s
-# less 2.51 s of its 8 steps, whose first took 1.78 s; lab-mistral on 2 gloo ranks, 4.93 s less 1.38 s; a
-# step after the first ~0.07-0.13 s). Both after the native model and the bytecode cache (issue 38).
-FIXED_S = {"cpu": 2.7, "cuda": 4.5}
-STEP_S = {"cpu": 0.12, "cuda": 0.1}
-
-
-def estimate_s(device: str, steps: int, recorded: list[dict[str, Any]] = ()) -> float:
-    """Seconds one train run of at least `steps` steps will take: its fixed cost (everything but the
-    counted steps: start-up, the profiled steps of the trace, teardown), its step and its step count (a run
-    with --target-ci may step on), from `recorded` train records with phases (a study's earlier runs), else
-    the measured defaults above."""
-    import statistics
-
-    fixed, step, count = [], [], []
-    for rec in recorded:
-        ph, times = rec.get("phases"), rec.get("step_times_s") or []
-        if isinstance(ph, dict) and ph.get("total") and times:
-            fixed.append(ph["total"] - sum(times))
-            step.append(statistics.median(times))
-            count.append(len(times))
-    f = statistics.median(fixed) if fixed else FIXED_S.get(device, FIXED_S["cuda"])
-    s = statistics.median(step) if step else STEP_S.get(device, STEP_S["cuda"])
-    n = max(steps, statistics.median(count)) if count else steps
-    return f + n * s
