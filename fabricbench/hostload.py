@@ -5,7 +5,7 @@
     w.load.to_dict()                     # {"others_cpus": 1.31, "busy": true, "threshold_cpus": 0.5, ...}
 
 A figure measured while another job loads the machine is that job's as much as ours (one CPU-lab unit
-measured 69 and then 136-141 samples/s minutes apart, issue 37). So every run is watched: a thread reads
+measured 69 and then 136-141 samples/s minutes apart). So every run is watched: a thread reads
 /proc/<pid>/stat of every process once a second; a process is ours when it is this one or descends from it
 (its parent ours when first seen; once ours, ours until it ends). The others' CPU time over the window
 (user + system, each process from its first sighting, or from zero when it started inside the window) over

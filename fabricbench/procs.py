@@ -155,7 +155,7 @@ def wait_any(ps: Sequence[subprocess.Popen], timeout_s: float) -> None:
     """Return when one of `ps` has exited, or after `timeout_s`, whichever comes first.
 
     A supervisor that slept its whole poll interval noticed a job's end up to that interval late: 0.1 s on
-    average of every train run's wall at POLL_S = 0.2 (issue 38). Linux's pidfds make the wait end at the
+    average of every train run's wall at POLL_S = 0.2. Linux's pidfds make the wait end at the
     exit itself; where they are missing (other systems, old kernels) it sleeps, as before."""
     running = [p for p in ps if p.poll() is None]
     if not running:

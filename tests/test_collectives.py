@@ -4,7 +4,7 @@ import pytest
 
 from fabricbench.collectives import COLLECTIVES
 
-# op -> busbw factor for n = 1, 2, 4, 8 (shared/DOMAIN.md)
+# op -> busbw factor for n = 1, 2, 4, 8 (docs/domain.md)
 FACTORS = {
     "all_reduce": [0.0, 1.0, 1.5, 1.75],
     "all_gather": [0.0, 0.5, 0.75, 0.875],

@@ -1,4 +1,4 @@
-"""The estimator's arithmetic against shared/DOMAIN.md's formulas, the parameter count, and its CLI."""
+"""The estimator's arithmetic against docs/domain.md's formulas, the parameter count, and its CLI."""
 
 import json
 

@@ -3,7 +3,6 @@ nothing outside cli/ imports cli/, fabricbench's own modules imported at module 
 functions), and neither `import fabricbench` nor the CLI's start imports torch.
 
     pytest -q tests/test_imports.py
-    python3 ../shared/tools/import-cycles fabricbench      (the same graph, printed)
 
 A "subpackage" is a first-level name under fabricbench/ (measuring, fabrics, cli, errors.py ...). Every import
 counts for the graph, at module top or inside a function: an import moved into a function still ties the two.
@@ -32,7 +31,7 @@ PKG = "fabricbench"
 MAX_LOCAL = 40
 # The entry point may import the CLI; nothing else outside cli/ may.
 CLI_IMPORTERS_ALLOWED = {"__main__.py"}
-# The layer order, top first (STYLE.md): a subpackage imports (or names) only its own layer's and lower
+# The layer order, top first (docs/layout.md): a subpackage imports (or names) only its own layer's and lower
 # layers' subpackages. Within a layer an arrow is allowed where it makes no cycle (advising uses studying's
 # machinery); fabricbench/__init__.py, the lazy facade over every layer, is outside the order.
 LAYERS = [

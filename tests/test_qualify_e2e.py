@@ -85,7 +85,7 @@ def test_fails_under_a_slow_fabric_with_numbers_in_junit(tmp_path):
     # never critical on the load alone (tests/test_qualify_busy.py); on a quiet host it is the floor's miss
     busy = v.get("busy_host") is not None and v["code"] == "FB_BUSY_HOST"
     assert r.returncode == (3 if busy else 1), r.stdout + r.stderr
-    # tc tbf on loopback: all-reduce busbw = R/2 = 1e8/8/2 B/s = 0.00625 GB/s (shared/DOMAIN.md)
+    # tc tbf on loopback: all-reduce busbw = R/2 = 1e8/8/2 B/s = 0.00625 GB/s (docs/domain.md)
     assert v["status"] == ("error" if busy else "fail") and v["threshold"] == 0.02
     assert v["measured"] == pytest.approx(0.00625, rel=0.2)
     tc = ET.parse(out / "junit.xml").getroot().find(".//testcase[@name='allreduce_bw']")

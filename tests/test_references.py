@@ -108,7 +108,7 @@ def test_summary_lines():
 
 def _named(source: str) -> str:
     """What a docs line must name of a source: an issue's tag, a repository's owner/name, a page's address,
-    else the text before ':' (DOMAIN.md)."""
+    else the text before ':' (docs/domain.md)."""
     m = re.match(r"https://github\.com/([^/ ]+/[^/ ]+)(/(issues|pull)/\d+)?", source)
     if m:
         return references.tag(source) if m.group(2) else m.group(1)

@@ -277,7 +277,7 @@ def test_sigkill_leaves_the_namespace_to_the_next_start():
 @pytest.mark.slow
 def test_compare_default_and_shaped_on_gloo_busbw_is_half_the_rate(tmp_path):
     """From 1 MiB up an all-reduce over a tbf-shaped loopback runs at busbw = rate/2 (both directions share
-    lo's one queue; DOMAIN.md). 2 ranks: busbw = algbw, so one 4 MiB all-reduce takes ~0.34 s at 200 mbit."""
+    lo's one queue; docs/domain.md). 2 ranks: busbw = algbw, so one 4 MiB all-reduce takes ~0.34 s at 200 mbit."""
     out = tmp_path / "cmp.jsonl"
     p = subprocess.Popen([sys.executable, "-m", "fabricbench", "compare", "--fabrics", "default,shaped:200mbit",
                           "--engine", "torch", "--backend", "gloo", "--nprocs", "2", "--ops", "all_reduce",

@@ -187,7 +187,7 @@ def test_shaped_fabric_really_applied(full):
     shaped = [r for r in sr.of_kind("collective") if r["fabric"] == f"shaped:{RATE}"]
     assert shaped and all(r["shaped_rate_bps"] == RATE_BPS and r["netns"].startswith("fb-") for r in shaped)
     big = [r for r in shaped if r["op"] == "all_reduce" and r["bytes"] >= 1 << 20]
-    # both directions share the namespace's loopback queue: all-reduce busbw is held to RATE/2 (DOMAIN.md)
+    # both directions share the namespace's loopback queue: all-reduce busbw is held to RATE/2 (docs/domain.md)
     assert big and all(r["busbw_gbps"] <= 1.15 * RATE_BPS / 8 / 2 / 1e9 for r in big)
     u = sr.units[f"train ddp @ shaped:{RATE}"]
     assert u["fabric_facts"]["shaped_rate_bps"] == RATE_BPS and u["fabric_facts"]["netns"]

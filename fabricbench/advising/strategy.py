@@ -4,7 +4,7 @@
 
 Volume per step (S bytes per collective): the trace of a train record of this model, where results hold
 one that ran on several ranks ("trace"); else the textbook volume, `Strategy.textbook_sends` × Ψ × b
-(b = 2 bytes, bf16; shared/DOMAIN.md: DDP and ZeRO-1/2 2(n−1)/n·Ψ·b per rank, ZeRO-3/FSDP 3(n−1)/n·Ψ·b),
+(b = 2 bytes, bf16; docs/domain.md: DDP and ZeRO-1/2 2(n−1)/n·Ψ·b per rank, ZeRO-3/FSDP 3(n−1)/n·Ψ·b),
 labelled "comm-volume arithmetic". Wire bytes per rank = Σ S × the op's busbw factor for n ranks;
 T_comm = wire bytes / busbw (busbw as nccl-tests defines it: time = S × factor / busbw).
 
@@ -26,7 +26,7 @@ from fabricbench.results.status import TIMED_TRAIN
 from fabricbench.training import repeats
 from fabricbench.training.strategies import STRATEGIES
 
-# S per step in units of Ψ·b when the strategy table does not say (shared/DOMAIN.md, textbook)
+# S per step in units of Ψ·b when the strategy table does not say (docs/domain.md, textbook)
 TEXTBOOK_SENDS: dict[str, dict[str, float]] = {
     "ddp": {"all_reduce": 1.0},
     "zero1": {"reduce_scatter": 1.0, "all_gather": 1.0},

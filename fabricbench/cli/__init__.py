@@ -142,7 +142,7 @@ def _main(argv: list[str] | None) -> None:
         click.echo(f"Error: {shown(e)}", err=True)
         sys.exit(Exit.USAGE)
     except FabricbenchError as e:  # a measurement failed (CUDA, NCCL, timeout, check): not the user's input
-        kind = f"{e.label}: " if e.label else ""  # plain words ("NCCL error"), never a class name (issue 37)
+        kind = f"{e.label}: " if e.label else ""  # plain words ("NCCL error"), never a class name
         click.echo(f"Error: {kind}{shown(e)}", err=True)
         sys.exit(Exit.FAILED)
     if isinstance(rv, int) and rv:

@@ -1,7 +1,7 @@
 """What a collective is to fabricbench: how big its buffers are and what its bus bandwidth is.
 
 This is the one place where the nccl-tests formulas live (see PERFORMANCE.md of nccl-tests and
-shared/DOMAIN.md):
+docs/domain.md):
 
     algbw = S / t                     (decimal GB/s: S bytes / t seconds / 1e9)
     busbw = algbw * factor(n)

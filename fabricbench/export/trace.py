@@ -5,7 +5,7 @@
 
 Format (schema "fabricbench-comm-trace/1"): {"schema", "source": {file, run_id, host}, "runs": [{"strategy",
 "model", "world_size", "precision", "step_time_s" (the run's median), "steps": [{"step": 0, "collectives":
-[{"op", "bytes", "group_size", "dtype", "calls"}]}]}]}. `bytes` is S, nccl-tests' convention (DOMAIN.md:
+[{"op", "bytes", "group_size", "dtype", "calls"}]}]}]}. `bytes` is S, nccl-tests' convention (docs/domain.md:
 all-gather the gathered output, reduce-scatter the input); `calls` how many such calls one step issues. The
 trace (training/trace.py) is one profiled step per rank, averaged: the list describes one representative
 step, not an ordered replay of every step; `calls` may be fractional where steps differ (say, a first-step

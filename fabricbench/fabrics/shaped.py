@@ -10,7 +10,7 @@ Applying it (fabricbench/fabrics/apply.py) runs, as root:
     ip netns exec NS tc qdisc add dev lo root tbf rate R burst 256kb latency 100ms
 and starts the measured processes under `ip netns exec NS`. Every rank talks over that loopback: gloo
 (GLOO_SOCKET_IFNAME=lo) and NCCL's socket transport (P2P and SHM off, NCCL_SOCKET_IFNAME=lo). Both
-directions share lo's one queue, so from 1 MiB up an all-reduce's busbw is R/2 (DOMAIN.md).
+directions share lo's one queue, so from 1 MiB up an all-reduce's busbw is R/2 (docs/domain.md).
 
 The namespace is removed when the run ends: on success, failure, Ctrl-C and SIGTERM. A SIGKILLed
 parent cannot remove it, so every start first removes the fb-<pid>-* namespaces whose process is gone

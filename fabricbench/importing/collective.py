@@ -4,7 +4,7 @@
 
 Shared by the text and the -J JSON readers, so both eras and both forms give the same record. Figures are
 kept as nccl-tests printed them: time_us is its average time per iteration (a host clock around a loop of
-launches, averaged over ranks; see DOMAIN.md), algbw and busbw its decimal GB/s.
+launches, averaged over ranks; see docs/domain.md), algbw and busbw its decimal GB/s.
 """
 
 from __future__ import annotations

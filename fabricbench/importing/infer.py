@@ -1,5 +1,5 @@
 """What an nccl-tests table implies when it does not say it: the collective (and the rank count), and only
-where the columns leave one answer (issue 30.7).
+where the columns leave one answer.
 
     fabricbench import redops_table_only.txt --out imported.jsonl      (op all_reduce, extra.inferred ["op"])
 

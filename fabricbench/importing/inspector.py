@@ -15,7 +15,7 @@ per communicator, to `<dir>/<host>-pid<pid>.log`. What changed between versions,
 - one agent writes `coll_exec_time_us` as a float (5663.0): read as a number like any other.
 Objects may be one per line or pretty-printed over several: they are read one after another.
 
-S convention (DOMAIN.md, nccl-tests'): the Inspector's coll_msg_size_bytes is NCCL's count x type size, which
+S convention (docs/domain.md, nccl-tests'): the Inspector's coll_msg_size_bytes is NCCL's count x type size, which
 for AllGather and ReduceScatter is the *per-rank* part (its own bandwidth code multiplies by n_ranks). A record
 here holds S = coll_msg_size_bytes x n_ranks for those two (all-gather: the gathered output; reduce-scatter:
 the input), and coll_msg_size_bytes itself for AllReduce, Broadcast and Reduce; `extra.msg_size_bytes` keeps

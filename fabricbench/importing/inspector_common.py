@@ -3,7 +3,7 @@
     fabricbench import host-pid4242.log nccl_inspector_metrics_GPU-0a1b.prom --out job.jsonl
 
 NCCL's count for AllGather and ReduceScatter is per rank, so the Inspector's message size is too (its own
-busbw code multiplies it by n_ranks); fabricbench's S is the whole buffer (DOMAIN.md). s_of_msg converts.
+busbw code multiplies it by n_ranks); fabricbench's S is the whole buffer (docs/domain.md). s_of_msg converts.
 """
 
 from __future__ import annotations

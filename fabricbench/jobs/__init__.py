@@ -20,7 +20,7 @@ Every orchestrator goes through here: `sweep --fabric`, `compare`, `scaling` (me
 - command.py: `fabricbench exec`, a user's own command run under a fabric as a job (user_job: signals
   forwarded, what it left in sessions of its own killed), one record of kind "exec" (kinds.py).
 
-Where decisions live (what shared/STYLE.md's section of that name would say of this layer): a command
+Where decisions live (docs/layout.md's rule, for this layer): a command
 decides *what* to run (its library call builds the job); this layer decides *how* a child runs, for every
 command alike. So a new orchestrator starts its children with jobs.run and never with subprocess or
 procs directly; a new child option is a config field (configs.py), never a flag list; a resume reads

@@ -226,7 +226,7 @@ class TrainJob(Job):
     image_size: int | None = None
     precision: str | None = None
     trace_steps: int | None = None
-    repeats: int | None = 1  # a smoke test: one run (train repeats 3+ times by default, issue 19)
+    repeats: int | None = 1  # a smoke test: one run (train repeats 3+ times by default)
     target_ci: float | None = 0.0  # exactly `steps` steps (0: no stepping on until the median's CI is tight)
     max_steps: int | None = None  # with a target CI: the cap on steps
     fabric: str | None = field(default=None, metadata=FABRIC)  # by name; values in environment()

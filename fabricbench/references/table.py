@@ -46,10 +46,10 @@ REFERENCES: tuple[Reference, ...] = (
                        f"{AZURE_NHC} conf/nd96isr_h200_v5.conf: `check_nccl_allreduce 431.0 1 16G`, the floor the "
                        "gate enforces (432.0 in nd96is_h200_v5.conf and nd96isrf_h200_v5.conf); the README's table "
                        "says 480 GB/s for nd96isr_h200_v5, a figure no configuration gates on",
-                       "DOMAIN.md: published 8× H200 all-reduce ~475-482 GB/s with NVLS")),
+                       "docs/domain.md: published 8× H200 all-reduce ~475-482 GB/s with NVLS")),
     Reference(platform="8× H200 SXM (NVSwitch)", gpu="H200", gpus=8, fabric="NVSwitch", op="all_reduce",
               min_bytes=1 * GiB, lo_gbps=360.0, hi_gbps=372.0, kind="measured", condition="NVLS off / Ring",
-              sources=("DOMAIN.md: published 8× H200 all-reduce ~367 GB/s Ring (NVLS off)",
+              sources=("docs/domain.md: published 8× H200 all-reduce ~367 GB/s Ring (NVLS off)",
                        "https://github.com/NVIDIA/nccl-tests/issues/212 (sjeaugey: ~370 GB/s effective NVLink "
                        "bandwidth with NCCL_ALGO=RING on NVLink 4)")),
     Reference(platform="8× H100 SXM (NVSwitch)", gpu="H100", gpus=8, fabric="NVSwitch", op="all_reduce",
@@ -65,11 +65,11 @@ REFERENCES: tuple[Reference, ...] = (
                        "https://github.com/NVIDIA/nccl-tests/issues/212 (~370 GB/s with NCCL_ALGO=RING)")),
     Reference(platform="8× A100 SXM (NVSwitch)", gpu="A100", gpus=8, fabric="NVSwitch", op="all_reduce",
               min_bytes=1 * GiB, lo_gbps=220.0, hi_gbps=235.0, kind="measured", condition="Ring (no NVLS on A100)",
-              sources=("DOMAIN.md: published 8× A100 all-reduce ≈ 230 GB/s",
+              sources=("docs/domain.md: published 8× A100 all-reduce ≈ 230 GB/s",
                        f"{AZURE_NHC} conf/nd96amsr_a100_v4.conf: `check_nccl_allreduce 228.0 1 16G`")),
     Reference(platform="2× H200 SXM (NVSwitch)", gpu="H200", gpus=2, fabric="NVSwitch", op="all_reduce",
               min_bytes=1 * GiB, lo_gbps=320.0, hi_gbps=340.0, kind="measured", condition="2 of 8 GPUs",
-              sources=("DOMAIN.md: one article measured NVSwitch H200 at ~330 GB/s on 2 GPUs rising to ~467 on 8",)),
+              sources=("docs/domain.md: one article measured NVSwitch H200 at ~330 GB/s on 2 GPUs rising to ~467 on 8",)),
     Reference(platform="8× B300 (NVSwitch)", gpu="B300", gpu_not=_ANY, gpus=8, fabric="NVSwitch", op="all_reduce",
               min_bytes=1 * GiB, lo_gbps=695.0, hi_gbps=845.0, kind="measured",
               condition="695 NVLS off, 845 NVLS on",
@@ -117,12 +117,12 @@ REFERENCES: tuple[Reference, ...] = (
     Reference(platform="4× A100 SXM, P2P disabled (DGX A100)", gpu="A100", gpus=4, fabric="SHM (host memory)",
               op="all_reduce", min_bytes=1 * GiB, lo_gbps=5.2, hi_gbps=5.2, kind="measured", under="p2p-off",
               condition="NCCL_P2P_DISABLE=1: 222 GB/s with P2P, 5.2 without; the only published P2P-off figure",
-              sources=("DOMAIN.md: published P2P-off figure, DGX A100, 4 GPUs, all-reduce 222 -> 5.2 GB/s",)),
+              sources=("docs/domain.md: published P2P-off figure, DGX A100, 4 GPUs, all-reduce 222 -> 5.2 GB/s",)),
     Reference(platform="8× H100/H200 SXM, P2P disabled", gpu="H100|H200", gpus=8,
               fabric="SHM (host memory)", op="all_reduce", min_bytes=1 * GiB, lo_gbps=None, hi_gbps=None,
               kind="none", under="p2p-off",
               condition="with NCCL_P2P_DISABLE=1 traffic goes through host memory (SHM): expect PCIe-bound "
                         "figures, tens of times below NVLink; `compare --fabrics default,p2p-off` shows your own",
-              sources=("DOMAIN.md: NCCL_P2P_DISABLE=1 turns off NVLink and PCIe P2P; the same two SXM GPUs ~10× "
+              sources=("docs/domain.md: NCCL_P2P_DISABLE=1 turns off NVLink and PCIe P2P; the same two SXM GPUs ~10× "
                        "slower with P2P disabled",)),
 )

@@ -14,9 +14,9 @@ prediction one for one (T_compute = T_step(ref) − e × T_comm(ref)), so its ru
 in every corner, and with 3 or more runs in fresh processes that interval (a t-interval, 4.3 × sd / √3
 with 3 runs) is wider than the noise of one more median of as many runs. Measured before deciding: on
 the committed CPU labs (16 held-out points) the intervals covered 16 of 16 as they were; widening them by
-one run's noise in quadrature stretched them to 0-1100 ms around 450 ms predictions, and did nothing for
+one run's noise in quadrature stretched them to 0-1100 ms for predictions of about 450 ms, and did nothing for
 the one miss on the H200 lab (DDP +30% with e = 1 assumed: a bias, not noise). A reference with one run
-has only its within-run interval, which understates the spread between processes (DOMAIN.md): give the
+has only its within-run interval, which understates the spread between processes (docs/domain.md): give the
 reference repeats.
 """
 

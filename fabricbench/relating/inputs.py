@@ -168,8 +168,8 @@ FEW_RUNS = 3  # below this many runs the run-to-run interval alone can be a coin
 def _step_ci(fig: repeats.Figure, runs: list[TrainResult]) -> tuple[float, float] | None:
     """The step's 95% interval: run to run (repeats.py), but with fewer than FEW_RUNS runs never narrower
     than the runs' own (the median of their within-run intervals, around the combined step). Two runs that
-    agree by chance give a run-to-run interval of ±0.2% where each run's own is ±14% (the CPU lab of
-    issue 29, DDP on default): an interval that held nothing of the next run."""
+    agree by chance give a run-to-run interval of ±0.2% where each run's own is ±14% (a CPU lab,
+    DDP on default): an interval that held nothing of the next run."""
     ci = fig.step_ci95
     if len(runs) >= FEW_RUNS:
         return ci

@@ -1,6 +1,6 @@
 """Relate on imported job data: per-size prices calibrated on the collectives a real job was observed to run.
 
-    fabricbench import inspector/ --out job.jsonl            # a job's collectives (NCCL Inspector: issue 31)
+    fabricbench import inspector/ --out job.jsonl            # a job's collectives (NCCL Inspector's files)
     fabricbench relate sweeps.jsonl train.jsonl job.jsonl
 
 A sweep times each collective alone, back to back, in processes that do nothing else. A job's own calls

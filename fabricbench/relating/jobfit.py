@@ -12,7 +12,7 @@ own S. A Prometheus bucket record (no one size) is priced at the geometric middl
 The verdict compares intervals, never two bare figures:
 - job interval: the median's 95% interval over the calls (order statistics, measuring/stats.py; from 6 calls);
 - sweep noise: the curve's relative 95% half-width at S (ci95_rel, else cv; Curve.rel_at), and at least
-  NOISE_FLOOR, the run-to-run spread a sweep in one process cannot show (DOMAIN.md: ±15% on the CPU lab).
+  NOISE_FLOOR, the run-to-run spread a sweep in one process cannot show (docs/domain.md: ±15% on the CPU lab).
 "short" when the job's upper bound is below the sweep's lower bound ("the job reached 0.61x of the sweep");
 "above" in the mirror case (the sweep ran slower than the job: a sweep to redo); else "as swept".
 Where NCCL's algorithm is known on both sides (Inspector v4.2+ coll_algo / the .prom algo_proto; the sweep's

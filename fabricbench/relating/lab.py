@@ -131,7 +131,7 @@ def run_lab(config: LabConfig, *, log: Any = None) -> LabRun:
         if fab != first and fab not in run.waived:
             _train(config, fab, run, say)
     for k in range(2, config.repeats + 1):  # rounds: every fabric once per round, so round k's runs share
-        for fab in config.fabrics:          # the machine's drift (a paired design, DOMAIN.md)
+        for fab in config.fabrics:          # the machine's drift (a paired design, docs/domain.md)
             if fab not in run.waived:
                 _train(config, fab, run, say, label=f" round {k}")
     return run

@@ -23,7 +23,7 @@ much as it hides, and the reference rule (hide no more than the reference hid) s
 -1.7% and -12.5%. On the one-GPU lab (16 cores, 3 ranks) the reference rule over-predicted DDP at the
 fabrics faster than 2 Gbit/s on every run (6 Gbit/s: +8.5 to +19%, 2-4.5 ms above the observed step, where
 the reference hid ~1 ms); W, 2.7-3.8 ms there, brings DDP to -5..+9% at every rate of every run but one
-point of the noisy r9 (4gbit: -12.9% -> -20.4%) (benchmarks/relate/README.md, round 6).
+point of the noisy r9 (4gbit: -12.9% -> -20.4%) (benchmarks/relate/README.md).
 """
 
 from __future__ import annotations

@@ -197,7 +197,7 @@ def _want(spec: Any) -> str:
 # the fabric's facts a study writes onto its records (studying/runner._facts); a train run writes the first two
 _FACTS = {"fabric_env": dict, "shaped_rate_bps": RATE, "netns": str}
 
-# --- the host's load from other processes while the run measured (fabricbench/hostload.py, issue 37) -----
+# --- the host's load from other processes while the run measured (fabricbench/hostload.py) ----------------
 # one field on train and collective records; `busy` past the threshold the record states
 _HOST_LOAD = {"host_load": {"window_s!": DURATION, "cpus!": RANKS, "others_cpu_s": AMOUNT, "ours_cpu_s": AMOUNT,
                             "others_cpus!": AMOUNT, "threshold_cpus!": AMOUNT, "busy!": bool, "readings": COUNT,

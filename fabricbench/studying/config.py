@@ -217,7 +217,7 @@ class StudyConfig:
 
     @property
     def looks(self) -> dict[str, int]:
-        """The sequential rule's looks (measuring/comparison.py): from round 3 up to the most rounds the
+        """The sequential rule's looks (measuring/comparison.py): from the third round up to the most rounds the
         study may run; with --repeats N, one look at N (nobody peeks)."""
         if self.repeats is not None:
             return {"first_look": self.repeats, "last_look": self.repeats}

@@ -8,7 +8,7 @@ shape (same count and, for NVLink cliques, the same NVLinks per GPU inside the s
 hop), said so. Otherwise the figure
 comes from link types alone, NOMINAL below, and the ranking says so: what matters there is the order.
 
-Link-type rule (a collective is as fast as its slowest required hop, shared/DOMAIN.md):
+Link-type rule (a collective is as fast as its slowest required hop, docs/domain.md):
 - a set whose GPUs are pairwise NVLinked: each GPU reaches the others over the NVLinks it has inside the
   set, capped at NVLINKS_PER_GPU (18 on H100/H200: NVSwitch boards print NV18 for every pair but a GPU
   has 18 links in all); busbw ≈ RING_EFFICIENCY × links × NVLINK_GBPS. A pair inside an NVL quad: 6 links
@@ -30,7 +30,7 @@ from fabricbench.topology.model import Topology
 
 NVLINK_GBPS = 25.0  # NVLink 4, per link per direction
 NVLINKS_PER_GPU = 18  # H100/H200
-RING_EFFICIENCY = 0.8  # ring collectives reach ~80% of the link rate (shared/DOMAIN.md)
+RING_EFFICIENCY = 0.8  # ring collectives reach ~80% of the link rate (docs/domain.md)
 # nominal ring busbw (GB/s) over PCIe relations: Gen5 x16 ≈ 55 GB/s achieved host<->device, less as
 # the path crosses more bridges and the CPU interconnect. For ranking, not for quoting.
 NOMINAL_PCIE_GBPS = {"PIX": 48.0, "PXB": 45.0, "PHB": 42.0, "NODE": 40.0, "SYS": 36.0}

@@ -11,7 +11,7 @@ by more than --gain (10%) per doubling; the batch before the doubling that gaine
 Out of memory ends the doubling as in Accelerate's find_executable_batch_size (there the batch halves
 until it fits; here the last batch that fitted is kept). Each point times --steps steps after 2 untimed ones.
 
-The decision is made robust to its own noise (issue 27: rises of 6.4-9.6% against a 10% rule flipped the
+The decision is made robust to its own noise (rises of 6.4-9.6% against a 10% rule flipped the
 batch between identical studies): a doubling counts only when the rise clears --gain by its own 95%
 interval (Welch on the log step times of the two batches, measuring/comparison.log_ratio_interval); when
 the interval straddles --gain, both points are timed again (--steps more steps each, pooled) up to

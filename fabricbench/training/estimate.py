@@ -9,7 +9,7 @@ its module's `shards` declares (fabricbench/training/strategies/).
 
 Recipes (bytes per parameter: params, grads, optimizer, master):
 - zero-paper: 2, 2, 8, 4 - the ZeRO paper's mixed-precision Adam, K = 12 = optimizer + master.
-  Per GPU: DDP 16Ψ; ZeRO-1 4Ψ + 12Ψ/n; ZeRO-2 2Ψ + 14Ψ/n; ZeRO-3 = FSDP 16Ψ/n (shared/DOMAIN.md).
+  Per GPU: DDP 16Ψ; ZeRO-1 4Ψ + 12Ψ/n; ZeRO-2 2Ψ + 14Ψ/n; ZeRO-3 = FSDP 16Ψ/n (docs/domain.md).
 - framework (default): what each framework keeps under bf16 mixed precision, as this project runs it:
   * DDP through Accelerate's autocast: the model stays fp32, so params 4, grads 4 (fp32, the all-reduce
     buckets are a view of them), m and v 8, no separate master (the fp32 parameter is updated in place).

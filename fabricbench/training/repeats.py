@@ -248,7 +248,7 @@ def verdict_lines(comps: list[Comparison] | list[dict[str, Any]], width: int = 8
 def answer_lines(records: list[dict[str, Any]], *, repeats: int | None = None, max_repeats: int = DEFAULT_MAX_REPEATS,
                  margin: float = MARGIN, width: int = 80) -> list[str]:
     """What `fabricbench train` ends with when it compared strategies: their verdicts, at `width` columns
-    (looks as launch.run took them: one at N with --repeats N, else from round 3 to max_repeats), each
+    (looks as launch.run took them: one at N with --repeats N, else from the third round to max_repeats), each
     with the runs behind it taken on a busy host, then those runs (said even with nothing compared)."""
     looks = ({"first_look": repeats, "last_look": repeats} if repeats else
              {"first_look": min(comparison.FIRST_LOOK, max_repeats), "last_look": max_repeats})
@@ -348,7 +348,7 @@ def contradictions(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
 
 def disjoint_figures(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
     """The (strategy, fabric) figures of two summaries whose intervals do not overlap, one sentence each: on a
-    quiet, dedicated machine a sign that a figure's interval is too narrow (issue 19's check)."""
+    quiet, dedicated machine a sign that a figure's interval is too narrow."""
     out = []
     fa = {(f["strategy"], f["fabric"]): f for f in a.get("figures", [])}
     for f in b.get("figures", []):

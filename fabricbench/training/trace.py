@@ -55,7 +55,7 @@ PROFILED_STEPS = 2  # default; extra steps after the timed ones
 # calls at 3.1x the sweep in that step, 0.6x in the next), so the run's own call times had no stable ratio.
 # Per device: that start-up is CUPTI's. The host-only profiler's first step costs what the next ones do (the
 # 2-core VM, tiny-mistral: 15.8/18.2/18.9 ms, 13.8/16.3/18.6, 15.0/16.3/18.2 for its first three profiled
-# steps), so a CPU run spends no step on it (~0.1 s of a 2-rank CPU run's wall, issue 38).
+# steps), so a CPU run spends no step on it (~0.1 s of a 2-rank CPU run's wall).
 PROFILER_WARMUP_STEPS = {"cuda": 1, "cpu": 0}
 
 

@@ -6,7 +6,7 @@
     op = "all_reduce"
     sizes = ["8", "1G"]
     gpus = "each_pair"
-    reference_busbw_gbps = 367     # 8xH200 SXM, NVLS off (shared/DOMAIN.md)
+    reference_busbw_gbps = 367     # 8xH200 SXM, NVLS off (docs/domain.md)
     min_fraction = 0.8             # threshold = 0.8 x 367
     max_latency_us = 30            # at the smallest size (latency_size)
     max_cv = 0.1                   # at every size from 1 MiB up (all sizes when none is that large)

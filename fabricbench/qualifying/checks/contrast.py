@@ -7,7 +7,7 @@
     fast = "default"
     slow = "p2p-off"
     size = "1G"
-    min_ratio = 5            # two SXM GPUs measured ~10x (shared/DOMAIN.md)
+    min_ratio = 5            # two SXM GPUs measured ~10x (docs/domain.md)
 
 ratio = slow median time / fast median time at `size` (= the algbw ratio, so it means the same for any
 rank count). With one rank no traffic crosses the fabric: waived.

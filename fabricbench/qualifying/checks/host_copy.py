@@ -3,7 +3,7 @@
     [[check]]
     name = "host_links"
     kind = "host_copy"
-    min_h2d_gbps = 45        # PCIe Gen5 x16 achieves ~55 GB/s (shared/DOMAIN.md)
+    min_h2d_gbps = 45        # PCIe Gen5 x16 achieves ~55 GB/s (docs/domain.md)
     min_d2h_gbps = 45
 """
 

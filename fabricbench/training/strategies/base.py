@@ -29,7 +29,7 @@ class Strategy:
     zero_stage: int | None  # DeepSpeed's stage, checked on the engine
     shards: frozenset[str]  # which of PARAMS, GRADS, OPTIMIZER each rank holds only 1/n of
     # collective -> S per step (nccl-tests' size) in units of Ψ·b, b the communicated element (2 bytes in
-    # 16-bit, 4 in fp32); shared/DOMAIN.md "Strategies": DDP all-reduces the gradients once; ZeRO-1/2
+    # 16-bit, 4 in fp32); docs/domain.md "Strategies": DDP all-reduces the gradients once; ZeRO-1/2
     # reduce-scatter them and all-gather the updated parameters; ZeRO-3/FSDP gather the parameters in
     # forward and again in backward and reduce-scatter the gradients
     textbook_sends: dict[str, float]
@@ -46,7 +46,7 @@ PRECISIONS = ("bf16", "fp16", "fp32")  # --precision: 16-bit compute with fp32 (
 
 def default_precision(device: str) -> str:
     """bf16 on GPUs (what the reference study trained in); fp32 on CPU, where bf16 autocast runs matmuls
-    ~20x slower than fp32 (shared/DOMAIN.md) and would hide the fabric behind compute."""
+    ~20x slower than fp32 (docs/domain.md) and would hide the fabric behind compute."""
     return "bf16" if device == "cuda" else "fp32"
 
 
