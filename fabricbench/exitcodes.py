@@ -4,7 +4,7 @@
     sys.exit(Exit.USAGE)
 
 A command's status is what a script, a CI gate or a scheduler reads: a number that meant two things (a
-rank the stall watchdog ended exiting with qualify's "only warnings") turns a hung node into a pass with
+stalled rank's status read as qualify's "only warnings") would turn a hung node into a pass with
 warnings. So every chosen status is a member here, and a new meaning takes a new number.
 tests/test_exit_table.py checks that docs/exit-codes.md's table lists exactly these.
 
