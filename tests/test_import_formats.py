@@ -121,17 +121,17 @@ def test_ras_json_malformed_2_28_is_repaired_and_says_so():
 
 
 def test_ras_text_keeps_nccl_words_and_reads_partial_reports():
-    (m,) = _one(RAS / "ncclras_issue1911_2_26_2_mismatch.txt").records
+    (m,) = _one(RAS / "ncclras_nccl1911_2_26_2_mismatch.txt").records
     assert m["findings"][0]["nccl"] == ["mismatch"]
     # an excerpt pasted into a ticket: the Errors and Warnings sections without the header
-    got = _one(RAS / "ncclras_issue1911_2_26_2_errors_warnings.txt")
+    got = _one(RAS / "ncclras_nccl1911_2_26_2_errors_warnings.txt")
     (p,) = got.records
     assert got.format == "nccl-ras" and any("partial ncclras report" in w for w in got.warnings)
     (f,) = p["findings"]
     assert (p["comm_hash"], p["nranks"], f["nccl"], f["counts"]) == ("fa93daea854b060b", None, ["mismatch"],
                                                                      {"640": 30, "641": 2})
     # down to a single "Errors" section: the missing rank, its node and its GPU are named
-    comm, job = _one(RAS / "ncclras_issue1762_2_27_3_errors_only.txt").records
+    comm, job = _one(RAS / "ncclras_nccl1762_2_27_3_errors_only.txt").records
     assert comm["comm_hash"] == "b3398875b8b2a063" and comm["healthy"] is False
     assert comm["findings"][0]["ranks"] == [{"rank": 1, "gpu": "0", "pid": 60004, "host": "10.4.109.13"}]
     assert comm["findings"][0]["nccl"] == ["incomplete"] and comm["extra"]["group"] == 0
@@ -140,17 +140,17 @@ def test_ras_text_keeps_nccl_words_and_reads_partial_reports():
 
 
 def test_ras_text_mismatch_incomplete_and_ok():
-    (m,) = _one(RAS / "ncclras_issue1911_2_26_2_mismatch.txt").records
+    (m,) = _one(RAS / "ncclras_nccl1911_2_26_2_mismatch.txt").records
     (f,) = m["findings"]
     assert f["counts"] == {"640": 30, "641": 2} and f["op"] == "AllGather" and f["comm_hash"] == "fa93daea854b060b"
     assert [r["rank"] for r in f["ranks"]] == [12, 13] and f["ranks"][0]["gpu"] == "4"
     assert m["nranks"] == 32 and m["nccl_version"] == "2.26.2"
-    recs = _one(RAS / "ncclras_issue1762_2_27_3_incomplete_excerpt.txt").records
+    recs = _one(RAS / "ncclras_nccl1762_2_27_3_incomplete_excerpt.txt").records
     assert len(recs) == 4 and [r["healthy"] for r in recs] == [False] * 4
     assert recs[0]["findings"][0]["ranks"] == [{"rank": 1, "gpu": "0", "pid": 60004, "host": "10.4.109.13"}]
     job = recs[-1]
     assert job["comm_hash"] is None and job["findings"][0]["ranks"][0]["pid"] == 60004
-    (ok,) = _one(RAS / "ncclras_issue1730_2_26_2_ok.txt").records
+    (ok,) = _one(RAS / "ncclras_nccl1730_2_26_2_ok.txt").records
     assert ok["healthy"] is True and ok["nranks"] == 256 and ok["findings"] == []
 
 
@@ -166,15 +166,15 @@ def test_dcgm_3x_and_4x_layouts():
     assert g["extra"]["driver_version"] == "580.82.09" and g["dcgm_version"] == "4.2.3"
 
 
-def test_dcgm_issue215_excerpts_give_figures(tmp_path):
-    frag = (DCGM / "dcgm_4_issue215_diagnostic_test_EXCERPT.txt").read_text().rstrip().rstrip(",")
+def test_dcgm215_excerpts_give_figures(tmp_path):
+    frag = (DCGM / "dcgm_4_dcgm215_diagnostic_test_EXCERPT.txt").read_text().rstrip().rstrip(",")
     doc = tmp_path / "d4.json"
     doc.write_text('{"DCGM Diagnostic": {"test_categories": [{"category": "Hardware", "tests": [' + frag
                    + ']}]}, "metadata": {"version": "4"}}')
     recs = _one(doc).records
     assert [r["entity_id"] for r in recs] == list(range(8))
     assert recs[0]["figures"] == [{"name": "calculated", "value": 859.08, "unit": "gigaflops"}]
-    line = (DCGM / "dcgm_3_issue215_pcie_info_line.txt").read_text().replace("\n", "")
+    line = (DCGM / "dcgm_3_dcgm215_pcie_info_line.txt").read_text().replace("\n", "")
     info = json.loads("{" + line.rstrip(",") + "}")["info"]
     figs = {(f["name"], f["unit"]): f["value"] for f in figures_of(info)}
     assert figs[("GPU to Host bandwidth", "GB/s")] == 24.02 and figs[("Host to GPU bandwidth", "GB/s")] == 25.93

@@ -23,7 +23,7 @@ ISSUE_1453 = [(1048576, 1626.5, 0.64, 1.24, 2302.3, 0.46, 0.87), (2097152, 2325.
 
 
 def test_rank_tags_glued_inside_rows_every_figure():
-    got = import_file(DATA / "nccl_tests_issue1453_rank_tags.txt")
+    got = import_file(DATA / "nccl_tests_nccl1453_rank_tags.txt")
     assert got.format == "nccl-tests" and len(got.records) == 2 * len(ISSUE_1453)
     for size, *figs in ISSUE_1453:
         for inplace, (t, alg, bus) in ((False, figs[:3]), (True, figs[3:])):
@@ -35,7 +35,7 @@ def test_rank_tags_glued_inside_rows_every_figure():
 
 def test_info_lines_inside_rows_never_join_two_rows():
     # two windows of the post: a row's start, then (lines later) another row's tail; NCCL INFO between
-    got = import_file(DATA / "nccl_tests_issue1453_info_mid_row_excerpt.txt")
+    got = import_file(DATA / "nccl_tests_nccl1453_info_mid_row_excerpt.txt")
     assert not any(r.get("kind") == "collective" for r in got.records)
     assert any("skipped an incomplete table row (512 128 float sum -1 75.38" in w for w in got.warnings)
     assert any("incomplete table row at the end (8192 2048 float sum -1)" in w for w in got.warnings)

@@ -41,13 +41,13 @@ def test_dcgm_failure_is_critical_and_ras_names_host_and_gpu(tmp_path):
 
 def test_healthy_imports_pass_and_the_fleet_counts_per_node(tmp_path):
     good = _node(tmp_path, "good", ["nccl_tests_gb200_nvl72.txt", "dcgm_diag/dcgm_3_1_0_nvidia_jsonresult_test_8gpu.json",
-                                    "nccl_ras/ncclras_issue1730_2_26_2_ok.txt"])
+                                    "nccl_ras/ncclras_nccl1730_2_26_2_ok.txt"])
     res = fabricbench.qualify("builtin:h200-sxm-8", records_from=good, out=tmp_path / "good")
     v = {x.check: x for x in res.verdicts}
     assert v["dcgm"].status == Status.PASS and len(v["dcgm"].items) == 80
     assert v["nccl_ras"].status == Status.PASS and "nccl_ras_mismatch" not in v
     bad = _node(tmp_path, "bad", ["nccl_tests_gb200_nvl72.txt", "dcgm_diag/dcgm_4_2_3_gb10_software_fail.json",
-                                  "nccl_ras/ncclras_issue1911_2_26_2_mismatch.txt"])
+                                  "nccl_ras/ncclras_nccl1911_2_26_2_mismatch.txt"])
     fabricbench.qualify("builtin:h200-sxm-8", records_from=bad, out=tmp_path / "bad")
     for name, src in (("good", good), ("bad", bad)):  # the fleet's figures come from each node's results.jsonl,
         with open(tmp_path / name / "results.jsonl", "a") as fh:  # where a sweep's records name requested_bytes
