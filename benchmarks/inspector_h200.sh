@@ -2,7 +2,7 @@
 # NCCL Inspector on H200s, in under 4 minutes: build the plugin, load it into NCCL jobs, import what it
 # wrote, and set the job against a sweep of the same GPUs (fabricbench jobfit). Every visible GPU (GPUS=0,1
 # picks): on one GPU the plugin loads and records nothing (measured 2026-12-05, results/h200-1gpu/
-# issue31-inspector/README.md says why).
+# inspector/README.md says why).
 #   bash benchmarks/carry_nccl_inspector.sh /work/.mirror/NVIDIA+nccl/repo     (here, once: fills .carry/)
 #   bash benchmarks/inspector_h200.sh "$OUT"                                    (on the GPU machine; carry .carry)
 # The plugin's build was checked on a CPU machine against CUDA 12.9's headers from PyPI (nvidia-cuda-runtime-cu12,
@@ -48,7 +48,7 @@ ins_vars() {  # the plugin's variables for one job (for `env`), dumps into $1 (a
     LD_LIBRARY_PATH="$cuda_home/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"  # the plugin links libcudart
 }
 # every visible GPU unless GPUS says otherwise: one GPU records nothing (a 1-rank communicator's collectives
-# are local copies without profiler events: benchmarks/results/h200-1gpu/issue31-inspector/README.md), two or
+# are local copies without profiler events: benchmarks/results/h200-1gpu/inspector/README.md), two or
 # more give the Inspector records this script is for
 GPUS=${GPUS:-$(python3 -c 'import torch; print(",".join(map(str, range(max(1, torch.cuda.device_count())))))')}
 sizes=1M-256M:x4

@@ -23,7 +23,7 @@ FIELDS = {"a", "b", "fabric", "metric", "ratio", "ci95", "verdict", "rounds", "p
 
 def test_the_committed_study_folders_are_found():
     names = {str(p.relative_to(ROOT)) for p in FOLDERS}
-    assert {"cpu-lab/study", "h200-1gpu/study-mistral-1b", "h200-1gpu/issue19/study-1"} <= names
+    assert {"cpu-lab/study", "h200-1gpu/study-mistral-1b", "h200-1gpu/repeatability/study-1"} <= names
 
 
 @pytest.mark.parametrize("folder", FOLDERS, ids=lambda p: str(p.relative_to(ROOT)))

@@ -1,7 +1,7 @@
 """Do identical studies agree? Their summaries compared pairwise (fabricbench.training.repeats), the
 spread of their headline throughputs, and each one's host-bound notes and picked batch.
 
-    python3 benchmarks/issue19_check.py OUT/study-1 OUT/study-2 OUT/study-3
+    python3 benchmarks/repeatability_check.py OUT/study-1 OUT/study-2 OUT/study-3
 
 The last line says PASS or FAIL: no contradiction between any two (comparison verdicts: "a faster" against
 "b faster" or "equivalent"; every figure's intervals overlap) and a headline spread of at most --spread

@@ -1,18 +1,19 @@
 #!/usr/bin/env bash
-# Issue 19 on one H200, in under 9 minutes (each stage has its own time limit; what finished comes back):
+# Do identical studies agree? Repeatability on one H200, in under 9 minutes (each stage has its own time
+# limit; what finished comes back):
 #   1. three identical `fabricbench study` runs of dinov2-base on GPU 0 (DDP, default fabric), the batch
 #      picked by the study (no --batch-size), 3 runs in fresh processes each (steps until the median's CI
 #      is within 3%); each study's `report --json` summary beside it. They must agree within
-#      their intervals, with the headline throughputs within 2% of each other (issue19_check.py says).
+#      their intervals, with the headline throughputs within 2% of each other (repeatability_check.py says).
 #   2. the host-bound flag: `train` of DDP at batch 32 (fires) against the study's picked batch (does not).
 #   3. the one-GPU multi-rank lab: all five strategies with 2 gloo ranks on GPU 0 (tiny-mistral), then
 #      DDP and FSDP under shaped:2gbit (iproute2 carried in .carry/iproute2; skipped when absent), and a
 #      gloo sweep on the same GPU at both fabrics for relate.
-#   bash benchmarks/issue19_h200.sh "$OUT"     (DeepSpeed's wheels in .whl/, iproute2 in .carry/iproute2)
+#   bash benchmarks/repeatability_h200.sh "$OUT"     (DeepSpeed's wheels in .whl/, iproute2 in .carry/iproute2)
 # Writes OUT/summary.txt (one line per stage), OUT/study-{1,2,3}/, OUT/hostbound*.jsonl, OUT/lab/, and
-# OUT/issue19_check.txt (the comparison of the three studies).
+# OUT/repeatability_check.txt (the comparison of the three studies).
 set -uo pipefail
-R=${1:?usage: issue19_h200.sh OUTDIR}
+R=${1:?usage: repeatability_h200.sh OUTDIR}
 mkdir -p "$R/lab"
 export PYTHONUNBUFFERED=1
 here=$(dirname "$0")
@@ -40,9 +41,9 @@ for i in $(seq 1 "${STUDIES:-3}"); do
 done
 if [ "${STUDIES:-3}" -gt 0 ]; then
   # PYTHONPATH: the checker lives in benchmarks/ and imports this checkout's fabricbench
-  PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} python3 "$here/issue19_check.py" "$R"/study-* \
-    > "$R/issue19_check.txt" 2>&1
-  echo "== check: $(tail -1 "$R/issue19_check.txt")" | tee -a "$R/summary.txt"
+  PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} python3 "$here/repeatability_check.py" "$R"/study-* \
+    > "$R/repeatability_check.txt" 2>&1
+  echo "== check: $(tail -1 "$R/repeatability_check.txt")" | tee -a "$R/summary.txt"
 fi
 
 # 2. the host-bound flag: batch 32 (one run) against the batch the first study picked (its records)
@@ -95,4 +96,4 @@ if command -v ip >/dev/null && command -v tc >/dev/null && ip -V >/dev/null 2>&1
 else
   echo "== lab: shaped skipped (no working ip/tc: carry iproute2 in .carry/iproute2)" | tee -a "$R/summary.txt"
 fi
-echo "issue19_h200: $(( $(date +%s) - begin )) s in all" | tee -a "$R/summary.txt"
+echo "repeatability_h200: $(( $(date +%s) - begin )) s in all" | tee -a "$R/summary.txt"
