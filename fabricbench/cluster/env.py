@@ -52,7 +52,7 @@ def expand_nodelist(text: str) -> list[str]:
     return hosts
 
 
-def _slurm(environ: Mapping[str, str]) -> bool:
+def in_srun_step(environ: Mapping[str, str]) -> bool:
     """Inside an srun step (a batch script's own shell has SLURM_PROCID 0 too, but is one process: no)."""
     step = environ.get("SLURM_STEP_ID", "")
     if environ.get(NODE_LOCAL_ENV) == "1":
@@ -68,7 +68,7 @@ def _tasks(environ: Mapping[str, str]) -> str:
 def from_slurm(environ: Mapping[str, str]) -> dict[str, str]:
     """torchrun's variables derived from Slurm's, for those not set already ({} outside an srun step, or
     when RANK is set: a launcher inside the allocation, such as torchrun, has the say)."""
-    if "RANK" in environ or not _slurm(environ):
+    if "RANK" in environ or not in_srun_step(environ):
         return {}
     hosts = expand_nodelist(environ.get("SLURM_STEP_NODELIST") or environ["SLURM_JOB_NODELIST"])
     out = {"RANK": environ["SLURM_PROCID"], "WORLD_SIZE": _tasks(environ),
@@ -84,7 +84,7 @@ def from_slurm(environ: Mapping[str, str]) -> dict[str, str]:
 def slurm_nodes(environ: Mapping[str, str]) -> tuple[int, int, str, int] | None:
     """(nnodes, node_rank, master_addr, master_port) of an srun step with one task per node (train starts
     torchrun for the node's ranks itself); None outside one, or with several tasks per node."""
-    if not _slurm(environ) or not environ.get("SLURM_NODEID"):
+    if not in_srun_step(environ) or not environ.get("SLURM_NODEID"):
         return None
     hosts = expand_nodelist(environ.get("SLURM_STEP_NODELIST") or environ["SLURM_JOB_NODELIST"])
     if not hosts or int(_tasks(environ)) != len(hosts):
@@ -109,7 +109,7 @@ def launcher_prefix(environ: Mapping[str, str]) -> str | None:
     if "RANK" not in environ or "WORLD_SIZE" not in environ:
         return None
     world = environ["WORLD_SIZE"]
-    if _slurm(environ):
+    if in_srun_step(environ):
         nodes = len(expand_nodelist(environ.get("SLURM_STEP_NODELIST") or environ["SLURM_JOB_NODELIST"]))
         return f"srun --nodes {nodes} --ntasks {world} python -m"
     per_node = environ.get("LOCAL_WORLD_SIZE") or world

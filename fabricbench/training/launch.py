@@ -35,6 +35,7 @@ from typing import Any
 
 import fabricbench
 from fabricbench import hostload, jobs, procs
+from fabricbench.cluster import nodewatch
 from fabricbench.fabrics import get_fabric
 from fabricbench.progress import Progress
 from fabricbench.results import ResultWriter, header
@@ -238,7 +239,8 @@ def run(config: TrainConfig, writer: ResultWriter, *, echo: Any = None, quiet: b
     todo = list(config.strategies)
     rnd = 0
     # the number of rounds is decided as they go: the bar counts runs and names each rank's step
-    with Progress("train", total=None, quiet=quiet) as bar:
+    # under srun, a node Slurm drains or sets DOWN meanwhile is named within the stall bound (cluster/nodewatch)
+    with Progress("train", total=None, quiet=quiet) as bar, nodewatch.watch(bar.say, stall_s=config.stall_timeout_s):
         while todo:
             rnd += 1
             for name in todo:
