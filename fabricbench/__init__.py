@@ -55,7 +55,7 @@ _LAZY = {
     "StudyResult": "fabricbench.studying.api",
     "Advice": "fabricbench.advising.api",
     "StrategyAdvice": "fabricbench.advising.api",
-    "QualifyResult": "fabricbench.qualifying.api",
+    "QualifyResult": "fabricbench.qualifying.result",
     "DryRun": "fabricbench.qualifying.dryrun",
     "ExecResult": "fabricbench.jobs.command",
     # what the calls raise: catch FabricbenchError for any of them, UsageError for what the caller got wrong

@@ -23,7 +23,6 @@ import socket
 import sys
 import time
 import traceback
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -50,49 +49,16 @@ from fabricbench.qualifying.junit import to_xml
 from fabricbench.qualifying.offline import OfflineContext
 from fabricbench.qualifying.prometheus import TextFile, check_path as check_prometheus_path
 from fabricbench.qualifying.report import write_report
+from fabricbench.qualifying.result import QualifyResult
 from fabricbench.qualifying.spec import DEFAULT_LEVEL, Spec, SpecError, load_spec, parse_spec
-from fabricbench.qualifying.verdict import (SEVERITIES, STATUSES, Policy, Verdict, attempt_record, combine, error,
-                                            NO_GPU, exit_code, flaky, outcome, waived, worst)
+from fabricbench.qualifying.verdict import (Policy, Verdict, attempt_record, combine, error,
+                                            NO_GPU, flaky, waived)
 from fabricbench.qualifying.verdict import busy as verdict_busy
 from fabricbench.results import records as results_records
 from fabricbench.results.schema import header
-from fabricbench.results.status import Severity, Status
+from fabricbench.results.status import Status
 from fabricbench.results.writer import ResultWriter
 from fabricbench.topology import read_topology, snapshot_record
-
-
-@dataclass(kw_only=True)
-class QualifyResult:
-    spec: Spec
-    verdicts: list[Verdict]
-    out: str | None = None
-    run_id: str = ""
-    host: str = ""
-    files: dict[str, str] = field(default_factory=dict)  # what was written: results, verdicts, junit, ...
-    reproduce: str = ""  # the command line that runs this qualification again, every shaping flag kept
-    notes: list[str] = field(default_factory=list)  # what a reader skipped (damaged lines of a baseline)
-    when: float = field(default_factory=time.time)
-
-    @property
-    def exit_code(self) -> int:
-        return exit_code(self.verdicts)
-
-    @property
-    def severity(self) -> Severity:
-        return worst(self.verdicts)
-
-    @property
-    def outcome(self) -> str:
-        """"passed", "nothing measured" (every check waived: exit 5, not a pass) or the worst severity."""
-        return outcome(self.verdicts)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"spec": self.spec.name, "spec_path": self.spec.path, "level": self.spec.level,
-                "run_id": self.run_id, "host": self.host, "exit_code": self.exit_code, "outcome": self.outcome, "severity": self.severity,
-                "reproduce": self.reproduce, "notes": self.notes,
-                "counts": {s: sum(1 for v in self.verdicts if v.status == s) for s in STATUSES},
-                "severities": {s: sum(1 for v in self.verdicts if v.severity == s) for s in SEVERITIES},
-                "verdicts": [v.to_dict() for v in self.verdicts]}
 
 
 def _as_spec(spec: Spec | str | os.PathLike) -> Spec:

@@ -17,54 +17,23 @@ from __future__ import annotations
 import json
 import os
 import dataclasses
-from dataclasses import dataclass
 from typing import Any, Callable
 
 import fabricbench.gpus  # looked up on call: tests stand in for visible_gpu_count
 from fabricbench.errors import FabricbenchError
 from fabricbench.jobs import store
-from fabricbench.jobs.configs import CopyJob, SweepJob, TrainJob, job_key
+from fabricbench.jobs.configs import CopyJob, TrainJob, job_key
 from fabricbench.measuring.api import make_config, resolve_devices
 from fabricbench.measuring import runner
 from fabricbench.measuring.compare import adopt
 from fabricbench.qualifying import children
 from fabricbench.qualifying.children import UnitResult
-from fabricbench.qualifying.spec import RunSettings, Spec
+from fabricbench.qualifying.spec import Spec
+from fabricbench.qualifying.units import SweepUnit
 from fabricbench.qualifying.verdict import NO_GPU
 from fabricbench.results.schema import header
 from fabricbench.sizes import format_size
 from fabricbench.topology import read_topology
-
-
-@dataclass(frozen=True, kw_only=True)
-class SweepUnit:
-    fabric: str
-    ops: tuple[str, ...]
-    sizes: tuple[int, ...]
-    dtype: str
-    gpus: tuple[int, ...] | None  # None: gloo ranks, or every rank of a torchrun launch
-    check: bool
-    run: RunSettings
-
-    @property
-    def job(self) -> SweepJob:
-        """The child sweep that measures this unit (its key whether it runs in a child or in this process)."""
-        return SweepJob(ops=",".join(self.ops), sizes=",".join(format_size(s) for s in self.sizes),
-                        dtype=self.dtype, iters=self.run.iters, warmup=self.run.warmup, engine=self.run.engine,
-                        backend=self.run.backend, nprocs=self.nprocs, timeout_s=self.run.timeout_s,
-                        gpus=self.gpus, check=self.check, fabric=self.fabric)
-
-    @property
-    def key(self) -> str:
-        return job_key(self.job)
-
-    @property
-    def nprocs(self) -> int | None:
-        if self.run.cpu_ranks:
-            return self.run.nprocs
-        if self.run.engine == "torch" and self.gpus is not None and len(self.gpus) > 1:
-            return len(self.gpus)  # torch drives one GPU per process
-        return self.run.nprocs if self.run.engine == "torch" else None
 
 
 def noted(measure: Callable[..., UnitResult]) -> Callable[..., UnitResult]:
@@ -95,6 +64,8 @@ class Context:
         self._previous = _closed_units(previous or [])
         self.attempt = 0  # a retry (api._judge) measures afresh: its units get keys of their own
         self.used: list[UnitResult] = []  # the units read since the judge of one check began (noted)
+        self.records: list[dict[str, Any]] = []  # what `--from` gave (offline.OfflineContext); none here
+        self.source = "this machine"
         self.distributed = "RANK" in os.environ and "WORLD_SIZE" in os.environ
         self.rank = int(os.environ.get("RANK", "0")) if self.distributed else 0
 

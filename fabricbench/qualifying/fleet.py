@@ -24,7 +24,6 @@ from __future__ import annotations
 import os
 import statistics
 from collections import defaultdict
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -35,9 +34,9 @@ from fabricbench.qualifying.figures import Figure, figures
 from fabricbench.qualifying.fleet_report import render, write_outputs, write_prometheus
 from fabricbench.qualifying.inputs import Tally, read_json, records
 from fabricbench.qualifying.prometheus import check_path as check_prometheus_path
-from fabricbench.qualifying.verdict import EXIT, RANK, SEVERITIES, Verdict
+from fabricbench.qualifying.result import FleetResult, Node, Outlier
+from fabricbench.qualifying.verdict import RANK, Verdict
 from fabricbench.results.status import Severity, Status
-from fabricbench.results.status import worst as worst_severity
 
 # --fraction, declared once: `qualify --fleet` takes its click type from here and run_fleet checks it, so the
 # command and fabricbench.qualifying.api.fleet refuse the same values. 1 is allowed: any node below the
@@ -53,63 +52,6 @@ __all__ = ["FleetResult", "Node", "Outlier", "judge_figure", "load_nodes", "rend
 _KEEP = ("kind", "status", "time_us", "inplace", "requested_bytes", "busbw_gbps", "algbw_gbps", "cv", "op",
          "dtype", "nranks", "gpus", "fabric", "host", "gbps", "direction", "bytes", "copy_kind", "src", "dst",
          "throughput", "strategy", "model", "check", "check_kind", "severity", "code")
-
-
-@dataclass(kw_only=True)
-class Node:
-    name: str
-    source: str
-    host: str | None
-    figures: dict[str, Figure]
-    status: Status | None = None  # pass/fail from its verdicts, None when it has none
-    failed: list[str] = field(default_factory=list)  # checks that failed or errored
-    severity: Severity = Severity.PASS  # the worst of its verdicts and, once judged, of its outliers
-    codes: list[str] = field(default_factory=list)  # the codes of its non-passing verdicts and outliers
-    checks: dict[str, tuple[str, str]] = field(default_factory=dict)  # check -> (severity, code)
-
-
-@dataclass(kw_only=True)
-class Outlier:
-    node: str
-    figure: str
-    value: float
-    median: float
-    ratio: float  # value / median
-    robust_z: float | None
-    why: str
-    severity: Severity = Severity.CRITICAL  # below fraction x median: critical; by robust z only: warning
-    code: str = "FB_FLEET_OUTLIER"
-
-
-@dataclass(kw_only=True)
-class FleetResult:
-    nodes: list[Node]  # worst first
-    stats: dict[str, dict[str, float]]  # figure -> {"median", "mad", "n", "unit", "sense"}
-    outliers: list[Outlier]
-    fraction: float
-    mad_z: float
-    files: dict[str, str] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def severity(self) -> Severity:
-        return worst_severity(n.severity for n in self.nodes)
-
-    @property
-    def exit_code(self) -> int:
-        return EXIT[self.severity]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"fraction": self.fraction, "mad_z": self.mad_z, "exit_code": self.exit_code,
-                "severity": self.severity, "notes": self.notes,
-                "severities": {s: sum(1 for n in self.nodes if n.severity == s) for s in SEVERITIES},
-                "nodes": [{"name": n.name, "source": n.source, "host": n.host, "status": n.status,
-                           "severity": n.severity, "codes": n.codes, "failed": n.failed,
-                           "checks": {c: {"severity": sv, "code": cd} for c, (sv, cd) in n.checks.items()},
-                           "figures": {k: f.value for k, f in n.figures.items()}}
-                          for n in self.nodes],
-                "figures": self.stats,
-                "outliers": [o.__dict__ for o in self.outliers]}
 
 
 def _slim(rec: dict[str, Any]) -> dict[str, Any]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import textwrap
 from collections import defaultdict
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from fabricbench.files import dumps, write_text_atomic
 from fabricbench.qualifying import junit
@@ -19,15 +18,13 @@ from fabricbench.qualifying.codes import CODES
 from fabricbench.qualifying.inputs import orjson
 from fabricbench.qualifying.junit import xml_text
 from fabricbench.qualifying.prometheus import TextFile
+from fabricbench.qualifying.result import FleetResult, Outlier
 from fabricbench.qualifying.verdict import RANK, SEVERITIES
 from fabricbench.report import table as tables
 from fabricbench.report.analysis import fmt
 from fabricbench.report.document import Document
 from fabricbench.report.plot import save
 from fabricbench.results.status import Severity
-
-if TYPE_CHECKING:  # fleet.py imports this module to write what it judged
-    from fabricbench.qualifying.fleet import FleetResult, Outlier
 
 PLOT_MAX_NODES = 64  # beyond this a bar per node is unreadable; fleet.json and the tables hold every node
 SHOW_NODES = 50  # nodes listed in the terminal and the report, worst first (fleet.json has all)

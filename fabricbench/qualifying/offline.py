@@ -16,7 +16,8 @@ from typing import Any
 from fabricbench.jobs.configs import CopyJob, TrainJob, job_key
 from fabricbench.qualifying import health
 from fabricbench.qualifying.checks.common import READ_AT
-from fabricbench.qualifying.context import Context, SweepUnit, UnitResult, noted
+from fabricbench.qualifying.context import Context, UnitResult, noted
+from fabricbench.qualifying.units import SweepUnit
 
 # Check kinds that read collective or copy records; the others need a machine or a run (waived).
 JUDGED = ("collective", "correctness", "transport", "p2p", "host_copy", "nccl_diag")

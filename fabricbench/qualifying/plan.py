@@ -18,7 +18,8 @@ from typing import Any
 
 from fabricbench.qualifying.checks import CHECKS
 from fabricbench.qualifying.checks.base import Check, retries_of
-from fabricbench.qualifying.spec import RunSettings, Spec
+from fabricbench.qualifying.spec import Spec
+from fabricbench.qualifying.units import RunSettings
 
 LEVEL_BUDGET_S = {1: 60, 2: 300, 3: 1200}  # what each level aims at (docs/qualify.md: quick, standard, long)
 LEVEL_NAMES = {1: "quick", 2: "standard", 3: "long"}

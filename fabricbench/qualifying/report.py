@@ -10,15 +10,13 @@ reproduces the run (every flag that shaped it: api.reproduce_line).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from fabricbench.qualifying.result import QualifyResult
 from fabricbench.qualifying.verdict import CPU_SPEC, NO_GPU, Verdict, fmt_value
 from fabricbench.results.status import Severity, Status
 from fabricbench.report import table as tables
 from fabricbench.report.document import Document
 
-if TYPE_CHECKING:
-    from fabricbench.qualifying.api import QualifyResult
 
 COLS = (tables.Col("check", justify="left", key=True), tables.Col("kind", justify="left"),
         tables.Col("status", justify="left"), tables.Col("severity", justify="left"),
@@ -52,7 +50,7 @@ def row(v: Verdict) -> list[str]:
             threshold, f"{v.headroom:+.1%}" if v.headroom is not None else "-", v.subject or "-", note]
 
 
-def render(res: "QualifyResult", console=None) -> None:
+def render(res: QualifyResult, console=None) -> None:
     from rich.markup import escape
     from rich.text import Text
 
@@ -89,7 +87,7 @@ def render(res: "QualifyResult", console=None) -> None:
                   + (f"; outputs in {res.out}" if res.out else ""))
 
 
-def write_report(res: "QualifyResult", out: Path) -> dict[str, str]:
+def write_report(res: QualifyResult, out: Path) -> dict[str, str]:
     """report.md and report.html in `out`; returns their paths by name."""
     d = res.to_dict()
     counts, sev = d["counts"], d["severities"]

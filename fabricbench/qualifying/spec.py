@@ -47,6 +47,7 @@ from fabricbench.files import read_input
 from fabricbench.qualifying.checks import CHECKS
 from fabricbench.qualifying.checks.base import GRADING, Check, Invalid
 from fabricbench.qualifying.fields import LEVELS, Field, FieldError, READERS
+from fabricbench.qualifying.units import RunSettings
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -89,24 +90,6 @@ SPEC_FIELDS: dict[str, Field] = {
     "source": Field("str", "where the thresholds come from"),
 }
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-
-
-@dataclass(frozen=True, kw_only=True)
-class RunSettings:
-    engine: str = "native"
-    backend: str | None = None
-    nprocs: int | None = None
-    iters: int = 20
-    warmup: int = 5
-    timeout_s: float = 300.0
-    unit_timeout_s: float = 1800.0
-    retries: int = 0
-    baseline_tolerance: float = 0.05
-
-    @property
-    def cpu_ranks(self) -> bool:
-        """gloo ranks: no GPU, no NCCL, no pairs."""
-        return self.engine == "torch" and self.backend == "gloo"
 
 
 @dataclass(frozen=True, kw_only=True)

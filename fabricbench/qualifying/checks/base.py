@@ -1,5 +1,5 @@
 """What a check kind is: its keys (Fields), a cross-key validation, and a judge that turns measurements
-into Items. The judge asks the Context for measurements; the Context runs each one once (and records it).
+into Items. The judge asks the context (units.Measurements) for measurements; it runs each one once (and records it).
 
     fabricbench qualify --spec my.toml --out q/
 
@@ -9,14 +9,12 @@ Adding a kind is one module in this package filling a CheckKind, plus one row in
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 from fabricbench.qualifying.fields import Field
+from fabricbench.qualifying.units import Measurements
+from fabricbench.qualifying.verdict import Item
 from fabricbench.results.status import Severity
-
-if TYPE_CHECKING:
-    from fabricbench.qualifying.context import Context
-    from fabricbench.qualifying.verdict import Item
 
 
 class Invalid(ValueError):
@@ -70,7 +68,7 @@ class CheckKind:
     name: str
     description: str  # one line, for --list-kinds
     fields: dict[str, Field]
-    judge: Callable[["Check", "Context"], list["Item"]]
+    judge: Callable[["Check", Measurements], list[Item]]
     validate: Callable[[dict[str, Any]], None] = lambda params: None  # raises Invalid
     # "node": runs per node (also under torchrun it is skipped there); "collective": may run across
     # the ranks of a torchrun/srun launch

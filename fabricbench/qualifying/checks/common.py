@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable
 
 from fabricbench.qualifying.fields import Field
+from fabricbench.qualifying.units import Measurements, SweepUnit
 from fabricbench.qualifying.verdict import Item, error, waived
 from fabricbench.sizes import format_size
 
@@ -36,11 +37,9 @@ def per_gpu_set(check, ctx, judge_set: Callable[[tuple[int, ...] | None], list[I
     return [item for gpus in sets for item in judge_set(gpus)]
 
 
-def sweep(ctx, gpus: tuple[int, ...] | None, *, fabric: str, ops: Iterable[str], sizes: Iterable[int],
+def sweep(ctx: Measurements, gpus: tuple[int, ...] | None, *, fabric: str, ops: Iterable[str], sizes: Iterable[int],
           dtype: str, check: bool = False):
     """One GPU set's sweep (measured, reused from --resume or read from --from: the context decides)."""
-    from fabricbench.qualifying.context import SweepUnit  # context -> spec -> checks: not at the top
-
     return ctx.sweep(SweepUnit(fabric=fabric, ops=tuple(ops), sizes=tuple(sizes), dtype=dtype, gpus=gpus,
                                check=check, run=ctx.run))
 
