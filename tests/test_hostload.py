@@ -1,4 +1,4 @@
-"""A busy host is recorded and said (issue 37, item 5): fabricbench/hostload.py measures the CPU other
+"""A busy host is recorded and said: fabricbench/hostload.py measures the CPU other
 processes used during a run, a study writes it beside each train and collective record, and the report and
 the study's answer say it beside every verdict built on a run taken on a busy host.
 
@@ -175,19 +175,22 @@ def _busy(others_cpus: float) -> dict:
 def test_train_says_a_busy_host_beside_the_verdict_it_moved():
     from fabricbench.training import format as train_format, repeats
 
+    busy_round = 2
     recs = [{"kind": "train", "strategy": st, "fabric": "default", "status": "ok", "global_batch": 8, "repeat": r,
-             "step_time": {"median_s": step * k}, hostload.FIELD: _busy(1.4 if (st, r) == ("fsdp", 2) else 0.01)}
+             "step_time": {"median_s": step * k},
+             hostload.FIELD: _busy(1.4 if (st, r) == ("fsdp", busy_round) else 0.01)}
             for r, k in ((1, 1.0), (2, 1.01), (3, 0.99)) for st, step in (("ddp", 0.100), ("fsdp", 0.130))]
+    unit = f"fsdp @ default round {busy_round}"  # a run outside a study: its strategy, fabric and round
     lines = repeats.answer_lines(recs, repeats=3, width=200)
-    assert "(run on a busy host: fsdp @ default round 2)" in lines[1], lines
-    assert lines[2] == ("  busy host during fsdp @ default round 2: other processes used 1.40 of 2 CPUs on "
+    assert f"(run on a busy host: {unit})" in lines[1], lines
+    assert lines[2] == (f"  busy host during {unit}: other processes used 1.40 of 2 CPUs on "
                         "average (busy from 0.50); the busiest: make (pid 9) 1.40")
     assert train_format.cells(recs[3])[8] == "busy host" and train_format.cells(recs[1])[8] == ""
     figs = {f.strategy: repeats.figure_text(f) for f in repeats.figures(recs)}
     assert figs["fsdp"].endswith("(3 run(s), run-to-run); 1 of them on a busy host") and "busy" not in figs["ddp"]
     quiet = [{**r, hostload.FIELD: _busy(0.01)} for r in recs]
     assert not any("busy" in x for x in repeats.answer_lines(quiet, repeats=3, width=200))
-    assert repeats.summary(recs)["busy_host"][0]["unit"] == "fsdp @ default round 2"
+    assert repeats.summary(recs)["busy_host"][0]["unit"] == unit
 
 
 def test_a_lap_is_the_load_of_its_own_recent_window(tmp_path):
@@ -296,7 +299,9 @@ def test_advise_names_a_busy_run_beside_its_verdict():
             strategy=strategy, gpus=[0], comm_bytes_per_step=0, wire_bytes_per_rank=0.0, comm_time_s=0.0,
             step_time_s=sorted(steps)[1], volume_source="-", time_source="measured", runs=runs))
 
-    ranked = _choose([cand("ddp", [0.103, 0.1133, 0.0979], busy_round=2), cand("fsdp", [0.100, 0.1101, 0.0951])])
-    assert ranked[1].note.endswith("; run on a busy host: ddp @ default round 2"), ranked[1].note
+    busy_round = 2
+    ranked = _choose([cand("ddp", [0.103, 0.1133, 0.0979], busy_round=busy_round),
+                      cand("fsdp", [0.100, 0.1101, 0.0951])])
+    assert ranked[1].note.endswith(f"; run on a busy host: ddp @ default round {busy_round}"), ranked[1].note
     ranked = _choose([cand("ddp", [0.103, 0.1133, 0.0979]), cand("fsdp", [0.100, 0.1101, 0.0951])])
     assert "busy" not in ranked[1].note

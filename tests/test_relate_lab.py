@@ -1,7 +1,7 @@
 """The relate labs: the CPU lab's order (fabricbench/relating/lab.py: the reference trains first, its traces
 plan the sweeps, and repeats are rounds that train every fabric once each, so a fabric's k-th run shares
 the machine's state with the reference's k-th; commands recorded, not run), the sweeps in the training's
-terms (dtype, sizes, placement: issue 35 item 3), the GPU lab's plan, the docs' tables, and the CPU lab end
+terms (dtype, sizes, placement), the GPU lab's plan, the docs' tables, and the CPU lab end
 to end (slow)."""
 
 from __future__ import annotations
@@ -34,8 +34,9 @@ def test_repeats_are_rounds_over_every_fabric(tmp_path, monkeypatch):
     assert done == ["train default",
                     "sweep default float32", "sweep shaped:1gbit float32", "train shaped:1gbit",
                     "sweep shaped:300mbit float32", "train shaped:300mbit",
-                    "train default round 2", "train shaped:1gbit round 2", "train shaped:300mbit round 2",
-                    "train default round 3", "train shaped:1gbit round 3", "train shaped:300mbit round 3"]
+                    # then the later rounds, every fabric once each, labelled by their round
+                    *[f"train {fab} round {k}" for k in (2, 3)
+                      for fab in ("default", "shaped:1gbit", "shaped:300mbit")]]
 
 
 def _trace(*colls):
@@ -44,7 +45,7 @@ def _trace(*colls):
 
 
 def test_sweep_plan_keeps_the_trace_dtypes_and_brackets_every_size_after_rounding():
-    """Issue 35 item 3: a sweep per traced dtype (not float32 at the same bytes); int64 flags as float64; the
+    """A sweep per traced dtype (not float32 at the same bytes); int64 flags as float64; the
     top size still reaches the largest traced S after the sweep rounds it to whole elements per rank (4 MiB
     of float32 on 3 ranks rounds down to 4194300 B, below a traced 4 MiB all-gather)."""
     plan = lab.sweep_plan(_trace(("all_gather", 4 << 20, "float32", 3), ("all_reduce", 3000, "float32", 3),
@@ -71,7 +72,7 @@ def test_a_substituted_dtype_is_priced_from_one_of_its_element_size():
 
 
 def test_relate_flags_a_sweep_placed_elsewhere_than_the_training():
-    """Issue 35 item 3: the sweep prices the run's own placement. Three ranks trained on GPU 0 (a train record
+    """The sweep prices the run's own placement. Three ranks trained on GPU 0 (a train record
     lists each GPU once); a sweep of its ranks on GPU 0 (one ordinal per rank) matches, one on GPUs 0,1,2
     does not, and the rows say so."""
     import fabricbench
@@ -131,7 +132,7 @@ def _lab_lack() -> str | None:
 E2E = dict(fabrics=["default", "shaped:300mbit", "shaped:100mbit"], strategies=["ddp", "fsdp", "zero3"],
            model="lab-mistral", steps=16, warmup_steps=4, batch_size=2, seq_len=128, trace_steps=1, sweep_iters=5,
            timeout_s=300)
-TOLERANCE = 0.20  # issue 9: predicted step within 20% of the observed one on every non-reference fabric
+TOLERANCE = 0.20  # relate's bar: predicted step within 20% of the observed one on every non-reference fabric
 
 
 @pytest.mark.slow
@@ -202,8 +203,8 @@ def _gpu_lab():
 
 def test_gpu_lab_check_rereads_a_run_without_rewriting_its_files(tmp_path, capsys):
     """check --reread on the committed H100 run r10 (the script's defaults, 12 points): today's relate's
-    figures, the reference steps, and the run's own relate.txt left as it was. The figures are the records'
-    (issue 35's bar), so a change to relate that moves them shows here."""
+    figures, the reference steps, and the run's own relate.txt left as it was. The figures are the records',
+    so a change to relate that moves them shows here."""
     import shutil
     from pathlib import Path
 
