@@ -199,7 +199,7 @@ def test_lines_left_out_of_results_are_said(tmp_path):
 
 
 def test_two_measured_candidates_are_judged_by_their_paired_comparison():
-    """Issue 27: advise's candidates in the verdict vocabulary: a measured lead that is a finding orders
+    """Advise's candidates in the verdict vocabulary: a measured lead that is a finding orders
     them and says so; one that is not keeps the dial order and says "undecided"."""
     from fabricbench.advising.api import StrategyAdvice, _choose
     from fabricbench.advising.memory import MemoryFit

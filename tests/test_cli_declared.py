@@ -1,4 +1,4 @@
-"""Options declared once (issue 32): each config field carries its flag, default, unit and help
+"""Options declared once: each config field carries its flag, default, unit and help
 (fabricbench/declare.py), the CLI takes its options from them (fabricbench/cli/declared.py), and nothing
 drifts: a command's option has its field's flag, aliases, default and help, and two commands never give
 one concept two names or two defaults.

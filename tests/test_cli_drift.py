@@ -1,4 +1,4 @@
-"""No option drifts between commands (issue 39): read from the real commands, an option offered by two
+"""No option drifts between commands: read from the real commands, an option offered by two
 commands has one range (its click type and the range it states), and one default where it means the same
 thing. The differences made on purpose are listed below, each with why, and the list is exact: a command
 that moves into or out of a listed difference fails too. The library refuses what the declaration refuses

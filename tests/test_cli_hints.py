@@ -1,4 +1,4 @@
-"""Every command line a message suggests parses with the real command (issue 30.6).
+"""Every command line a message suggests parses with the real command.
 
     python3 -m pytest -q tests/test_cli_hints.py
 

@@ -1,4 +1,4 @@
-"""Hostile values for every option of every command, generated from the CLI itself (issue 30).
+"""Hostile values for every option of every command, generated from the CLI itself.
 
     python3 -m pytest -q tests/test_cli_property.py
     python3 tests/test_cli_property.py --counts benchmarks/results/cli_property.txt   (cases per type and command)

@@ -130,7 +130,7 @@ def test_unpaired_fallback_says_so():
 
 
 def test_pairs_are_matched_by_round_not_by_position():
-    # round 2 of a failed: a's runs are rounds 1, 3, 4; b's 1..4. Pairs: 1, 3, 4.
+    # a's second round failed: a's runs are rounds 1, 3, 4; b's 1..4. Pairs: 1, 3, 4.
     a, b = [110, 121, 99], [100, 95, 110, 90]
     c = C.compare("a", "b", a, b, rounds_a=[1, 3, 4], rounds_b=[1, 2, 3, 4], last_look=4)
     assert c.paired and c.rounds == 3

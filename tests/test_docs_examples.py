@@ -1,4 +1,4 @@
-"""Every example command in README.md and docs/*.md parses with the real CLI (issue 37, item 9), so the
+"""Every example command in README.md and docs/*.md parses with the real CLI, so the
 pages cannot drift from the commands again: each `fabricbench ...` line of a code block (indented or
 fenced; `$ `, `python -m`, `torchrun ... -m` and `VAR=value` prefixes allowed; `\\` continuations joined;
 a pipe, a redirection or `#` comment ends it) is read by click's own parser for its command, so an option

@@ -1,5 +1,5 @@
 """fabricbench export --format simumax: SimuMax's system.json from a sweep, read back and priced with
-SimuMax's own formula (compute_net_op_time), re-predicting the measured sweep (issue 36.5)."""
+SimuMax's own formula (compute_net_op_time), re-predicting the measured sweep."""
 
 from __future__ import annotations
 

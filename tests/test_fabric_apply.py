@@ -1,5 +1,5 @@
 """A named fabric is really applied: applied()'s environment and facts, sweep's delegation to a child under
-the fabric (library and command), the masking of a custom fabric's private values (issue 8, items 1 and 6).
+the fabric (library and command), the masking of a custom fabric's private values.
 
 The end-to-end checks read the environment from inside the ranks: every record's header `env` is taken by
 rank 0's own process (results/context.allowed_env), which the test process never shares its variables with.

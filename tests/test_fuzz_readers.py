@@ -1,4 +1,4 @@
-"""Property tests: every reader of a user file is total (issue 20).
+"""Property tests: every reader of a user file is total.
 
     python3 -m pytest -q tests/test_fuzz_readers.py      (about half a minute on CPU)
 

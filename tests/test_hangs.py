@@ -212,7 +212,7 @@ def test_train_rank_killed_is_an_error_with_the_steps_kept(cmd, tmp_path):
 
 @pytest.mark.slow
 def test_train_rank_stopped_is_named_within_the_timeout(cmd, tmp_path):
-    """Issue 18: a SIGSTOPped rank with --timeout 20 ends the run within 35 s, exit 1, naming that rank
+    """A SIGSTOPped rank with --timeout 20 ends the run within 35 s, exit 1, naming that rank
     (not rank 0, which only waits for it), with the steps every rank finished kept."""
     out = tmp_path / "t.jsonl"
     c, launcher, workers, tmp = start_train(cmd, out, timeout=20)

@@ -61,7 +61,7 @@ def left_in(tmp_root: Path) -> list[Path]:
                          ids=["INT", "TERM", "HUP", "KILL"])
 @pytest.mark.parametrize("name", list(ORCHESTRATORS))
 def test_killed_orchestrator_leaves_nothing(cmd, tmp_path, name, sig):
-    """Issue 18: no process, temp folder (fabricbench's, torchrun's) or network namespace outlives the
+    """No process, temp folder (fabricbench's, torchrun's) or network namespace outlives the
     command. SIGINT exits 130, SIGTERM 143 and SIGHUP 129 with one line; after SIGKILL nothing could run in the
     command, so its children die by the death signal and the next start removes its folders and namespaces."""
     from fabricbench.fabrics import shaped

@@ -59,7 +59,7 @@ def test_current_era_gb200_rank_lines_give_nranks():
     assert (r["count"], r["time_us"], r["algbw_gbps"], r["busbw_gbps"], r["wrong"]) == \
         (1073741824, 10094.0, 425.49, 839.16, 0)
     assert _fig(recs, 8589934592, True)["busbw_gbps"] == 846.82
-    # the excerpt names no program, but sum, root -1 and busbw/algbw = 2(71)/72 leave only all-reduce (issue 30.7)
+    # the excerpt names no program, but sum, root -1 and busbw/algbw = 2(71)/72 leave only all-reduce
     assert r["nranks"] == 72 and r["op"] == "all_reduce" and r["extra"]["inferred"] == ["nranks", "op"]
     assert r["busbw_factor"] == 2 * 71 / 72
 

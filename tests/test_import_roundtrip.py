@@ -1,6 +1,6 @@
 """The import round trip, for every op: each nccl-tests file in tests/data/imports imports into records
-that `compare --with` and `qualify --from` then use (issue 37.3: all_gather records were dropped by both,
-because nccl-tests prints a rank's count beside the whole buffer's size). Every step is the command itself:
+that `compare --with` and `qualify --from` then use (all_gather records included, although
+nccl-tests prints a rank's count beside the whole buffer's size). Every step is the command itself:
 `fabricbench import`, `fabricbench compare --with ... --json` (its own fabric's child sweep stood in for) and
 `fabricbench qualify --spec ... --from ...`; every op fabricbench measures is covered (the first test)."""
 

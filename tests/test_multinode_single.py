@@ -1,4 +1,4 @@
-"""A study across two emulated nodes of one rank each (issue 37, item 11): two nodes of one GPU make two
+"""A study across two emulated nodes of one rank each: two nodes of one GPU make two
 ranks, so the study runs what can run (the sweep across the nodes and the training, one job of both
 nodes' ranks) and waives the intra-node sweep, saying why.
 

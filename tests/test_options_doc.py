@@ -1,4 +1,4 @@
-"""docs/options.md is complete (issue 37 item 8): its table of options and their ranges, and its table of
+"""docs/options.md is complete: its table of options and their ranges, and its table of
 deprecated aliases, are the real commands' (read through click), row for row. A new option, a changed
 range or a new alias fails here until the page says it.
 

@@ -2,7 +2,7 @@
 
     COLUMNS=80 fabricbench sweep --engine torch --backend gloo --nprocs 2 | tee log
 
-Issue 37.7: that printed a 101-column table, and `qualify ... > log` wrote 209-column rows padded with
+Once, that printed a 101-column table, and `qualify ... > log` wrote 209-column rows padded with
 blanks. Piped, a command honours COLUMNS (report.table: tables reflow, listings wrap at words) and its
 progress goes to stderr as a plain line every few seconds (progress.Progress), cut to COLUMNS. Messages
 (`Error:`, `warning:`, `note:`) stay one line each, whatever their length: one grep finds each whole.

@@ -1,4 +1,4 @@
-"""Every error speaks plainly (issue 37, item 11b): the CLI's `Error:` line never begins with an exception's
+"""Every error speaks plainly: the CLI's `Error:` line never begins with an exception's
 class name ("Error: NodeLost: ..."); where a message alone would not say what failed, a label in words does
 ("NCCL error"), and a parent reads a child's label back as its class."""
 

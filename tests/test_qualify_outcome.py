@@ -1,4 +1,4 @@
-"""A qualification in which no check measured anything is not a pass (issue 30.6): outcome "nothing
+"""A qualification in which no check measured anything is not a pass: outcome "nothing
 measured", exit status 5, in the library (fabricbench/qualifying/verdict.py) and on the command line.
 
     fabricbench qualify --spec builtin:h200-sxm-8 --from train.jsonl     (every check waived: exit 5)
@@ -81,7 +81,7 @@ def test_library_dry_run_is_the_plan_the_cli_prints(level):
 
 
 def test_a_gpu_spec_with_no_gpu_is_one_line_and_exit_5(monkeypatch, tmp_path, capsys):
-    # issue 37.10: 7 unknowns and 7 lines of "drain the node"; now the fact once, and what to run instead
+    # not 7 unknowns and 7 lines of "drain the node": the fact once, and what to run instead
     from fabricbench.qualifying.verdict import CPU_SPEC, NO_GPU
 
     monkeypatch.setattr(fabricbench.gpus, "visible_gpu_count", lambda: 0)

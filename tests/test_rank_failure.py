@@ -2,7 +2,7 @@
 
     fabricbench sweep --engine torch --backend gloo --nprocs 2 --fabric nowhere:GLOO_SOCKET_IFNAME=fbnoif0
 
-Issue 37: that command printed "Error: the sweep under fabric nowhere failed: Error: rank 0: RuntimeError:
+Once, that command printed "Error: the sweep under fabric nowhere failed: Error: rank 0: RuntimeError:
 [enforce fail at ...] ...; Traceback (most recent call last):; File ..." with every frame joined by "; ".
 """
 

@@ -1,5 +1,5 @@
 """The run's own collectives (relating/calls.py) and collectives sharing the link (relating/concurrency.py),
-on synthetic traces whose per-call times and overlaps are known: issue 35's items 1 and 2.
+on synthetic traces whose per-call times and overlaps are known.
 
 The world is test_relate.py's: one call on a fabric costs a latency plus S at the fabric's bandwidth, swept
 at powers of 4. The reference run's calls (comm.calls, training/calltimes.py) are written by hand here.
@@ -158,7 +158,7 @@ def test_calibrated_interval_carries_the_ratio_spread_between_repeats():
     """Two reference runs whose calls took 1.4x and 1.6x the sweep's price (stable: both within ±20% of
     1.5): each fabric's price gets δ = 0.5x the reference's price added, which an exposed step (e = 1)
     pays on both fabrics alike; the 95% interval still carries the repeats' spread of δ (±0.1x the
-    reference's price on each fabric's T_comm) although the sweep itself has none (issue 35 item 5)."""
+    reference's price on each fabric's T_comm) although the sweep itself has none."""
     s = 4 * MiB
     pf, ps = call_us(s, gbps=10) * 1e-6, call_us(s, gbps=1) * 1e-6
     trace = [coll("all_reduce", s, 1.0)]

@@ -56,7 +56,7 @@ def test_coverage_in_json_and_text(tmp_path, capsys):
     doc = json.loads(capsys.readouterr().out)
     assert {k: doc["coverage"][k] for k in ("covered", "points", "fraction")} == {"covered": 1, "points": 2,
                                                                                   "fraction": 0.5}
-    # the errors of the same held-out points beside the coverage (issue 35 item 5)
+    # the errors of the same held-out points beside the coverage
     errs = sorted(abs(r["predicted_step_s"] / r["observed_step_s"] - 1) for r in doc["rows"]
                   if r["fabric"] != doc["reference"])
     assert len(errs) == 2 and errs[0] < errs[1]

@@ -99,7 +99,7 @@ def test_keys_of_records_and_items_agree():
 
 
 def test_a_torn_last_record_is_cut_off_and_measured_again(tmp_path, capsys):
-    """Issue 18: a run killed mid-write leaves half a line. --resume warns once, repairs the file (every
+    """A run killed mid-write leaves half a line. --resume warns once, repairs the file (every
     line parses) and measures that item again; it was skipped past, and the next record glued onto it."""
     out = tmp_path / "r.jsonl"
     fabricbench.sweep(out=str(out), sizes="1K,4K", **{**ONE_RANK, "ops": "all_reduce", "inplace": "inplace"})

@@ -1,4 +1,4 @@
-"""The seams between cli/ and the library are typed (issue 39): no library function the CLI imports takes
+"""The seams between cli/ and the library are typed: no library function the CLI imports takes
 **kwargs, except the few listed with why. A command hands the library its config object (TrainConfig,
 StudyConfig, SweepConfig, SweepOptions, SimaiOptions), never a bag of keywords.
 

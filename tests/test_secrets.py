@@ -1,4 +1,4 @@
-"""Secrets never leave (issue 18): a custom fabric's value outside NCCL_*/GLOO_*/CUDA_* is searched for in
+"""Secrets never leave: a custom fabric's value outside NCCL_*/GLOO_*/CUDA_* is searched for in
 every output file, every file name, stdout, stderr and the command line of every process while the
 command runs, for sweep, compare, train, study and qualify (a spec's fabric, --fabric and --dry-run).
 
@@ -176,7 +176,7 @@ def test_study_under_a_custom_fabric(tmp_path, secret):
     assert "sec:MY_TOKEN=***" in (tmp_path / "lab" / "report.md").read_text()
 
 
-# --- one place formats any text that may hold a fabric spec (issue 30.5): awkward values, in-process ---
+# --- one place formats any text that may hold a fabric spec: awkward values, in-process ---
 
 AWKWARD = ["s3cr3tA,s3cr3tB", "s3cr3tP=s3cr3tQ", '"s3cr3t quoted"', "s3cr3t with spaces", "s3cr3tñé✓ü",
            "s3cr3tX,s3cr3tY z", "'s3cr3t'"]

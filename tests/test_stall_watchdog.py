@@ -1,4 +1,4 @@
-"""Issue 30.4: the stall watchdog (fabricbench/jobs/heartbeat.py). A SIGSTOPped rank of train (DDP, FSDP,
+"""The stall watchdog (fabricbench/jobs/heartbeat.py). A SIGSTOPped rank of train (DDP, FSDP,
 ZeRO-3) ends the run within --stall-timeout + 15 s, exit 1, naming the rank and its host, with the steps
 every rank finished kept and no process or temporary folder left.
 
@@ -29,7 +29,7 @@ from test_hangs import TRAIN, error_lines, train_ranks  # noqa: E402
 from fabricbench import procs  # noqa: E402
 
 HAS_DEEPSPEED = __import__("importlib").util.find_spec("deepspeed") is not None
-SLACK = 15  # issue 30: within stall + 15 s
+SLACK = 15  # the rank is named within stall + 15 s
 
 
 def quiet_for(message: str) -> int:
@@ -61,7 +61,7 @@ def start(cmd, out: Path, strategy: str, stall: int):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("strategy, stall", [  # issue 30 asks 30 s; 6 s shows the bound is the watchdog's own
+@pytest.mark.parametrize("strategy, stall", [  # 30 s: the bound asked for; 6 s: the bound is the watchdog's own
     ("ddp", 30), ("fsdp", 30), ("ddp", 6),
     pytest.param("zero3", 30, marks=pytest.mark.skipif(not HAS_DEEPSPEED, reason="DeepSpeed is not installed"))])
 def test_stopped_train_rank_is_named_within_the_stall_bound(cmd, tmp_path, strategy, stall):

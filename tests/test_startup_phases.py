@@ -1,5 +1,5 @@
 """A train run's phases (training/phases.py), the ranks' typed spec (training/spec.py) and the fault that
-only a test arms (training/faults.py): the parts of issue 38/39 that need no processes. The end-to-end
+only a test arms (training/faults.py): the parts that need no processes. The end-to-end
 run that writes phases into a record is in tests/test_train_cpu.py."""
 
 from __future__ import annotations

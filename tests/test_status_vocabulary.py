@@ -7,7 +7,7 @@ An AST scan of every module flags a status word ("ok", "waived", "critical", ...
 literal where a status is meant: compared with, assigned to or passed as `status`/`severity` (a name, an
 attribute, a ["status"] key, a .get("status")), put under a "status" key of a dict literal, or gathered in a
 literal tuple/set/list or dict keys of two or more status words (a private subset or a style table). Such
-a literal is how the four vocabularies of issue 18 grew apart; use Status/Severity and the subsets
+a literal is how four vocabularies of status words once grew apart; use Status/Severity and the subsets
 (REUSABLE, TIMED_TRAIN, TIMED_COLLECTIVE, VERDICT_OK) instead. Records still hold the plain strings:
 Status is a str enum.
 """

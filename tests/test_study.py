@@ -171,7 +171,7 @@ def test_study_and_report_surfaces_are_frozen():
         "--steps", "--warmup-steps", "--batch-size", "--seq-len", "--image-size", "--precision", "--sizes",
         "--iters", "--warmup", "--train-timeout", "--sweep-timeout", "--resume", "--dry-run", "--json", "--quiet",
         "--max-steps", "--target-ci", "--repeats", "--max-repeats", "--repeat-budget", "--margin", "--stall-timeout",
-        "--nnodes", "--node-rank", "--master-addr", "--master-port", "--join-timeout"])  # across nodes (issue 28)
+        "--nnodes", "--node-rank", "--master-addr", "--master-port", "--join-timeout"])  # across nodes
     assert [p.name for p in report.params] == ["out_dir", "as_json"]
 
 

@@ -138,7 +138,7 @@ def test_every_unit_recorded_and_measured(full):
 
 @pytest.mark.slow
 def test_two_identical_studies_never_contradict(full):
-    """Issue 27's CPU criterion: two identical studies never contradict ("a faster" against "b faster", or
+    """The verdicts' CPU criterion: two identical studies never contradict ("a faster" against "b faster", or
     "faster" against "equivalent"; undecided contradicts nothing); each study says its comparisons in its
     summary record and in `fabricbench report DIR --json`. Figures' intervals are not required to overlap: the
     twin runs later, on a CI machine whose load may have moved by more than two runs' spread (once 3.4%,
@@ -169,7 +169,7 @@ def test_two_identical_studies_never_contradict(full):
     assert contradictions(sums[0], sums[1]) == [], (sums[0]["headline"], sums[1]["headline"])
     # the same measurement, all the same: a twin's figure within a factor of 2 (a unit or a batch gone astray)
     # (a figure the study itself flags as taken on a busy host is not held to it: under xdist the other
-    # worker's test can halve one run, and saying so is the study's job, issue 37.5)
+    # worker's test can halve one run, and saying so is the study's job)
     twin = {(f["strategy"], f["fabric"]): f for f in sums[1]["figures"]}
     for f in sums[0]["figures"]:
         other = twin[f["strategy"], f["fabric"]]

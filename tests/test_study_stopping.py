@@ -42,7 +42,7 @@ def test_undecided_goes_on_and_a_begun_round_is_finished():
     recs = [_rec("ddp", 0.10 * k, r) for r, k in enumerate(noisy, 1)] + \
            [_rec("fsdp", 0.101 * k2, r) for r, k2 in enumerate((1.2, 0.85, 1.0), 1)]
     assert _enough_runs(_unit("ddp", 4), _ctx(recs)) is None
-    # ddp's round 4 ran: fsdp's round 4 runs whatever round 4 would now say (pairs stay whole)
+    # ddp's fourth round ran: fsdp's fourth runs whatever the stopping rule would now say (pairs stay whole)
     recs.append(_rec("ddp", 0.10, 4))
     spent = _ctx(recs, repeat_budget_s=1.0)
     spent.started = time.monotonic() - 5  # the budget is spent: a begun round is finished all the same

@@ -1,5 +1,5 @@
-"""One rule for a fabric that changes nothing on the chosen backend (issue 37, item 4), and a study across
-nodes of one rank each (item 11, first bullet): what the plan waives and why, what a waived unit records,
+"""One rule for a fabric that changes nothing on the chosen backend, and a study across
+nodes of one rank each: what the plan waives and why, what a waived unit records,
 and what "In short" says about a busbw ratio whose interval holds 1.
 
 Fast: nothing here starts a rank (a waived unit runs no child; the report parts read records built here).

@@ -3,7 +3,7 @@ what this host lacks (an interface the fabric named) stops `train` with one line
 
     fabricbench train --device cpu --strategies ddp,fsdp --nprocs 2 --fabric nowhere:GLOO_SOCKET_IFNAME=fbnoif0
 
-Issue 37: that command failed every strategy after ~20 s each with gloo's raw "[enforce fail at ...]" text
+Once, that command failed every strategy after ~20 s each with gloo's raw "[enforce fail at ...]" text
 and no advice, exit 1, and the ranks' tracebacks reached no log file. Sweep's side is tests/test_rank_failure.py.
 """
 

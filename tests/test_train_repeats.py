@@ -85,7 +85,7 @@ def test_a_run_noisier_than_its_own_step_keeps_a_positive_interval():
     assert stats.around(0.2, 0.0) == (0.2, 0.2)
 
 def test_slowdown_is_the_paired_ratio_of_the_fabric_comparison():
-    # the slow fabric doubles the step in every round; round 2 is slow on both (the machine drifted)
+    # the slow fabric doubles the step in every round; the second round is slow on both (the machine drifted)
     recs = [_rec("ddp", f, step * k, rnd=r) for r, k in enumerate((1.0, 1.3, 0.95), 1)
             for f, step in (("default", 0.10), ("slow", 0.20))]
     (sl,) = repeats.summary(recs, fabrics=["default", "slow"], last_look=3)["slowdowns"]
@@ -139,7 +139,7 @@ def _config(**kw):
 
 def test_rounds_interleave_and_stop_when_the_question_is_answered(tmp_path, monkeypatch):
     calls: list[str] = []
-    # ddp 2x faster, both tight: decided at the first look (round 3), both precise: stop
+    # ddp 2x faster, both tight: decided at the first look (the third round), both precise: stop
     monkeypatch.setattr(launch, "run_strategy", _fake_run(calls, {"ddp": [0.100, 0.1001, 0.0999, 0.1, 0.1],
                                                                   "fsdp": [0.2, 0.2001, 0.1999, 0.2, 0.2]}))
     with ResultWriter(tmp_path / "t.jsonl") as w:

@@ -66,7 +66,7 @@ def test_an_unwritable_output_is_one_line_and_exit_2(command, option, folder, wh
 
 
 def test_a_whole_study_with_an_unwritable_out_is_refused_before_it_runs(capsys):
-    # issue 37: this printed a 48-line FileNotFoundError traceback and exited 1 (and --dry-run accepted it)
+    # refused before it runs, --dry-run too: one Error: line, not a 48-line FileNotFoundError traceback
     args = ["study", "--device", "cpu", "--nprocs", "2", "--model", "tiny-mistral", "--strategies", "ddp",
             "--steps", "5", "--repeats", "1", "--out", "/proc/x"]
     for extra in ([], ["--dry-run"]):
@@ -75,7 +75,7 @@ def test_a_whole_study_with_an_unwritable_out_is_refused_before_it_runs(capsys):
 
 @pytest.mark.parametrize("blocked", ["report.md", "report.html"])
 def test_report_where_the_report_is_a_folder(blocked, tmp_path, capsys):
-    # issue 37: `fabricbench report DIR` with DIR/report.md a folder printed a traceback and exited 1
+    # `fabricbench report DIR` with DIR/report.md a folder: one Error: line, not a traceback
     study = tmp_path / "study"
     shutil.copytree(STUDY, study, ignore=shutil.ignore_patterns("report*"))
     (study / blocked).mkdir()

@@ -1,4 +1,4 @@
-"""`fabricbench report DIR --json` gives `comparisons` on every committed study folder (issue 27), old ones
+"""`fabricbench report DIR --json` gives `comparisons` on every committed study folder, old ones
 included: their rounds pair by the study unit's name ("train ddp @ default #2"); runs that cannot pair
 fall back to Welch and say `paired: false`."""
 

@@ -1,4 +1,4 @@
-"""ZeRO-2 on 3 gloo ranks passes its own strategy check (issue 35, item 4).
+"""ZeRO-2 on 3 gloo ranks passes its own strategy check.
 
 DeepSpeed ZeRO-1/2 keep whole the gradient of every parameter that touches a rank's 1/n of the flat buffer
 (verify.py's docstring); on lab-mistral at 3 ranks that is 0.350, 0.450 and 0.350 of Ψ, which the check
