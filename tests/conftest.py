@@ -18,6 +18,7 @@ GPUs to itself). Where pytest-xdist is not installed, -n and --dist are accepted
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 
@@ -55,9 +56,18 @@ def pytest_addoption(parser, pluginmanager):
         group._addoption("--dist", dest="dist", default="no")
 
 
+def names_multinode(config) -> bool:
+    """Whether -m asks for the multinode tier (`-m multinode`, `-m "multinode and not slow"`, not `not multinode`)."""
+    return re.search(r"(?<!not )\bmultinode\b", config.getoption("markexpr", "") or "") is not None
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_auto_num_workers(config):
-    """-n auto: one worker per core up to MAX_WORKERS; one on a GPU machine, where GPU tests measure."""
+    """-n auto: one worker per core up to MAX_WORKERS; one on a GPU machine, where GPU tests measure; none
+    (this process) for the multinode tier, whose every test starts a cluster of namespaces and daemons that
+    needs the machine's CPUs to itself to keep its time bounds."""
+    if names_multinode(config):
+        return 0
     return 1 if GPUS else max(1, min(os.cpu_count() or 1, MAX_WORKERS))
 
 
