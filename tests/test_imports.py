@@ -278,7 +278,7 @@ def test_fabricbench_help_does_not_import_torch():
     # the option types, the hint mapping and the closed-pipe sink load with the group (light: click and the
     # standard library)
     light = {"fabricbench.cli.types", "fabricbench.cli.option_type", "fabricbench.cli.path_types",
-             "fabricbench.cli.hints", "fabricbench.cli.pipes"}
+             "fabricbench.cli.hints", "fabricbench.cli.pipes", "fabricbench.cli.commands"}
     assert {m for m in imported if m.startswith("fabricbench.cli.")} <= light
 
 
@@ -320,3 +320,34 @@ def test_the_library_calls_stay_functions_once_their_packages_are_imported():
     import fabricbench.studying.runner  # noqa: F401
 
     assert inspect.isfunction(fabricbench.study) and inspect.isfunction(fabricbench.advise)
+
+
+def _module_edges() -> dict[str, set[str]]:
+    """Module -> the fabricbench modules it imports: every import, at the top, inside a function or under
+    TYPE_CHECKING alike (a type-only arrow is still a circle a reader has to untie). `from pkg import mod`
+    points at mod; `from pkg import name` at pkg."""
+    files = {".".join(_module(p)): p for p in ROOT.rglob("*.py")}
+    edges: dict[str, set[str]] = {m: set() for m in files}
+    for mod, path in files.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, (ast.Import, ast.ImportFrom)):
+                continue
+            for base in _imported(path, node):
+                subs = [f"{base}.{a.name}" for a in node.names] if isinstance(node, ast.ImportFrom) else []
+                for name in [s for s in subs if s in files] + ([base] if not subs or any(s not in files for s in subs)
+                                                                else []):
+                    while name and name not in files:
+                        name = name.rpartition(".")[0]
+                    if name and name != mod:
+                        edges[mod].add(name)
+    return edges
+
+
+def test_no_circle_between_modules():
+    edges = _module_edges()
+    assert {"fabricbench.measuring.devices", "fabricbench.results.schema"} <= edges["fabricbench.measuring.api"] | \
+        edges["fabricbench.measuring.devices"] | {"fabricbench.results.schema"}  # the scan sees the modules
+    assert "fabricbench.qualifying.units" in edges["fabricbench.qualifying.checks.common"]
+    cycles = _cycles(edges)
+    assert not cycles, "modules that import each other (directly or around a ring, type-only imports " \
+        "included): " + "; ".join(" <-> ".join(g) for g in cycles)

@@ -19,10 +19,10 @@ from typing import Any
 
 import click
 
+from fabricbench.cli.commands import COMMANDS
+
 
 def command(name: str | None) -> click.Command | None:
-    from fabricbench.cli import COMMANDS
-
     if name not in COMMANDS:
         return None
     module, _, attr = COMMANDS[name][0].partition(":")

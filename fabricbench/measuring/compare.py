@@ -16,7 +16,8 @@ from typing import Any, Callable
 from fabricbench.errors import UsageError
 from fabricbench.fabrics.model import Fabric
 from fabricbench.importing.beside import collective_groups, records_of
-from fabricbench.measuring.api import default_backend, make_config, resolve_devices, uses_gpus
+from fabricbench.measuring.config import default_backend
+from fabricbench.measuring.devices import make_config, resolve_devices, uses_gpus
 from fabricbench.jobs.configs import SweepJob
 from fabricbench.measuring.child import ChildRun, run_child
 from fabricbench.measuring.resume import covering, read_prior

@@ -21,6 +21,7 @@ from typing import Any, Callable
 
 from fabricbench.jobs import store
 from fabricbench.measuring.config import SweepConfig
+from fabricbench.measuring.devices import make_config, nranks, resolve_devices, uses_gpus
 from fabricbench.measuring.plan import PlanItem, build_plan
 from fabricbench.results.status import REUSABLE, Status
 
@@ -109,7 +110,6 @@ def plan_held(config: SweepConfig, records: list[dict[str, Any]]) -> tuple[list[
     """The plan of `config` and the records that already hold its items (plan index -> record), for a parent
     that starts the sweep in a child and measures nothing itself (compare, scaling, sweep --fabric X): the
     GPUs and backend come from the config as this machine completes it, not from an open session."""
-    from fabricbench.measuring.api import nranks, resolve_devices, uses_gpus  # api.py imports this module at its top
 
     config, _ = resolve_devices(config)
     n = nranks(config)
@@ -124,7 +124,6 @@ def covering(records: list[dict[str, Any]], *, where: dict[str, Any] | None = No
     """For compare and scaling: the records that already hold every measurement of the child sweep
     `sweep_fields` (fabricbench.sweep's fields, fabric included), in plan order, or None when one is missing
     (the child then runs whole). `where`: extra fields a record must also carry (e.g. the placement)."""
-    from fabricbench.measuring.api import make_config  # api.py imports this module at its top
 
     if where:
         records = [r for r in records if all((r.get("extra") or {}).get(k) == v for k, v in where.items())]

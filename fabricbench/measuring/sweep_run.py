@@ -20,7 +20,7 @@ from fabricbench import hostload, references, topology
 from fabricbench.errors import CheckFailed
 from fabricbench.fabrics import get_fabric
 from fabricbench.files import OutputError, check_output, open_output
-from fabricbench.measuring.api import nranks, resolve_devices, uses_gpus
+from fabricbench.measuring.devices import nranks, resolve_devices, uses_gpus
 from fabricbench.measuring.config import SweepConfig
 from fabricbench.measuring.plan import build_plan, plan_length
 from fabricbench.measuring.resume import Resume

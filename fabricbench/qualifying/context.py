@@ -23,7 +23,7 @@ import fabricbench.gpus  # looked up on call: tests stand in for visible_gpu_cou
 from fabricbench.errors import FabricbenchError
 from fabricbench.jobs import store
 from fabricbench.jobs.configs import CopyJob, TrainJob, job_key
-from fabricbench.measuring.api import make_config, resolve_devices
+from fabricbench.measuring.devices import make_config, resolve_devices
 from fabricbench.measuring import runner
 from fabricbench.measuring.compare import adopt
 from fabricbench.qualifying import children
