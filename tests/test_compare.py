@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from fabricbench.report.analysis import comparison
+from fabricbench.reporting.analysis import comparison
 from fabricbench.fabrics import get_fabric
 from fabricbench.jobs.configs import SweepDelivery, SweepJob, sweep_command
 from fabricbench.measuring.child import ChildRun, run_child

@@ -6,7 +6,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from fabricbench.report.document import Document
+from fabricbench.reporting.document import Document
 
 
 def _png() -> bytes:

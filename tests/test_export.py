@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from fabricbench.errors import UsageError
-from fabricbench.export import SimaiOptions, export, simai
+from fabricbench.exporting import SimaiOptions, export, simai
 
 ROOT = Path(__file__).resolve().parent.parent
 D = ROOT / "tests" / "data" / "export"

@@ -11,7 +11,7 @@ import pytest
 
 from fabricbench.cli import main
 from fabricbench.errors import UsageError
-from fabricbench.export import simumax
+from fabricbench.exporting import simumax
 from fabricbench.results.records import read
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -257,8 +257,8 @@ def test_sweep_and_compare_say_which_measurements_ran_on_a_busy_host(monkeypatch
     from fabricbench.measuring.api import make_config
     from fabricbench.measuring.compare_run import CompareResult
     from fabricbench.measuring.format import render_compare_table
-    from fabricbench.report import table as tables
-    from fabricbench.report.analysis import comparison
+    from fabricbench.reporting import table as tables
+    from fabricbench.reporting.analysis import comparison
     from fabricbench.results.schema import CollectiveResult
 
     recs = [{"kind": "collective", "op": "all_reduce", "dtype": "float32", "inplace": False, "bytes": 1 << s,

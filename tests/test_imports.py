@@ -40,7 +40,7 @@ LAYERS = [
     {"qualifying", "relating"},
     {"training"},
     {"measuring"},
-    {"jobs", "topology", "report", "importing", "export", "references", "cluster"},
+    {"jobs", "topology", "reporting", "importing", "exporting", "references", "cluster"},
     {"results"},
     {"fabrics", "files", "collectives"},
     {"declare", "errors", "exitcodes", "dtypes", "gpus", "hostload", "masking", "outputs", "procs", "progress",

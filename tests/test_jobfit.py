@@ -127,7 +127,7 @@ def test_gloo_job_against_its_sweep_is_near_one(tmp_path):
 
 
 def test_study_report_section_only_when_the_study_holds_a_job():
-    from fabricbench.report.document import Document
+    from fabricbench.reporting.document import Document
     from fabricbench.studying.report import jobfit as jobfit_section
 
     doc = Document("t")

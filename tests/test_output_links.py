@@ -22,7 +22,7 @@ from fabricbench.cli import COMMANDS
 from fabricbench.cli import types as T
 from fabricbench.cli.hints import command
 from fabricbench.errors import UsageError
-from fabricbench.report.document import Document
+from fabricbench.reporting.document import Document
 from fabricbench.results.repair import repair
 from test_cli_property import guarded, run, valid  # noqa: F401 (guarded: a fixture used by name)
 

@@ -214,7 +214,7 @@ def test_progress_says_a_line_every_few_seconds_while_a_step_runs(monkeypatch):
 
 
 def test_listing_lines_wrap_at_words_under_their_last_column():
-    from fabricbench.report.table import fit_lines
+    from fabricbench.reporting.table import fit_lines
 
     listing = ["FB_LINK_DOWN    critical  a GPU link is down or slower than the spec: reseat or replace the board",
                "short line", "x" * 100]
@@ -229,7 +229,7 @@ def test_listing_lines_wrap_at_words_under_their_last_column():
 
 
 def test_piped_rich_output_carries_no_trailing_blanks(monkeypatch, capsys):
-    from fabricbench.report import table as tables
+    from fabricbench.reporting import table as tables
 
     monkeypatch.setenv("COLUMNS", "40")
     con = tables.console()

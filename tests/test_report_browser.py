@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from fabricbench.report.document import Document
+from fabricbench.reporting.document import Document
 
 CHROMIUM = next((p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p), None)
 DRIVER = shutil.which("chromedriver")

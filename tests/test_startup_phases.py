@@ -80,7 +80,7 @@ def test_the_shipped_step_has_no_fault_point_and_an_armed_one_raises_oom():
 
 
 def test_the_study_report_says_how_much_of_its_time_was_measurement():
-    from fabricbench.report.document import Document
+    from fabricbench.reporting.document import Document
     from fabricbench.results.schema import TrainResult
     from fabricbench.studying.report.time import time_section
 
@@ -129,7 +129,7 @@ def test_a_commands_runs_start_where_the_users_wait_began(tmp_path, monkeypatch)
 def test_where_the_time_went_adds_up_to_the_study_wall():
     """The study's wall runs from its command's start (the plan's timestamp less its process's age) to its last
     unit's record; its units by kind and the study's own process between them add up to it, per start."""
-    from fabricbench.report.document import Document
+    from fabricbench.reporting.document import Document
     from fabricbench.studying.report.time import time_section, wall_rows
 
     plans = [{"run_id": "a1", "timestamp": "2026-01-01T00:00:10+00:00", "study": {"attempt": "a1", "process_age_s": 1.5}},

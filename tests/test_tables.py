@@ -24,8 +24,8 @@ from types import SimpleNamespace
 import pytest
 from rich.console import Console
 
-from fabricbench.report import table as tables
-from fabricbench.report.analysis import comparison, fmt, fmt_count, fmt_cv, fmt_ratio
+from fabricbench.reporting import table as tables
+from fabricbench.reporting.analysis import comparison, fmt, fmt_count, fmt_cv, fmt_ratio
 
 DATA = Path(__file__).parent / "data"
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")

@@ -6,8 +6,8 @@ by busbw, and each strategy's memory and time on the chosen set (library code; t
 
 from __future__ import annotations
 
-from fabricbench.report import table as tables
-from fabricbench.report.analysis import fmt, fmt_count
+from fabricbench.reporting import table as tables
+from fabricbench.reporting.analysis import fmt, fmt_count
 from fabricbench.sizes import format_gib
 
 

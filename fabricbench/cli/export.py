@@ -15,7 +15,7 @@ from fabricbench.cli.types import Choice, InputPath, Size, Text
 from fabricbench.cli.declared import option
 from fabricbench.cli.options import OUT_FILE
 from fabricbench.errors import UsageError
-from fabricbench.export import EXPORTERS, SimaiOptions, SimumaxOptions, export
+from fabricbench.exporting import EXPORTERS, SimaiOptions, SimumaxOptions, export
 from fabricbench.files import check_output, refuse_collisions
 from fabricbench.sizes import parse_size
 

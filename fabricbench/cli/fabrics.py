@@ -13,7 +13,7 @@ import json
 import click
 
 from fabricbench.fabrics import listing
-from fabricbench.report.fabrics import render
+from fabricbench.reporting.fabrics import render
 from fabricbench.cli.declared import option
 from fabricbench.cli.options import JSON
 

@@ -26,7 +26,7 @@ from fabricbench.errors import UsageError
 from fabricbench.files import refuse_collisions
 from fabricbench.importing import answer, import_into
 from fabricbench.importing.output import Appending
-from fabricbench.report.table import fit_lines
+from fabricbench.reporting.table import fit_lines
 
 
 @click.command(name="import")

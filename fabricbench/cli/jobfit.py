@@ -17,7 +17,7 @@ from fabricbench.cli.options import JSON, PLOT
 from fabricbench.files import dumps, refuse_collisions
 from fabricbench.measuring.compare import check_plot_path
 from fabricbench.relating import jobfit, jobfit_io
-from fabricbench.report.table import fit_lines
+from fabricbench.reporting.table import fit_lines
 
 
 @click.command()

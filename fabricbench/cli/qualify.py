@@ -35,7 +35,7 @@ from fabricbench.qualifying.init import summary as init_summary
 from fabricbench.qualifying.listing import code_lines, kind_lines, spec_lines
 from fabricbench.qualifying.report import render
 from fabricbench.qualifying.verdict import CPU_SPEC
-from fabricbench.report.table import fit_lines
+from fabricbench.reporting.table import fit_lines
 
 
 def _names(text: str | None) -> list[str] | None:

@@ -28,8 +28,8 @@ from fabricbench.exitcodes import Exit
 from fabricbench.relating import usertrace
 from fabricbench.relating.format import explain_model, render
 from fabricbench.relating.plot import plot_relate
-from fabricbench.report import table as tables
-from fabricbench.report.plot import pyplot
+from fabricbench.reporting import table as tables
+from fabricbench.reporting.plot import pyplot
 
 
 @click.command()

@@ -26,7 +26,7 @@ from fabricbench.files import refuse_collisions
 from fabricbench.measuring import sweep_run
 from fabricbench.measuring.config import SweepConfig
 from fabricbench.relating import traceplan
-from fabricbench.report.table import fit_lines
+from fabricbench.reporting.table import fit_lines
 
 
 @click.command(context_settings={"show_default": True})

@@ -25,7 +25,7 @@ from fabricbench.training.phases import process_start
 from fabricbench.training.launch import TrainConfig
 from fabricbench.training.models import MODELS
 from fabricbench.training.strategies import STRATEGIES
-from fabricbench.report.table import fit_lines
+from fabricbench.reporting.table import fit_lines
 
 
 @click.command()

@@ -11,7 +11,9 @@ Every orchestrator goes through here: `sweep --fabric`, `compare`, `scaling` (me
 - runner.py: the one child runner (fabric applied, process group dead with us, records streamed back over
   one channel, stall timeout naming the process that stopped answering, total budget, no leftovers; a
   job of several processes ends when one fails, naming the cause);
-- channel.py: the child's side of that channel (records, progress, why it failed, a heartbeat);
+- channel.py: the child's side of that channel (records, progress, why it failed, its pulse);
+- heartbeat.py: the ranks' store heartbeat across nodes and the stall watchdog that reads it;
+- liveness.py: which of the two says what, and DEAD_AFTER_S, the one bound for "silence means dead";
 - signals: procs.install/Terminated (SIGINT -> exit 130, SIGTERM -> 143, what was measured kept, one line);
 - secrets.py: a fabric travels to children through their environment, never their argv; values outside
   NCCL_*/GLOO_*/CUDA_* are shown as *** everywhere else;

@@ -1,4 +1,4 @@
-"""The child's side of a job's one channel: records, progress and a heartbeat, back to the runner.
+"""The child's side of a job's one channel: records, progress and a pulse, back to the runner.
 
     from fabricbench.jobs import channel
     ch = channel.open_channel("rank 1")     # None when not started by jobs.run (e.g. by hand)
@@ -9,9 +9,13 @@
 
 jobs.run gives every job a workspace folder and names it in FABRICBENCH_JOB_CHANNEL. Each process of the
 job that speaks (a sweep child, each training rank) appends JSON lines to a file of its own there,
-`<who>.chan.jsonl`, with one write per line (O_APPEND: lines from one process never interleave). A thread
-touches the file every HEARTBEAT_S: a process that is stopped (SIGSTOP) or frozen stops touching it,
-which is how the runner tells the rank that stopped answering from the ranks that wait for it.
+`<who>.chan.jsonl`, with one write per line (O_APPEND: lines from one process never interleave).
+
+The pulse: a thread of each such process touches its file every PULSE_S; the runner (jobs/runner.py, the
+same node) reads the file's mtime. A process that is stopped (SIGSTOP) or frozen stops touching it, which
+is how the runner tells the rank that stopped answering from the ranks that wait for it: a pulse silent for
+liveness.DEAD_AFTER_S is a stopped process. It reaches this node only; across nodes, ranks watch each
+other through the store heartbeat (jobs/heartbeat.py). jobs/liveness.py says which is which.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from typing import Any
 ENV = "FABRICBENCH_JOB_CHANNEL"
 LOG_ENV = "FABRICBENCH_LOG"  # the file a child's traceback goes to; jobs.run names one in the caller's temp folder
 SUFFIX = ".chan.jsonl"
-HEARTBEAT_S = 0.5  # how often a live process touches its channel file
+PULSE_S = 0.5  # how often a live process touches its channel file: many times within liveness.DEAD_AFTER_S
 
 
 def file_name(who: str) -> str:
@@ -35,14 +39,14 @@ def file_name(who: str) -> str:
 
 
 class Channel:
-    def __init__(self, path: str | os.PathLike, who: str, *, heartbeat_s: float = HEARTBEAT_S) -> None:
+    def __init__(self, path: str | os.PathLike, who: str, *, pulse_s: float = PULSE_S) -> None:
         self.path, self.who = Path(path), who
         self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         self._stop = threading.Event()
-        self.send("hello", heartbeat_s=heartbeat_s, pid=os.getpid())
-        self._beat = threading.Thread(target=self._heartbeat, args=(heartbeat_s,), daemon=True,
-                                      name="fabricbench-heartbeat")
-        self._beat.start()
+        self.send("hello", pulse_s=pulse_s, pid=os.getpid())
+        self._pulse_thread = threading.Thread(target=self._pulse, args=(pulse_s,), daemon=True,
+                                              name="fabricbench-channel-pulse")
+        self._pulse_thread.start()
 
     def send(self, m: str, **data: Any) -> None:
         line = (json.dumps({"m": m, "who": self.who, **data}, default=str) + "\n").encode()
@@ -61,7 +65,7 @@ class Channel:
         process's stall watchdog (jobs/heartbeat.py) named another rank; the runner ends the job at once."""
         self.send("error", kind=kind, message=message, **data)
 
-    def _heartbeat(self, period: float) -> None:
+    def _pulse(self, period: float) -> None:
         while not self._stop.wait(period):
             try:
                 os.utime(self._fd)

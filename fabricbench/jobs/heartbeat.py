@@ -1,4 +1,4 @@
-"""The stall watchdog inside every rank: a heartbeat through the rendezvous store that names rank and host.
+"""The store heartbeat and the stall watchdog inside every rank, which names the rank and host that stopped.
 
     fabricbench train --nnodes 2 --node-rank 1 --master-addr node0 --stall-timeout 30 ...
     hb = heartbeat.start(rank=1, world=4, host_addr="node0", port=29500, stall_s=30, on_stall=end_run)
@@ -6,8 +6,9 @@
     hb.failed("RuntimeError: Connection reset by peer")   # -> the peer to blame, if one is dead
     hb.close()
 
-Every rank opens a second client of the run's TCPStore (the rendezvous store torchrun's agent or rank 0
-hosts; not the communicator) and, on a thread of its own, every BEAT_S:
+Who writes and who reads: every rank, on every node, opens a second client of the run's TCPStore (the
+rendezvous store torchrun's agent or rank 0 hosts; not the communicator) and, on a thread of its own, every
+BEAT_S:
 - writes `fabricbench/hb/<rank>` = {"seq", "host", "step", "state"}: its host registers as it joins, so
   a rank that never joins is known by its absence;
 - reads every rank's beat and watches two clocks per peer, both on this process's monotonic clock (no
@@ -24,7 +25,12 @@ The verdict (`on_stall(message, culprit)`, once, from the thread; the caller end
 The stall bound is `stall_s`, or when None max(MIN_STALL_S, STEPS_X x the median step so far) (before the
 first step: MIN_STALL_S). A stopped rank is named by every live rank within the bound plus BEAT_S; since
 a collective's own time-outs (gloo's, NCCL's watchdog, the store's) are the run's --timeout (default
-1800 s), this fires first unless --stall-timeout is set above --timeout.
+1800 s), this fires first unless --stall-timeout is set above --timeout. A study's nodes beat the same
+way, one "rank" per node, and node 0 reads them (studying/nodes.py).
+
+This is the heartbeat across nodes; inside one node the runner also reads each process's channel pulse
+(jobs/channel.py). Both are judged dead after liveness.DEAD_AFTER_S where no stall bound applies
+(jobs/liveness.py).
 """
 
 from __future__ import annotations
@@ -42,9 +48,10 @@ from typing import Any, Callable
 
 from fabricbench.declare import Declared
 from fabricbench.exitcodes import Exit
+from fabricbench.jobs.liveness import DEAD_AFTER_S
 from fabricbench.jobs.tcpstore import STORE_WAIT_S, open_store
 
-BEAT_S = 1.0  # how often a rank writes its beat and reads its peers'
+BEAT_S = 1.0  # how often a rank writes its beat and reads its peers': several times within DEAD_AFTER_S
 MIN_STALL_S = 60.0  # the default bound's floor
 STALL_LO_S, STALL_HI_S = 3.0, 86_400.0  # --stall-timeout's accepted range (a beat every BEAT_S must be missed
 # several times), for train, sweep and study alike
@@ -54,7 +61,6 @@ STALL_TIMEOUT = Declared(  # --stall-timeout, declared once: each config shares 
 STALL_EXIT = Exit.STALLED  # a rank the watchdog ended exits with this: the one code, train's ranks too
 STEPS_X = 10.0  # the default bound: this many median steps, when that is above the floor
 # a verdict is checked at least every BEAT_S + STORE_WAIT_S (one store call's bound, jobs/tcpstore.py)
-DEAD_S = 5.0  # after a rank's own collective failed: a peer silent this long is the one that died
 PREFIX = "fabricbench/hb"
 RUNNING, FAILED, DONE = "running", "failed", "done"
 
@@ -181,7 +187,7 @@ class Heartbeat:
         while self._beats <= before and self._io.is_alive() and time.monotonic() < deadline:
             time.sleep(0.02)
 
-    def failed(self, message: str, wait_s: float = DEAD_S) -> tuple[str, list[int]] | None:
+    def failed(self, message: str, wait_s: float = DEAD_AFTER_S) -> tuple[str, list[int]] | None:
         """This rank's collective failed (a connection reset, a time-out): publish it, then wait up to
         `wait_s` for a peer on another host that is silent (dead) -> (message naming it, its ranks), else
         None (this rank's own error stands, and a dead peer on this host is its launcher's to name)."""

@@ -14,8 +14,8 @@ One policy for all jobs:
   record as soon as its line is complete;
 - a rank's own stall watchdog (jobs/heartbeat.py, across nodes) that names who stalled ends the job at
   once, with its message (Outcome.stalled: the rank it named, which may run on another node);
-- stall: a process whose channel file has not been touched for `stall_s` is named as the one that stopped
-  answering (its heartbeat thread stopped: SIGSTOP, a frozen process); once every process has reported a
+- stall: a process whose channel pulse (jobs.channel) has stood still for `stall_s` is named as the one
+  that stopped answering (SIGSTOP, a frozen process); once every process has reported a
   step, when all are alive but none made progress (a step, a record) for `stall_s`, the one furthest
   behind is named; start-up (building a model) is bounded by `startup_s` instead. Either way the whole
   group is killed and Outcome.stalled / Outcome.message say who;
@@ -53,9 +53,9 @@ from fabricbench.errors import FabricWaived
 from fabricbench.fabrics.apply import Launch, applied
 from fabricbench.fabrics.model import Fabric
 from fabricbench.jobs import bytecode, channel
+from fabricbench.jobs.liveness import DEAD_AFTER_S
 
 POLL_S = 0.2  # how often the workspace is read while the job runs
-ALIVE_S = 3.0  # a heartbeat older than this marks the process that stopped when nobody progresses
 SETTLE_S = 1.0  # after one process of several failed: time for the one that made it fail to show itself
 
 
@@ -183,16 +183,16 @@ class _Watch:
                 return late.who, f"{late.who} did not start within {startup_s:g} s ({_where(late)})"
             return None
         if all(now - sp.last_progress > stall_s for sp in heard):
-            behind = min(heard, key=lambda sp: (now - sp.last_alive <= ALIVE_S, sp.last_progress))
+            behind = min(heard, key=lambda sp: (now - sp.last_alive <= DEAD_AFTER_S, sp.last_progress))
             return behind.who, (f"{behind.who} stopped answering: no progress from any process for "
                                 f"{stall_s:g} s, {behind.who} furthest behind ({_where(behind)})")
         return None
 
     def silent_one(self, among: Collection[str]) -> tuple[str, str] | None:
-        """(who, message) for a process of `among` whose heartbeat is older than ALIVE_S (stopped)."""
+        """(who, message) for a process of `among` whose pulse is older than DEAD_AFTER_S (stopped)."""
         now = time.monotonic()
         for sp in self.speakers.values():
-            if sp.who in among and sp.path is not None and now - sp.last_alive > ALIVE_S:
+            if sp.who in among and sp.path is not None and now - sp.last_alive > DEAD_AFTER_S:
                 return sp.who, _silent(sp, now)
         return None
 

@@ -22,8 +22,8 @@ from fabricbench.jobs.configs import SweepJob
 from fabricbench.measuring.child import ChildRun, run_child
 from fabricbench.measuring.resume import covering, read_prior
 from fabricbench.progress import Progress
-from fabricbench.report.analysis import metric_for as choose
-from fabricbench.report.plot import remove_stale
+from fabricbench.reporting.analysis import metric_for as choose
+from fabricbench.reporting.plot import remove_stale
 from fabricbench.results.writer import ResultWriter
 from fabricbench.sizes import SizeSweep
 from fabricbench.topology import snapshot_record
@@ -160,7 +160,7 @@ def run_and_keep(fabric, job: SweepJob, writer, run_id: str, *, what: str, kept:
 
 
 def metric_for(records: list[dict[str, Any]]) -> tuple[str, str | None]:
-    """Kept for callers of the old place; the analysis lives in fabricbench/report/analysis.py."""
+    """Kept for callers of the old place; the analysis lives in fabricbench/reporting/analysis.py."""
     return choose(records)
 
 

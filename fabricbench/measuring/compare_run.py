@@ -22,8 +22,8 @@ from fabricbench.measuring.compare import (SweepOptions, already_done, as_text, 
                                            progress_bar, resume_records, run_and_keep, sweep_options)
 from fabricbench.measuring.runner import new_run_id
 from fabricbench.progress import Progress
-from fabricbench.report.analysis import METRIC_LABEL, comparison, comparison_series
-from fabricbench.report.plot import bandwidth_vs_size
+from fabricbench.reporting.analysis import METRIC_LABEL, comparison, comparison_series
+from fabricbench.reporting.plot import bandwidth_vs_size
 from fabricbench.sizes import format_size
 
 

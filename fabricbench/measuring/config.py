@@ -18,7 +18,8 @@ from fabricbench.collectives import COLLECTIVES
 from fabricbench.declare import check, declare, shared
 from fabricbench.errors import NcclError, UsageError
 from fabricbench.jobs.configs import argv_field
-from fabricbench.jobs.heartbeat import STALL_TIMEOUT
+from fabricbench.jobs.heartbeat import MIN_STALL_S, STALL_TIMEOUT
+from fabricbench.jobs.liveness import DEAD_AFTER_S
 from fabricbench.measuring.engines import ENGINES
 from fabricbench.measuring.nccl_lib import resolve_nccl_library
 from fabricbench.gpus import parse_gpus
@@ -71,9 +72,10 @@ class SweepConfig:
         "--timeout", "seconds", "Seconds before a hung step is aborted.", unit="s",
         concept="step_timeout_s")})  # a set-up or collective that takes longer is aborted
     stall_timeout_s: float | None = field(default=None, metadata={**argv_field(flag="--stall-timeout", keyed=False),
-        **shared(STALL_TIMEOUT, default_by="--timeout + 5 for --nprocs ranks, 60 under torchrun/srun")})
-    # a rank whose heartbeat stops this long (SIGSTOP, a dead node) ends the run naming it; None: --timeout
-    # + DEAD_AFTER_S for local ranks, 60 s for torchrun/srun ranks (jobs/heartbeat.py)
+        **shared(STALL_TIMEOUT, default_by=f"--timeout + {DEAD_AFTER_S:g} for --nprocs ranks, {MIN_STALL_S:g} under "
+                 "torchrun/srun")})
+    # a rank whose pulse (--nprocs ranks, jobs/channel.py) or store heartbeat (torchrun/srun ranks,
+    # jobs/heartbeat.py) stops this long (SIGSTOP, a dead node) ends the run naming it
     nccl_lib: str | None = field(default=None, metadata=declare(  # path of libnccl.so.2
         "--nccl-lib", "input file", "libnccl.so.2 to load.",
         default_by="$FABRICBENCH_NCCL_LIBRARY, torch's, the system's"))

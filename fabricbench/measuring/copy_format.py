@@ -6,9 +6,9 @@ heat-map plot (library code; the CLI only maps flags).
 
 from __future__ import annotations
 
-from fabricbench.report import table as tables
-from fabricbench.report.analysis import fmt
-from fabricbench.report.plot import HeatPanel, heatmaps
+from fabricbench.reporting import table as tables
+from fabricbench.reporting.analysis import fmt
+from fabricbench.reporting.plot import HeatPanel, heatmaps
 from fabricbench.sizes import format_size
 
 

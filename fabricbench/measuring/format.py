@@ -13,9 +13,9 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from fabricbench import hostload, references
-from fabricbench.report import table as tables
-from fabricbench.report.analysis import CV_NOISY, fmt, fmt_ratio, noisy, scaling_series
-from fabricbench.report.plot import busbw_vs_count
+from fabricbench.reporting import table as tables
+from fabricbench.reporting.analysis import CV_NOISY, fmt, fmt_ratio, noisy, scaling_series
+from fabricbench.reporting.plot import busbw_vs_count
 from fabricbench.sizes import format_size
 
 

@@ -7,11 +7,11 @@ This process hosts a torch.distributed TCPStore on loopback (the ranks' only mee
 NCCL ids, barriers and timings travel through it). The ranks (`python -m fabricbench.measuring.rank`) are
 one job of several processes, "rank 0" ... "rank N-1", run by the one child runner (jobs.run) as every
 other child of fabricbench is, train's ranks included: each rank speaks over the job's channel
-(jobs.channel: its records, a heartbeat, and why it failed), and the runner's policy ends the run:
+(jobs.channel: its records, its pulse, and why it failed), and the runner's policy ends the run:
 - a rank that exits without saying why: it died ("rank 1 died (killed by SIGKILL) before it finished");
-- a rank whose heartbeat stops for --stall-timeout (default --timeout + DEAD_AFTER_S): it is stopped (SIGSTOP) or hung where no
-  time-out reaches; every wait inside a rank (store, gloo, NCCL, barrier) ends at --timeout, so a live
-  rank always speaks again before that;
+- a rank whose pulse stops for --stall-timeout (default --timeout + liveness.DEAD_AFTER_S): it is stopped
+  (SIGSTOP) or hung where no time-out reaches; every wait inside a rank (store, gloo, NCCL, barrier)
+  ends at --timeout, so a live rank always speaks again before that;
 - a rank that reports an error: the run ends with it, unless another rank died or went silent first,
   which is then named as the cause (a dead peer makes the others fail with connection errors).
 Every rank is killed then, and what rank 0 measured before is kept, having been emitted as it came.
@@ -26,9 +26,9 @@ import sys
 from typing import Any, Callable
 
 from fabricbench import errors, jobs
+from fabricbench.jobs.liveness import DEAD_AFTER_S
 from fabricbench.measuring.config import SweepConfig
 
-DEAD_AFTER_S = 5.0  # past --timeout: a heartbeat silent this long means a stopped or hung rank
 CONFIG_KEY = "launch/config"
 
 

@@ -3,7 +3,7 @@ the job layer), never by hand.
 
     python -m fabricbench.measuring.rank RANK NPROCS STORE_PORT TIMEOUT_S
 
-Opens the job's channel first (jobs.channel: its heartbeat covers the start-up), connects to the parent's
+Opens the job's channel first (jobs.channel: its pulse covers the start-up), connects to the parent's
 TCPStore (which holds the config), runs runner.run_rank and sends over the channel rank 0's records as
 they are measured ("reused" and "skip" with --resume), or, when it fails, why (Channel.error). It exits
 with os._exit: nothing at interpreter shutdown (a process group's destructor, a stuck thread) can hold it.

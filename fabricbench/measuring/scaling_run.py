@@ -22,8 +22,8 @@ from fabricbench.measuring.compare import (SweepOptions, already_done, as_text, 
 from fabricbench.measuring.config import PROCS_PER_CORE, cores
 from fabricbench.measuring.runner import new_run_id
 from fabricbench.progress import Progress
-from fabricbench.report.analysis import scaling_rows, scaling_series
-from fabricbench.report.plot import busbw_vs_count
+from fabricbench.reporting.analysis import scaling_rows, scaling_series
+from fabricbench.reporting.plot import busbw_vs_count
 from fabricbench.sizes import format_size
 from fabricbench.topology import cuda_to_nvml, read_topology
 from fabricbench.topology.model import Gpu, Topology, ranges

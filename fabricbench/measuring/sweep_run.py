@@ -25,8 +25,8 @@ from fabricbench.measuring.config import SweepConfig
 from fabricbench.measuring.plan import build_plan, plan_length
 from fabricbench.measuring.resume import Resume
 from fabricbench.measuring.runner import new_run_id, run_sweep
-from fabricbench.report import table as tables
-from fabricbench.report.table import CsvSink, SweepTable, fit_lines
+from fabricbench.reporting import table as tables
+from fabricbench.reporting.table import CsvSink, SweepTable, fit_lines
 from fabricbench.results.context import fabric_label
 from fabricbench.results.schema import header
 from fabricbench.results.status import Status

@@ -20,10 +20,10 @@ from fabricbench.qualifying.junit import xml_text
 from fabricbench.qualifying.prometheus import TextFile
 from fabricbench.qualifying.result import FleetResult, Outlier
 from fabricbench.qualifying.verdict import RANK, SEVERITIES
-from fabricbench.report import table as tables
-from fabricbench.report.analysis import fmt
-from fabricbench.report.document import Document
-from fabricbench.report.plot import save
+from fabricbench.reporting import table as tables
+from fabricbench.reporting.analysis import fmt
+from fabricbench.reporting.document import Document
+from fabricbench.reporting.plot import save
 from fabricbench.results.status import Severity
 
 PLOT_MAX_NODES = 64  # beyond this a bar per node is unreadable; fleet.json and the tables hold every node

@@ -14,8 +14,8 @@ from pathlib import Path
 from fabricbench.qualifying.result import QualifyResult
 from fabricbench.qualifying.verdict import CPU_SPEC, NO_GPU, Verdict, fmt_value
 from fabricbench.results.status import Severity, Status
-from fabricbench.report import table as tables
-from fabricbench.report.document import Document
+from fabricbench.reporting import table as tables
+from fabricbench.reporting.document import Document
 
 
 COLS = (tables.Col("check", justify="left", key=True), tables.Col("kind", justify="left"),

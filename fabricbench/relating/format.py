@@ -9,8 +9,8 @@ from typing import Any
 
 from fabricbench.relating.api import REFERENCE
 from fabricbench.relating.curves import size_3sig
-from fabricbench.report import table as tables
-from fabricbench.report.analysis import fmt_ratio
+from fabricbench.reporting import table as tables
+from fabricbench.reporting.analysis import fmt_ratio
 
 COLS = (
     tables.Col("strategy", justify="left", key=True),

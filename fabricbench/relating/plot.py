@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fabricbench.report.plot import pyplot, save
+from fabricbench.reporting.plot import pyplot, save
 
 
 def plot_relate(result: Any, path: str) -> None:

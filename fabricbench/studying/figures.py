@@ -1,4 +1,4 @@
-"""The study report's figures that fabricbench/report/plot.py has no helper for: bars and the link matrix.
+"""The study report's figures that fabricbench/reporting/plot.py has no helper for: bars and the link matrix.
 
     fabricbench report run/      (every figure is drawn again from results.jsonl)
 
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from fabricbench.report.analysis import fmt
-from fabricbench.report.plot import pyplot, save
+from fabricbench.reporting.analysis import fmt
+from fabricbench.reporting.plot import pyplot, save
 from fabricbench.sizes import format_size
 from fabricbench.topology.model import PCIE_RELATIONS, nvlink_count
 

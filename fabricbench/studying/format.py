@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fabricbench.report import table as tables
+from fabricbench.reporting import table as tables
 from fabricbench.studying import records
 from fabricbench.studying.units import DONE, UNIT_KINDS
 

@@ -14,8 +14,8 @@ from typing import Any, Callable
 
 from fabricbench import hostload
 from fabricbench.measuring.comparison import MARGIN
-from fabricbench.report import table as tables
-from fabricbench.report.analysis import byte_unit, fmt, fmt_count
+from fabricbench.reporting import table as tables
+from fabricbench.reporting.analysis import byte_unit, fmt, fmt_count
 from fabricbench.sizes import format_gib
 from fabricbench.training import phases
 from fabricbench.training import repeats as reps

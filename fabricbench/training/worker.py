@@ -9,7 +9,7 @@ step of step 1 it counts what it holds (verify.py). After every step it rewrites
 whole (a temporary file, then os.replace) with "status": Status.RUNNING and the steps so far, so that a rank
 that dies later keeps them. Then --trace-steps more steps run under torch.profiler, untimed, for the
 communication trace (trace.py), and the file gets its final status; the launcher joins the ranks into
-one record. Progress (start-up phases, each step) and a heartbeat go over the job's channel
+one record. Progress (start-up phases, each step) and the channel pulse go over the job's channel
 (fabricbench/jobs/channel.py), so the launcher names a rank that stops answering within --timeout.
 Out of memory is written as status "oom" and the process exits
 with OOM_EXIT so that the launcher tears the other ranks down instead of letting them wait.
@@ -385,7 +385,7 @@ def main(argv: list[str]) -> None:
     if len(argv) == 3 and argv[1] == "--rank":
         os.environ["RANK"] = os.environ["LOCAL_RANK"] = argv[2]
     rank = int(os.environ.get("RANK", 0))
-    ch = channel.open_channel(f"rank {rank}")  # first: the heartbeat covers the start-up too
+    ch = channel.open_channel(f"rank {rank}")  # first: its pulse covers the start-up too
     spec = RankSpec.read(argv[0])
     # first, before anything imports transformers (a --model-config is read with it): what transformers
     # would import for work no training step does; only here, in a rank's own process

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from fabricbench.report.analysis import fmt
-from fabricbench.report.document import Document, Section
+from fabricbench.reporting.analysis import fmt
+from fabricbench.reporting.document import Document, Section
 from fabricbench.results.schema import CollectiveResult, TrainResult
 from fabricbench.studying.config import StudyConfig
 from fabricbench.studying.report.common import gib, question_summary

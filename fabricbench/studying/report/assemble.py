@@ -13,7 +13,7 @@ from fabricbench.errors import FabricbenchError, UsageError
 from fabricbench.importing import beside
 from fabricbench.measuring import comparison
 from fabricbench.relating.format import REFERENCE_JUDGED, judged
-from fabricbench.report.document import Document
+from fabricbench.reporting.document import Document
 from fabricbench.results.schema import CollectiveResult, TrainResult
 from fabricbench.studying import records as study_records
 from fabricbench.studying.config import StudyConfig

@@ -3,9 +3,9 @@ NVLink islands."""
 
 from __future__ import annotations
 
-from fabricbench.report.analysis import fmt_ratio, slower
-from fabricbench.report.document import Document
-from fabricbench.report.plot import busbw_vs_count
+from fabricbench.reporting.analysis import fmt_ratio, slower
+from fabricbench.reporting.document import Document
+from fabricbench.reporting.plot import busbw_vs_count
 from fabricbench.results.schema import CollectiveResult
 from fabricbench.results.status import Status
 from fabricbench.studying import figures

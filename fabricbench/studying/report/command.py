@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shlex
 
-from fabricbench.report.document import Document
+from fabricbench.reporting.document import Document
 from fabricbench.studying.config import StudyConfig
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from fabricbench.errors import UsageError
 from fabricbench.relating import jobfit
-from fabricbench.report.document import Document
+from fabricbench.reporting.document import Document
 from fabricbench.results.schema import CollectiveResult
 from fabricbench.sizes import format_size
 

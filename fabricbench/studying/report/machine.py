@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from fabricbench.fabrics import get_fabric
-from fabricbench.report.document import Document
+from fabricbench.reporting.document import Document
 from fabricbench.results.schema import CollectiveResult, TrainResult
 from fabricbench.results.status import Status
 from fabricbench.studying import figures

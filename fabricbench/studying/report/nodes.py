@@ -15,7 +15,7 @@ from typing import Any
 
 from fabricbench.measuring.comparison import judge
 from fabricbench.measuring.stats import ratio_ci
-from fabricbench.report.document import Document
+from fabricbench.reporting.document import Document
 from fabricbench.results.schema import CollectiveResult, TrainResult
 from fabricbench.results.status import Status
 from fabricbench.studying.config import StudyConfig

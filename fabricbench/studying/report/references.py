@@ -7,7 +7,7 @@ platform (fabricbench/references decides what matches; this only lays it out).
 from __future__ import annotations
 
 from fabricbench import references
-from fabricbench.report.document import Document
+from fabricbench.reporting.document import Document
 from fabricbench.results.schema import CollectiveResult
 
 

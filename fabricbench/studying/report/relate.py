@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from fabricbench.relating.format import is_reference, judged
 from fabricbench.relating.plot import plot_relate
-from fabricbench.report.analysis import fmt_ratio
-from fabricbench.report.document import Document
+from fabricbench.reporting.analysis import fmt_ratio
+from fabricbench.reporting.document import Document
 from fabricbench.studying.report.common import Figs
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from fabricbench import hostload
 from fabricbench.measuring.comparison import judge
 from fabricbench.measuring.stats import ratio_ci
-from fabricbench.report.analysis import fmt, fmt_ratio
-from fabricbench.report.document import Document
+from fabricbench.reporting.analysis import fmt, fmt_ratio
+from fabricbench.reporting.document import Document
 from fabricbench.results.schema import CollectiveResult, TrainResult
 from fabricbench.results.status import Status
 from fabricbench.studying.config import StudyConfig

@@ -11,7 +11,7 @@ import statistics
 from datetime import datetime
 from typing import Any
 
-from fabricbench.report.document import Document
+from fabricbench.reporting.document import Document
 from fabricbench.results.schema import TrainResult
 from fabricbench.training import phases
 

@@ -4,8 +4,8 @@ throughput per strategy per fabric."""
 from __future__ import annotations
 
 
-from fabricbench.report.analysis import byte_unit, fmt, fmt_ratio, slower
-from fabricbench.report.document import Document
+from fabricbench.reporting.analysis import byte_unit, fmt, fmt_ratio, slower
+from fabricbench.reporting.document import Document
 from fabricbench.results.schema import TrainResult
 from fabricbench.studying import figures
 from fabricbench.studying.config import StudyConfig

@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 from fabricbench.errors import UsageError
-from fabricbench.export import simai, simumax, trace
-from fabricbench.export.simai import SimaiOptions
-from fabricbench.export.simumax import SimumaxOptions
+from fabricbench.exporting import simai, simumax, trace
+from fabricbench.exporting.simai import SimaiOptions
+from fabricbench.exporting.simumax import SimumaxOptions
 from fabricbench.files import dumps, write_text_atomic
 from fabricbench.registry import Registry
 from fabricbench.results import records as results_records

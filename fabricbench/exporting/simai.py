@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fabricbench.errors import UsageError
-from fabricbench.export.measured import one_fabric
+from fabricbench.exporting.measured import one_fabric
 from fabricbench.sizes import format_size
 
 SECTIONS = ("TP", "DP", "EP", "PP")

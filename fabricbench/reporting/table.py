@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Sequence, TextIO
 
 from fabricbench.progress import Progress, piped_width
-from fabricbench.report.analysis import fmt, fmt_cv
+from fabricbench.reporting.analysis import fmt, fmt_cv
 from fabricbench.results.status import KIND_STATUSES, TIMED_COLLECTIVE
 from fabricbench.sizes import format_size
 
@@ -242,7 +242,7 @@ CSV_FIELDS = ("op", "dtype", "bytes", "count", "nranks", "inplace", "graph", "ti
               "timestamp")
 
 
-_num = fmt  # the one number formatter (fabricbench/report/analysis.py)
+_num = fmt  # the one number formatter (fabricbench/reporting/analysis.py)
 # Collectives with no time (waived, timed out, failed): a row of dashes, the reason under the table.
 UNTIMED = KIND_STATUSES["collective"] - TIMED_COLLECTIVE
 

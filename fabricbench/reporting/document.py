@@ -31,7 +31,7 @@ from typing import Any, Sequence
 from fabricbench.errors import UsageError
 from fabricbench.files import OutputError
 from fabricbench.outputs import Folder, folder
-from fabricbench.report.analysis import fmt
+from fabricbench.reporting.analysis import fmt
 from fabricbench.results.status import Severity, Status
 
 # Cells whose text is one of these get a colour in HTML (and keep their text in both formats): every

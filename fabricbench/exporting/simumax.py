@@ -43,7 +43,7 @@ import statistics
 from typing import Any
 
 from fabricbench.errors import UsageError
-from fabricbench.export.measured import one_fabric
+from fabricbench.exporting.measured import one_fabric
 from fabricbench.files import read_input
 from fabricbench.sizes import format_size
 
