@@ -4,7 +4,7 @@ with the records kept and no process or temporary folder left behind (checked by
     python3 -m pytest -q tests/test_hangs.py
 
 The sweeps run 2 gloo ranks (one job of the child runner, fabricbench/jobs) with a small --timeout; bounds
-are --timeout + launch.DEAD_AFTER_S + a margin for a loaded 2-core CI machine. Processes are found through /proc/<pid>/task/*/children.
+are --timeout + liveness.DEAD_AFTER_S + a margin for a loaded 2-core CI machine. Processes are found through /proc/<pid>/task/*/children.
 The process guards (procs, jobs.run) are tested in test_hangs_procs.py, every orchestrating command killed
 in test_hangs_leftovers.py; the process helpers and the `cmd` fixture live in proctree.py.
 """
@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from fabricbench import procs
-from fabricbench.measuring.launch import DEAD_AFTER_S
+from fabricbench.jobs.liveness import DEAD_AFTER_S
 from proctree import assert_gone, children, cmd_fixture, wait_for  # noqa: F401 - cmd_fixture: the `cmd` fixture
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs Linux /proc")

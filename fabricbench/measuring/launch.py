@@ -37,6 +37,12 @@ def rank_argv(rank: int, nprocs: int, port: int, timeout_s: float) -> list[str]:
     return [sys.executable, "-m", "fabricbench.measuring.rank", str(rank), str(nprocs), str(port), repr(timeout_s)]
 
 
+def local_stall_s(config: SweepConfig) -> float:
+    """How long a rank's pulse may stand still: --stall-timeout, else --timeout + DEAD_AFTER_S (a live rank
+    speaks again within --timeout, every wait inside it being bounded by that)."""
+    return config.stall_timeout_s if config.stall_timeout_s is not None else config.timeout_s + DEAD_AFTER_S
+
+
 def launch_local(config: SweepConfig, emit: Callable[[dict[str, Any]], None], *, run_id: str, seed: int,
                  prior: list[dict[str, Any]] | None = None,
                  reused: Callable[[dict[str, Any]], None] | None = None,
@@ -63,8 +69,7 @@ def launch_local(config: SweepConfig, emit: Callable[[dict[str, Any]], None], *,
     ranks = {f"rank {r}": rank_argv(r, nprocs, store.port, config.timeout_s) for r in range(nprocs)}
     with jobs.workspace("sweep-ranks") as ws:
         # capture=False: the ranks' warnings (and NCCL's log, where the user set NCCL_DEBUG) show as they come
-        stall_s = config.stall_timeout_s if config.stall_timeout_s is not None else config.timeout_s + DEAD_AFTER_S
-        out = jobs.run(ranks, workspace=ws, stall_s=stall_s, capture=False,
+        out = jobs.run(ranks, workspace=ws, stall_s=local_stall_s(config), capture=False,
                        on_record=emit, on_message=said)
     error = run_error(out)
     if error is not None:
