@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fabricbench.relating.api import REFERENCE
+from fabricbench.relating.rows import REFERENCE
 from fabricbench.relating.curves import size_3sig
 from fabricbench.reporting import table as tables
 from fabricbench.reporting.analysis import fmt_ratio
