@@ -46,7 +46,7 @@ def test_nvl_picks_a_set_inside_one_quad(nvl80):
 def test_ddp_ruled_out_on_80gb(nvl80):
     by = {s.strategy: s for s in nvl80.strategies}
     ddp = by["ddp"]
-    assert ddp.memory.verdict == "does not fit" and ddp.rank is None and ddp.memory.margin_bytes < 0
+    assert ddp.memory.verdict == "does not fit" and ddp.rank is None and ddp.memory.headroom_bytes < 0
     assert ddp.memory.need_bytes > 80e9
     assert all(by[s].memory.verdict == "fits" for s in ("zero1", "zero2", "zero3", "fsdp"))
     assert nvl80.strategy != "ddp" and nvl80.strategy in ("zero1", "zero2")  # least traffic among those that fit
@@ -213,7 +213,7 @@ def test_two_measured_candidates_are_judged_by_their_paired_comparison():
 
     def cand(strategy, steps):
         mem = MemoryFit(strategy=strategy, need_bytes=1, states_bytes=1, activation_bytes=0, capacity_bytes=10,
-                        margin_bytes=9, verdict="fits", source="estimate")
+                        headroom_bytes=9, verdict="fits", source="estimate")
         t = StrategyTime(strategy=strategy, gpus=[0], comm_bytes_per_step=0, wire_bytes_per_rank=0.0,
                          comm_time_s=0.0, step_time_s=sorted(steps)[1], volume_source="-", time_source="measured",
                          runs=runs(strategy, steps))

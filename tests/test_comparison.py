@@ -155,15 +155,15 @@ def test_batch_picker_doubles_only_when_the_rise_clears_the_gain_by_its_interval
     def steps(mean, n=6, cv=0.01):
         return [mean * math.exp(rng.gauss(0, cv)) for _ in range(n)]
 
-    # batch 16 -> 32: the step 1.6x longer is a 25% rise: double, with a positive margin
+    # batch 16 -> 32: the step 1.6x longer is a 25% rise: double, with a positive clearance
     d = decide(steps(0.100), 16, steps(0.160), 32, 0.10)
-    assert d["verdict"] == "double" and d["rise"] == pytest.approx(0.25, abs=0.03) and d["margin"] > 0
+    assert d["verdict"] == "double" and d["rise"] == pytest.approx(0.25, abs=0.03) and d["clearance"] > 0
     # a 2% rise: stop, clear of the rule
     d = decide(steps(0.100), 16, steps(0.196), 32, 0.10)
-    assert d["verdict"] == "stop" and d["rise_ci95"][1] <= 0.10 and d["margin"] > 0
+    assert d["verdict"] == "stop" and d["rise_ci95"][1] <= 0.10 and d["clearance"] > 0
     # the case: a rise of 9-10% on noisy steps straddles 10%: time again, never "double"
     d = decide(steps(0.100, cv=0.04), 16, steps(0.182, cv=0.04), 32, 0.10)
-    assert d["verdict"] == "again" and d["rise_ci95"][0] <= 0.10 < d["rise_ci95"][1] and d["margin"] < 0
+    assert d["verdict"] == "again" and d["rise_ci95"][0] <= 0.10 < d["rise_ci95"][1] and d["clearance"] < 0
 
 
 def test_batch_picker_is_stable_across_identical_probes():

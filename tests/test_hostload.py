@@ -294,7 +294,7 @@ def test_advise_names_a_busy_run_beside_its_verdict():
             "step_time": {"median_s": s}, "repeat": r, hostload.FIELD: _busy(1.4 if r == busy_round else 0.0)})
             for r, s in enumerate(steps, 1))
         mem = MemoryFit(strategy=strategy, need_bytes=1, states_bytes=1, activation_bytes=0, capacity_bytes=10,
-                        margin_bytes=9, verdict="fits", source="estimate")
+                        headroom_bytes=9, verdict="fits", source="estimate")
         return StrategyAdvice(strategy=strategy, memory=mem, time=StrategyTime(
             strategy=strategy, gpus=[0], comm_bytes_per_step=0, wire_bytes_per_rank=0.0, comm_time_s=0.0,
             step_time_s=sorted(steps)[1], volume_source="-", time_source="measured", runs=runs))

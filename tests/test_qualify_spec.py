@@ -341,7 +341,7 @@ def test_cli_surface_is_frozen():
 
     names = {opt for p in qualify.params for opt in p.opts}
     assert names == {"inputs", "--spec", "--out", "--resume", "--only", "--skip", "--fabric", "--topo-file",
-                     "--baseline", "--tolerance", "--init", "--from", "--factor", "--margin", "--name", "--fleet",
+                     "--baseline", "--tolerance", "--init", "--from", "--factor", "--name", "--fleet",
                      "--fraction", "--list-specs", "--list-kinds", "--json", "--quiet", "--dry-run", "--level",
                      "--prometheus", "--list-codes"}
 

@@ -239,7 +239,7 @@ def advise(*, model: str | None = None, model_config: str | None = None, num_gpu
                   runner_up=None if runner is None else {
                       "placement": best.gpus, "strategy": runner.strategy, "why_second": runner.note,
                       "step_time_s": runner.time.step_time_s, "comm_time_s": runner.time.comm_time_s,
-                      "margin_bytes": runner.memory.margin_bytes},
+                      "headroom_bytes": runner.memory.headroom_bytes},
                   placements=placements, strategies=advice, placement_source=placement_source,
                   time_source=time_source, notes=notes, warnings=given.warnings)
 
@@ -343,8 +343,8 @@ def _reasons(chosen: list[StrategyAdvice], placements: list[PlacementRank], n: i
         return out
     top = chosen[0]
     m = top.memory
-    mem = (f"needs {_gib_text(m.need_bytes)} of {_gib_text(m.capacity_bytes)} per GPU ({m.source}; margin "
-           f"{_gib_text(m.margin_bytes)})" if m.capacity_bytes else f"needs {_gib_text(m.need_bytes)} per GPU ({m.source}); "
+    mem = (f"needs {_gib_text(m.need_bytes)} of {_gib_text(m.capacity_bytes)} per GPU ({m.source}; headroom "
+           f"{_gib_text(m.headroom_bytes)})" if m.capacity_bytes else f"needs {_gib_text(m.need_bytes)} per GPU ({m.source}); "
            f"GPU memory unknown")
     t = top.time
     if t.step_time_s is not None and t.time_source == "measured":

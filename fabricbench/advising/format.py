@@ -19,7 +19,7 @@ PLACEMENT_COLS = (tables.Col("GPUs", justify="left", key=True), tables.Col("plac
                   tables.Col("slowest", justify="left"), tables.Col("busbw GB/s", "GB/s"),
                   tables.Col("source", justify="left", prose=True), tables.Col("alike"))
 STRATEGY_COLS = (tables.Col("strategy", justify="left", key=True), tables.Col("memory", justify="left"),
-                 tables.Col("need GiB", "need"), tables.Col("margin GiB", "margin"), tables.Col("comm ms"),
+                 tables.Col("need GiB", "need"), tables.Col("headroom GiB", "headroom"), tables.Col("comm ms"),
                  tables.Col("step ms"), tables.Col("note", justify="left", prose=True))
 
 
@@ -43,7 +43,7 @@ def render(a) -> None:
                     f"+{len(p.equivalent)}" if p.equivalent else ""] for p in a.placements[:6]])
     con.print()
     tables.render(con, f"Strategies on {','.join(map(str, a.placement))} ({a.time_source})", STRATEGY_COLS,
-                  [[s.strategy, s.memory.verdict, format_gib(s.memory.need_bytes), format_gib(s.memory.margin_bytes),
+                  [[s.strategy, s.memory.verdict, format_gib(s.memory.need_bytes), format_gib(s.memory.headroom_bytes),
                     _ms(s.time.comm_time_s), _ms(s.time.step_time_s), s.note] for s in a.strategies])
     for n in a.notes:
         say(f"note: {n}")

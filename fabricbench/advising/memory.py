@@ -1,11 +1,11 @@
-"""Which strategies fit the GPU's memory, with the margin: the estimator, or a measured peak where known.
+"""Which strategies fit the GPU's memory, with the headroom: the estimator, or a measured peak where known.
 
     fabricbench advise --model mistral-7b --num-gpus 4 --gpu-memory 80G
 
 need = model states per GPU (fabricbench/training/estimate.py, the framework recipe) + activations
 (34·s·b·h·L, same file), or the peak reserved memory of a train record of this model, strategy and
-GPU count (measured beats estimated; an "oom" record is a measured no). The margin is capacity − need.
-Verdicts: "fits" when the margin keeps RESERVE_FRACTION of the GPU free for what no estimate counts
+GPU count (measured beats estimated; an "oom" record is a measured no). The headroom is capacity − need.
+Verdicts: "fits" when the headroom keeps RESERVE_FRACTION of the GPU free for what no estimate counts
 (CUDA context, NCCL and bucket buffers, fragmentation), "tight" when it fits without that reserve,
 "does not fit" otherwise.
 """
@@ -35,7 +35,7 @@ class MemoryFit:
     states_bytes: int
     activation_bytes: int
     capacity_bytes: int | None
-    margin_bytes: int | None
+    headroom_bytes: int | None  # capacity − need (negative: it does not fit)
     verdict: str  # "fits", "tight", "does not fit", "unknown" (no capacity)
     source: str  # "estimate (framework recipe)" or "measured peak reserved" / "measured: out of memory"
 
@@ -46,7 +46,7 @@ class MemoryFit:
     def to_dict(self) -> dict[str, Any]:
         return {"strategy": self.strategy, "need_bytes": self.need_bytes, "states_bytes": self.states_bytes,
                 "activation_bytes": self.activation_bytes, "capacity_bytes": self.capacity_bytes,
-                "margin_bytes": self.margin_bytes, "verdict": self.verdict, "source": self.source}
+                "headroom_bytes": self.headroom_bytes, "verdict": self.verdict, "source": self.source}
 
 
 def capacity_from_name(name: str | None) -> int | None:
@@ -81,17 +81,17 @@ def fits(*, strategies: list[str], psi: int, n: int, activation_bytes: int, capa
         rec = _measured(trains, model=model, strategy=s, n=n, batch_size=batch_size)
         if rec is not None and rec.status == Status.OOM:
             out.append(MemoryFit(strategy=s, need_bytes=need, states_bytes=st, activation_bytes=activation_bytes,
-                                 capacity_bytes=capacity, margin_bytes=None, verdict="does not fit",
+                                 capacity_bytes=capacity, headroom_bytes=None, verdict="does not fit",
                                  source="measured: out of memory"))
             continue
         peak = ((rec.reached("memory") if rec else None) or {}).get("max_reserved_bytes")
         if peak is not None and peak > 0:
             need, source = peak, "measured peak reserved"
         if capacity is None:
-            verdict, margin = "unknown", None
+            verdict, headroom = "unknown", None
         else:
-            margin = capacity - need
-            verdict = "fits" if margin >= RESERVE_FRACTION * capacity else ("tight" if margin >= 0 else "does not fit")
+            headroom = capacity - need
+            verdict = "fits" if headroom >= RESERVE_FRACTION * capacity else ("tight" if headroom >= 0 else "does not fit")
         out.append(MemoryFit(strategy=s, need_bytes=need, states_bytes=st, activation_bytes=activation_bytes,
-                             capacity_bytes=capacity, margin_bytes=margin, verdict=verdict, source=source))
+                             capacity_bytes=capacity, headroom_bytes=headroom, verdict=verdict, source=source))
     return out

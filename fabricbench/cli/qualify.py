@@ -47,8 +47,8 @@ def _names(text: str | None) -> list[str] | None:
     return names
 
 
-# --init's threshold factor (once --margin, a name that means ±δ in train and study's comparisons)
-FACTOR = Declared(flag="--factor", kind="fraction", lo=0, hi=1, lo_open=True, aliases=("--margin",),
+# --init's threshold factor (never "margin": that name is ±δ of a comparison, in train and study)
+FACTOR = Declared(flag="--factor", kind="fraction", lo=0, hi=1, lo_open=True,
                   help="--init: thresholds = measured x this factor (floors), or / it (ceilings).")
 
 

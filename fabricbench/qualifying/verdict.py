@@ -15,7 +15,7 @@ code and action: codes.py. A check may judge several criteria and
 subjects (each GPU set, each pair, each fabric): every one is an Item, and the check's headline is its
 worst item (a failing one first, then the smallest headroom).
 
-Margin: the headroom as a fraction of the threshold, positive when passing. For a minimum
+Headroom: the distance to the threshold as a fraction of it, positive when passing. For a minimum
 (measured >= threshold) it is measured / threshold - 1; for a maximum (measured <= threshold) it is
 1 - measured / threshold. Equality checks (the wiring) have no headroom.
 """

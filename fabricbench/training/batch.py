@@ -16,7 +16,8 @@ batch between identical studies): a doubling counts only when the rise clears --
 interval (Welch on the log step times of the two batches, measuring/comparison.log_ratio_interval); when
 the interval straddles --gain, both points are timed again (--steps more steps each, pooled) up to
 AGAIN times; still straddling, the smaller batch is kept (a doubling must show that it pays). The record
-keeps each decision's rise, its interval and its margin (the interval's distance from --gain).
+keeps each decision's rise, its interval and its clearance (how far the interval clears --gain; not a
+comparison's ±margin, which is a different number).
 """
 
 from __future__ import annotations
@@ -40,19 +41,19 @@ AGAIN = 2  # times a straddling pair of points is measured again before the smal
 
 def decide(prev_times: list[float], prev_batch: int, times: list[float], batch: int, gain: float) -> dict[str, Any]:
     """Whether doubling prev_batch -> batch paid: {"verdict": "double" | "stop" | "again", "rise",
-    "rise_ci95", "margin"}. double: the rise's interval lies wholly above gain; stop: wholly at or below
-    it; again: it straddles gain. margin: how far the interval clears gain (> 0 when decided)."""
+    "rise_ci95", "clearance"}. double: the rise's interval lies wholly above gain; stop: wholly at or below
+    it; again: it straddles gain. clearance: how far the interval clears gain (> 0 when decided)."""
     # samples/s = batch / step: the rise is (batch / prev_batch) × (prev step / step) − 1
     r, lo, hi = log_ratio_interval(prev_times, times)
     k = batch / prev_batch
     rise, rise_lo, rise_hi = k * r - 1, k * lo - 1, k * hi - 1
     if rise_lo > gain:
-        verdict, margin = "double", rise_lo - gain
+        verdict, clearance = "double", rise_lo - gain
     elif rise_hi <= gain:
-        verdict, margin = "stop", gain - rise_hi
+        verdict, clearance = "stop", gain - rise_hi
     else:
-        verdict, margin = "again", -min(rise_hi - gain, gain - rise_lo)
-    return {"verdict": verdict, "rise": rise, "rise_ci95": [rise_lo, rise_hi], "margin": margin}
+        verdict, clearance = "again", -min(rise_hi - gain, gain - rise_lo)
+    return {"verdict": verdict, "rise": rise, "rise_ci95": [rise_lo, rise_hi], "clearance": clearance}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -140,7 +141,7 @@ def probe(*, model: str | None, model_config: str | None, gpu: int, seq_len: int
         why = f"samples/s still rose by more than {gain:.0%} per doubling up to the limit {limit}"
         batch *= 2
     return {"chosen": chosen, "why": why, "curve": curve, "model": resolved.name, "precision": prec,
-            "decision": decision, "margin": decision["margin"] if decision else None,
+            "decision": decision, "clearance": decision["clearance"] if decision else None,
             "rule": f"double from {start} while samples/s rises by more than {gain:.0%} per doubling, clear of it "
                     f"by its 95% interval (a straddling pair timed again up to {AGAIN} times), and memory "
                     f"allows (out of memory probed); {steps} steps per batch, DDP recipe, one GPU",

@@ -47,8 +47,8 @@ def advice_section(doc: Document, c: StudyConfig, advice, trains: list[TrainResu
                 [[",".join(map(str, p.gpus)), p.label, p.slowest_link, p.busbw_gbps, p.source,
                   "; ".join(",".join(map(str, e)) for e in p.equivalent[:4]) + (" …" if len(p.equivalent) > 4 else "")]
                  for p in advice.placements[:8]], caption="GPU sets, best busbw first")
-        s.table(["strategy", "rank", "memory", "need GiB", "margin GiB", "comm ms/step", "step ms", "step time from"],
-                [[a.strategy, a.rank, a.memory.verdict, gib(a.memory.need_bytes), gib(a.memory.margin_bytes),
+        s.table(["strategy", "rank", "memory", "need GiB", "headroom GiB", "comm ms/step", "step ms", "step time from"],
+                [[a.strategy, a.rank, a.memory.verdict, gib(a.memory.need_bytes), gib(a.memory.headroom_bytes),
                   a.time.comm_time_s * 1e3 if a.time.comm_time_s is not None else None,
                   a.time.step_time_s * 1e3 if a.time.step_time_s is not None else None,
                   a.time.time_source] for a in advice.strategies],

@@ -62,7 +62,9 @@ def summary(out_dir: str | Path) -> dict[str, Any]:
     trains = sr.typed(TrainResult)
     out = question_summary(trains, config)
     batch = next(iter(sr.of_kind("batch")[-1:]), None)
-    out["batch"] = {k: batch.get(k) for k in ("chosen", "why", "curve", "rule", "margin", "decision")} if batch else \
+    out["batch"] = {**{k: batch.get(k) for k in ("chosen", "why", "curve", "rule", "decision")},
+                    # an earlier release's study folder names it "margin"
+                    "clearance": batch.get("clearance", batch.get("margin"))} if batch else \
         {"chosen": config.batch_size, "why": "--batch-size"}
     rel = _relate(config, trains, unit_records(sr.typed(CollectiveResult), "sweep"))
     out["relate"] = [{"strategy": r.strategy, "fabric": r.fabric, "predicted_slowdown": r.predicted_slowdown,
