@@ -1,4 +1,4 @@
-"""How long a study's units will take (fabricbench/studying/durations.py): the sources in order (the
+"""How long a study's units will take (fabricbench/studying/durations.py, hoststore.py): the sources in order (the
 study's own records, this host's store, a first guess), the load scaling, the store's reading and writing,
 and, marked slow, the bar: a CPU study's dry-run estimate against the wall of the same study run after it.
 
@@ -18,6 +18,7 @@ import pytest
 
 from fabricbench.hostload import Load
 from fabricbench.studying import durations as dur
+from fabricbench.studying import hoststore
 from fabricbench.studying import records as study_records
 from fabricbench.studying.config import StudyConfig
 from fabricbench.studying.plan import build_plan
@@ -118,24 +119,24 @@ def test_the_store_is_learnt_atomically_and_never_trusted_unreadable(tmp_path):
              "estimate": {"name": "estimate", "unit_kind": "estimate", "status": "ok", "duration_s": 9.0,
                           "attempt": "an earlier one"}}
     got = study_records.StudyRecords(out_dir=tmp_path, plans=[plan], units=units)
-    for _ in range(dur.KEEP + 2):
+    for _ in range(hoststore.KEEP + 2):
         dur.learn(c, got, report_s=2.0, path=path)
-    store = dur.read_store(path)
-    assert [x["s"] for x in store["machine/cpu"]] == [3.0] * dur.KEEP and store["machine/cpu"][0]["others"] == 1.0
+    store = hoststore.read_store(path)
+    assert [x["s"] for x in store["machine/cpu"]] == [3.0] * hoststore.KEEP and store["machine/cpu"][0]["others"] == 1.0
     assert store["report/cpu"][0]["s"] == 2.0 and store["start/cpu"][0]["s"] == 0.8
     assert "summary/cpu" not in store and "estimate/cpu" not in store  # a failed unit, another attempt's
     assert not [p for p in path.parent.iterdir() if p.name != path.name]  # no temporary file left
-    for text in ("{not json", json.dumps({"schema": dur.SCHEMA + 1, "samples": store}),
-                 json.dumps({"schema": dur.SCHEMA, "samples": {"machine/cpu": [{"s": "3"}]}})):
+    for text in ("{not json", json.dumps({"schema": hoststore.SCHEMA + 1, "samples": store}),
+                 json.dumps({"schema": hoststore.SCHEMA, "samples": {"machine/cpu": [{"s": "3"}]}})):
         path.write_text(text)
-        assert dur.read_store(path).get("machine/cpu", []) == []
+        assert hoststore.read_store(path).get("machine/cpu", []) == []
     dur.learn(c, got, path=path)  # an unreadable store is replaced, not added to
-    assert len(dur.read_store(path)["machine/cpu"]) == 1
+    assert len(hoststore.read_store(path)["machine/cpu"]) == 1
 
 
 def test_the_store_lives_in_fabricbenchs_cache_one_file_per_host():
-    path = dur.store_path({"XDG_CACHE_HOME": "/x/cache"})
-    assert path.parent == dur.Path("/x/cache/fabricbench/durations") and path.suffix == ".json"
+    path = hoststore.store_path({"XDG_CACHE_HOME": "/x/cache"})
+    assert path.parent == hoststore.Path("/x/cache/fabricbench/durations") and path.suffix == ".json"
 
 
 def test_an_estimate_reads_in_one_unit_with_its_interval():

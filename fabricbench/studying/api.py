@@ -23,7 +23,7 @@ from fabricbench.cluster.env import on_slurm
 from fabricbench.errors import UsageError
 from fabricbench.masking import MASK
 from fabricbench.results.status import Status
-from fabricbench.studying import durations, records
+from fabricbench.studying import durations, hoststore, records
 from fabricbench.studying.config import RESUMABLE, StudyConfig
 from fabricbench.studying.plan import build_plan
 from fabricbench.studying.report import write_report
@@ -114,7 +114,7 @@ def study(config: StudyConfig | None = None, *, out: str | None = None, resume: 
     res = StudyResult(out_dir=Path(config.out), config=config, plan=units)
     if config.node_rank == 0 or dry_run:  # how long each unit will take here, now (a follower runs shares)
         todo = {u.name for u in units if not (resume and existing.status(u.name) in DONE)}
-        est = durations.estimate(config, units, done=existing, todo=todo, store=durations.read_store(),
+        est = durations.estimate(config, units, done=existing, todo=todo, store=hoststore.read_store(),
                                  load=durations.load_now())
         res.plan = units = [dataclasses.replace(u, estimate_s=round(est.units[u.name].s, 1)) for u in units]
         res.estimate, res.estimate_s = est, est.total.s

@@ -7,10 +7,8 @@ record keeps.
 Every figure comes from the best source that has it, in this order:
 1. this study's own records (`--resume`): a unit's recorded duration; a train unit not yet run, from the
    fixed cost, step time and step count of the study's recorded train runs;
-2. this host's store: what earlier studies on this host measured, kept in fabricbench's cache folder
-   (`~/.cache/fabricbench/durations/<host>.json`, one file per host, as a home folder may be shared by
-   a cluster's nodes); written atomically after each study (a study ending beside another may drop the
-   other's samples: they are only estimates), read only when its schema is this one and it parses;
+2. this host's store (hoststore.py): what earlier studies on this host measured, in fabricbench's cache
+   folder;
 3. a first guess calibrated on a 2-core VM (CPU) and an H100 (GPU), with a wide interval.
 A train run is its fixed cost (start-up, profiled steps, teardown: everything but its counted steps) plus
 its steps times its step; with --target-ci the steps go on between --steps and the cap, so the count is
@@ -26,9 +24,7 @@ bounds added: their errors share a cause (the host's speed that day), so they do
 
 from __future__ import annotations
 
-import json
 import os
-import socket
 import statistics
 import time
 from dataclasses import dataclass, field
@@ -37,14 +33,11 @@ from typing import Any, Iterable
 
 from fabricbench import hostload
 from fabricbench.fabrics import get_fabric
-from fabricbench.jobs.bytecode import cache_root
-from fabricbench.outputs import write_atomic
 from fabricbench.sizes import SizeSweep
+from fabricbench.studying import hoststore
 from fabricbench.studying.config import DEFAULT_SIZES, SWEEP_OPS, StudyConfig
 from fabricbench.studying.units import Unit
 
-SCHEMA = 1  # the store's layout; a store of another is ignored and replaced by the next study
-KEEP = 8  # samples per key: the host's recent behaviour, not its history
 LOAD_WINDOW_S = 0.5
 SAMPLE_SPREAD = (0.8, 1.25)  # at least this interval around a measured figure's median
 LOAD_SPREAD = (0.5, 1.5)  # the other processes' load during the study, against the load now
@@ -115,35 +108,6 @@ class Estimate:
                 "units": {k: v.to_dict() for k, v in self.units.items()}, "optional": sorted(self.optional)}
 
 
-def store_path(env: dict[str, str] | None = None) -> Path:
-    return cache_root(dict(os.environ) if env is None else env) / "durations" / f"{socket.gethostname()}.json"
-
-
-def read_store(path: Path | None = None) -> dict[str, list[dict[str, float]]]:
-    """{key: [sample]} from the store; {} where it is absent, unreadable or of another schema."""
-    try:
-        doc = json.loads((path or store_path()).read_text())
-    except (OSError, ValueError):
-        return {}
-    samples = doc.get("samples") if isinstance(doc, dict) and doc.get("schema") == SCHEMA else None
-    if not isinstance(samples, dict):
-        return {}
-    return {k: [x for x in v if _readable(x)] for k, v in samples.items() if isinstance(k, str) and isinstance(v, list)}
-
-
-def _readable(x: Any) -> bool:
-    return isinstance(x, dict) and all(isinstance(x.get(k), (int, float)) for k in ("s", "others", "cpus", "need"))
-
-
-def _sample(s: float, load: dict[str, Any] | None, need: float) -> dict[str, float]:
-    """One measured figure with the load it was measured under (a record's host_load; None: unknown, 0)
-    and the CPUs the run wanted."""
-    load = load or {}
-    others = float(load.get("others_cpus") or 0) + float(load.get("steal_cpus") or 0)
-    return {"s": round(float(s), 4), "others": round(others, 3), "cpus": int(load.get("cpus") or os.cpu_count() or 1),
-            "need": need}
-
-
 def learn(config: StudyConfig, got: Any, *, report_s: float | None = None, path: Path | None = None) -> None:
     """Add what the latest attempt of the study (records.load's StudyRecords `got`) measured to the host's
     store: its units, its train runs, its command's start (the plan's process age) and `report_s`. An
@@ -156,20 +120,11 @@ def learn(config: StudyConfig, got: Any, *, report_s: float | None = None, path:
                                 [r for r in got.of_kind("train") if (r.get("study") or {}).get("attempt") == attempt]):
         add(key, sample)
     if report_s is not None:
-        add(_key("report", config.device), _sample(report_s, None, 1))
+        add(_key("report", config.device), hoststore.sample(report_s, None, 1))
     if isinstance(start_s, (int, float)):
-        add(_key("start", config.device), _sample(start_s, None, 1))
-    if not new:
-        return
-    path = path or store_path()
-    store = read_store(path)
-    for key, xs in new.items():
-        store[key] = (store.get(key, []) + xs)[-KEEP:]
-    try:
-        write_atomic(path, json.dumps({"schema": SCHEMA, "host": socket.gethostname(), "samples": store}, indent=0),
-                     what="duration store")
-    except Exception:  # noqa: BLE001 - a read-only home or a full disk: the estimate falls back to its first guess
-        pass
+        add(_key("start", config.device), hoststore.sample(start_s, None, 1))
+    if new:
+        hoststore.add(new, path)
 
 
 def _key(*parts: Any) -> str:
@@ -193,24 +148,24 @@ def _samples(config: StudyConfig, units: list[dict[str, Any]], trains: list[dict
         kind, dur, load = u.get("unit_kind"), float(u["duration_s"]), (u.get("details") or {}).get(hostload.FIELD)
         if kind == "sweep":
             model = _sweep_model(config, str(u.get("fabric") or "default"))
-            yield _key("sweep", d), _sample(dur / model, load, ranks)
+            yield _key("sweep", d), hoststore.sample(dur / model, load, ranks)
         elif kind == "train":
             run = _train_run(by_unit.get(u.get("name")), dur)
             if run is None:
                 continue
             fixed, step, count = run
             strategy, fabric = u.get("strategy"), u.get("fabric")
-            yield _key("train_fixed", d, strategy), _sample(fixed, load, ranks)
-            yield _key("train_fixed", d), _sample(fixed, load, ranks)
+            yield _key("train_fixed", d, strategy), hoststore.sample(fixed, load, ranks)
+            yield _key("train_fixed", d), hoststore.sample(fixed, load, ranks)
             for f in (fabric, None):
-                yield _train_key(config, strategy, f) + "/step", _sample(step, load, ranks)
-            yield _key("train_speed", d), _sample(step / _first_step(config), load, ranks)
+                yield _train_key(config, strategy, f) + "/step", hoststore.sample(step, load, ranks)
+            yield _key("train_speed", d), hoststore.sample(step / _first_step(config), load, ranks)
             cap = _step_cap(config)
             if cap > config.steps:  # where the count was free to move: how far toward the cap it went
                 went = (count - config.steps) / (cap - config.steps)
-                yield _train_key(config, strategy) + "/steps", _sample(went, None, 0)
+                yield _train_key(config, strategy) + "/steps", hoststore.sample(went, None, 0)
         elif kind:
-            yield _key(kind, d), _sample(dur, load, 1)
+            yield _key(kind, d), hoststore.sample(dur, load, 1)
 
 
 def _train_run(rec: dict[str, Any] | None, unit_s: float | None = None) -> tuple[float, float, int] | None:
@@ -239,10 +194,10 @@ def _slowdown(need: float, others: float, cpus: int) -> float:
 
 
 def estimate(config: StudyConfig, units: list[Unit], *, done: Any = None, todo: set[str] | None = None,
-             store: dict[str, list[dict[str, float]]] | None = None, load: hostload.Load | None = None) -> Estimate:
+             store: hoststore.Samples | None = None, load: hostload.Load | None = None) -> Estimate:
     """Every unit's duration (waived ones: 0) and the total of `todo` (names; None: all). `done` is the
-    study's records (records.load) on a --resume, `store` the host's (read_store()), `load` the load now
-    (load_now())."""
+    study's records (records.load) on a --resume, `store` the host's (hoststore.read_store()), `load` the load
+    now (load_now())."""
     est = Estimate(load_cpus=None if load is None else load.others_cpus + (load.steal_cpus or 0),
                    cpus=load.cpus if load is not None else os.cpu_count() or 1)
     ctx = _Sources(config=config, done=done, store=store or {}, others=est.load_cpus or 0.0, cpus=est.cpus)
@@ -300,7 +255,8 @@ class _Sources:
         mine = self.done.units.get(u.name) if self.done is not None else None
         if mine and mine.get("status") == "ok" and isinstance(mine.get("duration_s"), (int, float)):
             need = c.ranks_per_node if u.kind in ("train", "sweep") else 1
-            return self._measured([_sample(mine["duration_s"], (mine.get("details") or {}).get(hostload.FIELD), need)],
+            load = (mine.get("details") or {}).get(hostload.FIELD)
+            return self._measured([hoststore.sample(mine["duration_s"], load, need)],
                                   need, "this study")  # type: ignore[return-value]
         if u.kind == "train":
             return self.train(u)
@@ -321,8 +277,8 @@ class _Sources:
                 if run:
                     runs.append((run, r.get(hostload.FIELD)))
         if runs:
-            fixed = self._measured([_sample(f, ld, need) for (f, _, _), ld in runs], need, "this study")
-            step = self._measured([_sample(s, ld, need) for (_, s, _), ld in runs], need, "this study")
+            fixed = self._measured([hoststore.sample(f, ld, need) for (f, _, _), ld in runs], need, "this study")
+            step = self._measured([hoststore.sample(s, ld, need) for (_, s, _), ld in runs], need, "this study")
             counts = sorted(n for (_, _, n), _ in runs)
             steps = (float(counts[0]), float(statistics.median(counts)), float(counts[-1]))
         else:
