@@ -4,7 +4,7 @@
 
 On a terminal (stderr and stdout both): a bar on stderr (rich, transient: it goes when the work ends,
 leaving the results). Otherwise (a CI log, a file, `... | tee log`): no bar, but a plain line on stderr
-every LOG_EVERY_S seconds while the work runs, whether a step ended or not (a heartbeat thread says where
+every LOG_EVERY_S seconds while the work runs, whether a step ended or not (a thread of its own says where
 it is when a study unit or a sweep's ranks take a minute), and one at the end, so a log shows that the work
 is alive and how far it got. quiet (`--quiet`, `--json`): nothing.
 
@@ -49,7 +49,7 @@ class Progress:
 
     def __init__(self, what: str, total: int | None = None, *, quiet: bool = False, stream: TextIO | None = None,
                  log_every_s: float = LOG_EVERY_S, clock: Callable[[], float] = time.monotonic,
-                 heartbeat: bool = True) -> None:
+                 periodic: bool = True) -> None:
         self.what, self.total, self.done = what, total, 0
         self.stream = stream if stream is not None else sys.stderr
         self.clock, self.log_every_s = clock, log_every_s
@@ -62,8 +62,8 @@ class Progress:
         self._start = self._last = clock()
         self._said: int | None = None  # the count the last line showed (the end says it once)
         # log mode: a line every log_every_s even while nothing advances (a unit that runs a minute)
-        self._beat = heartbeat and self.mode == "log"
-        self._lock = threading.Lock()  # the heartbeat's lines and the caller's never interleave
+        self._periodic = periodic and self.mode == "log"
+        self._lock = threading.Lock()  # the periodic lines and the caller's never interleave
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -80,12 +80,12 @@ class Progress:
                             redirect_stdout=sys.stdout.isatty(), redirect_stderr=True)
             self._bar.start()
             self._task = self._bar.add_task(self.what, total=self.total, item="")
-        elif self._beat:
-            self._thread = threading.Thread(target=self._heartbeat, name=f"progress-{self.what}", daemon=True)
+        elif self._periodic:
+            self._thread = threading.Thread(target=self._say_periodically, name=f"progress-{self.what}", daemon=True)
             self._thread.start()
         return self
 
-    def _heartbeat(self) -> None:
+    def _say_periodically(self) -> None:
         while not self._stop.wait(self.log_every_s / 5):  # checked often, said every log_every_s
             with self._lock:
                 if self.clock() - self._last >= self.log_every_s:

@@ -36,8 +36,8 @@ def _module_constants(path: Path) -> list[str]:
 
 
 def test_dead_after_is_defined_once():
-    """No second number for "silence this long means dead" anywhere in the package (ALIVE_S, DEAD_S and a
-    launcher's own DEAD_AFTER_S once said 3 s and 5 s for the same thing)."""
+    """No second number for "silence this long means dead" anywhere in the package: a runner's own ALIVE_S or
+    a watchdog's own DEAD_S could drift from it, and the runner and the watchdog would disagree on a death."""
     found = {f"{p.relative_to(ROOT)}:{name}" for p in PACKAGE.rglob("*.py") for name in _module_constants(p)
              if re.search(r"DEAD|ALIVE", name)}
     assert found == {"fabricbench/jobs/liveness.py:DEAD_AFTER_S"}, found

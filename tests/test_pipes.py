@@ -181,7 +181,7 @@ def test_progress_under_a_pipe_is_a_line_every_few_seconds(monkeypatch):
     # not a bar (stdout is not a terminal): one line per LOG_EVERY_S while the work moves, cut to COLUMNS
     monkeypatch.setenv("COLUMNS", "60")
     clock, stream = _Clock(), io.StringIO()
-    with Progress("sweep", total=10, stream=stream, clock=clock, log_every_s=5.0, heartbeat=False) as p:
+    with Progress("sweep", total=10, stream=stream, clock=clock, log_every_s=5.0, periodic=False) as p:
         assert p.mode == "log"
         for i in range(10):
             clock.now += 2.0
