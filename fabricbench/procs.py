@@ -24,8 +24,8 @@ Why each piece:
   death signal in the grandchild itself, so SIGKILL flows down the chain: us -> torchrun -> ranks. The
   guard then checks that the fabricbench process that started the chain is still among its ancestors
   (FABRICBENCH_PARENT_PID), so a launcher that died before the ask cannot leave it running.
-- Temporary folders carry the pid of the process that made them (fabricbench-p<pid>-...): one whose
-  process is gone is left over from a SIGKILL and removed by the next temp_dir().
+- Temporary folders (tempdirs.py, re-exported here) carry the pid of the process that made them: one
+  whose process is gone is left over from a SIGKILL and removed by the next temp_dir().
 """
 
 from __future__ import annotations
@@ -33,26 +33,23 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
-import re
 import select
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from fabricbench.exitcodes import Exit, by_signal
+# the runner's primitives in one import: the temporary folders are tempdirs.py's concern
+from fabricbench.tempdirs import TEMP_PREFIX, clean_stale, temp_dir  # noqa: F401
 
 GRACE_S = 5.0  # SIGTERM -> SIGKILL: time for a child to shut its own children down
 REAP_S = 10.0  # after SIGKILL: a process in uninterruptible sleep (D state) is left to init past this
 PARENT_ENV = "FABRICBENCH_PARENT_PID"  # the pid a `python -m fabricbench.procs` child must find as parent
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
-TEMP_PREFIX = "fabricbench-p"
-_TEMP_RE = re.compile(r"^fabricbench-p(\d+)-")
 
 
 def _prctl():
@@ -170,55 +167,6 @@ def wait_any(ps: Sequence[subprocess.Popen], timeout_s: float) -> None:
     finally:
         for fd in fds:
             os.close(fd)
-
-
-# -- temporary folders ------------------------------------------------------------------------------------
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process: alive
-        return True
-    return True
-
-
-def clean_stale(root: str | os.PathLike | None = None) -> list[str]:
-    """Remove fabricbench temporary folders (ours, by uid) whose process is gone: a SIGKILL left them."""
-    root = Path(root or tempfile.gettempdir())
-    removed = []
-    try:
-        entries = list(os.scandir(root))
-    except OSError:
-        return removed
-    me = os.getuid() if hasattr(os, "getuid") else None
-    for e in entries:
-        m = _TEMP_RE.match(e.name)
-        if not m or int(m.group(1)) == os.getpid():
-            continue
-        try:
-            st = e.stat(follow_symlinks=False)
-            if not e.is_dir(follow_symlinks=False) or (me is not None and st.st_uid != me):
-                continue
-        except OSError:
-            continue
-        if not _pid_alive(int(m.group(1))):
-            shutil.rmtree(e.path, ignore_errors=True)
-            removed.append(e.path)
-    return removed
-
-
-@contextlib.contextmanager
-def temp_dir(tag: str) -> Iterator[Path]:
-    """A temporary folder named with our pid, removed on exit (exceptions and Ctrl-C included); stale
-    ones of dead fabricbench processes are removed first."""
-    clean_stale()
-    safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", tag)[:40]
-    path = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-{safe}-"))
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
 
 
 # -- signals: one policy for SIGINT, SIGTERM and SIGHUP in every command ------------------------------------
