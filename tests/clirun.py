@@ -14,3 +14,10 @@ def run_cli(args, capsys):
         code = e.code
     out = capsys.readouterr()
     return code, out.out, out.err
+
+
+def one_error_line(err: str) -> str:
+    """The one line a refused command prints on stderr ("Error: ..."), asserted to be the only one."""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: "), lines
+    return lines[0]

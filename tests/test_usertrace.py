@@ -1,4 +1,8 @@
-"""relate --trace and sweep --for-trace: torch.profiler traces of loops that are not fabricbench's.
+"""Reading torch.profiler traces of loops that are not fabricbench's (usertrace.read, kineto): every
+collective, step and overlap of a trace, older PyTorch and NCCL spellings, hostile files, bounded memory.
+What relate --trace and sweep --for-trace do with a trace read: tests/test_usertrace_relate.py.
+
+    python3 -m pytest -q -p no:xdist tests/test_usertrace.py
 
 Fixtures (tests/data/traces/SOURCES.md): two real multi-GPU NCCL traces from Holistic Trace Analysis and
 two gloo traces of plain PyTorch loops (DDP, FSDP2) made by the script beside them. Every expected
@@ -15,13 +19,13 @@ from pathlib import Path
 
 import pytest
 
-from fabricbench.cli import main
 from fabricbench.errors import UsageError
 from fabricbench.relating import traceplan, usertrace
 from fabricbench.relating.concurrency import stretches
 from fabricbench.measuring.config import SweepConfig
 from fabricbench.training import kineto
 from fabricbench.training.calltimes import as_dicts
+from clirun import one_error_line, run_cli
 
 DATA = Path(__file__).parent / "data" / "traces"
 HTA2 = DATA / "hta_nccl_2ranks_allreduce.json.gz"
@@ -145,113 +149,6 @@ def test_gloo_fsdp2_trace_reads_gathers_and_scatters():
     assert job.ranks == [0] and job.world_size == 2
 
 
-# ------------------------------------------------------------------ relate --trace and sweep --for-trace
-
-
-def sweep_recs(fabric: str, gbps: float, ops: tuple[str, ...], sizes: list[int], nranks: int = 2) -> list[dict]:
-    return [{"schema": "fabricbench/1", "kind": "collective", "fabric": fabric, "op": op, "dtype": "float32",
-             "bytes": s, "nranks": nranks, "time_us": 40.0 + s / (gbps * 1e9) * 1e6, "graph": False, "status": "ok",
-             "inplace": False} for op in ops for s in sizes]
-
-
-def write(path: Path, recs: list[dict]) -> str:
-    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
-    return str(path)
-
-
-def test_relate_trace_prices_the_trace_on_every_swept_fabric(tmp_path):
-    sizes = [2**k for k in range(16, 22)]
-    sweeps = write(tmp_path / "s.jsonl", sweep_recs("default", 2.0, ("all_reduce",), sizes)
-                   + sweep_recs("shaped:1gbit", 0.0625, ("all_reduce",), sizes))
-    res = usertrace.relate_trace([DDP], [sweeps])
-    job = usertrace.read([DDP])
-    assert res.reference == "default" and [r.fabric for r in res.rows] == ["default", "shaped:1gbit"]
-    ref, slow = res.rows
-    assert ref.observed_step_s == pytest.approx(job.step_s) and ref.predicted_step_s == pytest.approx(job.step_s)
-    assert slow.observed_step_s is None and slow.predicted_step_s > ref.predicted_step_s
-    assert slow.predicted_step_ci95[0] <= slow.predicted_step_s <= slow.predicted_step_ci95[1]
-    assert "shared link" in ref.flags  # the overlapped buckets are priced as relate prices them
-    assert ref.comm_bytes_per_step == job.comm["total_bytes_per_step"]
-
-
-def test_relate_trace_names_the_sweep_a_fabric_lacks(tmp_path):
-    only_other = write(tmp_path / "s.jsonl", sweep_recs("shaped:1gbit", 0.0625, ("all_reduce",), [1 << 16, 1 << 20]))
-    with pytest.raises(UsageError, match=r"no sweep of the reference fabric default.*fabricbench sweep --for-trace "
-                                         r"\S*ddp_gloo_2ranks --fabric default --out FILE"):
-        usertrace.relate_trace([DDP], [only_other])
-    with pytest.raises(UsageError, match="--for-trace"):
-        usertrace.relate_trace([DDP], [])
-    sizes = [2**k for k in range(16, 22)]
-    partial = write(tmp_path / "p.jsonl", sweep_recs("default", 2.0, ("all_gather",), sizes)
-                    + sweep_recs("default", 2.0, ("reduce_scatter",), sizes[:1])
-                    + sweep_recs("shaped:1gbit", 0.0625, ("all_gather",), sizes))
-    res = usertrace.relate_trace([FSDP], [partial])
-    assert any("shaped:1gbit's sweeps lack" in p and "--for-trace" in p and "--fabric shaped:1gbit" in p
-               for p in res.problems)
-
-
-def test_sweeps_as_planned_lack_nothing(tmp_path):
-    """What sweep --for-trace measures is all relate asks for: an int64 broadcast swept as float64 (no
-    sweep runs int64) is no lack, and no note sends the user to sweep again."""
-    configs, job = traceplan.configs([HTA2], SweepConfig())
-    recs = []
-    for c in configs:
-        for op in c.ops:
-            for size in c.sizes.expand():
-                recs += [{**r, "dtype": c.dtype} for r in sweep_recs("default", 20.0, (op,), [size])]
-    res = usertrace.relate_trace([HTA2], [write(tmp_path / "s.jsonl", recs)])
-    assert {c.dtype for c in configs} == {"float32", "float64"} and res.rows
-    assert not [p for p in res.problems if "lack" in p]
-
-
-def test_sweep_for_trace_plans_exactly_what_the_trace_needs():
-    configs, job = traceplan.configs([FSDP], SweepConfig(engine="torch", backend="gloo"))
-    assert len(configs) == 1
-    c = configs[0]
-    assert (c.ops, c.dtype, c.nprocs, c.backend, c.engine) == (("all_gather", "reduce_scatter"), "float32", 2, "gloo",
-                                                               "torch")
-    sizes = c.sizes.expand()
-    traced = [x["bytes"] for x in job.collectives]
-    assert sizes[0] <= min(traced) and sizes[-1] >= max(traced) and len(sizes) <= 3
-
-
-def exit_of(argv: list[str]) -> int:
-    try:
-        main(argv)
-    except SystemExit as e:
-        return int(e.code or 0)
-    return 0
-
-
-def one_error_line(capsys) -> str:
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("Error: "), err
-    return err[0]
-
-
-def test_cli_sweep_for_trace_dry_run_and_conflicts(capsys, tmp_path):
-    assert exit_of(["sweep", "--for-trace", str(FSDP), "--dry-run"]) == 0
-    out = capsys.readouterr()
-    assert "all_gather" in out.out and "reduce_scatter" in out.out and "2 rank(s)" in out.out
-    assert exit_of(["sweep", "--for-trace", str(FSDP), "--ops", "all_reduce", "--dry-run"]) == 2
-    assert "drop --ops" in one_error_line(capsys)
-    assert exit_of(["sweep", "--for-trace", str(HTA2), "--csv", str(tmp_path / "x.csv")]) == 2
-    assert capsys.readouterr().err.splitlines()[-1].startswith("Error: --csv holds one sweep")
-
-
-def test_cli_relate_trace_json(tmp_path, capsys):
-    sizes = [2**k for k in range(16, 22)]
-    sweeps = write(tmp_path / "s.jsonl", sweep_recs("default", 2.0, ("all_reduce",), sizes)
-                   + sweep_recs("shaped:1gbit", 0.0625, ("all_reduce",), sizes))
-    assert exit_of(["relate", "--trace", str(DDP), sweeps, "--json"]) == 0
-    doc = json.loads(capsys.readouterr().out)
-    rows = {r["fabric"]: r for r in doc["rows"]}
-    assert set(rows) == {"default", "shaped:1gbit"} and doc["reference"] == "default"
-    for key in ("observed_step_s", "predicted_step_s", "predicted_step_ci95", "flags"):
-        assert key in rows["default"]
-    assert rows["shaped:1gbit"]["observed_step_s"] is None
-
-
 # ------------------------------------------------------------------ hostile traces: one line, exit 2
 
 
@@ -266,16 +163,16 @@ def test_a_trace_without_collectives_is_one_line(tmp_path, capsys):
                                  "dur": 10},
                                 {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1,
                                  "ts": 0, "dur": 20}])
-    assert exit_of(["relate", "--trace", str(p)]) == 2
-    assert "no collective" in one_error_line(capsys)
+    code, _, err = run_cli(["relate", "--trace", p], capsys)
+    assert code == 2 and "no collective" in one_error_line(err)
 
 
 def test_a_truncated_gz_trace_is_one_line(tmp_path, capsys):
     whole = (DDP / "rank0.json.gz").read_bytes()
     cut = tmp_path / "cut.json.gz"
     cut.write_bytes(whole[: len(whole) // 2])
-    assert exit_of(["relate", "--trace", str(cut)]) == 2
-    assert "cut short" in one_error_line(capsys)
+    code, _, err = run_cli(["relate", "--trace", cut], capsys)
+    assert code == 2 and "cut short" in one_error_line(err)
     raw = tmp_path / "cut.json"
     raw.write_text(gzip.decompress(whole).decode()[:50_000])
     with pytest.raises(UsageError, match="cut short"):
@@ -423,25 +320,3 @@ def test_the_streamed_timeline_is_the_in_memory_one(path, device):
     assert streamed.keys() == whole.keys()
     for k, v in whole.items():
         assert streamed[k] == (pytest.approx(v, rel=1e-9, abs=1e-12) if not isinstance(v, (str, list)) else v), k
-
-
-@pytest.mark.slow
-def test_end_to_end_sweep_for_trace_then_relate(tmp_path):
-    """The commands as a user runs them on a gloo trace: the for-trace sweep measures what relate then
-    prices, with no note that a fabric lacks anything."""
-    import subprocess
-    import sys
-
-    out = tmp_path / "sweeps.jsonl"
-    fb = [sys.executable, "-m", "fabricbench"]
-    subprocess.run([*fb, "sweep", "--for-trace", str(DDP), "--iters", "5", "--warmup", "1", "--out", str(out),
-                    "--quiet"], check=True, timeout=300)
-    recs = [json.loads(x) for x in out.read_text().splitlines()]
-    swept = {(r["op"], r["nranks"]) for r in recs if r.get("kind") == "collective" and r.get("status") == "ok"}
-    assert swept == {("all_reduce", 2)}
-    done = subprocess.run([*fb, "relate", "--trace", str(DDP), str(out), "--json"], capture_output=True, text=True,
-                          timeout=300)
-    assert done.returncode == 0, done.stderr
-    doc = json.loads(done.stdout)
-    assert [r["fabric"] for r in doc["rows"]] == ["default"]
-    assert not [p for p in doc["problems"] if "lack" in p or "not priced" in p or "extrapolated" in p]
