@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The own-job lab on the GPU machine, in one command: the one-GPU lab (3 gloo ranks with CUDA tensors on GPU 0)
 # and, where the time allows, the CPU lab (gloo ranks on the machine's CPUs), each under its own time limit,
-# packed into OUT/own_job.tgz. Shaped fabrics need iproute2, carried in .carry/iproute2 (benchmarks/carry_iproute2.sh).
+# packed into OUT/own_job.tgz. Shaped fabrics need iproute2, carried in .carry/iproute2 (benchmarks/device/carry_iproute2.sh).
 #   bash benchmarks/own_job/device_lab.sh [gpu|cpu|both] [GPU_LIMIT_S] [CPU_LIMIT_S]
 set -u
 WHICH=${1:-both}
@@ -9,7 +9,7 @@ GPU_S=${2:-300}
 CPU_S=${3:-0}  # 0: what is left of 520 s after the GPU lab
 OUT=${OUT:-/tmp/own_job_out}
 mkdir -p "$OUT"
-source benchmarks/device_env.sh
+source benchmarks/device/env.sh
 use_carried_wheels
 use_carried_iproute2
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1

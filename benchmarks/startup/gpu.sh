@@ -10,8 +10,8 @@ work=/tmp/startup
 rm -rf "$work" && mkdir -p "$work"
 pack() { tar -C /tmp -czf "$out/startup.tar.gz" startup; cp "$work/gpu.txt" "$out/" 2>/dev/null; }
 trap pack EXIT
-# shellcheck source=benchmarks/device_env.sh
-. benchmarks/device_env.sh
+# shellcheck source=benchmarks/device/env.sh
+. benchmarks/device/env.sh
 export PYTHONUNBUFFERED=1
 { nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader; nproc; uptime
   python3 -c "import torch, transformers, accelerate; print(torch.__version__, transformers.__version__, accelerate.__version__)"
