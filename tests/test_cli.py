@@ -48,7 +48,7 @@ def _run(args, env=None):
 
 
 def test_help_imports_no_torch():
-    # how fast it answers (0.5 s) is a wall-clock figure: benchmarks/startup_times.py measures it
+    # how fast it answers (0.5 s) is a wall-clock figure: benchmarks/startup/times.py measures it
     code = ("import sys; from fabricbench.cli import main\n"
             "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
             "assert 'torch' not in sys.modules, 'torch imported by --help'\n"

@@ -1,7 +1,7 @@
 """Hostile values for every option of every command, generated from the CLI itself.
 
     python3 -m pytest -q tests/test_cli_property.py
-    python3 tests/test_cli_property.py --counts benchmarks/results/cli_property.txt   (cases per type and command)
+    python3 tests/test_cli_property.py --counts benchmarks/hostile_input/results/cpu-vm/cli_property.txt   (cases per type and command)
 
 Each command's declared options are walked through click (fabricbench.cli.COMMANDS, then each command's
 params), and every option that takes a value is driven with at least 20 hostile values of its type

@@ -97,7 +97,7 @@ def test_estimate_needs_no_transformers_for_builtin_models(monkeypatch, capsys, 
 
 def test_estimate_imports_neither_transformers_nor_torch():
     """A fresh process, as a user types it: what keeps it fast (how fast, within the 2 s the issue allows, is
-    measured by benchmarks/startup_times.py: a wall-clock limit flakes in a unit test on a loaded machine)."""
+    measured by benchmarks/startup/times.py: a wall-clock limit flakes in a unit test on a loaded machine)."""
     import subprocess
     import sys
 

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from fabricbench.errors import UsageError
-from fabricbench.exporting import SimaiOptions, export, simai
+from fabricbench.exporting import SimaiOptions, simai, write
 
 ROOT = Path(__file__).resolve().parent.parent
 D = ROOT / "tests" / "data" / "export"
-STUDY = ROOT / "benchmarks" / "results" / "cpu-lab" / "study"
+STUDY = ROOT / "tests" / "data" / "study" / "cpu-lab"
 
 
 def _sweep(tmp_path, rows):
@@ -36,23 +36,23 @@ def test_sweep_to_simai_busbw(tmp_path):
                               ("all_gather", 4 << 30, 352.25, "default"), ("all_reduce", 4 << 30, 360.0, "p2p-off")])
     out = tmp_path / "busbw.yaml"
     with pytest.raises(UsageError, match="2 fabrics"):
-        export(sweep, "simai-busbw", out)
-    notes = export(sweep, "simai-busbw", out, SimaiOptions(fabric="default"))
+        write(sweep, "simai-busbw", out)
+    notes = write(sweep, "simai-busbw", out, SimaiOptions(fabric="default"))
     text = out.read_text()
     assert text.splitlines()[1:3] == ["TP:", "allreduce,: 471.5"] and "PP:\nbusbw: null" in text
     got = simai.parse(text)
     assert got["TP"] == {"allreduce": 471.5, "allgather": 352.25, "reducescatter": None, "alltoall": None}
     assert all(v is None for s in ("DP", "EP") for v in got[s].values())
     assert any("all_reduce at 4G on 8 ranks" in n for n in notes)
-    export(sweep, "simai-busbw", out, SimaiOptions(fabric="default", size=1 << 30, group="DP"))
+    write(sweep, "simai-busbw", out, SimaiOptions(fabric="default", size=1 << 30, group="DP"))
     assert simai.parse(out.read_text())["DP"]["allreduce"] == 410.0
     with pytest.raises(UsageError, match="--group XP"):
-        export(sweep, "simai-busbw", out, SimaiOptions(fabric="default", group="XP"))
+        write(sweep, "simai-busbw", out, SimaiOptions(fabric="default", group="XP"))
 
 
 def test_train_trace_to_comm_trace_json(tmp_path):
     out = tmp_path / "trace.json"
-    export(STUDY, "comm-trace", out)
+    write(STUDY, "comm-trace", out)
     doc = json.loads(out.read_text())
     assert doc["schema"] == "fabricbench-comm-trace/1"
     ddp = next(r for r in doc["runs"] if r["strategy"] == "ddp")
@@ -61,4 +61,4 @@ def test_train_trace_to_comm_trace_json(tmp_path):
     fsdp = next(r for r in doc["runs"] if r["strategy"] == "fsdp")
     assert fsdp["steps"][0]["collectives"][0]["calls"] == 4.0 and fsdp["world_size"] == 2
     with pytest.raises(UsageError, match="no train record"):
-        export(_sweep(tmp_path, [("all_reduce", 1 << 30, 1.0, "default")]), "comm-trace", out)
+        write(_sweep(tmp_path, [("all_reduce", 1 << 30, 1.0, "default")]), "comm-trace", out)

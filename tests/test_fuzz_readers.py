@@ -26,8 +26,8 @@ from fabricbench.training.models import read_config_json
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = [ROOT / "tests/data/qualify/gloo_node_results.jsonl",
-           ROOT / "benchmarks/results/cpu-lab/study/units/train_ddp_default.jsonl",
-           ROOT / "benchmarks/results/cpu-lab/study/units/sweep_default.jsonl"]
+           ROOT / "tests/data/study/cpu-lab/units/train_ddp_default.jsonl",
+           ROOT / "tests/data/study/cpu-lab/units/sweep_default.jsonl"]
 TOPOS = sorted((ROOT / "tests/data/topo").glob("*.txt"))
 SETTINGS = settings(max_examples=100, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])

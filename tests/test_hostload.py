@@ -27,7 +27,7 @@ from fabricbench.studying.report import answer_lines, build
 from fabricbench.studying.report.common import question_summary
 
 TICK = hostload.os.sysconf("SC_CLK_TCK")
-LAB = Path(__file__).resolve().parent.parent / "benchmarks" / "results" / "cpu-lab" / "study"
+LAB = Path(__file__).resolve().parent.parent / "tests" / "data" / "study" / "cpu-lab"
 
 
 class FakeProc:

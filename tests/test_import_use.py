@@ -15,7 +15,7 @@ from fabricbench.importing.beside import label
 from fabricbench.qualifying.api import qualify
 
 DATA = Path(__file__).parent / "data" / "imports"
-LAB = Path(__file__).parent.parent / "benchmarks" / "results" / "cpu-lab" / "study"
+LAB = Path(__file__).parent.parent / "tests" / "data" / "study" / "cpu-lab"
 
 SPEC = """
 [spec]

@@ -60,7 +60,7 @@ def test_jobfit_refuses_what_cannot_meet():
 
 
 def test_an_empty_inspector_dump_is_named_not_misread(tmp_path):
-    """What the H200 gave (benchmarks/results/h200-1gpu/inspector): the plugin loaded, made its dump
+    """What the H200 gave (benchmarks/jobfit/results/h200-1gpu/inspector): the plugin loaded, made its dump
     file, and wrote nothing, since NCCL runs a 1-rank communicator's collectives as a local copy."""
     empty = tmp_path / "job" / "vm-pid1115.log"
     empty.parent.mkdir()

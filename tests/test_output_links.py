@@ -27,7 +27,7 @@ from fabricbench.results.repair import repair
 from test_cli_property import guarded, run, valid  # noqa: F401 (guarded: a fixture used by name)
 
 ROOT = Path(__file__).resolve().parent.parent
-UNITS = ROOT / "benchmarks" / "results" / "cpu-lab" / "study" / "units"  # a recorded study's unit files
+UNITS = ROOT / "tests" / "data" / "study" / "cpu-lab" / "units"  # a recorded study's unit files
 PRECIOUS = '{"schema": "fabricbench/1", "kind": "x"}\n{"torn'  # a results-like file without a final newline
 
 

@@ -25,7 +25,7 @@ from clirun import run_cli as _run
 ROOT = Path(__file__).resolve().parent.parent
 # paths as a user types them, relative to the folder a case runs in (a path longer than the width stays
 # whole on its line, rightly: this keeps the test's own long temporary paths out of the figures)
-STUDY = "study"  # a copy of benchmarks/results/cpu-lab/study (report rebuilds its report in place)
+STUDY = "study"  # a copy of tests/data/study/cpu-lab (report rebuilds its report in place)
 UNITS = Path("study/units")
 IMPORTS = Path("data/imports")  # tests/data
 TOPO = Path("data/topo/h200_sxm_nvswitch.txt")
@@ -105,7 +105,7 @@ def test_a_closed_stdout_ends_quietly_with_the_commands_own_status(args, tmp_pat
 
     from fabricbench.cli import main
 
-    shutil.copytree(ROOT / "benchmarks/results/cpu-lab/study", tmp_path / "study",
+    shutil.copytree(ROOT / "tests/data/study/cpu-lab", tmp_path / "study",
                     ignore=shutil.ignore_patterns("report*"))
     (tmp_path / "data").symlink_to(ROOT / "tests/data")
     monkeypatch.chdir(tmp_path)
@@ -154,7 +154,7 @@ def test_piped_output_fits_columns(args, tmp_path, monkeypatch, capsys):
     import shutil
 
     monkeypatch.setenv("COLUMNS", str(WIDTH))
-    shutil.copytree(ROOT / "benchmarks/results/cpu-lab/study", tmp_path / "study",
+    shutil.copytree(ROOT / "tests/data/study/cpu-lab", tmp_path / "study",
                     ignore=shutil.ignore_patterns("report*"))
     (tmp_path / "data").symlink_to(ROOT / "tests/data")
     monkeypatch.chdir(tmp_path)

@@ -20,7 +20,7 @@ from fabricbench.qualifying.children import UnitResult
 from fabricbench.qualifying.verdict import at_least
 from fabricbench.results.status import Severity, Status
 
-LAB = Path(__file__).parent.parent / "benchmarks/results/cpu-lab/study/units/sweep_default.jsonl"
+LAB = Path(__file__).parent.parent / "tests/data/study/cpu-lab/units/sweep_default.jsonl"
 BUSY = {"window_s": 20.0, "cpus": 2, "others_cpu_s": 26.0, "ours_cpu_s": 30.0, "others_cpus": 1.3,
         "threshold_cpus": 0.5, "busy": True, "readings": 20, "top": [{"pid": 4242, "name": "make", "cpus": 1.1}]}
 QUIET = {**BUSY, "others_cpu_s": 0.4, "others_cpus": 0.02, "busy": False, "top": []}

@@ -99,7 +99,7 @@ def test_init_prints_the_factors_it_wrote(tmp_path, capsys):
 
     from fabricbench.qualifying.init import summary
 
-    lab = Path(__file__).parent.parent / "benchmarks/results/cpu-lab/study/units/sweep_default.jsonl"
+    lab = Path(__file__).parent.parent / "tests/data/study/cpu-lab/units/sweep_default.jsonl"
     spec = tmp_path / "node.toml"
     main(["qualify", "--init", str(spec), "--from", str(lab), "--factor", "0.9"])
     said = capsys.readouterr().out
@@ -120,6 +120,6 @@ def test_init_prints_the_factors_it_wrote(tmp_path, capsys):
 def test_a_floor_is_read_no_further_than_a_quarter_below_its_size():
     # a CPU lab's gloo sweep stops at 8M: it stands in for no 16G GPU floor (the run measured nothing of
     # this spec: exit 5), and a file without NCCL's log names no transport: not measured there, not an error
-    lab = Path(__file__).parent.parent / "benchmarks/results/cpu-lab/study/units/sweep_default.jsonl"
+    lab = Path(__file__).parent.parent / "tests/data/study/cpu-lab/units/sweep_default.jsonl"
     res = qualify("builtin:h200-sxm-8", records_from=str(lab))
     assert res.exit_code == 5 and all(v.status == Status.WAIVED for v in res.verdicts)

@@ -19,7 +19,7 @@ from fabricbench.qualifying.verdict import (EXIT_NOTHING_MEASURED, NOTHING_MEASU
                                             outcome, waived)
 from clirun import run_cli as _main
 
-TRAIN = Path(__file__).resolve().parent.parent / "benchmarks/results/cpu-lab/study/units/train_ddp_default.jsonl"
+TRAIN = Path(__file__).resolve().parent.parent / "tests/data/study/cpu-lab/units/train_ddp_default.jsonl"
 
 
 def _waived(name: str):

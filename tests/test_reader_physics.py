@@ -24,7 +24,7 @@ from fabricbench.topology.links import MAX_NVLINKS, normalize_link
 from fabricbench.topology.model import MAX_GPUS, Gpu, Topology
 
 ROOT = Path(__file__).resolve().parents[1]
-STUDY = ROOT / "benchmarks" / "results" / "cpu-lab" / "study"
+STUDY = ROOT / "tests" / "data" / "study" / "cpu-lab"
 
 COLL = {"schema": SCHEMA, "kind": "collective", "op": "all_gather", "dtype": "float32", "bytes": 4096,
         "requested_bytes": 4096, "count": 1024, "nranks": 2, "time_us": 12.5, "busbw_gbps": 0.16, "cv": 0.02,

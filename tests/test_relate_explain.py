@@ -5,7 +5,7 @@ from pathlib import Path
 
 from clirun import run_cli
 
-UNITS = Path(__file__).resolve().parent.parent / "benchmarks/results/cpu-lab/study/units"
+UNITS = Path(__file__).resolve().parent.parent / "tests/data/study/cpu-lab/units"
 FILES = [UNITS / n for n in ("sweep_default.jsonl", "sweep_shaped_1gbit.jsonl", "train_ddp_default.jsonl",
                              "train_ddp_shaped_1gbit.jsonl")]
 

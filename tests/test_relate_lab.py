@@ -1,7 +1,7 @@
 """The relate labs: the CPU lab's order (fabricbench/relating/lab.py: the reference trains first, its traces
 plan the sweeps, and repeats are rounds that train every fabric once each, so a fabric's k-th run shares
 the machine's state with the reference's k-th; commands recorded, not run), the sweeps in the training's
-terms (dtype, sizes, placement), the GPU lab's plan, the docs' tables, and the CPU lab end
+terms (dtype, sizes, placement), the docs' tables, and the CPU lab end
 to end (slow)."""
 
 from __future__ import annotations
@@ -94,22 +94,6 @@ def test_relate_flags_a_sweep_placed_elsewhere_than_the_training():
     assert any("the sweep's 3 ranks ran on GPUs 0,1,2, the training's on GPU 0" in p for p in other.problems)
 
 
-def test_gpu_lab_plan_sweeps_each_traced_dtype_but_folds_latency_bound_flags(tmp_path, capsys):
-    """benchmarks/relate_gpu_lab.py plan: bfloat16 and float32 each get their own sweep; int64 calls of 8 B
-    (latency-bound) are swept with the dtype of the most bytes, which then reaches down to 8 B."""
-    gpu_lab = _gpu_lab()
-    rec = dict(_trace(("all_reduce", 2 << 20, "bfloat16", 3), ("all_gather", 1 << 20, "bfloat16", 3),
-                      ("all_reduce", 1 << 20, "float32", 3), ("all_reduce", 8, "int64", 3))[0], status="ok")
-    f = tmp_path / "train.jsonl"
-    f.write_text(json.dumps(rec) + "\n")
-    assert gpu_lab.plan([str(f)]) == 0
-    lines = capsys.readouterr().out.splitlines()
-    assert lines[0] == "# int64: every call at most 8 B (latency-bound): swept as bfloat16"
-    plan = {ln.split()[0]: ln.split()[1:] for ln in lines[1:]}
-    assert plan["bfloat16"] == ["all_gather,all_reduce", "8,32,128,512,2048,8192,32768,131072,524288,2097152"]
-    assert plan["float32"] == ["all_reduce", "1048576"]
-
-
 # ---------------------------------------------------------------- end to end: the CPU fabric lab
 
 def _lab_lack() -> str | None:
@@ -174,51 +158,20 @@ def test_relate_cpu_lab_predicts_shaped_fabrics(tmp_path):
 
 
 def test_docs_relate_table_is_the_scripts_output():
-    """docs/relate.md's relate tables and the README's are what benchmarks/relate_table.py makes of the
-    committed lab records: the CPU lab's and the strong fabrics'."""
-    import subprocess
+    """docs/relate.md's relate tables and the README's are what benchmarks/relate/table.py makes of the
+    committed lab records (the CPU lab's and the strong fabrics', copied to tests/data/relate/cpu-lab)."""
     import sys
     from pathlib import Path
 
-    root = Path(__file__).resolve().parent.parent
-    script, doc = str(root / "benchmarks" / "relate_table.py"), str(root / "docs" / "relate.md")
-    strong = str(root / "benchmarks" / "results" / "cpu-lab" / "relate-lab-strong" / "records.jsonl")
-    readme = str(root / "README.md")
-    for args, where in (([], doc), ([strong, "--before", "", "--tag", "strong"], doc), ([], readme)):
-        r = subprocess.run([sys.executable, script, *args, "--check", where], capture_output=True, text=True,
-                           timeout=120)
-        assert r.returncode == 0, (where, r.stderr)
+    tests = Path(__file__).resolve().parent
+    sys.path.insert(0, str(tests))
+    from relate_tables import replaced, text
 
-
-def _gpu_lab():
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parent.parent / "benchmarks" / "relate_gpu_lab.py"
-    spec = importlib.util.spec_from_file_location("relate_gpu_lab", path)
-    gpu_lab = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(gpu_lab)
-    return gpu_lab
-
-
-def test_gpu_lab_check_rereads_a_run_without_rewriting_its_files(tmp_path, capsys):
-    """check --reread on the committed H100 run r10 (the script's defaults, 12 points): today's relate's
-    figures, the reference steps, and the run's own relate.txt left as it was. The figures are the records',
-    so a change to relate that moves them shows here."""
-    import shutil
-    from pathlib import Path
-
-    src = Path(__file__).resolve().parent.parent / "benchmarks" / "results" / "h100-1gpu" / "relate-lab-r10"
-    shutil.copytree(src / "lab", tmp_path / "lab")
-    (tmp_path / "relate.txt").write_text("as the run wrote it\n")
-    gpu_lab = _gpu_lab()
-    asked = gpu_lab._asked("zero2,fsdp,ddp", "3", "4gbit,2gbit,3gbit,6gbit")
-    assert gpu_lab.check(tmp_path, asked, write=False) == 0
-    out = capsys.readouterr().out
-    assert ("figures: 12 held-out points: median |error| 2.3%, largest 9.0%; coverage: 12 of 12 observed steps "
-            "inside their predicted 95% interval (100%)") in out
-    assert "reference steps (under every point of their strategy; not judged): zero2 n=3 26.3 ms" in out
-    assert (tmp_path / "relate.txt").read_text() == "as the run wrote it\n"
-    assert not (tmp_path / "relate.json").exists()
-    gpu_lab.check(tmp_path, asked)  # the lab's own call writes relate's outputs
-    assert (tmp_path / "relate.json").exists() and "overlap window" in (tmp_path / "relate.txt").read_text()
+    data, root = tests / "data" / "relate" / "cpu-lab", tests.parent
+    shown = "benchmarks/relate/results/cpu-lab/relate-lab/before/records.jsonl"  # what the table names
+    lab = text([str(data / "records.jsonl")], before=str(data / "before.jsonl"), shown=shown)
+    strong = text([str(data / "strong.jsonl")])
+    for doc, body, tag in ((root / "docs" / "relate.md", lab, ""), (root / "docs" / "relate.md", strong, "strong"),
+                           (root / "README.md", lab, "")):
+        now = doc.read_text()
+        assert replaced(now, body, tag) == now, (doc.name, tag)

@@ -112,7 +112,7 @@ def study_report(tmp_path: Path) -> Path:
     from fabricbench.studying.report import write_report
 
     study = tmp_path / "study"
-    shutil.copytree(Path(__file__).parent.parent / "benchmarks/results/cpu-lab/study", study,
+    shutil.copytree(Path(__file__).parent.parent / "tests/data/study/cpu-lab", study,
                     ignore=shutil.ignore_patterns("report*"))
     _, html_path = write_report(study)
     return Path(html_path)

@@ -15,8 +15,8 @@ import pytest
 
 from fabricbench.studying.report import build
 
-ROOT = Path(__file__).resolve().parent.parent / "benchmarks" / "results" / "cpu-lab"
-FOLDERS = [ROOT / "study", ROOT / "multinode-study"]
+ROOT = Path(__file__).resolve().parent / "data" / "study"
+FOLDERS = [ROOT / "cpu-lab", ROOT / "multinode"]
 
 
 def _section(md: str, title: str) -> str:
@@ -61,7 +61,7 @@ def test_the_answer_ends_with_relates_line_and_the_reference_is_itself():
     from fabricbench.relating.format import cells
     from fabricbench.studying.report import answer_lines, summary
 
-    folder = ROOT / "study"
+    folder = ROOT / "cpu-lab"
     answer = answer_lines(folder, width=10_000)
     rel = [r for r in summary(folder)["relate"] if r["fabric"] != "default"]
     assert rel and len([ln for ln in answer if ln.startswith("relate: ")]) == len(rel)

@@ -122,7 +122,7 @@ def test_train_result_round_trips_every_record_and_keeps_unknown_keys():
     from fabricbench.results.schema import UNSET, TrainResult
     from fabricbench.results.writer import read_results
 
-    path = Path(__file__).parent.parent / "benchmarks" / "results" / "h200-1gpu" / "train.jsonl"
+    path = Path(__file__).parent.parent / "tests" / "data" / "train" / "h200-train.jsonl"
     records = list(read_results(path, kind="train"))
     assert records
     for rec in records:

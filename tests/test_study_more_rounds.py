@@ -13,7 +13,7 @@ import pytest
 
 from clirun import run_cli
 
-LAB = Path(__file__).resolve().parent.parent / "benchmarks/results/cpu-lab/study"
+LAB = Path(__file__).resolve().parent.parent / "tests/data/study/cpu-lab"
 
 
 @pytest.fixture()

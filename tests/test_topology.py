@@ -248,7 +248,7 @@ def _synthetic(n, link):
 
 
 def test_nvl72_in_trays_and_576_answer_right():
-    # how fast (~0.3 s; minutes before, with an exponential search): benchmarks/topology_scaling.py
+    # how fast (~0.3 s; minutes before, with an exponential search): benchmarks/topology/scaling.py
     trays = _synthetic(72, lambda i, j: "NV18" if i // 4 == j // 4 else "SYS")
     assert trays.islands() == [list(range(i, i + 4)) for i in range(0, 72, 4)]
     adv = {a["k"]: a for a in trays.advice()}

@@ -20,7 +20,7 @@ from fabricbench.cli import COMMANDS
 from clirun import run_cli
 from fabricbench.cli.path_types import OutputFile, OutputFolder
 
-STUDY = Path(__file__).parent.parent / "benchmarks/results/cpu-lab/study"  # a CPU study's recorded results
+STUDY = Path(__file__).parent.parent / "tests/data/study/cpu-lab"  # a CPU study's recorded results
 
 
 def _outputs() -> list[tuple[str, str, bool]]:

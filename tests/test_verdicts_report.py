@@ -15,7 +15,7 @@ from fabricbench.studying.config import StudyConfig
 from fabricbench.studying.report import summary
 from fabricbench.studying.report.common import question_summary
 
-ROOT = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
+ROOT = Path(__file__).resolve().parent / "data" / "study"
 FOLDERS = sorted(p.parent for p in ROOT.rglob("results.jsonl")
                  if '"kind": "plan"' in p.read_text()[:20000] and '"study":' in p.read_text()[:20000])
 FIELDS = {"a", "b", "fabric", "metric", "ratio", "ci95", "verdict", "rounds", "paired", "method"}
@@ -23,7 +23,7 @@ FIELDS = {"a", "b", "fabric", "metric", "ratio", "ci95", "verdict", "rounds", "p
 
 def test_the_committed_study_folders_are_found():
     names = {str(p.relative_to(ROOT)) for p in FOLDERS}
-    assert {"cpu-lab/study", "h200-1gpu/study-mistral-1b", "h200-1gpu/repeatability/study-1"} <= names
+    assert {"cpu-lab", "multinode", "h200-mistral-1b", "h200-repeat-1"} <= names
 
 
 @pytest.mark.parametrize("folder", FOLDERS, ids=lambda p: str(p.relative_to(ROOT)))
@@ -52,7 +52,7 @@ def test_every_committed_study_gives_comparisons(folder):
 
 def test_report_json_of_the_mistral_study_pairs_nothing_it_cannot():
     """Five strategies, one run each: every comparison undecided, no interval, no order."""
-    summ = summary(ROOT / "h200-1gpu" / "study-mistral-1b")
+    summ = summary(ROOT / "h200-mistral-1b")
     assert len(summ["comparisons"]) == 10
     assert {c["verdict"] for c in summ["comparisons"]} == {"undecided"}
     assert all(c["ci95"] is None and c["note"] == "one run each: no interval" for c in summ["comparisons"])

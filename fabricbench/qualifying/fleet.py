@@ -7,7 +7,7 @@
 Each input is one node: a `qualify --out` folder (results.jsonl, and verdicts.json when there) or a
 results file; a results file whose records come from several hosts is a node per host. Files are
 streamed (inputs.py: one line at a time, only the fields a figure needs kept), so 12,500 hosts of 12
-records each are judged in seconds (benchmarks/qualify_fleet_scale.py).
+records each are judged in seconds (benchmarks/qualify/fleet_scale.py).
 
 Per figure (figures.py: the same names on every node that measured it) the fleet's median and MAD
 (median absolute deviation) are computed; a node is an outlier on a figure when it is worse than

@@ -1,6 +1,6 @@
 """The CPU fabric lab: train and sweep under several fabrics on one machine, then relate.
 
-    python3 benchmarks/relate_cpu_lab.py --fabrics default,shaped:1gbit,shaped:200mbit --strategies ddp,fsdp
+    python3 benchmarks/relate/cpu_lab.py --fabrics default,shaped:1gbit,shaped:200mbit --strategies ddp,fsdp
 
 Order: the strategies train on the first fabric (the reference) first; their traces say which collectives,
 sizes and dtypes a step sends, and every fabric's sweep then covers exactly those ops and that size range

@@ -46,7 +46,7 @@ OPTIONAL_SHARE = 0.5  # a round past the minimum, in the middle figure
 # First guesses, for a host with no record of its own (benchmarks/estimates/README.md has the runs). CPU:
 # the 2-core VM, normalized to a quiet host: a train run's fixed cost 5-15 s; a step of tiny-mistral and of
 # lab-mistral (2 gloo ranks, batch 8 x 512) 0.45 and 0.78 s, which STEP_OVERHEAD_S + work / FLOP_RATE
-# fits. GPU: one H100, mistral-1b DDP's 4.5 s outside its steps (benchmarks/results/h100-startup/after3),
+# fits. GPU: one H100, mistral-1b DDP's 4.5 s outside its steps (benchmarks/startup/results/h100-1gpu/after3),
 # and bf16 at about 40% of the card's dense peak. The other units: what the VM's and the H100's studies took.
 FIRST = {
     "cpu": {"machine": 3.0, "estimate": 1.0, "batch": 45.0, "scaling": 60.0, "relate": 3.0, "summary": 1.5,

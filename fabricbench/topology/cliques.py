@@ -6,7 +6,7 @@ Positions are 0..n-1 (the order of a Topology's GPUs); adj[p] is the bit set of 
 Enumerating every maximal clique is exponential, so only a small irregular component gets it
 (Bron-Kerbosch); a large one gets one clique greedily grown from each GPU not yet covered. best_set's
 search beyond the exhaustive range compares the prefixes of cliques grown from each seed (grow_cliques).
-Timings: benchmarks/topology_scaling.py.
+Timings: benchmarks/topology/scaling.py.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ single GPUs on PCIe-only boxes. A collective runs at the speed of its slowest re
 that spans islands runs at the PCIe/SYS speed between them.
 
 Every analysis here takes polynomial time, so an NVL72 rack or a 576-GPU domain answers in well under a
-second (benchmarks/topology_scaling.py): links are turned once into integer ranks and bit sets, islands
+second (benchmarks/topology/scaling.py): links are turned once into integer ranks and bit sets, islands
 are the connected components when those are cliques (every real board), exact maximal cliques for a small
 irregular component, and one greedily grown maximal clique per uncovered GPU for a large irregular one
 (enumerating all maximal cliques is exponential: cliques.py). best_set is exhaustive only while that is cheap.

@@ -6,10 +6,10 @@ for work a training step never does.
 - scikit-learn: transformers.generation.candidate_generator imports sklearn.metrics at its own import
   when sklearn is installed, for assisted generation's confidence threshold (generate() with an assistant
   model); every model class loads that module through GenerationMixin. 1.2 s of each rank's start on the
-  H100 machine (benchmarks/results/h100-1gpu/relate-lab-r3/importtime.txt), of ~7-8 s of imports.
+  H100 machine (benchmarks/relate/results/h100-1gpu/relate-lab-r3/importtime.txt), of ~7-8 s of imports.
 - scipy: transformers.loss.loss_for_object_detection imports scipy.optimize for object detection's
   Hungarian matching (DETR-like losses), loaded with every model's loss table. 0.3 s of CPU here
-  (benchmarks/results/cpu-startup/levers.txt). fabricbench trains causal LMs and image classifiers only.
+  (benchmarks/startup/results/cpu-vm/levers.txt). fabricbench trains causal LMs and image classifiers only.
 - boto3: accelerate.commands.config.sagemaker imports it when installed (Accelerator's import reaches it
   through accelerate.utils.other), for launching on Amazon SageMaker; 0.09 s of a rank's 1.3 s of imports
   on the 2-core VM, where the built-in models no longer import transformers at all (training/native.py).

@@ -1,7 +1,7 @@
 """A train run's fixed cost, phase by phase: where the seconds between the command and its record go.
 
     fabricbench train --strategies ddp --model tiny-mistral --device cpu --nprocs 2 --verbose
-    python3 benchmarks/startup_phases.py --runs 5          (the breakdown over fresh runs, median and range)
+    python3 benchmarks/startup/phases.py --runs 5          (the breakdown over fresh runs, median and range)
 
 Each rank stamps its own wall clock (time.time()) as it ends each phase (`Marks`, written into its rank
 file); the launcher stamps when it spawned the ranks and when they were gone. `join` turns the stamps into
