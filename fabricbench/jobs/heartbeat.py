@@ -52,6 +52,7 @@ from fabricbench.jobs.liveness import DEAD_AFTER_S
 from fabricbench.jobs.tcpstore import STORE_WAIT_S, open_store
 
 BEAT_S = 1.0  # how often a rank writes its beat and reads its peers': several times within DEAD_AFTER_S
+# a verdict is checked at least every BEAT_S + STORE_WAIT_S (one store call's bound, jobs/tcpstore.py)
 MIN_STALL_S = 60.0  # the default bound's floor
 STALL_LO_S, STALL_HI_S = 3.0, 86_400.0  # --stall-timeout's accepted range (a beat every BEAT_S must be missed
 # several times), for train, sweep and study alike
@@ -60,7 +61,6 @@ STALL_TIMEOUT = Declared(  # --stall-timeout, declared once: each config shares 
     help="Seconds a rank's heartbeat may stop (SIGSTOP, a dead node) before the run ends naming it.")
 STALL_EXIT = Exit.STALLED  # a rank the watchdog ended exits with this: the one code, train's ranks too
 STEPS_X = 10.0  # the default bound: this many median steps, when that is above the floor
-# a verdict is checked at least every BEAT_S + STORE_WAIT_S (one store call's bound, jobs/tcpstore.py)
 PREFIX = "fabricbench/hb"
 RUNNING, FAILED, DONE = "running", "failed", "done"
 
