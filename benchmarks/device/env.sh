@@ -1,4 +1,4 @@
-# Sourced by the GPU scripts under benchmarks/ (benchmarks/*/*gpu*.sh): what every GPU-machine run sets up first, in one place.
+# Sourced by every GPU script under benchmarks/: what each GPU-machine run sets up first, in one place.
 # The GPU machine has no network and no DeepSpeed: its wheels (and missing dependencies) travel in .whl/
 # (benchmarks/device/carry_wheels.sh builds it; benchmarks/device/carry_iproute2.sh builds .carry/iproute2).
 
@@ -10,7 +10,7 @@ use_carried_wheels() {
   fi
 }
 
-# fabricbench built in place with the machine's nvcc, for the H200 only (sm_90: ~18 s instead of every arch).
+# fabricbench built in place with the machine's nvcc, for Hopper only (H100 and H200 are sm_90: ~18 s instead of every arch).
 build_fabricbench() {
   CMAKE_ARGS=-DCMAKE_CUDA_ARCHITECTURES=90 python3 -m pip install -q --no-build-isolation --no-deps -e . > "$1" 2>&1
 }

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # NCCL Inspector on H200s, in under 4 minutes: build the plugin, load it into NCCL jobs, import what it
 # wrote, and set the job against a sweep of the same GPUs (fabricbench jobfit). Every visible GPU (GPUS=0,1
-# picks): on one GPU the plugin loads and records nothing (measured 2026-12-05, results/h200-1gpu/
-# inspector/README.md says why).
+# picks): on one GPU the plugin loads and records nothing (measured 2026-12-05:
+# results/h200-1gpu/inspector/README.md, beside this script, says why).
 #   bash benchmarks/device/carry_nccl_inspector.sh /work/.mirror/NVIDIA+nccl/repo     (here, once: fills .carry/)
 #   bash benchmarks/jobfit/inspector_gpu.sh "$OUT"                                    (on the GPU machine; carry .carry)
 # The plugin's build was checked on a CPU machine against CUDA 12.9's headers from PyPI (nvidia-cuda-runtime-cu12,

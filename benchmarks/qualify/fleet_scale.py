@@ -1,7 +1,7 @@
 """How `qualify --fleet` scales: synthetic gathered results files of 1,000, 5,000 and 12,500 hosts (12
 collective records each, as an 8-GPU node's quick qualification writes them), judged end to end.
 
-    python3 benchmarks/qualify/fleet_scale.py [--hosts 1000,5000,12500] [--out benchmarks/results/cpu-lab]
+    python3 benchmarks/qualify/fleet_scale.py [--hosts 1000,5000,12500] [--out benchmarks/qualify/results/cpu-lab]
     python3 benchmarks/qualify/fleet_scale.py --profile 12500      (cProfile's top functions instead)
 
 Each host has all_reduce, all_gather and reduce_scatter at 8 B, 1 MiB, 256 MiB and 16 GiB on GPUs 0-7, with
@@ -79,7 +79,7 @@ def machine() -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--hosts", default="1000,5000,12500")
-    ap.add_argument("--out", default="benchmarks/results/cpu-lab")
+    ap.add_argument("--out", default="benchmarks/qualify/results/cpu-lab")
     ap.add_argument("--profile", type=int, default=None, help="profile one fleet of this many hosts")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="fleet-scale-") as tmp:

@@ -7,7 +7,7 @@
 # run's rank count and GPU), then relate and the figures: median |error|, largest, coverage of the 95%
 # intervals (benchmarks/relate/gpu_lab.py check).
 #   bash benchmarks/relate/gpu_lab.sh [--model M] [--rates 4gbit,2gbit,3gbit,6gbit] [--ranks 3]
-#        [--strategies zero2,fsdp,ddp] [--budget 525] [OUTDIR]       (OUTDIR: benchmarks/results/h200-1gpu/relate-lab)
+#        [--strategies zero2,fsdp,ddp] [--budget 525] [OUTDIR]
 # The defaults (lab-mistral, batch 8 x 256; the choice and its arithmetic: gpu_lab.py) ask for 12
 # held-out points: 3 strategies x 4 rates on 3 ranks. Why one rank count: each costs a reference run and
 # its sweeps (~100 s on the H200) that hold no point themselves, each rate ~100 s for 3 points; 9 minutes
@@ -56,7 +56,7 @@ while [ $# -gt 0 ]; do
     *) R=$1; shift ;;
   esac
 done
-R=${R:-benchmarks/results/h200-1gpu/relate-lab}
+R=${R:-benchmarks/relate/results/gpu-lab}
 case "$BUDGET_S" in ''|*[!0-9]*) echo "relate/gpu_lab.sh: --budget takes whole seconds, not $BUDGET_S" >&2; exit 2 ;; esac
 for n in ${RANKS//,/ }; do
   case "$n" in ''|*[!0-9]*|0|1) echo "relate/gpu_lab.sh: --ranks takes counts of 2 or more, not $n" >&2; exit 2 ;; esac

@@ -9,7 +9,7 @@
    docs/fabrics.md;
 3. `relate` on the CPU lab's study units (benchmarks/study/results/cpu-lab/study/units): docs/relate-lab.md
    (its table with intervals: benchmarks/relate/table.py);
---shots: the report screenshots of docs/study.md (benchmarks/results/cpu-lab/report*.png).
+--shots: the report screenshots of docs/study.md (benchmarks/samples/results/cpu-lab/report*.png).
 Commands 2 and 3 run through a pseudo-terminal of 80 columns, exactly as a user sees them.
 """
 

@@ -1,13 +1,13 @@
 """Where one `fabricbench train` run's wall time goes: start-up phases against the timed steps (issue 38).
 
-    python3 benchmarks/startup/phases.py [--runs 5] [--case cpu] [--probes] [--out benchmarks/results/startup_phases_cpu.txt]
+    python3 benchmarks/startup/phases.py [--runs 5] [--case cpu] [--probes] [--out benchmarks/startup/results/<machine>/phases_cpu.txt]
     python3 benchmarks/startup/phases.py --case lab-mistral --runs 5       # one GPU, 2 gloo ranks (H200)
     python3 benchmarks/startup/phases.py --case mistral-1b --runs 3        # one GPU, DDP of a 1B model (H200)
     python3 benchmarks/startup/phases.py --case study-1b                    # a default study, ddp,fsdp (H200)
     python3 benchmarks/startup/phases.py --case h200 --results DIR          # the three GPU cases, DIR/<case>.txt
 
 The GPU cases (H200: GPU 0, no network, no DeepSpeed needed), about 4-6 minutes together on today's code:
-    python3 benchmarks/startup/phases.py --case h200 --runs 2 --results benchmarks/results/h200-startup
+    python3 benchmarks/startup/phases.py --case h200 --runs 2 --results benchmarks/startup/results/<machine>
 
 Each run is the real command in a fresh process (`fabricbench train ... --repeats 1 --target-ci 0`: one run of
 exactly --steps steps, the issue's case), timed from outside. Two views of it, both printed:

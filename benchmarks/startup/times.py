@@ -1,7 +1,7 @@
 """How long a user waits for the commands that must answer at once: `fabricbench --help` (target 0.5 s)
 and `fabricbench estimate --model mistral-7b --gpus 4` (target 2 s), each in a fresh process.
 
-    python3 benchmarks/startup/times.py [--runs 5] [--out benchmarks/results/startup_times.txt]
+    python3 benchmarks/startup/times.py [--runs 5] [--out benchmarks/startup/results/<machine>/times.txt]
 
 Wall-clock limits live here, not in the unit tests: on a loaded machine a unit test's timing flakes, while
 here the median of --runs fresh processes on a quiet one is the figure (each run also checks that neither
