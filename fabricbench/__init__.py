@@ -8,8 +8,9 @@
     fabricbench.to_dataframe(rs)                                      # pandas, if installed
 
 Every command has its library call here (the CLI only maps flags to them): measure, sweep, compare,
-scaling, p2p, train, relate (relate_trace: relate --trace), study, advise, qualify, execute (exec). Their
-configs (SweepConfig, TrainConfig, StudyConfig, ExecConfig), results (CollectiveResult, CompareResult, ...)
+scaling, p2p, train, relate (relate_trace: relate --trace), study, advise, qualify, execute (exec), export,
+estimate, topo, jobfit, report, import_results (import). Their configs (SweepConfig, TrainConfig, StudyConfig,
+ExecConfig, ExportConfig, ...), results (CollectiveResult, CompareResult, ...)
 and errors (FabricbenchError and its kinds) are here too, for annotations and `except`; the package is
 typed (py.typed). Importing needs no GPU and no torch: everything heavy loads on first use.
 """
@@ -45,6 +46,11 @@ _LAZY = {
     "StudyConfig": "fabricbench.studying.config",
     "execute": "fabricbench.jobs.command",
     "ExecConfig": "fabricbench.jobs.command",
+    **{name: "fabricbench.exporting.api" for name in ("export", "ExportConfig", "ExportResult")},
+    **{name: "fabricbench.training.estimate_run" for name in ("estimate", "EstimateConfig", "EstimateResult")},
+    **{name: "fabricbench.measuring.topo_run" for name in ("topo", "TopoConfig", "TopoResult")},
+    **{name: "fabricbench.relating.jobfit_run" for name in ("jobfit", "JobfitConfig", "JobfitResult")},
+    **{name: "fabricbench.studying.report_run" for name in ("report", "ReportConfig", "ReportResult")},
     # what the calls take and give, for a caller's annotations and isinstance checks
     "SweepOptions": "fabricbench.measuring.compare",
     "CompareResult": "fabricbench.measuring.compare_run",

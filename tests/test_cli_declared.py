@@ -16,9 +16,13 @@ import pytest
 from fabricbench.cli.declared import TYPES, shown_default
 from fabricbench.cli.hints import command
 from fabricbench.declare import Declared, concept, declared
+from fabricbench.exporting.api import ExportConfig
 from fabricbench.jobs.command import ExecConfig
 from fabricbench.measuring.config import SweepConfig
+from fabricbench.measuring.topo_run import TopoConfig
+from fabricbench.relating.jobfit_run import JobfitConfig
 from fabricbench.studying.config import StudyConfig
+from fabricbench.training.estimate_run import EstimateConfig
 from fabricbench.training.launch import TrainConfig
 
 # command -> the config its options come from, and the fields it leaves to others (with the reason)
@@ -27,6 +31,10 @@ COMMANDS = {
     "train": (TrainConfig, {}),
     "study": (StudyConfig, {}),
     "exec": (ExecConfig, {}),
+    "estimate": (EstimateConfig, {}),
+    "export": (ExportConfig, {}),
+    "topo": (TopoConfig, {}),
+    "jobfit": (JobfitConfig, {}),
     "compare": (SweepConfig, {f: "compare passes the rest to its child sweeps by name"
                               for f in ("gpus", "ops", "sizes", "adaptive", "max_iters", "graph", "graph_iters",
                                         "check", "nprocs", "nccl_lib", "fabric", "seed", "buffers", "timing",

@@ -17,9 +17,11 @@ from pathlib import Path
 import fabricbench
 
 ROOT = Path(__file__).resolve().parents[1]
-CONFIGS = {"SweepConfig", "SweepOptions", "TrainConfig", "StudyConfig", "ExecConfig"}
+CONFIGS = {"SweepConfig", "SweepOptions", "TrainConfig", "StudyConfig", "ExecConfig", "ExportConfig", "EstimateConfig",
+           "TopoConfig", "JobfitConfig", "ReportConfig"}
 RESULTS = {"CollectiveResult", "CompareResult", "ScalingResult", "P2PResult", "CopyResult", "RelateResult",
-           "StudyResult", "Advice", "StrategyAdvice", "QualifyResult", "DryRun", "ExecResult"}
+           "StudyResult", "Advice", "StrategyAdvice", "QualifyResult", "DryRun", "ExecResult",
+           "ExportResult", "EstimateResult", "TopoResult", "JobfitResult", "ReportResult"}
 THIRD_PARTY = ("pandas.",)  # a type of an optional dependency, named by its module
 ERRORS = {"FabricbenchError", "UsageError", "EngineUnavailable", "FabricWaived", "CudaError", "NcclError",
           "CollectiveTimeout", "CheckFailed"}

@@ -1,6 +1,7 @@
 """The options that belong to no config but mean one thing in every command that offers them (--json,
---out, --plot, --topo-file, --num-gpus, --resume, --dry-run, --quiet), declared once here as config
-fields are (fabricbench/declare.py), and the click options compare and scaling share with `sweep`.
+--out, --plot, --num-gpus, --resume, --dry-run, --quiet), declared once here as config fields are
+(fabricbench/declare.py), and the click options compare and scaling share with `sweep`. --topo-file is
+declared beside its reader (fabricbench/topology/), since TopoConfig's field takes it too.
 
     fabricbench compare --fabrics default,p2p-off --iters 50 --timeout 60 --plot cmp.png
 
@@ -18,14 +19,12 @@ import click
 from fabricbench.cli.declared import declared_option, option
 from fabricbench.declare import Declared
 from fabricbench.measuring.config import SweepConfig
+from fabricbench.topology import TOPO_FILE  # noqa: F401 (a saved topology: declared beside its reader)
 from fabricbench.training.config import TrainConfig
 
 JSON = Declared(flag="--json", kind="flag", help="Print one JSON object instead of the table.")
 OUT_FILE = Declared(flag="--out", kind="output file", help="Append the JSONL records here.")
 PLOT = Declared(flag="--plot", kind="output file", help="Write a PNG plot here.")
-# a saved topology: one name in every command (topo's --from-file, advise's --topo: deprecated aliases)
-TOPO_FILE = Declared(flag="--topo-file", kind="input file", help=(
-    "A saved `nvidia-smi topo -m` output (or `fabricbench topo --json`) instead of this machine's."))
 # how many GPUs a command picks out of --gpus (advise; scaling's list of counts, once --counts)
 NUM_GPUS = Declared(flag="--num-gpus", kind="count", lo=1, hi=1024, help=(
     "How many of --gpus the job uses."), default_by="all of --gpus")

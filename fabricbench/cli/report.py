@@ -4,23 +4,20 @@
     fabricbench report run/ --json      (the summary only: comparisons with verdicts, rankings, slowdowns)
 
 Nothing is measured: the report is drawn again from the records (fabricbench/studying/report/), so a
-study interrupted and resumed, or one copied from another machine, gets its report the same way.
+study interrupted and resumed, or one copied from another machine, gets its report the same way. This
+layer only maps DIR and --json to fabricbench.report (fabricbench/studying/report_run.py).
 """
 
 from __future__ import annotations
 
-import os
-
 import click
 
-from fabricbench.cli.types import InputPath
 from fabricbench.cli.declared import option
 from fabricbench.cli.options import JSON
-
-from fabricbench.errors import UsageError
-from fabricbench.files import check_writable, dumps
-from fabricbench.studying import records
-from fabricbench.studying.report import answer_lines, summary, write_report
+from fabricbench.cli.types import InputPath
+from fabricbench.files import dumps
+from fabricbench.studying.report_run import ReportConfig
+from fabricbench.studying.report_run import report as report_call
 
 NOTES_SHOWN = 5  # a badly damaged file would otherwise print one note per line
 
@@ -31,21 +28,14 @@ NOTES_SHOWN = 5  # a badly damaged file would otherwise print one note per line
         help="Print the summary as JSON ({comparisons, rankings, slowdowns, figures, ...}); write nothing.")
 def report(out_dir, as_json) -> None:
     """Rebuild DIR/report.md and DIR/report.html from DIR/results.jsonl, measuring nothing."""
-    if not as_json:  # where the report goes is checked before anything is read or drawn
-        for name in ("report.md", "report.html"):
-            path = os.path.join(out_dir, name)
-            if os.path.lexists(path) and not os.path.isfile(path):
-                raise UsageError(f"{path} is not a file, and the report is rebuilt as that file; move it aside")
-        check_writable(out_dir, what="the report folder", folder=True)
-    sr = records.load(out_dir)  # a directory without results is a one-line error
-    for w in sr.warnings[:NOTES_SHOWN]:
+    result = report_call(ReportConfig(folder=out_dir, write=not as_json))
+    for w in result.warnings[:NOTES_SHOWN]:
         click.echo(f"note: {w}", err=True)
-    if len(sr.warnings) > NOTES_SHOWN:
-        click.echo(f"note: ... and {len(sr.warnings) - NOTES_SHOWN} more lines skipped", err=True)
+    if len(result.warnings) > NOTES_SHOWN:
+        click.echo(f"note: ... and {len(result.warnings) - NOTES_SHOWN} more lines skipped", err=True)
     if as_json:
-        click.echo(dumps(summary(out_dir), indent=2))  # null, never NaN
+        click.echo(dumps(result.to_dict(), indent=2))  # null, never NaN
         return
-    md, html = write_report(out_dir)
-    click.echo(f"report: {md}\n        {html}")
-    for line in answer_lines(out_dir):
+    click.echo(f"report: {result.markdown}\n        {result.html}")
+    for line in result.answer or []:
         click.echo(line)

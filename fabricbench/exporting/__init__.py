@@ -5,8 +5,8 @@
     fabricbench export train.jsonl --format comm-trace --out trace.json
 
 One module per format (simai.py, simumax.py, trace.py), one row of EXPORTERS each;
-`export(path_or_folder, fmt, out)` reads the records (a results file, or a study folder's results.jsonl) and
-writes the file.
+`write(path_or_folder, fmt, out)` reads the records (a results file, or a study folder's results.jsonl) and
+writes the file; `fabricbench.export(ExportConfig(...))` (api.py) is the command's call around it.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ EXPORTERS.register("comm-trace", Exporter(description="per-step (op, bytes, grou
                                           write=_trace))
 
 
-def export(results: str | os.PathLike, fmt: str, out: str | os.PathLike,
+def write(results: str | os.PathLike, fmt: str, out: str | os.PathLike,
            options: SimaiOptions | SimumaxOptions | None = None) -> list[str]:
     """Write `results` as `fmt` to `out`; the notes say what was taken from where. `options`: the format's
     own (SimaiOptions, SimumaxOptions; comm-trace takes none)."""
@@ -77,4 +77,4 @@ def export(results: str | os.PathLike, fmt: str, out: str | os.PathLike,
     return notes + got.warnings
 
 
-__all__ = ["EXPORTERS", "Exporter", "SimaiOptions", "SimumaxOptions", "export"]
+__all__ = ["EXPORTERS", "Exporter", "SimaiOptions", "SimumaxOptions", "write"]

@@ -13,6 +13,7 @@ import functools
 import os
 from typing import Any
 
+from fabricbench.declare import Declared
 from fabricbench.errors import UsageError
 from fabricbench.gpus import parse_gpus
 from fabricbench.results.schema import header
@@ -22,7 +23,11 @@ from fabricbench.topology.nvml import read_nvml
 from fabricbench.topology.smi import load_file, read_nvidia_smi
 
 __all__ = ["Gpu", "Nic", "Topology", "read_topology", "load_file", "snapshot", "islands_warning", "cuda_to_nvml",
-           "topology_for"]
+           "topology_for", "TOPO_FILE"]
+
+# the option that names a saved topology, one name in every command that reads one (read_topology's file)
+TOPO_FILE = Declared(flag="--topo-file", kind="input file", help=(
+    "A saved `nvidia-smi topo -m` output (or `fabricbench topo --json`) instead of this machine's."))
 
 
 @functools.lru_cache(maxsize=1)

@@ -75,10 +75,11 @@ def summary(out_dir: str | Path) -> dict[str, Any]:
     return out
 
 
-def answer_lines(out_dir: str | Path, width: int = 80) -> list[str]:
-    """What `fabricbench study` and `fabricbench report` end with: the verdicts, at `width` columns."""
+def answer_lines(out_dir: str | Path, width: int = 80, *, summ: dict[str, Any] | None = None) -> list[str]:
+    """What `fabricbench study` and `fabricbench report` end with: the verdicts, at `width` columns, from
+    `summ` (the folder's summary, when the caller has it already) or the folder's records."""
     try:
-        summ = summary(out_dir)
+        summ = summary(out_dir) if summ is None else summ
     except FabricbenchError as e:  # nothing readable to answer from: say so, never fail the command on it
         return [f"answers: none ({str(e).splitlines()[0][:160]})"]
     comps, busy = summ["comparisons"], repeats.busy_lines(summ["busy_host"], width=width)
