@@ -23,6 +23,7 @@ import socket
 import sys
 import time
 import traceback
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -37,7 +38,7 @@ from fabricbench.measuring.runner import new_run_id
 from fabricbench.progress import Progress
 from fabricbench.qualifying import busy
 from fabricbench.qualifying.checks import CHECKS
-from fabricbench.qualifying.checks.base import retries_of
+from fabricbench.qualifying.checks.base import Check, retries_of
 from fabricbench.qualifying.codes import CODES, action_for
 from fabricbench.qualifying.context import Context
 from fabricbench.qualifying.dryrun import DryRun, dry_run as plan_dry_run, select
@@ -114,6 +115,54 @@ def qualify(spec: Spec | str | os.PathLike, *, out: str | os.PathLike | None = N
     notes: list[str] = []
     base_records, recorded = _read_inputs(full, notes, out=out, resume=resume, topo_file=topo_file,
                                           baseline=baseline, prometheus=prometheus, records_from=records_from)
+    run = _open_run(spec, recorded, notes, out=out, resume=resume, topo_file=topo_file,
+                    records_from=records_from, echo=echo)
+    try:
+        if not run.previous and run.rank0:
+            _write_start(run, spec, checks, level=level)
+        verdicts = _run_checks(run, checks, echo=echo)
+        verdicts += getattr(run.ctx, "health_verdicts", list)()  # --from: imported DCGM and NCCL RAS (health.py)
+        loaded = busy.note(run.ctx._units.values())  # said as every measuring command says it
+        if loaded:
+            notes.append(loaded)
+        _fit_advice(verdicts, spec, source=str(records_from) if recorded is not None else None)
+        if base_records is not None:
+            verdicts.append(_baseline_verdict(base_records, run.writer.records + run.previous, tol))
+        if run.rank0:
+            for v in verdicts:
+                run.writer.write(v.to_record(run.run_id))
+    finally:
+        run.writer.close()
+    hosts = cluster_env.hosts_in(run.writer.records) if run.distributed else []
+    launcher = cluster_env.launcher_prefix(os.environ) if run.distributed else None
+    again = reproduce_line(full.path, out=out, level=level, only=only, skip=skip, fabric=fabric, topo_file=topo_file,
+                           baseline=baseline, tolerance=tolerance, prometheus=prometheus, records_from=records_from)
+    res = QualifyResult(spec=spec, verdicts=verdicts, out=str(out) if out is not None else None, run_id=run.run_id,
+                        host=", ".join(hosts) if len(hosts) > 1 else socket.gethostname(), notes=notes,
+                        reproduce=(f"{launcher} " if launcher else "") + again)
+    if run.rank0:
+        if out is not None:
+            _write_outputs(res, Path(out))
+        if prometheus is not None:
+            _write_prometheus(res, prometheus, run.writer.records + run.previous)
+    return res
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Run:
+    """One qualification about to measure: where its records go, what it resumes, who writes."""
+
+    ctx: Context  # or an OfflineContext, which judges recorded results (--from)
+    writer: ResultWriter
+    run_id: str
+    previous: list[dict[str, Any]]  # the records of the run resumed (--resume), else none
+    distributed: bool  # under torchrun/srun: the ranks measure together
+    rank0: bool  # this process writes --out (every process when not distributed)
+
+
+def _open_run(spec: Spec, recorded: list[dict[str, Any]] | None, notes: list[str], *, out, resume: bool, topo_file,
+              records_from, echo) -> _Run:
+    """The run's writer and context, its id (the resumed run's, else a new one)."""
     distributed = "RANK" in os.environ and "WORLD_SIZE" in os.environ
     rank0 = not distributed or os.environ.get("RANK") == "0"
     _note_launcher_size(spec, notes, distributed=distributed, rank0=rank0)
@@ -126,55 +175,42 @@ def qualify(spec: Spec | str | os.PathLike, *, out: str | os.PathLike | None = N
                   None) or new_run_id()
     writer = ResultWriter(results_path if rank0 else None, under=out)
     if recorded is not None:
-        ctx = OfflineContext(spec, records=recorded, source=str(records_from), writer=writer, run_id=run_id,
-                             topo_file=topo_file, echo=echo)
+        ctx: Context = OfflineContext(spec, records=recorded, source=str(records_from), writer=writer, run_id=run_id,
+                                      topo_file=topo_file, echo=echo)
     else:
         ctx = Context(spec, writer=writer, run_id=run_id, topo_file=topo_file, previous=previous, echo=echo)
-    try:
-        if not previous and rank0:
-            writer.write({**header("qualify_start", run_id=run_id), "spec": spec.name, "spec_path": spec.path,
-                          "level": level, "checks": [c.name for c in checks]})
-            topo = ctx.topology() if any(c.kind == "topology" for c in checks) or not spec.run.cpu_ranks else None
-            if topo is not None:
-                writer.write(snapshot_record(run_id, topo=topo))
-        # progress: a bar on a terminal (the check lines above it), a line now and then in a log
-        with Progress("qualify", total=len(checks), quiet=echo is None or not rank0) as bar:
-            said = (lambda line: bar.say(line) if bar.live else echo(line)) if echo else None  # noqa: E731
-            ctx.echo = said or ctx.echo
-            verdicts = []
-            for c in checks:
-                bar.update(item=c.name)
-                verdicts.append(_judge(c, CHECKS.get(c.kind), ctx, distributed, said))
-                bar.advance(item=f"{c.name} {verdicts[-1].status}")
-        verdicts += getattr(ctx, "health_verdicts", list)()  # --from: imported DCGM and NCCL RAS (health.py)
-        loaded = busy.note(ctx._units.values())  # said as every measuring command says it
-        if loaded:
-            notes.append(loaded)
-        for v in verdicts:  # advice that fits where the figures came from: a CPU's ranks, a file
-            if v.action:
-                v.action = action_for(CODES.get(v.code), cpu=spec.run.cpu_ranks,
-                                      source=str(records_from) if recorded is not None else None)
-        if base_records is not None:
-            verdicts.append(_baseline_verdict(base_records, writer.records + previous, tol))
-        if rank0:
-            for v in verdicts:
-                writer.write(v.to_record(run_id))
-    finally:
-        writer.close()
-    hosts = cluster_env.hosts_in(writer.records) if distributed else []
-    launcher = cluster_env.launcher_prefix(os.environ) if distributed else None
-    res = QualifyResult(spec=spec, verdicts=verdicts, out=str(out) if out is not None else None, run_id=run_id,
-                        host=", ".join(hosts) if len(hosts) > 1 else socket.gethostname(), notes=notes,
-                        reproduce=(f"{launcher} " if launcher else "") + reproduce_line(full.path, out=out, level=level, only=only, skip=skip,
-                                                 fabric=fabric, topo_file=topo_file, baseline=baseline,
-                                                 tolerance=tolerance, prometheus=prometheus,
-                                                 records_from=records_from))
-    if rank0:
-        if out is not None:
-            _write_outputs(res, Path(out))
-        if prometheus is not None:
-            _write_prometheus(res, prometheus, writer.records + previous)
-    return res
+    return _Run(ctx=ctx, writer=writer, run_id=run_id, previous=previous, distributed=distributed, rank0=rank0)
+
+
+def _write_start(run: _Run, spec: Spec, checks: list[Check], *, level: int) -> None:
+    """A new run's first records: what it will check, and the machine's topology where a check or the
+    report reads it."""
+    run.writer.write({**header("qualify_start", run_id=run.run_id), "spec": spec.name, "spec_path": spec.path,
+                      "level": level, "checks": [c.name for c in checks]})
+    topo = run.ctx.topology() if any(c.kind == "topology" for c in checks) or not spec.run.cpu_ranks else None
+    if topo is not None:
+        run.writer.write(snapshot_record(run.run_id, topo=topo))
+
+
+def _run_checks(run: _Run, checks: list[Check], *, echo: Callable[[str], None] | None) -> list[Verdict]:
+    """Every check's verdict, in order; progress as a bar on a terminal (the check lines above it), a line
+    now and then in a log."""
+    with Progress("qualify", total=len(checks), quiet=echo is None or not run.rank0) as bar:
+        said = (lambda line: bar.say(line) if bar.live else echo(line)) if echo else None  # noqa: E731
+        run.ctx.echo = said or run.ctx.echo
+        verdicts = []
+        for c in checks:
+            bar.update(item=c.name)
+            verdicts.append(_judge(c, CHECKS.get(c.kind), run.ctx, run.distributed, said))
+            bar.advance(item=f"{c.name} {verdicts[-1].status}")
+    return verdicts
+
+
+def _fit_advice(verdicts: list[Verdict], spec: Spec, *, source: str | None) -> None:
+    """Each verdict's advice, fitted to where its figures came from: a CPU's ranks, a file (`source`)."""
+    for v in verdicts:
+        if v.action:
+            v.action = action_for(CODES.get(v.code), cpu=spec.run.cpu_ranks, source=source)
 
 
 def _read_inputs(full: Spec, notes: list[str], *, out, resume: bool, topo_file, baseline, prometheus,
