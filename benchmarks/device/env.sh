@@ -10,10 +10,25 @@ use_carried_wheels() {
   fi
 }
 
-# fabricbench built in place with the machine's nvcc, for Hopper only (H100 and H200 are sm_90: ~18 s instead of every arch).
-build_fabricbench() {
-  CMAKE_ARGS=-DCMAKE_CUDA_ARCHITECTURES=90 python3 -m pip install -q --no-build-isolation --no-deps -e . > "$1" 2>&1
+# fabricbench built in place with the machine's nvcc, for this machine's GPUs only (their compute capability,
+# from nvidia-smi; sm_90 for H100 and H200 when it cannot say): ~18 s instead of every architecture.
+gpu_archs() {
+  local a
+  a=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | tr -d ' .' | sort -u | paste -sd';')
+  echo "${a:-90}"
 }
+build_fabricbench() {
+  CMAKE_ARGS=-DCMAKE_CUDA_ARCHITECTURES="$(gpu_archs)" python3 -m pip install -q --no-build-isolation --no-deps -e . \
+    > "$1" 2>&1
+}
+
+# A run's time budget, so that what finished comes back within the lease: budget_start [SECONDS] (default
+# $BUDGET_S, else 540) starts the clock; budget_left says the seconds left; `timeout "$(budget_limit 90)" CMD`
+# gives a stage at most 90 s and never more than is left (at least 1 s, so that a late stage still says so).
+budget_start() { FB_BEGIN=$(date +%s); FB_BUDGET_S=${1:-${BUDGET_S:-540}}; }
+budget_elapsed() { echo $(( $(date +%s) - FB_BEGIN )); }
+budget_left() { echo $(( FB_BUDGET_S - $(budget_elapsed) )); }
+budget_limit() { local l; l=$(budget_left); [ "$l" -lt 1 ] && l=1; [ "$l" -lt "$1" ] && echo "$l" || echo "$1"; }
 
 # iproute2 carried in .carry/iproute2 (benchmarks/device/carry_iproute2.sh) first on PATH: the GPU machine has no
 # `ip` or `tc`, which shaped fabrics need.

@@ -1,4 +1,4 @@
-"""Every command fed hostile files and options, as a careless or hostile user would (issue 20).
+"""Every command fed hostile files and options, as a careless or hostile user would.
 
     python3 benchmarks/hostile_input/hostile_cli.py [--jobs 2] [--only relate] [--out benchmarks/hostile_input/results/cpu-vm/hostile_cli.txt]
 

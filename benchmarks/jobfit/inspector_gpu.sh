@@ -24,9 +24,10 @@ R=${1:?usage: jobfit/inspector_gpu.sh OUTDIR}
 mkdir -p "$R"
 export PYTHONUNBUFFERED=1
 here=$(dirname "$0")
-begin=$(date +%s)
-left() { local l=$(( ${BUDGET_S:-230} - ($(date +%s) - begin) )); [ "$l" -lt 1 ] && l=1; [ "$l" -lt "$1" ] && echo "$l" || echo "$1"; }
-stage() { echo "== $1: exit $2, $(( $(date +%s) - t0 )) s (at $(( $(date +%s) - begin )) s)" | tee -a "$R/summary.txt"; }
+# shellcheck source=benchmarks/device/env.sh
+. "$here/../device/env.sh"
+budget_start "${BUDGET_S:-230}"
+stage() { echo "== $1: exit $2, $(( $(date +%s) - t0 )) s (at $(budget_elapsed) s)" | tee -a "$R/summary.txt"; }
 fb() { python3 -m fabricbench "$@"; }
 (nvidia-smi; python3 -c 'import torch; print("torch", torch.__version__, "nccl", torch.cuda.nccl.version())';
  command -v nvcc g++; nvcc --version) > "$R/machine.txt" 2>&1
@@ -36,7 +37,7 @@ t0=$(date +%s)
 src=.carry/nccl-inspector/plugins/profiler/inspector
 nvcc_path=$(command -v nvcc || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
 cuda_home=$(dirname "$(dirname "${nvcc_path:-/usr/local/cuda/bin/nvcc}")")
-timeout "$(left 90)" make -C "$src" -j8 CUDA_HOME="$cuda_home" > "$R/build.txt" 2>&1
+timeout "$(budget_limit 90)" make -C "$src" -j8 CUDA_HOME="$cuda_home" > "$R/build.txt" 2>&1
 stage "build libnccl-profiler-inspector.so (CUDA_HOME $cuda_home)" $?
 plugin=$PWD/$src/libnccl-profiler-inspector.so
 if [ ! -f "$plugin" ]; then echo "no plugin built: see build.txt" | tee -a "$R/summary.txt"; exit 1; fi
@@ -56,20 +57,20 @@ ops=all_reduce,all_gather,reduce_scatter
 
 # 2. a torch NCCL job with the plugin
 t0=$(date +%s)
-timeout "$(left 60)" env $(ins_vars "$R/inspector-job") python3 -m fabricbench sweep --engine torch --backend nccl \
+timeout "$(budget_limit 60)" env $(ins_vars "$R/inspector-job") python3 -m fabricbench sweep --engine torch --backend nccl \
   --gpus "$GPUS" --ops $ops --sizes $sizes --iters 20 --warmup 5 --out "$R/job-sweep.jsonl" > "$R/job.txt" 2>&1
 stage "torch NCCL job with the Inspector ($(ls "$R/inspector-job" 2>/dev/null | wc -l) file(s))" $?
 
 # 3. a real train run with the plugin
 t0=$(date +%s)
-timeout "$(left 70)" env $(ins_vars "$R/inspector-train") python3 -m fabricbench train --gpus "$GPUS" --model tiny-mistral \
+timeout "$(budget_limit 70)" env $(ins_vars "$R/inspector-train") python3 -m fabricbench train --gpus "$GPUS" --model tiny-mistral \
   --strategy ddp --steps 8 --warmup-steps 2 --batch-size 4 --seq-len 128 --repeats 1 --timeout 60 \
   --out "$R/train.jsonl" > "$R/train.txt" 2>&1
 stage "train ddp with the Inspector ($(ls "$R/inspector-train" 2>/dev/null | wc -l) file(s))" $?
 
 # 4. the sweep to compare with (no plugin)
 t0=$(date +%s)
-timeout "$(left 50)" python3 -m fabricbench sweep --engine native --gpus "$GPUS" --ops $ops --sizes $sizes --iters 20 \
+timeout "$(budget_limit 50)" python3 -m fabricbench sweep --engine native --gpus "$GPUS" --ops $ops --sizes $sizes --iters 20 \
   --warmup 5 --out "$R/sweep.jsonl" > "$R/sweep.txt" 2>&1
 stage "native sweep, same sizes" $?
 

@@ -8,7 +8,7 @@ Each host has all_reduce, all_gather and reduce_scatter at 8 B, 1 MiB, 256 MiB a
 real-sized records (every header field, ~1.6 kB a line, as results.jsonl holds them). 1% of the hosts
 are degraded (busbw x 0.6 on one op) and must come out first in the report, critical. The timed run is
 the library entry (`fabricbench.qualifying.fleet.run_fleet`) with every output: fleet.json, junit.xml,
-report.md/html and a Prometheus textfile. The target (issue 22): 12,500 hosts in <= 20 s, linear.
+report.md/html and a Prometheus textfile. The target: 12,500 hosts in <= 20 s, linear.
 Writes qualify_fleet_scale.json and .txt in --out, naming the machine (CPU model, cores).
 """
 

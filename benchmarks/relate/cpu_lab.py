@@ -13,7 +13,7 @@ strategy over the non-reference fabrics.
 
     python3 benchmarks/relate/cpu_lab.py --records lab/records.jsonl   # measure nothing: the tables again
 
-Then, issue 19's bias: the prediction without the link credit (the model before it: the records' idle
+Then, the bias the first labs showed: the prediction without the link credit (the model before it: the records' idle
 gaps left out) against with it, per row with 95% intervals, and each run's own check of the mechanism:
 the communication its trace saw on its fabric (union of gloo's events, peer waits included) against the
 sweep's price of the same collectives, and that price less the credit of the run's own idle gaps
@@ -107,7 +107,7 @@ def before_after(records: list[dict], reference: str) -> None:
             tl.pop("idle_gap_steps", None)
     before = {(r.strategy, r.fabric): r for r in fabricbench.relate(bare, reference=reference).rows}
     after = fabricbench.relate(records, reference=reference)
-    print("\nissue 19: step N× slower than on the reference, observed and predicted without / with the link credit")
+    print("\nthe bias: step N× slower than on the reference, observed and predicted without / with the link credit")
     print(f"{'strategy':<9}{'fabric':<16}{'observed':>20}{'before':>20}{'resid':>7}{'credit ms':>10}{'after':>20}{'resid':>7}")
     res_b, res_a = [], []
     for r in after.rows:

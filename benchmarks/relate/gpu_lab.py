@@ -1,4 +1,4 @@
-"""The one-GPU lab where the wire matters (issue 29): the choice of model, batch and shaped rates with its
+"""The one-GPU lab where the wire matters: the choice of model, batch and shaped rates with its
 arithmetic, the sweep plan from the reference's traces, and the checker of relate's bar.
 
     python3 benchmarks/relate/gpu_lab.py arithmetic               # the choice below, computed
@@ -9,7 +9,7 @@ arithmetic, the sweep plan from the reference's traces, and the checker of relat
 benchmarks/relate/gpu_lab.sh runs the lab (N gloo ranks with CUDA tensors on one H200, shaped fabrics
 in network namespaces) and calls `plan` and `check`.
 
-The choice. The one-GPU lab's step is host-bound: issue 19's run (tiny-mistral, 2 gloo ranks, bf16,
+The choice. The one-GPU lab's step is host-bound: the first one-GPU run (tiny-mistral, 2 gloo ranks, bf16,
 batch 4) had the GPU busy 1-2% of a 16 ms (DDP), 25 ms (ZeRO-2) and 32 ms (FSDP) step, and sent 0.43 MB
 per step, so no fabric could matter (2gbit: 3 ms). The host's time per step depends on the layers (kernels
 launched), not on their width, so a wider model of the same depth keeps the step and multiplies what it
@@ -21,16 +21,16 @@ rank's bytes share lo's one queue at rate R, so a ring collective of S bytes on 
 
     all-reduce 2(n − 1) S / R,   all-gather and reduce-scatter-as-all-reduce (n − 1) S / R and 2(n − 1) S / R
 
-(busbw = R/2 on 2 ranks, R/3 on 3: issue 19's sweep measured 0.125 GB/s all-reduce busbw at 2gbit). With
+(busbw = R/2 on 2 ranks, R/3 on 3: the first one-GPU lab's sweep measured 0.125 GB/s all-reduce busbw at 2gbit). With
 the steps above as compute, `arithmetic` prints T_comm and its share of the step, T_comm / (compute +
 T_comm), for every strategy, rank count and rate: at shaped:4gbit and shaped:2gbit 11 of the 12 cells lie
 in 20-60% (DDP on 3 ranks at 2gbit 72%, before any overlap hides part of it), at 8gbit ZeRO-2 and FSDP on 2
 ranks fall to 14%, at 1gbit most cells pass 60%. The unshaped lab moves 2.6 MB in ~2 ms (gloo through host
 memory, ~1.5-2 GB/s busbw), so both rates are 5-10× slower than the reference, and a token bucket of 256 KiB
 is worth 0.5 and 1 ms at them: small against collectives of 10-40 ms, so the link credit (relating/credit.py)
-is a minor term here. Batch 8 × 256 tokens per rank: more GPU work than issue 19's, still host-bound.
+is a minor term here. Batch 8 × 256 tokens per rank: more GPU work than the first run's, still host-bound.
 
-Issue 35's lab (the script's defaults): the 3 strategies on 3 ranks under shaped:4gbit, 2gbit, 3gbit and
+The lab of the script's defaults: the 3 strategies on 3 ranks under shaped:4gbit, 2gbit, 3gbit and
 6gbit, 12 held-out points in 9 minutes (the script's header says why one rank count); at 3 ranks every cell
 but DDP at 3gbit and 2gbit (64%, 72%) lies in 20-60%.
 
@@ -48,7 +48,7 @@ import sys
 from pathlib import Path
 
 PSI = 656_000  # lab-mistral's parameters (fabricbench/training/models.py)
-COMPUTE_S = {"ddp": 0.016, "zero2": 0.025, "fsdp": 0.032}  # issue 19's host-bound steps (2 ranks, GPU 0)
+COMPUTE_S = {"ddp": 0.016, "zero2": 0.025, "fsdp": 0.032}  # the first one-GPU run's host-bound steps (2 ranks, GPU 0)
 # bytes per step per collective kind: (all-reduce-like bytes, all-gather bytes)
 SENDS = {"ddp": (4 * PSI, 0), "zero2": (2 * PSI, 2 * PSI), "fsdp": (2 * PSI, int(1.71 * 2 * PSI))}
 RATES = {"8gbit": 1e9, "6gbit": 0.75e9, "4gbit": 0.5e9, "3gbit": 0.375e9, "2gbit": 0.25e9,
@@ -64,7 +64,7 @@ def t_comm(strategy: str, n: int, rate_Bps: float) -> float:
 
 
 def arithmetic() -> int:
-    print(f"lab-mistral, Ψ = {PSI:.3g}; compute per step (issue 19, host-bound): "
+    print(f"lab-mistral, Ψ = {PSI:.3g}; compute per step (the first one-GPU run, host-bound): "
           + ", ".join(f"{s} {c * 1e3:.0f} ms" for s, c in COMPUTE_S.items()))
     print(f"{'rate':<8}{'strategy':<9}{'n':>3}{'T_comm ms':>11}{'share':>8}  in 20-60%")
     for name, rate in RATES.items():
@@ -151,8 +151,8 @@ def check(out: Path, asked: list[tuple[str, int, str]], *, write: bool = True) -
     got = {(r.strategy, r.nranks, r.fabric) for r in held}
     gone = [a for a in asked if a not in got]
     missing = [f"{s} n={n} {f}" for s, n, f in gone]
-    # the points that must be there: every strategy and rank count at the first two rates asked (issue 35:
-    # ZeRO-2 and FSDP at 3 ranks, both 4gbit and 2gbit); the further rates are what the budget allows
+    # the points that must be there: every strategy and rank count at the first two rates asked
+    # (ZeRO-2 and FSDP at 3 ranks, both 4gbit and 2gbit); the further rates are what the budget allows
     required = list(dict.fromkeys(f for _, _, f in asked))[:2]
     lacking = [a for a in gone if a[2] in required]
     upper = sorted({f"{r.strategy} n={r.nranks}" for r in res.rows if "e=1 upper bound" in r.flags})

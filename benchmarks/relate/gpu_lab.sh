@@ -31,9 +31,9 @@
 # after it) is spent stage by stage: a stage starts only when what is left holds its expected length (the
 # longest of its kind so far, +10%: per strategy of a train command, per sweep) and the reserve, so a sweep
 # is never cut. A rate whose sweeps and every strategy do not fit runs the strategies that fit, in the
-# order given (zero2 and fsdp first: the points issue 35 asks for), and summary.txt names what was skipped.
+# order given (zero2 and fsdp first: the points the lab is for), and summary.txt names what was skipped.
 # A stage still running at the budget's end is ended and marked CUT there (not expected: it was expected
-# to fit). On the H200 (issue 19's lab: ~24 s per strategy, ~9 s per sweep on default, ~15-18 s shaped)
+# to fit). On the H200 (the first one-GPU lab: ~24 s per strategy, ~9 s per sweep on default, ~15-18 s shaped)
 # the defaults need ~10 s of wheels, ~95 s of reference and ~100 s per rate: ~510 s in all. On an H100
 # (relate-lab-r8, before the warm-up and the middle reference) they took 319 s; with them, ~380 s (r12, r13);
 # with the second runs of the rates, 314-329 s on an H100 machine whose steps ran ~35% shorter (r14, r15),
@@ -79,7 +79,7 @@ echo "== lab: model $MODEL, ranks ${RANKS//,/ }, rates ${RATES//,/ }, strategies
 
 # DEVICE=cpu STEPS=8 WARMUP=3 exist for a smoke test of this script on a CPU machine; the H200 run takes the defaults
 if [ "${DEVICE:-cuda}" = cuda ]; then dev=(--device cuda --backend gloo --gpus 0); on=(--gpus 0); else dev=(--device cpu); on=(); fi
-# 30 steps after 5 warm-ups: a run costs ~10 s of start-up and ~2 s of steps since issue 38, and with 9 timed
+# 30 steps after 5 warm-ups: a run costs ~10 s of start-up and ~2 s of steps since the start-up work, and with 9 timed
 # steps one observed FSDP step had a 95% interval of +-8% (benchmarks/relate/results/h100-1gpu/relate-lab), as wide as the bar
 lab=(--model "$MODEL" "${dev[@]}" --batch-size 8 --seq-len 256 --steps "${STEPS:-30}" --warmup-steps "${WARMUP:-5}"
      --target-ci 0 --repeats 1 --timeout 90)

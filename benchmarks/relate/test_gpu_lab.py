@@ -1,6 +1,6 @@
 """The one-GPU relate lab's own script (gpu_lab.py): its sweep plan from a trace, and its check re-reading
 a committed H100 run. Tests of the lab script, beside it, so that tests/ never reads benchmarks/:
-    python3 -m pytest -q -p no:xdist benchmarks/relate
+    python3 -m pytest -q -n 0 benchmarks/relate
 """
 
 from __future__ import annotations

@@ -21,10 +21,9 @@ here=$(dirname "$0")
 . "$here/../device/env.sh"
 use_carried_wheels
 use_carried_iproute2
-begin=$(date +%s)
 # every stage's limit is cut to what is left of BUDGET_S (default 530 s), so the whole stays under 9 minutes
-left() { local l=$(( ${BUDGET_S:-530} - ($(date +%s) - begin) )); [ "$l" -lt 1 ] && l=1; [ "$l" -lt "$1" ] && echo "$l" || echo "$1"; }
-stage() { echo "== $1: exit $2, $(( $(date +%s) - t0 )) s (at $(( $(date +%s) - begin )) s)" | tee -a "$R/summary.txt"; }
+budget_start "${BUDGET_S:-530}"
+stage() { echo "== $1: exit $2, $(( $(date +%s) - t0 )) s (at $(budget_elapsed) s)" | tee -a "$R/summary.txt"; }
 fb() { python3 -m fabricbench "$@"; }
 (nvidia-smi; python3 -c 'import torch; print("torch", torch.__version__, "nccl", torch.cuda.nccl.version())';
  env | grep -E '^NCCL_'; command -v ip tc; ip -V; tc -V) > "$R/machine.txt" 2>&1
@@ -33,7 +32,7 @@ fb() { python3 -m fabricbench "$@"; }
 # STUDIES=0 and HOSTBOUND=0 skip stages 1 and 2 (for a lease that has time only for the lab).
 for i in $(seq 1 "${STUDIES:-3}"); do
   t0=$(date +%s)
-  timeout "$(left 190)" python3 -m fabricbench study --gpus 0 --model dinov2-base --fabrics default --strategies ddp \
+  timeout "$(budget_limit 190)" python3 -m fabricbench study --gpus 0 --model dinov2-base --fabrics default --strategies ddp \
     --steps 10 --warmup-steps 4 --max-steps 40 --max-repeats 3 --train-timeout 100 --quiet \
     --out "$R/study-$i" > "$R/study-$i.log" 2>&1
   stage "study $i" $?
@@ -49,7 +48,7 @@ fi
 # 2. the host-bound flag: batch 32 (one run) against the batch the first study picked (its records)
 if [ "${HOSTBOUND:-1}" = 1 ]; then
 t0=$(date +%s)
-timeout "$(left 60)" python3 -m fabricbench train --gpus 0 --model dinov2-base --strategy ddp --batch-size 32 \
+timeout "$(budget_limit 60)" python3 -m fabricbench train --gpus 0 --model dinov2-base --strategy ddp --batch-size 32 \
   --steps 10 --warmup-steps 4 --max-steps 30 --repeats 1 --timeout 50 --out "$R/hostbound-32.jsonl" \
   > "$R/hostbound-32.txt" 2>&1
 stage "train batch 32 (host-bound expected)" $?
@@ -73,21 +72,21 @@ lab=(--model tiny-mistral --device cuda --backend gloo --nprocs 2 --gpus 0 --ste
 # LAB_DEFAULT=0 skips the unshaped lab stages (their records already in OUT/lab from an earlier lease)
 if [ "${LAB_DEFAULT:-1}" = 1 ]; then
 t0=$(date +%s)
-timeout "$(left 150)" python3 -m fabricbench train --strategy ddp,zero1,zero2,zero3,fsdp "${lab[@]}" \
+timeout "$(budget_limit 150)" python3 -m fabricbench train --strategy ddp,zero1,zero2,zero3,fsdp "${lab[@]}" \
   --out "$R/lab/train-default.jsonl" > "$R/lab/train-default.txt" 2>&1
 stage "lab: five strategies, 2 ranks on GPU 0 (gloo)" $?
 t0=$(date +%s)
-timeout "$(left 40)" python3 -m fabricbench sweep --engine torch --backend gloo --nprocs 2 --gpus 0 --ops all_reduce,all_gather,reduce_scatter \
+timeout "$(budget_limit 40)" python3 -m fabricbench sweep --engine torch --backend gloo --nprocs 2 --gpus 0 --ops all_reduce,all_gather,reduce_scatter \
   --sizes 64K-64M:x4 --iters 5 --warmup 2 --out "$R/lab/sweep-default.jsonl" --quiet > "$R/lab/sweep-default.txt" 2>&1
 stage "lab: gloo sweep on GPU 0, default" $?
 fi
 if command -v ip >/dev/null && command -v tc >/dev/null && ip -V >/dev/null 2>&1; then
   t0=$(date +%s)
-  timeout "$(left 80)" python3 -m fabricbench train --strategy ddp,fsdp "${lab[@]}" --fabric shaped:2gbit \
+  timeout "$(budget_limit 80)" python3 -m fabricbench train --strategy ddp,fsdp "${lab[@]}" --fabric shaped:2gbit \
     --out "$R/lab/train-shaped.jsonl" > "$R/lab/train-shaped.txt" 2>&1
   stage "lab: ddp,fsdp under shaped:2gbit" $?
   t0=$(date +%s)
-  timeout "$(left 50)" python3 -m fabricbench sweep --engine torch --backend gloo --nprocs 2 --gpus 0 --ops all_reduce,all_gather,reduce_scatter \
+  timeout "$(budget_limit 50)" python3 -m fabricbench sweep --engine torch --backend gloo --nprocs 2 --gpus 0 --ops all_reduce,all_gather,reduce_scatter \
     --sizes 64K-64M:x4 --iters 4 --warmup 1 --fabric shaped:2gbit --out "$R/lab/sweep-shaped.jsonl" --quiet \
     > "$R/lab/sweep-shaped.txt" 2>&1
   stage "lab: gloo sweep on GPU 0, shaped:2gbit" $?
@@ -96,4 +95,4 @@ if command -v ip >/dev/null && command -v tc >/dev/null && ip -V >/dev/null 2>&1
 else
   echo "== lab: shaped skipped (no working ip/tc: carry iproute2 in .carry/iproute2)" | tee -a "$R/summary.txt"
 fi
-echo "repeatability_h200: $(( $(date +%s) - begin )) s in all" | tee -a "$R/summary.txt"
+echo "repeatability/gpu.sh: $(budget_elapsed) s in all" | tee -a "$R/summary.txt"

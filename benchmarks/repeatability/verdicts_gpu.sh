@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 27 on one H200: N identical `fabricbench study` runs of one pair of strategies, each with its
+# Do identical studies give the same verdict? On one GPU: N identical `fabricbench study` runs of one pair of strategies, each with its
 # `report --json`, then benchmarks/repeatability/verdicts_check.py: per study the two figures with their intervals, the
 # paired ratio with its interval, the verdict, rounds, the batch and its margin, wall time; and whether
 # all N agree (no contradiction: "a faster" against "b faster", or "faster" against "equivalent").
@@ -14,7 +14,7 @@
 # finished in OUT is skipped, so a second invocation with the same OUT continues: at ~2.3-3.3 min a study
 # (6 runs of 20-30 s), 5 studies take two invocations; the two pairs ~22-33 minutes of GPU time in all.
 # Why these settings (docs/comparisons.md, "The H200 check"): --batch-size 16 (the batch the picker chose in
-# all five studies of issue 27; the picker's own fix is tested on CPU), 12 steps of which 4 warm-up and no
+# all five earlier studies; the picker's own fix is tested on CPU), 12 steps of which 4 warm-up and no
 # stepping on (--target-ci 0: the precision floor off, so rounds stop on the question alone), 3 rounds (the
 # fewest that can decide anything at 95%), a 4th round (MAX_REPEATS=4) only while undecided and within
 # 200 s of study.

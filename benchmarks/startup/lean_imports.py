@@ -1,5 +1,5 @@
 """A rank's imports with and without training/lean.py's hiding (scikit-learn, scipy, boto3), alternated in
-fresh processes (issue 38: imports are most of a run's start-up).
+fresh processes (imports are most of a run's start-up).
 
     python3 benchmarks/startup/lean_imports.py [--pairs 4] [--model mistral-1b]
 

@@ -1,4 +1,4 @@
-"""Where one `fabricbench train` run's wall time goes: start-up phases against the timed steps (issue 38).
+"""Where one `fabricbench train` run's wall time goes: start-up phases against the timed steps.
 
     python3 benchmarks/startup/phases.py [--runs 5] [--case cpu] [--probes] [--out benchmarks/startup/results/<machine>/phases_cpu.txt]
     python3 benchmarks/startup/phases.py --case lab-mistral --runs 5       # one GPU, 2 gloo ranks (H200)
@@ -47,7 +47,7 @@ CASES = {  # name -> (train argv after `fabricbench train`, target wall seconds)
                    10.0),
 }
 ONE_RUN = ["--repeats", "1", "--target-ci", "0", "--json"]
-# A default study as a new user runs it (issue 38: 3 min 51 s - 4 min 15 s before): 2 strategies, one fabric,
+# A default study as a new user runs it (3 min 51 s - 4 min 15 s before the start-up work): 2 strategies, one fabric,
 # the 1B model on GPU 0, every other option at its default. Run once: it is many runs already.
 STUDY = (["--gpus", "0", "--model", "mistral-1b", "--fabrics", "default", "--strategies", "ddp,fsdp"], 120.0)
 WARMUP_SHOWN = 5  # the first steps' times against the timed median: how much warm-up a run needs
@@ -178,7 +178,7 @@ def study_case() -> tuple[list[str], bool]:
              f"  {'wall (command to exit)':<24} {wall:7.2f}   target {target:g}"]
     if p.returncode != 0:
         lines.append("  stderr: " + (p.stderr or p.stdout).strip()[-600:].replace("\n", "\n  "))
-    else:  # its answer (the verdict a faster study must keep: issue 38), as the study printed it
+    else:  # its answer (the verdict a faster study must keep), as the study printed it
         lines += ["  | " + ln for ln in p.stdout.strip().splitlines()[-STUDY_ANSWER_LINES:]]
     units = [d for d in docs if d.get("kind") == "study_unit"]
     trains = [d for d in docs if d.get("kind") == "train" and isinstance(d.get("phases"), dict)]

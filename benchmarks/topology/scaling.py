@@ -1,4 +1,4 @@
-"""How long topology analysis takes as the GPU count grows (issue 20: each case within 1 s).
+"""How long topology analysis takes as the GPU count grows (the target: each case within 1 s).
 
     python3 benchmarks/topology/scaling.py [--max-seconds 1.0] [--out benchmarks/topology/results/cpu-vm/topology_scaling.txt]
 
