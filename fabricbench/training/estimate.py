@@ -144,9 +144,9 @@ def activation_bytes(config: Any, *, task: str, batch_size: int, seq_len: int, i
     return 34 * s * batch_size * config.hidden_size * config.num_hidden_layers * (2 if precision == "fp32" else 1)
 
 
-def estimate(*, model: str, psi: int, num_gpus: int, recipe: str = "framework",
+def document(*, model: str, psi: int, num_gpus: int, recipe: str = "framework",
              activations: int | None = None) -> dict[str, Any]:
-    """The --json document."""
+    """The --json document (fabricbench.estimate returns it as an EstimateResult)."""
     doc: dict[str, Any] = {"model": model, "params": psi, "num_gpus": num_gpus, "recipe": recipe,
                            "strategies": model_states(psi=psi, num_gpus=num_gpus, recipe=recipe)}
     if activations is not None:
@@ -157,7 +157,7 @@ def estimate(*, model: str, psi: int, num_gpus: int, recipe: str = "framework",
 def for_model(*, model: str | None = None, model_config: str | None = None, num_gpus: int,
               recipe: str = "framework", batch_size: int | None = None, seq_len: int = 512,
               image_size: int = 224, strategies: str | list[str] | None = None) -> dict[str, Any]:
-    """`fabricbench estimate`: a model by name or config file, the document of `estimate` (with
+    """`fabricbench estimate`: a model by name or config file, its --json document (with
     activation_bytes when `batch_size` is given; only `strategies`, a comma list or names, when given).
     Every number is checked before the model is looked at; a built-in model needs no transformers."""
     RECIPES.get(recipe)
@@ -168,6 +168,6 @@ def for_model(*, model: str | None = None, model_config: str | None = None, num_
     if batch_size is not None:
         act = activation_bytes(resolved.shape, task=resolved.task, batch_size=batch_size, seq_len=seq_len,
                                image_size=image_size)
-    doc = estimate(model=resolved.name, psi=resolved.params, num_gpus=num_gpus, recipe=recipe, activations=act)
+    doc = document(model=resolved.name, psi=resolved.params, num_gpus=num_gpus, recipe=recipe, activations=act)
     doc["strategies"] = {k: v for k, v in doc["strategies"].items() if k in names}
     return doc
