@@ -33,6 +33,7 @@ from typing import Any, Iterable
 
 from fabricbench import hostload
 from fabricbench.fabrics import get_fabric
+from fabricbench.results.status import Status
 from fabricbench.sizes import SizeSweep
 from fabricbench.studying import hoststore
 from fabricbench.studying.config import DEFAULT_SIZES, SWEEP_OPS, StudyConfig
@@ -143,7 +144,7 @@ def _samples(config: StudyConfig, units: list[dict[str, Any]], trains: list[dict
     d, ranks = config.device, config.ranks_per_node
     by_unit = {(r.get("study") or {}).get("unit"): r for r in trains}
     for u in units:
-        if u.get("status") != "ok" or not isinstance(u.get("duration_s"), (int, float)):
+        if u.get("status") != Status.OK or not isinstance(u.get("duration_s"), (int, float)):
             continue
         kind, dur, load = u.get("unit_kind"), float(u["duration_s"]), (u.get("details") or {}).get(hostload.FIELD)
         if kind == "sweep":
@@ -253,7 +254,7 @@ class _Sources:
     def unit(self, u: Unit) -> Duration:
         c = self.config
         mine = self.done.units.get(u.name) if self.done is not None else None
-        if mine and mine.get("status") == "ok" and isinstance(mine.get("duration_s"), (int, float)):
+        if mine and mine.get("status") == Status.OK and isinstance(mine.get("duration_s"), (int, float)):
             need = c.ranks_per_node if u.kind in ("train", "sweep") else 1
             load = (mine.get("details") or {}).get(hostload.FIELD)
             return self._measured([hoststore.sample(mine["duration_s"], load, need)],
