@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# NCCL Inspector on H200s, in under 4 minutes: build the plugin, load it into NCCL jobs, import what it
+# NCCL Inspector on the GPU machine, in under 4 minutes: build the plugin, load it into NCCL jobs, import what it
 # wrote, and set the job against a sweep of the same GPUs (fabricbench jobfit). Every visible GPU (GPUS=0,1
 # picks): on one GPU the plugin loads and records nothing (measured 2026-12-05:
 # results/h200-1gpu/inspector/README.md, beside this script, says why).

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Qualification on one H200: the built-in 8x H200 SXM spec (pair checks waived with the reason; the GPU
+# Qualification on one GPU: the built-in 8x H200 SXM spec (pair checks waived with the reason; the GPU
 # count fails honestly, 1 is not 8), then `--init` a spec from that run and qualify against it (every
 # check passes), then a regression check against the first run (--baseline), then the GPU tier of the
 # qualify tests. Copies report.html and junit.xml of each run to OUTDIR. Writes everything under OUTDIR.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The built-in qualification specs at each --level on one H200, timed: what `qualify --level 1|2|3` costs
+# The built-in qualification specs at each --level on one GPU, timed: what `qualify --level 1|2|3` costs
 # on real hardware against what `--dry-run` estimates. builtin:h200-sxm-8 runs at levels 1, 2 and 3; the
 # other built-in specs (h100-sxm-8, h200-nvl-8, pcie-gen5-8) at level 1 while time is left. One GPU is not
 # eight: the wiring check is critical (gpu_count 1 != 8, exit 1 expected) and the pair, transport and

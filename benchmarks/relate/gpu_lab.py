@@ -34,7 +34,7 @@ The lab of the script's defaults: the 3 strategies on 3 ranks under shaped:4gbit
 6gbit, 12 held-out points in 9 minutes (the script's header says why one rank count); at 3 ranks every cell
 but DDP at 3gbit and 2gbit (64%, 72%) lies in 20-60%.
 
-The bar (issues 29, 35): at least 10 held-out points and every point asked for, median |error| ≤ 5%,
+The bar: at least 10 held-out points and every point asked for, median |error| ≤ 5%,
 largest ≤ 10%, coverage of the 95% intervals ≥ 80%, a measured e for every reference (no "e=1 upper
 bound" flag). `check` prints the same figures for any --model, --rates and --ranks the script was given.
 """

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The one-GPU relate lab (issues 29, 35) in one command of at most 9 minutes on one H200: N gloo ranks with
+# The one-GPU relate lab in one command of at most 9 minutes on one GPU: N gloo ranks with
 # CUDA tensors on GPU 0, a model trained under default and shaped fabrics (tc in a network namespace;
 # iproute2 carried in .carry/iproute2, DeepSpeed's wheels in .whl/: benchmarks/device/carry_iproute2.sh and
 # benchmarks/device/carry_wheels.sh build them here, benchmarks/device/env.sh uses them there), the sweeps

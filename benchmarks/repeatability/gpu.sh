@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Do identical studies agree? Repeatability on one H200, in under 9 minutes (each stage has its own time
+# Do identical studies agree? Repeatability on one GPU, in under 9 minutes (each stage has its own time
 # limit; what finished comes back):
 #   1. three identical `fabricbench study` runs of dinov2-base on GPU 0 (DDP, default fabric), the batch
 #      picked by the study (no --batch-size), 3 runs in fresh processes each (steps until the median's CI

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One H200 (GPU 0): where a train run's wall goes, phase by phase, after the start-up work (native model, bytecode cache).
+# One GPU (GPU 0): where a train run's wall goes, phase by phase, after the start-up work (native model, bytecode cache).
 #   bash benchmarks/startup/phases_gpu.sh OUTDIR      (no network, no DeepSpeed needed: ddp and fsdp only)
 # Writes OUTDIR/lab-mistral-first.txt (the first run, bytecode cache empty), OUTDIR/mistral-1b.txt (DDP
 # of the 1B model, target 10 s), OUTDIR/lab-mistral.txt (2 gloo ranks on GPU 0, target 6 s),

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One H200 in one short lease (under 10 minutes): build, the one-GPU native/sweep/topo/qualify tests,
+# One GPU in one short lease (under 10 minutes): build, the one-GPU native/sweep/topo/qualify tests,
 # qualify against the built-in 8x H200 spec, --init from that run and qualify against it with the first
 # run as baseline, then `fabricbench study` of dinov2-base and mistral-1b with every strategy (its train
 # units carry the communication trace and the CUDA timeline of each strategy).

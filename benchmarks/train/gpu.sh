@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One H200: every strategy at world size 1 on dinov2-base and mistral-1b, and mistral-7b under DDP.
+# One GPU: every strategy at world size 1 on dinov2-base and mistral-1b, and mistral-7b under DDP.
 #   bash benchmarks/train/gpu.sh OUTDIR      (DeepSpeed and its missing dependencies as wheels in .whl/)
 # Records (kind "train") go to OUTDIR/train.jsonl; the console lines to OUTDIR/train.log.
 set -uo pipefail
