@@ -121,3 +121,16 @@ def test_report(tmp_path, capsys):
     said = _refused_alike(["report", str(empty)], lambda: fabricbench.report(fabricbench.ReportConfig(folder=str(empty))),
                           capsys)
     assert "no results.jsonl here" in said
+
+
+@pytest.mark.parametrize("make, flag", [
+    (lambda: fabricbench.EstimateConfig(model="tiny-mistral", gpus=4, seq_len=0), "--seq-len 0:"),
+    (lambda: fabricbench.EstimateConfig(model="tiny-mistral", gpus=4, batch_size=10**9), "--batch-size 1000000000:"),
+    (lambda: fabricbench.ExportConfig(results=str(SWEEP), format="simai-busbw", out="o.yaml", group="XP"), "--group XP:"),
+    (lambda: fabricbench.ExportConfig(results=str(SWEEP), format="csv", out="o.csv"), "--format csv:"),
+])
+def test_a_config_refuses_outside_its_declaration_by_flag(make, flag):
+    # as every config does (declare.check): the flag and the value first, whoever built the config
+    with pytest.raises(UsageError) as e:
+        make()
+    assert str(e.value).startswith(flag), str(e.value)

@@ -48,6 +48,7 @@ class ExportConfig:
         object.__setattr__(self, "out", str(self.out))
         if self.base is not None:
             object.__setattr__(self, "base", str(self.base))
+        check(self)  # the format and the group first, as the command line's choices refuse them
         # two names of one file would read what is being replaced; said before the size, as the CLI did
         refuse_collisions({"--out": self.out}, {self.results: self.results, "--base": self.base})
         if isinstance(self.size, str):
@@ -55,7 +56,6 @@ class ExportConfig:
                 object.__setattr__(self, "size", parse_size(self.size))
             except ValueError as e:
                 raise UsageError(f"--size {self.size}: {e}") from None
-        check(self)
 
     @property
     def ignored(self) -> list[str]:

@@ -38,10 +38,10 @@ class TopoConfig:
     def __post_init__(self) -> None:
         if self.gpus is not None and not isinstance(self.gpus, str):
             object.__setattr__(self, "gpus", ",".join(str(int(g)) for g in self.gpus))
+        check(self)
         if self.gpus is not None:
             parse_gpus(self.gpus)  # the list's syntax before any topology is read
         refuse_collisions({"--out": self.out}, {"--topo-file": self.topo_file})
-        check(self)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -42,13 +42,13 @@ class EstimateConfig:
     image_size: int = field(default=224, metadata=shared(of(TrainConfig, "image_size")))
 
     def __post_init__(self) -> None:
-        # the order of the command's own checks: recipe, strategies, then the counts
+        check(self)  # the declared ranges, in the words every config uses
+        # then the command's own checks, in its order: recipe, strategies, the counts
         est.RECIPES.get(self.recipe)
         names = STRATEGIES.pick(self.strategies or None, option="strategies")
         object.__setattr__(self, "strategies", tuple(names))
         est.check_sizes(num_gpus=self.gpus, batch_size=self.batch_size, seq_len=self.seq_len,
                         image_size=self.image_size)
-        check(self)
 
 
 @dataclass(frozen=True, kw_only=True)
