@@ -27,7 +27,7 @@ from rich.console import Console
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from fabricbench.report import table as tables  # noqa: E402
+from fabricbench.reporting import table as tables  # noqa: E402
 from test_tables import run_pty  # noqa: E402  (the tests' 80-column pseudo-terminal)
 
 
