@@ -35,6 +35,7 @@ _LAZY = {
     "relate_trace": "fabricbench.relating.usertrace",
     "study": "fabricbench.studying.api",
     "advise": "fabricbench.advising.api",
+    "AdviseConfig": "fabricbench.advising.config",
     "qualify": "fabricbench.qualifying.api",
     "import_results": "fabricbench.importing",
     "compare": "fabricbench.measuring.compare_run",

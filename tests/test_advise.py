@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 import fabricbench
+from fabricbench import AdviseConfig
 from fabricbench.advising.api import parse_memory
 from fabricbench.topology.ranking import nominal_busbw
 from fabricbench.errors import UsageError
@@ -29,7 +30,7 @@ HEAD = {"schema": "fabricbench/1"}  # records handed to advise are checked as a 
 
 @pytest.fixture(scope="module")
 def nvl80():
-    return fabricbench.advise(model="mistral-7b", num_gpus=4, topo_file=NVL, gpu_memory="80GB")
+    return fabricbench.advise(AdviseConfig(model="mistral-7b", num_gpus=4, topo_file=NVL, gpu_memory="80GB"))
 
 
 def test_nvl_picks_a_set_inside_one_quad(nvl80):
@@ -58,7 +59,7 @@ def test_ddp_ruled_out_on_80gb(nvl80):
 
 @pytest.mark.parametrize("topo, label", [(SXM, "uniform"), (PCIE, "cross-island")])
 def test_ddp_ruled_out_everywhere_at_80gb(topo, label):
-    a = fabricbench.advise(model="mistral-7b", num_gpus=4, topo_file=topo, gpu_memory="80GB")
+    a = fabricbench.advise(AdviseConfig(model="mistral-7b", num_gpus=4, topo_file=topo, gpu_memory="80GB"))
     assert {s.strategy: s.memory.verdict for s in a.strategies}["ddp"] == "does not fit"
     assert a.strategy in ("zero1", "zero2") and a.placements[0].label == label
 
@@ -66,12 +67,12 @@ def test_ddp_ruled_out_everywhere_at_80gb(topo, label):
 def test_ddp_chosen_where_it_fits():
     # 141 GB (H200): DDP's ~108 GiB of states plus activations leave more than the 10% reserve; its
     # textbook traffic equals ZeRO-1/2's, and among even strategies the simplest wins
-    a = fabricbench.advise(model="mistral-7b", num_gpus=4, topo_file=SXM, gpu_memory="141GB")
+    a = fabricbench.advise(AdviseConfig(model="mistral-7b", num_gpus=4, topo_file=SXM, gpu_memory="141GB"))
     assert a.strategy == "ddp" and a.runner_up["strategy"] == "zero1"
 
 
 def test_pcie_ranks_by_the_slowest_hop():
-    a = fabricbench.advise(model="dinov2-base", num_gpus=2, topo_file=PCIE, gpu_memory="48GB")
+    a = fabricbench.advise(AdviseConfig(model="dinov2-base", num_gpus=2, topo_file=PCIE, gpu_memory="48GB"))
     best = a.placements[0]
     assert best.slowest_link == "PIX" and set(best.gpus) in ({0, 1}, {2, 3}, {4, 5}, {6, 7})
     assert a.placements[-1].slowest_link == "SYS"
@@ -86,7 +87,7 @@ def test_measured_busbw_beats_link_types():
              "bytes": 1 << 30, "busbw_gbps": 20.0, "gpus": [0, 1, 4, 5]},
             {**HEAD, "kind": "collective", "op": "all_reduce", "status": "ok", "fabric": "p2p-off", "nranks": 4,
              "bytes": 1 << 30, "busbw_gbps": 5.0, "gpus": [0, 1, 2, 3]}]
-    a = fabricbench.advise(model="mistral-7b", num_gpus=4, topo_file=NVL, gpu_memory="80GB", results=recs)
+    a = fabricbench.advise(AdviseConfig(model="mistral-7b", num_gpus=4, topo_file=NVL, gpu_memory="80GB", results=recs))
     best = a.placements[0]
     assert best.gpus == [0, 1, 2, 3] and best.busbw_gbps == 300.0 and best.source == "measured"
     assert a.placements[1].busbw_gbps == 20.0  # [0,1,4,5] measured; sets of its shape take its figure
@@ -99,7 +100,7 @@ def test_relate_calibration_gives_step_times():
     recs = [{**HEAD, "kind": "relate", "rows": [
         {"strategy": s, "fabric": "default", "reference": "default", "compute_s": 0.2, "exposed_fraction": 0.5}
         for s in ("zero1", "zero2", "zero3", "fsdp")]}]
-    a = fabricbench.advise(model="mistral-7b", num_gpus=4, topo_file=NVL, gpu_memory="80GB", results=recs)
+    a = fabricbench.advise(AdviseConfig(model="mistral-7b", num_gpus=4, topo_file=NVL, gpu_memory="80GB", results=recs))
     for s in a.strategies:
         if s.strategy != "ddp":
             assert s.time.step_time_s == pytest.approx(0.2 + 0.5 * s.time.comm_time_s)
@@ -111,7 +112,7 @@ def test_trace_volume_replaces_the_textbook():
     comm = {"world_size": 2, "collectives": [{"op": "all_reduce", "bytes": 4 << 20, "dtype": "float32",
                                               "group_size": 2, "calls_per_step": 3.0}]}
     recs = [{**HEAD, "kind": "train", "model": "mistral-7b", "strategy": "ddp", "status": "ok", "comm": comm}]
-    a = fabricbench.advise(model="mistral-7b", num_gpus=4, topo_file=NVL, gpu_memory="141GB", results=recs)
+    a = fabricbench.advise(AdviseConfig(model="mistral-7b", num_gpus=4, topo_file=NVL, gpu_memory="141GB", results=recs))
     ddp = next(s for s in a.strategies if s.strategy == "ddp")
     assert ddp.time.volume_source == "trace (2 ranks)" and ddp.time.comm_bytes_per_step == 12 << 20
     assert ddp.time.wire_bytes_per_rank == pytest.approx((12 << 20) * 2 * 3 / 4)  # all-reduce 2(n-1)/n, n = 4
@@ -121,7 +122,7 @@ def test_memory_parse_and_unknown_memory():
     assert parse_memory("80GB") == 80 * 10**9 and parse_memory("80GiB") == parse_memory("80G") == 80 * 2**30 and parse_memory(123) == 123
     with pytest.raises(UsageError, match="--gpu-memory"):
         parse_memory("eighty")
-    a = fabricbench.advise(model="mistral-7b", num_gpus=4, topo_file=NVL)
+    a = fabricbench.advise(AdviseConfig(model="mistral-7b", num_gpus=4, topo_file=NVL))
     assert a.gpu_memory_bytes is None and all(s.memory.verdict == "unknown" for s in a.strategies)
     assert any("--gpu-memory" in n for n in a.notes)
 
@@ -132,7 +133,7 @@ def test_topology_json_is_accepted(tmp_path):
     assert r.returncode == 0, r.stderr
     p = tmp_path / "topo.json"
     p.write_text(r.stdout)
-    a = fabricbench.advise(model="mistral-7b", num_gpus=4, topo_file=str(p), gpu_memory="80GB")
+    a = fabricbench.advise(AdviseConfig(model="mistral-7b", num_gpus=4, topo_file=str(p), gpu_memory="80GB"))
     assert set(a.placement) in QUADS
 
 
@@ -177,7 +178,7 @@ def test_a_damaged_record_is_left_out_not_a_traceback():
     good = {**HEAD, "kind": "collective", "op": "all_reduce", "status": "ok", "fabric": "default", "nranks": 4,
             "bytes": 1 << 30, "busbw_gbps": 300.0, "gpus": [0, 1, 4, 5]}
     bad = {**good, "busbw_gbps": "fast", "gpus": [0, 1, 2, 3]}
-    a = fabricbench.advise(model="mistral-7b", num_gpus=4, topo_file=NVL, gpu_memory="80GB", results=[good, bad])
+    a = fabricbench.advise(AdviseConfig(model="mistral-7b", num_gpus=4, topo_file=NVL, gpu_memory="80GB", results=[good, bad]))
     assert [(p.busbw_gbps, p.source) for p in a.placements] == [
         (360.0, "link types (nominal)"), (300.0, "measured on [0,1,4,5] (same links)")]
     assert len(a.warnings) == 1 and a.warnings[0].startswith("results item 2: ") and "busbw_gbps" in \

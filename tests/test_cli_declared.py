@@ -16,6 +16,7 @@ import pytest
 from fabricbench.cli.declared import TYPES, shown_default
 from fabricbench.cli.hints import command
 from fabricbench.declare import Declared, concept, declared
+from fabricbench.advising.config import AdviseConfig
 from fabricbench.exporting.api import ExportConfig
 from fabricbench.jobs.command import ExecConfig
 from fabricbench.measuring.config import SweepConfig
@@ -35,6 +36,7 @@ COMMANDS = {
     "export": (ExportConfig, {}),
     "topo": (TopoConfig, {}),
     "jobfit": (JobfitConfig, {}),
+    "advise": (AdviseConfig, {}),
     "compare": (SweepConfig, {f: "compare passes the rest to its child sweeps by name"
                               for f in ("gpus", "ops", "sizes", "adaptive", "max_iters", "graph", "graph_iters",
                                         "check", "nprocs", "nccl_lib", "fabric", "seed", "buffers", "timing",

@@ -18,7 +18,7 @@ import fabricbench
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = {"SweepConfig", "SweepOptions", "TrainConfig", "StudyConfig", "ExecConfig", "ExportConfig", "EstimateConfig",
-           "TopoConfig", "JobfitConfig", "ReportConfig"}
+           "TopoConfig", "JobfitConfig", "ReportConfig", "AdviseConfig"}
 RESULTS = {"CollectiveResult", "CompareResult", "ScalingResult", "P2PResult", "CopyResult", "RelateResult",
            "StudyResult", "Advice", "StrategyAdvice", "QualifyResult", "DryRun", "ExecResult",
            "ExportResult", "EstimateResult", "TopoResult", "JobfitResult", "ReportResult"}

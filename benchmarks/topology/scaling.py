@@ -5,8 +5,8 @@
 For each synthetic machine it times, in one process: the NVLink islands, `fabricbench topo`'s placement
 advice (every job size k = 2..n), the scaling sets of `fabricbench scaling`, `fabricbench.advise`'s
 placement ranking for a job of n/2 GPUs, and (t_api) `fabricbench topo --json`'s summary and document plus
-the whole `fabricbench.advise(model="mistral-7b", num_gpus=n/2)` call on a fresh copy of the topology (nothing
-cached). The total is what one command at that size would pay at most. The shapes:
+the whole `fabricbench.advise(AdviseConfig(model="mistral-7b", num_gpus=n/2))` call on a fresh copy of the
+topology (nothing cached). The total is what one command at that size would pay at most. The shapes:
 - uniform: every pair NV18 (an NVSwitch board; NVL72 and NVL576 as one NVLink domain);
 - trays: NV18 cliques of 4, SYS between them (NVL72 built as 18 trays of 4 without the switch);
 - islands8: NV18 cliques of 8 joined by SYS (several 8-GPU boards seen as one machine);
@@ -89,7 +89,8 @@ def time_case(topo: Topology) -> dict[str, float]:
     out["placements"] = time.perf_counter() - t0
     t = fresh(topo)
     t0 = time.perf_counter()
-    fabricbench.advise(model="mistral-7b", num_gpus=max(1, n // 2), topo=t, gpu_memory="80G")
+    fabricbench.advise(fabricbench.AdviseConfig(model="mistral-7b", num_gpus=max(1, n // 2), topo=t,
+                                                gpu_memory="80G"))
     out["advise"] = time.perf_counter() - t0
     return out
 
@@ -113,7 +114,8 @@ def main() -> int:
             continue
         for n in sizes:
             topo = make(n)
-            fabricbench.advise(model="mistral-7b", num_gpus=1, topo=make(2), gpu_memory="80G")  # warm the imports
+            fabricbench.advise(fabricbench.AdviseConfig(  # warm the imports
+                model="mistral-7b", num_gpus=1, topo=make(2), gpu_memory="80G"))
             t = time_case(topo)
             worst = max(t[c] for c in COLUMNS)
             line = f"{name:<10} {n:>5} {t['n_islands']:>6} " + " ".join(f"{t[c]:>10.4f}" for c in COLUMNS)

@@ -1,7 +1,8 @@
 """`fabricbench.advise`: one recommendation (GPU set and strategy), its reasons and a runner-up.
 
     import fabricbench
-    a = fabricbench.advise(model="mistral-7b", num_gpus=4, topo_file="box.txt", gpu_memory="80GB")
+    a = fabricbench.advise(fabricbench.AdviseConfig(model="mistral-7b", num_gpus=4, topo_file="box.txt",
+                                                    gpu_memory="80GB"))
     a.placement, a.strategy, a.reasons, a.runner_up
     a.placements    # every GPU set of size N, best busbw first (equal ones folded)
     a.strategies    # per strategy: memory verdict, volume, T_comm (and T_step) on the recommended set
@@ -16,20 +17,19 @@ study found DDP a few percent faster wherever it fits. The runner-up is the next
 from __future__ import annotations
 
 import functools
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import fabricbench
+from fabricbench.advising.config import AdviseConfig, parse_memory
 from fabricbench.advising.memory import MemoryFit, capacity_from_name, fits
 from fabricbench.advising.strategy import StrategyTime, predict
 from fabricbench.errors import UsageError
-from fabricbench.gpus import parse_gpus
 from fabricbench.measuring.comparison import Comparison
 from fabricbench.results import records as result_records
 from fabricbench.results.schema import CollectiveResult, TrainResult
-from fabricbench.sizes import format_gib, parse_size
+from fabricbench.sizes import format_gib
 from fabricbench.studying import records as study_records
 from fabricbench.topology import load_file, read_topology
 from fabricbench.topology.model import Topology, ranges
@@ -85,23 +85,6 @@ class Advice:
 
 def _set(g: list[int]) -> str:
     return "[" + ranges(sorted(g)) + "]" if len(g) > 2 else "[" + ",".join(map(str, g)) + "]"
-
-
-def parse_memory(value: Any) -> int | None:
-    """'80GB' (10^9 B), '80GiB' or '80G' (2^30 B: a bare G is binary, as in every size option), '141e9' or
-    bytes -> bytes (fabricbench/sizes.py's one rule)."""
-    if value is None:
-        return None
-    if isinstance(value, (int, float)):
-        return int(value)
-    text = str(value).strip()
-    if re.fullmatch(r"\d+(?:\.\d+)?e\d+", text, re.IGNORECASE):
-        return int(float(text))
-    try:
-        return parse_size(text)
-    except UsageError:
-        raise UsageError(f"--gpu-memory {value!r}: write e.g. 80GB (10^9 B), 80GiB or 80G (2^30 B), or a byte "
-                         f"count") from None
 
 
 @dataclass(kw_only=True)
@@ -180,45 +163,41 @@ def _capacity(gpu_memory: Any, topo: Any, records: list[dict[str, Any]], from_ma
     return None, "unknown"
 
 
-def advise(*, model: str | None = None, model_config: str | None = None, num_gpus: int | None = None,
-           gpus: Any = None, topo: Any = None, topo_file: str | None = None, results: Any = None,
-           gpu_memory: Any = None, batch_size: int = 1, seq_len: int = 512, image_size: int = 224,
-           strategies: str | list[str] | None = None, recipe: str = "framework", fabric: str = "default") -> Advice:
-    # cheap checks first (files, GPUs, memory, names): bad input fails before the model is built
-    given = _read_records(results)
+def advise(config: AdviseConfig) -> Advice:
+    """The recommended GPU set and strategy for config's job, its reasons and a runner-up."""
+    c = config
+    # the files next (results, topology): bad input fails before the model is built
+    given = _read_records(c.results)
     records = given.records
-    names = STRATEGIES.pick(strategies, option="strategies")
-    parse_memory(gpu_memory)
-    t = _topology(topo, topo_file, records)
+    names = list(c.strategies)
+    t = _topology(c.topo, c.topo_file, records)
     if t is None:
         why = ("the --results hold no GPU topology (measured where no GPU was visible, e.g. the CPU lab); "
                if records else "no GPU topology here; ")
         raise UsageError(why + "advise places GPU jobs: pass --topo-file with a saved `nvidia-smi topo -m` "
                                "(or `fabricbench topo --json`), or --results of a study run on GPUs")
-    if isinstance(gpus, str):
-        gpus = list(parse_gpus(gpus))
-    pool = list(gpus) if gpus else list(t.indices)
+    pool = list(c.gpus) if c.gpus else list(t.indices)
     missing = [g for g in pool if g not in t.indices]
     if missing:
         raise UsageError(f"--gpus names GPU {','.join(map(str, missing))} but the topology has "
                          f"{len(t.gpus)} ({','.join(map(str, t.indices))})")
-    n = num_gpus if num_gpus is not None else len(pool)
+    n = c.num_gpus if c.num_gpus is not None else len(pool)
     if not 1 <= n <= len(pool):
-        raise UsageError(f"--num-gpus {n}: choose 1 to {len(pool)} (the GPUs {'of --gpus' if gpus else 'in the topology'})")
-    resolved = models.resolve(name=model, config_file=model_config)
+        raise UsageError(f"--num-gpus {n}: choose 1 to {len(pool)} (the GPUs {'of --gpus' if c.gpus else 'in the topology'})")
+    resolved = models.resolve(name=c.model, config_file=c.model_config)
     psi = models.count_params(resolved)
-    cap, cap_src = _capacity(gpu_memory, t, records, from_machine=topo is None and topo_file is None)
-    act = est.activation_bytes(resolved.config, task=resolved.task, batch_size=batch_size, seq_len=seq_len,
-                               image_size=image_size)
+    cap, cap_src = _capacity(c.gpu_memory, t, records, from_machine=c.topo is None and c.topo_file is None)
+    act = est.activation_bytes(resolved.config, task=resolved.task, batch_size=c.batch_size, seq_len=c.seq_len,
+                               image_size=c.image_size)
     mem = {m.strategy: m for m in fits(strategies=names, psi=psi, n=n, activation_bytes=act, capacity=cap,
-                                       model=resolved.name, trains=given.trains, recipe=recipe,
-                                       batch_size=batch_size)}
-    placements = rank_placements(t, pool, n, given.collectives, fabric=fabric)
+                                       model=resolved.name, trains=given.trains, recipe=c.recipe,
+                                       batch_size=c.batch_size)}
+    placements = rank_placements(t, pool, n, given.collectives, fabric=c.fabric)
     best = placements[0]
     relate_rows = _relate_rows(given)
     times = {x.strategy: x for x in predict(strategies=names, gpus=best.gpus, busbw_gbps=best.busbw_gbps, psi=psi,
                                             n=n, trains=given.trains, model=resolved.name, relate_rows=relate_rows,
-                                            fabric=fabric, batch_size=batch_size)}
+                                            fabric=c.fabric, batch_size=c.batch_size)}
     advice = [StrategyAdvice(strategy=s, memory=mem[s], time=times[s]) for s in names]
     chosen = _choose(advice)
     notes = []

@@ -1,5 +1,5 @@
 """The options that belong to no config but mean one thing in every command that offers them (--json,
---out, --plot, --num-gpus, --resume, --dry-run, --quiet), declared once here as config fields are
+--out, --plot, --num-gpus (scaling's list), --resume, --dry-run, --quiet), declared once here as config fields are
 (fabricbench/declare.py), and the click options compare and scaling share with `sweep`. --topo-file is
 declared beside its reader (fabricbench/topology/), since TopoConfig's field takes it too.
 
@@ -25,9 +25,7 @@ from fabricbench.training.config import TrainConfig
 JSON = Declared(flag="--json", kind="flag", help="Print one JSON object instead of the table.")
 OUT_FILE = Declared(flag="--out", kind="output file", help="Append the JSONL records here.")
 PLOT = Declared(flag="--plot", kind="output file", help="Write a PNG plot here.")
-# how many GPUs a command picks out of --gpus (advise; scaling's list of counts, once --counts)
-NUM_GPUS = Declared(flag="--num-gpus", kind="count", lo=1, hi=1024, help=(
-    "How many of --gpus the job uses."), default_by="all of --gpus")
+# scaling's list of GPU counts, once --counts (advise's one count is AdviseConfig.num_gpus)
 NUM_GPUS_LIST = Declared(flag="--num-gpus", kind="count list", lo=2, hi=1024, concept="num_gpus", help=(
     "GPU counts to measure, e.g. 2,4,8."), aliases=("--counts",), default_by="powers of 2 up to all of --gpus")
 RESUME = Declared(flag="--resume", kind="flag", help="Skip what --out already holds as ok.")

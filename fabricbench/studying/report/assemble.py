@@ -183,9 +183,10 @@ def _advice(sr, c: StudyConfig, machine, trains: list[TrainResult]) -> Any:
     if c.device != "cuda" or not (machine or {}).get("topology"):
         return None
     try:
-        return fabricbench.advise(model=c.model, model_config=c.model_config, num_gpus=len(c.gpus), gpus=list(c.gpus)
-                                  if len(c.gpus) > 1 else None, results=sr.records, batch_size=batch_of(trains, c),
-                                  seq_len=c.seq_len, image_size=c.image_size, strategies=list(c.strategies),
-                                  fabric=c.fabrics[0])
+        return fabricbench.advise(fabricbench.AdviseConfig(
+            model=c.model, model_config=c.model_config, num_gpus=len(c.gpus),
+            gpus=tuple(c.gpus) if len(c.gpus) > 1 else None, results=tuple(sr.records),
+            batch_size=batch_of(trains, c), seq_len=c.seq_len, image_size=c.image_size,
+            strategies=tuple(c.strategies), fabric=c.fabrics[0]))
     except Exception as e:  # advice is derived; a failure is reported in its section, never fatal
         return str(e)
