@@ -8,8 +8,9 @@
     fabricbench.to_dataframe(rs)                                      # pandas, if installed
 
 Every command has its library call here (the CLI only maps flags to them): measure, sweep, compare,
-scaling, p2p, train, relate (relate_trace: relate --trace), study, advise, qualify, execute (exec), export,
-estimate, topo, jobfit, report, import_results (import). Their configs (SweepConfig, TrainConfig, StudyConfig,
+scaling, p2p, train, relate (relate_trace: relate --trace), study (study_plan: study --dry-run), advise,
+qualify (qualify_plan: qualify --dry-run), execute (exec), export, estimate, topo, jobfit, report,
+import_results (import). Their configs (SweepConfig, TrainConfig, StudyConfig,
 ExecConfig, ExportConfig, ...), results (CollectiveResult, CompareResult, ...)
 and errors (FabricbenchError and its kinds) are here too, for annotations and `except`; the package is
 typed (py.typed). Importing needs no GPU and no torch: everything heavy loads on first use.
@@ -34,9 +35,11 @@ _LAZY = {
     "relate": "fabricbench.relating.api",
     "relate_trace": "fabricbench.relating.usertrace",
     "study": "fabricbench.studying.api",
+    "study_plan": "fabricbench.studying.api",
     "advise": "fabricbench.advising.api",
     "AdviseConfig": "fabricbench.advising.config",
     "qualify": "fabricbench.qualifying.api",
+    "qualify_plan": "fabricbench.qualifying.api",
     "import_results": "fabricbench.importing",
     "compare": "fabricbench.measuring.compare_run",
     "scaling": "fabricbench.measuring.scaling_run",
@@ -60,6 +63,7 @@ _LAZY = {
     "CopyResult": "fabricbench.measuring.copy",
     "RelateResult": "fabricbench.relating.api",
     "StudyResult": "fabricbench.studying.api",
+    "StudyPlan": "fabricbench.studying.api",
     "Advice": "fabricbench.advising.api",
     "StrategyAdvice": "fabricbench.advising.api",
     "QualifyResult": "fabricbench.qualifying.result",

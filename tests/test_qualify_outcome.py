@@ -61,12 +61,12 @@ def test_cli_all_waived_exits_5():
 
 @pytest.mark.parametrize("level", [1, 2, 3])
 def test_library_dry_run_is_the_plan_the_cli_prints(level):
-    """fabricbench.qualify(..., dry_run=True) returns the plan; the CLI prints its lines and its dict."""
+    """fabricbench.qualify_plan(...) returns the plan; the CLI's --dry-run prints its lines and its dict."""
     import json
 
     from fabricbench.cli import main
 
-    plan = fabricbench.qualify("builtin:h200-sxm-8", level=level, dry_run=True)
+    plan = fabricbench.qualify_plan("builtin:h200-sxm-8", level=level)
     assert plan.level == level and plan.checks and len(plan.lines()) == len(plan.checks) + 2
     assert plan.lines()[-1].startswith("estimate: ~") and "nothing measured" in plan.lines()[0]
     for args, expect in ((["--dry-run"], "\n".join(plan.lines()) + "\n"),

@@ -149,14 +149,15 @@ def test_dry_run_lists_units_and_measures_nothing(tmp_path):
 def test_library_dry_run_returns_the_plan(tmp_path):
     import fabricbench
 
-    res = fabricbench.study(fabricbench.StudyConfig(out=str(tmp_path / "s"), device="cpu", nprocs=2, fabrics="default",
-                                                    strategies=["ddp"], model=MODEL, steps=4, warmup_steps=1),
-                            dry_run=True)
+    res = fabricbench.study_plan(fabricbench.StudyConfig(out=str(tmp_path / "s"), device="cpu", nprocs=2,
+                                                         fabrics="default", strategies=["ddp"], model=MODEL, steps=4,
+                                                         warmup_steps=1))
     assert [u.name for u in res.plan] == ["machine", "estimate", "train ddp @ default", "sweep @ default",
                                           "train ddp @ default #2", "train ddp @ default #3", "train ddp @ default #4",
                                           "train ddp @ default #5", "relate", "summary"]
     est = res.estimate  # each unit's middle figure in the plan; the total adds the start and the report
-    assert res.units == [] and res.estimate_s == est.total.s and est.total.lo_s < est.total.s < est.total.hi_s
+    assert isinstance(res, fabricbench.StudyPlan) and not hasattr(res, "units")
+    assert res.estimate_s == est.total.s and est.total.lo_s < est.total.s < est.total.hi_s
     assert [u.estimate_s for u in res.plan] == [round(est.units[u.name].s, 1) for u in res.plan]
     assert est.total.s > sum(u.estimate_s for u in res.plan if u.name not in est.optional)
     assert not (tmp_path / "s").exists()

@@ -101,7 +101,7 @@ def test_the_library_refuses_an_unwritable_study_folder_too():
     from fabricbench.studying.config import StudyConfig
 
     with pytest.raises(UsageError, match="--out /proc/x: .*choose a writable path"):
-        fabricbench.study(StudyConfig(out="/proc/x", device="cpu", nprocs=2, model="tiny-mistral"), dry_run=True)
+        fabricbench.study_plan(StudyConfig(out="/proc/x", device="cpu", nprocs=2, model="tiny-mistral"))
 
 
 def test_a_file_where_the_study_folder_goes_is_refused_by_the_library(tmp_path):
@@ -111,4 +111,4 @@ def test_a_file_where_the_study_folder_goes_is_refused_by_the_library(tmp_path):
 
     (tmp_path / "f").write_text("x")
     with pytest.raises(UsageError, match="is a file; give a folder"):
-        fabricbench.study(StudyConfig(out=str(tmp_path / "f"), device="cpu", nprocs=2, model="tiny-mistral"), dry_run=True)
+        fabricbench.study_plan(StudyConfig(out=str(tmp_path / "f"), device="cpu", nprocs=2, model="tiny-mistral"))

@@ -29,7 +29,7 @@ from fabricbench.measuring.config import SweepConfig
 
 from fabricbench.errors import UsageError
 from fabricbench.files import dumps, refuse_collisions
-from fabricbench.qualifying.api import fleet as run_fleet, qualify as run, write_init_spec
+from fabricbench.qualifying.api import fleet as run_fleet, qualify as run, qualify_plan, write_init_spec
 from fabricbench.qualifying.fleet import DEFAULT_FRACTION, FRACTION, render as render_fleet
 from fabricbench.qualifying.init import summary as init_summary
 from fabricbench.qualifying.listing import code_lines, kind_lines, spec_lines
@@ -144,7 +144,7 @@ def qualify(inputs, spec_path, out_dir, resume, only, skip, fabric, topo_file, l
 
 def _dry_run(spec_path: str, only, skip, fabric: str | None, level: int | None, as_json: bool) -> int:
     """The plan the library returns (fabricbench/qualifying/dryrun.py), printed."""
-    plan = run(spec_path, only=only, skip=skip, fabric=fabric, level=level, dry_run=True)
+    plan = qualify_plan(spec_path, only=only, skip=skip, fabric=fabric, level=level)
     if as_json:
         click.echo(json.dumps(plan.to_dict(), indent=2))
         return 0

@@ -32,7 +32,7 @@ from fabricbench.studying.format import render_plan
 @config_options(StudyConfig, exclude=("extra",))
 @option(RESUME, "resume", help="Continue the study in --out: skip the units recorded ok.")
 @option(DRY_RUN, "dry_run", help="Print the units and a time estimate; run nothing.")
-@option(JSON, "as_json", help="Print the result (or the plan) as one JSON object.")
+@option(JSON, "as_json", help="Print the result (or, with --dry-run, the plan) as one JSON object.")
 @option(QUIET, "quiet", help="No progress bar and no line per unit.")
 def study(out, device, gpus, resume, dry_run, as_json, quiet, **options) -> None:
     """Topology, sweeps per fabric, scaling, train per strategy per fabric, estimate, relate, and a report."""
@@ -48,7 +48,14 @@ def study(out, device, gpus, resume, dry_run, as_json, quiet, **options) -> None
     config = StudyConfig(out=out, **given) if (given or not resume) and not over else None
     echo = None if (quiet or as_json) else (lambda line: click.echo(line, err=True))
     try:
-        res = study_api.study(config, out=out, resume=resume, dry_run=dry_run, echo=echo,
+        if dry_run:
+            plan = study_api.study_plan(config, out=out, resume=resume, resume_with=given if over else None)
+            if as_json:
+                click.echo(json.dumps(plan.to_dict(), indent=2))
+            else:
+                render_plan(plan)
+            return
+        res = study_api.study(config, out=out, resume=resume, echo=echo,
                               progress=False if (quiet or as_json) else None, resume_with=given if over else None)
     except KeyboardInterrupt as e:  # Ctrl-C (130), SIGTERM (procs.Terminated, 143) or SIGHUP (129)
         e.kept = (f"the finished units are in {out}/results.jsonl; continue with "  # type: ignore[attr-defined]
@@ -57,9 +64,6 @@ def study(out, device, gpus, resume, dry_run, as_json, quiet, **options) -> None
         sys.exit(exit_status(e))
     if as_json:
         click.echo(json.dumps(res.to_dict(), indent=2))
-        return
-    if dry_run:
-        render_plan(res)
         return
     if res.follower is not None:  # a node above 0: node 0 holds the records and the report
         f = res.follower

@@ -2,6 +2,7 @@
 
     import fabricbench
     res = fabricbench.qualify("builtin:h200-sxm-8", out="q/")
+    plan = fabricbench.qualify_plan("builtin:h200-sxm-8", level=1)   # the checks and a time estimate
     for v in res.verdicts:
         print(v.check, v.status, v.measured, v.threshold, v.headroom)
     res.exit_code          # by the worst severity: 0 pass/info, 1 critical, 3 unknown, 4 warning;
@@ -94,15 +95,12 @@ def qualify(spec: Spec | str | os.PathLike, *, out: str | os.PathLike | None = N
             tolerance: float | None = None, fabric: str | None = None, level: int | None = None,
             prometheus: str | os.PathLike | None = None,
             echo: Callable[[str], None] | None = None,
-            records_from: str | os.PathLike | None = None, dry_run: bool = False) -> QualifyResult | DryRun:
+            records_from: str | os.PathLike | None = None) -> QualifyResult:
     """Run a spec's checks (those selected, at `level`: default 2) and return their verdicts; see the
     module docstring. `tolerance` (for `baseline`) defaults to the spec's [run] baseline_tolerance.
     `records_from`: judge these results (fabricbench's, or `fabricbench import`ed) instead of measuring.
-    `dry_run`: measure nothing; return the plan (dryrun.DryRun: the checks, a time estimate) that
-    `fabricbench qualify --dry-run` prints."""
+    qualify_plan() says what a run would do, measuring nothing."""
     spec = _as_spec(spec)
-    if dry_run:
-        return plan_dry_run(spec, only=only, skip=skip, fabric=fabric, level=level)
     level = DEFAULT_LEVEL if level is None else level
     full = spec
     if fabric is not None and fabric != "default":
@@ -146,6 +144,13 @@ def qualify(spec: Spec | str | os.PathLike, *, out: str | os.PathLike | None = N
         if prometheus is not None:
             _write_prometheus(res, prometheus, run.writer.records + run.previous)
     return res
+
+
+def qualify_plan(spec: Spec | str | os.PathLike, *, only: Sequence[str] | None = None,
+                 skip: Sequence[str] | None = None, fabric: str | None = None, level: int | None = None) -> DryRun:
+    """The plan of a qualification, measuring nothing: the spec read and checked as a run reads it, the
+    checks it would run at `level`, and a time estimate (what `fabricbench qualify --dry-run` prints)."""
+    return plan_dry_run(_as_spec(spec), only=only, skip=skip, fabric=fabric, level=level)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -6,6 +6,7 @@
     res.units          # what happened to each unit (status, seconds, commands)
     res.report_html    # lab/report.html
     fabricbench.study(out="lab", resume=True)   # the stored settings; runs what is not recorded ok
+    p = fabricbench.study_plan(config)          # the units and a time estimate; runs nothing (--dry-run)
 
 The CLI (fabricbench/cli/study.py) only maps flags onto a StudyConfig (or, for a bare --resume, none).
 """
@@ -33,12 +34,29 @@ from fabricbench.studying.units import DONE, Unit
 from fabricbench.topology import read_topology
 
 
+@dataclass(frozen=True, kw_only=True)
+class StudyPlan:
+    """What a study would run and about how long it takes, measuring nothing: `study --dry-run`."""
+
+    out_dir: Path
+    config: StudyConfig
+    plan: list[Unit]  # in run order, each with its estimate_s
+    estimate_s: float  # the total's middle figure (units to run, start and report)
+    estimate: durations.Estimate  # each unit's and the total's interval, and their sources
+
+    def to_dict(self) -> dict[str, Any]:
+        """What `fabricbench study --dry-run --json` prints."""
+        return {"out_dir": str(self.out_dir), "config": self.config.to_dict(),
+                "plan": [dataclasses.asdict(u) for u in self.plan], "estimate_s": self.estimate_s,
+                "estimate": self.estimate.to_dict()}
+
+
 @dataclass(kw_only=True)
 class StudyResult:
     out_dir: Path
     config: StudyConfig
     plan: list[Unit]
-    units: list[UnitRun] = field(default_factory=list)  # empty for a dry run
+    units: list[UnitRun] = field(default_factory=list)  # empty on a node above 0 (node 0 runs them)
     results_path: Path | None = None
     report_md: Path | None = None
     report_html: Path | None = None
@@ -101,27 +119,38 @@ def plan_for(config: StudyConfig) -> list[Unit]:
     return build_plan(config, topo)
 
 
-def study(config: StudyConfig | None = None, *, out: str | None = None, resume: bool = False, dry_run: bool = False,
+def _estimated(config: StudyConfig, units: list[Unit], *, resume: bool) -> tuple[list[Unit], durations.Estimate]:
+    """The units with how long each will take here, now, and the estimate itself."""
+    existing = records.load(config.out, must_exist=False)
+    todo = {u.name for u in units if not (resume and existing.status(u.name) in DONE)}
+    est = durations.estimate(config, units, done=existing, todo=todo, store=hoststore.read_store(),
+                             load=durations.load_now())
+    return [dataclasses.replace(u, estimate_s=round(est.units[u.name].s, 1)) for u in units], est
+
+
+def study_plan(config: StudyConfig | None = None, *, out: str | None = None, resume: bool = False,
+               resume_with: Mapping[str, Any] | None = None) -> StudyPlan:
+    """The units `study` would run with these arguments, and about how long they take; nothing runs, but
+    the out folder is refused as a run would refuse it."""
+    config = resolve_config(config, out=out, resume=resume, resume_with=resume_with)
+    units, est = _estimated(config, plan_for(config), resume=resume)
+    if config.node_rank == 0:
+        prepare(config, resume=resume)  # the same refusals a real run would give
+    return StudyPlan(out_dir=Path(config.out), config=config, plan=units, estimate_s=est.total.s, estimate=est)
+
+
+def study(config: StudyConfig | None = None, *, out: str | None = None, resume: bool = False,
           report: bool = True, progress: bool | None = None, echo: Callable[[str], None] | None = None,
           resume_with: Mapping[str, Any] | None = None) -> StudyResult:
-    """Run (or, with dry_run, only plan) the study `config` says into its out (resuming without a config:
-    the one stored in `out`, `resume_with` applied over it: `resume_with={"max_repeats": 15}` adds the
-    rounds an undecided comparison asked for); see the module docstring."""
+    """Run the study `config` says into its out (resuming without a config: the one stored in `out`,
+    `resume_with` applied over it: `resume_with={"max_repeats": 15}` adds the rounds an undecided
+    comparison asked for); see the module docstring. study_plan() shows what it would run."""
     config = resolve_config(config, out=out, resume=resume, resume_with=resume_with)
     units = plan_for(config)
-    existing = records.load(config.out, must_exist=False)
-
     res = StudyResult(out_dir=Path(config.out), config=config, plan=units)
-    if config.node_rank == 0 or dry_run:  # how long each unit will take here, now (a follower runs shares)
-        todo = {u.name for u in units if not (resume and existing.status(u.name) in DONE)}
-        est = durations.estimate(config, units, done=existing, todo=todo, store=hoststore.read_store(),
-                                 load=durations.load_now())
-        res.plan = units = [dataclasses.replace(u, estimate_s=round(est.units[u.name].s, 1)) for u in units]
-        res.estimate, res.estimate_s = est, est.total.s
-    if dry_run:
-        if config.node_rank == 0:
-            prepare(config, resume=resume)  # the same refusals a real run would give
-        return res
+    if config.node_rank == 0:  # how long each unit will take here, now (a follower runs shares)
+        units, res.estimate = _estimated(config, units, resume=resume)
+        res.plan, res.estimate_s = units, res.estimate.total.s
     if config.node_rank > 0:  # across nodes: node 0 decides and writes; this node runs its shares
         code, shares = follow(config, echo=echo)
         res.follower = {"node": config.node_rank, "shares": shares, "exit": code}

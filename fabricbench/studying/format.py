@@ -1,7 +1,7 @@
 """What `fabricbench study --dry-run` prints: the units in run order, each with its time and interval (or
 "done, skipped" for a --resume), what it measures, and the total with where its figures came from.
 
-    render_plan(fabricbench.study(fabricbench.StudyConfig(out="run", ...), dry_run=True))
+    render_plan(fabricbench.study_plan(fabricbench.StudyConfig(out="run", ...)))
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ PLAN_COLS = (tables.Col("#", key=True), tables.Col("unit", justify="left", key=T
 
 
 def render_plan(res: Any) -> None:
-    """Print a dry run's plan (a StudyResult) on the terminal's console."""
+    """Print a dry run's plan (a StudyPlan) on the terminal's console."""
     existing = records.load(res.out_dir, must_exist=False)
     c = res.config
     where = f"{c.nprocs} CPU ranks (gloo)" if c.device == "cpu" else f"GPUs {','.join(map(str, c.gpus))}"
