@@ -47,6 +47,8 @@ _LAZY = {
     "sweep_options": "fabricbench.measuring.compare",
     "train": "fabricbench.training.api",
     "TrainConfig": "fabricbench.training.config",
+    "TrainRunResult": "fabricbench.training.result",
+    "TrainResult": "fabricbench.results.schema",
     "StudyConfig": "fabricbench.studying.config",
     "execute": "fabricbench.jobs.command",
     "ExecConfig": "fabricbench.jobs.command",

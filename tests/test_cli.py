@@ -163,6 +163,7 @@ def test_train_quiet_prints_nothing_and_still_runs_and_writes(monkeypatch):
 
     import fabricbench.cli.train as train_cli
     from fabricbench.cli import cli
+    from fabricbench.training.result import TrainRunResult
 
     got = {}
 
@@ -170,7 +171,7 @@ def test_train_quiet_prints_nothing_and_still_runs_and_writes(monkeypatch):
         got.update(quiet=quiet, strategies=config.strategies, since=since > 0)
         rec = {"strategy": "ddp", "status": "ok", "model": "tiny-mistral"}
         echo(rec)
-        return [rec]
+        return TrainRunResult(records=())
 
     monkeypatch.setattr(train_cli, "run_train", fake_run)
     res = CliRunner().invoke(cli, ["train", "--device", "cpu", "--strategies", "ddp", "--model", "tiny-mistral",

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = {"SweepConfig", "SweepOptions", "TrainConfig", "StudyConfig", "ExecConfig", "ExportConfig", "EstimateConfig",
            "TopoConfig", "JobfitConfig", "ReportConfig", "AdviseConfig"}
 RESULTS = {"CollectiveResult", "CompareResult", "ScalingResult", "P2PResult", "CopyResult", "RelateResult",
-           "StudyResult", "StudyPlan", "Advice", "StrategyAdvice", "QualifyResult", "DryRun", "ExecResult",
+           "StudyResult", "StudyPlan", "TrainRunResult", "TrainResult", "Advice", "StrategyAdvice", "QualifyResult", "DryRun", "ExecResult",
            "ExportResult", "EstimateResult", "TopoResult", "JobfitResult", "ReportResult"}
 THIRD_PARTY = ("pandas.",)  # a type of an optional dependency, named by its module
 ERRORS = {"FabricbenchError", "UsageError", "EngineUnavailable", "FabricWaived", "CudaError", "NcclError",

@@ -97,7 +97,7 @@ def test_train_interrupted_mid_run_writes_the_runs_finished_steps(tmp_path, monk
     from fabricbench.training.launch import TrainConfig
 
     config = TrainConfig(strategies=["ddp", "fsdp"], model="tiny-mistral", device="cpu", nprocs=2, steps=10,
-                         warmup_steps=1, repeats=1).validate()
+                         warmup_steps=1, repeats=1)
     ranks = [{"rank": r, "status": "running", "step_times_s": [0.5, 0.2, 0.3 + r], "losses": [3.0, 2.5, 2.1]}
              for r in (0, 1)]
 

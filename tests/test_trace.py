@@ -270,15 +270,15 @@ def test_join_totals_ratios_and_world_one():
     assert failed["timeline"] is None and failed["note"] == "trace failed: ValueError: bad"
 
 
-def test_precision_is_validated_and_defaults_by_device(tmp_path):
+def test_precision_is_checked_and_defaults_by_device(tmp_path):
     with pytest.raises(ValueError, match="--precision fp8: choose bf16, fp16 or fp32"):
-        _config(tmp_path, ["ddp"], precision="fp8").validate()
+        _config(tmp_path, ["ddp"], precision="fp8")
     with pytest.raises(ValueError, match="--trace-steps -1"):
-        _config(tmp_path, ["ddp"], trace_steps=-1).validate()
+        _config(tmp_path, ["ddp"], trace_steps=-1)
     assert _config(tmp_path, ["ddp"]).run_precision == "fp32"
     assert launch.TrainConfig(strategies=["ddp"], model="tiny-mistral", gpus=(0,)).run_precision == "bf16"
     with pytest.raises(ValueError, match="DeepSpeed's CPU accelerator has no fp16 \\(zero1, zero3\\)"):
-        _config(tmp_path, ["ddp", "zero1", "zero3"], precision="fp16").validate()
+        _config(tmp_path, ["ddp", "zero1", "zero3"], precision="fp16")
 
 
 def test_rank_file_says_running_after_every_step(tmp_path):

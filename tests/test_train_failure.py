@@ -38,7 +38,6 @@ def test_only_a_missing_interface_is_a_setup_error():
 def _failing_rank(tmp_path, monkeypatch, exc: BaseException) -> dict:
     """worker.run with the process group's start raising `exc` -> the rank file it wrote."""
     config = TrainConfig(strategies=["ddp"], model="tiny-mistral", device="cpu", nprocs=2, steps=8)
-    config.validate()
     spec = RankSpec.of(config, "ddp", run_dir=tmp_path, fabric="default", fault=None, local_devices=None)
 
     def init(*_a, **_k):

@@ -165,7 +165,7 @@ def test_repeats_n_runs_exactly_n_rounds(tmp_path, monkeypatch):
 
 def test_train_config_refuses_nccl_with_two_ranks_on_one_gpu_and_maps_the_gloo_lab():
     with pytest.raises(Exception, match="Duplicate GPU detected"):
-        _config(device="cuda", gpus=(0,), nprocs=2).validate()
+        _config(device="cuda", gpus=(0,), nprocs=2)
     lab = _config(device="cuda", gpus=(0,), nprocs=3, backend="gloo")
     assert lab.procs_per_node == 3 and lab.rank_gpus == [0, 0, 0]
     assert launch.local_devices(lab) == [0, 0, 0]
@@ -177,7 +177,6 @@ def test_train_config_refuses_nccl_with_two_ranks_on_one_gpu_and_maps_the_gloo_l
     from fabricbench.training.config import CPU_RANKS, TrainConfig
 
     one = TrainConfig(strategies=["ddp"], model="tiny-mistral", device="cuda", gpus=(0,))
-    one.validate()
     assert one.procs_per_node == 1 and one.world_size == 1
     assert TrainConfig(strategies=["ddp"], model="tiny-mistral", device="cpu").procs_per_node == CPU_RANKS
 

@@ -4,7 +4,8 @@
     fabricbench train --strategies zero2 --model tiny-mistral --device cpu --nprocs 2
     fabricbench train --list
 
-This layer only maps flags to fabricbench.train (fabricbench/training/api.py); TrainConfig validates them.
+This layer only maps flags to fabricbench.train (fabricbench/training/api.py); TrainConfig checks them when
+built.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from fabricbench.cli.options import JSON, OUT_FILE, QUIET
 
 from fabricbench.errors import FabricbenchError
 from fabricbench.files import refuse_collisions
-from fabricbench.results.status import Status
 from fabricbench.training.api import train as run_train
 from fabricbench.training.format import line, listing, phase_lines, render
 from fabricbench.training.phases import process_start
@@ -87,7 +87,7 @@ def train(strategies, model, model_config, model_path, gpus, device, nprocs, bac
         echo = lambda r: click.echo("\n".join([*fit_lines([line(r)]), *phase_lines(r)]))  # noqa: E731
     if quiet and not as_json:
         echo = lambda r: None  # noqa: E731
-    config = TrainConfig(  # the library places it (GPUs, "all", Slurm's nodes) and validates it
+    config = TrainConfig(  # checked when built; the library places it (GPUs, "all", Slurm's nodes)
         strategies=strategies or "all", device=device, gpus=gpus if device == "cuda" and gpus else (), model=model,
         model_config=model_config, model_path=model_path, nprocs=nprocs, steps=steps, warmup_steps=warmup_steps,
         batch_size=batch_size, seq_len=seq_len, image_size=image_size, lr=lr, precision=precision,
@@ -95,14 +95,13 @@ def train(strategies, model, model_config, model_path, gpus, device, nprocs, bac
         master_addr=master_addr, master_port=master_port, timeout_s=timeout_s, stall_timeout_s=stall_timeout_s,
         backend=backend, max_steps=max_steps, target_ci=target_ci or None, repeats=repeats, max_repeats=max_repeats,
         time_budget_s=time_budget_s, margin=margin)
-    records = run_train(config, out=out, echo=echo, quiet=as_json or quiet,
-                        since=process_start())  # the user's wait began with this process
-    if not (as_json or quiet) and records:
-        render(records, f"train: {model or model_config or model_path}, {device}", say=click.echo,
+    res = run_train(config, out=out, echo=echo, quiet=as_json or quiet,
+                    since=process_start())  # the user's wait began with this process
+    if not (as_json or quiet) and res.records:
+        render(res.to_dict(), f"train: {model or model_config or model_path}, {device}", say=click.echo,
                repeats=repeats, max_repeats=max_repeats, margin=margin)
     # exit 1 when a run failed (a dead rank, a crash, a timeout, a strategy that did not run as asked),
     # though every record (and a dead rank's measured steps) was written; oom and waived are results.
-    failed = [r for r in records if r.get("status") in (Status.ERROR, Status.TIMEOUT)]
-    if failed:
-        raise FabricbenchError("; ".join(f"{r['strategy']}: {str(r.get('message'))[:300]}" for r in failed)
+    if res.failed:
+        raise FabricbenchError("; ".join(f"{r.strategy}: {str(r.message)[:300]}" for r in res.failed)
                                + (f" (records written to {out})" if out else ""))

@@ -1,5 +1,6 @@
 """What one `fabricbench train` run is: TrainConfig, its derived counts (ranks per node, world size, each
-rank's GPU) and its validation, the one check every path (CLI, fabricbench.train) takes before anything
+rank's GPU) and its checks, run once when a config is built (frozen: a variant is dataclasses.replace,
+which checks it again), so every path (CLI, fabricbench.train) holds a checked config before anything
 starts.
 
     fabricbench train --strategy all --model tiny-mistral --device cpu --nprocs 2 --steps 6 --out t.jsonl
@@ -14,6 +15,7 @@ from dataclasses import dataclass, field
 from fabricbench.declare import check, declare, shared
 from fabricbench.errors import UsageError
 from fabricbench.fabrics import get_fabric
+from fabricbench.gpus import parse_gpus
 from fabricbench.jobs.heartbeat import STALL_TIMEOUT
 from fabricbench.measuring.comparison import MARGIN
 from fabricbench.measuring.config import check_local_ranks
@@ -29,9 +31,10 @@ DEFAULT_MAX_STEPS = 40  # steps in all with a target CI, unless --max-steps says
 MAX_REPEATS = 50  # runs per strategy (train) and per strategy and fabric (study): --repeats, --max-repeats
 CPU_RANKS = 2  # --device cpu without --nprocs: two gloo ranks, the fewest that exchange a gradient
 
-@dataclass(kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class TrainConfig:
-    strategies: list[str] = field(metadata=declare(  # names in STRATEGIES, run in this order
+    strategies: str | tuple[str, ...] | list[str] = field(metadata=declare(  # names in STRATEGIES, run in
+        # this order; "all" or a comma text is resolved where the config is placed (training/api.py)
         "--strategies", "strategy list", "ddp, zero1, zero2, zero3, fsdp, a comma list of them, or all.",
         aliases=("--strategy",), default_by="all"))
     model: str | None = field(default=None, metadata=declare(  # a name in MODELS
@@ -43,7 +46,8 @@ class TrainConfig:
     device: str = field(default="cuda", metadata=declare(  # "cuda" (one process per GPU in `gpus`) or "cpu"
         "--device", "choice", "cuda: one process per GPU; cpu: gloo ranks (--nprocs of them).",
         choices=("cuda", "cpu")))  # (gloo, `nprocs` processes)
-    gpus: tuple[int, ...] = field(default=(), metadata=declare(  # device ordinals, rank order
+    gpus: str | tuple[int, ...] = field(default=(), metadata=declare(  # device ordinals, rank order (a GPU
+        # list text is read as the CLI reads it); () on cuda: every visible one, decided where it is placed
         "--gpus", "GPU list", "GPU list, one process each, e.g. 0-3.", default_by="all visible"))
     nprocs: int | None = field(default=None, metadata=declare(  # processes on this node: device "cpu"; on
         "--nprocs", "count", "Processes with --device cpu; with --device cuda --backend gloo, ranks over --gpus "
@@ -118,6 +122,11 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         check(self)  # each declared field inside its declared range, as the CLI checks it (declare.py)
+        if isinstance(self.gpus, str):
+            object.__setattr__(self, "gpus", tuple(parse_gpus(self.gpus)) if self.gpus.strip() else ())
+        else:
+            object.__setattr__(self, "gpus", tuple(self.gpus))
+        self._check()
 
     @property
     def procs_per_node(self) -> int:
@@ -158,12 +167,11 @@ class TrainConfig:
     def run_precision(self) -> str:
         return self.precision or default_precision(self.device)
 
-    def validate(self) -> "TrainConfig":
-        """Everything that can be checked before a rank starts; returns self (as StudyConfig and
-        SweepConfig do: built, a config's declared ranges are checked; validate() checks the whole)."""
-        check(self)  # again: a field may have been set since __post_init__
-        for s in self.strategies:
-            STRATEGIES.get(s)
+    def _check(self) -> None:
+        """Everything that can be checked before a rank starts, cross-field checks included. A cuda config
+        without GPUs has them decided where it is placed (training/api.py): its checks of the GPU count
+        run then, when the placed variant is built."""
+        names = STRATEGIES.pick(self.strategies, option="strategies")
         if self.steps < self.warmup_steps + 2:
             raise UsageError(f"--steps {self.steps} with --warmup-steps {self.warmup_steps} leaves "
                              f"{self.steps - self.warmup_steps} timed step(s); need at least 2 (and step 1 is "
@@ -174,13 +182,15 @@ class TrainConfig:
         if self.budget_s is not None and not (math.isfinite(self.budget_s) and self.budget_s > 0):
             raise UsageError(f"budget_s={self.budget_s}: must be positive and finite (seconds per strategy), "
                              f"or None")
-        ds = [s for s in self.strategies if STRATEGIES.get(s).engine == "deepspeed"]
+        ds = [s for s in names if STRATEGIES.get(s).engine == "deepspeed"]
         if self.precision == "fp16" and self.device == "cpu" and ds:
             raise UsageError(f"--precision fp16 --device cpu: DeepSpeed's CPU accelerator has no fp16 "
                              f"({', '.join(ds)}); use bf16 or fp32 there")
         if self.device == "cpu" and self.run_backend != "gloo":
             raise UsageError("--backend nccl needs --device cuda; CPU ranks talk over gloo")
-        if self.device == "cuda" and self.run_backend == "nccl" and (self.nprocs or 1) > max(1, len(self.gpus)):
+        placed = self.device == "cpu" or bool(self.gpus)
+        if placed and self.device == "cuda" and self.run_backend == "nccl" and \
+                (self.nprocs or 1) > max(1, len(self.gpus)):
             raise UsageError(f"--nprocs {self.nprocs} on {len(self.gpus)} GPU(s): NCCL refuses two ranks on one "
                              f"GPU (\"Duplicate GPU detected\"); add --backend gloo for a lab of several ranks "
                              f"per GPU, or name one GPU per rank with --gpus")
@@ -190,7 +200,7 @@ class TrainConfig:
             raise UsageError(f"--nprocs {self.nprocs}: need at least 1 process")
         if self.device == "cpu":
             check_local_ranks(self.procs_per_node)
-        if self.procs_per_node < 1:
+        if placed and self.procs_per_node < 1:
             raise UsageError(f"{self.procs_per_node} processes: name GPUs with --gpus or use --nprocs N")
         if self.nnodes < 1 or not 0 <= self.node_rank < self.nnodes:
             raise UsageError(f"--nnodes {self.nnodes} --node-rank {self.node_rank}: need nnodes >= 1 and "
@@ -206,11 +216,14 @@ class TrainConfig:
                              f"(got {len(given)}); models: {', '.join(models.MODELS.names())}")
         if self.model:
             models.MODELS.get(self.model)
-        missing = [lib for lib in ("accelerate", "transformers") if importlib.util.find_spec(lib) is None]
-        if missing:
-            raise UsageError(f'train needs {" and ".join(missing)}: pip install "fabricbench[train]"')
         get_fabric(self.fabric)  # an unknown fabric fails before any model is built
-        return self
+
+
+def require_libraries() -> None:
+    """Refuse a run where this Python lacks what a rank imports (the installation, not the config)."""
+    missing = [lib for lib in ("accelerate", "transformers") if importlib.util.find_spec(lib) is None]
+    if missing:
+        raise UsageError(f'train needs {" and ".join(missing)}: pip install "fabricbench[train]"')
 
 
 def local_devices(config: TrainConfig) -> list[int] | None:

@@ -18,7 +18,7 @@ kind "train" record:
 An "oom" or an "error" does not stop the strategies after it; a rank that failed on what this host lacks
 (an interface the fabric named: join.setup_failure) stops the command with that one line (exit 2).
 
-What a run is (TrainConfig, its validation) lives in training/config.py; joining the rank files and
+What a run is (TrainConfig, checked when built) lives in training/config.py; joining the rank files and
 naming the rank that failed, in training/join.py.
 """
 
@@ -227,7 +227,6 @@ def run(config: TrainConfig, writer: ResultWriter, *, echo: Any = None, quiet: b
     the first run's phases start there and each later run's where the record before it was written, so that
     the records' phase totals add up to the command's wall. Default: now."""
     since = time.time() if since is None else since
-    config.validate()
     # the numbers only: this process builds no model, so it never imports transformers for a built-in one
     resolved = models.resolve_shape(name=config.model, config_file=config.model_config, path=config.model_path)
     data.check(task=resolved.task, config=resolved.config, dataset=config.dataset, seq_len=config.seq_len,
