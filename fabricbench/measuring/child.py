@@ -189,8 +189,13 @@ def run_child(fabric: Fabric, sweep: Any, *, base_env: dict[str, str] | None = N
                 fh.writelines(json.dumps(r) + "\n" for r in prior)
         reader = _Reader(ws, fabric, nccl, extra, run, on_record)
         # NCCL logging only where NCCL runs: gloo ranks would just carry the variables into the records.
-        res = jobs.run(cmd, workspace=ws, env=base_env, fabric=fabric, log_dir=str(ws) if nccl else None,
-                       budget_s=wall_timeout_s, on_record=reader.record, records_from=[out], on_start=reader.start)
+        try:
+            res = jobs.run(cmd, workspace=ws, env=base_env, fabric=fabric, log_dir=str(ws) if nccl else None,
+                           budget_s=wall_timeout_s, on_record=reader.record, records_from=[out],
+                           on_start=reader.start)
+        except errors.UsageError as e:  # the fabric cannot run here as given (an interface this host lacks):
+            run.returncode, run.error = Exit.USAGE, str(e)  # this fabric's failure; a compare keeps the others
+            return run
         run.warnings = res.warnings
         if res.waived:
             run.waived = res.waived
