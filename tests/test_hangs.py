@@ -180,13 +180,13 @@ def start_train(cmd, out: Path, timeout: int = 240):
         if c.p.poll() is not None:
             return True
         dirs = list(Path(tempfile.gettempdir()).glob(f"{procs.TEMP_PREFIX}{c.p.pid}-train-*"))
-        rank1 = dirs[0] / "rank-1.json" if dirs else None
-        try:
-            return dirs and len(json.loads(rank1.read_text()).get("step_times_s") or []) >= 2
+        try:  # every rank: what a record keeps is the steps every rank finished (one rank may lag a step)
+            return dirs and all(len(json.loads((dirs[0] / f"rank-{r}.json").read_text()).get("step_times_s") or [])
+                                >= 2 for r in (0, 1))
         except (OSError, ValueError, AttributeError):
             return False
 
-    wait_for(running, 180, "rank 1 past two steps")
+    wait_for(running, 180, "both ranks past two steps")
     assert c.p.poll() is None, c.stderr
     launcher, workers = train_ranks(c.p.pid)  # one node: no torchrun between the command and its ranks
     tmp = next(Path(tempfile.gettempdir()).glob(f"{procs.TEMP_PREFIX}{c.p.pid}-train-*"))

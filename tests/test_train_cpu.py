@@ -57,8 +57,8 @@ class _Runs(dict):
         return self[key]
 
 
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory):
+@pytest.fixture(scope="session")  # kept across modules: a worker that leaves this file and comes back to it
+def runs(tmp_path_factory):  # would otherwise train every strategy again (a module fixture is torn down)
     return _Runs(tmp_path_factory)
 
 
