@@ -9,6 +9,7 @@ command; tiny-dinov2, the image model, runs with the other end-to-end tests (-m 
 
 import gc
 import importlib.util
+import os
 
 import pytest
 
@@ -39,20 +40,36 @@ def _config(model, strategies, **kw):
 
 
 class _Runs(dict):
-    """(model, strategy) -> its record; a model's strategies run together on the first lookup of any."""
+    """(model, strategy) -> its record; a model's strategies run together on the first lookup of any, once per
+    test run: xdist may hand this file's tests to both workers, so the first to ask trains, under a lock in
+    the workers' shared temporary folder, and the other reads what it wrote (the pattern pytest-xdist's
+    docs give for a session fixture that must run once)."""
 
     def __init__(self, tmp_path_factory):
         super().__init__()
         self.tmp = tmp_path_factory
+        base = tmp_path_factory.getbasetemp()  # a worker's own under xdist: its parent is this run's, shared
+        self.shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
 
     def __missing__(self, key):
+        import fcntl
+        import json
+
         model = key[0]
         if (model, None) in self:  # ran: that strategy wrote no record
             raise KeyError(key)
         self[(model, None)] = None
-        path = self.tmp.mktemp("train") / f"{model}.jsonl"
-        with ResultWriter(path) as w:
-            for rec in launch.run(_config(model, MATRIX[model]), w):
+        done = self.shared / f"train-cpu-{model}.jsonl"
+        with open(self.shared / f"train-cpu-{model}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # the other worker waits here while this one trains
+            if not done.exists():
+                path = self.tmp.mktemp("train") / f"{model}.jsonl"
+                with ResultWriter(path) as w:
+                    launch.run(_config(model, MATRIX[model]), w)
+                os.replace(path, done)  # whole, or not there
+        for line in done.read_text().splitlines():
+            rec = json.loads(line)
+            if rec.get("kind") == "train":
                 self[(model, rec["strategy"])] = rec
         return self[key]
 
