@@ -163,13 +163,7 @@ class Table:
 
     def add_fast(self, g: Group, figures: list[float]) -> None:
         """A fast-path row of `g`: time, algbw, busbw, #wrong per placement (checked by the caller)."""
-        g.batch += figures
-        self.rows += 1
-        self.unsummed += 1
-        if self.unsummed >= UNSUMMED:
-            for x in self.groups.values():
-                x.flush()
-            self.unsummed = 0
+        self.add_fast_rows([g], [tuple(figures)])
 
     def add_fast_rows(self, groups: list[Group], rows: Iterable[tuple[float, ...]]) -> None:
         """add_fast for a block of rows in order: groups[i] gets rows' i-th."""
