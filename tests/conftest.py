@@ -13,10 +13,15 @@ list (no CUDA context, no torch), never an exception caught at test time.
 Workers: pytest-xdist runs the default command on up to MAX_WORKERS processes, one whole test file per
 worker at a time (module fixtures run once), and every GPU test on one worker (one at a time, the machine's
 GPUs to itself). Where pytest-xdist is not installed, -n and --dist are accepted and the tests run here.
+A test marked `alone` (and every `lab` test) has the machine to itself while it runs: its bar compares
+timings taken in different runs, and a neighbour's training would slow some runs and not others. The other
+workers wait before their next test (or module set-up) starts; see machine_share().
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import re
 import shutil
@@ -91,3 +96,36 @@ def pytest_collection_modifyitems(config, items):
                 item.add_marker(pytest.mark.skip(reason=f"needs {need} GPU(s); {GPUS} detected"))
         if item.get_closest_marker("xdist_group") is None:  # a file's tests on one worker; GPU tests together
             item.add_marker(pytest.mark.xdist_group("gpu" if mark is not None else item.nodeid.split("::")[0]))
+
+
+@contextlib.contextmanager
+def machine_share(item: pytest.Item):
+    """A shared hold on the machine for a test under pytest-xdist, or the whole of it for an `alone` or `lab`
+    test. Two flock files in the run's shared temp folder: the gate, which a test passes through on its way
+    in (an `alone` test holds it, so no worker starts anything new while it waits for the tests already
+    running to end), and the share itself (shared by the others, exclusive for an `alone` test)."""
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:  # one process: nothing runs beside a test
+        yield
+        return
+    # a worker's basetemp is <run>/popen-gwN: the parent is this run's, the same for every worker
+    shared = item.config._tmp_path_factory.getbasetemp().parent
+    alone = item.get_closest_marker("alone") is not None or item.get_closest_marker("lab") is not None
+    with open(shared / "machine.gate", "a") as gate, open(shared / "machine.share", "a") as share:
+        fcntl.flock(gate, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(share, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        finally:
+            if not alone:
+                fcntl.flock(gate, fcntl.LOCK_UN)
+        try:
+            yield
+        finally:
+            fcntl.flock(share, fcntl.LOCK_UN)
+            fcntl.flock(gate, fcntl.LOCK_UN)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Set-up, call and tear-down of every test (module fixtures included) inside its machine_share()."""
+    with machine_share(item):
+        yield

@@ -120,6 +120,7 @@ TOLERANCE = 0.20  # relate's bar: predicted step within 20% of the observed one 
 
 
 @pytest.mark.slow
+@pytest.mark.alone  # its bar sets steps of one run against another's: a neighbour's training would skew them
 @pytest.mark.skipif(_lab_lack() is not None, reason=f"CPU fabric lab: {_lab_lack()}")
 def test_relate_cpu_lab_predicts_shaped_fabrics(tmp_path):
     import time
@@ -147,9 +148,9 @@ def test_relate_cpu_lab_predicts_shaped_fabrics(tmp_path):
             r = rows[(s, fab)]
             assert not r.predicted_only and r.busbw_ratio < 1.0
             assert not {"extrapolated above", "extrapolated below", "unpriced"} & set(r.flags), r.flags
-            # within 20%, or (CI runs this beside another worker on 2 cores: one run's step can move by a
-            # fifth) the prediction's interval meets the observed one's, relate's own "within its interval",
-            # and still within twice the tolerance
+            # within 20%, or (a 2-core machine's own noise can move one run's step by a fifth) the
+            # prediction's interval meets the observed one's, relate's own "within its interval", and still
+            # within twice the tolerance
             said = judged(r)
             assert abs(r.residual) <= TOLERANCE or (said == "within its interval" and abs(r.residual) <= 2 * TOLERANCE), (
                 f"{s} on {fab}: predicted {r.predicted_step_s:.3f} s, observed {r.observed_step_s:.3f} s ({said})")
