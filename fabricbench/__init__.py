@@ -18,10 +18,12 @@ typed (py.typed). Importing needs no GPU and no torch: everything heavy loads on
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
+# Every public name and the module it lives in. Add a name to both: here, and to the TYPE_CHECKING imports
+# below (tests/test_typed_api.py checks that the two agree, and prints the import line to add).
 _LAZY = {
     "measure": "fabricbench.measuring.api",
     "sweep": "fabricbench.measuring.api",
@@ -78,15 +80,64 @@ _LAZY = {
 
 __all__ = sorted(_LAZY) + ["__version__"]
 
+# Type checkers read these imports (the real signatures and result types, never Any); at run time they do not
+# run, and __getattr__ below loads each name on first use, so that `import fabricbench` stays free of torch.
+if TYPE_CHECKING:
+    from fabricbench.advising.api import Advice as Advice, StrategyAdvice as StrategyAdvice, advise as advise
+    from fabricbench.advising.config import AdviseConfig as AdviseConfig
+    from fabricbench.collectives import COLLECTIVES as COLLECTIVES
+    from fabricbench.errors import (
+        CheckFailed as CheckFailed, CollectiveTimeout as CollectiveTimeout, CudaError as CudaError,
+        EngineUnavailable as EngineUnavailable, FabricWaived as FabricWaived, FabricbenchError as FabricbenchError,
+        NcclError as NcclError, UsageError as UsageError,
+    )
+    from fabricbench.exporting.api import ExportConfig as ExportConfig, ExportResult as ExportResult, export as export
+    from fabricbench.importing import import_results as import_results
+    from fabricbench.jobs.command import ExecConfig as ExecConfig, ExecResult as ExecResult, execute as execute
+    from fabricbench.measuring.api import measure as measure, sweep as sweep, to_dataframe as to_dataframe
+    from fabricbench.measuring.compare import SweepOptions as SweepOptions, sweep_options as sweep_options
+    from fabricbench.measuring.compare_run import CompareResult as CompareResult, compare as compare
+    from fabricbench.measuring.config import SweepConfig as SweepConfig
+    from fabricbench.measuring.copy import CopyResult as CopyResult
+    from fabricbench.measuring.engines import ENGINES as ENGINES
+    from fabricbench.measuring.p2p_run import P2PResult as P2PResult, p2p as p2p
+    from fabricbench.measuring.scaling_run import ScalingResult as ScalingResult, scaling as scaling
+    from fabricbench.measuring.topo_run import TopoConfig as TopoConfig, TopoResult as TopoResult, topo as topo
+    from fabricbench.qualifying.api import qualify as qualify, qualify_plan as qualify_plan
+    from fabricbench.qualifying.dryrun import DryRun as DryRun
+    from fabricbench.qualifying.result import QualifyResult as QualifyResult
+    from fabricbench.relating.api import RelateResult as RelateResult, relate as relate
+    from fabricbench.relating.jobfit_run import (
+        JobfitConfig as JobfitConfig, JobfitResult as JobfitResult, jobfit as jobfit,
+    )
+    from fabricbench.relating.usertrace import relate_trace as relate_trace
+    from fabricbench.results.schema import CollectiveResult as CollectiveResult, TrainResult as TrainResult
+    from fabricbench.results.writer import read_results as read_results
+    from fabricbench.sizes import SizeSweep as SizeSweep
+    from fabricbench.studying.api import (
+        StudyPlan as StudyPlan, StudyResult as StudyResult, study as study, study_plan as study_plan,
+    )
+    from fabricbench.studying.config import StudyConfig as StudyConfig
+    from fabricbench.studying.report_run import (
+        ReportConfig as ReportConfig, ReportResult as ReportResult, report as report,
+    )
+    from fabricbench.training.api import train as train
+    from fabricbench.training.config import TrainConfig as TrainConfig
+    from fabricbench.training.estimate_run import (
+        EstimateConfig as EstimateConfig, EstimateResult as EstimateResult, estimate as estimate,
+    )
+    from fabricbench.training.result import TrainRunResult as TrainRunResult
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
 
-        value = getattr(importlib.import_module(_LAZY[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'fabricbench' has no attribute {name!r}")
+if not TYPE_CHECKING:  # hidden from type checkers, so that a misspelt name is an error there and not Any
+    def __getattr__(name: str) -> Any:
+        if name in _LAZY:
+            import importlib
+
+            value = getattr(importlib.import_module(_LAZY[name]), name)
+            globals()[name] = value
+            return value
+        raise AttributeError(f"module 'fabricbench' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
