@@ -1,43 +1,121 @@
-"""docs/library.md's train example runs as written, and gives what its words say: a TrainResult per run, of
-the steps asked for (it said "one record per strategy" and gave 10 records of 37-40 steps in 9 minutes),
-and the records it wrote as its to_dict()."""
+"""docs/library.md's examples run as written. Every ```python block of the page runs in a folder of its own
+(tests/data linked into it, as a reader's clone of the repository has it), by its fence's tier:
+
+    ```python          the default tests (CPU, seconds: files read, plans, nothing measured)
+    ```python slow     -m slow (real processes on the CPU: gloo ranks, training, a study)
+    ```python gpu:N    where N GPUs are detected (tests/conftest.py GPUS), skipped with the count otherwise
+
+A block stands alone: it imports what it uses and reads only tests/data, so that any one of them can run
+by itself. CHECKS holds, for a block that says what its result is, the check that it is so.
+
+    python3 -m pytest -q -p no:xdist tests/test_docs_library.py                 # the default tier
+    python3 -m pytest -q -p no:xdist -m slow tests/test_docs_library.py -k train  # one slow block
+"""
+
+from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-PAGE = Path(__file__).resolve().parent.parent / "docs" / "library.md"
+ROOT = Path(__file__).resolve().parent.parent
+PAGE = ROOT / "docs" / "library.md"
+FENCE = re.compile(r"^```python(?P<tags>[^\n]*)\n(?P<code>.*?)^```$", re.M | re.S)
+TAG = re.compile(r"^(?:slow|gpu:(?P<gpus>[1-9][0-9]*))$")
 
 
-def _train_lines() -> str:
-    code = re.search(r"```python\n(.*?)```", PAGE.read_text(), flags=re.S).group(1)
-    lines = code.splitlines()
-    start = next(i for i, ln in enumerate(lines) if ln.startswith("cfg = fabricbench.TrainConfig"))
-    end = next(i for i, ln in enumerate(lines) if ln.startswith("[(r.strategy"))
-    return "\n".join(lines[start:end + 1])
+@dataclass(frozen=True)
+class Block:
+    line: int  # of its fence, in docs/library.md
+    tier: str  # "default", "slow" or "gpu"
+    gpus: int  # GPUs it needs (0: none)
+    code: str
+
+    @property
+    def name(self) -> str:
+        """L<line>-<the first verb it calls>, a test id that -k can pick (and CHECKS is keyed by)."""
+        verb = re.search(r"fabricbench\.([a-z_]\w*)\(", self.code)
+        return f"L{self.line}-{verb.group(1) if verb else 'block'}"
 
 
-def test_the_example_is_on_the_page():
-    src = _train_lines()
-    assert "repeats=1, target_ci=None" in src and src.splitlines()[-1].startswith("[(r.strategy")
+def blocks(text: str) -> list[Block]:
+    out = []
+    for m in FENCE.finditer(text):
+        tags, line = m.group("tags").strip(), text.count("\n", 0, m.start()) + 1
+        tag = TAG.match(tags) if tags else None
+        assert not tags or tag, f"docs/library.md:{line}: ```python {tags}: the tiers are slow and gpu:N"
+        gpus = int(tag.group("gpus")) if tag and tag.group("gpus") else 0
+        out.append(Block(line, "gpu" if gpus else (tags or "default"), gpus, m.group("code")))
+    return out
 
 
-@pytest.mark.slow
-def test_the_train_example_runs_as_written(tmp_path, monkeypatch):
+def run_block(block: Block, folder: Path, monkeypatch) -> dict[str, Any]:
+    """The block's code, run in `folder` (tests/data linked in) as a script of its own; its names."""
+    (folder / "tests").mkdir()
+    (folder / "tests" / "data").symlink_to(ROOT / "tests" / "data")
+    monkeypatch.chdir(folder)
+    scope: dict[str, Any] = {"__name__": "__main__"}
+    exec(compile(block.code, f"{PAGE}:{block.line + 1}", "exec"), scope)  # noqa: S102 - the page's own code
+    return scope
+
+
+def check_train(scope: dict[str, Any], folder: Path) -> None:
+    """The page says one run of 6 steps per strategy, a TrainResult each, and the records it wrote as to_dict()."""
     import fabricbench
 
-    monkeypatch.chdir(tmp_path)
-    src = _train_lines().splitlines()
-    *body, shape = src
-    scope = {"fabricbench": fabricbench}
-    exec("\n".join(body), scope)  # noqa: S102 - the page's own lines
-    got = eval(shape.split("  #")[0], scope)  # noqa: S307
     t = scope["t"]
-    assert isinstance(t, fabricbench.TrainRunResult) and len(t.records) == 2  # one run per strategy, as the page says
+    assert isinstance(t, fabricbench.TrainRunResult) and len(t.records) == 2
     assert all(isinstance(r, fabricbench.TrainResult) for r in t.records)
-    assert [(s, st, n) for s, st, n, _ in got] == [("ddp", "ok", 6), ("fsdp", "ok", 6)]
-    assert all(sps > 0 for *_, sps in got)
-    written = [json.loads(ln) for ln in (tmp_path / "t.jsonl").read_text().splitlines()]
+    assert [(r.strategy, r.status, r.steps) for r in t.records] == [("ddp", "ok", 6), ("fsdp", "ok", 6)]
+    assert all(r.samples_per_s > 0 for r in t.records)
+    written = [json.loads(ln) for ln in (folder / "t.jsonl").read_text().splitlines()]
     assert written == t.to_dict()  # what --json prints, as written
+
+
+CHECKS: dict[str, Callable[[dict[str, Any], Path], None]] = {"train": check_train}  # by the verb of Block.name
+
+
+def _params(tier: str) -> list:
+    chosen = [b for b in blocks(PAGE.read_text()) if b.tier == tier]
+    def marks(b: Block) -> list:
+        return {"slow": [pytest.mark.slow], "gpu": [pytest.mark.gpu(b.gpus)]}.get(b.tier, [])
+
+    return [pytest.param(b, id=b.name, marks=marks(b)) for b in chosen]
+
+
+def _run_and_check(block: Block, tmp_path: Path, monkeypatch) -> None:
+    scope = run_block(block, tmp_path, monkeypatch)
+    check = CHECKS.get(block.name.partition("-")[2])
+    if check is not None:
+        check(scope, tmp_path)
+
+
+@pytest.mark.parametrize("block", _params("default"))
+def test_a_cpu_block_runs(block, tmp_path, monkeypatch):
+    _run_and_check(block, tmp_path, monkeypatch)
+
+
+@pytest.mark.parametrize("block", _params("slow"))
+def test_a_slow_block_runs(block, tmp_path, monkeypatch):
+    _run_and_check(block, tmp_path, monkeypatch)
+
+
+@pytest.mark.parametrize("block", _params("gpu"))
+def test_a_gpu_block_runs(block, tmp_path, monkeypatch):
+    _run_and_check(block, tmp_path, monkeypatch)
+
+
+def test_the_page_is_read_as_its_fences_say():
+    found = blocks(PAGE.read_text())
+    assert {b.tier for b in found} == {"default", "slow", "gpu"}
+    assert any(b.name.endswith("-train") and "repeats=1, target_ci=None" in b.code for b in found)
+    page = "```python\nx = 1\n```\n\n```python slow\ny = 2\n```\n\n```python gpu:4\nz = 3\n```\n\n```sh\nls\n```\n"
+    assert [(b.line, b.tier, b.gpus, b.code) for b in blocks(page)] == [
+        (1, "default", 0, "x = 1\n"), (5, "slow", 0, "y = 2\n"), (9, "gpu", 4, "z = 3\n")]
+    with pytest.raises(AssertionError, match="the tiers are slow and gpu:N"):
+        blocks("```python gpu\nz = 3\n```\n")
