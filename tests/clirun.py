@@ -1,4 +1,5 @@
-"""One way for tests to run `fabricbench ARGS` in their own process and read what it said."""
+"""One way for tests to run `fabricbench ARGS` in their own process and read what it said, and one check
+that bad input was refused as the README promises: one `Error:` line, exit 2, no traceback."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ def run_cli(args, capsys):
         main([str(a) for a in args])
         code = 0
     except SystemExit as e:
-        code = e.code
+        code = 0 if e.code is None else e.code  # sys.exit() with no argument is a success
     out = capsys.readouterr()
     return code, out.out, out.err
 
@@ -21,3 +22,11 @@ def one_error_line(err: str) -> str:
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("Error: "), lines
     return lines[0]
+
+
+def refused(args, capsys) -> str:
+    """The one line of `fabricbench ARGS` refused as bad input: exit 2, that line alone on stderr, and no
+    traceback (README: Reliability and exit codes)."""
+    code, _, err = run_cli(args, capsys)
+    assert code == 2 and "Traceback" not in err, (code, err)
+    return one_error_line(err)

@@ -12,25 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from fabricbench.cli import main
 from fabricbench.errors import UsageError
 from fabricbench.importing import import_file
 from fabricbench.importing.dcgm_diag import figures_of
 from fabricbench.results.records import check_record
+from clirun import refused, run_cli
 
 D = Path(__file__).parent / "data" / "imports"
 INS, RAS, DCGM = D / "inspector", D / "nccl_ras", D / "dcgm_diag"
-
-
-def _cli(capsys, *argv):
-    """(exit status, stdout + stderr) of `fabricbench ARGV` run in this process."""
-    try:
-        main(list(argv))
-        code = 0
-    except SystemExit as e:
-        code = e.code or 0
-    got = capsys.readouterr()
-    return code, got.out + got.err
 
 
 def _one(path, **kw):
@@ -193,8 +182,7 @@ def test_failed_or_empty_runs_are_errors(tmp_path, capsys, text, why):
     p.write_text(text)
     with pytest.raises(UsageError, match=why):
         import_file(p)
-    code, out = _cli(capsys, "import", str(p), "--out", str(tmp_path / "o.jsonl"))
-    assert code == 2 and why in out and "Traceback" not in out
+    assert why in refused(["import", p, "--out", tmp_path / "o.jsonl"], capsys)
     assert not (tmp_path / "o.jsonl").exists()
 
 
@@ -202,10 +190,10 @@ def test_cli_imports_a_job_folder_s_files(tmp_path, capsys):
     for f in ("readme_v4_0_plain_and_verbose.log", "readme_v4_2_algo_proto.log"):
         shutil.copy(INS / f, tmp_path / f)
     out = tmp_path / "job.jsonl"
-    code, printed = _cli(capsys, "import", str(tmp_path / "readme_v4_0_plain_and_verbose.log"),
-                         str(tmp_path / "readme_v4_2_algo_proto.log"), "--out", str(out))
-    assert code == 0, printed
-    assert "nccl-inspector" in printed and len(out.read_text().splitlines()) == 3
+    code, said, err = run_cli(["import", tmp_path / "readme_v4_0_plain_and_verbose.log",
+                               tmp_path / "readme_v4_2_algo_proto.log", "--out", out], capsys)
+    assert code == 0, said + err
+    assert "nccl-inspector" in said + err and len(out.read_text().splitlines()) == 3
 
 
 def test_inferred_only_where_the_columns_leave_one_answer():

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 import fabricbench
-from fabricbench.cli import main
 from fabricbench.errors import UsageError
+from clirun import refused, run_cli as _cli
 
 DATA = Path(__file__).parent / "data"
 SWEEP = DATA / "export" / "cpu_gloo_sweep_2ranks.jsonl"  # a real 2-rank gloo sweep
@@ -24,22 +24,12 @@ TOPO = DATA / "topo" / "h200_nvl_two_quads.txt"
 STUDY = DATA / "study" / "cpu-lab"
 
 
-def _cli(argv: list[str], capsys) -> tuple[int, str, str]:
-    try:
-        main(argv)
-        code = 0
-    except SystemExit as e:
-        code = e.code or 0
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 def _refused_alike(argv: list[str], make, capsys) -> str:
     """The CLI's one Error line and the library's UsageError say the same."""
-    code, _, err = _cli(argv, capsys)
+    line = refused(argv, capsys)
     with pytest.raises(UsageError) as e:
         make()
-    assert code == 2 and err.strip().splitlines() == [f"Error: {e.value}"], (err, str(e.value))
+    assert line == f"Error: {e.value}", (line, str(e.value))
     return str(e.value)
 
 

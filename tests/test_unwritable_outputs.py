@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from fabricbench.cli import COMMANDS
-from clirun import run_cli
+from clirun import refused
 from fabricbench.cli.path_types import OutputFile, OutputFolder
 
 STUDY = Path(__file__).parent.parent / "tests/data/study/cpu-lab"  # a CPU study's recorded results
@@ -38,15 +38,9 @@ def _outputs() -> list[tuple[str, str, bool]]:
 OUTPUTS = _outputs()
 
 
-def _run(args, capsys):
-    code, _, err = run_cli(args, capsys)
-    return code, err
-
-
-def _one_error(code, err, *words):
-    lines = err.strip().splitlines()
-    assert code == 2 and len(lines) == 1 and lines[0].startswith("Error: "), (code, err)
-    assert all(w in lines[0] for w in words), (lines[0], words)
+def _refused_naming(args, capsys, *words):
+    line = refused(args, capsys)
+    assert all(w in line for w in words), (line, words)
 
 
 def test_every_command_with_an_output_is_covered():
@@ -62,7 +56,7 @@ def test_an_unwritable_output_is_one_line_and_exit_2(command, option, folder, wh
     a_file.write_text("x")
     path = {"under /proc": "/proc/fabricbench-nowhere/out", "under a file": a_file / "out",
             "wrong kind": a_file if folder else tmp_path}[where]
-    _one_error(*_run([command, option, path], capsys), option, str(path))
+    _refused_naming([command, option, path], capsys, option, str(path))
 
 
 def test_a_whole_study_with_an_unwritable_out_is_refused_before_it_runs(capsys):
@@ -70,7 +64,7 @@ def test_a_whole_study_with_an_unwritable_out_is_refused_before_it_runs(capsys):
     args = ["study", "--device", "cpu", "--nprocs", "2", "--model", "tiny-mistral", "--strategies", "ddp",
             "--steps", "5", "--repeats", "1", "--out", "/proc/x"]
     for extra in ([], ["--dry-run"]):
-        _one_error(*_run(args + extra, capsys), "--out /proc/x", "choose a writable path")
+        _refused_naming(args + extra, capsys, "--out /proc/x", "choose a writable path")
 
 
 @pytest.mark.parametrize("blocked", ["report.md", "report.html"])
@@ -79,7 +73,7 @@ def test_report_where_the_report_is_a_folder(blocked, tmp_path, capsys):
     study = tmp_path / "study"
     shutil.copytree(STUDY, study, ignore=shutil.ignore_patterns("report*"))
     (study / blocked).mkdir()
-    _one_error(*_run(["report", study], capsys), f"{blocked} is not a file", "move it aside")
+    _refused_naming(["report", study], capsys, f"{blocked} is not a file", "move it aside")
     assert not (study / "report.html" if blocked == "report.md" else study / "report.md").exists()
 
 
@@ -90,9 +84,8 @@ def test_an_output_that_fails_while_writing_exits_2(tmp_path, capsys, monkeypatc
 
     monkeypatch.setattr(path_types, "unwritable", lambda path, folder: None)  # it looked fine up front
     out = "/proc/fabricbench-nowhere/b.yaml"
-    code, err = _run(["export", "--format", "simai-busbw", "--fabric", "default", "--out", out,
-                      STUDY / "results.jsonl"], capsys)
-    _one_error(code, err, out, "choose a writable path")
+    _refused_naming(["export", "--format", "simai-busbw", "--fabric", "default", "--out", out,
+                     STUDY / "results.jsonl"], capsys, out, "choose a writable path")
 
 
 def test_the_library_refuses_an_unwritable_study_folder_too():
