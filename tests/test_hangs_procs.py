@@ -23,10 +23,9 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ne
 def test_run_budget_kills_the_whole_group():
     code = ("import subprocess, sys, time; p = subprocess.Popen([sys.executable, '-c', 'import time; "
             "time.sleep(60)']); print(p.pid, flush=True); time.sleep(60)")
-    t0 = time.monotonic()
     with jobs.workspace("t") as ws:
         res = jobs.run([sys.executable, "-c", code], workspace=ws, budget_s=3, grace_s=1)
-    assert res.timed_out and res.returncode is None and time.monotonic() - t0 < 15
+    assert res.timed_out and res.returncode is None  # the budget's verdict: the 60 s sleep was cut short
     assert_gone([int(res.stdout.split()[0])])  # the grandchild went with the group
 
 
@@ -74,17 +73,18 @@ def test_stale_temp_folders_of_dead_processes_are_removed(tmp_path):
 
 def test_wait_any_returns_when_a_process_ends_not_at_its_timeout():
     """The job runner's wait (procs.wait_any): a job's end is seen when it happens, not a poll interval
-    later; with every process still running it waits its whole timeout."""
+    later; with every process still running it waits its whole timeout. The upper bounds only stop a hung
+    test: each is a tenth of the wait it tells apart (the 600 s timeout, the slow process's 600 s)."""
     fast = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.3)"])
-    slow = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    slow = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
     try:
         t0 = time.monotonic()
-        procs.wait_any([fast, slow], 10.0)
-        assert time.monotonic() - t0 < 5.0
+        procs.wait_any([fast, slow], 600.0)
+        assert time.monotonic() - t0 < 60
         assert fast.wait(timeout=5) == 0
         t0 = time.monotonic()
         procs.wait_any([fast, slow], 0.5)
-        assert 0.4 < time.monotonic() - t0 < 5.0
+        assert 0.4 < time.monotonic() - t0 < 60
     finally:
         slow.kill()
         slow.wait()

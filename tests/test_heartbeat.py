@@ -82,9 +82,9 @@ def test_the_default_bound_is_60_s_or_ten_median_steps():
     assert stall_bound(30.0, [9.0, 10.0, 11.0]) == 30.0
 
 
-def test_two_ranks_over_a_real_store_name_the_one_that_stopped():
-    """Two Heartbeats on one TCPStore: rank 1's thread is stopped (as SIGSTOP would), rank 0 names it
-    within the bound plus a beat or two."""
+def _rank_1_stops_over_a_real_store() -> tuple[float, str, list[int]]:
+    """Two Heartbeats on one TCPStore: rank 1's thread is stopped (as SIGSTOP would) -> (seconds from the
+    stop to rank 0's verdict, the verdict, the ranks it names)."""
     import torch.distributed as tdist
 
     server = tdist.TCPStore("127.0.0.1", 0, None, True, wait_for_workers=False,
@@ -106,15 +106,27 @@ def test_two_ranks_over_a_real_store_name_the_one_that_stopped():
         assert not fired.is_set()
         t0 = time.monotonic()
         hb1.close()  # its beats stop
-        assert fired.wait(8), "no verdict"
+        assert fired.wait(60), "no verdict"  # only stops a hung test: how soon is the slow twin's bar
         took = time.monotonic() - t0
         (msg, ranks), = said
-        assert ranks == [1] and msg.startswith("rank 1 (host node1) made no progress for ") and "(last step 5)" in msg
-        # its last beat may predate close() by up to BEAT_S, and the stall counts from that beat
-        assert 3.0 - heartbeat.BEAT_S <= took <= 6.0, took
         assert hb0.hosts() == {0: hb0.host, 1: "node1"}  # as the heartbeat thread last read them
+        return took, msg, ranks
     finally:
         hb0.close()
+
+
+def test_two_ranks_over_a_real_store_name_the_one_that_stopped():
+    """Rank 0 names rank 1 and its host, and never before the bound: its last beat may predate close() by up
+    to BEAT_S, and the stall counts from that beat (a lower bound that load cannot break)."""
+    took, msg, ranks = _rank_1_stops_over_a_real_store()
+    assert ranks == [1] and msg.startswith("rank 1 (host node1) made no progress for ") and "(last step 5)" in msg
+    assert took >= 3.0 - heartbeat.BEAT_S, took
+
+
+@pytest.mark.slow  # a wall-clock bar: a busy machine's scheduler can hold the heartbeat thread past it
+def test_a_stopped_rank_is_named_within_the_bound_plus_a_beat_or_two():
+    took, _, ranks = _rank_1_stops_over_a_real_store()
+    assert ranks == [1] and 3.0 - heartbeat.BEAT_S <= took <= 6.0, took
 
 
 def test_a_dead_peer_on_the_same_host_is_left_to_its_launcher():

@@ -10,7 +10,6 @@ import dataclasses
 import json
 import stat
 import sys
-import time
 
 import pytest
 
@@ -62,14 +61,13 @@ def test_records_stream_back_over_the_channel_and_a_plain_file(tmp_path):
 
 
 def test_a_stopped_process_is_named_and_everything_is_killed():
-    t0 = time.monotonic()
+    # no wall-clock bar: the stalled verdict is the stall policy's (a stopped process never ends by itself)
     with jobs.workspace("t") as ws:
         out = jobs.run([sys.executable, "-c", TWO, SPEAKER, "stop"], workspace=ws, stall_s=3,
                        expect=["rank 0", "rank 1"])
-    took = time.monotonic() - t0
     assert out.stalled == "rank 1", out
     assert out.message.startswith("rank 1 stopped answering: no sign of life for") and "step 3 of 3" in out.message
-    assert out.returncode is None and not out.ok and took < 20
+    assert out.returncode is None and not out.ok
     assert len(out.records) == 6  # both speakers' records were read before the kill
 
 
@@ -111,46 +109,49 @@ def _ranks(*modes: str) -> dict[str, list[str]]:
     return {f"rank {r}": [sys.executable, "-c", RANK, f"rank {r}", m] for r, m in enumerate(modes)}
 
 
-def _run_ranks(*modes: str, stall_s: float = 60) -> tuple[jobs.Outcome, float, list]:
+def _run_ranks(*modes: str, stall_s: float = 60) -> tuple[jobs.Outcome, list]:
     said = []
-    t0 = time.monotonic()
     with jobs.workspace("t") as ws:
         out = jobs.run(_ranks(*modes), workspace=ws, stall_s=stall_s, capture=False,
                        on_message=lambda who, m: said.append((who, m["m"], m.get("skipped"))))
-    return out, time.monotonic() - t0, said
+    return out, said
 
 
 @pytest.mark.slow  # 8 s: a stall limit that a busy laptop's slow start (several seconds) cannot trip
 def test_several_processes_end_well_and_an_early_finisher_is_not_called_silent():
-    out, _, said = _run_ranks("ok", "slow", stall_s=5)  # rank 0 exits 8 s before rank 1: not a stall
+    out, said = _run_ranks("ok", "slow", stall_s=5)  # rank 0 exits 8 s before rank 1: not a stall
     assert out.ok and out.returncodes == {"rank 0": 0, "rank 1": 0} and out.failed is None
     assert sorted(r["who"] for r in out.records) == ["rank 0", "rank 1"]
     assert sorted(said) == [("rank 0", "skip", 1), ("rank 1", "skip", 1)]
 
 
 def test_a_process_that_dies_is_named_and_the_others_are_killed():
-    out, took, _ = _run_ranks("wait", "die")
+    out, _ = _run_ranks("wait", "die")
     assert out.failed == "rank 1" and out.message == "rank 1 died (killed by SIGKILL) before it finished"
-    assert out.returncode == -9 and out.returncodes["rank 0"] is not None and took < 15 and not out.ok
+    # rank 0 (60 s of sleep) ended by a signal: killed when its peer died, not waited for
+    assert out.returncode == -9 and out.returncodes["rank 0"] < 0 and not out.ok
 
 
 def test_a_stopped_process_of_several_is_named_by_the_stall_timeout():
-    out, took, _ = _run_ranks("wait", "stop", stall_s=3)  # nobody fails: the stall policy ends the job
-    assert out.stalled == out.failed == "rank 1" and out.returncode is None and took < 15
+    out, _ = _run_ranks("wait", "stop", stall_s=3)  # nobody fails: the stall policy ends the job
+    assert out.stalled == out.failed == "rank 1" and out.returncode is None
     assert out.message.startswith("rank 1 stopped answering: no sign of life for")
     assert out.returncodes == {"rank 0": -9, "rank 1": -9}  # both killed, the stopped one too
 
 
 def test_a_process_that_says_why_it_failed_is_named_with_its_reason():
-    out, took, _ = _run_ranks("fail", "wait")
-    assert out.failed == "rank 0" and out.returncode == 1 and out.message is None and took < 15
+    out, _ = _run_ranks("fail", "wait")
+    assert out.failed == "rank 0" and out.returncode == 1 and out.message is None
+    assert out.returncodes["rank 1"] < 0  # its 60 s of sleep ended by a signal: killed, not waited for
     assert out.errors == {"rank 0": {"kind": "CollectiveTimeout", "message": "rank 0: the peer went away"}}
 
 
 def test_a_stopped_process_is_blamed_for_the_error_its_peer_reports():
-    out, took, _ = _run_ranks("fail5", "stop")  # rank 0 fails 5 s after rank 1 stopped (a peer's timeout)
-    assert out.stalled == out.failed == "rank 1" and out.returncode is None and took < 20
+    out, _ = _run_ranks("fail5", "stop")  # rank 0 fails 5 s after rank 1 stopped (a peer's timeout)
+    assert out.stalled == out.failed == "rank 1" and out.returncode is None
     assert out.message.startswith("rank 1 stopped answering: no sign of life for") and "after 1 record(s)" in out.message
+    # blamed when rank 0 reported its error, not by the stall policy (60 s of silence, _run_ranks' default)
+    assert int(out.message.split("no sign of life for ")[1].split()[0]) < 60, out.message
 
 
 def test_the_sweep_launcher_turns_the_outcome_into_the_cause_s_error():

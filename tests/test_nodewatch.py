@@ -36,19 +36,40 @@ def test_drained_draining_down_and_failing_nodes_are_leaving_the_rest_are_not():
                                       "node4": ("drained", "bad gpu"), "node5": ("failing", "xid 79")}
 
 
+def _polls(tmp: Path) -> int:
+    """How many times the stand-in sinfo has been asked so far."""
+    return len((tmp / "calls").read_text().splitlines()) if (tmp / "calls").exists() else 0
+
+
+def _until(done, what: str) -> None:
+    deadline = time.monotonic() + 30  # only stops a hung test: the bounds are counted in polls
+    while not done():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.02)
+
+
 def test_a_node_drained_mid_run_is_said_once_within_two_polls(tmp_path):
+    """Counted in polls, not seconds: the first poll that starts after the drain says it (one under way as it
+    happened may too), and later polls that still see it say nothing. A poll every half the stall bound
+    (poll_every) keeps that within the bound."""
     (tmp_path / "answer").write_text("node0|allocated|none\nnode1|allocated|none\n")
     said: list[str] = []
-    with nodewatch.watch(said.append, stall_s=1.0, environ=step_env(tmp_path)):
-        time.sleep(0.7)
+    at_poll: list[int] = []
+
+    def say(line: str) -> None:  # the watch's thread, right after the poll that saw the drain
+        at_poll.append(_polls(tmp_path))
+        said.append(line)
+
+    with nodewatch.watch(say, stall_s=1.0, environ=step_env(tmp_path)):
+        _until(lambda: _polls(tmp_path) >= 2, "two polls")
         assert said == []
-        (tmp_path / "answer").write_text("node0|allocated|none\nnode1|draining|lab-fault\n")
-        t0 = time.monotonic()
-        while not said and time.monotonic() - t0 < 5:
-            time.sleep(0.05)
-        took = time.monotonic() - t0
-        time.sleep(1.1)  # more polls see it still draining: no second line
-    assert took < 1.0, took  # the stall bound (1 s): polled every half of it
+        before = _polls(tmp_path)
+        (tmp_path / "answer.new").write_text("node0|allocated|none\nnode1|draining|lab-fault\n")
+        os.replace(tmp_path / "answer.new", tmp_path / "answer")  # whole: a poll reads the old or the new
+        _until(lambda: said, "the drain said")
+        _until(lambda: _polls(tmp_path) >= at_poll[0] + 2, "two more polls")  # they see it still draining
+    assert at_poll[0] - before <= 1, (before, at_poll)
+    assert nodewatch.poll_every(1.0) == 0.5
     assert said == ["Warning: Slurm drained node1 mid-job (reason: lab-fault); this run goes on, but node1 is out "
                     "of service: check it (sinfo -R) before trusting the figures measured there."]
     calls = (tmp_path / "calls").read_text().splitlines()
@@ -79,10 +100,11 @@ def test_only_task_0_of_an_srun_step_asks_slurm(tmp_path):
 
 def test_without_a_working_sinfo_the_watch_stops_quietly(tmp_path):
     environ = step_env(tmp_path)
-    (tmp_path / "bin" / "sinfo").write_text("#!/bin/sh\necho 'sinfo: error: cannot reach slurmctld' >&2\nexit 1\n")
+    (tmp_path / "bin" / "sinfo").write_text(f"#!/bin/sh\necho \"$*\" >> \"{tmp_path / 'calls'}\"\n"
+                                            "echo 'sinfo: error: cannot reach slurmctld' >&2\nexit 1\n")
     said: list[str] = []
-    t0 = time.monotonic()
     with nodewatch.watch(said.append, stall_s=1.0, environ=environ):
-        time.sleep(0.3)
-    assert said == [] and time.monotonic() - t0 < 2
+        _until(lambda: _polls(tmp_path) >= 1, "the first poll")
+        time.sleep(0.6)  # past the next poll (every 0.5 s) of a watch that went on
+    assert said == [] and _polls(tmp_path) == 1  # asked once, then no more
     assert nodewatch.poll_every(None) == nodewatch.POLL_S and nodewatch.poll_every(4) == 2.0

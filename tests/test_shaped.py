@@ -212,14 +212,13 @@ def test_a_held_reaping_lock_delays_a_start_by_its_wait_only():
         t = threading.Thread(target=another_start, args=(seen,))
         t.start()
         t.join(30)
-        ((second, waited),) = seen
-        assert second is False and 0.25 <= waited < 5
+        ((second, waited),) = seen  # it gave up while this one still held the lock: its wait, not the holder's
+        assert second is False and waited >= 0.25
     with shaped.reaping_lock(wait_s=0.3) as third:  # let go: the next one gets it at once
         assert third is True
     with shaped.reaping_lock() as outer:  # re-entrant in the holding thread, at once, and held until the outer ends
-        t0 = time.monotonic()
         with shaped.reaping_lock(wait_s=5) as inner:
-            assert outer and inner and time.monotonic() - t0 < 1
+            assert outer and inner  # a lock that were not re-entrant would give up after its wait: False
         code = "from fabricbench.fabrics import shaped\nwith shaped.reaping_lock(wait_s=0.2) as got: print(got)"
         assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                               check=True).stdout.strip() == "False"

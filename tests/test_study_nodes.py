@@ -75,9 +75,8 @@ def test_a_store_call_that_hangs_cannot_block_its_caller():
             time.sleep(60)
 
     calls = Calls(Hung(), wait_s=0.5)
-    t0 = time.monotonic()
-    with pytest.raises(StoreGone):
+    # no wall-clock bar: a caller that blocked would get the hung call's answer (None) after 60 s, no error
+    with pytest.raises(StoreGone, match="got no answer in 0.5 s"):
         calls("check", ["k"])
-    with pytest.raises(StoreGone):  # the next call waits behind the hung one, and says so too
+    with pytest.raises(StoreGone, match="got no answer in 0.5 s"):  # the next waits behind the hung one, and says so
         calls("check", ["k"])
-    assert time.monotonic() - t0 < 3
