@@ -9,8 +9,8 @@
 
 Every command has its library call here (the CLI only maps flags to them): measure, sweep, compare,
 scaling, p2p, train, relate (relate_trace: relate --trace), study (study_plan: study --dry-run), advise,
-qualify (qualify_plan: qualify --dry-run), execute (exec), export, estimate, topo, jobfit, report,
-import_results (import). Their configs (SweepConfig, TrainConfig, StudyConfig,
+qualify (qualify_plan: qualify --dry-run; fleet: qualify --fleet), execute (exec), export, estimate, topo,
+jobfit, report, import_results (import). Their configs (SweepConfig, TrainConfig, StudyConfig,
 ExecConfig, ExportConfig, ...), results (CollectiveResult, CompareResult, ...)
 and errors (FabricbenchError and its kinds) are here too, for annotations and `except`; the package is
 typed (py.typed). Importing needs no GPU and no torch: everything heavy loads on first use.
@@ -42,6 +42,9 @@ _LAZY = {
     "AdviseConfig": "fabricbench.advising.config",
     "qualify": "fabricbench.qualifying.api",
     "qualify_plan": "fabricbench.qualifying.api",
+    "fleet": "fabricbench.qualifying.api",
+    "QualifyConfig": "fabricbench.qualifying.config",
+    "FleetConfig": "fabricbench.qualifying.config",
     "import_results": "fabricbench.importing",
     "compare": "fabricbench.measuring.compare_run",
     "scaling": "fabricbench.measuring.scaling_run",
@@ -71,6 +74,7 @@ _LAZY = {
     "Advice": "fabricbench.advising.api",
     "StrategyAdvice": "fabricbench.advising.api",
     "QualifyResult": "fabricbench.qualifying.result",
+    "FleetResult": "fabricbench.qualifying.result",
     "DryRun": "fabricbench.qualifying.dryrun",
     "ExecResult": "fabricbench.jobs.command",
     # what the calls raise: catch FabricbenchError for any of them, UsageError for what the caller got wrong
@@ -103,9 +107,10 @@ if TYPE_CHECKING:
     from fabricbench.measuring.p2p_run import P2PResult as P2PResult, p2p as p2p
     from fabricbench.measuring.scaling_run import ScalingResult as ScalingResult, scaling as scaling
     from fabricbench.measuring.topo_run import TopoConfig as TopoConfig, TopoResult as TopoResult, topo as topo
-    from fabricbench.qualifying.api import qualify as qualify, qualify_plan as qualify_plan
+    from fabricbench.qualifying.api import fleet as fleet, qualify as qualify, qualify_plan as qualify_plan
+    from fabricbench.qualifying.config import FleetConfig as FleetConfig, QualifyConfig as QualifyConfig
     from fabricbench.qualifying.dryrun import DryRun as DryRun
-    from fabricbench.qualifying.result import QualifyResult as QualifyResult
+    from fabricbench.qualifying.result import FleetResult as FleetResult, QualifyResult as QualifyResult
     from fabricbench.relating.api import RelateResult as RelateResult, relate as relate
     from fabricbench.relating.jobfit_run import (
         JobfitConfig as JobfitConfig, JobfitResult as JobfitResult, jobfit as jobfit,

@@ -33,8 +33,8 @@ OPTION = "fabricbench.option"  # the key in a dataclass field's metadata
 
 KINDS = ("count", "count list", "seconds", "fraction", "number", "size", "size list", "GPU list", "GPU count",
          "fabric", "fabric list",
-         "strategy list", "op list", "text", "choice", "input file", "input file or folder", "output file",
-         "output folder", "flag")
+         "strategy list", "op list", "check list", "text", "choice", "input file", "input file or folder",
+         "output file", "output folder", "flag")
 WEEK_S = 7 * 86400.0  # the longest duration any option takes
 NUMERIC = ("count", "seconds", "fraction", "number")
 # each numeric kind's range where a declaration leaves an end out
@@ -50,7 +50,7 @@ class Declared:
     help: str
     unit: str = ""  # "s", "B", "steps", ...
     lo: float | None = None  # the documented range (the library may check more, e.g. against the machine)
-    hi: float | None = None
+    hi: float | None = None  # a text's: its most characters
     lo_open: bool = False
     hi_open: bool = False
     zero_off: bool = False  # a fraction where 0 means "off"

@@ -21,6 +21,7 @@ from fabricbench.exporting.api import ExportConfig
 from fabricbench.jobs.command import ExecConfig
 from fabricbench.measuring.config import SweepConfig
 from fabricbench.measuring.topo_run import TopoConfig
+from fabricbench.qualifying.config import FleetConfig, QualifyConfig
 from fabricbench.relating.jobfit_run import JobfitConfig
 from fabricbench.studying.config import StudyConfig
 from fabricbench.training.estimate_run import EstimateConfig
@@ -37,6 +38,7 @@ COMMANDS = {
     "topo": (TopoConfig, {}),
     "jobfit": (JobfitConfig, {}),
     "advise": (AdviseConfig, {}),
+    "qualify": (QualifyConfig, {}),
     "compare": (SweepConfig, {f: "compare passes the rest to its child sweeps by name"
                               for f in ("gpus", "ops", "sizes", "adaptive", "max_iters", "graph", "graph_iters",
                                         "check", "nprocs", "nccl_lib", "fabric", "seed", "buffers", "timing",
@@ -133,7 +135,7 @@ def test_max_repeats_is_one_default():
 
 
 # the CLI-only options (cli/options.py) a command may spell its own way, and why
-OWN_SPELLING = {("qualify.py", "--out"): "qualify writes a folder of results (an output folder, not a file)"}
+OWN_SPELLING: dict[tuple[str, str], str] = {}
 
 
 def test_cli_only_options_are_taken_from_their_declaration():
@@ -154,3 +156,23 @@ def test_cli_only_options_are_taken_from_their_declaration():
             if flag in flags and (path.name, flag) not in OWN_SPELLING:
                 found.append(f"{path.name}: {flag}")
     assert not found, f"take these from cli/options.py with option(...): {found}"
+
+
+def test_qualify_fleet_options_are_its_fields():
+    """`qualify --fleet` takes FleetConfig's fields (its --out and --prometheus are QualifyConfig's, shared)."""
+    cmd = command("qualify")
+    for field, (d, default) in declared(FleetConfig).items():
+        opt = option_of(cmd, field)
+        assert opt is not None and opt.opts == [d.flag], f"qualify has no option for FleetConfig.{field}"
+        assert opt.default == shown_default(default), f"qualify {d.flag}: default {opt.default!r}, field {default!r}"
+        assert type(opt.type) is type(TYPES[d.kind](d)) and d.help in opt.help, (field, opt.type)
+
+
+def test_a_planted_qualify_drift_fails(monkeypatch):
+    monkeypatch.setattr(FleetConfig.__dataclass_fields__["fraction"], "default", 0.8)  # the config's side only
+    with pytest.raises(AssertionError, match="qualify --fraction: default 0.9, field 0.8"):
+        test_qualify_fleet_options_are_its_fields()
+    monkeypatch.undo()
+    monkeypatch.setattr(QualifyConfig.__dataclass_fields__["level"], "default", 2)
+    with pytest.raises(AssertionError, match="qualify --level: default None, field 2"):
+        test_each_option_is_its_field("qualify")

@@ -1,7 +1,8 @@
 """The command and its library call take the same defaults and refuse the same values, read from the real
 commands: `fabricbench scaling` and fabricbench.scaling() sweep the same sizes (and compare with
-fabricbench.compare() alike), and `qualify --fleet --fraction` accepts what fabricbench.qualifying.api.fleet
-accepts. Each check is shown to fail on a drift planted in one side only.
+fabricbench.compare() alike), and each option of `qualify` (`--fleet --fraction` included) takes the default
+and the range of its QualifyConfig or FleetConfig field. Each check is shown to fail on a drift planted in
+one side only.
 
     python3 -m pytest -q -p no:xdist tests/test_cli_library_drift.py
 """
@@ -9,18 +10,18 @@ accepts. Each check is shown to fail on a drift planted in one side only.
 from __future__ import annotations
 
 import dataclasses
-import inspect
 
 import click
 import pytest
 
 from fabricbench.cli.hints import command
-from fabricbench.declare import Declared, declared
+from fabricbench.declare import OPTION, Declared, declared
 from fabricbench.errors import UsageError
 from fabricbench.measuring import compare as compare_lib, scaling_run
 from fabricbench.measuring.compare import SweepOptions, as_text
 from fabricbench.measuring.config import SweepConfig
-from fabricbench.qualifying import api as qualify_api, fleet as fleet_lib
+from fabricbench.cli.declared import shown_default
+from fabricbench.qualifying.config import FleetConfig, QualifyConfig
 
 # command -> the options its library call gives each child sweep when the caller gives none
 LIBRARY_OPTIONS = {
@@ -59,33 +60,42 @@ def sweep_drifts(name: str) -> list[str]:
     return out
 
 
-def _fleet_refuses(value: float) -> bool:
+EDGES = {"fraction": FRACTIONS, "count": (-1, 0, 1, 2, 3, 4, 10_000_001)}  # by declared kind
+# qualify's configs, each with the fields it needs besides the one tried (never read: a config reads no file)
+QUALIFY_CONFIGS = {QualifyConfig: {"spec": "builtin:cpu-lab"}, FleetConfig: {"inputs": ("node1/", "node2/")}}
+
+
+def _config_refuses(config: type, name: str, value) -> bool:
+    """Whether `config` refuses `value` for its field `name` (its range check; any other refusal fails)."""
+    flag = declared(config)[name][0].flag
     try:
-        fleet_lib.run_fleet([], fraction=value)  # no inputs: after the range check, it fails on those
+        config(**QUALIFY_CONFIGS[config], **{name: value})
     except UsageError as e:
-        return str(e).startswith("--fraction")
-    raise AssertionError("run_fleet([]) must refuse the empty fleet")
+        assert str(e).startswith(f"{flag} "), e
+        return True
+    return False
 
 
-def fraction_drifts() -> list[str]:
-    """Where `qualify --fraction` and the library's fleet differ: a value one accepts and the other refuses,
-    or the default."""
-    p = _param(command("qualify"), "fraction")
-    ctx = click.Context(command("qualify"))
+def qualify_drifts() -> list[str]:
+    """Where `qualify`'s options and its configs' fields differ: a default, or a value around the edges of a
+    declared range that one side accepts and the other refuses."""
+    cmd = command("qualify")
+    ctx = click.Context(cmd)
     out = []
-    for value in FRACTIONS:
-        try:
-            p.type.convert(str(value), p, ctx)
-            cli_refuses = False
-        except click.BadParameter:
-            cli_refuses = True
-        if cli_refuses != _fleet_refuses(value):
-            out.append(f"--fraction {value}: the command {'refuses' if cli_refuses else 'accepts'} it, "
-                       f"the library {'accepts' if cli_refuses else 'refuses'} it")
-    for call in (qualify_api.fleet, fleet_lib.run_fleet):
-        default = inspect.signature(call).parameters["fraction"].default
-        if default != p.default:
-            out.append(f"--fraction: the command's default {p.default}, {call.__qualname__}'s {default}")
+    for config in QUALIFY_CONFIGS:
+        for name, (d, default) in declared(config).items():
+            p = _param(cmd, name)
+            if p.default != shown_default(default):
+                out.append(f"{d.flag}: the command's default {p.default!r}, {config.__name__}'s {default!r}")
+            for value in EDGES.get(d.kind, ()):
+                try:
+                    p.type.convert(str(value), p, ctx)
+                    cli_refuses = False
+                except click.BadParameter:
+                    cli_refuses = True
+                if cli_refuses != _config_refuses(config, name, value):
+                    out.append(f"{d.flag} {value}: the command {'refuses' if cli_refuses else 'accepts'} it, "
+                               f"{config.__name__} {'accepts' if cli_refuses else 'refuses'} it")
     return out
 
 
@@ -103,16 +113,26 @@ def test_a_planted_sizes_drift_fails(monkeypatch):
     assert sweep_drifts("scaling") == ["scaling --sizes: the command's default '1G', the library's '1M-1G:x4'"]
 
 
-def test_qualify_fraction_one_range_one_default():
-    assert fraction_drifts() == []
-    assert not _fleet_refuses(1.0) and _fleet_refuses(0.0) and _fleet_refuses(float("nan"))
+def test_qualify_options_one_range_one_default():
+    assert qualify_drifts() == []
+    assert not _config_refuses(FleetConfig, "fraction", 1.0) and _config_refuses(FleetConfig, "fraction", 0.0)
+    assert _config_refuses(FleetConfig, "fraction", float("nan"))
+    assert _config_refuses(QualifyConfig, "tolerance", 1.0) and not _config_refuses(QualifyConfig, "tolerance", 0.0)
+    assert _config_refuses(QualifyConfig, "level", 4) and not _config_refuses(QualifyConfig, "level", 3)
 
 
 def test_a_planted_fraction_drift_fails(monkeypatch):
-    narrower = dataclasses.replace(fleet_lib.FRACTION, hi_open=True)  # the library refuses 1.0 again
+    field = FleetConfig.__dataclass_fields__["fraction"]
+    narrower = dataclasses.replace(field.metadata[OPTION], hi_open=True)  # the library refuses 1.0 again
     assert isinstance(narrower, Declared)
-    monkeypatch.setattr(fleet_lib, "FRACTION", narrower)
-    assert fraction_drifts() == ["--fraction 1.0: the command accepts it, the library refuses it"]
+    monkeypatch.setattr(field, "metadata", {OPTION: narrower})  # the library's side only: the command is built
+    assert qualify_drifts() == ["--fraction 1.0: the command accepts it, FleetConfig refuses it"]
     monkeypatch.undo()
     monkeypatch.setattr(_param(command("qualify"), "fraction"), "default", 0.8)
-    assert len(fraction_drifts()) == 2  # both library signatures say 0.9
+    assert qualify_drifts() == ["--fraction: the command's default 0.8, FleetConfig's 0.9"]
+
+
+def test_a_planted_tolerance_drift_fails(monkeypatch):
+    p = _param(command("qualify"), "tolerance")
+    monkeypatch.setattr(p.type, "hi_open", False)  # the command's side only: it takes 1.0 again
+    assert qualify_drifts() == ["--tolerance 1.0: the command accepts it, QualifyConfig refuses it"]

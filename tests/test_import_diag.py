@@ -8,6 +8,7 @@ from pathlib import Path
 
 from fabricbench.importing import import_file
 from fabricbench.qualifying.api import qualify
+from fabricbench.qualifying.config import QualifyConfig
 from fabricbench.results.records import check_record
 from fabricbench.results.status import Severity, Status
 
@@ -67,7 +68,7 @@ def _judge(tmp_path, name, net, outliers=0):
     out.write_text("".join(json.dumps(r) + "\n" for r in import_file(D / name).records))
     spec = tmp_path / "s.toml"
     spec.write_text(SPEC.format(net=net, outliers=outliers))
-    res = qualify(str(spec), records_from=str(out), out=str(tmp_path / "q"))
+    res = qualify(QualifyConfig(spec=str(spec), records_from=str(out), out=str(tmp_path / "q")))
     return {v.check: v for v in res.verdicts}
 
 
@@ -93,7 +94,7 @@ def test_qualify_passes_a_clean_report_and_waives_without_one(tmp_path):
     empty = tmp_path / "ar.jsonl"
     empty.write_text("".join(json.dumps(r) + "\n" for r in import_file(
         D.parent / "nccl_tests_gb200_nvl72.txt").records))
-    res = qualify(str(spec), records_from=str(empty), out=str(tmp_path / "w"))
+    res = qualify(QualifyConfig(spec=str(spec), records_from=str(empty), out=str(tmp_path / "w")))
     (w,) = res.verdicts
     assert w.status == Status.WAIVED and "NCCL_RUN_DIAGNOSTICS=1" in w.reason
 

@@ -13,6 +13,7 @@ from fabricbench.errors import UsageError
 from fabricbench.importing import import_file
 from fabricbench.importing.beside import label
 from fabricbench.qualifying.api import qualify
+from fabricbench.qualifying.config import QualifyConfig
 
 DATA = Path(__file__).parent / "data" / "imports"
 LAB = Path(__file__).parent.parent / "tests" / "data" / "study" / "cpu-lab"
@@ -55,7 +56,7 @@ def imported(tmp_path):
 def test_qualify_from_imported_judges_without_measuring(imported, tmp_path):
     spec = tmp_path / "spec.toml"
     spec.write_text(SPEC)
-    res = qualify(str(spec), records_from=str(imported), out=str(tmp_path / "q"))
+    res = qualify(QualifyConfig(spec=str(spec), records_from=str(imported), out=str(tmp_path / "q")))
     v = {x.check: x for x in res.verdicts}
     assert v["ar_bw"].status == "pass"
     items = {(i.criterion, i.subject): i for i in v["ar_bw"].items}
@@ -66,13 +67,14 @@ def test_qualify_from_imported_judges_without_measuring(imported, tmp_path):
     assert v["tr"].status == "pass" and v["tr"].items[0].measured == "P2P/CUMEM"
     assert res.exit_code == 1
     with pytest.raises(UsageError, match="--resume does not apply"):
-        qualify(str(spec), records_from=str(imported), out=str(tmp_path / "q"), resume=True)
+        qualify(QualifyConfig(spec=str(spec), records_from=str(imported), out=str(tmp_path / "q"), resume=True))
 
 
 def test_qualify_from_reads_a_floor_below_the_size_the_file_lacks(imported, tmp_path):
     spec = tmp_path / "spec.toml"
     spec.write_text(SPEC.replace('"1M", "4M"', '"16M"'))
-    v = {x.check: x for x in qualify(str(spec), records_from=str(imported), only=["ar_bw"]).verdicts}
+    config = QualifyConfig(spec=str(spec), records_from=str(imported), only=["ar_bw"])
+    v = {x.check: x for x in qualify(config).verdicts}
     # the file stops at 4M: the 16M floor is read there (busbw rises with size), and said so; a 1G
     # floor would not be (more than 4x above: waived)
     items = {i.criterion: i for i in v["ar_bw"].items}
@@ -86,7 +88,8 @@ def test_qualify_from_reads_a_floor_below_the_size_the_file_lacks(imported, tmp_
 def test_qualify_from_missing_records_is_waived(imported, tmp_path):
     spec = tmp_path / "spec.toml"
     spec.write_text(SPEC.replace('"1M", "4M"', '"1"'))  # below the file's smallest size: nothing stands in
-    v = {x.check: x for x in qualify(str(spec), records_from=str(imported), only=["ar_bw"]).verdicts}
+    config = QualifyConfig(spec=str(spec), records_from=str(imported), only=["ar_bw"])
+    v = {x.check: x for x in qualify(config).verdicts}
     assert v["ar_bw"].status == "waived" and "holds no all_reduce float32 record" in v["ar_bw"].items[0].reason
 
 
@@ -124,7 +127,7 @@ def test_relate_prices_a_fabric_on_an_imported_sweep(tmp_path):
     imported = import_file(text, fabric=gone, nranks=2).records
     kept = [r for r in recs if not (r.get("kind") == "collective" and r.get("fabric") == gone)]
     def ddp(records):
-        rows = fabricbench.relate(records, reference="default").to_dict()["rows"]
+        rows = fabricbench.relate(fabricbench.RelateConfig(inputs=records, reference="default")).to_dict()["rows"]
         return next(r for r in rows if r["strategy"] == "ddp" and r["fabric"] == gone)
 
     # DDP sends all-reduces: priced on the imported curve as on the measured one (printed to 2 decimals)

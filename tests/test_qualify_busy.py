@@ -15,6 +15,7 @@ import pytest
 
 from fabricbench.qualifying import api, busy
 from fabricbench.qualifying.api import qualify
+from fabricbench.qualifying.config import QualifyConfig
 from fabricbench.qualifying.checks.base import Check, CheckKind
 from fabricbench.qualifying.children import UnitResult
 from fabricbench.qualifying.verdict import at_least
@@ -117,7 +118,7 @@ def test_results_from_a_busy_host_say_so_in_every_output(tmp_path):
     spec.write_text('[spec]\nname = "n"\n[run]\nengine = "torch"\nbackend = "gloo"\nnprocs = 2\n'
                     '[[check]]\nname = "ar"\nkind = "collective"\nop = "all_reduce"\nsizes = ["8M"]\n'
                     'min_busbw_gbps = 100\n')
-    res = qualify(str(spec), records_from=str(src), out=str(tmp_path / "q"))
+    res = qualify(QualifyConfig(spec=str(spec), records_from=str(src), out=str(tmp_path / "q")))
     (v,) = res.verdicts
     assert v.severity == Severity.UNKNOWN and v.code == "FB_BUSY_HOST" and res.exit_code == 3
     assert "its figures were measured on a busy host" in v.reason

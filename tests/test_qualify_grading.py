@@ -20,6 +20,7 @@ from fabricbench.qualifying import api
 from fabricbench.qualifying.checks import CHECKS
 from fabricbench.qualifying.checks.base import Check, CheckKind, retries_of
 from fabricbench.qualifying.codes import CODES, code_for, markdown_table
+from fabricbench.qualifying.config import FleetConfig, QualifyConfig
 from fabricbench.qualifying.fleet import run_fleet
 from fabricbench.qualifying.plan import make_plan
 from fabricbench.qualifying.prometheus import TextFile
@@ -89,7 +90,8 @@ def test_codes_are_unique_documented_and_actionable():
 def test_a_missing_link_gets_its_code_and_action_from_a_saved_topology(tmp_path, capsys):
     spec = (tmp_path / "s.toml")
     spec.write_text('[spec]\nname = "nv"\n[[check]]\nname = "wiring"\nkind = "topology"\nlink = "NV18"\n')
-    res = api.qualify(str(spec), topo_file=str(TOPO / "h200_nvl_two_quads.txt"), out=tmp_path / "q")
+    res = api.qualify(QualifyConfig(spec=str(spec), topo_file=str(TOPO / "h200_nvl_two_quads.txt"),
+                                    out=tmp_path / "q"))
     v = res.verdicts[0]
     assert (v.status, v.severity, v.code) == ("fail", "critical", "FB_TOPO_LINK") and res.exit_code == 1
     assert "nvidia-smi nvlink -s" in v.action
@@ -272,9 +274,9 @@ def test_qualify_writes_prometheus_and_a_reproduce_line_with_every_flag(tmp_path
                     '[[check]]\nname = "other"\nkind = "topology"\nisland_count = 1\n')
     base = tmp_path / "base.jsonl"
     base.write_text(GLOO.read_text())
-    res = api.qualify(str(spec), topo_file=str(TOPO / "h200_sxm_nvswitch.txt"), out=tmp_path / "q",
-                      prometheus=tmp_path / "q.prom", only=["wiring"], skip=["other"], baseline=str(base),
-                      tolerance=0.1, fabric="p2p-off", level=1)
+    res = api.qualify(QualifyConfig(spec=str(spec), topo_file=str(TOPO / "h200_sxm_nvswitch.txt"), out=tmp_path / "q",
+                                    prometheus=tmp_path / "q.prom", only=["wiring"], skip=["other"],
+                                    baseline=str(base), tolerance=0.1, fabric="p2p-off", level=1))
     assert [v.check for v in res.verdicts] == ["wiring", "baseline"]
     line = res.reproduce
     for flag in ("--level 1", "--only wiring", "--skip other", "--fabric p2p-off", f"--baseline {base}",
@@ -304,7 +306,7 @@ def _fleet_file(path, hosts, bad=()):
 def test_a_small_fleet_lists_the_worst_hosts_first_with_codes_in_every_format(tmp_path):
     f = tmp_path / "all.jsonl"
     _fleet_file(f, 300, bad={17, 230})
-    res = run_fleet([f], out=tmp_path / "fleet", prometheus=tmp_path / "fleet.prom")
+    res = run_fleet(FleetConfig(inputs=[f], out=tmp_path / "fleet", prometheus=tmp_path / "fleet.prom"))
     assert len(res.nodes) == 300 and [n.name for n in res.nodes[:2]] == ["h017", "h230"]
     assert res.nodes[0].severity == "critical" and res.nodes[0].codes == ["FB_FLEET_OUTLIER"]
     assert res.nodes[2].severity == "pass" and res.exit_code == 1

@@ -8,6 +8,7 @@ from pathlib import Path
 import fabricbench
 from fabricbench.importing import import_file
 from fabricbench.qualifying.api import fleet
+from fabricbench.qualifying.config import FleetConfig
 from fabricbench.results.status import Severity, Status
 
 D = Path(__file__).parent / "data" / "imports"
@@ -24,7 +25,8 @@ def test_dcgm_failure_is_critical_and_ras_names_host_and_gpu(tmp_path):
     node = _node(tmp_path, "bad", ["nccl_tests_gb200_nvl72.txt", "dcgm_diag/dcgm_4_2_3_gb10_software_fail.json",
                                    "nccl_ras/ncclras_SYNTHETIC_2_28_7_missing_rank_malformed.json",
                                    "nccl_ras/ncclras_ray_a10g_2_28_9_mismatch.json"])
-    res = fabricbench.qualify("builtin:h200-sxm-8", records_from=node, out=tmp_path / "bad")
+    res = fabricbench.qualify(fabricbench.QualifyConfig(spec="builtin:h200-sxm-8", records_from=node,
+                                                        out=tmp_path / "bad"))
     v = {x.check: x for x in res.verdicts}
     assert (v["dcgm"].status, v["dcgm"].severity, v["dcgm"].code) == (Status.FAIL, Severity.CRITICAL, "FB_DCGM_FAIL")
     assert "DCGM error 29 (software other, severity config)" in v["dcgm"].reason
@@ -42,13 +44,14 @@ def test_dcgm_failure_is_critical_and_ras_names_host_and_gpu(tmp_path):
 def test_healthy_imports_pass_and_the_fleet_counts_per_node(tmp_path):
     good = _node(tmp_path, "good", ["nccl_tests_gb200_nvl72.txt", "dcgm_diag/dcgm_3_1_0_nvidia_jsonresult_test_8gpu.json",
                                     "nccl_ras/ncclras_nccl1730_2_26_2_ok.txt"])
-    res = fabricbench.qualify("builtin:h200-sxm-8", records_from=good, out=tmp_path / "good")
+    res = fabricbench.qualify(fabricbench.QualifyConfig(spec="builtin:h200-sxm-8", records_from=good,
+                                                        out=tmp_path / "good"))
     v = {x.check: x for x in res.verdicts}
     assert v["dcgm"].status == Status.PASS and len(v["dcgm"].items) == 80
     assert v["nccl_ras"].status == Status.PASS and "nccl_ras_mismatch" not in v
     bad = _node(tmp_path, "bad", ["nccl_tests_gb200_nvl72.txt", "dcgm_diag/dcgm_4_2_3_gb10_software_fail.json",
                                   "nccl_ras/ncclras_nccl1911_2_26_2_mismatch.txt"])
-    fabricbench.qualify("builtin:h200-sxm-8", records_from=bad, out=tmp_path / "bad")
+    fabricbench.qualify(fabricbench.QualifyConfig(spec="builtin:h200-sxm-8", records_from=bad, out=tmp_path / "bad"))
     for name, src in (("good", good), ("bad", bad)):  # the fleet's figures come from each node's results.jsonl,
         with open(tmp_path / name / "results.jsonl", "a") as fh:  # where a sweep's records name requested_bytes
             for line in src.read_text().splitlines():
@@ -56,7 +59,7 @@ def test_healthy_imports_pass_and_the_fleet_counts_per_node(tmp_path):
                 if r["kind"] == "collective":
                     r["requested_bytes"] = r["bytes"]
                 fh.write(json.dumps(r) + "\n")
-    fl = fleet([tmp_path / "good", tmp_path / "bad"], quiet=True)
+    fl = fleet(FleetConfig(inputs=[tmp_path / "good", tmp_path / "bad"]), quiet=True)
     nodes = {n.name: n for n in fl.nodes}
     assert nodes["bad"].checks["dcgm"] == (Severity.CRITICAL, "FB_DCGM_FAIL")
     assert nodes["bad"].checks["nccl_ras_mismatch"] == (Severity.WARNING, "FB_RAS_MISMATCH")

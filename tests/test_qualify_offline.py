@@ -14,6 +14,7 @@ import pytest
 
 from fabricbench.cli import main
 from fabricbench.qualifying.api import qualify
+from fabricbench.qualifying.config import QualifyConfig
 from fabricbench.qualifying.codes import CODES
 from fabricbench.results.status import Severity, Status
 
@@ -43,13 +44,13 @@ def imported(tmp_path_factory):
 def _judge(imported, tmp_path, *, sizes, floor):
     spec = tmp_path / "spec.toml"
     spec.write_text(SPEC.format(sizes=sizes, floor=floor))
-    res = qualify(str(spec), records_from=str(imported))
+    res = qualify(QualifyConfig(spec=str(spec), records_from=str(imported)))
     (v,) = res.verdicts
     return res, v, {i.criterion: i for i in v.items}
 
 
 def test_a_builtin_spec_passes_on_what_an_nccl_tests_file_holds(imported):
-    res = qualify("builtin:h100-sxm-8", records_from=str(imported))
+    res = qualify(QualifyConfig(spec="builtin:h100-sxm-8", records_from=str(imported)))
     v = {x.check: x for x in res.verdicts}["allreduce_8gpu"]
     items = {i.criterion: i for i in v.items}
     assert res.exit_code == 0 and v.status == Status.PASS  # it was UNKNOWN (exit 3) on the cv alone
@@ -121,5 +122,5 @@ def test_a_floor_is_read_no_further_than_a_quarter_below_its_size():
     # a CPU lab's gloo sweep stops at 8M: it stands in for no 16G GPU floor (the run measured nothing of
     # this spec: exit 5), and a file without NCCL's log names no transport: not measured there, not an error
     lab = Path(__file__).parent.parent / "tests/data/study/cpu-lab/units/sweep_default.jsonl"
-    res = qualify("builtin:h200-sxm-8", records_from=str(lab))
+    res = qualify(QualifyConfig(spec="builtin:h200-sxm-8", records_from=str(lab)))
     assert res.exit_code == 5 and all(v.status == Status.WAIVED for v in res.verdicts)

@@ -42,7 +42,8 @@ def test_outcome_and_exit(verdicts, word, code):
 
 
 def test_library_all_waived_is_not_a_pass(tmp_path):
-    res = fabricbench.qualify("builtin:h200-sxm-8", records_from=str(TRAIN), out=str(tmp_path / "q"))
+    res = fabricbench.qualify(fabricbench.QualifyConfig(spec="builtin:h200-sxm-8", records_from=str(TRAIN),
+                                                        out=str(tmp_path / "q")))
     assert [v.status for v in res.verdicts] == ["waived"] * len(res.verdicts) and res.verdicts
     assert res.outcome == NOTHING_MEASURED and res.exit_code == 5
     assert res.to_dict()["outcome"] == NOTHING_MEASURED and res.to_dict()["exit_code"] == 5
@@ -61,12 +62,12 @@ def test_cli_all_waived_exits_5():
 
 @pytest.mark.parametrize("level", [1, 2, 3])
 def test_library_dry_run_is_the_plan_the_cli_prints(level):
-    """fabricbench.qualify_plan(...) returns the plan; the CLI's --dry-run prints its lines and its dict."""
+    """fabricbench.qualify_plan(config) returns the plan; the CLI's --dry-run prints its lines and its dict."""
     import json
 
     from fabricbench.cli import main
 
-    plan = fabricbench.qualify_plan("builtin:h200-sxm-8", level=level)
+    plan = fabricbench.qualify_plan(fabricbench.QualifyConfig(spec="builtin:h200-sxm-8", level=level))
     assert plan.level == level and plan.checks and len(plan.lines()) == len(plan.checks) + 2
     assert plan.lines()[-1].startswith("estimate: ~") and "nothing measured" in plan.lines()[0]
     for args, expect in ((["--dry-run"], "\n".join(plan.lines()) + "\n"),

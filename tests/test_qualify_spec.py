@@ -307,9 +307,9 @@ def test_fleet_from_one_file_of_many_hosts(tmp_path, capsys):
     dirs = _scaled_nodes(tmp_path, [1.0, 1.01, 0.99, 0.45])
     merged = tmp_path / "all.jsonl"
     merged.write_text("".join((d / "results.jsonl").read_text() for d in dirs))
-    from fabricbench.qualifying.api import fleet
+    import fabricbench
 
-    res = fleet([merged])
+    res = fabricbench.fleet(fabricbench.FleetConfig(inputs=(merged,)))
     assert [n.name for n in res.nodes] == ["node4", "node1", "node2", "node3"]  # the worst first
     assert {o.node for o in res.outliers} == {"node4"} and res.exit_code == 1
     assert res.nodes[0].severity == "critical" and res.nodes[0].codes == ["FB_FLEET_OUTLIER"]
@@ -371,15 +371,15 @@ def test_library_returns_typed_verdicts(tmp_path):
     import fabricbench
     from fabricbench.qualifying.verdict import Verdict
 
-    res = fabricbench.qualify("builtin:h200-nvl-8", only=["wiring"], topo_file=str(TOPO / "h200_nvl_two_quads.txt"))
+    topo = str(TOPO / "h200_nvl_two_quads.txt")
+    res = fabricbench.qualify(fabricbench.QualifyConfig(spec="builtin:h200-nvl-8", only=["wiring"], topo_file=topo))
     assert res.exit_code == 0 and res.out is None and res.files == {}
     (v,) = res.verdicts
     assert isinstance(v, Verdict) and v.status == "pass" and v.kind == "topology"
     assert {i.criterion for i in v.items} >= {"gpu_count", "islands", "island_link", "uniform"}
     inline = GOOD.replace("engine = \"torch\"\nbackend = \"gloo\"\nnprocs = 2\n", "") + \
         '\n[[check]]\nname = "w"\nkind = "topology"\nlink = "NV18"\n'
-    res = fabricbench.qualify(inline, only=["w"], topo_file=str(TOPO / "h200_nvl_two_quads.txt"),
-                              out=tmp_path / "lib")
+    res = fabricbench.qualify(fabricbench.QualifyConfig(spec=inline, only=["w"], topo_file=topo, out=tmp_path / "lib"))
     assert res.exit_code == 1 and res.verdicts[0].subject == "GPU0-GPU4"
     assert Path(res.files["junit"]).is_file() and Path(res.files["report_html"]).is_file()
 

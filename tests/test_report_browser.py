@@ -101,9 +101,10 @@ def report_like(tmp_path: Path) -> Path:
 def fleet_report(tmp_path: Path) -> Path:
     """The report `qualify --fleet` writes, from recorded results (test_qualify_spec's three nodes)."""
     from fabricbench.qualifying.api import fleet
+    from fabricbench.qualifying.config import FleetConfig
     from test_qualify_spec import _scaled_nodes
 
-    fleet(_scaled_nodes(tmp_path, [1.0, 0.97, 0.5]), out=tmp_path / "fleet")
+    fleet(FleetConfig(inputs=_scaled_nodes(tmp_path, [1.0, 0.97, 0.5]), out=tmp_path / "fleet"))
     return tmp_path / "fleet" / "report.html"
 
 

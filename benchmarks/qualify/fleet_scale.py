@@ -26,6 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from fabricbench.qualifying.config import FleetConfig
 from fabricbench.qualifying.fleet import run_fleet
 
 OPS = {"all_reduce": 2 * 7 / 8, "all_gather": 7 / 8, "reduce_scatter": 7 / 8}  # busbw factors, 8 ranks
@@ -88,7 +89,7 @@ def main() -> int:
             write_fleet(f, a.profile)
             prof = cProfile.Profile()
             prof.enable()
-            run_fleet([f], out=Path(tmp) / "out", prometheus=Path(tmp) / "fleet.prom")
+            run_fleet(FleetConfig(inputs=[f], out=Path(tmp) / "out", prometheus=Path(tmp) / "fleet.prom"))
             prof.disable()
             pstats.Stats(prof).sort_stats("cumulative").print_stats(25)
             return 0
@@ -97,8 +98,9 @@ def main() -> int:
             f = Path(tmp) / f"all-{n}.jsonl"
             bad = write_fleet(f, n)
             load = os.getloadavg()[0]
+            config = FleetConfig(inputs=[f], out=Path(tmp) / f"out-{n}", prometheus=Path(tmp) / f"fleet-{n}.prom")
             t0, c0 = time.perf_counter(), time.process_time()
-            res = run_fleet([f], out=Path(tmp) / f"out-{n}", prometheus=Path(tmp) / f"fleet-{n}.prom")
+            res = run_fleet(config)
             wall, cpu = time.perf_counter() - t0, time.process_time() - c0
             first = [nd.name for nd in res.nodes[:len(bad)]]
             rows.append({"hosts": n, "records": n * 12, "file_mb": round(f.stat().st_size / 1e6, 1),

@@ -42,7 +42,8 @@ TYPES: dict[str, Callable[[Declared], click.ParamType]] = {
     "fabric list": lambda d: T.FabricSpec(many=True),
     "strategy list": lambda d: T.NameList(T.STRATEGY_REGISTRY, "strategy", allow_all=True),
     "op list": lambda d: T.NameList(T.OP_REGISTRY, "collective"),
-    "text": lambda d: T.Text(),
+    "check list": lambda d: T.NameList(what="check"),  # a spec's check names: the spec is read by the call
+    "text": lambda d: T.Text() if d.hi is None else T.Text(int(d.hi)),
     "choice": lambda d: T.Choice(list(d.choices)),
     "input file": lambda d: T.InputPath(),
     "input file or folder": lambda d: T.InputPath(folder=True),

@@ -11,7 +11,8 @@ from a known-good node; find the outliers of a fleet.
     fabricbench qualify --spec node.toml --dry-run                   (check the spec, list its checks)
     fabricbench qualify --list-specs | --list-kinds | --list-codes
 
-The library decides (fabricbench/qualifying/api.py); this module maps flags.
+The library decides (fabricbench/qualifying/api.py); this module maps flags to its configs
+(fabricbench/qualifying/config.py: QualifyConfig, FleetConfig), whose fields declare the options.
 """
 
 from __future__ import annotations
@@ -21,70 +22,53 @@ import os
 
 import click
 
-from fabricbench.cli.declared import declared_option, option
-from fabricbench.cli.options import DRY_RUN, JSON, QUIET, RESUME, TOPO_FILE
-from fabricbench.cli.types import MAX_TEXT, Count, Fraction, InputPath, NameList, OutputFile, OutputFolder, Text
+from fabricbench.cli.declared import config_options, declared_option, option
+from fabricbench.cli.options import DRY_RUN, JSON, QUIET
+from fabricbench.cli.types import InputPath
 from fabricbench.declare import Declared
-from fabricbench.measuring.config import SweepConfig
 
 from fabricbench.errors import UsageError
 from fabricbench.files import dumps, refuse_collisions
 from fabricbench.qualifying.api import fleet as run_fleet, qualify as run, qualify_plan, write_init_spec
-from fabricbench.qualifying.fleet import DEFAULT_FRACTION, FRACTION, render as render_fleet
+from fabricbench.qualifying.config import FleetConfig, QualifyConfig
+from fabricbench.qualifying.fleet import render as render_fleet
 from fabricbench.qualifying.init import summary as init_summary
 from fabricbench.qualifying.listing import code_lines, kind_lines, spec_lines
 from fabricbench.qualifying.report import render
 from fabricbench.qualifying.verdict import CPU_SPEC
 from fabricbench.reporting.table import fit_lines
 
-
-def _names(text: str | None) -> list[str] | None:
-    if text is None:
-        return None
-    names = [n.strip() for n in text.split(",") if n.strip()]
-    if not names:
-        raise UsageError("--only/--skip is empty; give check names separated by commas")
-    return names
-
-
+# The command's modes and --init's options: this command's own, no config's (--from is QualifyConfig's)
+INIT = Declared(flag="--init", kind="output file", help="Write a spec here from --from RESULTS.jsonl.")
 # --init's threshold factor (never "margin": that name is ±δ of a comparison, in train and study)
 FACTOR = Declared(flag="--factor", kind="fraction", lo=0, hi=1, lo_open=True,
                   help="--init: thresholds = measured x this factor (floors), or / it (ceilings).")
+NAME = Declared(flag="--name", kind="text", help="--init: the spec's name (default: from the host).")
+FLEET = Declared(flag="--fleet", kind="flag", help="Compare the nodes given as INPUTS (qualify --out folders or "
+                 "results).")
+LIST_SPECS = Declared(flag="--list-specs", kind="flag", help="List the built-in specs and exit.")
+LIST_KINDS = Declared(flag="--list-kinds", kind="flag", help="List the check kinds and their keys, then exit.")
+LIST_CODES = Declared(flag="--list-codes", kind="flag", help="List the finding codes and their actions, then exit.")
 
 
 @click.command(context_settings={"show_default": True})
 @click.argument("inputs", nargs=-1, type=InputPath(folder=True))
-@click.option("--spec", "spec_path", type=Text(MAX_TEXT), default=None, help="A TOML spec, or builtin:NAME (see --list-specs).")
-@click.option("--out", "out_dir", type=OutputFolder(), default=None, help="Folder for results.jsonl, verdicts.json, junit.xml, report.")
-@option(RESUME, "resume", help="Continue the run in --out: measured units are reused.")
-@click.option("--only", type=NameList(what="check"), default=None, help="Run only these checks (comma list of names).")
-@click.option("--skip", type=NameList(what="check"), default=None, help="Skip these checks (comma list of names).")
-@declared_option(SweepConfig, "fabric", default=None,
-                 help="Run the checks that use the default fabric under this one instead.")
-@option(TOPO_FILE, "topo_file", help="Judge topology checks on a saved `nvidia-smi topo -m` output.")
-@click.option("--level", type=Count(1, 3), default=None,
-              help="1 quick (~1 min), 2 standard (~5 min; the default), 3 long (~20 min): the spec's checks "
-                   "and run settings for that level.")
-@click.option("--prometheus", type=OutputFile(), default=None, help="Also write a node_exporter textfile (.prom) here, atomically.")
-@click.option("--baseline", type=InputPath(folder=True), default=None, help="An earlier results.jsonl of this node: flag regressions.")
-@click.option("--tolerance", type=Fraction(lo_open=False), default=None,
-              help="Regression tolerance against --baseline [default: the spec's baseline_tolerance, 0.05].")
-@click.option("--init", "init_path", type=OutputFile(), default=None, help="Write a spec here from --from RESULTS.jsonl.")
-@click.option("--from", "from_path", type=InputPath(folder=True), default=None,
-              help="Results to read: --init writes a spec from them; --spec judges them, measuring nothing.")
+@declared_option(QualifyConfig, "spec", required=False)  # one of the modes: the command checks that one is given
+@config_options(QualifyConfig, exclude=("spec", "records_from"))
+@option(INIT, "init_path")
+@declared_option(QualifyConfig, "records_from")
 @option(FACTOR, "factor", 0.9)
-@click.option("--name", type=Text(), default=None, help="--init: the spec's name (default: from the host).")
-@click.option("--fleet", is_flag=True, help="Compare the nodes given as INPUTS (qualify --out folders or results).")
-@option(FRACTION, "fraction", DEFAULT_FRACTION)
-@click.option("--list-specs", is_flag=True, help="List the built-in specs and exit.")
-@click.option("--list-kinds", is_flag=True, help="List the check kinds and their keys, then exit.")
-@click.option("--list-codes", is_flag=True, help="List the finding codes and their actions, then exit.")
+@option(NAME, "name")
+@option(FLEET, "fleet")
+@declared_option(FleetConfig, "fraction")
+@option(LIST_SPECS, "list_specs")
+@option(LIST_KINDS, "list_kinds")
+@option(LIST_CODES, "list_codes")
 @option(JSON, "as_json", help="Print the verdicts as JSON instead of the table.")
 @option(QUIET, "quiet", help="No progress lines.")
 @option(DRY_RUN, "dry_run", help="Check the spec and list the checks it would run; measure nothing.")
-def qualify(inputs, spec_path, out_dir, resume, only, skip, fabric, topo_file, level, prometheus, baseline, tolerance,
-            init_path, from_path, factor, name, fleet, fraction, list_specs, list_kinds, list_codes, as_json, quiet,
-            dry_run):
+def qualify(inputs, init_path, factor, name, fleet, fraction, list_specs, list_kinds, list_codes, as_json, quiet,
+            dry_run, **fields):
     """Check a node against a spec: verdicts with numbers, JUnit, report; specs from runs; fleets.
 
     \b
@@ -108,14 +92,14 @@ def qualify(inputs, spec_path, out_dir, resume, only, skip, fabric, topo_file, l
       gpus = "all"               # or "each_island", "each_pair", [[0,1],[2,3]]
       min_busbw_gbps = 300       # or reference_busbw_gbps + min_fraction
     """
-    modes = [m for m, on in (("--spec", spec_path), ("--init", init_path), ("--fleet", fleet),
+    modes = [m for m, on in (("--spec", fields["spec"]), ("--init", init_path), ("--fleet", fleet),
                              ("--list-specs", list_specs), ("--list-kinds", list_kinds),
                              ("--list-codes", list_codes)) if on]
     if len(modes) != 1:
         raise UsageError("give one of --spec FILE, --init SPEC --from RESULTS, --fleet DIR..., --list-specs, "
                          "--list-kinds, --list-codes" + (f" (got {', '.join(modes)})" if modes else
                                                          f" (a first run: --spec {CPU_SPEC} needs no GPU)"))
-    if dry_run and not spec_path:
+    if dry_run and not fields["spec"]:
         raise UsageError("--dry-run goes with --spec (it checks a spec and lists its checks)")
     if inputs and not fleet:
         raise UsageError(f"unexpected argument(s) {' '.join(inputs)}; folders to compare go with --fleet")
@@ -124,15 +108,15 @@ def qualify(inputs, spec_path, out_dir, resume, only, skip, fabric, topo_file, l
             click.echo(line)
         return 0
     if init_path:
-        return _init(init_path, from_path, factor, name)
+        return _init(init_path, fields["records_from"], factor, name)
     if fleet:
-        return _fleet(inputs, out_dir, fraction, as_json, prometheus)
+        return _fleet(FleetConfig(inputs=inputs, out=fields["out"], fraction=fraction,
+                                  prometheus=fields["prometheus"]), as_json)
+    config = QualifyConfig(**fields)
     if dry_run:
-        return _dry_run(spec_path, _names(only), _names(skip), fabric, level, as_json)
+        return _dry_run(config, as_json)
     echo = None if quiet or as_json else (lambda s: click.echo(s, err=True))
-    res = run(spec_path, out=out_dir, only=_names(only), skip=_names(skip), resume=resume, topo_file=topo_file,
-              baseline=baseline, tolerance=tolerance, fabric=fabric, level=level, prometheus=prometheus, echo=echo,
-              records_from=from_path)
+    res = run(config, echo=echo)
     if "RANK" in os.environ and os.environ.get("RANK") != "0":
         return 0  # rank 0 reports for the whole launch
     if as_json:
@@ -142,9 +126,9 @@ def qualify(inputs, spec_path, out_dir, resume, only, skip, fabric, topo_file, l
     return res.exit_code
 
 
-def _dry_run(spec_path: str, only, skip, fabric: str | None, level: int | None, as_json: bool) -> int:
+def _dry_run(config: QualifyConfig, as_json: bool) -> int:
     """The plan the library returns (fabricbench/qualifying/dryrun.py), printed."""
-    plan = qualify_plan(spec_path, only=only, skip=skip, fabric=fabric, level=level)
+    plan = qualify_plan(config)
     if as_json:
         click.echo(json.dumps(plan.to_dict(), indent=2))
         return 0
@@ -163,8 +147,8 @@ def _init(init_path: str, from_path: str | None, factor: float, name: str | None
     return 0
 
 
-def _fleet(inputs, out_dir, fraction, as_json, prometheus) -> int:
-    res = run_fleet(list(inputs), out=out_dir, fraction=fraction, prometheus=prometheus, quiet=as_json)
+def _fleet(config: FleetConfig, as_json: bool) -> int:
+    res = run_fleet(config, quiet=as_json)
     if as_json:
         click.echo(dumps(res.to_dict(), indent=2))
     else:

@@ -1,37 +1,36 @@
 """The library face of qualification.
 
     import fabricbench
-    res = fabricbench.qualify("builtin:h200-sxm-8", out="q/")
-    plan = fabricbench.qualify_plan("builtin:h200-sxm-8", level=1)   # the checks and a time estimate
+    res = fabricbench.qualify(fabricbench.QualifyConfig(spec="builtin:h200-sxm-8", out="q/"))
+    plan = fabricbench.qualify_plan(fabricbench.QualifyConfig(spec="builtin:h200-sxm-8", level=1))  # no run
     for v in res.verdicts:
         print(v.check, v.status, v.measured, v.threshold, v.headroom)
     res.exit_code          # by the worst severity: 0 pass/info, 1 critical, 3 unknown, 4 warning;
                            # 5 when every check was waived (res.outcome == "nothing measured")
 
-    from fabricbench.qualifying.api import init_spec, fleet
+    from fabricbench.qualifying.api import init_spec
     text = init_spec("q/results.jsonl", factor=0.9)             # a spec from a known-good node
-    f = fleet(["node1/", "node2/", "node3/"], out="fleet/")    # outliers across nodes
+    f = fabricbench.fleet(fabricbench.FleetConfig(inputs=("node1/", "node2/", "node3/"), out="fleet/"))
 
-Outputs under `out`: results.jsonl (every record, as measured), verdicts.json, junit.xml, report.md and
-report.html, spec.toml (the spec as run); `prometheus=FILE`: a node_exporter textfile (prometheus.py).
+The configs (QualifyConfig, FleetConfig) are config.py's. Outputs under `out`: results.jsonl (every record, as
+measured), verdicts.json, junit.xml, report.md and report.html, spec.toml (the spec as run); `prometheus=FILE`:
+a node_exporter textfile (prometheus.py).
 """
 
 from __future__ import annotations
 
 import os
-import shlex
 import socket
 import sys
 import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 from fabricbench.cluster import env as cluster_env
 from fabricbench.errors import FabricbenchError, UsageError
 from fabricbench.fabrics.env import mask_known
-from fabricbench.fabrics.model import shown
 from fabricbench.jobs import store
 from fabricbench.files import dumps, refuse_collisions, write_text_atomic
 from fabricbench.outputs import folder
@@ -41,18 +40,19 @@ from fabricbench.qualifying import busy
 from fabricbench.qualifying.checks import CHECKS
 from fabricbench.qualifying.checks.base import Check, retries_of
 from fabricbench.qualifying.codes import CODES, action_for
+from fabricbench.qualifying.config import FleetConfig, QualifyConfig
 from fabricbench.qualifying.context import Context
 from fabricbench.qualifying.dryrun import DryRun, dry_run as plan_dry_run, select
 from fabricbench.qualifying.figures import compare, figures
-from fabricbench.qualifying.fleet import DEFAULT_FRACTION, DEFAULT_MAD_Z, run_fleet
+from fabricbench.qualifying.fleet import run_fleet
 from fabricbench.qualifying.init import spec_from_results
 from fabricbench.qualifying.inputs import read_all
 from fabricbench.qualifying.junit import to_xml
 from fabricbench.qualifying.offline import OfflineContext
 from fabricbench.qualifying.prometheus import TextFile, check_path as check_prometheus_path
 from fabricbench.qualifying.report import write_report
-from fabricbench.qualifying.result import QualifyResult
-from fabricbench.qualifying.spec import DEFAULT_LEVEL, Spec, SpecError, load_spec, parse_spec
+from fabricbench.qualifying.result import FleetResult, QualifyResult
+from fabricbench.qualifying.spec import Spec, SpecError, parse_spec
 from fabricbench.qualifying.verdict import (Policy, Verdict, attempt_record, combine, error,
                                             NO_GPU, flaky, waived)
 from fabricbench.qualifying.verdict import busy as verdict_busy
@@ -63,58 +63,22 @@ from fabricbench.results.writer import ResultWriter
 from fabricbench.topology import read_topology, snapshot_record
 
 
-def _as_spec(spec: Spec | str | os.PathLike) -> Spec:
-    if isinstance(spec, Spec):
-        return spec
-    text = str(spec)
-    if "\n" in text and "[" in text:  # TOML given inline
-        return parse_spec(text, "<inline spec>")
-    return load_spec(text)
-
-
-def reproduce_line(spec_path: str, *, out=None, level: int | None = None, only=None, skip=None, fabric=None,
-                   topo_file=None, baseline=None, tolerance: float | None = None, prometheus=None,
-                   records_from=None) -> str:
-    """The command that runs this qualification again: every flag that shaped it, quoted for a shell. A
-    custom fabric's secret values show as *** (fabrics.model.shown): put them back by hand."""
-    argv = ["fabricbench", "qualify", "--spec", str(spec_path)]
-    for flag, value in (("--level", level), ("--only", ",".join(only) if only else None),
-                        ("--skip", ",".join(skip) if skip else None),
-                        ("--fabric", shown(fabric) if fabric is not None else None),
-                        ("--topo-file", topo_file), ("--from", records_from), ("--baseline", baseline),
-                        ("--tolerance", f"{tolerance:g}" if tolerance is not None else None),
-                        ("--prometheus", prometheus), ("--out", out)):
-        if value is not None:
-            argv += [flag, str(value)]
-    return shlex.join(argv)
-
-
-def qualify(spec: Spec | str | os.PathLike, *, out: str | os.PathLike | None = None,
-            only: Sequence[str] | None = None, skip: Sequence[str] | None = None, resume: bool = False,
-            topo_file: str | None = None, baseline: str | os.PathLike | None = None,
-            tolerance: float | None = None, fabric: str | None = None, level: int | None = None,
-            prometheus: str | os.PathLike | None = None,
-            echo: Callable[[str], None] | None = None,
-            records_from: str | os.PathLike | None = None) -> QualifyResult:
-    """Run a spec's checks (those selected, at `level`: default 2) and return their verdicts; see the
-    module docstring. `tolerance` (for `baseline`) defaults to the spec's [run] baseline_tolerance.
-    `records_from`: judge these results (fabricbench's, or `fabricbench import`ed) instead of measuring.
+def qualify(config: QualifyConfig, *, echo: Callable[[str], None] | None = None) -> QualifyResult:
+    """Run the spec's checks (those selected, at config.level: default 2) and return their verdicts; see the
+    module docstring. config.tolerance (for a baseline) defaults to the spec's [run] baseline_tolerance;
+    config.records_from judges recorded results instead of measuring. `echo` takes the progress lines.
     qualify_plan() says what a run would do, measuring nothing."""
-    spec = _as_spec(spec)
-    level = DEFAULT_LEVEL if level is None else level
-    full = spec
-    if fabric is not None and fabric != "default":
-        spec = spec.under(fabric)
-    checks = select(spec, only, skip, level)
+    full = config.read_spec()
+    level = config.run_level
+    spec = full.under(config.fabric) if config.fabric is not None and config.fabric != "default" else full
+    checks = select(spec, config.only, config.skip, level)
     spec = spec.at_level(level)
-    tol = spec.run.baseline_tolerance if tolerance is None else tolerance
+    tol = spec.run.baseline_tolerance if config.tolerance is None else config.tolerance
     if not 0 <= tol < 1:
         raise UsageError(f"--tolerance {tol:g}: a fraction in [0, 1), e.g. 0.05")
     notes: list[str] = []
-    base_records, recorded = _read_inputs(full, notes, out=out, resume=resume, topo_file=topo_file,
-                                          baseline=baseline, prometheus=prometheus, records_from=records_from)
-    run = _open_run(spec, recorded, notes, out=out, resume=resume, topo_file=topo_file,
-                    records_from=records_from, echo=echo)
+    base_records, recorded = _read_inputs(config, full, notes)
+    run = _open_run(config, spec, recorded, notes, echo=echo)
     try:
         if not run.previous and run.rank0:
             _write_start(run, spec, checks, level=level)
@@ -123,7 +87,7 @@ def qualify(spec: Spec | str | os.PathLike, *, out: str | os.PathLike | None = N
         loaded = busy.note(run.ctx._units.values())  # said as every measuring command says it
         if loaded:
             notes.append(loaded)
-        _fit_advice(verdicts, spec, source=str(records_from) if recorded is not None else None)
+        _fit_advice(verdicts, spec, source=config.records_from if recorded is not None else None)
         if base_records is not None:
             verdicts.append(_baseline_verdict(base_records, run.writer.records + run.previous, tol))
         if run.rank0:
@@ -133,24 +97,28 @@ def qualify(spec: Spec | str | os.PathLike, *, out: str | os.PathLike | None = N
         run.writer.close()
     hosts = cluster_env.hosts_in(run.writer.records) if run.distributed else []
     launcher = cluster_env.launcher_prefix(os.environ) if run.distributed else None
-    again = reproduce_line(full.path, out=out, level=level, only=only, skip=skip, fabric=fabric, topo_file=topo_file,
-                           baseline=baseline, tolerance=tolerance, prometheus=prometheus, records_from=records_from)
-    res = QualifyResult(spec=spec, verdicts=verdicts, out=str(out) if out is not None else None, run_id=run.run_id,
+    res = QualifyResult(spec=spec, verdicts=verdicts, out=config.out, run_id=run.run_id,
                         host=", ".join(hosts) if len(hosts) > 1 else socket.gethostname(), notes=notes,
-                        reproduce=(f"{launcher} " if launcher else "") + again)
+                        reproduce=(f"{launcher} " if launcher else "") + config.reproduce_line(full.path))
     if run.rank0:
-        if out is not None:
-            _write_outputs(res, Path(out))
-        if prometheus is not None:
-            _write_prometheus(res, prometheus, run.writer.records + run.previous)
+        if config.out is not None:
+            _write_outputs(res, Path(config.out))
+        if config.prometheus is not None:
+            _write_prometheus(res, config.prometheus, run.writer.records + run.previous)
     return res
 
 
-def qualify_plan(spec: Spec | str | os.PathLike, *, only: Sequence[str] | None = None,
-                 skip: Sequence[str] | None = None, fabric: str | None = None, level: int | None = None) -> DryRun:
+def qualify_plan(config: QualifyConfig) -> DryRun:
     """The plan of a qualification, measuring nothing: the spec read and checked as a run reads it, the
-    checks it would run at `level`, and a time estimate (what `fabricbench qualify --dry-run` prints)."""
-    return plan_dry_run(_as_spec(spec), only=only, skip=skip, fabric=fabric, level=level)
+    checks it would run at config.level, and a time estimate (what `fabricbench qualify --dry-run` prints).
+    The config is the run's; what only a run reads (its baseline, --from, outputs) is left unread."""
+    return plan_dry_run(config.read_spec(), only=config.only, skip=config.skip, fabric=config.fabric,
+                        level=config.level)
+
+
+def fleet(config: FleetConfig, *, quiet: bool = False) -> FleetResult:
+    """Per-node verdicts and outliers against the fleet (fleet.py); progress on stderr unless quiet."""
+    return run_fleet(config, quiet=quiet)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -165,25 +133,26 @@ class _Run:
     rank0: bool  # this process writes --out (every process when not distributed)
 
 
-def _open_run(spec: Spec, recorded: list[dict[str, Any]] | None, notes: list[str], *, out, resume: bool, topo_file,
-              records_from, echo) -> _Run:
+def _open_run(config: QualifyConfig, spec: Spec, recorded: list[dict[str, Any]] | None, notes: list[str], *,
+              echo) -> _Run:
     """The run's writer and context, its id (the resumed run's, else a new one)."""
     distributed = "RANK" in os.environ and "WORLD_SIZE" in os.environ
     rank0 = not distributed or os.environ.get("RANK") == "0"
     _note_launcher_size(spec, notes, distributed=distributed, rank0=rank0)
+    out = config.out
     results_path = Path(out) / "results.jsonl" if out is not None else None
     # Only rank 0 writes --out, so only rank 0 refuses one that holds a run: another rank on rank 0's node
     # (or on a shared filesystem) would otherwise find the file rank 0 has just begun and end with exit 2.
     # Under --resume every rank reads it, to skip the checks rank 0 recorded.
-    previous = _previous_records(results_path if rank0 or resume else None, out=out, resume=resume)
+    previous = _previous_records(results_path if rank0 or config.resume else None, out=out, resume=config.resume)
     run_id = next((r["run_id"] for r in previous if r.get("kind") == "qualify_start" and r.get("run_id")),
                   None) or new_run_id()
     writer = ResultWriter(results_path if rank0 else None, under=out)
     if recorded is not None:
-        ctx: Context = OfflineContext(spec, records=recorded, source=str(records_from), writer=writer, run_id=run_id,
-                                      topo_file=topo_file, echo=echo)
+        ctx: Context = OfflineContext(spec, records=recorded, source=str(config.records_from), writer=writer,
+                                      run_id=run_id, topo_file=config.topo_file, echo=echo)
     else:
-        ctx = Context(spec, writer=writer, run_id=run_id, topo_file=topo_file, previous=previous, echo=echo)
+        ctx = Context(spec, writer=writer, run_id=run_id, topo_file=config.topo_file, previous=previous, echo=echo)
     return _Run(ctx=ctx, writer=writer, run_id=run_id, previous=previous, distributed=distributed, rank0=rank0)
 
 
@@ -218,28 +187,25 @@ def _fit_advice(verdicts: list[Verdict], spec: Spec, *, source: str | None) -> N
             v.action = action_for(CODES.get(v.code), cpu=spec.run.cpu_ranks, source=source)
 
 
-def _read_inputs(full: Spec, notes: list[str], *, out, resume: bool, topo_file, baseline, prometheus,
-                 records_from) -> tuple[list[dict[str, Any]] | None, list[dict[str, Any]] | None]:
+def _read_inputs(config: QualifyConfig, full: Spec,
+                 notes: list[str]) -> tuple[list[dict[str, Any]] | None, list[dict[str, Any]] | None]:
     """The baseline's and --from's records (None when not given), after every check of the inputs and
     outputs, so that bad input is found before anything is written or measured; their notes go to `notes`."""
+    out, prometheus, topo_file = config.out, config.prometheus, config.topo_file
     base_records = None
-    if baseline is not None:
-        base_records, note = read_all(baseline, what="--baseline")
+    if config.baseline is not None:
+        base_records, note = read_all(config.baseline, what="--baseline")
         notes += [note] if note else []
     recorded = None
-    if records_from is not None:
-        if resume:
-            raise UsageError("--from judges recorded results and measures nothing: --resume does not apply")
-        recorded, note = read_all(records_from, what="--from")
+    if config.records_from is not None:
+        recorded, note = read_all(config.records_from, what="--from")
         notes += [note] if note else []
-    if resume and out is None:
-        raise UsageError("--resume continues the run in --out; give --out DIR")
     if prometheus is not None:
         check_prometheus_path(prometheus)
     if out is not None or prometheus is not None:
         refuse_collisions({"--prometheus": prometheus, "--out results": Path(out) / "results.jsonl" if out else None},
-                          {"--baseline": baseline, "--spec": full.path if os.path.isfile(full.path) else None,
-                           "--topo-file": topo_file, "--from": records_from})
+                          {"--baseline": config.baseline, "--spec": full.path if os.path.isfile(full.path) else None,
+                           "--topo-file": topo_file, "--from": config.records_from})
     if topo_file is not None:  # bad input is found before anything is written or measured
         if not os.path.isfile(topo_file):
             raise UsageError(f"--topo-file {topo_file}: no such file; give a saved `nvidia-smi topo -m` output")
@@ -382,9 +348,3 @@ def write_init_spec(path: str, results: str | os.PathLike, *, factor: float = 0.
     write_text_atomic(path, text, what="--init")
     return spec
 
-
-def fleet(inputs: Sequence[str | os.PathLike], *, out: str | os.PathLike | None = None,
-          fraction: float = DEFAULT_FRACTION, mad_z: float = DEFAULT_MAD_Z,
-          prometheus: str | os.PathLike | None = None, quiet: bool = False):
-    """Per-node verdicts and outliers against the fleet (fleet.py); progress on stderr unless quiet."""
-    return run_fleet(inputs, out=out, fraction=fraction, mad_z=mad_z, prometheus=prometheus, quiet=quiet)

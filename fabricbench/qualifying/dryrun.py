@@ -2,7 +2,7 @@
 a level, and about how long they take; nothing measured.
 
     fabricbench qualify --spec builtin:h200-sxm-8 --level 1 --dry-run      (its lines, or --json its dict)
-    fabricbench.qualify_plan("builtin:h200-sxm-8", level=1)                (the same DryRun)
+    fabricbench.qualify_plan(fabricbench.QualifyConfig(spec="builtin:h200-sxm-8", level=1))  (the same DryRun)
 
 Every mistake in the spec is a UsageError here, as in a run (exit 2 on the command line); for spec
 authors and CI jobs that keep specs. The time model is plan.py's.

@@ -3,6 +3,7 @@
     fabricbench qualify --fleet node1/ node2/ node3/ --out fleet/ [--fraction 0.9]
     fabricbench qualify --fleet results/*.jsonl
     fabricbench qualify --fleet all-hosts.jsonl --prometheus fleet.prom   (one file holding many hosts)
+    fabricbench.fleet(fabricbench.FleetConfig(inputs=("node1/", "node2/"), fraction=0.9))  (config.py)
 
 Each input is one node: a `qualify --out` folder (results.jsonl, and verdicts.json when there) or a
 results file; a results file whose records come from several hosts is a node per host. Files are
@@ -25,11 +26,11 @@ import os
 import statistics
 from collections import defaultdict
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
-from fabricbench.declare import Declared
 from fabricbench.errors import UsageError
 from fabricbench.progress import Progress
+from fabricbench.qualifying.config import FleetConfig
 from fabricbench.qualifying.figures import Figure, figures
 from fabricbench.qualifying.fleet_report import render, write_outputs, write_prometheus
 from fabricbench.qualifying.inputs import Tally, read_json, records
@@ -37,14 +38,6 @@ from fabricbench.qualifying.prometheus import check_path as check_prometheus_pat
 from fabricbench.qualifying.result import FleetResult, Node, Outlier
 from fabricbench.qualifying.verdict import RANK, Verdict
 from fabricbench.results.status import Severity, Status
-
-# --fraction, declared once: `qualify --fleet` takes its click type from here and run_fleet checks it, so the
-# command and fabricbench.qualifying.api.fleet refuse the same values. 1 is allowed: any node below the
-# median is then an outlier, the strictest fleet a user may ask for.
-FRACTION = Declared(flag="--fraction", kind="fraction", lo=0, hi=1, lo_open=True,
-                    help="--fleet: a node below this x the median is an outlier.")
-DEFAULT_FRACTION = 0.9
-DEFAULT_MAD_Z = 3.5
 
 __all__ = ["FleetResult", "Node", "Outlier", "judge_figure", "load_nodes", "render", "run_fleet"]
 
@@ -122,16 +115,12 @@ def _adopt_verdicts(node: Node, verdicts: list[dict[str, Any]]) -> None:
     node.status = Status.FAIL if node.failed else Status.PASS
 
 
-def run_fleet(inputs: Sequence[str | os.PathLike], *, out: str | os.PathLike | None = None,
-              fraction: float = DEFAULT_FRACTION, mad_z: float = DEFAULT_MAD_Z,
-              prometheus: str | os.PathLike | None = None, quiet: bool = False) -> FleetResult:
-    why = FRACTION.refusal(fraction)
-    if why is not None:
-        raise UsageError(f"--fraction {fraction}: {why}, e.g. {DEFAULT_FRACTION:g}")
-    if not inputs:
-        raise UsageError("--fleet needs the nodes' qualify --out folders or results files")
-    if prometheus is not None:
-        check_prometheus_path(prometheus)
+def run_fleet(config: FleetConfig, *, quiet: bool = False) -> FleetResult:
+    """The fleet's verdict: every input's nodes read, each figure judged across them, the worst nodes first;
+    its outputs written where config.out and config.prometheus say. Progress on stderr unless quiet."""
+    inputs, fraction, mad_z = config.inputs, config.fraction, config.mad_z
+    if config.prometheus is not None:
+        check_prometheus_path(config.prometheus)
     notes: list[str] = []
     nodes = []
     with Progress("fleet: reading nodes", total=len(inputs), quiet=quiet) as bar:  # many nodes take a while
@@ -172,10 +161,10 @@ def run_fleet(inputs: Sequence[str | os.PathLike], *, out: str | os.PathLike | N
         worst_ratio[o.node] = min(worst_ratio.get(o.node, 1.0), bad)
     nodes.sort(key=lambda n: (-RANK[n.severity], worst_ratio.get(n.name, 1.0), n.name))
     res = FleetResult(nodes=nodes, stats=stats, outliers=outliers, fraction=fraction, mad_z=mad_z, notes=notes)
-    if out is not None:
-        write_outputs(res, Path(out))
-    if prometheus is not None:
-        res.files["prometheus"] = write_prometheus(res, str(prometheus))
+    if config.out is not None:
+        write_outputs(res, Path(config.out))
+    if config.prometheus is not None:
+        res.files["prometheus"] = write_prometheus(res, config.prometheus)
     return res
 
 

@@ -4,7 +4,7 @@
 
 Rows: check, kind, status, severity, code, measured, threshold, headroom, subject, and the reason where it
 is not a pass; under the table, each non-passing check's action. The report ends with the command that
-reproduces the run (every flag that shaped it: api.reproduce_line).
+reproduces the run (every flag that shaped it: QualifyConfig.reproduce_line).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 outliers). A leaf of qualifying/: api.py and fleet.py make them, report.py and fleet_report.py write them,
 and neither side imports the other for the type.
 
-    res = fabricbench.qualify(fabricbench.qualifying.spec.load_spec("builtin:cpu-lab"))
+    res = fabricbench.qualify(fabricbench.QualifyConfig(spec="builtin:cpu-lab"))
     res.exit_code, res.outcome, res.to_dict()
 """
 
