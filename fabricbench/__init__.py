@@ -38,6 +38,7 @@ _LAZY = {
     "relate_trace": "fabricbench.relating.usertrace",
     "study": "fabricbench.studying.api",
     "study_plan": "fabricbench.studying.api",
+    "stored_study": "fabricbench.studying.api",
     "advise": "fabricbench.advising.api",
     "AdviseConfig": "fabricbench.advising.config",
     "qualify": "fabricbench.qualifying.api",
@@ -120,7 +121,8 @@ if TYPE_CHECKING:
     from fabricbench.results.writer import read_results as read_results
     from fabricbench.sizes import SizeSweep as SizeSweep
     from fabricbench.studying.api import (
-        StudyPlan as StudyPlan, StudyResult as StudyResult, study as study, study_plan as study_plan,
+        StudyPlan as StudyPlan, StudyResult as StudyResult, stored_study as stored_study, study as study,
+        study_plan as study_plan,
     )
     from fabricbench.studying.config import StudyConfig as StudyConfig
     from fabricbench.studying.report_run import (

@@ -291,15 +291,15 @@ def test_to_dataframe_without_pandas_names_the_extra(monkeypatch):
 def test_custom_fabric_with_several_variables_is_one_fabric(tmp_path):
     import fabricbench.errors
     from fabricbench.fabrics import split_fabric_list
-    from fabricbench.studying.api import resolve_config
+    from fabricbench.studying.api import placed
 
     assert split_fabric_list("x:A=1,B=2,default") == ["x:A=1,B=2", "default"]
     assert split_fabric_list("default,y:NCCL_ALGO=Ring,NCCL_PROTO=Simple") == \
         ["default", "y:NCCL_ALGO=Ring,NCCL_PROTO=Simple"]
     from fabricbench.studying.config import StudyConfig
 
-    config = resolve_config(StudyConfig(out=str(tmp_path / "s"), fabrics="x:NCCL_ALGO=Ring,NCCL_PROTO=Simple,default",
-                                        model="tiny-mistral", device="cpu"))
+    config = placed(StudyConfig(out=str(tmp_path / "s"), fabrics="x:NCCL_ALGO=Ring,NCCL_PROTO=Simple,default",
+                                model="tiny-mistral", device="cpu"))
     assert len(config.fabrics) == 2 and config.fabric_names[0] == "x"
     with pytest.raises(fabricbench.errors.UsageError, match="belongs to no custom fabric"):
         split_fabric_list("A=1,default")

@@ -9,7 +9,6 @@ may be loaded by others, so the real tests assert what the loops did, not that t
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import shutil
 import subprocess
@@ -152,7 +151,7 @@ def test_a_quiet_host_says_nothing(tmp_path):
     assert "busy host" not in build(out).markdown() and "busy host" not in "\n".join(answer_lines(out))
     sr = study_records.load(out)
     stored = StudyConfig.from_dict(sr.plan["study"]["config"])
-    summ = question_summary(sr.typed(TrainResult), dataclasses.replace(stored, fabrics=stored.fabric_names))
+    summ = question_summary(sr.typed(TrainResult), stored.labelled())
     assert summ["busy_host"] == [] and all(cm["busy_host"] == [] for cm in summ["comparisons"])
 
 

@@ -4,6 +4,7 @@ and surfaces, dry runs and the commands each unit runs. The end-to-end studies: 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -26,7 +27,7 @@ def _config(**kw):
     base = dict(out="/tmp/x", device="cpu", nprocs=2, fabrics=("default", "shaped:1gbit"), strategies=("ddp", "fsdp"),
                 model=MODEL)
     base.update(kw)
-    return StudyConfig(**base).validate()
+    return StudyConfig(**base)
 
 
 def test_plan_order_trains_first_fabric_before_sweeps_then_the_rest():
@@ -40,12 +41,12 @@ def test_plan_order_trains_first_fabric_before_sweeps_then_the_rest():
 def test_scaling_unit_only_when_the_gpus_span_islands():
     nvl = read_file(str(DATA / "h200_nvl_two_quads.txt"))
     sxm = read_file(str(DATA / "h200_sxm_nvswitch.txt"))
-    # a GPU config without GPUs here: build the config by hand (validate() would look for GPUs)
+    # a GPU config without GPUs here: the config checks what it can alone; the call (placed) looks for GPUs
     cfg = StudyConfig(out="/tmp/x", device="cuda", gpus=tuple(range(8)), fabrics=("default", "p2p-off"),
                       strategies=("ddp",), model=MODEL, iters=5, warmup=1)
     assert "scaling @ default" in [u.name for u in build_plan(cfg, nvl)]
     assert "scaling @ default" not in [u.name for u in build_plan(cfg, sxm)]
-    cfg.gpus = (0, 1, 2, 3)  # one quad: no island boundary inside the study's GPUs
+    cfg = dataclasses.replace(cfg, gpus=(0, 1, 2, 3))  # one quad: no island boundary inside the study's GPUs
     assert "scaling @ default" not in [u.name for u in build_plan(cfg, nvl)]
 
 
@@ -126,14 +127,14 @@ def test_cli_exit_1_names_the_failed_units(tmp_path, monkeypatch, capsys):
 
     monkeypatch.setattr(api, "study", fake)
     with pytest.raises(SystemExit) as e:
-        main(["study", "--device", "cpu", "--out", str(tmp_path)])
+        main(["study", "--device", "cpu", "--model", MODEL, "--out", str(tmp_path)])
     err = capsys.readouterr().err.strip().splitlines()
     assert e.value.code == 1 and len(err) == 1 and err[0].startswith("Error: ")
     failed = [r.unit.name for r in runs if r.status in ("error", "timeout")]
     assert f"{len(failed)} unit(s) failed" in err[0] and all(n in err[0] for n in failed)
     assert all(r.unit.name not in err[0] for r in runs if r.status in ("ok", "oom", "waived"))
     runs[2].status = runs[4].status = "ok"
-    main(["study", "--device", "cpu", "--out", str(tmp_path)])  # no failed unit: exit 0 (returns)
+    main(["study", "--device", "cpu", "--model", MODEL, "--out", str(tmp_path)])  # no failed unit: exit 0 (returns)
 
 
 def test_dry_run_lists_units_and_measures_nothing(tmp_path):
@@ -184,7 +185,7 @@ def test_commands_pass_only_the_shape_the_model_reads(tmp_path, model, kept, dro
     from fabricbench.studying.units import Context, Unit, UNIT_KINDS
 
     c = StudyConfig(out=str(tmp_path / "s"), device="cpu", nprocs=2, fabrics=("default",), strategies=("ddp",),
-                    model=model, steps=4, warmup_steps=1).validate()
+                    model=model, steps=4, warmup_steps=1)
     cmd = study_command(c)
     assert kept in cmd and dropped not in cmd
     ctx = Context(config=c, out_dir=tmp_path / "s")
@@ -204,11 +205,8 @@ def test_a_model_config_keeps_both_shapes(tmp_path):
 def test_target_ci_zero_turns_the_precision_floor_off(tmp_path):
     """--target-ci 0 is "off" (the study's rounds then stop on the comparisons alone); it used to be dropped as
     "not given", so the study kept the 3% default and its units ran with --target-ci 0.03."""
-    from fabricbench.studying.api import resolve_config
-
-    c = resolve_config(StudyConfig(out=str(tmp_path / "s"), device="cpu", nprocs=2, strategies="ddp",
-                                   model="tiny-mistral", target_ci=0))
+    c = StudyConfig(out=str(tmp_path / "s"), device="cpu", nprocs=2, strategies="ddp",
+                    model="tiny-mistral", target_ci=0)
     assert c.target_ci is None
-    d = resolve_config(StudyConfig(out=str(tmp_path / "t"), device="cpu", nprocs=2, strategies="ddp",
-                                   model="tiny-mistral"))
+    d = StudyConfig(out=str(tmp_path / "t"), device="cpu", nprocs=2, strategies="ddp", model="tiny-mistral")
     assert d.target_ci == 0.03

@@ -31,7 +31,7 @@ def _config(tmp_path, **kw):
     base = dict(out=str(tmp_path / "s"), device="cpu", nprocs=2, fabrics=("default", "p2p-off"),
                 strategies=("ddp",), model=MODEL, repeats=1)
     base.update(kw)
-    return StudyConfig(**base).validate()
+    return StudyConfig(**base)
 
 
 def _nodes(tmp_path, **kw):

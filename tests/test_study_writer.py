@@ -24,7 +24,7 @@ def _config(tmp_path, **kw):
     base = dict(out=str(tmp_path / "s"), device="cpu", nprocs=2, fabrics=("default",), strategies=("ddp",),
                 model=MODEL, repeats=1, batch_size=2)
     base.update(kw)
-    return StudyConfig(**base).validate()
+    return StudyConfig(**base)
 
 
 def _fake_units(monkeypatch, statuses: dict[str, str]):

@@ -4,7 +4,6 @@ fall back to Welch and say `paired: false`."""
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import pytest
@@ -30,7 +29,7 @@ def test_the_committed_study_folders_are_found():
 def test_every_committed_study_gives_comparisons(folder):
     sr = study_records.load(folder)
     stored = StudyConfig.from_dict(sr.plan["study"]["config"])
-    c = dataclasses.replace(stored, fabrics=stored.fabric_names)
+    c = stored.labelled()
     summ = question_summary(sr.typed(TrainResult), c)
     figs = {(f["strategy"], f["fabric"]) for f in summ["figures"]}
     strategies = {s for s, _ in figs}
@@ -65,6 +64,6 @@ def test_the_answers_read_at_80_columns(folder):
 
     sr = study_records.load(folder)
     stored = StudyConfig.from_dict(sr.plan["study"]["config"])
-    summ = question_summary(sr.typed(TrainResult), dataclasses.replace(stored, fabrics=stored.fabric_names))
+    summ = question_summary(sr.typed(TrainResult), stored.labelled())
     lines = verdict_lines(summ["comparisons"])
     assert len(lines) >= len(summ["comparisons"]) and all(len(line) <= 80 for line in lines)

@@ -7,17 +7,18 @@
     fabricbench study --out run/ --resume                                      (continue; stored settings)
 
 The options given on the command line become a StudyConfig (its defaults fill the rest); a bare `--resume`
-passes none, so fabricbench.study (fabricbench/studying/api.py) takes the settings stored in the directory.
+gives none, so the config is the one stored in the directory (fabricbench.stored_study, studying/api.py).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import click
 
 from fabricbench.cli.declared import config_options, fields_of, given as declared_given, option
-from fabricbench.cli.options import DRY_RUN, JSON, QUIET, RESUME
+from fabricbench.cli.options import DRY_RUN, JSON, QUIET
 
 from fabricbench.errors import FabricbenchError
 from fabricbench.procs import exit_status, message
@@ -30,7 +31,6 @@ from fabricbench.studying.format import render_plan
 
 @click.command()
 @config_options(StudyConfig, exclude=("extra",))
-@option(RESUME, "resume", help="Continue the study in --out: skip the units recorded ok.")
 @option(DRY_RUN, "dry_run", help="Print the units and a time estimate; run nothing.")
 @option(JSON, "as_json", help="Print the result (or, with --dry-run, the plan) as one JSON object.")
 @option(QUIET, "quiet", help="No progress bar and no line per unit.")
@@ -39,24 +39,25 @@ def study(out, device, gpus, resume, dry_run, as_json, quiet, **options) -> None
     import sys
 
     # the options the command line gave, and only those: a bare --resume takes the stored settings
-    given = declared_given(click.get_current_context(), [n for n in fields_of(StudyConfig) if n != "out"])
+    given = declared_given(click.get_current_context(),
+                           [n for n in fields_of(StudyConfig) if n not in ("out", "resume")])
     if device == "cpu" and gpus:
         click.echo("warning: --gpus is ignored with --device cpu (use --nprocs)", err=True)
         given.pop("gpus")
     # --resume with only more rounds, budget or time (`--resume --max-repeats 15`): over the stored settings
     over = resume and given and set(given) <= RESUMABLE
-    config = StudyConfig(out=out, **given) if (given or not resume) and not over else None
+    config = StudyConfig(out=out, resume=resume, **given) if (given or not resume) and not over else \
+        dataclasses.replace(study_api.stored_study(out), **given)
     echo = None if (quiet or as_json) else (lambda line: click.echo(line, err=True))
     try:
         if dry_run:
-            plan = study_api.study_plan(config, out=out, resume=resume, resume_with=given if over else None)
+            plan = study_api.study_plan(config)
             if as_json:
                 click.echo(json.dumps(plan.to_dict(), indent=2))
             else:
                 render_plan(plan)
             return
-        res = study_api.study(config, out=out, resume=resume, echo=echo,
-                              progress=False if (quiet or as_json) else None, resume_with=given if over else None)
+        res = study_api.study(config, echo=echo, progress=False if (quiet or as_json) else None)
     except KeyboardInterrupt as e:  # Ctrl-C (130), SIGTERM (procs.Terminated, 143) or SIGHUP (129)
         e.kept = (f"the finished units are in {out}/results.jsonl; continue with "  # type: ignore[attr-defined]
                   f"`fabricbench study --out {out} --resume`")

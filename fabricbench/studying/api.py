@@ -5,33 +5,39 @@
                             strategies="ddp,fsdp", model="tiny-mistral", steps=5, batch_size=2, seq_len=32))
     res.units          # what happened to each unit (status, seconds, commands)
     res.report_html    # lab/report.html
-    fabricbench.study(out="lab", resume=True)   # the stored settings; runs what is not recorded ok
-    p = fabricbench.study_plan(config)          # the units and a time estimate; runs nothing (--dry-run)
+    fabricbench.study(fabricbench.stored_study("lab"))  # the stored settings; runs what is not recorded ok
+    p = fabricbench.study_plan(config)                  # the units and a time estimate; runs nothing (--dry-run)
 
-The CLI (fabricbench/cli/study.py) only maps flags onto a StudyConfig (or, for a bare --resume, none).
+Each call takes one StudyConfig (its `resume` field says whether the folder's units recorded ok are kept);
+stored_study(out) is the config a study folder holds. The CLI (fabricbench/cli/study.py) only maps flags
+onto a StudyConfig (or, for a bare --resume, stored_study).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import Mapping
 from typing import Any, Callable
 
+import fabricbench.gpus  # looked up on call: tests stand in for visible_gpu_count
 from fabricbench.cluster.env import on_slurm
 from fabricbench.errors import UsageError
+from fabricbench.files import check_writable
 from fabricbench.masking import MASK
+from fabricbench.measuring.config import check_local_ranks
 from fabricbench.results.status import Status
 from fabricbench.studying import durations, hoststore, records
-from fabricbench.studying.config import RESUMABLE, StudyConfig
+from fabricbench.studying.config import StudyConfig
 from fabricbench.studying.plan import build_plan
 from fabricbench.studying.report import write_report
 from fabricbench.studying.nodes import NodeLost
 from fabricbench.studying.runner import UnitRun, follow, prepare, run_units
 from fabricbench.studying.units import DONE, Unit
 from fabricbench.topology import read_topology
+from fabricbench.training.models import read_config_json
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -85,31 +91,46 @@ class StudyResult:
                 "report_html": str(self.report_html) if self.report_html else None, "follower": self.follower}
 
 
-def resolve_config(config: StudyConfig | None, *, out: str | None = None, resume: bool = False,
-                   resume_with: Mapping[str, Any] | None = None) -> StudyConfig:
-    """A validated config: `config` (its nodes from Slurm where it names none: cluster/env.on_slurm), or,
-    resuming without one, the one stored in `out`, with `resume_with` (settings of config.RESUMABLE: more
-    rounds, a larger budget, other timeouts) applied over it."""
-    if config is None:
-        if not (resume and out):
-            raise UsageError("give the study's StudyConfig, or out=DIR with resume=True (the settings stored there)")
-        # a results file without a readable plan is a damaged study, said in one line (records.load)
-        stored = records.load(out, must_exist=(Path(out) / records.RESULTS).exists()).plan
-        if stored is None:
-            raise UsageError(f"--resume: {out} holds no study yet; give the study's options (at least --model)")
-        config = StudyConfig.from_dict({**stored["study"]["config"], "out": str(out)})
-        hidden = [f for f in config.fabrics if MASK in f]
-        if hidden:  # the values were never written: they cannot be taken from the stored settings
-            raise UsageError(f"--resume: the stored fabric(s) {', '.join(hidden)} hide their values, which are "
-                             f"never written to disk; give the study's options again, --fabrics with the values")
-        other = sorted(set(resume_with or {}) - RESUMABLE)
-        if other:
-            raise UsageError(f"--resume over the stored settings changes only {', '.join(sorted(RESUMABLE))}, "
-                             f"not {', '.join(other)}; give every option of the study, or choose another --out")
-        config = dataclasses.replace(config, **dict(resume_with or {}))
-    else:
-        config = on_slurm(config)
-    return config.validate()
+def stored_study(out: str | os.PathLike) -> StudyConfig:
+    """The study stored in `out`, to continue there (resume=True). A variant changes only what measures
+    nothing (config.RESUMABLE: more rounds, a larger budget, other timeouts), as `study --out DIR --resume
+    --max-repeats 15` does: dataclasses.replace(stored_study("lab"), max_repeats=15) adds the rounds an
+    undecided comparison asked for; any other change is refused when it runs (runner.prepare)."""
+    out = str(out)
+    # a results file without a readable plan is a damaged study, said in one line (records.load)
+    stored = records.load(out, must_exist=(Path(out) / records.RESULTS).exists()).plan
+    if stored is None:
+        raise UsageError(f"--resume: {out} holds no study yet; give the study's options (at least --model)")
+    hidden = [f for f in stored["study"]["config"].get("fabrics") or () if MASK in f]
+    if hidden:  # the values were never written: they cannot be taken from the stored settings
+        raise UsageError(f"--resume: the stored fabric(s) {', '.join(hidden)} hide their values, which are "
+                         f"never written to disk; give the study's options again, --fabrics with the values")
+    return StudyConfig.from_dict({**stored["study"]["config"], "out": out, "resume": True})
+
+
+def placed(config: StudyConfig) -> StudyConfig:
+    """`config` as it runs on this machine: its nodes from Slurm where it names none (cluster/env.on_slurm),
+    checked against what only this machine can say (its cores, its GPUs, whether --out can be written, the
+    model config file), and its GPUs, where it names none, all visible ones."""
+    if not isinstance(config, StudyConfig):
+        raise UsageError(f"the study takes a StudyConfig, not {type(config).__name__}; "
+                         f"fabricbench.stored_study(out) is the one a study folder holds")
+    config = on_slurm(config)
+    if config.device == "cpu":  # before --out: a rank count no unit could run is the first thing to say
+        check_local_ranks(config.nprocs)
+    if config.node_rank == 0:  # the node that writes it
+        check_writable(config.out, what="--out", folder=True)
+    if config.model_config:  # the file read and its sizes checked now, so --dry-run says what a run would
+        read_config_json(Path(config.model_config))
+    if config.device == "cuda":
+        if fabricbench.gpus.visible_gpu_count() == 0:
+            raise UsageError("no CUDA GPU is visible here; study the CPU fabric lab instead: --device cpu "
+                             "--nprocs 2 --fabrics default,shaped:1gbit")
+        if config.gpus:
+            fabricbench.gpus.default_gpus(",".join(map(str, config.gpus)))  # each one visible here
+        else:
+            config = dataclasses.replace(config, gpus=fabricbench.gpus.default_gpus(None))
+    return config
 
 
 def plan_for(config: StudyConfig) -> list[Unit]:
@@ -119,37 +140,35 @@ def plan_for(config: StudyConfig) -> list[Unit]:
     return build_plan(config, topo)
 
 
-def _estimated(config: StudyConfig, units: list[Unit], *, resume: bool) -> tuple[list[Unit], durations.Estimate]:
+def _estimated(config: StudyConfig, units: list[Unit]) -> tuple[list[Unit], durations.Estimate]:
     """The units with how long each will take here, now, and the estimate itself."""
     existing = records.load(config.out, must_exist=False)
-    todo = {u.name for u in units if not (resume and existing.status(u.name) in DONE)}
+    todo = {u.name for u in units if not (config.resume and existing.status(u.name) in DONE)}
     est = durations.estimate(config, units, done=existing, todo=todo, store=hoststore.read_store(),
                              load=durations.load_now())
     return [dataclasses.replace(u, estimate_s=round(est.units[u.name].s, 1)) for u in units], est
 
 
-def study_plan(config: StudyConfig | None = None, *, out: str | None = None, resume: bool = False,
-               resume_with: Mapping[str, Any] | None = None) -> StudyPlan:
-    """The units `study` would run with these arguments, and about how long they take; nothing runs, but
-    the out folder is refused as a run would refuse it."""
-    config = resolve_config(config, out=out, resume=resume, resume_with=resume_with)
-    units, est = _estimated(config, plan_for(config), resume=resume)
+def study_plan(config: StudyConfig) -> StudyPlan:
+    """The units `study(config)` would run, and about how long they take; nothing runs, but the out folder
+    is refused as a run would refuse it."""
+    config = placed(config)
+    units, est = _estimated(config, plan_for(config))
     if config.node_rank == 0:
-        prepare(config, resume=resume)  # the same refusals a real run would give
+        prepare(config, resume=config.resume)  # the same refusals a real run would give
     return StudyPlan(out_dir=Path(config.out), config=config, plan=units, estimate_s=est.total.s, estimate=est)
 
 
-def study(config: StudyConfig | None = None, *, out: str | None = None, resume: bool = False,
-          report: bool = True, progress: bool | None = None, echo: Callable[[str], None] | None = None,
-          resume_with: Mapping[str, Any] | None = None) -> StudyResult:
-    """Run the study `config` says into its out (resuming without a config: the one stored in `out`,
-    `resume_with` applied over it: `resume_with={"max_repeats": 15}` adds the rounds an undecided
-    comparison asked for); see the module docstring. study_plan() shows what it would run."""
-    config = resolve_config(config, out=out, resume=resume, resume_with=resume_with)
+def study(config: StudyConfig, *, report: bool = True, progress: bool | None = None,
+          echo: Callable[[str], None] | None = None) -> StudyResult:
+    """Run the study `config` says into its out (config.resume: keep the units recorded ok there;
+    stored_study(out) continues a study with its stored settings); see the module docstring. study_plan()
+    shows what it would run. report, progress and echo say how the caller watches, not what is measured."""
+    config = placed(config)
     units = plan_for(config)
     res = StudyResult(out_dir=Path(config.out), config=config, plan=units)
     if config.node_rank == 0:  # how long each unit will take here, now (a follower runs shares)
-        units, res.estimate = _estimated(config, units, resume=resume)
+        units, res.estimate = _estimated(config, units)
         res.plan, res.estimate_s = units, res.estimate.total.s
     if config.node_rank > 0:  # across nodes: node 0 decides and writes; this node runs its shares
         code, shares = follow(config, echo=echo)
@@ -158,7 +177,7 @@ def study(config: StudyConfig | None = None, *, out: str | None = None, resume: 
     # Ctrl-C propagates from here without a report (a second Ctrl-C would cut it); `fabricbench report`
     # or --resume writes it later from what was recorded.
     try:
-        res.units = run_units(config, units, resume=resume, echo=echo, progress=progress)
+        res.units = run_units(config, units, resume=config.resume, echo=echo, progress=progress)
     except NodeLost:  # the units finished before the node went are recorded: their report is written
         if report and (Path(config.out) / records.RESULTS).exists():
             write_report(config.out)

@@ -2,30 +2,32 @@
 
     fabricbench study --gpus 0-3 --model dinov2-base --steps 8 --out run/
 
-StudyConfig validates itself once (validate()), so the CLI and `fabricbench.study(...)` run the same
-checks; to_dict/from_dict let `--resume` compare a new command against the plan stored in the directory.
+StudyConfig is frozen and checks itself when built (__post_init__, cross-field checks included, its defaults
+filled), so the CLI and `fabricbench.study(...)` hold the same checked config; a variant is
+dataclasses.replace, which checks it again. What only this machine can say (its cores, its GPUs, the --out
+folder, a model config file) is checked by the call (studying/api.py `placed`), so a stored study's config
+is read back anywhere. to_dict/from_dict let `--resume` compare a new command against the plan stored in
+the directory.
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-import fabricbench.gpus  # looked up on call: tests stand in for visible_gpu_count
 from fabricbench.declare import check, declare, of, shared
 from fabricbench.errors import UsageError
 from fabricbench.jobs.heartbeat import STALL_TIMEOUT
 from fabricbench.fabrics import parse_fabric_list, split_fabric_list
-from fabricbench.files import check_writable
-from fabricbench.gpus import default_gpus, parse_gpus
+from fabricbench.gpus import parse_gpus
 from fabricbench.fabrics.model import shown
 from fabricbench.results.context import fabric_label
 from fabricbench.sizes import SizeSweep
-from fabricbench.measuring.config import SweepConfig, check_local_ranks
+from fabricbench.measuring.config import SweepConfig
 from fabricbench.training.config import TrainConfig
-from fabricbench.training.models import CAUSAL_LM, IMAGE_CLS, MODELS, read_config_json
+from fabricbench.training.models import CAUSAL_LM, IMAGE_CLS, MODELS
 from fabricbench.training.repeats import DEFAULT_MAX_REPEATS, MIN_REPEATS
 from fabricbench.training.strategies import STRATEGIES
 
@@ -45,14 +47,14 @@ UNMEASURED = frozenset({"out", "extra", "train_timeout_s", "sweep_timeout_s", "r
 RESUMABLE = UNMEASURED - {"out", "extra"} | {"max_repeats"}
 
 
-@dataclass(kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class StudyConfig:
     out: str = field(metadata=declare(  # the study directory: results.jsonl, units/, report.md, report.html
         "--out", "output folder", "Study directory: results.jsonl, units/, report.md, report.html."))
     device: str = field(default="cuda", metadata=shared(  # "cuda" (one process per GPU) or "cpu" (gloo ranks,
         of(TrainConfig, "device")))  # `nprocs` of them)
     gpus: tuple[int, ...] = field(default=(), metadata=shared(  # CUDA ordinals (device cuda); () = all
-        of(SweepConfig, "gpus"), help="GPUs to study, e.g. 0-3."))  # visible, filled by validate()
+        of(SweepConfig, "gpus"), help="GPUs to study, e.g. 0-3."))  # visible, filled where it is placed
     nprocs: int = field(default=2, metadata=shared(  # ranks on CPU
         of(TrainConfig, "nprocs"), help="Ranks with --device cpu (gloo).", default_by=None))
     fabrics: tuple[str, ...] = field(default=(), metadata=declare(  # fabric specs; () = DEFAULT_FABRICS[device];
@@ -114,79 +116,72 @@ class StudyConfig:
     join_timeout_s: float = field(default=300.0, metadata=declare(  # every node at the study's start, and
         "--join-timeout", "seconds", "Seconds every node has to join the study (and each unit's rendezvous).",
         lo=1, hi=86_400, unit="s"))  # each spanning unit's rendezvous
+    # continue the study in `out`, skipping the units recorded ok; how this run treats the folder, not what
+    # the study measures: never stored with the plan (to_dict)
+    resume: bool = field(default=False, metadata=declare(
+        "--resume", "flag", "Continue the study in --out: skip the units recorded ok."))
     extra: dict[str, Any] = field(default_factory=dict)  # free-form notes stored with the plan
 
     def __post_init__(self) -> None:
         self._lists()
         check(self)  # each declared field inside its declared range, as the CLI checks it (declare.py)
+        self._check()
+
+    def _set(self, **values: Any) -> None:
+        for name, value in values.items():
+            object.__setattr__(self, name, value)  # frozen: only __post_init__ fills a field
 
     def _lists(self) -> None:
         """The list fields as tuples, from text as the CLI gives them or from any sequence: gpus "0-3",
         fabrics "default,x:A=1,B=2" (x:A=1,B=2 is one fabric, not two), strategies "ddp,fsdp"."""
         if isinstance(self.fabrics, str):
-            self.fabrics = tuple(split_fabric_list(self.fabrics))
+            self._set(fabrics=tuple(split_fabric_list(self.fabrics)))
         if isinstance(self.strategies, str):
-            self.strategies = tuple(x.strip() for x in self.strategies.split(",") if x.strip())
+            self._set(strategies=tuple(x.strip() for x in self.strategies.split(",") if x.strip()))
         if isinstance(self.gpus, str) or (self.gpus and isinstance(self.gpus[0], str)):
-            self.gpus = parse_gpus(self.gpus if isinstance(self.gpus, str) else ",".join(self.gpus))
-        self.gpus, self.fabrics, self.strategies = (tuple(x) if x is not None else x
-                                                    for x in (self.gpus, self.fabrics, self.strategies))
+            self._set(gpus=parse_gpus(self.gpus if isinstance(self.gpus, str) else ",".join(self.gpus)))
+        self._set(**{k: tuple(v) if v is not None else v
+                     for k, v in (("gpus", self.gpus), ("fabrics", self.fabrics), ("strategies", self.strategies))})
 
-    def validate(self) -> "StudyConfig":
-        """Check everything that can be checked before a unit runs; fill the defaults. Returns self."""
-        check(self)  # again: a field may have been set since __post_init__
-        if self.device not in ("cuda", "cpu"):
-            raise UsageError(f"--device {self.device}: choose cuda or cpu")
-        if self.device == "cpu":  # before --out: a rank count no unit could run is the first thing to say
-            check_local_ranks(self.nprocs)
+    def _check(self) -> None:
+        """Everything that can be checked from the config alone, cross-field checks included; fills the
+        defaults that depend on other fields. The machine's part (cores, GPUs, --out, a model config
+        file) is the call's: studying/api.py placed()."""
         if not self.out:
             raise UsageError("--out DIR is required: the study writes results.jsonl and its report there")
-        if self.node_rank == 0:  # the node that writes it; fabricbench.study(out=...) is checked as the CLI is
-            check_writable(self.out, what="--out", folder=True)
         if not self.fabrics:
-            self.fabrics = DEFAULT_FABRICS[self.device]
+            self._set(fabrics=DEFAULT_FABRICS[self.device])
         parse_fabric_list(",".join(self.fabrics))  # unknown or duplicate fabrics fail here
-        self.strategies = tuple(STRATEGIES.pick(self.strategies or None, option="strategies"))
+        self._set(strategies=tuple(STRATEGIES.pick(self.strategies or None, option="strategies")))
         if bool(self.model) == bool(self.model_config):
             raise UsageError("name the model with exactly one of --model NAME or --model-config FILE "
                              "(fabricbench train --list shows the names)")
         if self.model:
             MODELS.get(self.model)
-        else:  # the file read and its sizes checked now, so --dry-run says what a run would
-            read_config_json(Path(self.model_config))
         if self.target_ci == 0:  # --target-ci 0: the precision floor off (a None would read as "not given")
-            self.target_ci = None
+            self._set(target_ci=None)
         if self.max_steps is not None and self.max_steps < self.steps:
             raise UsageError(f"--max-steps {self.max_steps} is below --steps {self.steps}")
         if self.batch_size is None and self.device == "cpu":
-            self.batch_size = 8
+            self._set(batch_size=8)
         if self.steps < self.warmup_steps + 2 or self.warmup_steps < 1:
             raise UsageError(f"--steps {self.steps} with --warmup-steps {self.warmup_steps}: need at least 1 "
                              f"warm-up step and 2 timed steps")
         if self.iters is None:
-            self.iters = DEFAULT_ITERS[self.device][0]
+            self._set(iters=DEFAULT_ITERS[self.device][0])
         if self.warmup is None:
-            self.warmup = DEFAULT_ITERS[self.device][1]
+            self._set(warmup=DEFAULT_ITERS[self.device][1])
         if self.sizes is not None:
             SizeSweep.parse(self.sizes)
-        self._validate_nodes()
+        self._check_nodes()
         if self.device == "cpu":
             if self.nprocs < 1 or self.nprocs * self.nnodes < 2:  # 2 nodes of 1 rank make 2 ranks
                 raise UsageError(f"--nprocs {self.nprocs}: a study compares collectives, which need at least "
                                  f"2 ranks in all (--nprocs 2, or --nnodes 2 with one rank each)")
             if self.gpus:
                 raise UsageError("--gpus does not apply to --device cpu; use --nprocs N")
-        else:
-            if fabricbench.gpus.visible_gpu_count() == 0:
-                raise UsageError("no CUDA GPU is visible here; study the CPU fabric lab instead: --device cpu "
-                                 "--nprocs 2 --fabrics default,shaped:1gbit")
-            if not self.gpus:
-                self.gpus = default_gpus(None)
-            else:
-                default_gpus(",".join(map(str, self.gpus)))
-        return self
 
-    def _validate_nodes(self) -> None:
+    def _check_nodes(self) -> None:
         if not 0 <= self.node_rank < self.nnodes:
             raise UsageError(f"--nnodes {self.nnodes} --node-rank {self.node_rank}: need 1 <= nnodes and "
                              f"0 <= node-rank < nnodes")
@@ -251,6 +246,7 @@ class StudyConfig:
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
+        del d["resume"]  # how this run treats its folder: a stored plan says what the study measures
         # fabrics masked: a custom fabric's values outside NCCL_*/GLOO_*/CUDA_* never reach a file or screen
         d["gpus"], d["fabrics"], d["strategies"] = list(self.gpus), list(self.fabrics_shown), list(self.strategies)
         return d
@@ -264,6 +260,14 @@ class StudyConfig:
     def fabric_names(self) -> tuple[str, ...]:
         """What units, file names, child argv and the report call each fabric (fabrics.Fabric.name)."""
         return tuple(fabric_label(f) for f in self.fabrics)
+
+    def labelled(self) -> "StudyConfig":
+        """This config with each fabric by its name, as records and the report name them: a view to read
+        a stored study by, never one to run (a custom fabric's name alone is no spec here, so it is not
+        checked again as a dataclasses.replace would)."""
+        view = copy.copy(self)
+        object.__setattr__(view, "fabrics", self.fabric_names)
+        return view
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "StudyConfig":

@@ -3,7 +3,6 @@ results.jsonl alone; each section is written by its own module."""
 
 from __future__ import annotations
 
-import dataclasses
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -43,7 +42,7 @@ def build(out_dir: str | Path) -> Document:
         raise UsageError(f"{out_dir}: the study plan record is damaged ({str(e).splitlines()[0][:120]})") from None
     # records and units name a fabric by its name ("sec", never "sec:MY_TOKEN=..."): so does the report,
     # except in the command that reruns the study
-    config = dataclasses.replace(stored, fabrics=stored.fabric_names)
+    config = stored.labelled()
     figs = Figs()
     try:
         return _build(sr, config, figs, command=study_command(stored))
@@ -58,7 +57,7 @@ def summary(out_dir: str | Path) -> dict[str, Any]:
     run-to-run interval, host-bound notes, the batch the study picked, and relate's predictions."""
     sr = study_records.load(out_dir)
     stored = StudyConfig.from_dict(sr.plan["study"]["config"])
-    config = dataclasses.replace(stored, fabrics=stored.fabric_names)  # as the records name them
+    config = stored.labelled()  # as the records name them
     trains = sr.typed(TrainResult)
     out = question_summary(trains, config)
     batch = next(iter(sr.of_kind("batch")[-1:]), None)
