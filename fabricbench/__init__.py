@@ -46,7 +46,7 @@ _LAZY = {
     "fleet": "fabricbench.qualifying.api",
     "QualifyConfig": "fabricbench.qualifying.config",
     "FleetConfig": "fabricbench.qualifying.config",
-    "import_results": "fabricbench.importing",
+    **{name: "fabricbench.importing.api" for name in ("import_results", "ImportConfig", "ImportResult")},
     "compare": "fabricbench.measuring.compare_run",
     "scaling": "fabricbench.measuring.scaling_run",
     "p2p": "fabricbench.measuring.p2p_run",
@@ -97,7 +97,9 @@ if TYPE_CHECKING:
         NcclError as NcclError, UsageError as UsageError,
     )
     from fabricbench.exporting.api import ExportConfig as ExportConfig, ExportResult as ExportResult, export as export
-    from fabricbench.importing import import_results as import_results
+    from fabricbench.importing.api import (
+        ImportConfig as ImportConfig, ImportResult as ImportResult, import_results as import_results,
+    )
     from fabricbench.jobs.command import ExecConfig as ExecConfig, ExecResult as ExecResult, execute as execute
     from fabricbench.measuring.api import measure as measure, sweep as sweep, to_dataframe as to_dataframe
     from fabricbench.measuring.compare import SweepOptions as SweepOptions, sweep_options as sweep_options

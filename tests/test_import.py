@@ -224,17 +224,6 @@ def test_bad_inputs_are_one_line_exit_2(tmp_path, make, msg):
     assert not (tmp_path / "o.jsonl").exists()
 
 
-def test_library_function():
-    import fabricbench
-
-    with pytest.warns(UserWarning) as said:
-        recs = fabricbench.import_results(DATA / "nccl_tests_redops_table_only.txt", fabric="lab")
-    said = [str(w.message) for w in said]
-    # one warning: the op the columns imply, not also "op left null" beside it
-    assert len(said) == 1 and "the op (all_reduce) is inferred" in said[0], said
-    assert len(recs) == 6 and recs[0]["fabric"] == "lab"
-
-
 def test_first_nccl_tests_era_bytes_header_rows_behind_hash_time_in_ms():
     got = _get("nccl_tests_2019_bytes_ms.txt")
     recs = got.records

@@ -6,8 +6,9 @@ DCGM diag) as fabricbench records, and per file what it holds and whether that i
     fabricbench import old/*.log --out imported.jsonl --fabric nvswitch --nranks 8
     fabricbench qualify --spec node.toml --from imported.jsonl     (judge them without measuring)
 
-This layer only maps flags to fabricbench.importing, which decides (formats, records, warnings, the
-answer per file). The module is not called `import`, which Python reserves.
+This layer only maps flags to fabricbench.import_results (fabricbench/importing/api.py), whose config declares
+every option and decides (formats, records, warnings, the answer per file). The module is not called
+`import`, which Python reserves.
 """
 
 from __future__ import annotations
@@ -18,46 +19,35 @@ import click
 
 from fabricbench.cli import warn
 
-from fabricbench.cli.types import Count, InputPath, Text
-from fabricbench.cli.declared import option
-from fabricbench.cli.options import JSON, OUT_FILE
+from fabricbench.cli.types import InputPath
+from fabricbench.cli.declared import config_options, declared_option, option
+from fabricbench.cli.options import JSON
 
 from fabricbench.errors import UsageError
-from fabricbench.files import refuse_collisions
-from fabricbench.importing import answer, import_into
-from fabricbench.importing.output import Appending
+from fabricbench.importing import answer
+from fabricbench.importing.api import ImportConfig, import_results
 from fabricbench.reporting.table import fit_lines
 
 
 @click.command(name="import")
 @click.argument("files", nargs=-1, required=True, type=InputPath())
-@option(OUT_FILE, "out_path", required=True, help="Append the records (JSON lines) to this file.")
+@declared_option(ImportConfig, "out", required=True)  # the command always writes; the library may return them
 @option(JSON, "as_json", help="Print one JSON object (per file: counts, ranks, GPUs, busbw at the largest size, "
                               "the published reference, next commands, warnings).")
-@click.option("--fabric", type=Text(), default=None, help="The fabric label to give the records (what compare/relate group by).")
-@click.option("--nranks", type=Count(1, 2**20), default=None, help="Rank count where a file does not tell it.")
-def importer(files, out_path, as_json, fabric, nranks) -> None:
+@config_options(ImportConfig, only=("fabric", "nranks"))
+def importer(files, out, as_json, fabric, nranks) -> None:
     """Read nccl-tests output (text or -J JSON), NCCL_DEBUG=INFO logs, nvbandwidth, NCCL Inspector (JSON, .gz,
     .prom), ncclras (text, JSON) and dcgmi diag -j into one schema, and say per file what it holds."""
-    refuse_collisions({"--out": out_path}, {str(f): f for f in files})
-    if fabric is not None and not fabric.strip():
-        raise UsageError("--fabric is empty; give a label such as nvswitch or p2p-off")
-    out = Appending(out_path)
-    try:  # every file read (as a stream) before --out is replaced: a file that fails leaves it as it was
-        tallies = [import_into(f, out.write, fabric=fabric, nranks=nranks) for f in files]
-    except BaseException:
-        out.abort()
-        raise
-    out.commit()
-    summary = [t.summary(out_path) for t in tallies]
-    records = sum(t.records for t in tallies)
+    if out is None:  # click passes a required option's None default through as given: said here, as click would
+        raise UsageError("Missing option '--out'.")
+    result = import_results(ImportConfig(files=files, out=out, fabric=fabric, nranks=nranks))
     if as_json:
-        click.echo(json.dumps({"out": out_path, "records": records, "files": summary}, indent=2))
+        click.echo(json.dumps(result.to_dict(), indent=2))
         return
-    for s in summary:
+    for s in result.files:
         for w in s["warnings"]:
             warn(w)
         for line in fit_lines(answer.lines(s)):
             click.echo(line)
-    for line in fit_lines([f"{records} record(s) appended to {out_path}"]):
+    for line in fit_lines([f"{result.records} record(s) appended to {result.out}"]):
         click.echo(line)

@@ -4,7 +4,7 @@ diagnostics (JSON).
 
     fabricbench import ar.log ag.json nvb.txt --out imported.jsonl --fabric nvswitch --nranks 8
     fabricbench import host-pid42.log.gz ras.json dcgm.json --out node.jsonl
-    records = fabricbench.import_results("ar.log")
+    r = fabricbench.import_results(fabricbench.ImportConfig(files=["ar.log"]))   (api.py: the command's call)
 
 Every format is one module (sniff + read) and one row of FORMATS below; the first row whose sniff claims a
 file reads it, so the order matters: the formats that name themselves first (Inspector, DCGM, RAS: RAS's
@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -186,20 +185,11 @@ _LONG_WHOLE = re.compile(r"\d{19}")  # a whole number the reader may read as nul
 
 def import_file(path: str | os.PathLike, *, fabric: str | None = None, nranks: int | None = None,
                 fmt: str | None = None) -> Imported:
-    """Read one file into a list of records (for the library and relate; the CLI streams, import_into)."""
+    """Read one file into a list of records (for relate, jobfit and qualify; the command streams: api.py)."""
     lines: list[str] = []
     tally = import_into(path, lines.append, fabric=fabric, nranks=nranks, fmt=fmt)
     return Imported(path=str(path), format=tally.format, records=[json.loads(x) for x in lines],
                     warnings=tally.warnings)
 
 
-def import_results(path: str | os.PathLike, *, fabric: str | None = None,
-                   nranks: int | None = None) -> list[dict[str, Any]]:
-    """The records one file of another tool's output becomes (warnings go to Python's warnings)."""
-    got = import_file(path, fabric=fabric, nranks=nranks)
-    for w in got.warnings:
-        warnings.warn(w, stacklevel=2)
-    return got.records
-
-
-__all__ = ["FORMATS", "Format", "Imported", "Tally", "import_file", "import_into", "import_results", "sniff"]
+__all__ = ["FORMATS", "Format", "Imported", "Tally", "import_file", "import_into", "sniff"]
