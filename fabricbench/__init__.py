@@ -8,7 +8,7 @@
     fabricbench.to_dataframe(rs)                                      # pandas, if installed
 
 Every command has its library call here (the CLI only maps flags to them): measure, sweep, compare,
-scaling, p2p, train, relate (relate_trace: relate --trace), study (study_plan: study --dry-run), advise,
+scaling, p2p, train, relate (relate --trace too), study (study_plan: study --dry-run), advise,
 qualify (qualify_plan: qualify --dry-run; fleet: qualify --fleet), execute (exec), export, estimate, topo,
 jobfit, report, import_results (import). Their configs (SweepConfig, TrainConfig, StudyConfig,
 ExecConfig, ExportConfig, ...), results (CollectiveResult, CompareResult, ...)
@@ -34,8 +34,8 @@ _LAZY = {
     "COLLECTIVES": "fabricbench.collectives",
     "ENGINES": "fabricbench.measuring.engines",
     "read_results": "fabricbench.results.writer",
-    "relate": "fabricbench.relating.api",
-    "relate_trace": "fabricbench.relating.usertrace",
+    "relate": "fabricbench.relating.relate_run",
+    "RelateConfig": "fabricbench.relating.relate_run",
     "study": "fabricbench.studying.api",
     "study_plan": "fabricbench.studying.api",
     "stored_study": "fabricbench.studying.api",
@@ -114,11 +114,11 @@ if TYPE_CHECKING:
     from fabricbench.qualifying.config import FleetConfig as FleetConfig, QualifyConfig as QualifyConfig
     from fabricbench.qualifying.dryrun import DryRun as DryRun
     from fabricbench.qualifying.result import FleetResult as FleetResult, QualifyResult as QualifyResult
-    from fabricbench.relating.api import RelateResult as RelateResult, relate as relate
+    from fabricbench.relating.api import RelateResult as RelateResult
     from fabricbench.relating.jobfit_run import (
         JobfitConfig as JobfitConfig, JobfitResult as JobfitResult, jobfit as jobfit,
     )
-    from fabricbench.relating.usertrace import relate_trace as relate_trace
+    from fabricbench.relating.relate_run import RelateConfig as RelateConfig, relate as relate
     from fabricbench.results.schema import CollectiveResult as CollectiveResult, TrainResult as TrainResult
     from fabricbench.results.writer import read_results as read_results
     from fabricbench.sizes import SizeSweep as SizeSweep

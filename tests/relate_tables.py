@@ -26,7 +26,7 @@ def summary(res) -> str:
 
 
 def table(records: list[str], *, rule: str = "default") -> str:
-    res = fabricbench.relate(records, overlap_window=RULES[rule])
+    res = fabricbench.relate(fabricbench.RelateConfig(inputs=records, overlap_window=RULES[rule]))
     head = (f"{'strategy':<9}{'fabric':<16}{'busbw':>8}{'T_comm ms':>10}{'C ms':>6}{'e':>6}{'obs ms':>8}{'pred ms':>8}"
             f"{'step obs [95% CI]':>24}{'step pred [95% CI]':>25}{'residual':>9}")
     lines = [head]
@@ -51,7 +51,7 @@ def text(records: list[str], *, before: str | None = None, shown: str = "", rule
     out = table(records, rule=rule)
     if not before:
         return out
-    was = summary(fabricbench.relate([before], overlap_window=RULES[rule]))
+    was = summary(fabricbench.relate(fabricbench.RelateConfig(inputs=[before], overlap_window=RULES[rule])))
     return f"before ({shown or before}):\n  {was}\nafter:\n  {out.splitlines()[-2]}\n\n{out}"
 
 

@@ -111,7 +111,7 @@ def test_relate_reads_damaged_files_or_says_why(tmp_path_factory, data):
     path = tmp_path_factory.mktemp("rel") / "r.jsonl"
     path.write_bytes(data)
     try:
-        fabricbench.relate([path, RESULTS[0]])
+        fabricbench.relate(fabricbench.RelateConfig(inputs=[path, RESULTS[0]]))
     except UsageError as e:
         _one_line(e)
 

@@ -18,7 +18,8 @@ import fabricbench
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = {"SweepConfig", "SweepOptions", "TrainConfig", "StudyConfig", "ExecConfig", "ExportConfig", "EstimateConfig",
-           "TopoConfig", "JobfitConfig", "ReportConfig", "AdviseConfig", "ImportConfig"}
+           "TopoConfig", "JobfitConfig", "ReportConfig", "AdviseConfig", "ImportConfig",
+           "RelateConfig"}
 RESULTS = {"CollectiveResult", "CompareResult", "ScalingResult", "P2PResult", "CopyResult", "RelateResult",
            "StudyResult", "StudyPlan", "TrainRunResult", "TrainResult", "Advice", "StrategyAdvice", "QualifyResult", "DryRun", "ExecResult",
            "ExportResult", "EstimateResult", "TopoResult", "JobfitResult", "ReportResult", "ImportResult"}

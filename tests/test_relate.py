@@ -176,7 +176,7 @@ def lab(*, slow_noise=1.0, exposed=E, extra=()):
 
 
 def test_calibrated_on_the_reference_predicts_the_others():
-    res = fabricbench.relate(lab(slow_noise=1.1))
+    res = fabricbench.relate(fabricbench.RelateConfig(inputs=lab(slow_noise=1.1)))
     assert res.reference == "fast"  # fastest by trace-weighted busbw, though listed first is also fast
     rows = {(r.strategy, r.fabric): r for r in res.rows}
     assert set(rows) == {(s, f) for s in ("ddp", "fsdp") for f in ("fast", "slow", "wire")}
@@ -204,7 +204,7 @@ def test_calibrated_on_the_reference_predicts_the_others():
 
 
 def test_predicted_only_row_for_a_fabric_with_a_sweep_and_no_training():
-    res = fabricbench.relate(lab())
+    res = fabricbench.relate(fabricbench.RelateConfig(inputs=lab()))
     wire = [r for r in res.rows if r.fabric == "wire"]
     assert len(wire) == 2
     for r, trace in zip(wire, (DDP_TRACE, FSDP_TRACE)):
@@ -220,7 +220,7 @@ def test_a_step_never_takes_less_than_its_communication():
     T_step(ref) + T_comm(f) - T_comm(ref) < T_comm(f), and the floor sets the prediction."""
     tc_ref, tc_slow = t_comm(DDP_TRACE, 10.0), t_comm(DDP_TRACE, 0.5)
     recs = sweep("fast", 10.0) + sweep("slow", 0.5) + [train_rec("ddp", "fast", 0.6 * tc_ref, DDP_TRACE, exposed=0.2)]
-    res = fabricbench.relate(recs)
+    res = fabricbench.relate(fabricbench.RelateConfig(inputs=recs))
     slow = next(r for r in res.rows if r.fabric == "slow")
     assert 0.6 * tc_ref + tc_slow - tc_ref < tc_slow
     assert slow.predicted_step_s == pytest.approx(tc_slow) and "communication-bound" in slow.flags
@@ -230,7 +230,7 @@ def test_a_step_never_takes_less_than_its_communication():
 
 
 def test_no_timeline_means_e_is_one_an_upper_bound():
-    res = fabricbench.relate(lab(exposed=None))
+    res = fabricbench.relate(fabricbench.RelateConfig(inputs=lab(exposed=None)))
     slow = next(r for r in res.rows if (r.strategy, r.fabric) == ("ddp", "slow"))
     assert slow.exposed_fraction == 1.0 and "e=1 upper bound" in slow.flags
     ref_step = COMPUTE + E * t_comm(DDP_TRACE, 10.0)
@@ -243,7 +243,7 @@ def test_reference_given_and_problems_stated_exactly():
     extra = [train_rec("ddp", "orphan", 1.0, DDP_TRACE, exposed=E),
              train_rec("zero3", "slow", 1.0, DDP_TRACE, exposed=E),
              train_rec("fsdp", "fast", 1.0, FSDP_TRACE, status="error")]
-    res = fabricbench.relate(lab(extra=extra), reference="slow")
+    res = fabricbench.relate(fabricbench.RelateConfig(inputs=lab(extra=extra), reference="slow"))
     assert res.reference == "slow" and all(r.reference == "slow" for r in res.rows)
     fast = next(r for r in res.rows if (r.strategy, r.fabric) == ("ddp", "fast"))
     assert fast.predicted_slowdown < 1.0 and fast.busbw_ratio > 1.0
@@ -263,7 +263,7 @@ def test_reference_given_and_problems_stated_exactly():
 def test_no_reference_run_for_a_strategy_and_mismatched_nranks():
     extra = [train_rec("zero1", "slow", 1.0, DDP_TRACE, exposed=E),
              train_rec("ddp", "fast", 0.3, [coll("all_reduce", MiB, 2.0, n=4)], exposed=E, nranks=4)]
-    res = fabricbench.relate(lab(extra=extra))
+    res = fabricbench.relate(fabricbench.RelateConfig(inputs=lab(extra=extra)))
     assert ("zero1 (lab, 2 ranks, fp32, batch 2) has no train run on the reference fabric fast: nothing to "
             "calibrate its prediction on") in res.problems
     assert not [r for r in res.rows if r.strategy == "zero1" or r.nranks == 4]
@@ -275,7 +275,7 @@ def test_trace_that_differs_between_fabrics_is_flagged():
     other = [coll("all_reduce", 8 * MiB, 3.0)]
     recs = [r for r in recs if not (r["kind"] == "train" and r["strategy"] == "ddp" and r["fabric"] == "slow")]
     recs.append(train_rec("ddp", "slow", 1.0, other, exposed=E))
-    res = fabricbench.relate(recs)
+    res = fabricbench.relate(fabricbench.RelateConfig(inputs=recs))
     slow = next(r for r in res.rows if (r.strategy, r.fabric) == ("ddp", "slow"))
     assert "trace differs" in slow.flags
     assert slow.comm_time_s == pytest.approx(t_comm(DDP_TRACE, 0.5))  # the reference's trace is what counts
@@ -283,7 +283,7 @@ def test_trace_that_differs_between_fabrics_is_flagged():
 
 def test_repeated_runs_combine_by_median():
     extra = [train_rec("ddp", "slow", s, DDP_TRACE, exposed=E) for s in (5.0, 7.0)]
-    res = fabricbench.relate(lab(extra=extra))
+    res = fabricbench.relate(fabricbench.RelateConfig(inputs=lab(extra=extra)))
     slow = next(r for r in res.rows if (r.strategy, r.fabric) == ("ddp", "slow"))
     assert slow.runs == 3 and "3 runs" in slow.flags
     assert slow.observed_step_s == pytest.approx(5.0)  # median of (model's step ≈ 0.25, 5, 7)
@@ -292,20 +292,21 @@ def test_repeated_runs_combine_by_median():
 def test_bad_input_raises_usage_errors(tmp_path):
     sweeps = sweep("fast", 10.0)
     with pytest.raises(UsageError, match="no train records"):
-        fabricbench.relate(sweeps)
+        fabricbench.relate(fabricbench.RelateConfig(inputs=sweeps))
     with pytest.raises(UsageError, match="no sweep records"):
-        fabricbench.relate([train_rec("ddp", "fast", 1.0, DDP_TRACE)])
+        fabricbench.relate(fabricbench.RelateConfig(inputs=[train_rec("ddp", "fast", 1.0, DDP_TRACE)]))
     with pytest.raises(UsageError, match=r"unknown reference fabric 'nope'; the records have fast \(sweep, train\)"):
-        fabricbench.relate(sweeps + [train_rec("ddp", "fast", 1.0, DDP_TRACE)], reference="nope")
+        fabricbench.relate(fabricbench.RelateConfig(inputs=sweeps + [train_rec("ddp", "fast", 1.0, DDP_TRACE)],
+                                                    reference="nope"))
     with pytest.raises(UsageError, match="reference fabric wire has no train run to calibrate on; choose one with both: fast, slow"):
-        fabricbench.relate(lab(), reference="wire")
+        fabricbench.relate(fabricbench.RelateConfig(inputs=lab(), reference="wire"))
     with pytest.raises(UsageError, match="no fabric has both a sweep and a train run"):
-        fabricbench.relate(sweeps + [train_rec("ddp", "other", 1.0, DDP_TRACE)])
+        fabricbench.relate(fabricbench.RelateConfig(inputs=sweeps + [train_rec("ddp", "other", 1.0, DDP_TRACE)]))
     with pytest.raises(UsageError, match="no such file"):
-        fabricbench.relate([str(tmp_path / "missing.jsonl")])
+        fabricbench.relate(fabricbench.RelateConfig(inputs=[str(tmp_path / "missing.jsonl")]))
     (tmp_path / "empty.jsonl").write_text("not json\n")
     with pytest.raises(UsageError, match="no fabricbench records"):
-        fabricbench.relate([tmp_path / "empty.jsonl"])
+        fabricbench.relate(fabricbench.RelateConfig(inputs=[tmp_path / "empty.jsonl"]))
 
 
 @pytest.mark.parametrize("entry, why", [({"bytes": MiB, "calls_per_step": 1.0}, "comm.collectives[0].op is missing"),
@@ -318,7 +319,7 @@ def test_a_damaged_trace_entry_leaves_its_record_out(tmp_path, entry, why):
     bad["comm"]["collectives"] = [entry, *DDP_TRACE]
     path = tmp_path / "r.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in [bad, *lab()]))  # its trace first: the one priced
-    res = fabricbench.relate([path])
+    res = fabricbench.relate(fabricbench.RelateConfig(inputs=[path]))
     assert any(why in p and "line" in p for p in res.problems), res.problems
     slow = next(r for r in res.rows if (r.strategy, r.fabric) == ("ddp", "slow"))
     assert slow.runs == 1  # the damaged run is not one of them

@@ -48,7 +48,7 @@ def test_ratio_per_op_calibrates_where_stable_and_adds_its_difference_to_every_f
         # rank 0 waited 20 ms for its peer on every call: dur_s is not the collective's time, dur_min_s is
         recs.append(with_calls(rec, solo_rows("all_reduce", s, [true * j for j in jitter], wait=0.02)))
     recs.append(train_rec("ddp", "slow", 0.5, trace, exposed=1.0))
-    res = fabricbench.relate(recs, reference="fast")
+    res = fabricbench.relate(fabricbench.RelateConfig(inputs=recs, reference="fast"))
     (found,) = res.calls
     (c,) = found["by_size"]
     assert c["ratio"] == pytest.approx(1.5, rel=1e-6) and c["calls"] == 12 and c["stable"]
@@ -77,7 +77,7 @@ def test_unstable_ratio_is_reported_and_not_used():
     recs = sweep("fast", 10) + sweep("slow", 1) + [
         with_calls(train_rec("ddp", "fast", 0.5, trace, exposed=1.0), rows),
         train_rec("ddp", "slow", 0.5, trace, exposed=1.0)]
-    res = fabricbench.relate(recs, reference="fast")
+    res = fabricbench.relate(fabricbench.RelateConfig(inputs=recs, reference="fast"))
     c = res.calls[0]["by_size"][0]
     assert not c["stable"] and c["repeat_ratios"] == pytest.approx([1.0, 2.0])
     slow = next(r for r in res.rows if r.fabric == "slow")
@@ -91,7 +91,7 @@ def test_one_repeat_is_not_enough_to_calibrate():
     p = call_us(s, gbps=10) * 1e-6
     recs = sweep("fast", 10) + [with_calls(train_rec("ddp", "fast", 0.5, [coll("all_reduce", s, 2.0)], exposed=1.0),
                                            solo_rows("all_reduce", s, [2 * p, 2 * p], steps=1))]
-    res = fabricbench.relate(recs, reference="fast")
+    res = fabricbench.relate(fabricbench.RelateConfig(inputs=recs, reference="fast"))
     assert not res.calls[0]["by_size"][0]["stable"]
 
 
@@ -144,7 +144,7 @@ def test_relate_prices_the_overlap_on_every_fabric():
     recs = sweep("fast", 10, sizes=dense) + sweep("slow", 1, sizes=dense) + [
         with_calls(train_rec("fsdp", "fast", 0.5, trace, exposed=1.0), rows),
         train_rec("fsdp", "slow", 0.5, trace, exposed=1.0)]
-    res = fabricbench.relate(recs, reference="fast")
+    res = fabricbench.relate(fabricbench.RelateConfig(inputs=recs, reference="fast"))
     slow = next(r for r in res.rows if r.fabric == "slow")
     # all-gather and reduce-scatter of S on 2 ranks: wire S/2 each; the stretch's W = S, so each is priced at
     # 2S on its own curve, half the weight each: t(2S) in this world
@@ -167,7 +167,7 @@ def test_calibrated_interval_carries_the_ratio_spread_between_repeats():
     for k in (1.4, 1.6):
         recs.append(with_calls(train_rec("ddp", "fast", step, trace, exposed=1.0),
                                solo_rows("all_reduce", s, [k * pf], steps=1)))
-    res = fabricbench.relate(recs, reference="fast")
+    res = fabricbench.relate(fabricbench.RelateConfig(inputs=recs, reference="fast"))
     assert res.calls[0]["by_size"][0]["stable"]
     slow = next(r for r in res.rows if r.fabric == "slow")
     assert slow.comm_time_s == pytest.approx(ps + 0.5 * pf, rel=1e-6)

@@ -35,7 +35,7 @@ def _records(ddp_off, fsdp_off):
 
 def test_coverage_counts_held_out_points_inside_their_interval():
     # the interval is the prediction -14/+15 ms (the reference step's ± 5%): +10 ms inside, +40 ms outside
-    res = fabricbench.relate(_records(0.010, 0.040))
+    res = fabricbench.relate(fabricbench.RelateConfig(inputs=_records(0.010, 0.040)))
     ddp = next(r for r in res.rows if r.strategy == "ddp" and r.fabric == "slow")
     pred = REF_STEP - t_comm(DDP_TRACE, 10.0) + t_comm(DDP_TRACE, 1.0)
     # the reference's own interval is a factor of 1.05 either way: [0.3 / 1.05, 0.3 * 1.05]
@@ -45,8 +45,8 @@ def test_coverage_counts_held_out_points_inside_their_interval():
     assert (cov.covered, cov.points, cov.fraction) == (1, 2, 0.5)  # the references are not held out
     assert len(cov.outside) == 1 and cov.outside[0].startswith("fsdp on slow (lab, 2 ranks): observed")
     assert cov.line() == "coverage: 1 of 2 observed steps inside their predicted 95% interval (50%)"
-    assert fabricbench.relate(_records(-0.014, 0.0149)).coverage.covered == 2
-    assert fabricbench.relate(_records(-0.016, 0.016)).coverage.covered == 0
+    assert fabricbench.relate(fabricbench.RelateConfig(inputs=_records(-0.014, 0.0149))).coverage.covered == 2
+    assert fabricbench.relate(fabricbench.RelateConfig(inputs=_records(-0.016, 0.016))).coverage.covered == 0
 
 
 def test_coverage_in_json_and_text(tmp_path, capsys):
@@ -70,7 +70,7 @@ def test_coverage_in_json_and_text(tmp_path, capsys):
 def test_no_held_out_point_says_so():
     recs = sweep("fast", 10.0) + sweep("slow", 1.0) + [_with_ci(train_rec("ddp", "fast", REF_STEP, DDP_TRACE,
                                                                            exposed=1.0))]
-    cov = fabricbench.relate(recs).coverage
+    cov = fabricbench.relate(fabricbench.RelateConfig(inputs=recs)).coverage
     assert (cov.points, cov.fraction) == (0, None) and cov.line().startswith("coverage: no held-out point")
 
 
@@ -78,13 +78,13 @@ def test_two_runs_that_agree_by_chance_keep_their_own_interval():
     # two reference runs 0.1% apart, each with a ±14% interval of its own: the run-to-run interval alone
     # (±~0.3%) would claim what neither run knows; with fewer than 3 runs the interval is at least theirs
     runs = [_with_ci(train_rec("ddp", "fast", s, DDP_TRACE, exposed=1.0), 0.14) for s in (0.3, 0.3003)]
-    res = fabricbench.relate(sweep("fast", 10.0) + sweep("slow", 1.0) + runs)
+    res = fabricbench.relate(fabricbench.RelateConfig(inputs=sweep("fast", 10.0) + sweep("slow", 1.0) + runs))
     ref = next(r for r in res.rows if r.fabric == "fast")
     mid = (0.3 + 0.3003) / 2
     assert ref.predicted_step_ci95 == pytest.approx([mid / 1.14, mid * 1.14], rel=1e-3)
     three = [_with_ci(train_rec("ddp", "fast", s, DDP_TRACE, exposed=1.0), 0.14) for s in (0.3, 0.3003, 0.2997)]
-    ref3 = next(r for r in fabricbench.relate(sweep("fast", 10.0) + sweep("slow", 1.0) + three).rows
-                if r.fabric == "fast")
+    both = sweep("fast", 10.0) + sweep("slow", 1.0)
+    ref3 = next(r for r in fabricbench.relate(fabricbench.RelateConfig(inputs=both + three)).rows if r.fabric == "fast")
     assert ref3.predicted_step_ci95[1] - ref3.predicted_step_ci95[0] < 0.01 * mid  # 3 runs: run to run stands
 
 
@@ -93,7 +93,7 @@ def test_runs_noisier_than_their_step_are_related_not_crashed():
     # study's relate unit died dividing by it. Now the interval is a factor either way, always above 0.
     runs = [_with_ci(train_rec("ddp", f, s, DDP_TRACE, exposed=1.0), 1.3)
             for f, s in (("fast", 0.3), ("fast", 0.31), ("slow", 0.5), ("slow", 0.52))]
-    res = fabricbench.relate(sweep("fast", 10.0) + sweep("slow", 1.0) + runs)
+    res = fabricbench.relate(fabricbench.RelateConfig(inputs=sweep("fast", 10.0) + sweep("slow", 1.0) + runs))
     slow = next(r for r in res.rows if r.fabric == "slow")
     assert slow.observed_slowdown_ci95 is not None and 0 < slow.observed_slowdown_ci95[0] < 1.67
     assert all(v > 0 for v in slow.predicted_step_ci95)
@@ -106,10 +106,12 @@ def test_runs_that_disagree_beyond_their_own_intervals_are_named():
     def runs(*steps):
         return [_with_ci(train_rec("ddp", "fast", s, DDP_TRACE, exposed=1.0), 0.05) for s in steps]
     base = sweep("fast", 10.0) + sweep("slow", 1.0)
-    apart = [p for p in fabricbench.relate(base + runs(0.445, 0.262)).problems if "disagree beyond" in p]
+    apart = [p for p in fabricbench.relate(fabricbench.RelateConfig(inputs=base + runs(0.445, 0.262))).problems
+             if "disagree beyond" in p]
     assert len(apart) == 1
     assert apart[0].startswith("ddp (lab, 2 ranks, fp32, batch 2) on fast: its 2 runs disagree beyond")
     assert "445 ms [424-467], 262 ms [250-275]" in apart[0]
-    assert not [p for p in fabricbench.relate(base + runs(0.30, 0.31)).problems if "disagree beyond" in p]
-    three = fabricbench.relate(base + runs(0.445, 0.262, 0.265))
+    assert not [p for p in fabricbench.relate(fabricbench.RelateConfig(inputs=base + runs(0.30, 0.31))).problems
+                if "disagree beyond" in p]
+    three = fabricbench.relate(fabricbench.RelateConfig(inputs=base + runs(0.445, 0.262, 0.265)))
     assert next(r for r in three.rows if r.fabric == "fast").observed_step_s == pytest.approx(0.265)

@@ -72,7 +72,7 @@ def _records(*, gaps=True, overhead=1.0):
 
 def test_relate_takes_the_credit_off_a_shaped_fabrics_communication():
     recs, ref_step = _records()
-    rows = {r.fabric: r for r in fabricbench.relate(recs, reference="default").rows}
+    rows = {r.fabric: r for r in fabricbench.relate(fabricbench.RelateConfig(inputs=recs, reference="default")).rows}
     swept_ref = _t_comm(1.0)
     for fab, rate in (("shaped:1gbit", 1e9), ("shaped:100mbit", 100e6)):
         swept = _t_comm(rate / 8 / 1e9 / 2)
@@ -93,7 +93,7 @@ def test_relate_takes_the_credit_off_a_shaped_fabrics_communication():
 
 def test_a_trace_without_gaps_gets_no_credit_and_says_so():
     recs, ref_step = _records(gaps=False)
-    res = fabricbench.relate(recs, reference="default")
+    res = fabricbench.relate(fabricbench.RelateConfig(inputs=recs, reference="default"))
     slow = next(r for r in res.rows if r.fabric == "shaped:1gbit")
     assert slow.link_credit_s == 0.0
     assert slow.predicted_step_s == pytest.approx(ref_step - _t_comm(1.0) + _t_comm(1e9 / 8 / 1e9 / 2))
@@ -102,7 +102,8 @@ def test_a_trace_without_gaps_gets_no_credit_and_says_so():
 
 def test_the_interval_spans_the_gaps_as_profiled_and_as_timed():
     recs, _ = _records(overhead=4.0)  # gaps of 2.5 ms timed: the 100 mbit bucket (21 ms) is not refilled
-    r = next(r for r in fabricbench.relate(recs, reference="default").rows if r.fabric == "shaped:100mbit")
+    r = next(r for r in fabricbench.relate(fabricbench.RelateConfig(inputs=recs, reference="default")).rows
+             if r.fabric == "shaped:100mbit")
     assert r.link_credit_s == pytest.approx(8 * 2.5 * MS)
     lo, hi = r.predicted_step_ci95
     # as profiled (10 ms gaps) the credit is 4x larger: the interval's low end reaches that prediction
@@ -113,7 +114,7 @@ def test_the_intervals_slow_side_prices_the_fabric_without_its_credit():
     """C(f) is what the bucket can save at most (ranks that enter a collective early spend it before the
     last one comes): the predicted step's 95% interval reaches the prediction with no credit at all."""
     recs, ref_step = _records()
-    rows = {r.fabric: r for r in fabricbench.relate(recs, reference="default").rows}
+    rows = {r.fabric: r for r in fabricbench.relate(fabricbench.RelateConfig(inputs=recs, reference="default")).rows}
     for fab in ("shaped:1gbit", "shaped:100mbit"):
         r = rows[fab]
         assert r.link_credit_s > 0
@@ -139,7 +140,8 @@ def test_calls_smaller_than_the_bucket_do_not_drain_it_so_their_gaps_add_no_cred
     recs = (sweep("default", 1.0, ops=("all_reduce", "broadcast"))
             + sweep("shaped:1gbit", 1e9 / 8 / 1e9 / 2, ops=("all_reduce", "broadcast"))
             + [ref])
-    row = next(r for r in fabricbench.relate(recs, reference="default").rows if r.fabric == "shaped:1gbit")
+    row = next(r for r in fabricbench.relate(fabricbench.RelateConfig(inputs=recs, reference="default")).rows
+               if r.fabric == "shaped:1gbit")
     assert row.link_credit_s == pytest.approx(2 * b)  # the broadcast (50 us here) drains nothing
 
 
@@ -159,8 +161,10 @@ def test_a_gapped_sweep_sets_the_credit_a_call_realises_and_never_prices():
     never price a call, and the interval still reaches the whole bucket's credit on its fast side."""
     recs, ref_step = _records()
     b = bucket_s("shaped:1gbit")
-    full = {r.fabric: r for r in fabricbench.relate(recs, reference="default").rows}["shaped:1gbit"]
-    res = fabricbench.relate(recs + _gapped("shaped:1gbit", 1e9, 0.5 * b), reference="default")
+    full = {r.fabric: r for r in fabricbench.relate(fabricbench.RelateConfig(inputs=recs, reference="default")).rows
+            }["shaped:1gbit"]
+    res = fabricbench.relate(fabricbench.RelateConfig(inputs=recs + _gapped("shaped:1gbit", 1e9, 0.5 * b),
+                                                      reference="default"))
     half = {r.fabric: r for r in res.rows}["shaped:1gbit"]
     swept = _t_comm(1e9 / 8 / 1e9 / 2)
     assert full.link_credit_s == pytest.approx(8 * b)
@@ -206,5 +210,6 @@ def test_a_latency_bound_call_costlier_than_the_bucket_does_not_drain_it():
     trace = [coll("all_reduce", 2 * MiB, 2.0), coll("all_reduce", 1, 3.0, dtype="uint8")]
     ref = train_rec("zero2", "default", 0.2, trace, exposed=1.0)
     ref["comm"]["timeline"].update(idle_gaps_s=[30 * MS] * 5, idle_gap_steps=1)
-    row = next(r for r in fabricbench.relate(slow + [ref], reference="default").rows if r.fabric == "shaped:1gbit")
+    row = next(r for r in fabricbench.relate(fabricbench.RelateConfig(inputs=slow + [ref], reference="default")).rows
+               if r.fabric == "shaped:1gbit")
     assert row.link_credit_s == pytest.approx(2 * b)  # the two 2 MiB all-reduces, not the three flags

@@ -32,7 +32,8 @@ def _slow(res):
 def test_a_jobs_slower_calls_scale_every_fabrics_price():
     k = 1.3  # the job's all-reduce of 4 MiB took 1.3x the sweep's on the same fabric (contention, ...)
     job = job_rec("fast", "all_reduce", 4 * MiB, k * call_us(4 * MiB, gbps=10.0))
-    plain, calibrated = fabricbench.relate(_records()), fabricbench.relate(_records(job))
+    plain = fabricbench.relate(fabricbench.RelateConfig(inputs=_records()))
+    calibrated = fabricbench.relate(fabricbench.RelateConfig(inputs=_records(job)))
     t_ref, t_slow = t_comm(DDP_TRACE, 10.0), t_comm(DDP_TRACE, 1.0)
     assert _slow(plain).predicted_step_s == pytest.approx(REF_STEP - t_ref + t_slow)
     # T_step(slow) = T_step(ref) - k T_comm(ref) + k T_comm(slow): what the job paid beyond the sweep scales too
@@ -45,9 +46,10 @@ def test_a_jobs_slower_calls_scale_every_fabrics_price():
 
 def test_a_job_elsewhere_or_at_other_sizes_calibrates_nothing():
     far = job_rec("fast", "all_reduce", 256 * MiB, 1e6)  # 64x the traced size: not near it
-    res = fabricbench.relate(_records(far))
-    assert _slow(res).predicted_step_s == pytest.approx(_slow(fabricbench.relate(_records())).predicted_step_s)
+    res = fabricbench.relate(fabricbench.RelateConfig(inputs=_records(far)))
+    plain = fabricbench.relate(fabricbench.RelateConfig(inputs=_records()))
+    assert _slow(res).predicted_step_s == pytest.approx(_slow(plain).predicted_step_s)
     assert CALIBRATED not in _slow(res).flags
-    other = fabricbench.relate(_records(job_rec("slow", "all_reduce", 4 * MiB, 1e4)))
+    other = fabricbench.relate(fabricbench.RelateConfig(inputs=_records(job_rec("slow", "all_reduce", 4 * MiB, 1e4))))
     assert CALIBRATED not in _slow(other).flags
     assert any("ran on slow, not on the reference fast: nothing to calibrate" in p for p in other.problems)

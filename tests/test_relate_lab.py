@@ -85,7 +85,7 @@ def test_relate_flags_a_sweep_placed_elsewhere_than_the_training():
         trace = [dict(c, group_size=3) for c in DDP_TRACE]
         for fab, step in (("fast", 0.3), ("slow", 0.4)):
             recs.append(dict(train_rec("ddp", fab, step, trace, exposed=1.0, nranks=3), device="cuda", gpus=[0]))
-        return fabricbench.relate(recs, reference="fast")
+        return fabricbench.relate(fabricbench.RelateConfig(inputs=recs, reference="fast"))
 
     same = lab_records([0, 0, 0])
     assert all("placement differs" not in r.flags for r in same.rows)
@@ -130,7 +130,7 @@ def test_relate_cpu_lab_predicts_shaped_fabrics(tmp_path):
     t0 = time.monotonic()
     run = run_lab(LabConfig(out=str(tmp_path / "lab.jsonl"), **E2E), log=print)
     assert not run.failed and not run.waived, (run.failed, run.waived)
-    res = fabricbench.relate([run.out])
+    res = fabricbench.relate(fabricbench.RelateConfig(inputs=[run.out]))
     print(f"lab + relate: {time.monotonic() - t0:.0f} s")
     for p in res.problems:
         print("note:", p)

@@ -66,7 +66,7 @@ def _slow(res):
 
 @pytest.mark.parametrize("source,cpus", [("cuda kernels", 2), ("gloo threads, cuda kernels", 16)])
 def test_a_slower_fabric_hides_up_to_the_window(source, cpus):
-    res = fabricbench.relate(_records(source, cpus))
+    res = fabricbench.relate(fabricbench.RelateConfig(inputs=_records(source, cpus)))
     slow, w = _slow(res), 0.020 * 0.4 / 1.5
     t_ref, t_fab, compute = slow.comm_time_ref_s, slow.comm_time_s, slow.compute_s
     assert compute == pytest.approx(0.3 - E * t_ref)
@@ -77,7 +77,7 @@ def test_a_slower_fabric_hides_up_to_the_window(source, cpus):
     assert any(p.startswith("ddp (lab, 2 ranks, fp32, batch 2) on the reference fast: compute after its first "
                             "collective that carries bytes, 5.33 ms a timed step") for p in res.problems)
     # W is an estimate: the interval's slow side is the reference rule's (no more hidden than it hid)
-    bare = _slow(fabricbench.relate(_records(source, cpus), overlap_window=False))
+    bare = _slow(fabricbench.relate(fabricbench.RelateConfig(inputs=_records(source, cpus), overlap_window=False)))
     assert bare.predicted_step_s == pytest.approx(compute + t_fab - (1 - E) * t_ref)
     assert "overlap window" not in bare.flags
     assert slow.predicted_step_ci95[1] >= bare.predicted_step_s > slow.predicted_step_s
@@ -85,8 +85,8 @@ def test_a_slower_fabric_hides_up_to_the_window(source, cpus):
 
 def test_gloo_on_shared_cores_keeps_the_reference_rule():
     # the 2-core CPU lab: a longer collective beside compute slows that compute as much as it hides
-    slow = _slow(fabricbench.relate(_records("cpu threads", 2)))
+    slow = _slow(fabricbench.relate(fabricbench.RelateConfig(inputs=_records("cpu threads", 2))))
     assert "overlap window" not in slow.flags
     assert slow.predicted_step_s == pytest.approx(slow.compute_s + slow.comm_time_s - (1 - E) * slow.comm_time_ref_s)
-    forced = _slow(fabricbench.relate(_records("cpu threads", 2), overlap_window=True))
+    forced = _slow(fabricbench.relate(fabricbench.RelateConfig(inputs=_records("cpu threads", 2), overlap_window=True)))
     assert "overlap window" in forced.flags and forced.predicted_step_s < slow.predicted_step_s

@@ -74,7 +74,8 @@ def test_the_answer_ends_with_relates_line_and_the_reference_is_itself():
     assert ref_rows and all("1× (itself)" in ln and "1.00×" not in ln for ln in ref_rows)  # no "1.00× [0.15-6.81]"
     import fabricbench
 
-    res = fabricbench.relate([str(p) for p in sorted((folder / "units").glob("*ddp_default*.jsonl"))]
-                             + [str(folder / "units/sweep_default.jsonl")], reference="default")
+    units = [str(p) for p in sorted((folder / "units").glob("*ddp_default*.jsonl"))]
+    res = fabricbench.relate(fabricbench.RelateConfig(inputs=units + [str(folder / "units/sweep_default.jsonl")],
+                                                      reference="default"))
     (row,) = [r for r in res.rows if r.fabric == "default"]
     assert cells(row)[8:11] == ["1× (itself)", "-", "-"]  # relate's own table: no interval on itself

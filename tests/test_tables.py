@@ -222,7 +222,7 @@ def test_relate_table(term80):
     from fabricbench.relating.format import render
     from test_relate import lab
 
-    render(fabricbench.relate(lab(slow_noise=1.05)))
+    render(fabricbench.relate(fabricbench.RelateConfig(inputs=lab(slow_noise=1.05))))
     text = term80()
     assert_uncut(text, must_show=("ddp", "fsdp", "fast", "slow", "wire", "predicted-only"))
     assert "N× slower" in text and "drop" not in text

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+import fabricbench
 from fabricbench.errors import UsageError
 from fabricbench.measuring.config import SweepConfig
 from fabricbench.relating import traceplan, usertrace
@@ -41,7 +42,7 @@ def test_relate_trace_prices_the_trace_on_every_swept_fabric(tmp_path):
     sizes = [2**k for k in range(16, 22)]
     sweeps = write(tmp_path / "s.jsonl", sweep_recs("default", 2.0, ("all_reduce",), sizes)
                    + sweep_recs("shaped:1gbit", 0.0625, ("all_reduce",), sizes))
-    res = usertrace.relate_trace([DDP], [sweeps])
+    res = fabricbench.relate(fabricbench.RelateConfig(traces=[DDP], inputs=[sweeps]))
     job = usertrace.read([DDP])
     assert res.reference == "default" and [r.fabric for r in res.rows] == ["default", "shaped:1gbit"]
     ref, slow = res.rows
@@ -56,14 +57,14 @@ def test_relate_trace_names_the_sweep_a_fabric_lacks(tmp_path):
     only_other = write(tmp_path / "s.jsonl", sweep_recs("shaped:1gbit", 0.0625, ("all_reduce",), [1 << 16, 1 << 20]))
     with pytest.raises(UsageError, match=r"no sweep of the reference fabric default.*fabricbench sweep --for-trace "
                                          r"\S*ddp_gloo_2ranks --fabric default --out FILE"):
-        usertrace.relate_trace([DDP], [only_other])
+        fabricbench.relate(fabricbench.RelateConfig(traces=[DDP], inputs=[only_other]))
     with pytest.raises(UsageError, match="--for-trace"):
-        usertrace.relate_trace([DDP], [])
+        fabricbench.relate(fabricbench.RelateConfig(traces=[DDP], inputs=[]))
     sizes = [2**k for k in range(16, 22)]
     partial = write(tmp_path / "p.jsonl", sweep_recs("default", 2.0, ("all_gather",), sizes)
                     + sweep_recs("default", 2.0, ("reduce_scatter",), sizes[:1])
                     + sweep_recs("shaped:1gbit", 0.0625, ("all_gather",), sizes))
-    res = usertrace.relate_trace([FSDP], [partial])
+    res = fabricbench.relate(fabricbench.RelateConfig(traces=[FSDP], inputs=[partial]))
     assert any("shaped:1gbit's sweeps lack" in p and "--for-trace" in p and "--fabric shaped:1gbit" in p
                for p in res.problems)
 
@@ -77,7 +78,7 @@ def test_sweeps_as_planned_lack_nothing(tmp_path):
         for op in c.ops:
             for size in c.sizes.expand():
                 recs += [{**r, "dtype": c.dtype} for r in sweep_recs("default", 20.0, (op,), [size])]
-    res = usertrace.relate_trace([HTA2], [write(tmp_path / "s.jsonl", recs)])
+    res = fabricbench.relate(fabricbench.RelateConfig(traces=[HTA2], inputs=[write(tmp_path / "s.jsonl", recs)]))
     assert {c.dtype for c in configs} == {"float32", "float64"} and res.rows
     assert not [p for p in res.problems if "lack" in p]
 

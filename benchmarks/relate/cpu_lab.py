@@ -69,7 +69,7 @@ def main() -> int:
         print(f"lab: {time.monotonic() - t0:.0f} s in all; records {out}")
         for fab, why in run.waived.items():
             print(f"waived {fab}: {why}")
-    res = fabricbench.relate([out], reference=fabrics[0])
+    res = fabricbench.relate(fabricbench.RelateConfig(inputs=[out], reference=fabrics[0]))
     for p in res.problems:
         print(f"note: {p}")
     render(res)
@@ -105,8 +105,9 @@ def before_after(records: list[dict], reference: str) -> None:
         if isinstance(tl, dict):
             tl.pop("idle_gaps_s", None)
             tl.pop("idle_gap_steps", None)
-    before = {(r.strategy, r.fabric): r for r in fabricbench.relate(bare, reference=reference).rows}
-    after = fabricbench.relate(records, reference=reference)
+    before = {(r.strategy, r.fabric): r
+              for r in fabricbench.relate(fabricbench.RelateConfig(inputs=bare, reference=reference)).rows}
+    after = fabricbench.relate(fabricbench.RelateConfig(inputs=records, reference=reference))
     print("\nthe bias: step N× slower than on the reference, observed and predicted without / with the link credit")
     print(f"{'strategy':<9}{'fabric':<16}{'observed':>20}{'before':>20}{'resid':>7}{'credit ms':>10}{'after':>20}{'resid':>7}")
     res_b, res_a = [], []

@@ -132,7 +132,7 @@ def check(out: Path, asked: list[tuple[str, int, str]], *, write: bool = True) -
                 cli(["relate", *files, "--reference", "default", *extra])
             except SystemExit:  # relate's exit 1 (nothing related) is judged below
                 pass
-    res = fabricbench.relate(files, reference="default")
+    res = fabricbench.relate(fabricbench.RelateConfig(inputs=files, reference="default"))
     held = [r for r in res.rows if r.fabric != r.reference and r.residual is not None]
     print(f"relate: {len(res.rows)} rows, {len(held)} held-out points (observed off the reference)")
     print(f"{'strategy':<9}{'n':>3} {'fabric':<14}{'obs ms':>8}{'pred ms':>9}{'[95% interval]':>20}{'error':>8}"

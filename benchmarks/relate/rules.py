@@ -36,8 +36,8 @@ def main() -> int:
         if not paths or not all(p.exists() for p in paths):
             print(f"{name}: no records here")
             continue
-        bare = fabricbench.relate([str(p) for p in paths], overlap_window=False)
-        now = fabricbench.relate([str(p) for p in paths])
+        bare = fabricbench.relate(fabricbench.RelateConfig(inputs=[str(p) for p in paths], overlap_window=False))
+        now = fabricbench.relate(fabricbench.RelateConfig(inputs=[str(p) for p in paths]))
         print(f"{name}\n  reference rule: {bare.coverage.summary()}\n  default:        {now.coverage.summary()}")
         before = {(r.strategy, r.nranks, r.fabric): r for r in _points(bare)}
         for r in _points(now):

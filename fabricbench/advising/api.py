@@ -230,7 +230,7 @@ def _relate_rows(given: _Results) -> list[Any]:
     if not given.trains or not given.collectives:
         return []
     try:
-        return fabricbench.relate([*given.trains, *given.collectives]).rows
+        return fabricbench.relate(fabricbench.RelateConfig(inputs=[*given.trains, *given.collectives])).rows
     except Exception:  # no calibration possible from these records: advice falls back to comm time
         return []
 

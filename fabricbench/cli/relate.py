@@ -6,8 +6,8 @@
     fabricbench relate --trace prof/ sweeps.jsonl         (your own loop's torch.profiler trace: usertrace.py)
     fabricbench relate --explain                          (the step model's formula and the columns)
 
-This layer only maps flags to fabricbench.relate (fabricbench/relating/api.py), which decides; what did
-not match goes to stderr, one line each.
+This layer only maps flags to fabricbench.relate (fabricbench/relating/relate_run.py), whose config declares
+--reference and --trace and decides; what did not match goes to stderr, one line each.
 """
 
 from __future__ import annotations
@@ -16,28 +16,25 @@ import sys
 
 import click
 
-from fabricbench.cli.types import InputPath, Text
-from fabricbench.cli.declared import option
-from fabricbench.cli.options import JSON, PLOT, TRACE
+from fabricbench.cli.types import InputPath
+from fabricbench.cli.declared import declared_option, option
+from fabricbench.cli.options import JSON, PLOT
 
 import fabricbench
 from fabricbench.files import dumps, nonfinite_paths, refuse_collisions
 from fabricbench.measuring.compare import check_plot_path
-from fabricbench.errors import UsageError
 from fabricbench.exitcodes import Exit
-from fabricbench.relating import usertrace
 from fabricbench.relating.format import explain_model, render
 from fabricbench.relating.plot import plot_relate
+from fabricbench.relating.relate_run import RelateConfig
 from fabricbench.reporting import table as tables
 from fabricbench.reporting.plot import pyplot
 
 
 @click.command()
 @click.argument("files", nargs=-1, type=InputPath())
-@click.option("--reference", type=Text(), default=None,
-              help="Fabric to calibrate on. Default: the fastest (trace-weighted busbw) with a sweep and a train run; "
-                   "with --trace, the one the trace was taken on: default.")
-@option(TRACE, "traces", multiple=True, default=())
+@declared_option(RelateConfig, "reference")
+@declared_option(RelateConfig, "traces", multiple=True)
 @option(JSON, "as_json", help="Print one JSON object (reference, formula, rows, problems).")
 @option(PLOT, "plot_path", help="Write busbw drop against slowdown to this PNG.")
 @click.option("--explain", is_flag=True, help="Also print the step model's formula and what each column means "
@@ -47,17 +44,14 @@ def relate(files, reference, as_json, plot_path, traces=(), explain=False) -> No
     if explain and not files and not traces:  # what the model is, without a run to relate
         explain_model()
         return
-    if not files and not traces:
-        raise UsageError("give results files (sweeps and train runs), or --trace PATH with sweep results files")
-    check_plot_path(plot_path)
+    config = RelateConfig(inputs=files, reference=reference, traces=traces)  # no inputs: refused here
+    check_plot_path(plot_path)  # the plot is drawn here, from the result: what the command shows
     refuse_collisions({"--plot": plot_path}, {f: f for f in files})
     if plot_path:
         pyplot()  # matplotlib missing is bad input too: say so before any work
     if traces:
         refuse_collisions({"--plot": plot_path}, {t: t for t in traces})
-        result = usertrace.relate_trace(list(traces), list(files), reference)
-    else:
-        result = fabricbench.relate(list(files), reference=reference)
+    result = fabricbench.relate(config)
     err = tables.console(stderr=True)  # notes wrap at words on a terminal, stay whole lines in a log
     for p in result.problems:
         err.print(f"note: {p}", markup=False, highlight=False)

@@ -5,7 +5,8 @@
 curves.py reads the sweeps' curves, pricing.py prices a communication trace on them, credit.py takes off a
 token-bucket link's credit, window.py the reference's overlap window, model.py holds the step-time model
 (its docstring states the formula);
-inputs.py reads and groups the records; api.py joins them into rows; format.py prints them;
+inputs.py reads and groups the records; api.py joins them into rows; relate_run.py is the public call
+(RelateConfig: relate and relate --trace); format.py prints them;
 plot.py draws busbw drop against slowdown.
 """
 

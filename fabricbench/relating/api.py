@@ -1,7 +1,7 @@
-"""`fabricbench.relate`: observed and predicted training slowdown per strategy and fabric.
+"""Relate's model on fabricbench's own runs: observed and predicted training slowdown per strategy and fabric.
 
     import fabricbench
-    res = fabricbench.relate(["sweeps.jsonl", "train.jsonl"], reference=None)
+    res = fabricbench.relate(fabricbench.RelateConfig(inputs=["sweeps.jsonl", "train.jsonl"]))  (relate_run.py)
     for row in res.rows:
         print(row.strategy, row.fabric, row.observed_slowdown, row.predicted_slowdown)
     res.problems      # exactly what did not match, one sentence each
@@ -18,7 +18,8 @@ the reference run's overlap timeline (1, an upper bound, where the trace has non
 reference is the fastest fabric by trace-weighted busbw among those with a sweep and a train run.
 
 This module reads and joins the inputs, picks the reference and calibrates on it; rows.py builds each row
-from that frozen Calibration and one fabric's prices, and returns its flags and notes.
+from that frozen Calibration and one fabric's prices, and returns its flags and notes; relate_run.py is the
+public call (RelateConfig), which takes this path or a profiled loop's (usertrace.py).
 """
 
 from __future__ import annotations
@@ -67,8 +68,8 @@ class RelateResult:
                 "problems": list(self.problems)}
 
 
-def relate(records_or_paths: Any, reference: str | None = None, *,
-           overlap_window: bool | None = None) -> RelateResult:
+def relate_records(records_or_paths: Any, reference: str | None = None, *,
+                   overlap_window: bool | None = None) -> RelateResult:
     """Join sweep/compare records with train records by fabric, nranks and dtype; predict every fabric's
     step from the reference's. Raises UsageError for input that cannot be related at all.
 
@@ -92,7 +93,7 @@ def sweep_command(fabric: str) -> str:
 def relate_observed(observed: list[Observed], collectives: list[CollectiveResult], reference: str | None = None, *,
                     problems: list[str] | None = None, overlap_window: bool | None = None,
                     sweep_for: Callable[[str], str] = sweep_command) -> RelateResult:
-    """relate() from observations already read: fabricbench's own train runs (inputs.observations) or a
+    """relate_records() from observations already read: fabricbench's own train runs (inputs.observations) or a
     profiler trace of any loop (usertrace.py); `sweep_for` names the command that sweeps a fabric they lack."""
     problems = list(problems or [])
     if not collectives:

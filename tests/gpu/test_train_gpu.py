@@ -96,7 +96,7 @@ def test_relate_default_against_shaped_on_one_gpu(tmp_path):
                         "--nprocs", "2", "--gpus", "0", "--ops", "all_reduce", "--sizes", "64K-64M:x4", "--iters",
                         "4", "--warmup", "1", "--fabric", fab, "--out", str(s), "--quiet"], check=True, timeout=300)
         files += [t, s]
-    res = fabricbench.relate([str(f) for f in files], reference="default")
+    res = fabricbench.relate(fabricbench.RelateConfig(inputs=[str(f) for f in files], reference="default"))
     row = next(r for r in res.rows if r.fabric == "shaped:1gbit")
     assert row.observed_slowdown > 1.0 and row.busbw_ratio < 1.0
     lo, hi = row.predicted_slowdown_ci95

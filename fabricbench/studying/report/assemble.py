@@ -173,7 +173,7 @@ def _relate(c: StudyConfig, trains: list[TrainResult], colls: list[CollectiveRes
     if not trains or not colls:
         return None
     try:
-        return fabricbench.relate(trains + colls, reference=c.fabrics[0])
+        return fabricbench.relate(fabricbench.RelateConfig(inputs=trains + colls, reference=c.fabrics[0]))
     except Exception as e:  # no relation possible (e.g. nothing on the reference): said in the section
         return str(e)
 
