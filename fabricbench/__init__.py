@@ -1,14 +1,14 @@
 """fabricbench: measure NCCL collectives over any GPU set and fabric, and what they do to training.
 
     import fabricbench
-    r = fabricbench.measure("all_reduce", "1G", gpus=[0, 1])        # one CollectiveResult
-    rs = fabricbench.sweep(ops=["all_gather"], sizes="1M-1G:x4")     # a list of them
-    fabricbench.compare("default,p2p-off", options=fabricbench.sweep_options(sizes="1M-64M:x4"))  # side by side
+    r = fabricbench.measure("all_reduce", "1G", fabricbench.SweepConfig(gpus=[0, 1]))  # one CollectiveResult
+    rs = fabricbench.sweep(fabricbench.SweepConfig(ops=["all_gather"], sizes="1M-1G:x4"))  # rs.records
+    fabricbench.compare(fabricbench.CompareConfig(sweep=fabricbench.SweepConfig(sizes="1M-64M:x4")))  # side by side
     fabricbench.train(fabricbench.TrainConfig(strategies="ddp,fsdp", model="tiny-mistral", device="cpu"))
     fabricbench.to_dataframe(rs)                                      # pandas, if installed
 
 Every command has its library call here (the CLI only maps flags to them): measure, sweep, compare,
-scaling, p2p, train, relate (relate --trace too), study (study_plan: study --dry-run), advise,
+scaling, p2p, train, relate (relate_trace: relate --trace), study (study_plan: study --dry-run), advise,
 qualify (qualify_plan: qualify --dry-run; fleet: qualify --fleet), execute (exec), export, estimate, topo,
 jobfit, report, import_results (import). Their configs (SweepConfig, TrainConfig, StudyConfig,
 ExecConfig, ExportConfig, ...), results (CollectiveResult, CompareResult, ...)
@@ -29,16 +29,16 @@ _LAZY = {
     "sweep": "fabricbench.measuring.api",
     "to_dataframe": "fabricbench.measuring.api",
     "SweepConfig": "fabricbench.measuring.config",
+    "SweepResult": "fabricbench.measuring.sweep_result",
     "SizeSweep": "fabricbench.sizes",
     "CollectiveResult": "fabricbench.results.schema",
     "COLLECTIVES": "fabricbench.collectives",
     "ENGINES": "fabricbench.measuring.engines",
     "read_results": "fabricbench.results.writer",
-    "relate": "fabricbench.relating.relate_run",
-    "RelateConfig": "fabricbench.relating.relate_run",
+    "relate": "fabricbench.relating.api",
+    "relate_trace": "fabricbench.relating.usertrace",
     "study": "fabricbench.studying.api",
     "study_plan": "fabricbench.studying.api",
-    "stored_study": "fabricbench.studying.api",
     "advise": "fabricbench.advising.api",
     "AdviseConfig": "fabricbench.advising.config",
     "qualify": "fabricbench.qualifying.api",
@@ -46,11 +46,10 @@ _LAZY = {
     "fleet": "fabricbench.qualifying.api",
     "QualifyConfig": "fabricbench.qualifying.config",
     "FleetConfig": "fabricbench.qualifying.config",
-    **{name: "fabricbench.importing.api" for name in ("import_results", "ImportConfig", "ImportResult")},
+    "import_results": "fabricbench.importing",
     "compare": "fabricbench.measuring.compare_run",
     "scaling": "fabricbench.measuring.scaling_run",
     "p2p": "fabricbench.measuring.p2p_run",
-    "sweep_options": "fabricbench.measuring.compare",
     "train": "fabricbench.training.api",
     "TrainConfig": "fabricbench.training.config",
     "TrainRunResult": "fabricbench.training.result",
@@ -64,10 +63,9 @@ _LAZY = {
     **{name: "fabricbench.relating.jobfit_run" for name in ("jobfit", "JobfitConfig", "JobfitResult")},
     **{name: "fabricbench.studying.report_run" for name in ("report", "ReportConfig", "ReportResult")},
     # what the calls take and give, for a caller's annotations and isinstance checks
-    "SweepOptions": "fabricbench.measuring.compare",
-    "CompareResult": "fabricbench.measuring.compare_run",
-    "ScalingResult": "fabricbench.measuring.scaling_run",
-    "P2PResult": "fabricbench.measuring.p2p_run",
+    **{name: "fabricbench.measuring.compare_run" for name in ("CompareConfig", "CompareResult")},
+    **{name: "fabricbench.measuring.scaling_run" for name in ("ScalingConfig", "ScalingResult")},
+    **{name: "fabricbench.measuring.p2p_run" for name in ("P2PConfig", "P2PResult")},
     "CopyResult": "fabricbench.measuring.copy",
     "RelateResult": "fabricbench.relating.api",
     "StudyResult": "fabricbench.studying.api",
@@ -97,34 +95,35 @@ if TYPE_CHECKING:
         NcclError as NcclError, UsageError as UsageError,
     )
     from fabricbench.exporting.api import ExportConfig as ExportConfig, ExportResult as ExportResult, export as export
-    from fabricbench.importing.api import (
-        ImportConfig as ImportConfig, ImportResult as ImportResult, import_results as import_results,
-    )
+    from fabricbench.importing import import_results as import_results
     from fabricbench.jobs.command import ExecConfig as ExecConfig, ExecResult as ExecResult, execute as execute
     from fabricbench.measuring.api import measure as measure, sweep as sweep, to_dataframe as to_dataframe
-    from fabricbench.measuring.compare import SweepOptions as SweepOptions, sweep_options as sweep_options
-    from fabricbench.measuring.compare_run import CompareResult as CompareResult, compare as compare
+    from fabricbench.measuring.compare_run import (
+        CompareConfig as CompareConfig, CompareResult as CompareResult, compare as compare,
+    )
     from fabricbench.measuring.config import SweepConfig as SweepConfig
     from fabricbench.measuring.copy import CopyResult as CopyResult
     from fabricbench.measuring.engines import ENGINES as ENGINES
-    from fabricbench.measuring.p2p_run import P2PResult as P2PResult, p2p as p2p
-    from fabricbench.measuring.scaling_run import ScalingResult as ScalingResult, scaling as scaling
+    from fabricbench.measuring.p2p_run import P2PConfig as P2PConfig, P2PResult as P2PResult, p2p as p2p
+    from fabricbench.measuring.scaling_run import (
+        ScalingConfig as ScalingConfig, ScalingResult as ScalingResult, scaling as scaling,
+    )
+    from fabricbench.measuring.sweep_result import SweepResult as SweepResult
     from fabricbench.measuring.topo_run import TopoConfig as TopoConfig, TopoResult as TopoResult, topo as topo
     from fabricbench.qualifying.api import fleet as fleet, qualify as qualify, qualify_plan as qualify_plan
     from fabricbench.qualifying.config import FleetConfig as FleetConfig, QualifyConfig as QualifyConfig
     from fabricbench.qualifying.dryrun import DryRun as DryRun
     from fabricbench.qualifying.result import FleetResult as FleetResult, QualifyResult as QualifyResult
-    from fabricbench.relating.api import RelateResult as RelateResult
+    from fabricbench.relating.api import RelateResult as RelateResult, relate as relate
     from fabricbench.relating.jobfit_run import (
         JobfitConfig as JobfitConfig, JobfitResult as JobfitResult, jobfit as jobfit,
     )
-    from fabricbench.relating.relate_run import RelateConfig as RelateConfig, relate as relate
+    from fabricbench.relating.usertrace import relate_trace as relate_trace
     from fabricbench.results.schema import CollectiveResult as CollectiveResult, TrainResult as TrainResult
     from fabricbench.results.writer import read_results as read_results
     from fabricbench.sizes import SizeSweep as SizeSweep
     from fabricbench.studying.api import (
-        StudyPlan as StudyPlan, StudyResult as StudyResult, stored_study as stored_study, study as study,
-        study_plan as study_plan,
+        StudyPlan as StudyPlan, StudyResult as StudyResult, study as study, study_plan as study_plan,
     )
     from fabricbench.studying.config import StudyConfig as StudyConfig
     from fabricbench.studying.report_run import (

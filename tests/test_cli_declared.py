@@ -19,7 +19,11 @@ from fabricbench.declare import Declared, concept, declared
 from fabricbench.advising.config import AdviseConfig
 from fabricbench.exporting.api import ExportConfig
 from fabricbench.jobs.command import ExecConfig
+from fabricbench.measuring import compare_run, scaling_run
+from fabricbench.measuring.compare_run import CompareConfig
 from fabricbench.measuring.config import SweepConfig
+from fabricbench.measuring.p2p_run import P2PConfig
+from fabricbench.measuring.scaling_run import ScalingConfig
 from fabricbench.measuring.topo_run import TopoConfig
 from fabricbench.qualifying.config import FleetConfig, QualifyConfig
 from fabricbench.relating.jobfit_run import JobfitConfig
@@ -39,18 +43,25 @@ COMMANDS = {
     "jobfit": (JobfitConfig, {}),
     "advise": (AdviseConfig, {}),
     "qualify": (QualifyConfig, {}),
-    "compare": (SweepConfig, {f: "compare passes the rest to its child sweeps by name"
-                              for f in ("gpus", "ops", "sizes", "adaptive", "max_iters", "graph", "graph_iters",
-                                        "check", "nprocs", "nccl_lib", "fabric", "seed", "buffers", "timing",
-                                        "alloc", "stall_timeout_s")}
-                | {"gap_s": "a gapped sweep measures relate's link credit, never a comparison's prices"}),
-    "scaling": (SweepConfig, {f: "scaling chooses GPU sets and passes the rest to its child sweeps"
-                              for f in ("gpus", "ops", "sizes", "adaptive", "max_iters", "graph", "graph_iters",
-                                        "check", "nprocs", "nccl_lib", "fabric", "seed", "buffers", "timing",
-                                        "alloc", "stall_timeout_s")}
-                | {"gap_s": "a gapped sweep measures relate's link credit, never a scaling's prices"}),
+    "compare": (SweepConfig, {f: "a library caller may set it in CompareConfig.sweep; the command keeps the sweep's"
+                              for f in ("adaptive", "max_iters", "graph", "graph_iters", "check", "nccl_lib",
+                                        "seed", "buffers", "timing", "alloc", "stall_timeout_s")}
+                | {"fabric": "each of --fabrics in turn (CompareConfig.fabrics)",
+                   "gap_s": "a gapped sweep measures relate's link credit, never a comparison's prices"}),
+    "scaling": (SweepConfig, {f: "a library caller may set it in ScalingConfig.sweep; the command keeps the sweep's"
+                              for f in ("adaptive", "max_iters", "graph", "graph_iters", "check", "nccl_lib",
+                                        "seed", "buffers", "timing", "alloc", "stall_timeout_s")}
+                | {"nprocs": "each GPU count's (CPU ranks: the count itself)",
+                   "gap_s": "a gapped sweep measures relate's link credit, never a scaling's prices"}),
+    "p2p": (P2PConfig, {}),
 }
-CONFIGS = (SweepConfig, TrainConfig, StudyConfig, ExecConfig)
+# a command whose SweepConfig options vary a template: the template's values are the options' defaults
+TEMPLATES = {"compare": compare_run.default_sweep, "scaling": scaling_run.default_sweep}
+# options a command words its own way (declare.shared: only the words, never the kind, range or default)
+OWN_WORDS = {"compare": {"gpus", "ops", "nprocs"}, "scaling": {"gpus", "fabric"}}
+# a command's own config beside the SweepConfig template it varies
+OWN_CONFIGS = {"compare": CompareConfig, "scaling": ScalingConfig}
+CONFIGS = (SweepConfig, TrainConfig, StudyConfig, ExecConfig, CompareConfig, ScalingConfig, P2PConfig)
 # One flag, two ideas, each with its own default: said in each --help, and listed here on purpose.
 SHARED_FLAGS = {"--timeout": {"step_timeout_s", "progress_timeout_s", "job_timeout_s"}}
 
@@ -59,11 +70,25 @@ def option_of(cmd: click.Command, name: str) -> click.Option | None:
     return next((p for p in cmd.params if isinstance(p, click.Option) and p.name == name), None)
 
 
+def _parts(name: str):
+    """(config, fields left to others, the instance whose values are the defaults or None, own words) of a
+    command: its config, and the template's own config beside it."""
+    config, left = COMMANDS[name]
+    yield config, left, TEMPLATES[name]() if name in TEMPLATES else None, OWN_WORDS.get(name, set())
+    if name in OWN_CONFIGS:
+        yield OWN_CONFIGS[name], {}, None, set()
+
+
 @pytest.mark.parametrize("name", list(COMMANDS))
 def test_each_option_is_its_field(name):
-    config, left = COMMANDS[name]
+    for config, left, template, words in _parts(name):
+        _each_option_is_its_field(name, config, left, template, words)
+
+
+def _each_option_is_its_field(name, config, left, template, words):
     cmd = command(name)
     for field, (d, default) in declared(config).items():
+        default = getattr(template, field) if template is not None else default
         opt = option_of(cmd, field)
         if field in left:
             assert opt is None or opt.opts[0] == d.flag, f"{name} {field}: {opt.opts} against {d.flag}"
@@ -79,7 +104,9 @@ def test_each_option_is_its_field(name):
         assert required or opt.default == shown_default(default), \
             f"{name} {d.flag}: default {opt.default!r}, field {default!r}"
         assert type(opt.type) is type(TYPES[d.kind](d)), (name, field, opt.type)
-        assert d.help in opt.help, (name, field)
+        assert getattr(opt.type, "lo", None) == getattr(TYPES[d.kind](d), "lo", None) and \
+            getattr(opt.type, "hi", None) == getattr(TYPES[d.kind](d), "hi", None), (name, field, "range")
+        assert field in words or d.help in opt.help, (name, field)
 
 
 def _concepts() -> dict[str, list[tuple[str, str, Declared, object]]]:

@@ -1,8 +1,8 @@
 """The command and its library call take the same defaults and refuse the same values, read from the real
-commands: `fabricbench scaling` and fabricbench.scaling() sweep the same sizes (and compare with
-fabricbench.compare() alike), and each option of `qualify` (`--fleet --fraction` included) takes the default
-and the range of its QualifyConfig or FleetConfig field. Each check is shown to fail on a drift planted in
-one side only.
+commands: `fabricbench scaling` and fabricbench.scaling(ScalingConfig()) sweep the same sizes (compare with
+CompareConfig() and p2p with P2PConfig() alike, their counts in the same ranges), and each option of
+`qualify` (`--fleet --fraction` included) takes the default and the range of its QualifyConfig or FleetConfig
+field. Each check is shown to fail on a drift planted in one side only.
 
     python3 -m pytest -q -p no:xdist tests/test_cli_library_drift.py
 """
@@ -17,16 +17,19 @@ import pytest
 from fabricbench.cli.hints import command
 from fabricbench.declare import OPTION, Declared, declared
 from fabricbench.errors import UsageError
-from fabricbench.measuring import compare as compare_lib, scaling_run
-from fabricbench.measuring.compare import SweepOptions, as_text
+from fabricbench.measuring import compare_run, p2p_run, scaling_run
+from fabricbench.measuring.compare import as_text
 from fabricbench.measuring.config import SweepConfig
 from fabricbench.cli.declared import shown_default
 from fabricbench.qualifying.config import FleetConfig, QualifyConfig
+from fabricbench.sizes import parse_size
 
-# command -> the options its library call gives each child sweep when the caller gives none
-LIBRARY_OPTIONS = {
-    "scaling": lambda: scaling_run.default_options(),
-    "compare": lambda: compare_lib.sweep_options(),
+# command -> the config its library call takes when the caller builds it with no arguments (its child sweep a
+# SweepConfig template: the command's sweep options are that template's fields)
+LIBRARY_CONFIGS = {
+    "scaling": lambda: scaling_run.ScalingConfig(),
+    "compare": lambda: compare_run.CompareConfig(),
+    "p2p": lambda: p2p_run.P2PConfig(),
 }
 # values around the edges of a fraction's range, and inside it
 FRACTIONS = (-0.1, 0.0, 1e-9, 0.5, 0.9, 1.0, 1.0 + 1e-9, 2.0)
@@ -42,21 +45,48 @@ def _same(value):
     return as_text(value) if isinstance(value, (list, tuple)) else value
 
 
+def _fields(config) -> list[tuple[str, object, object]]:
+    """(field, its value in this config, its declaration or None) of a config and of its child sweep."""
+    table = declared(type(config))
+    out = [(f.name, getattr(config, f.name), table.get(f.name, (None,))[0]) for f in dataclasses.fields(config)
+           if f.name != "sweep"]
+    sweep = getattr(config, "sweep", None)
+    if sweep is not None:
+        table = declared(SweepConfig)
+        out += [(f.name, getattr(sweep, f.name), table.get(f.name, (None,))[0]) for f in dataclasses.fields(sweep)]
+    return out
+
+
+def _refuses(cmd: click.Command, p: click.Parameter, value) -> bool:
+    try:
+        p.type.convert(str(value), p, click.Context(cmd))
+        return False
+    except click.BadParameter:
+        return True
+
+
 def sweep_drifts(name: str) -> list[str]:
-    """Each child-sweep option whose default the command and its library call give differently (None in the
-    library: the sweep's own default, SweepConfig's)."""
-    cmd, lib = command(name), LIBRARY_OPTIONS[name]()
-    sweep_defaults = {k: d for k, (_, d) in declared(SweepConfig).items()}
+    """Each option whose default the command and its library call give differently (the library's config
+    built with no arguments, its child sweep included), and each count option whose range they draw
+    differently (a value one side takes and the other refuses)."""
+    cmd, lib = command(name), LIBRARY_CONFIGS[name]()
     out = []
-    for f in dataclasses.fields(SweepOptions):
-        p = next((p for p in cmd.params if p.name == f.name), None)
-        if p is None:
+    for field, ours, d in _fields(lib):
+        p = next((p for p in cmd.params if p.name == field and not getattr(p, "hidden", False)), None)
+        if p is None or d is None:
             continue
-        ours = getattr(lib, f.name)
-        ours = sweep_defaults.get(f.name) if ours is None else ours
-        theirs = p.default if p.default is not None else sweep_defaults.get(f.name)
-        if _same(ours) != _same(theirs):
+        theirs = p.default
+        if d.kind == "size":  # "256M" on the command line, its bytes in the built config
+            ours, theirs = parse_size(str(ours)), parse_size(str(theirs))
+        if d.kind != "flag" and _same(ours) != _same(theirs):
             out.append(f"{name} {p.opts[0]}: the command's default {_same(theirs)!r}, the library's {_same(ours)!r}")
+        if d.kind == "count":  # the ends of both sides' ranges, and just outside them
+            ends = {*(int(x) for x in d.bounds()), p.type.lo, p.type.hi}
+            for value in sorted({v + k for v in ends for k in (-1, 0, 1)}):
+                cli = _refuses(cmd, p, value)
+                if cli != (d.refusal(value) is not None):
+                    out.append(f"{name} {p.opts[0]} {value}: the command {'refuses' if cli else 'takes'} it, "
+                               f"the library {'takes' if cli else 'refuses'} it")
     return out
 
 
@@ -99,18 +129,32 @@ def qualify_drifts() -> list[str]:
     return out
 
 
-@pytest.mark.parametrize("name", sorted(LIBRARY_OPTIONS))
+@pytest.mark.parametrize("name", sorted(LIBRARY_CONFIGS))
 def test_the_command_and_its_library_call_sweep_the_same(name):
     assert sweep_drifts(name) == []
 
 
 def test_scaling_sweeps_the_bus_bandwidth_plateau_by_default():
-    assert _param(command("scaling"), "sizes").default == scaling_run.SIZES == scaling_run.default_options().sizes
+    assert _param(command("scaling"), "sizes").default == scaling_run.SIZES == \
+        str(scaling_run.ScalingConfig().sweep.sizes)
 
 
 def test_a_planted_sizes_drift_fails(monkeypatch):
     monkeypatch.setattr(scaling_run, "SIZES", "1M-1G:x4")  # the library's side only: the command keeps 1G
     assert sweep_drifts("scaling") == ["scaling --sizes: the command's default '1G', the library's '1M-1G:x4'"]
+
+
+def test_a_planted_compare_drift_fails(monkeypatch):
+    monkeypatch.setattr(compare_run, "OPS", ("all_gather",))  # the library's side only: the command keeps all_reduce
+    assert sweep_drifts("compare") == ["compare --ops: the command's default 'all_reduce', the library's 'all_gather'"]
+
+
+def test_a_planted_p2p_range_drift_fails(monkeypatch):
+    wider = dataclasses.replace(declared(p2p_run.P2PConfig)["iters"][0], hi=10_000_000)  # the library's side only
+    field = p2p_run.P2PConfig.__dataclass_fields__["iters"]
+    monkeypatch.setattr(field, "metadata", {**field.metadata, OPTION: wider})
+    assert sweep_drifts("p2p") == [f"p2p --iters {n}: the command refuses it, the library takes it"
+                                   for n in (1_000_001, 9_999_999, 10_000_000)]
 
 
 def test_qualify_options_one_range_one_default():

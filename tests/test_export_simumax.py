@@ -143,8 +143,9 @@ def test_live_gloo_sweep_round_trip(tmp_path):
     import fabricbench
 
     sweep = tmp_path / "sweep.jsonl"
-    fabricbench.sweep(engine="torch", backend="gloo", nprocs=2, ops="all_reduce,all_gather,reduce_scatter",
-                      sizes="1K-1M:x8", iters=5, warmup=1, out=str(sweep))
+    fabricbench.sweep(fabricbench.SweepConfig(engine="torch", backend="gloo", nprocs=2, iters=5, warmup=1,
+                                              ops="all_reduce,all_gather,reduce_scatter", sizes="1K-1M:x8"),
+                      out=str(sweep))
     doc, records = _export(tmp_path, sweep)
     assert doc["num_per_node"] == 2 and set(doc["fabricbench"]["ops"]) == {"all_reduce", "all_gather",
                                                                          "reduce_scatter"}

@@ -205,14 +205,15 @@ def test_sweep_applies_a_custom_fabric_on_gloo_and_masks_its_secret(tmp_path):
 
 @pytest.mark.slow
 def test_library_sweep_applies_a_fabric(monkeypatch):
-    """fabricbench.sweep(fabric=...) measures in a child whose ranks have the fabric's variables."""
+    """fabricbench.sweep(SweepConfig(fabric=...)) measures in a child whose ranks have the fabric's variables."""
     import fabricbench
 
     for var in [k for k in os.environ if k.startswith("NCCL_")] + [MARKER]:
         monkeypatch.delenv(var, raising=False)
-    results = fabricbench.sweep(engine="torch", backend="gloo", nprocs=2, ops=["all_reduce"], sizes="1K",
-                                iters=2, warmup=0, fabric="p2plo:NCCL_P2P_DISABLE=1,GLOO_SOCKET_IFNAME=lo")
-    [r] = results
+    results = fabricbench.sweep(fabricbench.SweepConfig(
+        engine="torch", backend="gloo", nprocs=2, ops=["all_reduce"], sizes="1K", iters=2, warmup=0,
+        fabric="p2plo:NCCL_P2P_DISABLE=1,GLOO_SOCKET_IFNAME=lo"))
+    [r] = results.records
     rec = r.to_dict()
     assert rec["fabric"] == "p2plo" and rec["env"]["NCCL_P2P_DISABLE"] == "1"
     assert rec["env"][MARKER] == "p2plo" and r.transport == "gloo (no NCCL)"

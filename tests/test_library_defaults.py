@@ -1,6 +1,6 @@
 """The library decides what the command decides: machine defaults, and a config that checks itself.
 
-    import fabricbench; fabricbench.sweep(engine="torch", gpus=[0, 1])    (works as the command does)
+    import fabricbench; fabricbench.sweep(fabricbench.SweepConfig(engine="torch", gpus=[0, 1]))   (as the command does)
 """
 
 from __future__ import annotations
@@ -61,5 +61,5 @@ def test_fabricbench_sweep_takes_the_same_defaults(monkeypatch):
     monkeypatch.setattr(fabricbench.gpus, "visible_gpu_count", lambda: 2)
     monkeypatch.setattr(runner, "run_sweep", lambda config, **kw: seen.append(config) or [])
     monkeypatch.delenv("WORLD_SIZE", raising=False)
-    assert fabricbench.sweep(engine="torch", gpus=[0, 1], sizes="1K") == []
+    assert fabricbench.sweep(fabricbench.SweepConfig(engine="torch", gpus=[0, 1], sizes="1K")).records == []
     assert (seen[0].backend, seen[0].gpus, seen[0].nprocs) == ("nccl", (0, 1), 2)

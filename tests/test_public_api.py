@@ -17,12 +17,11 @@ from pathlib import Path
 import fabricbench
 
 ROOT = Path(__file__).resolve().parents[1]
-CONFIGS = {"SweepConfig", "SweepOptions", "TrainConfig", "StudyConfig", "ExecConfig", "ExportConfig", "EstimateConfig",
-           "TopoConfig", "JobfitConfig", "ReportConfig", "AdviseConfig", "ImportConfig",
-           "RelateConfig"}
-RESULTS = {"CollectiveResult", "CompareResult", "ScalingResult", "P2PResult", "CopyResult", "RelateResult",
-           "StudyResult", "StudyPlan", "TrainRunResult", "TrainResult", "Advice", "StrategyAdvice", "QualifyResult", "DryRun", "ExecResult",
-           "ExportResult", "EstimateResult", "TopoResult", "JobfitResult", "ReportResult", "ImportResult"}
+CONFIGS = {"SweepConfig", "CompareConfig", "ScalingConfig", "P2PConfig", "TrainConfig", "StudyConfig", "ExecConfig",
+           "ExportConfig", "EstimateConfig", "TopoConfig", "JobfitConfig", "ReportConfig", "AdviseConfig"}
+RESULTS = {"CollectiveResult", "SweepResult", "CompareResult", "ScalingResult", "P2PResult", "CopyResult",
+           "RelateResult", "StudyResult", "StudyPlan", "TrainRunResult", "TrainResult", "Advice", "StrategyAdvice", "QualifyResult", "DryRun", "ExecResult",
+           "ExportResult", "EstimateResult", "TopoResult", "JobfitResult", "ReportResult"}
 THIRD_PARTY = ("pandas.",)  # a type of an optional dependency, named by its module
 ERRORS = {"FabricbenchError", "UsageError", "EngineUnavailable", "FabricWaived", "CudaError", "NcclError",
           "CollectiveTimeout", "CheckFailed"}

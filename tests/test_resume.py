@@ -16,6 +16,7 @@ import fabricbench
 from fabricbench.errors import UsageError
 from fabricbench.measuring import resume as resuming
 from fabricbench.measuring.api import make_config
+from fabricbench.measuring.config import SweepConfig
 from fabricbench.results.writer import read_results
 
 ONE_RANK = dict(engine="torch", backend="gloo", ops="all_reduce,all_to_all", inplace="both", iters=3, warmup=0)
@@ -31,7 +32,7 @@ def key(rec: dict) -> tuple:
 
 def test_library_resume_reuses_ok_records_in_plan_order(tmp_path):
     out = str(tmp_path / "r.jsonl")
-    first = fabricbench.sweep(out=out, sizes="1K,4K", **ONE_RANK)
+    first = fabricbench.sweep(SweepConfig(sizes="1K,4K", **ONE_RANK), out=out).records
     assert [r.status for r in first].count("ok") == 6 and [r.status for r in first].count("waived") == 2
     # An interrupted earlier run: one measurement timed out, the one before it never got written.
     lost = {key(r.to_dict()) for r in first[4:6]}
@@ -43,7 +44,7 @@ def test_library_resume_reuses_ok_records_in_plan_order(tmp_path):
     with open(out, "w") as fh:
         fh.writelines(json.dumps(r) + "\n" for r in recs)
 
-    again = fabricbench.sweep(out=out, resume=True, sizes="1K,4K,16K", **ONE_RANK)
+    again = fabricbench.sweep(SweepConfig(sizes="1K,4K,16K", **ONE_RANK), out=out, resume=True).records
     plan = [(r.op, r.requested_bytes, r.inplace) for r in again]
     assert plan == sorted(plan, key=lambda k: (k[0], k[2], k[1]))  # plan order: op, in-place, size
     assert len(again) == 12
@@ -56,13 +57,13 @@ def test_library_resume_reuses_ok_records_in_plan_order(tmp_path):
     assert len({key(r) for r in written if r["status"] in ("ok", "waived")}) == 12
 
     # Everything held: nothing measured, nothing written.
-    third = fabricbench.sweep(out=out, resume=True, sizes="1K,4K,16K", **ONE_RANK)
+    third = fabricbench.sweep(SweepConfig(sizes="1K,4K,16K", **ONE_RANK), out=out, resume=True).records
     assert len(third) == 12 and len(collective(out)) == len(written)
 
 
 def test_other_settings_are_measured_again(tmp_path):
     out = str(tmp_path / "r.jsonl")
-    fabricbench.sweep(out=out, sizes="1K", **{**ONE_RANK, "ops": "all_reduce", "inplace": "out-of-place"})
+    fabricbench.sweep(SweepConfig(sizes="1K", **{**ONE_RANK, "ops": "all_reduce", "inplace": "out-of-place"}), out=out)
     fields = {**ONE_RANK, "ops": "all_reduce", "inplace": "out-of-place"}
     for change in ({"iters": 4}, {"check": True}, {"warmup": 1}, {"dtype": "bfloat16"}):
         seen = []
@@ -102,13 +103,13 @@ def test_a_torn_last_record_is_cut_off_and_measured_again(tmp_path, capsys):
     """A run killed mid-write leaves half a line. --resume warns once, repairs the file (every
     line parses) and measures that item again; it was skipped past, and the next record glued onto it."""
     out = tmp_path / "r.jsonl"
-    fabricbench.sweep(out=str(out), sizes="1K,4K", **{**ONE_RANK, "ops": "all_reduce", "inplace": "inplace"})
+    inplace = SweepConfig(sizes="1K,4K", **{**ONE_RANK, "ops": "all_reduce", "inplace": "inplace"})
+    fabricbench.sweep(inplace, out=str(out))
     lines = out.read_text().splitlines(keepends=True)
     assert [json.loads(ln)["requested_bytes"] for ln in lines if '"collective"' in ln] == [1024, 4096]
     out.write_text("".join(lines[:-1]) + lines[-1][: len(lines[-1]) // 2])  # the 4K record, torn
     capsys.readouterr()
-    again = fabricbench.sweep(out=str(out), resume=True, sizes="1K,4K",
-                              **{**ONE_RANK, "ops": "all_reduce", "inplace": "inplace"})
+    again = fabricbench.sweep(inplace, out=str(out), resume=True).records
     err = capsys.readouterr().err
     assert err.count("last line was cut short") == 1 and str(out) in err
     assert [r.requested_bytes for r in again] == [1024, 4096]
@@ -119,7 +120,7 @@ def test_a_torn_last_record_is_cut_off_and_measured_again(tmp_path, capsys):
 
 def test_resume_without_out_is_a_usage_error(tmp_path):
     with pytest.raises(UsageError, match="out"):
-        fabricbench.sweep(resume=True, sizes="1K", **ONE_RANK)
+        fabricbench.sweep(SweepConfig(sizes="1K", **ONE_RANK), resume=True)
     for cmd in (["sweep"], ["compare", "--engine", "torch", "--backend", "gloo"],
                 ["scaling", "--engine", "torch", "--backend", "gloo", "--num-gpus", "2"]):
         proc = subprocess.run([sys.executable, "-m", "fabricbench", *cmd, "--resume"], capture_output=True,
@@ -179,7 +180,7 @@ def test_sweep_under_a_delegated_fabric_resumes(tmp_path, monkeypatch):
 
     out = str(tmp_path / "r.jsonl")
     fields = {**ONE_RANK, "ops": "all_reduce", "inplace": "out-of-place", "fabric": "lo:GLOO_SOCKET_IFNAME=lo"}
-    first = fabricbench.sweep(out=out, sizes="4K", **fields)
+    first = fabricbench.sweep(SweepConfig(sizes="4K", **fields), out=out).records
     assert [(r.requested_bytes, r.status, r.context["fabric"]) for r in first] == [(4096, "ok", "lo")]
 
     def resumed(sizes):

@@ -135,8 +135,9 @@ def test_two_library_sweeps_in_one_torchrun_launch(tmp_path):
     read the first one's run id or communicator keys (it used to hang until --timeout)."""
     code = ("import json, fabricbench\n"
             "for op in ('all_reduce', 'all_gather'):\n"
-            "    rows = fabricbench.sweep(engine='torch', backend='gloo', ops=[op], sizes='4K', iters=3,\n"
-            "                             check=True, timeout_s=60)\n"
+            "    cfg = fabricbench.SweepConfig(engine='torch', backend='gloo', ops=[op], sizes='4K', iters=3,\n"
+            "                                  check=True, timeout_s=60)\n"
+            "    rows = fabricbench.sweep(cfg).records\n"
             "    if rows:  # rank 0's (the others get none); one write, so the ranks' lines do not interleave\n"
             "        print(f'ROWS {json.dumps([[r.op, r.nranks, r.wrong] for r in rows])}', flush=True)\n")
     # TMPDIR: the test's own torchrun (standing in for the user's) keeps its torchelastic_* folder there
@@ -166,11 +167,15 @@ def test_json_output_is_one_object_per_line(tmp_path):
 def test_library_api_measure_sweep_dataframe():
     import fabricbench
 
-    r = fabricbench.measure("all_gather", "64K", engine="torch", backend="gloo", nprocs=2, check=True, iters=3)
+    cpu = fabricbench.SweepConfig(engine="torch", backend="gloo", nprocs=2, iters=3)
+    r = fabricbench.measure("all_gather", "64K", dataclasses.replace(cpu, check=True, inplace="inplace"))
     assert isinstance(r, fabricbench.CollectiveResult) and r.op == "all_gather" and r.bytes == 65536
-    assert r.wrong == 0 and r.to_dict()["schema"] == "fabricbench/1"
-    rows = fabricbench.sweep(engine="torch", backend="gloo", nprocs=2, sizes="1K,4K", ops="all_reduce", iters=3)
-    assert [x.bytes for x in rows] == [1024, 4096]
+    assert r.wrong == 0 and r.to_dict()["schema"] == "fabricbench/1" and r.inplace is True
+    with pytest.raises(fabricbench.UsageError, match="not \"both\""):
+        fabricbench.measure("all_gather", "64K", dataclasses.replace(cpu, inplace="both"))
+    rows = fabricbench.sweep(dataclasses.replace(cpu, sizes="1K,4K", ops="all_reduce"))
+    assert isinstance(rows, fabricbench.SweepResult) and [x.bytes for x in rows.records] == [1024, 4096]
+    assert rows.to_dict() == [x.to_dict() for x in rows.records] and rows.out is None
     pd = pytest.importorskip("pandas")
     df = fabricbench.to_dataframe(rows)
     assert isinstance(df, pd.DataFrame) and list(df["bytes"]) == [1024, 4096]

@@ -15,39 +15,39 @@ import sys
 
 import click
 
-from fabricbench.cli.types import OP_REGISTRY, Count, FabricSpec, GpuList, InputPath, NameList, SizeList
-
-from fabricbench.cli.declared import option
+from fabricbench.cli.declared import declared_option, option
 from fabricbench.cli.options import RESUME, sweep_options
+from fabricbench.cli.types import InputPath
 from fabricbench.exitcodes import Exit
 from fabricbench.files import refuse_collisions
-from fabricbench.measuring.compare_run import compare as run_compare, plot_comparison
-from fabricbench.measuring.compare import check_plot_path, runs_beside, sweep_options as sweep_opts
+from fabricbench.measuring.compare import check_plot_path, runs_beside
+from fabricbench.measuring.compare_run import CompareConfig, compare as run_compare, default_sweep, plot_comparison
+from fabricbench.measuring.config import SweepConfig
 from fabricbench.measuring.format import render_compare
+
+DEFAULT = default_sweep()  # the child sweep the library runs when given none: the options' defaults
 
 
 @click.command()
-@click.option("--fabrics", "fabric_list", type=FabricSpec(many=True), default="default,p2p-off", show_default=True,
-              help="Comma list: built-in names (see `fabricbench fabrics`), shaped:RATE (an emulated link, "
-                   "e.g. shaped:1gbit) or name:VAR=VAL[,VAR=VAL].")
-@click.option("--gpus", type=GpuList(), default=None, help="GPU list for every fabric: 0,1 or 0-7. Default: all visible.")
-@click.option("--ops", type=NameList(OP_REGISTRY, "collective"), default="all_reduce", show_default=True, help="Comma list of collectives.")
-@click.option("--sizes", type=SizeList(), default="1M-1G:x4", show_default=True, help="Sizes: 8-8G, 1M-1G:x2 or 64K,1M (a bare G is GiB, 2^30 B; GB is 10^9 B).")
-@click.option("--nprocs", type=Count(1, 4096), default=None, help="Local ranks per run (one process each).")
+@declared_option(CompareConfig, "fabrics")
+@declared_option(SweepConfig, "gpus", help="GPU list for every fabric: 0,1 or 0-7.")
+@declared_option(SweepConfig, "ops", default=DEFAULT.ops, help="Comma list of collectives.")
+@declared_option(SweepConfig, "sizes", default=DEFAULT.sizes)
+@declared_option(SweepConfig, "nprocs", help="Local ranks per run (one process each).")
 @option(RESUME, "resume", help="Skip fabrics whose every measurement --out already holds as ok.")
 @click.option("--with", "with_paths", type=InputPath(), multiple=True,
               help="Show these results beside the fabrics (e.g. `fabricbench import`ed nccl-tests); repeatable.")
 @sweep_options
-def compare(fabric_list, gpus, ops, sizes, nprocs, resume, with_paths, dtype, iters, warmup, engine, backend,
+def compare(fabrics, gpus, ops, sizes, nprocs, resume, with_paths, dtype, iters, warmup, engine, backend,
             timeout_s, out_path, plot_path, as_json):
     """Run the same sweep on each fabric and show busbw side by side with the ratio."""
     check_plot_path(plot_path)  # before anything is measured; the plot itself comes after the table
     refuse_collisions({"--out": out_path, "--plot": plot_path}, {f"--with {p}": p for p in with_paths})
-    beside = runs_beside(with_paths, ops=[o.strip() for o in ops.split(",")], dtype=dtype)  # bad input first
-    res = run_compare(fabric_list, gpus=gpus, out=out_path, resume=resume, progress=False if as_json else None,
-                      beside=beside, options=sweep_opts(ops=ops, sizes=sizes, nprocs=nprocs, dtype=dtype, iters=iters,
-                                                        warmup=warmup, engine=engine, backend=backend,
-                                                        timeout_s=timeout_s))
+    sweep = SweepConfig(gpus=gpus, ops=ops, sizes=sizes, nprocs=nprocs, dtype=dtype, iters=iters, warmup=warmup,
+                        engine=engine, backend=backend, timeout_s=timeout_s)
+    config = CompareConfig(fabrics=fabrics, sweep=sweep)
+    beside = runs_beside(with_paths, ops=list(sweep.ops), dtype=sweep.dtype)  # bad input first
+    res = run_compare(config, out=out_path, resume=resume, progress=False if as_json else None, beside=beside)
     if as_json:
         click.echo(json.dumps(res.to_dict(), indent=2))
     else:

@@ -1,13 +1,14 @@
 """The options that belong to no config but mean one thing in every command that offers them (--json,
---out, --plot, --num-gpus (scaling's list), --resume, --dry-run, --quiet), declared once here as config fields are
+--out, --plot, --resume, --dry-run, --quiet), declared once here as config fields are
 (fabricbench/declare.py), and the click options compare and scaling share with `sweep`. --topo-file is
-declared beside its reader (fabricbench/topology/), since TopoConfig's field takes it too.
+declared beside its reader (fabricbench/topology/), since TopoConfig's field takes it too; --num-gpus
+(scaling's list of counts) by ScalingConfig's field (measuring/scaling_run.py).
 
     fabricbench compare --fabrics default,p2p-off --iters 50 --timeout 60 --plot cmp.png
 
 A command takes one with `option(JSON, "as_json", help=...)`: its flag, kind, range and aliases come
 from here, its words may say what it does in that command. Only flags live here; the values are held
-and checked by the library (measuring/compare.py's SweepOptions, the configs).
+and checked by the library (the configs: compare's and scaling's child sweep is a SweepConfig).
 """
 
 from __future__ import annotations
@@ -25,12 +26,13 @@ from fabricbench.training.config import TrainConfig
 JSON = Declared(flag="--json", kind="flag", help="Print one JSON object instead of the table.")
 OUT_FILE = Declared(flag="--out", kind="output file", help="Append the JSONL records here.")
 PLOT = Declared(flag="--plot", kind="output file", help="Write a PNG plot here.")
-# scaling's list of GPU counts, once --counts (advise's one count is AdviseConfig.num_gpus)
-NUM_GPUS_LIST = Declared(flag="--num-gpus", kind="count list", lo=2, hi=1024, concept="num_gpus", help=(
-    "GPU counts to measure, e.g. 2,4,8."), aliases=("--counts",), default_by="powers of 2 up to all of --gpus")
 RESUME = Declared(flag="--resume", kind="flag", help="Skip what --out already holds as ok.")
 DRY_RUN = Declared(flag="--dry-run", kind="flag", help="Print the plan and exit; run nothing.")
 QUIET = Declared(flag="--quiet", kind="flag", help="No table or progress (records still go to --out).")
+# a torch.profiler trace of any training loop: a file per rank (.json, .json.gz) or their folder
+TRACE = Declared(flag="--trace", kind="input file or folder", help=(
+    "A torch.profiler trace of your own loop: a file (.json or .json.gz), or a folder of them (one per rank); "
+    "repeat for several."))
 FOR_TRACE = Declared(flag="--for-trace", kind="input file or folder", help=(
     "Sweep exactly what this torch.profiler trace needs (its ops, dtypes, sizes, ranks, backend and device): "
     "a file or a folder of them; repeat for several."))

@@ -16,22 +16,24 @@ import sys
 import click
 
 from fabricbench.cli.declared import declared_option, option
-from fabricbench.cli.options import NUM_GPUS_LIST, RESUME, TOPO_FILE, sweep_options
+from fabricbench.cli.options import RESUME, sweep_options
 from fabricbench.exitcodes import Exit
 from fabricbench.files import refuse_collisions
-from fabricbench.measuring.scaling_run import SIZES, scaling as run_scaling
-from fabricbench.measuring.compare import check_plot_path, sweep_options as sweep_opts
+from fabricbench.measuring.compare import check_plot_path
 from fabricbench.measuring.config import SweepConfig
 from fabricbench.measuring.format import plot_scaling, render_scaling
+from fabricbench.measuring.scaling_run import ScalingConfig, default_sweep, scaling as run_scaling
+
+DEFAULT = default_sweep()  # the child sweep the library runs when given none: the options' defaults
 
 
 @click.command()
 @declared_option(SweepConfig, "gpus", help="GPUs to draw the sets from (CUDA ordinals).")
-@option(NUM_GPUS_LIST, "counts")
-@declared_option(SweepConfig, "ops", default=("all_reduce",))
-@declared_option(SweepConfig, "sizes", default=SIZES)
+@declared_option(ScalingConfig, "counts")
+@declared_option(SweepConfig, "ops", default=DEFAULT.ops)
+@declared_option(SweepConfig, "sizes", default=DEFAULT.sizes)
 @declared_option(SweepConfig, "fabric", help="Fabric for every set (see `fabricbench fabrics`; shaped:RATE too).")
-@option(TOPO_FILE, "topo_file", help="Choose sets from a saved `nvidia-smi topo -m` output.")
+@declared_option(ScalingConfig, "topo_file")
 @option(RESUME, "resume", help="Skip GPU sets whose every measurement --out already holds as ok.")
 @sweep_options
 def scaling(gpus, counts, ops, sizes, fabric, topo_file, resume, dtype, iters, warmup, engine, backend,
@@ -39,10 +41,10 @@ def scaling(gpus, counts, ops, sizes, fabric, topo_file, resume, dtype, iters, w
     """Bus bandwidth against GPU count, inside one NVLink island and across islands."""
     check_plot_path(plot_path)  # before anything is measured; the plot itself comes after the table
     refuse_collisions({"--out": out_path, "--plot": plot_path}, {"--topo-file": topo_file})
-    res = run_scaling(gpus=gpus, counts=counts, fabric=fabric, topo_file=topo_file, out=out_path, resume=resume,
-                      progress=False if as_json else None,
-                      options=sweep_opts(ops=ops, sizes=sizes, dtype=dtype, iters=iters, warmup=warmup, engine=engine,
-                                         backend=backend, timeout_s=timeout_s))
+    sweep = SweepConfig(gpus=gpus, ops=ops, sizes=sizes, fabric=fabric, dtype=dtype, iters=iters, warmup=warmup,
+                        engine=engine, backend=backend, timeout_s=timeout_s)
+    res = run_scaling(ScalingConfig(counts=counts, topo_file=topo_file, sweep=sweep), out=out_path, resume=resume,
+                      progress=False if as_json else None)
     if as_json:
         click.echo(json.dumps(res.to_dict(), indent=2))
     else:

@@ -1,6 +1,6 @@
-"""Shared by `compare` and `scaling` (compare_run.py, scaling_run.py): the sweep options they pass on,
-validated once, the output file, what --resume finds already measured, and compare's `--with` files as
-runs beside the measured fabrics. No click here: the flags are in
+"""Shared by `compare` and `scaling` (compare_run.py, scaling_run.py): the child sweeps they make from
+their SweepConfig template (checked before any child starts), the output file, what --resume finds already
+measured, and compare's `--with` files as runs beside the measured fabrics. No click here: the flags are in
 fabricbench/cli/options.py, the comparison rows in report/analysis.py, the tables in measuring/format.py.
 
     fabricbench compare --fabrics default,p2p-off --gpus 0,1 --out cmp.jsonl
@@ -8,69 +8,55 @@ fabricbench/cli/options.py, the comparison rows in report/analysis.py, the table
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
-from dataclasses import dataclass
 from typing import Any, Callable
 
 from fabricbench.errors import UsageError
 from fabricbench.fabrics.model import Fabric
 from fabricbench.importing.beside import collective_groups, records_of
-from fabricbench.measuring.config import default_backend
-from fabricbench.measuring.devices import make_config, resolve_devices, uses_gpus
-from fabricbench.jobs.configs import SweepJob
+from fabricbench.measuring.config import SweepConfig, default_backend
+from fabricbench.measuring.devices import resolve_devices, uses_gpus
 from fabricbench.measuring.child import ChildRun, run_child
 from fabricbench.measuring.resume import covering, read_prior
 from fabricbench.progress import Progress
 from fabricbench.reporting.analysis import metric_for as choose
 from fabricbench.reporting.plot import remove_stale
 from fabricbench.results.writer import ResultWriter
-from fabricbench.sizes import SizeSweep
 from fabricbench.topology import snapshot_record
 
 
-@dataclass(frozen=True, kw_only=True)
-class SweepOptions:
-    """What every child sweep gets (the names of `fabricbench sweep`'s options)."""
+def with_backend(sweep: SweepConfig) -> SweepConfig:
+    """The template with the torch engine's backend decided as the sweep itself decides it (nccl when a
+    GPU is visible, else gloo), so that compare and scaling know before any child whether ranks are CPU
+    ones."""
+    if sweep.engine == "torch" and sweep.backend is None:
+        return dataclasses.replace(sweep, backend=default_backend())
+    return sweep
 
-    ops: str
-    sizes: str
-    dtype: str
-    iters: int
-    warmup: int
-    engine: str
-    backend: str | None
-    nprocs: int | None
-    timeout_s: float | None
 
-    def __post_init__(self) -> None:
-        # The torch engine's backend is decided here, as the sweep itself decides it (nccl when a GPU is
-        # visible, else gloo), so that compare and scaling know before any child whether ranks are CPU ones.
-        if self.engine == "torch" and self.backend is None:
-            object.__setattr__(self, "backend", default_backend())
+def decided(sweep: SweepConfig) -> SweepConfig:
+    """with_backend(sweep), its GPUs checked against those visible, now rather than in every child."""
+    sweep = with_backend(sweep)
+    if uses_gpus(sweep):
+        resolve_devices(sweep)
+    return sweep
 
-    def validate(self, gpus: tuple[int, ...] | None) -> None:
-        """The checks the sweep would make, made before any child starts."""
-        config = make_config(gpus=gpus, ops=self.ops, sizes=self.sizes, dtype=self.dtype, iters=self.iters,
-                             warmup=self.warmup, engine=self.engine, backend=self.backend, nprocs=self.nprocs,
-                             **({"timeout_s": self.timeout_s} if self.timeout_s is not None else {}))
-        if uses_gpus(config):  # GPUs against those visible, now rather than in every child
-            resolve_devices(config)
 
-    def planned(self) -> list[tuple[str, int]]:
-        """The (op, size) pairs one child sweep measures: what a progress bar counts."""
-        sizes = SizeSweep.parse(self.sizes).expand()
-        return [(op.strip(), s) for op in self.ops.split(",") if op.strip() for s in sizes]
+def cpu_ranks(sweep: SweepConfig) -> bool:
+    return sweep.engine == "torch" and sweep.backend == "gloo"
 
-    @property
-    def cpu_ranks(self) -> bool:
-        return self.engine == "torch" and self.backend == "gloo"
 
-    def job(self, gpus: tuple[int, ...] | None, nprocs: int | None = None) -> SweepJob:
-        """The child sweep over `gpus` (run_child adds the fabric and where it writes)."""
-        return SweepJob(ops=self.ops, sizes=self.sizes, dtype=self.dtype, iters=self.iters, warmup=self.warmup,
-                        engine=self.engine, backend=self.backend,
-                        nprocs=nprocs if nprocs is not None else self.nprocs, timeout_s=self.timeout_s, gpus=gpus)
+def planned(sweep: SweepConfig) -> int:
+    """How many (op, size) pairs one child sweep measures: what a progress bar counts."""
+    return len(sweep.ops) * len(sweep.sizes.expand())
+
+
+def child(sweep: SweepConfig, gpus: tuple[int, ...] | None, nprocs: int | None = None) -> SweepConfig:
+    """The child sweep over `gpus` (run_child adds the fabric and where it writes); gloo ranks drive no GPU."""
+    return dataclasses.replace(sweep, gpus=None if cpu_ranks(sweep) else gpus,
+                               nprocs=nprocs if nprocs is not None else sweep.nprocs)
 
 
 def runs_beside(paths, *, ops: list[str], dtype: str) -> list[Any]:
@@ -131,7 +117,7 @@ def _stderr(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def run_and_keep(fabric, job: SweepJob, writer, run_id: str, *, what: str, kept: str,
+def run_and_keep(fabric, job: SweepConfig, writer, run_id: str, *, what: str, kept: str,
                  extra: dict[str, Any] | None = None, say: Callable[[str], None] = _stderr,
                  on_record: Callable[[dict[str, Any]], None] | None = None):
     """One child sweep under `fabric`: report its warnings and failure, write its records into this run.
@@ -171,14 +157,6 @@ def as_text(v: Any) -> str | None:
     return ",".join(str(x) for x in v)
 
 
-def sweep_options(*, ops: Any = "all_reduce", sizes: Any = "1M-1G:x4", dtype: str = "float32", iters: int = 20,
-                  warmup: int = 5, engine: str = "native", backend: str | None = None, nprocs: int | None = None,
-                  timeout_s: float | None = None) -> SweepOptions:
-    """What every child sweep of compare and scaling gets (the defaults are `fabricbench sweep`'s)."""
-    return SweepOptions(ops=as_text(ops), sizes=as_text(sizes), dtype=dtype, iters=iters, warmup=warmup, engine=engine,
-                        backend=backend, nprocs=nprocs, timeout_s=timeout_s)
-
-
 def resume_records(out: str | None, resume: bool) -> list[dict[str, Any]] | None:
     """resume=True: the reusable records of the combined `out` (shared by compare and scaling)."""
     if not resume:
@@ -188,18 +166,14 @@ def resume_records(out: str | None, resume: bool) -> list[dict[str, Any]] | None
     return read_prior(out)
 
 
-def already_done(prior, opts, fabric, gpus, *, nprocs: int | None = None, where: dict[str, Any] | None = None,
+def already_done(prior, sweep: SweepConfig, fabric, *, where: dict[str, Any] | None = None,
                  out: str | None = None, say: Callable[[str], None] = _stderr):
-    """A ChildRun made of the records that already hold every measurement of this child sweep (then it is
-    not run again), or None. Partly measured children run whole: the sweep's own resume is per item."""
+    """A ChildRun made of the records that already hold every measurement of the child sweep `sweep` under
+    `fabric` (then it is not run again), or None. Partly measured children run whole: the sweep's own
+    resume is per item."""
     if prior is None:
         return None
-    fields = dict(ops=opts.ops, sizes=opts.sizes, dtype=opts.dtype, iters=opts.iters, warmup=opts.warmup,
-                  engine=opts.engine, backend=opts.backend, nprocs=nprocs if nprocs is not None else opts.nprocs,
-                  fabric=fabric.name, gpus=None if opts.cpu_ranks else gpus)
-    if opts.timeout_s is not None:
-        fields["timeout_s"] = opts.timeout_s
-    recs = covering(prior, where=where, **fields)
+    recs = covering(prior, dataclasses.replace(sweep, fabric=fabric.name), where=where)
     if recs is None:
         return None
     say(f"resume: all {len(recs)} measurement(s) already recorded ok in {out}; skipped")

@@ -3,8 +3,9 @@
     fabricbench sweep --gpus 0,2 --ops all_reduce --sizes 1M-1G:x2 --dtype bfloat16 --iters 50
 
 The click layer (fabricbench/cli/sweep.py) only maps flags onto these fields; library users build the
-dataclass directly (fabricbench.sweep(...) does it for them). The type checks itself when built
-(__post_init__ -> validate), so no path can run an unchecked config; the message says what to do.
+dataclass directly and pass it to fabricbench.sweep(config) (compare and scaling take it as the template
+of their child sweeps). The type checks itself when built (__post_init__ -> validate), so no path can run
+an unchecked config; the message says what to do.
 """
 
 from __future__ import annotations

@@ -1,18 +1,20 @@
 """The library behind `p2p`: copy bandwidth between every GPU pair and between host and each GPU.
 
     import fabricbench
-    res = fabricbench.p2p(gpus="0-3", size="256M")              # res.unidirectional_gbps[i][j]
+    res = fabricbench.p2p(fabricbench.P2PConfig(gpus="0-3", size="256M"))   # res.unidirectional_gbps[i][j]
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
+from fabricbench.declare import check, declare, of, shared
 from fabricbench.errors import UsageError
 from fabricbench.gpus import default_gpus, parse_gpus
 from fabricbench.measuring import copy as copying
 from fabricbench.measuring.compare import as_text, check_plot_path, open_output
+from fabricbench.measuring.config import SweepConfig
 from fabricbench.measuring.copy import matrix, measure_all
 from fabricbench.measuring.plan import host_available_bytes
 from fabricbench.measuring.runner import new_run_id
@@ -20,6 +22,33 @@ from fabricbench.results.schema import header
 from fabricbench.sizes import format_size, parse_size
 
 MAX_COPIES = 1_000_000  # p2p: timed or untimed copies per measurement
+
+
+@dataclass(frozen=True, kw_only=True)
+class P2PConfig:
+    """Which copies `p2p` times and how often; checked once, here, for the CLI and the library."""
+
+    # CUDA ordinals, as a GPU list text (0-3,6) or the ordinals (kept as the text); None: every GPU
+    gpus: str | None = field(default=None, metadata=shared(of(SweepConfig, "gpus"), help="GPU list: 0-7, 0,2,5."))
+    size: int = field(default="256M", metadata=declare(  # bytes per copy (a size text is read)
+        "--size", "size", "Bytes per copy (a bare G is GiB, 2^30 B; GB is 10^9 B)."))
+    iters: int = field(default=20, metadata=declare(
+        "--iters", "count", "Timed copies per measurement.", lo=1, hi=MAX_COPIES))
+    warmup: int = field(default=5, metadata=declare("--warmup", "count", "Untimed copies first.", lo=0, hi=MAX_COPIES))
+    no_host: bool = field(default=False, metadata=declare("--no-host", "flag", "Skip host<->GPU copies."))
+    no_peer: bool = field(default=False, metadata=declare("--no-peer", "flag", "Skip GPU<->GPU copies."))
+
+    def __post_init__(self) -> None:
+        if self.gpus is not None and not isinstance(self.gpus, str):
+            object.__setattr__(self, "gpus", as_text(self.gpus))
+        object.__setattr__(self, "size", self.size if isinstance(self.size, int) else parse_size(self.size))
+        check(self)
+        if self.size < 1:
+            raise UsageError(f"--size {self.size}: a copy needs at least 1 B (P2PConfig.size)")
+        if self.no_host and self.no_peer:
+            raise UsageError("no host and no peer copies leave nothing to measure")
+        if self.gpus is not None:
+            parse_gpus(self.gpus)  # the list's syntax first: it needs no engine
 
 
 @dataclass(kw_only=True)
@@ -49,22 +78,18 @@ class P2PResult:
                 "records": [r.__dict__ for r in self.results]}
 
 
-def p2p(*, gpus: str | Sequence[int] | None = None, size: str | int = "256M", iters: int = 20, warmup: int = 5,
-        host: bool = True, peers: bool = True, out: str | None = None, plot: str | None = None) -> P2PResult:
+def p2p(config: P2PConfig, *, out: str | None = None, plot: str | None = None) -> P2PResult:
     """Copy bandwidth between every GPU pair (uni- and bidirectional) and between host and each GPU, by the
-    compiled engine (cudaMemcpyPeerAsync; pinned host memory). GB/s = bytes / median time (measuring/copy.py)."""
-
-    nbytes = size if isinstance(size, int) else parse_size(size)
-    if not 1 <= iters <= MAX_COPIES:
-        raise UsageError(f"iters {iters}: need 1 to {MAX_COPIES:,} timed copies")
-    if not 0 <= warmup <= MAX_COPIES:
-        raise UsageError(f"warmup {warmup}: 0 to {MAX_COPIES:,} untimed copies")
-    if not host and not peers:
-        raise UsageError("no host and no peer copies leave nothing to measure")
+    compiled engine (cudaMemcpyPeerAsync; pinned host memory). GB/s = bytes / median time (measuring/copy.py).
+    `out`: the JSONL records (kind "copy") are appended there; `plot`: checked before anything is measured
+    (measuring/copy_format.plot draws it)."""
+    if not isinstance(config, P2PConfig):
+        raise UsageError(f"p2p takes a P2PConfig, not {type(config).__name__}: "
+                         f"fabricbench.p2p(fabricbench.P2PConfig(gpus=..., size=...))")
+    nbytes, iters, warmup = config.size, config.iters, config.warmup
+    host, peers = not config.no_host, not config.no_peer
     check_plot_path(plot)
-    gpus = as_text(gpus)
-    if gpus is not None:
-        parse_gpus(gpus)  # the list's syntax first: it needs no engine
+    gpus = config.gpus
     eng = copying.engine()
     gpu_t = default_gpus(gpus)
     _check_fits(eng, gpu_t, nbytes, host=host, peers=peers)

@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 from fabricbench.jobs import store
 from fabricbench.measuring.config import SweepConfig
-from fabricbench.measuring.devices import make_config, nranks, resolve_devices, uses_gpus
+from fabricbench.measuring.devices import nranks, resolve_devices, uses_gpus
 from fabricbench.measuring.plan import PlanItem, build_plan
 from fabricbench.results.status import REUSABLE, Status
 
@@ -119,13 +119,13 @@ def plan_held(config: SweepConfig, records: list[dict[str, Any]]) -> tuple[list[
     return plan, match(plan, records, config, nranks=n, gpus=gpus, backend=backend)
 
 
-def covering(records: list[dict[str, Any]], *, where: dict[str, Any] | None = None,
-             **sweep_fields: Any) -> list[dict[str, Any]] | None:
+def covering(records: list[dict[str, Any]], sweep: SweepConfig, *,
+             where: dict[str, Any] | None = None) -> list[dict[str, Any]] | None:
     """For compare and scaling: the records that already hold every measurement of the child sweep
-    `sweep_fields` (fabricbench.sweep's fields, fabric included), in plan order, or None when one is missing
-    (the child then runs whole). `where`: extra fields a record must also carry (e.g. the placement)."""
+    `sweep` (its fabric included), in plan order, or None when one is missing (the child then runs
+    whole). `where`: extra fields a record must also carry (e.g. the placement)."""
 
     if where:
         records = [r for r in records if all((r.get("extra") or {}).get(k) == v for k, v in where.items())]
-    plan, held = plan_held(make_config(**sweep_fields), records)
+    plan, held = plan_held(sweep, records)
     return [held[i] for i in range(len(plan))] if plan and len(held) == len(plan) else None

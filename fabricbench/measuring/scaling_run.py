@@ -2,9 +2,10 @@
 islands for each count, each measured by its own child sweep.
 
     import fabricbench
-    res = fabricbench.scaling(gpus="0-7", counts="2,4,8", options=fabricbench.sweep_options(sizes="1G"))
+    res = fabricbench.scaling(fabricbench.ScalingConfig(counts="2,4,8", sweep=fabricbench.SweepConfig(gpus="0-7",
+                                                                                                    sizes="1G")))
 
-Errors name the parameters (`counts`, `gpus`), which are also the flags' names. What scaling shares with
+Errors name the parameters (`counts`, `gpus`). What scaling shares with
 compare is in measuring/compare.py.
 """
 
@@ -12,33 +13,37 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
+from fabricbench.declare import check, declare, shared
 from fabricbench.errors import UsageError
 from fabricbench.fabrics import get_fabric
-from fabricbench.gpus import parse_gpus
-from fabricbench.measuring.compare import (SweepOptions, already_done, as_text, check_plot_path, open_output,
-                                           progress_bar, resume_records, run_and_keep, sweep_options)
-from fabricbench.measuring.config import PROCS_PER_CORE, cores
+from fabricbench.measuring.compare import (already_done, as_text, check_plot_path, child, cpu_ranks, decided,
+                                           open_output, planned, progress_bar, resume_records, run_and_keep,
+                                           with_backend)
+from fabricbench.measuring.config import PROCS_PER_CORE, SweepConfig, cores
 from fabricbench.measuring.runner import new_run_id
 from fabricbench.progress import Progress
 from fabricbench.reporting.analysis import scaling_rows, scaling_series
 from fabricbench.reporting.plot import busbw_vs_count
 from fabricbench.sizes import format_size
-from fabricbench.topology import cuda_to_nvml, read_topology
+from fabricbench.topology import TOPO_FILE, cuda_to_nvml, read_topology
 from fabricbench.topology.model import Gpu, Topology, ranges
 from fabricbench.topology.placement import scaling_sets
 
-# The one default of `fabricbench scaling --sizes` and fabricbench.scaling(): scaling plots busbw against
+# The one default of `fabricbench scaling --sizes` and ScalingConfig().sweep: scaling plots busbw against
 # GPU count at the largest size (report/analysis.scaling_series), where busbw has reached its plateau; the
 # smaller sizes of a sweep would only lengthen every set's run.
 SIZES = "1G"
 
 
-def default_options() -> SweepOptions:
-    """What each set's child sweep gets when no options are given: `fabricbench sweep`'s defaults but
-    scaling's sizes (SIZES); `fabricbench scaling` offers these same defaults."""
-    return sweep_options(sizes=SIZES)
+OPS = ("all_reduce",)
+
+
+def default_sweep() -> SweepConfig:
+    """What each set's child sweep gets when no sweep is given: `fabricbench sweep`'s defaults but one
+    collective at scaling's sizes (SIZES); `fabricbench scaling` offers these same defaults."""
+    return SweepConfig(ops=OPS, sizes=SIZES)
 
 
 def read_counts(text: str) -> list[int]:
@@ -57,6 +62,30 @@ def read_counts(text: str) -> list[int]:
     if len(set(counts)) != len(counts):
         raise UsageError(f"counts {text} names a count twice")
     return sorted(counts)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScalingConfig:
+    """The GPU counts to measure and the sweep each GPU set runs (a template: its gpus are those the sets
+    are drawn from, its fabric every set's; its nprocs is each count's); checked once, here."""
+
+    counts: tuple[int, ...] | None = field(default=None, metadata=declare(  # sorted, each at least 2
+        "--num-gpus", "count list", "GPU counts to measure, e.g. 2,4,8.", lo=2, hi=1024, concept="num_gpus",
+        aliases=("--counts",), default_by="powers of 2 up to all of --gpus"))
+    # a saved `nvidia-smi topo -m` output to choose the sets from; None: this machine's
+    topo_file: str | None = field(default=None, metadata=shared(
+        TOPO_FILE, help="Choose sets from a saved `nvidia-smi topo -m` output."))
+    sweep: SweepConfig = field(default_factory=default_sweep)
+
+    def __post_init__(self) -> None:
+        if self.counts is not None:  # a comma text or whole numbers, as written (no machine needed)
+            object.__setattr__(self, "counts", tuple(read_counts(as_text(self.counts))))
+        check(self)
+        if not isinstance(self.sweep, SweepConfig):
+            raise UsageError(f"ScalingConfig.sweep is a SweepConfig, not {type(self.sweep).__name__}")
+        if self.sweep.gap_s:
+            raise UsageError("ScalingConfig: a gapped sweep (gap_s) measures relate's link credit, never a "
+                             "scaling's prices; leave gap_s at 0")
 
 
 def parse_counts(text: str | None, n: int, gpus_text: str) -> list[int]:
@@ -98,65 +127,67 @@ class ScalingResult:
                                                  "error": r.error} for p, r in self.results if r.error]}
 
 
-def scaling(*, gpus: str | Sequence[int] | None = None, counts: str | Sequence[int] | None = None,
-            fabric: str = "default", topo_file: str | None = None, out: str | None = None, resume: bool = False,
-            progress: Progress | bool | None = False, plot: str | None = None,
-            options: SweepOptions | None = None) -> ScalingResult:
-    """busbw against GPU count: for each count a GPU set inside one NVLink island and one across islands
-    (topology/placement.py), each measured by its own child sweep under `fabric`. With CPU ranks
-    (engine="torch", backend="gloo") the counts are ranks on this host. `options`: as for compare (its
-    nprocs is each count's); None: default_options(), sizes SIZES."""
-    gpus, counts = as_text(gpus), as_text(counts)
-    fab = get_fabric(fabric)
-    opts = dataclasses.replace(options or default_options(), nprocs=None)
+def scaling(config: ScalingConfig, *, out: str | None = None, resume: bool = False,
+            progress: Progress | bool | None = False, plot: str | None = None) -> ScalingResult:
+    """busbw against GPU count: for each of config.counts a GPU set inside one NVLink island and one across
+    islands (topology/placement.py), each measured by its own child sweep of config.sweep. With CPU ranks
+    (engine="torch", backend="gloo") the counts are ranks on this host. `out`, `resume`, `plot`: as for
+    compare."""
+    if not isinstance(config, ScalingConfig):
+        raise UsageError(f"scaling takes a ScalingConfig, not {type(config).__name__}: fabricbench.scaling("
+                         f"fabricbench.ScalingConfig(counts=..., sweep=fabricbench.SweepConfig(...)))")
+    counts = as_text(config.counts)
+    gpus = ranges(list(config.sweep.gpus)) if config.sweep.gpus is not None else None
+    topo_file = config.topo_file
+    fab = get_fabric(config.sweep.fabric)
     check_plot_path(plot)  # outputs first: nothing is read or measured for a plot that cannot be written
-    if counts is not None:
-        read_counts(counts)
+    template = with_backend(dataclasses.replace(config.sweep, nprocs=None))  # nprocs: each count's
+    cpu = cpu_ranks(template)
     topo = read_topology(topo_file, what="--topo-file")
     if topo is None:
-        if not opts.cpu_ranks:
+        if not cpu:
             raise UsageError("no GPU topology here (NVML and nvidia-smi did not answer)", hint_text="give a saved "
                              "`nvidia-smi topo -m` output or run CPU ranks:",
                              hint=[{"topo_file": "FILE"}, {"engine": "torch", "backend": "gloo"}])
-        n = len(parse_gpus(gpus)) if gpus else max(read_counts(counts or "2"))
+        n = len(config.sweep.gpus) if gpus else max(config.counts or (2,))
         _cpu_ranks_limit(n, f"counts {counts}" if not gpus else f"gpus {gpus}")
         topo = Topology(gpus=tuple(Gpu(index=i) for i in range(n)),  # CPU ranks: all alike
                         links=tuple(tuple("X" if i == j else "SYS" for j in range(n)) for i in range(n)),
                         source="cpu ranks (no GPU topology)")
-    ordinals = parse_gpus(gpus) if gpus is not None else tuple(range(len(topo.gpus)))
+    ordinals = config.sweep.gpus if gpus is not None else tuple(range(len(topo.gpus)))
     # CUDA ordinals -> topology indices (CUDA_VISIBLE_DEVICES may reorder); a saved file is taken as is.
     to_topo = dict(zip(ordinals, ordinals if topo_file or topo.source.startswith("cpu") else
                        cuda_to_nvml(ordinals, topo)))
     from_topo = {v: k for k, v in to_topo.items()}
     count_list = parse_counts(counts, len(ordinals), gpus or ranges(list(ordinals)))
-    opts.validate(None if opts.cpu_ranks else ordinals)
+    sweep = decided(dataclasses.replace(template, gpus=None if cpu else ordinals))
     placements = scaling_sets(topo, count_list, tuple(to_topo[g] for g in ordinals))
     prior = resume_records(out, resume)  # read before this run appends to the file
     run_id = new_run_id()
-    res = ScalingResult(run_id=run_id, fabric=fab, topology=topo, cpu_ranks=opts.cpu_ranks)
+    res = ScalingResult(run_id=run_id, fabric=fab, topology=topo, cpu_ranks=cpu)
     writer = open_output(out, run_id, fab.name, topo=topo if topo_file else None)
-    per_set = len(opts.planned())
+    per_set = planned(sweep)
     try:
         with progress_bar("scaling", per_set * len(placements), progress) as bar:
             for p in placements:
                 cuda_set = tuple(from_topo[g] for g in p.gpus)
                 # CPU ranks are processes on one host: no GPUs, islands or hops to name
-                what = (f"{p.count} CPU ranks ({opts.backend})" if opts.cpu_ranks else
+                what = (f"{p.count} CPU ranks ({sweep.backend})" if cpu else
                         f"{p.count} GPUs {p.label} {list(cuda_set)} (slowest hop {p.worst_link})")
                 if bar.mode != "off":
                     bar.say(what)
                 extra = {"placement": p.label, "placement_gpus": list(cuda_set), "topology_gpus": list(p.gpus),
                          "slowest_link": p.worst_link, "count": p.count}
-                nprocs = p.count if opts.cpu_ranks else None
-                done = already_done(prior, opts, fab, cuda_set, nprocs=nprocs, out=out, say=bar.say,
+                job = child(sweep, cuda_set, nprocs=p.count if cpu else None)
+                done = already_done(prior, job, fab, out=out, say=bar.say,
                                     where={"placement": p.label, "placement_gpus": list(cuda_set)})
                 if done is not None:
                     res.results.append((p, done))
                     bar.advance(per_set, item=f"{what}: already recorded")
                     continue
-                label = f"{p.count} ranks" if opts.cpu_ranks else f"{p.count} GPUs {p.label}"
+                label = f"{p.count} ranks" if cpu else f"{p.count} GPUs {p.label}"
                 bar.update(item=label)
-                run = run_and_keep(fab, opts.job(cuda_set, nprocs=nprocs), writer, run_id, what=label,
+                run = run_and_keep(fab, job, writer, run_id, what=label,
                                    kept="the other sets", extra=extra, say=bar.say, on_record=lambda rec, w=label:
                                    bar.advance(item=f"{w} {rec.get('op')} {format_size(rec.get('bytes') or 0)}"))
                 bar.advance(per_set - len(run.records), item=label)  # waived or failed: the rest
