@@ -18,6 +18,7 @@ from fabricbench.cli.hints import command
 from fabricbench.declare import Declared, concept, declared
 from fabricbench.advising.config import AdviseConfig
 from fabricbench.exporting.api import ExportConfig
+from fabricbench.importing.api import ImportConfig
 from fabricbench.jobs.command import ExecConfig
 from fabricbench.measuring import compare_run, scaling_run
 from fabricbench.measuring.compare_run import CompareConfig
@@ -27,6 +28,7 @@ from fabricbench.measuring.scaling_run import ScalingConfig
 from fabricbench.measuring.topo_run import TopoConfig
 from fabricbench.qualifying.config import FleetConfig, QualifyConfig
 from fabricbench.relating.jobfit_run import JobfitConfig
+from fabricbench.relating.relate_run import RelateConfig
 from fabricbench.studying.config import StudyConfig
 from fabricbench.training.estimate_run import EstimateConfig
 from fabricbench.training.launch import TrainConfig
@@ -43,6 +45,8 @@ COMMANDS = {
     "jobfit": (JobfitConfig, {}),
     "advise": (AdviseConfig, {}),
     "qualify": (QualifyConfig, {}),
+    "relate": (RelateConfig, {}),
+    "import": (ImportConfig, {}),
     "compare": (SweepConfig, {f: "a library caller may set it in CompareConfig.sweep; the command keeps the sweep's"
                               for f in ("adaptive", "max_iters", "graph", "graph_iters", "check", "nccl_lib",
                                         "seed", "buffers", "timing", "alloc", "stall_timeout_s")}
@@ -203,3 +207,12 @@ def test_a_planted_qualify_drift_fails(monkeypatch):
     monkeypatch.setattr(QualifyConfig.__dataclass_fields__["level"], "default", 2)
     with pytest.raises(AssertionError, match="qualify --level: default None, field 2"):
         test_each_option_is_its_field("qualify")
+
+
+@pytest.mark.parametrize("name, config, field, default", [("relate", RelateConfig, "reference", "default"),
+                                                          ("import", ImportConfig, "nranks", 8),
+                                                          ("study", StudyConfig, "resume", True)])
+def test_a_planted_drift_of_a_generated_command_fails(monkeypatch, name, config, field, default):
+    monkeypatch.setattr(config.__dataclass_fields__[field], "default", default)  # the config's side only
+    with pytest.raises(AssertionError, match=f"{name}|{field}"):
+        test_each_option_is_its_field(name)

@@ -21,7 +21,10 @@ from fabricbench.measuring import compare_run, p2p_run, scaling_run
 from fabricbench.measuring.compare import as_text
 from fabricbench.measuring.config import SweepConfig
 from fabricbench.cli.declared import shown_default
+from fabricbench.importing.api import ImportConfig
 from fabricbench.qualifying.config import FleetConfig, QualifyConfig
+from fabricbench.relating.relate_run import RelateConfig
+from fabricbench.studying.config import StudyConfig
 from fabricbench.sizes import parse_size
 
 # command -> the config its library call takes when the caller builds it with no arguments (its child sweep a
@@ -180,3 +183,67 @@ def test_a_planted_tolerance_drift_fails(monkeypatch):
     p = _param(command("qualify"), "tolerance")
     monkeypatch.setattr(p.type, "hi_open", False)  # the command's side only: it takes 1.0 again
     assert qualify_drifts() == ["--tolerance 1.0: the command accepts it, QualifyConfig refuses it"]
+
+
+# commands generated from one config: the config, with the fields it needs besides the one tried (never read)
+GENERATED = {"study": (StudyConfig, {"out": "s", "model": "tiny-mistral"}),
+             "relate": (RelateConfig, {"inputs": ("r.jsonl",)}),
+             "import": (ImportConfig, {"files": ("a.log",)})}
+GENERATED_EDGES = {"fraction": FRACTIONS}  # counts and seconds: each end of the declared range, and past it
+
+
+def _cli_refuses(cmd: click.Command, name: str, value) -> bool:
+    p = _param(cmd, name)
+    try:
+        p.type.convert(str(value), p, click.Context(cmd))
+        return False
+    except click.BadParameter:
+        return True
+
+
+def _range_refuses(config: type, base: dict, name: str, value) -> bool:
+    """Whether `config` refuses `value` for `name` by its declared range (a cross-field refusal, such as
+    --steps below --warmup-steps, is another check: not this one)."""
+    try:
+        config(**base, **{name: value})
+    except UsageError as e:
+        return str(e).endswith(f"({config.__name__}.{name})")
+    return False
+
+
+def generated_drifts(name: str) -> list[str]:
+    """Where a command generated from its config and the config differ: a default, or a value around the ends
+    of a declared range that one side takes and the other refuses."""
+    config, base = GENERATED[name]
+    cmd = command(name)
+    out = []
+    for field, (d, default) in declared(config).items():
+        p = _param(cmd, field)
+        if p.default != shown_default(default) and not (p.default in (None, ()) and default in (None, ())):
+            out.append(f"{name} {d.flag}: the command's default {p.default!r}, {config.__name__}'s {default!r}")
+        edges = GENERATED_EDGES.get(d.kind, ())
+        if d.kind in ("count", "seconds"):
+            lo, hi = d.bounds()
+            step = 1 if d.kind == "count" else 0.5
+            edges = tuple(type(step)(v) for v in (lo - step, lo, hi, hi + step))
+        for value in edges:
+            cli = _cli_refuses(cmd, field, value)
+            if cli != _range_refuses(config, base, field, value):
+                out.append(f"{name} {d.flag} {value}: the command {'refuses' if cli else 'takes'} it, "
+                           f"{config.__name__} {'takes' if cli else 'refuses'} it")
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(GENERATED))
+def test_a_generated_command_and_its_config_one_range_one_default(name):
+    assert generated_drifts(name) == []
+
+
+def test_a_planted_generated_drift_fails(monkeypatch):
+    field = StudyConfig.__dataclass_fields__["max_repeats"]
+    wider = dataclasses.replace(field.metadata[OPTION], hi=60)  # the library's side only: the command is built
+    monkeypatch.setattr(field, "metadata", {**field.metadata, OPTION: wider})
+    assert generated_drifts("study") == ["study --max-repeats 60: the command refuses it, StudyConfig takes it"]
+    monkeypatch.undo()
+    monkeypatch.setattr(_param(command("import"), "nranks"), "default", 8)  # the command's side only
+    assert generated_drifts("import") == ["import --nranks: the command's default 8, ImportConfig's None"]
