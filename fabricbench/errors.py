@@ -8,7 +8,7 @@ CollectiveTimeout defined here, so the hierarchy lives in one place and is impor
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 
 class FabricbenchError(Exception):
@@ -29,7 +29,7 @@ class UsageError(FabricbenchError, ValueError):
     that its command lacks.
     """
 
-    def __init__(self, message: str = "", *, hint: dict | list[dict] | None = None,
+    def __init__(self, message: str = "", *, hint: dict[str, Any] | list[dict[str, Any]] | None = None,
                  hint_text: str = "run with") -> None:
         self.message, self.hint_text = str(message), hint_text
         self.hints = [dict(h) for h in (hint if isinstance(hint, list) else [hint] if hint else [])]
@@ -37,11 +37,11 @@ class UsageError(FabricbenchError, ValueError):
         said = " or ".join(", ".join(f"{k}={v!r}" for k, v in h.items()) for h in self.hints)
         super().__init__(self.message + (f"; {hint_text} {said}" if said else ""))
 
-    def __reduce__(self):  # keyword arguments survive pickling (a child's error read by its parent)
+    def __reduce__(self) -> tuple[Any, ...]:  # keyword arguments survive pickling (a child's error read by its parent)
         return (_usage_error, (self.message, self.hint, self.hint_text))
 
 
-def _usage_error(message: str, hint: dict, hint_text: str) -> "UsageError":
+def _usage_error(message: str, hint: dict[str, Any] | list[dict[str, Any]] | None, hint_text: str) -> "UsageError":
     return UsageError(message, hint=hint, hint_text=hint_text)
 
 

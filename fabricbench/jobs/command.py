@@ -84,7 +84,8 @@ class ExecResult:
 
     @property
     def status(self) -> str:
-        return self.record["status"]
+        status: str = self.record["status"]  # a Status value, written by _record
+        return status
 
 
 def overridden(fabric: Fabric, environ: dict[str, str]) -> list[str]:
@@ -93,7 +94,7 @@ def overridden(fabric: Fabric, environ: dict[str, str]) -> list[str]:
             for var, val in fabric.env if var in environ and environ[var] != val]
 
 
-def execute(config: ExecConfig, *, out: str | os.PathLike | None = None,
+def execute(config: ExecConfig, *, out: str | os.PathLike[str] | None = None,
             environ: dict[str, str] | None = None) -> ExecResult:
     """Run config.command under config.fabric to its end; append its record to `out`. Ctrl-C or SIGTERM
     go to the command, the record is written (status "interrupted"), and the interruption goes on up."""

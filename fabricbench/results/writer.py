@@ -11,15 +11,15 @@ import os
 from pathlib import Path
 from typing import Any, Iterator
 
-from fabricbench.files import OutputError, check_output, dumps, open_output
-from fabricbench.outputs import inherited_root
+from fabricbench.files import check_output, dumps
+from fabricbench.outputs import OutputError, inherited_root, open_output
 from fabricbench.results import records as _records
 
 
 class ResultWriter:
     """`under`: the output folder the file lies in (a study's --out), no link followed below it."""
 
-    def __init__(self, path: str | os.PathLike | None, *, under: str | os.PathLike | None = None) -> None:
+    def __init__(self, path: str | os.PathLike[str] | None, *, under: str | os.PathLike[str] | None = None) -> None:
         self.path = Path(path) if path is not None else None
         self.records: list[dict[str, Any]] = []  # everything written, also when path is None
         self._fh = None
@@ -69,7 +69,7 @@ def _sync(fd: int) -> None:
             raise
 
 
-def read_results(path: str | os.PathLike, kind: str | None = None) -> Iterator[dict[str, Any]]:
+def read_results(path: str | os.PathLike[str], kind: str | None = None) -> Iterator[dict[str, Any]]:
     """Records of a results file, optionally of one kind; lines that are not readable records (a torn last
     line, damage, another tool's JSON) are skipped. results.records.read also says what it skipped."""
     yield from _records.read(path, kind=kind).records

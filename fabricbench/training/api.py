@@ -22,8 +22,7 @@ from fabricbench.gpus import default_gpus, visible_gpu_count
 from fabricbench.results import ResultWriter
 from fabricbench.results.schema import TrainResult
 from fabricbench.training import launch
-from fabricbench.training.config import require_libraries
-from fabricbench.training.launch import TrainConfig
+from fabricbench.training.config import TrainConfig, require_libraries
 from fabricbench.training.result import TrainRunResult
 from fabricbench.training.strategies import STRATEGIES
 
