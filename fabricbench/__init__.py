@@ -8,7 +8,7 @@
     fabricbench.to_dataframe(rs)                                      # pandas, if installed
 
 Every command has its library call here (the CLI only maps flags to them): measure, sweep, compare,
-scaling, p2p, train, relate (relate_trace: relate --trace), study (study_plan: study --dry-run), advise,
+scaling, p2p, train, relate (relate --trace too), study (study_plan: study --dry-run), advise,
 qualify (qualify_plan: qualify --dry-run; fleet: qualify --fleet), execute (exec), export, estimate, topo,
 jobfit, report, import_results (import). Their configs (SweepConfig, TrainConfig, StudyConfig,
 ExecConfig, ExportConfig, ...), results (CollectiveResult, CompareResult, ...)
@@ -35,10 +35,11 @@ _LAZY = {
     "COLLECTIVES": "fabricbench.collectives",
     "ENGINES": "fabricbench.measuring.engines",
     "read_results": "fabricbench.results.writer",
-    "relate": "fabricbench.relating.api",
-    "relate_trace": "fabricbench.relating.usertrace",
+    "relate": "fabricbench.relating.relate_run",
+    "RelateConfig": "fabricbench.relating.relate_run",
     "study": "fabricbench.studying.api",
     "study_plan": "fabricbench.studying.api",
+    "stored_study": "fabricbench.studying.api",
     "advise": "fabricbench.advising.api",
     "AdviseConfig": "fabricbench.advising.config",
     "qualify": "fabricbench.qualifying.api",
@@ -46,7 +47,7 @@ _LAZY = {
     "fleet": "fabricbench.qualifying.api",
     "QualifyConfig": "fabricbench.qualifying.config",
     "FleetConfig": "fabricbench.qualifying.config",
-    "import_results": "fabricbench.importing",
+    **{name: "fabricbench.importing.api" for name in ("import_results", "ImportConfig", "ImportResult")},
     "compare": "fabricbench.measuring.compare_run",
     "scaling": "fabricbench.measuring.scaling_run",
     "p2p": "fabricbench.measuring.p2p_run",
@@ -95,7 +96,9 @@ if TYPE_CHECKING:
         NcclError as NcclError, UsageError as UsageError,
     )
     from fabricbench.exporting.api import ExportConfig as ExportConfig, ExportResult as ExportResult, export as export
-    from fabricbench.importing import import_results as import_results
+    from fabricbench.importing.api import (
+        ImportConfig as ImportConfig, ImportResult as ImportResult, import_results as import_results,
+    )
     from fabricbench.jobs.command import ExecConfig as ExecConfig, ExecResult as ExecResult, execute as execute
     from fabricbench.measuring.api import measure as measure, sweep as sweep, to_dataframe as to_dataframe
     from fabricbench.measuring.compare_run import (
@@ -114,16 +117,17 @@ if TYPE_CHECKING:
     from fabricbench.qualifying.config import FleetConfig as FleetConfig, QualifyConfig as QualifyConfig
     from fabricbench.qualifying.dryrun import DryRun as DryRun
     from fabricbench.qualifying.result import FleetResult as FleetResult, QualifyResult as QualifyResult
-    from fabricbench.relating.api import RelateResult as RelateResult, relate as relate
+    from fabricbench.relating.api import RelateResult as RelateResult
     from fabricbench.relating.jobfit_run import (
         JobfitConfig as JobfitConfig, JobfitResult as JobfitResult, jobfit as jobfit,
     )
-    from fabricbench.relating.usertrace import relate_trace as relate_trace
+    from fabricbench.relating.relate_run import RelateConfig as RelateConfig, relate as relate
     from fabricbench.results.schema import CollectiveResult as CollectiveResult, TrainResult as TrainResult
     from fabricbench.results.writer import read_results as read_results
     from fabricbench.sizes import SizeSweep as SizeSweep
     from fabricbench.studying.api import (
-        StudyPlan as StudyPlan, StudyResult as StudyResult, study as study, study_plan as study_plan,
+        StudyPlan as StudyPlan, StudyResult as StudyResult, stored_study as stored_study, study as study,
+        study_plan as study_plan,
     )
     from fabricbench.studying.config import StudyConfig as StudyConfig
     from fabricbench.studying.report_run import (

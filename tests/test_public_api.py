@@ -18,10 +18,13 @@ import fabricbench
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = {"SweepConfig", "CompareConfig", "ScalingConfig", "P2PConfig", "TrainConfig", "StudyConfig", "ExecConfig",
-           "ExportConfig", "EstimateConfig", "TopoConfig", "JobfitConfig", "ReportConfig", "AdviseConfig"}
+           "ExportConfig", "EstimateConfig",
+           "TopoConfig", "JobfitConfig", "ReportConfig", "AdviseConfig", "ImportConfig",
+           "RelateConfig"}
 RESULTS = {"CollectiveResult", "SweepResult", "CompareResult", "ScalingResult", "P2PResult", "CopyResult",
-           "RelateResult", "StudyResult", "StudyPlan", "TrainRunResult", "TrainResult", "Advice", "StrategyAdvice", "QualifyResult", "DryRun", "ExecResult",
-           "ExportResult", "EstimateResult", "TopoResult", "JobfitResult", "ReportResult"}
+           "RelateResult",
+           "StudyResult", "StudyPlan", "TrainRunResult", "TrainResult", "Advice", "StrategyAdvice", "QualifyResult", "DryRun", "ExecResult",
+           "ExportResult", "EstimateResult", "TopoResult", "JobfitResult", "ReportResult", "ImportResult"}
 THIRD_PARTY = ("pandas.",)  # a type of an optional dependency, named by its module
 ERRORS = {"FabricbenchError", "UsageError", "EngineUnavailable", "FabricWaived", "CudaError", "NcclError",
           "CollectiveTimeout", "CheckFailed"}

@@ -29,10 +29,6 @@ PLOT = Declared(flag="--plot", kind="output file", help="Write a PNG plot here."
 RESUME = Declared(flag="--resume", kind="flag", help="Skip what --out already holds as ok.")
 DRY_RUN = Declared(flag="--dry-run", kind="flag", help="Print the plan and exit; run nothing.")
 QUIET = Declared(flag="--quiet", kind="flag", help="No table or progress (records still go to --out).")
-# a torch.profiler trace of any training loop: a file per rank (.json, .json.gz) or their folder
-TRACE = Declared(flag="--trace", kind="input file or folder", help=(
-    "A torch.profiler trace of your own loop: a file (.json or .json.gz), or a folder of them (one per rank); "
-    "repeat for several."))
 FOR_TRACE = Declared(flag="--for-trace", kind="input file or folder", help=(
     "Sweep exactly what this torch.profiler trace needs (its ops, dtypes, sizes, ranks, backend and device): "
     "a file or a folder of them; repeat for several."))
