@@ -77,7 +77,21 @@ def check_train(scope: dict[str, Any], folder: Path) -> None:
     assert written == t.to_dict()  # what --json prints, as written
 
 
-CHECKS: dict[str, Callable[[dict[str, Any], Path], None]] = {"train": check_train}  # by the verb of Block.name
+def check_execute(scope: dict[str, Any], folder: Path) -> None:
+    r = scope["r"]
+    assert (r.exit_status, r.status) == (0, "ok")
+    written = [json.loads(ln) for ln in (folder / "exec.jsonl").read_text().splitlines()]
+    assert [rec["kind"] for rec in written] == ["exec"] and written[0]["exit_status"] == 0
+
+
+def check_relate(scope: dict[str, Any], folder: Path) -> None:
+    """A row per strategy and fabric of the CPU lab, and the job's one row unpriced, as the page says."""
+    assert {(row.strategy, row.fabric) for row in scope["rel"].rows} >= {("ddp", "default"), ("fsdp", "default")}
+    assert [row.verdict for row in scope["j"].rows] == ["unpriced"] and "nranks differ" in scope["j"].problems[0]
+
+
+CHECKS: dict[str, Callable[[dict[str, Any], Path], None]] = {  # by the verb of Block.name
+    "train": check_train, "execute": check_execute, "relate": check_relate}
 
 
 def _params(tier: str) -> list:
@@ -114,6 +128,7 @@ def test_the_page_is_read_as_its_fences_say():
     found = blocks(PAGE.read_text())
     assert {b.tier for b in found} == {"default", "slow", "gpu"}
     assert any(b.name.endswith("-train") and "repeats=1, target_ci=None" in b.code for b in found)
+    assert set(CHECKS) <= {b.name.partition("-")[2] for b in found}  # a check whose block was renamed checks nothing
     page = "```python\nx = 1\n```\n\n```python slow\ny = 2\n```\n\n```python gpu:4\nz = 3\n```\n\n```sh\nls\n```\n"
     assert [(b.line, b.tier, b.gpus, b.code) for b in blocks(page)] == [
         (1, "default", 0, "x = 1\n"), (5, "slow", 0, "y = 2\n"), (9, "gpu", 4, "z = 3\n")]
