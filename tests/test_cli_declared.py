@@ -15,7 +15,7 @@ import pytest
 
 from fabricbench.cli.declared import TYPES, shown_default
 from fabricbench.cli.hints import command
-from fabricbench.declare import Declared, concept, declared
+from fabricbench.declare import OPTION, Declared, concept, declared
 from fabricbench.advising.config import AdviseConfig
 from fabricbench.exporting.api import ExportConfig
 from fabricbench.importing.api import ImportConfig
@@ -216,3 +216,17 @@ def test_a_planted_drift_of_a_generated_command_fails(monkeypatch, name, config,
     monkeypatch.setattr(config.__dataclass_fields__[field], "default", default)  # the config's side only
     with pytest.raises(AssertionError, match=f"{name}|{field}"):
         test_each_option_is_its_field(name)
+
+
+def test_a_planted_drift_of_a_sweep_family_command_fails(monkeypatch):
+    """compare's options against the template it varies, p2p's against its config's ranges: each check fails
+    on a drift planted in the library's side alone (the commands are built)."""
+    monkeypatch.setattr(compare_run, "SIZES", "1K-1M:x4")
+    with pytest.raises(AssertionError, match="compare --sizes: default '1M-1G:x4'"):
+        test_each_option_is_its_field("compare")
+    monkeypatch.undo()
+    field = P2PConfig.__dataclass_fields__["iters"]
+    wider = dataclasses.replace(field.metadata[OPTION], hi=10_000_000)
+    monkeypatch.setattr(field, "metadata", {**field.metadata, OPTION: wider})
+    with pytest.raises(AssertionError, match="'p2p', 'iters', 'range'"):
+        test_each_option_is_its_field("p2p")

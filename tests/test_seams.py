@@ -2,7 +2,7 @@
 **kwargs, except the few listed with why. A function counts whether a cli module imports it by name
 (`from fabricbench.x import f`) or calls it through a module (`fabricbench.relate(...)`, `files.f(...)`
 after `from fabricbench import files`). A command hands the library its config object (TrainConfig,
-StudyConfig, SweepConfig, SweepOptions, SimaiOptions), never a bag of keywords.
+StudyConfig, SweepConfig, CompareConfig, SimaiOptions), never a bag of keywords.
 
     python3 -m pytest -q tests/test_seams.py
 """
