@@ -7,8 +7,6 @@ Mistral-7B (7.24e9 parameters) on 4 GPUs, framework recipe: DDP keeps 16 bytes p
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,6 +17,7 @@ from fabricbench.advising.api import parse_memory
 from fabricbench.topology.ranking import nominal_busbw
 from fabricbench.errors import UsageError
 from fabricbench.topology.smi import read_file
+from clirun import refused, run_cli
 
 DATA = Path(__file__).parent / "data" / "topo"
 NVL = str(DATA / "h200_nvl_two_quads.txt")
@@ -127,41 +126,36 @@ def test_memory_parse_and_unknown_memory():
     assert any("--gpu-memory" in n for n in a.notes)
 
 
-def test_topology_json_is_accepted(tmp_path):
-    r = subprocess.run([sys.executable, "-m", "fabricbench", "topo", "--topo-file", NVL, "--json"],
-                       capture_output=True, text=True, timeout=60)
-    assert r.returncode == 0, r.stderr
+def test_topology_json_is_accepted(tmp_path, capsys):
+    code, out, err = run_cli(["topo", "--topo-file", NVL, "--json"], capsys)
+    assert code == 0, err
     p = tmp_path / "topo.json"
-    p.write_text(r.stdout)
+    p.write_text(out)
     a = fabricbench.advise(AdviseConfig(model="mistral-7b", num_gpus=4, topo_file=str(p), gpu_memory="80GB"))
     assert set(a.placement) in QUADS
 
 
-def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "fabricbench", "advise", *args], capture_output=True, text=True,
-                          timeout=120)
-
-
-def test_cli_json_has_the_agreed_keys():
-    r = _cli("--model", "mistral-7b", "--num-gpus", "4", "--topo-file", NVL, "--gpu-memory", "80G", "--json")
-    assert r.returncode == 0, r.stderr
-    d = json.loads(r.stdout)
+def test_cli_json_has_the_agreed_keys(capsys):
+    code, out, err = run_cli(["advise", "--model", "mistral-7b", "--num-gpus", "4", "--topo-file", NVL, "--gpu-memory",
+                              "80G", "--json"], capsys)
+    assert code == 0, err
+    d = json.loads(out)
     assert {"placement", "strategy", "reasons", "runner_up", "placements", "strategies"} <= set(d)
     assert set(d["placement"]) in QUADS and d["strategy"] != "ddp" and d["runner_up"]["strategy"]
     assert d["placements"][0]["busbw_gbps"] > d["placements"][1]["busbw_gbps"]
     assert [s["strategy"] for s in d["strategies"]] == ["ddp", "zero1", "zero2", "zero3", "fsdp"]
 
 
-def test_cli_text_and_bad_input():
-    r = _cli("--model", "mistral-7b", "--num-gpus", "4", "--topo-file", NVL, "--gpu-memory", "80G")
-    assert r.returncode == 0 and "Recommended:" in r.stdout and "does not fit" in r.stdout
+def test_cli_text_and_bad_input(capsys):
+    code, out, _ = run_cli(["advise", "--model", "mistral-7b", "--num-gpus", "4", "--topo-file", NVL, "--gpu-memory",
+                            "80G"], capsys)
+    assert code == 0 and "Recommended:" in out and "does not fit" in out
     for args, msg in ((["--num-gpus", "9"], "--num-gpus 9"), (["--topo-file", "/nonexistent"], "no such file"),
                       (["--gpus", "0,12"], "GPU 12")):
         base = ["--model", "mistral-7b", "--topo-file", NVL]
         if "--topo-file" in args:
             base = ["--model", "mistral-7b", "--num-gpus", "4"]
-        r = _cli(*base, *args)
-        assert r.returncode == 2 and msg in r.stderr and r.stderr.count("\n") == 1, (args, r.stderr)
+        assert msg in refused(["advise", *base, *args], capsys), args
 
 
 def test_advise_surface_is_frozen():
@@ -185,18 +179,18 @@ def test_a_damaged_record_is_left_out_not_a_traceback():
         a.warnings[0] and a.to_dict()["warnings"] == a.warnings
 
 
-def test_lines_left_out_of_results_are_said(tmp_path):
+def test_lines_left_out_of_results_are_said(tmp_path, capsys):
     """A damaged line of a --results file is left out with one warning line on stderr, never in silence
     (advise read the file's warnings and dropped them)."""
     good = {**HEAD, "kind": "collective", "op": "all_reduce", "status": "ok", "fabric": "default", "nranks": 4,
             "bytes": 1 << 30, "busbw_gbps": 300.0, "gpus": [0, 1, 4, 5]}
     f = tmp_path / "r.jsonl"
     f.write_text(json.dumps(good) + "\n" + "{not json\n")
-    r = _cli("--model", "mistral-7b", "--num-gpus", "4", "--topo-file", str(NVL), "--gpu-memory", "80GB",
-             "--results", str(f))
-    assert r.returncode == 0, r.stderr
-    warned = [ln for ln in r.stderr.splitlines() if ln.startswith("warning: ")]
-    assert len(warned) == 1 and "line 2" in warned[0], r.stderr
+    code, _, err = run_cli(["advise", "--model", "mistral-7b", "--num-gpus", "4", "--topo-file", NVL, "--gpu-memory",
+                            "80GB", "--results", f], capsys)
+    assert code == 0, err
+    warned = [ln for ln in err.splitlines() if ln.startswith("warning: ")]
+    assert len(warned) == 1 and "line 2" in warned[0], err
 
 
 def test_two_measured_candidates_are_judged_by_their_paired_comparison():
