@@ -24,8 +24,8 @@ from fabricbench.cli.declared import shown_default
 from fabricbench.importing.api import ImportConfig
 from fabricbench.qualifying.config import FleetConfig, QualifyConfig
 from fabricbench.relating.relate_run import RelateConfig
-from fabricbench.studying.config import StudyConfig
 from fabricbench.sizes import parse_size
+from fabricbench.studying.config import StudyConfig
 
 # command -> the config its library call takes when the caller builds it with no arguments (its child sweep a
 # SweepConfig template: the command's sweep options are that template's fields)
