@@ -109,7 +109,7 @@ def _probe(path: Path) -> Path:
 
 
 def seen_as_any(output: str, probe: Path) -> list[str]:
-    """The probe's lines whose revealed type is Any, as `line: type`; every line revealed once."""
+    """The probe's lines whose revealed type is Any; every line must have been revealed once."""
     seen = re.findall(rf"^(?:.*/)?{re.escape(probe.name)}:(\d+): note: Revealed type is \"(.*)\"$", output, re.M)
     lines = probe.read_text().splitlines()
     assert len(seen) == len(lines) - 1, output
@@ -139,6 +139,40 @@ def test_a_typed_users_scripts_pass_mypy_strict_and_see_no_any(tmp_path):
     assert r.returncode == 1
     assert re.search(r"measure_user\.py:\d+: error: \"CollectiveResult\" has no attribute \"algbw_gbs\"", r.stdout)
     assert seen_as_any(r.stdout, anyprobe) == ["reveal_type(json.loads('1'))"]
+
+
+# docs/library.md writes what a config accepts (sizes="1M-1G:x4", ops=[...], gpus="0-7": __post_init__ converts
+# it) where the field declares what it holds afterwards (SizeSweep, tuple[str, ...]), and mypy refuses the call.
+# Listed until each field declares what it accepts: a mismatch not listed fails, and a fixed one asks to go.
+DOC_MISMATCHES = {
+    'Argument "gpus" to "SweepConfig" has incompatible type "list[int]"; expected "tuple[int, ...] | None"',
+    'Argument "gpus" to "SweepConfig" has incompatible type "str"; expected "tuple[int, ...] | None"',
+    'Argument "ops" to "SweepConfig" has incompatible type "list[str]"; expected "tuple[str, ...]"',
+    'Argument "ops" to "SweepConfig" has incompatible type "str"; expected "tuple[str, ...]"',
+    'Argument "sizes" to "SweepConfig" has incompatible type "str"; expected "SizeSweep"',
+    'Argument "counts" to "ScalingConfig" has incompatible type "str"; expected "tuple[int, ...] | None"',
+    'Argument "size" to "P2PConfig" has incompatible type "str"; expected "int"',
+    'Argument "fabrics" to "StudyConfig" has incompatible type "str"; expected "tuple[str, ...]"',
+    'Argument "strategies" to "StudyConfig" has incompatible type "str"; expected "tuple[str, ...]"',
+    'Argument "inputs" to "RelateConfig" has incompatible type "list[str]"; expected "tuple[Any, ...]"',
+    'Argument "files" to "ImportConfig" has incompatible type "list[str]"; expected "tuple[str, ...]"',
+}
+
+
+@needs_mypy
+@pytest.mark.slow
+def test_the_library_page_type_checks_but_for_the_listed_config_fields(tmp_path):
+    from test_docs_library import PAGE, blocks
+
+    files = []
+    for block in blocks(PAGE.read_text()):  # every tier: a type checker needs no GPU
+        files.append(tmp_path / f"library_L{block.line}.py")
+        files[-1].write_text(block.code)
+    r = _mypy(files, tmp_path / "cache")
+    found = {m.group(1) for m in re.finditer(r"^\S+:\d+: error: (.*?)  \[[a-z-]+\]$", r.stdout, re.M)}
+    assert r.returncode in (0, 1) and r.stderr == "", r.stderr
+    assert found - DOC_MISMATCHES == set(), r.stdout  # a new one: the page, or the config, is wrong for a typed user
+    assert DOC_MISMATCHES - found == set()  # fixed: take it off the list
 
 
 def test_the_scripts_are_not_tests():
