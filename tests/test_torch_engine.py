@@ -109,50 +109,42 @@ def test_sweep_cli_on_gloo_writes_jsonl_and_csv(tmp_path):
     assert len(csv_path.read_text().splitlines()) == 3
 
 
-def test_torchrun_launch_one_rank_per_process(tmp_path):
+def test_library_and_cli_sweeps_in_one_torchrun_launch(tmp_path):
+    """One rank per process under torchrun, one launch (each costs an agent and two ranks' imports): two
+    library sweeps, then `fabricbench sweep --out` (main, as `torchrun -m fabricbench` calls it). The ranks
+    share the agent's store for the whole launch: a later sweep must not read an earlier one's run id or
+    communicator keys (it used to hang until --timeout); rank 0 alone writes --out."""
     out = tmp_path / "r.jsonl"
-    import socket
-
+    code = ("import json, sys, fabricbench\n"
+            "from fabricbench.cli import main\n"
+            "for op in ('all_reduce', 'all_gather'):\n"
+            "    cfg = fabricbench.SweepConfig(engine='torch', backend='gloo', ops=[op], sizes='4K', iters=3,\n"
+            "                                  check=True, timeout_s=60)\n"
+            "    rows = fabricbench.sweep(cfg).records\n"
+            "    if rows:  # rank 0's (the others get none); one write, so the ranks' lines do not interleave\n"
+            "        print(f'ROWS {json.dumps([[r.op, r.nranks, r.wrong] for r in rows])}', flush=True)\n"
+            "try:\n"
+            "    main(['sweep', '--engine', 'torch', '--backend', 'gloo', '--ops', 'all_gather', '--sizes', '4K',\n"
+            "          '--iters', '3', '--check', '--quiet', '--out', sys.argv[1]])\n"
+            "except SystemExit as e:\n"
+            "    sys.exit(e.code)\n")
     # TMPDIR: the test's own torchrun (standing in for the user's) keeps its torchelastic_* folder there
     env = {**{k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")},
            "TMPDIR": str(tmp_path)}
     with socket.socket() as s:  # a port nobody holds, so parallel runs do not collide
         s.bind(("127.0.0.1", 0))
         port = str(s.getsockname()[1])
-    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
-                           "--master-port", port, "-m", "fabricbench", "sweep", "--engine",
-                           "torch", "--backend", "gloo", "--ops", "all_gather", "--sizes", "4K", "--iters", "3",
-                           "--check", "--quiet", "--out", str(out)], capture_output=True, text=True, timeout=180,
-                          env=env)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    recs = list(read_results(out, kind="collective"))
-    assert len(recs) == 1  # rank 0 alone writes
-    assert recs[0]["nranks"] == 2 and recs[0]["wrong"] == 0
-
-
-def test_two_library_sweeps_in_one_torchrun_launch(tmp_path):
-    """Under torchrun the ranks share the agent's store for the whole launch: the second sweep must not
-    read the first one's run id or communicator keys (it used to hang until --timeout)."""
-    code = ("import json, fabricbench\n"
-            "for op in ('all_reduce', 'all_gather'):\n"
-            "    cfg = fabricbench.SweepConfig(engine='torch', backend='gloo', ops=[op], sizes='4K', iters=3,\n"
-            "                                  check=True, timeout_s=60)\n"
-            "    rows = fabricbench.sweep(cfg).records\n"
-            "    if rows:  # rank 0's (the others get none); one write, so the ranks' lines do not interleave\n"
-            "        print(f'ROWS {json.dumps([[r.op, r.nranks, r.wrong] for r in rows])}', flush=True)\n")
-    # TMPDIR: the test's own torchrun (standing in for the user's) keeps its torchelastic_* folder there
-    env = {**{k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")},
-           "TMPDIR": str(tmp_path)}
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = str(s.getsockname()[1])
-    script = tmp_path / "two.py"
+    script = tmp_path / "three.py"
     script.write_text(code)
     proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
-                           "--master-port", port, str(script)], capture_output=True, text=True, timeout=180, env=env)
+                           "--master-port", port, str(script), str(out)], capture_output=True, text=True,
+                          timeout=180, env=env)
     assert proc.returncode == 0, proc.stderr[-2000:]
     got = [json.loads(ln[5:]) for ln in proc.stdout.splitlines() if ln.startswith("ROWS ")]
     assert got == [[["all_reduce", 2, 0]], [["all_gather", 2, 0]]]
+    recs = list(read_results(out, kind="collective"))
+    assert len(recs) == 1  # rank 0 alone writes
+    assert recs[0]["nranks"] == 2 and recs[0]["wrong"] == 0
 
 
 def test_json_output_is_one_object_per_line(tmp_path):
