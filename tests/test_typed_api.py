@@ -2,7 +2,8 @@
 (its module `__getattr__`, so that `import fabricbench` stays light), which a type checker reads as `Any`;
 the `if TYPE_CHECKING:` imports there name each of them for it instead, and this file checks the two lists
 agree. Then a typed user's scripts (tests/typed_user/, one per group of verbs, never run) pass
-`mypy --strict` against the installed package, and no public name is Any to mypy (reveal_type of each).
+`mypy --strict` against the installed package, no public name is Any to mypy (reveal_type of each), and
+docs/library.md's examples type-check but for the config fields listed in DOC_MISMATCHES.
 
     python3 -m pytest -q -p no:xdist tests/test_typed_api.py            # the lists agree (fast)
     python3 -m pytest -q -p no:xdist -m slow tests/test_typed_api.py    # mypy --strict (a minute)
@@ -120,10 +121,16 @@ def user_scripts() -> list[Path]:
     return sorted(TYPED_USER.glob("*.py"))
 
 
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory) -> Path:
+    """One mypy cache for this file's runs: the first reads fabricbench (half a minute), the next reuse it."""
+    return tmp_path_factory.mktemp("mypy") / "cache"
+
+
 @needs_mypy
 @pytest.mark.slow
-def test_a_typed_users_scripts_pass_mypy_strict_and_see_no_any(tmp_path):
-    cache, probe = tmp_path / "cache", _probe(tmp_path / "probe.py")
+def test_a_typed_users_scripts_pass_mypy_strict_and_see_no_any(tmp_path, cache):
+    probe = _probe(tmp_path / "probe.py")
     r = _mypy([*user_scripts(), probe], cache)
     errors = [ln for ln in r.stdout.splitlines() if ": note: Revealed type is" not in ln]
     assert r.returncode == 0 and errors == [], r.stdout + r.stderr
@@ -161,14 +168,14 @@ DOC_MISMATCHES = {
 
 @needs_mypy
 @pytest.mark.slow
-def test_the_library_page_type_checks_but_for_the_listed_config_fields(tmp_path):
+def test_the_library_page_type_checks_but_for_the_listed_config_fields(tmp_path, cache):
     from test_docs_library import PAGE, blocks
 
     files = []
     for block in blocks(PAGE.read_text()):  # every tier: a type checker needs no GPU
         files.append(tmp_path / f"library_L{block.line}.py")
         files[-1].write_text(block.code)
-    r = _mypy(files, tmp_path / "cache")
+    r = _mypy(files, cache)
     found = {m.group(1) for m in re.finditer(r"^\S+:\d+: error: (.*?)  \[[a-z-]+\]$", r.stdout, re.M)}
     assert r.returncode in (0, 1) and r.stderr == "", r.stderr
     assert found - DOC_MISMATCHES == set(), r.stdout  # a new one: the page, or the config, is wrong for a typed user
