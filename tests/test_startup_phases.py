@@ -97,19 +97,29 @@ def test_the_study_report_says_how_much_of_its_time_was_measurement():
 
 def test_a_commands_runs_start_where_the_users_wait_began(tmp_path, monkeypatch):
     """The first run's phases begin at `since` (the CLI's process start), each later run's where the record
-    before it was written: the records' totals add up to the command's wall, with nothing between them."""
+    before it was written: the records' totals add up to the command's wall, with nothing between them.
+    launch's clock is a counter here, so "where it was written" is exact whatever the host's load."""
     import time
+    from types import SimpleNamespace
 
     from fabricbench.results import ResultWriter
     from fabricbench.training import launch
 
     starts: list[float] = []
     ends: list[float] = []
+    read: list[float] = []  # every reading of launch's clock, in order
+    last_before: list[float | None] = []  # the latest reading as each run began
+
+    def clock() -> float:
+        read.append(1000.0 + len(read))
+        return read[-1]
+
+    monkeypatch.setattr(launch, "time", SimpleNamespace(time=clock, monotonic=time.monotonic))
 
     def run_strategy(config, name, resolved, psi, *, begun=None, **kw):
         starts.append(begun)
-        time.sleep(0.01)
-        ends.append(time.time())
+        last_before.append(read[-1] if read else None)
+        ends.append(clock())
         return {"strategy": name, "model": "tiny-mistral", "task": "causal-lm", "params": psi, "batch_size": 2,
                 "global_batch": 4, "seq_len": 32, "image_size": None, "tokens_per_sample": 32, "device": "cpu",
                 "gpus": [], "nranks": 2, "nnodes": 1, "steps": 4, "warmup_steps": 1, "lr": 1e-4,
@@ -121,7 +131,9 @@ def test_a_commands_runs_start_where_the_users_wait_began(tmp_path, monkeypatch)
         launch.run(TrainConfig(strategies=["ddp", "fsdp"], model="tiny-mistral", device="cpu", nprocs=2, steps=4,
                                warmup_steps=1, repeats=1), w, since=123.0)
     assert starts[0] == 123.0
-    assert ends[0] <= starts[1] < ends[0] + 5  # after the first record, not at the command's start again
+    # after the first run's end (its record kept), the last reading before the second run: not the command's
+    # start again, and nothing between the stamp and the run
+    assert ends[0] < starts[1] == last_before[1], (ends, starts, last_before)
 
 
 def test_where_the_time_went_adds_up_to_the_study_wall():
