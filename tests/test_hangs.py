@@ -137,13 +137,13 @@ def test_missing_rank_ends_the_rendezvous_at_the_timeout(cmd, tmp_path):
     env = {"WORLD_SIZE": "2", "RANK": "0", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
     c = cmd(["sweep", "--engine", "torch", "--backend", "gloo", "--ops", "all_reduce", "--sizes", "1K",
              "--timeout", "3"], env)
+    # --timeout 3 ends the rendezvous, never torch's default 30 minutes: the wait's 60 s (which raises) tells
+    # the two apart on any host, and the line names the rendezvous; how soon is no bar here (a busy host)
     rc, took = c.wait(60)
     print(f"ended {took:.1f} s after the fault")
     assert rc == 1, c.stderr
     (line,) = error_lines(c.stderr)
     assert "not every rank joined" in line and "WORLD_SIZE=2" in line and "Traceback" not in c.stderr
-    # python + torch start-up, then --timeout 3: never torch's default 30 minutes
-    assert took < 3 + 40
 
 
 def test_torchrun_variables_without_a_master_are_a_usage_error(cmd):
