@@ -15,7 +15,7 @@ from fabricbench.gpus import default_gpus, parse_gpus
 from fabricbench.measuring import copy as copying
 from fabricbench.measuring.compare import as_text, check_plot_path, open_output
 from fabricbench.measuring.config import SweepConfig
-from fabricbench.measuring.copy import matrix, measure_all
+from fabricbench.measuring.copy import CopyResult, matrix, measure_all
 from fabricbench.measuring.plan import host_available_bytes
 from fabricbench.measuring.runner import new_run_id
 from fabricbench.results.schema import header
@@ -56,14 +56,14 @@ class P2PResult:
     run_id: str
     bytes: int
     gpus: tuple[int, ...]
-    results: list[Any]  # measuring/copy.CopyResult
+    results: list[CopyResult]
     unidirectional_gbps: list[list[float | None]]
     bidirectional_gbps: list[list[float | None]]
     host: bool = True
     peers: bool = True
 
     @property
-    def host_results(self) -> list[Any]:
+    def host_results(self) -> list[CopyResult]:
         return [r for r in self.results if r.copy_kind == "host"]
 
     def host_gbps(self, gpu: int, direction: str) -> float | None:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from fabricbench.errors import UsageError
+from fabricbench.qualifying.checks.base import Check
 from fabricbench.qualifying.plan import LEVEL_NAMES, Plan, fmt_seconds, gpu_count, make_plan
 from fabricbench.qualifying.spec import DEFAULT_LEVEL, Spec
 from fabricbench.sizes import format_size
@@ -25,7 +26,7 @@ class DryRun:
     spec: Spec  # at the level
     level: int
     total: int  # checks in the whole spec
-    checks: list  # the spec's checks that would run (qualifying.spec.Check)
+    checks: list[Check]  # the spec's checks that would run
     plan: Plan
 
     def to_dict(self) -> dict[str, Any]:
@@ -65,7 +66,7 @@ def dry_run(spec: Spec, *, only: Sequence[str] | None = None, skip: Sequence[str
     return DryRun(spec=spec, level=level, total=total, checks=checks, plan=make_plan(spec, checks))
 
 
-def select(spec: Spec, only: Sequence[str] | None, skip: Sequence[str] | None, level: int | None = None) -> list:
+def select(spec: Spec, only: Sequence[str] | None, skip: Sequence[str] | None, level: int | None = None) -> list[Check]:
     """The checks to run: those at `level` (spec.at_level), then --only/--skip by name."""
     names = [c.name for c in spec.checks]
     for flag, given in (("--only", only), ("--skip", skip)):
