@@ -13,6 +13,7 @@ from fabricbench.cli import main
 from fabricbench.errors import UsageError
 from fabricbench.exporting import simumax
 from fabricbench.results.records import read
+from clirun import refused
 
 ROOT = Path(__file__).resolve().parent.parent
 D = ROOT / "tests" / "data" / "export"
@@ -122,11 +123,8 @@ def test_base_config_is_filled_not_replaced(tmp_path):
 def test_simumax_export_refusals(tmp_path, capsys):
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
-    with pytest.raises(SystemExit) as e:
-        main(["export", str(CPU_SWEEP), "--format", "simumax", "--out", str(tmp_path / "o.json"),
-              "--base", str(bad)])
-    err = capsys.readouterr().err.strip()
-    assert e.value.code == 2 and "--base" in err and "not JSON" in err and len(err.splitlines()) == 1
+    line = refused(["export", CPU_SWEEP, "--format", "simumax", "--out", tmp_path / "o.json", "--base", bad], capsys)
+    assert "--base" in line and "not JSON" in line
     main(["export", str(CPU_SWEEP), "--format", "simumax", "--out", str(tmp_path / "o.json"), "--group", "DP"])
     assert "warning: --group is ignored by --format simumax" in capsys.readouterr().err
     only_bcast = [r for r in read(CPU_SWEEP).records if r["op"] == "broadcast"]

@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import types
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from fabricbench.errors import UsageError
 from fabricbench.topology import cuda_to_nvml, islands_warning, snapshot_record
 from fabricbench.topology.model import Gpu, Topology, link_rank
 from fabricbench.topology.smi import parse_topo_matrix, read_file
+from clirun import refused, run_cli
 
 DATA = Path(__file__).parent / "data" / "topo"
 SXM = DATA / "h200_sxm_nvswitch.txt"
@@ -194,12 +192,10 @@ def test_nvml_reader_counts_direct_and_switch_links():
     assert all(t.link(a, b) == "NV18" for a, b in t.pairs()) and t.uniform
 
 
-def test_topo_cli_json():
-    from fabricbench.cli import cli
-
-    res = CliRunner().invoke(cli, ["topo", "--topo-file", str(NVL), "--json", "--gpus", "0-5"])
-    assert res.exit_code == 0, res.output
-    doc = json.loads(res.output)
+def test_topo_cli_json(capsys):
+    code, out, err = run_cli(["topo", "--topo-file", NVL, "--json", "--gpus", "0-5"], capsys)
+    assert code == 0, err
+    doc = json.loads(out)
     assert [g["index"] for g in doc["gpus"]] == [0, 1, 2, 3, 4, 5]
     assert doc["links"][0] == ["X", "NV6", "NV6", "NV6", "SYS", "SYS"]
     assert doc["islands"] == [[0, 1, 2, 3], [4, 5]]
@@ -208,14 +204,13 @@ def test_topo_cli_json():
     assert doc["advice"][2]["sets"] == [[0, 1, 2, 3]]
 
 
-def test_topo_cli_terminal_and_out(tmp_path):
-    from fabricbench.cli import cli
+def test_topo_cli_terminal_and_out(tmp_path, capsys):
     from fabricbench.results import read_results
 
     out = tmp_path / "t.jsonl"
-    res = CliRunner().invoke(cli, ["topo", "--topo-file", str(SXM), "--out", str(out)])
-    assert res.exit_code == 0, res.output
-    assert "NV18" in res.output and "1 NVLink island(s) ([0-7])" in res.output
+    code, said, err = run_cli(["topo", "--topo-file", SXM, "--out", out], capsys)
+    assert code == 0, err
+    assert "NV18" in said and "1 NVLink island(s) ([0-7])" in said
     recs = list(read_results(out))
     assert len(recs) == 1 and recs[0]["kind"] == "topology" and recs[0]["islands"] == [list(range(8))]
     assert recs[0]["advice"][0]["k"] == 2
@@ -226,10 +221,8 @@ def test_topo_cli_terminal_and_out(tmp_path):
     (["--topo-file", __file__], "not an `nvidia-smi topo -m` output"),
     (["--topo-file", str(NVL), "--gpus", "0,9"], "names GPU 9"),
 ])
-def test_topo_cli_errors_are_one_line(args, msg):
-    p = subprocess.run([sys.executable, "-m", "fabricbench", "topo", *args], capture_output=True, text=True)
-    assert p.returncode == 2
-    assert msg in p.stderr and len(p.stderr.strip().splitlines()) == 1 and "Traceback" not in p.stderr
+def test_topo_cli_errors_are_one_line(args, msg, capsys):
+    assert msg in refused(["topo", *args], capsys)
 
 
 def test_real_one_gpu_h200_output():
