@@ -13,15 +13,15 @@ import dataclasses
 
 import click
 import pytest
-from click.testing import CliRunner
 
-from fabricbench.cli import COMMANDS, cli
+from fabricbench.cli import COMMANDS
 from fabricbench.cli.declared import declared_option
 from fabricbench.cli.hints import command
 from fabricbench.declare import OPTION, declared
 from fabricbench.errors import UsageError
 from fabricbench.studying.config import StudyConfig
 from fabricbench.training.config import TrainConfig
+from clirun import refused
 
 REQUIRED = "(required)"
 # flag -> (the commands whose range differs from the rest, grouped as they agree; why)
@@ -172,10 +172,9 @@ def test_library_refuses_what_the_declaration_refuses(config):
 @pytest.mark.parametrize("cmd", [["train", "--strategies", "ddp", "--device", "cpu", "--model", "tiny-mistral"],
                                  ["study", "--device", "cpu", "--model", "tiny-mistral", "--out", "never",
                                   "--dry-run"]])
-def test_repeat_budget_zero_is_refused_by_its_name(cmd):
-    res = CliRunner().invoke(cli, [*cmd, "--repeat-budget", "0"])
-    assert res.exit_code == 2
-    assert "--repeat-budget 0 is outside (0, 604800 (7 days)] s" in res.output and "--time-budget" not in res.output
+def test_repeat_budget_zero_is_refused_by_its_name(cmd, capsys):
+    line = refused([*cmd, "--repeat-budget", "0"], capsys)
+    assert "--repeat-budget 0 is outside (0, 604800 (7 days)] s" in line and "--time-budget" not in line
 
 
 def test_repeats_have_one_range_in_train_and_study():

@@ -3,10 +3,10 @@
 import json
 
 import pytest
-from click.testing import CliRunner
 
 from fabricbench.training import estimate as est
 from fabricbench.training import models
+from clirun import refused, run_cli
 
 PSI, N = 10**9, 4
 
@@ -115,12 +115,10 @@ def test_activation_formula():
         34 * 257 * 32 * 768 * 12
 
 
-def test_cli_json_exact_shape(tmp_path):
-    from fabricbench.cli.estimate import estimate
-
-    r = CliRunner().invoke(estimate, ["--model", "mistral-7b", "--gpus", "4", "--json"])
-    assert r.exit_code == 0, r.output
-    doc = json.loads(r.output)
+def test_cli_json_exact_shape(tmp_path, capsys):
+    code, out, err = run_cli(["estimate", "--model", "mistral-7b", "--gpus", "4", "--json"], capsys)
+    assert code == 0, err
+    doc = json.loads(out)
     assert set(doc) == {"model", "params", "num_gpus", "recipe", "strategies"}
     assert (doc["model"], doc["params"], doc["num_gpus"], doc["recipe"]) == ("mistral-7b", 7_241_732_096, 4,
                                                                           "framework")
@@ -134,9 +132,10 @@ def test_cli_json_exact_shape(tmp_path):
     cfg.write_text(json.dumps({"model_type": "mistral", "hidden_size": 64, "intermediate_size": 128,
                                "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
                                "vocab_size": 256}))
-    r = CliRunner().invoke(estimate, ["--model-config", str(cfg), "--gpus", "2", "--json",
-                                      "--recipe", "zero-paper", "--batch-size", "2", "--seq-len", "32"])
-    doc = json.loads(r.output)
+    code, out, err = run_cli(["estimate", "--model-config", cfg, "--gpus", "2", "--json", "--recipe", "zero-paper",
+                              "--batch-size", "2", "--seq-len", "32"], capsys)
+    assert code == 0, err
+    doc = json.loads(out)
     assert doc["params"] == models.count_params(models.resolve(name="tiny-mistral")) == 106_816
     assert doc["activation_bytes"] == 34 * 32 * 2 * 64 * 2
 
@@ -147,13 +146,7 @@ def test_cli_json_exact_shape(tmp_path):
     (["--gpus", "2"], "Error: name exactly one of --model NAME"),
 ])
 def test_cli_errors_are_one_line_exit_2(args, msg, capsys):
-    from fabricbench.cli import main
-
-    with pytest.raises(SystemExit) as e:
-        main(["estimate", *args])
-    assert e.value.code == 2
-    err = capsys.readouterr().err.strip()
-    assert err.startswith(msg) and "\n" not in err
+    assert refused(["estimate", *args], capsys).startswith(msg)
 
 
 def test_estimate_surface_is_frozen():

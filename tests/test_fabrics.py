@@ -6,11 +6,11 @@ import json
 import os
 
 import pytest
-from click.testing import CliRunner
 
 from fabricbench.errors import UsageError
 from fabricbench.fabrics import FABRICS, fabric_env, get_fabric, parse_fabric_list
 from fabricbench.fabrics.transport import mismatch, parse_nccl_log, read_logs, transport_of
+from clirun import run_cli
 
 
 def test_builtin_fabrics_and_labels():
@@ -167,17 +167,15 @@ def test_read_logs_merges_files_and_output(tmp_path):
     assert s.transports == ["P2P/CUMEM", "SHM"] and s.connections == 4
 
 
-def test_fabrics_cli_json():
-    from fabricbench.cli import cli
-
-    res = CliRunner().invoke(cli, ["fabrics", "--json"])
-    assert res.exit_code == 0, res.output
-    rows = json.loads(res.output)
+def test_fabrics_cli_json(capsys):
+    code, out, err = run_cli(["fabrics", "--json"], capsys)
+    assert code == 0, err
+    rows = json.loads(out)
     assert [r["name"] for r in rows] == ["default", "p2p-off", "net", "shaped:RATE"]
     assert rows[3]["rate_bps"] == 10**9 and rows[3]["env"]["NCCL_SOCKET_IFNAME"] == "lo"
     assert "waived_here" in rows[3] and rows[0]["rate_bps"] is None
     assert rows[1]["env"] == {"NCCL_P2P_DISABLE": "1"} and rows[1]["expected_transport"] == "SHM"
     assert rows[2]["forbidden_transports"] == ["P2P", "SHM"]
-    res = CliRunner().invoke(cli, ["fabrics"])
-    assert res.exit_code == 0 and "p2p-off" in res.output and "NCCL_SHM_DISABLE=1" in res.output
-    assert "shaped:RATE" in res.output
+    code, out, err = run_cli(["fabrics"], capsys)
+    assert code == 0 and "p2p-off" in out and "NCCL_SHM_DISABLE=1" in out, err
+    assert "shaped:RATE" in out

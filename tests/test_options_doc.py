@@ -16,6 +16,7 @@ import click
 from fabricbench.cli import COMMANDS, cli
 from fabricbench.cli.declared import DEPRECATED
 from fabricbench.cli.hints import command
+from clirun import refused, run_cli
 
 PAGE = Path(__file__).resolve().parent.parent / "docs" / "options.md"
 EVERY = "(every command)"
@@ -77,15 +78,12 @@ def test_every_deprecated_alias_is_on_the_page_with_why():
     assert sorted(found) == alias_rows(), "docs/options.md is stale: run python3 tests/test_options_doc.py, paste"
 
 
-def test_cpu_mode_has_one_name_in_the_measuring_commands():
-    from click.testing import CliRunner
-
-    plan = CliRunner().invoke(cli, ["sweep", "--device", "cpu", "--nprocs", "2", "--dry-run"])
-    assert plan.exit_code == 0 and "engine torch/gloo" in plan.output, plan.output
+def test_cpu_mode_has_one_name_in_the_measuring_commands(capsys):
+    code, out, err = run_cli(["sweep", "--device", "cpu", "--nprocs", "2", "--dry-run"], capsys)
+    assert code == 0 and "engine torch/gloo" in out, err
     for against in (["--engine", "native"], ["--backend", "nccl"]):
         for order in ([*against, "--device", "cpu"], ["--device", "cpu", *against]):
-            res = CliRunner().invoke(cli, ["sweep", *order, "--dry-run"])
-            assert res.exit_code == 2 and "beside --device cpu" in res.output, res.output
+            assert "beside --device cpu" in refused(["sweep", *order, "--dry-run"], capsys), order
 
 
 if __name__ == "__main__":
