@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from fabricbench.cli import COMMANDS, main
-from clirun import refused
+from clirun import refused, run_cli
 
 SWEEP_OPTIONS = {"--stall-timeout", "--gpus", "--ops", "--sizes", "--dtype", "--iters", "--warmup", "--adaptive", "--max-iters",
                  "--inplace", "--out-of-place", "--both", "--graph", "--graph-iters", "--check", "--engine", "--device",
@@ -154,13 +154,10 @@ def test_bare_fabricbench_prints_readable_help():
     assert max(map(len, lines)) <= 80
 
 
-def test_train_quiet_prints_nothing_and_still_runs_and_writes(monkeypatch):
+def test_train_quiet_prints_nothing_and_still_runs_and_writes(monkeypatch, capsys):
     """train takes --quiet as sweep, study and qualify do: no line per run, no table, no progress; the runs
     and their records are the same (run_train is called, and told to keep quiet)."""
-    from click.testing import CliRunner
-
     import fabricbench.cli.train as train_cli
-    from fabricbench.cli import cli
     from fabricbench.training.result import TrainRunResult
 
     got = {}
@@ -172,7 +169,7 @@ def test_train_quiet_prints_nothing_and_still_runs_and_writes(monkeypatch):
         return TrainRunResult(records=())
 
     monkeypatch.setattr(train_cli, "run_train", fake_run)
-    res = CliRunner().invoke(cli, ["train", "--device", "cpu", "--strategies", "ddp", "--model", "tiny-mistral",
-                                   "--quiet"])
-    assert res.exit_code == 0, res.output
-    assert res.output == "" and got == {"quiet": True, "strategies": "ddp", "since": True}
+    code, out, err = run_cli(["train", "--device", "cpu", "--strategies", "ddp", "--model", "tiny-mistral", "--quiet"],
+                             capsys)
+    assert code == 0, err
+    assert out == err == "" and got == {"quiet": True, "strategies": "ddp", "since": True}
