@@ -5,7 +5,9 @@ The real step: two ProcessGroupGloo ranks in one process (threads, one HashStore
 all-reduce and computes for C seconds on its own thread; rank 1 joins the all-reduce only after D seconds,
 so rank 0's gloo worker holds the collective for D (a peer's lateness is communication, as on a slow link).
 What the step's thread spent blocked in wait() (its own clock) is the exposed time; the profile's e must
-match wait / comm within TOL, for C < D (e ≈ 1 − C/D) and for C > D (e ≈ 0).
+match wait / comm within TOL, for C < D (e ≈ 1 − C/D) and for C > D (e ≈ 0). That is a measurement whose
+verdict depends on the host's load (a thread woken late, a computing thread descheduled mid-product, reads
+as communication or exposed time), so it runs with -m lab, alone; the synthetic cases run by default.
 """
 
 from __future__ import annotations
@@ -113,6 +115,7 @@ def _known_step(pgs, path, *, compute_s, peer_delay_s):
     return timeline.timeline(events, device_type="cpu"), t1 - t0, t2 - t1
 
 
+@pytest.mark.lab  # its bars are tens of milliseconds of wall clock: a busy host moves them
 @pytest.mark.parametrize("compute_s, peer_delay_s", [(0.08, 0.24), (0.2, 0.06)])
 def test_measured_e_matches_a_gloo_step_of_known_overlap(compute_s, peer_delay_s, tmp_path):
     import torch
