@@ -21,9 +21,6 @@ from fabricbench.measuring.runner import new_run_id
 from fabricbench.results.schema import header
 from fabricbench.sizes import format_size, parse_size
 
-MAX_COPIES = 1_000_000  # p2p: timed or untimed copies per measurement
-
-
 @dataclass(frozen=True, kw_only=True)
 class P2PConfig:
     """Which copies `p2p` times and how often; checked once, here, for the CLI and the library."""
@@ -32,9 +29,9 @@ class P2PConfig:
     gpus: str | None = field(default=None, metadata=shared(of(SweepConfig, "gpus"), help="GPU list: 0-7, 0,2,5."))
     size: int = field(default="256M", metadata=declare(  # bytes per copy (a size text is read)
         "--size", "size", "Bytes per copy (a bare G is GiB, 2^30 B; GB is 10^9 B)."))
-    iters: int = field(default=20, metadata=declare(
-        "--iters", "count", "Timed copies per measurement.", lo=1, hi=MAX_COPIES))
-    warmup: int = field(default=5, metadata=declare("--warmup", "count", "Untimed copies first.", lo=0, hi=MAX_COPIES))
+    # --iters and --warmup are sweep's options, one range for every command that takes them
+    iters: int = field(default=20, metadata=shared(of(SweepConfig, "iters"), help="Timed copies per measurement."))
+    warmup: int = field(default=5, metadata=shared(of(SweepConfig, "warmup"), help="Untimed copies first."))
     no_host: bool = field(default=False, metadata=declare("--no-host", "flag", "Skip host<->GPU copies."))
     no_peer: bool = field(default=False, metadata=declare("--no-peer", "flag", "Skip GPU<->GPU copies."))
 
