@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -139,8 +140,11 @@ def test_cli_exit_1_names_the_failed_units(tmp_path, monkeypatch, capsys):
 
 def test_dry_run_lists_units_and_measures_nothing(tmp_path):
     out = tmp_path / "s"
+    # an empty cache folder: this host's store of earlier studies' durations (which a developer's own runs
+    # fill) would change the estimates' figures and so the plan table's width
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
     r = _fb("study", "--device", "cpu", "--nprocs", "2", "--fabrics", "default,shaped:1gbit", "--strategies",
-            "ddp,fsdp", "--model", MODEL, "--out", str(out), "--dry-run")
+            "ddp,fsdp", "--model", MODEL, "--out", str(out), "--dry-run", env=env)
     assert r.returncode == 0, r.stderr
     # 2 sweeps and 2 x 2 trains in each of up to 5 rounds (--max-repeats; past 3 only while the CI is wide)
     assert r.stdout.count(" @ ") == 22 and "estimate: ~" in r.stdout and "sweep @ shaped:1gbit" in r.stdout
