@@ -226,7 +226,21 @@ def test_a_planted_drift_of_a_sweep_family_command_fails(monkeypatch):
         test_each_option_is_its_field("compare")
     monkeypatch.undo()
     field = P2PConfig.__dataclass_fields__["iters"]
-    wider = dataclasses.replace(field.metadata[OPTION], hi=10_000_000)
-    monkeypatch.setattr(field, "metadata", {**field.metadata, OPTION: wider})
+    narrower = dataclasses.replace(field.metadata[OPTION], hi=1_000_000)
+    monkeypatch.setattr(field, "metadata", {**field.metadata, OPTION: narrower})
     with pytest.raises(AssertionError, match="'p2p', 'iters', 'range'"):
         test_each_option_is_its_field("p2p")
+
+
+@pytest.mark.parametrize("args, flag", [(["import", "{data}/imports/nccl1_tests_titanx.txt"], "--out"),
+                                         (["estimate", "--model", "mistral-7b"], "--gpus")])
+def test_a_required_option_left_out_is_refused_in_one_line(args, flag, capsys):
+    """A field with no default is a required option: click says it is missing (exit 2), before anything runs
+    (click takes a default=None given to a required option as a value; the alias path has its own check)."""
+    from pathlib import Path
+
+    from clirun import refused
+
+    data = Path(__file__).resolve().parent / "data"
+    line = refused([a.format(data=data) for a in args], capsys)
+    assert f"Missing option '{flag}'" in line, line

@@ -86,7 +86,11 @@ def option(d: Declared, name: str, default: Any = None, *, required: bool = Fals
     if d.kind == "flag":
         kw.update(is_flag=True, default=bool(default))
     else:
-        kw.update(type=TYPES[d.kind](d), default=default, show_default=default is not None)
+        kw.update(type=TYPES[d.kind](d), show_default=default is not None)
+        # click (8.5) takes a given default=None as the value of a required option and never says it is
+        # missing; where an alias may fill it, the callback says so and wants that None
+        if default is not None or not required or d.aliases:
+            kw["default"] = default
     kw.update(override)
     main = click.option(d.flag, name, **kw)
     hidden = [alias(a, name, d.flag, kw.get("type")) for a in d.aliases if d.kind != "flag"]

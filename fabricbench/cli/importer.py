@@ -23,7 +23,6 @@ from fabricbench.cli.types import InputPath
 from fabricbench.cli.declared import config_options, declared_option, option
 from fabricbench.cli.options import JSON
 
-from fabricbench.errors import UsageError
 from fabricbench.importing import answer
 from fabricbench.importing.api import ImportConfig, import_results
 from fabricbench.reporting.table import fit_lines
@@ -38,8 +37,6 @@ from fabricbench.reporting.table import fit_lines
 def importer(files, out, as_json, fabric, nranks) -> None:
     """Read nccl-tests output (text or -J JSON), NCCL_DEBUG=INFO logs, nvbandwidth, NCCL Inspector (JSON, .gz,
     .prom), ncclras (text, JSON) and dcgmi diag -j into one schema, and say per file what it holds."""
-    if out is None:  # click passes a required option's None default through as given: said here, as click would
-        raise UsageError("Missing option '--out'.")
     result = import_results(ImportConfig(files=files, out=out, fabric=fabric, nranks=nranks))
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=2))
