@@ -34,7 +34,7 @@ OPTION = "fabricbench.option"  # the key in a dataclass field's metadata
 KINDS = ("count", "count list", "seconds", "fraction", "number", "size", "size list", "GPU list", "GPU count",
          "fabric", "fabric list",
          "strategy list", "op list", "check list", "text", "choice", "input file", "input file or folder",
-         "output file", "output folder", "flag")
+         "output file", "output folder", "flag", "flag choice")
 WEEK_S = 7 * 86400.0  # the longest duration any option takes
 NUMERIC = ("count", "seconds", "fraction", "number")
 # each numeric kind's range where a declaration leaves an end out
@@ -58,10 +58,15 @@ class Declared:
     concept: str | None = None  # None: the field's name
     aliases: tuple[str, ...] = ()  # deprecated flag names, accepted for one more release
     default_by: str | None = None  # a None default decided by the library: what it becomes
+    # "flag choice": one flag per choice (--<choice>), each with its help, in --help's order; `flag` is the
+    # default's
+    each: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         assert self.kind in KINDS, f"{self.flag}: unknown kind {self.kind!r}"
         assert self.flag.startswith("--"), self.flag
+        if self.kind == "flag choice":
+            assert len(self.each) == len(self.choices) and self.flag[2:] in self.choices, self.flag
 
     def bounds(self) -> tuple[float, float]:
         """(lo, hi) of a numeric kind, each kind's default end where the declaration gives none."""
@@ -81,7 +86,7 @@ class Declared:
         default decided elsewhere, is always inside; so is any value of a kind without a range)."""
         if value is None:
             return None
-        if self.kind == "choice":
+        if self.kind in ("choice", "flag choice"):
             return None if value in self.choices else \
                 f"choose {', '.join(self.choices[:-1])} or {self.choices[-1]}".replace("choose  or ", "choose ")
         if self.kind not in NUMERIC:
@@ -125,8 +130,9 @@ def check(config: Any) -> None:
             continue
         value = getattr(config, f.name)
         why = d.refusal(value)
-        if why is not None:
-            raise UsageError(f"{d.flag} {value}: {why} ({type(config).__name__}.{f.name})")
+        if why is not None:  # a flag choice's value is no flag's argument: said as the field it is
+            said = f"{f.name}={value!r}" if d.kind == "flag choice" else f"{d.flag} {value}"
+            raise UsageError(f"{said}: {why} ({type(config).__name__}.{f.name})")
 
 
 def declared(config: Any) -> dict[str, tuple[Declared, Any]]:

@@ -48,13 +48,13 @@ COMMANDS = {
     "relate": (RelateConfig, {}),
     "import": (ImportConfig, {}),
     "compare": (SweepConfig, {f: "a library caller may set it in CompareConfig.sweep; the command keeps the sweep's"
-                              for f in ("adaptive", "max_iters", "graph", "graph_iters", "check", "nccl_lib",
-                                        "seed", "buffers", "timing", "alloc", "stall_timeout_s")}
+                              for f in ("adaptive", "max_iters", "inplace", "graph", "graph_iters", "check",
+                                        "nccl_lib", "seed", "buffers", "timing", "alloc", "stall_timeout_s")}
                 | {"fabric": "each of --fabrics in turn (CompareConfig.fabrics)",
                    "gap_s": "a gapped sweep measures relate's link credit, never a comparison's prices"}),
     "scaling": (SweepConfig, {f: "a library caller may set it in ScalingConfig.sweep; the command keeps the sweep's"
-                              for f in ("adaptive", "max_iters", "graph", "graph_iters", "check", "nccl_lib",
-                                        "seed", "buffers", "timing", "alloc", "stall_timeout_s")}
+                              for f in ("adaptive", "max_iters", "inplace", "graph", "graph_iters", "check",
+                                        "nccl_lib", "seed", "buffers", "timing", "alloc", "stall_timeout_s")}
                 | {"nprocs": "each GPU count's (CPU ranks: the count itself)",
                    "gap_s": "a gapped sweep measures relate's link credit, never a scaling's prices"}),
     "p2p": (P2PConfig, {}),
@@ -98,6 +98,11 @@ def _each_option_is_its_field(name, config, left, template, words):
             assert opt is None or opt.opts[0] == d.flag, f"{name} {field}: {opt.opts} against {d.flag}"
             continue
         assert opt is not None, f"{name} has no option for {config.__name__}.{field} ({d.flag})"
+        if d.kind == "flag choice":  # a flag per choice, in the declared order, the default's on
+            flags = [p for p in cmd.params if isinstance(p, click.Option) and p.name == field]
+            assert [(p.opts, p.flag_value) for p in flags] == [([f"--{c}"], c) for c in d.choices], (name, field)
+            assert [p.opts[0] for p in flags if p.default is True] == [f"--{default}"], (name, field)
+            continue
         assert opt.opts == [d.flag], (name, field, opt.opts)
         hidden = {p.opts[0] for p in cmd.params if isinstance(p, click.Option) and p.hidden}
         assert set(d.aliases) <= hidden, f"{name} {d.flag}: aliases {d.aliases} are not all offered"
@@ -244,3 +249,19 @@ def test_a_required_option_left_out_is_refused_in_one_line(args, flag, capsys):
     data = Path(__file__).resolve().parent / "data"
     line = refused([a.format(data=data) for a in args], capsys)
     assert f"Missing option '{flag}'" in line, line
+
+
+def test_a_planted_drift_of_a_flag_choice_fails(monkeypatch):
+    """sweep's --inplace/--out-of-place/--both are SweepConfig.inplace's declaration: the library's default
+    moved alone (to both) is caught, as is a choice's flag gone from the command."""
+    command("sweep")  # built first: a command imported under the patch would take the planted default
+    field = SweepConfig.__dataclass_fields__["inplace"]
+    monkeypatch.setattr(field, "default", "both")
+    with pytest.raises(AssertionError, match="'sweep', 'inplace'"):
+        test_each_option_is_its_field("sweep")
+    monkeypatch.undo()
+    wider = dataclasses.replace(field.metadata[OPTION], choices=("inplace", "out-of-place", "both", "twice"),
+                                each=("a", "b", "c", "d"))
+    monkeypatch.setattr(field, "metadata", {**field.metadata, OPTION: wider})
+    with pytest.raises(AssertionError, match="'sweep', 'inplace'"):
+        test_each_option_is_its_field("sweep")

@@ -77,6 +77,8 @@ def option(d: Declared, name: str, default: Any = None, *, required: bool = Fals
     words = {k: override.pop(k) for k in WORDS if k in override}
     if words:
         d = shared(d, **words)[OPTION]
+    if d.kind == "flag choice":
+        return _flag_choice(d, name, default)
     default = shown_default(default)
     kw: dict[str, Any] = {"help": help_text(d, default)}
     if required and d.aliases:  # click would refuse the option's own slot before an alias fills it
@@ -97,6 +99,20 @@ def option(d: Declared, name: str, default: Any = None, *, required: bool = Fals
 
     def apply(f: Callable) -> Callable:
         for deco in (*hidden, main):
+            f = deco(f)
+        return f
+
+    return apply
+
+
+def _flag_choice(d: Declared, name: str, default: Any) -> Callable:
+    """A "flag choice" field's flags (--inplace, --out-of-place, --both): each sets the field to its choice,
+    and the default's flag is on when none is given."""
+    flags = [click.option(f"--{c}", name, flag_value=c, help=h, **({"default": True} if c == default else {}))
+             for c, h in zip(d.choices, d.each)]
+
+    def apply(f: Callable) -> Callable:
+        for deco in reversed(flags):  # the first choice outermost: --help lists them in the declared order
             f = deco(f)
         return f
 

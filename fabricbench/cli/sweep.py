@@ -38,9 +38,7 @@ from fabricbench.reporting.table import fit_lines
 @declared_option(SweepConfig, "warmup")
 @declared_option(SweepConfig, "adaptive")
 @declared_option(SweepConfig, "max_iters")
-@click.option("--inplace", "mode", flag_value="inplace", help="In-place only.")
-@click.option("--out-of-place", "mode", flag_value="out-of-place", default=True, help="Out-of-place only.")
-@click.option("--both", "mode", flag_value="both", help="Out-of-place and in-place.")
+@declared_option(SweepConfig, "inplace")
 @declared_option(SweepConfig, "graph")
 @declared_option(SweepConfig, "graph_iters")
 @declared_option(SweepConfig, "check")
@@ -64,7 +62,7 @@ from fabricbench.reporting.table import fit_lines
 @option(QUIET, "quiet", help="No table (records still go to --out).")
 @click.option("--list-ops", is_flag=True, help="List the collectives and exit.")
 @option(FOR_TRACE, "for_trace", multiple=True, default=())
-def sweep(gpus, ops, sizes, dtype, iters, warmup, adaptive, max_iters, mode, graph, graph_iters, check, engine,
+def sweep(gpus, ops, sizes, dtype, iters, warmup, adaptive, max_iters, inplace, graph, graph_iters, check, engine,
           backend, nprocs, timeout_s, nccl_lib, fabric, seed, buffers, timing, alloc, out_path, resume, as_json,
           csv_path, dry_run, quiet, list_ops, gap_s=0.0, stall_timeout_s=None, for_trace=()):
     """Time NCCL collectives over a GPU set and a range of sizes (nccl-tests' algbw and busbw)."""
@@ -74,7 +72,7 @@ def sweep(gpus, ops, sizes, dtype, iters, warmup, adaptive, max_iters, mode, gra
         return
     config = SweepConfig(
         gpus=gpus, ops=ops, sizes=sizes, dtype=dtype, iters=iters, warmup=warmup, adaptive=adaptive,
-        max_iters=max_iters, inplace=mode, graph=graph, graph_iters=graph_iters, check=check, engine=engine,
+        max_iters=max_iters, inplace=inplace, graph=graph, graph_iters=graph_iters, check=check, engine=engine,
         backend=backend, nprocs=nprocs, timeout_s=timeout_s, nccl_lib=nccl_lib, fabric=fabric, seed=seed,
         buffers=buffers, timing=timing, alloc=alloc, gap_s=gap_s, stall_timeout_s=stall_timeout_s)
     refuse_collisions({"--out": out_path, "--csv": csv_path}, {"--nccl-lib": nccl_lib})

@@ -53,7 +53,10 @@ class SweepConfig:
         "(e.g. 0.02).", lo_open=True, hi_open=True, default_by="off"))  # half-width <= this fraction of it
     max_iters: int = field(default=1000, metadata=declare(  # cap on iterations in the adaptive mode
         "--max-iters", "count", "Cap on iterations in the adaptive mode.", lo=1, hi=MAX_ITERS))
-    inplace: str = field(default="out-of-place", metadata=argv_field(choice=True))  # "out-of-place", "inplace", "both"
+    inplace: str = field(default="out-of-place", metadata={**argv_field(choice=True), **declare(  # the buffers timed
+        "--out-of-place", "flag choice", "Which buffer placements to time: out-of-place, in-place or both.",
+        choices=("inplace", "out-of-place", "both"),
+        each=("In-place only.", "Out-of-place only.", "Out-of-place and in-place."))})
     graph: bool = field(default=False, metadata=declare(  # time CUDA-graph replays of graph_iters iterations
         "--graph", "flag", "Time CUDA-graph replays (small-message latency)."))
     graph_iters: int = field(default=100, metadata=declare(  # iterations captured in one graph
@@ -195,8 +198,6 @@ def validate(config: SweepConfig) -> None:
         if config.max_iters < config.iters:
             raise UsageError(f"--max-iters {config.max_iters} is below --iters {config.iters}: the adaptive mode "
                              f"takes --iters first, then more up to --max-iters; raise --max-iters")
-    if config.inplace not in ("out-of-place", "inplace", "both"):
-        raise UsageError(f"inplace={config.inplace!r}: choose out-of-place, inplace or both")
     if config.alloc == "nccl" and config.engine != "native":
         raise UsageError("--alloc nccl is for --engine native (the torch engine allocates through PyTorch)")
     if config.timing == "loop" and config.adaptive is not None:
