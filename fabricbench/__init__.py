@@ -18,7 +18,7 @@ typed (py.typed). Importing needs no GPU and no torch: everything heavy loads on
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
 
@@ -142,14 +142,9 @@ if TYPE_CHECKING:
 
 
 if not TYPE_CHECKING:  # hidden from type checkers, so that a misspelt name is an error there and not Any
-    def __getattr__(name: str) -> Any:
-        if name in _LAZY:
-            import importlib
+    from fabricbench import lazy
 
-            value = getattr(importlib.import_module(_LAZY[name]), name)
-            globals()[name] = value
-            return value
-        raise AttributeError(f"module 'fabricbench' has no attribute {name!r}")
+    __getattr__ = lazy.attributes(__name__, _LAZY)
 
 
 def __dir__() -> list[str]:

@@ -44,7 +44,7 @@ LAYERS = [
     {"results"},
     {"fabrics", "files", "collectives"},
     {"declare", "errors", "exitcodes", "dtypes", "gpus", "hostload", "masking", "outputs", "procs", "progress",
-     "registry", "sizes", "tempdirs"},  # leaf modules
+     "registry", "sizes", "tempdirs", "lazy"},  # leaf modules
 ]
 LEVEL = {unit: len(LAYERS) - i for i, layer in enumerate(LAYERS) for unit in layer}
 

@@ -32,7 +32,7 @@ procs and results, and nothing above (measuring, training, study, qualifying and
 
 from __future__ import annotations
 
-from typing import Any
+from fabricbench import lazy
 
 # Loaded on first use: `import fabricbench.jobs.channel` (in every training rank) must not pay for the
 # runner's imports (fabrics, results).
@@ -43,11 +43,4 @@ _LAZY = {"Outcome": "fabricbench.jobs.runner", "run": "fabricbench.jobs.runner",
 __all__ = sorted(_LAZY)
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
-
-        value = getattr(importlib.import_module(_LAZY[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'fabricbench.jobs' has no attribute {name!r}")
+__getattr__ = lazy.attributes(__name__, _LAZY)
