@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 __version__ = "0.1.0"
 
 # Every public name and the module it lives in. Add a name to both: here, and to the TYPE_CHECKING imports
-# below (tests/test_typed_api.py checks that the two agree, and prints the import line to add).
+# below (tests/house/test_typed_api.py checks that the two agree, and prints the import line to add).
 _LAZY = {
     "measure": "fabricbench.measuring.api",
     "sweep": "fabricbench.measuring.api",

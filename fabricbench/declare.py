@@ -5,7 +5,7 @@ help and concept. Options are declared once, here, beside the field and its defa
                                                    lo=1, hi=100_000))
 
 fabricbench/cli/declared.py turns a declared field into its click option (type, default, help), and
-tests/test_cli_declared.py fails when a command's option drifts from its field, or when two commands give
+tests/cli/test_cli_declared.py fails when a command's option drifts from its field, or when two commands give
 one concept two flags or two defaults. `concept` names the idea a field stands for where two configs
 share it under different field names (train's `time_budget_s` is study's `repeat_budget_s`); `aliases`
 are older flag names kept for one release, said in --help; `default_by` says who decides a None default

@@ -6,7 +6,7 @@
 A command's status is what a script, a CI gate or a scheduler reads: a number that meant two things (a
 stalled rank's status read as qualify's "only warnings") would turn a hung node into a pass with
 warnings. So every chosen status is a member here, and a new meaning takes a new number.
-tests/test_exit_table.py checks that docs/exit-codes.md's table lists exactly these.
+tests/house/test_exit_table.py checks that docs/exit-codes.md's table lists exactly these.
 
 `fabricbench exec` is the one exception: it exits with its command's own status (128 + N for a death by
 signal N), whatever that number means to the command; only its own outcomes (TIMEOUT, FAILED for a waived

@@ -1,6 +1,6 @@
 """The relate table that README.md and docs/relate.md show, made from lab records: what `fabricbench relate`
 says about them, with the 95% intervals and the residual, in fixed-width form. One maker for the two that
-need it: benchmarks/relate/table.py writes the documents' tables with it, and tests/test_relate_lab.py checks
+need it: benchmarks/relate/table.py writes the documents' tables with it, and tests/lab/test_relate_lab.py checks
 them with it against copies of the same records in tests/data/relate/."""
 
 from __future__ import annotations

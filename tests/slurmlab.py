@@ -17,11 +17,11 @@ from pathlib import Path
 
 from fabricbench.cluster import slurm
 from proctree import alive, wait_for  # noqa: F401 - the lab tests take them from here too
+from roots import DATA, ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 MULTINODE = ROOT / "docs" / "multinode.md"
 QUALIFY = ROOT / "docs" / "qualify.md"
-GLOO_SPEC = Path(__file__).parent / "data" / "qualify" / "gloo_e2e.toml"
+GLOO_SPEC = DATA / "qualify" / "gloo_e2e.toml"
 
 # The lab's nodes have CPUs, not 8 GPUs: what a GPU recipe asks for, and what the lab runs instead.
 LAB_HARDWARE = [

@@ -60,5 +60,5 @@ echo "baseline (the spec's tolerance): exit $? (0 expected)" | tee -a "$S"
 grep -E "baseline" "$OUT/baseline.txt" | tee -a "$S"
 
 # 4. The qualify tests, GPU tier included.
-python3 -m pytest -q -m "not lab" -p no:xdist tests/test_qualify_spec.py tests/test_qualify_gpu.py > "$OUT/pytest.txt" 2>&1
+python3 -m pytest -q -m "not lab" -p no:xdist tests/unit/test_qualify_spec.py tests/unit/test_qualify_gpu.py > "$OUT/pytest.txt" 2>&1
 echo "pytest qualify (spec + gpu): exit $? ($(tail -1 "$OUT/pytest.txt"))" | tee -a "$S"

@@ -1,6 +1,6 @@
 """The README's relate table, from committed records: what `fabricbench relate` says about them, with the
 95% intervals and the residual, in the fixed-width form the README shows (made by tests/relate_tables.py,
-which tests/test_relate_lab.py uses to check the documents against copies of these records).
+which tests/lab/test_relate_lab.py uses to check the documents against copies of these records).
 
     python3 benchmarks/relate/table.py                      # print the table
     python3 benchmarks/relate/table.py --write README.md    # replace the table between the README's markers

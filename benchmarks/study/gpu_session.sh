@@ -24,7 +24,7 @@ stage build $?
 t0=$(date +%s)
 # shellcheck disable=SC2086  # GPU_TESTS is a list of pytest targets
 timeout "${GPU_TESTS_S:-90}" python3 -m pytest -q -m "not lab" -p no:xdist -p no:cacheprovider \
-  ${GPU_TESTS:-tests/gpu/test_native_gpu.py tests/gpu/test_sweep_gpu.py tests/gpu/test_topo_gpu.py tests/test_qualify_gpu.py} \
+  ${GPU_TESTS:-tests/gpu/test_native_gpu.py tests/gpu/test_sweep_gpu.py tests/gpu/test_topo_gpu.py tests/unit/test_qualify_gpu.py} \
   > "$R/pytest_gpu.log" 2>&1
 rc=$?  # before the $(tail) below, which would replace $?
 stage "gpu tests ($(tail -1 "$R/pytest_gpu.log"))" $rc

@@ -9,7 +9,7 @@ library arguments to flags.
 The library writes a hint in its own argument names (errors.UsageError.hint: {"engine": "torch"}), as a
 caller of fabricbench.sweep(...) would type it. Here each argument becomes the option of the printing
 command whose parameter has that name; an alternative naming an argument the command has no option for
-is left out, so no hint names a flag that its command lacks (tests/test_cli_hints.py parses every one).
+is left out, so no hint names a flag that its command lacks (tests/cli/test_cli_hints.py parses every one).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
     fabricbench sweep --sizes 1M-1G:x2 --iters 20 --timeout 60 --gpus 0-3 --out run.jsonl
 
-Every option of every command takes one of these (tests/test_cli_property.py fails for a bare click
+Every option of every command takes one of these (tests/cli/test_cli_property.py fails for a bare click
 int/float/str/Path, and drives each option with hostile values of its type). They reuse the library's
 parsers (sizes.py, gpus.py, fabrics, the registries) and add what the command line needs before anything
 runs: numbers are ASCII digits (int() reads '١٢' as 12; a size or GPU must not), finite, inside a

@@ -2,7 +2,7 @@
 switch namespace, each node's link shaped by tc to play the inter-node network; every command a node runs
 gets a private hostname (a UTS namespace) and the nodes find each other by name (/etc/netns/NS/hosts).
 
-    python3 -m pytest -q -m multinode tests/test_multinode.py
+    python3 -m pytest -q -m multinode tests/e2e/test_multinode.py
     with cluster(2, rate="1gbit") as nodes:
         nodes[0].name, nodes[0].addr                           # "node0", "10.77.0.1"
         p = nodes[1].popen([sys.executable, "-m", "fabricbench", "train", "--nnodes", "2", ...])

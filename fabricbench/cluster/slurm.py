@@ -1,7 +1,7 @@
 """A real Slurm over the emulated cluster (lab.py): munge with a key of its own, slurmctld in node 0's
 namespace, a slurmd in each node's namespace under the node's hostname and address, one partition.
 
-    python3 -m pytest -q -m multinode tests/test_slurm_lab.py
+    python3 -m pytest -q -m multinode tests/e2e/test_slurm_lab.py
     with slurm.cluster(2) as s:
         s.nodes[1].name                                       # "node1": what SLURM_JOB_NODELIST names
         p = s.popen(["srun", "--nodes", "2", "hostname"])     # on node 0, the login node, with SLURM_CONF

@@ -12,7 +12,7 @@ comma list; a float: its shortest exact text). A field says otherwise in its own
 another flag name (`timeout_s` -> `--timeout`), its value as the flag (`inplace` -> `--both`), an
 argument without a flag (`positional`: a report's folder, relate's files, before the options), or left
 to the caller (`fabric`, which a job carries by name: fabrics.env.carry). A new option is one field: its
-flag follows, and tests/test_fabric_apply.py (SweepConfig) and tests/test_jobs.py (every job kind) fail
+flag follows, and tests/e2e/test_fabric_apply.py (SweepConfig) and tests/unit/test_jobs.py (every job kind) fail
 for a field that the child command does not accept. Each kind names its child program (PROGRAM); study's
 units and qualify's checks build their children from these kinds, never from flag lists of their own.
 """

@@ -5,7 +5,7 @@
 
 A code names *what kind of finding* it is, never a number that changes with the run, so that fleet tools
 can count and route findings (like DCGM's DCGM_FR_* codes). Codes are never renamed or reused; a new
-criterion gets a new row. docs/qualify.md's table of codes is checked against this one by tests/test_qualify_grading.py.
+criterion gets a new row. docs/qualify.md's table of codes is checked against this one by tests/unit/test_qualify_grading.py.
 
 Severity (verdict.py) says how bad a finding is; the code says which one it is; the action says what to do.
 """
@@ -221,7 +221,7 @@ def action_for(code: Code, *, cpu: bool = False, source: str | None = None) -> s
 
 
 def markdown_table() -> str:
-    """docs/qualify.md's table of codes (tests/test_qualify_grading.py checks that the page holds it)."""
+    """docs/qualify.md's table of codes (tests/unit/test_qualify_grading.py checks that the page holds it)."""
     lines = ["| code | check kind | criterion | meaning |", "|---|---|---|---|"]
     lines += [f"| `{c.code}` | {c.kind} | {c.criterion} | {c.meaning} |" for c in _ROWS]
     return "\n".join(lines)

@@ -19,7 +19,7 @@ For one op this is t_f(op, Σ S_c): one latency and the stretch's bytes at the f
 volume. O(f) = Σ over stretches (Σ_c k_c × t_f(op_c, S_c) − price), per step (mean over the profiled steps),
 is what sharing saves against the sum of isolated times; model.py takes it off T_comm. The stretches are the
 reference's: a slower fabric may overlap calls the reference ran apart (or the reverse), which this cannot
-see. Checked on a synthetic overlapped trace with a shaped link's curve (tests/test_relate_calls.py).
+see. Checked on a synthetic overlapped trace with a shaped link's curve (tests/unit/test_relate_calls.py).
 """
 
 from __future__ import annotations

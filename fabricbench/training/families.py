@@ -2,7 +2,7 @@
 fabricbench's own module builds it; no torch, no transformers.
 
     fabricbench estimate --model-config llama-1b.json --gpus 4     (Ψ from the file's numbers, well under 1 s)
-    python3 -m pytest -q tests/test_families.py                    (every formula against the meta-device count)
+    python3 -m pytest -q tests/unit/test_families.py                    (every formula against the meta-device count)
 
 A transformers config file names its family in `model_type`. For the families below the count of
 parameters that transformers' AutoModelForCausalLM / AutoModelForImageClassification builds from the
@@ -12,7 +12,7 @@ for a config file: 5-10 s of every run's start on a GPU machine. A family not li
 a formula does not cover (cross-attention, a SwiGLU DINOv2), has no formula (`facts` returns None): the
 ranks count Ψ on the model they build and report it back.
 
-Defaults are the family's config class's (tests/test_families.py checks them against transformers), used
+Defaults are the family's config class's (tests/unit/test_families.py checks them against transformers), used
 for a number the file leaves out, as transformers would.
 """
 

@@ -1,7 +1,7 @@
 """Fault injection: the one, documented way a test makes a training rank fail on purpose.
 
-    FABRICBENCH_INJECT_FAULT=oom:fsdp fabricbench study --device cpu ...     (tests/test_study_e2e.py)
-    TrainConfig(..., extra_env={INJECT_ENV: "oom:ddp"})                      (tests/test_train_cpu.py)
+    FABRICBENCH_INJECT_FAULT=oom:fsdp fabricbench study --device cpu ...     (tests/e2e/test_study_e2e.py)
+    TrainConfig(..., extra_env={INJECT_ENV: "oom:ddp"})                      (tests/e2e/test_train_cpu.py)
 
 The launcher (training/launch.py) asks `armed(kind, strategy)` once per run, in its own process, and
 writes the answer into the ranks' spec (spec.py `fault`). It is None unless FABRICBENCH_INJECT_FAULT names

@@ -49,7 +49,7 @@ class ModelSpec:
         return families.shape(self.family, self.settings)
 
     def params(self) -> int:
-        """Ψ from the numbers alone, equal to counting the built model (tests/test_estimate.py)."""
+        """Ψ from the numbers alone, equal to counting the built model (tests/cli/test_estimate.py)."""
         return FAMILIES[self.family].params(self.shape())
 
     def native(self, seq_len: int | None) -> str | None:

@@ -1,6 +1,6 @@
 """transformers' MistralForCausalLM (5.x) in plain PyTorch, for the built-in Mistral-shaped models.
 
-    python3 -m pytest -q tests/test_native_model.py     (names, shapes, loss, logits, gradients against transformers)
+    python3 -m pytest -q tests/unit/test_native_model.py     (names, shapes, loss, logits, gradients against transformers)
 
 Why it exists: importing transformers costs 2-5 s in every process, and every training rank pays it. A rank that
 trains a row of models.MODELS builds this model instead; this module must never import transformers, not even

@@ -28,7 +28,7 @@ is what the timeline shows, not a measure of the wire alone. On GPU busy_s is th
 busy_fraction = busy_s / step_s is the record's gpu_busy_fraction (below 0.5 the step is host-bound: it
 measures the host's launch rate, and hides a fabric's effect).
 
-Checked on a synthetic step with known overlap (tests/test_timeline.py): two gloo ranks in one process,
+Checked on a synthetic step with known overlap (tests/lab/test_timeline.py): two gloo ranks in one process,
 rank 0 computing for C while its all-reduce waits D for rank 1: e = wait / D within 0.1.
 """
 

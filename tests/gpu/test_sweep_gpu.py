@@ -80,7 +80,7 @@ def test_timeout_keeps_what_was_measured(tmp_path):
     proc = _sweep("--ops", "all_gather", "--sizes", "8,32G", "--iters", "200", "--timeout", "2", "--quiet",
                   "--out", str(out))
     assert proc.returncode == 1, proc.stderr
-    # The user reads what ran out, not the exception's class name (tests/test_plain_errors.py).
+    # The user reads what ran out, not the exception's class name (tests/cli/test_plain_errors.py).
     assert re.search(r"^Error: timeout: ", proc.stderr, re.M) and "CollectiveTimeout" not in proc.stderr
     recs = list(read_results(out, kind="collective"))
     assert [r["status"] for r in recs] == ["ok", "timeout"]

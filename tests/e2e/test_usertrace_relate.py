@@ -1,0 +1,140 @@
+"""relate --trace and sweep --for-trace on torch.profiler traces of loops that are not fabricbench's: a trace
+priced on every swept fabric, the sweep a fabric lacks named, and a for-trace sweep planned to be exactly
+what relate then asks for. How a trace is read: tests/unit/test_usertrace.py.
+
+    python3 -m pytest -q -p no:xdist tests/e2e/test_usertrace_relate.py
+
+Fixtures (tests/data/traces/SOURCES.md): a real two-rank NCCL trace from Holistic Trace Analysis and two
+gloo traces of plain PyTorch loops (DDP, FSDP2) made by the script beside them.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import fabricbench
+from fabricbench.errors import UsageError
+from fabricbench.measuring.config import SweepConfig
+from fabricbench.relating import traceplan, usertrace
+from clirun import one_error_line, run_cli
+import roots
+
+DATA = roots.DATA / "traces"
+HTA2 = DATA / "hta_nccl_2ranks_allreduce.json.gz"
+DDP = DATA / "ddp_gloo_2ranks"
+FSDP = DATA / "fsdp_gloo_2ranks"
+
+
+def sweep_recs(fabric: str, gbps: float, ops: tuple[str, ...], sizes: list[int], nranks: int = 2) -> list[dict]:
+    return [{"schema": "fabricbench/1", "kind": "collective", "fabric": fabric, "op": op, "dtype": "float32",
+             "bytes": s, "nranks": nranks, "time_us": 40.0 + s / (gbps * 1e9) * 1e6, "graph": False, "status": "ok",
+             "inplace": False} for op in ops for s in sizes]
+
+
+def write(path: Path, recs: list[dict]) -> str:
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    return str(path)
+
+
+def test_relate_trace_prices_the_trace_on_every_swept_fabric(tmp_path):
+    sizes = [2**k for k in range(16, 22)]
+    sweeps = write(tmp_path / "s.jsonl", sweep_recs("default", 2.0, ("all_reduce",), sizes)
+                   + sweep_recs("shaped:1gbit", 0.0625, ("all_reduce",), sizes))
+    res = fabricbench.relate(fabricbench.RelateConfig(traces=[DDP], inputs=[sweeps]))
+    job = usertrace.read([DDP])
+    assert res.reference == "default" and [r.fabric for r in res.rows] == ["default", "shaped:1gbit"]
+    ref, slow = res.rows
+    assert ref.observed_step_s == pytest.approx(job.step_s) and ref.predicted_step_s == pytest.approx(job.step_s)
+    assert slow.observed_step_s is None and slow.predicted_step_s > ref.predicted_step_s
+    assert slow.predicted_step_ci95[0] <= slow.predicted_step_s <= slow.predicted_step_ci95[1]
+    assert "shared link" in ref.flags  # the overlapped buckets are priced as relate prices them
+    assert ref.comm_bytes_per_step == job.comm["total_bytes_per_step"]
+
+
+def test_relate_trace_names_the_sweep_a_fabric_lacks(tmp_path):
+    only_other = write(tmp_path / "s.jsonl", sweep_recs("shaped:1gbit", 0.0625, ("all_reduce",), [1 << 16, 1 << 20]))
+    with pytest.raises(UsageError, match=r"no sweep of the reference fabric default.*fabricbench sweep --for-trace "
+                                         r"\S*ddp_gloo_2ranks --fabric default --out FILE"):
+        fabricbench.relate(fabricbench.RelateConfig(traces=[DDP], inputs=[only_other]))
+    with pytest.raises(UsageError, match="--for-trace"):
+        fabricbench.relate(fabricbench.RelateConfig(traces=[DDP], inputs=[]))
+    sizes = [2**k for k in range(16, 22)]
+    partial = write(tmp_path / "p.jsonl", sweep_recs("default", 2.0, ("all_gather",), sizes)
+                    + sweep_recs("default", 2.0, ("reduce_scatter",), sizes[:1])
+                    + sweep_recs("shaped:1gbit", 0.0625, ("all_gather",), sizes))
+    res = fabricbench.relate(fabricbench.RelateConfig(traces=[FSDP], inputs=[partial]))
+    assert any("shaped:1gbit's sweeps lack" in p and "--for-trace" in p and "--fabric shaped:1gbit" in p
+               for p in res.problems)
+
+
+def test_sweeps_as_planned_lack_nothing(tmp_path):
+    """What sweep --for-trace measures is all relate asks for: an int64 broadcast swept as float64 (no
+    sweep runs int64) is no lack, and no note sends the user to sweep again."""
+    configs, job = traceplan.configs([HTA2], SweepConfig())
+    recs = []
+    for c in configs:
+        for op in c.ops:
+            for size in c.sizes.expand():
+                recs += [{**r, "dtype": c.dtype} for r in sweep_recs("default", 20.0, (op,), [size])]
+    res = fabricbench.relate(fabricbench.RelateConfig(traces=[HTA2], inputs=[write(tmp_path / "s.jsonl", recs)]))
+    assert {c.dtype for c in configs} == {"float32", "float64"} and res.rows
+    assert not [p for p in res.problems if "lack" in p]
+
+
+def test_sweep_for_trace_plans_exactly_what_the_trace_needs():
+    configs, job = traceplan.configs([FSDP], SweepConfig(engine="torch", backend="gloo"))
+    assert len(configs) == 1
+    c = configs[0]
+    assert (c.ops, c.dtype, c.nprocs, c.backend, c.engine) == (("all_gather", "reduce_scatter"), "float32", 2, "gloo",
+                                                               "torch")
+    sizes = c.sizes.expand()
+    traced = [x["bytes"] for x in job.collectives]
+    assert sizes[0] <= min(traced) and sizes[-1] >= max(traced) and len(sizes) <= 3
+
+
+def test_cli_sweep_for_trace_dry_run_and_conflicts(capsys, tmp_path):
+    code, out, _ = run_cli(["sweep", "--for-trace", FSDP, "--dry-run"], capsys)
+    assert not code and "all_gather" in out and "reduce_scatter" in out and "2 rank(s)" in out
+    code, _, err = run_cli(["sweep", "--for-trace", FSDP, "--ops", "all_reduce", "--dry-run"], capsys)
+    assert code == 2 and "drop --ops" in one_error_line(err)
+    code, _, err = run_cli(["sweep", "--for-trace", HTA2, "--csv", tmp_path / "x.csv"], capsys)
+    assert code == 2 and err.splitlines()[-1].startswith("Error: --csv holds one sweep")
+
+
+def test_cli_relate_trace_json(tmp_path, capsys):
+    sizes = [2**k for k in range(16, 22)]
+    sweeps = write(tmp_path / "s.jsonl", sweep_recs("default", 2.0, ("all_reduce",), sizes)
+                   + sweep_recs("shaped:1gbit", 0.0625, ("all_reduce",), sizes))
+    code, out, _ = run_cli(["relate", "--trace", DDP, sweeps, "--json"], capsys)
+    assert not code
+    doc = json.loads(out)
+    rows = {r["fabric"]: r for r in doc["rows"]}
+    assert set(rows) == {"default", "shaped:1gbit"} and doc["reference"] == "default"
+    for key in ("observed_step_s", "predicted_step_s", "predicted_step_ci95", "flags"):
+        assert key in rows["default"]
+    assert rows["shaped:1gbit"]["observed_step_s"] is None
+
+
+@pytest.mark.slow
+def test_end_to_end_sweep_for_trace_then_relate(tmp_path):
+    """The commands as a user runs them on a gloo trace: the for-trace sweep measures what relate then
+    prices, with no note that a fabric lacks anything."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "sweeps.jsonl"
+    fb = [sys.executable, "-m", "fabricbench"]
+    subprocess.run([*fb, "sweep", "--for-trace", str(DDP), "--iters", "5", "--warmup", "1", "--out", str(out),
+                    "--quiet"], check=True, timeout=300)
+    recs = [json.loads(x) for x in out.read_text().splitlines()]
+    swept = {(r["op"], r["nranks"]) for r in recs if r.get("kind") == "collective" and r.get("status") == "ok"}
+    assert swept == {("all_reduce", 2)}
+    done = subprocess.run([*fb, "relate", "--trace", str(DDP), str(out), "--json"], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert [r["fabric"] for r in doc["rows"]] == ["default"]
+    assert not [p for p in doc["problems"] if "lack" in p or "not priced" in p or "extrapolated" in p]

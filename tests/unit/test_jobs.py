@@ -1,0 +1,345 @@
+"""The job layer (fabricbench/jobs): the child runner's channel, stall and budget policy, the resume store,
+secrets kept out of argv and files. Children here are tiny Python processes: fast on CPU CI.
+
+    python3 -m pytest -q tests/unit/test_jobs.py
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import stat
+import sys
+
+import pytest
+
+from fabricbench import jobs
+from fabricbench.errors import UsageError
+from fabricbench.fabrics import get_fabric
+from fabricbench.fabrics.apply import applied
+from fabricbench.fabrics.env import travelled
+from fabricbench.jobs import secrets
+from fabricbench.jobs.store import ResumeStore, read_repaired
+
+SPEAKER = """
+import os, signal, sys, time
+from fabricbench.jobs import channel
+who, mode = sys.argv[1], sys.argv[2]
+ch = channel.open_channel(who)
+for step in range(1, 4):
+    ch.progress(step=step, steps=3)
+    ch.record({"kind": "collective", "who": who, "step": step})
+if mode == "stop":
+    os.kill(os.getpid(), signal.SIGSTOP)
+if mode == "wait":
+    time.sleep(60)
+"""
+
+TWO = """
+import subprocess, sys
+from fabricbench import procs
+a = procs.spawn([sys.executable, "-c", sys.argv[1], "rank 0", "wait"])
+b = procs.spawn([sys.executable, "-c", sys.argv[1], "rank 1", sys.argv[2]])
+a.wait(); b.wait()
+"""
+
+
+def test_records_stream_back_over_the_channel_and_a_plain_file(tmp_path):
+    seen = []
+    with jobs.workspace("t") as ws:
+        (ws / "out.jsonl").write_text(json.dumps({"kind": "old"}) + "\n")  # there before: not read back
+        code = (SPEAKER + "\nchan = os.environ['FABRICBENCH_JOB_CHANNEL']\nassert os.environ['TMPDIR'] == chan"
+                "\nopen(os.path.join(chan, 'out.jsonl'), 'a')"
+                ".write('{\"kind\": \"plain\"}\\n')\nprint('said')")
+        out = jobs.run([sys.executable, "-c", code, "rank 0", "done"], workspace=ws, on_record=seen.append,
+                       records_from=[ws / "out.jsonl"], stall_s=30)
+    assert out.ok and out.returncode == 0 and out.stdout.strip() == "said"
+    assert [r.get("step") for r in seen if r["kind"] == "collective"] == [1, 2, 3]
+    assert [r["kind"] for r in seen].count("plain") == 1 and "old" not in [r["kind"] for r in seen]
+    assert out.progress["rank 0"] == {"step": 3, "steps": 3}
+    assert not ws.exists()
+
+
+def test_a_stopped_process_is_named_and_everything_is_killed():
+    # no wall-clock bar: the stalled verdict is the stall policy's (a stopped process never ends by itself)
+    with jobs.workspace("t") as ws:
+        out = jobs.run([sys.executable, "-c", TWO, SPEAKER, "stop"], workspace=ws, stall_s=3,
+                       expect=["rank 0", "rank 1"])
+    assert out.stalled == "rank 1", out
+    assert out.message.startswith("rank 1 stopped answering: no sign of life for") and "step 3 of 3" in out.message
+    assert out.returncode is None and not out.ok
+    assert len(out.records) == 6  # both speakers' records were read before the kill
+
+
+def test_budget_ends_a_live_job():
+    with jobs.workspace("t") as ws:
+        out = jobs.run([sys.executable, "-c", "import time; time.sleep(60)"], workspace=ws, budget_s=1.5,
+                       grace_s=0.5)
+    assert out.timed_out and out.message == "did not finish within 1.5 s" and out.returncode is None
+
+
+def test_a_speaker_that_never_starts_is_named():
+    with jobs.workspace("t") as ws:
+        out = jobs.run([sys.executable, "-c", "import time; time.sleep(60)"], workspace=ws, stall_s=1.5,
+                       expect=["rank 0"])
+    assert out.stalled == "rank 0" and "it never started" in out.message
+
+
+# -- a job of several processes (sweep --nprocs N's ranks) ---------------------------------------------------
+RANK = """
+import os, signal, sys, time
+from fabricbench.jobs import channel
+who, mode = sys.argv[1], sys.argv[2]
+ch = channel.open_channel(who)
+ch.record({"kind": "collective", "who": who})
+ch.send("skip", skipped=1, planned=2)
+if mode == "die":
+    os.kill(os.getpid(), signal.SIGKILL)
+if mode == "stop":
+    os.kill(os.getpid(), signal.SIGSTOP)
+if mode.startswith("fail"):
+    time.sleep(float(mode[4:] or 0))
+    ch.error("CollectiveTimeout", "rank 0: the peer went away")
+    sys.exit(1)
+time.sleep({"wait": 60, "slow": 8}.get(mode, 0))
+"""
+
+
+def _ranks(*modes: str) -> dict[str, list[str]]:
+    return {f"rank {r}": [sys.executable, "-c", RANK, f"rank {r}", m] for r, m in enumerate(modes)}
+
+
+def _run_ranks(*modes: str, stall_s: float = 60) -> tuple[jobs.Outcome, list]:
+    said = []
+    with jobs.workspace("t") as ws:
+        out = jobs.run(_ranks(*modes), workspace=ws, stall_s=stall_s, capture=False,
+                       on_message=lambda who, m: said.append((who, m["m"], m.get("skipped"))))
+    return out, said
+
+
+@pytest.mark.slow  # 8 s: a stall limit that a busy laptop's slow start (several seconds) cannot trip
+def test_several_processes_end_well_and_an_early_finisher_is_not_called_silent():
+    out, said = _run_ranks("ok", "slow", stall_s=5)  # rank 0 exits 8 s before rank 1: not a stall
+    assert out.ok and out.returncodes == {"rank 0": 0, "rank 1": 0} and out.failed is None
+    assert sorted(r["who"] for r in out.records) == ["rank 0", "rank 1"]
+    assert sorted(said) == [("rank 0", "skip", 1), ("rank 1", "skip", 1)]
+
+
+def test_a_process_that_dies_is_named_and_the_others_are_killed():
+    out, _ = _run_ranks("wait", "die")
+    assert out.failed == "rank 1" and out.message == "rank 1 died (killed by SIGKILL) before it finished"
+    # rank 0 (60 s of sleep) ended by a signal: killed when its peer died, not waited for
+    assert out.returncode == -9 and out.returncodes["rank 0"] < 0 and not out.ok
+
+
+def test_a_stopped_process_of_several_is_named_by_the_stall_timeout():
+    out, _ = _run_ranks("wait", "stop", stall_s=3)  # nobody fails: the stall policy ends the job
+    assert out.stalled == out.failed == "rank 1" and out.returncode is None
+    assert out.message.startswith("rank 1 stopped answering: no sign of life for")
+    assert out.returncodes == {"rank 0": -9, "rank 1": -9}  # both killed, the stopped one too
+
+
+def test_a_process_that_says_why_it_failed_is_named_with_its_reason():
+    out, _ = _run_ranks("fail", "wait")
+    assert out.failed == "rank 0" and out.returncode == 1 and out.message is None
+    assert out.returncodes["rank 1"] < 0  # its 60 s of sleep ended by a signal: killed, not waited for
+    assert out.errors == {"rank 0": {"kind": "CollectiveTimeout", "message": "rank 0: the peer went away"}}
+
+
+def test_a_stopped_process_is_blamed_for_the_error_its_peer_reports():
+    out, _ = _run_ranks("fail5", "stop")  # rank 0 fails 5 s after rank 1 stopped (a peer's timeout)
+    assert out.stalled == out.failed == "rank 1" and out.returncode is None
+    assert out.message.startswith("rank 1 stopped answering: no sign of life for") and "after 1 record(s)" in out.message
+    # blamed when rank 0 reported its error, not by the stall policy (60 s of silence, _run_ranks' default)
+    assert int(out.message.split("no sign of life for ")[1].split()[0]) < 60, out.message
+
+
+def test_the_sweep_launcher_turns_the_outcome_into_the_cause_s_error():
+    from fabricbench.errors import CollectiveTimeout, FabricbenchError
+    from fabricbench.measuring.launch import run_error
+
+    told = {"rank 0": {"kind": "CollectiveTimeout", "message": "rank 0: all_reduce did not finish"}}
+    assert run_error(jobs.Outcome(returncode=0, returncodes={"rank 0": 0})) is None
+    e = run_error(jobs.Outcome(returncode=None, stalled="rank 1", failed="rank 1", errors=told,
+                               message="rank 1 stopped answering: no sign of life for 7 s (...)"))
+    assert isinstance(e, CollectiveTimeout) and str(e) == ("rank 1 stopped answering: no sign of life for 7 s "
+                                                           "(...); rank 0 then reported: rank 0: all_reduce did "
+                                                           "not finish; every rank was killed")
+    e = run_error(jobs.Outcome(returncode=-9, failed="rank 1", message="rank 1 died (killed by SIGKILL) before "
+                               "it finished"))
+    assert type(e) is FabricbenchError and str(e).startswith("rank 1 died (killed by SIGKILL)")
+    e = run_error(jobs.Outcome(returncode=1, failed="rank 0", errors=told))
+    assert isinstance(e, CollectiveTimeout) and str(e) == "rank 0: all_reduce did not finish"
+    e = run_error(jobs.Outcome(returncode=1, failed="rank 1", errors={"rank 1": {"kind": "OSError", "message": "x"}}))
+    assert type(e) is FabricbenchError and str(e) == "rank 1: x"
+    assert isinstance(run_error(jobs.Outcome(returncode=1, failed="rank 0", errors={
+        "rank 0": {"kind": "KeyboardInterrupt", "message": "interrupted"}})), KeyboardInterrupt)
+
+
+# -- the resume store ----------------------------------------------------------------------------------------
+def test_a_torn_last_line_is_cut_off_with_a_warning_and_measured_again(tmp_path):
+    path = tmp_path / "r.jsonl"
+    a, b = _rec(1), _rec(2)
+    path.write_text(json.dumps(a) + "\n" + json.dumps(b)[:30])
+    said = []
+    store = ResumeStore.open(path, key=lambda r: r.get("extra", {}).get("k"), warn=said.append)
+    assert store.done_ok(1) and not store.done_ok(2) and store.keys() == [1]
+    assert len(said) == 1 and "cut short" in said[0]
+    assert path.read_text() == json.dumps(a) + "\n"  # repaired: every line parses
+    with open(path, "a") as fh:  # the next record lands on a line of its own
+        fh.write(json.dumps(b) + "\n")
+    assert [json.loads(ln)["extra"]["k"] for ln in path.read_text().splitlines()] == [1, 2]
+
+
+def _rec(k: int) -> dict:
+    return {"schema": "fabricbench/1", "kind": "note", "run_id": "r", "status": "ok", "extra": {"k": k}}
+
+
+def test_a_whole_last_record_without_newline_is_kept(tmp_path):
+    path = tmp_path / "r.jsonl"
+    path.write_text(json.dumps(_rec(1)))
+    assert ResumeStore.open(path, key=lambda r: r["extra"]["k"]).done_ok(1)
+    assert path.read_text().endswith("}\n")
+    assert read_repaired(tmp_path / "none.jsonl") == []
+
+
+def test_failed_records_are_not_done():
+    store = ResumeStore.of([{"k": 1, "status": "error"}, {"k": 2, "status": "ok"}, {"k": 2, "status": "error"}],
+                           key=lambda r: r["k"])
+    assert not store.done_ok(1) and not store.done_ok(2)  # the last record of a key is the answer
+
+
+# -- secrets -------------------------------------------------------------------------------------------------
+def test_a_custom_fabric_travels_by_name_through_the_environment(monkeypatch):
+    from fabricbench.fabrics import env as fabric_env
+
+    # a qualify test in the same worker may have remembered a fabric named "sec" (fabrics.env._KNOWN)
+    monkeypatch.setattr(fabric_env, "_KNOWN", {})
+    fabric = get_fabric("sec:MY_TOKEN=hunter2,NCCL_ALGO=Ring")
+    with applied(fabric, {}) as launch:
+        env = launch.env
+    assert env["MY_TOKEN"] == "hunter2"
+    child = travelled("sec", env)
+    assert child.variables == fabric.variables and child.name == "sec"
+    with pytest.raises(UsageError, match="unknown fabric"):
+        get_fabric("sec")  # not carried into this process
+
+
+def test_private_files_and_masking(tmp_path):
+    p = secrets.write_private(tmp_path / "spec.json", "x")
+    assert stat.S_IMODE(p.stat().st_mode) == 0o600
+    spec = "sec:MY_TOKEN=hunter2,NCCL_ALGO=Ring"
+    assert secrets.mask(f"fabricbench study --fabrics default,{spec}", [spec]) == \
+        "fabricbench study --fabrics default,sec:MY_TOKEN=***,NCCL_ALGO=Ring"
+    assert secrets.mask("left hunter2 here", [spec]) == "left *** here"
+
+
+# -- typed jobs ----------------------------------------------------------------------------------------------
+def test_argv_and_key_come_from_the_config_type():
+    from fabricbench.jobs.configs import CopyJob, SweepJob, TrainJob
+
+    job = SweepJob(ops="all_reduce", sizes="1M", dtype="bfloat16", iters=5, warmup=1, engine="native",
+                   timeout_s=12.5, gpus=(0, 2))
+    assert job.argv() == ["--ops", "all_reduce", "--sizes", "1M", "--dtype", "bfloat16", "--iters", "5",
+                          "--warmup", "1", "--engine", "native", "--gpus", "0,2", "--timeout", "12.5"]
+    gloo = SweepJob(ops="all_reduce", sizes="1K", dtype="float32", iters=2, warmup=0, engine="torch",
+                    backend="gloo", nprocs=4, gpus=(0, 4))
+    assert "--gpus" not in gloo.argv() and gloo.argv()[-2:] == ["--nprocs", "4"]  # gloo ranks drive no GPU
+    assert job.key == SweepJob(**{**job.__dict__}).key and job.key != gloo.key and job.key.startswith("sweep-")
+    # what is measured changes the key; a time limit or where records go does not (a resumed run with more
+    # time finds what it measured before)
+    assert dataclasses.replace(job, iters=6).key != job.key
+    assert dataclasses.replace(job, timeout_s=99.0, out="o.jsonl", quiet=True, resume=True).key == job.key
+    assert CopyJob(gpus="0-3", no_host=True).argv() == ["--gpus", "0-3", "--size", "256M", "--iters", "20",
+                                                         "--warmup", "5", "--no-host"]
+    t = TrainJob(strategy="ddp", model="tiny-mistral", device="cpu", nprocs=2, fabric="sec", timeout_s=20.0)
+    assert t.argv()[-4:] == ["--fabric", "sec", "--timeout", "20"]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        job.iters = 3
+
+
+def test_a_key_is_never_derived_from_a_masked_value():
+    """Keys are written into records and file names: a custom fabric enters them as it is shown, so no
+    key is a hash of a credential (a short one could be found by trying values). NCCL_* values are shown,
+    so they still tell two fabrics apart."""
+    from fabricbench.jobs.configs import SweepJob, TrainJob
+
+    base = dict(ops="all_reduce", sizes="1K", dtype="float32", iters=2, warmup=0, engine="native")
+    assert SweepJob(**base, fabric="sec:MY_TOKEN=hunter2").key == SweepJob(**base, fabric="sec:MY_TOKEN=x").key
+    assert SweepJob(**base, fabric="x:NCCL_ALGO=Ring").key != SweepJob(**base, fabric="x:NCCL_ALGO=Tree").key
+    assert SweepJob(**base, fabric="sec:MY_TOKEN=hunter2").key != SweepJob(**base).key
+    t = dict(strategy="ddp", device="cpu")
+    assert TrainJob(**t, fabric="sec:MY_TOKEN=a").key == TrainJob(**t, fabric="sec:MY_TOKEN=b").key
+
+
+def _every_field_set() -> list:
+    """One job of each kind with every field given (a bool true), so that each field yields its argument."""
+    from fabricbench.jobs import configs as c
+    from fabricbench.studying.machine import MachineJob
+    from fabricbench.training.batch import BatchJob
+
+    return [
+        c.SweepJob(ops="all_reduce", sizes="1K", dtype="float32", iters=2, warmup=1, engine="native", backend="nccl",
+                   gpus=(0, 1), nprocs=2, timeout_s=5.0, check=True, fabric="sec", out="o.jsonl", quiet=True,
+                   resume=True, stall_timeout_s=30.0),
+        c.CopyJob(gpus="0-1", size="1M", iters=2, warmup=1, no_host=True, no_peer=True),
+        c.TrainJob(strategy="ddp", model="tiny-mistral", model_config="m.json", device="cpu", gpus="0", nprocs=2,
+                   steps=4, warmup_steps=1, batch_size=2, seq_len=16, image_size=32, precision="fp32",
+                   trace_steps=0, repeats=1, target_ci=0.0, max_steps=8, fabric="sec", timeout_s=20.0, out="t.jsonl",
+                   stall_timeout_s=30.0, nnodes=2, node_rank=1, master_addr="node0", master_port=29401),
+        c.ScalingJob(gpus=(0, 1), ops="all_reduce", sizes="1M", fabric="sec", iters=2, warmup=1, out="s.jsonl",
+                     as_json=True),
+        c.EstimateJob(model="tiny-mistral", model_config="m.json", num_gpus=2, batch_size=2, seq_len=16,
+                      image_size=32, as_json=True),
+        c.RelateJob(files=("a.jsonl", "b.jsonl"), reference="default", as_json=True),
+        c.ReportJob(out_dir="run", as_json=True),
+        MachineJob(device="cpu", gpus=(0,), nprocs=2),
+        BatchJob(model="tiny-mistral", model_config="m.json", gpu=1, seq_len=16, image_size=32, precision="bf16"),
+    ]
+
+
+@pytest.mark.parametrize("job", _every_field_set(), ids=lambda j: type(j).__name__)
+def test_every_job_kind_s_arguments_are_its_child_s_options(job):
+    """A job kind's field that its child program does not accept fails here, before any child runs."""
+    import importlib
+
+    import click
+
+    from fabricbench.cli import cli
+    from fabricbench.jobs.configs import ARGV, Job
+
+    assert isinstance(job, Job) and job.command()[:2] == [sys.executable, "-m"]
+    fields = dataclasses.fields(job)
+    positional = [f for f in fields if (f.metadata.get(ARGV) or {}).get("positional")]
+    argv = job.argv()
+    n_pos = sum(len(getattr(job, f.name)) if isinstance(getattr(job, f.name), tuple) else 1 for f in positional)
+    flags = [a for a in argv[n_pos:] if a.startswith("--")]
+    assert len(flags) == len(fields) - len(positional)  # every field set: every field gave its option
+    program = job.PROGRAM
+    if program[0] == "fabricbench":
+        command = cli.get_command(click.Context(cli), program[1])
+        options = {o for p in command.params if isinstance(p, click.Option) for o in p.opts}
+        assert len(positional) == len([p for p in command.params if isinstance(p, click.Argument)])
+    else:
+        options = {o for a in importlib.import_module(program[0]).parser()._actions for o in a.option_strings}
+    assert set(flags) <= options, set(flags) - options
+
+
+def test_a_job_names_a_custom_fabric_by_name_and_carries_its_values_in_the_environment():
+    """Whatever a caller hands a job (a whole custom spec, or a name this process knows), its argv shows
+    the name only and its environment() carries the values: qualify's train check and the relate lab rely
+    on it. Built-in and family fabrics travel as they are."""
+    from fabricbench.fabrics.env import remember
+    from fabricbench.jobs.configs import SweepJob, TrainJob
+
+    whole = TrainJob(strategy="ddp", model="tiny-mistral", fabric="tok:MY_TOKEN=s3cr3t,NCCL_ALGO=Ring")
+    assert whole.argv()[-2:] == ["--fabric", "tok"] and "s3cr3t" not in " ".join(whole.command())
+    assert travelled("tok", whole.environment({})).env == (("MY_TOKEN", "s3cr3t"), ("NCCL_ALGO", "Ring"))
+    remember(get_fabric("named:MY_TOKEN=abc"))
+    by_name = SweepJob(ops="all_reduce", sizes="1K", dtype="float32", iters=1, warmup=0, engine="torch",
+                       fabric="named")
+    assert by_name.argv()[-2:] == ["--fabric", "named"]
+    assert travelled("named", by_name.environment({"PATH": "/bin"})).env == (("MY_TOKEN", "abc"),)
+    shaped = SweepJob(ops="all_reduce", sizes="1K", dtype="float32", iters=1, warmup=0, engine="torch",
+                      fabric="shaped:1gbit")
+    assert shaped.argv()[-2:] == ["--fabric", "shaped:1gbit"] and shaped.environment({}) == {}
