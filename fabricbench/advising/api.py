@@ -26,7 +26,7 @@ from fabricbench.advising.config import AdviseConfig, parse_memory
 from fabricbench.advising.memory import MemoryFit, capacity_from_name, fits
 from fabricbench.advising.strategy import StrategyTime, predict
 from fabricbench.errors import UsageError
-from fabricbench.measuring.comparison import Comparison
+from fabricbench.statistics.comparison import Comparison
 from fabricbench.results import records as result_records
 from fabricbench.results.schema import CollectiveResult, TrainResult
 from fabricbench.sizes import format_gib

@@ -20,7 +20,7 @@ from fabricbench.cli.options import RESUME, sweep_options
 from fabricbench.cli.types import InputPath
 from fabricbench.exitcodes import Exit
 from fabricbench.files import refuse_collisions
-from fabricbench.measuring.compare import check_plot_path, runs_beside
+from fabricbench.measuring.child_sweeps import check_plot_path, runs_beside
 from fabricbench.measuring.compare_run import CompareConfig, compare as run_compare, default_sweep, plot_comparison
 from fabricbench.measuring.config import SweepConfig
 from fabricbench.measuring.format import render_compare

@@ -15,7 +15,7 @@ from fabricbench.cli import warn
 from fabricbench.cli.declared import declared_option, option
 from fabricbench.cli.options import JSON, PLOT
 from fabricbench.files import dumps, refuse_collisions
-from fabricbench.measuring.compare import check_plot_path
+from fabricbench.measuring.child_sweeps import check_plot_path
 from fabricbench.relating import jobfit_io
 from fabricbench.relating.jobfit_run import JobfitConfig, jobfit
 from fabricbench.reporting.table import fit_lines

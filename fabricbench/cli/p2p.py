@@ -15,7 +15,7 @@ import click
 from fabricbench.cli.declared import config_options, option
 from fabricbench.cli.options import JSON, OUT_FILE, PLOT
 from fabricbench.files import refuse_collisions
-from fabricbench.measuring.compare import check_plot_path
+from fabricbench.measuring.child_sweeps import check_plot_path
 from fabricbench.measuring.copy_format import plot, render
 from fabricbench.measuring.p2p_run import P2PConfig, p2p as run_p2p
 

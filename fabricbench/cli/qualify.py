@@ -32,7 +32,7 @@ from fabricbench.files import dumps, refuse_collisions
 from fabricbench.qualifying.api import fleet as run_fleet, qualify as run, qualify_plan, write_init_spec
 from fabricbench.qualifying.config import FleetConfig, QualifyConfig
 from fabricbench.qualifying.fleet import render as render_fleet
-from fabricbench.qualifying.init import summary as init_summary
+from fabricbench.qualifying.init_spec import summary as init_summary
 from fabricbench.qualifying.listing import code_lines, kind_lines, spec_lines
 from fabricbench.qualifying.report import render
 from fabricbench.qualifying.verdict import CPU_SPEC

@@ -22,7 +22,7 @@ from fabricbench.cli.options import JSON, PLOT
 
 import fabricbench
 from fabricbench.files import dumps, nonfinite_paths, refuse_collisions
-from fabricbench.measuring.compare import check_plot_path
+from fabricbench.measuring.child_sweeps import check_plot_path
 from fabricbench.exitcodes import Exit
 from fabricbench.relating.format import explain_model, render
 from fabricbench.relating.plot import plot_relate

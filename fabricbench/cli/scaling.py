@@ -19,7 +19,7 @@ from fabricbench.cli.declared import declared_option, option
 from fabricbench.cli.options import RESUME, sweep_options
 from fabricbench.exitcodes import Exit
 from fabricbench.files import refuse_collisions
-from fabricbench.measuring.compare import check_plot_path
+from fabricbench.measuring.child_sweeps import check_plot_path
 from fabricbench.measuring.config import SweepConfig
 from fabricbench.measuring.format import plot_scaling, render_scaling
 from fabricbench.measuring.scaling_run import ScalingConfig, default_sweep, scaling as run_scaling

@@ -8,7 +8,7 @@
 
 Each child sweep runs as a job (fabricbench/jobs, through measuring/child.py): under its fabric, records
 written to `out` as they come, the rest kept when one fails. What compare shares with scaling is in
-measuring/compare.py.
+measuring/child_sweeps.py.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from fabricbench import hostload
 from fabricbench.declare import check, declare
 from fabricbench.errors import UsageError
 from fabricbench.fabrics import parse_fabric_list
-from fabricbench.measuring.compare import (already_done, as_text, check_plot_path, child, decided, open_output,
+from fabricbench.measuring.child_sweeps import (already_done, as_text, check_plot_path, child, decided, open_output,
                                            planned, progress_bar, resume_records, run_and_keep)
 from fabricbench.measuring.config import SweepConfig
 from fabricbench.measuring.runner import new_run_id

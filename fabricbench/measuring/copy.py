@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from fabricbench.errors import EngineUnavailable
-from fabricbench.measuring.stats import summarize
+from fabricbench.statistics.figures import summarize
 
 NOT_BUILT = ("fabricbench p2p needs the compiled engine (fabricbench._engine), which is not built here: "
              "install the CUDA toolkit and run `pip install --no-build-isolation --no-deps -e .`")
@@ -54,7 +54,7 @@ def gbps(nbytes: int, time_us: float, directions: int = 1) -> float:
 
 
 def _result(kind, src, dst, direction, nbytes, times, directions, peer_access=None) -> CopyResult:
-    st = summarize(times)  # the statistics every record uses (fabricbench/measuring/stats.py)
+    st = summarize(times)  # the statistics every record uses (fabricbench/statistics/figures.py)
     return CopyResult(copy_kind=kind, src=src, dst=dst, direction=direction, bytes=nbytes, iters=st.n,
                       time_us=st.median, min_us=st.min, max_us=st.max, gbps=gbps(nbytes, st.median, directions),
                       peer_access=peer_access)

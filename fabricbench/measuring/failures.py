@@ -4,7 +4,7 @@ else as its exception's first line with the traceback kept in the job's log file
     fabricbench sweep --engine torch --backend gloo --nprocs 2 --fabric nowhere:GLOO_SOCKET_IFNAME=fbnoif0
     fabricbench train --device cpu --nprocs 2 --fabric nowhere:GLOO_SOCKET_IFNAME=fbnoif0
 
-Both commands' ranks (measuring/rank.py, training/worker.py) and sweep's in-process ranks (runner.py) say
+Both commands' ranks (measuring/local_rank.py, training/worker.py) and sweep's in-process ranks (runner.py) say
 their failures through here, so that one failure reads the same in every command. Light on purpose (no
 torch): a training rank imports it before it knows whether it will fail.
 """

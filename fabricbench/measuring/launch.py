@@ -4,7 +4,7 @@ records back.
     fabricbench sweep --engine torch --backend gloo --nprocs 2
 
 This process hosts a torch.distributed TCPStore on loopback (the ranks' only meeting point: the config,
-NCCL ids, barriers and timings travel through it). The ranks (`python -m fabricbench.measuring.rank`) are
+NCCL ids, barriers and timings travel through it). The ranks (`python -m fabricbench.measuring.local_rank`) are
 one job of several processes, "rank 0" ... "rank N-1", run by the one child runner (jobs.run) as every
 other child of fabricbench is, train's ranks included: each rank speaks over the job's channel
 (jobs.channel: its records, its pulse, and why it failed), and the runner's policy ends the run:
@@ -33,8 +33,8 @@ CONFIG_KEY = "launch/config"
 
 
 def rank_argv(rank: int, nprocs: int, port: int, timeout_s: float) -> list[str]:
-    """One rank's command (measuring/rank.py reads these four arguments)."""
-    return [sys.executable, "-m", "fabricbench.measuring.rank", str(rank), str(nprocs), str(port), repr(timeout_s)]
+    """One rank's command (measuring/local_rank.py reads these four arguments)."""
+    return [sys.executable, "-m", "fabricbench.measuring.local_rank", str(rank), str(nprocs), str(port), repr(timeout_s)]
 
 
 def local_stall_s(config: SweepConfig) -> float:

@@ -13,7 +13,7 @@ from fabricbench.declare import check, declare, of, shared
 from fabricbench.errors import UsageError
 from fabricbench.gpus import default_gpus, parse_gpus
 from fabricbench.measuring import copy as copying
-from fabricbench.measuring.compare import as_text, check_plot_path, open_output
+from fabricbench.measuring.child_sweeps import as_text, check_plot_path, open_output
 from fabricbench.measuring.config import SweepConfig
 from fabricbench.measuring.copy import CopyResult, matrix, measure_all
 from fabricbench.measuring.plan import host_available_bytes

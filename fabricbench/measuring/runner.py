@@ -7,7 +7,7 @@
 Only rank 0 emits records. Per iteration the slowest rank's time is kept (stats.combine_slowest), wrong
 elements are summed over ranks, and bandwidth comes from the collective's own formula.
 
-Imports go one way: measuring/rank.py (a local rank's process) -> runner.py -> launch.py (the parent
+Imports go one way: measuring/local_rank.py (a local rank's process) -> runner.py -> launch.py (the parent
 side, which knows no rank code).
 """
 
@@ -33,10 +33,10 @@ from fabricbench.measuring.config import SweepConfig
 from fabricbench.measuring.engines import ENGINES
 from fabricbench.measuring.failures import translate
 from fabricbench.measuring.launch import launch_local
-from fabricbench.measuring.ranks import agree, all_ranks_info, dist_from_env, share
+from fabricbench.measuring.rendezvous import agree, all_ranks_info, dist_from_env, share
 from fabricbench.measuring.plan import PlanItem, build_plan, check_fits
 from fabricbench.measuring.session import Case, DistContext, Session, Timing
-from fabricbench.measuring.stats import combine_slowest, summarize
+from fabricbench.statistics.figures import combine_slowest, summarize
 from fabricbench.results.context import nccl_choice
 from fabricbench.results.schema import CollectiveResult, header
 from fabricbench.results.status import Status

@@ -6,7 +6,7 @@ islands for each count, each measured by its own child sweep.
                                                                                                     sizes="1G")))
 
 Errors name the parameters (`counts`, `gpus`). What scaling shares with
-compare is in measuring/compare.py.
+compare is in measuring/child_sweeps.py.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 from fabricbench.declare import check, declare, shared
 from fabricbench.errors import UsageError
 from fabricbench.fabrics import get_fabric
-from fabricbench.measuring.compare import (already_done, as_text, check_plot_path, child, cpu_ranks, decided,
+from fabricbench.measuring.child_sweeps import (already_done, as_text, check_plot_path, child, cpu_ranks, decided,
                                            open_output, planned, progress_bar, resume_records, run_and_keep,
                                            with_backend)
 from fabricbench.measuring.config import PROCS_PER_CORE, SweepConfig, cores

@@ -45,7 +45,7 @@ from fabricbench.qualifying.context import Context
 from fabricbench.qualifying.dryrun import DryRun, dry_run as plan_dry_run, select
 from fabricbench.qualifying.figures import compare, figures
 from fabricbench.qualifying.fleet import run_fleet
-from fabricbench.qualifying.init import spec_from_results
+from fabricbench.qualifying.init_spec import spec_from_results
 from fabricbench.qualifying.inputs import read_all
 from fabricbench.qualifying.junit import to_xml
 from fabricbench.qualifying.offline import OfflineContext

@@ -25,7 +25,7 @@ from fabricbench.jobs import store
 from fabricbench.jobs.configs import CopyJob, TrainJob, job_key
 from fabricbench.measuring.devices import make_config, resolve_devices
 from fabricbench.measuring import runner
-from fabricbench.measuring.compare import adopt
+from fabricbench.measuring.child_sweeps import adopt
 from fabricbench.qualifying import children
 from fabricbench.qualifying.children import UnitResult
 from fabricbench.qualifying.spec import Spec

@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from fabricbench.measuring.comparison import Comparison, judge
+from fabricbench.statistics.comparison import Comparison, judge
 from fabricbench.qualifying.prometheus import busbw_labels
 from fabricbench.qualifying.verdict import at_least, at_most
 from fabricbench.results.status import TIMED_COLLECTIVE, Status
@@ -96,7 +96,7 @@ def tolerance_for(o: Figure, n: Figure | None, tolerance: float) -> float:
 
 
 def verdict_against(o: Figure, n: Figure, tolerance: float) -> str:
-    """This run against the baseline in the comparison vocabulary (measuring/comparison.py), the tolerance
+    """This run against the baseline in the comparison vocabulary (statistics/comparison.py), the tolerance
     as the margin: "this run is 3.1% slower than the baseline [...]", "... equivalent within ±5% [...]" or
     "undecided". One figure per run has no rounds: its interval is ±1.96 × the two runs' cvs combined on
     the log scale (each run's own spread standing for the figure's; without cvs, a point and no interval)."""

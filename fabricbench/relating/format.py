@@ -48,7 +48,7 @@ def _xci(v: float | None, ci: Any) -> str:
 
 def judged(row: Any) -> str:
     """A prediction judged against the observed slowdown with both 95% intervals (the terms of
-    measuring/comparison.py): "within its interval" when the two intervals meet, else "off by X% beyond
+    statistics/comparison.py): "within its interval" when the two intervals meet, else "off by X% beyond
     it", X the gap between them over the observed bound (a point stands in for a missing interval)."""
     obs, pred = row.observed_slowdown, row.predicted_slowdown
     if is_reference(row):

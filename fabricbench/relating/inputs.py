@@ -16,7 +16,7 @@ from typing import Any, Iterable
 
 from fabricbench import hostload
 from fabricbench.errors import UsageError
-from fabricbench.measuring.stats import around
+from fabricbench.statistics.figures import around
 from fabricbench.relating.curves import placement
 from fabricbench.results import records as results_records
 from fabricbench.results.schema import CollectiveResult, TrainResult
@@ -125,7 +125,7 @@ def observations(trains: Iterable[TrainResult]) -> tuple[list[Observed], list[st
         sps = [v for r in runs if (v := r.samples_per_s)]
         comms = tuple(c for r in runs if isinstance(c := r.reached("comm"), dict))
         comm = next((c for r in runs if (c := r.reached("comm")) is not None), None)
-        fig = repeats.figures(runs)[0]  # the one statistics rule (measuring/stats.py via repeats.py)
+        fig = repeats.figures(runs)[0]  # the one statistics rule (statistics/figures.py via repeats.py)
         if (apart := _runs_apart(runs)) is not None:
             problems.append(f"{strategy} ({wl.label()}) on {fabric}: its {len(runs)} runs disagree beyond their "
                             f"own intervals ({apart}): its step is their median, its interval run to run (fresh "

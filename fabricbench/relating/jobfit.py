@@ -10,7 +10,7 @@ S ([2^k, 2^k+1)): a training job's gradient buckets vary a little in size, and e
 own S. A Prometheus bucket record (no one size) is priced at the geometric middle of its range and says so.
 
 The verdict compares intervals, never two bare figures:
-- job interval: the median's 95% interval over the calls (order statistics, measuring/stats.py; from 6 calls);
+- job interval: the median's 95% interval over the calls (order statistics, statistics/figures.py; from 6 calls);
 - sweep noise: the curve's relative 95% half-width at S (ci95_rel, else cv; Curve.rel_at), and at least
   NOISE_FLOOR, the run-to-run spread a sweep in one process cannot show (docs/domain.md: ±15% on the CPU lab).
 "short" when the job's upper bound is below the sweep's lower bound ("the job reached 0.61x of the sweep");
@@ -29,7 +29,7 @@ from typing import Any
 
 from fabricbench.collectives import busbw_factor
 from fabricbench.errors import UsageError
-from fabricbench.measuring.stats import median_ci_rel, percentile
+from fabricbench.statistics.figures import median_ci_rel, percentile
 from fabricbench.relating.curves import DTYPE_SUBSTITUTED, SweepCurves, size_3sig
 from fabricbench.results.schema import CollectiveResult
 

@@ -15,7 +15,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from fabricbench.measuring.stats import around, ratio_ci
+from fabricbench.statistics.figures import around, ratio_ci
 from fabricbench.relating import window as overlap
 from fabricbench.relating.credit import Gaps, Realised, bucket_s
 from fabricbench.relating.inputs import Observed

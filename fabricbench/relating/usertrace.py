@@ -29,7 +29,7 @@ from typing import Any, Sequence
 
 from fabricbench.errors import UsageError
 from fabricbench.measuring.config import cores
-from fabricbench.measuring.stats import repeat_ci
+from fabricbench.statistics.figures import repeat_ci
 from fabricbench.relating import api, inputs
 from fabricbench.relating.curves import EXACT, INTERPOLATED, SweepCurves
 from fabricbench.relating.inputs import Observed, Workload

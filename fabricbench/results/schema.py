@@ -210,7 +210,7 @@ class TrainResult:
     gpu_name: Any = UNSET
     holdings: Any = UNSET  # numel each rank held of params, grads, optimizer states
     held_fraction: Any = UNSET
-    step_time: Any = UNSET  # median_s, mean_s, p95_s, cv of the timed steps (measuring/stats.py)
+    step_time: Any = UNSET  # median_s, mean_s, p95_s, cv of the timed steps (statistics/figures.py)
     step_times_s: Any = UNSET  # every step, slowest rank
     throughput: Any = UNSET  # samples/s, tokens/s, MFU (training/metrics.py)
     comm: Any = UNSET  # the communication trace (training/trace.py), dict or None

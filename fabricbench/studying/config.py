@@ -80,7 +80,7 @@ class StudyConfig:
     repeat_budget_s: float = field(default=1800.0, metadata=shared(  # no repeat beyond the minimum starts
         of(TrainConfig, "time_budget_s"), concept=None, aliases=()))  # after this many seconds of study
     margin: float = field(default=0.02, metadata=shared(  # δ: a comparison within ±margin is "equivalent"
-        of(TrainConfig, "margin")))  # measuring/comparison.py
+        of(TrainConfig, "margin")))  # statistics/comparison.py
     batch_size: int | None = field(default=None, metadata=shared(  # samples per GPU per step; None: 8
         of(TrainConfig, "batch_size"),
         default_by="8 on CPU; on GPUs the study picks it, doubling while it pays"))  # on CPU, picked on GPUs
@@ -212,7 +212,7 @@ class StudyConfig:
 
     @property
     def looks(self) -> dict[str, int]:
-        """The sequential rule's looks (measuring/comparison.py): from the third round up to the most rounds the
+        """The sequential rule's looks (statistics/comparison.py): from the third round up to the most rounds the
         study may run; with --repeats N, one look at N (nobody peeks)."""
         if self.repeats is not None:
             return {"first_look": self.repeats, "last_look": self.repeats}

@@ -29,7 +29,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from fabricbench.measuring.comparison import log_ratio_interval
+from fabricbench.statistics.comparison import log_ratio_interval
 from fabricbench.jobs.configs import Job
 from fabricbench.results.status import Status
 from fabricbench.training import data, models

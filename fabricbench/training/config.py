@@ -17,7 +17,7 @@ from fabricbench.errors import UsageError
 from fabricbench.fabrics import get_fabric
 from fabricbench.gpus import parse_gpus
 from fabricbench.jobs.heartbeat import STALL_TIMEOUT
-from fabricbench.measuring.comparison import MARGIN
+from fabricbench.statistics.comparison import MARGIN
 from fabricbench.measuring.config import check_local_ranks
 from fabricbench.training import estimate, models, repeats
 from fabricbench.training.repeats import DEFAULT_MAX_REPEATS
@@ -80,7 +80,7 @@ class TrainConfig:
         lo_open=True, unit="s", concept="repeat_budget_s", aliases=("--time-budget",)))  # this many seconds
     margin: float = field(default=MARGIN, metadata=declare(  # δ: strategies within ±margin are "equivalent"
         "--margin", "fraction", "Two figures within ±this fraction are \"equivalent\" (docs/comparisons.md).",
-        lo=0, hi=0.5, lo_open=True, hi_open=True))  # (measuring/comparison.py); also when repeats stop
+        lo=0, hi=0.5, lo_open=True, hi_open=True))  # (statistics/comparison.py); also when repeats stop
     batch_size: int = field(default=8, metadata=declare(  # samples per GPU (per process) per step
         "--batch-size", "count", "Samples per GPU per step.", lo=1, hi=estimate.MAX_BATCH))
     seq_len: int = field(default=512, metadata=declare(  # tokens per sample (causal LM)

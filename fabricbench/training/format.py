@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from fabricbench import hostload
-from fabricbench.measuring.comparison import MARGIN
+from fabricbench.statistics.comparison import MARGIN
 from fabricbench.reporting import table as tables
 from fabricbench.reporting.analysis import byte_unit, fmt, fmt_count
 from fabricbench.sizes import format_gib
@@ -56,7 +56,7 @@ def phase_lines(rec: dict) -> list[str]:
 def render(records: list[dict[str, Any]], title: str, *, say: Callable[[str], Any] = print,
            repeats: int | None = None, max_repeats: int | None = None, margin: float = MARGIN) -> None:
     """The table of runs, then each strategy's figure over its runs and the verdicts of the comparisons
-    (measuring/comparison.py), with what stayed open."""
+    (statistics/comparison.py), with what stayed open."""
     tables.render(tables.console(), title, TRAIN_COLS, [cells(r) for r in records])
     figs = reps.figures(records)  # each strategy over its runs, with the run-to-run interval
     for f in figs:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fabricbench.measuring.stats import outliers, summarize
+from fabricbench.statistics.figures import outliers, summarize
 
 # dense bf16 peak FLOP/s (no sparsity); matched by substring of torch.cuda.get_device_name, first wins
 PEAK_BF16_FLOPS: tuple[tuple[str, float], ...] = (
@@ -40,7 +40,7 @@ def peak_flops(gpu_name: str | None) -> float | None:
 def step_stats(times_s: list[float], *, first_index: int = 0) -> dict[str, Any]:
     """median, mean, p95, cv, the median's 95% CI (relative half-width; None under 6 steps) and the outlier
     steps of step times in seconds, by the one statistics module every record uses
-    (fabricbench/measuring/stats.py: p95 by linear interpolation, cv = population stdev / mean).
+    (fabricbench/statistics/figures.py: p95 by linear interpolation, cv = population stdev / mean).
     Outliers are [step index, seconds], the index counting from the run's first step (first_index is the
     index of times_s[0])."""
     if not times_s:

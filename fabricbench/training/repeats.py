@@ -9,7 +9,7 @@ step = median of the runs' medians; ci95 = the run-to-run interval of that media
 with one run only, the run's own median CI (marked "within one run": it understates, each process has its
 own level). Throughput = global batch / step, its interval [batch / hi, batch / lo].
 
-The answers are comparisons (measuring/comparison.py): strategies on one fabric, and each fabric against
+The answers are comparisons (statistics/comparison.py): strategies on one fabric, and each fabric against
 the reference for one strategy (a slowdown is that comparison's ratio). Round k of A is paired with round
 k of B (the study's unit "train A @ f #k", train's own "repeat"); each comparison has a verdict, faster,
 equivalent within the margin, or undecided. Rankings order two strategies only where a comparison says
@@ -23,9 +23,9 @@ from dataclasses import asdict, dataclass
 from typing import Any, Iterable
 
 from fabricbench import hostload
-from fabricbench.measuring import comparison
-from fabricbench.measuring.comparison import MARGIN, Comparison
-from fabricbench.measuring.stats import around, ci_rel, overlaps, repeat_ci
+from fabricbench.statistics import comparison
+from fabricbench.statistics.comparison import MARGIN, Comparison
+from fabricbench.statistics.figures import around, ci_rel, overlaps, repeat_ci
 from fabricbench.results.schema import TrainResult
 from fabricbench.results.status import TIMED_TRAIN
 

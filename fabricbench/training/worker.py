@@ -29,7 +29,7 @@ from typing import Any, Callable
 from fabricbench.exitcodes import Exit
 from fabricbench.jobs import channel, heartbeat
 from fabricbench.measuring import failures
-from fabricbench.measuring.stats import summarize
+from fabricbench.statistics.figures import summarize
 from fabricbench.results.status import Status
 from fabricbench.training import data, faults, lean, models, one_node, phases, trace, verify
 from fabricbench.training.spec import RankSpec

@@ -18,7 +18,7 @@ from fabricbench.cli.hints import command
 from fabricbench.declare import OPTION, Declared, declared
 from fabricbench.errors import UsageError
 from fabricbench.measuring import compare_run, p2p_run, scaling_run
-from fabricbench.measuring.compare import as_text
+from fabricbench.measuring.child_sweeps import as_text
 from fabricbench.measuring.config import SweepConfig
 from fabricbench.cli.declared import shown_default
 from fabricbench.importing.api import ImportConfig

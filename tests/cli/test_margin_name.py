@@ -1,4 +1,4 @@
-"""`margin` is one number only: ±δ, the equivalence margin of a paired comparison (measuring/comparison.py).
+"""`margin` is one number only: ±δ, the equivalence margin of a paired comparison (statistics/comparison.py).
 Every config the CLI is made from is read through its declarations (fabricbench/declare.declared), and
 every option of every command through click: no other field, flag or alias says "margin". The batch
 picker's distance from --gain is its `clearance`, advise's spare GPU memory its `headroom_bytes`.
@@ -17,7 +17,7 @@ import pytest
 from fabricbench.cli.commands import COMMANDS
 from fabricbench.cli.hints import command
 from fabricbench.declare import OPTION, Declared, declared
-from fabricbench.measuring.comparison import MARGIN
+from fabricbench.statistics.comparison import MARGIN
 
 # the commands whose --margin is the comparison's ±δ, and the configs whose `margin` field it is
 COMPARING = {"train", "study"}

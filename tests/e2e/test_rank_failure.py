@@ -18,7 +18,7 @@ from fabricbench import errors
 from fabricbench.fabrics import get_fabric
 from fabricbench.jobs import channel
 from fabricbench.measuring.child import ChildRun, _child_error
-from fabricbench.measuring.rank import failure
+from fabricbench.measuring.local_rank import failure
 
 GLOO_NO_IF = ("[enforce fail at /__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/device.cc:84] "
               "ifa != nullptr. Unable to find address for: fbnoif0\nException raised from ...\nframe #0: ...")

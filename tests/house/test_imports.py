@@ -45,7 +45,7 @@ LAYERS = [
     {"results"},
     {"fabrics", "files", "collectives"},
     {"declare", "errors", "exitcodes", "dtypes", "gpus", "hostload", "masking", "outputs", "procs", "progress",
-     "registry", "sizes", "tempdirs", "lazy"},  # leaf modules
+     "registry", "sizes", "tempdirs", "lazy", "statistics"},  # leaf modules
 ]
 LEVEL = {unit: len(LAYERS) - i for i, layer in enumerate(LAYERS) for unit in layer}
 

@@ -1,4 +1,4 @@
-"""measuring/comparison.py: paired ratios, three verdicts, and the sequential rule's error rate under peeking."""
+"""statistics/comparison.py: paired ratios, three verdicts, and the sequential rule's error rate under peeking."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from fabricbench.measuring import comparison as C
+from fabricbench.statistics import comparison as C
 
 
 def _rounds(rng: random.Random, ratio: float, n: int, *, level_sd: float = 0.03, pair_sd: float = 0.01):
@@ -186,7 +186,7 @@ def test_batch_picker_is_stable_across_identical_probes():
     (1.2, (1.1, 1.3), "faster", "ddp is 20.0% faster than fsdp [10.0%, 30.0%]"),
 ])
 def test_a_ratio_and_its_interval_share_one_unit(ratio, ci, verdict, said):
-    from fabricbench.measuring.comparison import Comparison
+    from fabricbench.statistics.comparison import Comparison
 
     cm = Comparison(a="ddp", b="fsdp", fabric="default", metric="samples_per_s", ratio=ratio, ci95=ci,
                     verdict=verdict, rounds=5, paired=True, method="paired t")

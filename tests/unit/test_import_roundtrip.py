@@ -13,7 +13,7 @@ import pytest
 from fabricbench.cli import main
 from fabricbench.collectives import COLLECTIVES
 from fabricbench.importing import import_file
-from fabricbench.measuring import compare as compare_mod
+from fabricbench.measuring import child_sweeps as compare_mod
 from fabricbench.measuring.child import ChildRun
 from fabricbench.results.records import read
 from fabricbench.sizes import format_size

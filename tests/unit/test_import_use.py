@@ -7,7 +7,7 @@ import shutil
 import pytest
 
 from fabricbench.cli import main
-from fabricbench.measuring.compare import runs_beside
+from fabricbench.measuring.child_sweeps import runs_beside
 from fabricbench.errors import UsageError
 from fabricbench.importing import import_file
 from fabricbench.importing.beside import label

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from fabricbench.measuring import ranks as runner
+from fabricbench.measuring import rendezvous as runner
 from fabricbench.measuring.session import DistContext
 
 

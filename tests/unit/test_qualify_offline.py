@@ -98,7 +98,7 @@ def test_init_prints_the_factors_it_wrote(tmp_path, capsys):
     # --init prints says each, as the file does (it said "measured x 0.9" over thresholds x 0.5)
     import re
 
-    from fabricbench.qualifying.init import summary
+    from fabricbench.qualifying.init_spec import summary
 
     lab = DATA / "study/cpu-lab/units/sweep_default.jsonl"
     spec = tmp_path / "node.toml"

@@ -255,7 +255,7 @@ def test_init_from_recorded_run(tmp_path, capsys):
 def test_init_takes_plain_records_over_checked_ones(tmp_path):
     """A size measured plainly and again with --check: the thresholds come from the plain record (the
     collective check measures without --check), the checked one still makes the correctness check."""
-    from fabricbench.qualifying.init import spec_from_results
+    from fabricbench.qualifying.init_spec import spec_from_results
     from fabricbench.qualifying.spec import load_spec
 
     recs = [json.loads(l) for l in (QDATA / "gloo_node_results.jsonl").read_text().splitlines()]

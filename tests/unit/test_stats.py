@@ -4,7 +4,7 @@ import statistics
 
 import pytest
 
-from fabricbench.measuring.stats import combine_slowest, percentile, summarize
+from fabricbench.statistics.figures import combine_slowest, percentile, summarize
 
 
 def test_summary_values():

@@ -11,7 +11,7 @@ def test_step_stats_values():
     st = metrics.step_stats([0.4, 0.1, 0.2, 0.3])
     assert st["median_s"] == pytest.approx(0.25)
     assert st["mean_s"] == pytest.approx(0.25)
-    # the one convention of fabricbench/measuring/stats.py: p95 interpolated between order statistics
+    # the one convention of fabricbench/statistics/figures.py: p95 interpolated between order statistics
     # (0.3 + 0.85 x 0.1), cv = population stdev / mean, as in every collective record
     assert st["p95_s"] == pytest.approx(0.385)
     assert st["cv"] == pytest.approx(0.1118034 / 0.25, rel=1e-6)

@@ -1,5 +1,5 @@
 """Repeats in fresh processes, intervals and verdicts (issues 19, 27), without starting a process: the
-statistics (measuring/stats.py), the figures, comparisons, rankings and slowdowns (training/repeats.py), the
+statistics (statistics/figures.py), the figures, comparisons, rankings and slowdowns (training/repeats.py), the
 order and stopping rule of train's rounds (launch.run with run_strategy replaced), and relate's intervals."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import statistics
 
 import pytest
 
-from fabricbench.measuring import stats
+from fabricbench.statistics import figures as stats
 from fabricbench.results import ResultWriter
 from fabricbench.results.schema import TrainResult
 from fabricbench.training import launch, repeats

@@ -10,7 +10,7 @@ from typing import Any
 import fabricbench
 from fabricbench.errors import FabricbenchError, UsageError
 from fabricbench.importing import beside
-from fabricbench.measuring import comparison
+from fabricbench.statistics import comparison
 from fabricbench.relating.format import REFERENCE_JUDGED, judged
 from fabricbench.reporting.document import Document
 from fabricbench.results.schema import CollectiveResult, TrainResult

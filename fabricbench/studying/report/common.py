@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from fabricbench.measuring.stats import around
+from fabricbench.statistics.figures import around
 from fabricbench.results.schema import CollectiveResult, TrainResult
 from fabricbench.results.status import Status
 from fabricbench.sizes import format_size, gib  # noqa: F401  (gib: the report's GiB cells)
@@ -73,7 +73,7 @@ def question_summary(trains: list[TrainResult], c: StudyConfig) -> dict[str, Any
 
 def busbw_ci(r: CollectiveResult) -> tuple[float, float] | None:
     """busbw's interval from its median time's 95% CI (busbw = S / t x factor, so busbw / (1 + rel) to
-    busbw x (1 + rel)); below 6 timed iterations (no CI: measuring/stats.py) the range of the iterations'
+    busbw x (1 + rel)); below 6 timed iterations (no CI: statistics/figures.py) the range of the iterations'
     times, [min, max], which holds the median with probability 1 - 2^(1-n) (94% at 5)."""
     if not r.busbw_gbps:
         return None

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from fabricbench.measuring.comparison import judge
-from fabricbench.measuring.stats import ratio_ci
+from fabricbench.statistics.comparison import judge
+from fabricbench.statistics.figures import ratio_ci
 from fabricbench.reporting.document import Document
 from fabricbench.results.schema import CollectiveResult, TrainResult
 from fabricbench.results.status import Status

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from fabricbench import hostload
-from fabricbench.measuring.comparison import judge
-from fabricbench.measuring.stats import ratio_ci
+from fabricbench.statistics.comparison import judge
+from fabricbench.statistics.figures import ratio_ci
 from fabricbench.reporting.analysis import fmt, fmt_ratio
 from fabricbench.reporting.document import Document
 from fabricbench.results.schema import CollectiveResult, TrainResult
@@ -34,7 +34,7 @@ def in_short(doc: Document, sr, c: StudyConfig, trains: list[TrainResult], colls
             # "measured highest" beside an undecided verdict: the ordering is the noise it could not settle)
             items.append(f"on **{f}** no strategy is shown faster than another yet: "
                          f"{', '.join(groups[0])} are undecided or equivalent (the verdicts below)")
-    # the answers: one verdict per comparison (measuring/comparison.py), the same sentences as the CLI's
+    # the answers: one verdict per comparison (statistics/comparison.py), the same sentences as the CLI's
     items += [("**" + cm["verdict"] + "**: " + repeats.said(cm)) for cm in summ["comparisons"]]
     waived = waived_fabrics(sr, c)
     for f in c.fabrics[1:]:

@@ -1,7 +1,7 @@
 """One local rank of `fabricbench sweep --nprocs N`; started by fabricbench/measuring/launch.py (as a job of
 the job layer), never by hand.
 
-    python -m fabricbench.measuring.rank RANK NPROCS STORE_PORT TIMEOUT_S
+    python -m fabricbench.measuring.local_rank RANK NPROCS STORE_PORT TIMEOUT_S
 
 Opens the job's channel first (jobs.channel: its pulse covers the start-up), connects to the parent's
 TCPStore (which holds the config), runs runner.run_rank and sends over the channel rank 0's records as
@@ -27,7 +27,7 @@ def main(argv: list[str]) -> None:
     timeout_s = float(argv[3])
     chan = channel.open_channel(f"rank {rank}")
     if chan is None:
-        sys.exit("fabricbench.measuring.rank runs under `fabricbench sweep --nprocs N`, not by hand")
+        sys.exit("fabricbench.measuring.local_rank runs under `fabricbench sweep --nprocs N`, not by hand")
     code = Exit.FAILED
     try:
         code = _run(rank, nprocs, port, timeout_s, chan)
