@@ -1,20 +1,54 @@
-"""One way for tests to run `fabricbench ARGS` in their own process and read what it said, and one check
-that bad input was refused as the README promises: one `Error:` line, exit 2, no traceback."""
+"""One way for tests to run `fabricbench ARGS` and read what it said, and one check that bad input was
+refused as the README promises: one `Error:` line, exit 2, no traceback.
+
+run_cli runs it in this process and reads the output through pytest's capsys; run_cli_captured does the
+same where capsys cannot serve (hypothesis examples, a loop over many commands in one test);
+run_cli_subprocess runs it as a user does, in a fresh `python -m fabricbench`, where the real exit status,
+the environment, stdin or a fresh interpreter is what the test is about."""
 
 from __future__ import annotations
+
+import contextlib
+import io
+import os
+import subprocess
+import sys
 
 from fabricbench.cli import main
 
 
-def run_cli(args, capsys):
-    """(exit status, stdout, stderr) of `fabricbench ARGS` in this process (0 when main returns)."""
+def _exit_status(args) -> int:
+    """The exit status `fabricbench ARGS` ends with, as the interpreter would set it."""
     try:
         main([str(a) for a in args])
-        code = 0
     except SystemExit as e:
-        code = 0 if e.code is None else e.code  # sys.exit() with no argument is a success
+        if e.code is None:  # sys.exit() with no argument is a success
+            return 0
+        return e.code if isinstance(e.code, int) else 1  # sys.exit("why") exits 1
+    return 0
+
+
+def run_cli(args, capsys):
+    """(exit status, stdout, stderr) of `fabricbench ARGS` in this process (0 when main returns)."""
+    code = _exit_status(args)
     out = capsys.readouterr()
     return code, out.out, out.err
+
+
+def run_cli_captured(args):
+    """run_cli without capsys: stdout and stderr are redirected for this one call."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = _exit_status(args)
+    return code, out.getvalue(), err.getvalue()
+
+
+def run_cli_subprocess(args, *, env=None, timeout=120, **kw):
+    """(exit status, stdout, stderr) of `python -m fabricbench ARGS` in a fresh process; env holds variables
+    set on top of this process's environment; the rest (cwd, input, ...) goes to subprocess.run."""
+    p = subprocess.run([sys.executable, "-m", "fabricbench", *map(str, args)], capture_output=True, text=True,
+                       timeout=timeout, env={**os.environ, **(env or {})}, **kw)
+    return p.returncode, p.stdout, p.stderr
 
 
 def one_error_line(err: str) -> str:

@@ -1,21 +1,20 @@
 """Every bad input in every command: one line `Error: ...`, exit status 2, no traceback, nothing measured.
 
 The table is data: (command line, a distinctive part of the message). Cases run in-process through
-fabricbench.cli.main (fast); a few also run as real processes to prove the exit status and the stderr a
+tests/clirun.py's run_cli (fast); a few also run as real processes to prove the exit status and the stderr a
 user sees. The machine is made to look GPU-less (visible_gpu_count -> 0) unless a case says otherwise, so
 the table means the same on a GPU machine: no case may start a measurement there either.
 """
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from fabricbench.cli import main
+from clirun import one_error_line, refused, run_cli_subprocess
 from roots import DATA
 
 TOPO = str(DATA / "topo" / "h200_nvl_two_quads.txt")
@@ -200,14 +199,6 @@ def _args(args: list[str], tmp: Path) -> list[str]:
     return [a.replace("{tmp}", str(tmp)) for a in args]
 
 
-def _one_error_line(err: str) -> str:
-    lines = [ln for ln in err.splitlines() if ln.strip()]
-    assert len(lines) == 1, f"expected one line, got:\n{err}"
-    assert lines[0].startswith("Error: "), lines[0]
-    assert "Traceback" not in err
-    return lines[0]
-
-
 @pytest.fixture
 def no_gpu(monkeypatch):
     import fabricbench.gpus
@@ -234,10 +225,7 @@ def test_bad_input_in_process(args, msg, files, no_gpu, capsys, monkeypatch):
         return popen(argv, *a, **k)
 
     monkeypatch.setattr(subprocess, "Popen", refuse)
-    with pytest.raises(SystemExit) as e:
-        main(_args(args, files))
-    assert e.value.code == 2
-    line = _one_error_line(capsys.readouterr().err)
+    line = refused(_args(args, files), capsys)
     assert msg in line, line
 
 
@@ -251,11 +239,9 @@ SUBPROCESS = [
 
 @pytest.mark.parametrize("args,msg", SUBPROCESS, ids=[" ".join(a)[:60] for a, _ in SUBPROCESS])
 def test_bad_input_as_a_user_sees_it(args, msg, files):
-    env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
-    p = subprocess.run([sys.executable, "-m", "fabricbench", *_args(args, files)], capture_output=True,
-                       text=True, timeout=120, env=env)
-    assert p.returncode == 2, p.stderr
-    assert msg in _one_error_line(p.stderr)
+    code, _, err = run_cli_subprocess(_args(args, files), env={"CUDA_VISIBLE_DEVICES": ""})
+    assert code == 2 and "Traceback" not in err, err
+    assert msg in one_error_line(err)
 
 
 # A missing optional extra: one line naming the extra to install, exit 2.
@@ -274,10 +260,7 @@ def test_missing_extra_names_it(module, args, msg, files, no_gpu, capsys, monkey
     for name in [m for m in sys.modules if m == module or m.startswith(module + ".")]:
         monkeypatch.delitem(sys.modules, name)
     monkeypatch.setitem(sys.modules, module, None)  # import fails, find_spec says absent
-    with pytest.raises(SystemExit) as e:
-        main(_args(args, files))
-    assert e.value.code == 2
-    assert msg in _one_error_line(capsys.readouterr().err)
+    assert msg in refused(_args(args, files), capsys)
 
 
 def test_to_dataframe_without_pandas_names_the_extra(monkeypatch):
@@ -312,7 +295,6 @@ def test_custom_fabric_with_several_variables_is_one_fabric(tmp_path):
 def test_a_strategy_named_twice_is_refused(cmd):
     """One strategy given twice would be run (train, study) or ranked (advise) twice: refused up front by
     the one parser of strategy lists (Registry.pick), in every command."""
-    res = subprocess.run([sys.executable, "-m", "fabricbench", *cmd, "ddp,fsdp,ddp"], capture_output=True,
-                         text=True, timeout=120)
-    assert res.returncode == 2, res.stderr
-    assert res.stderr.strip().splitlines()[-1] == "Error: --strategies names ddp twice; give each strategy once"
+    code, _, err = run_cli_subprocess([*cmd, "ddp,fsdp,ddp"])
+    assert code == 2, err
+    assert err.strip().splitlines()[-1] == "Error: --strategies names ddp twice; give each strategy once"

@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from fabricbench.cli import COMMANDS, main
-from clirun import refused, run_cli
+from fabricbench.cli import COMMANDS
+from clirun import refused, run_cli, run_cli_subprocess
 
 SWEEP_OPTIONS = {"--stall-timeout", "--gpus", "--ops", "--sizes", "--dtype", "--iters", "--warmup", "--adaptive", "--max-iters",
                  "--inplace", "--out-of-place", "--both", "--graph", "--graph-iters", "--check", "--engine", "--device",
@@ -39,13 +39,6 @@ def test_import_surface_is_frozen():
 
 def test_commands_table():
     assert {"sweep", "topo", "fabrics", "compare", "scaling", "p2p", "train", "estimate"} <= set(COMMANDS)
-
-
-def _run(args, env=None):
-    e = dict(os.environ)
-    e.update(env or {})
-    return subprocess.run([sys.executable, "-m", "fabricbench", *args], capture_output=True, text=True,
-                          timeout=120, env=e)
 
 
 def test_help_imports_no_torch():
@@ -101,9 +94,9 @@ def test_bad_input_is_one_line_exit_2(args, msg, capsys):
 
 
 def test_no_gpu_visible_names_the_cpu_alternative():
-    out = _run(["sweep", "--sizes", "8"], env={"CUDA_VISIBLE_DEVICES": ""})
-    assert out.returncode == 2
-    assert out.stderr.strip() == ("Error: no CUDA GPU is visible for engine native; on CPU, run with "
+    code, _, err = run_cli_subprocess(["sweep", "--sizes", "8"], env={"CUDA_VISIBLE_DEVICES": ""})
+    assert code == 2
+    assert err.strip() == ("Error: no CUDA GPU is visible for engine native; on CPU, run with "
                                   "`fabricbench sweep --engine torch --backend gloo --nprocs 2`")
 
 
@@ -111,24 +104,24 @@ def test_gpus_out_of_range_shows_arithmetic(monkeypatch, capsys):
     import fabricbench.gpus
 
     monkeypatch.setattr(fabricbench.gpus, "visible_gpu_count", lambda: 8)
-    with pytest.raises(SystemExit) as e:
-        main(["sweep", "--gpus", "0-9", "--sizes", "8"])
-    assert e.value.code == 2
-    assert capsys.readouterr().err.strip() == \
+    code, _, err = run_cli(["sweep", "--gpus", "0-9", "--sizes", "8"], capsys)
+    assert code == 2
+    assert err.strip() == \
         "Error: --gpus 0-9 names 10 GPU(s) up to 9 but 8 are visible (0-7)"
 
 
 def test_dry_run_prints_plan_without_gpu():
-    out = _run(["sweep", "--gpus", "0-3", "--sizes", "8-1K:x4", "--ops", "all_gather", "--dry-run"],
-               env={"CUDA_VISIBLE_DEVICES": ""})
-    assert out.returncode == 0, out.stderr
-    assert "4 rank(s)" in out.stdout and "4 measurements" in out.stdout
-    assert "waived" in out.stdout  # 8 B of float32 cannot give 4 ranks an element each
-    row = next(line.split() for line in out.stdout.splitlines() if " 128B " in line)
+    code, out, err = run_cli_subprocess(["sweep", "--gpus", "0-3", "--sizes", "8-1K:x4", "--ops", "all_gather",
+                                         "--dry-run"], env={"CUDA_VISIBLE_DEVICES": ""})
+    assert code == 0, err
+    assert "4 rank(s)" in out and "4 measurements" in out
+    assert "waived" in out  # 8 B of float32 cannot give 4 ranks an element each
+    row = next(line.split() for line in out.splitlines() if " 128B " in line)
     assert row == ["all_gather", "out", "128B", "128", "32", "8", "32", "128"]  # S, count, nccl_count, send, recv
     # no --gpus and no GPU here: the plan for one GPU, said on stderr
-    out = _run(["sweep", "--sizes", "1K", "--ops", "all_reduce", "--dry-run"], env={"CUDA_VISIBLE_DEVICES": ""})
-    assert out.returncode == 0 and "1 rank(s)" in out.stdout and "plan for one GPU" in out.stderr, out.stderr
+    code, out, err = run_cli_subprocess(["sweep", "--sizes", "1K", "--ops", "all_reduce", "--dry-run"],
+                                        env={"CUDA_VISIBLE_DEVICES": ""})
+    assert code == 0 and "1 rank(s)" in out and "plan for one GPU" in err, err
 
 
 @pytest.mark.skipif(importlib.util.find_spec("fabricbench._engine") is None, reason="native engine not built")
@@ -138,18 +131,17 @@ def test_nccl_lib_that_is_not_nccl(tmp_path):
     libm = ctypes.util.find_library("m")
     path = next(p for p in ("/lib/x86_64-linux-gnu/libm.so.6", "/usr/lib64/libm.so.6", "/lib64/libm.so.6")
                 if os.path.exists(p)) if libm else None
-    out = _run(["sweep", "--nccl-lib", path])
-    assert out.returncode == 2
-    assert out.stderr.startswith("Error: --nccl-lib: ") and "not an NCCL library" in out.stderr
+    code, _, err = run_cli_subprocess(["sweep", "--nccl-lib", path])
+    assert code == 2
+    assert err.startswith("Error: --nccl-lib: ") and "not an NCCL library" in err
 
 
 def test_bare_fabricbench_prints_readable_help():
     # the first command a newcomer types: the help, one entry a line, not one squashed `Error: Usage:` line
-    r = subprocess.run([sys.executable, "-m", "fabricbench"], capture_output=True, text=True, timeout=60,
-                       env={**os.environ, "COLUMNS": "80"})
-    assert r.returncode == 0 and r.stderr == "", (r.returncode, r.stderr)
-    lines = r.stdout.splitlines()
-    assert lines[0].startswith("Usage: fabricbench") and "Error" not in r.stdout
+    code, out, err = run_cli_subprocess([], env={"COLUMNS": "80"}, timeout=60)
+    assert code == 0 and err == "", (code, err)
+    lines = out.splitlines()
+    assert lines[0].startswith("Usage: fabricbench") and "Error" not in out
     assert any(ln.split()[:1] == ["sweep"] for ln in lines) and any(ln.split()[:1] == ["qualify"] for ln in lines)
     assert max(map(len, lines)) <= 80
 
