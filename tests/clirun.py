@@ -51,10 +51,11 @@ def run_cli_subprocess(args, *, env=None, timeout=120, **kw):
     return p.returncode, p.stdout, p.stderr
 
 
-def one_error_line(err: str) -> str:
-    """The one line a refused command prints on stderr ("Error: ..."), asserted to be the only one."""
+def one_error_line(err: str, case: str = "") -> str:
+    """The one line a refused command prints on stderr ("Error: ..."), asserted to be the only one; case names
+    the command in the failure, where one test walks many."""
     lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("Error: "), lines
+    assert len(lines) == 1 and lines[0].startswith("Error: "), (case, lines) if case else lines
     return lines[0]
 
 

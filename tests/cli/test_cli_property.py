@@ -10,13 +10,12 @@ huge strings, folders, FIFOs and devices where a file is wanted...). Each must e
 that names the option, exit status 2, no traceback, and no file written. A new option is covered without a
 new case; a new option type without hostile values here fails `test_every_type_has_hostile_values`, and an
 option with a bare click type (int, float, str, Path) fails `test_no_bare_click_types`. In-process
-(fabricbench.cli.main), so the whole walk takes seconds. Hypothesis adds generated values per type.
+(tests/clirun.py's run_cli_captured), so the whole walk takes seconds. Hypothesis adds generated values per type.
 """
 
 from __future__ import annotations
 
 import contextlib
-import io
 import os
 import socket
 import subprocess
@@ -28,7 +27,7 @@ import click
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from fabricbench.cli import COMMANDS, cli, main
+from fabricbench.cli import COMMANDS, cli
 from fabricbench.cli import types as T
 from fabricbench.cli.hints import command
 
@@ -164,22 +163,6 @@ def argv_for(name: str, cmd: click.Command, p: click.Parameter, value: str, tmp:
     return args
 
 
-def run(argv: list[str], cwd: Path) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    old = os.getcwd()
-    os.chdir(cwd)
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            try:
-                main(argv)
-                code = 0
-            except SystemExit as e:
-                code = e.code if isinstance(e.code, int) else 1
-    finally:
-        os.chdir(old)
-    return code, out.getvalue(), err.getvalue()
-
-
 @pytest.fixture
 def guarded(monkeypatch):
     """No measurement may start: no GPU seems visible and no Python child may be started."""
@@ -195,18 +178,21 @@ def guarded(monkeypatch):
 
 
 def check(name: str, cmd: click.Command, p: click.Parameter, value: str, tmp: Path) -> None:
+    # imported here: `python3 tests/cli/test_cli_property.py --counts` runs without tests/ on sys.path
+    from clirun import one_error_line, run_cli_captured
+
     before = sorted(os.listdir(tmp))
     argv = argv_for(name, cmd, p, value, tmp)
-    code, out, err = run(argv, tmp)
-    lines = [ln for ln in err.splitlines() if ln.strip()]
+    with contextlib.chdir(tmp):
+        code, out, err = run_cli_captured(argv)
     shown = f"fabricbench {name} {p.name}={value[:60]!r}"
     assert code == 2, f"{shown}: exit {code}; stderr {err[-300:]!r}"
-    assert len(lines) == 1 and lines[0].startswith("Error: "), f"{shown}: {err[-500:]!r}"
+    line = one_error_line(err, shown)
     assert "Traceback" not in err and not out.strip(), f"{shown}: {err[-300:]!r} {out[-300:]!r}"
     if isinstance(p, click.Option):
-        assert p.opts[0] in lines[0], f"{shown}: the message does not name the option: {lines[0]!r}"
+        assert p.opts[0] in line, f"{shown}: the message does not name the option: {line!r}"
     assert sorted(os.listdir(tmp)) == before, f"{shown}: wrote {set(os.listdir(tmp)) - set(before)}"
-    assert "s3cr3t" not in err and "part2" not in err, f"{shown}: a secret echoed: {lines[0]!r}"
+    assert "s3cr3t" not in err and "part2" not in err, f"{shown}: a secret echoed: {line!r}"
 
 
 @pytest.mark.parametrize("name", [""] + list(COMMANDS), ids=["(group)"] + list(COMMANDS))
