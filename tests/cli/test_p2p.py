@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from click.testing import CliRunner
 
 from fabricbench.measuring.copy import gbps, matrix, measure_all
 from fabricbench.results import read_results
+from clirun import refused, run_cli
 
 
 class FakeEngine:
@@ -51,16 +51,14 @@ def test_measure_all_values():
     assert eng.calls.count(("host", 0, "h2d")) == 1 and len(res) == 6 + 6
 
 
-def test_p2p_cli_records_and_plot(monkeypatch, tmp_path):
-    from fabricbench.cli import cli
-
+def test_p2p_cli_records_and_plot(monkeypatch, tmp_path, capsys):
     monkeypatch.setattr("fabricbench.measuring.copy.engine", lambda: FakeEngine())
     monkeypatch.setattr("fabricbench.gpus.visible_gpu_count", lambda: 2)
     out, png = tmp_path / "p.jsonl", tmp_path / "p.png"
-    res = CliRunner().invoke(cli, ["p2p", "--gpus", "0,1", "--size", "64M", "--iters", "5", "--out", str(out),
-                                   "--plot", str(png), "--json"])
-    assert res.exit_code == 0, res.output
-    doc = json.loads(res.output)
+    code, stdout, err = run_cli(["p2p", "--gpus", "0,1", "--size", "64M", "--iters", "5", "--out", out,
+                                 "--plot", png, "--json"], capsys)
+    assert code == 0, err
+    doc = json.loads(stdout)
     assert doc["bytes"] == 64 << 20 and doc["unidirectional_gbps"][1][0] == pytest.approx(50.0)
     assert doc["host_gbps"]["GPU0"]["h2d"] == pytest.approx(55.0)
     recs = list(read_results(out, kind="copy"))
@@ -69,32 +67,28 @@ def test_p2p_cli_records_and_plot(monkeypatch, tmp_path):
     h2d = next(r for r in recs if r["direction"] == "h2d" and r["dst"] == "GPU1")
     assert h2d["gbps"] == pytest.approx(h2d["bytes"] / (h2d["time_us"] * 1e-6) / 1e9)
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    table = CliRunner().invoke(cli, ["p2p", "--gpus", "0,1", "--size", "64M", "--iters", "3"])
-    assert table.exit_code == 0 and "55.0" in table.output and "bidirectional" in table.output
+    code, table, err = run_cli(["p2p", "--gpus", "0,1", "--size", "64M", "--iters", "3"], capsys)
+    assert code == 0 and "55.0" in table and "bidirectional" in table, err
 
 
-def test_p2p_cli_errors(monkeypatch):
-    from fabricbench.cli import cli
-    from fabricbench.errors import EngineUnavailable, UsageError
+def test_p2p_cli_errors(monkeypatch, capsys):
+    from fabricbench.errors import EngineUnavailable
 
     monkeypatch.setattr("fabricbench.measuring.copy.engine", lambda: FakeEngine())
     monkeypatch.setattr("fabricbench.gpus.visible_gpu_count", lambda: 1)
-    res = CliRunner().invoke(cli, ["p2p", "--gpus", "0,1"])
-    assert isinstance(res.exception, UsageError) and "1 are visible (0-0)" in str(res.exception)
-    res = CliRunner().invoke(cli, ["p2p", "--size", "0"])  # the option type refuses it as it is parsed
-    assert res.exit_code == 2 and "--size: size '0' is zero" in res.output
+    assert "1 are visible (0-0)" in refused(["p2p", "--gpus", "0,1"], capsys)  # a UsageError: exit 2
+    # the option type refuses it as it is parsed
+    assert "--size: size '0' is zero" in refused(["p2p", "--size", "0"], capsys)
 
     def missing():
         raise EngineUnavailable("fabricbench p2p needs the compiled engine")
 
     monkeypatch.setattr("fabricbench.measuring.copy.engine", missing)
-    res = CliRunner().invoke(cli, ["p2p", "--gpus", "0"])
-    assert isinstance(res.exception, EngineUnavailable)
+    assert "fabricbench p2p needs the compiled engine" in refused(["p2p", "--gpus", "0"], capsys)
 
 
 def test_p2p_size_that_cannot_fit_is_refused_before_copying(monkeypatch, capsys):
     """2 x S per GPU (both ways) and 2 x S of pinned host memory, checked with the arithmetic shown."""
-    from fabricbench.cli import main
 
     class Small(FakeEngine):
         def devices(self, indices):
@@ -103,12 +97,10 @@ def test_p2p_size_that_cannot_fit_is_refused_before_copying(monkeypatch, capsys)
     eng = Small()
     monkeypatch.setattr("fabricbench.measuring.copy.engine", lambda: eng)
     monkeypatch.setattr("fabricbench.gpus.visible_gpu_count", lambda: 2)
-    with pytest.raises(SystemExit) as e:
-        main(["p2p", "--gpus", "0,1", "--size", "8G", "--no-host"])
-    assert e.value.code == 2 and eng.calls == []
-    assert capsys.readouterr().err.strip() == ("Error: size 8G: a copy both ways needs 2 x 8G = 16.0 GiB on "
-                                               "GPU0 but 10.0 GiB is free; lower size")
-    with pytest.raises(SystemExit) as e:
-        main(["p2p", "--gpus", "0,1", "--size", "1000T"])
-    assert e.value.code == 2 and eng.calls == []
-    assert "of host memory is available; lower size or leave host copies out" in capsys.readouterr().err
+    code, _, err = run_cli(["p2p", "--gpus", "0,1", "--size", "8G", "--no-host"], capsys)
+    assert code == 2 and eng.calls == []
+    assert err.strip() == ("Error: size 8G: a copy both ways needs 2 x 8G = 16.0 GiB on "
+                           "GPU0 but 10.0 GiB is free; lower size")
+    code, _, err = run_cli(["p2p", "--gpus", "0,1", "--size", "1000T"], capsys)
+    assert code == 2 and eng.calls == []
+    assert "of host memory is available; lower size or leave host copies out" in err
