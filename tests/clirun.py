@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import os
 import subprocess
 import sys
 
@@ -43,11 +42,11 @@ def run_cli_captured(args):
     return code, out.getvalue(), err.getvalue()
 
 
-def run_cli_subprocess(args, *, env=None, timeout=120, **kw):
-    """(exit status, stdout, stderr) of `python -m fabricbench ARGS` in a fresh process; env holds variables
-    set on top of this process's environment; the rest (cwd, input, ...) goes to subprocess.run."""
+def run_cli_subprocess(args, *, timeout=120, **kw):
+    """(exit status, stdout, stderr) of `python -m fabricbench ARGS` in a fresh process; the rest (env, cwd,
+    input, ...) goes to subprocess.run as it is, so env is the child's whole environment."""
     p = subprocess.run([sys.executable, "-m", "fabricbench", *map(str, args)], capture_output=True, text=True,
-                       timeout=timeout, env={**os.environ, **(env or {})}, **kw)
+                       timeout=timeout, **kw)
     return p.returncode, p.stdout, p.stderr
 
 

@@ -8,6 +8,7 @@ the table means the same on a GPU machine: no case may start a measurement there
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -239,7 +240,7 @@ SUBPROCESS = [
 
 @pytest.mark.parametrize("args,msg", SUBPROCESS, ids=[" ".join(a)[:60] for a, _ in SUBPROCESS])
 def test_bad_input_as_a_user_sees_it(args, msg, files):
-    code, _, err = run_cli_subprocess(_args(args, files), env={"CUDA_VISIBLE_DEVICES": ""})
+    code, _, err = run_cli_subprocess(_args(args, files), env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
     assert code == 2 and "Traceback" not in err, err
     assert msg in one_error_line(err)
 

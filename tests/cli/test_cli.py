@@ -94,7 +94,7 @@ def test_bad_input_is_one_line_exit_2(args, msg, capsys):
 
 
 def test_no_gpu_visible_names_the_cpu_alternative():
-    code, _, err = run_cli_subprocess(["sweep", "--sizes", "8"], env={"CUDA_VISIBLE_DEVICES": ""})
+    code, _, err = run_cli_subprocess(["sweep", "--sizes", "8"], env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
     assert code == 2
     assert err.strip() == ("Error: no CUDA GPU is visible for engine native; on CPU, run with "
                                   "`fabricbench sweep --engine torch --backend gloo --nprocs 2`")
@@ -112,7 +112,7 @@ def test_gpus_out_of_range_shows_arithmetic(monkeypatch, capsys):
 
 def test_dry_run_prints_plan_without_gpu():
     code, out, err = run_cli_subprocess(["sweep", "--gpus", "0-3", "--sizes", "8-1K:x4", "--ops", "all_gather",
-                                         "--dry-run"], env={"CUDA_VISIBLE_DEVICES": ""})
+                                         "--dry-run"], env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
     assert code == 0, err
     assert "4 rank(s)" in out and "4 measurements" in out
     assert "waived" in out  # 8 B of float32 cannot give 4 ranks an element each
@@ -120,7 +120,7 @@ def test_dry_run_prints_plan_without_gpu():
     assert row == ["all_gather", "out", "128B", "128", "32", "8", "32", "128"]  # S, count, nccl_count, send, recv
     # no --gpus and no GPU here: the plan for one GPU, said on stderr
     code, out, err = run_cli_subprocess(["sweep", "--sizes", "1K", "--ops", "all_reduce", "--dry-run"],
-                                        env={"CUDA_VISIBLE_DEVICES": ""})
+                                        env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
     assert code == 0 and "1 rank(s)" in out and "plan for one GPU" in err, err
 
 
@@ -138,7 +138,7 @@ def test_nccl_lib_that_is_not_nccl(tmp_path):
 
 def test_bare_fabricbench_prints_readable_help():
     # the first command a newcomer types: the help, one entry a line, not one squashed `Error: Usage:` line
-    code, out, err = run_cli_subprocess([], env={"COLUMNS": "80"}, timeout=60)
+    code, out, err = run_cli_subprocess([], env={**os.environ, "COLUMNS": "80"}, timeout=60)
     assert code == 0 and err == "", (code, err)
     lines = out.splitlines()
     assert lines[0].startswith("Usage: fabricbench") and "Error" not in out

@@ -10,10 +10,8 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 
 import pytest
-from click.testing import CliRunner
 
 from fabricbench.errors import UsageError
 from fabricbench.fabrics import get_fabric
@@ -21,6 +19,7 @@ from fabricbench.fabrics.apply import MARKER, applied, in_force
 from fabricbench.jobs.configs import to_argv as config_args
 from fabricbench.measuring.child import sweep_under_fabric
 from fabricbench.results import read_results
+from clirun import run_cli, run_cli_subprocess
 
 SECRET = "s3cr3t-Value-0xC0FFEE"
 
@@ -77,11 +76,10 @@ def test_in_force():
         in_force("nvlink", {})
 
 
-def test_config_args_give_the_child_the_same_config(monkeypatch, tmp_path):
+def test_config_args_give_the_child_the_same_config(monkeypatch, tmp_path, capsys):
     """Every SweepConfig field survives the trip through the child's command line."""
     import dataclasses
 
-    import fabricbench.cli.sweep as cli_sweep
     import fabricbench.measuring.sweep_run as sweep_run
     from fabricbench.measuring.api import make_config
 
@@ -107,8 +105,8 @@ def test_config_args_give_the_child_the_same_config(monkeypatch, tmp_path):
     monkeypatch.setattr(sweep_run, "devices", lambda config, gpus_text=None: (config, []))  # no GPU needed here
     strip = lambda c: {k: v for k, v in dataclasses.asdict(c).items() if k != "sizes"}  # noqa: E731
     for config in (torch_cpu, native, gapped):
-        res = CliRunner().invoke(cli_sweep.sweep, [*config_args(config), "--fabric", "default"])
-        assert res.exit_code == 0, res.output
+        code, out, err = run_cli(["sweep", *config_args(config), "--fabric", "default"], capsys)
+        assert code == 0, out + err
         got = seen["config"]
         assert got.sizes.expand() == config.sizes.expand()
         assert strip(got) == strip(config)
@@ -172,11 +170,6 @@ def test_sweep_under_fabric_raises_the_childs_error(monkeypatch, rc, stderr, exc
     assert text in str(e.value) and not str(e.value).startswith("Error")
 
 
-def _fb(*args, env=None, timeout=300):
-    return subprocess.run([sys.executable, "-m", "fabricbench", *args], capture_output=True, text=True,
-                          timeout=timeout, env=env)
-
-
 def _clean_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("NCCL_", "GLOO_")) and k not in (MARKER, "SOME_TOKEN")}
@@ -187,12 +180,13 @@ def _clean_env() -> dict[str, str]:
 def test_sweep_applies_a_custom_fabric_on_gloo_and_masks_its_secret(tmp_path):
     """GLOO_SOCKET_IFNAME=lo reaches the ranks; SOME_TOKEN reaches them too but is never written or printed."""
     out = tmp_path / "s.jsonl"
-    p = _fb("sweep", "--engine", "torch", "--backend", "gloo", "--nprocs", "2", "--ops", "all_reduce",
-            "--sizes", "4K", "--iters", "2", "--warmup", "0", "--fabric",
-            f"lo:GLOO_SOCKET_IFNAME=lo,SOME_TOKEN={SECRET}", "--out", str(out), env=_clean_env())
-    assert p.returncode == 0, p.stderr
+    code, stdout, stderr = run_cli_subprocess(
+        ["sweep", "--engine", "torch", "--backend", "gloo", "--nprocs", "2", "--ops", "all_reduce", "--sizes", "4K",
+         "--iters", "2", "--warmup", "0", "--fabric", f"lo:GLOO_SOCKET_IFNAME=lo,SOME_TOKEN={SECRET}", "--out", out],
+        env=_clean_env(), timeout=300)
+    assert code == 0, stderr
     text = out.read_text()
-    assert SECRET not in p.stdout and SECRET not in p.stderr and SECRET not in text
+    assert SECRET not in stdout and SECRET not in stderr and SECRET not in text
     [rec] = list(read_results(out, kind="collective"))
     assert rec["fabric"] == "lo" and rec["status"] == "ok" and rec["nranks"] == 2
     assert rec["env"]["GLOO_SOCKET_IFNAME"] == "lo" and rec["env"][MARKER] == "lo"  # rank 0's own environment
@@ -200,7 +194,7 @@ def test_sweep_applies_a_custom_fabric_on_gloo_and_masks_its_secret(tmp_path):
     assert rec["extra"]["transport_detail"]["fabric_env"] == {"GLOO_SOCKET_IFNAME": "lo", "SOME_TOKEN": "***"}
     assert rec["transport"] == "gloo (no NCCL)" and "transport_mismatch" not in rec
     assert rec["extra"]["child_run_id"] != rec["run_id"]
-    assert "fabric lo" in p.stdout and "all_reduce" in p.stdout  # the table, streamed from the child
+    assert "fabric lo" in stdout and "all_reduce" in stdout  # the table, streamed from the child
 
 
 @pytest.mark.slow
@@ -227,14 +221,14 @@ def test_nccl_only_fabric_is_waived_on_gloo_before_anything_runs(spec, inert):
     """An NCCL-only fabric on gloo ranks would be the default under another name: waived, with the reason,
     and nothing is started (no child command)."""
     from fabricbench.fabrics import get_fabric
-    from fabricbench.jobs.configs import SweepJob
     from fabricbench.measuring.child import run_child
+    from fabricbench.measuring.config import SweepConfig
 
     fabric = get_fabric(spec)
     assert bool(fabric.inert_without_nccl()) is inert
     if inert:
-        run = run_child(fabric, SweepJob(ops="all_reduce", sizes="1K", dtype="float32", iters=2, warmup=0,
-                                         engine="torch", backend="gloo", nprocs=2))
+        run = run_child(fabric, SweepConfig(ops="all_reduce", sizes="1K", iters=2, warmup=0, engine="torch",
+                                            backend="gloo", nprocs=2))
         assert "gloo ranks use no NCCL" in run.waived and fabric.name in run.waived
         assert run.records == [] and run.command == []
 
@@ -246,18 +240,20 @@ def test_sweep_inside_an_applied_fabric_records_its_facts(tmp_path):
     out = tmp_path / "s.jsonl"
     spec = f"lo:GLOO_SOCKET_IFNAME=lo,SOME_TOKEN={SECRET}"
     env = {**_clean_env(), MARKER: "lo", "GLOO_SOCKET_IFNAME": "lo", "SOME_TOKEN": SECRET}
-    p = _fb("sweep", "--engine", "torch", "--backend", "gloo", "--nprocs", "2", "--ops", "all_reduce",
-            "--sizes", "4K", "--iters", "2", "--warmup", "0", "--fabric", spec, "--out", str(out), env=env)
-    assert p.returncode == 0, p.stderr
+    code, _, stderr = run_cli_subprocess(["sweep", "--engine", "torch", "--backend", "gloo", "--nprocs", "2", "--ops",
+                                          "all_reduce", "--sizes", "4K", "--iters", "2", "--warmup", "0", "--fabric",
+                                          spec, "--out", out], env=env, timeout=300)
+    assert code == 0, stderr
     [rec] = list(read_results(out, kind="collective"))
     assert "child_run_id" not in rec["extra"]  # measured here, not delegated
     assert rec["extra"]["fabric_env"] == {"GLOO_SOCKET_IFNAME": "lo", "SOME_TOKEN": "***"}
     assert rec["shaped_rate_bps"] is None and SECRET not in out.read_text()
     env[MARKER] = "shaped:1gbit"  # in force by its marker (the namespace is the parent's business)
-    p = _fb("sweep", "--engine", "torch", "--backend", "gloo", "--nprocs", "2", "--ops", "all_reduce",
-            "--sizes", "4K", "--iters", "2", "--warmup", "0", "--fabric", "shaped:1gbit", "--json", env=env)
-    assert p.returncode == 0, p.stderr
-    [rec] = [json.loads(ln) for ln in p.stdout.splitlines() if ln.startswith("{")]
+    code, stdout, stderr = run_cli_subprocess(["sweep", "--engine", "torch", "--backend", "gloo", "--nprocs", "2",
+                                               "--ops", "all_reduce", "--sizes", "4K", "--iters", "2", "--warmup", "0",
+                                               "--fabric", "shaped:1gbit", "--json"], env=env, timeout=300)
+    assert code == 0, stderr
+    [rec] = [json.loads(ln) for ln in stdout.splitlines() if ln.startswith("{")]
     assert rec["shaped_rate_bps"] == 10**9 and rec["extra"]["fabric_env"]["NCCL_P2P_DISABLE"] == "1"
 
 
