@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
@@ -18,6 +16,7 @@ from fabricbench.measuring import resume as resuming
 from fabricbench.measuring.api import make_config
 from fabricbench.measuring.config import SweepConfig
 from fabricbench.results.writer import read_results
+from clirun import one_error_line, run_cli_subprocess
 
 ONE_RANK = dict(engine="torch", backend="gloo", ops="all_reduce,all_to_all", inplace="both", iters=3, warmup=0)
 
@@ -123,27 +122,25 @@ def test_resume_without_out_is_a_usage_error(tmp_path):
         fabricbench.sweep(SweepConfig(sizes="1K", **ONE_RANK), resume=True)
     for cmd in (["sweep"], ["compare", "--engine", "torch", "--backend", "gloo"],
                 ["scaling", "--engine", "torch", "--backend", "gloo", "--num-gpus", "2"]):
-        proc = subprocess.run([sys.executable, "-m", "fabricbench", *cmd, "--resume"], capture_output=True,
-                              text=True, timeout=120)
-        assert proc.returncode == 2, (cmd, proc.stderr)
-        lines = proc.stderr.strip().splitlines()
+        code, _, err = run_cli_subprocess([*cmd, "--resume"])
+        assert code == 2, (cmd, err)
+        line = one_error_line(err, " ".join(cmd))
         # sweep's CLI checks the flags; compare and scaling's library names its parameters (resume, out)
-        assert len(lines) == 1 and lines[0].startswith(("Error: --resume", "Error: resume")), cmd
-        assert "out" in lines[0], cmd
+        assert line.startswith(("Error: --resume", "Error: resume")), cmd
+        assert "out" in line, cmd
 
 
 @pytest.mark.slow
 def test_cli_resume_with_local_ranks_says_how_many_it_skipped(tmp_path):
     out = tmp_path / "r.jsonl"
-    base = [sys.executable, "-m", "fabricbench", "sweep", "--engine", "torch", "--backend", "gloo", "--nprocs", "2",
-            "--ops", "all_reduce", "--iters", "3", "--quiet", "--out", str(out)]
-    first = subprocess.run([*base, "--sizes", "1K"], capture_output=True, text=True, timeout=300)
-    assert first.returncode == 0, first.stderr
-    again = subprocess.run([*base, "--sizes", "1K,4K", "--resume", "--json"], capture_output=True, text=True,
-                           timeout=300)
-    assert again.returncode == 0, again.stderr
-    assert f"resume: 1 of 2 measurement(s) already recorded ok in {out}; skipped" in again.stderr
-    shown = [json.loads(line) for line in again.stdout.splitlines() if line.startswith("{")]
+    base = ["sweep", "--engine", "torch", "--backend", "gloo", "--nprocs", "2", "--ops", "all_reduce", "--iters", "3",
+            "--quiet", "--out", out]
+    code, _, err = run_cli_subprocess([*base, "--sizes", "1K"], timeout=300)
+    assert code == 0, err
+    code, stdout, err = run_cli_subprocess([*base, "--sizes", "1K,4K", "--resume", "--json"], timeout=300)
+    assert code == 0, err
+    assert f"resume: 1 of 2 measurement(s) already recorded ok in {out}; skipped" in err
+    shown = [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
     assert [r["requested_bytes"] for r in shown] == [1024, 4096]  # the reused one is shown, in plan order
     assert [r["requested_bytes"] for r in collective(out)] == [1024, 4096]  # and written once
 
@@ -151,19 +148,18 @@ def test_cli_resume_with_local_ranks_says_how_many_it_skipped(tmp_path):
 @pytest.mark.slow
 def test_compare_resume_runs_only_the_fabric_not_yet_complete(tmp_path):
     out = tmp_path / "c.jsonl"
-    base = [sys.executable, "-m", "fabricbench", "compare", "--fabrics", "default,lo:GLOO_SOCKET_IFNAME=lo",
-            "--engine", "torch", "--backend", "gloo", "--nprocs", "2", "--sizes", "1K,4K", "--iters", "3",
-            "--out", str(out), "--json"]
-    first = subprocess.run(base, capture_output=True, text=True, timeout=300)
-    assert first.returncode == 0, first.stderr
+    base = ["compare", "--fabrics", "default,lo:GLOO_SOCKET_IFNAME=lo", "--engine", "torch", "--backend", "gloo",
+            "--nprocs", "2", "--sizes", "1K,4K", "--iters", "3", "--out", out, "--json"]
+    code, _, err = run_cli_subprocess(base, timeout=300)
+    assert code == 0, err
     recs = [json.loads(line) for line in out.read_text().splitlines()]
     # the second fabric lost its last record (an interrupted run)
     drop = max(i for i, r in enumerate(recs) if r.get("fabric") == "lo" and r.get("kind") == "collective")
     out.write_text("".join(json.dumps(r) + "\n" for i, r in enumerate(recs) if i != drop))
-    again = subprocess.run([*base, "--resume"], capture_output=True, text=True, timeout=300)
-    assert again.returncode == 0, again.stderr
-    assert again.stderr.count("resume: all 2 measurement(s) already recorded ok") == 1  # default only
-    doc = json.loads(again.stdout)
+    code, stdout, err = run_cli_subprocess([*base, "--resume"], timeout=300)
+    assert code == 0, err
+    assert err.count("resume: all 2 measurement(s) already recorded ok") == 1  # default only
+    doc = json.loads(stdout)
     assert {(r["fabric"], r["requested_bytes"]) for r in doc["records"]} == {
         (f, b) for f in ("default", "lo") for b in (1024, 4096)}
     coll = collective(out)

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
@@ -14,6 +12,7 @@ from fabricbench.results import read_results
 from fabricbench.topology.placement import scaling_sets
 from fabricbench.topology.smi import read_file
 import roots
+from clirun import run_cli_subprocess
 
 DATA = roots.DATA / "topo"
 
@@ -62,27 +61,25 @@ def test_counts_parsing():
         parse_counts(None, 1, "0")
 
 
-def _fb(*args):
-    return subprocess.run([sys.executable, "-m", "fabricbench", *args], capture_output=True, text=True, timeout=300)
-
-
 def test_scaling_bad_input_one_line():
-    p = _fb("scaling", "--topo-file", str(DATA / "h200_nvl_two_quads.txt"), "--gpus", "0-3", "--num-gpus", "2,8",
-            "--engine", "torch", "--backend", "gloo")
-    assert p.returncode == 2 and p.stderr.strip() == \
+    code, _, err = run_cli_subprocess(["scaling", "--topo-file", DATA / "h200_nvl_two_quads.txt", "--gpus", "0-3",
+                                       "--num-gpus", "2,8", "--engine", "torch", "--backend", "gloo"], timeout=300)
+    assert code == 2 and err.strip() == \
         "Error: counts 2,8: 8 is more than the 4 GPUs of gpus 0-3"  # library errors name parameters
-    p = _fb("scaling", "--topo-file", "/nonexistent.txt", "--engine", "torch", "--backend", "gloo")
-    assert p.returncode == 2 and p.stderr.startswith("Error: --topo-file /nonexistent.txt: ")
+    code, _, err = run_cli_subprocess(["scaling", "--topo-file", "/nonexistent.txt", "--engine", "torch",
+                                       "--backend", "gloo"], timeout=300)
+    assert code == 2 and err.startswith("Error: --topo-file /nonexistent.txt: ")
 
 
 @pytest.mark.slow
 def test_scaling_end_to_end_on_gloo(tmp_path):
     out, png = tmp_path / "sc.jsonl", tmp_path / "sc.png"
-    p = _fb("scaling", "--topo-file", str(DATA / "h200_nvl_two_quads.txt"), "--gpus", "0,1,4,5", "--num-gpus", "2,4",
-            "--engine", "torch", "--backend", "gloo", "--sizes", "4K,16K", "--iters", "3", "--warmup", "1",
-            "--out", str(out), "--plot", str(png), "--json")
-    assert p.returncode == 0, p.stderr
-    doc = json.loads(p.stdout)
+    code, stdout, err = run_cli_subprocess(
+        ["scaling", "--topo-file", DATA / "h200_nvl_two_quads.txt", "--gpus", "0,1,4,5", "--num-gpus", "2,4",
+         "--engine", "torch", "--backend", "gloo", "--sizes", "4K,16K", "--iters", "3", "--warmup", "1",
+         "--out", out, "--plot", png, "--json"], timeout=300)
+    assert code == 0, err
+    doc = json.loads(stdout)
     topo = list(read_results(out, kind="topology"))
     assert len(topo) == 1 and topo[0]["islands"] == [[0, 1, 2, 3], [4, 5, 6, 7]]
     recs = list(read_results(out, kind="collective"))
