@@ -30,7 +30,8 @@ import pytest
 from fabricbench.results import read_results
 from fabricbench.studying import records as study_records
 from fabricbench.training import faults
-from studyrun import MODEL, fb as _fb
+from clirun import run_cli_subprocess
+from studyrun import MODEL
 
 RATE = "1gbit"
 RATE_BPS = 10**9
@@ -67,9 +68,10 @@ def test_one_small_study_end_to_end(tmp_path):
     DDP on 2 gloo ranks, as a user types it: every unit recorded and measured, the report built from the
     records, and `fabricbench report` rebuilding the same report without measuring."""
     out = tmp_path / "one"
-    r = _fb("study", "--device", "cpu", "--nprocs", "2", "--fabrics", "default", "--strategies", "ddp",
-            "--model", "tiny-mistral", *SMALL, "--out", str(out))
-    assert r.returncode == 0, r.stdout + r.stderr
+    code, stdout, err = run_cli_subprocess(["study", "--device", "cpu", "--nprocs", "2", "--fabrics", "default",
+                                            "--strategies", "ddp", "--model", "tiny-mistral", *SMALL, "--out", out],
+                                           timeout=600)
+    assert code == 0, stdout + err
     sr = study_records.load(out)
     assert set(sr.units) == {"machine", "estimate", "relate", "summary", "sweep @ default", "train ddp @ default"}
     for name, u in sr.units.items():
@@ -84,8 +86,8 @@ def test_one_small_study_end_to_end(tmp_path):
     md = (out / "report.md").read_text()
     assert md.count("\n## ") >= 5 and "## Reproduce" in md and "fabricbench study --device cpu --nprocs 2" in md
     results = (out / "results.jsonl").read_text()
-    again = _fb("report", str(out))
-    assert again.returncode == 0, again.stderr
+    code, _, err = run_cli_subprocess(["report", out], timeout=600)
+    assert code == 0, err
     assert (out / "report.md").read_text() == md and (out / "results.jsonl").read_text() == results
 
 
@@ -96,17 +98,17 @@ def full(tmp_path_factory):
     args = ["study", "--device", "cpu", "--nprocs", "2", "--fabrics", FABRICS, "--strategies", "ddp,fsdp",
             "--model", MODEL, *FULL_TRAIN, "--out", str(out)]
     t0 = time.monotonic()
-    r = _fb(*args)
+    code, stdout, err = run_cli_subprocess(args, timeout=600)
     first = time.monotonic() - t0
-    assert r.returncode == 0, r.stdout + r.stderr
+    assert code == 0, stdout + err
     twin = out.parent / "twin"  # the same study again, for test_two_identical_studies_never_contradict
-    rt = _fb(*args[:-1], str(twin))
-    assert rt.returncode == 0, rt.stdout + rt.stderr
+    code, stdout, err = run_cli_subprocess([*args[:-1], twin], timeout=600)
+    assert code == 0, stdout + err
     before = (out / "results.jsonl").read_text()
     report_before = (out / "report.md").read_text()
     unit_files = {p.name: p.stat().st_mtime_ns for p in (out / "units").iterdir()}
-    again = _fb(*args, "--resume")
-    return {"out": out, "twin": twin, "args": args, "first_s": first, "run": r, "resume": again, "before": before,
+    again = run_cli_subprocess([*args, "--resume"], timeout=600)  # (exit status, stdout, stderr)
+    return {"out": out, "twin": twin, "args": args, "first_s": first, "resume": again, "before": before,
             "report_before": report_before, "unit_files": unit_files}
 
 
@@ -147,9 +149,9 @@ def test_two_identical_studies_never_contradict(full):
 
     sums = []
     for out in (full["out"], full["twin"]):
-        r = _fb("report", str(out), "--json")
-        assert r.returncode == 0, r.stderr
-        doc = json.loads(r.stdout)
+        code, stdout, err = run_cli_subprocess(["report", out, "--json"], timeout=600)
+        assert code == 0, err
+        doc = json.loads(stdout)
         (rec,) = study_records.load(out).of_kind("summary")
         assert rec["rankings"] == doc["rankings"] and rec["comparisons"] == doc["comparisons"]
         n_fab = len(FABRICS.split(","))
@@ -241,8 +243,8 @@ def test_report_is_self_contained_and_built_from_the_records(full):
 
 @pytest.mark.slow
 def test_resume_measures_nothing(full):
-    again = full["resume"]
-    assert again.returncode == 0, again.stderr
+    code, _, err = full["resume"]
+    assert code == 0, err
     out = full["out"]
     after = (out / "results.jsonl").read_text()
     assert after.startswith(full["before"])
@@ -262,18 +264,18 @@ def test_report_command_rebuilds_the_same_report(full):
     out = full["out"]
     md_before = (out / "report.md").read_text()
     results_before = (out / "results.jsonl").read_text()
-    r = _fb("report", str(out))
-    assert r.returncode == 0, r.stderr
+    code, _, err = run_cli_subprocess(["report", out], timeout=600)
+    assert code == 0, err
     assert (out / "report.md").read_text() == md_before
     assert (out / "results.jsonl").read_text() == results_before  # measuring nothing, writing no record
 
 
 @pytest.mark.slow
 def test_resume_refuses_other_settings(full):
-    r = _fb(*[a if a != "4" else "5" for a in full["args"]], "--resume")
-    assert r.returncode == 2 and "other settings (steps: 4 -> 5)" in r.stderr
-    r = _fb(*full["args"])
-    assert r.returncode == 2 and "already holds a study" in r.stderr
+    code, _, err = run_cli_subprocess([*[a if a != "4" else "5" for a in full["args"]], "--resume"], timeout=600)
+    assert code == 2 and "other settings (steps: 4 -> 5)" in err
+    code, _, err = run_cli_subprocess(full["args"], timeout=600)
+    assert code == 2 and "already holds a study" in err
 
 
 @pytest.fixture(scope="module")
@@ -295,7 +297,7 @@ def stopped(tmp_path_factory):
     p.send_signal(signal.SIGINT)
     _, err = p.communicate(timeout=120)
     units_after_stop = _units(out)
-    resumed = _fb("study", "--out", str(out), "--resume", env=env)
+    resumed = run_cli_subprocess(["study", "--out", out, "--resume"], env=env, timeout=600)
     return {"out": out, "rc": p.returncode, "err": err, "units_after_stop": units_after_stop, "resumed": resumed}
 
 
@@ -312,8 +314,8 @@ def test_interrupted_run_resumes(stopped):
     assert stopped["rc"] == 130 and "--resume" in stopped["err"]
     first = {u["name"]: u for u in stopped["units_after_stop"]}
     assert first["sweep @ default"]["status"] == "interrupted"
-    r = stopped["resumed"]
-    assert r.returncode == 0, r.stderr
+    code, _, err = stopped["resumed"]
+    assert code == 0, err
     out = stopped["out"]
     units = _units(out)
     # ddp (ok) and fsdp (oom: a measured outcome) are not run again; the sweep and what follows are

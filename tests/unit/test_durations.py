@@ -22,7 +22,7 @@ from fabricbench.studying import hoststore
 from fabricbench.studying import records as study_records
 from fabricbench.studying.config import StudyConfig
 from fabricbench.studying.plan import build_plan
-from studyrun import fb as _fb
+from clirun import run_cli_subprocess
 
 MODEL = "tiny-mistral"
 
@@ -147,22 +147,24 @@ def test_an_estimate_reads_in_one_unit_with_its_interval():
 
 def test_the_dry_run_says_the_total_its_interval_and_sources(tmp_path):
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"), "COLUMNS": "200"}
-    r = _fb("study", "--device", "cpu", "--nprocs", "2", "--fabrics", "default", "--strategies", "ddp", "--model",
-            MODEL, "--out", str(tmp_path / "s"), "--dry-run", env=env)
-    assert r.returncode == 0, r.stderr
-    m = re.search(r"estimate: ~(\d+\.?\d*) (s|min) \((\d+\.?\d*)–(\d+\.?\d*)\) in all", r.stdout)
-    assert m and float(m[3]) < float(m[1]) < float(m[4]), r.stdout
-    assert "from a first guess" in r.stdout and "other processes use" in r.stdout
+    code, out, err = run_cli_subprocess(["study", "--device", "cpu", "--nprocs", "2", "--fabrics", "default",
+                                         "--strategies", "ddp", "--model", MODEL, "--out", tmp_path / "s", "--dry-run"],
+                                        env=env, timeout=600)
+    assert code == 0, err
+    m = re.search(r"estimate: ~(\d+\.?\d*) (s|min) \((\d+\.?\d*)–(\d+\.?\d*)\) in all", out)
+    assert m and float(m[3]) < float(m[1]) < float(m[4]), out
+    assert "from a first guess" in out and "other processes use" in out
 
 
 def _wall_and_estimate(tmp_path, env, args):
-    dry = _fb("study", *args, "--out", str(tmp_path / "s"), "--dry-run", "--json", env=env)
-    assert dry.returncode == 0, dry.stderr
-    est = json.loads(dry.stdout)["estimate"]
+    code, out, err = run_cli_subprocess(["study", *args, "--out", tmp_path / "s", "--dry-run", "--json"], env=env,
+                                        timeout=600)
+    assert code == 0, err
+    est = json.loads(out)["estimate"]
     t0 = time.monotonic()
-    run = _fb("study", *args, "--out", str(tmp_path / "s"), "--quiet", env=env)
+    code, _, err = run_cli_subprocess(["study", *args, "--out", tmp_path / "s", "--quiet"], env=env, timeout=600)
     wall = time.monotonic() - t0
-    assert run.returncode == 0, run.stderr
+    assert code == 0, err
     return est, wall
 
 

@@ -18,8 +18,9 @@ from fabricbench.studying.plan import build_plan
 from fabricbench.studying.sweeps import covering_sizes, sweep_plan, traced_sizes
 from fabricbench.studying.units import Context
 from fabricbench.topology.smi import read_file
-from studyrun import MODEL, fb as _fb
+from studyrun import MODEL
 import roots
+from clirun import one_error_line, run_cli, run_cli_subprocess
 
 DATA = roots.DATA / "topo"
 
@@ -105,17 +106,16 @@ def test_config_validation_messages():
 
 
 def test_cli_bad_input_is_one_line(tmp_path):
-    r = _fb("study", "--device", "cpu", "--model", "nope", "--out", str(tmp_path / "s"))
-    assert r.returncode == 2 and r.stderr.strip().count("\n") == 0 and r.stderr.startswith("Error: unknown model")
-    r = _fb("report", str(tmp_path / "none"))
-    assert r.returncode == 2 and ": no such folder" in r.stderr
+    code, _, err = run_cli_subprocess(["study", "--device", "cpu", "--model", "nope", "--out", tmp_path / "s"])
+    assert code == 2 and err.startswith("Error: unknown model") and one_error_line(err)
+    code, _, err = run_cli_subprocess(["report", tmp_path / "none"])
+    assert code == 2 and ": no such folder" in err
 
 
 def test_cli_exit_1_names_the_failed_units(tmp_path, monkeypatch, capsys):
     """The study goes on past a failed unit and writes its report; the exit status still says it failed
     (oom and waived are results, not failures)."""
     import fabricbench.studying.api as api
-    from fabricbench.cli import main
     from fabricbench.studying.runner import UnitRun
 
     cfg = _config()
@@ -128,15 +128,15 @@ def test_cli_exit_1_names_the_failed_units(tmp_path, monkeypatch, capsys):
                                report_html=tmp_path / "report.html")
 
     monkeypatch.setattr(api, "study", fake)
-    with pytest.raises(SystemExit) as e:
-        main(["study", "--device", "cpu", "--model", MODEL, "--out", str(tmp_path)])
-    err = capsys.readouterr().err.strip().splitlines()
-    assert e.value.code == 1 and len(err) == 1 and err[0].startswith("Error: ")
+    code, _, err = run_cli(["study", "--device", "cpu", "--model", MODEL, "--out", tmp_path], capsys)
+    line = one_error_line(err)
+    assert code == 1
     failed = [r.unit.name for r in runs if r.status in ("error", "timeout")]
-    assert f"{len(failed)} unit(s) failed" in err[0] and all(n in err[0] for n in failed)
-    assert all(r.unit.name not in err[0] for r in runs if r.status in ("ok", "oom", "waived"))
+    assert f"{len(failed)} unit(s) failed" in line and all(n in line for n in failed)
+    assert all(r.unit.name not in line for r in runs if r.status in ("ok", "oom", "waived"))
     runs[2].status = runs[4].status = "ok"
-    main(["study", "--device", "cpu", "--model", MODEL, "--out", str(tmp_path)])  # no failed unit: exit 0 (returns)
+    code, _, err = run_cli(["study", "--device", "cpu", "--model", MODEL, "--out", tmp_path], capsys)
+    assert code == 0, err  # no failed unit
 
 
 def test_dry_run_lists_units_and_measures_nothing(tmp_path):
@@ -144,11 +144,12 @@ def test_dry_run_lists_units_and_measures_nothing(tmp_path):
     # an empty cache folder: this host's store of earlier studies' durations (which a developer's own runs
     # fill) would change the estimates' figures and so the plan table's width
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
-    r = _fb("study", "--device", "cpu", "--nprocs", "2", "--fabrics", "default,shaped:1gbit", "--strategies",
-            "ddp,fsdp", "--model", MODEL, "--out", str(out), "--dry-run", env=env)
-    assert r.returncode == 0, r.stderr
+    code, stdout, err = run_cli_subprocess(["study", "--device", "cpu", "--nprocs", "2", "--fabrics",
+                                            "default,shaped:1gbit", "--strategies", "ddp,fsdp", "--model", MODEL,
+                                            "--out", out, "--dry-run"], env=env, timeout=600)
+    assert code == 0, err
     # 2 sweeps and 2 x 2 trains in each of up to 5 rounds (--max-repeats; past 3 only while the CI is wide)
-    assert r.stdout.count(" @ ") == 22 and "estimate: ~" in r.stdout and "sweep @ shaped:1gbit" in r.stdout
+    assert stdout.count(" @ ") == 22 and "estimate: ~" in stdout and "sweep @ shaped:1gbit" in stdout
     assert not (out / "results.jsonl").exists()
 
 
