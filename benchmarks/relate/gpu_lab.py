@@ -183,7 +183,7 @@ def check(out: Path, asked: list[tuple[str, int, str]], *, write: bool = True) -
 def noise_floor(res) -> None:
     """Diagnostic, not judged: each reference's step and its 95% interval (run to run over its runs, never
     narrower than their own: inputs._step_ci), which every prediction of that strategy carries: a drifted
-    reference run shows here first (relate-lab-r8: ±2,800% over two runs, one on a machine just started)."""
+    reference run shows here first (an H100 lab: ±2,800% over two runs, one on a machine just started)."""
     parts = []
     for r in res.rows:
         if r.fabric != r.reference or not r.predicted_step_ci95 or not r.observed_step_s:

@@ -35,9 +35,9 @@
 # A stage still running at the budget's end is ended and marked CUT there (not expected: it was expected
 # to fit). On the H200 (the first one-GPU lab: ~24 s per strategy, ~9 s per sweep on default, ~15-18 s shaped)
 # the defaults need ~10 s of wheels, ~95 s of reference and ~100 s per rate: ~510 s in all. On an H100
-# (relate-lab-r8, before the warm-up and the middle reference) they took 319 s; with them, ~380 s (r12, r13);
-# with the second runs of the rates, 314-329 s on an H100 machine whose steps ran ~35% shorter (r14, r15),
-# ~480 s expected on r12's.
+# without the warm-up, the middle reference and the second runs they took 319 s; with the first two,
+# ~380 s; with all three, 314-329 s on an H100 machine whose steps ran ~35% shorter
+# (results/h100-2026-12-06/three-strategies-*), ~480 s expected on the slower one.
 # Writes OUTDIR/summary.txt (one line per stage), OUTDIR/lab/*.jsonl (records), OUTDIR/lab/*.txt (consoles),
 # OUTDIR/relate.txt (relate's table), OUTDIR/relate.json and OUTDIR/check.txt (the figures and the bar).
 set -uo pipefail
@@ -80,7 +80,7 @@ echo "== lab: model $MODEL, ranks ${RANKS//,/ }, rates ${RATES//,/ }, strategies
 # DEVICE=cpu STEPS=8 WARMUP=3 exist for a smoke test of this script on a CPU machine; the H200 run takes the defaults
 if [ "${DEVICE:-cuda}" = cuda ]; then dev=(--device cuda --backend gloo --gpus 0); on=(--gpus 0); else dev=(--device cpu); on=(); fi
 # 30 steps after 5 warm-ups: a run costs ~10 s of start-up and ~2 s of steps since the start-up work, and with 9 timed
-# steps one observed FSDP step had a 95% interval of +-8% (benchmarks/relate/results/h100-1gpu/relate-lab), as wide as the bar
+# steps one observed FSDP step had a 95% interval of +-8% on the H100 lab, as wide as the bar
 lab=(--model "$MODEL" "${dev[@]}" --batch-size 8 --seq-len 256 --steps "${STEPS:-30}" --warmup-steps "${WARMUP:-5}"
      --target-ci 0 --repeats 1 --timeout 90)
 shaped_ok=0
@@ -116,8 +116,8 @@ train() {  # N FABRIC TAG TRACE_STEPS STRATEGIES
   stage "train $2, $1 ranks, $5" "$rc" "$d"
 }
 sweeps() {  # N FABRIC TAG [GAP]: one sweep per line of the N-rank plan ("DTYPE OPS SIZES"), GAP: sweep --gap
-  # 12 timed iterations after 3 warm-ups: with 4 after 1 (benchmarks/relate/results/h100-1gpu/relate-lab-iters4) all_gather at
-  # 256 KiB kept a warm-up tail of 10-70 ms in its median on every fabric (cv 1.2), which priced FSDP's
+  # 12 timed iterations after 3 warm-ups: with 4 after 1 (an H100 lab run) all_gather at 256 KiB kept
+  # a warm-up tail of 10-70 ms in its median on every fabric (cv 1.2), which priced FSDP's
   # per-layer gathers at ~4x what the run's own calls took; 12 samples also give each size a median CI
   local t0 rc d dtype ops sizes gap=()
   [ -n "${4:-}" ] && gap=(--gap "$4")
@@ -133,7 +133,7 @@ sweeps() {  # N FABRIC TAG [GAP]: one sweep per line of the N-rank plan ("DTYPE 
 }
 # The idle gap of a shaped fabric's gapped sweep: 3 x B/R (the token bucket refilled whole), at least 5 ms.
 # What a call after it saves against the back-to-back sweep is the link credit relate takes (credit.py:
-# priced as a whole bucket per gap, FSDP came out 5-10% fast on every rate of relate-lab-r3)
+# priced as a whole bucket per gap, FSDP came out 5-10% fast on every rate of an H100 lab run)
 gap_of() {
   python3 -c "from fabricbench.relating.credit import bucket_s as b; print(f'{max(0.005, 3 * (b(\"$1\") or 0)):.4f}')"
 }
@@ -153,7 +153,7 @@ cell() {  # N FABRIC: the fabric's sweeps (back to back, then after a gap), then
 
 # A warm-up before anything is measured, discarded (warmup/, which relate never reads): on a machine just
 # started, the first train command's steps ran 1.2-1.7x slower than the same command's 4 minutes later, every
-# strategy (relate-lab-r8 on an H100: zero2 44.5 against 26.2 ms, fsdp 57.9 against 33.5, ddp 14.9 against
+# strategy (an H100 lab run: zero2 44.5 against 26.2 ms, fsdp 57.9 against 33.5, ddp 14.9 against
 # 12.3), while the sweep right after it matched its later twin; that reference put every prediction 20-40%
 # high. It also pays DeepSpeed's one-time op build (~8 s) outside the reference. Short: 8 steps, no trace.
 warmup() {  # N
@@ -190,9 +190,9 @@ for n in ${RANKS//,/ }; do
 done
 # A second run of every rate's train, in the reverse order, where the budget holds it and what follows (the
 # reference's last run and sweeps): a held-out point from one run is as noisy as the host was for those ~10
-# s. relate-lab-r13 (H100, a quiet VM by its own readings): one ZeRO-2 run at 6gbit stepped 36-50 ms
-# throughout, 27% slower than r12's minutes before and slower than its own 4gbit point, and missed by
-# -13.6% where r12's run of the same code missed by +8.4%. relate combines a fabric's runs (the median:
+# s. On an H100 VM quiet by its own readings, one ZeRO-2 run at 6gbit stepped 36-50 ms throughout, 27%
+# slower than the same lab's minutes before and slower than its own 4gbit point, and missed by -13.6%
+# where the earlier lab missed by +8.4%. relate combines a fabric's runs (the median:
 # their mean for two) with the interval run to run, and notes runs that disagree beyond their intervals.
 after=0  # what follows: every rank count's last reference run and sweeps
 for n in ${RANKS//,/ }; do
@@ -212,8 +212,9 @@ for n in ${RANKS//,/ }; do  # the reference's last run per N (relate combines ru
   need=$(( nstrat * strat_s ))
   if fits "$need"; then train "$n" default default 4 "$STRATEGIES"; else skip "last train default, $n ranks" "$need"; fi
   # and the reference's sweeps again: every prediction is the fabric's price less the reference's, so a
-  # shift of the reference's sweep moves every point of a strategy (relate-lab-r4: the first default sweep
-  # priced FSDP's calls 35% above r3's, the shaped sweeps and the run's own calls as in r3: FSDP -18..-21%);
+  # shift of the reference's sweep moves every point of a strategy (two H100 lab runs of the same code: one's
+  # default sweep priced FSDP's calls 35% above the other's, its shaped sweeps and own calls alike: FSDP
+  # -18..-21% against -5..-10%);
   # relate combines the two by the median per size
   need=$(( $(plan_lines "$n") * sweep_s ))
   if fits "$need"; then sweeps "$n" default default; else skip "second sweeps default, $n ranks" "$need"; fi

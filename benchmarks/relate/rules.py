@@ -1,10 +1,10 @@
-"""relate's hidden-communication rules side by side on every committed lab's records: the reference rule
+"""relate's hidden-communication rules side by side on the committed labs' records: the reference rule
 (a slower fabric hides no more than the reference hid: relate(overlap_window=False)) against the default
 (where communication has resources of its own, up to the reference's overlap window: relating/window.py).
 Prints, per lab, the held-out points' median and largest |error| and coverage under each rule, and each
 point of a strategy the window moved.
 
-    python3 benchmarks/relate/rules.py > benchmarks/relate/results/h100-1gpu/relate-rules.txt
+    python3 benchmarks/relate/rules.py > benchmarks/relate/results/h100-2026-12-06/window-rule.txt
 """
 
 from __future__ import annotations
@@ -17,11 +17,9 @@ from fabricbench.relating.api import OVERLAP_WINDOW
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks" / "relate" / "results"
-LABS = [  # (name, records); the one-GPU lab's runs in order, then the CPU labs whose records have calls' rows
-    *((f"h100-1gpu/{d}", sorted((RESULTS / "h100-1gpu" / d / "lab").glob("*.jsonl")))
-      for d in ("relate-lab-r3", "relate-lab-r4", "relate-lab-r6", "relate-lab-r8", "relate-lab-r9",
-                "relate-lab-r10", "relate-ddp-r11", "relate-opt-r8", "relate-lab-r12", "relate-lab-r13",
-                "relate-lab-r14", "relate-lab-r15", "relate-opt-r16")),
+LABS = [  # (name, records); the one-GPU lab's runs, then the CPU labs whose records have calls' rows
+    *((f"h100-2026-12-06/{d}", sorted((RESULTS / "h100-2026-12-06" / d / "lab").glob("*.jsonl")))
+      for d in ("three-strategies-a", "three-strategies-b", "options-tiny-mistral")),
     *((f"cpu-lab/{d}", [RESULTS / "cpu-lab" / d / "records.jsonl"])
       for d in ("relate-lab", "relate-lab-rerun", "relate-lab-strong", "relate-credit-gap")),
 ]

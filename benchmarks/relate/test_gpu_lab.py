@@ -26,22 +26,22 @@ def _gpu_lab():
 
 
 def test_gpu_lab_check_rereads_a_run_without_rewriting_its_files(tmp_path, capsys):
-    """check --reread on the committed H100 run r10 (the script's defaults, 12 points): today's relate's
-    figures, the reference steps, and the run's own relate.txt left as it was. The figures are the records',
-    so a change to relate that moves them shows here."""
+    """check --reread on a committed H100 run of the script's defaults (12 points, two runs a rate): today's
+    relate's figures, the reference steps, and the run's own relate.txt left as it was. The figures are the
+    records', so a change to relate that moves them shows here."""
     import shutil
     from pathlib import Path
 
-    src = Path(__file__).resolve().parent / "results" / "h100-1gpu" / "relate-lab-r10"
+    src = Path(__file__).resolve().parent / "results" / "h100-2026-12-06" / "three-strategies-a"
     shutil.copytree(src / "lab", tmp_path / "lab")
     (tmp_path / "relate.txt").write_text("as the run wrote it\n")
     gpu_lab = _gpu_lab()
     asked = gpu_lab._asked("zero2,fsdp,ddp", "3", "4gbit,2gbit,3gbit,6gbit")
     assert gpu_lab.check(tmp_path, asked, write=False) == 0
     out = capsys.readouterr().out
-    assert ("figures: 12 held-out points: median |error| 2.3%, largest 9.0%; coverage: 12 of 12 observed steps "
+    assert ("figures: 12 held-out points: median |error| 2.4%, largest 6.4%; coverage: 12 of 12 observed steps "
             "inside their predicted 95% interval (100%)") in out
-    assert "reference steps (under every point of their strategy; not judged): zero2 n=3 26.3 ms" in out
+    assert "reference steps (under every point of their strategy; not judged): zero2 n=3 16.6 ms" in out
     assert (tmp_path / "relate.txt").read_text() == "as the run wrote it\n"
     assert not (tmp_path / "relate.json").exists()
     gpu_lab.check(tmp_path, asked)  # the lab's own call writes relate's outputs
