@@ -24,8 +24,8 @@ slows.
 Steal time (/proc/stat's `steal`: CPU time the hypervisor gave another guest while this VM wanted it) is
 read beside it as `steal_cpus`, and counts toward busy: on a cloud VM the processes that slow a run may sit
 outside it, where no /proc/<pid> shows them (one ZeRO-2 run of a GPU lab, on a VM quiet by the process
-readings, stepped 27% slower than the same run minutes before: benchmarks/relate/results/h100-1gpu/relate-lab-r13, recorded
-before steal was read). Contention that takes no CPU time (caches, memory bandwidth) shows in neither.
+readings, stepped 27% slower than the same run minutes before, on one H100 machine, recorded before steal was
+read). Contention that takes no CPU time (caches, memory bandwidth) shows in neither.
 
 The threshold (stated in every record): the host is busy when the others and the steal time used at
 least BUSY_SHARE of its CPUs on average, and never less than BUSY_MIN_CPUS (half a CPU: on a 2-core lab one

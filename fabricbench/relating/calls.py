@@ -19,8 +19,8 @@ collective's price on every fabric, by adding it:
 
 Added, not multiplied: what a run's call saves or pays against a sweep's is per-call work off the wire
 (the sweep's host sync and copies back, a training call's stream already in flight), which no fabric
-changes. Measured on the one-GPU lab (benchmarks/relate/results/h100-1gpu/relate-lab-r3, each held-out run's own
-calls against its own fabric's sweep): ZeRO-2's calls took 0.62-0.69 of the sweep on default and 0.83-0.86
+changes. Measured on the one-GPU H100 lab (each held-out run's own calls against its own fabric's
+sweep): ZeRO-2's calls took 0.62-0.69 of the sweep on default and 0.83-0.86
 on every shaped rate, so the reference's ratio, multiplied, priced the shaped fabrics 25% low (ZeRO-2
 -7..-17% on the step); the sweep's price less the link credit plus the reference's δ came within 1-2 ms
 of the calls on every fabric. Where the ratio is not stable the sweep's price is used as it is and a note

@@ -26,7 +26,7 @@ both. C(f) is what the bucket can save at most: a rank's idle gap is the link's 
 idle, and a rank that enters a collective before a late peer (the ranks' skew, dur_s − dur_min_s of the
 calls) starts spending the bucket before the collective can finish, and an isolated call does not
 always send fast enough to use a full bucket: FSDP's records kept 50-77% of C on the CPU labs and 40-80%
-on the one-GPU lab (benchmarks/relate/results/h100-1gpu/relate-lab-r3, its own calls per fabric), and a lone
+on the one-GPU H100 lab (its own calls per fabric, before the gapped sweep existed), and a lone
 3-rank all-gather of FSDP's sizes saved 45-68% of B/R at 2gbit on the CPU lab, while 1.5-6 MiB calls at
 500mbit saved up to 2 B/R (benchmarks/relate/credit_probe.py; benchmarks/relate/results/cpu-lab/relate-credit). So
 what a call realises is measured where it can be: `fabricbench sweep --gap G` times each call after

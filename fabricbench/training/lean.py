@@ -6,7 +6,7 @@ for work a training step never does.
 - scikit-learn: transformers.generation.candidate_generator imports sklearn.metrics at its own import
   when sklearn is installed, for assisted generation's confidence threshold (generate() with an assistant
   model); every model class loads that module through GenerationMixin. 1.2 s of each rank's start on the
-  H100 machine (benchmarks/relate/results/h100-1gpu/relate-lab-r3/importtime.txt), of ~7-8 s of imports.
+  H100 machine of the one-GPU relate lab (python -X importtime), of ~7-8 s of imports.
 - scipy: transformers.loss.loss_for_object_detection imports scipy.optimize for object detection's
   Hungarian matching (DETR-like losses), loaded with every model's loss table. 0.3 s of CPU here
   (benchmarks/startup/results/cpu-vm/levers.txt). fabricbench trains causal LMs and image classifiers only.

@@ -100,7 +100,7 @@ def test_runs_noisier_than_their_step_are_related_not_crashed():
 
 
 def test_runs_that_disagree_beyond_their_own_intervals_are_named():
-    # relate-lab-r8 on an H100: a reference's first run on a machine just started took 44.5 ms a step
+    # the one-GPU lab on an H100: a reference's first run on a machine just started took 44.5 ms a step
     # (±6%), its last 26.2 ms (±4%); the median of the two set every prediction. relate says so, and the
     # three runs' median is the middle run's: one drifted run moves nothing
     def runs(*steps):

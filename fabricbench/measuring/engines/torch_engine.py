@@ -204,9 +204,9 @@ class TorchSession:
         A sleep, not a spin: with more ranks than cores, spinning ranks keep gloo's threads off the cores
         (3 ranks on 2 cores at shaped:6gbit, a 1.3 MB all-gather: 8.1 ms after a spin, 4.4 ms after a
         sleep, 4.6 ms back to back: benchmarks/relate/results/cpu-lab/gap-spin-vs-sleep), and on the H100 lab a spin did not
-        remove the 0.1-0.5 ms a gapped call paid over back to back at 3-6 Gbit/s either (relate-lab-r8
-        slept, r10 spun): a cost of the first call after idling that is not the link's, which relate's
-        clamp reads as no credit (credit.realised_fraction)."""
+        remove the 0.1-0.5 ms a gapped call paid over back to back at 3-6 Gbit/s either (one run slept,
+        another spun, on two machines): a cost of the first call after idling that is not the link's, which
+        relate's clamp reads as no credit (credit.realised_fraction)."""
         self.dist.barrier()
         times = []
         k = len(sets)
