@@ -79,20 +79,19 @@ def test_estimate_needs_no_transformers_for_builtin_models(monkeypatch, capsys, 
     answer; a config of another family names the extra."""
     import sys
 
-    from fabricbench.cli import main
-
     for mod in [m for m in sys.modules if m == "transformers" or m.startswith("transformers.")]:
         monkeypatch.delitem(sys.modules, mod)
     monkeypatch.setitem(sys.modules, "transformers", None)  # `import transformers` now raises ImportError
-    main(["estimate", "--model", "mistral-7b", "--gpus", "4", "--batch-size", "2", "--json"])  # no exit: 0
-    doc = json.loads(capsys.readouterr().out)
+    code, out, err = run_cli(["estimate", "--model", "mistral-7b", "--gpus", "4", "--batch-size", "2", "--json"],
+                             capsys)
+    assert code == 0, err
+    doc = json.loads(out)
     assert doc["params"] == PARAMS["mistral-7b"] and doc["activation_bytes"] == 34 * 512 * 2 * 4096 * 32
-    with pytest.raises(SystemExit) as e:
-        cfg = tmp_path / "cfg.json"
-        cfg.write_text('{"model_type": "gptj"}')
-        main(["estimate", "--model-config", str(cfg), "--gpus", "4"])
-    assert e.value.code == 2
-    assert capsys.readouterr().err.strip().endswith('pip install "fabricbench[train]"')
+    cfg = tmp_path / "cfg.json"
+    cfg.write_text('{"model_type": "gptj"}')
+    code, _, err = run_cli(["estimate", "--model-config", cfg, "--gpus", "4"], capsys)
+    assert code == 2
+    assert err.strip().endswith('pip install "fabricbench[train]"')
 
 
 def test_estimate_imports_neither_transformers_nor_torch():

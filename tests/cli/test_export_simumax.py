@@ -9,11 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from fabricbench.cli import main
 from fabricbench.errors import UsageError
 from fabricbench.exporting import simumax
 from fabricbench.results.records import read
-from clirun import refused
+from clirun import refused, run_cli, run_cli_captured
 from roots import DATA
 
 D = DATA / "export"
@@ -24,7 +23,8 @@ A100_PCIE = D / "simumax_a100_pcie_acdbb667.json"  # SimuMax's own configs/syste
 
 def _export(tmp_path: Path, results: Path, *extra: str) -> tuple[dict, list[dict]]:
     out = tmp_path / "system.json"
-    main(["export", str(results), "--format", "simumax", "--out", str(out), *extra])
+    code, _, err = run_cli_captured(["export", results, "--format", "simumax", "--out", out, *extra])
+    assert code == 0, err
     return json.loads(out.read_text()), read(results).records
 
 
@@ -74,7 +74,8 @@ def test_eight_gpu_nccl_tests_log_round_trip(tmp_path):
     src = tmp_path / "all_reduce_perf.txt"
     shutil.copy(IMPORTS / "nccl_tests_gb200_oke_8gpu_two_trays.txt", src)
     imported = tmp_path / "imported.jsonl"
-    main(["import", str(src), "--out", str(imported)])
+    code, _, err = run_cli_captured(["import", src, "--out", imported])
+    assert code == 0, err
     doc, records = _export(tmp_path, imported)
     assert doc["num_per_node"] == 8
     # num_per_node 8: SimuMax multiplies an all_reduce's latency by (8 - 1) · 2 = 14, so the file keeps 1/14
@@ -92,7 +93,8 @@ def test_two_node_log_fills_inter_node(tmp_path):
     src = tmp_path / "all_gather_perf.txt"
     shutil.copy(IMPORTS / "nccl_tests_2_18_3_gb10_two_runs.txt", src)
     imported = tmp_path / "imported.jsonl"
-    main(["import", str(src), "--out", str(imported)])
+    code, _, err = run_cli_captured(["import", src, "--out", imported])
+    assert code == 0, err
     doc, records = _export(tmp_path, imported)
     assert list(doc["networks"]) == ["inter_node"] and doc["num_per_node"] == 1
     size, err = _largest(simumax.repredict(doc, records, "all_gather"))
@@ -125,8 +127,9 @@ def test_simumax_export_refusals(tmp_path, capsys):
     bad.write_text("{not json")
     line = refused(["export", CPU_SWEEP, "--format", "simumax", "--out", tmp_path / "o.json", "--base", bad], capsys)
     assert "--base" in line and "not JSON" in line
-    main(["export", str(CPU_SWEEP), "--format", "simumax", "--out", str(tmp_path / "o.json"), "--group", "DP"])
-    assert "warning: --group is ignored by --format simumax" in capsys.readouterr().err
+    code, _, err = run_cli(["export", CPU_SWEEP, "--format", "simumax", "--out", tmp_path / "o.json", "--group", "DP"],
+                           capsys)
+    assert code == 0 and "warning: --group is ignored by --format simumax" in err, err
     only_bcast = [r for r in read(CPU_SWEEP).records if r["op"] == "broadcast"]
     with pytest.raises(UsageError, match="SimuMax's network ops"):
         simumax.system(only_bcast)

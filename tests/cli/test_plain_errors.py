@@ -6,13 +6,11 @@ from __future__ import annotations
 
 import os
 import socket
-import subprocess
-import sys
 
 import pytest
 
 from fabricbench import errors
-from fabricbench.cli import main
+from clirun import run_cli, run_cli_subprocess
 
 
 def _free_port() -> int:
@@ -22,12 +20,12 @@ def _free_port() -> int:
 
 
 def test_a_node_0_that_never_comes_is_said_plainly(tmp_path):
-    argv = [sys.executable, "-m", "fabricbench", "study", "--device", "cpu", "--nprocs", "1", "--nnodes", "2",
-            "--node-rank", "1", "--master-addr", "127.0.0.1", "--master-port", str(_free_port()), "--join-timeout",
-            "1", "--model", "tiny-mistral", "--strategies", "ddp", "--steps", "5", "--out", str(tmp_path / "s")]
-    out = subprocess.run(argv, capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "200"})
-    (line,) = out.stderr.strip().splitlines()
-    assert out.returncode == 1 and line.startswith("Error: node 0 did not answer at 127.0.0.1:"), line
+    argv = ["study", "--device", "cpu", "--nprocs", "1", "--nnodes", "2", "--node-rank", "1", "--master-addr",
+            "127.0.0.1", "--master-port", _free_port(), "--join-timeout", "1", "--model", "tiny-mistral",
+            "--strategies", "ddp", "--steps", "5", "--out", tmp_path / "s"]
+    code, _, err = run_cli_subprocess(argv, env={**os.environ, "COLUMNS": "200"})
+    (line,) = err.strip().splitlines()
+    assert code == 1 and line.startswith("Error: node 0 did not answer at 127.0.0.1:"), line
 
 
 @pytest.mark.parametrize("cls,said", [(errors.FabricbenchError, "Error: it broke"),
@@ -40,7 +38,6 @@ def test_the_cli_line_is_the_label_and_the_message(monkeypatch, capsys, cls, sai
     def fail(*a, **k):
         raise cls("it broke")
     monkeypatch.setattr(sweep_run, "run", fail)
-    with pytest.raises(SystemExit) as e:
-        main(["sweep", "--engine", "torch", "--backend", "gloo", "--nprocs", "2", "--sizes", "1K"])
-    assert e.value.code == 1 and capsys.readouterr().err.strip() == said
+    code, _, err = run_cli(["sweep", "--engine", "torch", "--backend", "gloo", "--nprocs", "2", "--sizes", "1K"], capsys)
+    assert code == 1 and err.strip() == said
     assert cls.label == "" or errors.by_label(cls.label) is cls  # what a parent reads back
