@@ -2,16 +2,14 @@
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
-from fabricbench.cli import main
 from fabricbench.errors import UsageError
 from fabricbench.fabrics.transport import parse_nccl_log, transport_of
 from fabricbench.importing import FORMATS, import_file, sniff
 import roots
+from clirun import one_error_line, run_cli, run_cli_subprocess
 
 DATA = roots.DATA / "imports"
 
@@ -197,14 +195,14 @@ def test_nvbandwidth_zero_diagonal_and_bidir(tmp_path):
 def test_cli_import_appends_and_refuses_bad_input(tmp_path, capsys):
     out = tmp_path / "imp.jsonl"
     out.write_text('{"kind": "collective", "op": "all_reduce"}\n')  # something already there stays
-    main(["import", str(DATA / "nccl_tests_gb200_nvl72.txt"), str(DATA / "nvbandwidth_h100_sm.txt"),
-          "--out", str(out), "--fabric", "nvl72", "--nranks", "72"])
+    code, printed, err = run_cli(["import", DATA / "nccl_tests_gb200_nvl72.txt", DATA / "nvbandwidth_h100_sm.txt",
+                                  "--out", out, "--fabric", "nvl72", "--nranks", "72"], capsys)
+    assert code == 0, err
     lines = out.read_text().splitlines()
     assert len(lines) == 1 + 10 + 16 and json.loads(lines[0]) == {"kind": "collective", "op": "all_reduce"}
     rec = json.loads(lines[1])
     assert rec["fabric"] == "nvl72" and rec["schema"] == "fabricbench/1"
-    printed = capsys.readouterr()
-    assert "10 collective" in printed.out and "27 record(s)" not in printed.out and "26 record(s)" in printed.out
+    assert "10 collective" in printed and "27 record(s)" not in printed and "26 record(s)" in printed
 
 
 @pytest.mark.parametrize("make,msg", [
@@ -215,12 +213,10 @@ def test_cli_import_appends_and_refuses_bad_input(tmp_path, capsys):
 ])
 def test_bad_inputs_are_one_line_exit_2(tmp_path, make, msg):
     path = make(tmp_path)
-    out = subprocess.run([sys.executable, "-m", "fabricbench", "import", str(path), "--out",
-                          str(tmp_path / "o.jsonl")], capture_output=True, text=True, timeout=60,
-                         env={**os.environ}, check=False)
-    assert out.returncode == 2, out.stderr
-    lines = [ln for ln in out.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1 and lines[0].startswith("Error: ") and msg in lines[0], out.stderr
+    code, _, err = run_cli_subprocess(["import", path, "--out", tmp_path / "o.jsonl"], timeout=60,
+                                      env={**os.environ})
+    assert code == 2, err
+    assert msg in one_error_line(err), err
     assert not (tmp_path / "o.jsonl").exists()
 
 

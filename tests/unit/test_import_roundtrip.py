@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from fabricbench.cli import main
 from fabricbench.collectives import COLLECTIVES
 from fabricbench.importing import import_file
 from fabricbench.measuring import child_sweeps as compare_mod
@@ -18,6 +17,7 @@ from fabricbench.measuring.child import ChildRun
 from fabricbench.results.records import read
 from fabricbench.sizes import format_size
 import roots
+from clirun import run_cli, run_cli_captured
 
 DATA = roots.DATA / "imports"
 # files that hold nccl-tests tables; a file nccl-tests did not name its op in is given the name its user
@@ -33,7 +33,8 @@ def _imported(name: str, tmp_path: Path) -> Path:
     src = tmp_path / NAMED.get(name, name)
     shutil.copy(DATA / name, src)
     out = tmp_path / "imported.jsonl"
-    main(["import", str(src), "--out", str(out)])
+    code, _, err = run_cli_captured(["import", src, "--out", out])
+    assert code == 0, err
     return out
 
 
@@ -62,9 +63,11 @@ def _compare_with(out: Path, op: str, dtype: str, monkeypatch, capsys) -> dict:
     measured (the child sweep is replaced by a waived run: the import, not gloo, is under test)."""
     monkeypatch.setattr(compare_mod, "run_child", lambda fabric, job, **_: ChildRun(fabric=fabric, waived="test"))
     capsys.readouterr()
-    main(["compare", "--fabrics", "default", "--engine", "torch", "--backend", "gloo", "--nprocs", "2",
-          "--sizes", "1K", "--ops", op, "--dtype", dtype, "--with", str(out), "--json"])
-    return json.loads(capsys.readouterr().out)
+    code, stdout, err = run_cli(["compare", "--fabrics", "default", "--engine", "torch", "--backend", "gloo",
+                                 "--nprocs", "2", "--sizes", "1K", "--ops", op, "--dtype", dtype, "--with", out,
+                                 "--json"], capsys)
+    assert code == 0, err
+    return json.loads(stdout)
 
 
 def _qualify_from(out: Path, op: str, dtype: str, size: int, tmp_path: Path) -> dict:
@@ -73,10 +76,9 @@ def _qualify_from(out: Path, op: str, dtype: str, size: int, tmp_path: Path) -> 
     spec.write_text(f'[spec]\nname = "rt"\n[[check]]\nname = "bw"\nkind = "collective"\nop = "{op}"\n'
                     f'dtype = "{dtype}"\nsizes = ["{format_size(size)}"]\nmax_latency_us = 1e6\n')
     folder = tmp_path / f"q-{op}-{dtype}"
-    try:
-        main(["qualify", "--spec", str(spec), "--from", str(out), "--out", str(folder), "--quiet"])
-    except SystemExit as e:  # qualify's codes: 0 pass (also a plain return), 1 critical, 2 bad input, ...
-        assert e.code in (0, None), (op, dtype, e.code)
+    # qualify's codes: 0 pass, 1 critical, 2 bad input, ...
+    code, _, err = run_cli_captured(["qualify", "--spec", spec, "--from", out, "--out", folder, "--quiet"])
+    assert code == 0, (op, dtype, code, err)
     return json.loads((folder / "verdicts.json").read_text())
 
 

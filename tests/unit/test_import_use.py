@@ -6,7 +6,6 @@ import shutil
 
 import pytest
 
-from fabricbench.cli import main
 from fabricbench.measuring.child_sweeps import runs_beside
 from fabricbench.errors import UsageError
 from fabricbench.importing import import_file
@@ -14,6 +13,7 @@ from fabricbench.importing.beside import label
 from fabricbench.qualifying.api import qualify
 from fabricbench.qualifying.config import QualifyConfig
 import roots
+from clirun import run_cli_captured
 
 DATA = roots.DATA / "imports"
 LAB = roots.DATA / "study" / "cpu-lab"
@@ -48,8 +48,9 @@ expect = {default = "P2P"}
 @pytest.fixture()
 def imported(tmp_path):
     out = tmp_path / "imported.jsonl"
-    main(["import", str(DATA / "constructed_2_19_6_per_iter_two_runs.txt"), str(DATA / "nvbandwidth_v0_8_a6000.txt"),
-          "--out", str(out)])
+    code, _, err = run_cli_captured(["import", DATA / "constructed_2_19_6_per_iter_two_runs.txt",
+                                     DATA / "nvbandwidth_v0_8_a6000.txt", "--out", out])
+    assert code == 0, err
     return out
 
 
@@ -137,9 +138,11 @@ def test_relate_prices_a_fabric_on_an_imported_sweep(tmp_path):
 def test_report_shows_imported_beside_the_study(tmp_path):
     run = tmp_path / "study"
     shutil.copytree(LAB, run, ignore=shutil.ignore_patterns("report*"))
-    main(["import", str(DATA / "constructed_2_19_6_per_iter_two_runs.txt"), "--fabric", "h200",
-          "--out", str(run / "results.jsonl")])
-    main(["report", str(run)])
+    code, _, err = run_cli_captured(["import", DATA / "constructed_2_19_6_per_iter_two_runs.txt", "--fabric", "h200",
+                                     "--out", run / "results.jsonl"])
+    assert code == 0, err
+    code, _, err = run_cli_captured(["report", run])
+    assert code == 0, err
     md = (run / "report.md").read_text()
     assert "h200 (nccl-tests) GB/s" in md
     row = next(ln for ln in md.splitlines() if ln.startswith("| 4M | float32"))
@@ -148,7 +151,8 @@ def test_report_shows_imported_beside_the_study(tmp_path):
 
 def test_qualify_init_writes_a_spec_from_imported_results(imported, tmp_path):
     spec = tmp_path / "init.toml"
-    main(["qualify", "--init", str(spec), "--from", str(imported)])
+    code, _, err = run_cli_captured(["qualify", "--init", spec, "--from", imported])
+    assert code == 0, err
     text = spec.read_text()
     assert 'engine = "native"' in text  # nccl-tests measured through NCCL on GPUs: the native engine's way
     assert "min_busbw_gbps = 77.36" in text  # 0.9 x the printed 85.95 GB/s at 4 MiB
@@ -159,8 +163,9 @@ def test_results_reader_keeps_imported_records_with_nulls(tmp_path):
     from fabricbench.results.records import read
 
     out = tmp_path / "imp.jsonl"
-    main(["import", str(DATA / "nccl_tests_redops_table_only.txt"), str(DATA / "nvbandwidth_h100_sm.txt"),
-          "--out", str(out)])
+    code, _, err = run_cli_captured(["import", DATA / "nccl_tests_redops_table_only.txt",
+                                     DATA / "nvbandwidth_h100_sm.txt", "--out", out])
+    assert code == 0, err
     got = read(out)
     assert got.warnings == [] and len(got.records) == 6 + 16
     # no op printed, but max/min, root -1 and busbw/algbw ~1.87 > 1 leave only all-reduce; the rank count stays null

@@ -11,12 +11,12 @@ floor is at 16G: the floor is read at 8G and says so; a miss there is unknown, n
 
 import pytest
 
-from fabricbench.cli import main
 from fabricbench.qualifying.api import qualify
 from fabricbench.qualifying.config import QualifyConfig
 from fabricbench.qualifying.codes import CODES
 from fabricbench.results.status import Severity, Status
 from roots import DATA
+from clirun import run_cli, run_cli_captured
 
 GB200 = DATA / "imports" / "nccl_tests_gb200_nvl72.txt"  # 512M-8G, 834.57 GB/s at 8G
 
@@ -37,7 +37,8 @@ max_cv = 0.2
 @pytest.fixture(scope="module")
 def imported(tmp_path_factory):
     out = tmp_path_factory.mktemp("imp") / "imported.jsonl"
-    main(["import", str(GB200), "--out", str(out)])
+    code, _, err = run_cli_captured(["import", GB200, "--out", out])
+    assert code == 0, err
     return out
 
 
@@ -102,8 +103,8 @@ def test_init_prints_the_factors_it_wrote(tmp_path, capsys):
 
     lab = DATA / "study/cpu-lab/units/sweep_default.jsonl"
     spec = tmp_path / "node.toml"
-    main(["qualify", "--init", str(spec), "--from", str(lab), "--factor", "0.9"])
-    said = capsys.readouterr().out
+    code, said, err = run_cli(["qualify", "--init", spec, "--from", lab, "--factor", "0.9"], capsys)
+    assert code == 0, err
     text = spec.read_text()
     assert summary(text) and said.rstrip().endswith(summary(text))
     written = re.findall(r"^\[\[check\]\]\nname = \"(\w+)\"|(min_busbw_gbps|max_latency_us) = [\d.]+ +# measured .*"

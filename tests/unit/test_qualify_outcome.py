@@ -6,8 +6,6 @@ measured", exit status 5, in the library (fabricbench/qualifying/verdict.py) and
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 
 import pytest
@@ -16,7 +14,7 @@ import fabricbench
 import fabricbench.gpus
 from fabricbench.qualifying.verdict import (EXIT_NOTHING_MEASURED, NOTHING_MEASURED, at_least, combine, exit_code,
                                             outcome, waived)
-from clirun import run_cli as _main
+from clirun import refused, run_cli, run_cli_captured
 from roots import DATA
 
 TRAIN = DATA / "study/cpu-lab/units/train_ddp_default.jsonl"
@@ -51,13 +49,9 @@ def test_library_all_waived_is_not_a_pass(tmp_path):
 
 
 def test_cli_all_waived_exits_5():
-    from fabricbench.cli import main
-
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out), pytest.raises(SystemExit) as e:
-        main(["qualify", "--spec", "builtin:h200-sxm-8", "--from", str(TRAIN)])
-    assert e.value.code == 5
-    assert "NOTHING MEASURED (exit 5): 0 critical, 0 unknown, 0 warning, 0 pass, 7 waived" in out.getvalue()
+    code, out, _ = run_cli_captured(["qualify", "--spec", "builtin:h200-sxm-8", "--from", TRAIN])
+    assert code == 5
+    assert "NOTHING MEASURED (exit 5): 0 critical, 0 unknown, 0 warning, 0 pass, 7 waived" in out
 
 
 @pytest.mark.parametrize("level", [1, 2, 3])
@@ -65,20 +59,14 @@ def test_library_dry_run_is_the_plan_the_cli_prints(level):
     """fabricbench.qualify_plan(config) returns the plan; the CLI's --dry-run prints its lines and its dict."""
     import json
 
-    from fabricbench.cli import main
-
     plan = fabricbench.qualify_plan(fabricbench.QualifyConfig(spec="builtin:h200-sxm-8", level=level))
     assert plan.level == level and plan.checks and len(plan.lines()) == len(plan.checks) + 2
     assert plan.lines()[-1].startswith("estimate: ~") and "nothing measured" in plan.lines()[0]
     for args, expect in ((["--dry-run"], "\n".join(plan.lines()) + "\n"),
                          (["--dry-run", "--json"], json.dumps(plan.to_dict(), indent=2) + "\n")):
-        out = io.StringIO()
-        with contextlib.redirect_stdout(out):
-            try:
-                main(["qualify", "--spec", "builtin:h200-sxm-8", "--level", str(level), *args])
-            except SystemExit as e:
-                assert e.code in (0, None)
-        assert out.getvalue() == expect
+        code, out, err = run_cli_captured(["qualify", "--spec", "builtin:h200-sxm-8", "--level", level, *args])
+        assert code == 0, err
+        assert out == expect
 
 
 def test_a_gpu_spec_with_no_gpu_is_one_line_and_exit_5(monkeypatch, tmp_path, capsys):
@@ -86,7 +74,7 @@ def test_a_gpu_spec_with_no_gpu_is_one_line_and_exit_5(monkeypatch, tmp_path, ca
     from fabricbench.qualifying.verdict import CPU_SPEC, NO_GPU
 
     monkeypatch.setattr(fabricbench.gpus, "visible_gpu_count", lambda: 0)
-    code, out, err = _main(["qualify", "--spec", "builtin:h200-sxm-8", "--out", tmp_path / "q"], capsys)
+    code, out, err = run_cli(["qualify", "--spec", "builtin:h200-sxm-8", "--out", tmp_path / "q"], capsys)
     assert code == EXIT_NOTHING_MEASURED and len(out.splitlines()) == 1, out
     assert out.startswith(NO_GPU) and f"--spec {CPU_SPEC}" in out and "drain" not in out + err
     assert "check " not in err  # no per-check line for checks that cannot run
@@ -99,21 +87,20 @@ def test_the_cpu_lab_spec_is_builtin_and_runs_on_cpu(capsys):
 
     spec = load_spec("builtin:cpu-lab")
     assert spec.run.cpu_ranks and spec.run.backend == "gloo" and spec.checks
-    code, out, _ = _main(["qualify", "--list-specs"], capsys)
+    code, out, _ = run_cli(["qualify", "--list-specs"], capsys)
     assert code == 0 and "cpu-lab" in out
-    code, out, _ = _main(["qualify", "--spec", "builtin:cpu-lab", "--dry-run"], capsys)
+    code, out, _ = run_cli(["qualify", "--spec", "builtin:cpu-lab", "--dry-run"], capsys)
     assert code == 0 and out.splitlines()[-1].startswith("estimate: ~"), out
 
 
 def test_a_bare_qualify_names_the_cpu_lab(capsys):
     from fabricbench.qualifying.verdict import CPU_SPEC
 
-    code, _, err = _main(["qualify"], capsys)
-    assert code == 2 and len(err.splitlines()) == 1 and f"--spec {CPU_SPEC} needs no GPU" in err
+    assert f"--spec {CPU_SPEC} needs no GPU" in refused(["qualify"], capsys)
 
 
 @pytest.mark.slow
 def test_the_cpu_lab_spec_passes_on_a_cpu(monkeypatch, tmp_path, capsys):
     monkeypatch.setattr(fabricbench.gpus, "visible_gpu_count", lambda: 0)
-    code, out, err = _main(["qualify", "--spec", "builtin:cpu-lab", "--out", tmp_path / "q"], capsys)
+    code, out, err = run_cli(["qualify", "--spec", "builtin:cpu-lab", "--out", tmp_path / "q"], capsys)
     assert code == 0 and "PASSED (exit 0)" in out and "2 pass" in out, (out, err)
