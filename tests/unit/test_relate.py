@@ -13,12 +13,12 @@ import math
 import pytest
 
 import fabricbench
-from fabricbench.cli import main
 from fabricbench.errors import UsageError
 from fabricbench.results import records
 from fabricbench.results.schema import CollectiveResult
 from fabricbench.relating.curves import ABOVE, BELOW, EXACT, FAR, INTERPOLATED, Curve, SweepCurves
 from fabricbench.relating.pricing import comm_time, price
+from clirun import refused, run_cli
 
 MiB = 1 << 20
 SIZES = [2**k for k in range(10, 27, 2)]  # 1K .. 64M, factor 4, as a sweep --sizes 1K-64M:x4 would
@@ -338,9 +338,9 @@ def lab_files(tmp_path):
 
 
 def test_cli_json_rows_and_problems_on_stderr(lab_files, capsys):
-    main(["relate", *map(str, lab_files), "--json"])
-    cap = capsys.readouterr()
-    doc = json.loads(cap.out)
+    code, out, err = run_cli(["relate", *lab_files, "--json"], capsys)
+    assert code == 0, err
+    doc = json.loads(out)
     assert set(doc) == {"reference", "formula", "rows", "coverage", "calls", "problems"} and doc["reference"] == "fast"
     assert "max(T_compute + T_comm(f) - H(f), T_comm(f))" in doc["formula"]
     need = {"strategy", "fabric", "reference", "observed_step_s", "predicted_step_s", "observed_slowdown",
@@ -349,14 +349,14 @@ def test_cli_json_rows_and_problems_on_stderr(lab_files, capsys):
     assert all(need <= set(r) for r in doc["rows"]) and len(doc["rows"]) == 6
     wire = [r for r in doc["rows"] if r["fabric"] == "wire"]
     assert all(r["observed_step_s"] is None and r["predicted_only"] for r in wire)
-    assert "note: fabric fast: no broadcast sweep" in cap.err
+    assert "note: fabric fast: no broadcast sweep" in err
 
 
 def test_cli_table_and_plot(lab_files, tmp_path, capsys):
     png = tmp_path / "relate.png"
-    main(["relate", *map(str, lab_files), "--plot", str(png)])
-    cap = capsys.readouterr()
-    assert "against reference fast" in cap.out and "predicted-only" in cap.out and "-5%" in cap.out
+    code, out, err = run_cli(["relate", *lab_files, "--plot", png], capsys)
+    assert code == 0, err
+    assert "against reference fast" in out and "predicted-only" in out and "-5%" in out
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 20_000
 
 
@@ -371,10 +371,7 @@ def test_cli_table_and_plot(lab_files, tmp_path, capsys):
 def test_cli_bad_input_is_one_error_line_and_exit_2(lab_files, tmp_path, capsys, args, message):
     sw, tr = lab_files
     argv = [a.format(tmp=tmp_path, sweeps=sw, train=tr) for a in args]
-    with pytest.raises(SystemExit) as exc:
-        main(argv)
-    err = capsys.readouterr().err.strip().splitlines()
-    assert exc.value.code == 2 and len(err) == 1 and err[0].startswith("Error: ") and message in err[0]
+    assert message in refused(argv, capsys)
 
 
 def test_lab_sweep_plan_covers_the_traced_sizes():

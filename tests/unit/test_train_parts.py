@@ -5,6 +5,7 @@ import json
 import pytest
 
 from fabricbench.training import data, metrics, models
+from clirun import one_error_line, refused, run_cli
 
 
 def test_step_stats_values():
@@ -90,7 +91,6 @@ def test_train_surface_is_frozen():
 def test_train_exit_1_when_a_strategy_failed(monkeypatch, capsys, tmp_path):
     """Every record is written; a failed strategy (error, timeout) makes exit 1, oom and waived do not."""
     import fabricbench.training.launch as launch
-    from fabricbench.cli import main
 
     statuses = {"ddp": "ok", "zero1": "oom", "zero3": "waived", "fsdp": "error"}
 
@@ -107,14 +107,15 @@ def test_train_exit_1_when_a_strategy_failed(monkeypatch, capsys, tmp_path):
     monkeypatch.setattr(launch, "run", fake)
     monkeypatch.setattr(api, "require_libraries", lambda: None)  # no rank starts: nothing to import
     out = tmp_path / "t.jsonl"
-    with pytest.raises(SystemExit) as e:
-        main(["train", "--device", "cpu", "--model", "tiny-mistral", "--strategies", "ddp,zero1,zero3,fsdp",
-              "--out", str(out)])
-    (line,) = capsys.readouterr().err.strip().splitlines()
-    assert e.value.code == 1 and line.startswith("Error: ") and "fsdp: fsdp said why" in line
+    code, _, err = run_cli(["train", "--device", "cpu", "--model", "tiny-mistral", "--strategies",
+                            "ddp,zero1,zero3,fsdp", "--out", out], capsys)
+    line = one_error_line(err)
+    assert code == 1 and "fsdp: fsdp said why" in line
     assert "ddp" not in line.split("fsdp")[0] and str(out) in line
     assert len(out.read_text().splitlines()) >= 4  # written before the exit
-    main(["train", "--device", "cpu", "--model", "tiny-mistral", "--strategies", "ddp,zero1,zero3"])
+    code, _, err = run_cli(["train", "--device", "cpu", "--model", "tiny-mistral", "--strategies", "ddp,zero1,zero3"],
+                           capsys)
+    assert code == 0, err
 
 
 @pytest.mark.parametrize("args, msg", [
@@ -125,20 +126,13 @@ def test_train_exit_1_when_a_strategy_failed(monkeypatch, capsys, tmp_path):
     (["--device", "cpu", "--model", "tiny-mistral", "--fabric", "warp-drive"], "Error: --fabric: unknown fabric"),
 ])
 def test_train_errors_are_one_line_exit_2(args, msg, capsys):
-    from fabricbench.cli import main
-
-    with pytest.raises(SystemExit) as e:
-        main(["train", *args])
-    assert e.value.code == 2
-    err = capsys.readouterr().err.strip()
-    assert err.startswith(msg) and "\n" not in err
+    assert refused(["train", *args], capsys).startswith(msg)
 
 
 def test_train_list(capsys):
-    from fabricbench.cli import main
-
-    main(["train", "--list"])
-    out = capsys.readouterr().out.splitlines()
+    code, out, err = run_cli(["train", "--list"], capsys)
+    assert code == 0, err
+    out = out.splitlines()
     assert [line.split()[1] for line in out if line.startswith("strategy")] == ["ddp", "zero1", "zero2", "zero3",
                                                                                  "fsdp"]
     assert "mistral-7b" in {line.split()[1] for line in out if line.startswith("model")}
@@ -185,7 +179,6 @@ def test_cli_trains_on_an_image_folder(tmp_path, capsys):
     """`fabricbench train` end to end: 2 gloo processes, FSDP, a local dataset, --out and --json."""
     from PIL import Image
 
-    from fabricbench.cli import main
     from fabricbench.results import read_results
 
     rng = __import__("random").Random(7)
@@ -195,10 +188,12 @@ def test_cli_trains_on_an_image_folder(tmp_path, capsys):
             Image.new("RGB", (32, 32), tuple(rng.randrange(256) for _ in range(3))).save(
                 tmp_path / "data" / cls / f"{i}.png")
     out = tmp_path / "t.jsonl"
-    main(["train", "--strategy", "fsdp", "--model", "tiny-dinov2", "--device", "cpu", "--nprocs", "2",
-          "--steps", "5", "--warmup-steps", "2", "--batch-size", "6", "--image-size", "32", "--lr", "1e-3",
-          "--dataset", str(tmp_path / "data"), "--repeats", "1", "--max-steps", "8", "--out", str(out), "--json"])
-    printed = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    code, stdout, err = run_cli(["train", "--strategy", "fsdp", "--model", "tiny-dinov2", "--device", "cpu",
+                                 "--nprocs", "2", "--steps", "5", "--warmup-steps", "2", "--batch-size", "6",
+                                 "--image-size", "32", "--lr", "1e-3", "--dataset", tmp_path / "data", "--repeats",
+                                 "1", "--max-steps", "8", "--out", out, "--json"], capsys)
+    assert code == 0, err
+    printed = json.loads(stdout.strip().splitlines()[-1])
     (rec,) = list(read_results(out, kind="train"))
     assert rec["run_id"] == printed["run_id"]
     assert (rec["status"], rec["engine"], rec["world_size"]) == ("ok", "fsdp", 2), rec["message"]
