@@ -1,11 +1,11 @@
 """Typed jobs: a frozen config per job kind, whose child argv and resume key come from the type itself.
 
-    from fabricbench.jobs.configs import SweepJob, to_argv, job_key
-    job = SweepJob(ops="all_reduce", sizes="1M-1G:x4", dtype="float32", iters=20, warmup=5, engine="native")
-    job.argv()          # ["--ops", "all_reduce", "--sizes", "1M-1G:x4", ..., "--engine", "native"]
+    from fabricbench.jobs.configs import CopyJob, SweepDelivery, job_key, sweep_command, to_argv
+    job = CopyJob(gpus="0-3", size="1M")
+    job.argv()          # ["--gpus", "0-3", "--size", "1M", "--iters", "20", "--warmup", "5"]
     job.key             # stable across processes and runs: the same job, the same key
-    to_argv(sweep_config)   # any config dataclass the same way (measuring.config.SweepConfig)
-    job.command()       # [python, "-m", "fabricbench", "sweep", *job.argv()]: the whole child command
+    to_argv(sweep_config), job_key(sweep_config)   # any config dataclass the same way (measuring's SweepConfig)
+    sweep_command(sweep_config, SweepDelivery(fabric="p2p-off", out="o.jsonl"))   # a whole child sweep
 
 A field becomes `--name-with-dashes VALUE` (None: left out; a bool: the bare flag when true; a tuple: a
 comma list; a float: its shortest exact text). A field says otherwise in its own metadata (argv_field):
@@ -14,7 +14,9 @@ argument without a flag (`positional`: a report's folder, relate's files, before
 to the caller (`fabric`, which a job carries by name: fabrics.env.carry). A new option is one field: its
 flag follows, and tests/e2e/test_fabric_apply.py (SweepConfig) and tests/unit/test_jobs.py (every job kind) fail
 for a field that the child command does not accept. Each kind names its child program (PROGRAM); study's
-units and qualify's checks build their children from these kinds, never from flag lists of their own.
+units and qualify's checks build their children from these kinds, never from flag lists of their own. A
+child sweep is the library's own SweepConfig (this layer lies below measuring, so it takes any config
+dataclass) plus what the parent adds under a fabric (SweepDelivery): sweep_command.
 """
 
 from __future__ import annotations
@@ -114,6 +116,16 @@ def job_key(config: Any) -> str:
     return f"{kind}-{hashlib.sha1(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:12]}"
 
 
+def environment(spec: str | None, base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """A child's environment: `base` (this process's) with the custom fabric `spec` names carried in it
+    (fabrics.env.carry), since a child's argv names a fabric by its name alone."""
+    env = dict(os.environ if base is None else base)
+    fabric = (get_fabric(spec) if "=" in spec else known(spec)) if spec else None
+    if fabric is not None:  # a custom fabric given whole, or one this process knows by name
+        carry(fabric, env)
+    return env
+
+
 class Job:
     """What every job kind shares: its child argv and its resume key, both from its fields."""
 
@@ -129,46 +141,11 @@ class Job:
     def environment(self, base: Mapping[str, str] | None = None) -> dict[str, str]:
         """The child's environment: `base` (this process's) with the custom fabric the job names carried
         in it (fabrics.env.carry), since its argv names that fabric by its name alone."""
-        env = dict(os.environ if base is None else base)
-        spec = getattr(self, "fabric", None)
-        fabric = (get_fabric(spec) if "=" in spec else known(spec)) if spec else None
-        if fabric is not None:  # a custom fabric given whole, or one this process knows by name
-            carry(fabric, env)
-        return env
+        return environment(getattr(self, "fabric", None), base)
 
     @property
     def key(self) -> str:
         return job_key(self)
-
-
-@dataclass(frozen=True, kw_only=True)
-class SweepJob(Job):
-    """A child `fabricbench sweep`, as compare, scaling, qualify and study start one per fabric or GPU set
-    (under a fabric, measuring/child.run_child names the fabric, --out and --resume: sweep_command)."""
-
-    PROGRAM = ("fabricbench", "sweep")
-    ops: str  # comma list of collectives
-    sizes: str  # a size spec ("1M-1G:x4", "64K,1M")
-    dtype: str
-    iters: int
-    warmup: int
-    engine: str
-    backend: str | None = None
-    gpus: tuple[int, ...] | None = None  # None: the child's default (all visible); gloo ranks drive none
-    nprocs: int | None = None
-    timeout_s: float | None = field(default=None, metadata=TIMEOUT)
-    stall_timeout_s: float | None = field(default=None, metadata=STALL)  # the stall watchdog's bound
-    check: bool = False  # verify results on known inputs (qualify's correctness checks)
-    fabric: str | None = field(default=None, metadata=FABRIC)  # by name; values in environment()
-    out: str | None = field(default=None, metadata=UNKEYED)
-    quiet: bool = field(default=False, metadata=UNKEYED)
-    resume: bool = field(default=False, metadata=UNKEYED)  # skip what --out already holds
-
-    def __post_init__(self) -> None:
-        if self.engine == "torch" and self.backend == "gloo" and self.gpus is not None:
-            object.__setattr__(self, "gpus", None)  # gloo ranks drive no GPU: the sweep would ignore --gpus
-        if self.nprocs == 0:
-            object.__setattr__(self, "nprocs", None)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -181,10 +158,14 @@ class SweepDelivery:
     quiet: bool = True
     resume: bool = False
 
+    def environment(self, base: Mapping[str, str] | None = None) -> dict[str, str]:
+        """The child's environment, with the values of the custom fabric it names (argv has its name only)."""
+        return environment(self.fabric, base)
+
 
 def sweep_command(sweep: Any, delivery: SweepDelivery) -> list[str]:
-    """The child `fabricbench sweep` for `sweep` (a SweepJob, or the library's whole SweepConfig) delivered
-    as `delivery` says: every option from the two types, none written by hand."""
+    """The child `fabricbench sweep` for `sweep` (the library's SweepConfig: this layer cannot name it)
+    delivered as `delivery` says: every option from the two types, none written by hand."""
     written = {f.name for f in dataclasses.fields(sweep) if not (f.metadata.get(ARGV) or {}).get("skip")
                and getattr(sweep, f.name) not in (None, False)}
     twice = written & {f.name for f in dataclasses.fields(delivery)}  # the child would get them twice

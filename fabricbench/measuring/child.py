@@ -167,7 +167,7 @@ def run_child(fabric: Fabric, sweep: Any, *, base_env: dict[str, str] | None = N
               wall_timeout_s: float | None = None, extra: dict[str, Any] | None = None,
               on_record: Callable[[dict[str, Any]], None] | None = None,
               prior: list[dict[str, Any]] | None = None) -> ChildRun:
-    """Run the sweep `sweep` (a SweepJob, or the library's whole SweepConfig) under `fabric` as a job
+    """Run the sweep `sweep` (a SweepConfig; its own fabric is no option: `fabric` is) under `fabric` as a job
     (fabricbench/jobs); `extra` is merged into every record's `extra` (e.g. the placement).
 
     `on_record` gets each annotated record as soon as the child has written it (streaming); `prior`: records

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import fabricbench.gpus  # looked up on call: tests stand in for visible_gpu_count
 from fabricbench import dtypes
@@ -35,6 +36,7 @@ ALLOCS = ("cuda", "nccl")  # SweepConfig.alloc
 
 @dataclass(frozen=True, kw_only=True)
 class SweepConfig:
+    PROGRAM: ClassVar[tuple[str, ...]] = ("fabricbench", "sweep")  # the child it makes (jobs/configs.py)
     gpus: tuple[int, ...] | None = field(default=None, metadata=declare(  # CUDA device ordinals driven by one
         "--gpus", "GPU list", "GPU list: 0-7, 0,2,5, 0-3,6 (rank order).", default_by="all visible"))  # process
     ops: tuple[str, ...] = field(default=("all_reduce", "all_gather", "reduce_scatter"), metadata=declare(
@@ -72,7 +74,8 @@ class SweepConfig:
     nprocs: int | None = field(default=None, metadata=declare(  # start this many local ranks (one process per
         "--nprocs", "count", "Start N local ranks, one process each.", lo=1, hi=4096, concept="ranks",
         default_by="one process drives every GPU"))  # rank); None = one process
-    timeout_s: float = field(default=300.0, metadata={**argv_field(flag="--timeout"), **declare(
+    # keyed=False: a time limit changes no figure, so a unit resumed with more time keeps its key (job_key)
+    timeout_s: float = field(default=300.0, metadata={**argv_field(flag="--timeout", keyed=False), **declare(
         "--timeout", "seconds", "Seconds before a hung step is aborted.", unit="s",
         concept="step_timeout_s")})  # a set-up or collective that takes longer is aborted
     stall_timeout_s: float | None = field(default=None, metadata={**argv_field(flag="--stall-timeout", keyed=False),
@@ -84,7 +87,7 @@ class SweepConfig:
         "--nccl-lib", "input file", "libnccl.so.2 to load.",
         default_by="$FABRICBENCH_NCCL_LIBRARY, torch's, the system's"))
     # name of the fabric (environment) this runs under; recorded in every result; a child gets it by name
-    fabric: str = field(default="default", metadata={**argv_field(skip=True), **declare(
+    fabric: str = field(default="default", metadata={**argv_field(skip=True, fabric=True), **declare(
         "--fabric", "fabric", "Fabric to measure under: default, p2p-off, net, shaped:RATE or "
         "name:VAR=VAL[,VAR=VAL] (see `fabricbench fabrics`); applied to a fresh child process.")})
     seed: int | None = field(default=None, metadata=declare(  # seed for --check inputs; None = fresh each run

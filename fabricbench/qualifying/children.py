@@ -17,8 +17,9 @@ from typing import Any, Callable
 
 from fabricbench import jobs
 from fabricbench.fabrics import get_fabric
-from fabricbench.jobs.configs import Job, SweepJob
+from fabricbench.jobs.configs import Job
 from fabricbench.measuring.child import run_child
+from fabricbench.measuring.config import SweepConfig
 from fabricbench.results.status import Status
 
 
@@ -58,16 +59,17 @@ def _only_wrong(records: list[dict[str, Any]]) -> bool:
     return any(r.get("status") == Status.WRONG for r in records)
 
 
-def sweep_under(fabric_name: str, job: SweepJob, *, key: str, wall_timeout_s: float,
+def sweep_under(fabric_name: str, sweep: SweepConfig, *, key: str, wall_timeout_s: float,
                 on_record: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> UnitResult:
-    """One child sweep under the fabric; `on_record` sees (and may replace) each record as it arrives."""
+    """One child sweep under the fabric (run_child names it, --out and --quiet: SweepDelivery); `on_record`
+    sees (and may replace) each record as it arrives."""
     fabric = get_fabric(fabric_name)
     kept: list[dict[str, Any]] = []
 
     def stream(rec: dict[str, Any]) -> None:
         kept.append(on_record(rec) if on_record is not None else rec)
 
-    run = run_child(fabric, job, wall_timeout_s=wall_timeout_s, on_record=stream)
+    run = run_child(fabric, sweep, wall_timeout_s=wall_timeout_s, on_record=stream)
     if run.waived:
         return UnitResult(key=key, waived=run.waived, streamed=True)
     error = run.error if run.error and not (kept and _only_wrong(kept)) else None

@@ -16,13 +16,12 @@ from __future__ import annotations
 
 import json
 import os
-import dataclasses
 from typing import Any, Callable
 
 import fabricbench.gpus  # looked up on call: tests stand in for visible_gpu_count
 from fabricbench.errors import FabricbenchError
 from fabricbench.jobs import store
-from fabricbench.jobs.configs import CopyJob, TrainJob, job_key
+from fabricbench.jobs.configs import CopyJob, TrainJob, job_key, to_argv
 from fabricbench.measuring.devices import make_config, resolve_devices
 from fabricbench.measuring import runner
 from fabricbench.measuring.child_sweeps import adopt
@@ -136,10 +135,10 @@ class Context:
         elif self.distributed:
             res = self._sweep_here(unit, key)
         else:
-            job = dataclasses.replace(unit.job, fabric=None)  # run_child names the fabric (and --out)
-            self.echo(f"measuring: sweep {' '.join(job.argv())} (fabric {unit.fabric})")
-            res = children.sweep_under(unit.fabric, job, key=key, wall_timeout_s=self.run.unit_timeout_s,
-                              on_record=lambda rec: self._write(rec, key))
+            sweep = unit.config  # its fabric is no option: run_child names it (and --out)
+            self.echo(f"measuring: sweep {' '.join(to_argv(sweep))} (fabric {unit.fabric})")
+            res = children.sweep_under(unit.fabric, sweep, key=key, wall_timeout_s=self.run.unit_timeout_s,
+                                       on_record=lambda rec: self._write(rec, key))
         return self._keep(res)
 
     @noted

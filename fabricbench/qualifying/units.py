@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from fabricbench.jobs.configs import SweepJob, TrainJob, job_key
+from fabricbench.jobs.configs import TrainJob, job_key
+from fabricbench.measuring.config import SweepConfig
 from fabricbench.qualifying.children import UnitResult
-from fabricbench.sizes import format_size
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -46,16 +46,17 @@ class SweepUnit:
     run: RunSettings
 
     @property
-    def job(self) -> SweepJob:
-        """The child sweep that measures this unit (its key whether it runs in a child or in this process)."""
-        return SweepJob(ops=",".join(self.ops), sizes=",".join(format_size(s) for s in self.sizes),
-                        dtype=self.dtype, iters=self.run.iters, warmup=self.run.warmup, engine=self.run.engine,
-                        backend=self.run.backend, nprocs=self.nprocs, timeout_s=self.run.timeout_s,
-                        gpus=self.gpus, check=self.check, fabric=self.fabric)
+    def config(self) -> SweepConfig:
+        """The sweep that measures this unit (its key whether it runs in a child or in this process), checked
+        as every sweep is; the child gets it under the unit's fabric (children.sweep_under)."""
+        return SweepConfig(ops=self.ops, sizes=self.sizes, dtype=self.dtype, iters=self.run.iters,
+                           warmup=self.run.warmup, engine=self.run.engine, backend=self.run.backend,
+                           nprocs=self.nprocs, timeout_s=self.run.timeout_s, check=self.check, fabric=self.fabric,
+                           gpus=None if self.run.cpu_ranks else self.gpus)  # gloo ranks drive no GPU
 
     @property
     def key(self) -> str:
-        return job_key(self.job)
+        return job_key(self.config)
 
     @property
     def nprocs(self) -> int | None:

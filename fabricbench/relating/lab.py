@@ -28,7 +28,8 @@ from fabricbench.collectives import COLLECTIVES
 from fabricbench.dtypes import DTYPES
 from fabricbench.errors import FabricbenchError, UsageError
 from fabricbench.fabrics import get_fabric
-from fabricbench.jobs.configs import Job, SweepJob, TrainJob
+from fabricbench.jobs.configs import SweepDelivery, TrainJob, sweep_command
+from fabricbench.measuring.config import SweepConfig
 from fabricbench.sizes import format_size
 
 # traced dtypes a sweep cannot run (fabricbench/dtypes.py), swept as the runnable type of their element size
@@ -139,10 +140,12 @@ def run_lab(config: LabConfig, *, log: Any = None) -> LabRun:
 
 def _sweep(config: LabConfig, fabric: str, ops: list[str], dtype: str, sizes: list[int], run: LabRun,
            say: Any) -> None:
-    job = SweepJob(ops=",".join(ops), sizes=",".join(str(s) for s in sizes), dtype=dtype, iters=config.sweep_iters,
-                   warmup=config.sweep_warmup, engine="torch", backend="gloo", nprocs=config.nprocs,
-                   timeout_s=config.timeout_s, fabric=fabric, out=str(run.out), quiet=True)
-    _under(config, fabric, job, f"sweep {get_fabric(fabric).name} {dtype}", run, say)
+    sweep = SweepConfig(ops=tuple(ops), sizes=tuple(sizes), dtype=dtype, iters=config.sweep_iters,
+                        warmup=config.sweep_warmup, engine="torch", backend="gloo", nprocs=config.nprocs,
+                        timeout_s=config.timeout_s)
+    to = SweepDelivery(fabric=fabric, out=str(run.out), quiet=True)
+    _under(config, fabric, sweep_command(sweep, to), to.environment(), f"sweep {get_fabric(fabric).name} {dtype}",
+           run, say)
 
 
 def _train(config: LabConfig, fabric: str, run: LabRun, say: Any, label: str = "") -> list[dict[str, Any]]:
@@ -154,20 +157,20 @@ def _train(config: LabConfig, fabric: str, run: LabRun, say: Any, label: str = "
                    repeats=1, target_ci=0.0, fabric=fabric,
                    timeout_s=config.timeout_s, out=str(run.out))
     before = _count(run.out)
-    _under(config, fabric, job, f"train {get_fabric(fabric).name}{label}", run, say)
+    _under(config, fabric, job.command(), job.environment(), f"train {get_fabric(fabric).name}{label}", run, say)
     return [r for r in _records(run.out)[before:] if r.get("kind") == "train"]
 
 
-def _under(config: LabConfig, fabric: str, job: Job, what: str, run: LabRun, say: Any) -> None:
-    """One fabricbench command (a typed job: fabricbench/jobs/configs.py) in a fresh process with --fabric
-    (the command applies it: shaped fabrics run in a namespace of their own), its records appended to
-    run.out."""
+def _under(config: LabConfig, fabric: str, argv: list[str], env: dict[str, str], what: str, run: LabRun,
+           say: Any) -> None:
+    """One fabricbench command (from a typed config: fabricbench/jobs/configs.py) in a fresh process with
+    --fabric (the command applies it: shaped fabrics run in a namespace of their own), its records appended
+    to run.out; `env` carries a custom fabric's values (its argv names it by name only)."""
     why = get_fabric(fabric).unavailable()
     if why:
         run.waived[fabric] = why
         say(f"{what}: waived ({why})")
         return
-    argv, env = job.command(), job.environment()  # a custom fabric: by name in argv, its values in env only
     t0 = time.monotonic()
     # a job (fabricbench/jobs): its own process group, dead with us (SIGKILL included), ended as a group on
     # timeout, its temp files in a workspace removed after it

@@ -11,8 +11,9 @@ import pytest
 
 from fabricbench.reporting.analysis import comparison
 from fabricbench.fabrics import get_fabric
-from fabricbench.jobs.configs import SweepDelivery, SweepJob, sweep_command
+from fabricbench.jobs.configs import SweepDelivery, sweep_command
 from fabricbench.measuring.child import ChildRun, run_child
+from fabricbench.measuring.config import SweepConfig
 from fabricbench.results import read_results
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -44,30 +45,27 @@ def test_comparison_single_rank_uses_algbw():
     assert t["rows"][0]["ratio"]["p2p-off"] == pytest.approx(0.8)
 
 
-def test_sweep_job_follows_the_sweep_contract():
-    a = SweepJob(ops="all_reduce", sizes="1M", dtype="bfloat16", iters=5, warmup=1, engine="native",
-                 backend=None, nprocs=None, timeout_s=60.0, gpus=(0, 2), check=True).argv()
-    assert a == ["--ops", "all_reduce", "--sizes", "1M", "--dtype", "bfloat16", "--iters", "5", "--warmup", "1",
-                 "--engine", "native", "--gpus", "0,2", "--timeout", "60", "--check"]
-    g = SweepJob(ops="all_reduce", sizes="1K", dtype="float32", iters=2, warmup=0, engine="torch",
-                 backend="gloo", nprocs=4, timeout_s=None, gpus=(0, 4)).argv()
-    assert "--gpus" not in g and g[-2:] == ["--nprocs", "4"]  # gloo ranks drive no GPU
-
-
 def test_sweep_command_names_fabric_out_and_resume_once():
-    """The parent's additions come from SweepDelivery, never twice: a sweep that names its own --out or
-    fabric is refused (the child would get the flag twice), and a custom fabric goes by name alone."""
-    job = SweepJob(ops="all_reduce", sizes="1K", dtype="float32", iters=2, warmup=0, engine="native")
-    cmd = sweep_command(job, SweepDelivery(fabric="sec:MY_TOKEN=hunter2", out="/w/out.jsonl", resume=True))
-    assert cmd[:4] == [sys.executable, "-m", "fabricbench", "sweep"]
+    """The parent's additions come from SweepDelivery, never twice: the sweep's own fabric is no option (the
+    delivery names it), a sweep type with a field of the delivery is refused (the child would get the flag
+    twice), and a custom fabric goes by name alone."""
+    job = SweepConfig(ops="all_reduce", sizes="1K", iters=2, warmup=0, engine="native", check=True, gpus=(0, 2))
+    cmd = sweep_command(dataclasses.replace(job, fabric="p2p-off"),
+                        SweepDelivery(fabric="sec:MY_TOKEN=hunter2", out="/w/out.jsonl", resume=True))
+    assert cmd[:8] == [sys.executable, "-m", "fabricbench", "sweep", "--gpus", "0,2", "--ops", "all_reduce"]
+    assert "--check" in cmd and cmd.count("--fabric") == 1
     assert cmd[-6:] == ["--fabric", "sec", "--out", "/w/out.jsonl", "--quiet", "--resume"]
     assert not any("hunter2" in a for a in cmd)
-    for own in ({"out": "x.jsonl"}, {"fabric": "p2p-off"}, {"resume": True}):
-        with pytest.raises(ValueError, match="from the delivery"):
-            sweep_command(dataclasses.replace(job, **own), SweepDelivery(fabric="default", out="o"))
+
+    @dataclasses.dataclass(frozen=True)
+    class Own:
+        out: str = "x.jsonl"
+
+    with pytest.raises(ValueError, match="from the delivery"):
+        sweep_command(Own(), SweepDelivery(fabric="default", out="o"))
 
 
-_JOB = SweepJob(ops="all_reduce", sizes="1K", dtype="float32", iters=2, warmup=0, engine="native")
+_JOB = SweepConfig(ops="all_reduce", sizes="1K", iters=2, warmup=0, engine="native")
 
 
 def _fake_spawn(monkeypatch, seen, *, write=None, rc=0, stderr=""):

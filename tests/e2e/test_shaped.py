@@ -22,8 +22,8 @@ import pytest
 from fabricbench.errors import FabricWaived, UsageError
 from fabricbench.fabrics import get_fabric, parse_fabric_list, shaped
 from fabricbench.fabrics.apply import MARKER, applied
-from fabricbench.jobs.configs import SweepJob
 from fabricbench.measuring.child import run_child
+from fabricbench.measuring.config import SweepConfig
 from fabricbench.results import read_results
 
 
@@ -88,8 +88,8 @@ def test_waived_without_the_capability(monkeypatch):
     with pytest.raises(FabricWaived, match=r"fabric shaped:200mbit is waived here: shaped fabrics need root"):
         with applied(get_fabric("shaped:200mbit")):
             pytest.fail("a waived fabric must not be entered")
-    run = run_child(get_fabric("shaped:200mbit"), SweepJob(ops="all_reduce", sizes="1K", dtype="float32", iters=2,
-                                                           warmup=0, engine="torch", backend="gloo"))
+    run = run_child(get_fabric("shaped:200mbit"), SweepConfig(ops="all_reduce", sizes="1K", iters=2, warmup=0,
+                                                              engine="torch", backend="gloo"))
     assert run.waived and "need root" in run.waived and run.records == [] and run.error is None
     with applied(get_fabric("p2p-off")) as launch:  # nothing else is affected
         assert launch.env["NCCL_P2P_DISABLE"] == "1"

@@ -236,20 +236,26 @@ def test_private_files_and_masking(tmp_path):
 
 # -- typed jobs ----------------------------------------------------------------------------------------------
 def test_argv_and_key_come_from_the_config_type():
-    from fabricbench.jobs.configs import CopyJob, SweepJob, TrainJob
+    from fabricbench.jobs.configs import ARGV, CopyJob, TrainJob, job_key, to_argv
+    from fabricbench.measuring.config import SweepConfig
+    from fabricbench.qualifying.units import RunSettings, SweepUnit
 
-    job = SweepJob(ops="all_reduce", sizes="1M", dtype="bfloat16", iters=5, warmup=1, engine="native",
-                   timeout_s=12.5, gpus=(0, 2))
-    assert job.argv() == ["--ops", "all_reduce", "--sizes", "1M", "--dtype", "bfloat16", "--iters", "5",
-                          "--warmup", "1", "--engine", "native", "--gpus", "0,2", "--timeout", "12.5"]
-    gloo = SweepJob(ops="all_reduce", sizes="1K", dtype="float32", iters=2, warmup=0, engine="torch",
-                    backend="gloo", nprocs=4, gpus=(0, 4))
-    assert "--gpus" not in gloo.argv() and gloo.argv()[-2:] == ["--nprocs", "4"]  # gloo ranks drive no GPU
-    assert job.key == SweepJob(**{**job.__dict__}).key and job.key != gloo.key and job.key.startswith("sweep-")
-    # what is measured changes the key; a time limit or where records go does not (a resumed run with more
-    # time finds what it measured before)
-    assert dataclasses.replace(job, iters=6).key != job.key
-    assert dataclasses.replace(job, timeout_s=99.0, out="o.jsonl", quiet=True, resume=True).key == job.key
+    job = SweepConfig(ops="all_reduce", sizes="1M", dtype="bfloat16", iters=5, warmup=1, engine="native",
+                      timeout_s=12.5, gpus=(0, 2))
+    assert to_argv(job)[:12] == ["--gpus", "0,2", "--ops", "all_reduce", "--sizes", "1M", "--dtype", "bfloat16",
+                                 "--iters", "5", "--warmup", "1"]
+    assert to_argv(job)[to_argv(job).index("--timeout") + 1] == "12.5"
+    gloo = SweepUnit(fabric="default", ops=("all_reduce",), sizes=(1024,), dtype="float32", gpus=(0, 4),
+                     check=False, run=RunSettings(engine="torch", backend="gloo", nprocs=4))
+    assert "--gpus" not in to_argv(gloo.config) and gloo.key == job_key(gloo.config)  # gloo ranks drive no GPU
+    key = job_key(job)
+    assert key == job_key(SweepConfig(**{**job.__dict__})) and key != gloo.key and key.startswith("sweep-")
+    # what is measured changes the key; a time limit does not (a resumed run with more time finds what it
+    # measured before), nor where records go (SweepDelivery: no field of the config)
+    assert job_key(dataclasses.replace(job, iters=6)) != key
+    assert job_key(dataclasses.replace(job, timeout_s=99.0, stall_timeout_s=30.0)) == key
+    unkeyed = {f.name for f in dataclasses.fields(SweepConfig) if not (f.metadata.get(ARGV) or {}).get("keyed", True)}
+    assert unkeyed == {"timeout_s", "stall_timeout_s"}  # a new field is keyed unless it only bounds the time
     assert CopyJob(gpus="0-3", no_host=True).argv() == ["--gpus", "0-3", "--size", "256M", "--iters", "20",
                                                          "--warmup", "5", "--no-host"]
     t = TrainJob(strategy="ddp", model="tiny-mistral", device="cpu", nprocs=2, fabric="sec", timeout_s=20.0)
@@ -262,12 +268,15 @@ def test_a_key_is_never_derived_from_a_masked_value():
     """Keys are written into records and file names: a custom fabric enters them as it is shown, so no
     key is a hash of a credential (a short one could be found by trying values). NCCL_* values are shown,
     so they still tell two fabrics apart."""
-    from fabricbench.jobs.configs import SweepJob, TrainJob
+    from fabricbench.jobs.configs import TrainJob, job_key
+    from fabricbench.measuring.config import SweepConfig
 
-    base = dict(ops="all_reduce", sizes="1K", dtype="float32", iters=2, warmup=0, engine="native")
-    assert SweepJob(**base, fabric="sec:MY_TOKEN=hunter2").key == SweepJob(**base, fabric="sec:MY_TOKEN=x").key
-    assert SweepJob(**base, fabric="x:NCCL_ALGO=Ring").key != SweepJob(**base, fabric="x:NCCL_ALGO=Tree").key
-    assert SweepJob(**base, fabric="sec:MY_TOKEN=hunter2").key != SweepJob(**base).key
+    def key(**fabric: str) -> str:
+        return job_key(SweepConfig(ops="all_reduce", sizes="1K", iters=2, warmup=0, engine="native", **fabric))
+
+    assert key(fabric="sec:MY_TOKEN=hunter2") == key(fabric="sec:MY_TOKEN=x")
+    assert key(fabric="x:NCCL_ALGO=Ring") != key(fabric="x:NCCL_ALGO=Tree")
+    assert key(fabric="sec:MY_TOKEN=hunter2") != key()
     t = dict(strategy="ddp", device="cpu")
     assert TrainJob(**t, fabric="sec:MY_TOKEN=a").key == TrainJob(**t, fabric="sec:MY_TOKEN=b").key
 
@@ -278,10 +287,7 @@ def _every_field_set() -> list:
     from fabricbench.studying.machine import MachineJob
     from fabricbench.training.batch import BatchJob
 
-    return [
-        c.SweepJob(ops="all_reduce", sizes="1K", dtype="float32", iters=2, warmup=1, engine="native", backend="nccl",
-                   gpus=(0, 1), nprocs=2, timeout_s=5.0, check=True, fabric="sec", out="o.jsonl", quiet=True,
-                   resume=True, stall_timeout_s=30.0),
+    return [  # SweepConfig's fields: tests/e2e/test_fabric_apply.py
         c.CopyJob(gpus="0-1", size="1M", iters=2, warmup=1, no_host=True, no_peer=True),
         c.TrainJob(strategy="ddp", model="tiny-mistral", model_config="m.json", device="cpu", gpus="0", nprocs=2,
                    steps=4, warmup_steps=1, batch_size=2, seq_len=16, image_size=32, precision="fp32",
@@ -330,16 +336,16 @@ def test_a_job_names_a_custom_fabric_by_name_and_carries_its_values_in_the_envir
     the name only and its environment() carries the values: qualify's train check and the relate lab rely
     on it. Built-in and family fabrics travel as they are."""
     from fabricbench.fabrics.env import remember
-    from fabricbench.jobs.configs import SweepJob, TrainJob
+    from fabricbench.jobs.configs import SweepDelivery, TrainJob, sweep_command
+    from fabricbench.measuring.config import SweepConfig
 
     whole = TrainJob(strategy="ddp", model="tiny-mistral", fabric="tok:MY_TOKEN=s3cr3t,NCCL_ALGO=Ring")
     assert whole.argv()[-2:] == ["--fabric", "tok"] and "s3cr3t" not in " ".join(whole.command())
     assert travelled("tok", whole.environment({})).env == (("MY_TOKEN", "s3cr3t"), ("NCCL_ALGO", "Ring"))
     remember(get_fabric("named:MY_TOKEN=abc"))
-    by_name = SweepJob(ops="all_reduce", sizes="1K", dtype="float32", iters=1, warmup=0, engine="torch",
-                       fabric="named")
-    assert by_name.argv()[-2:] == ["--fabric", "named"]
+    sweep = SweepConfig(ops="all_reduce", sizes="1K", iters=1, warmup=0, engine="torch")
+    by_name = SweepDelivery(fabric="named", out="o.jsonl")
+    assert sweep_command(sweep, by_name)[-5:] == ["--fabric", "named", "--out", "o.jsonl", "--quiet"]
     assert travelled("named", by_name.environment({"PATH": "/bin"})).env == (("MY_TOKEN", "abc"),)
-    shaped = SweepJob(ops="all_reduce", sizes="1K", dtype="float32", iters=1, warmup=0, engine="torch",
-                      fabric="shaped:1gbit")
-    assert shaped.argv()[-2:] == ["--fabric", "shaped:1gbit"] and shaped.environment({}) == {}
+    shaped = SweepDelivery(fabric="shaped:1gbit", out="o.jsonl")
+    assert sweep_command(sweep, shaped)[-5:-3] == ["--fabric", "shaped:1gbit"] and shaped.environment({}) == {}

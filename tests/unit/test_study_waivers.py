@@ -15,8 +15,8 @@ import pytest
 
 from fabricbench.errors import UsageError
 from fabricbench.fabrics import get_fabric
-from fabricbench.jobs.configs import SweepJob
 from fabricbench.measuring import child
+from fabricbench.measuring.config import SweepConfig
 from fabricbench.results.schema import CollectiveResult
 from fabricbench.studying import plan as study_plan
 from fabricbench.studying.config import StudyConfig
@@ -41,8 +41,7 @@ def _nodes(tmp_path, **kw):
 # -- item 4: p2p-off on gloo ------------------------------------------------------------------------------------
 def test_study_waives_p2p_off_on_gloo_with_compares_own_words(tmp_path):
     units = {u.name: u for u in study_plan.build_plan(_config(tmp_path))}
-    job = SweepJob(ops="all_reduce", sizes="1K", dtype="float32", iters=1, warmup=0, engine="torch",
-                   backend="gloo", nprocs=2, timeout_s=None, gpus=None)
+    job = SweepConfig(ops="all_reduce", sizes="1K", iters=1, warmup=0, engine="torch", backend="gloo", nprocs=2)
     compare_says = child.run_child(get_fabric("p2p-off"), job).waived  # refused before any child starts
     assert compare_says and "change nothing" in compare_says
     for name in ("sweep @ p2p-off", "train ddp @ p2p-off"):

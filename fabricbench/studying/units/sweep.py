@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from fabricbench.jobs.configs import SweepJob
+from fabricbench.jobs.configs import SweepDelivery, sweep_command
+from fabricbench.measuring.config import SweepConfig
 from fabricbench.results.status import Status
 from fabricbench.studying.config import StudyConfig
 from fabricbench.studying.sweeps import spanning, sweep_plan
@@ -24,9 +25,11 @@ def engine(c: StudyConfig, span: bool) -> dict[str, Any]:
 def commands(unit: Unit, ctx: Context):
     c = ctx.config
     plan = sweep_plan(ctx)
-    cmds = [SweepJob(ops=",".join(p["ops"]), sizes=p["sizes"], dtype=p["dtype"], iters=c.iters, warmup=c.warmup,
-                     **engine(c, unit.span), fabric=str(unit.fabric), timeout_s=float(min(c.sweep_timeout_s, 300)),
-                     stall_timeout_s=c.stall_timeout_s, out=str(ctx.unit_file(unit)), quiet=True).command() for p in plan]
+    to = SweepDelivery(fabric=str(unit.fabric), out=str(ctx.unit_file(unit)), quiet=True)
+    cmds = [sweep_command(SweepConfig(ops=tuple(p["ops"]), sizes=p["sizes"], dtype=p["dtype"], iters=c.iters,
+                                      warmup=c.warmup, **engine(c, unit.span),
+                                      timeout_s=float(min(c.sweep_timeout_s, 300)),
+                                      stall_timeout_s=c.stall_timeout_s), to) for p in plan]
     return [spanning(c, a, ctx.node) for a in cmds] if unit.span else cmds, {"sweeps": plan}
 
 
