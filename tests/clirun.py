@@ -2,7 +2,8 @@
 refused as the README promises: one `Error:` line, exit 2, no traceback.
 
 run_cli runs it in this process and reads the output through pytest's capsys; run_cli_captured does the
-same where capsys cannot serve (hypothesis examples, a loop over many commands in one test);
+same where capsys cannot serve (hypothesis examples, a helper without the fixture); exit_status, under both,
+leaves the output where sys.stdout and sys.stderr point (a stand-in for a pipe that closes);
 run_cli_subprocess runs it as a user does, in a fresh `python -m fabricbench`, where the real exit status,
 the environment, stdin or a fresh interpreter is what the test is about."""
 
@@ -16,8 +17,8 @@ import sys
 from fabricbench.cli import main
 
 
-def _exit_status(args) -> int:
-    """The exit status `fabricbench ARGS` ends with, as the interpreter would set it."""
+def exit_status(args) -> int:
+    """The exit status `fabricbench ARGS` ends with in this process, as the interpreter would set it."""
     try:
         main([str(a) for a in args])
     except SystemExit as e:
@@ -29,7 +30,7 @@ def _exit_status(args) -> int:
 
 def run_cli(args, capsys):
     """(exit status, stdout, stderr) of `fabricbench ARGS` in this process (0 when main returns)."""
-    code = _exit_status(args)
+    code = exit_status(args)
     out = capsys.readouterr()
     return code, out.out, out.err
 
@@ -38,7 +39,7 @@ def run_cli_captured(args):
     """run_cli without capsys: stdout and stderr are redirected for this one call."""
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = _exit_status(args)
+        code = exit_status(args)
     return code, out.getvalue(), err.getvalue()
 
 

@@ -20,7 +20,7 @@ import pytest
 
 from fabricbench.cli import COMMANDS
 from fabricbench.progress import Progress
-from clirun import run_cli as _run
+from clirun import exit_status, run_cli
 from roots import DATA, ROOT
 
 # paths as a user types them, relative to the folder a case runs in (a path longer than the width stays
@@ -103,8 +103,6 @@ def test_a_closed_stdout_ends_quietly_with_the_commands_own_status(args, tmp_pat
     import shutil
     import sys
 
-    from fabricbench.cli import main
-
     shutil.copytree(DATA / "study/cpu-lab", tmp_path / "study",
                     ignore=shutil.ignore_patterns("report*"))
     (tmp_path / "data").symlink_to(ROOT / "tests/data")
@@ -112,11 +110,7 @@ def test_a_closed_stdout_ends_quietly_with_the_commands_own_status(args, tmp_pat
     out, err = _HeadOne(), io.StringIO()
     monkeypatch.setattr(sys, "stdout", out)
     monkeypatch.setattr(sys, "stderr", err)
-    try:
-        main([str(a) for a in args])
-        code = 0
-    except SystemExit as e:
-        code = e.code or 0
+    code = exit_status(args)
     assert code in (0, 5) or (args == ["p2p"] and code == 2), (code, err.getvalue())
     assert out.refused or not out.writes  # the closed pipe was met by whatever wrote to stdout (p2p: stderr only)
     assert "Traceback" not in err.getvalue() and "Broken pipe" not in err.getvalue()
@@ -159,7 +153,7 @@ def test_piped_output_fits_columns(args, tmp_path, monkeypatch, capsys):
     (tmp_path / "data").symlink_to(ROOT / "tests/data")
     monkeypatch.chdir(tmp_path)
     argv = [str(a) for a in args]
-    code, out, err = _run(argv, capsys)
+    code, out, err = run_cli(argv, capsys)
     assert code in (0, 5) or (args == ["p2p"] and code == 2), (code, err)
     assert out.strip() or args[0] in ("p2p", "exec"), err  # exec's line is on stderr
     wide = [ln for ln in out.splitlines() if len(ln) > WIDTH]
