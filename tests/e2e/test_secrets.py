@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from roots import DATA
+from clirun import run_cli_captured
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/*/cmdline")
 
@@ -201,27 +202,6 @@ def test_masking_rule_on_awkward_values(value):
     assert "NCCL_ALGO=Ring" in text  # public values stay readable
 
 
-def _in_process(args, tmp_path):
-    import contextlib
-    import io
-
-    from fabricbench.cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    old = os.getcwd()
-    os.chdir(tmp_path)
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            try:
-                main(args)
-                code = 0
-            except SystemExit as e:
-                code = e.code
-    finally:
-        os.chdir(old)
-    return code, out.getvalue() + err.getvalue()
-
-
 GLOO_SPEC_FILE = str(DATA / "qualify" / "gloo.toml")
 
 
@@ -237,7 +217,9 @@ GLOO_SPEC_FILE = str(DATA / "qualify" / "gloo.toml")
 def test_no_message_shows_an_awkward_secret(args, value, tmp_path, monkeypatch):
     monkeypatch.setattr("fabricbench.gpus.visible_gpu_count", lambda: 0)
     spec = f"sec:MY_TOKEN={value}"
-    code, text = _in_process([a.replace("{SPEC}", spec) for a in args], tmp_path)
+    monkeypatch.chdir(tmp_path)  # study's --out s and whatever else a command writes land here
+    code, out, err = run_cli_captured([a.replace("{SPEC}", spec) for a in args])
+    text = out + err
     assert code in (0, 2), text[-500:]
     for part in _parts(value):
         assert part not in text, f"{part!r} printed: {text[-600:]}"

@@ -6,12 +6,12 @@ import re
 
 import fabricbench.gpus
 from fabricbench import references
-from fabricbench.cli import main
 from fabricbench.measuring import sweep_run
 from fabricbench.references.table import REFERENCES
 from fabricbench.results.schema import CollectiveResult
 from fabricbench.results.status import Status
 from roots import ROOT
+from clirun import run_cli
 
 
 def _rec(gpu, n, size, busbw, op="all_reduce", fabric="default"):
@@ -72,8 +72,10 @@ def test_sweep_command_under_p2p_off_prints_the_p2p_off_row(monkeypatch, capsys)
 
     monkeypatch.setattr(sweep_run, "run_sweep", measured)
     monkeypatch.setattr(fabricbench.gpus, "visible_gpu_count", lambda: n)
-    main(["sweep", "--gpus", "0-3", "--fabric", "p2p-off", "--sizes", "1G", "--ops", "all_reduce"])
-    out = " ".join(ln.strip() for ln in capsys.readouterr().out.splitlines())
+    code, stdout, err = run_cli(["sweep", "--gpus", "0-3", "--fabric", "p2p-off", "--sizes", "1G", "--ops",
+                                 "all_reduce"], capsys)
+    assert code == 0, err
+    out = " ".join(ln.strip() for ln in stdout.splitlines())
     assert "reference: all_reduce, 4 × NVIDIA A100-SXM4-40GB, fabric p2p-off: 5 GB/s" in out
     assert "P2P disabled (DGX A100): 5.2 GB/s" in out
 
