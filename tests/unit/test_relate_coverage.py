@@ -12,7 +12,7 @@ import json
 import pytest
 
 import fabricbench
-from fabricbench.cli import main
+from clirun import run_cli
 from tests.unit.test_relate import DDP_TRACE, FSDP_TRACE, sweep, t_comm, train_rec
 
 REF_STEP, REL = 0.3, 0.05  # the reference's step and its 95% interval, ± 5%
@@ -52,8 +52,9 @@ def test_coverage_counts_held_out_points_inside_their_interval():
 def test_coverage_in_json_and_text(tmp_path, capsys):
     path = tmp_path / "lab.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in _records(0.010, 0.040)))
-    main(["relate", str(path), "--json"])
-    doc = json.loads(capsys.readouterr().out)
+    code, out, err = run_cli(["relate", path, "--json"], capsys)
+    assert code == 0, err
+    doc = json.loads(out)
     assert {k: doc["coverage"][k] for k in ("covered", "points", "fraction")} == {"covered": 1, "points": 2,
                                                                                   "fraction": 0.5}
     # the errors of the same held-out points beside the coverage
@@ -62,9 +63,10 @@ def test_coverage_in_json_and_text(tmp_path, capsys):
     assert len(errs) == 2 and errs[0] < errs[1]
     assert doc["coverage"]["median_abs_error"] == pytest.approx((errs[0] + errs[1]) / 2)
     assert doc["coverage"]["max_abs_error"] == pytest.approx(errs[1])
-    main(["relate", str(path)])
+    code, out, err = run_cli(["relate", path], capsys)
+    assert code == 0, err
     assert (f"2 held-out points: median |error| {(errs[0] + errs[1]) / 2:.1%}, largest {errs[1]:.1%}; coverage: 1 "
-            f"of 2 observed steps inside their predicted 95% interval (50%)") in capsys.readouterr().out
+            f"of 2 observed steps inside their predicted 95% interval (50%)") in out
 
 
 def test_no_held_out_point_says_so():

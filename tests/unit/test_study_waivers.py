@@ -23,6 +23,7 @@ from fabricbench.studying.config import StudyConfig
 from fabricbench.studying.report.common import waived_fabrics
 from fabricbench.studying.report.short import busbw_said
 from fabricbench.studying.runner import run_units
+from clirun import run_cli
 
 MODEL = "tiny-mistral"
 
@@ -79,13 +80,11 @@ def test_a_waived_unit_is_recorded_and_runs_nothing(tmp_path):
 
 
 def test_dry_run_says_which_units_are_waived_and_why(tmp_path, capsys):
-    from fabricbench.cli import cli
-
-    with pytest.raises(SystemExit) as e:
-        cli.main(["study", "--device", "cpu", "--nprocs", "2", "--fabrics", "default,p2p-off", "--model", MODEL,
-                  "--strategies", "ddp", "--repeats", "1", "--out", str(tmp_path / "d"), "--dry-run", "--json"])
-    assert e.value.code == 0
-    plan = {u["name"]: u for u in json.loads(capsys.readouterr().out)["plan"]}
+    code, out, err = run_cli(["study", "--device", "cpu", "--nprocs", "2", "--fabrics", "default,p2p-off", "--model",
+                              MODEL, "--strategies", "ddp", "--repeats", "1", "--out", tmp_path / "d", "--dry-run",
+                              "--json"], capsys)
+    assert code == 0, err
+    plan = {u["name"]: u for u in json.loads(out)["plan"]}
     assert "change nothing" in plan["sweep @ p2p-off"]["waived"] and plan["sweep @ default"]["waived"] is None
 
 
