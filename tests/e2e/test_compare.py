@@ -15,6 +15,7 @@ from fabricbench.jobs.configs import SweepDelivery, sweep_command
 from fabricbench.measuring.child import ChildRun, run_child
 from fabricbench.measuring.config import SweepConfig
 from fabricbench.results import read_results
+from clirun import run_cli_subprocess
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -124,11 +125,6 @@ def test_run_child_failure_is_reported(monkeypatch):
     assert run.error == msg
 
 
-def _fb(*args, timeout=300):
-    return subprocess.run([sys.executable, "-m", "fabricbench", *args], capture_output=True, text=True,
-                          timeout=timeout)
-
-
 @pytest.mark.parametrize("args,msg", [
     (["--fabrics", "nvlink"], "unknown fabric 'nvlink'; choose from default, p2p-off, net"),
     (["--fabrics", "x:BAD"], "'BAD' is not VAR=VALUE"),
@@ -137,19 +133,20 @@ def _fb(*args, timeout=300):
     (["--fabrics", "default", "--plot", "/nonexistent/dir/x.png"], "--plot /nonexistent/dir/x.png"),
 ])
 def test_compare_bad_input(args, msg):
-    p = _fb("compare", *args)
-    assert p.returncode == 2, p.stderr
-    assert msg in p.stderr and p.stderr.startswith("Error: ") and "Traceback" not in p.stderr
+    code, _, err = run_cli_subprocess(["compare", *args], timeout=300)
+    assert code == 2, err
+    assert msg in err and err.startswith("Error: ") and "Traceback" not in err
 
 
 @pytest.mark.slow
 def test_compare_end_to_end_on_gloo(tmp_path):
     out, png = tmp_path / "cmp.jsonl", tmp_path / "cmp.png"
-    p = _fb("compare", "--fabrics", "default,lo:GLOO_SOCKET_IFNAME=lo", "--engine", "torch", "--backend", "gloo",
-            "--nprocs", "2", "--ops", "all_reduce,all_gather", "--sizes", "1K-64K:x4", "--iters", "3",
-            "--warmup", "1", "--out", str(out), "--plot", str(png), "--json")
-    assert p.returncode == 0, p.stderr
-    doc = json.loads(p.stdout)
+    code, stdout, err = run_cli_subprocess(
+        ["compare", "--fabrics", "default,lo:GLOO_SOCKET_IFNAME=lo", "--engine", "torch", "--backend", "gloo",
+         "--nprocs", "2", "--ops", "all_reduce,all_gather", "--sizes", "1K-64K:x4", "--iters", "3", "--warmup", "1",
+         "--out", out, "--plot", png, "--json"], timeout=300)
+    assert code == 0, err
+    doc = json.loads(stdout)
     recs = list(read_results(out, kind="collective"))
     assert len(recs) == 2 * 2 * 4  # fabrics x ops x sizes (1K, 4K, 16K, 64K)
     assert {r["fabric"] for r in recs} == {"default", "lo"}
@@ -172,11 +169,11 @@ def test_compare_end_to_end_on_gloo(tmp_path):
 @pytest.mark.slow
 def test_compare_keeps_other_fabrics_when_one_fails(tmp_path):
     out = tmp_path / "cmp.jsonl"
-    p = _fb("compare", "--fabrics", "default,broken:GLOO_SOCKET_IFNAME=nonexistent0", "--engine", "torch",
-            "--backend", "gloo", "--nprocs", "2", "--sizes", "1K,4K", "--iters", "2", "--warmup", "0",
-            "--out", str(out))
-    assert p.returncode == 1
-    assert "fabric broken failed:" in p.stderr and "nonexistent0" in p.stderr
+    code, stdout, err = run_cli_subprocess(
+        ["compare", "--fabrics", "default,broken:GLOO_SOCKET_IFNAME=nonexistent0", "--engine", "torch", "--backend",
+         "gloo", "--nprocs", "2", "--sizes", "1K,4K", "--iters", "2", "--warmup", "0", "--out", out], timeout=300)
+    assert code == 1
+    assert "fabric broken failed:" in err and "nonexistent0" in err
     recs = list(read_results(out, kind="collective"))
     assert [r["fabric"] for r in recs] == ["default", "default"] and [r["bytes"] for r in recs] == [1024, 4096]
-    assert "default" in p.stdout and "FAILED" in p.stdout
+    assert "default" in stdout and "FAILED" in stdout
