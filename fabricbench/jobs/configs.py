@@ -1,8 +1,8 @@
 """Typed jobs: a frozen config per job kind, whose child argv and resume key come from the type itself.
 
-    from fabricbench.jobs.configs import CopyJob, SweepDelivery, job_key, sweep_command, to_argv
-    job = CopyJob(gpus="0-3", size="1M")
-    job.argv()          # ["--gpus", "0-3", "--size", "1M", "--iters", "20", "--warmup", "5"]
+    from fabricbench.jobs.configs import ReportJob, SweepDelivery, job_key, sweep_command, to_argv
+    job = ReportJob(out_dir="run", as_json=True)
+    job.argv()          # ["run", "--json"]
     job.key             # stable across processes and runs: the same job, the same key
     to_argv(sweep_config), job_key(sweep_config)   # any config dataclass the same way (measuring's SweepConfig)
     sweep_command(sweep_config, SweepDelivery(fabric="p2p-off", out="o.jsonl"))   # a whole child sweep
@@ -16,7 +16,8 @@ flag follows, and tests/e2e/test_fabric_apply.py (SweepConfig) and tests/unit/te
 for a field that the child command does not accept. Each kind names its child program (PROGRAM); study's
 units and qualify's checks build their children from these kinds, never from flag lists of their own. A
 child sweep is the library's own SweepConfig (this layer lies below measuring, so it takes any config
-dataclass) plus what the parent adds under a fabric (SweepDelivery): sweep_command.
+dataclass) plus what the parent adds under a fabric (SweepDelivery): sweep_command; a child p2p is
+measuring's P2PConfig itself (child_command).
 """
 
 from __future__ import annotations
@@ -116,6 +117,12 @@ def job_key(config: Any) -> str:
     return f"{kind}-{hashlib.sha1(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:12]}"
 
 
+def child_command(config: Any) -> list[str]:
+    """The whole child command of a config that names its program (PROGRAM: a Job, or a library config such
+    as measuring's P2PConfig), run with this interpreter."""
+    return [sys.executable, "-m", *config.PROGRAM, *to_argv(config)]
+
+
 def environment(spec: str | None, base: Mapping[str, str] | None = None) -> dict[str, str]:
     """A child's environment: `base` (this process's) with the custom fabric `spec` names carried in it
     (fabrics.env.carry), since a child's argv names a fabric by its name alone."""
@@ -136,7 +143,7 @@ class Job:
 
     def command(self) -> list[str]:
         """The whole child command, run with this interpreter."""
-        return [sys.executable, "-m", *self.PROGRAM, *self.argv()]
+        return child_command(self)
 
     def environment(self, base: Mapping[str, str] | None = None) -> dict[str, str]:
         """The child's environment: `base` (this process's) with the custom fabric the job names carried
@@ -172,20 +179,6 @@ def sweep_command(sweep: Any, delivery: SweepDelivery) -> list[str]:
     if twice:
         raise ValueError(f"sweep_command: {sorted(twice)} come from the delivery, not the sweep")
     return [sys.executable, "-m", "fabricbench", "sweep", *to_argv(sweep), *to_argv(delivery)]
-
-
-@dataclass(frozen=True, kw_only=True)
-class CopyJob(Job):
-    """A child `fabricbench p2p` (the copy matrix), as qualify's copy checks start it."""
-
-    PROGRAM = ("fabricbench", "p2p")
-
-    gpus: str | None = None
-    size: str = "256M"
-    iters: int = 20
-    warmup: int = 5
-    no_host: bool = False
-    no_peer: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)

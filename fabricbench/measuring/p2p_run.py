@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from fabricbench.declare import check, declare, of, shared
 from fabricbench.errors import UsageError
@@ -23,8 +23,10 @@ from fabricbench.sizes import format_size, parse_size
 
 @dataclass(frozen=True, kw_only=True)
 class P2PConfig:
-    """Which copies `p2p` times and how often; checked once, here, for the CLI and the library."""
+    """Which copies `p2p` times and how often; checked once, here, for the CLI and the library. Its fields
+are the child `fabricbench p2p`'s options too (jobs/configs.child_command), and its resume key (job_key)."""
 
+    PROGRAM: ClassVar[tuple[str, ...]] = ("fabricbench", "p2p")  # the child it makes (qualify's copy checks)
     # CUDA ordinals, as a GPU list text (0-3,6) or the ordinals (kept as the text); None: every GPU
     gpus: str | None = field(default=None, metadata=shared(of(SweepConfig, "gpus"), help="GPU list: 0-7, 0,2,5."))
     size: int = field(default="256M", metadata=declare(  # bytes per copy (a size text is read)

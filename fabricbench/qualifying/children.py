@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 from fabricbench import jobs
 from fabricbench.fabrics import get_fabric
-from fabricbench.jobs.configs import Job
+from fabricbench.jobs.configs import child_command, environment
 from fabricbench.measuring.child import run_child
 from fabricbench.measuring.config import SweepConfig
 from fabricbench.results.status import Status
@@ -82,14 +82,15 @@ def sweep_under(fabric_name: str, sweep: SweepConfig, *, key: str, wall_timeout_
                       facts=facts, streamed=True)
 
 
-def run_command(job: Job, *, key: str, kind: str, wall_timeout_s: float) -> UnitResult:
-    """A typed job (`fabricbench train|p2p ... --out tmp`) as a child (fabricbench/jobs: its own process group
-    dead with us, a private workspace removed on every exit; a custom fabric by name in its argv, its values
-    in its environment); its records of `kind` come back as they are written."""
+def run_command(job: Any, *, key: str, kind: str, wall_timeout_s: float) -> UnitResult:
+    """A typed config that names its program (a TrainJob, measuring's P2PConfig: `fabricbench train|p2p ...
+    --out tmp`) as a child (fabricbench/jobs: its own process group dead with us, a private workspace removed
+    on every exit; a custom fabric by name in its argv, its values in its environment); its records of `kind`
+    come back as they are written."""
     with jobs.workspace("qualify") as ws:
         out = ws / "out.jsonl"
-        res = jobs.run([*job.command(), "--out", str(out)], workspace=ws, env=job.environment(),
-                       budget_s=wall_timeout_s, records_from=[out])
+        res = jobs.run([*child_command(job), "--out", str(out)], workspace=ws,
+                       env=environment(getattr(job, "fabric", None)), budget_s=wall_timeout_s, records_from=[out])
     records = [r for r in res.records if r.get("kind") == kind]
     if res.timed_out:
         return UnitResult(key=key, records=records, error=f"did not finish within {wall_timeout_s:g} s")

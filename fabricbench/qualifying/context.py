@@ -21,17 +21,17 @@ from typing import Any, Callable
 import fabricbench.gpus  # looked up on call: tests stand in for visible_gpu_count
 from fabricbench.errors import FabricbenchError
 from fabricbench.jobs import store
-from fabricbench.jobs.configs import CopyJob, TrainJob, job_key, to_argv
+from fabricbench.jobs.configs import TrainJob, job_key, to_argv
 from fabricbench.measuring.devices import make_config, resolve_devices
 from fabricbench.measuring import runner
 from fabricbench.measuring.child_sweeps import adopt
+from fabricbench.measuring.p2p_run import P2PConfig
 from fabricbench.qualifying import children
 from fabricbench.qualifying.children import UnitResult
 from fabricbench.qualifying.spec import Spec
 from fabricbench.qualifying.units import SweepUnit
 from fabricbench.qualifying.verdict import NO_GPU
 from fabricbench.results.schema import header
-from fabricbench.sizes import format_size
 from fabricbench.topology import read_topology
 
 
@@ -143,14 +143,14 @@ class Context:
 
     @noted
     def copies(self, gpus: tuple[int, ...], size: int, *, peers: bool, host: bool) -> UnitResult:
-        job = CopyJob(gpus=",".join(map(str, gpus)), size=format_size(size), iters=self.run.iters,
-                      warmup=self.run.warmup, no_peer=not peers, no_host=not host)
+        job = P2PConfig(gpus=",".join(map(str, gpus)), size=size, iters=self.run.iters, warmup=self.run.warmup,
+                        no_peer=not peers, no_host=not host)
         key = self._fresh(job_key(job))
         if key in self._units:
             return self._units[key]
         if key in self._previous:
             return self._keep(self._previous[key])
-        self.echo(f"measuring: p2p {' '.join(job.argv())}")
+        self.echo(f"measuring: p2p {' '.join(to_argv(job))}")
         return self._keep(children.run_command(job, key=key, kind="copy", wall_timeout_s=self.run.unit_timeout_s))
 
     @noted

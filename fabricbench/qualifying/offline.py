@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from fabricbench.jobs.configs import CopyJob, TrainJob, job_key
+from fabricbench.jobs.configs import TrainJob, job_key
+from fabricbench.measuring.p2p_run import P2PConfig
 from fabricbench.qualifying import health
 from fabricbench.qualifying.checks.common import READ_AT
 from fabricbench.qualifying.context import Context, UnitResult, noted
@@ -77,7 +78,7 @@ class OfflineContext(Context):
 
     @noted
     def copies(self, gpus: tuple[int, ...], size: int, *, peers: bool, host: bool) -> UnitResult:
-        key = job_key(CopyJob(gpus=",".join(map(str, gpus)), size=str(size), no_peer=not peers, no_host=not host))
+        key = job_key(P2PConfig(gpus=",".join(map(str, gpus)), size=size, no_peer=not peers, no_host=not host))
         if key not in self._units:
             kinds = {"peer"} if peers and not host else {"host"} if host and not peers else {"peer", "host"}
             recs = [r for r in self.records if r.get("kind") == "copy" and r.get("copy_kind") in kinds
