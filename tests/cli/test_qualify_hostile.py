@@ -12,17 +12,12 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from clirun import run_cli as _cli
+from clirun import one_error_line, refused, run_cli
 from roots import DATA
 
 QDATA = DATA / "qualify"
 TOPO = DATA / "topo"
 GLOO = QDATA / "gloo_node_results.jsonl"
-
-
-def _one_error_line(code, err):
-    assert code == 2 and err.startswith("Error: ") and len(err.strip().splitlines()) == 1, (code, err)
-    assert "Traceback" not in err
 
 
 # -- hostile specs ----------------------------------------------------------------------------------------
@@ -47,8 +42,7 @@ def test_dry_run_refuses_insane_values(tmp_path, capsys, extra, expect):
     p = tmp_path / "s.toml"
     p.write_text(BASE.format(name="c").replace('sizes = ["1M"]\n', "") + (
         'sizes = ["1M"]\n' if "sizes" not in extra else "") + extra + "\n")
-    code, _, err = _cli(["qualify", "--spec", str(p), "--dry-run"], capsys)
-    _one_error_line(code, err)
+    err = refused(["qualify", "--spec", str(p), "--dry-run"], capsys)
     assert expect in err, err
 
 
@@ -66,23 +60,19 @@ def test_dry_run_refuses_insane_values(tmp_path, capsys, extra, expect):
 def test_specs_with_control_characters_duplicates_or_deep_nesting_are_refused(tmp_path, capsys, text, expect):
     p = tmp_path / "s.toml"
     p.write_text(text)
-    code, _, err = _cli(["qualify", "--spec", str(p), "--dry-run"], capsys)
-    _one_error_line(code, err)
+    err = refused(["qualify", "--spec", str(p), "--dry-run"], capsys)
     assert expect in err, err
 
 
 def test_special_and_binary_spec_files_are_refused_without_hanging(tmp_path, capsys):
     fifo = tmp_path / "fifo.toml"
     os.mkfifo(fifo)
-    code, _, err = _cli(["qualify", "--spec", str(fifo), "--dry-run"], capsys)
-    _one_error_line(code, err)
+    err = refused(["qualify", "--spec", str(fifo), "--dry-run"], capsys)
     assert "FIFO" in err
     binary = tmp_path / "b.toml"
     binary.write_bytes(b"\x00\xff\xfe[spec]\x00")
-    code, _, err = _cli(["qualify", "--spec", str(binary), "--dry-run"], capsys)
-    _one_error_line(code, err)
-    code, _, err = _cli(["qualify", "--spec", str(tmp_path), "--dry-run"], capsys)
-    _one_error_line(code, err)
+    refused(["qualify", "--spec", str(binary), "--dry-run"], capsys)
+    refused(["qualify", "--spec", str(tmp_path), "--dry-run"], capsys)
 
 
 # -- readers total ----------------------------------------------------------------------------------------
@@ -117,11 +107,11 @@ def test_readers_are_total_on_damaged_files(tmp_path, capsys, name):
     (tmp_path / "topo.toml").write_text('[spec]\nname = "t"\n[[check]]\nname = "w"\nkind = "topology"\n'
                                         'gpu_count = 1\n')
     for args in _reader_modes(bad, tmp_path):
-        code, out, err = _cli(args, capsys)
+        code, out, err = run_cli(args, capsys)
         assert "Traceback" not in err + out, (args, err)
         assert code in (0, 1, 2, 3, 4), (args, code)
         if code == 2:
-            _one_error_line(code, err)
+            one_error_line(err)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -135,10 +125,10 @@ def test_damaged_versions_of_a_real_results_file_never_crash_init_or_fleet(tmp_p
     bad = tmp_path / "bad.jsonl"
     bad.write_bytes(bytes(data))
     for args in _reader_modes(bad, tmp_path)[:2]:
-        code, out, err = _cli(args, capsys)
+        code, out, err = run_cli(args, capsys)
         assert "Traceback" not in err and code in (0, 1, 2, 3, 4), (args, code, err)
         if code == 2:
-            _one_error_line(code, err)
+            one_error_line(err)
 
 
 def test_prometheus_never_replaces_a_device_fifo_or_folder(tmp_path, capsys):
@@ -147,10 +137,8 @@ def test_prometheus_never_replaces_a_device_fifo_or_folder(tmp_path, capsys):
     spec = tmp_path / "t.toml"
     spec.write_text('[spec]\nname = "t"\n[[check]]\nname = "w"\nkind = "topology"\ngpu_count = 1\n')
     for target in (fifo, tmp_path, Path("/dev/null")):
-        code, _, err = _cli(["qualify", "--spec", str(spec), "--topo-file", str(TOPO / "h200_1gpu_real.txt"),
-                             "--prometheus", str(target)], capsys)
-        _one_error_line(code, err)
+        err = refused(["qualify", "--spec", str(spec), "--topo-file", str(TOPO / "h200_1gpu_real.txt"),
+                       "--prometheus", str(target)], capsys)
         assert f"--prometheus {target}: is a " in err and "give a file name" in err  # the option type
-        code, _, err = _cli(["qualify", "--fleet", str(GLOO), str(GLOO), "--prometheus", str(target)], capsys)
-        _one_error_line(code, err)
+        refused(["qualify", "--fleet", str(GLOO), str(GLOO), "--prometheus", str(target)], capsys)
     assert Path("/dev/null").is_char_device() and fifo.is_fifo()
