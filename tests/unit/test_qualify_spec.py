@@ -4,14 +4,12 @@ saved `nvidia-smi topo -m` files, verdict arithmetic, JUnit, --init and --fleet 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 
-from clirun import run_cli as _cli
+from clirun import one_error_line, refused, run_cli, run_cli_subprocess
 from roots import DATA
 
 TOPO = DATA / "topo"
@@ -105,21 +103,19 @@ MISTAKES = [
 @pytest.mark.parametrize("what,make,expect,line", MISTAKES, ids=[m[0] for m in MISTAKES])
 def test_bad_spec_is_one_line_exit_2(tmp_path, capsys, what, make, expect, line):
     p = _write(tmp_path, make(GOOD))
-    code, out, err = _cli(["qualify", "--spec", str(p), "--out", str(tmp_path / "q")], capsys)
+    code, out, err = run_cli(["qualify", "--spec", str(p), "--out", str(tmp_path / "q")], capsys)
     assert code == 2, (what, err)
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("Error: "), err
-    assert str(p) in lines[0] and expect in lines[0], lines[0]
+    said = one_error_line(err, what)
+    assert str(p) in said and expect in said, said
     if line is not None:
-        assert f"{p}:{line}:" in lines[0], lines[0]
+        assert f"{p}:{line}:" in said, said
     assert not (tmp_path / "q").exists(), "nothing may run or be written for a bad spec"
 
 
 def test_dry_run_refuses_what_the_run_would(tmp_path, capsys):
     """`[run] nprocs = 100000` passed --dry-run (exit 0) and the run then ended 3: now both say it, exit 2."""
     p = _write(tmp_path, GOOD.replace("nprocs = 2", "nprocs = 100000"))
-    code, out, err = _cli(["qualify", "--spec", str(p), "--dry-run"], capsys)
-    assert code == 2 and err.count("\n") == 1 and "the range `fabricbench sweep --nprocs` takes" in err, err
+    assert "the range `fabricbench sweep --nprocs` takes" in refused(["qualify", "--spec", p, "--dry-run"], capsys)
 
 
 def test_mistake_kinds_count():
@@ -144,15 +140,13 @@ def test_mistake_kinds_count():
     (["--list-specs", "stray"], "stray: no such file"),
 ])
 def test_bad_invocations(capsys, args, expect):
-    code, _, err = _cli(["qualify", *args], capsys)
-    assert code == 2 and err.startswith("Error: ") and expect in err and len(err.strip().splitlines()) == 1, err
+    assert expect in refused(["qualify", *args], capsys)
 
 
 def test_bad_spec_in_a_fresh_process_has_no_traceback(tmp_path):
     p = _write(tmp_path, GOOD.replace("= 0.1", "= -1"))
-    r = subprocess.run([sys.executable, "-m", "fabricbench", "qualify", "--spec", str(p)], capture_output=True,
-                       text=True, timeout=120)
-    assert r.returncode == 2 and "Traceback" not in r.stderr and r.stderr.count("\n") == 1, r.stderr
+    code, _, err = run_cli_subprocess(["qualify", "--spec", p])
+    assert code == 2 and "Traceback" not in err and err.count("\n") == 1, err
 
 
 # -- built-in specs and topology checks on saved topo -m files ---------------------------------------
@@ -173,8 +167,8 @@ def test_builtin_specs_parse_and_cite_sources():
 
 def _topo_verdict(capsys, spec, topo_file, tmp_path):
     out = tmp_path / "q"
-    code, stdout, err = _cli(["qualify", "--spec", spec, "--only", "wiring", "--topo-file", str(TOPO / topo_file),
-                              "--out", str(out), "--quiet"], capsys)
+    code, stdout, err = run_cli(["qualify", "--spec", spec, "--only", "wiring", "--topo-file", str(TOPO / topo_file),
+                                 "--out", str(out), "--quiet"], capsys)
     return code, json.loads((out / "verdicts.json").read_text())["verdicts"][0], out
 
 
@@ -234,8 +228,8 @@ def test_margins_and_combination():
 
 def test_init_from_recorded_run(tmp_path, capsys):
     spec_path = tmp_path / "init.toml"
-    code, out, err = _cli(["qualify", "--init", str(spec_path), "--from", str(QDATA / "gloo_node_results.jsonl"),
-                           "--factor", "0.8"], capsys)
+    code, out, err = run_cli(["qualify", "--init", str(spec_path), "--from", str(QDATA / "gloo_node_results.jsonl"),
+                              "--factor", "0.8"], capsys)
     assert code == 0, err
     from fabricbench.qualifying.spec import load_spec
 
@@ -292,7 +286,7 @@ def _scaled_nodes(tmp_path, factors):
 
 def test_fleet_finds_the_slow_node(tmp_path, capsys):
     dirs = _scaled_nodes(tmp_path, [1.0, 0.97, 0.5])
-    code, out, err = _cli(["qualify", "--fleet", *map(str, dirs), "--out", str(tmp_path / "fleet")], capsys)
+    code, out, err = run_cli(["qualify", "--fleet", *map(str, dirs), "--out", str(tmp_path / "fleet")], capsys)
     assert code == 1
     f = json.loads((tmp_path / "fleet" / "fleet.json").read_text())
     assert {o["node"] for o in f["outliers"]} == {"node3"}
@@ -317,7 +311,7 @@ def test_fleet_from_one_file_of_many_hosts(tmp_path, capsys):
 
 def test_fleet_of_equal_nodes_passes(tmp_path, capsys):
     dirs = _scaled_nodes(tmp_path, [1.0, 0.98, 1.02])
-    code, out, err = _cli(["qualify", "--fleet", *map(str, dirs)], capsys)
+    code, out, err = run_cli(["qualify", "--fleet", *map(str, dirs)], capsys)
     assert code == 0, out
 
 
@@ -348,21 +342,21 @@ def test_cli_surface_is_frozen():
 
 def test_dry_run_checks_the_spec_and_measures_nothing(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    code, out, err = _cli(["qualify", "--spec", "builtin:h200-sxm-8", "--dry-run", "--skip", "wiring"], capsys)
+    code, out, err = run_cli(["qualify", "--spec", "builtin:h200-sxm-8", "--dry-run", "--skip", "wiring"], capsys)
     assert code == 0, err
     lines = out.splitlines()
     assert lines[0].startswith("h200-sxm-8 (builtin:h200-sxm-8) at level 2 (standard): ") and "nothing measured" in lines[0]
     assert lines[-1].startswith("estimate: ~")
     assert any(ln.split()[:2] == ["allreduce_8gpu", "collective"] and "sizes=8B,16G" in ln for ln in lines)
     assert not any(ln.split()[0] == "wiring" for ln in lines[1:])
-    code, out, err = _cli(["qualify", "--spec", "builtin:h200-sxm-8", "--dry-run", "--json", "--only",
-                           "transports"], capsys)
+    code, out, err = run_cli(["qualify", "--spec", "builtin:h200-sxm-8", "--dry-run", "--json", "--only",
+                              "transports"], capsys)
     doc = json.loads(out)
     assert code == 0 and [c["name"] for c in doc["checks"]] == ["transports"] and doc["run"]["engine"] == "native"
     bad = tmp_path / "bad.toml"
     bad.write_text('[spec]\nname = "x"\n[[check]]\nname = "c"\nkind = "collective"\nop = "all_reduce"\n'
                    'sizes = ["1G"]\nmin_busbw_gbps = "fast"\n')
-    code, out, err = _cli(["qualify", "--spec", str(bad), "--dry-run"], capsys)
+    code, out, err = run_cli(["qualify", "--spec", str(bad), "--dry-run"], capsys)
     assert code == 2 and err.startswith("Error: ") and "bad.toml" in err and "min_busbw_gbps" in err
     assert list(tmp_path.iterdir()) == [bad]  # nothing written
 
