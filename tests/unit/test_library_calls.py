@@ -14,7 +14,7 @@ import pytest
 
 import fabricbench
 from fabricbench.errors import UsageError
-from clirun import refused, run_cli as _cli
+from clirun import refused, run_cli
 from roots import DATA
 
 SWEEP = DATA / "export" / "cpu_gloo_sweep_2ranks.jsonl"  # a real 2-rank gloo sweep
@@ -34,7 +34,7 @@ def _refused_alike(argv: list[str], make, capsys) -> str:
 
 def test_estimate(capsys):
     argv = ["estimate", "--model", "tiny-mistral", "--gpus", "0-3", "--strategies", "zero3,ddp", "--batch-size", "2"]
-    code, out, _ = _cli([*argv, "--json"], capsys)
+    code, out, _ = run_cli([*argv, "--json"], capsys)
     r = fabricbench.estimate(fabricbench.EstimateConfig(model="tiny-mistral", gpus=4, strategies=("zero3", "ddp"),
                                                         batch_size=2))
     assert code == 0 and json.loads(out) == r.to_dict()
@@ -47,8 +47,8 @@ def test_estimate(capsys):
 
 def test_export(tmp_path, capsys):
     by_cli, by_call = tmp_path / "cli.yaml", tmp_path / "call.yaml"
-    code, out, err = _cli(["export", str(SWEEP), "--format", "simai-busbw", "--out", str(by_cli), "--group", "DP"],
-                          capsys)
+    code, out, err = run_cli(["export", str(SWEEP), "--format", "simai-busbw", "--out", str(by_cli), "--group", "DP"],
+                             capsys)
     r = fabricbench.export(fabricbench.ExportConfig(results=str(SWEEP), format="simai-busbw", out=str(by_call),
                                                     group="DP"))
     assert code == 0 and out == f"simai-busbw: wrote {by_cli}\n"
@@ -56,7 +56,8 @@ def test_export(tmp_path, capsys):
     assert [x.removeprefix("note: ") for x in err.splitlines()] == r.notes and r.notes
     assert r.to_dict() == {"format": "simai-busbw", "out": str(by_call), "notes": r.notes, "warnings": []}
     # a flag the format does not read: warned by both
-    code, _, err = _cli(["export", str(SWEEP), "--format", "comm-trace", "--out", str(by_cli), "--group", "DP"], capsys)
+    code, _, err = run_cli(["export", str(SWEEP), "--format", "comm-trace", "--out", str(by_cli), "--group", "DP"],
+                           capsys)
     assert "warning: --group is ignored by --format comm-trace" in err.splitlines()
     assert fabricbench.ExportConfig(results=str(SWEEP), format="comm-trace", out=str(by_call), group="DP").ignored == \
         ["--group is ignored by --format comm-trace"]
@@ -67,7 +68,7 @@ def test_export(tmp_path, capsys):
 
 
 def test_topo(tmp_path, capsys):
-    code, out, _ = _cli(["topo", "--topo-file", str(TOPO), "--gpus", "0-5", "--json"], capsys)
+    code, out, _ = run_cli(["topo", "--topo-file", str(TOPO), "--gpus", "0-5", "--json"], capsys)
     r = fabricbench.topo(fabricbench.TopoConfig(topo_file=str(TOPO), gpus="0-5"))
     assert code == 0 and json.loads(out) == r.to_dict()
     assert len(r.topology.gpus) == 6 and r.advice and r.record is None
@@ -81,7 +82,7 @@ def test_topo(tmp_path, capsys):
 
 
 def test_jobfit(capsys):
-    code, out, _ = _cli(["jobfit", "--job", str(JOB), "--sweep", str(SWEEP), "--json"], capsys)
+    code, out, _ = run_cli(["jobfit", "--job", str(JOB), "--sweep", str(SWEEP), "--json"], capsys)
     r = fabricbench.jobfit(fabricbench.JobfitConfig(job=(str(JOB),), sweep=str(SWEEP)))
     assert code == 0 and json.loads(out) == r.to_dict()
     (row,) = r.rows
@@ -96,14 +97,14 @@ def test_jobfit(capsys):
 def test_report(tmp_path, capsys):
     study = tmp_path / "study"
     shutil.copytree(STUDY, study)
-    code, out, _ = _cli(["report", str(study), "--json"], capsys)
+    code, out, _ = run_cli(["report", str(study), "--json"], capsys)
     r = fabricbench.report(fabricbench.ReportConfig(folder=str(study), write=False))
     assert code == 0 and json.loads(out) == json.loads(json.dumps(r.to_dict()))
     assert r.markdown is None and r.summary["comparisons"]
     (study / "report.md").unlink()
     written = fabricbench.report(fabricbench.ReportConfig(folder=str(study)))
     assert written.markdown == study / "report.md" and written.markdown.is_file() and written.answer
-    code, out, _ = _cli(["report", str(study)], capsys)
+    code, out, _ = run_cli(["report", str(study)], capsys)
     assert code == 0 and out.splitlines()[2:] == written.answer
     empty = tmp_path / "empty"
     empty.mkdir()

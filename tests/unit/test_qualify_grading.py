@@ -26,7 +26,7 @@ from fabricbench.qualifying.plan import make_plan
 from fabricbench.qualifying.prometheus import TextFile
 from fabricbench.qualifying.spec import RunSettings, builtin_names, load_spec, parse_spec
 from fabricbench.qualifying.verdict import Policy, at_least, at_most, combine, equal, error, exit_code, waived
-from clirun import run_cli as _cli
+from clirun import run_cli
 from roots import DATA, ROOT
 
 QDATA = DATA / "qualify"
@@ -184,10 +184,10 @@ def test_builtin_floors_name_their_sources():
 
 
 def test_dry_run_shows_the_plan_and_an_estimate(capsys):
-    code, out, err = _cli(["qualify", "--spec", "builtin:h200-sxm-8", "--level", "1", "--dry-run"], capsys)
+    code, out, err = run_cli(["qualify", "--spec", "builtin:h200-sxm-8", "--level", "1", "--dry-run"], capsys)
     assert code == 0, err
     assert "at level 1 (quick)" in out.splitlines()[0] and out.splitlines()[-1].startswith("estimate: ~")
-    code, out, err = _cli(["qualify", "--spec", "builtin:h200-sxm-8", "--level", "3", "--dry-run", "--json"], capsys)
+    code, out, err = run_cli(["qualify", "--spec", "builtin:h200-sxm-8", "--level", "3", "--dry-run", "--json"], capsys)
     doc = json.loads(out)
     assert doc["level"] == 3 and doc["plan"]["estimate_s"] > 0 and doc["plan"]["budget_s"] == 1200
     assert {s["check"] for s in doc["plan"]["steps"]} == {c["name"] for c in doc["checks"]}
@@ -332,7 +332,7 @@ def test_init_never_writes_absurd_or_non_finite_thresholds_and_its_baseline_pass
     src = tmp_path / "odd.jsonl"
     src.write_text("".join(json.dumps(r) + "\n" for r in odd).replace("0.19070638595033476", "NaN"))
     out = tmp_path / "init.toml"
-    code, _, err = _cli(["qualify", "--init", str(out), "--from", str(src)], capsys)
+    code, _, err = run_cli(["qualify", "--init", str(out), "--from", str(src)], capsys)
     assert code == 0, err
     text = out.read_text()
     assert not re.search(r"\b(nan|inf)\b", text) and "1e+12" not in text and "1000000000000" not in text
