@@ -10,6 +10,7 @@ its target) and one to an existing file outside (an open would truncate or appen
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import stat
@@ -24,7 +25,8 @@ from fabricbench.cli.hints import command
 from fabricbench.errors import UsageError
 from fabricbench.reporting.document import Document
 from fabricbench.results.repair import repair
-from test_cli_property import guarded, run, valid  # noqa: F401 (guarded: a fixture used by name)
+from test_cli_property import guarded, valid  # noqa: F401 (guarded: a fixture used by name)
+from clirun import one_error_line, run_cli_captured
 from roots import DATA
 
 UNITS = DATA / "study" / "cpu-lab" / "units"  # a recorded study's unit files
@@ -90,10 +92,11 @@ def test_a_link_given_as_an_output_is_one_line(cmd, param, kind, tmp_path, guard
     link = tmp_path / "out" / ("given" if isinstance(p.type, T.OutputFolder) else "given.jsonl")
     _plant(link, victim, kind, isinstance(p.type, T.OutputFolder))
     argv = [cmd, p.opts[0], str(link)] + _required(c, p, tmp_path / "out")
-    code, out, err = run(argv, tmp_path / "out")
-    lines = [ln for ln in err.splitlines() if ln.strip()]
-    assert code == 2 and len(lines) == 1 and lines[0].startswith("Error: "), (argv, err)
-    assert "symbolic link" in lines[0] and p.opts[0] in lines[0], lines[0]
+    with contextlib.chdir(tmp_path / "out"):
+        code, out, err = run_cli_captured(argv)
+    assert code == 2, (argv, err)
+    line = one_error_line(err, " ".join(argv))
+    assert "symbolic link" in line and p.opts[0] in line, line
     _untouched(tmp_path, victim)
 
 
@@ -106,8 +109,9 @@ def test_a_link_inside_qualifys_folder_is_one_line(name, kind, tmp_path, guarded
     victim = _outside(tmp_path)
     out = tmp_path / "q"
     _plant(out / name, victim, kind, folder=False)
-    code, _, err = run(["qualify", "--spec", "builtin:h200-sxm-8", "--from", str(UNITS / "sweep_default.jsonl"),
-                        "--out", str(out), "--quiet"], tmp_path)
+    with contextlib.chdir(tmp_path):
+        code, _, err = run_cli_captured(["qualify", "--spec", "builtin:h200-sxm-8", "--from",
+                                         UNITS / "sweep_default.jsonl", "--out", out, "--quiet"])
     lines = [ln for ln in err.splitlines() if ln.strip()]
     # a link to a file at results.jsonl may be refused as a run already there: nothing is written either way
     said = "symbolic link" in lines[-1] or (name == "results.jsonl" and "already holds a run" in lines[-1])
@@ -164,8 +168,9 @@ def test_a_link_given_as_a_study_folder_is_refused_before_anything_runs(tmp_path
     real = tmp_path / "real"
     real.mkdir()
     (tmp_path / "st").symlink_to(real)
-    code, _, err = run(["study", "--device", "cpu", "--nprocs", "2", "--model", "tiny-mistral", "--out",
-                        str(tmp_path / "st")], tmp_path)
+    with contextlib.chdir(tmp_path):
+        code, _, err = run_cli_captured(["study", "--device", "cpu", "--nprocs", "2", "--model", "tiny-mistral",
+                                         "--out", tmp_path / "st"])
     assert code == 2 and "symbolic link" in err and os.listdir(real) == []
 
 
@@ -176,8 +181,9 @@ def test_a_spec_name_is_escaped_in_every_output(tmp_path, guarded):
     evil = tmp_path / "evil.toml"
     evil.write_text(spec.read_text().replace('name = "gloo-e2e"', 'name = "x\\n# owned\\n<script>alert(1)</script>"'))
     out = tmp_path / "q"
-    code, _, err = run(["qualify", "--spec", str(evil), "--from", str(UNITS / "sweep_default.jsonl"), "--out",
-                        str(out), "--prometheus", str(tmp_path / "q.prom"), "--quiet"], tmp_path)
+    with contextlib.chdir(tmp_path):
+        code, _, err = run_cli_captured(["qualify", "--spec", evil, "--from", UNITS / "sweep_default.jsonl", "--out",
+                                         out, "--prometheus", tmp_path / "q.prom", "--quiet"])
     assert code in (0, 3, 4, 5) and "Traceback" not in err, err
     md = (out / "report.md").read_text()
     assert "<script" not in md and not any(line.startswith("# owned") for line in md.splitlines())
