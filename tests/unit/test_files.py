@@ -8,7 +8,7 @@ import pytest
 from fabricbench.errors import UsageError
 from fabricbench.files import (OutputError, check_input, dumps, read_input, refuse_collisions, unwritable,
                                write_text_atomic)
-from clirun import one_error_line
+from clirun import one_error_line, run_cli_subprocess
 
 
 def test_fifo_directory_and_device_refused_without_opening(tmp_path, monkeypatch):
@@ -43,18 +43,14 @@ def test_size_cap_and_env_override(tmp_path, monkeypatch):
 
 def test_max_input_size_flag_reaches_every_reader(tmp_path):
     """`fabricbench --max-input-size` moves the cap for any command's reader; a bad size is one line, exit 2."""
-    import subprocess
-    import sys
-
     f = tmp_path / "r.jsonl"
     f.write_text('{"schema": "fabricbench/1", "kind": "note"}\n' + " " * 2000 + "\n")
-    fb = [sys.executable, "-m", "fabricbench"]
-    p = subprocess.run([*fb, "--max-input-size", "1K", "relate", str(f)], capture_output=True, text=True)
-    assert p.returncode == 2 and "over the 1,024-byte cap" in p.stderr and "--max-input-size" in p.stderr
-    p = subprocess.run([*fb, "--max-input-size", "1M", "relate", str(f)], capture_output=True, text=True)
-    assert "cap" not in p.stderr and "Traceback" not in p.stderr
-    p = subprocess.run([*fb, "--max-input-size", "lots", "relate", str(f)], capture_output=True, text=True)
-    assert p.returncode == 2 and one_error_line(p.stderr).startswith("Error: --max-input-size"), p.stderr
+    code, _, err = run_cli_subprocess(["--max-input-size", "1K", "relate", f])
+    assert code == 2 and "over the 1,024-byte cap" in err and "--max-input-size" in err
+    code, _, err = run_cli_subprocess(["--max-input-size", "1M", "relate", f])
+    assert "cap" not in err and "Traceback" not in err
+    code, _, err = run_cli_subprocess(["--max-input-size", "lots", "relate", f])
+    assert code == 2 and one_error_line(err).startswith("Error: --max-input-size"), err
 
 
 def test_binary_input_reads_as_text(tmp_path):
