@@ -19,7 +19,7 @@ import fabricbench
 from fabricbench.errors import UsageError
 from fabricbench.measuring.config import SweepConfig
 from fabricbench.relating import traceplan, usertrace
-from clirun import one_error_line, run_cli
+from clirun import one_error_line, run_cli, run_cli_subprocess
 import roots
 
 DATA = roots.DATA / "traces"
@@ -122,19 +122,15 @@ def test_cli_relate_trace_json(tmp_path, capsys):
 def test_end_to_end_sweep_for_trace_then_relate(tmp_path):
     """The commands as a user runs them on a gloo trace: the for-trace sweep measures what relate then
     prices, with no note that a fabric lacks anything."""
-    import subprocess
-    import sys
-
     out = tmp_path / "sweeps.jsonl"
-    fb = [sys.executable, "-m", "fabricbench"]
-    subprocess.run([*fb, "sweep", "--for-trace", str(DDP), "--iters", "5", "--warmup", "1", "--out", str(out),
-                    "--quiet"], check=True, timeout=300)
+    code, _, err = run_cli_subprocess(["sweep", "--for-trace", DDP, "--iters", "5", "--warmup", "1", "--out", out,
+                                       "--quiet"], timeout=300)
+    assert code == 0, err
     recs = [json.loads(x) for x in out.read_text().splitlines()]
     swept = {(r["op"], r["nranks"]) for r in recs if r.get("kind") == "collective" and r.get("status") == "ok"}
     assert swept == {("all_reduce", 2)}
-    done = subprocess.run([*fb, "relate", "--trace", str(DDP), str(out), "--json"], capture_output=True, text=True,
-                          timeout=300)
-    assert done.returncode == 0, done.stderr
-    doc = json.loads(done.stdout)
+    code, done, err = run_cli_subprocess(["relate", "--trace", DDP, out, "--json"], timeout=300)
+    assert code == 0, err
+    doc = json.loads(done)
     assert [r["fabric"] for r in doc["rows"]] == ["default"]
     assert not [p for p in doc["problems"] if "lack" in p or "not priced" in p or "extrapolated" in p]
