@@ -9,8 +9,6 @@ Once, that command printed "Error: the sweep under fabric nowhere failed: Error:
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 
 import pytest
 
@@ -19,6 +17,7 @@ from fabricbench.fabrics import get_fabric
 from fabricbench.jobs import channel
 from fabricbench.measuring.child import ChildRun, _child_error
 from fabricbench.measuring.local_rank import failure
+from clirun import one_error_line, run_cli_subprocess
 
 GLOO_NO_IF = ("[enforce fail at /__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/device.cc:84] "
               "ifa != nullptr. Unable to find address for: fbnoif0\nException raised from ...\nframe #0: ...")
@@ -64,10 +63,10 @@ def test_the_parent_says_the_childs_error_once_without_its_prefix():
 
 @pytest.mark.slow
 def test_a_sweep_on_a_missing_interface_is_one_line(tmp_path):
-    r = subprocess.run([sys.executable, "-m", "fabricbench", "sweep", "--engine", "torch", "--backend", "gloo",
-                        "--nprocs", "2", "--fabric", "nowhere:GLOO_SOCKET_IFNAME=fbnoif0", "--sizes", "1K",
-                        "--ops", "all_reduce", "--timeout", "30"], capture_output=True, text=True, timeout=120,
-                       cwd=tmp_path, env={**os.environ, "TMPDIR": str(tmp_path)})
+    code, stdout, err = run_cli_subprocess(["sweep", "--engine", "torch", "--backend", "gloo", "--nprocs", "2",
+                                            "--fabric", "nowhere:GLOO_SOCKET_IFNAME=fbnoif0", "--sizes", "1K", "--ops",
+                                            "all_reduce", "--timeout", "30"], cwd=tmp_path,
+                                           env={**os.environ, "TMPDIR": str(tmp_path)})
     # found before any rank starts (fabrics.apply checks the interfaces): one line, no progress before it
-    assert r.returncode == 2 and r.stderr.count("\n") == 1 and r.stderr.startswith("Error: no network"), r.stderr
-    assert "'fbnoif0'" in r.stderr and "Traceback" not in r.stderr and r.stdout == ""
+    assert code == 2 and err == one_error_line(err) + "\n" and err.startswith("Error: no network"), err
+    assert "'fbnoif0'" in err and "Traceback" not in err and stdout == ""

@@ -16,6 +16,7 @@ from fabricbench.errors import UsageError
 from fabricbench.studying import lock as study_lock, plan as study_plan, runner
 from fabricbench.studying.config import StudyConfig
 from fabricbench.studying.runner import UnitRun, run_units
+from clirun import one_error_line, run_cli_subprocess
 
 MODEL = "tiny-mistral"
 
@@ -83,15 +84,13 @@ def test_the_cli_refuses_a_resume_while_another_process_holds_the_folder(tmp_pat
                                "    time.sleep(60)\n", str(out)], stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "held"
-        r = subprocess.run([sys.executable, "-m", "fabricbench", "study", "--device", "cpu", "--nprocs", "2",
-                            "--model", MODEL, "--out", str(out), "--resume"], capture_output=True, text=True,
-                           timeout=120)
+        code, _, err = run_cli_subprocess(["study", "--device", "cpu", "--nprocs", "2", "--model", MODEL, "--out",
+                                           out, "--resume"])
     finally:
         holder.kill()
         holder.wait()
-    err = r.stderr.strip().splitlines()
-    assert r.returncode == 2 and len(err) == 1 and err[0].startswith("Error: "), r.stderr
-    assert f"pid {holder.pid}" in err[0]
+    assert code == 2, err
+    assert f"pid {holder.pid}" in one_error_line(err)
 
 
 def _first_run_unit(c):

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
@@ -23,6 +21,7 @@ from fabricbench.training import worker
 from fabricbench.training.config import TrainConfig
 from fabricbench.training.join import setup_failure
 from fabricbench.training.spec import RankSpec
+from clirun import one_error_line, run_cli_subprocess
 
 GLOO_NO_IF = ("[enforce fail at /__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/device.cc:84] "
               "ifa != nullptr. Unable to find address for: fbnoif0\nException raised from ...\nframe #0: ...")
@@ -75,12 +74,11 @@ def test_another_failure_is_its_first_line_and_its_traceback_goes_to_the_log(tmp
 @pytest.mark.slow
 def test_train_on_a_missing_interface_is_one_line_and_exit_2(tmp_path):
     out = tmp_path / "t.jsonl"
-    r = subprocess.run([sys.executable, "-m", "fabricbench", "train", "--device", "cpu", "--strategies", "ddp,fsdp",
-                        "--model", "tiny-mistral", "--nprocs", "2", "--steps", "5", "--repeats", "1",
-                        "--target-ci", "0", "--fabric", "nowhere:GLOO_SOCKET_IFNAME=fbnoif0", "--out", str(out)],
-                       capture_output=True, text=True, timeout=300, cwd=tmp_path,
-                       env={**os.environ, "TMPDIR": str(tmp_path)})
-    assert r.returncode == 2 and r.stderr.count("\n") == 1 and r.stderr.startswith("Error: "), r.stderr
-    assert "'fbnoif0'" in r.stderr and "ip -br link" in r.stderr and "enforce fail" not in r.stderr
-    assert "fsdp" not in r.stderr + r.stdout  # stopped at the first strategy: the second would fail alike
+    code, stdout, err = run_cli_subprocess(
+        ["train", "--device", "cpu", "--strategies", "ddp,fsdp", "--model", "tiny-mistral", "--nprocs", "2", "--steps",
+         "5", "--repeats", "1", "--target-ci", "0", "--fabric", "nowhere:GLOO_SOCKET_IFNAME=fbnoif0", "--out", out],
+        timeout=300, cwd=tmp_path, env={**os.environ, "TMPDIR": str(tmp_path)})
+    assert code == 2 and err == one_error_line(err) + "\n", err
+    assert "'fbnoif0'" in err and "ip -br link" in err and "enforce fail" not in err
+    assert "fsdp" not in err + stdout  # stopped at the first strategy: the second would fail alike
     assert not out.exists() or out.read_text() == ""
