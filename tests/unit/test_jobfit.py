@@ -15,6 +15,7 @@ from fabricbench.importing import import_file
 from fabricbench.relating import jobfit, jobfit_io
 from fabricbench.results.schema import CollectiveResult
 from fabricbench.results.status import Status
+from clirun import run_cli_subprocess
 from roots import TESTS
 
 HERE = TESTS
@@ -74,12 +75,6 @@ def test_an_empty_inspector_dump_is_named_not_misread(tmp_path):
     assert recs and warnings[-1] == "1 empty file(s) skipped (vm-pid1115.log)"
 
 
-def _fb(*args, timeout=400):
-    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
-    return subprocess.run([sys.executable, "-m", "fabricbench", *args], capture_output=True, text=True,
-                          timeout=timeout, env=env)
-
-
 def _gloo_job_and_sweep(tmp_path):
     """2 gloo ranks: a sweep, and a job's Inspector-format records of the same collectives and sizes timed on the
     same machine right after; the same calls written again with all_gather slowed 10x on purpose. Returns the
@@ -89,15 +84,18 @@ def _gloo_job_and_sweep(tmp_path):
                         "--slow-op", "all_gather", "--slow-factor", "10"], capture_output=True, text=True, timeout=400)
     assert p.returncode == 0, p.stderr[-2000:]
     sweep = tmp_path / "sweep.jsonl"
-    p = _fb("sweep", "--engine", "torch", "--backend", "gloo", "--nprocs", "2", "--ops", "all_reduce,all_gather",
-            "--sizes", "4M,16M", "--iters", "12", "--warmup", "4", "--out", str(sweep))
-    assert p.returncode == 0, p.stderr[-2000:]
-    asis = _fb("jobfit", "--job", str(job / "asis"), "--sweep", str(sweep), "--json")
-    slowed = _fb("jobfit", "--job", str(job / "slowed"), "--sweep", str(sweep), "--json", "--plot",
-                 str(tmp_path / "jf.png"))
-    assert asis.returncode == 0 and slowed.returncode == 0, asis.stderr + slowed.stderr
-    a = {(r["op"], r["size_bytes"]): r for r in json.loads(asis.stdout)["rows"]}
-    s = {(r["op"], r["size_bytes"]): r for r in json.loads(slowed.stdout)["rows"]}
+    quiet = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    code, _, err = run_cli_subprocess(["sweep", "--engine", "torch", "--backend", "gloo", "--nprocs", "2", "--ops",
+                                       "all_reduce,all_gather", "--sizes", "4M,16M", "--iters", "12", "--warmup", "4",
+                                       "--out", sweep], env=quiet, timeout=400)
+    assert code == 0, err[-2000:]
+    code_a, asis, err_a = run_cli_subprocess(["jobfit", "--job", job / "asis", "--sweep", sweep, "--json"],
+                                             env=quiet, timeout=400)
+    code_s, slowed, err_s = run_cli_subprocess(["jobfit", "--job", job / "slowed", "--sweep", sweep, "--json",
+                                                "--plot", tmp_path / "jf.png"], env=quiet, timeout=400)
+    assert code_a == 0 and code_s == 0, err_a + err_s
+    a = {(r["op"], r["size_bytes"]): r for r in json.loads(asis)["rows"]}
+    s = {(r["op"], r["size_bytes"]): r for r in json.loads(slowed)["rows"]}
     assert set(a) == set(s) == {(op, size) for op in ("all_reduce", "all_gather") for size in (4 << 20, 16 << 20)}
     assert all(r["calls"] == 24 for r in a.values())  # 12 calls x 2 ranks
     assert (tmp_path / "jf.png").read_bytes()[:4] == b"\x89PNG"
