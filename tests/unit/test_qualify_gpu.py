@@ -4,25 +4,20 @@ waived with the reason; two: the transport under default and p2p-off)."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
+from clirun import run_cli_subprocess
 from tests.conftest import GPUS
-
-
-def _qualify(*args, timeout=900):
-    return subprocess.run([sys.executable, "-m", "fabricbench", "qualify", *map(str, args)], capture_output=True,
-                          text=True, timeout=timeout)
 
 
 @pytest.mark.gpu(1)
 def test_builtin_spec_on_the_gpus_here(tmp_path):
     out = tmp_path / "q"
-    r = _qualify("--spec", "builtin:h200-sxm-8", "--level", "3", "--only", "allreduce_8gpu,allreduce_pairs,"
-                 "host_links,collectives_correct", "--out", out, "--quiet")
-    assert r.returncode in (0, 1, 4), r.stderr  # pass, critical or warning: every check measured (not 3)
+    code, _, err = run_cli_subprocess(["qualify", "--spec", "builtin:h200-sxm-8", "--level", "3", "--only",
+                                       "allreduce_8gpu,allreduce_pairs,host_links,collectives_correct", "--out", out,
+                                       "--quiet"], timeout=900)
+    assert code in (0, 1, 4), err  # pass, critical or warning: every check measured (not 3)
     v = {x["check"]: x for x in json.loads((out / "verdicts.json").read_text())["verdicts"]}
     assert v["collectives_correct"]["status"] == "pass", v["collectives_correct"]
     assert v["host_links"]["status"] in ("pass", "fail") and v["host_links"]["measured"] > 1
@@ -44,6 +39,6 @@ def test_transport_under_default_and_p2p_off(tmp_path):
     spec = tmp_path / "t.toml"
     spec.write_text('[spec]\nname = "t"\n[[check]]\nname = "tr"\nkind = "transport"\ngpus = [[0, 1]]\n'
                     'expect = { "p2p-off" = "SHM" }\n')
-    r = _qualify("--spec", spec, "--out", tmp_path / "q", "--quiet")
+    code, _, err = run_cli_subprocess(["qualify", "--spec", spec, "--out", tmp_path / "q", "--quiet"], timeout=900)
     v = json.loads((tmp_path / "q" / "verdicts.json").read_text())["verdicts"][0]
-    assert r.returncode == 0 and v["status"] == "pass" and v["measured"].startswith("SHM"), v
+    assert code == 0 and v["status"] == "pass" and v["measured"].startswith("SHM"), v
