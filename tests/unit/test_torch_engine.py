@@ -13,6 +13,7 @@ from fabricbench.collectives import COLLECTIVES
 from fabricbench.measuring.api import make_config
 from fabricbench.measuring.runner import run_sweep
 from fabricbench.results.writer import ResultWriter, read_results
+from clirun import run_cli_subprocess
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all")
 
@@ -99,11 +100,11 @@ def test_adaptive_mode_runs_more_iterations():
 
 def test_sweep_cli_on_gloo_writes_jsonl_and_csv(tmp_path):
     out, csv_path = tmp_path / "r.jsonl", tmp_path / "r.csv"
-    proc = subprocess.run([sys.executable, "-m", "fabricbench", "sweep", "--engine", "torch", "--backend", "gloo",
-                           "--nprocs", "2", "--ops", "all_reduce", "--sizes", "1K,64K", "--iters", "4", "--check",
-                           "--out", str(out), "--csv", str(csv_path)], capture_output=True, text=True, timeout=180)
-    assert proc.returncode == 0, proc.stderr
-    assert "all_reduce" in proc.stdout and "busbw" in proc.stdout
+    code, stdout, err = run_cli_subprocess(["sweep", "--engine", "torch", "--backend", "gloo", "--nprocs", "2",
+                                            "--ops", "all_reduce", "--sizes", "1K,64K", "--iters", "4", "--check",
+                                            "--out", out, "--csv", csv_path], timeout=180)
+    assert code == 0, err
+    assert "all_reduce" in stdout and "busbw" in stdout
     recs = list(read_results(out, kind="collective"))
     assert [r["bytes"] for r in recs] == [1024, 65536] and all(r["wrong"] == 0 for r in recs)
     assert len(csv_path.read_text().splitlines()) == 3
@@ -148,11 +149,11 @@ def test_library_and_cli_sweeps_in_one_torchrun_launch(tmp_path):
 
 
 def test_json_output_is_one_object_per_line(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "fabricbench", "sweep", "--engine", "torch", "--backend", "gloo",
-                           "--nprocs", "2", "--ops", "reduce_scatter", "--sizes", "8K", "--iters", "3", "--json"],
-                          capture_output=True, text=True, timeout=180)
-    assert proc.returncode == 0, proc.stderr
-    lines = [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    code, stdout, err = run_cli_subprocess(["sweep", "--engine", "torch", "--backend", "gloo", "--nprocs", "2",
+                                            "--ops", "reduce_scatter", "--sizes", "8K", "--iters", "3", "--json"],
+                                           timeout=180)
+    assert code == 0, err
+    lines = [json.loads(ln) for ln in stdout.splitlines() if ln.startswith("{")]
     assert len(lines) == 1 and lines[0]["op"] == "reduce_scatter" and lines[0]["bytes"] == 8192
 
 
