@@ -8,6 +8,7 @@ limits (topology/links.py); and a damaged study folder is one line from every co
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -22,7 +23,8 @@ from fabricbench.results.fields import COUNT, FRACTION, TIME
 from fabricbench.results.schema import SCHEMA
 from fabricbench.topology.links import MAX_NVLINKS, normalize_link
 from fabricbench.topology.model import MAX_GPUS, Gpu, Topology
-from roots import DATA
+from clirun import one_error_line, run_cli_subprocess
+from roots import DATA, TESTS
 
 STUDY = DATA / "study" / "cpu-lab"
 
@@ -113,9 +115,8 @@ def test_a_topo_m_file_with_an_absurd_link_is_one_line(tmp_path):
             "GPU0\t X \tNV99\t0-7\t0\n"
             "GPU1\tNV99\t X \t0-7\t0\n")
     (tmp_path / "topo.txt").write_text(text)
-    r = subprocess.run([sys.executable, "-m", "fabricbench", "topo", "--topo-file", str(tmp_path / "topo.txt")],
-                       capture_output=True, text=True, timeout=120)
-    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "NV99" in r.stderr and "Traceback" not in r.stderr
+    code, _, err = run_cli_subprocess(["topo", "--topo-file", tmp_path / "topo.txt"])
+    assert code == 2 and err.count("\n") == 1 and "NV99" in err and "Traceback" not in err
 
 
 # -- a damaged study folder: one line from every command that reads it ---------------------------------------
@@ -152,17 +153,18 @@ COMMANDS = (["report", "{out}"], ["report", "{out}", "--json"], ["study", "--out
 @pytest.mark.parametrize("damage", DAMAGE)
 def test_a_damaged_study_folder_is_one_line_from_every_command(tmp_path, damage):
     out = _damaged(tmp_path, "s", DAMAGE[damage])
-    # every command in one process (each a CLI entry as a user's would be), a marker after each one's stderr
-    script = ("import json, sys\nfrom fabricbench.cli import main\n"
-              "for argv in json.loads(sys.argv[1]):\n"
-              "    try:\n        main(argv)\n    except SystemExit as e:\n"
-              "        print(f'== exit {e.code}', file=sys.stderr)\n")
+    # every command in one fresh process (one start instead of four), each through clirun as in-process tests
+    # run the CLI; what each said comes back as one JSON line
+    script = ("import json, sys\nfrom clirun import run_cli_captured\n"
+              "print(json.dumps([run_cli_captured(argv) for argv in json.loads(sys.argv[1])]))\n")
     argv = [[a.format(out=out) for a in cmd] for cmd in COMMANDS]
-    r = subprocess.run([sys.executable, "-c", script, json.dumps(argv)], capture_output=True, text=True, timeout=300)
-    blocks = r.stderr.split("== exit ")
-    assert len(blocks) == len(COMMANDS) + 1, r.stderr
-    for cmd, before, after in zip(COMMANDS, blocks, blocks[1:]):
-        said = [ln for ln in before.split("\n")[1 if before is not blocks[0] else 0:] if ln.strip()]
-        assert after.startswith("2\n"), (cmd, r.stderr)
-        assert len(said) == 1 and said[0].startswith("Error: "), (cmd, said)
-        assert "plan record" in said[0] or "no study" in said[0] or "plan" in said[0], said
+    path = os.pathsep.join(filter(None, [str(TESTS), os.environ.get("PYTHONPATH")]))
+    r = subprocess.run([sys.executable, "-c", script, json.dumps(argv)], capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "PYTHONPATH": path})
+    assert r.returncode == 0, r.stderr
+    said = json.loads(r.stdout.splitlines()[-1])
+    assert len(said) == len(COMMANDS), r.stdout
+    for cmd, (code, _, err) in zip(COMMANDS, said):
+        assert code == 2, (cmd, err)
+        line = one_error_line(err, " ".join(cmd))
+        assert "plan record" in line or "no study" in line or "plan" in line, line
