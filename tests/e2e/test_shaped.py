@@ -25,6 +25,7 @@ from fabricbench.fabrics.apply import MARKER, applied
 from fabricbench.measuring.child import run_child
 from fabricbench.measuring.config import SweepConfig
 from fabricbench.results import read_results
+from clirun import run_cli_subprocess
 
 
 def _netns_works() -> bool:
@@ -98,21 +99,19 @@ def test_waived_without_the_capability(monkeypatch):
 
 def test_sweep_command_with_a_waived_fabric_is_one_line(tmp_path):
     env = {**os.environ, shaped.WAIVE_ENV: "shaped fabrics need root (simulated)"}
-    p = subprocess.run([sys.executable, "-m", "fabricbench", "sweep", "--engine", "torch", "--backend", "gloo",
-                        "--nprocs", "2", "--fabric", "shaped:200mbit", "--sizes", "1K"],
-                       capture_output=True, text=True, timeout=120, env=env)
-    assert p.returncode != 0 and "Traceback" not in p.stderr
-    assert p.stderr.strip().splitlines()[-1] == ("Error: fabric shaped:200mbit is waived here: "
+    code, _, err = run_cli_subprocess(["sweep", "--engine", "torch", "--backend", "gloo", "--nprocs", "2", "--fabric",
+                                       "shaped:200mbit", "--sizes", "1K"], env=env)
+    assert code != 0 and "Traceback" not in err
+    assert err.strip().splitlines()[-1] == ("Error: fabric shaped:200mbit is waived here: "
                                                  "shaped fabrics need root (simulated)")
 
 
 def test_train_with_a_waived_fabric_records_waived(tmp_path):
     env = {**os.environ, shaped.WAIVE_ENV: "shaped fabrics need root (simulated)"}
     out = tmp_path / "t.jsonl"
-    p = subprocess.run([sys.executable, "-m", "fabricbench", "train", "--strategy", "ddp", "--model", "tiny-mistral",
-                        "--device", "cpu", "--nprocs", "2", "--fabric", "shaped:200mbit", "--out", str(out)],
-                       capture_output=True, text=True, timeout=300, env=env)
-    assert "Traceback" not in p.stderr
+    _, _, err = run_cli_subprocess(["train", "--strategy", "ddp", "--model", "tiny-mistral", "--device", "cpu",
+                                    "--nprocs", "2", "--fabric", "shaped:200mbit", "--out", out], timeout=300, env=env)
+    assert "Traceback" not in err
     [rec] = list(read_results(out, kind="train"))
     assert rec["status"] == "waived" and "need root (simulated)" in rec["message"]
     assert rec["fabric"] == "shaped:200mbit" and rec["shaped_rate_bps"] == 200_000_000
