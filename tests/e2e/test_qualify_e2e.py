@@ -18,6 +18,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from clirun import run_cli_subprocess
 from roots import DATA
 
 SPEC = DATA / "qualify" / "gloo_e2e.toml"
@@ -30,11 +31,6 @@ def _shaped_missing() -> str | None:
     return capability()
 
 
-def _qualify(*args, timeout=600):
-    return subprocess.run([sys.executable, "-m", "fabricbench", "qualify", *map(str, args)], capture_output=True,
-                          text=True, timeout=timeout)
-
-
 def _verdicts(out: Path) -> dict:
     return {v["check"]: v for v in json.loads((out / "verdicts.json").read_text())["verdicts"]}
 
@@ -42,13 +38,12 @@ def _verdicts(out: Path) -> dict:
 @pytest.fixture(scope="module")
 def passing_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("q") / "pass"
-    r = _qualify("--spec", SPEC, "--out", out, "--quiet")
-    return out, r
+    return out, run_cli_subprocess(["qualify", "--spec", SPEC, "--out", out, "--quiet"], timeout=600)
 
 
 def test_passes_on_the_default_fabric(passing_run):
-    out, r = passing_run
-    assert r.returncode == 0, r.stdout + r.stderr
+    out, (code, stdout, err) = passing_run
+    assert code == 0, stdout + err
     v = _verdicts(out)
     assert v["allreduce_bw"]["status"] == "pass" and v["allreduce_bw"]["measured"] > 0.02
     assert v["allreduce_bw"]["headroom"] == pytest.approx(v["allreduce_bw"]["measured"] / 0.02 - 1)
@@ -64,28 +59,29 @@ def test_passes_on_the_default_fabric(passing_run):
     assert junit.get("tests") == "3" and junit.get("failures") == "0" and junit.get("skipped") == "1"
     for name in ("report.md", "report.html", "spec.toml"):
         assert (out / name).stat().st_size > 0
-    assert "PASSED" in r.stdout or r.stdout == ""
+    assert "PASSED" in stdout or stdout == ""
 
 
 def test_resume_reuses_measured_units(passing_run):
     out, _ = passing_run
     before = (out / "results.jsonl").read_text().count('"kind": "collective"')
-    r = _qualify("--spec", SPEC, "--out", out, "--resume", "--quiet", timeout=300)
-    assert r.returncode == 0, r.stderr
+    code, _, err = run_cli_subprocess(["qualify", "--spec", SPEC, "--out", out, "--resume", "--quiet"], timeout=300)
+    assert code == 0, err
     assert (out / "results.jsonl").read_text().count('"kind": "collective"') == before  # nothing re-measured
-    again = _qualify("--spec", SPEC, "--out", out, "--quiet", timeout=120)
-    assert again.returncode == 2 and "--resume" in again.stderr
+    code, _, err = run_cli_subprocess(["qualify", "--spec", SPEC, "--out", out, "--quiet"], timeout=120)
+    assert code == 2 and "--resume" in err
 
 
 @pytest.mark.skipif(_shaped_missing() is not None, reason=f"shaped fabric unavailable: {_shaped_missing()}")
 def test_fails_under_a_slow_fabric_with_numbers_in_junit(tmp_path):
     out = tmp_path / "slow"
-    r = _qualify("--spec", SPEC, "--out", out, "--fabric", "shaped:100mbit", "--only", "allreduce_bw")
+    code, stdout, err = run_cli_subprocess(["qualify", "--spec", SPEC, "--out", out, "--fabric", "shaped:100mbit",
+                                            "--only", "allreduce_bw"], timeout=600)
     v = _verdicts(out)["allreduce_bw"]
     # a miss while other processes loaded this shared host, measured again, is unknown (FB_BUSY_HOST, exit 3),
     # never critical on the load alone (tests/unit/test_qualify_busy.py); on a quiet host it is the floor's miss
     busy = v.get("busy_host") is not None and v["code"] == "FB_BUSY_HOST"
-    assert r.returncode == (3 if busy else 1), r.stdout + r.stderr
+    assert code == (3 if busy else 1), stdout + err
     # tc tbf on loopback: all-reduce busbw = R/2 = 1e8/8/2 B/s = 0.00625 GB/s (docs/domain.md)
     assert v["status"] == ("error" if busy else "fail") and v["threshold"] == 0.02
     assert v["measured"] == pytest.approx(0.00625, rel=0.2)
@@ -102,12 +98,14 @@ def test_init_from_the_run_then_qualify_against_it(passing_run, tmp_path):
     spec = tmp_path / "known-good.toml"
     # a wide margin: this checks init -> qualify end to end, not the machine; a 64 KiB gloo latency on a
     # shared 2-core runner was seen 16x its first figure while other work ran
-    r = _qualify("--init", spec, "--from", out / "results.jsonl", "--factor", "0.05", timeout=120)
-    assert r.returncode == 0, r.stderr
+    code, _, err = run_cli_subprocess(["qualify", "--init", spec, "--from", out / "results.jsonl", "--factor",
+                                       "0.05"], timeout=120)
+    assert code == 0, err
     text = spec.read_text()
     assert 'backend = "gloo"' in text and "nprocs = 2" in text and "min_busbw_gbps" in text
-    again = _qualify("--spec", spec, "--out", tmp_path / "again", "--quiet")
-    assert again.returncode == 0, again.stdout + again.stderr
+    code, stdout, err = run_cli_subprocess(["qualify", "--spec", spec, "--out", tmp_path / "again", "--quiet"],
+                                           timeout=600)
+    assert code == 0, stdout + err
     v = _verdicts(tmp_path / "again")
     assert {x["status"] for x in v.values()} == {"pass"} and len(v) >= 2
 
