@@ -2,11 +2,10 @@
 checked, on the first two (and, where present, all) GPUs. Skipped with the detected count elsewhere."""
 
 import json
-import subprocess
-import sys
 
 import pytest
 
+from clirun import run_cli_subprocess
 from conftest import GPUS
 
 pytestmark = pytest.mark.gpu(2)
@@ -15,10 +14,10 @@ OPS = "all_reduce,all_gather,reduce_scatter,broadcast,all_to_all"
 
 
 def _sweep(*args):
-    proc = subprocess.run([sys.executable, "-m", "fabricbench", "sweep", *args, "--json"], capture_output=True,
-                          text=True, timeout=900)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    """The records `fabricbench sweep ARGS --json` prints, the command asserted to succeed."""
+    code, out, err = run_cli_subprocess(["sweep", *args, "--json"], timeout=900)
+    assert code == 0, err[-3000:]
+    return [json.loads(ln) for ln in out.splitlines() if ln.startswith("{")]
 
 
 MODES = {

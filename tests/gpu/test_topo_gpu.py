@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 
 import pytest
+
+from clirun import run_cli_subprocess
 
 
 @pytest.mark.gpu(1)
@@ -44,11 +44,11 @@ def test_host_device_copy_bandwidth():
 @pytest.mark.gpu(1)
 def test_compare_on_one_gpu_records_the_transport(tmp_path):
     out = tmp_path / "cmp.jsonl"
-    p = subprocess.run([sys.executable, "-m", "fabricbench", "compare", "--fabrics", "default,p2p-off", "--gpus", "0",
-                        "--sizes", "1M,64M", "--iters", "5", "--warmup", "2", "--out", str(out), "--json"],
-                       capture_output=True, text=True, timeout=300)
-    assert p.returncode == 0, p.stderr
-    doc = json.loads(p.stdout)
+    code, stdout, err = run_cli_subprocess(["compare", "--fabrics", "default,p2p-off", "--gpus", "0", "--sizes",
+                                            "1M,64M", "--iters", "5", "--warmup", "2", "--out", out, "--json"],
+                                           timeout=300)
+    assert code == 0, err
+    doc = json.loads(stdout)
     recs = [json.loads(l) for l in out.read_text().splitlines()]
     assert recs[0]["kind"] == "topology"
     coll = [r for r in recs if r["kind"] == "collective"]

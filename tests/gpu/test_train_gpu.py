@@ -10,6 +10,7 @@ import pytest
 from fabricbench.errors import UsageError
 from fabricbench.results import ResultWriter
 from fabricbench.training import launch
+from clirun import run_cli_subprocess
 
 STRATEGIES = ["ddp", "fsdp"] + (["zero1", "zero2", "zero3"] if importlib.util.find_spec("deepspeed") else [])
 
@@ -78,9 +79,6 @@ def test_records_name_the_nccl_loaded(tmp_path):
 @pytest.mark.skipif(not _netns_capable(), reason="shaped fabrics need root, ip and tc (iproute2)")
 def test_relate_default_against_shaped_on_one_gpu(tmp_path):
     """2 gloo ranks on GPU 0: DDP at default and under shaped:1gbit, a gloo sweep at each, relate."""
-    import subprocess
-    import sys
-
     import fabricbench
 
     files = []
@@ -92,9 +90,10 @@ def test_relate_default_against_shaped_on_one_gpu(tmp_path):
         with ResultWriter(t) as w:
             launch.run(cfg, w)
         s = tmp_path / f"sweep-{fab.replace(':', '_')}.jsonl"
-        subprocess.run([sys.executable, "-m", "fabricbench", "sweep", "--engine", "torch", "--backend", "gloo",
-                        "--nprocs", "2", "--gpus", "0", "--ops", "all_reduce", "--sizes", "64K-64M:x4", "--iters",
-                        "4", "--warmup", "1", "--fabric", fab, "--out", str(s), "--quiet"], check=True, timeout=300)
+        code, _, err = run_cli_subprocess(["sweep", "--engine", "torch", "--backend", "gloo", "--nprocs", "2", "--gpus",
+                                           "0", "--ops", "all_reduce", "--sizes", "64K-64M:x4", "--iters", "4",
+                                           "--warmup", "1", "--fabric", fab, "--out", s, "--quiet"], timeout=300)
+        assert code == 0, err
         files += [t, s]
     res = fabricbench.relate(fabricbench.RelateConfig(inputs=[str(f) for f in files], reference="default"))
     row = next(r for r in res.rows if r.fabric == "shaped:1gbit")
