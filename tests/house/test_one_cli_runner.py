@@ -3,11 +3,12 @@
     python3 -m pytest -q -p no:xdist tests/house/test_one_cli_runner.py
 
 A test file that calls fabricbench.cli.main itself (and catches its SystemExit), drives click's group past
-fabricbench's entry (`cli.main(...)`), or wraps click's CliRunner grows its own idea of the exit status and
-of what stderr holds; when the entry changes (how it maps an error to a status, what it prints) such a copy
-goes on passing on the old behaviour. Every test file under tests/ is read with ast; tests/clirun.py alone
-may call main. A command run inside a fresh interpreter from a code string (a check of what `--help`
-imports, a torchrun launch) is a child's own program, not this process's runner, and is not looked at.
+fabricbench's entry (`cli.main(...)`), wraps click's CliRunner, or runs `python -m fabricbench` to its end
+with subprocess.run grows its own idea of the exit status and of what stderr holds; when the entry changes
+(how it maps an error to a status, what it prints) such a copy goes on passing on the old behaviour. Every
+test file under tests/ is read with ast; tests/clirun.py alone may do these. A process the test must hold
+while it runs (subprocess.Popen: a signal sent, a pipe closed, a terminal) and a command inside a fresh
+interpreter's code string (what `--help` imports, a torchrun launch) are not this process's runner.
 """
 
 from __future__ import annotations
@@ -33,6 +34,16 @@ def _bound_names(tree: ast.AST) -> tuple[set[str], set[str], set[str]]:
     return mains, modules, groups
 
 
+def _runs_fabricbench(call: ast.Call) -> bool:
+    """subprocess.run (or check_output, check_call, call) of a list literal holding `-m fabricbench`."""
+    f = call.func
+    if not (isinstance(f, ast.Attribute) and f.attr in ("run", "check_output", "check_call", "call")
+            and ast.unparse(f.value) == "subprocess" and call.args and isinstance(call.args[0], ast.List)):
+        return False
+    words = [e.value if isinstance(e, ast.Constant) else None for e in call.args[0].elts]
+    return any(words[i:i + 2] == ["-m", "fabricbench"] for i in range(len(words)))
+
+
 def offences(source: str) -> list[str]:
     """'line N: what' for each way `source` runs the CLI other than through tests/clirun.py."""
     tree = ast.parse(source)
@@ -46,7 +57,9 @@ def offences(source: str) -> list[str]:
             found.append((node.lineno, "uses click's CliRunner"))
         elif isinstance(node, ast.Call):
             f = node.func
-            if isinstance(f, ast.Name) and f.id in mains:
+            if _runs_fabricbench(node):
+                found.append((node.lineno, "runs python -m fabricbench with subprocess.run"))
+            elif isinstance(f, ast.Name) and f.id in mains:
                 found.append((node.lineno, "calls fabricbench.cli.main"))
             elif isinstance(f, ast.Attribute) and f.attr == "main":
                 owner = ast.unparse(f.value)
@@ -68,13 +81,17 @@ def test_the_scan_finds_each_way_of_running_the_cli_by_hand():
         "from fabricbench.cli import cli\ncli.main(['study'])\n": "calls click's group main",
         "from click.testing import CliRunner\ndef run(a):\n    return CliRunner().invoke(a)\n": "CliRunner",
         "import click.testing\nr = click.testing.CliRunner()\n": "CliRunner",
+        "import subprocess, sys\ndef _fb(*a):\n    return subprocess.run([sys.executable, '-m', 'fabricbench', *a])\n":
+            "runs python -m fabricbench",
     }
     for source, what in planted.items():
         said = offences(source)
         assert said and any(what in s for s in said), (source, said)
     clean = ("from clirun import refused, run_cli\nfrom fabricbench.cli import COMMANDS, cli\n"
              "def test(capsys):\n    assert cli.get_command(None, 'sweep') and refused(['x'], capsys)\n"
-             "code = \"from fabricbench.cli import main\\nmain(['--help'])\"\n")
+             "code = \"from fabricbench.cli import main\\nmain(['--help'])\"\n"
+             "import subprocess, sys\np = subprocess.Popen([sys.executable, '-m', 'fabricbench', 'hang'])\n"
+             "subprocess.run([sys.executable, '-m', 'torch.distributed.run', 'x.py'])\n")
     assert offences(clean) == []
 
 
@@ -86,6 +103,7 @@ def test_no_test_file_runs_the_cli_but_through_clirun():
                       "refused):\n" + "\n".join(found)
 
 
-def test_clirun_is_where_main_is_called():
+def test_clirun_is_where_the_cli_is_run():
     # the scan sees the one runner it exempts: a scan that found nothing anywhere would pass the test above
-    assert any("calls fabricbench.cli.main" in s for s in offences(RUNNER.read_text()))
+    said = " ".join(offences(RUNNER.read_text()))
+    assert "calls fabricbench.cli.main" in said and "runs python -m fabricbench" in said, said
