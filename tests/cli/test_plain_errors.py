@@ -10,7 +10,7 @@ import socket
 import pytest
 
 from fabricbench import errors
-from clirun import run_cli, run_cli_subprocess
+from clirun import one_error_line, run_cli, run_cli_subprocess
 
 
 def _free_port() -> int:
@@ -24,7 +24,7 @@ def test_a_node_0_that_never_comes_is_said_plainly(tmp_path):
             "127.0.0.1", "--master-port", _free_port(), "--join-timeout", "1", "--model", "tiny-mistral",
             "--strategies", "ddp", "--steps", "5", "--out", tmp_path / "s"]
     code, _, err = run_cli_subprocess(argv, env={**os.environ, "COLUMNS": "200"})
-    (line,) = err.strip().splitlines()
+    line = one_error_line(err)
     assert code == 1 and line.startswith("Error: node 0 did not answer at 127.0.0.1:"), line
 
 
