@@ -7,7 +7,7 @@
     to_argv(sweep_config), job_key(sweep_config)   # any config dataclass the same way (measuring's SweepConfig)
     sweep_command(sweep_config, SweepDelivery(fabric="p2p-off", out="o.jsonl"))   # a whole child sweep
 
-A field becomes `--name-with-dashes VALUE` (None: left out; a bool: the bare flag when true; a tuple: a
+A field becomes `--name-with-dashes VALUE` (None or (): left out; a bool: the bare flag when true; a tuple: a
 comma list; a float: its shortest exact text). A field says otherwise in its own metadata (argv_field):
 another flag name (`timeout_s` -> `--timeout`), its value as the flag (`inplace` -> `--both`), an
 argument without a flag (`positional`: a report's folder, relate's files, before the options), or left
@@ -16,8 +16,8 @@ flag follows, and tests/e2e/test_fabric_apply.py (SweepConfig) and tests/unit/te
 for a field that the child command does not accept. Each kind names its child program (PROGRAM); study's
 units and qualify's checks build their children from these kinds, never from flag lists of their own. A
 child sweep is the library's own SweepConfig (this layer lies below measuring, so it takes any config
-dataclass) plus what the parent adds under a fabric (SweepDelivery): sweep_command; a child p2p is
-measuring's P2PConfig itself (child_command).
+dataclass) plus what the parent adds under a fabric (SweepDelivery): sweep_command; a child p2p or train
+is measuring's P2PConfig or training's TrainConfig itself (child_command, then `--out`).
 """
 
 from __future__ import annotations
@@ -64,9 +64,9 @@ def _text(v: Any) -> str:
     return str(v)  # SizeSweep's str is its spec ("1M-1G:x4", "1K,4K")
 
 
-def to_argv(config: Any) -> list[str]:
+def to_argv(config: Any, *, leave_out: frozenset[str] = frozenset()) -> list[str]:
     """The arguments that rebuild `config` in a child command: positional ones first, then one option
-    per field, in field order."""
+    per field, in field order; the fields named in `leave_out` are not written (the child's default)."""
     args: list[str] = []
     for f in dataclasses.fields(config):
         meta = f.metadata.get(ARGV) or {}
@@ -76,8 +76,8 @@ def to_argv(config: Any) -> list[str]:
     for f in dataclasses.fields(config):
         meta = f.metadata.get(ARGV) or {}
         v = getattr(config, f.name)
-        if meta.get("skip") or meta.get("positional") or v is None:
-            continue
+        if meta.get("skip") or meta.get("positional") or v is None or v == () or f.name in leave_out:
+            continue  # (): nothing given (no GPUs named)
         if meta.get("fabric") and "=" in str(v):  # a custom fabric's spec: its name alone, never its values
             v = get_fabric(v).name  # (argv is visible to every user: ps)
         if meta.get("choice"):
@@ -117,10 +117,10 @@ def job_key(config: Any) -> str:
     return f"{kind}-{hashlib.sha1(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:12]}"
 
 
-def child_command(config: Any) -> list[str]:
+def child_command(config: Any, *, leave_out: frozenset[str] = frozenset()) -> list[str]:
     """The whole child command of a config that names its program (PROGRAM: a Job, or a library config such
-    as measuring's P2PConfig), run with this interpreter."""
-    return [sys.executable, "-m", *config.PROGRAM, *to_argv(config)]
+    as measuring's P2PConfig), run with this interpreter; `leave_out`: as to_argv."""
+    return [sys.executable, "-m", *config.PROGRAM, *to_argv(config, leave_out=leave_out)]
 
 
 def environment(spec: str | None, base: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -179,39 +179,6 @@ def sweep_command(sweep: Any, delivery: SweepDelivery) -> list[str]:
     if twice:
         raise ValueError(f"sweep_command: {sorted(twice)} come from the delivery, not the sweep")
     return [sys.executable, "-m", "fabricbench", "sweep", *to_argv(sweep), *to_argv(delivery)]
-
-
-@dataclass(frozen=True, kw_only=True)
-class TrainJob(Job):
-    """A child `fabricbench train` of one strategy, as study and qualify start one."""
-
-    PROGRAM = ("fabricbench", "train")
-
-    strategy: str = field(metadata=argv_field(flag="--strategies"))  # one name
-    model: str | None = None
-    model_config: str | None = None
-    device: str = "cuda"
-    gpus: str | None = None
-    nprocs: int | None = None
-    steps: int = 8
-    warmup_steps: int = 3
-    batch_size: int = 8
-    seq_len: int | None = None
-    image_size: int | None = None
-    precision: str | None = None
-    trace_steps: int | None = None
-    repeats: int | None = 1  # a smoke test: one run (train repeats 3+ times by default)
-    target_ci: float | None = 0.0  # exactly `steps` steps (0: no stepping on until the median's CI is tight)
-    max_steps: int | None = None  # with a target CI: the cap on steps
-    fabric: str | None = field(default=None, metadata=FABRIC)  # by name; values in environment()
-    timeout_s: float | None = field(default=None, metadata=TIMEOUT)
-    stall_timeout_s: float | None = field(default=None, metadata=STALL)  # the stall watchdog's bound
-    # across nodes (a study's train unit): this node's share of one job, as train's own flags say
-    nnodes: int | None = None
-    node_rank: int | None = None
-    master_addr: str | None = None
-    master_port: int | None = None
-    out: str | None = field(default=None, metadata=UNKEYED)
 
 
 @dataclass(frozen=True, kw_only=True)

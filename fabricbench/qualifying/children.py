@@ -83,8 +83,8 @@ def sweep_under(fabric_name: str, sweep: SweepConfig, *, key: str, wall_timeout_
 
 
 def run_command(job: Any, *, key: str, kind: str, wall_timeout_s: float) -> UnitResult:
-    """A typed config that names its program (a TrainJob, measuring's P2PConfig: `fabricbench train|p2p ...
-    --out tmp`) as a child (fabricbench/jobs: its own process group dead with us, a private workspace removed
+    """A typed config that names its program (training's TrainConfig, measuring's P2PConfig: `fabricbench
+    train|p2p ... --out tmp`) as a child (fabricbench/jobs: its own process group dead with us, a private workspace removed
     on every exit; a custom fabric by name in its argv, its values in its environment); its records of `kind`
     come back as they are written."""
     with jobs.workspace("qualify") as ws:

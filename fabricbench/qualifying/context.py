@@ -21,7 +21,7 @@ from typing import Any, Callable
 import fabricbench.gpus  # looked up on call: tests stand in for visible_gpu_count
 from fabricbench.errors import FabricbenchError
 from fabricbench.jobs import store
-from fabricbench.jobs.configs import TrainJob, job_key, to_argv
+from fabricbench.jobs.configs import job_key, to_argv
 from fabricbench.measuring.devices import make_config, resolve_devices
 from fabricbench.measuring import runner
 from fabricbench.measuring.child_sweeps import adopt
@@ -33,6 +33,7 @@ from fabricbench.qualifying.units import SweepUnit
 from fabricbench.qualifying.verdict import NO_GPU
 from fabricbench.results.schema import header
 from fabricbench.topology import read_topology
+from fabricbench.training.config import TrainConfig
 
 
 def noted(measure: Callable[..., UnitResult]) -> Callable[..., UnitResult]:
@@ -154,8 +155,8 @@ class Context:
         return self._keep(children.run_command(job, key=key, kind="copy", wall_timeout_s=self.run.unit_timeout_s))
 
     @noted
-    def train(self, job: TrainJob) -> UnitResult:
-        args = job.argv()
+    def train(self, job: TrainConfig) -> UnitResult:
+        args = to_argv(job)
         key = self._fresh(job_key(job))
         if key in self._units:
             return self._units[key]

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from fabricbench.jobs.configs import TrainJob, job_key
+from fabricbench.jobs.configs import job_key
 from fabricbench.measuring.p2p_run import P2PConfig
 from fabricbench.qualifying import health
 from fabricbench.qualifying.checks.common import READ_AT
 from fabricbench.qualifying.context import Context, UnitResult, noted
 from fabricbench.qualifying.units import SweepUnit
+from fabricbench.training.config import TrainConfig
 
 # Check kinds that read collective or copy records; the others need a machine or a run (waived).
 JUDGED = ("collective", "correctness", "transport", "p2p", "host_copy", "nccl_diag")
@@ -88,7 +89,7 @@ class OfflineContext(Context):
         return self._units[key]
 
     @noted
-    def train(self, job: TrainJob) -> UnitResult:
+    def train(self, job: TrainConfig) -> UnitResult:
         return UnitResult(key=job_key(job), waived=self.skip_reason("train"), reused=True)
 
     def _answer(self, unit: SweepUnit, key: str) -> UnitResult:

@@ -11,9 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from fabricbench.jobs.configs import TrainJob, job_key
+from fabricbench.jobs.configs import job_key
 from fabricbench.measuring.config import SweepConfig
 from fabricbench.qualifying.children import UnitResult
+from fabricbench.training.config import TrainConfig
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -87,4 +88,4 @@ class Measurements(Protocol):
 
     def copies(self, gpus: tuple[int, ...], size: int, *, peers: bool, host: bool) -> UnitResult: ...
 
-    def train(self, job: TrainJob) -> UnitResult: ...
+    def train(self, job: TrainConfig) -> UnitResult: ...

@@ -28,8 +28,9 @@ from fabricbench.collectives import COLLECTIVES
 from fabricbench.dtypes import DTYPES
 from fabricbench.errors import FabricbenchError, UsageError
 from fabricbench.fabrics import get_fabric
-from fabricbench.jobs.configs import SweepDelivery, TrainJob, sweep_command
+from fabricbench.jobs.configs import SweepDelivery, child_command, environment, sweep_command
 from fabricbench.measuring.config import SweepConfig
+from fabricbench.training.config import TrainConfig
 from fabricbench.sizes import format_size
 
 # traced dtypes a sweep cannot run (fabricbench/dtypes.py), swept as the runnable type of their element size
@@ -144,33 +145,35 @@ def _sweep(config: LabConfig, fabric: str, ops: list[str], dtype: str, sizes: li
                         warmup=config.sweep_warmup, engine="torch", backend="gloo", nprocs=config.nprocs,
                         timeout_s=config.timeout_s)
     to = SweepDelivery(fabric=fabric, out=str(run.out), quiet=True)
-    _under(config, fabric, sweep_command(sweep, to), to.environment(), f"sweep {get_fabric(fabric).name} {dtype}",
+    _under(config, fabric, (sweep_command(sweep, to), to.environment()), f"sweep {get_fabric(fabric).name} {dtype}",
            run, say)
 
 
 def _train(config: LabConfig, fabric: str, run: LabRun, say: Any, label: str = "") -> list[dict[str, Any]]:
     """One run per strategy on `fabric` (one round: run_lab repeats the rounds)."""
     model = {"model_config" if config.model.endswith(".json") else "model": config.model}
-    job = TrainJob(strategy=",".join(config.strategies), **model, device="cpu", nprocs=config.nprocs,
-                   steps=config.steps, warmup_steps=config.warmup_steps, batch_size=config.batch_size,
-                   seq_len=config.seq_len, precision=config.precision, trace_steps=config.trace_steps,
-                   repeats=1, target_ci=0.0, fabric=fabric,
-                   timeout_s=config.timeout_s, out=str(run.out))
+    job = TrainConfig(strategies=tuple(config.strategies), **model, device="cpu", nprocs=config.nprocs,
+                      steps=config.steps, warmup_steps=config.warmup_steps, batch_size=config.batch_size,
+                      seq_len=config.seq_len, precision=config.precision, trace_steps=config.trace_steps,
+                      repeats=1, target_ci=0.0, fabric=fabric, timeout_s=config.timeout_s)
     before = _count(run.out)
-    _under(config, fabric, job.command(), job.environment(), f"train {get_fabric(fabric).name}{label}", run, say)
+    _under(config, fabric, ([*child_command(job), "--out", str(run.out)], environment(fabric)),
+           f"train {get_fabric(fabric).name}{label}", run, say)
     return [r for r in _records(run.out)[before:] if r.get("kind") == "train"]
 
 
-def _under(config: LabConfig, fabric: str, argv: list[str], env: dict[str, str], what: str, run: LabRun,
+def _under(config: LabConfig, fabric: str, child: tuple[list[str], dict[str, str]], what: str, run: LabRun,
            say: Any) -> None:
-    """One fabricbench command (from a typed config: fabricbench/jobs/configs.py) in a fresh process with
+    """One fabricbench command (`child`: its argv from a typed config, fabricbench/jobs/configs.py, and its
+    environment, which carries a custom fabric's values: the argv names it alone) in a fresh process with
     --fabric (the command applies it: shaped fabrics run in a namespace of their own), its records appended
-    to run.out; `env` carries a custom fabric's values (its argv names it by name only)."""
+    to run.out."""
     why = get_fabric(fabric).unavailable()
     if why:
         run.waived[fabric] = why
         say(f"{what}: waived ({why})")
         return
+    argv, env = child
     t0 = time.monotonic()
     # a job (fabricbench/jobs): its own process group, dead with us (SIGKILL included), ended as a group on
     # timeout, its temp files in a workspace removed after it

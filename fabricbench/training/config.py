@@ -11,11 +11,13 @@ from __future__ import annotations
 import importlib.util
 import math
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from fabricbench.declare import check, declare, shared
 from fabricbench.errors import UsageError
 from fabricbench.fabrics import get_fabric
 from fabricbench.gpus import parse_gpus
+from fabricbench.jobs.configs import argv_field
 from fabricbench.jobs.heartbeat import STALL_TIMEOUT
 from fabricbench.statistics.comparison import MARGIN
 from fabricbench.measuring.config import check_local_ranks
@@ -33,6 +35,9 @@ CPU_RANKS = 2  # --device cpu without --nprocs: two gloo ranks, the fewest that 
 
 @dataclass(frozen=True, kw_only=True)
 class TrainConfig:
+    # A child `fabricbench train` (study's and qualify's units, the relate lab) is this config's fields as
+    # options (jobs/configs.child_command), its resume key their hash (job_key): argv_field says how.
+    PROGRAM: ClassVar[tuple[str, ...]] = ("fabricbench", "train")
     strategies: str | tuple[str, ...] | list[str] = field(metadata=declare(  # names in STRATEGIES, run in
         # this order; "all" or a comma text is resolved where the config is placed (training/api.py)
         "--strategies", "strategy list", "ddp, zero1, zero2, zero3, fsdp, a comma list of them, or all.",
@@ -75,9 +80,10 @@ class TrainConfig:
     # the run-to-run CI is within target_ci (at most max_repeats, within time_budget_s)
     max_repeats: int = field(default=DEFAULT_MAX_REPEATS, metadata=declare(
         "--max-repeats", "count", "Cap on runs per strategy.", lo=1, hi=MAX_REPEATS))
-    time_budget_s: float = field(default=1800.0, metadata=declare(  # no repeat beyond the minimum starts after
+    time_budget_s: float = field(default=1800.0, metadata={**argv_field(flag="--repeat-budget", keyed=False), **declare(
+        # no repeat beyond the minimum starts after
         "--repeat-budget", "seconds", "Seconds after which no repeat beyond the minimum starts.", lo=0,
-        lo_open=True, unit="s", concept="repeat_budget_s", aliases=("--time-budget",)))  # this many seconds
+        lo_open=True, unit="s", concept="repeat_budget_s", aliases=("--time-budget",))})  # this many seconds
     margin: float = field(default=MARGIN, metadata=declare(  # δ: strategies within ±margin are "equivalent"
         "--margin", "fraction", "Two figures within ±this fraction are \"equivalent\" (docs/comparisons.md).",
         lo=0, hi=0.5, lo_open=True, hi_open=True))  # (statistics/comparison.py); also when repeats stop
@@ -98,8 +104,9 @@ class TrainConfig:
     dataset: str | None = field(default=None, metadata=declare(  # local dataset folder (data.py); synthetic
         "--dataset", "input file or folder", "Local data: DIR/<class>/<image>, or *.txt / *.npy tokens.",
         default_by="synthetic"))  # when None
-    fabric: str = field(default="default", metadata=declare(  # a fabric name (fabricbench/fabrics)
-        "--fabric", "fabric", "The NCCL environment to run under (see `fabricbench fabrics`)."))
+    # a fabric name (fabricbench/fabrics); a child gets a custom one by name, its values in its environment
+    fabric: str = field(default="default", metadata={**argv_field(fabric=True), **declare(
+        "--fabric", "fabric", "The NCCL environment to run under (see `fabricbench fabrics`).")})
     nnodes: int = field(default=1, metadata=declare(  # torchrun pass-through, for several nodes
         "--nnodes", "count", "torchrun pass-through.", lo=1, hi=4096))
     node_rank: int = field(default=0, metadata=declare(
@@ -108,17 +115,22 @@ class TrainConfig:
         "--master-addr", "text", "torchrun pass-through."))
     master_port: int | None = field(default=None, metadata=declare(  # None: a free port on this host
         "--master-port", "count", "torchrun pass-through.", lo=1, hi=65535, default_by="a free port"))
-    timeout_s: float = field(default=1800.0, metadata=declare(  # a rank with no progress (start-up phase,
+    # a rank with no progress (start-up phase, step) for this long ends the run; keyed=False (as every time
+    # limit): a unit resumed with more time keeps its key
+    timeout_s: float = field(default=1800.0, metadata={**argv_field(flag="--timeout", keyed=False), **declare(
         "--timeout", "seconds", "Seconds a rank may go without progress (a step; start-up gets at least 10 "
-        "min) before the run ends naming it.", unit="s", concept="progress_timeout_s"))  # step) for this long
-    # ends the run
+        "min) before the run ends naming it.", unit="s", concept="progress_timeout_s")})
     # it bounds the nodes' rendezvous too (torchrun's static rendezvous `timeout`)
-    stall_timeout_s: float | None = field(default=None, metadata=shared(  # the stall watchdog (jobs/heartbeat.py)
-        STALL_TIMEOUT, help="Seconds a rank's heartbeat (or every rank's step) may stop before the run ends "
-        "naming the rank and its host, on every node.",
-        default_by="max(60, 10x the median step)"))  # None: max(60 s, 10 x median step)
-    budget_s: float | None = None  # one strategy's processes, start to end; None: no limit beyond timeout_s
-    extra_env: dict[str, str] = field(default_factory=dict)  # added to the workers' environment
+    stall_timeout_s: float | None = field(default=None, metadata={  # the stall watchdog (jobs/heartbeat.py)
+        **argv_field(flag="--stall-timeout", keyed=False), **shared(
+            STALL_TIMEOUT, help="Seconds a rank's heartbeat (or every rank's step) may stop before the run ends "
+            "naming the rank and its host, on every node.",
+            default_by="max(60, 10x the median step)")})  # None: max(60 s, 10 x median step)
+    # Library only, no option of the command (a child train never gets them):
+    # one strategy's processes, start to end; None: no limit beyond timeout_s
+    budget_s: float | None = field(default=None, metadata=argv_field(skip=True, keyed=False))
+    # added to the workers' environment
+    extra_env: dict[str, str] = field(default_factory=dict, metadata=argv_field(skip=True))
 
     def __post_init__(self) -> None:
         check(self)  # each declared field inside its declared range, as the CLI checks it (declare.py)

@@ -236,9 +236,10 @@ def test_private_files_and_masking(tmp_path):
 
 # -- typed jobs ----------------------------------------------------------------------------------------------
 def test_argv_and_key_come_from_the_config_type():
-    from fabricbench.jobs.configs import ARGV, TrainJob, job_key, to_argv
+    from fabricbench.jobs.configs import ARGV, job_key, to_argv
     from fabricbench.measuring.config import SweepConfig
     from fabricbench.measuring.p2p_run import P2PConfig
+    from fabricbench.training.config import TrainConfig
     from fabricbench.qualifying.units import RunSettings, SweepUnit
 
     job = SweepConfig(ops="all_reduce", sizes="1M", dtype="bfloat16", iters=5, warmup=1, engine="native",
@@ -261,8 +262,13 @@ def test_argv_and_key_come_from_the_config_type():
     assert to_argv(copy) == ["--gpus", "0-3", "--size", str(256 << 20), "--iters", "20", "--warmup", "5", "--no-host"]
     assert job_key(copy) == job_key(P2PConfig(gpus="0-3", size="256M", no_host=True))  # the size as read
     assert job_key(copy).startswith("p2p-") and job_key(dataclasses.replace(copy, iters=21)) != job_key(copy)
-    t = TrainJob(strategy="ddp", model="tiny-mistral", device="cpu", nprocs=2, fabric="sec", timeout_s=20.0)
-    assert t.argv()[-4:] == ["--fabric", "sec", "--timeout", "20"]
+    t = TrainConfig(strategies="ddp", model="tiny-mistral", device="cpu", nprocs=2, timeout_s=20.0)
+    assert to_argv(t)[:2] == ["--strategies", "ddp"] and to_argv(t)[-2:] == ["--timeout", "20"]
+    assert "--gpus" not in to_argv(t)  # none named: the child decides, as train does
+    assert job_key(t).startswith("train-") and job_key(dataclasses.replace(t, steps=9)) != job_key(t)
+    assert job_key(dataclasses.replace(t, timeout_s=99.0, stall_timeout_s=30.0, time_budget_s=60.0)) == job_key(t)
+    unkeyed = {f.name for f in dataclasses.fields(TrainConfig) if not (f.metadata.get(ARGV) or {}).get("keyed", True)}
+    assert unkeyed == {"timeout_s", "stall_timeout_s", "time_budget_s", "budget_s"}
     with pytest.raises(dataclasses.FrozenInstanceError):
         job.iters = 3
 
@@ -271,8 +277,9 @@ def test_a_key_is_never_derived_from_a_masked_value():
     """Keys are written into records and file names: a custom fabric enters them as it is shown, so no
     key is a hash of a credential (a short one could be found by trying values). NCCL_* values are shown,
     so they still tell two fabrics apart."""
-    from fabricbench.jobs.configs import TrainJob, job_key
+    from fabricbench.jobs.configs import job_key
     from fabricbench.measuring.config import SweepConfig
+    from fabricbench.training.config import TrainConfig
 
     def key(**fabric: str) -> str:
         return job_key(SweepConfig(ops="all_reduce", sizes="1K", iters=2, warmup=0, engine="native", **fabric))
@@ -280,8 +287,8 @@ def test_a_key_is_never_derived_from_a_masked_value():
     assert key(fabric="sec:MY_TOKEN=hunter2") == key(fabric="sec:MY_TOKEN=x")
     assert key(fabric="x:NCCL_ALGO=Ring") != key(fabric="x:NCCL_ALGO=Tree")
     assert key(fabric="sec:MY_TOKEN=hunter2") != key()
-    t = dict(strategy="ddp", device="cpu")
-    assert TrainJob(**t, fabric="sec:MY_TOKEN=a").key == TrainJob(**t, fabric="sec:MY_TOKEN=b").key
+    t = dict(strategies="ddp", model="tiny-mistral", device="cpu")
+    assert job_key(TrainConfig(**t, fabric="sec:MY_TOKEN=a")) == job_key(TrainConfig(**t, fabric="sec:MY_TOKEN=b"))
 
 
 def _every_field_set() -> list:
@@ -295,10 +302,6 @@ def _every_field_set() -> list:
     return [  # SweepConfig's fields: tests/e2e/test_fabric_apply.py
         P2PConfig(gpus="0-1", size="1M", iters=2, warmup=1, no_host=True),
         P2PConfig(gpus="0-1", size="1M", iters=2, warmup=1, no_peer=True),
-        c.TrainJob(strategy="ddp", model="tiny-mistral", model_config="m.json", device="cpu", gpus="0", nprocs=2,
-                   steps=4, warmup_steps=1, batch_size=2, seq_len=16, image_size=32, precision="fp32",
-                   trace_steps=0, repeats=1, target_ci=0.0, max_steps=8, fabric="sec", timeout_s=20.0, out="t.jsonl",
-                   stall_timeout_s=30.0, nnodes=2, node_rank=1, master_addr="node0", master_port=29401),
         c.ScalingJob(gpus=(0, 1), ops="all_reduce", sizes="1M", fabric="sec", iters=2, warmup=1, out="s.jsonl",
                      as_json=True),
         c.EstimateJob(model="tiny-mistral", model_config="m.json", num_gpus=2, batch_size=2, seq_len=16,
@@ -338,17 +341,44 @@ def test_every_job_kind_s_arguments_are_its_child_s_options(job):
     assert set(flags) <= options, set(flags) - options
 
 
+def _library_configs() -> list:
+    from fabricbench.measuring.config import SweepConfig
+    from fabricbench.measuring.p2p_run import P2PConfig
+    from fabricbench.training.config import TrainConfig
+
+    return [SweepConfig, P2PConfig, TrainConfig]
+
+
+@pytest.mark.parametrize("kind", _library_configs(), ids=lambda k: k.__name__)
+def test_every_library_config_field_is_its_child_s_option(kind):
+    """A library config that is also a child's command line (study's, qualify's and the lab's children): a
+    field it would write that the child command does not take fails here, before any child runs."""
+    import click
+
+    from fabricbench.cli import cli
+    from fabricbench.jobs.configs import ARGV
+
+    command = cli.get_command(click.Context(cli), kind.PROGRAM[1])
+    options = {o for p in command.params if isinstance(p, click.Option) for o in p.opts}
+    written = [f for f in dataclasses.fields(kind) if not (f.metadata.get(ARGV) or {}).get("skip")]
+    flags = {(f.metadata.get(ARGV) or {}).get("flag") or "--" + f.name.replace("_", "-") for f in written
+             if not (f.metadata.get(ARGV) or {}).get("choice")}  # a choice's flags: test_fabric_apply.py
+    assert flags <= options, flags - options
+
+
 def test_a_job_names_a_custom_fabric_by_name_and_carries_its_values_in_the_environment():
     """Whatever a caller hands a job (a whole custom spec, or a name this process knows), its argv shows
     the name only and its environment() carries the values: qualify's train check and the relate lab rely
     on it. Built-in and family fabrics travel as they are."""
     from fabricbench.fabrics.env import remember
-    from fabricbench.jobs.configs import SweepDelivery, TrainJob, sweep_command
+    from fabricbench.jobs.configs import SweepDelivery, child_command, environment, sweep_command, to_argv
     from fabricbench.measuring.config import SweepConfig
+    from fabricbench.training.config import TrainConfig
 
-    whole = TrainJob(strategy="ddp", model="tiny-mistral", fabric="tok:MY_TOKEN=s3cr3t,NCCL_ALGO=Ring")
-    assert whole.argv()[-2:] == ["--fabric", "tok"] and "s3cr3t" not in " ".join(whole.command())
-    assert travelled("tok", whole.environment({})).env == (("MY_TOKEN", "s3cr3t"), ("NCCL_ALGO", "Ring"))
+    whole = TrainConfig(strategies="ddp", model="tiny-mistral", fabric="tok:MY_TOKEN=s3cr3t,NCCL_ALGO=Ring")
+    argv = to_argv(whole)
+    assert argv[argv.index("--fabric") + 1] == "tok" and "s3cr3t" not in " ".join(child_command(whole))
+    assert travelled("tok", environment(whole.fabric, {})).env == (("MY_TOKEN", "s3cr3t"), ("NCCL_ALGO", "Ring"))
     remember(get_fabric("named:MY_TOKEN=abc"))
     sweep = SweepConfig(ops="all_reduce", sizes="1K", iters=1, warmup=0, engine="torch")
     by_name = SweepDelivery(fabric="named", out="o.jsonl")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from fabricbench.jobs.configs import to_argv
 from fabricbench.qualifying.context import Context, UnitResult
 from fabricbench.qualifying.spec import parse_spec
 from fabricbench.qualifying.verdict import combine
@@ -34,7 +35,7 @@ class CannedContext(Context):
         return self._copies_fn(gpus, size, peers, host)
 
     def train(self, job):
-        args = job.argv()
+        args = to_argv(job)
         self.units.append(args)
         return self._train_fn(args)
 

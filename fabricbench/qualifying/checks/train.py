@@ -17,13 +17,14 @@ Runs `fabricbench train` (torchrun, fresh processes). device follows [run]: gloo
 
 from __future__ import annotations
 
-from fabricbench.jobs.configs import TrainJob
 from fabricbench.qualifying.checks.base import Check, CheckKind, Invalid
 from fabricbench.qualifying.fields import Field
 from fabricbench.qualifying.verdict import Item, at_least, equal, error, waived
 from fabricbench.results import records
 from fabricbench.results.schema import TrainResult
 from fabricbench.results.status import TIMED_TRAIN, Status
+from fabricbench.training.config import TrainConfig
+from fabricbench.training.models import MODELS
 from fabricbench.training.strategies import STRATEGIES
 
 FIELDS = {
@@ -42,6 +43,8 @@ FIELDS = {
 def validate(p: dict) -> None:
     if p["strategy"] not in STRATEGIES:
         raise Invalid("strategy", f"unknown strategy {p['strategy']!r}; choose from {', '.join(STRATEGIES.names())}")
+    if p["model"] not in MODELS:  # the check's TrainConfig refuses it too, but mid-run: the spec says it first
+        raise Invalid("model", f"unknown model {p['model']!r}; choose from {', '.join(MODELS.names())}")
     if p["steps"] < p["warmup_steps"] + 2:
         raise Invalid("steps", f"steps = {p['steps']} with warmup_steps = {p['warmup_steps']} leaves fewer "
                                f"than 2 timed steps")
@@ -51,8 +54,10 @@ def judge(check: Check, ctx) -> list[Item]:
     p = check.params
     if ctx.distributed:
         return [waived("train", "runs per node: qualify without torchrun for training smoke tests")]
-    job = dict(strategy=p["strategy"], model=p["model"], steps=p["steps"], warmup_steps=p["warmup_steps"],
-               batch_size=p["batch_size"], seq_len=p["seq_len"], fabric=p["fabric"], timeout_s=ctx.run.unit_timeout_s)
+    # a smoke test: exactly `steps` steps, one run (train steps on and repeats by default)
+    job = dict(strategies=p["strategy"], model=p["model"], steps=p["steps"], warmup_steps=p["warmup_steps"],
+               batch_size=p["batch_size"], seq_len=p["seq_len"], fabric=p["fabric"], repeats=1, target_ci=0.0,
+               timeout_s=ctx.run.unit_timeout_s)
     if ctx.run.cpu_ranks:
         job.update(device="cpu", nprocs=ctx.run.nprocs)
     else:
@@ -60,7 +65,7 @@ def judge(check: Check, ctx) -> list[Item]:
         if n == 0:
             return [error("train", "no CUDA GPU is visible here (a CPU smoke test needs [run] backend = \"gloo\")")]
         job.update(device="cuda", gpus=f"0-{n - 1}" if n > 1 else "0")
-    res = ctx.train(TrainJob(**job))  # the child's argv and environment from the job type (fabricbench/jobs/configs.py)
+    res = ctx.train(TrainConfig(**job))  # the child's argv, environment and key from the config (jobs/configs.py)
     runs, damaged = records.typed(res.records, TrainResult, source="the training child")
     if not runs:
         why = damaged[0] if damaged else res.error or "unknown reason"

@@ -7,9 +7,9 @@ estimate.py, train.py, sweep.py, scaling.py, relate.py, batch.py, summary.py) bu
 from the study so far (a sweep takes its sizes from the traces the train units recorded) and turns what
 the child wrote into records. Every child is an ordinary fabricbench command (or
 fabricbench.studying.machine), so the report can print each unit's command for anyone to rerun by hand; its
-argv comes from a typed config (measuring's SweepConfig; fabricbench/jobs/configs.py: TrainJob, ...), never
-from a flag list written here. A fabric goes by its name: a custom fabric's values reach the child through its
-environment (studying/runner.py). What the kinds share is in base.py.
+argv comes from a typed config (measuring's SweepConfig, training's TrainConfig; fabricbench/jobs/configs.py:
+ScalingJob, ...), never from a flag list written here. A fabric goes by its name: a custom fabric's values
+reach the child through its environment (studying/runner.py). What the kinds share is in base.py.
 """
 
 from __future__ import annotations

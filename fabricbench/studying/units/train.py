@@ -6,11 +6,13 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from fabricbench.jobs.configs import TrainJob
+from fabricbench.fabrics import get_fabric
+from fabricbench.jobs.configs import child_command
 from fabricbench.results.status import Status
 from fabricbench.studying.units.base import (STATUSES, Context, Outcome, Unit, UnitKind, batch_of, failure,
                                           file_records, model_args, placement)
 from fabricbench.training import repeats
+from fabricbench.training.config import TrainConfig
 
 
 def commands(unit: Unit, ctx: Context):
@@ -19,12 +21,15 @@ def commands(unit: Unit, ctx: Context):
         enough = enough_runs(unit, ctx)
         if enough:
             return [], {"waived": enough}
-    job = TrainJob(strategy=str(unit.strategy), **model_args(c), **placement(c), steps=c.steps,
-                   warmup_steps=c.warmup_steps, batch_size=batch_of(ctx), **c.shape, precision=c.precision,
-                   repeats=1, target_ci=float(c.target_ci or 0), max_steps=c.max_steps or None,
-                   fabric=str(unit.fabric), timeout_s=float(c.train_timeout_s), out=str(ctx.unit_file(unit)),
-                   stall_timeout_s=c.stall_timeout_s, **node_flags(unit, ctx))
-    return [job.command()], {}
+    # the unit's fabric as the study was given it: its argv names it alone, its values travel in the
+    # environment (runner.py), and the config checks it as `train` would
+    fabric = next((s for s in c.fabrics if get_fabric(s).name == unit.fabric), str(unit.fabric))
+    job = TrainConfig(strategies=str(unit.strategy), **model_args(c), **placement(c), steps=c.steps,
+                      warmup_steps=c.warmup_steps, batch_size=batch_of(ctx), **c.shape, precision=c.precision,
+                      repeats=1, target_ci=float(c.target_ci or 0), max_steps=c.max_steps or None, fabric=fabric,
+                      timeout_s=float(c.train_timeout_s), stall_timeout_s=c.stall_timeout_s, **node_flags(unit, ctx))
+    unread = frozenset({"seq_len", "image_size"} - set(c.shape))  # train ignores them: the command says none
+    return [[*child_command(job, leave_out=unread), "--out", str(ctx.unit_file(unit))]], {}
 
 
 def node_flags(unit: Unit, ctx: Context) -> dict[str, Any]:
