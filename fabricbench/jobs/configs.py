@@ -42,7 +42,7 @@ def argv_field(*, flag: str | None = None, choice: bool = False, skip: bool = Fa
     """Metadata for a config field: `flag` its option's name, `choice` the value is the flag itself
     (inplace="both" -> --both), `skip` the caller adds it (or it is not an option), `positional` an
     argument without a flag (a tuple: one argument per item), `fabric` a fabric spec, written by its name
-    alone (a custom fabric's values travel in the child's environment: Job.environment), `keyed` False
+    alone (a custom fabric's values travel in the child's environment: environment()), `keyed` False
     for a field that does not change what is measured (a time limit, where records go), so that the resume
     key stays the same when it changes (job_key)."""
     return {ARGV: {"flag": flag, "choice": choice, "skip": skip, "positional": positional, "fabric": fabric,
@@ -50,9 +50,6 @@ def argv_field(*, flag: str | None = None, choice: bool = False, skip: bool = Fa
 
 
 FABRIC = argv_field(fabric=True)
-UNKEYED = argv_field(keyed=False)
-TIMEOUT = argv_field(flag="--timeout", keyed=False)  # more time for a resumed run must not measure all again
-STALL = argv_field(flag="--stall-timeout", keyed=False)
 
 
 def _text(v: Any) -> str:
