@@ -77,7 +77,7 @@ def test_relate_flags_a_sweep_placed_elsewhere_than_the_training():
     lists each GPU once); a sweep of its ranks on GPU 0 (one ordinal per rank) matches, one on GPUs 0,1,2
     does not, and the rows say so."""
     import fabricbench
-    from test_relate import DDP_TRACE, sweep, train_rec
+    from tests.unit.test_relate import DDP_TRACE, sweep, train_rec
 
     def lab_records(sweep_gpus):
         recs = sweep("fast", 10, nranks=3) + sweep("slow", 1, nranks=3)
@@ -162,11 +162,9 @@ def test_relate_cpu_lab_predicts_shaped_fabrics(tmp_path):
 def test_docs_relate_table_is_the_scripts_output():
     """docs/relate.md's relate tables and the README's are what benchmarks/relate/table.py makes of the
     committed lab records (the CPU lab's and the strong fabrics', copied to tests/data/relate/cpu-lab)."""
-    import sys
+    from relate_tables import replaced, text
 
     tests = TESTS
-    sys.path.insert(0, str(tests))
-    from relate_tables import replaced, text
 
     data, root = tests / "data" / "relate" / "cpu-lab", tests.parent
     shown = "benchmarks/relate/results/cpu-lab/relate-lab/before/records.jsonl"  # what the table names
