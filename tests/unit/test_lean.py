@@ -40,6 +40,7 @@ def _probe(engine: str) -> str:
     return r.stdout.strip().splitlines()[-1]
 
 
+@pytest.mark.slow  # real processes for more than ~3 s (docs/testing.md)
 def test_a_ddp_rank_trains_with_scipy_and_sklearn_hidden_from_transformers():
     assert _probe("ddp") == "['sklearn', 'scipy', 'boto3'] None False False False"
 

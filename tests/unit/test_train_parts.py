@@ -175,6 +175,7 @@ def test_model_config_and_model_path(tmp_path):
         models.resolve(config_file=str(tmp_path / "bad.json"))
 
 
+@pytest.mark.slow  # real processes for more than ~3 s (docs/testing.md)
 def test_cli_trains_on_an_image_folder(tmp_path, capsys):
     """`fabricbench train` end to end: 2 gloo processes, FSDP, a local dataset, --out and --json."""
     from PIL import Image

@@ -287,6 +287,7 @@ def _repeated(src: Path, dst: Path, steps: int) -> Path:
     return dst
 
 
+@pytest.mark.slow  # real processes for more than ~3 s (docs/testing.md)
 def test_a_large_trace_streams_in_bounded_memory(tmp_path, monkeypatch):
     """Memory follows the steps read, not the file: past kineto.MAX_STEPS (10 here) eight times the steps
     cost no more memory than the reader's window of text (benchmarks/trace/ measures the 1 GB case). The peak
