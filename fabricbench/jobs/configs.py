@@ -175,7 +175,7 @@ def sweep_command(sweep: Any, delivery: SweepDelivery) -> list[str]:
     twice = written & {f.name for f in dataclasses.fields(delivery)}  # the child would get them twice
     if twice:
         raise ValueError(f"sweep_command: {sorted(twice)} come from the delivery, not the sweep")
-    return [sys.executable, "-m", "fabricbench", "sweep", *to_argv(sweep), *to_argv(delivery)]
+    return [*child_command(sweep), *to_argv(delivery)]  # SweepConfig.PROGRAM names `fabricbench sweep`
 
 
 @dataclass(frozen=True, kw_only=True)
