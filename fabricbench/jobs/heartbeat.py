@@ -22,6 +22,10 @@ The verdict (`on_stall(message, culprit)`, once, from the thread; the caller end
 - every rank alive but none stepped for the bound: the one furthest behind is named (hung in a kernel or
   a collective whose peer is alive but lost);
 - the store itself unreachable for the bound: the node that hosts it (rank 0's) is named.
+A peer's silence counts only while the store answers (up to its last answer, not now): this rank learns
+of its peers through the store alone, so when the store stops answering, its silence is the one verdict. A
+clock that ran on would name a peer for the store's silence, and first whenever it started earlier (a peer
+not yet read when the link went down was called "never joined").
 The stall bound is `stall_s`, or when None max(MIN_STALL_S, STEPS_X x the median step so far) (before the
 first step: MIN_STALL_S). A stopped rank is named by every live rank within the bound plus BEAT_S; since
 a collective's own time-outs (gloo's, NCCL's watchdog, the store's) are the run's --timeout (default
@@ -105,7 +109,7 @@ def verdict(peers: dict[int, Peer], *, me: int, now: float, bound: float, store_
         ranks = sorted(p.rank for p in peers.values() if p.host and p.host == host) or [0]
         return store_host_gone(f"node {host} (ranks {', '.join(map(str, ranks))})", now - store_ok_at), ranks
     others = [p for p in peers.values() if p.rank != me and p.state != DONE]
-    silent = [p for p in others if now - p.alive_at > bound]
+    silent = [p for p in others if quiet_s(p.alive_at, store_ok_at) > bound]
     if silent:
         by_host: dict[str | None, list[Peer]] = {}
         for p in silent:
@@ -113,7 +117,7 @@ def verdict(peers: dict[int, Peer], *, me: int, now: float, bound: float, store_
         host, group = max(by_host.items(), key=lambda kv: len(kv[1]))
         on_host = [p for p in peers.values() if p.host == host] if host else group
         ranks = sorted(p.rank for p in group)
-        quiet = max(now - p.alive_at for p in group)
+        quiet = max(quiet_s(p.alive_at, store_ok_at) for p in group)
         last = _last(group)
         if host and len(on_host) == len(group) and len(group) > 1:
             who = f"node {host} (ranks {', '.join(map(str, ranks))})"
@@ -121,11 +125,18 @@ def verdict(peers: dict[int, Peer], *, me: int, now: float, bound: float, store_
             who = group[0].name() if len(group) == 1 else ", ".join(p.name() for p in group)
         return f"{who} made no progress for {quiet:.0f} s{last}", ranks
     live = [p for p in peers.values() if p.state != DONE]
-    if live and all(p.tick is not None for p in live) and all(now - p.step_at > bound for p in live):
+    if live and all(p.tick is not None for p in live) and all(quiet_s(p.step_at, store_ok_at) > bound for p in live):
         behind = min(live, key=lambda p: (p.tick or 0, p.rank))
-        return (f"{behind.name()} made no progress for {now - behind.step_at:.0f} s{_last([behind])}; every "
+        return (f"{behind.name()} made no progress for {quiet_s(behind.step_at, store_ok_at):.0f} s"
+                f"{_last([behind])}; every "
                 f"rank is alive, none stepped (it is furthest behind)"), [behind.rank]
     return None
+
+
+def quiet_s(since: float, store_ok_at: float) -> float:
+    """How long a peer's clock (its beat, or its step) stood still while the store answered: what was
+    seen up to the store's last answer (module docstring)."""
+    return max(0.0, store_ok_at - since)
 
 
 def _last(group: list[Peer]) -> str:
@@ -202,11 +213,12 @@ class Heartbeat:
         while time.monotonic() < deadline:
             now = time.monotonic()
             # a peer on this host: its launcher sees it die (its exit status), which says more
+            ok_at = self.store_ok_at
             dead = [p for p in self.peers.values() if p.rank != self.rank and p.state not in (DONE, FAILED)
-                    and p.host != self.host and now - p.alive_at > wait_s]
+                    and p.host != self.host and quiet_s(p.alive_at, ok_at) > wait_s]
             if dead:
                 v = verdict({p.rank: p for p in dead} | {self.rank: self.peers[self.rank]}, me=self.rank,
-                            now=now, bound=wait_s - 0.01, store_ok_at=now, store_host=self.store_host)
+                            now=now, bound=wait_s - 0.01, store_ok_at=ok_at, store_host=self.store_host)
                 if v is not None:
                     return v[0].replace(" made no progress", " died: no heartbeat"), v[1]
             if now - self.store_ok_at > wait_s:
@@ -223,8 +235,9 @@ class Heartbeat:
         if now - self.store_ok_at > bound_s:
             return None, now - self.store_ok_at
         for r in ranks:
-            if now - self.peers[r].alive_at > bound_s:
-                return r, now - self.peers[r].alive_at
+            quiet = quiet_s(self.peers[r].alive_at, self.store_ok_at)
+            if quiet > bound_s:
+                return r, quiet
         return None
 
     def close(self) -> None:
@@ -262,10 +275,9 @@ class Heartbeat:
         try:
             present = [r for r, k in enumerate(keys) if self.peers[r].seq >= 0 or self.store.check([k])]
             values = self.store.multi_get([keys[r] for r in present]) if present else []
-            self.store_ok_at = time.monotonic()
+            self.store_ok_at = now = time.monotonic()  # one instant: a beat read now was alive now
         except Exception:  # noqa: BLE001
             return
-        now = time.monotonic()
         for r, raw in zip(present, values):
             try:
                 doc = json.loads(bytes(raw).decode())

@@ -75,6 +75,24 @@ def test_a_store_lost_before_rank_0_was_ever_read_is_named_by_its_host_s_name(mo
     assert ranks == [0] and msg.startswith("node node0 (ranks 0) is unreachable")
 
 
+def test_a_link_down_before_a_peer_was_read_names_the_store_not_the_peer():
+    """Node 1's link went down a second after its heartbeat started, before rank 0's first beat was read:
+    rank 0 was never seen, and the store's last answer came after the heartbeat began. The store's silence is
+    the verdict; a peer clock counted from the heartbeat's start would have called rank 0 "never joined"."""
+    now = 1000.0
+    ps = {0: Peer(0, alive_at=now - 31.5, step_at=now - 31.5), 1: Peer(1, host="node1", seq=2, alive_at=now - 29.5)}
+    assert verdict(ps, me=1, now=now, bound=30, store_ok_at=now - 29.5, store_host="node0") is None
+    assert verdict(ps, me=1, now=now + 1, bound=30, store_ok_at=now - 29.5, store_host="node0")[0].startswith(
+        "node node0 (ranks 0) is unreachable")
+    # a peer silent while the store answered is named at once, whichever clock started first
+    ps[1].alive_at = now
+    msg, ranks = verdict(ps, me=1, now=now, bound=30, store_ok_at=now, store_host="node0")
+    assert ranks == [0] and msg == "rank 0 (never joined) made no progress for 32 s (no step reported yet)"
+    # what the peer did before the store fell silent is all that counts: 5 s of it, not 31.5
+    ps[0] = Peer(0, host="node0", seq=4, alive_at=now - 31.5, step_at=now - 31.5)
+    assert verdict(ps, me=1, now=now, bound=30, store_ok_at=now - 26.5, store_host="node0") is None
+
+
 def test_the_default_bound_is_60_s_or_ten_median_steps():
     assert stall_bound(None, []) == 60.0
     assert stall_bound(None, [1.0, 2.0, 3.0]) == 60.0
