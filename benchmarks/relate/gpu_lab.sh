@@ -135,7 +135,7 @@ sweeps() {  # N FABRIC TAG [GAP]: one sweep per line of the N-rank plan ("DTYPE 
 # What a call after it saves against the back-to-back sweep is the link credit relate takes (credit.py:
 # priced as a whole bucket per gap, FSDP came out 5-10% fast on every rate of an H100 lab run)
 gap_of() {
-  python3 -c "from fabricbench.relating.credit import bucket_s as b; print(f'{max(0.005, 3 * (b(\"$1\") or 0)):.4f}')"
+  python3 -c "from fabricbench.relating.credit import measuring_gap_s as g; print(f'{g(\"$1\") or 0.005:.4f}')"
 }
 plan_lines() { local c; c=$(grep -cE '^[a-z0-9]+ [a-z_,]+ [0-9,]+$' "$R/lab/plan-n$1.txt" 2>/dev/null); echo "${c:-0}"; }
 cell() {  # N FABRIC: the fabric's sweeps (back to back, then after a gap), then its train run of as many

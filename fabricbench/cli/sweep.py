@@ -109,7 +109,9 @@ def _for_trace(paths: list[str], config: SweepConfig, gpus: str | None) -> list[
     configs, job = traceplan.configs(paths, config, backend_named=named, gpus_named=gpus is not None,
                                      cpu=bool(ctx.meta.get(CPU)))
     click.echo(f"for-trace: {job.label}: {job.world_size} ranks, {job.backend} on {job.device}; "
-               f"{len(configs)} sweep(s): " + "; ".join(f"{', '.join(c.ops)} in {c.dtype} at {c.sizes}" for c in configs),
+               f"{len(configs)} sweep(s): " + "; ".join(f"{', '.join(c.ops)} in {c.dtype} at {c.sizes}"
+                                                     + (f" after a {c.gap_s * 1e3:.3g} ms idle gap" if c.gap_s else "")
+                                                     for c in configs),
                err=True)
     return configs
 

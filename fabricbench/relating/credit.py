@@ -65,6 +65,17 @@ def bucket_s(fabric: str) -> float | None:
     return got[1] if got else None
 
 
+GAP_BUCKETS = 3.0  # a gapped sweep's idle gap in B/R: the bucket refilled whole, whatever the call left in it
+MIN_GAP_S = 0.005  # and never shorter: the ranks' own start skew is a few ms
+
+
+def measuring_gap_s(fabric: str) -> float | None:
+    """The idle gap of `sweep --gap` that measures what a call realises on `fabric` (realised_fraction):
+    GAP_BUCKETS x B/R, at least MIN_GAP_S; None where the fabric has no bucket (no credit to measure)."""
+    b = bucket_s(fabric)
+    return max(MIN_GAP_S, GAP_BUCKETS * b) if b else None
+
+
 @dataclass(frozen=True, kw_only=True)
 class Gaps:
     """The link's idle gaps before each busy stretch of communication over `steps` profiled rank-steps

@@ -10,6 +10,11 @@ of two by a factor of 4 from the one at or below the smallest traced S up to the
 the sweep's rounding reaches the largest, at the trace's group size, so that relate interpolates every
 traced call. The backend and device are the trace's (gloo or nccl; CPU ranks, or CUDA tensors), unless
 the command names them; every other setting (iterations, fabric, timeouts) is the sweep's own.
+
+On a token-bucket fabric (shaped:RATE) each sweep is then run again after an idle gap (`--gap`,
+credit.measuring_gap_s): what a call saves after the bucket refilled is the link credit relate takes
+(credit.realised_fraction); without it relate can only assume a whole bucket per gap, the upper bound, which
+put FSDP 5-10% fast on every shaped rate of a lab run. The project's own labs measure it the same way.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from typing import Sequence
 from fabricbench import gpus as gpu_count
 from fabricbench.errors import UsageError
 from fabricbench.measuring.config import SweepConfig
+from fabricbench.relating.credit import measuring_gap_s
 from fabricbench.relating.lab import sweep_plan
 from fabricbench.relating.usertrace import TraceJob, read
 
@@ -44,7 +50,18 @@ def configs(paths: Sequence[str | Path], base: SweepConfig, *, backend_named: bo
     if not out:
         raise UsageError(f"trace {job.label}: none of its collectives is one a sweep can time "
                          f"({', '.join(sorted({c['op'] for c in job.collectives}))})")
-    return out, job
+    return out + gapped(out, base), job
+
+
+def gapped(plan: list[SweepConfig], base: SweepConfig) -> list[SweepConfig]:
+    """The plan's sweeps again after an idle gap, where base's fabric has a token bucket and base asks for
+    no gap of its own (module docstring); only sweeps that can time a call alone (the torch engine's
+    per-call events, SweepConfig's rule for --gap)."""
+    gap = measuring_gap_s(base.fabric)
+    if gap is None or base.gap_s:
+        return []
+    return [dataclasses.replace(c, gap_s=gap) for c in plan
+            if c.engine == "torch" and c.timing == "events" and c.adaptive is None]
 
 
 def _devices(job: TraceJob, base: SweepConfig, n: int, *, backend_named: bool, gpus_named: bool,

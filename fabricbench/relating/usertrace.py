@@ -31,6 +31,7 @@ from fabricbench.errors import UsageError
 from fabricbench.measuring.config import cores
 from fabricbench.statistics.figures import repeat_ci
 from fabricbench.relating import api, inputs
+from fabricbench.relating.credit import measuring_gap_s
 from fabricbench.relating.curves import EXACT, INTERPOLATED, SweepCurves
 from fabricbench.relating.inputs import Observed, Workload
 from fabricbench.relating.job import split
@@ -272,5 +273,9 @@ def relate_trace(paths: Sequence[str | Path], sweeps: Any, reference: str | None
         if lacking:
             problems.append(f"fabric {fab}'s sweeps lack {len(lacking)} of the trace's {len(pricing.entries)} "
                             f"collectives (op, dtype, ranks or sizes); measure them with {command(paths, fab)}")
+        if measuring_gap_s(fab) is not None and (curves.gapped is None or fab not in curves.gapped.fabrics()):
+            problems.append(f"fabric {fab} is a token-bucket link and none of its sweeps ran after an idle gap: "
+                            f"the link credit is taken as a whole bucket per gap, its upper bound (the prediction "
+                            f"errs fast); measure what a call realises with {command(paths, fab)}")
     return api.relate_observed([observed(job, ref)], got.collectives, ref, problems=job.notes + problems,
                                overlap_window=overlap_window, sweep_for=lambda fab: command(paths, fab))

@@ -10,6 +10,8 @@ gloo traces of plain PyTorch loops (DDP, FSDP2) made by the script beside them.
 
 from __future__ import annotations
 
+import dataclasses
+
 import json
 from pathlib import Path
 
@@ -93,6 +95,36 @@ def test_sweep_for_trace_plans_exactly_what_the_trace_needs():
     sizes = c.sizes.expand()
     traced = [x["bytes"] for x in job.collectives]
     assert sizes[0] <= min(traced) and sizes[-1] >= max(traced) and len(sizes) <= 3
+
+
+def test_on_a_token_bucket_link_the_plan_sweeps_again_after_an_idle_gap():
+    """shaped:RATE banks credit while idle: the plan measures what a call realises after a gap (the sweeps
+    again with --gap, 3 B/R at least 5 ms); a fabric without a bucket, or a sweep that names its own gap,
+    gets no twins."""
+    base = SweepConfig(engine="torch", backend="gloo")
+    plain, _ = traceplan.configs([FSDP], base)
+    shaped, _ = traceplan.configs([FSDP], dataclasses.replace(base, fabric="shaped:500mbit"))
+    assert len(shaped) == 2 * len(plain)
+    b2b, gapped = shaped[:len(plain)], shaped[len(plain):]
+    assert all(c.gap_s == 0 for c in b2b)
+    assert [c.gap_s for c in gapped] == [pytest.approx(3 * 256 * 1024 * 8 / 500e6)] * len(gapped)
+    assert [dataclasses.replace(c, gap_s=0.0) for c in gapped] == b2b
+    assert traceplan.configs([FSDP], dataclasses.replace(base, fabric="shaped:10gbit"))[0][-1].gap_s == 0.005
+    own, _ = traceplan.configs([FSDP], dataclasses.replace(base, fabric="shaped:500mbit", gap_s=0.05))
+    assert [c.gap_s for c in own] == [0.05] * len(plain)
+
+
+def test_relate_trace_says_a_bucketed_fabric_lacks_its_gapped_sweep(tmp_path):
+    sizes = [2**k for k in range(16, 22)]
+    recs = sweep_recs("default", 2.0, ("all_reduce",), sizes) + sweep_recs("shaped:1gbit", 0.0625, ("all_reduce",), sizes)
+    res = fabricbench.relate(fabricbench.RelateConfig(traces=[DDP], inputs=[write(tmp_path / "s.jsonl", recs)]))
+    (said,) = [p for p in res.problems if "ran after an idle gap" in p]
+    assert said.startswith("fabric shaped:1gbit is a token-bucket link") and "--fabric shaped:1gbit" in said
+    gapped = [{**r, "extra": {"gap_s": 0.0063}, "time_us": r["time_us"] * 0.9} for r in recs
+              if r["fabric"] == "shaped:1gbit"]
+    res = fabricbench.relate(fabricbench.RelateConfig(traces=[DDP], inputs=[write(tmp_path / "g.jsonl", recs + gapped)]))
+    assert not [p for p in res.problems if "ran after an idle gap" in p]
+    assert any("on shaped:1gbit: a call after an idle gap realised" in p for p in res.problems)  # and it is taken
 
 
 def test_cli_sweep_for_trace_dry_run_and_conflicts(capsys, tmp_path):
