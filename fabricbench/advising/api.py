@@ -35,7 +35,6 @@ from fabricbench.topology import load_file, read_topology
 from fabricbench.topology.model import Topology, ranges
 from fabricbench.topology.ranking import PlacementRank, rank_placements
 from fabricbench.training import estimate as est, models, repeats
-from fabricbench.training.strategies import STRATEGIES
 
 
 _gib_text = functools.partial(format_gib, missing="?", unit=True)  # "13.5 GiB" in sentences

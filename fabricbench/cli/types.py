@@ -20,13 +20,11 @@ import math
 import os
 import re
 import shutil
-from typing import Any, Callable
 
 import click
 
 from fabricbench.cli.option_type import CONTROL, MAX_TEXT, OptionError, OptionType, refuse  # noqa: F401 (named here)
 from fabricbench.declare import WEEK_S
-from fabricbench.errors import UsageError
 from fabricbench.gpus import parse_gpus
 from fabricbench.masking import shown_spec
 from fabricbench.sizes import SizeSweep, parse_size

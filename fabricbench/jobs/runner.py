@@ -41,7 +41,6 @@ import contextlib
 import json
 import os
 import signal
-import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field

@@ -19,7 +19,6 @@ The sweep table (`SweepTable`) grows as results arrive and is printed through th
 from __future__ import annotations
 
 import csv
-import os
 import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence, TextIO

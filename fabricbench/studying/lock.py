@@ -14,7 +14,6 @@ import fcntl
 import os
 import time
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Iterator
 
 from fabricbench.errors import UsageError

@@ -19,7 +19,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, Callable
+from typing import Any
 
 from fabricbench.errors import UsageError
 from fabricbench.files import read_input
