@@ -91,8 +91,9 @@ def measure(args, out: Path) -> None:
         relate(out, script)
 
 
-def relate(out: Path, script: str) -> None:
-    base = [*FB, "relate", "--trace", str(out / "prof" / script), str(out / "sweeps" / f"{script}.jsonl"),
+def relate(out: Path, script: str, lab: Path | None = None) -> None:
+    """relate --trace of `script` on out/sweeps, its answer in out; lab: where the traces are (default out)."""
+    base = [*FB, "relate", "--trace", str((lab or out) / "prof" / script), str(out / "sweeps" / f"{script}.jsonl"),
             "--reference", "default"]
     with open(out / f"relate-{script}.json", "w") as fh:
         subprocess.run([*base, "--json"], stdout=fh, stderr=subprocess.DEVNULL, timeout=300,
@@ -117,7 +118,27 @@ def _verdict(f: dict) -> str:
     return "meets the bar" if ok else "misses the bar"
 
 
-def summarize(out: Path) -> dict:
+def whole_bucket(out: Path) -> dict:
+    """The lab's points again from the same traces, runs and back-to-back sweeps, without the gapped sweeps
+    (out/whole-bucket/): relate then takes a whole token bucket per gap. Paired with out's own figures, this
+    is what measuring the link credit changed."""
+    dest = out / "whole-bucket"
+    (dest / "sweeps").mkdir(parents=True, exist_ok=True)
+    for f in sorted((out / "sweeps").glob("*.jsonl")):
+        kept = [ln for ln in f.read_text().splitlines() if ln.strip() and not _gapped(json.loads(ln))]
+        (dest / "sweeps" / f.name).write_text("".join(ln + "\n" for ln in kept))
+        relate(dest, f.stem, lab=out)
+    return summarize(dest, runs=out / "runs")
+
+
+def _gapped(rec: dict) -> bool:
+    extra = rec.get("extra") if isinstance(rec.get("extra"), dict) else {}
+    return bool(extra.get("gap_s") or (extra.get("settings") or {}).get("gap_s"))
+
+
+def summarize(out: Path, runs: Path | None = None) -> dict:
+    """The points of out's relate answers against the runs (default out/runs); written to out."""
+    runs = runs or out / "runs"
     points, notes = [], []
     lines = [f"{'script':7} {'fabric':14} {'run':>3} {'observed':>9} {'predicted':>9} {'[95% CI]':>17} {'residual':>8} "
              f"{'in CI':>5} | {'x slowdown':>10} {'resid':>7} | {'relate step':>11} {'resid':>7}"]
@@ -129,7 +150,7 @@ def summarize(out: Path) -> dict:
             notes.append(f"{script}: relate wrote no JSON (see relate-{script}.txt)")
             continue
         rows = {r["fabric"]: r for r in doc.get("rows", [])}
-        ref = _median_of(sorted((out / "runs").glob(f"{script}-default-*.json")))
+        ref = _median_of(sorted(runs.glob(f"{script}-default-*.json")))
         if not ref or "default" not in rows:
             notes.append(f"{script}: no run on the reference finished, or relate has no reference row")
             continue
@@ -141,7 +162,7 @@ def summarize(out: Path) -> dict:
                 continue
             step, ci = row["predicted_step_s"], row.get("predicted_step_ci95") or [None, None]
             slow, sci = row.get("predicted_slowdown"), row.get("predicted_slowdown_ci95") or [None, None]
-            for res in sorted((out / "runs").glob(f"{script}-{tag(fabric)}-*.json")):
+            for res in sorted(runs.glob(f"{script}-{tag(fabric)}-*.json")):
                 obs = json.loads(res.read_text())["median_step_s"]
                 pred = obs_ref + step - trace_ref
                 lo, hi = (obs_ref + ci[0] - trace_ref, obs_ref + ci[1] - trace_ref) if None not in ci else (None, None)
@@ -195,9 +216,14 @@ def main() -> None:
     ap.add_argument("--job-timeout", type=int, default=240, help="exec --timeout of each run")
     ap.add_argument("--out", type=Path, help="folder for everything the lab writes")
     ap.add_argument("--summarize", type=Path, default=None, help="only print the figures of this folder")
+    ap.add_argument("--whole-bucket", type=Path, default=None,
+                    help="a lab folder's points again without its gapped sweeps (into FOLDER/whole-bucket)")
     args = ap.parse_args()
     if args.summarize:
         summarize(args.summarize)
+        return
+    if args.whole_bucket:
+        whole_bucket(args.whole_bucket)
         return
     if args.out is None:
         ap.error("--out is required unless --summarize")
