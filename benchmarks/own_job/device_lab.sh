@@ -25,6 +25,7 @@ if [ "$WHICH" != cpu ]; then
   CUDA_VISIBLE_DEVICES=0 timeout "$GPU_S" python3 benchmarks/own_job/lab.py --device cuda --ranks 3 \
     --rates 4gbit,2gbit --repeats 2 --steps "${STEPS:-15}" --warmup 3 --out $R/gpu-3ranks 2>&1 | tee $R/gpu-lab.log
   python3 benchmarks/own_job/lab.py --summarize $R/gpu-3ranks  # what finished, where the limit cut the lab
+  python3 benchmarks/own_job/lab.py --whole-bucket $R/gpu-3ranks > /dev/null
 fi
 if [ "$CPU_S" = 0 ]; then CPU_S=$((520 - SECONDS)); fi
 if [ "$WHICH" != gpu ]; then
@@ -32,6 +33,8 @@ if [ "$WHICH" != gpu ]; then
   CUDA_VISIBLE_DEVICES= timeout "$CPU_S" python3 benchmarks/own_job/lab.py --device cpu --ranks 2 \
     --rates 2gbit,1gbit --repeats 2 --steps "${STEPS:-15}" --warmup 3 --out $R/cpu-2ranks 2>&1 | tee $R/cpu-lab.log
   python3 benchmarks/own_job/lab.py --summarize $R/cpu-2ranks
+  # the same points with a whole bucket per gap: what measuring the link credit changed, paired
+  python3 benchmarks/own_job/lab.py --whole-bucket $R/cpu-2ranks > /dev/null
 fi
 tar czf "$OUT/own_job.tgz" --exclude=prof -C $R . 2>/dev/null
 tar czf "$OUT/prof.tgz" -C $R $(cd $R && ls -d */prof) 2>/dev/null
