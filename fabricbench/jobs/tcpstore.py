@@ -6,9 +6,11 @@ heartbeat (jobs/heartbeat.py) and the study across nodes (studying/nodes.py) ali
     calls("check", ["job/3"])        # at most STORE_WAIT_S (and a little): else StoreGone
 
 One bound per call (STORE_WAIT_S): a call to a live store answers in milliseconds, so a store silent for
-longer is gone or cut off, and the caller goes on to say so. TCPStore's own time-out covers a call that
-was answered with an error; a call whose link went down (a node unplugged) may never return at all, so
-Calls makes each call on a worker thread and waits for it at most the bound.
+longer is gone or cut off, and the caller goes on to say so. TCPStore's own time-out bounds only the wait
+for a key (get, wait) on a store that answers; a call whose server went silent (its node unplugged, its
+process stopped) may never return at all: torch 2.13's check() on a SIGSTOPped server still blocked after
+117 s with a 2 s time-out set. So Calls makes each call on a worker thread and waits for it at most the
+bound, and the heartbeat (jobs/heartbeat.py) judges on a thread that never calls the store.
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ class StoreGone(TimeoutError):
 
 def open_store(addr: str, port: int, *, host: bool = False, connect_s: float = 60.0) -> Any:
     """A TCPStore at addr:port: its server in this process when `host`, else a client that waits up to
-    connect_s for the server. Its calls are then bounded by STORE_WAIT_S (errors, not waits)."""
+    connect_s for the server. Its waits for a key are then bounded by STORE_WAIT_S; a call to a server
+    that went silent is not (module docstring: Calls bounds it)."""
     from torch.distributed import TCPStore
 
     # use_libuv=False: a server here (the study's) is the classic one the multi-node tests ran; a client
