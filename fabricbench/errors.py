@@ -45,6 +45,14 @@ def _usage_error(message: str, hint: dict[str, Any] | list[dict[str, Any]] | Non
     return UsageError(message, hint=hint, hint_text=hint_text)
 
 
+def expect_config(config: object, cls: type, verb: str) -> None:
+    """Every library call's first check: its config is the one it takes (an untyped caller may pass a dict,
+    keywords' leftovers or another verb's config), said in one line instead of an AttributeError deep in."""
+    if not isinstance(config, cls):
+        raise UsageError(f"{verb} takes a {cls.__name__}, not {type(config).__name__}: "
+                         f"fabricbench.{verb}(fabricbench.{cls.__name__}(...))")
+
+
 class EngineUnavailable(FabricbenchError):
     """The chosen engine cannot run here (no extension built, no GPU, no NCCL). The message says how."""
 

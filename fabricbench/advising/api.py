@@ -25,7 +25,7 @@ import fabricbench
 from fabricbench.advising.config import AdviseConfig, parse_memory
 from fabricbench.advising.memory import MemoryFit, capacity_from_name, fits
 from fabricbench.advising.strategy import StrategyTime, predict
-from fabricbench.errors import UsageError
+from fabricbench.errors import UsageError, expect_config
 from fabricbench.statistics.comparison import Comparison
 from fabricbench.results import records as result_records
 from fabricbench.results.schema import CollectiveResult, TrainResult
@@ -164,6 +164,7 @@ def _capacity(gpu_memory: Any, topo: Any, records: list[dict[str, Any]], from_ma
 
 def advise(config: AdviseConfig) -> Advice:
     """The recommended GPU set and strategy for config's job, its reasons and a runner-up."""
+    expect_config(config, AdviseConfig, "advise")
     c = config
     # the files next (results, topology): bad input fails before the model is built
     given = _read_records(c.results)

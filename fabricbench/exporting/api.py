@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fabricbench.declare import check, declare
-from fabricbench.errors import UsageError
+from fabricbench.errors import UsageError, expect_config
 from fabricbench.exporting import EXPORTERS, SimaiOptions, SimumaxOptions, write
 from fabricbench.files import check_output, refuse_collisions
 from fabricbench.sizes import parse_size
@@ -84,6 +84,7 @@ class ExportResult:
 
 def export(config: ExportConfig) -> ExportResult:
     """Write config.results as config.format to config.out (replaced)."""
+    expect_config(config, ExportConfig, "export")
     check_output(config.out, what="--out")
     notes = write(config.results, config.format, config.out, config.options())
     return ExportResult(format=config.format, out=config.out, notes=notes, warnings=config.ignored)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fabricbench.declare import check, declare
-from fabricbench.errors import UsageError
+from fabricbench.errors import UsageError, expect_config
 from fabricbench.files import refuse_collisions
 from fabricbench.importing import import_into
 from fabricbench.importing.output import Appending
@@ -75,6 +75,7 @@ class ImportResult:
 def import_results(config: ImportConfig) -> ImportResult:
     """Read config.files (each streamed, a piece at a time) into fabricbench records, appended to config.out,
     or returned where it is None. UsageError (one line naming the file) for a file no format reads."""
+    expect_config(config, ImportConfig, "import_results")
     kw = {"fabric": config.fabric, "nranks": config.nranks}
     lines: list[str] = []
     if config.out is None:

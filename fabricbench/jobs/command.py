@@ -30,7 +30,7 @@ from typing import Any
 
 from fabricbench import hostload, masking, procs
 from fabricbench.declare import check, declare
-from fabricbench.errors import UsageError
+from fabricbench.errors import UsageError, expect_config
 from fabricbench.exitcodes import Exit
 from fabricbench.fabrics import get_fabric
 from fabricbench.fabrics.model import Fabric
@@ -98,6 +98,7 @@ def execute(config: ExecConfig, *, out: str | os.PathLike[str] | None = None,
             environ: dict[str, str] | None = None) -> ExecResult:
     """Run config.command under config.fabric to its end; append its record to `out`. Ctrl-C or SIGTERM
     go to the command, the record is written (status "interrupted"), and the interruption goes on up."""
+    expect_config(config, ExecConfig, "execute")
     env = dict(os.environ if environ is None else environ)
     fabric = get_fabric(config.fabric)
     clash = overridden(fabric, env)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any, Iterable
 
-from fabricbench.errors import UsageError
+from fabricbench.errors import UsageError, expect_config
 from fabricbench.measuring import runner
 from fabricbench.measuring.config import SweepConfig
 # make_config: a SweepConfig from keywords, which tests and scripts import from here
@@ -36,11 +36,9 @@ def sweep(config: SweepConfig, *, out: str | None = None, resume: bool = False) 
     resume=True: what `out` already holds as ok (same item, ranks, GPUs, engine, fabric and settings; see
     fabricbench/measuring/resume.py) is not measured again; those results are returned from the file, in
     plan order with the new ones, and not written twice."""
+    expect_config(config, SweepConfig, "sweep")
     import warnings
 
-    if not isinstance(config, SweepConfig):
-        raise UsageError(f"sweep takes a SweepConfig, not {type(config).__name__}: "
-                         f"fabricbench.sweep(fabricbench.SweepConfig(ops=..., sizes=...))")
     if resume and out is None:
         raise UsageError("resume=True skips what `out` already holds; pass out=<the earlier run's file>")
     config, notes = resolve_devices(config)
@@ -55,6 +53,7 @@ def measure(op: str, size: int | str, config: SweepConfig | None = None) -> Coll
     """Time one collective at one size with `config`'s other settings (default: SweepConfig()'s; its
     `inplace` is "out-of-place" or "inplace", as a sweep's) and return its result: sweep's convenience."""
     config = config if config is not None else SweepConfig()
+    expect_config(config, SweepConfig, "measure")
     if config.inplace == "both":
         raise UsageError('measure gives one result: inplace="out-of-place" or "inplace", not "both" (a sweep '
                          'gives both)')

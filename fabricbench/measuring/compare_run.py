@@ -18,7 +18,7 @@ from typing import Any, Sequence
 
 from fabricbench import hostload
 from fabricbench.declare import check, declare
-from fabricbench.errors import UsageError
+from fabricbench.errors import UsageError, expect_config
 from fabricbench.fabrics import parse_fabric_list
 from fabricbench.measuring.child_sweeps import (already_done, as_text, check_plot_path, child, decided, open_output,
                                            planned, progress_bar, resume_records, run_and_keep)
@@ -96,9 +96,7 @@ def compare(config: CompareConfig, *, out: str | None = None, resume: bool = Fal
     `out`: the combined JSONL, written as the children measure; `resume`: fabrics whose every measurement
     `out` holds are not run; `plot`: a PNG written after the run; `beside`: runs that measured nothing shown
     as more columns (imported results, measuring/compare.runs_beside)."""
-    if not isinstance(config, CompareConfig):
-        raise UsageError(f"compare takes a CompareConfig, not {type(config).__name__}: fabricbench.compare("
-                         f"fabricbench.CompareConfig(fabrics=..., sweep=fabricbench.SweepConfig(...)))")
+    expect_config(config, CompareConfig, "compare")
     fabs = parse_fabric_list(config.fabrics)
     check_plot_path(plot)
     sweep = decided(config.sweep)

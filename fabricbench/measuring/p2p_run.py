@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from fabricbench.declare import check, declare, of, shared
-from fabricbench.errors import UsageError
+from fabricbench.errors import UsageError, expect_config
 from fabricbench.gpus import default_gpus, parse_gpus
 from fabricbench.measuring import copy as copying
 from fabricbench.measuring.child_sweeps import as_text, check_plot_path, open_output
@@ -82,9 +82,7 @@ def p2p(config: P2PConfig, *, out: str | None = None, plot: str | None = None) -
     compiled engine (cudaMemcpyPeerAsync; pinned host memory). GB/s = bytes / median time (measuring/copy.py).
     `out`: the JSONL records (kind "copy") are appended there; `plot`: checked before anything is measured
     (measuring/copy_format.plot draws it)."""
-    if not isinstance(config, P2PConfig):
-        raise UsageError(f"p2p takes a P2PConfig, not {type(config).__name__}: "
-                         f"fabricbench.p2p(fabricbench.P2PConfig(gpus=..., size=...))")
+    expect_config(config, P2PConfig, "p2p")
     nbytes, iters, warmup = config.size, config.iters, config.warmup
     host, peers = not config.no_host, not config.no_peer
     check_plot_path(plot)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fabricbench.declare import check, declare, shared
-from fabricbench.errors import UsageError
+from fabricbench.errors import UsageError, expect_config
 from fabricbench.fabrics import get_fabric
 from fabricbench.measuring.child_sweeps import (already_done, as_text, check_plot_path, child, cpu_ranks, decided,
                                            open_output, planned, progress_bar, resume_records, run_and_keep,
@@ -133,9 +133,7 @@ def scaling(config: ScalingConfig, *, out: str | None = None, resume: bool = Fal
     islands (topology/placement.py), each measured by its own child sweep of config.sweep. With CPU ranks
     (engine="torch", backend="gloo") the counts are ranks on this host. `out`, `resume`, `plot`: as for
     compare."""
-    if not isinstance(config, ScalingConfig):
-        raise UsageError(f"scaling takes a ScalingConfig, not {type(config).__name__}: fabricbench.scaling("
-                         f"fabricbench.ScalingConfig(counts=..., sweep=fabricbench.SweepConfig(...)))")
+    expect_config(config, ScalingConfig, "scaling")
     counts = as_text(config.counts)
     gpus = ranges(list(config.sweep.gpus)) if config.sweep.gpus is not None else None
     topo_file = config.topo_file

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from fabricbench.errors import expect_config
 from fabricbench.declare import check, declare, of, shared
 from fabricbench.files import refuse_collisions
 from fabricbench.gpus import parse_gpus
@@ -58,6 +59,7 @@ class TopoResult:
 
 def topo(config: TopoConfig) -> TopoResult:
     """The topology of config.topo_file (or this machine's), its advice, and its record appended to config.out."""
+    expect_config(config, TopoConfig, "topo")
     writer = ResultWriter(config.out) if config.out else None  # opened (so checked) before anything is read
     t = topology_for(config.topo_file, config.gpus)
     advice, summary = t.advice(), t.summary()

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from fabricbench.cluster import env as cluster_env
-from fabricbench.errors import FabricbenchError, UsageError
+from fabricbench.errors import FabricbenchError, UsageError, expect_config
 from fabricbench.fabrics.env import mask_known
 from fabricbench.jobs import store
 from fabricbench.files import dumps, refuse_collisions, write_text_atomic
@@ -68,6 +68,7 @@ def qualify(config: QualifyConfig, *, echo: Callable[[str], None] | None = None)
     module docstring. config.tolerance (for a baseline) defaults to the spec's [run] baseline_tolerance;
     config.records_from judges recorded results instead of measuring. `echo` takes the progress lines.
     qualify_plan() says what a run would do, measuring nothing."""
+    expect_config(config, QualifyConfig, "qualify")
     full = config.read_spec()
     level = config.run_level
     spec = full.under(config.fabric) if config.fabric is not None and config.fabric != "default" else full
@@ -112,12 +113,14 @@ def qualify_plan(config: QualifyConfig) -> DryRun:
     """The plan of a qualification, measuring nothing: the spec read and checked as a run reads it, the
     checks it would run at config.level, and a time estimate (what `fabricbench qualify --dry-run` prints).
     The config is the run's; what only a run reads (its baseline, --from, outputs) is left unread."""
+    expect_config(config, QualifyConfig, "qualify_plan")
     return plan_dry_run(config.read_spec(), only=config.only, skip=config.skip, fabric=config.fabric,
                         level=config.level)
 
 
 def fleet(config: FleetConfig, *, quiet: bool = False) -> FleetResult:
     """Per-node verdicts and outliers against the fleet (fleet.py); progress on stderr unless quiet."""
+    expect_config(config, FleetConfig, "fleet")
     return run_fleet(config, quiet=quiet)
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fabricbench.declare import check, declare
-from fabricbench.errors import UsageError
+from fabricbench.errors import UsageError, expect_config
 from fabricbench.relating import jobfit_io
 from fabricbench.relating.jobfit import JobFit, Row, fit
 
@@ -66,6 +66,7 @@ class JobfitResult:
 
 def jobfit(config: JobfitConfig) -> JobfitResult:
     """Each collective and size the job ran: its busbw beside the sweep's at that size, and the ratio."""
+    expect_config(config, JobfitConfig, "jobfit")
     records, warnings = jobfit_io.load_job(list(config.job))
     swept, sweep_warnings = jobfit_io.load_sweep(config.sweep)
     return JobfitResult(fit=fit(records, swept, fabric=config.fabric), job=records,

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fabricbench.declare import check, declare
-from fabricbench.errors import UsageError
+from fabricbench.errors import UsageError, expect_config
 from fabricbench.relating import usertrace
 from fabricbench.relating.api import RelateResult, relate_records
 
@@ -62,6 +62,7 @@ def relate(config: RelateConfig) -> RelateResult:
     """Predict every swept fabric's step from the reference's: fabricbench's train runs joined with sweeps by
     fabric, nranks and dtype, or (config.traces) a profiled loop priced on the sweeps. UsageError for input
     that cannot be related at all; what did not match is in the result's problems, one sentence each."""
+    expect_config(config, RelateConfig, "relate")
     if config.traces:
         return usertrace.relate_trace(list(config.traces), list(config.inputs), config.reference,
                                       overlap_window=config.overlap_window)

@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 import fabricbench.gpus  # looked up on call: tests stand in for visible_gpu_count
 from fabricbench.cluster.env import on_slurm
-from fabricbench.errors import UsageError
+from fabricbench.errors import UsageError, expect_config
 from fabricbench.files import check_writable
 from fabricbench.masking import MASK
 from fabricbench.measuring.config import check_local_ranks
@@ -112,9 +112,6 @@ def placed(config: StudyConfig) -> StudyConfig:
     """`config` as it runs on this machine: its nodes from Slurm where it names none (cluster/env.on_slurm),
     checked against what only this machine can say (its cores, its GPUs, whether --out can be written, the
     model config file), and its GPUs, where it names none, all visible ones."""
-    if not isinstance(config, StudyConfig):
-        raise UsageError(f"the study takes a StudyConfig, not {type(config).__name__}; "
-                         f"fabricbench.stored_study(out) is the one a study folder holds")
     config = on_slurm(config)
     if config.device == "cpu":  # before --out: a rank count no unit could run is the first thing to say
         check_local_ranks(config.nprocs)
@@ -152,6 +149,7 @@ def _estimated(config: StudyConfig, units: list[Unit]) -> tuple[list[Unit], dura
 def study_plan(config: StudyConfig) -> StudyPlan:
     """The units `study(config)` would run, and about how long they take; nothing runs, but the out folder
     is refused as a run would refuse it."""
+    expect_config(config, StudyConfig, "study_plan")
     config = placed(config)
     units, est = _estimated(config, plan_for(config))
     if config.node_rank == 0:
@@ -164,6 +162,7 @@ def study(config: StudyConfig, *, report: bool = True, progress: bool | None = N
     """Run the study `config` says into its out (config.resume: keep the units recorded ok there;
     stored_study(out) continues a study with its stored settings); see the module docstring. study_plan()
     shows what it would run. report, progress and echo say how the caller watches, not what is measured."""
+    expect_config(config, StudyConfig, "study")
     config = placed(config)
     units = plan_for(config)
     res = StudyResult(out_dir=Path(config.out), config=config, plan=units)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fabricbench.errors import FabricbenchError, UsageError
+from fabricbench.errors import FabricbenchError, UsageError, expect_config
 from fabricbench.files import check_writable
 from fabricbench.studying import records
 from fabricbench.studying.report import answer_lines, summary, write_report
@@ -64,6 +64,7 @@ def _check_outputs(folder: str) -> None:
 
 def report(config: ReportConfig) -> ReportResult:
     """Rebuild config.folder's report.md and report.html (or only its summary, when not config.write)."""
+    expect_config(config, ReportConfig, "report")
     if config.write:
         _check_outputs(config.folder)
     sr = records.load(config.folder)  # a folder without results is a one-line error

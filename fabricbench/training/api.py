@@ -17,7 +17,7 @@ import dataclasses
 from typing import Any, Callable, Sequence
 
 from fabricbench.cluster.env import on_slurm
-from fabricbench.errors import UsageError
+from fabricbench.errors import UsageError, expect_config
 from fabricbench.gpus import default_gpus, visible_gpu_count
 from fabricbench.results import ResultWriter
 from fabricbench.results.schema import TrainResult
@@ -53,6 +53,7 @@ def train(config: TrainConfig, *, out: str | None = None, echo: Callable[[dict[s
     `echo` sees each record (the dict written) as it is written; progress (each rank's step) goes to
     stderr unless `quiet` (fabricbench/progress.py). `since`: when the user's wait began, where the first
     run's phases start (the CLI: its process's start; default now)."""
+    expect_config(config, TrainConfig, "train")
     config = placed(config)  # checked again as placed (its GPUs, strategies and nodes decided)
     require_libraries()  # before out is opened or anything starts
     with ResultWriter(out) as writer:  # launch.run looked up on call: tests stand in for it

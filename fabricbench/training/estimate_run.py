@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from fabricbench.errors import expect_config
 from fabricbench.declare import check, declare, of, shared
 from fabricbench.training import estimate as est
 from fabricbench.training.config import TrainConfig
@@ -74,6 +75,7 @@ class EstimateResult:
 def estimate(config: EstimateConfig) -> EstimateResult:
     """Model-state bytes per GPU of config.strategies (in the order of STRATEGIES) for config.model (or
     config.model_config)."""
+    expect_config(config, EstimateConfig, "estimate")
     doc = est.for_model(model=config.model, model_config=config.model_config, num_gpus=config.gpus,
                         recipe=config.recipe, batch_size=config.batch_size, seq_len=config.seq_len,
                         image_size=config.image_size, strategies=list(config.strategies))

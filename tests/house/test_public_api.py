@@ -69,3 +69,20 @@ def test_resolving_every_name_imports_no_torch():
     light, torch_modules = json.loads(r.stdout)
     # `import fabricbench` loads none of its modules but the helper that serves the names (standard library only)
     assert light == ["fabricbench.lazy"] and torch_modules == []
+
+
+def test_every_call_refuses_a_config_of_another_kind_in_one_line():
+    """An untyped caller's wrong object (another call's config, a dict) is one UsageError that names the
+    config the call takes, before anything runs: never an AttributeError from deep inside."""
+    import pytest
+
+    calls = {n: f for n, f in _calls().items() if "config" in inspect.signature(f).parameters}
+    assert {"sweep", "train", "study", "relate", "qualify", "import_results", "advise", "topo"} <= set(calls)
+    for name, call in sorted(calls.items()):
+        wanted = str(inspect.signature(call).parameters["config"].annotation).replace(" | None", "")
+        for wrong in ({"ops": "all_reduce"}, fabricbench.SweepConfig() if wanted != "SweepConfig" else fabricbench.TopoConfig()):
+            args = ("all_reduce", "1M", wrong) if name == "measure" else (wrong,)
+            with pytest.raises(fabricbench.UsageError) as got:
+                call(*args)
+            line = str(got.value)
+            assert "\n" not in line and line.startswith(f"{name} takes a {wanted}, not {type(wrong).__name__}"), line
