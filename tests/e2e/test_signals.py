@@ -61,8 +61,11 @@ def test_terminated_as_interrupt_restores_both_handlers(handlers):
 
 def test_a_command_hung_up_exits_129_with_one_line_and_its_temp_folder_gone(tmp_path):
     """The CLI's entry, in a real process: a temp folder made, SIGHUP to itself, the line and status."""
+    # SIGHUP at its default, as in a terminal: under nohup this process would start with SIG_IGN, which
+    # the CLI keeps (test_a_sighup_ignored_at_start_stays_ignored)
     script = textwrap.dedent("""
         import os, signal, sys, time
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
         from fabricbench import procs
         from fabricbench.cli import main
         import fabricbench.cli as cli_mod
