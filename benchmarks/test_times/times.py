@@ -31,14 +31,19 @@ def minutes(seconds: float) -> str:
     return f"{m} min {s} s" if m else f"{s} s"
 
 
+def _terminal_signals() -> None:
+    for sig in (signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
+
+
 def run(name: str, log: str | None = None) -> tuple[int, str]:
     args = [sys.executable, "-m", "pytest", *COMMANDS[name]]
     load0 = os.getloadavg()[0]
     start = time.monotonic()
-    # a shell's background job starts with Ctrl-C ignored, which its children inherit: the tests that send
-    # SIGINT to a command would wait out their timeouts, so each run starts with Ctrl-C's default
-    done = subprocess.run(args, capture_output=True, text=True,
-                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    # a shell's background job starts with Ctrl-C ignored, and one under nohup with SIGHUP ignored, which
+    # their children inherit: the tests that send these signals to a command would see them ignored (as
+    # the CLI rightly keeps an ignored one), so each run starts with both at their defaults, as in a terminal
+    done = subprocess.run(args, capture_output=True, text=True, preexec_fn=_terminal_signals)
     wall = time.monotonic() - start
     if log:  # the whole output, to read what failed
         with open(log, "a", encoding="utf-8") as f:
