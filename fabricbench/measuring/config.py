@@ -181,6 +181,12 @@ def default_backend(visible: int | None = None) -> str:
     return "nccl" if (fabricbench.gpus.visible_gpu_count() if visible is None else visible) else "gloo"
 
 
+def times_calls_alone(config: "SweepConfig") -> bool:
+    """Whether this sweep can time each call alone, as --gap needs: the torch engine's per-call events,
+    no adaptive loop (the native engine and a timed loop run calls back to back)."""
+    return config.engine == "torch" and config.timing == "events" and config.adaptive is None
+
+
 def validate(config: SweepConfig) -> None:
     """Everything that can be checked before a GPU is touched; the message says what to do."""
     check(config)  # every declared field inside its declared range (declare.py), as the CLI checks it
@@ -205,7 +211,7 @@ def validate(config: SweepConfig) -> None:
         raise UsageError("--alloc nccl is for --engine native (the torch engine allocates through PyTorch)")
     if config.timing == "loop" and config.adaptive is not None:
         raise UsageError("--adaptive needs --timing events: a timed loop gives one figure, not one per iteration")
-    if config.gap_s and (config.engine != "torch" or config.timing != "events" or config.adaptive is not None):
+    if config.gap_s and not times_calls_alone(config):
         raise UsageError(f"--gap {config.gap_s:g} times each call alone after an idle gap: it needs --engine torch "
                          f"with --timing events and no --adaptive (the native engine and a timed loop run calls "
                          f"back to back)")

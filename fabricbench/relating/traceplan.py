@@ -25,7 +25,7 @@ from typing import Sequence
 
 from fabricbench import gpus as gpu_count
 from fabricbench.errors import UsageError
-from fabricbench.measuring.config import SweepConfig
+from fabricbench.measuring.config import SweepConfig, times_calls_alone
 from fabricbench.relating.credit import measuring_gap_s
 from fabricbench.relating.lab import sweep_plan
 from fabricbench.relating.usertrace import TraceJob, read
@@ -56,12 +56,11 @@ def configs(paths: Sequence[str | Path], base: SweepConfig, *, backend_named: bo
 def gapped(plan: list[SweepConfig], base: SweepConfig) -> list[SweepConfig]:
     """The plan's sweeps again after an idle gap, where base's fabric has a token bucket and base asks for
     no gap of its own (module docstring); only sweeps that can time a call alone (the torch engine's
-    per-call events, SweepConfig's rule for --gap)."""
+    per-call events: measuring.config.times_calls_alone, SweepConfig's rule for --gap)."""
     gap = measuring_gap_s(base.fabric)
     if gap is None or base.gap_s:
         return []
-    return [dataclasses.replace(c, gap_s=gap) for c in plan
-            if c.engine == "torch" and c.timing == "events" and c.adaptive is None]
+    return [dataclasses.replace(c, gap_s=gap) for c in plan if times_calls_alone(c)]
 
 
 def _devices(job: TraceJob, base: SweepConfig, n: int, *, backend_named: bool, gpus_named: bool,
