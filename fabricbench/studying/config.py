@@ -42,7 +42,8 @@ SWEEP_OPS = ("all_reduce", "all_gather", "reduce_scatter")  # what DDP, ZeRO and
 # Settings that measure nothing (where the nodes meet, how long they wait, the budgets): a --resume may
 # change them; and RESUMABLE, those a `study --out DIR --resume` given alone applies over the stored ones
 # (max_repeats only upward: the rounds an undecided comparison asked for).
-UNMEASURED = frozenset({"out", "extra", "train_timeout_s", "sweep_timeout_s", "repeat_budget_s", "stall_timeout_s",
+UNMEASURED = frozenset({"out", "extra", "trace_rounds", "train_timeout_s", "sweep_timeout_s", "repeat_budget_s",
+                        "stall_timeout_s",
                         "node_rank", "master_addr", "master_port", "join_timeout_s"})
 RESUMABLE = UNMEASURED - {"out", "extra"} | {"max_repeats"}
 
@@ -88,6 +89,12 @@ class StudyConfig:
     image_size: int = field(default=224, metadata=shared(of(TrainConfig, "image_size")))  # images
     precision: str | None = field(default=None, metadata=shared(  # None: train's default: bf16 on cuda,
         of(TrainConfig, "precision")))  # fp32 on cpu
+    # Profiling is fixed cost, not measurement (~2.6 s of a 1B run's ~9 s on an H100, the timed steps ~0.6 s):
+    # the first rounds give each (strategy, fabric) its communication trace and relate its calls' spread, and
+    # later rounds, run only to decide a comparison, time steps alone
+    trace_rounds: int = field(default=2, metadata=declare(
+        "--trace-rounds", "count", "Rounds whose train runs are profiled for the communication trace (0: none).",
+        lo=0, hi=1000))
     sizes: str | None = field(default=None, metadata=declare(  # sweep sizes; None: from the strategies'
         "--sizes", "size list", "Sweep sizes.", default_by="covering what the traces sent"))  # traces
     iters: int | None = field(default=None, metadata=shared(  # sweep timed iterations per size

@@ -177,7 +177,7 @@ def test_study_and_report_surfaces_are_frozen():
     assert sorted(o for p in study.params for o in p.opts) == sorted([
         "--out", "--gpus", "--device", "--nprocs", "--fabrics", "--strategies", "--model", "--model-config",
         "--steps", "--warmup-steps", "--batch-size", "--seq-len", "--image-size", "--precision", "--sizes",
-        "--iters", "--warmup", "--train-timeout", "--sweep-timeout", "--resume", "--dry-run", "--json", "--quiet",
+        "--iters", "--warmup", "--trace-rounds", "--train-timeout", "--sweep-timeout", "--resume", "--dry-run", "--json", "--quiet",
         "--max-steps", "--target-ci", "--repeats", "--max-repeats", "--repeat-budget", "--margin", "--stall-timeout",
         "--nnodes", "--node-rank", "--master-addr", "--master-port", "--join-timeout"])  # across nodes
     assert [p.name for p in report.params] == ["out_dir", "as_json"]
@@ -199,6 +199,27 @@ def test_commands_pass_only_the_shape_the_model_reads(tmp_path, model, kept, dro
                        ("train", Unit(kind="train", name="train ddp @ default", strategy="ddp", fabric="default"))):
         (argv,), _ = UNIT_KINDS.get(kind).commands(unit, ctx)
         assert kept in argv and dropped not in argv, (kind, argv)
+
+
+@pytest.mark.parametrize("trace_rounds, profiled", [(2, [1, 2]), (0, []), (4, [1, 2, 3, 4])])
+def test_only_the_first_trace_rounds_are_profiled(tmp_path, trace_rounds, profiled):
+    """A train unit past --trace-rounds runs with --trace-steps 0 (its steps timed alone); the earlier ones
+    keep train's own profiled steps."""
+    from fabricbench.studying.config import StudyConfig
+    from fabricbench.studying.units import Context, Unit, UNIT_KINDS
+
+    c = StudyConfig(out=str(tmp_path / "s"), device="cpu", nprocs=2, fabrics=("default",), strategies=("ddp",),
+                    model="tiny-mistral", repeats=4, trace_rounds=trace_rounds)
+    ctx = Context(config=c, out_dir=tmp_path / "s")
+    seen = []
+    for k in range(1, 5):
+        unit = Unit(kind="train", name=f"train ddp @ default #{k}", strategy="ddp", fabric="default", repeat=k)
+        (argv,), _ = UNIT_KINDS.get("train").commands(unit, ctx)
+        steps = argv[argv.index("--trace-steps") + 1] if "--trace-steps" in argv else None
+        assert steps in ("0", "2", None), argv  # 2: train's own default, when the argv spells it
+        if steps != "0":
+            seen.append(k)
+    assert seen == profiled
 
 
 def test_a_model_config_keeps_both_shapes(tmp_path):

@@ -62,8 +62,9 @@ def throughput_section(doc: Document, c: StudyConfig, trains: list[TrainResult],
                           "fresh processes, with the run-to-run 95% interval. Whether one is faster is not read "
                           "from overlapping intervals: the comparisons below pair round k of one with round k "
                           "of the other (docs/comparisons.md). The communication columns come from the last "
-                          "run's trace.")
+                          "profiled run's trace (the study profiles its first --trace-rounds rounds).")
     th = throughputs(trains)
+    profiled = {(r.strategy, r.fabric): comm for r in trains if (comm := r.reached("comm"))}
     if not th:
         s.text("No train unit finished (see “Reproduce”).")
         return
@@ -82,7 +83,7 @@ def throughput_section(doc: Document, c: StudyConfig, trains: list[TrainResult],
             if r is None:
                 rows.append([st, f, "not run", None, None, None, None, None, None, None, None])
                 continue
-            comm = r.reached("comm") or {}
+            comm = profiled.get((st, f)) or {}
             tl = comm.get("timeline") or {}
             b = figs_by.get((st, base))
             # one direction for every ratio: N× slower than on the first fabric (throughput: base / here)

@@ -27,9 +27,15 @@ def commands(unit: Unit, ctx: Context):
     job = TrainConfig(strategies=str(unit.strategy), **model_args(c), **placement(c), steps=c.steps,
                       warmup_steps=c.warmup_steps, batch_size=batch_of(ctx), **c.shape, precision=c.precision,
                       repeats=1, target_ci=float(c.target_ci or 0), max_steps=c.max_steps or None, fabric=fabric,
-                      timeout_s=float(c.train_timeout_s), stall_timeout_s=c.stall_timeout_s, **node_flags(unit, ctx))
+                      timeout_s=float(c.train_timeout_s), stall_timeout_s=c.stall_timeout_s,
+                      **traced(unit, ctx), **node_flags(unit, ctx))
     unread = frozenset({"seq_len", "image_size"} - set(c.shape))  # train ignores them: the command says none
     return [[*child_command(job, leave_out=unread), "--out", str(ctx.unit_file(unit))]], {}
+
+
+def traced(unit: Unit, ctx: Context) -> dict[str, Any]:
+    """No profiled steps past the study's --trace-rounds: a later round times steps alone."""
+    return {} if unit.repeat <= ctx.config.trace_rounds else {"trace_steps": 0}
 
 
 def node_flags(unit: Unit, ctx: Context) -> dict[str, Any]:
