@@ -89,7 +89,8 @@ class StudyConfig:
     image_size: int = field(default=224, metadata=shared(of(TrainConfig, "image_size")))  # images
     precision: str | None = field(default=None, metadata=shared(  # None: train's default: bf16 on cuda,
         of(TrainConfig, "precision")))  # fp32 on cpu
-    # Profiling is fixed cost, not measurement (~2.6 s of a 1B run's ~9 s on an H100, the timed steps ~0.6 s):
+    # Profiling is fixed cost, not measurement (a median 2.6 s of a 1B model's 8-14 s runs on one H100, more than
+    # their timed steps):
     # the first rounds give each (strategy, fabric) its communication trace and relate its calls' spread, and
     # later rounds, run only to decide a comparison, time steps alone
     trace_rounds: int = field(default=2, metadata=declare(
