@@ -9,8 +9,9 @@ mkdir -p "$out"
 . benchmarks/device/env.sh
 use_carried_wheels
 use_carried_iproute2
+# (no commit is named here: the device gets the working tree, and its .git may be an older copy)
 { date; nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader; nproc; uptime
-  git log -1 --format='tree of %h %s' 2>/dev/null; } > "$out/machine.txt" 2>&1
+} > "$out/machine.txt" 2>&1
 start=$(date +%s)
 build_fabricbench "$out/build.log" || { echo "build failed (build.log)" | tee -a "$out/machine.txt"; exit 1; }
 echo "built $(( $(date +%s) - start )) s" >> "$out/machine.txt"
