@@ -3,6 +3,8 @@ export (and the file's size), reading it back, and the rank's summary of it.
 
     python3 benchmarks/startup/trace_cost.py --case cpu --runs 2 [--results DIR]
     python3 benchmarks/startup/trace_cost.py --case gpu --runs 2 [--results DIR]   (one GPU, the 1B config)
+    ... --pair      (each run twice in a row, the order alternating: as shipped, and with the garbage collector
+                     left on while the trace is read and summarised, trace.collector_paused made a no-op)
 
 Each run is the real `fabricbench train` in a fresh process; a sitecustomize.py put first on the ranks'
 PYTHONPATH wraps fabricbench.training.trace's profiler, export_events and rank_summary with timers (the worker
@@ -86,17 +88,23 @@ if _t is not None:
             _note("summary", time.perf_counter() - t)
 
     _t.profiler, _t.export_events, _t.rank_summary = profiler, export_events, rank_summary
+    if os.environ.get("FB_TRACE_COST_GC_ON"):
+        import contextlib
+        _t.collector_paused = contextlib.nullcontext
 '''
 
 PARTS = ("start", "steps", "stop", "export", "read", "summary")
 
 
-def run_once(args: list[str], work: Path, k: int) -> dict:
+def run_once(args: list[str], work: Path, k: int | str, gc_on: bool = False) -> dict:
     parts_dir = work / f"parts-{k}"
     parts_dir.mkdir()
     out = work / f"run-{k}.jsonl"
     env = dict(os.environ, FB_TRACE_COST=str(parts_dir),
                PYTHONPATH=os.pathsep.join([str(work / "site"), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
+    env.pop("FB_TRACE_COST_GC_ON", None)
+    if gc_on:
+        env["FB_TRACE_COST_GC_ON"] = "1"
     p = subprocess.run([sys.executable, "-m", "fabricbench", "train", *args, *ONE_RUN, "--out", str(out)],
                        capture_output=True, text=True, env=env, timeout=600)
     rec = json.loads(out.read_text().splitlines()[-1]) if out.exists() else {}
@@ -111,11 +119,42 @@ def run_once(args: list[str], work: Path, k: int) -> dict:
             "total": (rec.get("phases") or {}).get("total"), "ranks": by_rank, "bytes": size}
 
 
+def paired(a, args: list[str], work: Path, lines: list[str]) -> int:
+    """--pair: per round, the run as shipped and the run with the collector on (order alternating); each
+    rank's read + summary seconds, and the ratio shipped / collector-on by round (median and range)."""
+    ratios = []
+    for k in range(a.runs):
+        arms = {}
+        for gc_on in ((False, True) if k % 2 == 0 else (True, False)):
+            r = run_once(args, work, f"{k}-{'on' if gc_on else 'off'}", gc_on=gc_on)
+            if r["rc"] != 0:
+                lines.append(f"round {k} ({'collector on' if gc_on else 'as shipped'}): exit {r['rc']}: {r['err']}")
+                continue
+            rs = [p.get("read", 0) + p.get("summary", 0) for p in r["ranks"].values()]
+            arms[gc_on] = max(rs) if rs else None
+            lines.append(f"round {k} {'collector on' if gc_on else 'as shipped  '}: read + summary "
+                         + ", ".join(f"{x:.3f}" for x in rs) + f" s by rank; the record's trace phase {r['phase']} s"
+                         f" of {r['total']} s; trace file {r['bytes'] / 1e6:.1f} MB")
+        if arms.get(False) and arms.get(True):
+            ratios.append(arms[False] / arms[True])
+    if ratios:
+        lines.append(f"shipped / collector on, read + summary of the slowest rank, by round: median "
+                     f"{statistics.median(ratios):.3f}, range [{min(ratios):.3f}, {max(ratios):.3f}] over "
+                     f"{len(ratios)} rounds")
+    text = "\n".join(lines)
+    print(text)
+    if a.results:
+        a.results.mkdir(parents=True, exist_ok=True)
+        (a.results / f"trace-cost-{a.case}-pair.txt").write_text(text + "\n")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--case", choices=("cpu", "gpu"), default="cpu")
     ap.add_argument("--runs", type=int, default=2)
     ap.add_argument("--results", type=Path)
+    ap.add_argument("--pair", action="store_true")
     a = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="fb-trace-cost-"))
     (work / "site").mkdir()
@@ -126,7 +165,10 @@ def main() -> int:
         args = [*GPU, "--model-config", str(cfg)]
     else:
         args = [*CPU, "--model", "tiny-mistral"]
-    lines = [f"# trace_cost.py --case {a.case} --runs {a.runs}: fabricbench train {' '.join(args)}"]
+    lines = [f"# trace_cost.py --case {a.case} --runs {a.runs}{' --pair' if a.pair else ''}: fabricbench train "
+             f"{' '.join(args)}"]
+    if a.pair:
+        return paired(a, args, work, lines)
     sums: dict[str, list[float]] = {p: [] for p in PARTS}
     for k in range(a.runs):
         r = run_once(args, work, k)

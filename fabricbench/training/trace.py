@@ -32,13 +32,15 @@ reduce-scatter of the same S.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import shutil
 import statistics
 from collections import Counter
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 from fabricbench.collectives import COLLECTIVES
 from fabricbench.training import calltimes
@@ -91,6 +93,22 @@ def group_sizes() -> list[int]:
 
 
 KEEP_ENV = "FABRICBENCH_KEEP_PROFILE"  # a folder: each rank's chrome trace is kept there (open it in Perfetto)
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off for a block that only allocates (a trace's JSON and its summary
+    hold no reference cycles). A rank's heap holds torch's hundreds of thousands of objects, and the millions
+    a large trace allocates trigger full collections that walk them all: a 20 MB trace parsed in 1.7-2.5 s
+    with the collector on and 0.41-0.44 s with it off, torch imported, on the 2-core VM
+    (benchmarks/startup/trace_cost.py measures a run's parts)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def export_events(prof: Any, path: Path) -> list[dict[str, Any]]:

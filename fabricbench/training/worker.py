@@ -126,9 +126,10 @@ def _trace(one_step: Callable[[int], tuple[float, float]], *, steps: int, device
     finally:
         prof.stop()
     try:
-        events = trace.export_events(prof, run_dir / f"profile-{name}.json")
-        return trace.rank_summary(events, device_type=device.type, world_size=world, steps=steps,
-                                  step_times_s=times, groups=trace.group_sizes())
+        with trace.collector_paused():
+            events = trace.export_events(prof, run_dir / f"profile-{name}.json")
+            return trace.rank_summary(events, device_type=device.type, world_size=world, steps=steps,
+                                      step_times_s=times, groups=trace.group_sizes())
     except Exception as e:  # noqa: BLE001 - the trace is an addition; never lose the measured steps for it
         return {"error": f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:300]}
 

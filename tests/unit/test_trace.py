@@ -333,3 +333,22 @@ def test_calls_carry_the_backends_interval_and_join_takes_the_shortest_over_rank
         _ev("ncclDevKernel_AllReduce_Sum_bf16", 20, 25, tid=7, cat="kernel")]
     found, _ = matching.matched(nccl, world_size=2)
     assert [m.span for m in found] == [(20, 45), (50, 80)]
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_the_collector_is_paused_for_the_trace_and_left_as_it_was(enabled):
+    """The trace's read and summary run with the cyclic collector off; after them it is as it was before,
+    also when the block raised."""
+    import gc
+
+    (gc.enable if enabled else gc.disable)()
+    try:
+        with trace.collector_paused():
+            assert not gc.isenabled()
+        assert gc.isenabled() is enabled
+        with pytest.raises(ValueError):
+            with trace.collector_paused():
+                raise ValueError("a trace that cannot be read")
+        assert gc.isenabled() is enabled
+    finally:
+        gc.enable()
