@@ -119,6 +119,16 @@ def run_once(args: list[str], work: Path, k: int | str, gc_on: bool = False) -> 
             "total": (rec.get("phases") or {}).get("total"), "ranks": by_rank, "bytes": size}
 
 
+def report(lines: list[str], results: Path | None, name: str) -> int:
+    """Print the lines, and write them to results/name where --results was given."""
+    text = "\n".join(lines)
+    print(text)
+    if results:
+        results.mkdir(parents=True, exist_ok=True)
+        (results / name).write_text(text + "\n")
+    return 0
+
+
 def paired(a, args: list[str], work: Path, lines: list[str]) -> int:
     """--pair: per round, the run as shipped and the run with the collector on (order alternating); each
     rank's read + summary seconds, and the ratio shipped / collector-on by round (median and range)."""
@@ -141,12 +151,7 @@ def paired(a, args: list[str], work: Path, lines: list[str]) -> int:
         lines.append(f"shipped / collector on, read + summary of the slowest rank, by round: median "
                      f"{statistics.median(ratios):.3f}, range [{min(ratios):.3f}, {max(ratios):.3f}] over "
                      f"{len(ratios)} rounds")
-    text = "\n".join(lines)
-    print(text)
-    if a.results:
-        a.results.mkdir(parents=True, exist_ok=True)
-        (a.results / f"trace-cost-{a.case}-pair.txt").write_text(text + "\n")
-    return 0
+    return report(lines, a.results, f"trace-cost-{a.case}-pair.txt")
 
 
 def main() -> int:
@@ -185,12 +190,7 @@ def main() -> int:
                      f"{r['bytes'] / 1e6:.1f} MB")
     lines.append("median per rank: " + "  ".join(
         f"{p} {statistics.median(v):.3f}" for p, v in sums.items() if v))
-    text = "\n".join(lines)
-    print(text)
-    if a.results:
-        a.results.mkdir(parents=True, exist_ok=True)
-        (a.results / f"trace-cost-{a.case}.txt").write_text(text + "\n")
-    return 0
+    return report(lines, a.results, f"trace-cost-{a.case}.txt")
 
 
 if __name__ == "__main__":
