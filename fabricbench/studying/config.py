@@ -43,8 +43,7 @@ SWEEP_OPS = ("all_reduce", "all_gather", "reduce_scatter")  # what DDP, ZeRO and
 # change them; and RESUMABLE, those a `study --out DIR --resume` given alone applies over the stored ones
 # (max_repeats only upward: the rounds an undecided comparison asked for).
 UNMEASURED = frozenset({"out", "extra", "trace_rounds", "train_timeout_s", "sweep_timeout_s", "repeat_budget_s",
-                        "stall_timeout_s",
-                        "node_rank", "master_addr", "master_port", "join_timeout_s"})
+                        "stall_timeout_s", "node_rank", "master_addr", "master_port", "join_timeout_s"})
 RESUMABLE = UNMEASURED - {"out", "extra"} | {"max_repeats"}
 
 
@@ -90,9 +89,8 @@ class StudyConfig:
     precision: str | None = field(default=None, metadata=shared(  # None: train's default: bf16 on cuda,
         of(TrainConfig, "precision")))  # fp32 on cpu
     # Profiling is fixed cost, not measurement (a median 2.6 s of a 1B model's 8-14 s runs on one H100, more than
-    # their timed steps):
-    # the first rounds give each (strategy, fabric) its communication trace and relate its calls' spread, and
-    # later rounds, run only to decide a comparison, time steps alone
+    # their timed steps): the first rounds give each (strategy, fabric) its communication trace and relate its
+    # calls' spread, and later rounds, run only to decide a comparison, time steps alone
     trace_rounds: int = field(default=2, metadata=declare(
         "--trace-rounds", "count", "Rounds whose train runs are profiled for the communication trace (0: none).",
         lo=0, hi=1000))

@@ -177,8 +177,8 @@ def test_study_and_report_surfaces_are_frozen():
     assert sorted(o for p in study.params for o in p.opts) == sorted([
         "--out", "--gpus", "--device", "--nprocs", "--fabrics", "--strategies", "--model", "--model-config",
         "--steps", "--warmup-steps", "--batch-size", "--seq-len", "--image-size", "--precision", "--sizes",
-        "--iters", "--warmup", "--trace-rounds", "--train-timeout", "--sweep-timeout", "--resume", "--dry-run", "--json", "--quiet",
-        "--max-steps", "--target-ci", "--repeats", "--max-repeats", "--repeat-budget", "--margin", "--stall-timeout",
+        "--iters", "--warmup", "--trace-rounds", "--train-timeout", "--sweep-timeout", "--resume", "--dry-run",
+        "--json", "--quiet", "--max-steps", "--target-ci", "--repeats", "--max-repeats", "--repeat-budget", "--margin", "--stall-timeout",
         "--nnodes", "--node-rank", "--master-addr", "--master-port", "--join-timeout"])  # across nodes
     assert [p.name for p in report.params] == ["out_dir", "as_json"]
 
