@@ -24,18 +24,32 @@ communication and its overlap, not on how long its compute took. relate's own pr
 prediction as the reference's step times relate's predicted slowdown are printed beside it, with their
 figures, for comparison. Residual = predicted / observed - 1. The bar: median |residual| <= 5%, largest
 <= 10%, coverage of the intervals >= 80%, over >= 8 points.
+
+Which interval a point is judged against (fixed before the lab with three reference runs was run): a point
+observes ONE run, so its 95% interval is a prediction interval for one run, not relate's interval alone.
+relate's interval holds what relate does not know (the trace's calls, the sweeps); the point adds two
+things it cannot hold: the reference's step is the median of n runs, not the job's true step, and the run
+observed scatters around its own fabric's step. Both come from the reference's n unprofiled runs, the only
+runs no point observes: their relative standard deviation s, with Student's t at n - 1 degrees of freedom,
+gives m = t(0.975, n - 1) * s * sqrt(1 + 1/n) of the prediction (the same relative spread assumed on every
+fabric), added to each side of relate's interval in quadrature. With n = 2 (one degree of freedom, t = 12.7)
+m says nothing, so below three reference runs a point keeps relate's interval alone, as labs before this rule
+did; run with --repeats 3 or more. Coverage against relate's interval alone is printed beside it.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from fabricbench.statistics.comparison import t_crit
 
 HERE = Path(__file__).resolve().parent
 SCRIPTS = {"ddp": HERE / "ddp_loop.py", "fsdp2": HERE / "fsdp2_loop.py"}
@@ -106,6 +120,27 @@ def _median_of(paths: list[Path]) -> list[float]:
     return [json.loads(p.read_text())["median_step_s"] for p in paths if p.exists()]
 
 
+def _one_run_margin(ref: list[float]) -> float | None:
+    """The relative half-width one run adds to a prediction (module docstring): t(0.975, n-1) * s * sqrt(1 + 1/n)
+    from the reference's n runs; None with fewer than three (module docstring)."""
+    n = len(ref)
+    if n < 3:
+        return None
+    s = statistics.stdev(ref) / statistics.fmean(ref)
+    return t_crit(0.05, n - 1) * s * math.sqrt(1 + 1 / n)
+
+
+def _widened(pred: float, lo: float | None, hi: float | None, margin: float | None) -> list[float | None]:
+    """relate's interval [lo, hi] around pred with one run's margin (relative) added to each side in quadrature;
+    relate's alone where there is no margin."""
+    if lo is None or hi is None:
+        return [None, None]
+    if margin is None:
+        return [lo, hi]
+    m = margin * pred
+    return [pred - math.hypot(pred - lo, m), pred + math.hypot(hi - pred, m)]
+
+
 def _figures(points: list[dict], key: str, inside: str) -> dict:
     errs = [abs(p[key]) for p in points]
     return {"points": len(points), "median_abs": statistics.median(errs), "largest_abs": max(errs),
@@ -140,8 +175,8 @@ def summarize(out: Path, runs: Path | None = None) -> dict:
     """The points of out's relate answers against the runs (default out/runs); written to out."""
     runs = runs or out / "runs"
     points, notes = [], []
-    lines = [f"{'script':7} {'fabric':14} {'run':>3} {'observed':>9} {'predicted':>9} {'[95% CI]':>17} {'residual':>8} "
-             f"{'in CI':>5} | {'x slowdown':>10} {'resid':>7} | {'relate step':>11} {'resid':>7}"]
+    lines = [f"{'script':7} {'fabric':14} {'run':>3} {'observed':>9} {'predicted':>9} {'[one run 95%]':>17} "
+             f"{'residual':>8} {'in PI':>5} {'in CI':>5} | {'x slowdown':>10} {'resid':>7} | {'relate step':>11} {'resid':>7}"]
     for rel in sorted(out.glob("relate-*.json")):
         script = rel.stem.split("-", 1)[1]
         try:
@@ -155,8 +190,10 @@ def summarize(out: Path, runs: Path | None = None) -> dict:
             notes.append(f"{script}: no run on the reference finished, or relate has no reference row")
             continue
         obs_ref, trace_ref = statistics.median(ref), rows["default"]["predicted_step_s"]
+        one_run = _one_run_margin(ref)
         lines.append(f"{script:7} {'default':14} {'ref':>3} {obs_ref * 1e3:7.1f}ms  the median of {len(ref)} runs ("
-                     + ", ".join(f"{x * 1e3:.1f}" for x in ref) + f" ms); the trace's step {trace_ref * 1e3:.1f} ms")
+                     + ", ".join(f"{x * 1e3:.1f}" for x in ref) + f" ms); the trace's step {trace_ref * 1e3:.1f} ms; "
+                     + (f"one run's margin +-{one_run:.1%}" if one_run is not None else "one run's margin unknown"))
         for fabric, row in rows.items():
             if fabric == "default":
                 continue
@@ -167,17 +204,21 @@ def summarize(out: Path, runs: Path | None = None) -> dict:
                 pred = obs_ref + step - trace_ref
                 lo, hi = (obs_ref + ci[0] - trace_ref, obs_ref + ci[1] - trace_ref) if None not in ci else (None, None)
                 by_slow = obs_ref * slow
+                pi = _widened(pred, lo, hi, one_run)
                 p = {"script": script, "fabric": fabric, "run": res.stem.rsplit("-", 1)[1], "observed_s": obs,
                      "reference_observed_s": obs_ref, "trace_reference_step_s": trace_ref, "predicted_s": pred,
-                     "ci95_s": [lo, hi], "residual": pred / obs - 1, "inside": lo is not None and lo <= obs <= hi,
+                     "ci95_s": [lo, hi], "residual": pred / obs - 1,
+                     "one_run_pi95_s": pi, "inside": pi[0] is not None and pi[0] <= obs <= pi[1],
+                     "inside_relate_ci": lo is not None and lo <= obs <= hi,
                      "by_slowdown_s": by_slow, "by_slowdown_residual": by_slow / obs - 1,
                      "by_slowdown_inside": None not in sci and obs_ref * sci[0] <= obs <= obs_ref * sci[1],
                      "relate_predicted_step_s": step, "relate_residual": step / obs - 1,
                      "relate_inside": None not in ci and ci[0] <= obs <= ci[1], "flags": row.get("flags")}
                 points.append(p)
-                cis = f"[{lo * 1e3:.1f}-{hi * 1e3:.1f}]" if lo is not None else "[-]"
+                cis = f"[{pi[0] * 1e3:.1f}-{pi[1] * 1e3:.1f}]" if pi[0] is not None else "[-]"
                 lines.append(f"{script:7} {fabric:14} {p['run']:>3} {obs * 1e3:7.1f}ms {pred * 1e3:7.1f}ms {cis:>17} "
-                             f"{p['residual']:+8.1%} {'yes' if p['inside'] else 'no':>5} | {by_slow * 1e3:8.1f}ms "
+                             f"{p['residual']:+8.1%} {'yes' if p['inside'] else 'no':>5} "
+                             f"{'yes' if p['inside_relate_ci'] else 'no':>5} | {by_slow * 1e3:8.1f}ms "
                              f"{p['by_slowdown_residual']:+7.1%} | {step * 1e3:9.1f}ms {p['relate_residual']:+7.1%}")
     summary: dict = {"points": len(points)}
     if points:
@@ -185,11 +226,14 @@ def summarize(out: Path, runs: Path | None = None) -> dict:
         summary["verdict"] = _verdict(summary)
         summary["by_slowdown"] = _figures(points, "by_slowdown_residual", "by_slowdown_inside")
         summary["relate_step"] = _figures(points, "relate_residual", "relate_inside")
+        summary["relate_ci_coverage"] = _figures(points, "residual", "inside_relate_ci")["coverage"]
         lines.append("")
         lines.append(f"{len(points)} points: median |error| {summary['median_abs']:.1%} (bar {BAR['median']:.0%}), "
                      f"largest {summary['largest_abs']:.1%} (bar {BAR['largest']:.0%}), coverage "
                      f"{summary['coverage']:.0%} (bar {BAR['coverage']:.0%}), at least {BAR['points']} points: "
                      f"{summary['verdict']}")
+        lines.append(f"  coverage against one run's prediction interval (the bar's); against relate's interval alone: "
+                     f"{summary['relate_ci_coverage']:.0%}")
         for key, words in (("by_slowdown", "the reference's step x relate's slowdown"),
                            ("relate_step", "relate's own predicted step (profiled)")):
             f = summary[key]
