@@ -239,6 +239,12 @@ def study(log: Log, cfg: Path, work: Path, results: Path | None, args: list[str]
         if unit in dur and total:
             log(f"  {unit}: record's phases {total:.2f} s of its unit's {dur[unit]:.2f} s "
                 f"({(dur[unit] - total) / dur[unit]:+.1%} outside)")
+    for r in trains:  # each run's timed steps: what the run-to-run spread of a strategy is made of
+        steps = r.get("step_times_s") or []
+        log(f"  {(r.get('study') or {}).get('unit')}: timed steps (ms) "
+            + " ".join(f"{x * 1e3:.0f}" for x in steps[int(r.get('warmup_steps') or 0):]))
+    if results is not None and (out / "results.jsonl").exists():
+        shutil.copy(out / "results.jsonl", results / "study-results.jsonl")
     report = out / "report.md"
     if report.exists():
         text = report.read_text()

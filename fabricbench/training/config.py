@@ -29,6 +29,7 @@ MAX_STEPS = 100_000  # optimizer steps per strategy
 STARTUP_S = 600.0  # start-up (torchrun, imports, building the model) may take this long, even with a short
 # --timeout
 MAX_TRACE_STEPS = 20  # profiled steps: a profile grows with every step and is read in memory
+TRACE_STEPS = 2  # profiled steps of a run with peers unless --trace-steps says otherwise
 DEFAULT_MAX_STEPS = 40  # steps in all with a target CI, unless --max-steps says otherwise
 MAX_REPEATS = 50  # runs per strategy (train) and per strategy and fabric (study): --repeats, --max-repeats
 CPU_RANKS = 2  # --device cpu without --nprocs: two gloo ranks, the fewest that exchange a gradient
@@ -98,9 +99,12 @@ class TrainConfig:
     precision: str | None = field(default=None, metadata=declare(  # "bf16", "fp16" or "fp32"; None: bf16 on
         "--precision", "choice", "Compute precision.", choices=tuple(PRECISIONS),
         default_by="bf16 on cuda, fp32 on cpu"))  # cuda, fp32 on cpu (run_precision)
-    trace_steps: int = field(default=2, metadata=declare(  # profiled steps after the timed ones, for the
+    # profiled steps after the timed ones, for the record's "comm" (trace.py); 0: none. None: TRACE_STEPS where
+    # the run has peers; alone (one rank) no collective runs, and a profile would cost a warm 1B run ~2 s of
+    # its ~8 s for the GPU-busy fraction only, which --trace-steps N still gives (trace_steps_run)
+    trace_steps: int | None = field(default=None, metadata=declare(
         "--trace-steps", "count", "Profiled steps after the timed ones, for the communication trace (0: none).",
-        lo=0, hi=MAX_TRACE_STEPS))  # record's "comm" (trace.py); 0: none
+        lo=0, hi=MAX_TRACE_STEPS, default_by=f"{TRACE_STEPS} where the run has peers, 0 on one rank"))
     dataset: str | None = field(default=None, metadata=declare(  # local dataset folder (data.py); synthetic
         "--dataset", "input file or folder", "Local data: DIR/<class>/<image>, or *.txt / *.npy tokens.",
         default_by="synthetic"))  # when None
@@ -174,6 +178,13 @@ class TrainConfig:
     @property
     def world_size(self) -> int:
         return self.procs_per_node * self.nnodes
+
+    @property
+    def trace_steps_run(self) -> int:
+        """The profiled steps this run takes: --trace-steps, else TRACE_STEPS where it has peers, 0 alone."""
+        if self.trace_steps is not None:
+            return self.trace_steps
+        return TRACE_STEPS if self.world_size > 1 else 0
 
     @property
     def run_precision(self) -> str:

@@ -243,7 +243,7 @@ def join_ranks(config: TrainConfig, name: str, ranks: list[dict[str, Any]], *, r
     out["step_times_s"] = per_step
     if r0.get("nccl"):
         out["nccl"] = r0["nccl"]
-    if config.trace_steps:
+    if config.trace_steps_run:
         out["comm"] = trace.join([r.get("comm") or {"error": "no trace in the rank file"} for r in ranks],
                                  backend=r0.get("backend") or ("nccl" if config.device == "cuda" else "gloo"),
                                  world_size=r0["world_size"], sends=strategy.textbook_sends, psi=psi,

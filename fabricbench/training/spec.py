@@ -58,7 +58,7 @@ class RankSpec:
                    precision=config.run_precision, local_devices=local_devices, batch_size=config.batch_size,
                    seq_len=config.seq_len, image_size=config.image_size, dataset=config.dataset, lr=config.lr,
                    seed=SEED, steps=config.steps, warmup_steps=config.warmup_steps, target_ci=config.target_ci,
-                   max_steps=config.step_cap, trace_steps=config.trace_steps,
+                   max_steps=config.step_cap, trace_steps=config.trace_steps_run,
                    stall_timeout_s=config.stall_timeout_s, run_dir=str(run_dir), fabric=fabric, fault=fault)
 
     def write(self, path: Path) -> None:

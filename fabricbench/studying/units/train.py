@@ -3,6 +3,7 @@ only while a question is open (enough_runs)."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Any
 
@@ -12,7 +13,7 @@ from fabricbench.results.status import Status
 from fabricbench.studying.units.base import (STATUSES, Context, Outcome, Unit, UnitKind, batch_of, failure,
                                           file_records, model_args, placement)
 from fabricbench.training import repeats
-from fabricbench.training.config import TrainConfig
+from fabricbench.training.config import TRACE_STEPS, TrainConfig
 
 
 def commands(unit: Unit, ctx: Context):
@@ -28,14 +29,18 @@ def commands(unit: Unit, ctx: Context):
                       warmup_steps=c.warmup_steps, batch_size=batch_of(ctx), **c.shape, precision=c.precision,
                       repeats=1, target_ci=float(c.target_ci or 0), max_steps=c.max_steps or None, fabric=fabric,
                       timeout_s=float(c.train_timeout_s), stall_timeout_s=c.stall_timeout_s,
-                      **traced(unit, ctx), **node_flags(unit, ctx))
+                      **node_flags(unit, ctx))
+    job = dataclasses.replace(job, **traced(unit, ctx, alone=job.world_size == 1))
     unread = frozenset({"seq_len", "image_size"} - set(c.shape))  # train ignores them: the command says none
     return [[*child_command(job, leave_out=unread), "--out", str(ctx.unit_file(unit))]], {}
 
 
-def traced(unit: Unit, ctx: Context) -> dict[str, Any]:
-    """No profiled steps past the study's --trace-rounds: a later round times steps alone."""
-    return {} if unit.repeat <= ctx.config.trace_rounds else {"trace_steps": 0}
+def traced(unit: Unit, ctx: Context, *, alone: bool) -> dict[str, Any]:
+    """No profiled steps past the study's --trace-rounds: a later round times steps alone. A run of one rank
+    (no collective to trace) is profiled in its first round only, for the report's GPU-busy fraction."""
+    if unit.repeat > ctx.config.trace_rounds or (alone and unit.repeat > 1):
+        return {"trace_steps": 0}
+    return {"trace_steps": TRACE_STEPS} if alone else {}
 
 
 def node_flags(unit: Unit, ctx: Context) -> dict[str, Any]:
