@@ -109,9 +109,9 @@ def shown(r: dict) -> str:
     ph = r["phases"]
     return (f"wall {r['wall']:6.2f} s  CPU {r['cpu']:6.2f} s  phases {r['total'] or float('nan'):6.2f} s  "
             f"({'n/a' if gap is None else f'{gap:+.1%}'} of the wall outside them)  status {r['status']}  "
-            f"impl {r['impl']}  prepare {ph.get('prepare', 0):.2f} launch {ph.get('launch', 0):.2f} "
-            f"imports {ph.get('imports', 0):.2f} build {ph.get('build', 0):.2f} wrap {ph.get('wrap', 0):.2f} "
-            f"timed {ph.get('timed', 0):.2f}  other CPUs {r['other'] if r['other'] is not None else '?'}"
+            f"impl {r['impl']}  " + " ".join(f"{k} {v:.2f}" for k, v in ph.items() if k != "total" and
+                                             isinstance(v, (int, float)))
+            + f"  other CPUs {r['other'] if r['other'] is not None else '?'}"
             + (f"  rc {r['rc']}: {r['err']}" if r["rc"] else ""))
 
 
