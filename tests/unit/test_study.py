@@ -201,50 +201,45 @@ def test_commands_pass_only_the_shape_the_model_reads(tmp_path, model, kept, dro
         assert kept in argv and dropped not in argv, (kind, argv)
 
 
+def _profiled_rounds(tmp_path, rounds: int, *, alone: bool, **study) -> list[int]:
+    """The rounds whose train unit's command profiles steps (no --trace-steps: train's own default, 2 where
+    the run has peers, 0 alone)."""
+    from fabricbench.studying.config import StudyConfig
+    from fabricbench.studying.units import Context, Unit, UNIT_KINDS
+
+    c = StudyConfig(out=str(tmp_path / "s"), fabrics=("default",), strategies=("ddp",), model="tiny-mistral",
+                    repeats=rounds, **study)
+    ctx = Context(config=c, out_dir=tmp_path / "s")
+    seen = []
+    for k in range(1, rounds + 1):
+        unit = Unit(kind="train", name=f"train ddp @ default #{k}", strategy="ddp", fabric="default", repeat=k)
+        (argv,), _ = UNIT_KINDS.get("train").commands(unit, ctx)
+        steps = argv[argv.index("--trace-steps") + 1] if "--trace-steps" in argv else None
+        assert steps in ("0", "2", None), argv
+        if (steps or ("0" if alone else "2")) != "0":
+            seen.append(k)
+    return seen
+
+
 @pytest.mark.parametrize("trace_rounds, profiled", [(2, [1, 2]), (0, []), (4, [1, 2, 3, 4])])
 def test_only_the_first_trace_rounds_are_profiled(tmp_path, trace_rounds, profiled):
     """A train unit past --trace-rounds runs with --trace-steps 0 (its steps timed alone); the earlier ones
     keep train's own profiled steps."""
-    from fabricbench.studying.config import StudyConfig
-    from fabricbench.studying.units import Context, Unit, UNIT_KINDS
-
-    c = StudyConfig(out=str(tmp_path / "s"), device="cpu", nprocs=2, fabrics=("default",), strategies=("ddp",),
-                    model="tiny-mistral", repeats=4, trace_rounds=trace_rounds)
-    ctx = Context(config=c, out_dir=tmp_path / "s")
-    seen = []
-    for k in range(1, 5):
-        unit = Unit(kind="train", name=f"train ddp @ default #{k}", strategy="ddp", fabric="default", repeat=k)
-        (argv,), _ = UNIT_KINDS.get("train").commands(unit, ctx)
-        steps = argv[argv.index("--trace-steps") + 1] if "--trace-steps" in argv else None
-        assert steps in ("0", "2", None), argv  # None: train's own default (2 with peers)
-        if steps != "0":
-            seen.append(k)
-    assert seen == profiled
+    assert _profiled_rounds(tmp_path, 4, alone=False, device="cpu", nprocs=2, trace_rounds=trace_rounds) == profiled
 
 
 @pytest.mark.parametrize("gpus, profiled", [("0", [1]), ("0,1", [1, 2])])
 def test_a_run_of_one_rank_is_profiled_in_its_first_round_only(tmp_path, gpus, profiled):
     """One rank runs no collective: its trace gives the report's GPU-busy fraction alone, so only the first round
     pays for it; runs with peers keep --trace-rounds (2 here)."""
-    from fabricbench.studying.config import StudyConfig
-    from fabricbench.studying.units import Context, Unit, UNIT_KINDS
     from fabricbench.training.config import TrainConfig
 
-    c = StudyConfig(out=str(tmp_path / "s"), device="cuda", gpus=gpus, fabrics=("default",), strategies=("ddp",),
-                    model="tiny-mistral", repeats=3)
-    ctx = Context(config=c, out_dir=tmp_path / "s")
-    seen = []
-    for k in range(1, 4):
-        unit = Unit(kind="train", name=f"train ddp @ default #{k}", strategy="ddp", fabric="default", repeat=k)
-        (argv,), _ = UNIT_KINDS.get("train").commands(unit, ctx)
-        steps = argv[argv.index("--trace-steps") + 1] if "--trace-steps" in argv else None
-        if (steps or "0") != "0" or (steps is None and "," in gpus):
-            seen.append(k)
-    assert seen == profiled
+    assert _profiled_rounds(tmp_path, 3, alone="," not in gpus, device="cuda", gpus=gpus) == profiled
     # train's own default: profiled where the run has peers, not alone
-    assert TrainConfig(strategies="ddp", device="cpu", nprocs=2, model="tiny-mistral").trace_steps_run == 2
-    assert TrainConfig(strategies="ddp", device="cpu", nprocs=1, model="tiny-mistral").trace_steps_run == 0
-    assert TrainConfig(strategies="ddp", device="cpu", nprocs=1, model="tiny-mistral", trace_steps=3).trace_steps_run == 3
+    one = {"strategies": "ddp", "device": "cpu", "model": "tiny-mistral"}
+    assert TrainConfig(**one, nprocs=2).trace_steps_run == 2
+    assert TrainConfig(**one, nprocs=1).trace_steps_run == 0
+    assert TrainConfig(**one, nprocs=1, trace_steps=3).trace_steps_run == 3
 
 
 def test_a_model_config_keeps_both_shapes(tmp_path):
