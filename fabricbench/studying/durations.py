@@ -10,9 +10,10 @@ Every figure comes from the best source that has it, in this order:
 2. this host's store (hoststore.py): what earlier studies on this host measured, in fabricbench's cache
    folder;
 3. a first guess calibrated on a 2-core VM (CPU) and an H100 (GPU), with a wide interval.
-A train run is its fixed cost (start-up, profiled steps, teardown: everything but its counted steps) plus
-its steps times its step; with --target-ci the steps go on between --steps and the cap, so the count is
-an interval of its own. A figure measured while other processes loaded the host is scaled to the load
+A train run is its fixed cost (start-up, teardown: everything but its counted and profiled steps), plus its
+trace phase where its round profiles (the first --trace-rounds rounds; a run of one rank, the first only:
+units/train.py profiles), plus its steps times its step; with --target-ci the steps go on between --steps
+and the cap, so the count is an interval of its own. A figure measured while other processes loaded the host is scaled to the load
 now (`_slowdown`); the load now is read once, over LOAD_WINDOW_S, as hostload.py reads it during a run.
 
 A unit's interval: the spread of its samples, never narrower than SAMPLE_SPREAD around their median (a
@@ -38,6 +39,7 @@ from fabricbench.sizes import SizeSweep
 from fabricbench.studying import hoststore
 from fabricbench.studying.config import DEFAULT_SIZES, SWEEP_OPS, StudyConfig
 from fabricbench.studying.units import Unit
+from fabricbench.studying.units.train import profiles
 
 LOAD_WINDOW_S = 0.5
 SAMPLE_SPREAD = (0.8, 1.25)  # at least this interval around a measured figure's median
@@ -51,10 +53,12 @@ OPTIONAL_SHARE = 0.5  # a round past the minimum, in the middle figure
 # and bf16 at about 40% of the card's dense peak. The other units: what the VM's and the H100's studies took.
 FIRST = {
     "cpu": {"machine": 3.0, "estimate": 1.0, "batch": 45.0, "scaling": 60.0, "relate": 3.0, "summary": 1.5,
-            "start": 1.0, "report": 3.0, "train_fixed": 10.0},
+            "start": 1.0, "report": 3.0, "train_fixed": 9.0, "train_trace": 1.0},
     "cuda": {"machine": 20.0, "estimate": 2.0, "batch": 45.0, "scaling": 60.0, "relate": 6.0, "summary": 3.0,
-             "start": 2.0, "report": 5.0, "train_fixed": 4.5},
+             "start": 2.0, "report": 5.0, "train_fixed": 4.5, "train_trace": 2.0},
 }
+# train_trace: a profiled run's trace phase, 0.9-1.2 s of tiny-mistral on the VM's 2 ranks, 1.8-2.5 s of a 1B
+# model on one H100 (benchmarks/startup/results: cpu-vm/trace-cost-cpu*.txt, h100-1gpu/2026-12-07b)
 STEP_OVERHEAD_S = {"cpu": 0.3, "cuda": 0.05}
 FLOP_RATE = {"cpu": 5e10, "cuda": 1.5e14}  # sustained FLOP/s of one rank
 FIRST_SPREAD = (0.4, 2.5)  # a first guess's interval: it has not seen this host
@@ -154,10 +158,12 @@ def _samples(config: StudyConfig, units: list[dict[str, Any]], trains: list[dict
             run = _train_run(by_unit.get(u.get("name")), dur)
             if run is None:
                 continue
-            fixed, step, count = run
+            fixed, step, count, trace_s = run
             strategy, fabric = u.get("strategy"), u.get("fabric")
-            yield _key("train_fixed", d, strategy), hoststore.sample(fixed, load, ranks)
-            yield _key("train_fixed", d), hoststore.sample(fixed, load, ranks)
+            for what, s in (("train_fixed", fixed), ("train_trace", trace_s)):
+                if s is not None:
+                    yield _key(what, d, strategy), hoststore.sample(s, load, ranks)
+                    yield _key(what, d), hoststore.sample(s, load, ranks)
             for f in (fabric, None):
                 yield _train_key(config, strategy, f) + "/step", hoststore.sample(step, load, ranks)
             yield _key("train_speed", d), hoststore.sample(step / _first_step(config), load, ranks)
@@ -169,16 +175,21 @@ def _samples(config: StudyConfig, units: list[dict[str, Any]], trains: list[dict
             yield _key(kind, d), hoststore.sample(dur, load, 1)
 
 
-def _train_run(rec: dict[str, Any] | None, unit_s: float | None = None) -> tuple[float, float, int] | None:
-    """(fixed cost, median step, steps) of a train record: the unit's wall (else the run's phases) less
-    its steps; None without step times."""
+def _train_run(rec: dict[str, Any] | None, unit_s: float | None = None
+               ) -> tuple[float, float, int, float | None] | None:
+    """(fixed cost, median step, steps, trace phase) of a train record: the unit's wall (else the run's
+    phases) less its steps and its trace phase; the trace phase None where the run did not profile (no
+    "comm"); None without step times."""
     if not rec:
         return None
+    phases = rec.get("phases") or {}
     times = [t for t in rec.get("step_times_s") or [] if isinstance(t, (int, float))]
-    total = unit_s if unit_s is not None else ((rec.get("phases") or {}).get("total"))
+    total = unit_s if unit_s is not None else phases.get("total")
     if not times or not isinstance(total, (int, float)):
         return None
-    return max(0.0, total - sum(times)), statistics.median(times), len(times)
+    trace = phases.get("trace") if isinstance(phases.get("trace"), (int, float)) else 0.0
+    return (max(0.0, total - sum(times) - trace), statistics.median(times), len(times),
+            trace if rec.get("comm") else None)
 
 
 def load_now(window_s: float = LOAD_WINDOW_S) -> hostload.Load | None:
@@ -277,10 +288,12 @@ class _Sources:
                 run = _train_run(r, wall if isinstance(wall, (int, float)) else None)
                 if run:
                     runs.append((run, r.get(hostload.FIELD)))
+        alone = c.ranks_per_node * c.nnodes == 1
+        trace = self.trace(u, runs) if profiles(u.repeat, c.trace_rounds, alone=alone) else ZERO
         if runs:
-            fixed = self._measured([hoststore.sample(f, ld, need) for (f, _, _), ld in runs], need, "this study")
-            step = self._measured([hoststore.sample(s, ld, need) for (_, s, _), ld in runs], need, "this study")
-            counts = sorted(n for (_, _, n), _ in runs)
+            fixed = self._measured([hoststore.sample(f, ld, need) for (f, *_), ld in runs], need, "this study")
+            step = self._measured([hoststore.sample(s, ld, need) for (_, s, *_), ld in runs], need, "this study")
+            counts = sorted(n for (_, _, n, _), _ in runs)
             steps = (float(counts[0]), float(statistics.median(counts)), float(counts[-1]))
         else:
             fixed = self._stored(_key("train_fixed", c.device, u.strategy), need) or \
@@ -289,8 +302,18 @@ class _Sources:
                 self._stored(_train_key(c, u.strategy) + "/step", need) or self._step_from_rate(need)
             steps = self._steps(u)
         assert fixed is not None and step is not None
+        fixed = fixed + trace
         return Duration(fixed.s + steps[1] * step.s, fixed.lo_s + steps[0] * step.lo_s,
                         fixed.hi_s + steps[2] * step.hi_s, (fixed + step).source)
+
+    def trace(self, u: Unit, runs: list[tuple[tuple[float, float, int, float | None], Any]]) -> Duration:
+        """A profiled round's trace phase: this study's profiled runs, else this host's, else a first guess."""
+        c, need = self.config, self.config.ranks_per_node
+        mine = [hoststore.sample(t, ld, need) for (*_, t), ld in runs if t is not None]
+        return (self._measured(mine, need, "this study")
+                or self._stored(_key("train_trace", c.device, u.strategy), need)
+                or self._stored(_key("train_trace", c.device), need)
+                or self._first(FIRST[c.device]["train_trace"], need))
 
     def _step_from_rate(self, need: float) -> Duration:
         """A step of a model (or shape) this host has not trained: the first guess, times how this host's

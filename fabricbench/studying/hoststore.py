@@ -21,7 +21,8 @@ from typing import Any
 from fabricbench.jobs.bytecode import cache_root
 from fabricbench.outputs import write_atomic
 
-SCHEMA = 1  # the store's layout; a store of another is ignored and replaced by the next study
+SCHEMA = 2  # the store's layout (2: a run's fixed cost without its profiled steps, train_trace apart); a
+# store of another is ignored and replaced by the next study
 KEEP = 8  # samples per key: the host's recent behaviour, not its history
 
 Samples = dict[str, list[dict[str, float]]]  # {key: [sample]}, key e.g. "train_fixed/cpu/ddp"

@@ -29,7 +29,7 @@ MODEL = "tiny-mistral"
 
 def _config(tmp_path, **kw) -> StudyConfig:
     base = dict(out=str(tmp_path / "s"), device="cpu", nprocs=2, fabrics="default", strategies="ddp", model=MODEL,
-                steps=4, warmup_steps=1, target_ci=0, repeats=1)
+                steps=4, warmup_steps=1, target_ci=0, repeats=1, trace_rounds=0)  # no trace phase: see its own test
     return StudyConfig(**{**base, **kw})
 
 
@@ -69,6 +69,32 @@ def test_this_studys_records_come_before_the_hosts_store(tmp_path):
     done = SimpleNamespace(units={}, of_kind=lambda kind: [rec] if kind == "train" else [])
     got = dur.estimate(c, units, done=done, store=store, load=_load(0.0)).units[name]
     assert got.source == "this study" and got.s == pytest.approx(12.0 + 6 * 1.0)
+
+
+def test_a_profiled_round_adds_its_trace_phase_and_a_later_round_does_not(tmp_path):
+    """The first --trace-rounds rounds profile steps; later rounds time them alone. A recorded run's trace phase
+    is not its fixed cost: it is counted apart (train_trace) and added only to the rounds that profile."""
+    c = _config(tmp_path, repeats=2, trace_rounds=1)
+    first, second = [u for u in build_plan(c) if u.kind == "train"]
+    step = {dur._train_key(c, "ddp") + "/step": [{"s": 0.5, "others": 0.0, "cpus": 2, "need": 2}]}
+    store = {dur._key("train_fixed", "cpu", "ddp"): [{"s": 6.0, "others": 0.0, "cpus": 2, "need": 2}],
+             dur._key("train_trace", "cpu", "ddp"): [{"s": 1.5, "others": 0.0, "cpus": 2, "need": 2}], **step}
+    est = dur.estimate(c, [first, second], store=store, load=_load(0.0))
+    assert est.units[first.name].s == pytest.approx(6.0 + 1.5 + 4 * 0.5)
+    assert est.units[second.name].s == pytest.approx(6.0 + 4 * 0.5)
+    # from this study's own profiled run: its wall 12 s, 6 steps of 1 s, its trace phase 2 s -> fixed 4 s
+    rec = {"kind": "train", "strategy": "ddp", "step_times_s": [1.0] * 6, "phases": {"total": 12.0, "trace": 2.0},
+           "comm": {"collectives": []}}
+    done = SimpleNamespace(units={}, of_kind=lambda kind: [rec] if kind == "train" else [])
+    est = dur.estimate(c, [first, second], done=done, store={}, load=_load(0.0))
+    assert est.units[first.name].s == pytest.approx(4.0 + 2.0 + 6 * 1.0)
+    assert est.units[second.name].s == pytest.approx(4.0 + 6 * 1.0)
+    # what a study learns for the host: the fixed cost without the trace, the trace phase apart
+    learnt = dict(dur._samples(c, [{"status": "ok", "duration_s": 12.0, "unit_kind": "train", "name": first.name,
+                                    "strategy": "ddp", "fabric": "default"}],
+                               [{**rec, "study": {"unit": first.name}}]))
+    assert learnt[dur._key("train_fixed", "cpu")]["s"] == pytest.approx(4.0)
+    assert learnt[dur._key("train_trace", "cpu")]["s"] == pytest.approx(2.0)
 
 
 def test_a_figure_measured_on_a_quiet_host_grows_with_the_load_now(tmp_path):

@@ -35,10 +35,17 @@ def commands(unit: Unit, ctx: Context):
     return [[*child_command(job, leave_out=unread), "--out", str(ctx.unit_file(unit))]], {}
 
 
+def profiles(repeat: int, trace_rounds: int, *, alone: bool) -> bool:
+    """Whether round `repeat` of a train unit profiles steps: not past the study's --trace-rounds (a later
+    round times steps alone), and a run of one rank (no collective to trace) in its first round only, for the
+    report's GPU-busy fraction."""
+    return repeat <= trace_rounds and not (alone and repeat > 1)
+
+
 def traced(unit: Unit, ctx: Context, *, alone: bool) -> dict[str, Any]:
-    """No profiled steps past the study's --trace-rounds: a later round times steps alone. A run of one rank
-    (no collective to trace) is profiled in its first round only, for the report's GPU-busy fraction."""
-    if unit.repeat > ctx.config.trace_rounds or (alone and unit.repeat > 1):
+    """The child's --trace-steps: 0 where the round does not profile; train's default (2 where the run has
+    peers) where it does, spelt out for a run of one rank, whose own default is 0."""
+    if not profiles(unit.repeat, ctx.config.trace_rounds, alone=alone):
         return {"trace_steps": 0}
     return {"trace_steps": TRACE_STEPS} if alone else {}
 
