@@ -176,7 +176,8 @@ def summarize(out: Path, runs: Path | None = None) -> dict:
     runs = runs or out / "runs"
     points, notes = [], []
     lines = [f"{'script':7} {'fabric':14} {'run':>3} {'observed':>9} {'predicted':>9} {'[one run 95%]':>17} "
-             f"{'residual':>8} {'in PI':>5} {'in CI':>5} | {'x slowdown':>10} {'resid':>7} | {'relate step':>11} {'resid':>7}"]
+             f"{'residual':>8} {'in PI':>5} {'in CI':>5} | {'x slowdown':>10} {'resid':>7} | "
+             f"{'relate step':>11} {'resid':>7}"]
     for rel in sorted(out.glob("relate-*.json")):
         script = rel.stem.split("-", 1)[1]
         try:

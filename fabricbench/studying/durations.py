@@ -13,8 +13,9 @@ Every figure comes from the best source that has it, in this order:
 A train run is its fixed cost (start-up, teardown: everything but its counted and profiled steps), plus its
 trace phase where its round profiles (the first --trace-rounds rounds; a run of one rank, the first only:
 units/train.py profiles), plus its steps times its step; with --target-ci the steps go on between --steps
-and the cap, so the count is an interval of its own. A figure measured while other processes loaded the host is scaled to the load
-now (`_slowdown`); the load now is read once, over LOAD_WINDOW_S, as hostload.py reads it during a run.
+and the cap, so the count is an interval of its own. A figure measured while other processes loaded the
+host is scaled to the load now (`_slowdown`); the load now is read once, over LOAD_WINDOW_S, as hostload.py
+reads it during a run.
 
 A unit's interval: the spread of its samples, never narrower than SAMPLE_SPREAD around their median (a
 few samples understate a busy host's spread), and the load assumed to stay within LOAD_SPREAD of now's.
