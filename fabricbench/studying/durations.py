@@ -289,8 +289,7 @@ class _Sources:
                 run = _train_run(r, wall if isinstance(wall, (int, float)) else None)
                 if run:
                     runs.append((run, r.get(hostload.FIELD)))
-        alone = c.ranks_per_node * c.nnodes == 1
-        trace = self.trace(u, runs) if profiles(u.repeat, c.trace_rounds, alone=alone) else ZERO
+        trace = self.trace(u, runs) if profiles(u, c) else ZERO
         if runs:
             fixed = self._measured([hoststore.sample(f, ld, need) for (f, *_), ld in runs], need, "this study")
             step = self._measured([hoststore.sample(s, ld, need) for (_, s, *_), ld in runs], need, "this study")

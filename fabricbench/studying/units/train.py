@@ -3,13 +3,13 @@ only while a question is open (enough_runs)."""
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from typing import Any
 
 from fabricbench.fabrics import get_fabric
 from fabricbench.jobs.configs import child_command
 from fabricbench.results.status import Status
+from fabricbench.studying.config import StudyConfig
 from fabricbench.studying.units.base import (STATUSES, Context, Outcome, Unit, UnitKind, batch_of, failure,
                                           file_records, model_args, placement)
 from fabricbench.training import repeats
@@ -29,25 +29,29 @@ def commands(unit: Unit, ctx: Context):
                       warmup_steps=c.warmup_steps, batch_size=batch_of(ctx), **c.shape, precision=c.precision,
                       repeats=1, target_ci=float(c.target_ci or 0), max_steps=c.max_steps or None, fabric=fabric,
                       timeout_s=float(c.train_timeout_s), stall_timeout_s=c.stall_timeout_s,
-                      **node_flags(unit, ctx))
-    job = dataclasses.replace(job, **traced(unit, ctx, alone=job.world_size == 1))
+                      **traced(unit, ctx), **node_flags(unit, ctx))
     unread = frozenset({"seq_len", "image_size"} - set(c.shape))  # train ignores them: the command says none
     return [[*child_command(job, leave_out=unread), "--out", str(ctx.unit_file(unit))]], {}
 
 
-def profiles(repeat: int, trace_rounds: int, *, alone: bool) -> bool:
-    """Whether round `repeat` of a train unit profiles steps: not past the study's --trace-rounds (a later
-    round times steps alone), and a run of one rank (no collective to trace) in its first round only, for the
-    report's GPU-busy fraction."""
-    return repeat <= trace_rounds and not (alone and repeat > 1)
+def alone(unit: Unit, c: StudyConfig) -> bool:
+    """Whether the unit's run has one rank: this node's ranks, times the nodes where the unit spans them."""
+    return c.ranks_per_node * (c.nnodes if unit.span else 1) == 1
 
 
-def traced(unit: Unit, ctx: Context, *, alone: bool) -> dict[str, Any]:
+def profiles(unit: Unit, c: StudyConfig) -> bool:
+    """Whether the unit's round profiles steps: not past the study's --trace-rounds (a later round times
+    steps alone), and a run of one rank (no collective to trace) in its first round only, for the report's
+    GPU-busy fraction."""
+    return unit.repeat <= c.trace_rounds and not (alone(unit, c) and unit.repeat > 1)
+
+
+def traced(unit: Unit, ctx: Context) -> dict[str, Any]:
     """The child's --trace-steps: 0 where the round does not profile; train's default (2 where the run has
     peers) where it does, spelt out for a run of one rank, whose own default is 0."""
-    if not profiles(unit.repeat, ctx.config.trace_rounds, alone=alone):
+    if not profiles(unit, ctx.config):
         return {"trace_steps": 0}
-    return {"trace_steps": TRACE_STEPS} if alone else {}
+    return {"trace_steps": TRACE_STEPS} if alone(unit, ctx.config) else {}
 
 
 def node_flags(unit: Unit, ctx: Context) -> dict[str, Any]:
